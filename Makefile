@@ -1,0 +1,140 @@
+# dovetail — build, test, bench, install.
+#   make deps            install Debian build and test dependencies (apt-get)
+#   make / make all      dovetail, libdovetail.a/.so, dovetail.so (Lua module)
+#   make test            busted specs (Lua 5.4), luacheck, C unit tests
+#   make test SANITIZE=1 the same under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make bench           benchmarks (pods/s, nodes, $/h, peak memory)
+#   make install         PREFIX=/usr/local DESTDIR=
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+CC      ?= cc
+LUA     ?= lua5.4
+SANITIZE ?=
+
+PKGS    := lua5.4 libcjson yaml-0.1
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+ifeq ($(strip $(PKG_LIBS)),)
+PKG_CFLAGS := -I/usr/include/lua5.4
+PKG_LIBS   := -llua5.4 -lcjson -lyaml
+endif
+
+ifeq ($(SANITIZE),1)
+BUILD   := build/san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT     := -O1 -g
+else
+BUILD   := build/rel
+SANFLAGS :=
+OPT     := -O2 -g
+endif
+
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
+CFLAGS  ?=
+ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC $(SANFLAGS) $(PKG_CFLAGS) -Iengine $(CFLAGS)
+LDLIBS  := $(PKG_LIBS) -lm
+
+CATALOG := providers/catalogs/aws-us-east-1.json
+ENGINE_SRC := engine/alloc.c engine/quantity.c engine/sym.c engine/req.c engine/doc.c \
+	      engine/manifest.c engine/sched.c engine/plan.c providers/catalog.c
+ENGINE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRC)) $(BUILD)/providers/bundled.o
+LUA_OBJ := $(BUILD)/lua/ldovetail.o
+HEADERS := $(wildcard engine/*.h)
+
+BIN     := $(BUILD)/dovetail
+LIBA    := $(BUILD)/libdovetail.a
+LIBSO   := $(BUILD)/libdovetail.so
+LUAMOD  := $(BUILD)/dovetail.so
+
+.PHONY: all deps test check-lua check-c bench install clean quickstart
+
+all: $(BIN) $(LIBA) $(LIBSO) $(LUAMOD)
+	@ln -sf $(BUILD)/dovetail dovetail 2>/dev/null || true
+
+$(BUILD)/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(BUILD)/providers/bundled.o: providers/bundled.S $(CATALOG)
+	@mkdir -p $(dir $@)
+	$(CC) -c -DDT_CATALOG_PATH='"$(CATALOG)"' $< -o $@
+
+$(LIBA): $(ENGINE_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(LIBSO): $(ENGINE_OBJ)
+	$(CC) -shared $(SANFLAGS) -Wl,-soname,libdovetail.so.0 -o $@ $^ $(LDLIBS)
+
+$(BIN): $(BUILD)/engine/main.o $(LIBA)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS)
+
+# The Lua module links the engine statically: `require "dovetail"` needs
+# nothing else installed. Lua symbols come from the host interpreter.
+$(LUAMOD): $(LUA_OBJ) $(ENGINE_OBJ)
+	$(CC) -shared $(SANFLAGS) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
+
+$(BUILD)/unit: spec/unit.c $(LIBA)
+	$(CC) $(ALL_CFLAGS) -Iengine -Iproviders -o $@ $< $(LIBA) $(LDLIBS) $(SANFLAGS)
+
+deps:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	$$SUDO apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
+	  build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libcurl4-openssl-dev \
+	  libcjson-dev libyaml-dev lua-busted lua-check glpk-utils >/dev/null
+
+# Build on demand when the toolchain's libraries are missing (fresh machine).
+.deps-ok:
+	@if ! pkg-config --exists lua5.4 libcjson yaml-0.1 2>/dev/null || ! command -v busted >/dev/null; then \
+	  $(MAKE) --no-print-directory deps; fi
+	@touch $@
+
+quickstart: .deps-ok
+	@$(MAKE) --no-print-directory all
+	./$(BIN) plan -o table examples/quickstart.yaml
+
+SAN_ENV := $(if $(filter 1,$(SANITIZE)),LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1,)
+
+test: .deps-ok
+	@$(MAKE) --no-print-directory all $(BUILD)/unit
+	@rm -f $(BUILD)/results.txt
+	@echo "== C unit tests"; \
+	  if ASAN_OPTIONS=detect_leaks=1 ./$(BUILD)/unit > $(BUILD)/unit.out 2>&1; then :; fi; \
+	  cat $(BUILD)/unit.out; tail -1 $(BUILD)/unit.out | sed -n 's/^unit: \([0-9]*\) passed, \([0-9]*\) failed$$/\1 \2/p' >> $(BUILD)/results.txt
+	@echo "== luacheck"; \
+	  if luacheck -q --formatter plain $$(git ls-files '*.lua' 2>/dev/null || find . -name '*.lua' -not -path './build/*') > $(BUILD)/luacheck.out 2>&1; \
+	  then echo "luacheck: clean"; echo "1 0" >> $(BUILD)/results.txt; \
+	  else cat $(BUILD)/luacheck.out; echo "0 1" >> $(BUILD)/results.txt; fi
+	@echo "== busted (Lua 5.4)"; \
+	  DOVETAIL_BUILD=$(BUILD) $(SAN_ENV) $(LUA) /usr/bin/busted --lua=$(LUA) -o utfTerminal spec > $(BUILD)/busted.out 2>&1; \
+	  cat $(BUILD)/busted.out; \
+	  sed 's/\x1b\[[0-9;]*m//g' $(BUILD)/busted.out | sed -n 's/^\([0-9]*\) success[es]* \/ \([0-9]*\) failure[s]* \/ \([0-9]*\) error[s]*.*/\1 \2 \3/p' | tail -1 | awk '{print $$1, $$2+$$3}' >> $(BUILD)/results.txt
+	@awk 'BEGIN{p=0;f=0;n=0} {p+=$$1; f+=$$2; n++} END{ if (n<3) f+=1; printf "%d passed, %d failed\n", p, f; exit (f>0 || p==0) }' $(BUILD)/results.txt
+
+bench: .deps-ok
+	@$(MAKE) --no-print-directory all $(BUILD)/bench
+	./$(BUILD)/bench
+
+$(BUILD)/bench: bench/bench.c $(LIBA)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
+	  $(DESTDIR)$(PREFIX)/lib/lua/5.4 $(DESTDIR)$(PREFIX)/share/dovetail/policies \
+	  $(DESTDIR)$(PREFIX)/share/dovetail/catalogs
+	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/dovetail
+	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/libdovetail.a
+	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libdovetail.so.0
+	ln -sf libdovetail.so.0 $(DESTDIR)$(PREFIX)/lib/libdovetail.so
+	install -m 644 engine/dovetail.h $(DESTDIR)$(PREFIX)/include/dovetail.h
+	install -m 755 $(LUAMOD) $(DESTDIR)$(PREFIX)/lib/lua/5.4/dovetail.so
+	install -m 644 docs/dovetail.1 $(DESTDIR)$(PREFIX)/share/man/man1/dovetail.1
+	install -m 644 $(CATALOG) providers/catalogs/README.md $(DESTDIR)$(PREFIX)/share/dovetail/catalogs/
+	install -m 644 policies/*.lua $(DESTDIR)$(PREFIX)/share/dovetail/policies/ 2>/dev/null || true
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/^#define DT_VERSION "\(.*\)"/\1/p' engine/dovetail.h)|g' \
+	  engine/dovetail.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/dovetail.pc
+
+clean:
+	rm -rf build dovetail .deps-ok

@@ -1,0 +1,295 @@
+/*
+** alloc.c: the one allocator, arenas, growable strings and small helpers.
+**
+** All memory goes through dt__malloc and friends so a test can swap in a
+** failing allocator (dt_set_allocator) and check that every path reports
+** DT_ENOMEM instead of crashing.
+*/
+
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void *(*g_malloc)(size_t) = malloc;
+static void *(*g_realloc)(void *, size_t) = realloc;
+static void (*g_free)(void *) = free;
+
+void dt_set_allocator(void *(*m)(size_t), void *(*r)(void *, size_t), void (*f)(void *)) {
+  if (m == NULL || r == NULL || f == NULL) {
+    m = malloc;
+    r = realloc;
+    f = free;
+  }
+  g_malloc = m;
+  g_realloc = r;
+  g_free = f;
+  cJSON_Hooks hooks = {m, f};
+  cJSON_InitHooks(&hooks);
+}
+
+void *dt__malloc(size_t n) { return g_malloc(n ? n : 1); }
+
+void *dt__calloc(size_t n, size_t size) {
+  if (size && n > SIZE_MAX / size) return NULL;
+  size_t total = n * size;
+  void *p = g_malloc(total ? total : 1);
+  if (p) memset(p, 0, total);
+  return p;
+}
+
+void *dt__realloc(void *p, size_t n) { return g_realloc(p, n ? n : 1); }
+
+void dt__free(void *p) {
+  if (p) g_free(p);
+}
+
+void dt_free(void *p) { dt__free(p); }
+
+char *dt__strndup(const char *s, size_t n) {
+  char *p = dt__malloc(n + 1);
+  if (p) {
+    memcpy(p, s, n);
+    p[n] = 0;
+  }
+  return p;
+}
+
+char *dt__strdup(const char *s) { return dt__strndup(s, strlen(s)); }
+
+int dt__err(dt_error *err, int code, const char *fmt, ...) {
+  if (err) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    va_end(ap);
+    err->code = code;
+  }
+  return code;
+}
+
+int dt__vec_grow(void **v, size_t *cap, size_t need, size_t elem) {
+  size_t nc = *cap ? *cap : 8;
+  while (nc < need) nc *= 2;
+  void *p = dt__realloc(*v, nc * elem);
+  if (!p) return DT_ENOMEM;
+  *v = p;
+  *cap = nc;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- arena */
+
+struct dt_arena_chunk {
+  dt_arena_chunk *next;
+  size_t cap;
+  /* data follows, aligned */
+  max_align_t data[];
+};
+
+void *dt__arena_alloc(dt_arena *a, size_t n) {
+  n = (n + 15) & ~(size_t)15;
+  if (!a->head || a->used + n > a->cap) {
+    size_t cap = n > 65536 ? n : 65536;
+    if (a->head && a->cap * 2 > cap && a->cap < (1u << 24)) cap = a->cap * 2;
+    dt_arena_chunk *c = dt__malloc(sizeof *c + cap);
+    if (!c) {
+      a->oom = 1;
+      return NULL;
+    }
+    c->next = a->head;
+    c->cap = cap;
+    a->head = c;
+    a->used = 0;
+    a->cap = cap;
+  }
+  void *p = (char *)a->head->data + a->used;
+  a->used += n;
+  memset(p, 0, n);
+  return p;
+}
+
+char *dt__arena_strdup(dt_arena *a, const char *s) {
+  size_t n = strlen(s);
+  char *p = dt__arena_alloc(a, n + 1);
+  if (p) memcpy(p, s, n + 1);
+  return p;
+}
+
+void dt__arena_free(dt_arena *a) {
+  dt_arena_chunk *c = a->head;
+  while (c) {
+    dt_arena_chunk *n = c->next;
+    dt__free(c);
+    c = n;
+  }
+  memset(a, 0, sizeof *a);
+}
+
+/* ------------------------------------------------------------------ buf */
+
+static int buf_reserve(dt_buf *b, size_t extra) {
+  if (b->oom) return -1;
+  if (b->len + extra + 1 <= b->cap) return 0;
+  size_t nc = b->cap ? b->cap : 256;
+  while (nc < b->len + extra + 1) nc *= 2;
+  char *p = dt__realloc(b->p, nc);
+  if (!p) {
+    b->oom = 1;
+    return -1;
+  }
+  b->p = p;
+  b->cap = nc;
+  return 0;
+}
+
+void dt__buf_putn(dt_buf *b, const char *s, size_t n) {
+  if (buf_reserve(b, n)) return;
+  memcpy(b->p + b->len, s, n);
+  b->len += n;
+  b->p[b->len] = 0;
+}
+
+void dt__buf_puts(dt_buf *b, const char *s) { dt__buf_putn(b, s, strlen(s)); }
+
+void dt__buf_putc(dt_buf *b, char c) { dt__buf_putn(b, &c, 1); }
+
+void dt__buf_printf(dt_buf *b, const char *fmt, ...) {
+  char tmp[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n < sizeof tmp) {
+    dt__buf_putn(b, tmp, (size_t)n);
+    return;
+  }
+  if (buf_reserve(b, (size_t)n)) return;
+  va_start(ap, fmt);
+  vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap);
+  va_end(ap);
+  b->len += (size_t)n;
+}
+
+void dt__buf_json_str(dt_buf *b, const char *s) {
+  dt__buf_putc(b, '"');
+  const char *run = s;
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    dt__buf_putn(b, run, (size_t)(s - run));
+    switch (c) {
+    case '"': dt__buf_puts(b, "\\\""); break;
+    case '\\': dt__buf_puts(b, "\\\\"); break;
+    case '\n': dt__buf_puts(b, "\\n"); break;
+    case '\t': dt__buf_puts(b, "\\t"); break;
+    case '\r': dt__buf_puts(b, "\\r"); break;
+    default: dt__buf_printf(b, "\\u%04x", c);
+    }
+    run = s + 1;
+  }
+  dt__buf_putn(b, run, (size_t)(s - run));
+  dt__buf_putc(b, '"');
+}
+
+char *dt__buf_take(dt_buf *b, size_t *len) {
+  if (buf_reserve(b, 0)) {
+    dt__free(b->p);
+    memset(b, 0, sizeof *b);
+    return NULL;
+  }
+  b->p[b->len] = 0;
+  char *p = b->p;
+  if (len) *len = b->len;
+  memset(b, 0, sizeof *b);
+  return p;
+}
+
+/* ------------------------------------------------------------------ misc */
+
+int dt__read_file(const char *path, char **out, size_t *len, dt_error *err) {
+  FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (!f) return dt__err(err, DT_EIO, "%s: cannot open: %s", path, strerror(errno));
+  dt_buf b = {0};
+  char tmp[65536];
+  size_t n;
+  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) dt__buf_putn(&b, tmp, n);
+  int bad = ferror(f);
+  if (f != stdin) fclose(f);
+  if (bad) {
+    dt__free(b.p);
+    return dt__err(err, DT_EIO, "%s: read error", path);
+  }
+  if (b.oom) {
+    dt__free(b.p);
+    return dt__err(err, DT_ENOMEM, "%s: out of memory reading the file", path);
+  }
+  if (!b.p) {
+    b.p = dt__malloc(1);
+    if (!b.p) return dt__err(err, DT_ENOMEM, "out of memory");
+    b.p[0] = 0;
+  }
+  *out = b.p;
+  *len = b.len;
+  return 0;
+}
+
+double dt__now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+void dt__fmt_price(char *out, size_t n, double v) {
+  /* Prices are rounded to 1e-7 $/h so sums print the same on every machine. */
+  double r = round(v * 1e7) / 1e7;
+  snprintf(out, n, "%.7f", r);
+  char *dot = strchr(out, '.');
+  if (dot) {
+    char *e = out + strlen(out) - 1;
+    while (e > dot && *e == '0') *e-- = 0;
+    if (e == dot) *e = 0;
+  }
+}
+
+/* Days from civil, as in Howard Hinnant's algorithm (public domain). */
+static int64_t days_from_civil(int64_t y, int m, int d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+int dt_time_parse(const char *s, int64_t *out, dt_error *err) {
+  int y, mo, d, h, mi, se, n = 0;
+  if (!s || sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 ||
+      mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+    return dt__err(err, DT_EINVAL, "invalid time \"%s\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z",
+                   s ? s : "");
+  const char *p = s + n;
+  if (*p == '.') {
+    p++;
+    while (*p >= '0' && *p <= '9') p++;
+  }
+  int64_t off = 0;
+  if (*p == 'Z' || *p == 'z') {
+    p++;
+  } else if (*p == '+' || *p == '-') {
+    int oh, om;
+    if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
+      return dt__err(err, DT_EINVAL, "invalid time \"%s\": bad zone offset", s);
+    off = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+    p += 6;
+  } else {
+    return dt__err(err, DT_EINVAL, "invalid time \"%s\": missing zone (Z or +hh:mm)", s);
+  }
+  if (*p) return dt__err(err, DT_EINVAL, "invalid time \"%s\": trailing text", s);
+  *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
+  return 0;
+}

@@ -1,0 +1,394 @@
+/*
+** doc.c: YAML and JSON documents to cJSON trees, and cJSON trees to YAML.
+**
+** libyaml does the parsing and emitting; this file only resolves plain
+** scalars (YAML 1.2 core schema: null, booleans, numbers) and builds the tree.
+** JSON input goes straight to cJSON, which is several times faster on the
+** large `kubectl get -o json` lists people feed to `dovetail plan`.
+*/
+#include "internal.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+/* ------------------------------------------------------------ scalars */
+
+static bool is_null(const char *s, size_t n) {
+  return n == 0 || (n == 1 && s[0] == '~') ||
+         (n == 4 && (!memcmp(s, "null", 4) || !memcmp(s, "Null", 4) || !memcmp(s, "NULL", 4)));
+}
+
+static int is_bool(const char *s, size_t n) {
+  if ((n == 4 && (!memcmp(s, "true", 4) || !memcmp(s, "True", 4) || !memcmp(s, "TRUE", 4))))
+    return 1;
+  if ((n == 5 && (!memcmp(s, "false", 5) || !memcmp(s, "False", 5) || !memcmp(s, "FALSE", 5))))
+    return 0;
+  return -1;
+}
+
+static bool is_number(const char *s, size_t n) {
+  size_t i = 0;
+  if (i < n && (s[i] == '-' || s[i] == '+')) i++;
+  size_t d0 = i;
+  while (i < n && isdigit((unsigned char)s[i])) i++;
+  size_t idig = i - d0, fdig = 0;
+  if (i < n && s[i] == '.') {
+    i++;
+    size_t f0 = i;
+    while (i < n && isdigit((unsigned char)s[i])) i++;
+    fdig = i - f0;
+  }
+  if (idig + fdig == 0) return false;
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i++;
+    if (i < n && (s[i] == '-' || s[i] == '+')) i++;
+    size_t e0 = i;
+    while (i < n && isdigit((unsigned char)s[i])) i++;
+    if (i == e0) return false;
+  }
+  return i == n;
+}
+
+static cJSON *make_scalar(const char *s, size_t n, bool plain) {
+  if (plain) {
+    if (is_null(s, n)) return cJSON_CreateNull();
+    int b = is_bool(s, n);
+    if (b >= 0) return cJSON_CreateBool(b);
+    if (is_number(s, n)) {
+      cJSON *num = cJSON_CreateNumber(strtod(s, NULL));
+      if (num) {
+        num->valuestring = dt__strndup(s, n);
+        if (!num->valuestring) {
+          cJSON_Delete(num);
+          return NULL;
+        }
+      }
+      return num;
+    }
+  }
+  char *tmp = dt__strndup(s, n);
+  if (!tmp) return NULL;
+  cJSON *str = cJSON_CreateString(tmp);
+  dt__free(tmp);
+  return str;
+}
+
+const char *dt__scalar(const cJSON *item, char *tmp, size_t n) {
+  if (!item) return NULL;
+  if (cJSON_IsString(item)) return item->valuestring;
+  if (cJSON_IsNumber(item)) {
+    if (item->valuestring) return item->valuestring;
+    double d = item->valuedouble;
+    if (d == (double)(long long)d && d < 9e15 && d > -9e15)
+      snprintf(tmp, n, "%lld", (long long)d);
+    else
+      snprintf(tmp, n, "%.17g", d);
+    return tmp;
+  }
+  if (cJSON_IsBool(item)) return cJSON_IsTrue(item) ? "true" : "false";
+  return NULL;
+}
+
+/* --------------------------------------------------------------- JSON */
+
+static void line_col(const char *buf, size_t off, int *line, int *col) {
+  *line = 1;
+  *col = 1;
+  for (size_t i = 0; i < off; i++) {
+    if (buf[i] == '\n') {
+      (*line)++;
+      *col = 1;
+    } else {
+      (*col)++;
+    }
+  }
+}
+
+static int parse_json(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
+  const char *end = NULL;
+  cJSON *doc = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+  if (!doc) {
+    size_t off = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
+    int line, col;
+    line_col(buf, off, &line, &col);
+    return dt__err(err, DT_EINVAL, "%s:%d:%d: malformed JSON near \"%.20s\"", name, line, col,
+                   buf + off);
+  }
+  /* Allow trailing whitespace only. */
+  while (end && end < buf + len && isspace((unsigned char)*end)) end++;
+  if (end && end < buf + len) {
+    int line, col;
+    line_col(buf, (size_t)(end - buf), &line, &col);
+    cJSON_Delete(doc);
+    return dt__err(err, DT_EINVAL, "%s:%d:%d: malformed JSON: unexpected text after the document",
+                   name, line, col);
+  }
+  cJSON *docs = cJSON_CreateArray();
+  if (!docs) {
+    cJSON_Delete(doc);
+    return dt__err(err, DT_ENOMEM, "out of memory");
+  }
+  cJSON_AddItemToArray(docs, doc);
+  *out = docs;
+  return 0;
+}
+
+/* --------------------------------------------------------------- YAML */
+
+typedef struct anchor {
+  char *name;
+  cJSON *node;
+} anchor;
+
+typedef struct ystate {
+  const char *name;
+  DT_VEC(cJSON *) stack;
+  DT_VEC(char *) keys; /* pending key per mapping level, NULL when expecting one */
+  DT_VEC(anchor) anchors;
+  dt_error *err;
+} ystate;
+
+static int attach(ystate *st, cJSON *node, const yaml_mark_t *mark, const char *anchor_name) {
+  if (!node) return dt__err(st->err, DT_ENOMEM, "out of memory");
+  if (anchor_name) {
+    anchor a = {dt__strdup(anchor_name), node};
+    if (!a.name || dt__vec_push(&st->anchors, a)) {
+      dt__free(a.name);
+      cJSON_Delete(node);
+      return dt__err(st->err, DT_ENOMEM, "out of memory");
+    }
+  }
+  cJSON *parent = st->stack.v[st->stack.n - 1];
+  if (cJSON_IsArray(parent)) {
+    cJSON_AddItemToArray(parent, node);
+    return 0;
+  }
+  char **key = &st->keys.v[st->stack.n - 1];
+  if (!*key) {
+    const char *k = dt__scalar(node, (char[64]){0}, 64);
+    if (!k || cJSON_IsNull(node)) {
+      cJSON_Delete(node);
+      return dt__err(st->err, DT_EINVAL, "%s:%zu:%zu: mapping keys must be scalars", st->name,
+                     (size_t)mark->line + 1, (size_t)mark->column + 1);
+    }
+    if (cJSON_GetObjectItemCaseSensitive(parent, k)) {
+      int rc = dt__err(st->err, DT_EINVAL, "%s:%zu:%zu: duplicate key \"%s\"", st->name,
+                       (size_t)mark->line + 1, (size_t)mark->column + 1, k);
+      cJSON_Delete(node);
+      return rc;
+    }
+    *key = dt__strdup(k);
+    cJSON_Delete(node);
+    return *key ? 0 : dt__err(st->err, DT_ENOMEM, "out of memory");
+  }
+  cJSON_AddItemToObject(parent, *key, node);
+  dt__free(*key);
+  *key = NULL;
+  return 0;
+}
+
+static int push(ystate *st, cJSON *node, const yaml_mark_t *mark, const char *anchor_name) {
+  cJSON *copy = node;
+  if (!node) return dt__err(st->err, DT_ENOMEM, "out of memory");
+  if (st->stack.n && attach(st, copy, mark, anchor_name)) return DT_EINVAL;
+  if (dt__vec_push(&st->stack, node) || dt__vec_push(&st->keys, (char *)NULL))
+    return dt__err(st->err, DT_ENOMEM, "out of memory");
+  return 0;
+}
+
+static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
+  yaml_parser_t p;
+  yaml_event_t ev;
+  ystate st = {0};
+  st.name = name;
+  st.err = err;
+  int rc = 0;
+  cJSON *docs = cJSON_CreateArray();
+  if (!docs || !yaml_parser_initialize(&p)) {
+    cJSON_Delete(docs);
+    return dt__err(err, DT_ENOMEM, "out of memory");
+  }
+  yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
+  for (;;) {
+    if (!yaml_parser_parse(&p, &ev)) {
+      rc = dt__err(err, DT_EINVAL, "%s:%zu:%zu: malformed YAML: %s%s%s", name,
+                   (size_t)p.problem_mark.line + 1, (size_t)p.problem_mark.column + 1,
+                   p.problem ? p.problem : "syntax error", p.context ? " " : "",
+                   p.context ? p.context : "");
+      break;
+    }
+    yaml_event_type_t type = ev.type;
+    const yaml_mark_t *mark = &ev.start_mark;
+    switch (type) {
+    case YAML_DOCUMENT_START_EVENT:
+      st.stack.n = 0;
+      st.keys.n = 0;
+      break;
+    case YAML_DOCUMENT_END_EVENT:
+      break;
+    case YAML_MAPPING_START_EVENT:
+    case YAML_SEQUENCE_START_EVENT: {
+      cJSON *node = type == YAML_MAPPING_START_EVENT ? cJSON_CreateObject() : cJSON_CreateArray();
+      const char *an = (const char *)(type == YAML_MAPPING_START_EVENT ? ev.data.mapping_start.anchor
+                                                                       : ev.data.sequence_start.anchor);
+      if (st.stack.n == 0) {
+        if (!node) {
+          rc = dt__err(err, DT_ENOMEM, "out of memory");
+          break;
+        }
+        cJSON_AddItemToArray(docs, node);
+        if (dt__vec_push(&st.stack, node) || dt__vec_push(&st.keys, (char *)NULL))
+          rc = dt__err(err, DT_ENOMEM, "out of memory");
+      } else {
+        rc = push(&st, node, mark, an);
+      }
+      break;
+    }
+    case YAML_MAPPING_END_EVENT:
+    case YAML_SEQUENCE_END_EVENT:
+      st.stack.n--;
+      dt__free(st.keys.v[st.stack.n]);
+      st.keys.n--;
+      break;
+    case YAML_SCALAR_EVENT: {
+      bool plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+      cJSON *node = make_scalar((const char *)ev.data.scalar.value, ev.data.scalar.length, plain);
+      if (st.stack.n == 0) {
+        /* A document that is a lone scalar (or empty): keep it, the
+        ** manifest reader reports it or skips an empty one. */
+        if (!node)
+          rc = dt__err(err, DT_ENOMEM, "out of memory");
+        else
+          cJSON_AddItemToArray(docs, node);
+      } else {
+        rc = attach(&st, node, mark, (const char *)ev.data.scalar.anchor);
+      }
+      break;
+    }
+    case YAML_ALIAS_EVENT: {
+      const char *an = (const char *)ev.data.alias.anchor;
+      cJSON *src = NULL;
+      for (size_t i = st.anchors.n; i-- > 0;)
+        if (strcmp(st.anchors.v[i].name, an) == 0) {
+          src = st.anchors.v[i].node;
+          break;
+        }
+      if (!src) {
+        rc = dt__err(err, DT_EINVAL, "%s:%zu:%zu: unknown alias *%s", name, (size_t)mark->line + 1,
+                     (size_t)mark->column + 1, an);
+      } else if (st.stack.n) {
+        rc = attach(&st, cJSON_Duplicate(src, true), mark, NULL);
+      }
+      break;
+    }
+    default:
+      break;
+    }
+    yaml_event_delete(&ev);
+    if (rc || type == YAML_STREAM_END_EVENT) break;
+  }
+  for (size_t i = 0; i < st.keys.n; i++) dt__free(st.keys.v[i]);
+  for (size_t i = 0; i < st.anchors.n; i++) dt__free(st.anchors.v[i].name);
+  dt__free(st.stack.v);
+  dt__free(st.keys.v);
+  dt__free(st.anchors.v);
+  yaml_parser_delete(&p);
+  if (rc) {
+    cJSON_Delete(docs);
+    return rc;
+  }
+  *out = docs;
+  return 0;
+}
+
+int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
+  size_t i = 0;
+  if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
+      (unsigned char)buf[2] == 0xBF)
+    i = 3; /* UTF-8 byte order mark */
+  while (i < len && isspace((unsigned char)buf[i])) i++;
+  if (i < len && (buf[i] == '{' || buf[i] == '['))
+    return parse_json(name, buf + i, len - i, out, err);
+  return parse_yaml(name, buf, len, out, err);
+}
+
+/* ------------------------------------------------------------ emitting */
+
+static int emit_ev(yaml_emitter_t *e, yaml_event_t *ev) { return yaml_emitter_emit(e, ev) ? 0 : -1; }
+
+static int emit_node(yaml_emitter_t *e, const cJSON *n) {
+  yaml_event_t ev;
+  if (cJSON_IsObject(n)) {
+    yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
+    if (emit_ev(e, &ev)) return -1;
+    for (const cJSON *c = n->child; c; c = c->next) {
+      yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)c->string, (int)strlen(c->string),
+                                   1, 1, YAML_ANY_SCALAR_STYLE);
+      if (emit_ev(e, &ev) || emit_node(e, c)) return -1;
+    }
+    yaml_mapping_end_event_initialize(&ev);
+    return emit_ev(e, &ev);
+  }
+  if (cJSON_IsArray(n)) {
+    yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
+    if (emit_ev(e, &ev)) return -1;
+    for (const cJSON *c = n->child; c; c = c->next)
+      if (emit_node(e, c)) return -1;
+    yaml_sequence_end_event_initialize(&ev);
+    return emit_ev(e, &ev);
+  }
+  char tmp[64];
+  const char *s;
+  yaml_scalar_style_t style = YAML_PLAIN_SCALAR_STYLE;
+  if (cJSON_IsNull(n)) {
+    s = "null";
+  } else if (cJSON_IsString(n)) {
+    s = n->valuestring;
+    size_t len = strlen(s);
+    /* A string that would read back as another type must be quoted. */
+    if (is_null(s, len) || is_bool(s, len) >= 0 || is_number(s, len))
+      style = YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+    else
+      style = YAML_ANY_SCALAR_STYLE;
+  } else {
+    s = dt__scalar(n, tmp, sizeof tmp);
+  }
+  yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1, style);
+  return emit_ev(e, &ev);
+}
+
+static int write_handler(void *data, unsigned char *buffer, size_t size) {
+  dt_buf *b = data;
+  dt__buf_putn(b, (const char *)buffer, size);
+  return !b->oom;
+}
+
+int dt__yaml_emit(const cJSON *docs, dt_buf *b) {
+  yaml_emitter_t e;
+  yaml_event_t ev;
+  if (!yaml_emitter_initialize(&e)) return DT_ENOMEM;
+  yaml_emitter_set_output(&e, write_handler, b);
+  yaml_emitter_set_unicode(&e, 1);
+  yaml_emitter_set_width(&e, -1);
+  int rc = 0;
+  yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
+  if (emit_ev(&e, &ev)) rc = -1;
+  for (const cJSON *d = docs->child; d && !rc; d = d->next) {
+    yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 0);
+    if (emit_ev(&e, &ev) || emit_node(&e, d)) {
+      rc = -1;
+      break;
+    }
+    yaml_document_end_event_initialize(&ev, 1);
+    if (emit_ev(&e, &ev)) rc = -1;
+  }
+  if (!rc) {
+    yaml_stream_end_event_initialize(&ev);
+    if (emit_ev(&e, &ev)) rc = -1;
+  }
+  yaml_emitter_delete(&e);
+  return rc ? (b->oom ? DT_ENOMEM : DT_EINVAL) : 0;
+}

@@ -1,0 +1,163 @@
+/*
+** dovetail.h: the public C API of libdovetail.
+**
+** dovetail decides what capacity to launch for pending pods. A run takes an
+** immutable catalog (instance types and their offerings), an immutable set of
+** manifests (NodePools, Pods, workloads, Nodes, NodeClaims) and options (the
+** clock), and returns a plan. The core is pure: the same inputs give a
+** byte-identical plan.
+**
+** Conventions, as in libuv and SQLite:
+**   - every function that can fail returns 0 or a negative DT_E* code and, when
+**     given a non-NULL dt_error, fills it with a message a person can act on
+**     (file, object, field, what was expected);
+**   - every object is created by dt_thing_new/_load and released by
+**     dt_thing_free; the comment at each declaration says who owns memory;
+**   - all memory goes through one allocator, replaceable by dt_set_allocator
+**     (used by the tests to inject failures).
+*/
+#ifndef DOVETAIL_H
+#define DOVETAIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define DT_VERSION "0.1.0"
+
+/* Error codes (negative). */
+#define DT_EINVAL  (-1) /* bad input: manifest, catalog, quantity, option */
+#define DT_ENOMEM  (-2) /* allocation failed */
+#define DT_EIO     (-3) /* a file could not be read */
+#define DT_ERANGE  (-4) /* a number outside what dovetail accepts */
+
+/* An error description. Filled by functions that fail; msg is always
+** NUL-terminated. Caller-owned, usually on the stack. */
+typedef struct dt_error {
+  int code;
+  char msg[1024];
+} dt_error;
+
+/* Replace the allocator used by libdovetail, cJSON and libyaml buffers that
+** dovetail owns. Must be called before any other function. NULL restores the
+** C library's malloc/realloc/free. */
+void dt_set_allocator(void *(*malloc_fn)(size_t), void *(*realloc_fn)(void *, size_t),
+                      void (*free_fn)(void *));
+
+/* Free memory returned by dovetail (rendered plans, strings). */
+void dt_free(void *p);
+
+/* ------------------------------------------------------------------------
+** Quantities
+** ---------------------------------------------------------------------- */
+
+/* Parse a Kubernetes quantity ("250m", "1.5Gi", "1e3", "129e6", "2") into its
+** value times 1000, rounded up as Kubernetes does (so "100m" -> 100, "1" ->
+** 1000, "1Ki" -> 1024000). Negative values are accepted here; callers that
+** need a request reject them. Returns DT_EINVAL on garbage, DT_ERANGE when the
+** milli-value does not fit in an int64. */
+int dt_quantity_parse(const char *s, int64_t *milli, dt_error *err);
+
+/* ------------------------------------------------------------------------
+** Catalog: instance types, offerings and reservations
+** ---------------------------------------------------------------------- */
+
+typedef struct dt_catalog dt_catalog;
+
+/* Load a catalog from a JSON file (see DESIGN "Inputs"). On success *out owns
+** the catalog; release it with dt_catalog_free. */
+int dt_catalog_load_file(const char *path, dt_catalog **out, dt_error *err);
+
+/* Load a catalog from a buffer; name is used in error messages. The buffer is
+** copied as needed; the caller keeps ownership of buf. */
+int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_catalog **out,
+                           dt_error *err);
+
+/* Load the bundled catalog (AWS us-east-1, compiled into the library). */
+int dt_catalog_load_default(dt_catalog **out, dt_error *err);
+
+/* Number of instance types in a catalog. */
+size_t dt_catalog_size(const dt_catalog *c);
+
+void dt_catalog_free(dt_catalog *c);
+
+/* ------------------------------------------------------------------------
+** Manifests: the cluster as Kubernetes objects
+** ---------------------------------------------------------------------- */
+
+typedef struct dt_manifests dt_manifests;
+
+/* An empty manifest set. NULL on allocation failure. */
+dt_manifests *dt_manifests_new(void);
+
+/* Parse a YAML (multi-document) or JSON file, single objects or kind: List,
+** and add its objects. path "-" reads standard input. On error nothing from
+** that file is added and err names the file, the object and the field. */
+int dt_manifests_add_file(dt_manifests *m, const char *path, dt_error *err);
+
+/* As dt_manifests_add_file, from a buffer; name labels error messages. */
+int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len,
+                            dt_error *err);
+
+/* Notes gathered while parsing (unknown kinds skipped, ...), one per line;
+** owned by m, valid until the next add or free. Never NULL. */
+const char *dt_manifests_notes(const dt_manifests *m);
+
+void dt_manifests_free(dt_manifests *m);
+
+/* ------------------------------------------------------------------------
+** Plans
+** ---------------------------------------------------------------------- */
+
+typedef enum dt_format { DT_FORMAT_JSON = 0, DT_FORMAT_YAML = 1, DT_FORMAT_TABLE = 2 } dt_format;
+
+typedef enum dt_packing {
+  DT_PACKING_FFD = 0 /* Karpenter's first-fit-decreasing, exactly */
+} dt_packing;
+
+typedef struct dt_plan_opts {
+  int64_t now;      /* the clock, Unix seconds; 0 = 2000-01-01T00:00:00Z */
+  uint64_t seed;    /* for decisions that need randomness; names are derived from it */
+  int timings;      /* non-zero: include phase timings (not byte-stable) in the summary */
+  dt_packing packing;
+  double parse_ms;  /* time the caller spent parsing, reported when timings is set */
+} dt_plan_opts;
+
+typedef struct dt_plan dt_plan;
+
+/* Run the scheduler: pending pods are placed on existing and in-flight nodes,
+** then on new node claims. Pure: no I/O, no clock other than opts->now.
+** catalog and manifests are only read and may be shared between threads.
+** On success *out owns the plan; release it with dt_plan_free. */
+int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_plan_opts *opts,
+                dt_plan **out, dt_error *err);
+
+/* Render a plan. Returns a NUL-terminated string the caller frees with
+** dt_free, or NULL on allocation failure; *len (if non-NULL) gets its length. */
+char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len);
+
+/* Figures of a plan. */
+typedef struct dt_plan_stats {
+  size_t pods;          /* pending pods considered */
+  size_t scheduled;     /* placed on new claims or existing nodes */
+  size_t unschedulable;
+  size_t nodes;         /* new node claims */
+  double hourly_cost;   /* sum of the chosen offerings' prices */
+  double schedule_ms;   /* wall time of the scheduling phase */
+} dt_plan_stats;
+
+void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out);
+
+void dt_plan_free(dt_plan *plan);
+
+/* Parse an RFC 3339 timestamp ("2026-11-22T10:00:00Z", offsets allowed) into
+** Unix seconds. */
+int dt_time_parse(const char *s, int64_t *out, dt_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

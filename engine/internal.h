@@ -1,0 +1,184 @@
+/*
+** internal.h: declarations shared by the engine's files. Nothing here is
+** public; the public API is dovetail.h. Internal non-static names use dt__.
+*/
+#ifndef DT_INTERNAL_H
+#define DT_INTERNAL_H
+
+#include "dovetail.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#if defined(__GNUC__)
+#define DT_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define DT_PRINTF(a, b)
+#endif
+
+/* ---------------------------------------------------------------- memory */
+
+void *dt__malloc(size_t n);
+void *dt__calloc(size_t n, size_t size);
+void *dt__realloc(void *p, size_t n);
+void dt__free(void *p);
+char *dt__strdup(const char *s);  /* caller frees with dt__free */
+char *dt__strndup(const char *s, size_t n);
+
+/* Fill err (if any) and return code. */
+int dt__err(dt_error *err, int code, const char *fmt, ...) DT_PRINTF(3, 4);
+
+/*
+** An arena: per-run memory released in one call. Allocation failure sets
+** a->oom and returns NULL; callers check a->oom once at the end of a phase.
+*/
+typedef struct dt_arena_chunk dt_arena_chunk;
+typedef struct dt_arena {
+  dt_arena_chunk *head;
+  size_t used, cap; /* within head */
+  int oom;
+} dt_arena;
+
+void *dt__arena_alloc(dt_arena *a, size_t n);   /* zeroed, 16-byte aligned */
+char *dt__arena_strdup(dt_arena *a, const char *s);
+void dt__arena_free(dt_arena *a);
+
+/* A growable string. On allocation failure oom is set and further writes are
+** dropped, so a renderer checks once at the end. Owner frees p with dt__free. */
+typedef struct dt_buf {
+  char *p;
+  size_t len, cap;
+  int oom;
+} dt_buf;
+
+void dt__buf_putn(dt_buf *b, const char *s, size_t n);
+void dt__buf_puts(dt_buf *b, const char *s);
+void dt__buf_putc(dt_buf *b, char c);
+void dt__buf_printf(dt_buf *b, const char *fmt, ...) DT_PRINTF(2, 3);
+void dt__buf_json_str(dt_buf *b, const char *s); /* a quoted, escaped JSON string */
+char *dt__buf_take(dt_buf *b, size_t *len);      /* NUL-terminates; NULL if oom */
+
+/* Growable array of fixed-size elements. */
+#define DT_VEC(T) struct { T *v; size_t n, cap; }
+int dt__vec_grow(void **v, size_t *cap, size_t need, size_t elem);
+#define dt__vec_push(vec, x)                                                               \
+  ((vec)->n < (vec)->cap ||                                                                \
+           dt__vec_grow((void **)&(vec)->v, &(vec)->cap, (vec)->n + 1, sizeof(*(vec)->v)) == 0 \
+       ? ((vec)->v[(vec)->n++] = (x), 0)                                                   \
+       : DT_ENOMEM)
+
+/* Read a whole file ("-" = stdin). *out is NUL-terminated, caller frees. */
+int dt__read_file(const char *path, char **out, size_t *len, dt_error *err);
+
+/* Monotonic milliseconds, for phase timings only (never in decisions). */
+double dt__now_ms(void);
+
+/* Format a price the same way everywhere ("%.6g" trimmed). */
+void dt__fmt_price(char *out, size_t n, double v);
+
+/* ------------------------------------------------------------ quantities */
+
+/* Format a milli-value as a canonical Kubernetes quantity for resource r
+** ("cpu": "1500m"; memory: "512Mi" when exact, else bytes). */
+void dt__fmt_quantity(char *out, size_t n, const char *resource, int64_t milli);
+
+/* ------------------------------------------------------------- symbols */
+
+/*
+** Interned strings: label keys, label values, names. A symbol is a dense
+** index (0 is "none"), so sets of values are sorted integer arrays and
+** comparisons are integer compares. Numeric values are parsed once, for the
+** Gt/Lt operators.
+*/
+typedef uint32_t dt_sym;
+
+typedef struct dt_symtab {
+  char **str;
+  uint32_t *len;
+  int64_t *num;
+  uint8_t *isnum;
+  uint32_t n, cap;
+  uint32_t *slots; /* open addressing, index+1 */
+  uint32_t nslots;
+  int oom;
+} dt_symtab;
+
+dt_sym dt__sym(dt_symtab *t, const char *s);
+dt_sym dt__symn(dt_symtab *t, const char *s, size_t n);
+dt_sym dt__sym_find(const dt_symtab *t, const char *s); /* 0 if absent */
+static inline const char *dt__sym_str(const dt_symtab *t, dt_sym s) { return t->str[s]; }
+void dt__symtab_free(dt_symtab *t);
+
+/* ---------------------------------------------------------- requirements */
+
+/* Node selector operators as written in manifests. */
+typedef enum dt_op {
+  DT_OP_IN, DT_OP_NOTIN, DT_OP_EXISTS, DT_OP_DOESNOTEXIST, DT_OP_GT, DT_OP_LT, DT_OP_GTE, DT_OP_LTE
+} dt_op;
+
+int dt__op_parse(const char *s, dt_op *op);
+const char *dt__op_name(dt_op op);
+
+/*
+** One requirement in canonical form, as Karpenter's Requirement:
+** complement=0: the value set v (In; empty = DoesNotExist);
+** complement=1: every value except v (NotIn; empty = Exists).
+** Bounds (gte/lte) restrict a complement set to integers within them.
+*/
+typedef struct dt_req {
+  dt_sym key;
+  uint8_t complement;
+  uint8_t has_gte, has_lte;
+  int32_t min_values; /* 0 = none */
+  int64_t gte, lte;
+  uint32_t n;
+  dt_sym *v; /* sorted, arena-owned */
+} dt_req;
+
+/* A set of requirements, sorted by key, at most one per key. */
+typedef struct dt_reqs {
+  uint32_t n;
+  dt_req *r;
+} dt_reqs;
+
+void dt__req_make(dt_arena *a, dt_req *out, dt_sym key, dt_op op, const dt_sym *vals, uint32_t n,
+                  const dt_symtab *t);
+void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const dt_req *y,
+                       dt_req *out);
+bool dt__req_has(const dt_symtab *t, const dt_req *r, dt_sym v);  /* v = 0: the key is absent */
+bool dt__req_intersects(const dt_symtab *t, const dt_req *x, const dt_req *y);
+bool dt__req_is_empty(const dt_req *r); /* concrete and no values (DoesNotExist) */
+dt_op dt__req_operator(const dt_req *r);
+bool dt__req_equal(const dt_req *x, const dt_req *y);
+const dt_req *dt__reqs_get(const dt_reqs *s, dt_sym key);
+/* out = s ∩ {r}; out may alias nothing; arena-owned. */
+void dt__reqs_add(dt_arena *a, const dt_symtab *t, const dt_reqs *s, const dt_req *r, dt_reqs *out);
+void dt__reqs_merge(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_reqs *y,
+                    dt_reqs *out);
+bool dt__reqs_equal(const dt_reqs *x, const dt_reqs *y);
+/* Describe a requirement for messages: "zone In [a, b]". */
+void dt__req_describe(const dt_symtab *t, const dt_req *r, dt_buf *b);
+
+/* -------------------------------------------------------------- YAML/JSON */
+
+/*
+** Parse YAML (multi-document) or JSON text into a cJSON array of documents.
+** YAML plain scalars resolve to null, booleans and numbers as YAML 1.2's core
+** schema does; numbers keep their original text in valuestring so quantities
+** such as "1e3" are read as written. On error err names the file and the line
+** and column.
+*/
+int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err);
+
+/* Text of a scalar (string or number with its original text); NULL if the
+** item is not a scalar. Numbers without original text are formatted into tmp. */
+const char *dt__scalar(const cJSON *item, char *tmp, size_t n);
+
+/* Emit a cJSON tree as YAML into b (block style, keys in tree order). */
+int dt__yaml_emit(const cJSON *docs, dt_buf *b);
+
+#endif

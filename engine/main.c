@@ -1,0 +1,150 @@
+/*
+** main.c: the dovetail command.
+**
+**   dovetail plan [--catalog F] [-o json|yaml|table] [--now T] [--seed N] FILE...
+**   dovetail version
+*/
+#include "dovetail.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char *k_usage =
+    "usage: dovetail <command> [options] [FILE...]\n"
+    "\n"
+    "commands:\n"
+    "  plan      place pending pods on existing nodes and new node claims\n"
+    "  version   print the version\n"
+    "\n"
+    "plan options:\n"
+    "  --catalog FILE     instance-type catalog (JSON); default: bundled AWS us-east-1\n"
+    "  -o, --output FMT   json | yaml | table (default: table on a terminal, else json)\n"
+    "  --now RFC3339      the clock (default 2000-01-01T00:00:00Z; decisions never read the wall clock)\n"
+    "  --seed N           seed for names and randomised choices (default 0)\n"
+    "  --timings          add parse and scheduling times to the JSON summary\n"
+    "FILE is YAML or JSON (multi-document, kind: List); - reads standard input.\n";
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmd_plan(int argc, char **argv) {
+  const char *catalog_path = NULL, *out = NULL;
+  dt_plan_opts opts = {0};
+  dt_error err = {0};
+  const char **files = calloc((size_t)argc + 1, sizeof *files);
+  int nfiles = 0;
+  if (!files) return 2;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i];
+    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--catalog") && v) {
+      catalog_path = v;
+      i++;
+    } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v) {
+      out = v;
+      i++;
+    } else if (!strcmp(a, "--now") && v) {
+      if (dt_time_parse(v, &opts.now, &err)) {
+        fprintf(stderr, "dovetail: --now: %s\n", err.msg);
+        free(files);
+        return 2;
+      }
+      i++;
+    } else if (!strcmp(a, "--seed") && v) {
+      char *end;
+      opts.seed = strtoull(v, &end, 10);
+      if (*end || !*v) {
+        fprintf(stderr, "dovetail: --seed: expected a non-negative integer, got \"%s\"\n", v);
+        free(files);
+        return 2;
+      }
+      i++;
+    } else if (!strcmp(a, "--timings")) {
+      opts.timings = 1;
+    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(k_usage, stdout);
+      free(files);
+      return 0;
+    } else if (a[0] == '-' && a[1]) {
+      fprintf(stderr, "dovetail: unknown or incomplete option %s\n%s", a, k_usage);
+      free(files);
+      return 2;
+    } else {
+      files[nfiles++] = a;
+    }
+  }
+  dt_format fmt = isatty(1) ? DT_FORMAT_TABLE : DT_FORMAT_JSON;
+  if (out) {
+    if (!strcmp(out, "json"))
+      fmt = DT_FORMAT_JSON;
+    else if (!strcmp(out, "yaml"))
+      fmt = DT_FORMAT_YAML;
+    else if (!strcmp(out, "table"))
+      fmt = DT_FORMAT_TABLE;
+    else {
+      fprintf(stderr, "dovetail: -o: expected json, yaml or table, got \"%s\"\n", out);
+      free(files);
+      return 2;
+    }
+  }
+  int rc = 1;
+  dt_catalog *cat = NULL;
+  dt_manifests *m = NULL;
+  dt_plan *plan = NULL;
+  char *text = NULL;
+  double t0 = now_ms();
+  if ((catalog_path ? dt_catalog_load_file(catalog_path, &cat, &err) : dt_catalog_load_default(&cat, &err)))
+    goto done;
+  if (!(m = dt_manifests_new())) {
+    snprintf(err.msg, sizeof err.msg, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < nfiles; i++)
+    if (dt_manifests_add_file(m, files[i], &err)) goto done;
+  fputs(dt_manifests_notes(m), stderr);
+  opts.parse_ms = now_ms() - t0;
+  if (dt_plan_run(cat, m, &opts, &plan, &err)) goto done;
+  size_t len;
+  if (!(text = dt_plan_render(plan, fmt, &len))) {
+    snprintf(err.msg, sizeof err.msg, "out of memory rendering the plan");
+    goto done;
+  }
+  if (fwrite(text, 1, len, stdout) != len || fflush(stdout)) {
+    snprintf(err.msg, sizeof err.msg, "cannot write the plan to standard output");
+    goto done;
+  }
+  rc = 0;
+done:
+  if (rc) fprintf(stderr, "dovetail: %s\n", err.msg);
+  dt_free(text);
+  dt_plan_free(plan);
+  dt_manifests_free(m);
+  dt_catalog_free(cat);
+  free(files);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    fputs(k_usage, stderr);
+    return 2;
+  }
+  const char *cmd = argv[1];
+  if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
+  if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
+    printf("dovetail %s\n", DT_VERSION);
+    return 0;
+  }
+  if (!strcmp(cmd, "help") || !strcmp(cmd, "-h") || !strcmp(cmd, "--help")) {
+    fputs(k_usage, stdout);
+    return 0;
+  }
+  fprintf(stderr, "dovetail: unknown command \"%s\"\n%s", cmd, k_usage);
+  return 2;
+}

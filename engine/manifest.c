@@ -1,0 +1,805 @@
+/*
+** manifest.c: Kubernetes objects to the model. Validation happens here, at
+** the boundary, so every error names the file, the object (Kind ns/name)
+** and the field; the scheduler then trusts its inputs.
+*/
+#include "model.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Requests above these are typing mistakes, not workloads. */
+#define MAX_CPU_MILLI (1000000LL * 1000)              /* 1,000,000 cores */
+#define MAX_BYTES_MILLI (((int64_t)1 << 50) * 1000)  /* 1 PiB */
+#define MAX_REPLICAS 10000000
+
+typedef struct mctx {
+  dt_manifests *m;
+  const char *file; /* owned by m->files */
+  const char *kind;
+  char obj[512]; /* "Pod default/web" */
+  dt_error *err;
+} mctx;
+
+static int bad(mctx *x, const char *field, const char *fmt, ...) DT_PRINTF(3, 4);
+static int bad(mctx *x, const char *field, const char *fmt, ...) {
+  char msg[700];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return dt__err(x->err, DT_EINVAL, "%s: %s: %s%s%s", x->file, x->obj, field ? field : "",
+                 field ? ": " : "", msg);
+}
+
+static int oom(mctx *x) { return dt__err(x->err, DT_ENOMEM, "%s: out of memory", x->file); }
+
+static const cJSON *get(const cJSON *o, const char *k) {
+  return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
+}
+
+static const char *get_str(const cJSON *o, const char *k) {
+  const cJSON *v = get(o, k);
+  return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* ------------------------------------------------------------- freeing */
+
+static void kvs_free(dt_kvs *k) {
+  for (size_t i = 0; i < k->n; i++) {
+    dt__free(k->v[i].key);
+    dt__free(k->v[i].val);
+  }
+  dt__free(k->v);
+}
+
+static void rlist_free(dt_rlist *r) {
+  for (size_t i = 0; i < r->n; i++) dt__free(r->v[i].name);
+  dt__free(r->v);
+}
+
+static void mreqs_free(dt_mreqs *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    dt__free(r->v[i].key);
+    for (size_t j = 0; j < r->v[i].n; j++) dt__free(r->v[i].vals[j]);
+    dt__free(r->v[i].vals);
+  }
+  dt__free(r->v);
+}
+
+static void taints_free(dt_taint *t, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    dt__free(t[i].key);
+    dt__free(t[i].value);
+    dt__free(t[i].effect);
+  }
+  dt__free(t);
+}
+
+static void pool_free(dt_nodepool *p) {
+  dt__free(p->name);
+  kvs_free(&p->labels);
+  mreqs_free(&p->reqs);
+  taints_free(p->taints, p->ntaints);
+  taints_free(p->startup, p->nstartup);
+  rlist_free(&p->limits);
+  cJSON_Delete(p->node_class_ref);
+}
+
+static void pod_free(dt_podspec *p) {
+  dt__free(p->ns);
+  dt__free(p->name);
+  dt__free(p->owner);
+  rlist_free(&p->requests);
+  kvs_free(&p->labels);
+  kvs_free(&p->node_selector);
+  for (size_t i = 0; i < p->nterms; i++) mreqs_free(&p->terms[i]);
+  dt__free(p->terms);
+  for (size_t i = 0; i < p->ntol; i++) {
+    dt__free(p->tol[i].key);
+    dt__free(p->tol[i].op);
+    dt__free(p->tol[i].value);
+    dt__free(p->tol[i].effect);
+  }
+  dt__free(p->tol);
+  dt__free(p->node_name);
+  dt__free(p->claim);
+}
+
+static void node_free(dt_node *n) {
+  dt__free(n->name);
+  dt__free(n->claim_name);
+  dt__free(n->node_name);
+  kvs_free(&n->labels);
+  rlist_free(&n->allocatable);
+  taints_free(n->taints, n->ntaints);
+  for (size_t i = 0; i < n->npods; i++) dt__free(n->pods[i]);
+  dt__free(n->pods);
+}
+
+dt_manifests *dt_manifests_new(void) { return dt__calloc(1, sizeof(dt_manifests)); }
+
+void dt_manifests_free(dt_manifests *m) {
+  if (!m) return;
+  for (size_t i = 0; i < m->pools.n; i++) pool_free(&m->pools.v[i]);
+  for (size_t i = 0; i < m->pods.n; i++) pod_free(&m->pods.v[i]);
+  for (size_t i = 0; i < m->nodes.n; i++) node_free(&m->nodes.v[i]);
+  for (size_t i = 0; i < m->files.n; i++) dt__free(m->files.v[i]);
+  dt__symtab_free(&m->seen);
+  dt__free(m->seen_file.v);
+  dt__free(m->pools.v);
+  dt__free(m->pods.v);
+  dt__free(m->nodes.v);
+  dt__free(m->files.v);
+  dt__free(m->notes.p);
+  dt__free(m);
+}
+
+const char *dt_manifests_notes(const dt_manifests *m) { return m->notes.p ? m->notes.p : ""; }
+
+/* -------------------------------------------------------------- fields */
+
+static int parse_kvs(mctx *x, const cJSON *o, const char *field, dt_kvs *out) {
+  if (!o || cJSON_IsNull(o)) return 0;
+  if (!cJSON_IsObject(o)) return bad(x, field, "expected a map of strings");
+  size_t n = (size_t)cJSON_GetArraySize(o);
+  out->v = dt__calloc(n ? n : 1, sizeof *out->v);
+  if (!out->v) return oom(x);
+  char tmp[64];
+  for (const cJSON *c = o->child; c; c = c->next) {
+    const char *v = dt__scalar(c, tmp, sizeof tmp);
+    if (!v || cJSON_IsNull(c)) {
+      char f[300];
+      snprintf(f, sizeof f, "%s.%s", field, c->string);
+      return bad(x, f, "expected a string");
+    }
+    out->v[out->n].key = dt__strdup(c->string);
+    out->v[out->n].val = dt__strdup(v);
+    out->n++;
+    if (!out->v[out->n - 1].key || !out->v[out->n - 1].val) return oom(x);
+  }
+  return 0;
+}
+
+static int check_request(mctx *x, const char *field, const char *res, int64_t v) {
+  if (v < 0) return bad(x, field, "must not be negative");
+  if (strcmp(res, "cpu") == 0 && v > MAX_CPU_MILLI)
+    return bad(x, field, "%lld cores is absurd (at most 1000000)", (long long)(v / 1000));
+  if ((strcmp(res, "memory") == 0 || strcmp(res, "ephemeral-storage") == 0) && v > MAX_BYTES_MILLI)
+    return bad(x, field, "larger than 1Pi is absurd");
+  return 0;
+}
+
+static int rl_add(dt_rlist *r, const char *name, int64_t milli, int mode /* 0 set,1 add,2 max */) {
+  for (size_t i = 0; i < r->n; i++)
+    if (strcmp(r->v[i].name, name) == 0) {
+      if (mode == 0)
+        r->v[i].milli = milli;
+      else if (mode == 1)
+        r->v[i].milli += milli;
+      else if (milli > r->v[i].milli)
+        r->v[i].milli = milli;
+      return 0;
+    }
+  dt_rq *nv = dt__realloc(r->v, (r->n + 1) * sizeof *nv);
+  if (!nv) return DT_ENOMEM;
+  r->v = nv;
+  r->v[r->n].name = dt__strdup(name);
+  if (!r->v[r->n].name) return DT_ENOMEM;
+  r->v[r->n].milli = milli;
+  r->n++;
+  return 0;
+}
+
+static int64_t rl_get(const dt_rlist *r, const char *name) {
+  for (size_t i = 0; i < r->n; i++)
+    if (strcmp(r->v[i].name, name) == 0) return r->v[i].milli;
+  return 0;
+}
+
+/* A map of quantities (requests, limits, allocatable). */
+static int parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out, bool is_request) {
+  if (!o || cJSON_IsNull(o)) return 0;
+  if (!cJSON_IsObject(o)) return bad(x, field, "expected a map of quantities");
+  char tmp[64], f[300];
+  for (const cJSON *c = o->child; c; c = c->next) {
+    snprintf(f, sizeof f, "%s.%s", field, c->string);
+    const char *s = dt__scalar(c, tmp, sizeof tmp);
+    if (!s || cJSON_IsBool(c)) return bad(x, f, "expected a quantity such as 500m or 1Gi");
+    int64_t v;
+    dt_error qe;
+    int rc = dt_quantity_parse(s, &v, &qe);
+    if (rc) return bad(x, f, "%s", qe.msg);
+    if (is_request && check_request(x, f, c->string, v)) return DT_EINVAL;
+    if (!is_request && v < 0) return bad(x, f, "must not be negative");
+    if (rl_add(out, c->string, v, 0)) return oom(x);
+  }
+  return 0;
+}
+
+static int parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *out,
+                       bool allow_min_values) {
+  if (!arr || cJSON_IsNull(arr)) return 0;
+  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list of requirements");
+  size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
+  out->v = dt__calloc(n ? n : 1, sizeof *out->v);
+  if (!out->v) return oom(x);
+  char f[300], tmp[64];
+  for (const cJSON *r = arr->child; r; r = r->next, i++) {
+    dt_mreq *q = &out->v[out->n++];
+    const char *key = get_str(r, "key");
+    const char *op = get_str(r, "operator");
+    snprintf(f, sizeof f, "%s[%zu].key", field, i);
+    if (!key || !*key) return bad(x, f, "missing or not a string");
+    q->key = dt__strdup(key);
+    if (!q->key) return oom(x);
+    snprintf(f, sizeof f, "%s[%zu].operator", field, i);
+    if (!op || dt__op_parse(op, &q->op))
+      return bad(x, f, "expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got %s%s%s",
+                 op ? "\"" : "", op ? op : "nothing", op ? "\"" : "");
+    const cJSON *vals = get(r, "values");
+    snprintf(f, sizeof f, "%s[%zu].values", field, i);
+    if (vals && !cJSON_IsNull(vals) && !cJSON_IsArray(vals)) return bad(x, f, "expected a list");
+    size_t nv = vals ? (size_t)cJSON_GetArraySize(vals) : 0;
+    if ((q->op == DT_OP_IN || q->op == DT_OP_NOTIN) && nv == 0)
+      return bad(x, f, "%s needs at least one value (key %s)", dt__op_name(q->op), key);
+    if ((q->op == DT_OP_EXISTS || q->op == DT_OP_DOESNOTEXIST) && nv != 0)
+      return bad(x, f, "%s takes no values (key %s)", dt__op_name(q->op), key);
+    if (q->op >= DT_OP_GT && nv != 1)
+      return bad(x, f, "%s takes exactly one integer value (key %s)", dt__op_name(q->op), key);
+    q->vals = dt__calloc(nv ? nv : 1, sizeof *q->vals);
+    if (!q->vals) return oom(x);
+    size_t k = 0;
+    for (const cJSON *v = vals ? vals->child : NULL; v; v = v->next, k++) {
+      const char *s = dt__scalar(v, tmp, sizeof tmp);
+      if (!s || cJSON_IsNull(v)) {
+        snprintf(f, sizeof f, "%s[%zu].values[%zu]", field, i, k);
+        return bad(x, f, "expected a string");
+      }
+      if (q->op >= DT_OP_GT) {
+        char *end;
+        strtoll(s, &end, 10);
+        if (!*s || *end) {
+          snprintf(f, sizeof f, "%s[%zu].values[0]", field, i);
+          return bad(x, f, "%s needs an integer, got \"%s\"", dt__op_name(q->op), s);
+        }
+      }
+      q->vals[q->n] = dt__strdup(s);
+      if (!q->vals[q->n]) return oom(x);
+      q->n++;
+    }
+    const cJSON *mv = get(r, "minValues");
+    if (mv && !cJSON_IsNull(mv)) {
+      snprintf(f, sizeof f, "%s[%zu].minValues", field, i);
+      if (!allow_min_values) return bad(x, f, "only NodePool requirements take minValues");
+      if (!cJSON_IsNumber(mv) || mv->valuedouble < 1 || mv->valuedouble > 50 ||
+          mv->valuedouble != floor(mv->valuedouble))
+        return bad(x, f, "expected an integer from 1 to 50");
+      q->min_values = (int)mv->valuedouble;
+      if (q->op == DT_OP_IN && (size_t)q->min_values > q->n)
+        return bad(x, f, "%d is more than the %zu values allowed by In", q->min_values, q->n);
+    }
+  }
+  return 0;
+}
+
+static int parse_taints(mctx *x, const cJSON *arr, const char *field, dt_taint **out, size_t *nout) {
+  if (!arr || cJSON_IsNull(arr)) return 0;
+  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list of taints");
+  size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
+  *out = dt__calloc(n ? n : 1, sizeof **out);
+  if (!*out) return oom(x);
+  char f[300];
+  for (const cJSON *t = arr->child; t; t = t->next, i++) {
+    dt_taint *d = &(*out)[(*nout)++];
+    const char *key = get_str(t, "key"), *val = get_str(t, "value"), *eff = get_str(t, "effect");
+    snprintf(f, sizeof f, "%s[%zu].key", field, i);
+    if (!key || !*key) return bad(x, f, "missing or not a string");
+    snprintf(f, sizeof f, "%s[%zu].effect", field, i);
+    if (!eff || (strcmp(eff, "NoSchedule") && strcmp(eff, "PreferNoSchedule") &&
+                 strcmp(eff, "NoExecute")))
+      return bad(x, f, "expected NoSchedule, PreferNoSchedule or NoExecute");
+    d->key = dt__strdup(key);
+    d->value = dt__strdup(val ? val : "");
+    d->effect = dt__strdup(eff);
+    if (!d->key || !d->value || !d->effect) return oom(x);
+  }
+  return 0;
+}
+
+static int parse_tolerations(mctx *x, const cJSON *arr, const char *field, dt_podspec *p) {
+  if (!arr || cJSON_IsNull(arr)) return 0;
+  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list of tolerations");
+  size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
+  p->tol = dt__calloc(n ? n : 1, sizeof *p->tol);
+  if (!p->tol) return oom(x);
+  char f[300];
+  for (const cJSON *t = arr->child; t; t = t->next, i++) {
+    dt_toleration *d = &p->tol[p->ntol++];
+    const char *key = get_str(t, "key"), *op = get_str(t, "operator"), *val = get_str(t, "value"),
+               *eff = get_str(t, "effect");
+    snprintf(f, sizeof f, "%s[%zu].operator", field, i);
+    if (op && strcmp(op, "Equal") && strcmp(op, "Exists"))
+      return bad(x, f, "expected Equal or Exists, got \"%s\"", op);
+    if ((!key || !*key) && (!op || strcmp(op, "Exists")))
+      return bad(x, f, "an empty key needs operator Exists");
+    snprintf(f, sizeof f, "%s[%zu].effect", field, i);
+    if (eff && *eff && strcmp(eff, "NoSchedule") && strcmp(eff, "PreferNoSchedule") &&
+        strcmp(eff, "NoExecute"))
+      return bad(x, f, "expected NoSchedule, PreferNoSchedule or NoExecute");
+    d->key = key && *key ? dt__strdup(key) : NULL;
+    d->op = dt__strdup(op ? op : "Equal");
+    d->value = dt__strdup(val ? val : "");
+    d->effect = eff && *eff ? dt__strdup(eff) : NULL;
+    if ((key && *key && !d->key) || !d->op || !d->value || (eff && *eff && !d->effect))
+      return oom(x);
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ objects */
+
+static int meta(mctx *x, const cJSON *o, const char **ns, const char **name, bool namespaced) {
+  const cJSON *md = get(o, "metadata");
+  *name = get_str(md, "name");
+  *ns = namespaced ? get_str(md, "namespace") : NULL;
+  if (namespaced && (!*ns || !**ns)) *ns = "default";
+  if (!*name || !**name) {
+    snprintf(x->obj, sizeof x->obj, "%s (unnamed)", x->kind);
+    return bad(x, "metadata.name", "missing");
+  }
+  if (namespaced)
+    snprintf(x->obj, sizeof x->obj, "%s %s/%s", x->kind, *ns, *name);
+  else
+    snprintf(x->obj, sizeof x->obj, "%s %s", x->kind, *name);
+  return 0;
+}
+
+static int check_duplicate(mctx *x, const char *ns, const char *name) {
+  char key[600];
+  snprintf(key, sizeof key, "%s/%s/%s", x->kind, ns ? ns : "", name);
+  dt_manifests *m = x->m;
+  dt_sym s = dt__sym(&m->seen, key);
+  if (!s) return oom(x);
+  while (m->seen_file.n <= s)
+    if (dt__vec_push(&m->seen_file, (const char *)NULL)) return oom(x);
+  if (m->seen_file.v[s])
+    return bad(x, "metadata.name", "duplicate object (first defined in %s)", m->seen_file.v[s]);
+  m->seen_file.v[s] = x->file;
+  return 0;
+}
+
+static int64_t created_at(const cJSON *o) {
+  const char *ts = get_str(get(o, "metadata"), "creationTimestamp");
+  int64_t t = 0;
+  if (ts && dt_time_parse(ts, &t, NULL)) t = 0;
+  return t;
+}
+
+static int nodepool(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  dt_nodepool p = {0};
+  p.file = (char *)x->file;
+  p.seq = x->m->seq++;
+  int rc = DT_ENOMEM;
+  if (!(p.name = dt__strdup(name))) goto fail;
+  const cJSON *spec = get(o, "spec");
+  const cJSON *tmpl = get(spec, "template");
+  const cJSON *tspec = get(tmpl, "spec");
+  const cJSON *w = get(spec, "weight");
+  rc = DT_EINVAL;
+  if (w && !cJSON_IsNull(w)) {
+    if (!cJSON_IsNumber(w) || w->valuedouble < 0 || w->valuedouble > 100 ||
+        w->valuedouble != floor(w->valuedouble)) {
+      bad(x, "spec.weight", "expected an integer from 0 to 100");
+      goto fail;
+    }
+    p.weight = (int)w->valuedouble;
+  }
+  if (parse_kvs(x, get(get(tmpl, "metadata"), "labels"), "spec.template.metadata.labels", &p.labels) ||
+      parse_mreqs(x, get(tspec, "requirements"), "spec.template.spec.requirements", &p.reqs, true) ||
+      parse_taints(x, get(tspec, "taints"), "spec.template.spec.taints", &p.taints, &p.ntaints) ||
+      parse_taints(x, get(tspec, "startupTaints"), "spec.template.spec.startupTaints", &p.startup,
+                   &p.nstartup) ||
+      parse_rlist(x, get(spec, "limits"), "spec.limits", &p.limits, false))
+    goto fail;
+  const cJSON *ref = get(tspec, "nodeClassRef");
+  if (ref && !(p.node_class_ref = cJSON_Duplicate(ref, true))) {
+    rc = oom(x);
+    goto fail;
+  }
+  /* Contradictions: requirements on one key (and template labels) that no
+  ** value can satisfy make a NodePool that can never launch anything. */
+  {
+    dt_symtab st = {0};
+    dt_arena ar = {0};
+    char f[300];
+    rc = 0;
+    for (size_t i = 0; i < p.reqs.n && !rc; i++) {
+      const dt_mreq *a = &p.reqs.v[i];
+      dt_req acc;
+      dt_sym vals[64];
+      size_t nv = a->n < 64 ? a->n : 64;
+      for (size_t k = 0; k < nv; k++) vals[k] = dt__sym(&st, a->vals[k]);
+      dt__req_make(&ar, &acc, dt__sym(&st, a->key), a->op, vals, (uint32_t)nv, &st);
+      dt_buf why = {0};
+      dt__buf_printf(&why, "%s %s", a->key, dt__op_name(a->op));
+      for (size_t j = 0; j < p.reqs.n + p.labels.n && !rc; j++) {
+        dt_req b;
+        if (j < p.reqs.n) {
+          if (j == i || strcmp(p.reqs.v[j].key, a->key)) continue;
+          const dt_mreq *q = &p.reqs.v[j];
+          size_t n2 = q->n < 64 ? q->n : 64;
+          for (size_t k = 0; k < n2; k++) vals[k] = dt__sym(&st, q->vals[k]);
+          dt__req_make(&ar, &b, acc.key, q->op, vals, (uint32_t)n2, &st);
+          dt__buf_printf(&why, " and %s", dt__op_name(q->op));
+        } else {
+          const dt_kv *l = &p.labels.v[j - p.reqs.n];
+          if (strcmp(l->key, a->key)) continue;
+          vals[0] = dt__sym(&st, l->val);
+          dt__req_make(&ar, &b, acc.key, DT_OP_IN, vals, 1, &st);
+          dt__buf_printf(&why, " and template label %s=%s", l->key, l->val);
+        }
+        bool ok = dt__req_intersects(&st, &acc, &b);
+        dt__req_intersect(&ar, &st, &acc, &b, &acc);
+        if (!ok) {
+          snprintf(f, sizeof f, "spec.template.spec.requirements[%zu]", i);
+          rc = bad(x, f, "contradictory requirements: %s leave no value for %s",
+                   why.p ? why.p : a->key, a->key);
+        }
+      }
+      dt__free(why.p);
+    }
+    int soom = st.oom || ar.oom;
+    dt__symtab_free(&st);
+    dt__arena_free(&ar);
+    if (!rc && soom) rc = oom(x);
+    if (rc) goto fail;
+  }
+  if (dt__vec_push(&x->m->pools, p)) {
+    rc = oom(x);
+    goto fail;
+  }
+  return 0;
+fail:
+  pool_free(&p);
+  return rc ? rc : DT_EINVAL;
+}
+
+/* Effective requests of a pod spec (KEP-753 sidecars, init max, overhead). */
+static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *out) {
+  dt_rlist sum = {0}, init_max = {0}, sidecars = {0};
+  char f[300];
+  int rc = 0;
+  static const char *lists[] = {"containers", "initContainers"};
+  for (int li = 0; li < 2 && !rc; li++) {
+    const cJSON *cs = get(spec, lists[li]);
+    if (cs && !cJSON_IsArray(cs)) {
+      snprintf(f, sizeof f, "%s.%s", path, lists[li]);
+      rc = bad(x, f, "expected a list");
+      break;
+    }
+    size_t i = 0;
+    for (const cJSON *c = cs ? cs->child : NULL; c && !rc; c = c->next, i++) {
+      dt_rlist req = {0}, lim = {0};
+      const cJSON *res = get(c, "resources");
+      snprintf(f, sizeof f, "%s.%s[%zu].resources.requests", path, lists[li], i);
+      rc = parse_rlist(x, get(res, "requests"), f, &req, true);
+      snprintf(f, sizeof f, "%s.%s[%zu].resources.limits", path, lists[li], i);
+      if (!rc) rc = parse_rlist(x, get(res, "limits"), f, &lim, true);
+      /* A limit without a request defaults the request, as the API server does. */
+      for (size_t k = 0; !rc && k < lim.n; k++) {
+        bool has = false;
+        for (size_t q = 0; q < req.n; q++) has |= strcmp(req.v[q].name, lim.v[k].name) == 0;
+        if (!has && rl_add(&req, lim.v[k].name, lim.v[k].milli, 0)) rc = oom(x);
+      }
+      const char *rp = get_str(c, "restartPolicy");
+      bool sidecar = li == 1 && rp && strcmp(rp, "Always") == 0;
+      for (size_t k = 0; !rc && k < req.n; k++) {
+        const char *rn = req.v[k].name;
+        int64_t v = req.v[k].milli;
+        if (li == 0) {
+          if (rl_add(&sum, rn, v, 1)) rc = oom(x);
+        } else if (sidecar) {
+          if (rl_add(&sidecars, rn, v, 1)) rc = oom(x);
+        } else {
+          if (rl_add(&init_max, rn, rl_get(&sidecars, rn) + v, 2)) rc = oom(x);
+        }
+      }
+      if (!rc && sidecar)
+        for (size_t k = 0; k < sidecars.n && !rc; k++)
+          if (rl_add(&init_max, sidecars.v[k].name, sidecars.v[k].milli, 2)) rc = oom(x);
+      rlist_free(&req);
+      rlist_free(&lim);
+    }
+  }
+  if (!rc) {
+    for (size_t k = 0; k < sidecars.n && !rc; k++)
+      if (rl_add(&sum, sidecars.v[k].name, sidecars.v[k].milli, 1)) rc = oom(x);
+    for (size_t k = 0; k < init_max.n && !rc; k++)
+      if (rl_add(&sum, init_max.v[k].name, init_max.v[k].milli, 2)) rc = oom(x);
+    dt_rlist ovh = {0};
+    snprintf(f, sizeof f, "%s.overhead", path);
+    if (!rc) rc = parse_rlist(x, get(spec, "overhead"), f, &ovh, true);
+    for (size_t k = 0; k < ovh.n && !rc; k++)
+      if (rl_add(&sum, ovh.v[k].name, ovh.v[k].milli, 1)) rc = oom(x);
+    rlist_free(&ovh);
+    if (!rc && rl_add(&sum, "pods", 1000, 0)) rc = oom(x);
+    for (size_t k = 0; k < sum.n && !rc; k++) {
+      snprintf(f, sizeof f, "%s (total requests).%s", path, sum.v[k].name);
+      rc = check_request(x, f, sum.v[k].name, sum.v[k].milli);
+    }
+  }
+  rlist_free(&init_max);
+  rlist_free(&sidecars);
+  if (rc) {
+    rlist_free(&sum);
+    return rc;
+  }
+  *out = sum;
+  return 0;
+}
+
+static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
+  const cJSON *spec = get(tmpl, "spec");
+  char f[300];
+  if (!cJSON_IsObject(spec)) {
+    snprintf(f, sizeof f, "%s", path);
+    return bad(x, f, "missing or not an object");
+  }
+  if (pod_requests(x, spec, path, &p->requests)) return DT_EINVAL;
+  snprintf(f, sizeof f, "%s.nodeSelector", path);
+  if (parse_kvs(x, get(spec, "nodeSelector"), f, &p->node_selector)) return DT_EINVAL;
+  snprintf(f, sizeof f, "%s.tolerations", path);
+  if (parse_tolerations(x, get(spec, "tolerations"), f, p)) return DT_EINVAL;
+  const cJSON *terms = get(get(get(get(spec, "affinity"), "nodeAffinity"),
+                               "requiredDuringSchedulingIgnoredDuringExecution"),
+                           "nodeSelectorTerms");
+  if (terms && !cJSON_IsNull(terms)) {
+    snprintf(f, sizeof f, "%s.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms", path);
+    if (!cJSON_IsArray(terms)) return bad(x, f, "expected a list");
+    size_t n = (size_t)cJSON_GetArraySize(terms), i = 0;
+    p->terms = dt__calloc(n ? n : 1, sizeof *p->terms);
+    if (!p->terms) return oom(x);
+    for (const cJSON *t = terms->child; t; t = t->next, i++) {
+      char g[400];
+      snprintf(g, sizeof g, "%s[%zu].matchExpressions", f, i);
+      if (get(t, "matchFields"))
+        return bad(x, g, "matchFields is not supported by Karpenter-style provisioning");
+      p->nterms++;
+      if (parse_mreqs(x, get(t, "matchExpressions"), g, &p->terms[i], false)) return DT_EINVAL;
+    }
+  }
+  const char *nn = get_str(spec, "nodeName");
+  if (nn && *nn && !(p->node_name = dt__strdup(nn))) return oom(x);
+  return 0;
+}
+
+static int pod(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
+  const char *phase = get_str(get(o, "status"), "phase");
+  if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) return 0;
+  dt_podspec p = {0};
+  p.count = 1;
+  p.file = (char *)x->file;
+  p.seq = x->m->seq++;
+  p.created = created_at(o);
+  if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name))) goto nomem;
+  if (parse_kvs(x, get(get(o, "metadata"), "labels"), "metadata.labels", &p.labels) ||
+      podspec(x, o, "spec", &p))
+    goto fail;
+  if (dt__vec_push(&x->m->pods, p)) goto nomem;
+  return 0;
+nomem:
+  oom(x);
+fail:
+  pod_free(&p);
+  return DT_EINVAL;
+}
+
+static int workload(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
+  const cJSON *spec = get(o, "spec");
+  const cJSON *r = get(spec, "replicas");
+  int64_t replicas = 1;
+  if (r && !cJSON_IsNull(r)) {
+    if (!cJSON_IsNumber(r) || r->valuedouble < 0 || r->valuedouble != floor(r->valuedouble) ||
+        r->valuedouble > MAX_REPLICAS)
+      return bad(x, "spec.replicas", "expected an integer from 0 to %d", MAX_REPLICAS);
+    replicas = (int64_t)r->valuedouble;
+  }
+  const cJSON *tmpl = get(spec, "template");
+  if (!cJSON_IsObject(tmpl)) return bad(x, "spec.template", "missing or not an object");
+  dt_podspec p = {0};
+  p.count = replicas;
+  p.file = (char *)x->file;
+  p.seq = x->m->seq++;
+  p.created = created_at(o);
+  char owner[600];
+  snprintf(owner, sizeof owner, "%s/%s", x->kind, name);
+  if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name)) || !(p.owner = dt__strdup(owner)))
+    goto nomem;
+  if (parse_kvs(x, get(get(tmpl, "metadata"), "labels"), "spec.template.metadata.labels",
+                &p.labels) ||
+      podspec(x, tmpl, "spec.template.spec", &p))
+    goto fail;
+  if (replicas == 0) {
+    pod_free(&p);
+    return 0;
+  }
+  if (dt__vec_push(&x->m->pods, p)) goto nomem;
+  return 0;
+nomem:
+  oom(x);
+fail:
+  pod_free(&p);
+  return DT_EINVAL;
+}
+
+static int node(mctx *x, const cJSON *o, bool is_claim) {
+  const char *ns, *name;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  dt_node n = {0};
+  n.file = (char *)x->file;
+  n.kind = (char *)(is_claim ? "NodeClaim" : "Node");
+  n.seq = x->m->seq++;
+  const cJSON *md = get(o, "metadata"), *spec = get(o, "spec"), *st = get(o, "status");
+  if (!(n.name = dt__strdup(name))) goto nomem;
+  if (parse_kvs(x, get(md, "labels"), "metadata.labels", &n.labels) ||
+      parse_rlist(x, get(st, "allocatable"), "status.allocatable", &n.allocatable, false) ||
+      parse_taints(x, get(spec, "taints"), "spec.taints", &n.taints, &n.ntaints))
+    goto fail;
+  if (is_claim) {
+    if (!(n.claim_name = dt__strdup(name))) goto nomem;
+    const char *nn = get_str(st, "nodeName");
+    if (nn && *nn && !(n.node_name = dt__strdup(nn))) goto nomem;
+    /* Requirements with a single In value become labels (our own claims
+    ** carry both; a claim from a cluster may only have requirements). */
+    dt_mreqs reqs = {0};
+    if (parse_mreqs(x, get(spec, "requirements"), "spec.requirements", &reqs, true)) {
+      mreqs_free(&reqs);
+      goto fail;
+    }
+    for (size_t i = 0; i < reqs.n; i++) {
+      if (reqs.v[i].op != DT_OP_IN || reqs.v[i].n != 1) continue;
+      bool has = false;
+      for (size_t k = 0; k < n.labels.n; k++) has |= strcmp(n.labels.v[k].key, reqs.v[i].key) == 0;
+      if (has) continue;
+      dt_kv *nv = dt__realloc(n.labels.v, (n.labels.n + 1) * sizeof *nv);
+      if (!nv) {
+        mreqs_free(&reqs);
+        goto nomem;
+      }
+      n.labels.v = nv;
+      nv[n.labels.n].key = dt__strdup(reqs.v[i].key);
+      nv[n.labels.n].val = dt__strdup(reqs.v[i].vals[0]);
+      n.labels.n++;
+      if (!nv[n.labels.n - 1].key || !nv[n.labels.n - 1].val) {
+        mreqs_free(&reqs);
+        goto nomem;
+      }
+    }
+    mreqs_free(&reqs);
+    const char *pods = get_str(get(md, "annotations"), DT_A_PODS);
+    for (const char *s = pods; s && *s;) {
+      const char *e = strchr(s, ',');
+      size_t len = e ? (size_t)(e - s) : strlen(s);
+      while (len && (*s == ' ')) s++, len--;
+      while (len && s[len - 1] == ' ') len--;
+      if (len) {
+        char **np = dt__realloc(n.pods, (n.npods + 1) * sizeof *np);
+        if (!np) goto nomem;
+        n.pods = np;
+        if (!(np[n.npods] = dt__strndup(s, len))) goto nomem;
+        if (!strchr(np[n.npods], '/')) {
+          n.npods++;
+          bad(x, "metadata.annotations." DT_A_PODS, "expected namespace/name entries, got \"%.*s\"",
+              (int)len, s);
+          goto fail;
+        }
+        n.npods++;
+      }
+      s = e ? e + 1 : NULL;
+    }
+    /* In flight until the node registers; a claim from the cluster with
+    ** Initialized=True counts as initialized. */
+    n.initialized = false;
+  } else {
+    const cJSON *u = get(spec, "unschedulable");
+    n.unschedulable = cJSON_IsTrue(u);
+    n.initialized = true;
+    if (n.allocatable.n == 0) {
+      /* A Node without status.allocatable only makes sense if its instance
+      ** type is in the catalog; the scheduler derives it then. */
+    }
+  }
+  if (dt__vec_push(&x->m->nodes, n)) goto nomem;
+  return 0;
+nomem:
+  oom(x);
+fail:
+  node_free(&n);
+  return DT_EINVAL;
+}
+
+static int object(mctx *x, const cJSON *o, size_t docno) {
+  if (!cJSON_IsObject(o)) {
+    if (cJSON_IsNull(o)) return 0; /* empty document */
+    return dt__err(x->err, DT_EINVAL, "%s: document %zu: expected a Kubernetes object (a map)",
+                   x->file, docno);
+  }
+  const char *kind = get_str(o, "kind");
+  const char *api = get_str(o, "apiVersion");
+  if (!kind) {
+    const char *nm = get_str(get(o, "metadata"), "name");
+    return dt__err(x->err, DT_EINVAL, "%s: document %zu%s%s: kind: missing", x->file, docno,
+                   nm ? " " : "", nm ? nm : "");
+  }
+  x->kind = kind;
+  snprintf(x->obj, sizeof x->obj, "%s", kind);
+  size_t klen = strlen(kind);
+  if (klen >= 4 && strcmp(kind + klen - 4, "List") == 0 && get(o, "items")) {
+    const cJSON *items = get(o, "items");
+    if (!cJSON_IsArray(items)) return bad(x, "items", "expected a list");
+    for (const cJSON *it = items->child; it; it = it->next)
+      if (object(x, it, docno)) return DT_EINVAL;
+    return 0;
+  }
+  if (!api) return bad(x, "apiVersion", "missing");
+  if (!strcmp(kind, "NodePool") && !strncmp(api, "karpenter.sh/", 13)) return nodepool(x, o);
+  if (!strcmp(kind, "NodeClaim") && !strncmp(api, "karpenter.sh/", 13)) return node(x, o, true);
+  if (!strcmp(kind, "Pod") && !strcmp(api, "v1")) return pod(x, o);
+  if (!strcmp(kind, "Node") && !strcmp(api, "v1")) return node(x, o, false);
+  if ((!strcmp(kind, "Deployment") || !strcmp(kind, "ReplicaSet") || !strcmp(kind, "StatefulSet")) &&
+      !strncmp(api, "apps/", 5))
+    return workload(x, o);
+  const char *nm = get_str(get(o, "metadata"), "name");
+  dt__buf_printf(&x->m->notes, "%s: %s %s (%s): not used by plan, skipped\n", x->file, kind,
+                 nm ? nm : "(unnamed)", api);
+  return 0;
+}
+
+int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len,
+                            dt_error *err) {
+  cJSON *docs = NULL;
+  int rc = dt__doc_parse(name, buf, len, &docs, err);
+  if (rc) return rc;
+  char *file = dt__strdup(name);
+  if (!file || dt__vec_push(&m->files, file)) {
+    dt__free(file);
+    cJSON_Delete(docs);
+    return dt__err(err, DT_ENOMEM, "out of memory");
+  }
+  /* Remember where we were, so a bad file adds nothing. */
+  size_t np = m->pools.n, npod = m->pods.n, nn = m->nodes.n, ns = m->seen_file.n, nl = m->notes.len;
+  mctx x = {m, file, NULL, {0}, err};
+  size_t docno = 1;
+  rc = 0;
+  for (const cJSON *d = docs->child; d && !rc; d = d->next, docno++) rc = object(&x, d, docno);
+  cJSON_Delete(docs);
+  if (rc) {
+    while (m->pools.n > np) pool_free(&m->pools.v[--m->pools.n]);
+    while (m->pods.n > npod) pod_free(&m->pods.v[--m->pods.n]);
+    while (m->nodes.n > nn) node_free(&m->nodes.v[--m->nodes.n]);
+    for (size_t i = 0; i < m->seen_file.n; i++)
+      if (i >= ns || m->seen_file.v[i] == file) m->seen_file.v[i] = NULL;
+    m->notes.len = nl;
+    if (m->notes.p) m->notes.p[nl] = 0;
+    return err && err->code ? err->code : DT_EINVAL;
+  }
+  return 0;
+}
+
+int dt_manifests_add_file(dt_manifests *m, const char *path, dt_error *err) {
+  char *buf;
+  size_t len;
+  int rc = dt__read_file(path, &buf, &len, err);
+  if (rc) return rc;
+  rc = dt_manifests_add_buffer(m, strcmp(path, "-") == 0 ? "<stdin>" : path, buf, len, err);
+  dt__free(buf);
+  return rc;
+}

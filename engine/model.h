@@ -1,0 +1,166 @@
+/*
+** model.h: the parsed, validated inputs. The catalog and the manifests are
+** immutable once loaded; a scheduling run compiles them into its own arena
+** (interned labels, resource vectors), so one catalog serves many runs.
+*/
+#ifndef DT_MODEL_H
+#define DT_MODEL_H
+
+#include "internal.h"
+
+/* Capacity types, in Karpenter's launch precedence order. */
+enum { DT_CT_RESERVED = 0, DT_CT_SPOT = 1, DT_CT_ON_DEMAND = 2, DT_CT_N = 3 };
+extern const char *const dt__ct_names[DT_CT_N];
+int dt__ct_parse(const char *s); /* -1 if unknown */
+
+/* Default spot discount when a spot offering has no published price: the IBM
+** Cloud provider's default (spot = on-demand x 0.6). */
+#define DT_SPOT_DEFAULT_FACTOR 0.6
+
+/* Well-known label keys. */
+#define DT_L_INSTANCE_TYPE "node.kubernetes.io/instance-type"
+#define DT_L_ZONE "topology.kubernetes.io/zone"
+#define DT_L_REGION "topology.kubernetes.io/region"
+#define DT_L_CAPACITY_TYPE "karpenter.sh/capacity-type"
+#define DT_L_ARCH "kubernetes.io/arch"
+#define DT_L_OS "kubernetes.io/os"
+#define DT_L_NODEPOOL "karpenter.sh/nodepool"
+#define DT_L_HOSTNAME "kubernetes.io/hostname"
+#define DT_L_RESERVATION "karpenter.k8s.aws/capacity-reservation-id"
+#define DT_L_INTERRUPTIBLE "cluster.x-k8s.io/interruptible"
+#define DT_A_PODS "dovetail.dev/pods"
+
+typedef struct dt_kv {
+  char *key, *val;
+} dt_kv;
+
+typedef struct dt_kvs {
+  size_t n;
+  dt_kv *v;
+} dt_kvs;
+
+/* A resource quantity by name, in milli-units. */
+typedef struct dt_rq {
+  char *name;
+  int64_t milli;
+} dt_rq;
+
+typedef struct dt_rlist {
+  size_t n;
+  dt_rq *v;
+} dt_rlist;
+
+/* ---------------------------------------------------------------- catalog */
+
+typedef struct dt_coffer {
+  const char *zone; /* points into the catalog's zone list */
+  int ct;
+  double price;
+  int64_t available; /* -1: unbounded */
+  char *reservation; /* reserved offerings only */
+} dt_coffer;
+
+typedef struct dt_ctype {
+  char *name;
+  char *arch;
+  dt_kvs labels;      /* every label the type's nodes carry, except zone and capacity type */
+  dt_rlist capacity;  /* cpu, memory, pods, ephemeral-storage, GPUs */
+  dt_rlist allocatable;
+  double od_price; /* < 0: none */
+  size_t noff;
+  dt_coffer *off;
+} dt_ctype;
+
+struct dt_catalog {
+  char *name;     /* file name, for messages */
+  char *region;
+  char *provider; /* "aws" or "generic" */
+  size_t nzones;
+  char **zones;
+  size_t ntypes;
+  dt_ctype *types;
+};
+
+/* -------------------------------------------------------------- manifests */
+
+typedef struct dt_mreq {
+  char *key;
+  dt_op op;
+  size_t n;
+  char **vals;
+  int min_values;
+} dt_mreq;
+
+typedef struct dt_mreqs {
+  size_t n;
+  dt_mreq *v;
+} dt_mreqs;
+
+typedef struct dt_taint {
+  char *key, *value, *effect;
+} dt_taint;
+
+typedef struct dt_toleration {
+  char *key, *op, *value, *effect; /* op "Equal" or "Exists"; NULL key with Exists = all */
+} dt_toleration;
+
+typedef struct dt_nodepool {
+  char *name, *file;
+  int weight;
+  dt_kvs labels;
+  dt_mreqs reqs;
+  size_t ntaints, nstartup;
+  dt_taint *taints, *startup;
+  dt_rlist limits;
+  cJSON *node_class_ref; /* owned; NULL if absent */
+  size_t seq;
+} dt_nodepool;
+
+/* A pod, or a template expanded into count pods (Deployment replicas). */
+typedef struct dt_podspec {
+  char *ns, *name, *file;
+  char *owner;       /* "Deployment/web" for expanded pods, NULL for a Pod */
+  int64_t count;     /* 1 for a Pod */
+  int64_t created;   /* Unix seconds, 0 if unknown */
+  int ordinal_base;  /* StatefulSets name pods name-0..; others name-<i> too */
+  dt_rlist requests; /* effective requests: max(init) vs sum(containers)+sidecars, + overhead */
+  dt_kvs labels;
+  dt_kvs node_selector;
+  size_t nterms;     /* required node affinity: OR of terms */
+  dt_mreqs *terms;
+  size_t ntol;
+  dt_toleration *tol;
+  char *node_name;   /* spec.nodeName: already bound */
+  char *claim;       /* bound by a NodeClaim's dovetail.dev/pods annotation */
+  size_t seq;
+} dt_podspec;
+
+/* An existing Node, or an in-flight NodeClaim. */
+typedef struct dt_node {
+  char *name, *file, *kind;
+  char *claim_name; /* for NodeClaims */
+  char *node_name;  /* NodeClaim status.nodeName */
+  dt_kvs labels;
+  dt_rlist allocatable; /* empty: derive from the catalog's instance type */
+  size_t ntaints;
+  dt_taint *taints;
+  bool unschedulable, initialized;
+  size_t npods;
+  char **pods; /* "ns/name" from the dovetail.dev/pods annotation */
+  size_t seq;
+} dt_node;
+
+struct dt_manifests {
+  DT_VEC(dt_nodepool) pools;
+  DT_VEC(dt_podspec) pods;
+  DT_VEC(dt_node) nodes;
+  DT_VEC(char *) files; /* owned file names, referenced by objects */
+  dt_buf notes;
+  /* duplicate detection: symbol of "Kind/ns/name" -> defining file (NULL
+  ** once rolled back) */
+  dt_symtab seen;
+  DT_VEC(const char *) seen_file;
+  size_t seq;
+};
+
+#endif

@@ -1,0 +1,337 @@
+/*
+** plan.c: rendering a plan as JSON (for tools), YAML (applyable NodeClaims)
+** or a table (for people). Rendering only reads the plan; the same plan
+** renders byte-identically every time.
+*/
+#include "sched.h"
+
+#include <string.h>
+
+static void fmt_time(int64_t t, char *out, size_t n) {
+  int64_t days = t / 86400, rem = t % 86400;
+  if (rem < 0) {
+    rem += 86400;
+    days--;
+  }
+  /* civil_from_days (Howard Hinnant, public domain) */
+  days += 719468;
+  int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  int64_t doe = days - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
+  int64_t m = mp < 10 ? mp + 3 : mp - 9;
+  y += m <= 2;
+  snprintf(out, n, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y, (long long)m,
+           (long long)d, (long long)(rem / 3600), (long long)(rem / 60 % 60), (long long)(rem % 60));
+}
+
+static const rt_off *claim_off(const dt_plan *p, const rt_claim *k) {
+  return &p->types[k->type].off[k->off];
+}
+
+static void json_requests(const dt_plan *p, dt_buf *b, const int64_t *v, const char *indent) {
+  dt__buf_puts(b, "{");
+  int first = 1;
+  for (uint32_t r = 0; r < p->nres; r++) {
+    if (!v[r]) continue;
+    char q[64];
+    dt__fmt_quantity(q, sizeof q, p->res_names[r], v[r]);
+    dt__buf_printf(b, "%s\n%s  ", first ? "" : ",", indent);
+    dt__buf_json_str(b, p->res_names[r]);
+    dt__buf_puts(b, ": ");
+    dt__buf_json_str(b, q);
+    first = 0;
+  }
+  dt__buf_printf(b, "%s}", first ? "" : "\n      ");
+}
+
+static void render_json(const dt_plan *p, dt_buf *b) {
+  char tmp[700], price[64];
+  fmt_time(p->opts.now ? p->opts.now : 946684800, tmp, sizeof tmp);
+  dt__buf_printf(b, "{\n  \"apiVersion\": \"dovetail.dev/v1alpha1\",\n  \"kind\": \"Plan\",\n  \"now\": \"%s\",\n", tmp);
+  dt__buf_puts(b, "  \"nodeClaims\": [");
+  int first = 1;
+  for (size_t i = 0; i < p->claims.n; i++) {
+    const rt_claim *k = p->claims.v[i];
+    if (k->type < 0) continue;
+    const rt_type *t = &p->types[k->type];
+    const rt_off *o = claim_off(p, k);
+    dt__buf_puts(b, first ? "\n    {\n" : ",\n    {\n");
+    first = 0;
+    dt__buf_puts(b, "      \"name\": ");
+    dt__buf_json_str(b, dt__sym_str(&p->syms, k->name));
+    dt__buf_puts(b, ",\n      \"nodePool\": ");
+    dt__buf_json_str(b, p->pools[k->pool].src->name);
+    dt__buf_puts(b, ",\n      \"instanceType\": ");
+    dt__buf_json_str(b, t->src->name);
+    dt__buf_puts(b, ",\n      \"zone\": ");
+    dt__buf_json_str(b, dt__sym_str(&p->syms, p->zones[o->zone]));
+    dt__buf_printf(b, ",\n      \"capacityType\": \"%s\"", dt__ct_names[o->ct]);
+    dt__fmt_price(price, sizeof price, o->price);
+    dt__buf_printf(b, ",\n      \"price\": %s", price);
+    if (o->resv) {
+      dt__buf_puts(b, ",\n      \"reservationID\": ");
+      dt__buf_json_str(b, dt__sym_str(&p->syms, o->resv));
+    }
+    dt__buf_puts(b, ",\n      \"requests\": ");
+    json_requests(p, b, k->used, "      ");
+    dt__buf_puts(b, ",\n      \"pods\": [");
+    for (size_t j = 0; j < k->pods.n; j++) {
+      dt__pod_name(p, &p->pods[k->pods.v[j]], tmp, sizeof tmp);
+      dt__buf_puts(b, j ? ", " : "");
+      dt__buf_json_str(b, tmp);
+    }
+    dt__buf_puts(b, "],\n      \"instanceTypeOptions\": [");
+    for (uint32_t j = 0; j < k->nfinal; j++) {
+      dt__buf_puts(b, j ? ", " : "");
+      dt__buf_json_str(b, p->types[k->final[j]].src->name);
+    }
+    dt__buf_puts(b, "]\n    }");
+  }
+  dt__buf_puts(b, first ? "],\n" : "\n  ],\n");
+  dt__buf_puts(b, "  \"bindings\": [");
+  for (size_t i = 0; i < p->bindings.n; i++) {
+    const rt_binding *bd = &p->bindings.v[i];
+    dt__pod_name(p, &p->pods[bd->pod], tmp, sizeof tmp);
+    dt__buf_puts(b, i ? ",\n    {\"pod\": " : "\n    {\"pod\": ");
+    dt__buf_json_str(b, tmp);
+    dt__buf_puts(b, ", \"node\": ");
+    dt__buf_json_str(b, p->nodes[bd->node].src->name);
+    dt__buf_puts(b, "}");
+  }
+  dt__buf_puts(b, p->bindings.n ? "\n  ],\n" : "],\n");
+  dt__buf_puts(b, "  \"unschedulable\": [");
+  for (size_t i = 0; i < p->unsched.n; i++) {
+    const rt_unsched *u = &p->unsched.v[i];
+    dt__pod_name(p, &p->pods[u->pod], tmp, sizeof tmp);
+    dt__buf_puts(b, i ? ",\n    {\"pod\": " : "\n    {\"pod\": ");
+    dt__buf_json_str(b, tmp);
+    dt__buf_puts(b, ", \"reason\": ");
+    dt__buf_json_str(b, u->reason);
+    dt__buf_puts(b, "}");
+  }
+  dt__buf_puts(b, p->unsched.n ? "\n  ],\n" : "],\n");
+  dt__buf_puts(b, "  \"notes\": [");
+  for (size_t i = 0; i < p->notes.n; i++) {
+    dt__buf_puts(b, i ? ",\n    " : "\n    ");
+    dt__buf_json_str(b, p->notes.v[i]);
+  }
+  dt__buf_puts(b, p->notes.n ? "\n  ],\n" : "],\n");
+  /* Summary. */
+  size_t by_ct[DT_CT_N] = {0};
+  for (size_t i = 0; i < p->claims.n; i++)
+    if (p->claims.v[i]->type >= 0) by_ct[claim_off(p, p->claims.v[i])->ct]++;
+  dt__fmt_price(price, sizeof price, p->stats.hourly_cost);
+  dt__buf_printf(b,
+                 "  \"summary\": {\n    \"pods\": %zu,\n    \"scheduled\": %zu,\n    \"unschedulable\": %zu,\n"
+                 "    \"alreadyBound\": %zu,\n    \"nodes\": %zu,\n    \"existingNodes\": %u,\n"
+                 "    \"hourlyCost\": %s,\n    \"nodesByCapacityType\": {\"on-demand\": %zu, \"spot\": %zu, "
+                 "\"reserved\": %zu}",
+                 p->stats.pods, p->stats.scheduled, p->stats.unschedulable, p->bound_already, p->stats.nodes,
+                 p->nnodes, price, by_ct[DT_CT_ON_DEMAND], by_ct[DT_CT_SPOT], by_ct[DT_CT_RESERVED]);
+  if (p->opts.timings)
+    dt__buf_printf(b, ",\n    \"timings\": {\"parseMs\": %.3f, \"scheduleMs\": %.3f}", p->opts.parse_ms,
+                   p->stats.schedule_ms);
+  dt__buf_puts(b, "\n  }\n}\n");
+}
+
+/* ------------------------------------------------------------- YAML */
+
+static cJSON *add_obj(cJSON *parent, const char *key) {
+  cJSON *o = cJSON_CreateObject();
+  if (o) cJSON_AddItemToObject(parent, key, o);
+  return o;
+}
+
+static void add_str(cJSON *o, const char *k, const char *v) {
+  if (o) cJSON_AddItemToObject(o, k, cJSON_CreateString(v));
+}
+
+static void add_req(cJSON *arr, const char *key, const char *val) {
+  cJSON *r = cJSON_CreateObject();
+  if (!r) return;
+  cJSON_AddItemToArray(arr, r);
+  add_str(r, "key", key);
+  add_str(r, "operator", "In");
+  cJSON *v = cJSON_CreateArray();
+  if (!v) return;
+  cJSON_AddItemToObject(r, "values", v);
+  cJSON_AddItemToArray(v, cJSON_CreateString(val));
+}
+
+static void add_taints(cJSON *spec, const char *key, const dt_taint *t, size_t n) {
+  if (!n) return;
+  cJSON *arr = cJSON_CreateArray();
+  if (!arr) return;
+  cJSON_AddItemToObject(spec, key, arr);
+  for (size_t i = 0; i < n; i++) {
+    cJSON *o = cJSON_CreateObject();
+    if (!o) return;
+    cJSON_AddItemToArray(arr, o);
+    add_str(o, "key", t[i].key);
+    if (t[i].value[0]) add_str(o, "value", t[i].value);
+    add_str(o, "effect", t[i].effect);
+  }
+}
+
+static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
+  const rt_type *t = &p->types[k->type];
+  const rt_off *o = claim_off(p, k);
+  const dt_nodepool *np = p->pools[k->pool].src;
+  const char *zone = dt__sym_str(&p->syms, p->zones[o->zone]);
+  cJSON *d = cJSON_CreateObject();
+  if (!d) return NULL;
+  add_str(d, "apiVersion", "karpenter.sh/v1");
+  add_str(d, "kind", "NodeClaim");
+  cJSON *md = add_obj(d, "metadata");
+  add_str(md, "name", dt__sym_str(&p->syms, k->name));
+  cJSON *labels = add_obj(md, "labels");
+  for (size_t i = 0; i < np->labels.n; i++) add_str(labels, np->labels.v[i].key, np->labels.v[i].val);
+  add_str(labels, DT_L_NODEPOOL, np->name);
+  for (size_t i = 0; i < t->src->labels.n; i++)
+    if (!cJSON_GetObjectItemCaseSensitive(labels, t->src->labels.v[i].key))
+      add_str(labels, t->src->labels.v[i].key, t->src->labels.v[i].val);
+  add_str(labels, DT_L_ZONE, zone);
+  add_str(labels, DT_L_CAPACITY_TYPE, dt__ct_names[o->ct]);
+  if (o->ct == DT_CT_SPOT) add_str(labels, DT_L_INTERRUPTIBLE, "true");
+  if (o->resv) add_str(labels, DT_L_RESERVATION, dt__sym_str(&p->syms, o->resv));
+  cJSON *ann = add_obj(md, "annotations");
+  dt_buf pods = {0};
+  char tmp[700];
+  for (size_t j = 0; j < k->pods.n; j++) {
+    dt__pod_name(p, &p->pods[k->pods.v[j]], tmp, sizeof tmp);
+    if (j) dt__buf_putc(&pods, ',');
+    dt__buf_puts(&pods, tmp);
+  }
+  add_str(ann, DT_A_PODS, pods.p ? pods.p : "");
+  dt__free(pods.p);
+  dt__fmt_price(tmp, sizeof tmp, o->price);
+  add_str(ann, "dovetail.dev/price", tmp);
+  cJSON *spec = add_obj(d, "spec");
+  if (np->node_class_ref && spec)
+    cJSON_AddItemToObject(spec, "nodeClassRef", cJSON_Duplicate(np->node_class_ref, true));
+  cJSON *reqs = cJSON_CreateArray();
+  if (reqs && spec) {
+    cJSON_AddItemToObject(spec, "requirements", reqs);
+    add_req(reqs, DT_L_NODEPOOL, np->name);
+    add_req(reqs, DT_L_INSTANCE_TYPE, t->src->name);
+    add_req(reqs, DT_L_ZONE, zone);
+    add_req(reqs, DT_L_CAPACITY_TYPE, dt__ct_names[o->ct]);
+    if (o->resv) add_req(reqs, DT_L_RESERVATION, dt__sym_str(&p->syms, o->resv));
+  }
+  cJSON *res = add_obj(add_obj(spec, "resources"), "requests");
+  for (uint32_t r = 0; r < p->nres && res; r++) {
+    if (!k->used[r]) continue;
+    dt__fmt_quantity(tmp, sizeof tmp, p->res_names[r], k->used[r]);
+    add_str(res, p->res_names[r], tmp);
+  }
+  if (spec) {
+    add_taints(spec, "taints", np->taints, np->ntaints);
+    add_taints(spec, "startupTaints", np->startup, np->nstartup);
+  }
+  cJSON *alloc = add_obj(add_obj(d, "status"), "allocatable");
+  for (uint32_t r = 0; r < p->nres && alloc; r++) {
+    if (!t->alloc[r]) continue;
+    dt__fmt_quantity(tmp, sizeof tmp, p->res_names[r], t->alloc[r]);
+    add_str(alloc, p->res_names[r], tmp);
+  }
+  return d;
+}
+
+static int render_yaml(const dt_plan *p, dt_buf *b) {
+  cJSON *docs = cJSON_CreateArray();
+  if (!docs) return DT_ENOMEM;
+  for (size_t i = 0; i < p->claims.n; i++) {
+    if (p->claims.v[i]->type < 0) continue;
+    cJSON *d = claim_yaml(p, p->claims.v[i]);
+    if (!d) {
+      cJSON_Delete(docs);
+      return DT_ENOMEM;
+    }
+    cJSON_AddItemToArray(docs, d);
+  }
+  int rc = 0;
+  if (docs->child) rc = dt__yaml_emit(docs, b);
+  /* Pods that fit nowhere are reported as comments, so nothing is lost. */
+  for (size_t i = 0; i < p->unsched.n; i++) {
+    char tmp[700];
+    dt__pod_name(p, &p->pods[p->unsched.v[i].pod], tmp, sizeof tmp);
+    dt__buf_printf(b, "# unschedulable %s: %s\n", tmp, p->unsched.v[i].reason);
+  }
+  cJSON_Delete(docs);
+  return rc;
+}
+
+/* ------------------------------------------------------------ table */
+
+static void pad(dt_buf *b, const char *s, size_t w) {
+  dt__buf_puts(b, s);
+  for (size_t n = strlen(s); n < w; n++) dt__buf_putc(b, ' ');
+}
+
+static void render_table(const dt_plan *p, dt_buf *b) {
+  static const char *head[] = {"NODEPOOL", "NAME", "INSTANCE TYPE", "ZONE", "CAPACITY", "$/HOUR", "CPU", "MEMORY", "PODS"};
+  enum { NC = 9 };
+  size_t w[NC];
+  for (int i = 0; i < NC; i++) w[i] = strlen(head[i]);
+  char cell[NC][128];
+#define ROW(k)                                                                                            \
+  do {                                                                                                    \
+    const rt_off *o_ = claim_off(p, k);                                                                   \
+    snprintf(cell[0], 128, "%s", p->pools[(k)->pool].src->name);                                          \
+    snprintf(cell[1], 128, "%s", dt__sym_str(&p->syms, (k)->name));                                       \
+    snprintf(cell[2], 128, "%s", p->types[(k)->type].src->name);                                          \
+    snprintf(cell[3], 128, "%s", dt__sym_str(&p->syms, p->zones[o_->zone]));                              \
+    snprintf(cell[4], 128, "%s", dt__ct_names[o_->ct]);                                                    \
+    dt__fmt_price(cell[5], 128, o_->price);                                                               \
+    dt__fmt_quantity(cell[6], 128, "cpu", (k)->used[DT_R_CPU]);                                           \
+    snprintf(cell[7], 128, "%.1fGi", (double)(k)->used[DT_R_MEM] / 1000.0 / 1073741824.0);            \
+    snprintf(cell[8], 128, "%zu", (k)->pods.n);                                                           \
+  } while (0)
+  for (size_t i = 0; i < p->claims.n; i++) {
+    const rt_claim *k = p->claims.v[i];
+    if (k->type < 0) continue;
+    ROW(k);
+    for (int c = 0; c < NC; c++)
+      if (strlen(cell[c]) > w[c]) w[c] = strlen(cell[c]);
+  }
+  if (p->stats.nodes) {
+    for (int c = 0; c < NC; c++) pad(b, head[c], c + 1 < NC ? w[c] + 2 : 0);
+    dt__buf_putc(b, '\n');
+    for (size_t i = 0; i < p->claims.n; i++) {
+      const rt_claim *k = p->claims.v[i];
+      if (k->type < 0) continue;
+      ROW(k);
+      for (int c = 0; c < NC; c++) pad(b, cell[c], c + 1 < NC ? w[c] + 2 : 0);
+      dt__buf_putc(b, '\n');
+    }
+    dt__buf_putc(b, '\n');
+  }
+#undef ROW
+  char price[64], tmp[700];
+  dt__fmt_price(price, sizeof price, p->stats.hourly_cost);
+  dt__buf_printf(b, "%zu new node%s, $%s/hour; %zu of %zu pending pods scheduled (%zu on existing nodes)\n",
+                 p->stats.nodes, p->stats.nodes == 1 ? "" : "s", price, p->stats.scheduled, p->stats.pods,
+                 p->bindings.n);
+  if (p->unsched.n) {
+    dt__buf_printf(b, "%zu unschedulable:\n", p->unsched.n);
+    for (size_t i = 0; i < p->unsched.n; i++) {
+      dt__pod_name(p, &p->pods[p->unsched.v[i].pod], tmp, sizeof tmp);
+      dt__buf_printf(b, "  %s: %s\n", tmp, p->unsched.v[i].reason);
+    }
+  }
+  for (size_t i = 0; i < p->notes.n; i++) dt__buf_printf(b, "note: %s\n", p->notes.v[i]);
+}
+
+char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len) {
+  dt_buf b = {0};
+  if (format == DT_FORMAT_YAML) {
+    if (render_yaml(plan, &b)) b.oom = 1;
+  } else if (format == DT_FORMAT_TABLE) {
+    render_table(plan, &b);
+  } else {
+    render_json(plan, &b);
+  }
+  return dt__buf_take(&b, len);
+}

@@ -1,0 +1,311 @@
+/*
+** req.c: the requirements algebra of Karpenter's pkg/scheduling.
+**
+** A requirement is a value set or its complement, optionally bounded to an
+** integer range. In, NotIn, Exists, DoesNotExist, Gt and Lt all map onto that
+** form, which makes intersection a few set operations on sorted integer
+** arrays. Matching rules (see reference: karpenter.md section 1.6):
+**   - intersecting two complements unions their exclusions;
+**   - bounds intersect as max(gte), min(lte); crossing bounds mean
+**     DoesNotExist; a concrete result drops its bounds;
+**   - two requirements are compatible when their intersection is non-empty,
+**     or when both are NotIn/DoesNotExist (a node without the label
+**     satisfies both).
+*/
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *k_ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"};
+
+int dt__op_parse(const char *s, dt_op *op) {
+  for (int i = 0; i < 8; i++)
+    if (strcmp(s, k_ops[i]) == 0) {
+      *op = (dt_op)i;
+      return 0;
+    }
+  return -1;
+}
+
+const char *dt__op_name(dt_op op) { return k_ops[op]; }
+
+static int cmp_sym(const void *a, const void *b) {
+  dt_sym x = *(const dt_sym *)a, y = *(const dt_sym *)b;
+  return x < y ? -1 : x > y;
+}
+
+static bool within(const dt_symtab *t, const dt_req *r, dt_sym v) {
+  if (!r->has_gte && !r->has_lte) return true;
+  if (!v || !t->isnum[v]) return false;
+  int64_t n = t->num[v];
+  return (!r->has_gte || n >= r->gte) && (!r->has_lte || n <= r->lte);
+}
+
+static bool contains(const dt_req *r, dt_sym v) {
+  size_t lo = 0, hi = r->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (r->v[mid] == v) return true;
+    if (r->v[mid] < v)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return false;
+}
+
+void dt__req_make(dt_arena *a, dt_req *out, dt_sym key, dt_op op, const dt_sym *vals, uint32_t n,
+                  const dt_symtab *t) {
+  memset(out, 0, sizeof *out);
+  out->key = key;
+  switch (op) {
+  case DT_OP_IN:
+  case DT_OP_NOTIN:
+    out->complement = op == DT_OP_NOTIN;
+    if (n) {
+      out->v = dt__arena_alloc(a, n * sizeof *out->v);
+      if (!out->v) return;
+      memcpy(out->v, vals, n * sizeof *vals);
+      qsort(out->v, n, sizeof *out->v, cmp_sym);
+      uint32_t k = 0;
+      for (uint32_t i = 0; i < n; i++)
+        if (k == 0 || out->v[k - 1] != out->v[i]) out->v[k++] = out->v[i];
+      out->n = k;
+    }
+    break;
+  case DT_OP_EXISTS: out->complement = 1; break;
+  case DT_OP_DOESNOTEXIST: break;
+  case DT_OP_GT:
+  case DT_OP_GTE:
+  case DT_OP_LT:
+  case DT_OP_LTE: {
+    /* Values were validated as one integer at parse time. */
+    int64_t x = n && t->isnum[vals[0]] ? t->num[vals[0]] : 0;
+    out->complement = 1;
+    if (op == DT_OP_GT || op == DT_OP_GTE) {
+      if (op == DT_OP_GT && x == INT64_MAX) {
+        out->complement = 0; /* nothing is greater: DoesNotExist */
+        break;
+      }
+      out->has_gte = 1;
+      out->gte = op == DT_OP_GT ? x + 1 : x;
+    } else {
+      if (op == DT_OP_LT && x == INT64_MIN) {
+        out->complement = 0;
+        break;
+      }
+      out->has_lte = 1;
+      out->lte = op == DT_OP_LT ? x - 1 : x;
+    }
+    break;
+  }
+  }
+}
+
+void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const dt_req *y,
+                       dt_req *out) {
+  dt_req r = {0};
+  r.key = x->key;
+  r.min_values = x->min_values > y->min_values ? x->min_values : y->min_values;
+  r.complement = x->complement && y->complement;
+  r.has_gte = x->has_gte || y->has_gte;
+  r.has_lte = x->has_lte || y->has_lte;
+  r.gte = x->has_gte && y->has_gte ? (x->gte > y->gte ? x->gte : y->gte) : x->has_gte ? x->gte : y->gte;
+  r.lte = x->has_lte && y->has_lte ? (x->lte < y->lte ? x->lte : y->lte) : x->has_lte ? x->lte : y->lte;
+  if (r.has_gte && r.has_lte && r.gte > r.lte) {
+    memset(&r, 0, sizeof r); /* DoesNotExist */
+    r.key = x->key;
+    r.min_values = x->min_values > y->min_values ? x->min_values : y->min_values;
+    *out = r;
+    return;
+  }
+  uint32_t cap = x->n + y->n;
+  dt_sym *v = cap ? dt__arena_alloc(a, cap * sizeof *v) : NULL;
+  uint32_t n = 0;
+  if (cap && !v) {
+    *out = r;
+    return;
+  }
+  uint32_t i = 0, j = 0;
+  if (x->complement && y->complement) {
+    while (i < x->n || j < y->n) { /* union */
+      if (j == y->n || (i < x->n && x->v[i] < y->v[j]))
+        v[n++] = x->v[i++];
+      else if (i == x->n || y->v[j] < x->v[i])
+        v[n++] = y->v[j++];
+      else {
+        v[n++] = x->v[i++];
+        j++;
+      }
+    }
+  } else if (x->complement || y->complement) {
+    const dt_req *c = x->complement ? x : y, *k = x->complement ? y : x;
+    for (i = 0; i < k->n; i++)
+      if (!contains(c, k->v[i])) v[n++] = k->v[i];
+  } else {
+    while (i < x->n && j < y->n) {
+      if (x->v[i] < y->v[j])
+        i++;
+      else if (y->v[j] < x->v[i])
+        j++;
+      else {
+        v[n++] = x->v[i];
+        i++;
+        j++;
+      }
+    }
+  }
+  r.v = v;
+  r.n = n;
+  /* Drop values outside the bounds. */
+  if (r.has_gte || r.has_lte) {
+    uint32_t k = 0;
+    for (i = 0; i < n; i++)
+      if (within(t, &r, v[i])) v[k++] = v[i];
+    r.n = k;
+  }
+  if (!r.complement) r.has_gte = r.has_lte = 0;
+  *out = r;
+}
+
+dt_op dt__req_operator(const dt_req *r) {
+  if (r->complement) return r->n ? DT_OP_NOTIN : DT_OP_EXISTS;
+  return r->n ? DT_OP_IN : DT_OP_DOESNOTEXIST;
+}
+
+bool dt__req_is_empty(const dt_req *r) { return !r->complement && r->n == 0; }
+
+bool dt__req_has(const dt_symtab *t, const dt_req *r, dt_sym v) {
+  if (!v) {
+    /* The label is absent: only NotIn and DoesNotExist accept that. */
+    dt_op op = dt__req_operator(r);
+    return op == DT_OP_DOESNOTEXIST || (op == DT_OP_NOTIN && !r->has_gte && !r->has_lte);
+  }
+  if (r->complement) return !contains(r, v) && within(t, r, v);
+  return contains(r, v) && within(t, r, v);
+}
+
+/* Whether x ∩ y has a value, without allocating. */
+static bool nonempty(const dt_symtab *t, const dt_req *x, const dt_req *y) {
+  dt_req b = {0};
+  b.has_gte = x->has_gte || y->has_gte;
+  b.has_lte = x->has_lte || y->has_lte;
+  b.gte = x->has_gte && y->has_gte ? (x->gte > y->gte ? x->gte : y->gte) : x->has_gte ? x->gte : y->gte;
+  b.lte = x->has_lte && y->has_lte ? (x->lte < y->lte ? x->lte : y->lte) : x->has_lte ? x->lte : y->lte;
+  if (b.has_gte && b.has_lte && b.gte > b.lte) return false;
+  if (x->complement && y->complement) return true;
+  if (x->complement || y->complement) {
+    const dt_req *c = x->complement ? x : y, *k = x->complement ? y : x;
+    for (uint32_t i = 0; i < k->n; i++)
+      if (!contains(c, k->v[i]) && within(t, &b, k->v[i])) return true;
+    return false;
+  }
+  uint32_t i = 0, j = 0;
+  while (i < x->n && j < y->n) {
+    if (x->v[i] < y->v[j])
+      i++;
+    else if (y->v[j] < x->v[i])
+      j++;
+    else {
+      if (within(t, &b, x->v[i])) return true;
+      i++;
+      j++;
+    }
+  }
+  return false;
+}
+
+bool dt__req_intersects(const dt_symtab *t, const dt_req *x, const dt_req *y) {
+  if (nonempty(t, x, y)) return true;
+  dt_op ox = dt__req_operator(x), oy = dt__req_operator(y);
+  return (ox == DT_OP_NOTIN || ox == DT_OP_DOESNOTEXIST) &&
+         (oy == DT_OP_NOTIN || oy == DT_OP_DOESNOTEXIST);
+}
+
+bool dt__req_equal(const dt_req *x, const dt_req *y) {
+  return x->key == y->key && x->complement == y->complement && x->has_gte == y->has_gte &&
+         x->has_lte == y->has_lte && (!x->has_gte || x->gte == y->gte) &&
+         (!x->has_lte || x->lte == y->lte) && x->n == y->n && x->min_values == y->min_values &&
+         (x->n == 0 || memcmp(x->v, y->v, x->n * sizeof *x->v) == 0);
+}
+
+const dt_req *dt__reqs_get(const dt_reqs *s, dt_sym key) {
+  size_t lo = 0, hi = s->n;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (s->r[mid].key == key) return &s->r[mid];
+    if (s->r[mid].key < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NULL;
+}
+
+void dt__reqs_add(dt_arena *a, const dt_symtab *t, const dt_reqs *s, const dt_req *r, dt_reqs *out) {
+  dt_req *nr = dt__arena_alloc(a, (s->n + 1) * sizeof *nr);
+  if (!nr) {
+    *out = *s;
+    return;
+  }
+  uint32_t k = 0, i = 0;
+  bool done = false;
+  for (; i < s->n; i++) {
+    if (!done && s->r[i].key == r->key) {
+      dt__req_intersect(a, t, &s->r[i], r, &nr[k++]);
+      done = true;
+    } else if (!done && s->r[i].key > r->key) {
+      nr[k++] = *r;
+      nr[k++] = s->r[i];
+      done = true;
+    } else {
+      nr[k++] = s->r[i];
+    }
+  }
+  if (!done) nr[k++] = *r;
+  out->r = nr;
+  out->n = k;
+}
+
+void dt__reqs_merge(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_reqs *y,
+                    dt_reqs *out) {
+  dt_reqs cur = *x;
+  for (uint32_t i = 0; i < y->n; i++) dt__reqs_add(a, t, &cur, &y->r[i], &cur);
+  *out = cur;
+}
+
+bool dt__reqs_equal(const dt_reqs *x, const dt_reqs *y) {
+  if (x->n != y->n) return false;
+  for (uint32_t i = 0; i < x->n; i++)
+    if (!dt__req_equal(&x->r[i], &y->r[i])) return false;
+  return true;
+}
+
+static int cmp_str(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void dt__req_describe(const dt_symtab *t, const dt_req *r, dt_buf *b) {
+  dt__buf_puts(b, dt__sym_str(t, r->key));
+  dt_op op = dt__req_operator(r);
+  if (r->has_gte || r->has_lte) {
+    if (r->has_gte) dt__buf_printf(b, " >= %lld", (long long)r->gte);
+    if (r->has_gte && r->has_lte) dt__buf_puts(b, " and");
+    if (r->has_lte) dt__buf_printf(b, " <= %lld", (long long)r->lte);
+    if (!r->n) return;
+    dt__buf_puts(b, ",");
+  }
+  dt__buf_printf(b, " %s", dt__op_name(op));
+  if (!r->n) return;
+  const char *stack[16];
+  const char **names = r->n <= 16 ? stack : dt__malloc(r->n * sizeof *names);
+  if (!names) return;
+  for (uint32_t i = 0; i < r->n; i++) names[i] = dt__sym_str(t, r->v[i]);
+  qsort(names, r->n, sizeof *names, cmp_str);
+  dt__buf_puts(b, " [");
+  for (uint32_t i = 0; i < r->n && i < 12; i++) dt__buf_printf(b, "%s%s", i ? ", " : "", names[i]);
+  if (r->n > 12) dt__buf_printf(b, ", ... %u more", r->n - 12);
+  dt__buf_puts(b, "]");
+  if (names != stack) dt__free((void *)names);
+}

@@ -1,0 +1,142 @@
+/*
+** sched.h: the compiled run model shared by the scheduler (sched.c) and the
+** renderer (plan.c). Everything here lives in the plan's arena and symbol
+** table; nothing is freed individually.
+*/
+#ifndef DT_SCHED_H
+#define DT_SCHED_H
+
+#include "model.h"
+
+#define DT_RES_MAX 16
+enum { DT_R_CPU = 0, DT_R_MEM = 1, DT_R_PODS = 2, DT_R_EPH = 3 };
+
+typedef struct rt_off {
+  uint8_t zone, ct;
+  double price;
+  int64_t avail; /* remaining launches, -1 unbounded */
+  dt_sym resv;
+} rt_off;
+
+typedef struct rt_type {
+  const dt_ctype *src;
+  dt_sym name;
+  int64_t alloc[DT_RES_MAX];
+  int64_t cap[DT_RES_MAX];
+  dt_sym *lv; /* label value per type-key slot, 0 = absent */
+  uint32_t noff;
+  rt_off *off;
+  double min_price; /* cheapest offering, for option order */
+} rt_type;
+
+typedef struct rt_taint {
+  dt_sym key, value;
+  uint8_t effect; /* 0 NoSchedule, 1 PreferNoSchedule, 2 NoExecute */
+} rt_taint;
+
+typedef struct rt_pool {
+  const dt_nodepool *src;
+  dt_sym name;
+  dt_reqs reqs; /* requirements ∩ template labels ∩ nodepool label */
+  uint32_t ntaints;
+  rt_taint *taints;
+  uint32_t ntypes;
+  uint32_t *types; /* compatible, price order */
+  bool has_limits;
+  int64_t remaining[DT_RES_MAX]; /* INT64_MAX when unlimited */
+  int64_t nodes_remaining;        /* -1 unlimited */
+} rt_pool;
+
+typedef struct rt_class {
+  int64_t req[DT_RES_MAX];
+  dt_reqs reqs;
+  const dt_podspec *spec; /* tolerations */
+  int8_t *pool_ok;        /* per pool: -1 unknown, 0 no, 1 yes (taints and requirements) */
+  uint64_t *claim_failed; /* bitset over claims */
+  uint32_t nfail_words;
+  uint32_t node_cursor;   /* existing nodes before it cannot take this class */
+  bool no_new_claim;      /* no pool can open a claim for it (permanent within a run) */
+} rt_class;
+
+typedef struct rt_pod {
+  uint32_t cls, spec;
+  int64_t ordinal; /* -1 for a plain Pod */
+  uint64_t seq;
+} rt_pod;
+
+typedef struct rt_node {
+  const dt_node *src;
+  dt_sym name;
+  uint32_t nlabels;
+  dt_sym *lk, *lval; /* sorted by key */
+  uint32_t ntaints;
+  rt_taint *taints;
+  int64_t alloc[DT_RES_MAX], used[DT_RES_MAX];
+  int pool; /* -1 if not ours */
+} rt_node;
+
+typedef struct rt_claim {
+  uint32_t pool, idx;
+  dt_reqs reqs;
+  uint64_t zmask;
+  uint8_t ctmask;
+  uint32_t *opt, nopt; /* remaining options (a suffix of a private copy) */
+  int64_t used[DT_RES_MAX];
+  DT_VEC(uint32_t) pods;
+  bool closed;
+  /* result */
+  int32_t type, off;
+  dt_sym name;
+  uint32_t nfinal; /* launchable options, price order */
+  uint32_t *final;
+} rt_claim;
+
+typedef struct rt_binding {
+  uint32_t pod, node;
+} rt_binding;
+
+typedef struct rt_unsched {
+  uint32_t pod;
+  const char *reason; /* arena */
+} rt_unsched;
+
+struct dt_plan {
+  dt_arena arena;
+  dt_symtab syms;
+  const dt_catalog *catalog;
+  const dt_manifests *manifests;
+  dt_plan_opts opts;
+  /* resources */
+  uint32_t nres;
+  const char *res_names[DT_RES_MAX];
+  /* zones */
+  uint32_t nzones;
+  dt_sym zones[64];
+  /* well-known keys */
+  dt_sym k_zone, k_ct, k_type, k_pool, k_hostname, k_resv, k_arch, k_os, k_region;
+  dt_sym ct_sym[DT_CT_N];
+  int16_t *keyslot; /* by symbol, -1 if not a type key; size nkeyslot */
+  uint32_t nkeyslot, nslots;
+  dt_sym *slot_key;
+  uint32_t ntypes;
+  rt_type *types;
+  uint32_t npools;
+  rt_pool *pools; /* weight order */
+  uint32_t nclasses;
+  rt_class *classes;
+  uint32_t npods;
+  rt_pod *pods; /* queue order */
+  uint32_t nnodes;
+  rt_node *nodes; /* initialized first, then name */
+  DT_VEC(rt_claim *) claims;
+  DT_VEC(rt_binding) bindings;
+  DT_VEC(rt_unsched) unsched;
+  DT_VEC(char *) notes; /* arena strings */
+  dt_plan_stats stats;
+  size_t bound_already; /* pods bound to nodes or in-flight claims before the run */
+};
+
+/* Pod display name "ns/name" into buf. */
+void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
+
+#endif

@@ -1,0 +1,120 @@
+/*
+** sym.c: string interning. Label keys and values become dense integers so
+** the scheduler compares integers and keeps value sets as sorted arrays.
+*/
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static uint32_t hash(const char *s, size_t n) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+  return h;
+}
+
+static int parse_int(const char *s, size_t n, int64_t *out) {
+  if (n == 0 || n > 18) return 0;
+  size_t i = 0;
+  int neg = 0;
+  if (s[0] == '-') {
+    neg = 1;
+    i = 1;
+    if (n == 1) return 0;
+  }
+  int64_t v = 0;
+  for (; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return 0;
+    v = v * 10 + (s[i] - '0');
+  }
+  *out = neg ? -v : v;
+  return 1;
+}
+
+static int rehash(dt_symtab *t, uint32_t nslots) {
+  uint32_t *slots = dt__calloc(nslots, sizeof *slots);
+  if (!slots) return -1;
+  for (uint32_t i = 1; i < t->n; i++) {
+    uint32_t h = hash(t->str[i], t->len[i]) & (nslots - 1);
+    while (slots[h]) h = (h + 1) & (nslots - 1);
+    slots[h] = i;
+  }
+  dt__free(t->slots);
+  t->slots = slots;
+  t->nslots = nslots;
+  return 0;
+}
+
+dt_sym dt__symn(dt_symtab *t, const char *s, size_t n) {
+  if (t->oom) return 0;
+  if (t->n == 0) {
+    /* Symbol 0 is "none": the empty, never-matching entry. */
+    t->cap = 256;
+    t->str = dt__calloc(t->cap, sizeof *t->str);
+    t->len = dt__calloc(t->cap, sizeof *t->len);
+    t->num = dt__calloc(t->cap, sizeof *t->num);
+    t->isnum = dt__calloc(t->cap, sizeof *t->isnum);
+    if (!t->str || !t->len || !t->num || !t->isnum || rehash(t, 512)) goto oom;
+    t->str[0] = dt__strdup("");
+    if (!t->str[0]) goto oom;
+    t->n = 1;
+  }
+  uint32_t h = hash(s, n) & (t->nslots - 1);
+  while (t->slots[h]) {
+    uint32_t i = t->slots[h];
+    if (t->len[i] == n && memcmp(t->str[i], s, n) == 0) return i;
+    h = (h + 1) & (t->nslots - 1);
+  }
+  if (t->n == t->cap) {
+    uint32_t nc = t->cap * 2;
+    char **str = dt__realloc(t->str, nc * sizeof *str);
+    if (!str) goto oom;
+    t->str = str;
+    uint32_t *len = dt__realloc(t->len, nc * sizeof *len);
+    if (!len) goto oom;
+    t->len = len;
+    int64_t *num = dt__realloc(t->num, nc * sizeof *num);
+    if (!num) goto oom;
+    t->num = num;
+    uint8_t *isnum = dt__realloc(t->isnum, nc * sizeof *isnum);
+    if (!isnum) goto oom;
+    t->isnum = isnum;
+    t->cap = nc;
+  }
+  uint32_t id = t->n;
+  t->str[id] = dt__strndup(s, n);
+  if (!t->str[id]) goto oom;
+  t->len[id] = (uint32_t)n;
+  t->isnum[id] = (uint8_t)parse_int(s, n, &t->num[id]);
+  t->n++;
+  t->slots[h] = id;
+  if (t->n * 2 > t->nslots && rehash(t, t->nslots * 2)) goto oom;
+  return id;
+oom:
+  t->oom = 1;
+  return 0;
+}
+
+dt_sym dt__sym(dt_symtab *t, const char *s) { return dt__symn(t, s, strlen(s)); }
+
+dt_sym dt__sym_find(const dt_symtab *t, const char *s) {
+  if (t->n == 0) return 0;
+  size_t n = strlen(s);
+  uint32_t h = hash(s, n) & (t->nslots - 1);
+  while (t->slots[h]) {
+    uint32_t i = t->slots[h];
+    if (t->len[i] == n && memcmp(t->str[i], s, n) == 0) return i;
+    h = (h + 1) & (t->nslots - 1);
+  }
+  return 0;
+}
+
+void dt__symtab_free(dt_symtab *t) {
+  for (uint32_t i = 0; i < t->n; i++) dt__free(t->str[i]);
+  dt__free(t->str);
+  dt__free(t->len);
+  dt__free(t->num);
+  dt__free(t->isnum);
+  dt__free(t->slots);
+  memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,595 @@
+/*
+** catalog.c: the static/file catalog provider. Reads the JSON catalog shape of
+** DESIGN.md "Inputs", derives offerings when none are given, computes node
+** overhead (explicit, or Karpenter's AWS formulas) and the labels a node of
+** each type carries.
+**
+** AWS overhead, as karpenter-provider-aws pkg/providers/instancetype/types.go
+** (see providers/catalogs/README.md for sources):
+**   memory capacity  = memoryMiB (-64 on arm64), minus ceil(7.5%) VM overhead
+**   kube-reserved    = cpu bands 6% / 1% / 0.5% / 0.25%, memory 11 x pods + 255 MiB,
+**                      ephemeral-storage 1Gi
+**   eviction         = memory 100Mi, ephemeral-storage 10% of the 20Gi root volume
+*/
+#include "../engine/model.h"
+
+#include <math.h>
+#include <string.h>
+
+const char *const dt__ct_names[DT_CT_N] = {"reserved", "spot", "on-demand"};
+
+int dt__ct_parse(const char *s) {
+  for (int i = 0; i < DT_CT_N; i++)
+    if (strcmp(s, dt__ct_names[i]) == 0) return i;
+  return -1;
+}
+
+#define MIB (1024LL * 1024)
+#define GIB (1024LL * MIB)
+
+static void kvs_free(dt_kvs *k) {
+  for (size_t i = 0; i < k->n; i++) {
+    dt__free(k->v[i].key);
+    dt__free(k->v[i].val);
+  }
+  dt__free(k->v);
+  memset(k, 0, sizeof *k);
+}
+
+static void rlist_free(dt_rlist *r) {
+  for (size_t i = 0; i < r->n; i++) dt__free(r->v[i].name);
+  dt__free(r->v);
+  memset(r, 0, sizeof *r);
+}
+
+void dt_catalog_free(dt_catalog *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->ntypes; i++) {
+    dt_ctype *t = &c->types[i];
+    dt__free(t->name);
+    dt__free(t->arch);
+    kvs_free(&t->labels);
+    rlist_free(&t->capacity);
+    rlist_free(&t->allocatable);
+    for (size_t j = 0; j < t->noff; j++) dt__free(t->off[j].reservation);
+    dt__free(t->off);
+  }
+  dt__free(c->types);
+  for (size_t i = 0; i < c->nzones; i++) dt__free(c->zones[i]);
+  dt__free(c->zones);
+  dt__free(c->name);
+  dt__free(c->region);
+  dt__free(c->provider);
+  dt__free(c);
+}
+
+size_t dt_catalog_size(const dt_catalog *c) { return c ? c->ntypes : 0; }
+
+static int kvs_set(dt_kvs *k, const char *key, const char *val) {
+  for (size_t i = 0; i < k->n; i++)
+    if (strcmp(k->v[i].key, key) == 0) {
+      char *nv = dt__strdup(val);
+      if (!nv) return DT_ENOMEM;
+      dt__free(k->v[i].val);
+      k->v[i].val = nv;
+      return 0;
+    }
+  dt_kv *nv = dt__realloc(k->v, (k->n + 1) * sizeof *nv);
+  if (!nv) return DT_ENOMEM;
+  k->v = nv;
+  k->v[k->n].key = dt__strdup(key);
+  k->v[k->n].val = dt__strdup(val);
+  if (!k->v[k->n].key || !k->v[k->n].val) {
+    dt__free(k->v[k->n].key);
+    dt__free(k->v[k->n].val);
+    return DT_ENOMEM;
+  }
+  k->n++;
+  return 0;
+}
+
+static int rlist_set(dt_rlist *r, const char *name, int64_t milli) {
+  for (size_t i = 0; i < r->n; i++)
+    if (strcmp(r->v[i].name, name) == 0) {
+      r->v[i].milli = milli;
+      return 0;
+    }
+  dt_rq *nv = dt__realloc(r->v, (r->n + 1) * sizeof *nv);
+  if (!nv) return DT_ENOMEM;
+  r->v = nv;
+  r->v[r->n].name = dt__strdup(name);
+  if (!r->v[r->n].name) return DT_ENOMEM;
+  r->v[r->n].milli = milli;
+  r->n++;
+  return 0;
+}
+
+static int64_t rlist_get(const dt_rlist *r, const char *name) {
+  for (size_t i = 0; i < r->n; i++)
+    if (strcmp(r->v[i].name, name) == 0) return r->v[i].milli;
+  return 0;
+}
+
+/* Karpenter's kube-reserved cpu: each band truncated, then summed. */
+static int64_t aws_kube_reserved_cpu_m(int64_t cpu_m) {
+  static const struct {
+    int64_t start, end;
+    double pct;
+  } bands[] = {{0, 1000, 0.06}, {1000, 2000, 0.01}, {2000, 4000, 0.005}, {4000, INT64_MAX, 0.0025}};
+  int64_t total = 0;
+  for (size_t i = 0; i < 4; i++) {
+    if (cpu_m <= bands[i].start) break;
+    int64_t hi = cpu_m < bands[i].end ? cpu_m : bands[i].end;
+    total += (int64_t)((double)(hi - bands[i].start) * bands[i].pct);
+  }
+  return total;
+}
+
+static const char *gpu_resource(const char *gpu_name) {
+  if (!gpu_name) return "nvidia.com/gpu";
+  if (strstr(gpu_name, "radeon") || strstr(gpu_name, "instinct")) return "amd.com/gpu";
+  if (strstr(gpu_name, "gaudi")) return "habana.ai/gaudi";
+  return "nvidia.com/gpu";
+}
+
+static bool looks_aws(const char *region) {
+  /* us-east-1, ap-southeast-2, us-gov-west-1 ... */
+  if (!region) return false;
+  size_t n = strlen(region);
+  int dashes = 0;
+  for (size_t i = 0; i < n; i++) dashes += region[i] == '-';
+  return dashes >= 2 && n > 2 && region[n - 1] >= '0' && region[n - 1] <= '9';
+}
+
+typedef struct ctx {
+  const char *file;
+  dt_error *err;
+} ctx;
+
+#define BAD(...) dt__err(x->err, DT_EINVAL, __VA_ARGS__)
+
+static int num_field(ctx *x, const cJSON *obj, const char *field, const char *what, size_t idx,
+                     const char *tname, double *out, bool required) {
+  const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, field);
+  if (!it || cJSON_IsNull(it)) {
+    if (required)
+      return BAD("%s: instanceTypes[%zu] (%s): %s: missing (%s)", x->file, idx, tname, field, what);
+    return 1;
+  }
+  if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
+    return BAD("%s: instanceTypes[%zu] (%s): %s: expected a number (%s)", x->file, idx, tname, field,
+               what);
+  *out = it->valuedouble;
+  return 0;
+}
+
+static int quantity_field(ctx *x, const cJSON *it, size_t idx, const char *tname, const char *field,
+                          int64_t *out) {
+  char tmp[64];
+  const char *s = dt__scalar(it, tmp, sizeof tmp);
+  dt_error qe;
+  if (!s || dt_quantity_parse(s, out, &qe) || *out < 0)
+    return BAD("%s: instanceTypes[%zu] (%s): %s: %s", x->file, idx, tname, field,
+               !s ? "expected a quantity" : *out < 0 ? "must not be negative" : qe.msg);
+  return 0;
+}
+
+static int find_zone(const dt_catalog *c, const char *z) {
+  for (size_t i = 0; i < c->nzones; i++)
+    if (strcmp(c->zones[i], z) == 0) return (int)i;
+  return -1;
+}
+
+static int add_zone(dt_catalog *c, const char *z) {
+  if (find_zone(c, z) >= 0) return 0;
+  char **nz = dt__realloc(c->zones, (c->nzones + 1) * sizeof *nz);
+  if (!nz) return DT_ENOMEM;
+  c->zones = nz;
+  c->zones[c->nzones] = dt__strdup(z);
+  if (!c->zones[c->nzones]) return DT_ENOMEM;
+  c->nzones++;
+  return 0;
+}
+
+static int push_offer(dt_ctype *t, dt_coffer o) {
+  dt_coffer *n = dt__realloc(t->off, (t->noff + 1) * sizeof *n);
+  if (!n) {
+    dt__free(o.reservation);
+    return DT_ENOMEM;
+  }
+  t->off = n;
+  t->off[t->noff++] = o;
+  return 0;
+}
+
+static int parse_available(ctx *x, const cJSON *a, size_t idx, const char *tname, size_t oi,
+                           int64_t *out) {
+  if (!a || cJSON_IsTrue(a)) {
+    *out = -1;
+    return 0;
+  }
+  if (cJSON_IsFalse(a)) {
+    *out = 0;
+    return 0;
+  }
+  if (cJSON_IsNumber(a) && a->valuedouble >= 0 && a->valuedouble == floor(a->valuedouble) &&
+      a->valuedouble < 1e12) {
+    *out = (int64_t)a->valuedouble;
+    return 0;
+  }
+  return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].available: expected true, false or a "
+             "count >= 0",
+             x->file, idx, tname, oi);
+}
+
+static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctype *t) {
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
+  if (!cJSON_IsObject(j)) return BAD("%s: instanceTypes[%zu]: expected an object", x->file, idx);
+  if (!cJSON_IsString(name) || !*name->valuestring)
+    return BAD("%s: instanceTypes[%zu]: name: missing or not a string", x->file, idx);
+  const char *tn = name->valuestring;
+  t->name = dt__strdup(tn);
+  if (!t->name) return DT_ENOMEM;
+  double cpu = 0, mem = 0, pods = 110, gpu = 0, od = -1, spot = -1;
+  int rc;
+  if ((rc = num_field(x, j, "cpu", "vCPUs", idx, tn, &cpu, true)) < 0) return rc;
+  if ((rc = num_field(x, j, "memoryMiB", "memory in MiB", idx, tn, &mem, true)) < 0) return rc;
+  if ((rc = num_field(x, j, "maxPods", "pods per node", idx, tn, &pods, false)) < 0) return rc;
+  if ((rc = num_field(x, j, "gpu", "GPU count", idx, tn, &gpu, false)) < 0) return rc;
+  if ((rc = num_field(x, j, "onDemandPrice", "$/hour", idx, tn, &od, false)) < 0) return rc;
+  if ((rc = num_field(x, j, "spotPrice", "$/hour", idx, tn, &spot, false)) < 0) return rc;
+  if (cpu <= 0 || cpu > 100000)
+    return BAD("%s: instanceTypes[%zu] (%s): cpu: expected 0 < cpu <= 100000, got %g", x->file, idx,
+               tn, cpu);
+  if (mem <= 0 || mem > 1e9)
+    return BAD("%s: instanceTypes[%zu] (%s): memoryMiB: expected a positive size, got %g", x->file,
+               idx, tn, mem);
+  if (pods < 1 || pods > 1e6 || pods != floor(pods))
+    return BAD("%s: instanceTypes[%zu] (%s): maxPods: expected a positive integer, got %g", x->file,
+               idx, tn, pods);
+  if (gpu < 0 || gpu != floor(gpu))
+    return BAD("%s: instanceTypes[%zu] (%s): gpu: expected a count >= 0", x->file, idx, tn);
+  if (cJSON_GetObjectItemCaseSensitive(j, "onDemandPrice") && od < 0)
+    return BAD("%s: instanceTypes[%zu] (%s): onDemandPrice: must not be negative", x->file, idx, tn);
+  if (cJSON_GetObjectItemCaseSensitive(j, "spotPrice") && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "spotPrice")) && spot < 0)
+    return BAD("%s: instanceTypes[%zu] (%s): spotPrice: must not be negative", x->file, idx, tn);
+  t->od_price = od;
+  const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "arch");
+  t->arch = dt__strdup(cJSON_IsString(arch) ? arch->valuestring : "amd64");
+  if (!t->arch) return DT_ENOMEM;
+  const cJSON *fam = cJSON_GetObjectItemCaseSensitive(j, "family");
+  const cJSON *gname = cJSON_GetObjectItemCaseSensitive(j, "gpuName");
+  const char *gn = cJSON_IsString(gname) ? gname->valuestring : NULL;
+  bool aws = strcmp(c->provider, "aws") == 0;
+
+  /* Capacity. */
+  int64_t cpu_m = (int64_t)llround(cpu * 1000);
+  int64_t mem_b;
+  if (aws) {
+    int64_t m = (int64_t)mem;
+    if (strcmp(t->arch, "arm64") == 0) m -= 64;
+    m -= (int64_t)ceil((double)m * 0.075);
+    mem_b = m * MIB;
+  } else {
+    mem_b = (int64_t)llround(mem * (double)MIB);
+  }
+  int64_t eph = 20 * GIB;
+  if (rlist_set(&t->capacity, "cpu", cpu_m) || rlist_set(&t->capacity, "memory", mem_b * 1000) ||
+      rlist_set(&t->capacity, "pods", (int64_t)pods * 1000) ||
+      rlist_set(&t->capacity, "ephemeral-storage", eph * 1000))
+    return DT_ENOMEM;
+  if (gpu > 0 && rlist_set(&t->capacity, gpu_resource(gn), (int64_t)gpu * 1000)) return DT_ENOMEM;
+
+  /* Overhead: explicit, or the provider's formula. */
+  int64_t oh_cpu = 0, oh_mem = 0, oh_eph = 0;
+  const cJSON *oh = cJSON_GetObjectItemCaseSensitive(j, "overhead");
+  if (oh && !cJSON_IsNull(oh)) {
+    if (!cJSON_IsObject(oh))
+      return BAD("%s: instanceTypes[%zu] (%s): overhead: expected an object of quantities", x->file,
+                 idx, tn);
+    for (const cJSON *o = oh->child; o; o = o->next) {
+      int64_t v;
+      char field[128];
+      snprintf(field, sizeof field, "overhead.%s", o->string);
+      if (quantity_field(x, o, idx, tn, field, &v)) return DT_EINVAL;
+      if (strcmp(o->string, "cpu") == 0)
+        oh_cpu = v;
+      else if (strcmp(o->string, "memory") == 0)
+        oh_mem = v;
+      else if (strcmp(o->string, "ephemeral-storage") == 0)
+        oh_eph = v;
+    }
+  } else if (aws) {
+    oh_cpu = aws_kube_reserved_cpu_m(cpu_m);
+    oh_mem = ((11 * (int64_t)pods + 255) * MIB + 100 * MIB) * 1000;
+    oh_eph = (GIB + (int64_t)ceil((double)eph * 10 / 100)) * 1000;
+  }
+  for (size_t i = 0; i < t->capacity.n; i++) {
+    const char *rn = t->capacity.v[i].name;
+    int64_t v = t->capacity.v[i].milli;
+    if (strcmp(rn, "cpu") == 0) v -= oh_cpu;
+    if (strcmp(rn, "memory") == 0) v -= oh_mem;
+    if (strcmp(rn, "ephemeral-storage") == 0) v -= oh_eph;
+    if (v < 0) v = 0;
+    if (rlist_set(&t->allocatable, rn, v)) return DT_ENOMEM;
+  }
+
+  /* Labels. */
+  char tmp[64];
+  const char *pfx = aws ? "karpenter.k8s.aws/" : "dovetail.dev/";
+  char key[128];
+#define LABEL(k, v)                                                                                \
+  do {                                                                                             \
+    if (kvs_set(&t->labels, (k), (v))) return DT_ENOMEM;                                           \
+  } while (0)
+#define PLABEL(k, v)                                                                               \
+  do {                                                                                             \
+    snprintf(key, sizeof key, "%s%s", pfx, (k));                                                   \
+    LABEL(key, (v));                                                                               \
+  } while (0)
+  LABEL(DT_L_INSTANCE_TYPE, tn);
+  LABEL(DT_L_ARCH, t->arch);
+  LABEL(DT_L_OS, "linux");
+  if (c->region) LABEL(DT_L_REGION, c->region);
+  if (cJSON_IsString(fam)) {
+    const char *f = fam->valuestring;
+    PLABEL("instance-family", f);
+    size_t k = 0;
+    while (f[k] >= 'a' && f[k] <= 'z') k++;
+    if (k) {
+      char cat[32];
+      snprintf(cat, sizeof cat, "%.*s", (int)(k < 31 ? k : 31), f);
+      PLABEL("instance-category", cat);
+      size_t g = k;
+      while (f[g] >= '0' && f[g] <= '9') g++;
+      if (g > k) {
+        snprintf(cat, sizeof cat, "%.*s", (int)(g - k < 31 ? g - k : 31), f + k);
+        PLABEL("instance-generation", cat);
+      }
+    }
+  }
+  const char *dot = strchr(tn, '.');
+  if (dot && dot[1]) PLABEL("instance-size", dot + 1);
+  snprintf(tmp, sizeof tmp, "%lld", (long long)llround(cpu));
+  PLABEL("instance-cpu", tmp);
+  snprintf(tmp, sizeof tmp, "%lld", (long long)llround(mem));
+  PLABEL("instance-memory", tmp);
+  if (gpu > 0) {
+    snprintf(tmp, sizeof tmp, "%d", (int)gpu);
+    PLABEL("instance-gpu-count", tmp);
+    if (gn) PLABEL("instance-gpu-name", gn);
+  }
+  const cJSON *labels = cJSON_GetObjectItemCaseSensitive(j, "labels");
+  if (labels && !cJSON_IsObject(labels))
+    return BAD("%s: instanceTypes[%zu] (%s): labels: expected an object", x->file, idx, tn);
+  for (const cJSON *l = labels ? labels->child : NULL; l; l = l->next) {
+    const char *v = dt__scalar(l, tmp, sizeof tmp);
+    if (!v)
+      return BAD("%s: instanceTypes[%zu] (%s): labels.%s: expected a string", x->file, idx, tn,
+                 l->string);
+    LABEL(l->string, v);
+  }
+#undef LABEL
+#undef PLABEL
+
+  /* Offerings: explicit, or on-demand (and spot, when priced) per zone. */
+  const cJSON *offs = cJSON_GetObjectItemCaseSensitive(j, "offerings");
+  if (offs && !cJSON_IsNull(offs)) {
+    if (!cJSON_IsArray(offs))
+      return BAD("%s: instanceTypes[%zu] (%s): offerings: expected an array", x->file, idx, tn);
+    size_t oi = 0;
+    for (const cJSON *o = offs->child; o; o = o->next, oi++) {
+      const cJSON *z = cJSON_GetObjectItemCaseSensitive(o, "zone");
+      const cJSON *ct = cJSON_GetObjectItemCaseSensitive(o, "capacityType");
+      const cJSON *pr = cJSON_GetObjectItemCaseSensitive(o, "price");
+      if (!cJSON_IsString(z))
+        return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].zone: missing or not a string",
+                   x->file, idx, tn, oi);
+      int cti = cJSON_IsString(ct) ? dt__ct_parse(ct->valuestring) : DT_CT_ON_DEMAND;
+      if (cti < 0 || (ct && !cJSON_IsString(ct)))
+        return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].capacityType: expected on-demand, "
+                   "spot or reserved",
+                   x->file, idx, tn, oi);
+      double price;
+      if (pr && !cJSON_IsNull(pr)) {
+        if (!cJSON_IsNumber(pr) || !isfinite(pr->valuedouble) || pr->valuedouble < 0)
+          return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].price: expected a number >= 0",
+                     x->file, idx, tn, oi);
+        price = pr->valuedouble;
+      } else if (cti == DT_CT_SPOT && spot >= 0) {
+        price = spot;
+      } else if (od >= 0) {
+        price = cti == DT_CT_SPOT ? od * DT_SPOT_DEFAULT_FACTOR : od;
+      } else {
+        return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].price: missing, and the type has no "
+                   "onDemandPrice to derive it from",
+                   x->file, idx, tn, oi);
+      }
+      if (add_zone(c, z->valuestring)) return DT_ENOMEM;
+      dt_coffer co = {c->zones[find_zone(c, z->valuestring)], cti, price, -1, NULL};
+      if (parse_available(x, cJSON_GetObjectItemCaseSensitive(o, "available"), idx, tn, oi,
+                          &co.available))
+        return DT_EINVAL;
+      const cJSON *rid = cJSON_GetObjectItemCaseSensitive(o, "reservationID");
+      if (cti == DT_CT_RESERVED) {
+        if (!cJSON_IsString(rid))
+          return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].reservationID: required for a "
+                     "reserved offering",
+                     x->file, idx, tn, oi);
+        co.reservation = dt__strdup(rid->valuestring);
+        if (!co.reservation) return DT_ENOMEM;
+      }
+      if (push_offer(t, co)) return DT_ENOMEM;
+    }
+  } else {
+    const cJSON *zs = cJSON_GetObjectItemCaseSensitive(j, "zones");
+    if (zs && !cJSON_IsArray(zs))
+      return BAD("%s: instanceTypes[%zu] (%s): zones: expected an array of zone names", x->file, idx,
+                 tn);
+    if (od < 0)
+      return BAD("%s: instanceTypes[%zu] (%s): onDemandPrice: missing (needed to derive offerings; "
+                 "or give offerings[] with prices)",
+                 x->file, idx, tn);
+    const cJSON *z = zs ? zs->child : NULL;
+    size_t nz = zs ? (size_t)cJSON_GetArraySize(zs) : c->nzones;
+    for (size_t zi = 0; zi < nz; zi++) {
+      const char *zn;
+      if (zs) {
+        if (!cJSON_IsString(z))
+          return BAD("%s: instanceTypes[%zu] (%s): zones[%zu]: expected a string", x->file, idx, tn,
+                     zi);
+        zn = z->valuestring;
+        z = z->next;
+      } else {
+        zn = c->zones[zi];
+      }
+      if (add_zone(c, zn)) return DT_ENOMEM;
+      const char *zp = c->zones[find_zone(c, zn)];
+      if (push_offer(t, (dt_coffer){zp, DT_CT_ON_DEMAND, od, -1, NULL})) return DT_ENOMEM;
+      if (spot >= 0 && push_offer(t, (dt_coffer){zp, DT_CT_SPOT, spot, -1, NULL})) return DT_ENOMEM;
+    }
+  }
+  if (t->noff == 0)
+    return BAD("%s: instanceTypes[%zu] (%s): no offerings: give offerings[] or zones[] (or top-level "
+               "zones[])",
+               x->file, idx, tn);
+  return 0;
+}
+
+static int parse_reservations(ctx *x, dt_catalog *c, const cJSON *rs) {
+  if (!rs || cJSON_IsNull(rs)) return 0;
+  if (!cJSON_IsArray(rs)) return BAD("%s: reservations: expected an array", x->file);
+  size_t i = 0;
+  for (const cJSON *r = rs->child; r; r = r->next, i++) {
+    const cJSON *id = cJSON_GetObjectItemCaseSensitive(r, "id");
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(r, "instanceType");
+    const cJSON *z = cJSON_GetObjectItemCaseSensitive(r, "zone");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(r, "count");
+    if (!cJSON_IsString(id) || !*id->valuestring)
+      return BAD("%s: reservations[%zu].id: missing or not a string", x->file, i);
+    if (!cJSON_IsString(it))
+      return BAD("%s: reservations[%zu] (%s).instanceType: missing or not a string", x->file, i,
+                 id->valuestring);
+    if (!cJSON_IsString(z))
+      return BAD("%s: reservations[%zu] (%s).zone: missing or not a string", x->file, i,
+                 id->valuestring);
+    if (!cJSON_IsNumber(n) || n->valuedouble != floor(n->valuedouble) || n->valuedouble < 0 ||
+        n->valuedouble > 1e9)
+      return BAD("%s: reservations[%zu] (%s).count: expected an integer >= 0", x->file, i,
+                 id->valuestring);
+    dt_ctype *t = NULL;
+    for (size_t k = 0; k < c->ntypes; k++)
+      if (strcmp(c->types[k].name, it->valuestring) == 0) t = &c->types[k];
+    if (!t)
+      return BAD("%s: reservations[%zu] (%s).instanceType: unknown instance type \"%s\"", x->file, i,
+                 id->valuestring, it->valuestring);
+    int zi = find_zone(c, z->valuestring);
+    if (zi < 0)
+      return BAD("%s: reservations[%zu] (%s).zone: unknown zone \"%s\"", x->file, i, id->valuestring,
+                 z->valuestring);
+    /* Ordered as on-demand (so consolidation can move between reservation
+    ** sizes); the scheduler treats it as already paid when selecting. */
+    dt_coffer co = {c->zones[zi], DT_CT_RESERVED, t->od_price >= 0 ? t->od_price : 0,
+                    (int64_t)n->valuedouble, dt__strdup(id->valuestring)};
+    if (!co.reservation || push_offer(t, co)) return DT_ENOMEM;
+  }
+  return 0;
+}
+
+int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_catalog **out,
+                           dt_error *err) {
+  ctx cx = {name, err}, *x = &cx;
+  cJSON *docs = NULL;
+  int rc = dt__doc_parse(name, buf, len, &docs, err);
+  if (rc) return rc;
+  const cJSON *j = docs->child;
+  dt_catalog *c = dt__calloc(1, sizeof *c);
+  if (!c) {
+    cJSON_Delete(docs);
+    return dt__err(err, DT_ENOMEM, "out of memory");
+  }
+  c->name = dt__strdup(name);
+  rc = DT_ENOMEM;
+  if (!c->name) goto fail;
+  rc = DT_EINVAL;
+  if (!cJSON_IsObject(j)) {
+    BAD("%s: expected a catalog object with instanceTypes[]", name);
+    goto fail;
+  }
+  const cJSON *region = cJSON_GetObjectItemCaseSensitive(j, "region");
+  const cJSON *prov = cJSON_GetObjectItemCaseSensitive(j, "provider");
+  if (region && !cJSON_IsString(region)) {
+    BAD("%s: region: expected a string", name);
+    goto fail;
+  }
+  c->region = region ? dt__strdup(region->valuestring) : NULL;
+  c->provider = dt__strdup(cJSON_IsString(prov) ? prov->valuestring
+                           : looks_aws(c->region) ? "aws"
+                                                  : "generic");
+  rc = DT_ENOMEM;
+  if ((region && !c->region) || !c->provider) goto fail;
+  const cJSON *zs = cJSON_GetObjectItemCaseSensitive(j, "zones");
+  for (const cJSON *z = cJSON_IsArray(zs) ? zs->child : NULL; z; z = z->next) {
+    if (!cJSON_IsString(z)) {
+      rc = BAD("%s: zones: expected an array of strings", name);
+      goto fail;
+    }
+    if (add_zone(c, z->valuestring)) goto fail;
+  }
+  const cJSON *types = cJSON_GetObjectItemCaseSensitive(j, "instanceTypes");
+  if (!cJSON_IsArray(types)) {
+    rc = BAD("%s: instanceTypes: missing or not an array", name);
+    goto fail;
+  }
+  size_t nt = (size_t)cJSON_GetArraySize(types);
+  c->types = dt__calloc(nt ? nt : 1, sizeof *c->types);
+  if (!c->types) goto fail;
+  size_t i = 0;
+  for (const cJSON *t = types->child; t; t = t->next, i++) {
+    c->ntypes = i + 1;
+    if ((rc = parse_type(x, c, t, i, &c->types[i])) != 0) {
+      if (rc == DT_ENOMEM) dt__err(err, DT_ENOMEM, "out of memory");
+      goto fail;
+    }
+    for (size_t k = 0; k < i; k++)
+      if (strcmp(c->types[k].name, c->types[i].name) == 0) {
+        rc = BAD("%s: instanceTypes[%zu]: duplicate instance type \"%s\" (also instanceTypes[%zu])",
+                 name, i, c->types[i].name, k);
+        goto fail;
+      }
+  }
+  if ((rc = parse_reservations(x, c, cJSON_GetObjectItemCaseSensitive(j, "reservations"))) != 0) {
+    if (rc == DT_ENOMEM) dt__err(err, DT_ENOMEM, "out of memory");
+    goto fail;
+  }
+  cJSON_Delete(docs);
+  *out = c;
+  return 0;
+fail:
+  if (rc == DT_ENOMEM) dt__err(err, DT_ENOMEM, "out of memory loading %s", name);
+  cJSON_Delete(docs);
+  dt_catalog_free(c);
+  return rc;
+}
+
+int dt_catalog_load_file(const char *path, dt_catalog **out, dt_error *err) {
+  char *buf;
+  size_t len;
+  int rc = dt__read_file(path, &buf, &len, err);
+  if (rc) return rc;
+  rc = dt_catalog_load_buffer(path, buf, len, out, err);
+  dt__free(buf);
+  return rc;
+}
+
+/* The bundled catalog, compiled in by providers/bundled.S. */
+extern const char dt__bundled_catalog[];
+extern const char dt__bundled_catalog_end[];
+
+int dt_catalog_load_default(dt_catalog **out, dt_error *err) {
+  return dt_catalog_load_buffer("bundled:aws-us-east-1.json", dt__bundled_catalog,
+                                (size_t)(dt__bundled_catalog_end - dt__bundled_catalog), out, err);
+}
+
+/* Used by the scheduler. */
+int64_t dt__rlist_get(const dt_rlist *r, const char *name) { return rlist_get(r, name); }
