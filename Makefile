@@ -33,7 +33,7 @@ endif
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
 CFLAGS  ?=
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC $(SANFLAGS) $(PKG_CFLAGS) -Iengine $(CFLAGS)
-LDLIBS  := $(PKG_LIBS) -lm
+LDLIBS  := $(PKG_LIBS) -lm -lpthread
 
 CATALOG := providers/catalogs/aws-us-east-1.json
 ENGINE_SRC := engine/alloc.c engine/quantity.c engine/sym.c engine/req.c engine/doc.c \

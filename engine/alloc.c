@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,33 @@
 static void *(*g_malloc)(size_t) = malloc;
 static void *(*g_realloc)(void *, size_t) = realloc;
 static void (*g_free)(void *) = free;
+
+/* Set when an allocation fails in this thread, so a parser that reports
+** only "failed" (cJSON) can be told apart from bad input. */
+static _Thread_local int t_alloc_failed;
+
+static void *cj_malloc(size_t n) {
+  void *p = g_malloc(n ? n : 1);
+  if (!p) t_alloc_failed = 1;
+  return p;
+}
+
+static void cj_free(void *p) { g_free(p); }
+
+static pthread_once_t g_hooks_once = PTHREAD_ONCE_INIT;
+
+static void install_hooks(void) {
+  cJSON_Hooks hooks = {cj_malloc, cj_free};
+  cJSON_InitHooks(&hooks);
+}
+
+void dt__init(void) { pthread_once(&g_hooks_once, install_hooks); }
+
+int dt__alloc_failed(int reset) {
+  int v = t_alloc_failed;
+  if (reset) t_alloc_failed = 0;
+  return v;
+}
 
 void dt_set_allocator(void *(*m)(size_t), void *(*r)(void *, size_t), void (*f)(void *)) {
   if (m == NULL || r == NULL || f == NULL) {
@@ -27,11 +55,14 @@ void dt_set_allocator(void *(*m)(size_t), void *(*r)(void *, size_t), void (*f)(
   g_malloc = m;
   g_realloc = r;
   g_free = f;
-  cJSON_Hooks hooks = {m, f};
-  cJSON_InitHooks(&hooks);
+  dt__init();
 }
 
-void *dt__malloc(size_t n) { return g_malloc(n ? n : 1); }
+void *dt__malloc(size_t n) {
+  void *p = g_malloc(n ? n : 1);
+  if (!p) t_alloc_failed = 1;
+  return p;
+}
 
 void *dt__calloc(size_t n, size_t size) {
   if (size && n > SIZE_MAX / size) return NULL;
@@ -41,7 +72,11 @@ void *dt__calloc(size_t n, size_t size) {
   return p;
 }
 
-void *dt__realloc(void *p, size_t n) { return g_realloc(p, n ? n : 1); }
+void *dt__realloc(void *p, size_t n) {
+  void *q = g_realloc(p, n ? n : 1);
+  if (!q) t_alloc_failed = 1;
+  return q;
+}
 
 void dt__free(void *p) {
   if (p) g_free(p);

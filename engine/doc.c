@@ -109,7 +109,9 @@ static void line_col(const char *buf, size_t off, int *line, int *col) {
 
 static int parse_json(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
   const char *end = NULL;
+  dt__alloc_failed(1);
   cJSON *doc = cJSON_ParseWithLengthOpts(buf, len, &end, false);
+  if (!doc && dt__alloc_failed(1)) return dt__err(err, DT_ENOMEM, "%s: out of memory parsing JSON", name);
   if (!doc) {
     size_t off = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
     int line, col;
@@ -184,16 +186,21 @@ static int attach(ystate *st, cJSON *node, const yaml_mark_t *mark, const char *
     cJSON_Delete(node);
     return *key ? 0 : dt__err(st->err, DT_ENOMEM, "out of memory");
   }
-  cJSON_AddItemToObject(parent, *key, node);
+  bool ok = cJSON_AddItemToObject(parent, *key, node);
   dt__free(*key);
   *key = NULL;
+  if (!ok) {
+    cJSON_Delete(node);
+    return dt__err(st->err, DT_ENOMEM, "out of memory");
+  }
   return 0;
 }
 
 static int push(ystate *st, cJSON *node, const yaml_mark_t *mark, const char *anchor_name) {
   cJSON *copy = node;
   if (!node) return dt__err(st->err, DT_ENOMEM, "out of memory");
-  if (st->stack.n && attach(st, copy, mark, anchor_name)) return DT_EINVAL;
+  int rc;
+  if (st->stack.n && (rc = attach(st, copy, mark, anchor_name)) != 0) return rc;
   if (dt__vec_push(&st->stack, node) || dt__vec_push(&st->keys, (char *)NULL))
     return dt__err(st->err, DT_ENOMEM, "out of memory");
   return 0;
@@ -214,6 +221,10 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
   yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
   for (;;) {
     if (!yaml_parser_parse(&p, &ev)) {
+      if (p.error == YAML_MEMORY_ERROR) {
+        rc = dt__err(err, DT_ENOMEM, "%s: out of memory parsing YAML", name);
+        break;
+      }
       rc = dt__err(err, DT_EINVAL, "%s:%zu:%zu: malformed YAML: %s%s%s", name,
                    (size_t)p.problem_mark.line + 1, (size_t)p.problem_mark.column + 1,
                    p.problem ? p.problem : "syntax error", p.context ? " " : "",
@@ -305,6 +316,7 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
 }
 
 int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
+  dt__init();
   size_t i = 0;
   if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
       (unsigned char)buf[2] == 0xBF)

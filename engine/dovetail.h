@@ -82,6 +82,22 @@ int dt_catalog_load_default(dt_catalog **out, dt_error *err);
 /* Number of instance types in a catalog. */
 size_t dt_catalog_size(const dt_catalog *c);
 
+/* What a catalog says about one instance type (index < dt_catalog_size).
+** Strings point into the catalog and live as long as it does. */
+typedef struct dt_type_info {
+  const char *name;
+  const char *arch;
+  int64_t cpu_milli;      /* allocatable, after overhead */
+  int64_t memory_bytes;   /* allocatable, after overhead */
+  int64_t pods;
+  int64_t gpus;
+  double on_demand_price; /* < 0 when unknown */
+  double cheapest_price;  /* cheapest available offering, < 0 when none */
+  size_t offerings;
+} dt_type_info;
+
+int dt_catalog_type(const dt_catalog *c, size_t index, dt_type_info *out);
+
 void dt_catalog_free(dt_catalog *c);
 
 /* ------------------------------------------------------------------------

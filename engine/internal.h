@@ -29,6 +29,11 @@ void dt__free(void *p);
 char *dt__strdup(const char *s);  /* caller frees with dt__free */
 char *dt__strndup(const char *s, size_t n);
 
+/* Install the allocation hooks into cJSON (once per process). */
+void dt__init(void);
+/* Whether an allocation failed in this thread since the last reset. */
+int dt__alloc_failed(int reset);
+
 /* Fill err (if any) and return code. */
 int dt__err(dt_error *err, int code, const char *fmt, ...) DT_PRINTF(3, 4);
 

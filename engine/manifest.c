@@ -210,6 +210,12 @@ static int parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out
     int64_t v;
     dt_error qe;
     int rc = dt_quantity_parse(s, &v, &qe);
+    /* Limits and capacities beyond what int64 milli-units hold are
+    ** "unlimited" in practice (9.2 PB of memory). */
+    if (rc == DT_ERANGE && !is_request && s[0] != '-') {
+      v = INT64_MAX;
+      rc = 0;
+    }
     if (rc) return bad(x, f, "%s", qe.msg);
     if (is_request && check_request(x, f, c->string, v)) return DT_EINVAL;
     if (!is_request && v < 0) return bad(x, f, "must not be negative");
@@ -384,7 +390,10 @@ static int nodepool(mctx *x, const cJSON *o) {
   p.file = (char *)x->file;
   p.seq = x->m->seq++;
   int rc = DT_ENOMEM;
-  if (!(p.name = dt__strdup(name))) goto fail;
+  if (!(p.name = dt__strdup(name))) {
+    rc = oom(x);
+    goto fail;
+  }
   const cJSON *spec = get(o, "spec");
   const cJSON *tmpl = get(spec, "template");
   const cJSON *tspec = get(tmpl, "spec");
@@ -777,6 +786,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   /* Remember where we were, so a bad file adds nothing. */
   size_t np = m->pools.n, npod = m->pods.n, nn = m->nodes.n, ns = m->seen_file.n, nl = m->notes.len;
   mctx x = {m, file, NULL, {0}, err};
+  if (err) err->code = 0;
   size_t docno = 1;
   rc = 0;
   for (const cJSON *d = docs->child; d && !rc; d = d->next, docno++) rc = object(&x, d, docno);
@@ -789,7 +799,9 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
       if (i >= ns || m->seen_file.v[i] == file) m->seen_file.v[i] = NULL;
     m->notes.len = nl;
     if (m->notes.p) m->notes.p[nl] = 0;
-    return err && err->code ? err->code : DT_EINVAL;
+    if (err && err->code == DT_ENOMEM) rc = DT_ENOMEM;
+    if (rc == DT_ENOMEM && err && !err->msg[0]) oom(&x);
+    return rc;
   }
   return 0;
 }

@@ -138,15 +138,19 @@ static void render_json(const dt_plan *p, dt_buf *b) {
 
 /* ------------------------------------------------------------- YAML */
 
-static cJSON *add_obj(cJSON *parent, const char *key) {
-  cJSON *o = cJSON_CreateObject();
-  if (o) cJSON_AddItemToObject(parent, key, o);
-  return o;
+/* Attach v under k; on failure v is freed and NULL returned. An allocation
+** failure anywhere is caught by dt__alloc_failed() at the end of the render. */
+static cJSON *put(cJSON *parent, const char *k, cJSON *v) {
+  if (!parent || !v || !cJSON_AddItemToObject(parent, k, v)) {
+    cJSON_Delete(v);
+    return NULL;
+  }
+  return v;
 }
 
-static void add_str(cJSON *o, const char *k, const char *v) {
-  if (o) cJSON_AddItemToObject(o, k, cJSON_CreateString(v));
-}
+static cJSON *add_obj(cJSON *parent, const char *key) { return put(parent, key, cJSON_CreateObject()); }
+
+static void add_str(cJSON *o, const char *k, const char *v) { put(o, k, cJSON_CreateString(v)); }
 
 static void add_req(cJSON *arr, const char *key, const char *val) {
   cJSON *r = cJSON_CreateObject();
@@ -154,17 +158,15 @@ static void add_req(cJSON *arr, const char *key, const char *val) {
   cJSON_AddItemToArray(arr, r);
   add_str(r, "key", key);
   add_str(r, "operator", "In");
-  cJSON *v = cJSON_CreateArray();
-  if (!v) return;
-  cJSON_AddItemToObject(r, "values", v);
-  cJSON_AddItemToArray(v, cJSON_CreateString(val));
+  cJSON *v = put(r, "values", cJSON_CreateArray());
+  cJSON *s = cJSON_CreateString(val);
+  if (!v || !s || !cJSON_AddItemToArray(v, s)) cJSON_Delete(s);
 }
 
 static void add_taints(cJSON *spec, const char *key, const dt_taint *t, size_t n) {
   if (!n) return;
-  cJSON *arr = cJSON_CreateArray();
+  cJSON *arr = put(spec, key, cJSON_CreateArray());
   if (!arr) return;
-  cJSON_AddItemToObject(spec, key, arr);
   for (size_t i = 0; i < n; i++) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return;
@@ -209,11 +211,9 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   dt__fmt_price(tmp, sizeof tmp, o->price);
   add_str(ann, "dovetail.dev/price", tmp);
   cJSON *spec = add_obj(d, "spec");
-  if (np->node_class_ref && spec)
-    cJSON_AddItemToObject(spec, "nodeClassRef", cJSON_Duplicate(np->node_class_ref, true));
-  cJSON *reqs = cJSON_CreateArray();
-  if (reqs && spec) {
-    cJSON_AddItemToObject(spec, "requirements", reqs);
+  if (np->node_class_ref) put(spec, "nodeClassRef", cJSON_Duplicate(np->node_class_ref, true));
+  cJSON *reqs = put(spec, "requirements", cJSON_CreateArray());
+  if (reqs) {
     add_req(reqs, DT_L_NODEPOOL, np->name);
     add_req(reqs, DT_L_INSTANCE_TYPE, t->src->name);
     add_req(reqs, DT_L_ZONE, zone);
@@ -240,6 +240,8 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
 }
 
 static int render_yaml(const dt_plan *p, dt_buf *b) {
+  dt__init();
+  dt__alloc_failed(1);
   cJSON *docs = cJSON_CreateArray();
   if (!docs) return DT_ENOMEM;
   for (size_t i = 0; i < p->claims.n; i++) {
@@ -251,8 +253,8 @@ static int render_yaml(const dt_plan *p, dt_buf *b) {
     }
     cJSON_AddItemToArray(docs, d);
   }
-  int rc = 0;
-  if (docs->child) rc = dt__yaml_emit(docs, b);
+  int rc = dt__alloc_failed(1) ? DT_ENOMEM : 0;
+  if (!rc && docs->child) rc = dt__yaml_emit(docs, b);
   /* Pods that fit nowhere are reported as comments, so nothing is lost. */
   for (size_t i = 0; i < p->unsched.n; i++) {
     char tmp[700];

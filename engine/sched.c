@@ -39,6 +39,7 @@ static int res_index(dt_plan *p, const char *name, dt_error *err) {
     return dt__err(err, DT_ERANGE, "more than %d distinct resource names (at \"%s\")", DT_RES_MAX,
                    name);
   p->res_names[p->nres] = dt__arena_strdup(&p->arena, name);
+  if (!p->res_names[p->nres]) return DT_ENOMEM;
   return (int)p->nres++;
 }
 
@@ -526,7 +527,7 @@ static int compile_pods(dt_plan *p, dt_error *err) {
       rc = DT_ENOMEM;
       break;
     }
-    while (sig_class.n <= cs)
+    while (sig_class.n <= cs && !rc)
       if (dt__vec_push(&sig_class, UINT32_MAX)) rc = DT_ENOMEM;
     if (rc) break;
     if (sig_class.v[cs] == UINT32_MAX) {
@@ -759,7 +760,8 @@ static int new_claim(run *R, rt_class *c, uint32_t podi, bool *added) {
     k->nopt = n;
     k->type = k->off = -1;
     for (uint32_t r = 0; r < p->nres; r++) k->used[r] = c->req[r];
-    if (dt__vec_push(&k->pods, podi) || dt__vec_push(&p->claims, k) || dt__vec_push(&R->order, k))
+    /* In the plan's list first, so dt_plan_free releases k->pods on any failure. */
+    if (dt__vec_push(&p->claims, k) || dt__vec_push(&k->pods, podi) || dt__vec_push(&R->order, k))
       return DT_ENOMEM;
     reorder(R, R->order.n - 1);
     /* Limits are charged pessimistically: the largest capacity among the
@@ -1088,8 +1090,12 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
   p->k_region = dt__sym(&p->syms, DT_L_REGION);
   for (int i = 0; i < DT_CT_N; i++) p->ct_sym[i] = dt__sym(&p->syms, dt__ct_names[i]);
   static const char *base[] = {"cpu", "memory", "pods", "ephemeral-storage"};
-  for (int i = 0; i < 4; i++) res_index(p, base[i], NULL);
-  int rc;
+  int rc = 0;
+  for (int i = 0; i < 4 && rc >= 0; i++) rc = res_index(p, base[i], NULL);
+  if (rc < 0 || p->syms.oom) {
+    rc = DT_ENOMEM;
+    goto fail;
+  }
   if ((rc = compile_catalog(p, err)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err)) ||
       (rc = compile_pods(p, err)) || (rc = solve(p)) || (rc = launch(p)))
     goto fail;

@@ -591,5 +591,25 @@ int dt_catalog_load_default(dt_catalog **out, dt_error *err) {
                                 (size_t)(dt__bundled_catalog_end - dt__bundled_catalog), out, err);
 }
 
+int dt_catalog_type(const dt_catalog *c, size_t index, dt_type_info *out) {
+  if (!c || index >= c->ntypes) return DT_EINVAL;
+  const dt_ctype *t = &c->types[index];
+  memset(out, 0, sizeof *out);
+  out->name = t->name;
+  out->arch = t->arch;
+  out->cpu_milli = rlist_get(&t->allocatable, "cpu");
+  out->memory_bytes = rlist_get(&t->allocatable, "memory") / 1000;
+  out->pods = rlist_get(&t->allocatable, "pods") / 1000;
+  for (size_t i = 0; i < t->capacity.n; i++)
+    if (strchr(t->capacity.v[i].name, '/')) out->gpus += t->capacity.v[i].milli / 1000;
+  out->on_demand_price = t->od_price;
+  out->cheapest_price = -1;
+  for (size_t i = 0; i < t->noff; i++)
+    if (t->off[i].available != 0 && (out->cheapest_price < 0 || t->off[i].price < out->cheapest_price))
+      out->cheapest_price = t->off[i].price;
+  out->offerings = t->noff;
+  return 0;
+}
+
 /* Used by the scheduler. */
 int64_t dt__rlist_get(const dt_rlist *r, const char *name) { return rlist_get(r, name); }

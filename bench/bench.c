@@ -1,0 +1,284 @@
+/*
+** bench.c: `make bench`. Generates the workloads in memory as the JSON a
+** user would feed (a kind: List of Pods), then times parsing and scheduling
+** separately through the public API.
+**
+** Cases:
+**   karpenter-generic-N  Karpenter's scheduling benchmark catalog (400 fake
+**                        types, scheduling_benchmark_test.go) with N generic
+**                        pods, seed 42.
+**   azure-100k           100,000 pods drawn from the Azure 2017 VM request
+**                        shapes (bench/workload-azure-vm-2017.json) on the
+**                        bundled AWS us-east-1 catalog, amd64, no GPU.
+**
+** Each line reports pods, nodes, $/h, the LP lower bound ratio (fractional
+** nodes covering summed cpu, memory and pods, solved by glpsol when it is
+** installed), parse and scheduling milliseconds, pods/s and peak RSS.
+*/
+#define _GNU_SOURCE
+#include "dovetail.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static uint64_t rng;
+static uint64_t next(void) {
+  uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static double peak_rss_mib(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_maxrss / 1024.0;
+}
+
+/* An LP type for the lower bound. */
+typedef struct lp_type {
+  double cpu, mem, pods, price; /* allocatable cores, GiB, pods; $/h */
+} lp_type;
+
+/* min sum price_t x_t  s.t. sum cpu_t x_t >= C, mem, pods; x >= 0. */
+static double lp_bound(const lp_type *t, size_t n, double C, double M, double P) {
+  char path[] = "/tmp/dovetail-lp-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return NAN;
+  FILE *f = fdopen(fd, "w");
+  fprintf(f, "Minimize\n obj:");
+  for (size_t i = 0; i < n; i++) fprintf(f, " + %.9f x%zu", t[i].price, i);
+  fprintf(f, "\nSubject To\n cpu:");
+  for (size_t i = 0; i < n; i++) fprintf(f, " + %.6f x%zu", t[i].cpu, i);
+  fprintf(f, " >= %.6f\n mem:", C);
+  for (size_t i = 0; i < n; i++) fprintf(f, " + %.6f x%zu", t[i].mem, i);
+  fprintf(f, " >= %.6f\n pods:", M);
+  for (size_t i = 0; i < n; i++) fprintf(f, " + %.6f x%zu", t[i].pods, i);
+  fprintf(f, " >= %.6f\nEnd\n", P);
+  fclose(f);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "glpsol --lp %s -o /dev/stdout 2>/dev/null", path);
+  FILE *p = popen(cmd, "r");
+  double obj = NAN;
+  char line[512];
+  while (p && fgets(line, sizeof line, p))
+    if (sscanf(line, "Objective: obj = %lf", &obj) == 1) break;
+  if (p) {
+    while (fgets(line, sizeof line, p)) {
+    }
+    pclose(p);
+  }
+  remove(path);
+  return obj;
+}
+
+typedef struct result {
+  const char *name;
+  size_t pods, nodes;
+  double cost, parse_ms, sched_ms, lp;
+} result;
+
+static void report(const result *r) {
+  char ratio[32] = "n/a";
+  if (!isnan(r->lp) && r->lp > 0) snprintf(ratio, sizeof ratio, "%.3f", r->cost / r->lp);
+  printf("%-24s %7zu %6zu %10.3f %9s %9.1f %9.1f %10.0f %9.1f\n", r->name, r->pods, r->nodes, r->cost,
+         ratio, r->parse_ms, r->sched_ms, r->sched_ms > 0 ? (double)r->pods / (r->sched_ms / 1e3) : 0.0,
+         peak_rss_mib());
+  fflush(stdout);
+}
+
+static int run(const char *name, dt_catalog *cat, const char *manifests, size_t len, double lp,
+               result *out) {
+  dt_error err = {0};
+  dt_manifests *m = dt_manifests_new();
+  double t0 = now_ms();
+  if (!m || dt_manifests_add_buffer(m, name, manifests, len, &err)) {
+    fprintf(stderr, "bench %s: %s\n", name, err.msg);
+    return 1;
+  }
+  double parse = now_ms() - t0;
+  dt_plan *plan;
+  dt_plan_opts opts = {0};
+  if (dt_plan_run(cat, m, &opts, &plan, &err)) {
+    fprintf(stderr, "bench %s: %s\n", name, err.msg);
+    return 1;
+  }
+  dt_plan_stats st;
+  dt_plan_stats_get(plan, &st);
+  if (st.unschedulable) fprintf(stderr, "bench %s: %zu pods unschedulable\n", name, st.unschedulable);
+  *out = (result){name, st.pods, st.nodes, st.hourly_cost, parse, st.schedule_ms, lp};
+  dt_plan_free(plan);
+  dt_manifests_free(m);
+  return 0;
+}
+
+static const char *k_pool_generic =
+    "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
+    "\"spec\":{\"limits\":{\"cpu\":\"10000000\",\"memory\":\"10000000Gi\"},\"template\":{\"spec\":{}}}}";
+
+/* Karpenter's fake.InstanceTypes(400). */
+static char *karpenter_catalog(size_t *len, lp_type *lp) {
+  char *buf;
+  FILE *f = open_memstream(&buf, len);
+  fprintf(f, "{\"region\":\"test-region\",\"provider\":\"generic\",\"zones\":[\"test-zone-1\",\"test-zone-2\",\"test-zone-3\"],\"instanceTypes\":[");
+  for (int i = 0; i < 400; i++) {
+    int cpu = i + 1, gib = 2 * (i + 1), pods = 10 * (i + 1);
+    double price = 0.1 * cpu + 0.1 * gib * 1.073741824; /* GB = GiB x 1.0737 */
+    fprintf(f,
+            "%s{\"name\":\"fake-it-%d\",\"cpu\":%d,\"memoryMiB\":%d,\"maxPods\":%d,\"onDemandPrice\":%.6f,"
+            "\"overhead\":{\"cpu\":\"100m\",\"memory\":\"10Mi\"},\"offerings\":["
+            "{\"zone\":\"test-zone-1\",\"capacityType\":\"spot\",\"price\":%.6f},"
+            "{\"zone\":\"test-zone-2\",\"capacityType\":\"spot\",\"price\":%.6f},"
+            "{\"zone\":\"test-zone-1\",\"capacityType\":\"on-demand\",\"price\":%.6f},"
+            "{\"zone\":\"test-zone-2\",\"capacityType\":\"on-demand\",\"price\":%.6f},"
+            "{\"zone\":\"test-zone-3\",\"capacityType\":\"on-demand\",\"price\":%.6f}]}",
+            i ? "," : "", i, cpu, gib * 1024, pods, price, price, price, price, price, price);
+    lp[i] = (lp_type){cpu - 0.1, gib - 10.0 / 1024, pods, price};
+  }
+  fprintf(f, "]}");
+  fclose(f);
+  return buf;
+}
+
+static char *generic_pods(int n, size_t *len, double *C, double *M) {
+  static const char *cpu[] = {"100m", "250m", "500m", "1000m", "1500m"};
+  static const double cpuv[] = {0.1, 0.25, 0.5, 1, 1.5};
+  static const char *mem[] = {"100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi"};
+  static const double memv[] = {100.0 / 1024, 0.25, 0.5, 1, 2, 4};
+  char *buf;
+  FILE *f = open_memstream(&buf, len);
+  fprintf(f, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[%s", k_pool_generic);
+  rng = 42;
+  *C = *M = 0;
+  for (int i = 0; i < n; i++) {
+    int c = (int)(next() % 5), m = (int)(next() % 6);
+    *C += cpuv[c];
+    *M += memv[m];
+    fprintf(f,
+            ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-%d\",\"namespace\":\"default\"},"
+            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"%s\",\"memory\":\"%s\"}}}]}}",
+            i, cpu[c], mem[m]);
+  }
+  fprintf(f, "]}");
+  fclose(f);
+  return buf;
+}
+
+/* The Azure VM request shapes, read from the JSON copied into bench/. */
+static char *azure_pods(const char *shapes_path, int n, size_t *len, double *C, double *M) {
+  FILE *sf = fopen(shapes_path, "r");
+  if (!sf) return NULL;
+  char line[512];
+  int cpu_m[32], mem_mi[32], count[32], ns = 0, c = -1, m = -1;
+  long total = 0;
+  while (fgets(line, sizeof line, sf) && ns < 32) {
+    int v;
+    if (sscanf(line, " \"cpu_millicores\": %d", &v) == 1) c = v;
+    if (sscanf(line, " \"memory_MiB\": %d", &v) == 1) m = v;
+    if (sscanf(line, " \"count\": %d", &v) == 1 && c > 0 && m > 0) {
+      cpu_m[ns] = c;
+      mem_mi[ns] = m;
+      count[ns++] = v;
+      total += v;
+      c = m = -1;
+    }
+  }
+  fclose(sf);
+  char *buf;
+  FILE *f = open_memstream(&buf, len);
+  fprintf(f,
+          "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
+          "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
+          "\"spec\":{\"template\":{\"spec\":{\"requirements\":["
+          "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
+          "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"}]}}}}");
+  rng = 42;
+  *C = *M = 0;
+  for (int i = 0; i < n; i++) {
+    long r = (long)(next() % (uint64_t)total);
+    int s = 0;
+    while (r >= count[s]) r -= count[s++];
+    *C += cpu_m[s] / 1000.0;
+    *M += mem_mi[s] / 1024.0;
+    fprintf(f,
+            ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"vm-%d\",\"namespace\":\"default\"},"
+            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"%dm\",\"memory\":\"%dMi\"}}}]}}",
+            i, cpu_m[s], mem_mi[s]);
+  }
+  fprintf(f, "]}");
+  fclose(f);
+  return buf;
+}
+
+int main(int argc, char **argv) {
+  dt_error err = {0};
+  int rc = 0;
+  printf("%-24s %7s %6s %10s %9s %9s %9s %10s %9s\n", "case", "pods", "nodes", "$/h", "lp-ratio",
+         "parse-ms", "sched-ms", "pods/s", "rss-MiB");
+  /* (a) Karpenter's benchmark catalog with generic pods. */
+  size_t clen;
+  lp_type lp[400];
+  char *ctext = karpenter_catalog(&clen, lp);
+  dt_catalog *kc;
+  if (dt_catalog_load_buffer("karpenter-400", ctext, clen, &kc, &err)) {
+    fprintf(stderr, "bench: %s\n", err.msg);
+    return 1;
+  }
+  free(ctext);
+  static const int sizes[] = {1000, 5000, 20000};
+  for (int i = 0; i < 3; i++) {
+    size_t len;
+    double C, M;
+    char *pods = generic_pods(sizes[i], &len, &C, &M);
+    char name[64];
+    snprintf(name, sizeof name, "karpenter-generic-%dk", sizes[i] / 1000);
+    /* Lower bound uses the cheapest (spot = on-demand here) price. */
+    double bound = lp_bound(lp, 400, C, M, sizes[i]);
+    result r;
+    rc |= run(name, kc, pods, len, bound, &r);
+    report(&r);
+    free(pods);
+  }
+  dt_catalog_free(kc);
+  /* (b) 100,000 real-shape pods on the bundled AWS catalog. */
+  dt_catalog *aws;
+  if (dt_catalog_load_default(&aws, &err)) {
+    fprintf(stderr, "bench: %s\n", err.msg);
+    return 1;
+  }
+  size_t len;
+  double C, M;
+  const char *shapes = argc > 1 ? argv[1] : "bench/workload-azure-vm-2017.json";
+  char *pods = azure_pods(shapes, 100000, &len, &C, &M);
+  if (!pods) {
+    fprintf(stderr, "bench: cannot read %s\n", shapes);
+    return 1;
+  }
+  size_t nt = dt_catalog_size(aws), k = 0;
+  lp_type *alp = calloc(nt, sizeof *alp);
+  for (size_t i = 0; i < nt; i++) {
+    dt_type_info ti;
+    dt_catalog_type(aws, i, &ti);
+    if (strcmp(ti.arch, "amd64") || ti.gpus || ti.cheapest_price < 0) continue;
+    alp[k++] = (lp_type){ti.cpu_milli / 1000.0, ti.memory_bytes / 1073741824.0, (double)ti.pods,
+                         ti.cheapest_price};
+  }
+  double bound = lp_bound(alp, k, C, M, 100000);
+  free(alp);
+  result r;
+  rc |= run("azure-100k", aws, pods, len, bound, &r);
+  report(&r);
+  free(pods);
+  dt_catalog_free(aws);
+  return rc;
+}

@@ -1,0 +1,110 @@
+-- Bad input gets a message that names the file, the object and the field.
+local h = require "helper"
+
+local function err_of(manifests)
+  local plan, err = h.dt.plan { manifests = manifests }
+  assert.is_nil(plan)
+  return err
+end
+
+describe("bad manifests", function()
+  it("reports malformed YAML with line and column", function()
+    local err = err_of("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [oops\n")
+    assert.matches("^manifests:%d+:%d+: malformed YAML", err)
+  end)
+
+  it("reports malformed JSON with line and column", function()
+    local err = err_of('{"apiVersion": "v1",\n "kind": "Pod",\n "metadata": {"name": }}')
+    assert.matches("manifests:3:%d+: malformed JSON", err)
+  end)
+
+  it("reports an unknown quantity suffix with the field path", function()
+    local err = err_of(h.pod("p", { cpu = "2Qi" }))
+    assert.matches("Pod default/p: spec.containers[0].resources.requests.cpu: invalid quantity \"2Qi\": unknown suffix",
+      err, 1, true)
+  end)
+
+  it("rejects negative requests", function()
+    local err = err_of(h.pod("p", { memory = "-1Gi" }))
+    assert.matches("Pod default/p: spec.containers[0].resources.requests.memory: must not be negative", err, 1, true)
+  end)
+
+  it("rejects absurd requests", function()
+    local err = err_of(h.pod("p", { cpu = "1e12" }))
+    assert.matches("requests.cpu: 1000000000000 cores is absurd", err, 1, true)
+  end)
+
+  it("rejects a NodePool with contradictory requirements", function()
+    local np = h.nodepool("broken", { requirements = {
+      { "kubernetes.io/arch", "In", { "amd64" } },
+      { "kubernetes.io/arch", "In", { "arm64" } },
+    } })
+    local err = err_of(np)
+    assert.matches("NodePool broken: spec.template.spec.requirements[0]: contradictory requirements", err, 1, true)
+    assert.matches("kubernetes.io/arch", err, 1, true)
+  end)
+
+  it("rejects a requirement that contradicts a template label", function()
+    local np = h.nodepool("team", { labels = { team = "a" }, requirements = { { "team", "NotIn", { "a" } } } })
+    assert.matches("contradictory requirements", err_of(np), 1, true)
+  end)
+
+  it("rejects duplicate object names, naming where the first one was", function()
+    local err = err_of(h.docs(h.pod("same"), h.pod("same")))
+    assert.matches("Pod default/same: metadata.name: duplicate object (first defined in manifests)", err, 1, true)
+  end)
+
+  it("allows the same name in different namespaces", function()
+    local plan = h.plan(h.docs(h.nodepool("default"), h.pod("same", { namespace = "a" }), h.pod("same", { namespace = "b" })))
+    assert.are.equal(2, plan.summary.pods)
+  end)
+
+  it("rejects an unknown operator", function()
+    local np = h.nodepool("np", { requirements = { { "kubernetes.io/arch", "Like", { "amd64" } } } })
+    assert.matches('requirements[0].operator: expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got "Like"', err_of(np), 1, true)
+  end)
+
+  it("rejects Gt with a value that is not an integer", function()
+    local np = h.nodepool("np", { requirements = { { "karpenter.k8s.aws/instance-cpu", "Gt", { "four" } } } })
+    assert.matches('Gt needs an integer, got "four"', err_of(np), 1, true)
+  end)
+
+  it("rejects an object without a name", function()
+    assert.matches("Pod (unnamed): metadata.name: missing", err_of("apiVersion: v1\nkind: Pod\nspec: {}\n"), 1, true)
+  end)
+
+  it("adds nothing from a file that fails", function()
+    local good = h.write(h.docs(h.nodepool("default"), h.pod("ok")))
+    local bad = h.write(h.docs(h.pod("ok2"), h.pod("bad", { cpu = "x" })))
+    local plan, err = h.dt.plan { files = { good, bad } }
+    assert.is_nil(plan)
+    assert.matches(bad, err, 1, true)
+    os.remove(good)
+    os.remove(bad)
+  end)
+
+  it("reports a manifest file that does not exist", function()
+    local _, err, code = h.cli("plan /nonexistent/pods.yaml")
+    assert.are.equal(1, code)
+    assert.matches("/nonexistent/pods.yaml: cannot open: No such file or directory", err, 1, true)
+  end)
+
+  it("explains a pod that fits nothing with the largest allowed type", function()
+    local plan = h.plan(h.docs(h.nodepool("default"), h.pod("huge", { cpu = "2000" })))
+    local reason = plan.unschedulable[1].reason
+    assert.matches("no instance type in NodePool default has 2000 cpu; the largest allowed", reason, 1, true)
+    local np = h.nodepool("small", { requirements = { { "karpenter.k8s.aws/instance-cpu", "Lt", { "9" } } } })
+    plan = h.plan(h.docs(np, h.pod("big", { cpu = "9" })))
+    assert.matches("no instance type in NodePool small has 9 cpu; the largest allowed %(.+%) has 7910m allocatable of 8",
+      plan.unschedulable[1].reason)
+  end)
+
+  it("rejects unknown CLI options and output formats", function()
+    local _, err, code = h.cli("plan --frobnicate")
+    assert.are.equal(2, code)
+    assert.matches("unknown or incomplete option --frobnicate", err, 1, true)
+    _, err, code = h.cli("plan -o xml")
+    assert.are.equal(2, code)
+    assert.matches("expected json, yaml or table", err, 1, true)
+  end)
+end)

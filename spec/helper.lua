@@ -1,0 +1,141 @@
+-- Shared set-up for the specs: load the freshly built module and drive the CLI.
+local M = {}
+
+local build = os.getenv("DOVETAIL_BUILD") or "build/rel"
+package.cpath = build .. "/?.so;" .. package.cpath
+
+M.dt = require "dovetail"
+M.bin = build .. "/dovetail"
+M.fixtures = "spec/fixtures/"
+
+-- Run the CLI; returns stdout, stderr, exit code.
+function M.cli(args, stdin)
+  local out, err = os.tmpname(), os.tmpname()
+  local cmd = M.bin .. " " .. args .. " >" .. out .. " 2>" .. err
+  if stdin then
+    local inp = os.tmpname()
+    local f = assert(io.open(inp, "w"))
+    f:write(stdin)
+    f:close()
+    cmd = cmd .. " <" .. inp
+  end
+  local ok, _, code = os.execute(cmd)
+  local function slurp(p)
+    local f = assert(io.open(p, "r"))
+    local s = f:read("a")
+    f:close()
+    os.remove(p)
+    return s
+  end
+  return slurp(out), slurp(err), ok and 0 or code
+end
+
+function M.write(text)
+  local p = os.tmpname()
+  local f = assert(io.open(p, "w"))
+  f:write(text)
+  f:close()
+  return p
+end
+
+-- A NodePool manifest; opts.requirements is a list of {key, op, values}.
+function M.nodepool(name, opts)
+  opts = opts or {}
+  local lines = {
+    "apiVersion: karpenter.sh/v1",
+    "kind: NodePool",
+    "metadata:",
+    "  name: " .. name,
+    "spec:",
+  }
+  if opts.weight then lines[#lines + 1] = "  weight: " .. opts.weight end
+  if opts.limits then
+    lines[#lines + 1] = "  limits:"
+    for k, v in pairs(opts.limits) do lines[#lines + 1] = "    " .. k .. ': "' .. v .. '"' end
+  end
+  lines[#lines + 1] = "  template:"
+  if opts.labels then
+    lines[#lines + 1] = "    metadata:"
+    lines[#lines + 1] = "      labels:"
+    for k, v in pairs(opts.labels) do lines[#lines + 1] = "        " .. k .. ': "' .. v .. '"' end
+  end
+  lines[#lines + 1] = "    spec:"
+  lines[#lines + 1] = "      requirements:"
+  local reqs = opts.requirements or { { "kubernetes.io/arch", "In", { "amd64" } } }
+  if #reqs == 0 then lines[#lines] = "      requirements: []" end
+  for _, r in ipairs(reqs) do
+    lines[#lines + 1] = "        - key: " .. r[1]
+    lines[#lines + 1] = "          operator: " .. r[2]
+    if r[3] then
+      local vals = {}
+      for _, v in ipairs(r[3]) do vals[#vals + 1] = '"' .. v .. '"' end
+      lines[#lines + 1] = "          values: [" .. table.concat(vals, ", ") .. "]"
+    end
+    if r.minValues then lines[#lines + 1] = "          minValues: " .. r.minValues end
+  end
+  if opts.taints then
+    lines[#lines + 1] = "      taints:"
+    for _, t in ipairs(opts.taints) do
+      lines[#lines + 1] = "        - key: " .. t[1]
+      if t[2] then lines[#lines + 1] = '          value: "' .. t[2] .. '"' end
+      lines[#lines + 1] = "          effect: " .. t[3]
+    end
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- A Pod manifest. opts: cpu, memory, namespace, nodeSelector, tolerations (raw yaml), extra (raw spec yaml)
+function M.pod(name, opts)
+  opts = opts or {}
+  local lines = {
+    "apiVersion: v1",
+    "kind: Pod",
+    "metadata:",
+    "  name: " .. name,
+    "  namespace: " .. (opts.namespace or "default"),
+    "spec:",
+  }
+  if opts.nodeSelector then
+    lines[#lines + 1] = "  nodeSelector:"
+    for k, v in pairs(opts.nodeSelector) do lines[#lines + 1] = "    " .. k .. ': "' .. v .. '"' end
+  end
+  if opts.extra then lines[#lines + 1] = opts.extra end
+  lines[#lines + 1] = "  containers:"
+  lines[#lines + 1] = "    - name: main"
+  lines[#lines + 1] = "      image: busybox"
+  lines[#lines + 1] = "      resources:"
+  lines[#lines + 1] = "        requests:"
+  lines[#lines + 1] = '          cpu: "' .. (opts.cpu or "1") .. '"'
+  lines[#lines + 1] = '          memory: "' .. (opts.memory or "1Gi") .. '"'
+  return table.concat(lines, "\n") .. "\n"
+end
+
+function M.docs(...)
+  return table.concat({ ... }, "---\n")
+end
+
+-- Plan through the Lua module; raises with the engine's message on failure.
+function M.plan(manifests, extra)
+  local args = { manifests = manifests }
+  for k, v in pairs(extra or {}) do args[k] = v end
+  local plan, err = M.dt.plan(args)
+  assert(plan, err)
+  return plan
+end
+
+-- A small catalog for precise specs.
+M.small_catalog = [[
+{ "region": "test-1", "provider": "generic", "zones": ["test-1a", "test-1b"],
+  "instanceTypes": [
+    { "name": "small", "family": "t", "arch": "amd64", "cpu": 2, "memoryMiB": 4096, "maxPods": 10,
+      "onDemandPrice": 0.10, "spotPrice": 0.04, "overhead": { "cpu": "100m", "memory": "100Mi" } },
+    { "name": "medium", "family": "t", "arch": "amd64", "cpu": 4, "memoryMiB": 8192, "maxPods": 20,
+      "onDemandPrice": 0.20, "spotPrice": 0.07, "overhead": { "cpu": "100m", "memory": "100Mi" } },
+    { "name": "large", "family": "t", "arch": "amd64", "cpu": 8, "memoryMiB": 16384, "maxPods": 40,
+      "onDemandPrice": 0.40, "spotPrice": 0.15, "overhead": { "cpu": "100m", "memory": "100Mi" } },
+    { "name": "arm", "family": "g", "arch": "arm64", "cpu": 4, "memoryMiB": 8192, "maxPods": 20,
+      "onDemandPrice": 0.15, "overhead": { "cpu": "100m", "memory": "100Mi" } }
+  ] }
+]]
+
+return M

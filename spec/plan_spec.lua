@@ -1,0 +1,129 @@
+-- `dovetail plan` end to end: outputs, determinism, in-flight capacity.
+local h = require "helper"
+
+local quickstart = "examples/quickstart.yaml"
+
+describe("dovetail plan", function()
+  it("plans the quickstart example on the bundled catalog with no flags", function()
+    local out, err, code = h.cli("plan -o json " .. quickstart)
+    assert.are.equal(0, code, err)
+    assert.matches('"kind": "Plan"', out, 1, true)
+    local plan = h.plan(nil, { files = { quickstart } })
+    assert.are.equal(16, plan.summary.pods)
+    assert.are.equal(16, plan.summary.scheduled)
+    assert.are.equal(0, #plan.unschedulable)
+    local claim = plan.nodeClaims[1]
+    for _, field in ipairs { "name", "nodePool", "instanceType", "zone", "capacityType", "price", "pods", "instanceTypeOptions" } do
+      assert.is_not_nil(claim[field], field)
+    end
+    assert.matches("^default%-[a-z0-9]+$", claim.name)
+  end)
+
+  it("is byte-for-byte deterministic", function()
+    local a = h.cli("plan -o json " .. quickstart)
+    local b = h.cli("plan -o json " .. quickstart)
+    assert.are.equal(a, b)
+    local y1 = h.cli("plan -o yaml " .. quickstart)
+    local y2 = h.cli("plan -o yaml " .. quickstart)
+    assert.are.equal(y1, y2)
+  end)
+
+  it("accounts every pending pod: scheduled plus unschedulable equals pending", function()
+    local plan = h.plan(h.docs(h.nodepool("default"), h.pod("ok", { cpu = "1" }), h.pod("huge", { cpu = "2000" })))
+    assert.are.equal(2, plan.summary.pods)
+    assert.are.equal(1, plan.summary.scheduled)
+    assert.are.equal(1, #plan.unschedulable)
+    assert.are.equal("default/huge", plan.unschedulable[1].pod)
+  end)
+
+  it("prints applyable NodeClaims that a second run counts as in-flight capacity", function()
+    local yaml, err, code = h.cli("plan -o yaml " .. quickstart)
+    assert.are.equal(0, code, err)
+    assert.matches("kind: NodeClaim", yaml, 1, true)
+    assert.matches("apiVersion: karpenter.sh/v1", yaml, 1, true)
+    local claims = h.write(yaml)
+    local plan = h.plan(nil, { files = { quickstart, claims } })
+    assert.are.equal(0, plan.summary.pods)
+    assert.are.equal(0, plan.summary.nodes)
+    assert.are.equal(16, plan.summary.alreadyBound)
+    os.remove(claims)
+  end)
+
+  it("binds new pods to the room left on an in-flight claim before opening another", function()
+    local np = h.nodepool("default", { requirements = { { "node.kubernetes.io/instance-type", "In", { "large" } } } })
+    local first = h.plan(h.docs(np, h.pod("a", { cpu = "4" })), { catalog_text = h.small_catalog, format = "yaml" })
+    local plan = h.plan({ h.docs(np, h.pod("a", { cpu = "4" }), h.pod("b", { cpu = "2" })), first },
+      { catalog_text = h.small_catalog })
+    assert.are.equal(1, plan.summary.pods)
+    assert.are.equal(0, plan.summary.nodes)
+    assert.are.equal(1, #plan.bindings)
+    assert.are.equal("default/b", plan.bindings[1].pod)
+  end)
+
+  it("renders a table for people", function()
+    local out, _, code = h.cli("plan -o table " .. quickstart)
+    assert.are.equal(0, code)
+    assert.matches("NODEPOOL", out, 1, true)
+    assert.matches("INSTANCE TYPE", out, 1, true)
+    assert.matches("16 of 16 pending pods scheduled", out, 1, true)
+  end)
+
+  it("reads manifests from standard input with -", function()
+    local text = h.docs(h.nodepool("default"), h.pod("p1"))
+    local out, err, code = h.cli("plan -o json -", text)
+    assert.are.equal(0, code, err)
+    assert.matches('"default/p1"', out, 1, true)
+  end)
+
+  it("reads JSON kind: List as kubectl prints it", function()
+    local list = [[{"apiVersion":"v1","kind":"List","items":[
+      {"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"default"},"spec":{"template":{"spec":{"requirements":[]}}}},
+      {"apiVersion":"v1","kind":"Pod","metadata":{"name":"j1","namespace":"x"},
+       "spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"500m","memory":"1Gi"}}}]}}]}]]
+    local plan = h.plan(list)
+    assert.are.equal(1, plan.summary.scheduled)
+    assert.are.equal("x/j1", plan.nodeClaims[1].pods[1])
+  end)
+
+  it("gives a valid empty plan for empty input", function()
+    local plan = h.plan("")
+    assert.are.equal(0, plan.summary.pods)
+    assert.are.equal(0, #plan.nodeClaims)
+    local out, _, code = h.cli("plan -o json -", "")
+    assert.are.equal(0, code)
+    assert.matches('"nodes": 0', out, 1, true)
+  end)
+
+  it("expands Deployment replicas into named pods", function()
+    local dep = [[
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 3
+  template:
+    spec:
+      containers:
+        - name: c
+          resources: {requests: {cpu: 100m, memory: 128Mi}}
+]]
+    local plan = h.plan(h.docs(h.nodepool("default"), dep))
+    assert.are.equal(3, plan.summary.pods)
+    assert.are.same({ "shop/web-0", "shop/web-1", "shop/web-2" }, plan.nodeClaims[1].pods)
+  end)
+
+  it("records the clock given with --now", function()
+    local out = h.cli("plan -o json --now 2026-11-22T10:00:00+01:00 " .. quickstart)
+    assert.matches('"now": "2026-11-22T09:00:00Z"', out, 1, true)
+    local _, err, code = h.cli("plan --now yesterday " .. quickstart)
+    assert.are_not.equal(0, code)
+    assert.matches("RFC 3339", err, 1, true)
+  end)
+
+  it("notes unknown kinds and skips them", function()
+    local cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\n"
+    local _, err, code = h.cli("plan -o json -", h.docs(h.nodepool("default"), cm))
+    assert.are.equal(0, code)
+    assert.matches("ConfigMap cfg", err, 1, true)
+  end)
+end)

@@ -1,0 +1,166 @@
+/*
+** unit.c: C-level tests the Lua specs cannot reach.
+**
+**   oom:  a fault-injecting allocator (as Lua's ltests.c) fails the Nth
+**         allocation for every N until a whole load-plan-render cycle
+**         succeeds; every failure must come back as DT_ENOMEM, with no crash
+**         and (under ASan) no leak.
+**   api:  the public API's contracts (errors filled, NULL-safe frees).
+*/
+#include "dovetail.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int passed, failed;
+
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    if (cond) {                                                                                    \
+      passed++;                                                                                    \
+    } else {                                                                                       \
+      failed++;                                                                                    \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+    }                                                                                              \
+  } while (0)
+
+static long budget = -1; /* allocations left before failing; -1 = never fail */
+
+static void *f_malloc(size_t n) {
+  if (budget == 0) return NULL;
+  if (budget > 0) budget--;
+  return malloc(n);
+}
+
+static void *f_realloc(void *p, size_t n) {
+  if (budget == 0) return NULL;
+  if (budget > 0) budget--;
+  return realloc(p, n);
+}
+
+static const char *k_catalog =
+    "{\"zones\":[\"z1\",\"z2\"],\"instanceTypes\":["
+    "{\"name\":\"a\",\"cpu\":2,\"memoryMiB\":4096,\"onDemandPrice\":0.1,\"spotPrice\":0.05,"
+    "\"labels\":{\"x\":\"y\"}},"
+    "{\"name\":\"b\",\"cpu\":8,\"memoryMiB\":16384,\"onDemandPrice\":0.4,"
+    "\"offerings\":[{\"zone\":\"z1\",\"capacityType\":\"on-demand\",\"available\":3}]}],"
+    "\"reservations\":[{\"id\":\"r1\",\"instanceType\":\"b\",\"zone\":\"z2\",\"count\":1}]}";
+
+static const char *k_manifests =
+    "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\n"
+    "spec:\n  limits: {cpu: 100}\n  template:\n    metadata: {labels: {team: a}}\n"
+    "    spec:\n      requirements: [{key: x, operator: In, values: [y, z]}]\n"
+    "      taints: [{key: k, value: v, effect: NoSchedule}]\n"
+    "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n"
+    "spec:\n  replicas: 5\n  template:\n    spec:\n"
+    "      tolerations: [{operator: Exists}]\n"
+    "      nodeSelector: {team: a}\n"
+    "      containers: [{name: c, resources: {requests: {cpu: 500m, memory: 1Gi}}}]\n"
+    "---\napiVersion: v1\nkind: Pod\nmetadata: {name: huge}\n"
+    "spec:\n  tolerations: [{operator: Exists}]\n"
+    "  containers: [{name: c, resources: {requests: {cpu: \"64\"}}}]\n"
+    "---\napiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {team: a}}\n"
+    "status: {allocatable: {cpu: 1, memory: 1Gi, pods: 10}}\n"
+    "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: skip}\n";
+
+/* One full cycle; returns 0, DT_ENOMEM or another error. */
+static dt_error g_err;
+
+static int cycle(int *stage) {
+  dt_error err = {0};
+  dt_catalog *c = NULL;
+  dt_manifests *m = NULL;
+  dt_plan *p = NULL;
+  char *text = NULL;
+  int rc;
+  *stage = 0;
+  if ((rc = dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, &err))) goto done;
+  *stage = 1;
+  if (!(m = dt_manifests_new())) {
+    rc = DT_ENOMEM;
+    goto done;
+  }
+  if ((rc = dt_manifests_add_buffer(m, "m", k_manifests, strlen(k_manifests), &err))) goto done;
+  *stage = 2;
+  if ((rc = dt_plan_run(c, m, NULL, &p, &err))) goto done;
+  *stage = 3;
+  for (int f = 0; f < 3; f++) {
+    if (!(text = dt_plan_render(p, (dt_format)f, NULL))) {
+      rc = DT_ENOMEM;
+      goto done;
+    }
+    dt_free(text);
+    text = NULL;
+  }
+  *stage = 4;
+done:
+  g_err = err;
+  dt_free(text);
+  dt_plan_free(p);
+  dt_manifests_free(m);
+  dt_catalog_free(c);
+  return rc;
+}
+
+static void test_oom(void) {
+  int stage;
+  CHECK(cycle(&stage) == 0 && stage == 4, "the cycle succeeds without injected faults");
+  dt_set_allocator(f_malloc, f_realloc, free);
+  long n;
+  int bad = 0;
+  for (n = 0; n < 200000; n++) {
+    budget = n;
+    int rc = cycle(&stage);
+    if (rc == 0) break;
+    if (rc != DT_ENOMEM && !bad) {
+      bad = 1;
+      CHECK(0, "allocation %ld failed at stage %d with %d instead of DT_ENOMEM: %s", n, stage, rc,
+            g_err.msg);
+    }
+  }
+  budget = -1;
+  dt_set_allocator(NULL, NULL, NULL);
+  CHECK(!bad, "every injected allocation failure reports DT_ENOMEM");
+  CHECK(n > 100 && n < 200000, "the cycle completes once enough allocations succeed (%ld)", n);
+  printf("oom: %ld allocation points exercised\n", n);
+}
+
+static void test_api(void) {
+  dt_error err = {0};
+  int64_t v;
+  CHECK(dt_quantity_parse("1.5Gi", &v, &err) == 0 && v == 1610612736000LL, "1.5Gi");
+  CHECK(dt_quantity_parse("1e3", &v, &err) == 0 && v == 1000000, "1e3");
+  CHECK(dt_quantity_parse("12Qi", &v, &err) == DT_EINVAL && strstr(err.msg, "Qi"), "bad suffix");
+  dt_catalog_free(NULL);
+  dt_manifests_free(NULL);
+  dt_plan_free(NULL);
+  dt_catalog *c = NULL;
+  CHECK(dt_catalog_load_default(&c, &err) == 0 && dt_catalog_size(c) > 1000, "bundled catalog loads");
+  dt_type_info ti;
+  int found = 0;
+  for (size_t i = 0; c && i < dt_catalog_size(c); i++) {
+    dt_catalog_type(c, i, &ti);
+    if (strcmp(ti.name, "m5.large") == 0) {
+      found = 1;
+      CHECK(ti.cpu_milli == 1930 && ti.memory_bytes == 6903LL * 1024 * 1024 && ti.pods == 29,
+            "m5.large allocatable is 1930m / 6903Mi / 29 (got %lld / %lld / %lld)", (long long)ti.cpu_milli,
+            (long long)ti.memory_bytes, (long long)ti.pods);
+    }
+  }
+  CHECK(found, "m5.large is in the bundled catalog");
+  CHECK(dt_catalog_type(c, 1u << 30, &ti) == DT_EINVAL, "out-of-range type index is an error");
+  dt_catalog_free(c);
+  int64_t t;
+  CHECK(dt_time_parse("2026-11-22T10:00:00Z", &t, &err) == 0 && t == 1795341600, "RFC 3339 time");
+  CHECK(dt_time_parse("2026-11-22", &t, &err) == DT_EINVAL, "date without time is rejected");
+}
+
+int main(void) {
+  test_api();
+  test_oom();
+  printf("unit: %d passed, %d failed\n", passed, failed);
+  return failed != 0;
+}
