@@ -74,6 +74,12 @@ $(BIN): $(BUILD)/engine/main.o $(LIBA)
 $(LUAMOD): $(LUA_OBJ) $(ENGINE_OBJ)
 	$(CC) -shared $(SANFLAGS) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
 
+$(BUILD)/embed: examples/embed.c $(LIBA)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS) $(SANFLAGS)
+
+examples/embed: $(BUILD)/embed
+	cp $< $@
+
 $(BUILD)/unit: spec/unit.c $(LIBA)
 	$(CC) $(ALL_CFLAGS) -Iengine -Iproviders -o $@ $< $(LIBA) $(LDLIBS) $(SANFLAGS)
 
@@ -97,7 +103,7 @@ quickstart: .deps-ok
 SAN_ENV := $(if $(filter 1,$(SANITIZE)),LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1,)
 
 test: .deps-ok
-	@$(MAKE) --no-print-directory all $(BUILD)/unit
+	@$(MAKE) --no-print-directory all $(BUILD)/unit $(BUILD)/embed
 	@rm -f $(BUILD)/results.txt
 	@echo "== C unit tests"; \
 	  if ASAN_OPTIONS=detect_leaks=1 ./$(BUILD)/unit > $(BUILD)/unit.out 2>&1; then :; fi; \
@@ -137,4 +143,4 @@ install: all
 	  engine/dovetail.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/dovetail.pc
 
 clean:
-	rm -rf build dovetail .deps-ok
+	rm -rf build dovetail .deps-ok examples/embed

@@ -1,0 +1,14 @@
+-- embed.lua: dovetail from stock lua5.4.
+--   LUA_CPATH="build/rel/?.so;;" lua5.4 examples/embed.lua
+local dt = require "dovetail"
+
+local plan = assert(dt.plan { files = { "examples/quickstart.yaml" } })
+print(("%d pods, %d new nodes, $%.4f/hour"):format(plan.summary.pods, plan.summary.nodes, plan.summary.hourlyCost))
+for _, claim in ipairs(plan.nodeClaims) do
+  print(("%-16s %-14s %-11s %-9s %d pods"):format(claim.name, claim.instanceType, claim.zone,
+    claim.capacityType, #claim.pods))
+end
+for _, u in ipairs(plan.unschedulable) do print("unschedulable", u.pod, u.reason) end
+
+-- Quantities follow Kubernetes rules exactly.
+assert(dt.milli("250m") == 250 and dt.quantity("1.5Gi") == 1610612736)

@@ -1,0 +1,32 @@
+-- The examples in examples/ run as documented.
+local h = require "helper"
+
+local build = os.getenv("DOVETAIL_BUILD") or "build/rel"
+
+local function run(cmd)
+  local p = io.popen(cmd .. " 2>&1")
+  local out = p:read("a")
+  local ok = p:close()
+  return out, ok
+end
+
+describe("examples", function()
+  it("embeds dovetail from stock Lua", function()
+    local out, ok = run("LUA_CPATH='" .. build .. "/?.so;;' lua5.4 examples/embed.lua")
+    assert.is_true(ok, out)
+    assert.matches("16 pods, 1 new nodes", out, 1, true)
+  end)
+
+  it("embeds libdovetail from C", function()
+    local out, ok = run(build .. "/embed examples/quickstart.yaml")
+    assert.is_true(ok, out)
+    assert.matches("16 pods: 16 scheduled on 1 new nodes", out, 1, true)
+    assert.matches("kind: NodeClaim", out, 1, true)
+  end)
+
+  it("plans the quickstart manifests through the CLI as the README shows", function()
+    local out, _, code = h.cli("plan -o table examples/quickstart.yaml")
+    assert.are.equal(0, code)
+    assert.matches("m6i.4xlarge", out, 1, true)
+  end)
+end)
