@@ -174,6 +174,53 @@ static char *generic_pods(int n, size_t *len, double *C, double *M) {
   return buf;
 }
 
+/* Karpenter's makeDiversePods: five equal classes. */
+static char *diverse_pods(int n, size_t *len, double *C, double *M) {
+  static const char *cpu[] = {"100m", "250m", "500m", "1000m", "1500m"};
+  static const double cpuv[] = {0.1, 0.25, 0.5, 1, 1.5};
+  static const char *mem[] = {"100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi"};
+  static const double memv[] = {100.0 / 1024, 0.25, 0.5, 1, 2, 4};
+  char *buf;
+  FILE *f = open_memstream(&buf, len);
+  fprintf(f, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[%s", k_pool_generic);
+  rng = 42;
+  *C = *M = 0;
+  int per = n / 5;
+  for (int i = 0; i < n; i++) {
+    int c = (int)(next() % 5), m = (int)(next() % 6), v = (int)(next() % 7);
+    int cls = i / per < 5 ? i / per : 0;
+    *C += cpuv[c];
+    *M += memv[m];
+    char labels[128], extra[1024] = "";
+    if (cls == 4)
+      snprintf(labels, sizeof labels, "{\"app\":\"nginx\"}");
+    else
+      snprintf(labels, sizeof labels, "{\"my-label\":\"value-%d\"}", v);
+    if (cls == 1 || cls == 2)
+      snprintf(extra, sizeof extra,
+               ",\"topologySpreadConstraints\":[{\"maxSkew\":1,\"topologyKey\":\"%s\",\"whenUnsatisfiable\":"
+               "\"DoNotSchedule\",\"labelSelector\":{\"matchLabels\":{\"my-label\":\"value-%d\"}}}]",
+               cls == 1 ? "topology.kubernetes.io/zone" : "kubernetes.io/hostname", v);
+    else if (cls == 3)
+      snprintf(extra, sizeof extra,
+               ",\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":"
+               "\"topology.kubernetes.io/zone\",\"labelSelector\":{\"matchLabels\":{\"my-label\":\"value-%d\"}}}]}}",
+               v);
+    else if (cls == 4)
+      snprintf(extra, sizeof extra,
+               ",\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":"
+               "\"kubernetes.io/hostname\",\"labelSelector\":{\"matchLabels\":{\"app\":\"nginx\"}}}]}}");
+    fprintf(f,
+            ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-%d\",\"namespace\":\"default\","
+            "\"labels\":%s},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":"
+            "{\"cpu\":\"%s\",\"memory\":\"%s\"}}}]%s}}",
+            i, labels, cpu[c], mem[m], extra);
+  }
+  fprintf(f, "]}");
+  fclose(f);
+  return buf;
+}
+
 /* The Azure VM request shapes, read from the JSON copied into bench/. */
 static char *azure_pods(const char *shapes_path, int n, size_t *len, double *C, double *M) {
   FILE *sf = fopen(shapes_path, "r");
@@ -236,7 +283,8 @@ int main(int argc, char **argv) {
   }
   free(ctext);
   static const int sizes[] = {1000, 5000, 20000};
-  for (int i = 0; i < 3; i++) {
+  const char *only = getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | azure */
+  for (int i = 0; i < 3 && (!only || !strcmp(only, "generic")); i++) {
     size_t len;
     double C, M;
     char *pods = generic_pods(sizes[i], &len, &C, &M);
@@ -249,7 +297,26 @@ int main(int argc, char **argv) {
     report(&r);
     free(pods);
   }
+  /* Karpenter's diverse workload on the same catalog. */
+  double prev = 0;
+  for (int i = 0; i < 3 && (!only || !strcmp(only, "diverse")); i++) {
+    size_t len;
+    double C, M;
+    char *pods = diverse_pods(sizes[i], &len, &C, &M);
+    char name[64];
+    snprintf(name, sizeof name, "karpenter-diverse-%dk", sizes[i] / 1000);
+    double bound = lp_bound(lp, 400, C, M, sizes[i]);
+    result r;
+    rc |= run(name, kc, pods, len, bound, &r);
+    report(&r);
+    if (prev > 0)
+      printf("%-24s time per pod vs previous size: %.2fx (linear = 1.00)\n", name,
+             (r.sched_ms / sizes[i]) / (prev / sizes[i - 1]));
+    prev = r.sched_ms;
+    free(pods);
+  }
   dt_catalog_free(kc);
+  if (only && strcmp(only, "azure")) return rc;
   /* (b) 100,000 real-shape pods on the bundled AWS catalog. */
   dt_catalog *aws;
   if (dt_catalog_load_default(&aws, &err)) {

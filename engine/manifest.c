@@ -87,7 +87,38 @@ static void pool_free(dt_nodepool *p) {
   cJSON_Delete(p->node_class_ref);
 }
 
+static void selector_free(dt_selector *s) { mreqs_free(&s->expr); }
+
+static void strs_free(char **v, size_t n) {
+  for (size_t i = 0; i < n; i++) dt__free(v[i]);
+  dt__free(v);
+}
+
+static void terms_free(dt_podterm *t, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    selector_free(&t[i].sel);
+    dt__free(t[i].key);
+    strs_free(t[i].ns, t[i].nns);
+  }
+  dt__free(t);
+}
+
 static void pod_free(dt_podspec *p) {
+  for (size_t i = 0; i < p->npref; i++) mreqs_free(&p->pref[i].reqs);
+  dt__free(p->pref);
+  terms_free(p->aff, p->naff);
+  terms_free(p->anti, p->nanti);
+  terms_free(p->paff, p->npaff);
+  terms_free(p->panti, p->npanti);
+  for (size_t i = 0; i < p->nspread; i++) {
+    dt__free(p->spread[i].key);
+    selector_free(&p->spread[i].sel);
+    strs_free(p->spread[i].match_label_keys, p->spread[i].nmlk);
+  }
+  dt__free(p->spread);
+  for (size_t i = 0; i < p->nports; i++) dt__free(p->ports[i].ip);
+  dt__free(p->ports);
+  dt__free(p->runtime_class);
   dt__free(p->ns);
   dt__free(p->name);
   dt__free(p->owner);
@@ -124,6 +155,13 @@ void dt_manifests_free(dt_manifests *m) {
   if (!m) return;
   for (size_t i = 0; i < m->pools.n; i++) pool_free(&m->pools.v[i]);
   for (size_t i = 0; i < m->pods.n; i++) pod_free(&m->pods.v[i]);
+  for (size_t i = 0; i < m->daemonsets.n; i++) pod_free(&m->daemonsets.v[i]);
+  for (size_t i = 0; i < m->runtime_classes.n; i++) {
+    dt__free(m->runtime_classes.v[i].name);
+    rlist_free(&m->runtime_classes.v[i].overhead);
+  }
+  dt__free(m->daemonsets.v);
+  dt__free(m->runtime_classes.v);
   for (size_t i = 0; i < m->nodes.n; i++) node_free(&m->nodes.v[i]);
   for (size_t i = 0; i < m->files.n; i++) dt__free(m->files.v[i]);
   dt__symtab_free(&m->seen);
@@ -551,6 +589,162 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
   return 0;
 }
 
+static int parse_strs(mctx *x, const cJSON *arr, const char *field, char ***out, size_t *n) {
+  if (!arr || cJSON_IsNull(arr)) return 0;
+  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list of strings");
+  size_t cnt = (size_t)cJSON_GetArraySize(arr);
+  *out = dt__calloc(cnt ? cnt : 1, sizeof **out);
+  if (!*out) return oom(x);
+  for (const cJSON *c = arr->child; c; c = c->next) {
+    if (!cJSON_IsString(c)) return bad(x, field, "expected a list of strings");
+    if (!((*out)[(*n)++] = dt__strdup(c->valuestring))) return oom(x);
+  }
+  return 0;
+}
+
+/* matchLabels become In requirements; matchExpressions keep their operator. */
+static int parse_selector(mctx *x, const cJSON *o, const char *field, dt_selector *sel) {
+  if (!o || cJSON_IsNull(o)) return 0;
+  if (!cJSON_IsObject(o)) return bad(x, field, "expected a label selector");
+  sel->present = true;
+  const cJSON *ml = get(o, "matchLabels"), *me = get(o, "matchExpressions");
+  char f[300], tmp[64];
+  size_t n = (ml ? (size_t)cJSON_GetArraySize(ml) : 0);
+  if (me && !cJSON_IsNull(me)) {
+    snprintf(f, sizeof f, "%s.matchExpressions", field);
+    if (parse_mreqs(x, me, f, &sel->expr, false)) return DT_EINVAL;
+    for (size_t i = 0; i < sel->expr.n; i++)
+      if (sel->expr.v[i].op > DT_OP_DOESNOTEXIST) {
+        snprintf(f, sizeof f, "%s.matchExpressions[%zu].operator", field, i);
+        return bad(x, f, "label selectors take In, NotIn, Exists or DoesNotExist");
+      }
+  }
+  if (!n) return 0;
+  if (!cJSON_IsObject(ml)) {
+    snprintf(f, sizeof f, "%s.matchLabels", field);
+    return bad(x, f, "expected a map of strings");
+  }
+  dt_mreq *nv = dt__realloc(sel->expr.v, (sel->expr.n + n) * sizeof *nv);
+  if (!nv) return oom(x);
+  sel->expr.v = nv;
+  for (const cJSON *c = ml->child; c; c = c->next) {
+    const char *v = dt__scalar(c, tmp, sizeof tmp);
+    snprintf(f, sizeof f, "%s.matchLabels.%s", field, c->string);
+    if (!v) return bad(x, f, "expected a string");
+    dt_mreq *q = &sel->expr.v[sel->expr.n++];
+    memset(q, 0, sizeof *q);
+    q->op = DT_OP_IN;
+    q->key = dt__strdup(c->string);
+    q->vals = dt__calloc(1, sizeof *q->vals);
+    if (!q->key || !q->vals || !(q->vals[0] = dt__strdup(v))) return oom(x);
+    q->n = 1;
+  }
+  return 0;
+}
+
+static int parse_podterms(mctx *x, const cJSON *arr, const char *field, bool weighted, dt_podterm **out,
+                          size_t *n) {
+  if (!arr || cJSON_IsNull(arr)) return 0;
+  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list");
+  size_t cnt = (size_t)cJSON_GetArraySize(arr), i = 0;
+  *out = dt__calloc(cnt ? cnt : 1, sizeof **out);
+  if (!*out) return oom(x);
+  char f[400];
+  for (const cJSON *t = arr->child; t; t = t->next, i++) {
+    dt_podterm *d = &(*out)[(*n)++];
+    const cJSON *term = t;
+    if (weighted) {
+      const cJSON *w = get(t, "weight");
+      snprintf(f, sizeof f, "%s[%zu].weight", field, i);
+      if (!cJSON_IsNumber(w) || w->valuedouble < 1 || w->valuedouble > 100)
+        return bad(x, f, "expected an integer from 1 to 100");
+      d->weight = (int)w->valuedouble;
+      term = get(t, "podAffinityTerm");
+      snprintf(f, sizeof f, "%s[%zu].podAffinityTerm", field, i);
+      if (!cJSON_IsObject(term)) return bad(x, f, "missing");
+    } else {
+      snprintf(f, sizeof f, "%s[%zu]", field, i);
+    }
+    char g[500];
+    const char *key = get_str(term, "topologyKey");
+    snprintf(g, sizeof g, "%s.topologyKey", f);
+    if (!key || !*key) return bad(x, g, "missing");
+    if (!(d->key = dt__strdup(key))) return oom(x);
+    snprintf(g, sizeof g, "%s.labelSelector", f);
+    if (parse_selector(x, get(term, "labelSelector"), g, &d->sel)) return DT_EINVAL;
+    snprintf(g, sizeof g, "%s.namespaces", f);
+    if (parse_strs(x, get(term, "namespaces"), g, &d->ns, &d->nns)) return DT_EINVAL;
+  }
+  return 0;
+}
+
+static int parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspec *p) {
+  if (!arr || cJSON_IsNull(arr)) return 0;
+  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list");
+  size_t cnt = (size_t)cJSON_GetArraySize(arr), i = 0;
+  p->spread = dt__calloc(cnt ? cnt : 1, sizeof *p->spread);
+  if (!p->spread) return oom(x);
+  char f[400];
+  for (const cJSON *t = arr->child; t; t = t->next, i++) {
+    dt_spread *d = &p->spread[p->nspread++];
+    const cJSON *ms = get(t, "maxSkew"), *md = get(t, "minDomains");
+    const char *key = get_str(t, "topologyKey"), *wu = get_str(t, "whenUnsatisfiable");
+    snprintf(f, sizeof f, "%s[%zu].maxSkew", field, i);
+    if (!cJSON_IsNumber(ms) || ms->valuedouble < 1 || ms->valuedouble != floor(ms->valuedouble))
+      return bad(x, f, "expected an integer >= 1");
+    d->max_skew = ms->valuedouble > 1e6 ? 1000000 : (int)ms->valuedouble;
+    if (md && !cJSON_IsNull(md)) {
+      snprintf(f, sizeof f, "%s[%zu].minDomains", field, i);
+      if (!cJSON_IsNumber(md) || md->valuedouble < 1 || md->valuedouble != floor(md->valuedouble))
+        return bad(x, f, "expected an integer >= 1");
+      d->min_domains = md->valuedouble > 1e6 ? 1000000 : (int)md->valuedouble;
+    }
+    snprintf(f, sizeof f, "%s[%zu].topologyKey", field, i);
+    if (!key || !*key) return bad(x, f, "missing");
+    snprintf(f, sizeof f, "%s[%zu].whenUnsatisfiable", field, i);
+    if (wu && strcmp(wu, "DoNotSchedule") && strcmp(wu, "ScheduleAnyway"))
+      return bad(x, f, "expected DoNotSchedule or ScheduleAnyway");
+    d->anyway = wu && !strcmp(wu, "ScheduleAnyway");
+    if (!(d->key = dt__strdup(key))) return oom(x);
+    snprintf(f, sizeof f, "%s[%zu].labelSelector", field, i);
+    if (parse_selector(x, get(t, "labelSelector"), f, &d->sel)) return DT_EINVAL;
+    snprintf(f, sizeof f, "%s[%zu].matchLabelKeys", field, i);
+    if (parse_strs(x, get(t, "matchLabelKeys"), f, &d->match_label_keys, &d->nmlk)) return DT_EINVAL;
+  }
+  return 0;
+}
+
+static int parse_ports(mctx *x, const cJSON *spec, const char *path, dt_podspec *p) {
+  static const char *lists[] = {"containers", "initContainers"};
+  char f[400];
+  for (int li = 0; li < 2; li++) {
+    const cJSON *cs = get(spec, lists[li]);
+    size_t ci = 0;
+    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next, ci++) {
+      const cJSON *ports = get(c, "ports");
+      size_t pi = 0;
+      for (const cJSON *pt = cJSON_IsArray(ports) ? ports->child : NULL; pt; pt = pt->next, pi++) {
+        const cJSON *hp = get(pt, "hostPort");
+        if (!hp || cJSON_IsNull(hp)) continue;
+        snprintf(f, sizeof f, "%s.%s[%zu].ports[%zu].hostPort", path, lists[li], ci, pi);
+        if (!cJSON_IsNumber(hp) || hp->valuedouble < 0 || hp->valuedouble > 65535)
+          return bad(x, f, "expected a port number");
+        if (hp->valuedouble == 0) continue;
+        dt_hostport *np = dt__realloc(p->ports, (p->nports + 1) * sizeof *np);
+        if (!np) return oom(x);
+        p->ports = np;
+        dt_hostport *d = &p->ports[p->nports++];
+        memset(d, 0, sizeof *d);
+        d->port = (int)hp->valuedouble;
+        const char *proto = get_str(pt, "protocol"), *ip = get_str(pt, "hostIP");
+        snprintf(d->proto, sizeof d->proto, "%s", proto ? proto : "TCP");
+        if (!(d->ip = dt__strdup(ip && *ip ? ip : "0.0.0.0"))) return oom(x);
+      }
+    }
+  }
+  return 0;
+}
+
 static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   const cJSON *spec = get(tmpl, "spec");
   char f[300];
@@ -581,6 +775,49 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
       if (parse_mreqs(x, get(t, "matchExpressions"), g, &p->terms[i], false)) return DT_EINVAL;
     }
   }
+  const cJSON *na = get(get(spec, "affinity"), "nodeAffinity");
+  const cJSON *pref = get(na, "preferredDuringSchedulingIgnoredDuringExecution");
+  if (pref && !cJSON_IsNull(pref)) {
+    snprintf(f, sizeof f, "%s.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
+    if (!cJSON_IsArray(pref)) return bad(x, f, "expected a list");
+    size_t n = (size_t)cJSON_GetArraySize(pref), i = 0;
+    p->pref = dt__calloc(n ? n : 1, sizeof *p->pref);
+    if (!p->pref) return oom(x);
+    for (const cJSON *t = pref->child; t; t = t->next, i++) {
+      char g[500];
+      const cJSON *w = get(t, "weight");
+      snprintf(g, sizeof g, "%s[%zu].weight", f, i);
+      if (!cJSON_IsNumber(w) || w->valuedouble < 1 || w->valuedouble > 100)
+        return bad(x, g, "expected an integer from 1 to 100");
+      p->pref[i].weight = (int)w->valuedouble;
+      p->npref++;
+      snprintf(g, sizeof g, "%s[%zu].preference.matchExpressions", f, i);
+      if (parse_mreqs(x, get(get(t, "preference"), "matchExpressions"), g, &p->pref[i].reqs, false))
+        return DT_EINVAL;
+    }
+  }
+  const cJSON *aff = get(get(spec, "affinity"), "podAffinity");
+  const cJSON *anti = get(get(spec, "affinity"), "podAntiAffinity");
+  char g[400];
+  snprintf(g, sizeof g, "%s.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution", path);
+  if (parse_podterms(x, get(aff, "requiredDuringSchedulingIgnoredDuringExecution"), g, false, &p->aff, &p->naff))
+    return DT_EINVAL;
+  snprintf(g, sizeof g, "%s.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
+  if (parse_podterms(x, get(aff, "preferredDuringSchedulingIgnoredDuringExecution"), g, true, &p->paff, &p->npaff))
+    return DT_EINVAL;
+  snprintf(g, sizeof g, "%s.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution", path);
+  if (parse_podterms(x, get(anti, "requiredDuringSchedulingIgnoredDuringExecution"), g, false, &p->anti, &p->nanti))
+    return DT_EINVAL;
+  snprintf(g, sizeof g, "%s.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
+  if (parse_podterms(x, get(anti, "preferredDuringSchedulingIgnoredDuringExecution"), g, true, &p->panti, &p->npanti))
+    return DT_EINVAL;
+  snprintf(g, sizeof g, "%s.topologySpreadConstraints", path);
+  if (parse_spreads(x, get(spec, "topologySpreadConstraints"), g, p)) return DT_EINVAL;
+  if (parse_ports(x, spec, path, p)) return DT_EINVAL;
+  const char *rc = get_str(spec, "runtimeClassName");
+  if (rc && *rc && !(p->runtime_class = dt__strdup(rc))) return oom(x);
+  const cJSON *ovh = get(spec, "overhead");
+  p->has_overhead = ovh && cJSON_IsObject(ovh) && ovh->child;
   const char *nn = get_str(spec, "nodeName");
   if (nn && *nn && !(p->node_name = dt__strdup(nn))) return oom(x);
   return 0;
@@ -609,11 +846,11 @@ fail:
   return DT_EINVAL;
 }
 
-static int workload(mctx *x, const cJSON *o) {
+static int workload(mctx *x, const cJSON *o, bool daemonset) {
   const char *ns, *name;
   if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
   const cJSON *spec = get(o, "spec");
-  const cJSON *r = get(spec, "replicas");
+  const cJSON *r = daemonset ? NULL : get(spec, "replicas");
   int64_t replicas = 1;
   if (r && !cJSON_IsNull(r)) {
     if (!cJSON_IsNumber(r) || r->valuedouble < 0 || r->valuedouble != floor(r->valuedouble) ||
@@ -640,13 +877,27 @@ static int workload(mctx *x, const cJSON *o) {
     pod_free(&p);
     return 0;
   }
-  if (dt__vec_push(&x->m->pods, p)) goto nomem;
+  if (daemonset ? dt__vec_push(&x->m->daemonsets, p) : dt__vec_push(&x->m->pods, p)) goto nomem;
   return 0;
 nomem:
   oom(x);
 fail:
   pod_free(&p);
   return DT_EINVAL;
+}
+
+static int runtime_class(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  dt_runtimeclass rc = {0};
+  if (!(rc.name = dt__strdup(name))) return oom(x);
+  if (parse_rlist(x, get(get(o, "overhead"), "podFixed"), "overhead.podFixed", &rc.overhead, true) ||
+      dt__vec_push(&x->m->runtime_classes, rc)) {
+    dt__free(rc.name);
+    rlist_free(&rc.overhead);
+    return x->err && x->err->code ? x->err->code : oom(x);
+  }
+  return 0;
 }
 
 static int node(mctx *x, const cJSON *o, bool is_claim) {
@@ -765,7 +1016,9 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
   if (!strcmp(kind, "Node") && !strcmp(api, "v1")) return node(x, o, false);
   if ((!strcmp(kind, "Deployment") || !strcmp(kind, "ReplicaSet") || !strcmp(kind, "StatefulSet")) &&
       !strncmp(api, "apps/", 5))
-    return workload(x, o);
+    return workload(x, o, false);
+  if (!strcmp(kind, "DaemonSet") && !strncmp(api, "apps/", 5)) return workload(x, o, true);
+  if (!strcmp(kind, "RuntimeClass") && !strncmp(api, "node.k8s.io/", 12)) return runtime_class(x, o);
   const char *nm = get_str(get(o, "metadata"), "name");
   dt__buf_printf(&x->m->notes, "%s: %s %s (%s): not used by plan, skipped\n", x->file, kind,
                  nm ? nm : "(unnamed)", api);
@@ -785,6 +1038,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   }
   /* Remember where we were, so a bad file adds nothing. */
   size_t np = m->pools.n, npod = m->pods.n, nn = m->nodes.n, ns = m->seen_file.n, nl = m->notes.len;
+  size_t nds = m->daemonsets.n, nrc = m->runtime_classes.n;
   mctx x = {m, file, NULL, {0}, err};
   if (err) err->code = 0;
   size_t docno = 1;
@@ -795,6 +1049,12 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
     while (m->pools.n > np) pool_free(&m->pools.v[--m->pools.n]);
     while (m->pods.n > npod) pod_free(&m->pods.v[--m->pods.n]);
     while (m->nodes.n > nn) node_free(&m->nodes.v[--m->nodes.n]);
+    while (m->daemonsets.n > nds) pod_free(&m->daemonsets.v[--m->daemonsets.n]);
+    while (m->runtime_classes.n > nrc) {
+      dt_runtimeclass *r = &m->runtime_classes.v[--m->runtime_classes.n];
+      dt__free(r->name);
+      rlist_free(&r->overhead);
+    }
     for (size_t i = 0; i < m->seen_file.n; i++)
       if (i >= ns || m->seen_file.v[i] == file) m->seen_file.v[i] = NULL;
     m->notes.len = nl;

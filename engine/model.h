@@ -116,6 +116,42 @@ typedef struct dt_nodepool {
   size_t seq;
 } dt_nodepool;
 
+/* A label selector: matchLabels (as In) and matchExpressions. A selector
+** that is absent matches nothing; an empty one matches everything. */
+typedef struct dt_selector {
+  bool present;
+  dt_mreqs expr;
+} dt_selector;
+
+/* A pod (anti-)affinity term. */
+typedef struct dt_podterm {
+  int weight; /* preferred terms only */
+  dt_selector sel;
+  char *key;  /* topologyKey */
+  size_t nns;
+  char **ns;  /* namespaces; empty = the pod's own */
+} dt_podterm;
+
+typedef struct dt_spread {
+  int max_skew, min_domains;
+  char *key;
+  bool anyway; /* whenUnsatisfiable: ScheduleAnyway */
+  dt_selector sel;
+  size_t nmlk;
+  char **match_label_keys;
+} dt_spread;
+
+typedef struct dt_prefterm {
+  int weight;
+  dt_mreqs reqs;
+} dt_prefterm;
+
+typedef struct dt_hostport {
+  int port;
+  char proto[8];
+  char *ip;
+} dt_hostport;
+
 /* A pod, or a template expanded into count pods (Deployment replicas). */
 typedef struct dt_podspec {
   char *ns, *name, *file;
@@ -130,6 +166,16 @@ typedef struct dt_podspec {
   dt_mreqs *terms;
   size_t ntol;
   dt_toleration *tol;
+  size_t npref;      /* preferred node affinity */
+  dt_prefterm *pref;
+  size_t naff, nanti, npaff, npanti; /* pod affinity: required, preferred */
+  dt_podterm *aff, *anti, *paff, *panti;
+  size_t nspread;
+  dt_spread *spread;
+  size_t nports;
+  dt_hostport *ports;
+  char *runtime_class;
+  bool has_overhead;
   char *node_name;   /* spec.nodeName: already bound */
   char *claim;       /* bound by a NodeClaim's dovetail.dev/pods annotation */
   size_t seq;
@@ -150,9 +196,16 @@ typedef struct dt_node {
   size_t seq;
 } dt_node;
 
+typedef struct dt_runtimeclass {
+  char *name;
+  dt_rlist overhead;
+} dt_runtimeclass;
+
 struct dt_manifests {
   DT_VEC(dt_nodepool) pools;
   DT_VEC(dt_podspec) pods;
+  DT_VEC(dt_podspec) daemonsets;
+  DT_VEC(dt_runtimeclass) runtime_classes;
   DT_VEC(dt_node) nodes;
   DT_VEC(char *) files; /* owned file names, referenced by objects */
   dt_buf notes;

@@ -67,12 +67,12 @@ static rt_taint *compile_taints(dt_plan *p, const dt_taint *t, size_t n) {
   return out;
 }
 
-/* Whether the pod tolerates every NoSchedule/NoExecute taint. PreferNoSchedule
-** taints never block (Karpenter only avoids them during relaxation). */
-static bool tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, uint32_t n,
+/* Whether the pod tolerates every taint. PreferNoSchedule taints block too
+** unless prefer_ok: Karpenter avoids them until the last relaxation step. */
+static bool tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, uint32_t n, bool prefer_ok,
                       const rt_taint **which) {
   for (uint32_t i = 0; i < n; i++) {
-    if (t[i].effect == 1) continue;
+    if (t[i].effect == 1 && prefer_ok) continue;
     const char *key = dt__sym_str(&p->syms, t[i].key);
     const char *val = dt__sym_str(&p->syms, t[i].value);
     static const char *eff[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
@@ -139,8 +139,9 @@ static bool type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64
 }
 
 static bool fits(const dt_plan *p, const int64_t *alloc, const int64_t *used, const int64_t *req) {
+  /* Written as a difference: req may be a sentinel as large as INT64_MAX. */
   for (uint32_t r = 0; r < p->nres; r++)
-    if (used[r] + req[r] > alloc[r]) return false;
+    if (req[r] > alloc[r] - used[r]) return false;
   return true;
 }
 
@@ -301,6 +302,110 @@ static int cmp_pool(const void *a, const void *b) {
   return -strcmp(x->src->name, y->src->name); /* ties: name descending, as Karpenter */
 }
 
+static int compile_mreqs(dt_plan *p, const dt_mreqs *m, dt_reqs *out) {
+  for (size_t k = 0; k < m->n; k++) {
+    dt_req q;
+    if (compile_mreq(p, &m->v[k], &q)) return DT_ENOMEM;
+    dt__reqs_add(&p->arena, &p->syms, out, &q, out);
+  }
+  return 0;
+}
+
+static int compile_selector_kvs(dt_plan *p, const dt_kvs *kv, dt_reqs *out) {
+  for (size_t k = 0; k < kv->n; k++) {
+    dt_req q;
+    dt_sym v = dt__sym(&p->syms, kv->v[k].val);
+    dt__req_make(&p->arena, &q, dt__sym(&p->syms, kv->v[k].key), DT_OP_IN, &v, 1, &p->syms);
+    dt__reqs_add(&p->arena, &p->syms, out, &q, out);
+  }
+  return 0;
+}
+
+static rt_port *compile_ports(dt_plan *p, const dt_podspec *s) {
+  rt_port *out = A(p, (s->nports ? s->nports : 1) * sizeof *out);
+  for (size_t i = 0; out && i < s->nports; i++)
+    out[i] = (rt_port){s->ports[i].port, dt__sym(&p->syms, s->ports[i].proto), dt__sym(&p->syms, s->ports[i].ip)};
+  return out;
+}
+
+static bool port_conflict(const dt_plan *p, const rt_port *a, const rt_port *b) {
+  if (a->port != b->port || a->proto != b->proto) return false;
+  dt_sym any = dt__sym_find(&p->syms, "0.0.0.0");
+  return a->ip == b->ip || a->ip == any || b->ip == any;
+}
+
+static bool ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb) {
+  for (uint32_t i = 0; i < na; i++)
+    for (size_t k = 0; k < nb; k++)
+      if (port_conflict(p, &a[i], &b[k])) return true;
+  return false;
+}
+
+/*
+** DaemonSet overhead per (NodePool, instance type), as Karpenter's daemon
+** overhead groups: a DaemonSet counts when it tolerates the pool's taints
+** (PreferNoSchedule implicitly) and one of its node-affinity alternatives is
+** compatible with the pool's requirements and the type. Claims then pack
+** against allocatable minus that overhead.
+*/
+static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_error *err) {
+  const dt_manifests *m = p->manifests;
+  pl->eff = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->eff);
+  if (!pl->eff) return DT_ENOMEM;
+  for (uint32_t t = 0; t < p->ntypes; t++) pl->eff[t] = p->types[t].alloc;
+  if (!m->daemonsets.n) return 0;
+  int64_t(*over)[DT_RES_MAX] = A(p, p->ntypes * sizeof *over);
+  if (!over) return DT_ENOMEM;
+  bool any = false;
+  for (size_t d = 0; d < m->daemonsets.n; d++) {
+    const dt_podspec *ds = &m->daemonsets.v[d];
+    if (!tolerates(p, ds, pl->taints, pl->ntaints, true, NULL)) continue;
+    int64_t req[DT_RES_MAX] = {0};
+    int rc = rlist_vec(p, &ds->requests, req, err);
+    if (rc) return rc;
+    size_t nalt = ds->nterms ? ds->nterms : 1;
+    bool used = false;
+    for (uint32_t t = 0; t < pl->ntypes; t++) {
+      const rt_type *ty = &p->types[pl->types[t]];
+      bool ok = false;
+      for (size_t a = 0; a < nalt && !ok; a++) {
+        dt_reqs r = {0};
+        compile_selector_kvs(p, &ds->node_selector, &r);
+        if (ds->nterms && compile_mreqs(p, &ds->terms[a], &r)) return DT_ENOMEM;
+        const dt_req *bad;
+        if (!compatible(p, &pl->reqs, &r, &bad)) continue;
+        dt_reqs mr;
+        dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &r, &mr);
+        uint64_t z2;
+        uint8_t c2;
+        masks(p, &mr, &z2, &c2);
+        ok = type_ok(p, ty, &mr, z2 & zm, c2 & cm);
+      }
+      if (!ok) continue;
+      for (uint32_t r = 0; r < DT_RES_MAX; r++) over[pl->types[t]][r] += req[r];
+      used = any = true;
+    }
+    if (used && ds->nports) {
+      rt_port *np = A(p, (pl->nds_ports + ds->nports) * sizeof *np);
+      rt_port *dp = compile_ports(p, ds);
+      if (!np || !dp) return DT_ENOMEM;
+      if (pl->nds_ports) memcpy(np, pl->ds_ports, pl->nds_ports * sizeof *np);
+      memcpy(np + pl->nds_ports, dp, ds->nports * sizeof *np);
+      pl->ds_ports = np;
+      pl->nds_ports += (uint32_t)ds->nports;
+    }
+  }
+  if (!any) return 0;
+  for (uint32_t t = 0; t < pl->ntypes; t++) {
+    uint32_t ti = pl->types[t];
+    int64_t *e = A(p, sizeof(int64_t) * DT_RES_MAX);
+    if (!e) return DT_ENOMEM;
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) e[r] = p->types[ti].alloc[r] - over[ti][r];
+    pl->eff[ti] = e;
+  }
+  return 0;
+}
+
 static int compile_pools(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
   p->npools = (uint32_t)m->pools.n;
@@ -346,6 +451,19 @@ static int compile_pools(dt_plan *p, dt_error *err) {
       if (src) return src;
     }
     if (pl->ntypes == 0) note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
+    for (size_t k = 0; k < np->reqs.n; k++) pl->has_min_values |= np->reqs.v[k].min_values > 0;
+    for (uint32_t k = 0; k < pl->ntaints; k++) pl->has_prefer_taint |= pl->taints[k].effect == 1;
+    p->any_prefer_taint |= pl->has_prefer_taint;
+    for (uint32_t t = 0; t < pl->ntypes; t++) {
+      const rt_type *ty = &p->types[pl->types[t]];
+      for (uint32_t o = 0; o < ty->noff; o++)
+        if (off_ok(&ty->off[o], zm, cm)) {
+          p->universe_z |= 1ull << ty->off[o].zone;
+          p->universe_c |= (uint8_t)(1u << ty->off[o].ct);
+        }
+    }
+    int drc = daemon_overhead(p, pl, zm, cm, err);
+    if (drc) return drc;
     for (uint32_t k = 0; k < DT_RES_MAX; k++) pl->remaining[k] = INT64_MAX;
     pl->nodes_remaining = -1;
     for (size_t k = 0; k < np->limits.n; k++) {
@@ -413,6 +531,15 @@ static int compile_nodes(dt_plan *p, dt_error *err) {
     r->ntaints = (uint32_t)n->ntaints;
     r->taints = compile_taints(p, n->taints, n->ntaints);
     if (!r->taints) return DT_ENOMEM;
+    r->zone = r->ct = -1;
+    for (uint32_t k = 0; k < r->nlabels; k++) {
+      if (r->lk[k] == p->k_zone)
+        for (uint32_t z = 0; z < p->nzones; z++)
+          if (p->zones[z] == r->lval[k]) r->zone = (int)z;
+      if (r->lk[k] == p->k_ct)
+        for (int c = 0; c < DT_CT_N; c++)
+          if (p->ct_sym[c] == r->lval[k]) r->ct = c;
+    }
     r->pool = -1;
     for (uint32_t k = 0; pool && k < p->npools; k++)
       if (!strcmp(p->pools[k].src->name, pool)) r->pool = (int)k;
@@ -435,14 +562,17 @@ static int compile_nodes(dt_plan *p, dt_error *err) {
   return 0;
 }
 
-static rt_node *node_by_name(dt_plan *p, const char *name) {
+static int32_t node_by_name(dt_plan *p, const char *name) {
   dt_sym s = dt__sym_find(&p->syms, name);
   for (uint32_t i = 0; s && i < p->nnodes; i++) {
     const dt_node *n = p->nodes[i].src;
-    if (p->nodes[i].name == s || (n->node_name && strcmp(n->node_name, name) == 0)) return &p->nodes[i];
+    if (p->nodes[i].name == s || (n->node_name && strcmp(n->node_name, name) == 0)) return (int32_t)i;
   }
-  return NULL;
+  return -1;
 }
+
+static uint64_t node_zmask(const rt_node *n) { return n->zone >= 0 ? 1ull << n->zone : 0; }
+static uint8_t node_cmask(const rt_node *n) { return n->ct >= 0 ? (uint8_t)(1u << n->ct) : 0; }
 
 typedef struct pod_key {
   int64_t cpu, mem, created;
@@ -460,97 +590,291 @@ static int cmp_pod(const void *a, const void *b) {
   return x->pod.ordinal < y->pod.ordinal ? -1 : x->pod.ordinal > y->pod.ordinal;
 }
 
+static int cmp_u8_weight(const dt_podterm *t, uint8_t a, uint8_t b) {
+  return t[a].weight != t[b].weight ? (t[a].weight > t[b].weight ? -1 : 1) : (a < b ? -1 : 1);
+}
+
+/* Indices of weighted terms, heaviest first (stable). */
+static uint8_t *weight_order(dt_plan *p, const dt_podterm *t, size_t n) {
+  uint8_t *o = A(p, n ? n : 1);
+  if (!o) return NULL;
+  for (size_t i = 0; i < n && i < 255; i++) o[i] = (uint8_t)i;
+  for (size_t i = 1; i < n && i < 255; i++)
+    for (size_t k = i; k > 0 && cmp_u8_weight(t, o[k], o[k - 1]) < 0; k--) {
+      uint8_t x = o[k];
+      o[k] = o[k - 1];
+      o[k - 1] = x;
+    }
+  return o;
+}
+
+static uint8_t *pref_order(dt_plan *p, const dt_prefterm *t, size_t n) {
+  uint8_t *o = A(p, n ? n : 1);
+  if (!o) return NULL;
+  for (size_t i = 0; i < n && i < 255; i++) o[i] = (uint8_t)i;
+  for (size_t i = 1; i < n && i < 255; i++)
+    for (size_t k = i; k > 0 && t[o[k]].weight > t[o[k - 1]].weight; k--) {
+      uint8_t x = o[k];
+      o[k] = o[k - 1];
+      o[k - 1] = x;
+    }
+  return o;
+}
+
+static int cmp_label(const void *a, const void *b) {
+  const dt_sym *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The group of one term (spread or affinity); -1 when its key is not modelled. */
+static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, const dt_selector *sel,
+                      char *const *ns, size_t nns, char *const *mlk, size_t nmlk) {
+  const char *vals[32];
+  size_t n = 0;
+  for (size_t i = 0; i < nmlk && n < 16; i++)
+    for (uint32_t k = 0; k < s->nlabels; k++)
+      if (!strcmp(dt__sym_str(&p->syms, s->lk[k]), mlk[i])) {
+        vals[2 * n] = mlk[i];
+        vals[2 * n + 1] = dt__sym_str(&p->syms, s->lv[k]);
+        n++;
+      }
+  int g = dt__topo_group(p, kind, key, sel, ns, nns, s->ns, vals, n);
+  if (g == -1)
+    note(p, "%s: pod %s/%s: topology key %s is not modelled (zone, hostname and capacity type are); the constraint is ignored",
+         s->src->file, s->src->ns, s->src->name, key);
+  return g;
+}
+
+/* Create every group any pod refers to, so each spec's selected-by list is complete. */
+static int build_groups(dt_plan *p) {
+  for (uint32_t i = 0; i < p->nspecs; i++) {
+    const rt_spec *s = &p->specs[i];
+    const dt_podspec *d = s->src;
+    for (size_t t = 0; t < d->nspread; t++)
+      if (term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0, d->spread[t].match_label_keys,
+                     d->spread[t].nmlk) == DT_ENOMEM)
+        return DT_ENOMEM;
+    const dt_podterm *lists[4] = {d->aff, d->paff, d->anti, d->panti};
+    size_t ns[4] = {d->naff, d->npaff, d->nanti, d->npanti};
+    for (int l = 0; l < 4; l++)
+      for (size_t t = 0; t < ns[l]; t++)
+        if (term_group(p, s, l < 2 ? TG_AFF : TG_ANTI, lists[l][t].key, &lists[l][t].sel, lists[l][t].ns,
+                       lists[l][t].nns, NULL, 0) == DT_ENOMEM)
+          return DT_ENOMEM;
+  }
+  return dt__topo_select(p);
+}
+
+static bool spec_selected_by(const rt_spec *s, uint32_t g) {
+  for (uint32_t i = 0; i < s->nsel; i++)
+    if (s->sel[i] == g) return true;
+  return false;
+}
+
+/*
+** The class of a spec under a relaxation state: its requirements, its
+** topology constraints and its tolerations, interned by signature so pods
+** with the same constraints share failure caches. Returns the class index
+** or a negative error.
+*/
+static int class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
+  rt_spec *s = &p->specs[si];
+  const dt_podspec *d = s->src;
+  if (!rx->term && !rx->paff && !rx->panti && !rx->pref && !rx->anyway && !rx->tol_pref && s->base_class >= 0)
+    return s->base_class;
+  dt_reqs reqs = {0};
+  compile_selector_kvs(p, &d->node_selector, &reqs);
+  if (d->nterms && compile_mreqs(p, &d->terms[rx->term], &reqs)) return DT_ENOMEM;
+  if (rx->pref < d->npref && compile_mreqs(p, &d->pref[s->pref_order[rx->pref]].reqs, &reqs)) return DT_ENOMEM;
+  /* Topology constraints. */
+  rt_tc tcs[256];
+  uint32_t ntc = 0;
+  uint32_t anyway_seen = 0;
+  for (size_t t = 0; t < d->nspread && ntc < 256; t++) {
+    if (d->spread[t].anyway && anyway_seen++ < rx->anyway) continue;
+    int g = term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0, d->spread[t].match_label_keys,
+                       d->spread[t].nmlk);
+    if (g == DT_ENOMEM) return g;
+    if (g < 0) continue;
+    tcs[ntc++] = (rt_tc){(uint32_t)g, TG_SPREAD, spec_selected_by(s, (uint32_t)g), false, d->spread[t].max_skew,
+                         d->spread[t].min_domains};
+  }
+  struct {
+    const dt_podterm *t;
+    size_t n;
+    const uint8_t *order;
+    uint8_t dropped;
+    int kind;
+    bool required;
+  } lists[4] = {{d->aff, d->naff, NULL, 0, TG_AFF, true},
+                {d->paff, d->npaff, s->paff_order, rx->paff, TG_AFF, false},
+                {d->anti, d->nanti, NULL, 0, TG_ANTI, true},
+                {d->panti, d->npanti, s->panti_order, rx->panti, TG_ANTI, false}};
+  for (int l = 0; l < 4; l++)
+    for (size_t k = lists[l].dropped; k < lists[l].n && ntc < 256; k++) {
+      const dt_podterm *t = &lists[l].t[lists[l].order ? lists[l].order[k] : k];
+      int g = term_group(p, s, lists[l].kind, t->key, &t->sel, t->ns, t->nns, NULL, 0);
+      if (g == DT_ENOMEM) return g;
+      if (g < 0) continue;
+      tcs[ntc++] = (rt_tc){(uint32_t)g, (uint8_t)lists[l].kind, spec_selected_by(s, (uint32_t)g),
+                           lists[l].required && lists[l].kind == TG_ANTI, 0, 0};
+    }
+  bool inverse = false;
+  for (uint32_t i = 0; i < s->nsel; i++) inverse |= p->groups.v[s->sel[i]].kind == TG_ANTI;
+  /* Signature. */
+  dt_buf sig = {0};
+  dt__buf_printf(&sig, "%u|%d|", si, rx->tol_pref);
+  for (uint32_t r = 0; r < p->nres; r++) dt__buf_printf(&sig, "%lld,", (long long)s->req[r]);
+  dt__buf_putc(&sig, '|');
+  for (uint32_t k = 0; k < reqs.n; k++) {
+    dt__req_describe(&p->syms, &reqs.r[k], &sig);
+    dt__buf_putc(&sig, ';');
+  }
+  dt__buf_putc(&sig, '|');
+  for (size_t k = 0; k < d->ntol; k++)
+    dt__buf_printf(&sig, "%s/%s/%s/%s;", d->tol[k].key ? d->tol[k].key : "", d->tol[k].op, d->tol[k].value,
+                   d->tol[k].effect ? d->tol[k].effect : "");
+  dt__buf_putc(&sig, '|');
+  for (uint32_t k = 0; k < ntc; k++)
+    dt__buf_printf(&sig, "%u/%u/%d/%d/%d/%d;", tcs[k].group, tcs[k].kind, tcs[k].self, tcs[k].owner, tcs[k].max_skew,
+                   tcs[k].min_domains);
+  dt__buf_putc(&sig, '|');
+  for (uint32_t k = 0; k < s->nsel; k++) dt__buf_printf(&sig, "%u,", s->sel[k]);
+  dt__buf_putc(&sig, '|');
+  for (uint32_t k = 0; k < s->nports; k++)
+    dt__buf_printf(&sig, "%d/%u/%u,", s->ports[k].port, s->ports[k].proto, s->ports[k].ip);
+  /* Specs without topology or labels-dependent behaviour share classes
+  ** across specs: drop the spec index from the signature then. */
+  const char *key = sig.p;
+  if (key && !ntc && !s->nsel) {
+    key = strchr(key, '|');
+    key = key ? key + 1 : sig.p;
+  }
+  dt_sym cs = key && !sig.oom ? dt__sym(&p->class_sigs, key) : 0;
+  dt__free(sig.p);
+  if (!cs) return DT_ENOMEM;
+  while (p->class_of_sig.n <= cs)
+    if (dt__vec_push(&p->class_of_sig, UINT32_MAX)) return DT_ENOMEM;
+  if (p->class_of_sig.v[cs] != UINT32_MAX) return (int)p->class_of_sig.v[cs];
+  rt_class c;
+  memset(&c, 0, sizeof c);
+  memcpy(c.req, s->req, sizeof c.req);
+  c.reqs = reqs;
+  c.spec = d;
+  c.spec_idx = si;
+  c.tol_pref = rx->tol_pref;
+  c.ntc = ntc;
+  c.tc = A(p, (ntc ? ntc : 1) * sizeof *c.tc);
+  c.pool_ok = A(p, p->npools ? p->npools : 1);
+  if (!c.tc || !c.pool_ok) return DT_ENOMEM;
+  memcpy(c.tc, tcs, ntc * sizeof *tcs);
+  memset(c.pool_ok, 0xff, p->npools);
+  masks(p, &reqs, &c.elig_z, &c.elig_c);
+  c.topo = ntc > 0 || inverse;
+  p->class_of_sig.v[cs] = (uint32_t)p->classes.n;
+  if (dt__vec_push(&p->classes, c)) return DT_ENOMEM;
+  return (int)p->classes.n - 1;
+}
+
 static int compile_pods(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
+  p->nspecs = (uint32_t)m->pods.n;
+  p->specs = A(p, (m->pods.n ? m->pods.n : 1) * sizeof *p->specs);
+  if (!p->specs) return DT_ENOMEM;
+  int rc = 0;
+  for (uint32_t si = 0; si < p->nspecs; si++) {
+    const dt_podspec *d = &m->pods.v[si];
+    rt_spec *s = &p->specs[si];
+    s->src = d;
+    s->base_class = -1;
+    if ((rc = rlist_vec(p, &d->requests, s->req, err))) return rc;
+    if (d->runtime_class && !d->has_overhead) {
+      bool found = false;
+      for (size_t k = 0; k < m->runtime_classes.n && !found; k++)
+        if (!strcmp(m->runtime_classes.v[k].name, d->runtime_class)) {
+          int64_t o[DT_RES_MAX] = {0};
+          if ((rc = rlist_vec(p, &m->runtime_classes.v[k].overhead, o, err))) return rc;
+          for (uint32_t r = 0; r < DT_RES_MAX; r++) s->req[r] += o[r];
+          found = true;
+        }
+      if (!found)
+        note(p, "%s: pod %s/%s: RuntimeClass %s is not in the input; its overhead is not counted", d->file, d->ns,
+             d->name, d->runtime_class);
+    }
+    s->ns = dt__sym(&p->syms, d->ns);
+    s->nlabels = (uint32_t)d->labels.n;
+    dt_sym *kv = A(p, (d->labels.n ? d->labels.n : 1) * 2 * sizeof *kv);
+    s->lk = A(p, (d->labels.n ? d->labels.n : 1) * sizeof *s->lk);
+    s->lv = A(p, (d->labels.n ? d->labels.n : 1) * sizeof *s->lv);
+    if (!kv || !s->lk || !s->lv) return DT_ENOMEM;
+    for (size_t k = 0; k < d->labels.n; k++) {
+      kv[2 * k] = dt__sym(&p->syms, d->labels.v[k].key);
+      kv[2 * k + 1] = dt__sym(&p->syms, d->labels.v[k].val);
+    }
+    qsort(kv, d->labels.n, 2 * sizeof *kv, cmp_label);
+    for (size_t k = 0; k < d->labels.n; k++) {
+      s->lk[k] = kv[2 * k];
+      s->lv[k] = kv[2 * k + 1];
+    }
+    s->paff_order = weight_order(p, d->paff, d->npaff);
+    s->panti_order = weight_order(p, d->panti, d->npanti);
+    s->pref_order = pref_order(p, d->pref, d->npref);
+    s->nports = (uint32_t)d->nports;
+    s->ports = compile_ports(p, d);
+    if (!s->paff_order || !s->panti_order || !s->pref_order || !s->ports) return DT_ENOMEM;
+  }
+  if ((rc = build_groups(p))) return rc;
+
   /* Pods an in-flight claim already carries (dovetail.dev/pods). */
   dt_symtab claimed = {0};
-  DT_VEC(rt_node *) claimed_node = {0};
+  DT_VEC(int32_t) claimed_node = {0};
   for (uint32_t i = 0; i < p->nnodes; i++)
     for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
-      dt_sym s = dt__sym(&claimed, p->nodes[i].src->pods[k]);
-      while (claimed_node.n <= s)
-        if (dt__vec_push(&claimed_node, (rt_node *)NULL)) break;
-      if (s && s < claimed_node.n) claimed_node.v[s] = &p->nodes[i];
+      dt_sym sy = dt__sym(&claimed, p->nodes[i].src->pods[k]);
+      while (claimed_node.n <= sy)
+        if (dt__vec_push(&claimed_node, -1)) break;
+      if (sy && sy < claimed_node.n) claimed_node.v[sy] = (int32_t)i;
     }
-  /* Classes: pods with identical requests and constraints. */
-  dt_symtab sigs = {0};
-  DT_VEC(uint32_t) sig_class = {0};
-  DT_VEC(rt_class) classes = {0};
   DT_VEC(rt_pod) pods = {0};
-  int rc = 0;
-  for (size_t si = 0; si < m->pods.n && !rc; si++) {
-    const dt_podspec *s = &m->pods.v[si];
-    int64_t req[DT_RES_MAX] = {0};
-    if ((rc = rlist_vec(p, &s->requests, req, err))) break;
-    if (s->node_name) {
-      rt_node *n = node_by_name(p, s->node_name);
-      if (!n) {
-        note(p, "%s: pod %s/%s is bound to node %s, which is not in the input; ignored", s->file, s->ns,
-             s->name, s->node_name);
+  for (uint32_t si = 0; si < p->nspecs && !rc; si++) {
+    const dt_podspec *d = &m->pods.v[si];
+    rt_spec *s = &p->specs[si];
+    if (d->node_name) {
+      int32_t n = node_by_name(p, d->node_name);
+      if (n < 0) {
+        note(p, "%s: pod %s/%s is bound to node %s, which is not in the input; ignored", d->file, d->ns, d->name,
+             d->node_name);
       } else {
-        for (uint32_t r = 0; r < DT_RES_MAX; r++) n->used[r] += req[r] * s->count;
+        rt_node *nd = &p->nodes[n];
+        for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r] * d->count;
+        for (uint32_t k = 0; k < s->nports && !rc; k++)
+          if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
+        if (!rc) rc = dt__topo_record(p, si, NULL, (uint32_t)n, node_zmask(nd), node_cmask(nd), (int32_t)d->count, -1);
       }
-      p->bound_already += (size_t)s->count;
+      p->bound_already += (size_t)d->count;
       continue;
     }
-    /* Requirements: nodeSelector + the first required node-affinity term. */
-    dt_reqs reqs = {0};
-    for (size_t k = 0; k < s->node_selector.n; k++) {
-      dt_req q;
-      dt_sym v = dt__sym(&p->syms, s->node_selector.v[k].val);
-      dt__req_make(&p->arena, &q, dt__sym(&p->syms, s->node_selector.v[k].key), DT_OP_IN, &v, 1, &p->syms);
-      dt__reqs_add(&p->arena, &p->syms, &reqs, &q, &reqs);
-    }
-    if (s->nterms)
-      for (size_t k = 0; k < s->terms[0].n; k++) {
-        dt_req q;
-        if (compile_mreq(p, &s->terms[0].v[k], &q)) {
-          rc = DT_ENOMEM;
-          break;
-        }
-        dt__reqs_add(&p->arena, &p->syms, &reqs, &q, &reqs);
-      }
-    dt_buf sig = {0};
-    for (uint32_t r = 0; r < p->nres; r++) dt__buf_printf(&sig, "%lld,", (long long)req[r]);
-    dt__buf_putc(&sig, '|');
-    for (uint32_t k = 0; k < reqs.n; k++) {
-      dt__req_describe(&p->syms, &reqs.r[k], &sig);
-      dt__buf_putc(&sig, ';');
-    }
-    dt__buf_putc(&sig, '|');
-    for (size_t k = 0; k < s->ntol; k++)
-      dt__buf_printf(&sig, "%s/%s/%s/%s;", s->tol[k].key ? s->tol[k].key : "", s->tol[k].op,
-                     s->tol[k].value, s->tol[k].effect ? s->tol[k].effect : "");
-    dt_sym cs = sig.p ? dt__sym(&sigs, sig.p) : 0;
-    dt__free(sig.p);
-    if (!cs || sig.oom) {
-      rc = DT_ENOMEM;
+    rt_relax none = {0};
+    int ci = class_for(p, si, &none);
+    if (ci < 0) {
+      rc = ci;
       break;
     }
-    while (sig_class.n <= cs && !rc)
-      if (dt__vec_push(&sig_class, UINT32_MAX)) rc = DT_ENOMEM;
-    if (rc) break;
-    if (sig_class.v[cs] == UINT32_MAX) {
-      rt_class c = {0};
-      memcpy(c.req, req, sizeof req);
-      c.reqs = reqs;
-      c.spec = s;
-      sig_class.v[cs] = (uint32_t)classes.n;
-      if (dt__vec_push(&classes, c)) {
-        rc = DT_ENOMEM;
-        break;
-      }
-    }
-    uint32_t ci = sig_class.v[cs];
-    for (int64_t o = 0; o < s->count; o++) {
-      rt_pod pod = {ci, (uint32_t)si, s->owner ? o : -1, s->seq};
+    s->base_class = ci;
+    for (int64_t o = 0; o < d->count; o++) {
+      rt_pod pod = {(uint32_t)ci, si, d->owner ? o : -1, d->seq};
       if (claimed.n) {
         char name[600];
         dt__pod_name(p, &pod, name, sizeof name);
         dt_sym c = dt__sym_find(&claimed, name);
-        if (c && c < claimed_node.n && claimed_node.v[c]) {
-          rt_node *n = claimed_node.v[c];
-          for (uint32_t r = 0; r < DT_RES_MAX; r++) n->used[r] += req[r];
+        if (c && c < claimed_node.n && claimed_node.v[c] >= 0) {
+          rt_node *nd = &p->nodes[claimed_node.v[c]];
+          for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r];
+          for (uint32_t k = 0; k < s->nports && !rc; k++)
+            if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
+          if (!rc)
+            rc = dt__topo_record(p, si, &p->classes.v[ci], (uint32_t)claimed_node.v[c], node_zmask(nd), node_cmask(nd),
+                                 1, pod.ordinal);
           p->bound_already++;
           continue;
         }
@@ -563,73 +887,79 @@ static int compile_pods(dt_plan *p, dt_error *err) {
   }
   dt__symtab_free(&claimed);
   dt__free(claimed_node.v);
-  dt__symtab_free(&sigs);
-  dt__free(sig_class.v);
   if (rc) {
-    dt__free(classes.v);
     dt__free(pods.v);
     return rc;
   }
-  /* Move into the arena so the plan owns one allocation family. */
-  p->nclasses = (uint32_t)classes.n;
-  p->classes = A(p, (classes.n ? classes.n : 1) * sizeof *p->classes);
   p->npods = (uint32_t)pods.n;
   p->pods = A(p, (pods.n ? pods.n : 1) * sizeof *p->pods);
-  if (p->classes && p->pods) {
-    if (classes.n) memcpy(p->classes, classes.v, classes.n * sizeof *classes.v);
-    if (pods.n) memcpy(p->pods, pods.v, pods.n * sizeof *pods.v);
+  pod_key *keys = dt__malloc((pods.n ? pods.n : 1) * sizeof *keys);
+  if (!p->pods || !keys) {
+    dt__free(keys);
+    dt__free(pods.v);
+    return DT_ENOMEM;
   }
-  dt__free(classes.v);
-  dt__free(pods.v);
-  if (!p->classes || !p->pods) return DT_ENOMEM;
-  for (uint32_t i = 0; i < p->nclasses; i++) {
-    p->classes[i].pool_ok = A(p, (p->npools ? p->npools : 1));
-    if (!p->classes[i].pool_ok) return DT_ENOMEM;
-    memset(p->classes[i].pool_ok, 0xff, p->npools);
-  }
-  pod_key *keys = dt__malloc((p->npods ? p->npods : 1) * sizeof *keys);
-  if (!keys) return DT_ENOMEM;
   for (uint32_t i = 0; i < p->npods; i++) {
-    const rt_class *c = &p->classes[p->pods[i].cls];
-    keys[i] = (pod_key){c->req[DT_R_CPU], c->req[DT_R_MEM], m->pods.v[p->pods[i].spec].created, p->pods[i]};
+    const rt_spec *s = &p->specs[pods.v[i].spec];
+    keys[i] = (pod_key){s->req[DT_R_CPU], s->req[DT_R_MEM], s->src->created, pods.v[i]};
   }
   qsort(keys, p->npods, sizeof *keys, cmp_pod);
   for (uint32_t i = 0; i < p->npods; i++) p->pods[i] = keys[i].pod;
   dt__free(keys);
+  dt__free(pods.v);
   return 0;
 }
 
 /* ---------------------------------------------------------- scheduling */
 
+enum { FIT = 0, FAIL_NOW = 1, FAIL_EVER = 2 };
+
 typedef struct run {
   dt_plan *p;
   DT_VEC(rt_claim *) order; /* open claims, (pods, idx) ascending */
   int64_t *minsuf;          /* per queue position: component-wise min of the rest */
-  uint32_t pos;             /* queue position */
+  int64_t failmin[DT_RES_MAX]; /* min over pods that failed in this pass */
+  uint32_t pos, qlen;
+  /* the last topology failure, for the unschedulable reason */
+  int32_t topo_fail_class;
+  uint32_t topo_fail;
 } run;
 
 static bool pool_ok(dt_plan *p, rt_class *c, uint32_t pi) {
   if (c->pool_ok[pi] < 0) {
     rt_pool *pl = &p->pools[pi];
     const dt_req *bad;
-    c->pool_ok[pi] = (int8_t)(tolerates(p, c->spec, pl->taints, pl->ntaints, NULL) &&
-                              compatible(p, &pl->reqs, &c->reqs, &bad));
+    c->pool_ok[pi] = (int8_t)(tolerates(p, c->spec, pl->taints, pl->ntaints, c->tol_pref, NULL) &&
+                              compatible(p, &pl->reqs, &c->reqs, &bad) &&
+                              !ports_conflict(p, p->specs[c->spec_idx].ports, p->specs[c->spec_idx].nports,
+                                              pl->ds_ports, pl->nds_ports));
   }
   return c->pool_ok[pi];
 }
 
-static bool node_fits(dt_plan *p, rt_node *n, rt_class *c) {
-  if (n->src->unschedulable) return false;
-  if (!fits(p, n->alloc, n->used, c->req)) return false;
-  if (!tolerates(p, c->spec, n->taints, n->ntaints, NULL)) return false;
+static int node_fits(run *R, uint32_t ni, rt_class *c, uint64_t *Z, uint8_t *C) {
+  dt_plan *p = R->p;
+  rt_node *n = &p->nodes[ni];
+  if (n->src->unschedulable) return FAIL_EVER;
+  if (!fits(p, n->alloc, n->used, c->req)) return FAIL_EVER;
+  if (!tolerates(p, c->spec, n->taints, n->ntaints, c->tol_pref, NULL)) return FAIL_EVER;
   for (uint32_t i = 0; i < c->reqs.n; i++) {
     const dt_req *r = &c->reqs.r[i];
     dt_sym v = 0;
     for (uint32_t k = 0; k < n->nlabels; k++)
       if (n->lk[k] == r->key) v = n->lval[k];
-    if (!dt__req_has(&p->syms, r, v)) return false;
+    if (!dt__req_has(&p->syms, r, v)) return FAIL_EVER;
   }
-  return true;
+  const rt_spec *s = &p->specs[c->spec_idx];
+  if (ports_conflict(p, s->ports, s->nports, n->ports.v, n->ports.n)) return FAIL_EVER;
+  *Z = node_zmask(n);
+  *C = node_cmask(n);
+  if (c->topo) {
+    uint32_t why;
+    int t = dt__topo_check(p, c, ni, Z, C, &why);
+    if (t) return t;
+  }
+  return FIT;
 }
 
 static bool class_failed(rt_class *c, uint32_t idx) {
@@ -655,51 +985,109 @@ static bool claim_before(const rt_claim *a, const rt_claim *b) {
   return a->pods.n != b->pods.n ? a->pods.n < b->pods.n : a->idx < b->idx;
 }
 
-/* Try to add a pod of class c to claim k. */
-static int claim_add(run *R, rt_claim *k, rt_class *c, uint32_t podi, bool *added) {
+/* Karpenter's strict minValues: the options must keep N distinct values. */
+static bool min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, uint32_t n) {
+  for (uint32_t i = 0; i < r->n; i++) {
+    int32_t need = r->r[i].min_values;
+    if (need <= 0) continue;
+    dt_sym key = r->r[i].key;
+    int16_t slot = slot_of(p, key);
+    dt_sym seen[64];
+    int32_t nseen = 0;
+    for (uint32_t k = 0; k < n && nseen < need; k++) {
+      dt_sym v = key == p->k_type ? p->types[opt[k]].name : slot >= 0 ? p->types[opt[k]].lv[slot] : 0;
+      if (!v) continue;
+      bool dup = false;
+      for (int32_t q = 0; q < nseen && !dup; q++) dup = seen[q] == v;
+      if (!dup && nseen < 64) seen[nseen++] = v;
+    }
+    if (nseen < need) return false;
+  }
+  return true;
+}
+
+/* Options of k that fit used + req under requirements nr and masks. */
+static uint32_t filter_options(dt_plan *p, const rt_pool *pl, const uint32_t *opt, uint32_t nopt, const int64_t *used,
+                               const int64_t *req, const dt_reqs *nr, uint64_t zm, uint8_t cm, uint32_t *out) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < nopt; i++) {
+    const rt_type *t = &p->types[opt[i]];
+    if (fits(p, pl->eff[opt[i]], used, req) && type_ok(p, t, nr, zm, cm)) {
+      if (out) out[n] = opt[i];
+      n++;
+    }
+  }
+  return n;
+}
+
+/* Try to add a pod of class ci to claim k. */
+static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) {
   dt_plan *p = R->p;
-  *added = false;
+  rt_class *c = &p->classes.v[ci];
+  rt_pool *pl = &p->pools[k->pool];
+  *res = FAIL_EVER;
   if (!pool_ok(p, c, k->pool)) return 0;
+  const rt_spec *s = &p->specs[c->spec_idx];
+  if (ports_conflict(p, s->ports, s->nports, k->ports.v, k->ports.n)) return 0;
   dt_reqs nr = k->reqs;
+  uint64_t zm = k->zmask;
+  uint8_t cm = k->ctmask;
   bool changed = false;
   if (c->reqs.n) {
     const dt_req *bad;
     if (!compatible(p, &k->reqs, &c->reqs, &bad)) return 0;
     dt__reqs_merge(&p->arena, &p->syms, &k->reqs, &c->reqs, &nr);
     changed = !dt__reqs_equal(&nr, &k->reqs);
+    if (changed) {
+      uint64_t z2;
+      uint8_t c2;
+      masks(p, &nr, &z2, &c2);
+      zm &= z2;
+      cm &= c2;
+    }
   }
-  if (!changed) {
-    uint32_t i = 0;
-    for (; i < k->nopt; i++)
-      if (fits(p, p->types[k->opt[i]].alloc, k->used, c->req)) break;
-    if (i == k->nopt) return 0;
-    k->opt += i;
-    k->nopt -= i;
+  /* Resources first: no option fitting is final for this claim and class,
+  ** whatever topology says, and it is the cheap test. */
+  uint32_t first = 0;
+  while (first < k->nopt && !fits(p, pl->eff[k->opt[first]], k->used, c->req)) first++;
+  if (first == k->nopt) return 0;
+  if (c->topo) {
+    uint32_t why;
+    int t = dt__topo_check(p, c, p->nnodes + k->idx, &zm, &cm, &why);
+    if (t) {
+      *res = t;
+      R->topo_fail_class = (int32_t)ci;
+      R->topo_fail = why;
+      return 0;
+    }
+    changed |= zm != k->zmask || cm != k->ctmask;
+  }
+  if (!changed && !pl->has_min_values) {
+    k->opt += first;
+    k->nopt -= first;
   } else {
-    uint64_t zm;
-    uint8_t cm;
-    masks(p, &nr, &zm, &cm);
-    uint32_t keep = 0;
-    for (uint32_t i = 0; i < k->nopt; i++) {
-      const rt_type *t = &p->types[k->opt[i]];
-      if (fits(p, t->alloc, k->used, c->req) && type_ok(p, t, &nr, zm, cm)) keep++;
+    uint32_t keep = filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, NULL);
+    if (!keep) {
+      *res = c->topo ? FAIL_NOW : FAIL_EVER;
+      return 0;
     }
-    if (!keep) return 0;
-    uint32_t *opt = A(p, keep * sizeof *opt), n = 0;
+    uint32_t *opt = A(p, keep * sizeof *opt);
     if (!opt) return DT_ENOMEM;
-    for (uint32_t i = 0; i < k->nopt; i++) {
-      const rt_type *t = &p->types[k->opt[i]];
-      if (fits(p, t->alloc, k->used, c->req) && type_ok(p, t, &nr, zm, cm)) opt[n++] = k->opt[i];
-    }
+    filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, opt);
+    if (pl->has_min_values && !min_values_ok(p, &nr, opt, keep)) return 0;
     k->opt = opt;
-    k->nopt = n;
+    k->nopt = keep;
     k->reqs = nr;
     k->zmask = zm;
     k->ctmask = cm;
   }
   for (uint32_t r = 0; r < p->nres; r++) k->used[r] += c->req[r];
   if (dt__vec_push(&k->pods, podi)) return DT_ENOMEM;
-  *added = true;
+  for (uint32_t q = 0; q < s->nports; q++)
+    if (dt__vec_push(&k->ports, s->ports[q])) return DT_ENOMEM;
+  int rc = dt__topo_record(p, c->spec_idx, c, p->nnodes + k->idx, k->zmask, k->ctmask, 1, p->pods[podi].ordinal);
+  if (rc) return rc;
+  *res = FIT;
   return 0;
 }
 
@@ -714,20 +1102,25 @@ static void reorder(run *R, size_t i) {
   }
 }
 
-/* Whether no option of k can take even the smallest pod still queued. */
+/* Whether no option of k can take even the smallest pod still to try. */
 static bool claim_full(run *R, rt_claim *k) {
   dt_plan *p = R->p;
-  if (R->pos + 1 >= p->npods) return false;
-  const int64_t *mn = &R->minsuf[(size_t)(R->pos + 1) * p->nres];
+  int64_t mn[DT_RES_MAX];
+  memcpy(mn, R->failmin, sizeof mn);
+  if (R->pos + 1 < R->qlen) {
+    const int64_t *q = &R->minsuf[(size_t)(R->pos + 1) * p->nres];
+    for (uint32_t r = 0; r < p->nres; r++) mn[r] = q[r] < mn[r] ? q[r] : mn[r];
+  }
   for (uint32_t i = 0; i < k->nopt; i++)
-    if (fits(p, p->types[k->opt[i]].alloc, k->used, mn)) return false;
+    if (fits(p, p->pools[k->pool].eff[k->opt[i]], k->used, mn)) return false;
   return true;
 }
 
-static int new_claim(run *R, rt_class *c, uint32_t podi, bool *added) {
+static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
   dt_plan *p = R->p;
-  *added = false;
+  *res = FAIL_EVER;
   for (uint32_t pi = 0; pi < p->npools; pi++) {
+    rt_class *c = &p->classes.v[ci];
     rt_pool *pl = &p->pools[pi];
     if (!pool_ok(p, c, pi) || pl->nodes_remaining == 0 || !pl->ntypes) continue;
     dt_reqs nr;
@@ -735,6 +1128,17 @@ static int new_claim(run *R, rt_class *c, uint32_t podi, bool *added) {
     uint64_t zm;
     uint8_t cm;
     masks(p, &nr, &zm, &cm);
+    uint32_t host = p->nnodes + (uint32_t)p->claims.n;
+    if (c->topo) {
+      uint32_t why;
+      int t = dt__topo_check(p, c, host, &zm, &cm, &why);
+      if (t) {
+        if (*res == FAIL_EVER || t == FAIL_NOW) *res = FAIL_NOW; /* a new claim may work later */
+        R->topo_fail_class = (int32_t)ci;
+        R->topo_fail = why;
+        continue;
+      }
+    }
     uint32_t *opt = A(p, pl->ntypes * sizeof *opt), n = 0;
     if (!opt) return DT_ENOMEM;
     static const int64_t zero[DT_RES_MAX];
@@ -746,9 +1150,9 @@ static int new_claim(run *R, rt_class *c, uint32_t podi, bool *added) {
           over = pl->remaining[r] != INT64_MAX && t->cap[r] > pl->remaining[r];
         if (over) continue;
       }
-      if (fits(p, t->alloc, zero, c->req) && type_ok(p, t, &nr, zm, cm)) opt[n++] = pl->types[i];
+      if (fits(p, pl->eff[pl->types[i]], zero, c->req) && type_ok(p, t, &nr, zm, cm)) opt[n++] = pl->types[i];
     }
-    if (!n) continue;
+    if (!n || (pl->has_min_values && !min_values_ok(p, &nr, opt, n))) continue;
     rt_claim *k = A(p, sizeof *k);
     if (!k) return DT_ENOMEM;
     k->pool = pi;
@@ -760,9 +1164,14 @@ static int new_claim(run *R, rt_class *c, uint32_t podi, bool *added) {
     k->nopt = n;
     k->type = k->off = -1;
     for (uint32_t r = 0; r < p->nres; r++) k->used[r] = c->req[r];
-    /* In the plan's list first, so dt_plan_free releases k->pods on any failure. */
+    /* In the plan's list first, so dt_plan_free releases k's vectors on any failure. */
     if (dt__vec_push(&p->claims, k) || dt__vec_push(&k->pods, podi) || dt__vec_push(&R->order, k))
       return DT_ENOMEM;
+    const rt_spec *s = &p->specs[c->spec_idx];
+    for (uint32_t q = 0; q < s->nports; q++)
+      if (dt__vec_push(&k->ports, s->ports[q])) return DT_ENOMEM;
+    int rc = dt__topo_record(p, c->spec_idx, c, host, zm, cm, 1, p->pods[podi].ordinal);
+    if (rc) return rc;
     reorder(R, R->order.n - 1);
     /* Limits are charged pessimistically: the largest capacity among the
     ** claim's options, as Karpenter's subtractMax. */
@@ -775,7 +1184,7 @@ static int new_claim(run *R, rt_class *c, uint32_t podi, bool *added) {
       }
       if (pl->nodes_remaining > 0) pl->nodes_remaining--;
     }
-    *added = true;
+    *res = FIT;
     return 0;
   }
   return 0;
@@ -788,13 +1197,14 @@ static const char *diagnose(dt_plan *p, rt_class *c) {
     dt__buf_puts(&b, "no NodePool in the input, and no existing node fits");
     return arena_buf(p, &b);
   }
+  const rt_spec *s = &p->specs[c->spec_idx];
   for (uint32_t pi = 0; pi < p->npools; pi++) {
     rt_pool *pl = &p->pools[pi];
     const char *pn = pl->src->name;
     if (pi) dt__buf_puts(&b, "; ");
     const rt_taint *t = NULL;
     const dt_req *bad = NULL;
-    if (!tolerates(p, c->spec, pl->taints, pl->ntaints, &t)) {
+    if (!tolerates(p, c->spec, pl->taints, pl->ntaints, true, &t)) {
       static const char *eff[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
       dt__buf_printf(&b, "NodePool %s has taint %s=%s:%s that the pod does not tolerate", pn,
                      dt__sym_str(&p->syms, t->key), dt__sym_str(&p->syms, t->value), eff[t->effect]);
@@ -808,9 +1218,12 @@ static const char *diagnose(dt_plan *p, rt_class *c) {
         dt__buf_printf(&b, " but NodePool %s allows ", pn);
         dt__req_describe(&p->syms, ex, &b);
       } else {
-        dt__buf_printf(&b, " but NodePool %s does not define label %s", pn,
-                       dt__sym_str(&p->syms, bad->key));
+        dt__buf_printf(&b, " but NodePool %s does not define label %s", pn, dt__sym_str(&p->syms, bad->key));
       }
+      continue;
+    }
+    if (ports_conflict(p, s->ports, s->nports, pl->ds_ports, pl->nds_ports)) {
+      dt__buf_printf(&b, "a host port of the pod conflicts with a DaemonSet on NodePool %s", pn);
       continue;
     }
     if (pl->nodes_remaining == 0) {
@@ -838,9 +1251,10 @@ static const char *diagnose(dt_plan *p, rt_class *c) {
         limited = true;
         continue;
       }
+      const int64_t *e = pl->eff[pl->types[i]];
       for (uint32_t r = 0; r < p->nres; r++)
-        if (ty->alloc[r] > best[r] || !bt[r]) {
-          best[r] = ty->alloc[r];
+        if (e[r] > best[r] || !bt[r]) {
+          best[r] = e[r];
           bt[r] = ty;
         }
     }
@@ -870,16 +1284,20 @@ static const char *diagnose(dt_plan *p, rt_class *c) {
       dt__fmt_quantity(have, sizeof have, p->res_names[r], best[r]);
       dt__fmt_quantity(cap, sizeof cap, p->res_names[r], bt[r] ? bt[r]->cap[r] : 0);
       if (!best[r])
-        dt__buf_printf(&b, "%sno instance type in NodePool %s has %s", said ? ", and " : "", pn,
-                       p->res_names[r]);
+        dt__buf_printf(&b, "%sno instance type in NodePool %s has %s", said ? ", and " : "", pn, p->res_names[r]);
       else
         dt__buf_printf(&b, "%sno instance type in NodePool %s has %s %s; the largest allowed (%s) has %s allocatable of %s",
-                       said ? ", and " : "", pn, need, p->res_names[r],
-                       dt__sym_str(&p->syms, bt[r]->name), have, cap);
+                       said ? ", and " : "", pn, need, p->res_names[r], dt__sym_str(&p->syms, bt[r]->name), have,
+                       cap);
       said = true;
     }
     if (limited && said) dt__buf_puts(&b, " within its limits");
+    if (said && pl->src && p->manifests->daemonsets.n) dt__buf_puts(&b, " after DaemonSet overhead");
     if (!said) {
+      if (pl->has_min_values) {
+        dt__buf_printf(&b, "NodePool %s couldn't meet minValues for the pod's requirements", pn);
+        continue;
+      }
       dt__buf_printf(&b, "no single instance type in NodePool %s fits all of the pod's requests (", pn);
       for (uint32_t r = 0, first = 1; r < p->nres; r++) {
         if (!c->req[r] || r == DT_R_PODS) continue;
@@ -899,71 +1317,196 @@ static int unschedulable(dt_plan *p, uint32_t podi, const char *reason) {
   return dt__vec_push(&p->unsched, u);
 }
 
+/* One relaxation step, in Karpenter's order; false when nothing is left. */
+static bool relax(const dt_plan *p, const rt_spec *s, rt_relax *rx) {
+  const dt_podspec *d = s->src;
+  if (d->nterms > (size_t)rx->term + 1) {
+    rx->term++;
+    return true;
+  }
+  if (rx->paff < d->npaff) {
+    rx->paff++;
+    return true;
+  }
+  if (rx->panti < d->npanti) {
+    rx->panti++;
+    return true;
+  }
+  if (rx->pref < d->npref) {
+    rx->pref++;
+    return true;
+  }
+  size_t anyway = 0;
+  for (size_t i = 0; i < d->nspread; i++) anyway += d->spread[i].anyway;
+  if (rx->anyway < anyway) {
+    rx->anyway++;
+    return true;
+  }
+  if (!rx->tol_pref && p->any_prefer_taint) {
+    rx->tol_pref = 1;
+    return true;
+  }
+  return false;
+}
+
+/* Place one pod of class ci; *placed tells whether it went somewhere. */
+static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
+  dt_plan *p = R->p;
+  int rc = 0, res;
+  *placed = false;
+  /* 1. existing and in-flight nodes, in order */
+  bool all_ever = true;
+  for (uint32_t i = p->classes.v[ci].node_cursor; i < p->nnodes; i++) {
+    rt_class *c = &p->classes.v[ci];
+    uint64_t Z;
+    uint8_t C;
+    res = node_fits(R, i, c, &Z, &C);
+    if (res == FIT) {
+      rt_node *n = &p->nodes[i];
+      for (uint32_t r = 0; r < p->nres; r++) n->used[r] += c->req[r];
+      const rt_spec *s = &p->specs[c->spec_idx];
+      for (uint32_t q = 0; q < s->nports; q++)
+        if (dt__vec_push(&n->ports, s->ports[q])) return DT_ENOMEM;
+      rt_binding bnd = {podi, i};
+      if (dt__vec_push(&p->bindings, bnd)) return DT_ENOMEM;
+      *placed = true;
+      return dt__topo_record(p, c->spec_idx, c, i, Z, C, 1, p->pods[podi].ordinal);
+    }
+    if (res == FAIL_NOW) all_ever = false;
+    if (all_ever) c->node_cursor = i + 1;
+  }
+  /* 2. claims opened in this run, least loaded first */
+  for (size_t i = 0; i < R->order.n && !rc; i++) {
+    rt_claim *k = R->order.v[i];
+    if (class_failed(&p->classes.v[ci], k->idx)) continue;
+    rc = claim_add(R, k, ci, podi, &res);
+    if (rc) return rc;
+    if (res == FIT) {
+      reorder(R, i);
+      *placed = true;
+      return 0;
+    }
+    if (res != FAIL_EVER) continue;
+    rc = set_failed(&p->classes.v[ci], k->idx);
+    if (!rc && claim_full(R, k)) {
+      k->closed = true;
+      memmove(&R->order.v[i], &R->order.v[i + 1], (R->order.n - i - 1) * sizeof *R->order.v);
+      R->order.n--;
+      i--;
+    }
+  }
+  if (rc) return rc;
+  /* 3. a new claim from each NodePool, by weight */
+  if (p->classes.v[ci].no_new_claim) return 0;
+  rc = new_claim(R, ci, podi, &res);
+  if (rc) return rc;
+  if (res == FIT) {
+    *placed = true;
+    return 0;
+  }
+  if (res == FAIL_EVER) p->classes.v[ci].no_new_claim = true;
+  return 0;
+}
+
 static int solve(dt_plan *p) {
-  run R = {0};
+  run R;
+  memset(&R, 0, sizeof R);
   R.p = p;
   int rc = 0;
-  /* Suffix minima of the queue's requests, for closing full claims. */
-  if (p->npods) {
-    R.minsuf = dt__malloc((size_t)p->npods * p->nres * sizeof *R.minsuf);
-    if (!R.minsuf) return DT_ENOMEM;
-    for (uint32_t i = p->npods; i-- > 0;) {
-      const int64_t *q = p->classes[p->pods[i].cls].req;
+  uint32_t *queue = dt__malloc((p->npods ? p->npods : 1) * sizeof *queue);
+  uint32_t *next = dt__malloc((p->npods ? p->npods : 1) * sizeof *next);
+  int32_t *last_class = dt__malloc((p->npods ? p->npods : 1) * sizeof *last_class);
+  R.minsuf = dt__malloc(((size_t)p->npods + 1) * p->nres * sizeof *R.minsuf);
+  if (!queue || !next || !R.minsuf || !last_class) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  for (uint32_t i = 0; i < p->npods; i++) queue[i] = i;
+  uint32_t qn = p->npods;
+  /*
+  ** Karpenter's queue: a pod that fails goes to the back; the run stops
+  ** when a whole pass places nothing. Pods whose constraints depend on
+  ** others (affinity, spread) converge this way.
+  */
+  for (;;) {
+    R.qlen = qn;
+    for (uint32_t i = qn; i-- > 0;) {
+      const int64_t *q = p->specs[p->pods[queue[i]].spec].req;
       int64_t *m = &R.minsuf[(size_t)i * p->nres];
-      for (uint32_t r = 0; r < p->nres; r++)
-        m[r] = i + 1 < p->npods && m[p->nres + r] < q[r] ? m[p->nres + r] : q[r];
+      for (uint32_t r = 0; r < p->nres; r++) m[r] = i + 1 < qn && m[p->nres + r] < q[r] ? m[p->nres + r] : q[r];
     }
-  }
-  const char **reason = dt__calloc(p->nclasses ? p->nclasses : 1, sizeof *reason);
-  if (!reason) {
-    dt__free(R.minsuf);
-    return DT_ENOMEM;
-  }
-  for (R.pos = 0; R.pos < p->npods && !rc; R.pos++) {
-    uint32_t podi = R.pos;
-    rt_class *c = &p->classes[p->pods[podi].cls];
-    bool placed = false;
-    /* 1. existing and in-flight nodes, in order */
-    for (uint32_t i = c->node_cursor; i < p->nnodes; i++) {
-      if (node_fits(p, &p->nodes[i], c)) {
-        for (uint32_t r = 0; r < p->nres; r++) p->nodes[i].used[r] += c->req[r];
-        rt_binding bnd = {podi, i};
-        if (dt__vec_push(&p->bindings, bnd)) rc = DT_ENOMEM;
-        placed = true;
-        break;
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) R.failmin[r] = INT64_MAX;
+    uint32_t nn = 0;
+    for (R.pos = 0; R.pos < qn; R.pos++) {
+      uint32_t podi = queue[R.pos];
+      const rt_pod *pod = &p->pods[podi];
+      rt_relax rx;
+      memset(&rx, 0, sizeof rx);
+      bool placed = false;
+      int ci = (int)pod->cls;
+      for (;;) {
+        R.topo_fail_class = -1;
+        if ((rc = try_place(&R, (uint32_t)ci, podi, &placed)) != 0) goto out;
+        if (placed || !relax(p, &p->specs[pod->spec], &rx)) break;
+        if ((ci = class_for(p, pod->spec, &rx)) < 0) {
+          rc = ci;
+          goto out;
+        }
       }
-      c->node_cursor = i + 1;
+      if (placed) continue;
+      last_class[podi] = ci;
+      next[nn++] = podi;
+      const int64_t *q = p->specs[pod->spec].req;
+      for (uint32_t r = 0; r < p->nres; r++) R.failmin[r] = q[r] < R.failmin[r] ? q[r] : R.failmin[r];
     }
-    if (placed) continue;
-    /* 2. claims opened in this run, least loaded first */
-    for (size_t i = 0; i < R.order.n && !rc; i++) {
-      rt_claim *k = R.order.v[i];
-      if (class_failed(c, k->idx)) continue;
-      rc = claim_add(&R, k, c, podi, &placed);
-      if (placed) {
-        reorder(&R, i);
-        break;
-      }
-      if (!rc) rc = set_failed(c, k->idx);
-      if (!rc && claim_full(&R, k)) {
-        k->closed = true;
-        memmove(&R.order.v[i], &R.order.v[i + 1], (R.order.n - i - 1) * sizeof *R.order.v);
-        R.order.n--;
-        i--;
-      }
-    }
-    if (placed || rc) continue;
-    /* 3. a new claim from each NodePool, by weight */
-    if (!c->no_new_claim) {
-      rc = new_claim(&R, c, podi, &placed);
-      if (!placed) c->no_new_claim = true;
-    }
-    if (placed || rc) continue;
-    uint32_t ci = p->pods[podi].cls;
-    if (!reason[ci]) reason[ci] = diagnose(p, c);
-    rc = unschedulable(p, podi, reason[ci]);
+    bool progress = nn < qn;
+    uint32_t *t = queue;
+    queue = next;
+    next = t;
+    qn = nn;
+    if (!qn || !progress) break;
   }
-  dt__free(reason);
+  /* Whatever is left is unschedulable: explain with the relaxed class. */
+  {
+    const char **reason = dt__calloc(p->classes.n ? p->classes.n : 1, sizeof *reason);
+    if (!reason) {
+      rc = DT_ENOMEM;
+      goto out;
+    }
+    for (uint32_t i = 0; i < qn && !rc; i++) {
+      uint32_t podi = queue[i];
+      int ci = last_class[podi];
+      rt_class *c = &p->classes.v[ci];
+      if (!reason[ci]) {
+        /* Re-run the last attempt's topology check on a fresh host to find
+        ** the constraint that failed, if topology is what blocks it. */
+        const char *why = NULL;
+        if (c->topo) {
+          for (uint32_t pi = 0; pi < p->npools && !why; pi++) {
+            if (!pool_ok(p, c, pi)) continue;
+            dt_reqs nr;
+            dt__reqs_merge(&p->arena, &p->syms, &p->pools[pi].reqs, &c->reqs, &nr);
+            uint64_t zm;
+            uint8_t cm;
+            masks(p, &nr, &zm, &cm);
+            uint32_t f;
+            if (dt__topo_check(p, c, p->nnodes + (uint32_t)p->claims.n, &zm, &cm, &f)) {
+              dt_buf b = {0};
+              dt__topo_explain(p, c, f, &b);
+              why = arena_buf(p, &b);
+            }
+          }
+        }
+        reason[ci] = why ? why : diagnose(p, c);
+      }
+      rc = unschedulable(p, podi, reason[ci]);
+    }
+    dt__free(reason);
+  }
+out:
+  dt__free(queue);
+  dt__free(next);
+  dt__free(last_class);
   dt__free(R.minsuf);
   dt__free(R.order.v);
   return rc;
@@ -1010,7 +1553,7 @@ static int launch(dt_plan *p) {
     int32_t bt = -1, bo = -1;
     for (uint32_t i = 0; i < k->nopt; i++) {
       rt_type *t = &p->types[k->opt[i]];
-      if (!fits(p, t->alloc, k->used, (int64_t[DT_RES_MAX]){0})) continue;
+      if (!fits(p, p->pools[k->pool].eff[k->opt[i]], k->used, (int64_t[DT_RES_MAX]){0})) continue;
       double cheapest = INFINITY;
       for (uint32_t o = 0; o < t->noff; o++) {
         const rt_off *of = &t->off[o];
@@ -1057,6 +1600,9 @@ static int launch(dt_plan *p) {
     }
     k->type = bt;
     k->off = bo;
+    /* The claim requests its pods plus the DaemonSet overhead of its type. */
+    const int64_t *e = p->pools[k->pool].eff[bt];
+    for (uint32_t r = 0; r < p->nres; r++) k->used[r] += p->types[bt].alloc[r] - e[r];
     rt_off *of = &p->types[bt].off[bo];
     if (of->avail > 0) of->avail--;
     int rc = name_claim(p, k);
@@ -1096,10 +1642,9 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
     rc = DT_ENOMEM;
     goto fail;
   }
-  if ((rc = compile_catalog(p, err)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err)) ||
-      (rc = compile_pods(p, err)) || (rc = solve(p)) || (rc = launch(p)))
-    goto fail;
-  if (p->arena.oom || p->syms.oom) {
+  if ((rc = compile_catalog(p, err)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
+  if ((rc = compile_pods(p, err)) || (rc = solve(p)) || (rc = launch(p))) goto fail;
+  if (p->arena.oom || p->syms.oom || p->class_sigs.oom || p->group_sigs.oom) {
     rc = DT_ENOMEM;
     goto fail;
   }
@@ -1124,8 +1669,21 @@ void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out) { *out = plan->s
 
 void dt_plan_free(dt_plan *p) {
   if (!p) return;
-  for (uint32_t i = 0; p->classes && i < p->nclasses; i++) dt__free(p->classes[i].claim_failed);
-  for (size_t i = 0; i < p->claims.n; i++) dt__free(p->claims.v[i]->pods.v);
+  for (size_t i = 0; i < p->classes.n; i++) dt__free(p->classes.v[i].claim_failed);
+  dt__free(p->classes.v);
+  dt__free(p->class_of_sig.v);
+  dt__symtab_free(&p->class_sigs);
+  for (size_t i = 0; i < p->groups.n; i++) {
+    dt__free(p->groups.v[i].host.v);
+    dt__free(p->groups.v[i].ohost.v);
+  }
+  dt__free(p->groups.v);
+  dt__symtab_free(&p->group_sigs);
+  for (uint32_t i = 0; p->nodes && i < p->nnodes; i++) dt__free(p->nodes[i].ports.v);
+  for (size_t i = 0; i < p->claims.n; i++) {
+    dt__free(p->claims.v[i]->pods.v);
+    dt__free(p->claims.v[i]->ports.v);
+  }
   dt__free(p->claims.v);
   dt__free(p->bindings.v);
   dt__free(p->unsched.v);

@@ -34,6 +34,66 @@ typedef struct rt_taint {
   uint8_t effect; /* 0 NoSchedule, 1 PreferNoSchedule, 2 NoExecute */
 } rt_taint;
 
+/* Topology groups: pods counted per domain for spread, affinity and
+** anti-affinity (Karpenter's topology.go / topologygroup.go). */
+enum { TG_SPREAD = 0, TG_AFF = 1, TG_ANTI = 2 };
+enum { DOM_ZONE = 0, DOM_HOST = 1, DOM_CT = 2 };
+
+typedef DT_VEC(int32_t) dt_i32vec;
+
+typedef struct rt_group {
+  uint8_t kind, dom;
+  dt_sym key;
+  bool sel_null;  /* an absent selector matches no pod */
+  dt_reqs sel;    /* over pod labels */
+  uint32_t nns;
+  dt_sym *ns;     /* namespaces the group counts */
+  int32_t zone[64], ct[DT_CT_N];   /* matching pods per domain */
+  int32_t ozone[64], oct[DT_CT_N]; /* pods declaring this anti-affinity (inverse) */
+  dt_i32vec host, ohost;           /* per host id: nodes, then claims */
+  int64_t total;
+  int64_t example_spec, example_ordinal; /* a matching pod, for messages; -1 none */
+  const char *desc;                      /* "app=web", for messages */
+} rt_group;
+
+/* One topology constraint of a class. */
+typedef struct rt_tc {
+  uint32_t group;
+  uint8_t kind;
+  bool self;    /* the pod matches the group's selector */
+  bool owner;   /* a required anti-affinity the pod declares (recorded as owner) */
+  int32_t max_skew, min_domains;
+} rt_tc;
+
+typedef struct rt_port {
+  int32_t port;
+  dt_sym proto, ip;
+} rt_port;
+
+/* Relaxation state of a pod (Karpenter's preferences.go, in order). */
+typedef struct rt_relax {
+  uint8_t term;     /* required node-affinity term in use */
+  uint8_t paff;     /* heaviest preferred pod-affinity terms dropped */
+  uint8_t panti;    /* heaviest preferred pod-anti-affinity terms dropped */
+  uint8_t pref;     /* heaviest preferred node-affinity terms dropped */
+  uint8_t anyway;   /* ScheduleAnyway spreads dropped */
+  uint8_t tol_pref; /* PreferNoSchedule taints tolerated */
+} rt_relax;
+
+typedef struct rt_spec {
+  const dt_podspec *src;
+  int64_t req[DT_RES_MAX];
+  dt_sym ns;
+  uint32_t nlabels;
+  dt_sym *lk, *lv; /* sorted by key */
+  uint32_t nsel;
+  uint32_t *sel;   /* groups whose selector matches this pod */
+  uint8_t *paff_order, *panti_order, *pref_order; /* by weight, heaviest first */
+  uint32_t nports;
+  rt_port *ports;
+  int32_t base_class; /* class of the unrelaxed pod, -1 until compiled */
+} rt_spec;
+
 typedef struct rt_pool {
   const dt_nodepool *src;
   dt_sym name;
@@ -42,6 +102,11 @@ typedef struct rt_pool {
   rt_taint *taints;
   uint32_t ntypes;
   uint32_t *types; /* compatible, price order */
+  const int64_t **eff; /* per catalog type: allocatable minus DaemonSet overhead */
+  uint32_t nds_ports;
+  rt_port *ds_ports;  /* host ports of DaemonSets landing on this pool's nodes */
+  bool has_min_values;
+  bool has_prefer_taint;
   bool has_limits;
   int64_t remaining[DT_RES_MAX]; /* INT64_MAX when unlimited */
   int64_t nodes_remaining;        /* -1 unlimited */
@@ -51,6 +116,13 @@ typedef struct rt_class {
   int64_t req[DT_RES_MAX];
   dt_reqs reqs;
   const dt_podspec *spec; /* tolerations */
+  uint32_t spec_idx;
+  bool tol_pref;
+  uint32_t ntc;
+  rt_tc *tc;
+  uint64_t elig_z;  /* zones the pod's requirements allow */
+  uint8_t elig_c;
+  bool topo;        /* has constraints or is selected by an anti-affinity group */
   int8_t *pool_ok;        /* per pool: -1 unknown, 0 no, 1 yes (taints and requirements) */
   uint64_t *claim_failed; /* bitset over claims */
   uint32_t nfail_words;
@@ -66,6 +138,9 @@ typedef struct rt_pod {
 
 typedef struct rt_node {
   const dt_node *src;
+  DT_VEC(rt_port) ports;
+  int zone;  /* index, -1 unknown */
+  int ct;    /* -1 unknown */
   dt_sym name;
   uint32_t nlabels;
   dt_sym *lk, *lval; /* sorted by key */
@@ -83,6 +158,7 @@ typedef struct rt_claim {
   uint32_t *opt, nopt; /* remaining options (a suffix of a private copy) */
   int64_t used[DT_RES_MAX];
   DT_VEC(uint32_t) pods;
+  DT_VEC(rt_port) ports;
   bool closed;
   /* result */
   int32_t type, off;
@@ -122,8 +198,16 @@ struct dt_plan {
   rt_type *types;
   uint32_t npools;
   rt_pool *pools; /* weight order */
-  uint32_t nclasses;
-  rt_class *classes;
+  DT_VEC(rt_class) classes;
+  dt_symtab class_sigs;
+  DT_VEC(uint32_t) class_of_sig;
+  uint32_t nspecs;
+  rt_spec *specs;
+  DT_VEC(rt_group) groups;
+  dt_symtab group_sigs;
+  uint64_t universe_z; /* zones any pool can launch in */
+  uint8_t universe_c;
+  bool any_prefer_taint;
   uint32_t npods;
   rt_pod *pods; /* queue order */
   uint32_t nnodes;
@@ -138,5 +222,15 @@ struct dt_plan {
 
 /* Pod display name "ns/name" into buf. */
 void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
+
+/* topo.c */
+int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns,
+                   size_t nns, dt_sym own_ns, const char *const *mlk_vals, size_t nmlk);
+int dt__topo_select(dt_plan *p);
+int dt__topo_record(dt_plan *p, uint32_t spec, const rt_class *c, uint32_t host, uint64_t Z, uint8_t C,
+                    int32_t count, int64_t ordinal);
+int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t host, uint64_t *Z, uint8_t *C,
+                   uint32_t *fail);
+void dt__topo_explain(const dt_plan *p, const rt_class *c, uint32_t fail, dt_buf *b);
 
 #endif

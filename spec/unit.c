@@ -64,7 +64,20 @@ static const char *k_manifests =
     "  containers: [{name: c, resources: {requests: {cpu: \"64\"}}}]\n"
     "---\napiVersion: v1\nkind: Node\nmetadata: {name: n1, labels: {team: a}}\n"
     "status: {allocatable: {cpu: 1, memory: 1Gi, pods: 10}}\n"
-    "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: skip}\n";
+    "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: skip}\n"
+    "---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent}\n"
+    "spec:\n  template:\n    spec:\n      tolerations: [{operator: Exists}]\n"
+    "      containers: [{name: a, ports: [{hostPort: 9100}], resources: {requests: {cpu: 100m}}}]\n"
+    "---\napiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\n"
+    "spec:\n  replicas: 3\n  template:\n    metadata: {labels: {app: db}}\n    spec:\n"
+    "      tolerations: [{operator: Exists}]\n"
+    "      topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone,\n"
+    "        whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app: db}}}]\n"
+    "      affinity:\n        podAntiAffinity:\n          requiredDuringSchedulingIgnoredDuringExecution:\n"
+    "            - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: db}}}\n"
+    "        nodeAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution:\n"
+    "            - {weight: 5, preference: {matchExpressions: [{key: x, operator: In, values: [z]}]}}\n"
+    "      containers: [{name: c, resources: {requests: {cpu: 1, memory: 1Gi}}}]\n";
 
 /* One full cycle; returns 0, DT_ENOMEM or another error. */
 static dt_error g_err;

@@ -1,0 +1,328 @@
+/*
+** topo.c: topology spread, pod affinity and pod anti-affinity, as Karpenter's
+** topology.go and topologygroup.go.
+**
+** A group counts the pods matching one label selector (in some namespaces)
+** per domain of one topology key: zone, capacity type or hostname (each
+** node and each claim is its own host). A pod's constraint names a group and
+** how to read it:
+**   spread    a domain is valid if count + self - min <= maxSkew, where min is
+**             the lowest count over the domains the pod may use (0 for
+**             hostname, since a new node can always be made, and 0 when
+**             fewer than minDomains domains exist); the claim collapses to
+**             the valid domain with the lowest count;
+**   affinity  only domains that already hold a matching pod, except that a
+**             pod selecting itself may start in one when none does;
+**   anti      only domains that hold no matching pod; and, the other way
+**             round, a pod selected by someone's anti-affinity avoids the
+**             domains where those pods are ("owners").
+** Pods on a claim whose zone is not yet decided are not counted for spread
+** and affinity; for anti-affinity they count in every zone the claim may
+** still take, which is pessimistic as Karpenter is.
+*/
+#include "sched.h"
+
+#include <string.h>
+
+static int32_t host_get(const dt_i32vec *v, uint32_t h) { return h < v->n ? v->v[h] : 0; }
+
+static int host_add(dt_i32vec *v, uint32_t h, int32_t d) {
+  while (v->n <= h)
+    if (dt__vec_push(v, 0)) return DT_ENOMEM;
+  v->v[h] += d;
+  return 0;
+}
+
+/* Whether a pod with these labels in namespace ns is counted by g. */
+static bool selects(const dt_plan *p, const rt_group *g, const rt_spec *s) {
+  if (g->sel_null) return false;
+  bool ns_ok = false;
+  for (uint32_t i = 0; i < g->nns && !ns_ok; i++) ns_ok = g->ns[i] == s->ns;
+  if (!ns_ok) return false;
+  for (uint32_t i = 0; i < g->sel.n; i++) {
+    const dt_req *r = &g->sel.r[i];
+    dt_sym v = 0;
+    for (uint32_t k = 0; k < s->nlabels; k++)
+      if (s->lk[k] == r->key) {
+        v = s->lv[k];
+        break;
+      }
+    if (!dt__req_has(&p->syms, r, v)) return false;
+  }
+  return true;
+}
+
+static int domain_of(const dt_plan *p, dt_sym key) {
+  if (key == p->k_zone) return DOM_ZONE;
+  if (key == p->k_hostname) return DOM_HOST;
+  if (key == p->k_ct) return DOM_CT;
+  return -1;
+}
+
+/* The group for (kind, key, selector, namespaces); created on first use.
+** Returns the index, -1 for a topology key dovetail does not model, or
+** DT_ENOMEM. */
+int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns,
+                   size_t nns, dt_sym own_ns, const char *const *mlk_vals, size_t nmlk) {
+  dt_sym k = dt__sym(&p->syms, key);
+  int dom = domain_of(p, k);
+  if (dom < 0) return -1;
+  dt_arena *a = &p->arena;
+  dt_reqs r = {0};
+  for (size_t i = 0; sel->present && i < sel->expr.n; i++) {
+    const dt_mreq *m = &sel->expr.v[i];
+    dt_sym vals[64];
+    size_t nv = m->n < 64 ? m->n : 64;
+    for (size_t j = 0; j < nv; j++) vals[j] = dt__sym(&p->syms, m->vals[j]);
+    dt_req q;
+    dt__req_make(a, &q, dt__sym(&p->syms, m->key), m->op, vals, (uint32_t)nv, &p->syms);
+    dt__reqs_add(a, &p->syms, &r, &q, &r);
+  }
+  /* matchLabelKeys: the pod's own values of those keys join the selector. */
+  for (size_t i = 0; i + 1 < nmlk * 2; i += 2) {
+    dt_sym v = dt__sym(&p->syms, mlk_vals[i + 1]);
+    dt_req q;
+    dt__req_make(a, &q, dt__sym(&p->syms, mlk_vals[i]), DT_OP_IN, &v, 1, &p->syms);
+    dt__reqs_add(a, &p->syms, &r, &q, &r);
+  }
+  dt_sym nsv[64];
+  uint32_t n = 0;
+  if (nns == 0)
+    nsv[n++] = own_ns;
+  for (size_t i = 0; i < nns && n < 64; i++) nsv[n++] = dt__sym(&p->syms, ns[i]);
+  dt_buf sig = {0}, desc = {0};
+  dt__buf_printf(&sig, "%d|%d|%d|", kind, dom, sel->present);
+  for (uint32_t i = 0; i < r.n; i++) {
+    dt__req_describe(&p->syms, &r.r[i], &desc);
+    if (i + 1 < r.n) dt__buf_puts(&desc, ", ");
+  }
+  dt__buf_puts(&sig, desc.p ? desc.p : "");
+  dt__buf_putc(&sig, '|');
+  for (uint32_t i = 0; i < n; i++) dt__buf_printf(&sig, "%u,", nsv[i]);
+  int rc = -1;
+  if (sig.oom || desc.oom || !sig.p) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  dt_sym gs = dt__sym(&p->group_sigs, sig.p);
+  if (!gs) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  if (gs <= p->groups.n) {
+    rc = (int)gs - 1; /* symbols are dense: the n-th new signature is group n-1 */
+    goto out;
+  }
+  rt_group g;
+  memset(&g, 0, sizeof g);
+  g.kind = (uint8_t)kind;
+  g.dom = (uint8_t)dom;
+  g.key = k;
+  g.sel_null = !sel->present;
+  g.sel = r;
+  g.nns = n;
+  g.ns = dt__arena_alloc(a, n * sizeof *g.ns);
+  g.example_spec = g.example_ordinal = -1;
+  g.desc = dt__arena_strdup(a, desc.p ? desc.p : "everything");
+  if (!g.ns || !g.desc || dt__vec_push(&p->groups, g)) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  memcpy(p->groups.v[p->groups.n - 1].ns, nsv, n * sizeof *nsv);
+  rc = (int)p->groups.n - 1;
+out:
+  dt__free(sig.p);
+  dt__free(desc.p);
+  return rc;
+}
+
+/* For every spec, the groups that count it. */
+int dt__topo_select(dt_plan *p) {
+  for (uint32_t i = 0; i < p->nspecs; i++) {
+    rt_spec *s = &p->specs[i];
+    uint32_t n = 0;
+    for (size_t g = 0; g < p->groups.n; g++) n += selects(p, &p->groups.v[g], s);
+    s->sel = dt__arena_alloc(&p->arena, (n ? n : 1) * sizeof *s->sel);
+    if (!s->sel) return DT_ENOMEM;
+    s->nsel = 0;
+    for (size_t g = 0; g < p->groups.n; g++)
+      if (selects(p, &p->groups.v[g], s)) s->sel[s->nsel++] = (uint32_t)g;
+  }
+  return 0;
+}
+
+static int popcount64(uint64_t x) { return __builtin_popcountll(x); }
+
+/* Record `count` pods of spec s (class c, may be NULL for bound pods) placed on
+** host h whose zone may be any of Z and capacity type any of C. */
+int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint64_t Z, uint8_t C,
+                    int32_t count, int64_t ordinal) {
+  const rt_spec *s = &p->specs[si];
+  for (uint32_t i = 0; i < s->nsel; i++) {
+    rt_group *g = &p->groups.v[s->sel[i]];
+    bool all = g->kind == TG_ANTI;
+    if (g->dom == DOM_HOST) {
+      if (host_add(&g->host, h, count)) return DT_ENOMEM;
+    } else if (g->dom == DOM_ZONE) {
+      if (all || popcount64(Z) == 1)
+        for (uint32_t z = 0; z < p->nzones; z++)
+          if (Z >> z & 1) g->zone[z] += count;
+    } else {
+      if (all || popcount64(C) == 1)
+        for (int k = 0; k < DT_CT_N; k++)
+          if (C >> k & 1) g->ct[k] += count;
+    }
+    g->total += count;
+    if (g->example_spec < 0) {
+      g->example_spec = si;
+      g->example_ordinal = ordinal;
+    }
+  }
+  /* Owners of required anti-affinity: others must avoid them. */
+  const dt_podspec *src = s->src;
+  size_t nown = c ? c->ntc : src->nanti;
+  for (size_t t = 0; t < nown; t++) {
+    int gi;
+    if (c) {
+      if (!c->tc[t].owner) continue;
+      gi = (int)c->tc[t].group;
+    } else {
+      gi = dt__topo_group(p, TG_ANTI, src->anti[t].key, &src->anti[t].sel, src->anti[t].ns, src->anti[t].nns,
+                          s->ns, NULL, 0);
+      if (gi == DT_ENOMEM) return DT_ENOMEM;
+      if (gi < 0) continue;
+    }
+    rt_group *g = &p->groups.v[gi];
+    if (g->dom == DOM_HOST) {
+      if (host_add(&g->ohost, h, count)) return DT_ENOMEM;
+    } else if (g->dom == DOM_ZONE) {
+      for (uint32_t z = 0; z < p->nzones; z++)
+        if (Z >> z & 1) g->ozone[z] += count;
+    } else {
+      for (int q = 0; q < DT_CT_N; q++)
+        if (C >> q & 1) g->oct[q] += count;
+    }
+  }
+  return 0;
+}
+
+/* Lowest-count domain among cand whose count passes the rule; -1 if none. */
+static int pick_spread(const int32_t *cnt, int n, uint64_t cand, uint64_t elig, const rt_tc *tc) {
+  int ndom = popcount64(elig);
+  int64_t min = INT32_MAX;
+  for (int d = 0; d < n; d++)
+    if (elig >> d & 1 && cnt[d] < min) min = cnt[d];
+  if (ndom == 0 || (tc->min_domains && ndom < tc->min_domains)) min = 0;
+  int best = -1;
+  for (int d = 0; d < n; d++) {
+    if (!(cand >> d & 1)) continue;
+    if ((int64_t)cnt[d] + tc->self - min > tc->max_skew) continue;
+    if (best < 0 || cnt[d] < cnt[best]) best = d;
+  }
+  return best;
+}
+
+/*
+** Check the class's topology on host h; narrow *Z and *C to what it allows.
+** Returns 0 (fits), 1 (not now: counts may change) or 2 (never on this
+** host). *fail gets the failing constraint index, or ntc + group index for an
+** inverse anti-affinity.
+*/
+int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, uint64_t *Z, uint8_t *C,
+                   uint32_t *fail) {
+  uint64_t z = *Z;
+  uint8_t ct = *C;
+  for (uint32_t i = 0; i < c->ntc; i++) {
+    const rt_tc *tc = &c->tc[i];
+    const rt_group *g = &p->groups.v[tc->group];
+    *fail = i;
+    if (g->dom == DOM_HOST) {
+      int32_t n = host_get(&g->host, h);
+      if (tc->kind == TG_SPREAD && n + tc->self > tc->max_skew) return 2;
+      if (tc->kind == TG_ANTI && n > 0) return 2;
+      if (tc->kind == TG_AFF && n == 0 && !(tc->self && g->total == 0)) return 1;
+      continue;
+    }
+    const int32_t *cnt = g->dom == DOM_ZONE ? g->zone : g->ct;
+    int nd = g->dom == DOM_ZONE ? (int)p->nzones : DT_CT_N;
+    uint64_t cur = g->dom == DOM_ZONE ? z : ct;
+    uint64_t elig = g->dom == DOM_ZONE ? (p->universe_z & c->elig_z) : (uint64_t)(p->universe_c & c->elig_c);
+    uint64_t next = 0;
+    if (tc->kind == TG_SPREAD) {
+      int d = pick_spread(cnt, nd, cur & elig, elig, tc);
+      if (d < 0) return 1;
+      next = 1ull << d;
+    } else if (tc->kind == TG_AFF) {
+      for (int d = 0; d < nd; d++)
+        if ((cur & elig) >> d & 1 && cnt[d] > 0) next |= 1ull << d;
+      if (!next && tc->self && g->total == 0)
+        for (int d = 0; d < nd && !next; d++)
+          if ((cur & elig) >> d & 1) next = 1ull << d; /* bootstrap in the first allowed domain */
+      if (!next) return 1;
+    } else {
+      for (int d = 0; d < nd; d++)
+        if (cur >> d & 1 && cnt[d] == 0) next |= 1ull << d;
+      if (!next) return 2;
+    }
+    if (g->dom == DOM_ZONE)
+      z = next;
+    else
+      ct = (uint8_t)next;
+  }
+  /* Inverse anti-affinity: avoid where pods that exclude us are. */
+  const rt_spec *s = &p->specs[c->spec_idx];
+  for (uint32_t i = 0; i < s->nsel; i++) {
+    const rt_group *g = &p->groups.v[s->sel[i]];
+    if (g->kind != TG_ANTI) continue;
+    *fail = c->ntc + s->sel[i];
+    if (g->dom == DOM_HOST) {
+      if (host_get(&g->ohost, h) > 0) return 2;
+    } else if (g->dom == DOM_ZONE) {
+      for (uint32_t d = 0; d < p->nzones; d++)
+        if (g->ozone[d] > 0) z &= ~(1ull << d);
+      if (!z) return 2;
+    } else {
+      for (int d = 0; d < DT_CT_N; d++)
+        if (g->oct[d] > 0) ct &= (uint8_t) ~(1u << d);
+      if (!ct) return 2;
+    }
+  }
+  *Z = z;
+  *C = ct;
+  return 0;
+}
+
+/* Why a topology check failed, for an unschedulable pod. */
+void dt__topo_explain(const dt_plan *p, const rt_class *c, uint32_t fail, dt_buf *b) {
+  static const char *dom_name[] = {"zone", "node", "capacity type"};
+  const rt_group *g;
+  if (fail >= c->ntc) {
+    g = &p->groups.v[fail - c->ntc];
+    dt__buf_printf(b, "anti-affinity declared by ");
+  } else {
+    g = &p->groups.v[c->tc[fail].group];
+  }
+  const char *key = dt__sym_str(&p->syms, g->key);
+  char ex[600] = "";
+  if (g->example_spec >= 0) {
+    rt_pod tmp = {0, (uint32_t)g->example_spec, g->example_ordinal, 0};
+    dt__pod_name(p, &tmp, ex, sizeof ex);
+  }
+  if (fail >= c->ntc) {
+    dt__buf_printf(b, "pod %s on %s excludes this pod from every allowed %s", ex[0] ? ex : "(unknown)", key,
+                   dom_name[g->dom]);
+    return;
+  }
+  const rt_tc *tc = &c->tc[fail];
+  if (tc->kind == TG_SPREAD)
+    dt__buf_printf(b, "topology spread on %s: maxSkew %d would be exceeded in every allowed %s (selector %s)",
+                   key, tc->max_skew, dom_name[g->dom], g->desc);
+  else if (tc->kind == TG_AFF)
+    dt__buf_printf(b, "pod affinity on %s: no allowed %s has a pod matching %s", key, dom_name[g->dom], g->desc);
+  else if (ex[0])
+    dt__buf_printf(b, "anti-affinity with pod %s on %s: every allowed %s already has a pod matching %s", ex,
+                   key, dom_name[g->dom], g->desc);
+  else
+    dt__buf_printf(b, "anti-affinity on %s: every allowed %s already has a pod matching %s", key,
+                   dom_name[g->dom], g->desc);
+}

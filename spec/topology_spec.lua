@@ -1,0 +1,406 @@
+-- Topology spread, pod affinity and anti-affinity, relaxation, DaemonSets,
+-- host ports, minValues and limits, as Karpenter's scheduler.
+local h = require "helper"
+
+-- Three zones, one type per size; spot only in a and b.
+local catalog = [[
+{ "region": "test-1", "provider": "generic", "zones": ["test-1a", "test-1b", "test-1c"],
+  "instanceTypes": [
+    { "name": "s2", "arch": "amd64", "cpu": 2, "memoryMiB": 8192, "maxPods": 20, "onDemandPrice": 0.10,
+      "overhead": { "cpu": "0", "memory": "0" } },
+    { "name": "s4", "arch": "amd64", "cpu": 4, "memoryMiB": 16384, "maxPods": 40, "onDemandPrice": 0.20,
+      "overhead": { "cpu": "0", "memory": "0" } },
+    { "name": "s8", "arch": "amd64", "cpu": 8, "memoryMiB": 32768, "maxPods": 80, "onDemandPrice": 0.40,
+      "overhead": { "cpu": "0", "memory": "0" } },
+    { "name": "gp", "arch": "amd64", "cpu": 8, "memoryMiB": 32768, "maxPods": 80, "onDemandPrice": 0.50,
+      "overhead": { "cpu": "0", "memory": "0" }, "labels": { "example.com/family": "gp" } },
+    { "name": "mo", "arch": "amd64", "cpu": 8, "memoryMiB": 65536, "maxPods": 80, "onDemandPrice": 0.55,
+      "overhead": { "cpu": "0", "memory": "0" }, "labels": { "example.com/family": "mo" } }
+  ] }
+]]
+
+local function plan(...)
+  return h.plan(h.docs(...), { catalog_text = catalog })
+end
+
+local function deployment(name, replicas, spec_extra, opts)
+  opts = opts or {}
+  return ([[
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s, namespace: default}
+spec:
+  replicas: %d
+  template:
+    metadata:
+      labels: {app: %s}
+    spec:
+%s
+      containers:
+        - name: c
+          resources: {requests: {cpu: "%s", memory: 1Gi}}
+]]):format(name, replicas, opts.label or name, spec_extra or "", opts.cpu or "100m")
+end
+
+local function count_by(p, field)
+  local out = {}
+  for _, c in ipairs(p.nodeClaims) do out[c[field]] = (out[c[field]] or 0) + #c.pods end
+  return out
+end
+
+local function sorted_counts(t)
+  local v = {}
+  for _, n in pairs(t) do v[#v + 1] = n end
+  table.sort(v)
+  return v
+end
+
+local zonal_spread = [[
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: web}}]]
+
+describe("topology spread", function()
+  it("spreads 4 pods over 3 zones as {1, 1, 2}", function()
+    local p = plan(h.nodepool("default"), deployment("web", 4, zonal_spread))
+    assert.are.same({ 1, 1, 2 }, sorted_counts(count_by(p, "zone")))
+    assert.are.equal(0, #p.unschedulable)
+  end)
+
+  it("counts pods already running on existing nodes", function()
+    local node = [[
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {topology.kubernetes.io/zone: test-1a, kubernetes.io/arch: amd64}}
+status: {allocatable: {cpu: "0", memory: 0, pods: "10"}}
+]]
+    local running = [[
+apiVersion: v1
+kind: Pod
+metadata: {name: old, namespace: default, labels: {app: web}}
+spec:
+  nodeName: n1
+  containers: [{name: c, resources: {requests: {cpu: "0"}}}]
+]]
+    local p = plan(h.nodepool("default"), node, running, deployment("web", 2, zonal_spread))
+    local z = count_by(p, "zone")
+    assert.is_nil(z["test-1a"])
+    assert.are.equal(1, z["test-1b"])
+    assert.are.equal(1, z["test-1c"])
+  end)
+
+  it("with minDomains 3 and 2 allowed zones places 2 of 3 pods", function()
+    local spread = zonal_spread .. "\n          minDomains: 3"
+    local np = h.nodepool("two", { requirements = { { "topology.kubernetes.io/zone", "In", { "test-1a", "test-1b" } } } })
+    local p = plan(np, deployment("web", 3, spread))
+    assert.are.equal(2, p.summary.scheduled)
+    assert.are.equal(1, #p.unschedulable)
+    assert.matches("topology spread on topology.kubernetes.io/zone: maxSkew 1 would be exceeded in every allowed zone",
+      p.unschedulable[1].reason, 1, true)
+  end)
+
+  it("spreads on hostname: maxSkew 1 puts one matching pod per node", function()
+    local spread = [[
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: kubernetes.io/hostname
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: web}}]]
+    local p = plan(h.nodepool("default"), deployment("web", 3, spread))
+    assert.are.equal(3, #p.nodeClaims)
+  end)
+
+  it("spreads on capacity type", function()
+    local spread = [[
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: karpenter.sh/capacity-type
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: web}}]]
+    local cat = catalog:gsub('"onDemandPrice": 0.10,', '"onDemandPrice": 0.10, "spotPrice": 0.03,')
+    local np = h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", { "spot", "on-demand" } } } })
+    local p = h.plan(h.docs(np, deployment("web", 2, spread)), { catalog_text = cat })
+    assert.are.same({ 1, 1 }, sorted_counts(count_by(p, "capacityType")))
+  end)
+
+  it("relaxes a ScheduleAnyway spread it cannot honour", function()
+    local spread = [[
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: ScheduleAnyway
+          minDomains: 5
+          labelSelector: {matchLabels: {app: web}}]]
+    local p = plan(h.nodepool("default"), deployment("web", 5, spread))
+    assert.are.equal(5, p.summary.scheduled)
+  end)
+end)
+
+describe("pod affinity and anti-affinity", function()
+  local anti_host = [[
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector: {matchLabels: {app: web}}]]
+
+  it("hostname anti-affinity forces one pod per node", function()
+    local p = plan(h.nodepool("default"), deployment("web", 4, anti_host))
+    assert.are.equal(4, #p.nodeClaims)
+    for _, c in ipairs(p.nodeClaims) do assert.are.equal(1, #c.pods) end
+  end)
+
+  it("respects anti-affinity declared by pods already running", function()
+    local node = [[
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {kubernetes.io/arch: amd64}}
+status: {allocatable: {cpu: "8", memory: 32Gi, pods: "10"}}
+]]
+    local loner = [[
+apiVersion: v1
+kind: Pod
+metadata: {name: loner, namespace: default, labels: {app: loner}}
+spec:
+  nodeName: n1
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - topologyKey: kubernetes.io/hostname
+          labelSelector: {matchLabels: {app: web}}
+  containers: [{name: c, resources: {requests: {cpu: 100m}}}]
+]]
+    local p = plan(h.nodepool("default"), node, loner, deployment("web", 1, ""), deployment("other", 1, ""))
+    -- web may not join loner's node; other may
+    assert.are.equal(1, #p.bindings)
+    assert.matches("^default/other", p.bindings[1].pod)
+    assert.are.equal(1, #p.nodeClaims)
+  end)
+
+  it("names the pod an anti-affinity conflicts with", function()
+    local zonal = [[
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: topology.kubernetes.io/zone
+              labelSelector: {matchLabels: {app: web}}]]
+    -- As Karpenter, a pod on a claim whose zone is still open counts in every
+    -- zone it may take, so one pod per batch goes out; the rest say why.
+    local p = plan(h.nodepool("default"), deployment("web", 4, zonal))
+    assert.are.equal(1, p.summary.scheduled)
+    assert.matches("anti%-affinity with pod default/web%-0 on topology.kubernetes.io/zone", p.unschedulable[1].reason)
+  end)
+
+  it("zonal self-affinity keeps a deployment in one zone", function()
+    local aff = [[
+      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: topology.kubernetes.io/zone
+              labelSelector: {matchLabels: {app: web}}]]
+    local p = plan(h.nodepool("default"), deployment("web", 30, aff, { cpu = "1" }))
+    assert.are.equal(30, p.summary.scheduled)
+    local zones = count_by(p, "zone")
+    local n = 0
+    for _ in pairs(zones) do n = n + 1 end
+    assert.are.equal(1, n)
+  end)
+
+  it("cannot follow an affinity to pods that do not exist", function()
+    local aff = [[
+      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector: {matchLabels: {app: db}}]]
+    local p = plan(h.nodepool("default"), deployment("web", 1, aff))
+    assert.matches("pod affinity on kubernetes.io/hostname: no allowed node has a pod matching app In [db]",
+      p.unschedulable[1].reason, 1, true)
+  end)
+
+  it("places pods next to the pods they are affine to", function()
+    local aff = [[
+      affinity:
+        podAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              labelSelector: {matchLabels: {app: db}}]]
+    local p = plan(h.nodepool("default"), deployment("web", 2, aff), deployment("db", 1, "", { cpu = "50m" }))
+    assert.are.equal(1, #p.nodeClaims)
+    assert.are.equal(3, #p.nodeClaims[1].pods)
+  end)
+
+  it("drops an unsatisfiable preferred anti-affinity instead of failing", function()
+    local pref = [[
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 10
+              podAffinityTerm:
+                topologyKey: topology.kubernetes.io/zone
+                labelSelector: {matchLabels: {app: web}}]]
+    local p = plan(h.nodepool("default"), deployment("web", 5, pref))
+    assert.are.equal(5, p.summary.scheduled)
+  end)
+end)
+
+describe("node affinity preferences and relaxation", function()
+  it("honours the heaviest preferred node affinity when it can", function()
+    local pref = [[
+      affinity:
+        nodeAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 1
+              preference: {matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [test-1b]}]}
+            - weight: 50
+              preference: {matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [test-1c]}]}]]
+    local p = plan(h.nodepool("default"), deployment("web", 1, pref))
+    assert.are.equal("test-1c", p.nodeClaims[1].zone)
+  end)
+
+  it("never widens a requirement with a conflicting preference", function()
+    local both = [[
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [test-1a]}]
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 50
+              preference: {matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [test-1c]}]}]]
+    local p = plan(h.nodepool("default"), deployment("web", 1, both))
+    assert.are.equal("test-1a", p.nodeClaims[1].zone)
+  end)
+
+  it("falls through required OR-terms one at a time", function()
+    local terms = [==[
+      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [nowhere]}]
+              - matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [test-1b]}]]==]
+    local p = plan(h.nodepool("default"), deployment("web", 1, terms))
+    assert.are.equal("test-1b", p.nodeClaims[1].zone)
+  end)
+
+  it("avoids PreferNoSchedule taints until nothing else works", function()
+    local soft = h.nodepool("soft", { weight = 100, taints = { { "soft", "x", "PreferNoSchedule" } } })
+    local p = plan(soft, h.nodepool("plain"), deployment("web", 1, ""))
+    assert.are.equal("plain", p.nodeClaims[1].nodePool)
+    p = plan(soft, deployment("web", 1, ""))
+    assert.are.equal("soft", p.nodeClaims[1].nodePool)
+  end)
+end)
+
+describe("NodePool limits and weights", function()
+  it("lets one 1.75-cpu pod through a 2-cpu limit and no more", function()
+    local np = h.nodepool("capped", { limits = { cpu = "2" } })
+    local p = plan(np, deployment("web", 2, "", { cpu = "1750m" }))
+    assert.are.equal(1, p.summary.scheduled)
+    assert.are.equal("s2", p.nodeClaims[1].instanceType)
+    assert.matches("limits", p.unschedulable[1].reason)
+  end)
+
+  it("counts existing nodes of the pool against its limits", function()
+    local np = h.nodepool("capped", { limits = { cpu = "4" } })
+    local node = [[
+apiVersion: v1
+kind: Node
+metadata: {name: n1, labels: {karpenter.sh/nodepool: capped, node.kubernetes.io/instance-type: s4}}
+status: {allocatable: {cpu: "0", memory: 0, pods: "0"}}
+]]
+    local p = plan(np, node, deployment("web", 1, ""))
+    assert.are.equal(0, p.summary.scheduled)
+  end)
+
+  it("falls to a lower-weight pool when the heavier one is full", function()
+    local p = plan(h.nodepool("first", { weight = 90, limits = { cpu = "2" } }), h.nodepool("second", { weight = 10 }),
+      deployment("web", 2, "", { cpu = "1500m" }))
+    local pools = count_by(p, "nodePool")
+    assert.are.equal(1, pools.first)
+    assert.are.equal(1, pools.second)
+  end)
+end)
+
+describe("DaemonSets", function()
+  local ds = [[
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, namespace: kube-system}
+spec:
+  template:
+    spec:
+      containers: [{name: a, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+]]
+
+  it("adds their requests to every claim, pushing it to a larger type", function()
+    local p = plan(h.nodepool("default"), deployment("web", 1, "", { cpu = "1500m" }))
+    assert.are.equal("s2", p.nodeClaims[1].instanceType)
+    p = plan(h.nodepool("default"), ds, deployment("web", 1, "", { cpu = "1500m" }))
+    assert.are.equal("s4", p.nodeClaims[1].instanceType)
+    assert.are.equal("2500m", p.nodeClaims[1].requests.cpu)
+  end)
+
+  it("skips pools whose taints the DaemonSet does not tolerate", function()
+    local np = h.nodepool("tainted", { taints = { { "dedicated", "x", "NoSchedule" } } })
+    local tol = "      tolerations: [{key: dedicated, operator: Exists}]"
+    local p = plan(np, ds, deployment("web", 1, tol, { cpu = "1500m" }))
+    assert.are.equal("s2", p.nodeClaims[1].instanceType)
+  end)
+
+  it("makes a pod with a conflicting host port unschedulable on that pool", function()
+    local dsport = ds:gsub("containers: %[{name: a, ", "containers: [{name: a, ports: [{containerPort: 9100, hostPort: 9100}], ")
+    local pod = [[
+apiVersion: v1
+kind: Pod
+metadata: {name: exporter}
+spec:
+  containers:
+    - name: c
+      ports: [{containerPort: 9100, hostPort: 9100}]
+      resources: {requests: {cpu: 100m}}
+]]
+    local p = plan(h.nodepool("default"), dsport, pod)
+    assert.matches("host port", p.unschedulable[1].reason)
+  end)
+end)
+
+describe("host ports and overhead", function()
+  it("puts pods using the same host port on different nodes", function()
+    local ports = "      hostNetwork: false"
+    local dep = deployment("web", 2, ports):gsub("resources:", "ports: [{containerPort: 80, hostPort: 8080}]\n          resources:")
+    local p = plan(h.nodepool("default"), dep)
+    assert.are.equal(2, #p.nodeClaims)
+  end)
+
+  it("counts RuntimeClass overhead for pods that name it", function()
+    local rc = [[
+apiVersion: node.k8s.io/v1
+kind: RuntimeClass
+metadata: {name: kata}
+handler: kata
+overhead: {podFixed: {cpu: 500m, memory: 1Gi}}
+]]
+    local p = plan(h.nodepool("default"), rc, deployment("web", 1, "      runtimeClassName: kata", { cpu = "1800m" }))
+    assert.are.equal("2300m", p.nodeClaims[1].requests.cpu)
+    assert.are.equal("s4", p.nodeClaims[1].instanceType)
+  end)
+end)
+
+describe("minValues", function()
+  it("keeps at least N distinct values of the key among a claim's options", function()
+    local np = h.nodepool("flex", { requirements = {
+      { "example.com/family", "In", { "gp", "mo" }, minValues = 2 },
+    } })
+    local p = plan(np, deployment("web", 1, "", { cpu = "7" }))
+    assert.are.same({ "gp", "mo" }, p.nodeClaims[1].instanceTypeOptions)
+    -- a pod that only fits mo would leave one family: strict minValues refuses
+    local big = deployment("big", 1, "", { cpu = "1" }):gsub("memory: 1Gi", "memory: 40Gi")
+    p = plan(np, big)
+    assert.are.equal(1, #p.unschedulable)
+    assert.matches("minValues", p.unschedulable[1].reason)
+  end)
+end)
