@@ -19,6 +19,7 @@
 #include "dovetail.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,8 @@ static void report(const result *r) {
   fflush(stdout);
 }
 
+static dt_packing g_packing = DT_PACKING_COST;
+
 static int run(const char *name, dt_catalog *cat, const char *manifests, size_t len, double lp,
                result *out) {
   dt_error err = {0};
@@ -109,6 +112,7 @@ static int run(const char *name, dt_catalog *cat, const char *manifests, size_t 
   double parse = now_ms() - t0;
   dt_plan *plan;
   dt_plan_opts opts = {0};
+  opts.packing = g_packing;
   if (dt_plan_run(cat, m, &opts, &plan, &err)) {
     fprintf(stderr, "bench %s: %s\n", name, err.msg);
     return 1;
@@ -222,7 +226,11 @@ static char *diverse_pods(int n, size_t *len, double *C, double *M) {
 }
 
 /* The Azure VM request shapes, read from the JSON copied into bench/. */
-static char *azure_pods(const char *shapes_path, int n, size_t *len, double *C, double *M) {
+/* The shapes drawn by the last azure_pods call, for the assignment bound. */
+static int g_nshapes, g_shape_cpu[32], g_shape_mem[32];
+static long g_shape_drawn[32];
+
+static char *azure_pods(const char *shapes_path, int n, const char *extra_reqs, size_t *len, double *C, double *M) {
   FILE *sf = fopen(shapes_path, "r");
   if (!sf) return NULL;
   char line[512];
@@ -248,13 +256,21 @@ static char *azure_pods(const char *shapes_path, int n, size_t *len, double *C, 
           "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
           "\"spec\":{\"template\":{\"spec\":{\"requirements\":["
           "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
-          "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"}]}}}}");
+          "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"}%s]}}}}",
+          extra_reqs);
   rng = 42;
   *C = *M = 0;
+  g_nshapes = ns;
+  for (int i = 0; i < ns; i++) {
+    g_shape_cpu[i] = cpu_m[i];
+    g_shape_mem[i] = mem_mi[i];
+    g_shape_drawn[i] = 0;
+  }
   for (int i = 0; i < n; i++) {
     long r = (long)(next() % (uint64_t)total);
     int s = 0;
     while (r >= count[s]) r -= count[s++];
+    g_shape_drawn[s]++;
     *C += cpu_m[s] / 1000.0;
     *M += mem_mi[s] / 1024.0;
     fprintf(f,
@@ -265,6 +281,131 @@ static char *azure_pods(const char *shapes_path, int n, size_t *len, double *C, 
   fprintf(f, "]}");
   fclose(f);
   return buf;
+}
+
+/* LP bound over the bundled catalog's amd64, GPU-free types; subset = c/m/r
+** families of generation >= 5 up to 32 vCPU; spot: whether spot prices count. */
+static bool in_subset(const dt_type_info *ti) {
+  const char *n = ti->name;
+  if (n[0] != 'c' && n[0] != 'm' && n[0] != 'r') return false;
+  if (n[1] < '5' || n[1] > '9') return false;
+  return ti->cpu_milli <= 32000 + 1000;
+}
+
+static double aws_bound(dt_catalog *aws, double C, double M, double P, int subset, int spot) {
+  size_t nt = dt_catalog_size(aws), k = 0;
+  lp_type *alp = calloc(nt, sizeof *alp);
+  for (size_t i = 0; i < nt; i++) {
+    dt_type_info ti;
+    dt_catalog_type(aws, i, &ti);
+    if (strcmp(ti.arch, "amd64") || ti.gpus || ti.cheapest_price < 0) continue;
+    if (subset && !in_subset(&ti)) continue;
+    double price = spot ? ti.cheapest_price : ti.on_demand_price;
+    if (price <= 0) continue;
+    alp[k++] = (lp_type){ti.cpu_milli / 1000.0, ti.memory_bytes / 1073741824.0, (double)ti.pods, price};
+  }
+  double b = lp_bound(alp, k, C, M, P);
+  free(alp);
+  return b;
+}
+
+/*
+** A tighter bound than the covering LP: fractional nodes, but each pod's
+** cpu and memory must sit on the same (fractional) node type. The covering
+** LP can buy cpu on 0.5 GiB burstable types and memory on 2 TiB ones, which
+** no pod can use; this one cannot.
+*/
+static double assignment_bound(dt_catalog *aws, int subset, int spot) {
+  char path[] = "/tmp/dovetail-alp-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0) return NAN;
+  FILE *f = fdopen(fd, "w");
+  size_t nt = dt_catalog_size(aws);
+  dt_type_info *ti = calloc(nt, sizeof *ti);
+  int *use = calloc(nt, sizeof *use);
+  for (size_t i = 0; i < nt; i++) {
+    dt_catalog_type(aws, i, &ti[i]);
+    double price = spot ? ti[i].cheapest_price : ti[i].on_demand_price;
+    use[i] = !strcmp(ti[i].arch, "amd64") && !ti[i].gpus && price > 0 && (!subset || in_subset(&ti[i]));
+  }
+  fprintf(f, "Minimize\n obj:");
+  for (size_t i = 0; i < nt; i++)
+    if (use[i]) fprintf(f, " + %.9f x%zu", spot ? ti[i].cheapest_price : ti[i].on_demand_price, i);
+  fprintf(f, "\nSubject To\n");
+  for (size_t i = 0; i < nt; i++) {
+    if (!use[i]) continue;
+    fprintf(f, " c%zu:", i);
+    for (int s = 0; s < g_nshapes; s++) fprintf(f, " + %.6f y%d_%zu", g_shape_cpu[s] / 1000.0, s, i);
+    fprintf(f, " - %.6f x%zu <= 0\n m%zu:", ti[i].cpu_milli / 1000.0, i, i);
+    for (int s = 0; s < g_nshapes; s++) fprintf(f, " + %.6f y%d_%zu", g_shape_mem[s] / 1024.0, s, i);
+    fprintf(f, " - %.6f x%zu <= 0\n p%zu:", ti[i].memory_bytes / 1073741824.0, i, i);
+    for (int s = 0; s < g_nshapes; s++) fprintf(f, " + y%d_%zu", s, i);
+    fprintf(f, " - %lld x%zu <= 0\n", (long long)ti[i].pods, i);
+  }
+  for (int s = 0; s < g_nshapes; s++) {
+    fprintf(f, " n%d:", s);
+    for (size_t i = 0; i < nt; i++)
+      if (use[i]) fprintf(f, " + y%d_%zu", s, i);
+    fprintf(f, " >= %ld\n", g_shape_drawn[s]);
+  }
+  fprintf(f, "End\n");
+  fclose(f);
+  free(ti);
+  free(use);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "glpsol --lp %s -o /dev/stdout 2>/dev/null", path);
+  FILE *p = popen(cmd, "r");
+  double obj = NAN;
+  char line[512];
+  while (p && fgets(line, sizeof line, p))
+    if (sscanf(line, "Objective: obj = %lf", &obj) == 1) break;
+  if (p) {
+    while (fgets(line, sizeof line, p)) {
+    }
+    pclose(p);
+  }
+  remove(path);
+  return obj;
+}
+
+static int peak_hour(dt_catalog *aws, const char *shapes) {
+  /* The requirements that select the subset and the capacity types. */
+  static const char *subset_reqs =
+      ",{\"key\":\"karpenter.k8s.aws/instance-category\",\"operator\":\"In\",\"values\":[\"c\",\"m\",\"r\"]}"
+      ",{\"key\":\"karpenter.k8s.aws/instance-generation\",\"operator\":\"Gt\",\"values\":[\"4\"]}"
+      ",{\"key\":\"karpenter.k8s.aws/instance-cpu\",\"operator\":\"Lt\",\"values\":[\"33\"]}";
+  static const char *od = ",{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"on-demand\"]}";
+  static const char *both =
+      ",{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"on-demand\",\"spot\"]}";
+  int rc = 0;
+  for (int subset = 0; subset < 2; subset++)
+    for (int spot = 0; spot < 2; spot++) {
+      char reqs[1024], name[64];
+      snprintf(reqs, sizeof reqs, "%s%s", subset ? subset_reqs : "", spot ? both : od);
+      snprintf(name, sizeof name, "peak-%s-%s", subset ? "cmr5-32" : "full", spot ? "spot" : "od");
+      size_t len;
+      double C, M;
+      char *pods = azure_pods(shapes, 5968, reqs, &len, &C, &M);
+      if (!pods) return 1;
+      double bound = aws_bound(aws, C, M, 5968, subset, spot);
+      result ffd, cost;
+      char n1[80], n2[80];
+      snprintf(n1, sizeof n1, "%s/ffd", name);
+      snprintf(n2, sizeof n2, "%s/cost", name);
+      g_packing = DT_PACKING_FFD;
+      rc |= run(n1, aws, pods, len, bound, &ffd);
+      report(&ffd);
+      g_packing = DT_PACKING_COST;
+      rc |= run(n2, aws, pods, len, bound, &cost);
+      report(&cost);
+      double tight = assignment_bound(aws, subset, spot);
+      printf("%-24s ffd %.3fx -> cost %.3fx of the covering LP ($%.2f/h); ffd %.3fx -> cost %.3fx of the "
+             "assignment LP ($%.2f/h); scheduling time %.2fx ffd\n",
+             name, ffd.cost / bound, cost.cost / bound, bound, ffd.cost / tight, cost.cost / tight, tight,
+             cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
+      free(pods);
+    }
+  return rc;
 }
 
 int main(int argc, char **argv) {
@@ -316,6 +457,15 @@ int main(int argc, char **argv) {
     free(pods);
   }
   dt_catalog_free(kc);
+  if (!only || !strcmp(only, "peak")) {
+    dt_catalog *aws;
+    if (dt_catalog_load_default(&aws, &err)) {
+      fprintf(stderr, "bench: %s\n", err.msg);
+      return 1;
+    }
+    rc |= peak_hour(aws, "bench/workload-azure-vm-2017-peak-hour.json");
+    dt_catalog_free(aws);
+  }
   if (only && strcmp(only, "azure")) return rc;
   /* (b) 100,000 real-shape pods on the bundled AWS catalog. */
   dt_catalog *aws;
@@ -326,22 +476,12 @@ int main(int argc, char **argv) {
   size_t len;
   double C, M;
   const char *shapes = argc > 1 ? argv[1] : "bench/workload-azure-vm-2017.json";
-  char *pods = azure_pods(shapes, 100000, &len, &C, &M);
+  char *pods = azure_pods(shapes, 100000, "", &len, &C, &M);
   if (!pods) {
     fprintf(stderr, "bench: cannot read %s\n", shapes);
     return 1;
   }
-  size_t nt = dt_catalog_size(aws), k = 0;
-  lp_type *alp = calloc(nt, sizeof *alp);
-  for (size_t i = 0; i < nt; i++) {
-    dt_type_info ti;
-    dt_catalog_type(aws, i, &ti);
-    if (strcmp(ti.arch, "amd64") || ti.gpus || ti.cheapest_price < 0) continue;
-    alp[k++] = (lp_type){ti.cpu_milli / 1000.0, ti.memory_bytes / 1073741824.0, (double)ti.pods,
-                         ti.cheapest_price};
-  }
-  double bound = lp_bound(alp, k, C, M, 100000);
-  free(alp);
+  double bound = aws_bound(aws, C, M, 100000, 0, 1);
   result r;
   rc |= run("azure-100k", aws, pods, len, bound, &r);
   report(&r);

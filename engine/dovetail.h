@@ -131,7 +131,8 @@ void dt_manifests_free(dt_manifests *m);
 typedef enum dt_format { DT_FORMAT_JSON = 0, DT_FORMAT_YAML = 1, DT_FORMAT_TABLE = 2 } dt_format;
 
 typedef enum dt_packing {
-  DT_PACKING_FFD = 0 /* Karpenter's first-fit-decreasing, exactly */
+  DT_PACKING_COST = 0, /* first-fit-decreasing, then a re-pack kept only when strictly cheaper */
+  DT_PACKING_FFD = 1   /* Karpenter's first-fit-decreasing, exactly */
 } dt_packing;
 
 typedef struct dt_plan_opts {

@@ -24,6 +24,8 @@ static const char *k_usage =
     "  -o, --output FMT   json | yaml | table (default: table on a terminal, else json)\n"
     "  --now RFC3339      the clock (default 2000-01-01T00:00:00Z; decisions never read the wall clock)\n"
     "  --seed N           seed for names and randomised choices (default 0)\n"
+    "  --packing MODE     cost (default: first-fit-decreasing, then a strictly cheaper re-pack)\n"
+    "                     or ffd (Karpenter's first-fit-decreasing exactly)\n"
     "  --timings          add parse and scheduling times to the JSON summary\n"
     "FILE is YAML or JSON (multi-document, kind: List); - reads standard input.\n";
 
@@ -61,6 +63,17 @@ static int cmd_plan(int argc, char **argv) {
       opts.seed = strtoull(v, &end, 10);
       if (*end || !*v) {
         fprintf(stderr, "dovetail: --seed: expected a non-negative integer, got \"%s\"\n", v);
+        free(files);
+        return 2;
+      }
+      i++;
+    } else if (!strcmp(a, "--packing") && v) {
+      if (!strcmp(v, "ffd"))
+        opts.packing = DT_PACKING_FFD;
+      else if (!strcmp(v, "cost"))
+        opts.packing = DT_PACKING_COST;
+      else {
+        fprintf(stderr, "dovetail: --packing: expected ffd or cost, got \"%s\"\n", v);
         free(files);
         return 2;
       }

@@ -126,7 +126,7 @@ static bool off_ok(const rt_off *o, uint64_t zmask, uint8_t ctmask) {
 
 /* Whether instance type t satisfies the requirements' label constraints and
 ** has an available offering within the masks. */
-static bool type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask,
+bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask,
                     uint8_t ctmask) {
   for (uint32_t i = 0; i < r->n; i++) {
     int16_t s = slot_of(p, r->r[i].key);
@@ -379,7 +379,7 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
         uint64_t z2;
         uint8_t c2;
         masks(p, &mr, &z2, &c2);
-        ok = type_ok(p, ty, &mr, z2 & zm, c2 & cm);
+        ok = dt__type_ok(p, ty, &mr, z2 & zm, c2 & cm);
       }
       if (!ok) continue;
       for (uint32_t r = 0; r < DT_RES_MAX; r++) over[pl->types[t]][r] += req[r];
@@ -441,7 +441,7 @@ static int compile_pools(dt_plan *p, dt_error *err) {
     pl->types = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->types);
     if (!pl->types || !pl->taints) return DT_ENOMEM;
     for (uint32_t t = 0; t < p->ntypes; t++)
-      if (type_ok(p, &p->types[t], &r, zm, cm)) pl->types[pl->ntypes++] = t;
+      if (dt__type_ok(p, &p->types[t], &r, zm, cm)) pl->types[pl->ntypes++] = t;
     {
       double *pr = dt__malloc((pl->ntypes ? pl->ntypes : 1) * sizeof *pr);
       if (!pr) return DT_ENOMEM;
@@ -1012,7 +1012,7 @@ static uint32_t filter_options(dt_plan *p, const rt_pool *pl, const uint32_t *op
   uint32_t n = 0;
   for (uint32_t i = 0; i < nopt; i++) {
     const rt_type *t = &p->types[opt[i]];
-    if (fits(p, pl->eff[opt[i]], used, req) && type_ok(p, t, nr, zm, cm)) {
+    if (fits(p, pl->eff[opt[i]], used, req) && dt__type_ok(p, t, nr, zm, cm)) {
       if (out) out[n] = opt[i];
       n++;
     }
@@ -1150,7 +1150,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
           over = pl->remaining[r] != INT64_MAX && t->cap[r] > pl->remaining[r];
         if (over) continue;
       }
-      if (fits(p, pl->eff[pl->types[i]], zero, c->req) && type_ok(p, t, &nr, zm, cm)) opt[n++] = pl->types[i];
+      if (fits(p, pl->eff[pl->types[i]], zero, c->req) && dt__type_ok(p, t, &nr, zm, cm)) opt[n++] = pl->types[i];
     }
     if (!n || (pl->has_min_values && !min_values_ok(p, &nr, opt, n))) continue;
     rt_claim *k = A(p, sizeof *k);
@@ -1242,7 +1242,7 @@ static const char *diagnose(dt_plan *p, rt_class *c) {
     bool limited = false;
     for (uint32_t i = 0; i < pl->ntypes; i++) {
       const rt_type *ty = &p->types[pl->types[i]];
-      if (!type_ok(p, ty, &nr, zm, cm)) continue;
+      if (!dt__type_ok(p, ty, &nr, zm, cm)) continue;
       allowed++;
       bool over = false;
       for (uint32_t r = 0; r < p->nres && pl->has_limits; r++)
@@ -1643,7 +1643,9 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
     goto fail;
   }
   if ((rc = compile_catalog(p, err)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
-  if ((rc = compile_pods(p, err)) || (rc = solve(p)) || (rc = launch(p))) goto fail;
+  if ((rc = compile_pods(p, err)) || (rc = solve(p))) goto fail;
+  if (p->opts.packing != DT_PACKING_FFD && (rc = dt__pack_improve(p))) goto fail;
+  if ((rc = launch(p))) goto fail;
   if (p->arena.oom || p->syms.oom || p->class_sigs.oom || p->group_sigs.oom) {
     rc = DT_ENOMEM;
     goto fail;

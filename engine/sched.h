@@ -223,6 +223,9 @@ struct dt_plan {
 /* Pod display name "ns/name" into buf. */
 void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
 
+bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask);
+int dt__pack_improve(dt_plan *p);
+
 /* topo.c */
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns,
                    size_t nns, dt_sym own_ns, const char *const *mlk_vals, size_t nmlk);

@@ -113,6 +113,13 @@ static int l_plan(lua_State *L) {
   lua_getfield(L, 1, "seed");
   opts.seed = (uint64_t)luaL_optinteger(L, -1, 0);
   lua_pop(L, 1);
+  lua_getfield(L, 1, "packing");
+  const char *packing = luaL_optstring(L, -1, "cost");
+  if (!strcmp(packing, "ffd"))
+    opts.packing = DT_PACKING_FFD;
+  else if (strcmp(packing, "cost"))
+    return luaL_error(L, "packing: expected \"cost\" or \"ffd\"");
+  lua_pop(L, 1);
   lua_getfield(L, 1, "timings");
   opts.timings = lua_toboolean(L, -1);
   lua_pop(L, 1);

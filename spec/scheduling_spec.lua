@@ -21,10 +21,10 @@ describe("first-fit-decreasing", function()
     assert.are.same({ "small:default/b", "small:default/c,default/a" }, pods_of(p))
   end)
 
-  it("keeps adding pods to a claim while a larger option still fits", function()
+  it("keeps adding pods to a claim while a larger option still fits (--packing ffd)", function()
     local pods = { h.nodepool("default") }
     for i = 1, 6 do pods[#pods + 1] = h.pod("p" .. i, { cpu = "1", memory = "1Gi" }) end
-    local p = plan(table.unpack(pods))
+    local p = h.plan(h.docs(table.unpack(pods)), { catalog_text = h.small_catalog, packing = "ffd" })
     assert.are.equal(1, #p.nodeClaims)
     assert.are.equal("large", p.nodeClaims[1].instanceType)
     assert.are.same({ "large" }, p.nodeClaims[1].instanceTypeOptions)

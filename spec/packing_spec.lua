@@ -1,0 +1,79 @@
+-- Cost-aware packing: a re-pack after first-fit-decreasing, kept only when
+-- strictly cheaper, never touching pods with topology or host ports.
+local h = require "helper"
+
+local function pods(n, cpu, memory, extra)
+  local out = { h.nodepool("default") }
+  for i = 1, n do out[#out + 1] = h.pod("p" .. i, { cpu = cpu, memory = memory, extra = extra }) end
+  return h.docs(table.unpack(out))
+end
+
+local function cost(manifests, packing, catalog)
+  return h.plan(manifests, { packing = packing, catalog_text = catalog }).summary.hourlyCost
+end
+
+describe("cost-aware packing", function()
+  it("splits a first-fit claim when two smaller nodes cost less", function()
+    local m = pods(6, "1", "1Gi")
+    local ffd = h.plan(m, { packing = "ffd", catalog_text = h.small_catalog })
+    local p = h.plan(m, { catalog_text = h.small_catalog })
+    assert.are.equal(0.15, ffd.summary.hourlyCost)
+    assert.are.equal(0.14, p.summary.hourlyCost)
+    assert.are.equal(2, #p.nodeClaims)
+    assert.are.equal("medium", p.nodeClaims[1].instanceType)
+    assert.are.equal(6, p.summary.scheduled)
+  end)
+
+  it("is never more expensive than first-fit on the bundled catalog", function()
+    for _, shape in ipairs { { 40, "1", "1792Mi" }, { 25, "2", "3584Mi" }, { 9, "8", "56Gi" }, { 70, "250m", "512Mi" } } do
+      local m = pods(shape[1], shape[2], shape[3])
+      assert.is_true(cost(m, "cost") <= cost(m, "ffd") + 1e-9, shape[2] .. "/" .. shape[3])
+    end
+  end)
+
+  it("cuts the cost of a broad catalog several times over", function()
+    local out = { h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", { "on-demand" } } } }) }
+    for i = 1, 200 do out[#out + 1] = h.pod("p" .. i, { cpu = "1", memory = "1792Mi" }) end
+    local m = h.docs(table.unpack(out))
+    local ffd, improved = cost(m, "ffd"), cost(m, "cost")
+    assert.is_true(improved < ffd / 2, ("ffd %.3f, cost %.3f"):format(ffd, improved))
+  end)
+
+  it("keeps every pod: each pending pod is on exactly one claim", function()
+    local p = h.plan(pods(37, "1", "1792Mi"))
+    local seen = {}
+    for _, c in ipairs(p.nodeClaims) do
+      for _, name in ipairs(c.pods) do
+        assert.is_nil(seen[name], name)
+        seen[name] = true
+      end
+    end
+    local n = 0
+    for _ in pairs(seen) do n = n + 1 end
+    assert.are.equal(37, n)
+  end)
+
+  it("leaves pods with topology constraints where first-fit put them", function()
+    local anti = [[
+  affinity:
+    podAntiAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        - topologyKey: kubernetes.io/hostname
+          labelSelector: {matchLabels: {app: solo}}]]
+    local m = pods(3, "1", "1Gi", anti):gsub("namespace: default", "namespace: default\n  labels: {app: solo}")
+    local p = h.plan(m, { catalog_text = h.small_catalog })
+    assert.are.equal(3, #p.nodeClaims)
+    for _, c in ipairs(p.nodeClaims) do assert.are.equal(1, #c.pods) end
+  end)
+
+  it("is deterministic", function()
+    local m = pods(50, "1", "1792Mi")
+    assert.are.equal(h.plan(m, { format = "json" }), h.plan(m, { format = "json" }))
+  end)
+
+  it("rejects an unknown packing mode", function()
+    local _, err, code = h.cli("plan --packing best examples/quickstart.yaml")
+    assert.are.equal(2, code)
+    assert.matches("expected ffd or cost", err, 1, true)
+  end)
+end)
