@@ -328,3 +328,40 @@ int dt_time_parse(const char *s, int64_t *out, dt_error *err) {
   *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
   return 0;
 }
+
+/* Go-style durations as Kubernetes objects write them: "3m", "1h30m", "90s",
+** "500ms". Fractions of a second are dropped. */
+int dt__duration_parse(const char *s, int64_t *out) {
+  if (!s || !*s) return -1;
+  const char *p = s;
+  int64_t total = 0;
+  while (*p) {
+    if (*p < '0' || *p > '9') return -1;
+    int64_t v = 0;
+    while (*p >= '0' && *p <= '9') {
+      if (v > INT64_MAX / 10 - 10) return -1;
+      v = v * 10 + (*p++ - '0');
+    }
+    int64_t unit;
+    if (p[0] == 'm' && p[1] == 's') {
+      v /= 1000;
+      unit = 1;
+      p += 2;
+    } else if (*p == 'h') {
+      unit = 3600;
+      p++;
+    } else if (*p == 'm') {
+      unit = 60;
+      p++;
+    } else if (*p == 's') {
+      unit = 1;
+      p++;
+    } else {
+      return -1;
+    }
+    if (v > INT64_MAX / unit - total) return -1;
+    total += v * unit;
+  }
+  *out = total;
+  return 0;
+}

@@ -26,6 +26,7 @@ static const char *k_usage =
     "  --seed N           seed for names and randomised choices (default 0)\n"
     "  --packing MODE     cost (default: first-fit-decreasing, then a strictly cheaper re-pack)\n"
     "                     or ffd (Karpenter's first-fit-decreasing exactly)\n"
+    "  --unavailable FILE UnavailableOffering marks (capacity type, instance type, zone, expiry)\n"
     "  --timings          add parse and scheduling times to the JSON summary\n"
     "FILE is YAML or JSON (multi-document, kind: List); - reads standard input.\n";
 
@@ -45,7 +46,10 @@ static int cmd_plan(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--catalog") && v) {
+    if (!strcmp(a, "--unavailable") && v) {
+      files[nfiles++] = v; /* UnavailableOffering objects, read like any manifest */
+      i++;
+    } else if (!strcmp(a, "--catalog") && v) {
       catalog_path = v;
       i++;
     } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v) {

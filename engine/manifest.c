@@ -162,6 +162,12 @@ void dt_manifests_free(dt_manifests *m) {
   }
   dt__free(m->daemonsets.v);
   dt__free(m->runtime_classes.v);
+  for (size_t i = 0; i < m->marks.n; i++) {
+    dt__free(m->marks.v[i].instance_type);
+    dt__free(m->marks.v[i].zone);
+    dt__free(m->marks.v[i].name);
+  }
+  dt__free(m->marks.v);
   for (size_t i = 0; i < m->nodes.n; i++) node_free(&m->nodes.v[i]);
   for (size_t i = 0; i < m->files.n; i++) dt__free(m->files.v[i]);
   dt__symtab_free(&m->seen);
@@ -452,6 +458,40 @@ static int nodepool(mctx *x, const cJSON *o) {
                    &p.nstartup) ||
       parse_rlist(x, get(spec, "limits"), "spec.limits", &p.limits, false))
     goto fail;
+  p.spot_max = -1;
+  const cJSON *mp = get(get(get(o, "metadata"), "annotations"), "dovetail.dev/spot-max-price");
+  if (mp && !cJSON_IsNull(mp)) {
+    char tmp[64], *end;
+    const char *v = dt__scalar(mp, tmp, sizeof tmp);
+    double d = v ? strtod(v, &end) : -1;
+    if (!v || *end || !(d >= 0) || !isfinite(d)) {
+      bad(x, "metadata.annotations.dovetail.dev/spot-max-price", "expected a price in $/hour, such as \"0.05\"");
+      goto fail;
+    }
+    p.spot_max = d;
+  }
+  /* Control planes on spot lose etcd quorum when several are interrupted at once. */
+  for (size_t i = 0; i < p.labels.n; i++) {
+    if (strcmp(p.labels.v[i].key, "node-role.kubernetes.io/control-plane") &&
+        strcmp(p.labels.v[i].key, "node-role.kubernetes.io/master"))
+      continue;
+    bool spot_ok = true;
+    for (size_t k = 0; k < p.reqs.n; k++) {
+      const dt_mreq *q = &p.reqs.v[k];
+      if (strcmp(q->key, DT_L_CAPACITY_TYPE)) continue;
+      bool listed = false;
+      for (size_t j = 0; j < q->n; j++) listed |= !strcmp(q->vals[j], "spot");
+      if ((q->op == DT_OP_IN && !listed) || (q->op == DT_OP_NOTIN && listed) || q->op == DT_OP_DOESNOTEXIST)
+        spot_ok = false;
+    }
+    if (spot_ok) {
+      bad(x, "spec.template.spec.requirements",
+          "a control-plane NodePool (template label %s) must not allow spot capacity: interruptions of several "
+          "control-plane nodes lose etcd quorum; add karpenter.sh/capacity-type In [on-demand]",
+          p.labels.v[i].key);
+      goto fail;
+    }
+  }
   const cJSON *ref = get(tspec, "nodeClassRef");
   if (ref && !(p.node_class_ref = cJSON_Duplicate(ref, true))) {
     rc = oom(x);
@@ -886,6 +926,39 @@ fail:
   return DT_EINVAL;
 }
 
+static int unavailable(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  const cJSON *spec = get(o, "spec");
+  const char *ct = get_str(spec, "capacityType"), *it = get_str(spec, "instanceType"), *zone = get_str(spec, "zone");
+  dt_mark mk = {0};
+  mk.ct = ct ? dt__ct_parse(ct) : -1;
+  if (mk.ct < 0) return bad(x, "spec.capacityType", "expected on-demand, spot or reserved");
+  if (!it || !*it) return bad(x, "spec.instanceType", "missing");
+  if (!zone || !*zone) return bad(x, "spec.zone", "missing");
+  const char *exp = get_str(spec, "expiresAt"), *at = get_str(spec, "markedAt"), *ttl = get_str(spec, "ttl");
+  if (exp) {
+    if (dt_time_parse(exp, &mk.expires, NULL)) return bad(x, "spec.expiresAt", "expected an RFC 3339 time");
+  } else {
+    int64_t t0, d = 180; /* Karpenter's AWS provider keeps ICE marks 3 minutes */
+    if (!at || dt_time_parse(at, &t0, NULL))
+      return bad(x, "spec.markedAt", "expected an RFC 3339 time (or give spec.expiresAt)");
+    if (ttl && dt__duration_parse(ttl, &d)) return bad(x, "spec.ttl", "expected a duration such as 3m or 1h");
+    mk.expires = t0 + d;
+  }
+  mk.file = (char *)x->file;
+  mk.instance_type = dt__strdup(it);
+  mk.zone = dt__strdup(zone);
+  mk.name = dt__strdup(name);
+  if (!mk.instance_type || !mk.zone || !mk.name || dt__vec_push(&x->m->marks, mk)) {
+    dt__free(mk.instance_type);
+    dt__free(mk.zone);
+    dt__free(mk.name);
+    return oom(x);
+  }
+  return 0;
+}
+
 static int runtime_class(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
@@ -1019,6 +1092,7 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
     return workload(x, o, false);
   if (!strcmp(kind, "DaemonSet") && !strncmp(api, "apps/", 5)) return workload(x, o, true);
   if (!strcmp(kind, "RuntimeClass") && !strncmp(api, "node.k8s.io/", 12)) return runtime_class(x, o);
+  if (!strcmp(kind, "UnavailableOffering") && !strncmp(api, "dovetail.dev/", 13)) return unavailable(x, o);
   const char *nm = get_str(get(o, "metadata"), "name");
   dt__buf_printf(&x->m->notes, "%s: %s %s (%s): not used by plan, skipped\n", x->file, kind,
                  nm ? nm : "(unnamed)", api);
@@ -1038,7 +1112,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   }
   /* Remember where we were, so a bad file adds nothing. */
   size_t np = m->pools.n, npod = m->pods.n, nn = m->nodes.n, ns = m->seen_file.n, nl = m->notes.len;
-  size_t nds = m->daemonsets.n, nrc = m->runtime_classes.n;
+  size_t nds = m->daemonsets.n, nrc = m->runtime_classes.n, nmk = m->marks.n;
   mctx x = {m, file, NULL, {0}, err};
   if (err) err->code = 0;
   size_t docno = 1;
@@ -1050,6 +1124,12 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
     while (m->pods.n > npod) pod_free(&m->pods.v[--m->pods.n]);
     while (m->nodes.n > nn) node_free(&m->nodes.v[--m->nodes.n]);
     while (m->daemonsets.n > nds) pod_free(&m->daemonsets.v[--m->daemonsets.n]);
+    while (m->marks.n > nmk) {
+      dt_mark *mk = &m->marks.v[--m->marks.n];
+      dt__free(mk->instance_type);
+      dt__free(mk->zone);
+      dt__free(mk->name);
+    }
     while (m->runtime_classes.n > nrc) {
       dt_runtimeclass *r = &m->runtime_classes.v[--m->runtime_classes.n];
       dt__free(r->name);

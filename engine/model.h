@@ -113,6 +113,7 @@ typedef struct dt_nodepool {
   dt_taint *taints, *startup;
   dt_rlist limits;
   cJSON *node_class_ref; /* owned; NULL if absent */
+  double spot_max;       /* dovetail.dev/spot-max-price, < 0 when unset */
   size_t seq;
 } dt_nodepool;
 
@@ -201,7 +202,16 @@ typedef struct dt_runtimeclass {
   dt_rlist overhead;
 } dt_runtimeclass;
 
+/* An unavailable offering (insufficient capacity, interruption): not
+** launched until it expires. */
+typedef struct dt_mark {
+  int ct;
+  char *instance_type, *zone, *name, *file;
+  int64_t expires; /* Unix seconds */
+} dt_mark;
+
 struct dt_manifests {
+  DT_VEC(dt_mark) marks;
   DT_VEC(dt_nodepool) pools;
   DT_VEC(dt_podspec) pods;
   DT_VEC(dt_podspec) daemonsets;

@@ -50,12 +50,13 @@ static int cmp_cand(const void *a, const void *b) {
 
 /* Cheapest non-reserved available offering of t within the masks; with
 ** unbounded_only, only offerings without an availability count. */
-static double offer_price(const rt_type *t, uint64_t zm, uint8_t cm, bool unbounded_only) {
+static double offer_price(const rt_type *t, uint64_t zm, uint8_t cm, bool unbounded_only, double spot_max) {
   double best = INFINITY;
   for (uint32_t o = 0; o < t->noff; o++) {
     const rt_off *of = &t->off[o];
     if (of->ct == DT_CT_RESERVED || of->avail == 0 || (unbounded_only && of->avail != -1)) continue;
     if (!(zm >> of->zone & 1) || !(cm >> of->ct & 1)) continue;
+    if (of->ct == DT_CT_SPOT && of->price > spot_max) continue;
     if (of->price < best) best = of->price;
   }
   return best;
@@ -77,6 +78,7 @@ static double claim_price(const dt_plan *p, const rt_claim *k) {
     for (uint32_t o = 0; o < t->noff; o++) {
       const rt_off *of = &t->off[o];
       if (of->avail == 0 || !(k->zmask >> of->zone & 1) || !(k->ctmask >> of->ct & 1)) continue;
+      if (of->ct == DT_CT_SPOT && of->price > pl->spot_max) continue;
       if (of->ct == DT_CT_RESERVED) return 0; /* already paid: never re-pack these */
       if (of->price < best) best = of->price;
     }
@@ -311,8 +313,8 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   uint32_t nc = 0;
   for (uint32_t i = 0; i < pl->ntypes; i++) {
     const rt_type *t = &p->types[pl->types[i]];
-    if (!dt__type_ok(p, t, &k0->reqs, k0->zmask, k0->ctmask)) continue;
-    double pr = offer_price(t, k0->zmask, k0->ctmask, true);
+    if (!dt__type_ok(p, t, &k0->reqs, k0->zmask, k0->ctmask, pl->spot_max)) continue;
+    double pr = offer_price(t, k0->zmask, k0->ctmask, true, pl->spot_max);
     if (!isfinite(pr) || pr <= 0) continue;
     cands[nc++] = (cand){pl->types[i], pr, 0};
   }

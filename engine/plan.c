@@ -112,6 +112,17 @@ static void render_json(const dt_plan *p, dt_buf *b) {
     dt__buf_puts(b, "}");
   }
   dt__buf_puts(b, p->unsched.n ? "\n  ],\n" : "],\n");
+  dt__buf_puts(b, "  \"unavailableOfferings\": [");
+  for (size_t i = 0; i < p->marks.n; i++) {
+    const dt_mark *mk = &p->manifests->marks.v[p->marks.v[i]];
+    fmt_time(mk->expires, tmp, sizeof tmp);
+    dt__buf_printf(b, "%s{\"capacityType\": \"%s\", \"instanceType\": ", i ? ",\n    " : "\n    ", dt__ct_names[mk->ct]);
+    dt__buf_json_str(b, mk->instance_type);
+    dt__buf_puts(b, ", \"zone\": ");
+    dt__buf_json_str(b, mk->zone);
+    dt__buf_printf(b, ", \"expiresAt\": \"%s\"}", tmp);
+  }
+  dt__buf_puts(b, p->marks.n ? "\n  ],\n" : "],\n");
   dt__buf_puts(b, "  \"notes\": [");
   for (size_t i = 0; i < p->notes.n; i++) {
     dt__buf_puts(b, i ? ",\n    " : "\n    ");

@@ -120,21 +120,24 @@ static void masks(const dt_plan *p, const dt_reqs *r, uint64_t *zmask, uint8_t *
     if (!c || dt__req_has(&p->syms, c, p->ct_sym[i])) *ctmask |= (uint8_t)(1u << i);
 }
 
-static bool off_ok(const rt_off *o, uint64_t zmask, uint8_t ctmask) {
-  return o->avail != 0 && (zmask >> o->zone & 1) && (ctmask >> o->ct & 1);
+/* An offering a claim may launch: available, in its zones and capacity
+** types, and for spot not above the pool's maxPrice. */
+static bool off_ok(const rt_off *o, uint64_t zmask, uint8_t ctmask, double spot_max) {
+  return o->avail != 0 && (zmask >> o->zone & 1) && (ctmask >> o->ct & 1) &&
+         (o->ct != DT_CT_SPOT || o->price <= spot_max);
 }
 
 /* Whether instance type t satisfies the requirements' label constraints and
 ** has an available offering within the masks. */
-bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask,
-                    uint8_t ctmask) {
+bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
+                 double spot_max) {
   for (uint32_t i = 0; i < r->n; i++) {
     int16_t s = slot_of(p, r->r[i].key);
     if (s < 0) continue;
     if (!dt__req_has(&p->syms, &r->r[i], t->lv[s])) return false;
   }
   for (uint32_t i = 0; i < t->noff; i++)
-    if (off_ok(&t->off[i], zmask, ctmask)) return true;
+    if (off_ok(&t->off[i], zmask, ctmask, spot_max)) return true;
   return false;
 }
 
@@ -262,6 +265,37 @@ static int compile_catalog(dt_plan *p, dt_error *err) {
   return 0;
 }
 
+static const rt_type *find_type(const dt_plan *p, const char *name);
+
+/* Unavailable offerings still within their TTL at opts.now. */
+static int apply_marks(dt_plan *p) {
+  const dt_manifests *m = p->manifests;
+  int64_t now = p->opts.now;
+  for (size_t i = 0; i < m->marks.n; i++) {
+    const dt_mark *mk = &m->marks.v[i];
+    if (mk->expires <= now) continue; /* expired marks vanish by the clock */
+    rt_type *t = (rt_type *)find_type(p, mk->instance_type);
+    dt_sym z = dt__sym_find(&p->syms, mk->zone);
+    bool hit = false;
+    for (uint32_t o = 0; t && z && o < t->noff; o++)
+      if (t->off[o].ct == mk->ct && p->zones[t->off[o].zone] == z) {
+        t->off[o].avail = 0;
+        hit = true;
+      }
+    if (!hit) {
+      note(p, "%s: UnavailableOffering %s names no offering in the catalog (%s %s %s)", mk->file, mk->name,
+           dt__ct_names[mk->ct], mk->instance_type, mk->zone);
+      continue;
+    }
+    if (dt__vec_push(&p->marks, (uint32_t)i)) return DT_ENOMEM;
+    /* the cheapest available offering may have changed */
+    t->min_price = INFINITY;
+    for (uint32_t o = 0; o < t->noff; o++)
+      if (t->off[o].avail != 0 && t->off[o].price < t->min_price) t->min_price = t->off[o].price;
+  }
+  return 0;
+}
+
 static const rt_type *find_type(const dt_plan *p, const char *name) {
   dt_sym s = dt__sym_find(&p->syms, name);
   if (!s) return NULL;
@@ -379,7 +413,7 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
         uint64_t z2;
         uint8_t c2;
         masks(p, &mr, &z2, &c2);
-        ok = dt__type_ok(p, ty, &mr, z2 & zm, c2 & cm);
+        ok = dt__type_ok(p, ty, &mr, z2 & zm, c2 & cm, pl->spot_max);
       }
       if (!ok) continue;
       for (uint32_t r = 0; r < DT_RES_MAX; r++) over[pl->types[t]][r] += req[r];
@@ -417,6 +451,7 @@ static int compile_pools(dt_plan *p, dt_error *err) {
     rt_pool *pl = &p->pools[i];
     const dt_nodepool *np = pl->src;
     pl->name = dt__sym(&p->syms, np->name);
+    pl->spot_max = np->spot_max >= 0 ? np->spot_max : INFINITY;
     dt_reqs r = {0};
     for (size_t k = 0; k < np->reqs.n; k++) {
       dt_req q;
@@ -441,7 +476,7 @@ static int compile_pools(dt_plan *p, dt_error *err) {
     pl->types = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->types);
     if (!pl->types || !pl->taints) return DT_ENOMEM;
     for (uint32_t t = 0; t < p->ntypes; t++)
-      if (dt__type_ok(p, &p->types[t], &r, zm, cm)) pl->types[pl->ntypes++] = t;
+      if (dt__type_ok(p, &p->types[t], &r, zm, cm, pl->spot_max)) pl->types[pl->ntypes++] = t;
     {
       double *pr = dt__malloc((pl->ntypes ? pl->ntypes : 1) * sizeof *pr);
       if (!pr) return DT_ENOMEM;
@@ -457,7 +492,7 @@ static int compile_pools(dt_plan *p, dt_error *err) {
     for (uint32_t t = 0; t < pl->ntypes; t++) {
       const rt_type *ty = &p->types[pl->types[t]];
       for (uint32_t o = 0; o < ty->noff; o++)
-        if (off_ok(&ty->off[o], zm, cm)) {
+        if (off_ok(&ty->off[o], zm, cm, pl->spot_max)) {
           p->universe_z |= 1ull << ty->off[o].zone;
           p->universe_c |= (uint8_t)(1u << ty->off[o].ct);
         }
@@ -546,6 +581,23 @@ static int compile_nodes(dt_plan *p, dt_error *err) {
     p->nnodes++;
   }
   qsort(p->nodes, p->nnodes, sizeof *p->nodes, cmp_node);
+  /* Nodes and in-flight claims in a capacity reservation hold one unit each:
+  ** a plan never launches into a reservation more than it has left. */
+  for (uint32_t i = 0; i < p->nnodes; i++) {
+    const rt_node *r = &p->nodes[i];
+    for (uint32_t k = 0; k < r->nlabels; k++) {
+      if (r->lk[k] != p->k_resv) continue;
+      bool found = false;
+      for (uint32_t t = 0; t < p->ntypes && !found; t++)
+        for (uint32_t o = 0; o < p->types[t].noff && !found; o++) {
+          rt_off *of = &p->types[t].off[o];
+          if (of->ct == DT_CT_RESERVED && of->resv == r->lval[k]) {
+            if (of->avail > 0) of->avail--;
+            found = true;
+          }
+        }
+    }
+  }
   /* Existing nodes count against their pool's limits (by capacity when we
   ** know the type, else by allocatable). */
   for (uint32_t i = 0; i < p->nnodes; i++) {
@@ -1012,7 +1064,7 @@ static uint32_t filter_options(dt_plan *p, const rt_pool *pl, const uint32_t *op
   uint32_t n = 0;
   for (uint32_t i = 0; i < nopt; i++) {
     const rt_type *t = &p->types[opt[i]];
-    if (fits(p, pl->eff[opt[i]], used, req) && dt__type_ok(p, t, nr, zm, cm)) {
+    if (fits(p, pl->eff[opt[i]], used, req) && dt__type_ok(p, t, nr, zm, cm, pl->spot_max)) {
       if (out) out[n] = opt[i];
       n++;
     }
@@ -1150,7 +1202,8 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
           over = pl->remaining[r] != INT64_MAX && t->cap[r] > pl->remaining[r];
         if (over) continue;
       }
-      if (fits(p, pl->eff[pl->types[i]], zero, c->req) && dt__type_ok(p, t, &nr, zm, cm)) opt[n++] = pl->types[i];
+      if (fits(p, pl->eff[pl->types[i]], zero, c->req) && dt__type_ok(p, t, &nr, zm, cm, pl->spot_max))
+        opt[n++] = pl->types[i];
     }
     if (!n || (pl->has_min_values && !min_values_ok(p, &nr, opt, n))) continue;
     rt_claim *k = A(p, sizeof *k);
@@ -1242,7 +1295,7 @@ static const char *diagnose(dt_plan *p, rt_class *c) {
     bool limited = false;
     for (uint32_t i = 0; i < pl->ntypes; i++) {
       const rt_type *ty = &p->types[pl->types[i]];
-      if (!dt__type_ok(p, ty, &nr, zm, cm)) continue;
+      if (!dt__type_ok(p, ty, &nr, zm, cm, pl->spot_max)) continue;
       allowed++;
       bool over = false;
       for (uint32_t r = 0; r < p->nres && pl->has_limits; r++)
@@ -1557,7 +1610,7 @@ static int launch(dt_plan *p) {
       double cheapest = INFINITY;
       for (uint32_t o = 0; o < t->noff; o++) {
         const rt_off *of = &t->off[o];
-        if (!off_ok(of, k->zmask, k->ctmask)) continue;
+        if (!off_ok(of, k->zmask, k->ctmask, p->pools[k->pool].spot_max)) continue;
         if (of->price < cheapest) cheapest = of->price;
         /* Default rank: reserved while available, then cheapest, then
         ** instance type name, then zone name. */
@@ -1642,7 +1695,7 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
     rc = DT_ENOMEM;
     goto fail;
   }
-  if ((rc = compile_catalog(p, err)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
+  if ((rc = compile_catalog(p, err)) || (rc = apply_marks(p)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
   if ((rc = compile_pods(p, err)) || (rc = solve(p))) goto fail;
   if (p->opts.packing != DT_PACKING_FFD && (rc = dt__pack_improve(p))) goto fail;
   if ((rc = launch(p))) goto fail;
@@ -1671,6 +1724,7 @@ void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out) { *out = plan->s
 
 void dt_plan_free(dt_plan *p) {
   if (!p) return;
+  dt__free(p->marks.v);
   for (size_t i = 0; i < p->classes.n; i++) dt__free(p->classes.v[i].claim_failed);
   dt__free(p->classes.v);
   dt__free(p->class_of_sig.v);

@@ -105,6 +105,7 @@ typedef struct rt_pool {
   const int64_t **eff; /* per catalog type: allocatable minus DaemonSet overhead */
   uint32_t nds_ports;
   rt_port *ds_ports;  /* host ports of DaemonSets landing on this pool's nodes */
+  double spot_max; /* maxPrice for spot offerings; INFINITY when unset */
   bool has_min_values;
   bool has_prefer_taint;
   bool has_limits;
@@ -216,6 +217,7 @@ struct dt_plan {
   DT_VEC(rt_binding) bindings;
   DT_VEC(rt_unsched) unsched;
   DT_VEC(char *) notes; /* arena strings */
+  DT_VEC(uint32_t) marks; /* manifests' unavailable offerings in force */
   dt_plan_stats stats;
   size_t bound_already; /* pods bound to nodes or in-flight claims before the run */
 };
@@ -223,7 +225,8 @@ struct dt_plan {
 /* Pod display name "ns/name" into buf. */
 void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
 
-bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask);
+bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
+                 double spot_max);
 int dt__pack_improve(dt_plan *p);
 
 /* topo.c */
