@@ -122,11 +122,18 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
 ** owned by m, valid until the next add or free. Never NULL. */
 const char *dt_manifests_notes(const dt_manifests *m);
 
+/* The number of NodePools, and the policy name NodePool i asks for with the
+** dovetail.dev/policy annotation (NULL if none). Owned by m. */
+size_t dt_manifests_nodepools(const dt_manifests *m);
+const char *dt_manifests_nodepool_policy(const dt_manifests *m, size_t i);
+
 void dt_manifests_free(dt_manifests *m);
 
 /* ------------------------------------------------------------------------
 ** Plans
 ** ---------------------------------------------------------------------- */
+
+typedef struct dt_policy dt_policy; /* see "Policies" below */
 
 typedef enum dt_format { DT_FORMAT_JSON = 0, DT_FORMAT_YAML = 1, DT_FORMAT_TABLE = 2 } dt_format;
 
@@ -141,9 +148,46 @@ typedef struct dt_plan_opts {
   int timings;      /* non-zero: include phase timings (not byte-stable) in the summary */
   dt_packing packing;
   double parse_ms;  /* time the caller spent parsing, reported when timings is set */
+  dt_policy *policy;            /* optional: hooks for every NodePool */
+  dt_policy *const *pool_policies; /* optional: policies named by NodePools' dovetail.dev/policy */
+  const char *const *pool_policy_names;
+  size_t npool_policies;
 } dt_plan_opts;
 
 typedef struct dt_plan dt_plan;
+
+/* ------------------------------------------------------------------------
+** Policies: Lua 5.4 files returning a table of hooks (see docs/policies.md)
+** ---------------------------------------------------------------------- */
+
+/* Limits of a policy's sandbox; zero fields take the defaults shown. */
+typedef struct dt_policy_limits {
+  size_t memory_bytes;        /* per Lua state: 64 MiB */
+  uint64_t instructions;      /* per hook call: 50,000,000 VM instructions */
+  double wall_ms;             /* per hook call: 250 ms */
+  unsigned max_failures;      /* consecutive failures before a hook is disabled: 5 */
+} dt_policy_limits;
+
+/* Load and validate a policy: syntax (file:line), the returned table, hook
+** names and types, the policy's own selftest() if defined, and each hook on a
+** golden input. On success *out owns the policy; free with dt_policy_free.
+** A policy object is not thread-safe: one plan at a time. */
+int dt_policy_load_file(const char *path, const dt_policy_limits *limits, dt_policy **out, dt_error *err);
+
+/* As dt_policy_load_file from a buffer; name is used as the chunk name. */
+int dt_policy_load_buffer(const char *name, const char *buf, size_t len, const dt_policy_limits *limits,
+                          dt_policy **out, dt_error *err);
+
+/* Hot swap: re-read the policy's file, build and validate a new state, and
+** swap it in atomically. On any error the old state stays in force and the
+** error is returned. *changed (if non-NULL) tells whether anything changed:
+** reloading an unchanged file is a no-op. */
+int dt_policy_reload(dt_policy *p, int *changed, dt_error *err);
+
+/* The hooks the policy overrides, space-separated ("price rank"). Owned by p. */
+const char *dt_policy_hooks(const dt_policy *p);
+
+void dt_policy_free(dt_policy *p);
 
 /* Run the scheduler: pending pods are placed on existing and in-flight nodes,
 ** then on new node claims. Pure: no I/O, no clock other than opts->now.

@@ -6,6 +6,7 @@
 */
 #include "dovetail.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@ static const char *k_usage =
     "\n"
     "commands:\n"
     "  plan      place pending pods on existing nodes and new node claims\n"
+    "  check     validate policy files (syntax, hooks, selftest); --explain lists overridden hooks\n"
     "  version   print the version\n"
     "\n"
     "plan options:\n"
@@ -26,6 +28,8 @@ static const char *k_usage =
     "  --seed N           seed for names and randomised choices (default 0)\n"
     "  --packing MODE     cost (default: first-fit-decreasing, then a strictly cheaper re-pack)\n"
     "                     or ffd (Karpenter's first-fit-decreasing exactly)\n"
+    "  --policy FILE      a Lua policy whose hooks apply to every NodePool\n"
+    "  --policy-dir DIR   where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (default policies)\n"
     "  --unavailable FILE UnavailableOffering marks (capacity type, instance type, zone, expiry)\n"
     "  --timings          add parse and scheduling times to the JSON summary\n"
     "FILE is YAML or JSON (multi-document, kind: List); - reads standard input.\n";
@@ -36,8 +40,84 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Load the policies NodePools name (dovetail.dev/policy: NAME) from dir as
+** NAME.lua. Fills the plan options; the caller frees with free_pool_policies. */
+static int load_pool_policies(const dt_manifests *m, const char *dir, dt_plan_opts *o, dt_error *err) {
+  size_t n = dt_manifests_nodepools(m);
+  dt_policy **pols = calloc(n ? n : 1, sizeof *pols);
+  const char **names = calloc(n ? n : 1, sizeof *names);
+  if (!pols || !names) {
+    free(pols);
+    free(names);
+    snprintf(err->msg, sizeof err->msg, "out of memory");
+    return -1;
+  }
+  o->pool_policies = pols;
+  o->pool_policy_names = names;
+  o->npool_policies = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *name = dt_manifests_nodepool_policy(m, i);
+    if (!name) continue;
+    bool seen = false;
+    for (size_t k = 0; k < o->npool_policies && !seen; k++) seen = !strcmp(names[k], name);
+    if (seen) continue;
+    if (strchr(name, '/') || !strcmp(name, "..")) {
+      snprintf(err->msg, sizeof err->msg, "NodePool policy name \"%s\" must be a plain name (found in %s)", name, dir);
+      return -1;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.lua", dir, name);
+    if (dt_policy_load_file(path, NULL, &pols[o->npool_policies], err)) return -1;
+    names[o->npool_policies++] = name;
+  }
+  return 0;
+}
+
+static void free_pool_policies(dt_plan_opts *o) {
+  for (size_t i = 0; i < o->npool_policies; i++) dt_policy_free(o->pool_policies[i]);
+  free((void *)o->pool_policies);
+  free((void *)o->pool_policy_names);
+}
+
+static int cmd_check(int argc, char **argv) {
+  int explain = 0, bad = 0, n = 0;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--explain")) {
+      explain = 1;
+      continue;
+    }
+    n++;
+    dt_error err = {0};
+    dt_policy *p = NULL;
+    if (dt_policy_load_file(argv[i], NULL, &p, &err)) {
+      fprintf(stderr, "%s\n", err.msg);
+      bad = 1;
+      continue;
+    }
+    printf("%s: ok\n", argv[i]);
+    if (explain) {
+      static const char *all[] = {"price", "rank", "consolidation_order", "approve", "budget", "on_interruption",
+                                  "scale_in", "selftest"};
+      const char *h = dt_policy_hooks(p);
+      for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
+        size_t len = strlen(all[k]);
+        bool has = false;
+        for (const char *q = strstr(h, all[k]); q && !has; q = strstr(q + 1, all[k]))
+          has = (q == h || q[-1] == ' ') && (q[len] == 0 || q[len] == ' ');
+        printf("  %-20s %s\n", all[k], has ? "overridden" : "built-in default");
+      }
+    }
+    dt_policy_free(p);
+  }
+  if (!n) {
+    fputs("usage: dovetail check [--explain] FILE...\n", stderr);
+    return 2;
+  }
+  return bad;
+}
+
 static int cmd_plan(int argc, char **argv) {
-  const char *catalog_path = NULL, *out = NULL;
+  const char *catalog_path = NULL, *out = NULL, *policy_path = NULL, *policy_dir = "policies";
   dt_plan_opts opts = {0};
   dt_error err = {0};
   const char **files = calloc((size_t)argc + 1, sizeof *files);
@@ -46,7 +126,13 @@ static int cmd_plan(int argc, char **argv) {
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "--unavailable") && v) {
+    if (!strcmp(a, "--policy") && v) {
+      policy_path = v;
+      i++;
+    } else if (!strcmp(a, "--policy-dir") && v) {
+      policy_dir = v;
+      i++;
+    } else if (!strcmp(a, "--unavailable") && v) {
       files[nfiles++] = v; /* UnavailableOffering objects, read like any manifest */
       i++;
     } else if (!strcmp(a, "--catalog") && v) {
@@ -125,6 +211,8 @@ static int cmd_plan(int argc, char **argv) {
   for (int i = 0; i < nfiles; i++)
     if (dt_manifests_add_file(m, files[i], &err)) goto done;
   fputs(dt_manifests_notes(m), stderr);
+  if (policy_path && dt_policy_load_file(policy_path, NULL, &opts.policy, &err)) goto done;
+  if (load_pool_policies(m, policy_dir, &opts, &err)) goto done;
   opts.parse_ms = now_ms() - t0;
   if (dt_plan_run(cat, m, &opts, &plan, &err)) goto done;
   size_t len;
@@ -141,6 +229,8 @@ done:
   if (rc) fprintf(stderr, "dovetail: %s\n", err.msg);
   dt_free(text);
   dt_plan_free(plan);
+  dt_policy_free(opts.policy);
+  free_pool_policies(&opts);
   dt_manifests_free(m);
   dt_catalog_free(cat);
   free(files);
@@ -154,6 +244,7 @@ int main(int argc, char **argv) {
   }
   const char *cmd = argv[1];
   if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
+  if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("dovetail %s\n", DT_VERSION);
     return 0;

@@ -85,6 +85,7 @@ static void pool_free(dt_nodepool *p) {
   taints_free(p->startup, p->nstartup);
   rlist_free(&p->limits);
   cJSON_Delete(p->node_class_ref);
+  dt__free(p->policy);
 }
 
 static void selector_free(dt_selector *s) { mreqs_free(&s->expr); }
@@ -181,6 +182,12 @@ void dt_manifests_free(dt_manifests *m) {
 }
 
 const char *dt_manifests_notes(const dt_manifests *m) { return m->notes.p ? m->notes.p : ""; }
+
+size_t dt_manifests_nodepools(const dt_manifests *m) { return m->pools.n; }
+
+const char *dt_manifests_nodepool_policy(const dt_manifests *m, size_t i) {
+  return i < m->pools.n ? m->pools.v[i].policy : NULL;
+}
 
 /* -------------------------------------------------------------- fields */
 
@@ -469,6 +476,11 @@ static int nodepool(mctx *x, const cJSON *o) {
       goto fail;
     }
     p.spot_max = d;
+  }
+  const char *pn = get_str(get(get(o, "metadata"), "annotations"), "dovetail.dev/policy");
+  if (pn && *pn && !(p.policy = dt__strdup(pn))) {
+    rc = oom(x);
+    goto fail;
   }
   /* Control planes on spot lose etcd quorum when several are interrupted at once. */
   for (size_t i = 0; i < p.labels.n; i++) {

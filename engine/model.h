@@ -114,6 +114,7 @@ typedef struct dt_nodepool {
   dt_rlist limits;
   cJSON *node_class_ref; /* owned; NULL if absent */
   double spot_max;       /* dovetail.dev/spot-max-price, < 0 when unset */
+  char *policy;          /* dovetail.dev/policy: a policy name, NULL when unset */
   size_t seq;
 } dt_nodepool;
 

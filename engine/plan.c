@@ -5,6 +5,8 @@
 */
 #include "sched.h"
 
+#include "../lua/policy.h"
+
 #include <string.h>
 
 static void fmt_time(int64_t t, char *out, size_t n) {
@@ -123,6 +125,21 @@ static void render_json(const dt_plan *p, dt_buf *b) {
     dt__buf_printf(b, ", \"expiresAt\": \"%s\"}", tmp);
   }
   dt__buf_puts(b, p->marks.n ? "\n  ],\n" : "],\n");
+  dt__buf_puts(b, "  \"policyErrors\": [");
+  size_t nerr = 0;
+  for (size_t i = 0; i < p->policies.n; i++) {
+    const dt_policy_err *e;
+    size_t n = dt__policy_errors(p->policies.v[i], &e);
+    for (size_t k = 0; k < n; k++, nerr++) {
+      dt__buf_puts(b, nerr ? ",\n    {\"policy\": " : "\n    {\"policy\": ");
+      dt__buf_json_str(b, dt__policy_name(p->policies.v[i]));
+      dt__buf_printf(b, ", \"hook\": \"%s\", \"count\": %zu, \"disabled\": %s, \"error\": ", e[k].hook, e[k].count,
+                     e[k].disabled ? "true" : "false");
+      dt__buf_json_str(b, e[k].message);
+      dt__buf_puts(b, "}");
+    }
+  }
+  dt__buf_puts(b, nerr ? "\n  ],\n" : "],\n");
   dt__buf_puts(b, "  \"notes\": [");
   for (size_t i = 0; i < p->notes.n; i++) {
     dt__buf_puts(b, i ? ",\n    " : "\n    ");

@@ -22,6 +22,8 @@
 */
 #include "sched.h"
 
+#include "../lua/policy.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +269,70 @@ static int compile_catalog(dt_plan *p, dt_error *err) {
 
 static const rt_type *find_type(const dt_plan *p, const char *name);
 
+/* The offerings as policy hooks see them, in catalog order. */
+static int build_snapshot(dt_plan *p) {
+  size_t n = 0;
+  p->off_base = A(p, (p->ntypes + 1) * sizeof *p->off_base);
+  if (!p->off_base) return DT_ENOMEM;
+  for (uint32_t t = 0; t < p->ntypes; t++) {
+    p->off_base[t] = (uint32_t)n;
+    n += p->types[t].noff;
+  }
+  p->snapshot = A(p, (n ? n : 1) * sizeof *p->snapshot);
+  if (!p->snapshot) return DT_ENOMEM;
+  for (uint32_t t = 0; t < p->ntypes; t++) {
+    const rt_type *ty = &p->types[t];
+    const char *family = NULL;
+    for (size_t k = 0; k < ty->src->labels.n; k++)
+      if (strstr(ty->src->labels.v[k].key, "/instance-family")) family = ty->src->labels.v[k].val;
+    for (uint32_t o = 0; o < ty->noff; o++) {
+      const rt_off *of = &ty->off[o];
+      p->snapshot[p->off_base[t] + o] = (dt_hook_offer){
+          ty->src->name, dt__sym_str(&p->syms, p->zones[of->zone]), dt__ct_names[of->ct],
+          of->resv ? dt__sym_str(&p->syms, of->resv) : NULL, of->price, ty->src->od_price, of->avail,
+          ty->alloc[DT_R_CPU], ty->alloc[DT_R_MEM] / 1000, 0, family, ty->src->arch};
+    }
+  }
+  p->nsnapshot = n;
+  return 0;
+}
+
+static int use_policy(dt_plan *p, dt_policy *pol) {
+  for (size_t i = 0; i < p->policies.n; i++)
+    if (p->policies.v[i] == pol) return 0;
+  if (dt__vec_push(&p->policies, pol)) return DT_ENOMEM;
+  dt__policy_clear_errors(pol);
+  /* a failed snapshot leaves the hooks unused: defaults apply */
+  dt__policy_round(pol, p->opts.now, p->opts.seed, p->snapshot, p->nsnapshot);
+  return 0;
+}
+
+/* The price hook of the plan's policy re-prices every offering once. */
+static int apply_price_hook(dt_plan *p) {
+  dt_policy *pol = p->opts.policy;
+  if (!dt__policy_has(pol, DT_HOOK_PRICE)) return 0;
+  int rc = use_policy(p, pol);
+  if (rc) return rc;
+  double *out = dt__malloc((p->nsnapshot ? p->nsnapshot : 1) * sizeof *out);
+  if (!out) return DT_ENOMEM;
+  if (dt__policy_price(pol, out) == 0) {
+    for (uint32_t t = 0; t < p->ntypes; t++) {
+      rt_type *ty = &p->types[t];
+      ty->min_price = INFINITY;
+      for (uint32_t o = 0; o < ty->noff; o++) {
+        double v = out[p->off_base[t] + o];
+        if (isnan(v))
+          ty->off[o].avail = 0;
+        else
+          ty->off[o].price = v;
+        if (ty->off[o].avail != 0 && ty->off[o].price < ty->min_price) ty->min_price = ty->off[o].price;
+      }
+    }
+  }
+  dt__free(out);
+  return 0;
+}
+
 /* Unavailable offerings still within their TTL at opts.now. */
 static int apply_marks(dt_plan *p) {
   const dt_manifests *m = p->manifests;
@@ -452,6 +518,15 @@ static int compile_pools(dt_plan *p, dt_error *err) {
     const dt_nodepool *np = pl->src;
     pl->name = dt__sym(&p->syms, np->name);
     pl->spot_max = np->spot_max >= 0 ? np->spot_max : INFINITY;
+    pl->policy = p->opts.policy;
+    if (np->policy) {
+      pl->policy = NULL;
+      for (size_t k = 0; k < p->opts.npool_policies; k++)
+        if (!strcmp(p->opts.pool_policy_names[k], np->policy)) pl->policy = p->opts.pool_policies[k];
+      if (!pl->policy)
+        return dt__err(err, DT_EINVAL, "%s: NodePool %s: metadata.annotations.dovetail.dev/policy: no policy named \"%s\" "
+                       "was loaded (is it in the policy directory?)", np->file, np->name, np->policy);
+    }
     dt_reqs r = {0};
     for (size_t k = 0; k < np->reqs.n; k++) {
       dt_req q;
@@ -1595,6 +1670,66 @@ static int name_claim(dt_plan *p, rt_claim *k) {
   return DT_ERANGE;
 }
 
+/*
+** The rank hook scores the launchable offerings of a finished claim (lower
+** wins, nil excludes); ties go to the instance type name, then the zone. A
+** failing hook leaves the default choice in place.
+*/
+static int rank_hook(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t ntypes, int32_t *bt, int32_t *bo,
+                     const char **excluded) {
+  rt_pool *pl = &p->pools[k->pool];
+  int rc = use_policy(p, pl->policy);
+  if (rc) return rc;
+  size_t n = 0;
+  for (uint32_t i = 0; i < ntypes; i++) n += p->types[types[i]].noff;
+  uint32_t *idx = dt__malloc((n ? n : 1) * sizeof *idx);
+  double *score = dt__malloc((n ? n : 1) * sizeof *score);
+  if (!idx || !score) {
+    dt__free(idx);
+    dt__free(score);
+    return DT_ENOMEM;
+  }
+  n = 0;
+  for (uint32_t i = 0; i < ntypes; i++) {
+    const rt_type *t = &p->types[types[i]];
+    for (uint32_t o = 0; o < t->noff; o++)
+      if (off_ok(&t->off[o], k->zmask, k->ctmask, pl->spot_max)) idx[n++] = p->off_base[types[i]] + o;
+  }
+  dt_hook_claim hc = {pl->src->name, k->pods.n, k->used[DT_R_CPU], k->used[DT_R_MEM] / 1000, pl->launched_spot,
+                      pl->launched};
+  if (n && dt__policy_rank(pl->policy, &hc, idx, n, score) == 0) {
+    int32_t best = -1;
+    for (size_t i = 0; i < n; i++) {
+      if (isnan(score[i])) continue;
+      if (best < 0 || score[i] < score[best]) {
+        best = (int32_t)i;
+        continue;
+      }
+      if (score[i] > score[best]) continue;
+      const dt_hook_offer *a = &p->snapshot[idx[i]], *b = &p->snapshot[idx[best]];
+      int c = strcmp(a->instance_type, b->instance_type);
+      if (c < 0 || (c == 0 && strcmp(a->zone, b->zone) < 0)) best = (int32_t)i;
+    }
+    if (best < 0) {
+      *bt = -1;
+      dt_buf msg = {0};
+      dt__buf_printf(&msg, "the rank hook of policy %s excluded every offering that fits", dt__policy_name(pl->policy));
+      *excluded = arena_buf(p, &msg);
+    } else {
+      uint32_t g = idx[best];
+      for (uint32_t t = 0; t < p->ntypes; t++)
+        if (g >= p->off_base[t] && g < p->off_base[t] + p->types[t].noff) {
+          *bt = (int32_t)t;
+          *bo = (int32_t)(g - p->off_base[t]);
+          break;
+        }
+    }
+  }
+  dt__free(idx);
+  dt__free(score);
+  return 0;
+}
+
 static int launch(dt_plan *p) {
   for (size_t ci = 0; ci < p->claims.n; ci++) {
     rt_claim *k = p->claims.v[ci];
@@ -1644,6 +1779,17 @@ static int launch(dt_plan *p) {
     if (src) return src;
     k->final = fin;
     k->nfinal = n < 600 ? n : 600;
+    rt_pool *pl = &p->pools[k->pool];
+    const char *excluded = NULL;
+    if (bt >= 0 && dt__policy_has(pl->policy, DT_HOOK_RANK)) {
+      int rc = rank_hook(p, k, fin, n, &bt, &bo, &excluded);
+      if (rc) return rc;
+    }
+    if (bt < 0 && excluded) {
+      for (size_t i = 0; i < k->pods.n; i++)
+        if (unschedulable(p, k->pods.v[i], excluded)) return DT_ENOMEM;
+      continue;
+    }
     if (bt < 0) {
       for (size_t i = 0; i < k->pods.n; i++)
         if (unschedulable(p, k->pods.v[i],
@@ -1658,6 +1804,8 @@ static int launch(dt_plan *p) {
     for (uint32_t r = 0; r < p->nres; r++) k->used[r] += p->types[bt].alloc[r] - e[r];
     rt_off *of = &p->types[bt].off[bo];
     if (of->avail > 0) of->avail--;
+    pl->launched++;
+    if (of->ct == DT_CT_SPOT) pl->launched_spot++;
     int rc = name_claim(p, k);
     if (rc) return rc;
     p->stats.nodes++;
@@ -1695,7 +1843,8 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
     rc = DT_ENOMEM;
     goto fail;
   }
-  if ((rc = compile_catalog(p, err)) || (rc = apply_marks(p)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
+  if ((rc = compile_catalog(p, err)) || (rc = apply_marks(p)) || (rc = build_snapshot(p)) ||
+      (rc = apply_price_hook(p)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
   if ((rc = compile_pods(p, err)) || (rc = solve(p))) goto fail;
   if (p->opts.packing != DT_PACKING_FFD && (rc = dt__pack_improve(p))) goto fail;
   if ((rc = launch(p))) goto fail;
@@ -1725,6 +1874,8 @@ void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out) { *out = plan->s
 void dt_plan_free(dt_plan *p) {
   if (!p) return;
   dt__free(p->marks.v);
+  for (size_t i = 0; i < p->policies.n; i++) dt__policy_round_end(p->policies.v[i]);
+  dt__free(p->policies.v);
   for (size_t i = 0; i < p->classes.n; i++) dt__free(p->classes.v[i].claim_failed);
   dt__free(p->classes.v);
   dt__free(p->class_of_sig.v);

@@ -106,6 +106,8 @@ typedef struct rt_pool {
   uint32_t nds_ports;
   rt_port *ds_ports;  /* host ports of DaemonSets landing on this pool's nodes */
   double spot_max; /* maxPrice for spot offerings; INFINITY when unset */
+  dt_policy *policy; /* hooks for this pool: its own, or the plan's */
+  size_t launched, launched_spot; /* claims launched so far in this plan */
   bool has_min_values;
   bool has_prefer_taint;
   bool has_limits;
@@ -218,6 +220,11 @@ struct dt_plan {
   DT_VEC(rt_unsched) unsched;
   DT_VEC(char *) notes; /* arena strings */
   DT_VEC(uint32_t) marks; /* manifests' unavailable offerings in force */
+  /* policies used by this plan, and the offering snapshot their hooks see */
+  DT_VEC(dt_policy *) policies;
+  uint32_t *off_base; /* per type: index of its first offering in the snapshot */
+  struct dt_hook_offer *snapshot;
+  size_t nsnapshot;
   dt_plan_stats stats;
   size_t bound_already; /* pods bound to nodes or in-flight claims before the run */
 };

@@ -98,6 +98,57 @@ static int add_manifests(lua_State *L, dt_manifests *m, dt_error *err) {
   return 0;
 }
 
+/* ---- policies: dt.policy(path) -> userdata with :reload(), :hooks() ---- */
+
+#define POLICY_MT "dovetail.policy"
+
+static dt_policy **check_policy(lua_State *L, int idx) {
+  dt_policy **pp = luaL_checkudata(L, idx, POLICY_MT);
+  if (!*pp) luaL_error(L, "policy is closed");
+  return pp;
+}
+
+static int l_policy(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  dt_policy **pp = lua_newuserdatauv(L, sizeof *pp, 0);
+  *pp = NULL;
+  luaL_setmetatable(L, POLICY_MT);
+  dt_error err = {0};
+  if (dt_policy_load_file(path, NULL, pp, &err)) return push_fail(L, err.msg);
+  return 1;
+}
+
+static int l_policy_reload(lua_State *L) {
+  dt_policy **pp = check_policy(L, 1);
+  int changed;
+  dt_error err = {0};
+  if (dt_policy_reload(*pp, &changed, &err)) return push_fail(L, err.msg);
+  lua_pushboolean(L, changed);
+  return 1;
+}
+
+static int l_policy_hooks(lua_State *L) {
+  lua_pushstring(L, dt_policy_hooks(*check_policy(L, 1)));
+  return 1;
+}
+
+static int l_policy_gc(lua_State *L) {
+  dt_policy **pp = luaL_checkudata(L, 1, POLICY_MT);
+  dt_policy_free(*pp);
+  *pp = NULL;
+  return 0;
+}
+
+/* dt.check(path) -> hooks string, or nil, message */
+static int l_check(lua_State *L) {
+  dt_policy *p = NULL;
+  dt_error err = {0};
+  if (dt_policy_load_file(luaL_checkstring(L, 1), NULL, &p, &err)) return push_fail(L, err.msg);
+  lua_pushstring(L, dt_policy_hooks(p));
+  dt_policy_free(p);
+  return 1;
+}
+
 /* dt.plan(t) -> plan table | string, or nil, message */
 static int l_plan(lua_State *L) {
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -139,6 +190,18 @@ static int l_plan(lua_State *L) {
   dt_plan *plan = NULL;
   char *text = NULL;
   int nret = 0;
+  dt_policy *owned = NULL; /* loaded here from a path */
+  lua_getfield(L, 1, "policy");
+  if (lua_isstring(L, -1)) {
+    if (dt_policy_load_file(lua_tostring(L, -1), NULL, &owned, &err)) {
+      lua_pop(L, 1);
+      return push_fail(L, err.msg);
+    }
+    opts.policy = owned;
+  } else if (!lua_isnil(L, -1)) {
+    opts.policy = *check_policy(L, -1);
+  }
+  lua_pop(L, 1);
   lua_getfield(L, 1, "catalog");
   lua_getfield(L, 1, "catalog_text");
   int rc;
@@ -186,12 +249,14 @@ static int l_plan(lua_State *L) {
   dt_plan_free(plan);
   dt_manifests_free(m);
   dt_catalog_free(cat);
+  dt_policy_free(owned);
   return nret;
 fail:
   dt_free(text);
   dt_plan_free(plan);
   dt_manifests_free(m);
   dt_catalog_free(cat);
+  dt_policy_free(owned);
   return push_fail(L, err.msg);
 }
 
@@ -296,10 +361,21 @@ static const luaL_Reg k_funcs[] = {
     {"quantity", l_quantity},
     {"format_quantity", l_format_quantity},
     {"intersect", l_intersect},
+    {"policy", l_policy},
+    {"check", l_check},
     {NULL, NULL},
 };
 
+static const luaL_Reg k_policy_methods[] = {
+    {"reload", l_policy_reload}, {"hooks", l_policy_hooks}, {"close", l_policy_gc}, {NULL, NULL}};
+
 int luaopen_dovetail(lua_State *L) {
+  luaL_newmetatable(L, POLICY_MT);
+  luaL_newlib(L, k_policy_methods);
+  lua_setfield(L, -2, "__index");
+  lua_pushcfunction(L, l_policy_gc);
+  lua_setfield(L, -2, "__gc");
+  lua_pop(L, 1);
   luaL_newlib(L, k_funcs);
   lua_pushstring(L, DT_VERSION);
   lua_setfield(L, -2, "version");

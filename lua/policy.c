@@ -1,0 +1,768 @@
+/*
+** policy.c: the sandboxed Lua policy runtime.
+**
+** A policy is a Lua 5.4 file returning a table of hooks. Each loaded policy
+** gets its own lua_State with:
+**   - only base (no dofile, loadfile, print; load takes text only), string,
+**     table, math and utf8; no io, os, package, debug or coroutine;
+**   - reading an undefined global is an error (catches typos at the call);
+**   - a counting allocator with a hard cap per state;
+**   - per call an instruction and wall-clock budget enforced by a count hook
+**     that, once tripped, fires on every instruction, so a pcall inside the
+**     policy cannot swallow it;
+**   - string.find/match/gmatch/gsub refuse subjects whose size and pattern
+**     make backtracking run away (the count hook cannot interrupt C);
+**   - math.random reseeded before every decision from the plan's seed.
+** Hook references are resolved once at load. Every call goes through
+** lua_pcall with a traceback handler; results are type- and range-checked.
+** A failing hook falls back to the built-in default, the error is recorded
+** with file:line, and after max_failures consecutive failures the hook is
+** disabled until the policy is reloaded.
+*/
+#include "policy.h"
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+#include <math.h>
+#include <string.h>
+
+const char *const dt__hook_names[DT_HOOK_N] = {"price",  "rank",           "consolidation_order", "approve",
+                                               "budget", "on_interruption", "scale_in"};
+
+/* Names a policy table may export besides the hooks. */
+static const char *const k_meta_names[] = {"selftest", "name", "description", "version", NULL};
+
+typedef struct mem {
+  size_t used, cap;
+} mem;
+
+typedef struct state {
+  lua_State *L;
+  mem *m;
+  int ref[DT_HOOK_N];
+  int selftest;
+} state;
+
+struct dt_policy {
+  char *path, *chunk;
+  char *text;
+  size_t len;
+  dt_policy_limits lim;
+  state s;
+  unsigned fails[DT_HOOK_N];
+  bool disabled[DT_HOOK_N];
+  DT_VEC(dt_policy_err) errs;
+  char hooks[256];
+  /* the current round */
+  int64_t now;
+  uint64_t seed, decision;
+  int offers;
+  size_t noffers;
+  /* the current call's budget */
+  uint64_t instr;
+  double t0;
+  bool tripped;
+  dt_buf log;
+};
+
+/* ------------------------------------------------------------ sandbox */
+
+static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
+  mem *m = ud;
+  if (nsize == 0) {
+    if (ptr) m->used -= osize;
+    dt__free(ptr);
+    return NULL;
+  }
+  size_t old = ptr ? osize : 0;
+  if (nsize > old && m->used - old + nsize > m->cap) return NULL; /* Lua raises "not enough memory" */
+  void *np = dt__realloc(ptr, nsize);
+  if (np) m->used = m->used - old + nsize;
+  return np;
+}
+
+static dt_policy *self(lua_State *L) { return *(dt_policy **)lua_getextraspace(L); }
+
+#define HOOK_EVERY 1000
+
+static void count_hook(lua_State *L, lua_Debug *ar) {
+  (void)ar;
+  dt_policy *p = self(L);
+  if (!p) return;
+  if (!p->tripped) {
+    p->instr += HOOK_EVERY;
+    if (p->instr <= p->lim.instructions && dt__now_ms() - p->t0 <= p->lim.wall_ms) return;
+    p->tripped = true;
+    /* From now on, every instruction fails: a pcall in the policy that
+    ** catches this error cannot run on. */
+    lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
+  }
+  luaL_error(L, "policy budget exceeded (%llu instructions or %.0f ms per call)",
+             (unsigned long long)p->lim.instructions, p->lim.wall_ms);
+}
+
+static void budget_start(dt_policy *p, lua_State *L) {
+  p->instr = 0;
+  p->tripped = false;
+  p->t0 = dt__now_ms();
+  lua_sethook(L, count_hook, LUA_MASKCOUNT, HOOK_EVERY);
+}
+
+static void budget_stop(lua_State *L) { lua_sethook(L, NULL, 0, 0); }
+
+static int l_undefined(lua_State *L) {
+  const char *k = lua_tostring(L, 2);
+  return luaL_error(L, "undefined global '%s'", k ? k : "?");
+}
+
+/* load(text [, name]): text chunks only, in the policy's globals. */
+static int l_load(lua_State *L) {
+  size_t len;
+  const char *s = luaL_checklstring(L, 1, &len);
+  const char *name = luaL_optstring(L, 2, "=(load)");
+  if (luaL_loadbufferx(L, s, len, name, "t") != LUA_OK) {
+    luaL_pushfail(L);
+    lua_insert(L, -2);
+    return 2;
+  }
+  return 1;
+}
+
+/*
+** Lua's matcher backtracks: with k unanchored repetitions a subject of n
+** bytes can cost about n^(k+1) steps, in C where the budget cannot reach. We
+** refuse calls whose estimate exceeds a fixed bound.
+*/
+static int pattern_guard(lua_State *L) {
+  size_t n, plen;
+  luaL_checklstring(L, 1, &n);
+  const char *pat = luaL_checklstring(L, 2, &plen);
+  int k = 0;
+  for (size_t i = 0; i < plen; i++) {
+    if (pat[i] == '%') {
+      i++;
+      continue;
+    }
+    if (pat[i] == '*' || pat[i] == '+' || pat[i] == '-' || pat[i] == '?') k++;
+  }
+  double cost = (double)n;
+  for (int i = 0; i < k && cost < 1e12; i++) cost *= (double)(n ? n : 1);
+  if (cost > 5e8) return luaL_error(L, "pattern too expensive for a %zu-byte subject (%d repetitions)", n, k);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+static int l_now(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)self(L)->now);
+  return 1;
+}
+
+static int l_log(lua_State *L) {
+  const char *level = luaL_checkstring(L, 1);
+  const char *msg = luaL_checkstring(L, 2);
+  dt_policy *p = self(L);
+  if (p->log.len < 65536) {
+    lua_Debug ar;
+    int line = lua_getstack(L, 1, &ar) && lua_getinfo(L, "l", &ar) ? ar.currentline : 0;
+    dt__buf_printf(&p->log, "%s:%d: %s: %s\n", p->path ? p->path : p->chunk, line, level, msg);
+  }
+  return 0;
+}
+
+static int l_milli(lua_State *L) {
+  int64_t v;
+  dt_error err;
+  if (dt_quantity_parse(luaL_checkstring(L, 1), &v, &err)) return luaL_error(L, "%s", err.msg);
+  lua_pushinteger(L, (lua_Integer)v);
+  return 1;
+}
+
+static int traceback(lua_State *L) {
+  const char *msg = lua_tostring(L, 1);
+  if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+  luaL_traceback(L, L, msg, 1);
+  return 1;
+}
+
+static const luaL_Reg k_dovetail[] = {{"now", l_now}, {"log", l_log}, {"milli", l_milli}, {NULL, NULL}};
+
+static int open_sandbox(lua_State *L) {
+  static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},   {LUA_STRLIBNAME, luaopen_string},
+                                  {LUA_TABLIBNAME, luaopen_table}, {LUA_MATHLIBNAME, luaopen_math},
+                                  {LUA_UTF8LIBNAME, luaopen_utf8}, {NULL, NULL}};
+  for (const luaL_Reg *l = libs; l->name; l++) {
+    luaL_requiref(L, l->name, l->func, 1);
+    lua_pop(L, 1);
+  }
+  static const char *removed[] = {"dofile", "loadfile", "print", "collectgarbage", NULL};
+  for (const char **r = removed; *r; r++) {
+    lua_pushnil(L);
+    lua_setglobal(L, *r);
+  }
+  lua_pushcfunction(L, l_load);
+  lua_setglobal(L, "load");
+  lua_getglobal(L, "string");
+  static const char *guarded[] = {"find", "match", "gmatch", "gsub", NULL};
+  for (const char **g = guarded; *g; g++) {
+    lua_getfield(L, -1, *g);
+    lua_pushcclosure(L, pattern_guard, 1);
+    lua_setfield(L, -2, *g);
+  }
+  lua_pop(L, 1);
+  luaL_newlib(L, k_dovetail);
+  lua_setglobal(L, "dovetail");
+  /* Reading an undefined global is an error. */
+  lua_pushglobaltable(L);
+  lua_newtable(L);
+  lua_pushcfunction(L, l_undefined);
+  lua_setfield(L, -2, "__index");
+  lua_setmetatable(L, -2);
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* ------------------------------------------------------------- errors */
+
+static void record(dt_policy *p, const char *hook, const char *msg, bool disabled) {
+  for (size_t i = 0; i < p->errs.n; i++)
+    if (!strcmp(p->errs.v[i].hook, hook) && !strcmp(p->errs.v[i].message, msg)) {
+      p->errs.v[i].count++;
+      p->errs.v[i].disabled |= disabled;
+      return;
+    }
+  dt_policy_err e = {hook, dt__strdup(msg), 1, disabled};
+  if (!e.message || dt__vec_push(&p->errs, e)) dt__free((void *)e.message);
+}
+
+void dt__policy_clear_errors(dt_policy *p) {
+  for (size_t i = 0; i < p->errs.n; i++) dt__free((void *)p->errs.v[i].message);
+  p->errs.n = 0;
+}
+
+size_t dt__policy_errors(const dt_policy *p, const dt_policy_err **out) {
+  *out = p->errs.v;
+  return p->errs.n;
+}
+
+const char *dt__policy_name(const dt_policy *p) { return p->path ? p->path : p->chunk; }
+
+const char *dt__policy_log(const dt_policy *p) { return p->log.p ? p->log.p : ""; }
+
+/* -------------------------------------------------------------- state */
+
+static void state_close(state *s) {
+  if (s->L) lua_close(s->L);
+  dt__free(s->m);
+  memset(s, 0, sizeof *s);
+}
+
+static const char *suggest(const char *k) {
+  /* the known name at edit distance <= 2, for typos */
+  static char out[64];
+  const char *best = NULL;
+  size_t bestd = 3;
+  for (int i = 0; i < DT_HOOK_N + 1; i++) {
+    const char *c = i < DT_HOOK_N ? dt__hook_names[i] : "selftest";
+    size_t n = strlen(k), m = strlen(c);
+    if (n > 40 || m > 40) continue;
+    size_t d[41][41];
+    for (size_t a = 0; a <= n; a++) d[a][0] = a;
+    for (size_t b = 0; b <= m; b++) d[0][b] = b;
+    for (size_t a = 1; a <= n; a++)
+      for (size_t b = 1; b <= m; b++) {
+        size_t x = d[a - 1][b] + 1, y = d[a][b - 1] + 1, z = d[a - 1][b - 1] + (k[a - 1] != c[b - 1]);
+        d[a][b] = x < y ? (x < z ? x : z) : (y < z ? y : z);
+      }
+    if (d[n][m] < bestd) {
+      bestd = d[n][m];
+      best = c;
+    }
+  }
+  if (!best) return "";
+  snprintf(out, sizeof out, " (did you mean %s?)", best);
+  return out;
+}
+
+/* Load the chunk into a fresh sandbox and resolve its hooks. */
+static int state_open(dt_policy *p, const char *text, size_t len, state *s, dt_error *err) {
+  memset(s, 0, sizeof *s);
+  for (int i = 0; i < DT_HOOK_N; i++) s->ref[i] = LUA_NOREF;
+  s->selftest = LUA_NOREF;
+  s->m = dt__calloc(1, sizeof *s->m);
+  if (!s->m) return dt__err(err, DT_ENOMEM, "out of memory");
+  s->m->cap = p->lim.memory_bytes;
+  s->L = lua_newstate(l_alloc, s->m);
+  if (!s->L) {
+    state_close(s);
+    return dt__err(err, DT_ENOMEM, "%s: cannot create a Lua state", p->chunk);
+  }
+  lua_State *L = s->L;
+  *(dt_policy **)lua_getextraspace(L) = p;
+  lua_pushcfunction(L, open_sandbox);
+  if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+    state_close(s);
+    return dt__err(err, DT_ENOMEM, "%s: cannot set up the sandbox", p->chunk);
+  }
+  int rc = 0;
+  lua_pushcfunction(L, traceback);
+  int status = luaL_loadbufferx(L, text, len, p->chunk, "t");
+  if (status != LUA_OK) {
+    rc = dt__err(err, DT_EINVAL, "%s", lua_tostring(L, -1));
+    goto fail;
+  }
+  budget_start(p, L);
+  status = lua_pcall(L, 0, 1, -2);
+  budget_stop(L);
+  if (status != LUA_OK) {
+    rc = dt__err(err, DT_EINVAL, "%s", lua_tostring(L, -1));
+    goto fail;
+  }
+  if (!lua_istable(L, -1)) {
+    rc = dt__err(err, DT_EINVAL, "%s: a policy must return a table of hooks, not %s", p->path ? p->path : p->chunk,
+                 luaL_typename(L, -1));
+    goto fail;
+  }
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    if (lua_type(L, -2) != LUA_TSTRING) {
+      lua_pop(L, 2);
+      rc = dt__err(err, DT_EINVAL, "%s: the policy table has a %s key; hooks are named by strings",
+                   p->path ? p->path : p->chunk, luaL_typename(L, -2));
+      goto fail;
+    }
+    const char *k = lua_tostring(L, -2);
+    int h = -1;
+    for (int i = 0; i < DT_HOOK_N; i++)
+      if (!strcmp(k, dt__hook_names[i])) h = i;
+    bool meta = false;
+    for (const char *const *m = k_meta_names; *m; m++) meta |= !strcmp(k, *m);
+    if (h < 0 && !meta) {
+      rc = dt__err(err, DT_EINVAL, "%s: unknown hook '%s'%s; known hooks: price, rank, consolidation_order, approve, "
+                   "budget, on_interruption, scale_in, selftest",
+                   p->path ? p->path : p->chunk, k, suggest(k));
+      lua_pop(L, 2);
+      goto fail;
+    }
+    if ((h >= 0 || !strcmp(k, "selftest")) && !lua_isfunction(L, -1)) {
+      rc = dt__err(err, DT_EINVAL, "%s: hook '%s' must be a function, not %s", p->path ? p->path : p->chunk, k,
+                   luaL_typename(L, -1));
+      lua_pop(L, 2);
+      goto fail;
+    }
+    if (h >= 0) {
+      lua_pushvalue(L, -1);
+      s->ref[h] = luaL_ref(L, LUA_REGISTRYINDEX);
+    } else if (!strcmp(k, "selftest")) {
+      lua_pushvalue(L, -1);
+      s->selftest = luaL_ref(L, LUA_REGISTRYINDEX);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 2); /* table, traceback */
+  return 0;
+fail:
+  state_close(s);
+  return rc;
+}
+
+/* ------------------------------------------------------------- calling */
+
+/* Call the function under nargs arguments (pushed after it) with the
+** budget and a traceback; leaves nres results or records the error. */
+static int call(dt_policy *p, const char *what, int hook, int nargs, int nres) {
+  lua_State *L = p->s.L;
+  int base = lua_gettop(L) - nargs; /* the function */
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
+  /* a seeded math.random per decision */
+  lua_getglobal(L, "math");
+  lua_getfield(L, -1, "randomseed");
+  lua_pushinteger(L, (lua_Integer)(p->seed & 0x7fffffffffffffffull));
+  lua_pushinteger(L, (lua_Integer)p->decision++);
+  lua_pcall(L, 2, 0, 0);
+  lua_pop(L, 1);
+  budget_start(p, L);
+  int status = lua_pcall(L, nargs, nres, base);
+  budget_stop(L);
+  lua_remove(L, base);
+  if (status == LUA_OK) {
+    if (hook >= 0) p->fails[hook] = 0;
+    return 0;
+  }
+  const char *msg = lua_tostring(L, -1);
+  bool disable = false;
+  if (hook >= 0 && ++p->fails[hook] >= p->lim.max_failures) {
+    p->disabled[hook] = true;
+    disable = true;
+  }
+  record(p, what, msg ? msg : "error", disable);
+  lua_pop(L, 1);
+  return -1;
+}
+
+/* A result of the wrong shape: recorded as the hook's failure. */
+static int bad_result(dt_policy *p, int hook, const char *fmt, ...) DT_PRINTF(3, 4);
+static int bad_result(dt_policy *p, int hook, const char *fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = snprintf(msg, sizeof msg, "%s: hook %s: ", p->path ? p->path : p->chunk, dt__hook_names[hook]);
+  vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  va_end(ap);
+  bool disable = ++p->fails[hook] >= p->lim.max_failures;
+  if (disable) p->disabled[hook] = true;
+  record(p, dt__hook_names[hook], msg, disable);
+  return -1;
+}
+
+bool dt__policy_has(const dt_policy *p, int hook) {
+  return p && p->s.L && p->s.ref[hook] != LUA_NOREF && !p->disabled[hook];
+}
+
+static void push_offer(lua_State *L, const dt_hook_offer *o) {
+  lua_createtable(L, 0, 12);
+  lua_pushstring(L, o->instance_type);
+  lua_setfield(L, -2, "instanceType");
+  lua_pushstring(L, o->zone);
+  lua_setfield(L, -2, "zone");
+  lua_pushstring(L, o->capacity_type);
+  lua_setfield(L, -2, "capacityType");
+  if (o->reservation) {
+    lua_pushstring(L, o->reservation);
+    lua_setfield(L, -2, "reservationID");
+  }
+  if (isfinite(o->price)) {
+    lua_pushnumber(L, o->price);
+    lua_setfield(L, -2, "price");
+  }
+  if (o->on_demand_price >= 0) {
+    lua_pushnumber(L, o->on_demand_price);
+    lua_setfield(L, -2, "onDemandPrice");
+  }
+  if (o->available >= 0) {
+    lua_pushinteger(L, (lua_Integer)o->available);
+    lua_setfield(L, -2, "available");
+  }
+  lua_pushinteger(L, (lua_Integer)o->cpu_milli);
+  lua_setfield(L, -2, "cpuMilli");
+  lua_pushinteger(L, (lua_Integer)o->memory_bytes);
+  lua_setfield(L, -2, "memoryBytes");
+  lua_pushinteger(L, (lua_Integer)o->gpus);
+  lua_setfield(L, -2, "gpus");
+  if (o->family) {
+    lua_pushstring(L, o->family);
+    lua_setfield(L, -2, "family");
+  }
+  if (o->arch) {
+    lua_pushstring(L, o->arch);
+    lua_setfield(L, -2, "arch");
+  }
+}
+
+static int build_offers(lua_State *L) {
+  const dt_hook_offer *o = lua_touserdata(L, 1);
+  size_t n = (size_t)lua_tointeger(L, 2);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    push_offer(L, &o[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 1;
+}
+
+int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_offer *offers, size_t n) {
+  p->now = now;
+  p->seed = seed;
+  p->decision = 0;
+  dt__policy_round_end(p);
+  lua_State *L = p->s.L;
+  /* built in protected mode: the sandbox's memory cap may refuse it */
+  lua_pushcfunction(L, build_offers);
+  lua_pushlightuserdata(L, (void *)offers);
+  lua_pushinteger(L, (lua_Integer)n);
+  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
+    record(p, "round", lua_tostring(L, -1), false);
+    lua_pop(L, 1);
+    return -1;
+  }
+  p->offers = luaL_ref(L, LUA_REGISTRYINDEX);
+  p->noffers = n;
+  return 0;
+}
+
+void dt__policy_round_end(dt_policy *p) {
+  if (p->s.L && p->offers != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->offers);
+  p->offers = LUA_NOREF;
+  if (p->s.L) lua_gc(p->s.L, LUA_GCCOLLECT);
+}
+
+int dt__policy_price(dt_policy *p, double *out) {
+  if (!dt__policy_has(p, DT_HOOK_PRICE) || p->offers == LUA_NOREF) return -1;
+  lua_State *L = p->s.L;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_PRICE]);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->offers);
+  if (call(p, "price", DT_HOOK_PRICE, 1, 1)) return -1;
+  int rc = 0;
+  if (!lua_istable(L, -1)) {
+    rc = bad_result(p, DT_HOOK_PRICE, "expected a table of prices, got %s", luaL_typename(L, -1));
+  } else {
+    for (size_t i = 0; i < p->noffers && !rc; i++) {
+      int t = lua_rawgeti(L, -1, (lua_Integer)i + 1);
+      if (t == LUA_TNIL) {
+        out[i] = NAN;
+      } else if (t == LUA_TNUMBER) {
+        double v = lua_tonumber(L, -1);
+        if (!isfinite(v) || v < 0)
+          rc = bad_result(p, DT_HOOK_PRICE, "price %zu is %g; prices must be finite and >= 0", i + 1, v);
+        out[i] = v;
+      } else {
+        rc = bad_result(p, DT_HOOK_PRICE, "price %zu is a %s; expected a number or nil", i + 1, lua_typename(L, t));
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return rc;
+}
+
+int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *idx, size_t n, double *score) {
+  if (!dt__policy_has(p, DT_HOOK_RANK) || p->offers == LUA_NOREF) return -1;
+  lua_State *L = p->s.L;
+  if (!lua_checkstack(L, 8)) return -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_RANK]);
+  lua_createtable(L, 0, 7);
+  lua_pushstring(L, claim->node_pool);
+  lua_setfield(L, -2, "nodePool");
+  lua_pushinteger(L, (lua_Integer)claim->pods);
+  lua_setfield(L, -2, "pods");
+  lua_pushinteger(L, (lua_Integer)claim->cpu_milli);
+  lua_setfield(L, -2, "cpuMilli");
+  lua_pushinteger(L, (lua_Integer)claim->memory_bytes);
+  lua_setfield(L, -2, "memoryBytes");
+  lua_pushinteger(L, (lua_Integer)claim->spot_in_pool);
+  lua_setfield(L, -2, "spotNodesInPool");
+  lua_pushinteger(L, (lua_Integer)claim->nodes_in_pool);
+  lua_setfield(L, -2, "nodesInPool");
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->offers);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_rawgeti(L, -2, (lua_Integer)idx[i] + 1);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_remove(L, -2);
+  if (call(p, "rank", DT_HOOK_RANK, 2, 1)) return -1;
+  int rc = 0;
+  if (!lua_istable(L, -1)) {
+    rc = bad_result(p, DT_HOOK_RANK, "expected a table of scores, got %s", luaL_typename(L, -1));
+  } else {
+    for (size_t i = 0; i < n && !rc; i++) {
+      int t = lua_rawgeti(L, -1, (lua_Integer)i + 1);
+      if (t == LUA_TNIL)
+        score[i] = NAN;
+      else if (t == LUA_TNUMBER && isfinite(lua_tonumber(L, -1)))
+        score[i] = lua_tonumber(L, -1);
+      else
+        rc = bad_result(p, DT_HOOK_RANK, "score %zu is %s; expected a finite number or nil", i + 1,
+                        t == LUA_TNUMBER ? "not finite" : lua_typename(L, t));
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
+  return rc;
+}
+
+/* ------------------------------------------------------------ validate */
+
+/* The policy's own selftest(), then each hook on a small golden input. */
+static int validate(dt_policy *p, dt_error *err) {
+  lua_State *L = p->s.L;
+  const char *who = p->path ? p->path : p->chunk;
+  if (p->s.selftest != LUA_NOREF) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.selftest);
+    if (call(p, "selftest", -1, 0, 1))
+      return dt__err(err, DT_EINVAL, "%s: selftest failed: %s", who, p->errs.n ? p->errs.v[p->errs.n - 1].message : "");
+    bool ok = lua_isnil(L, -1) || lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    if (!ok) return dt__err(err, DT_EINVAL, "%s: selftest returned false", who);
+  }
+  static const dt_hook_offer golden[] = {
+      {"m5.large", "zone-a", "on-demand", NULL, 0.096, 0.096, -1, 2000, 8589934592, 0, "m5", "amd64"},
+      {"m5.large", "zone-a", "spot", NULL, 0.035, 0.096, -1, 2000, 8589934592, 0, "m5", "amd64"},
+      {"m5.large", "zone-b", "reserved", "cr-1", 0.096, 0.096, 2, 2000, 8589934592, 0, "m5", "amd64"},
+      {"c6g.xlarge", "zone-b", "on-demand", NULL, 0.136, 0.136, -1, 4000, 8589934592, 0, "c6g", "arm64"},
+  };
+  size_t ng = sizeof golden / sizeof golden[0];
+  if (dt__policy_round(p, 0, 0, golden, ng)) return dt__err(err, DT_EINVAL, "%s: cannot build the golden input", who);
+  int rc = 0;
+  double out[4];
+  size_t before = p->errs.n;
+  if (dt__policy_has(p, DT_HOOK_PRICE) && dt__policy_price(p, out))
+    rc = dt__err(err, DT_EINVAL, "%s: price hook failed on the golden input: %s", who,
+                 p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
+  uint32_t idx[4] = {0, 1, 2, 3};
+  dt_hook_claim claim = {"default", 3, 1500, 3221225472, 0, 0};
+  if (!rc && dt__policy_has(p, DT_HOOK_RANK) && dt__policy_rank(p, &claim, idx, ng, out))
+    rc = dt__err(err, DT_EINVAL, "%s: rank hook failed on the golden input: %s", who,
+                 p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
+  dt__policy_round_end(p);
+  /* validation failures are load errors, not plan errors */
+  while (p->errs.n > before) dt__free((void *)p->errs.v[--p->errs.n].message);
+  memset(p->fails, 0, sizeof p->fails);
+  memset(p->disabled, 0, sizeof p->disabled);
+  return rc;
+}
+
+static void describe_hooks(dt_policy *p) {
+  p->hooks[0] = 0;
+  size_t n = 0;
+  for (int i = 0; i < DT_HOOK_N; i++)
+    if (p->s.ref[i] != LUA_NOREF)
+      n += (size_t)snprintf(p->hooks + n, sizeof p->hooks - n, "%s%s", n ? " " : "", dt__hook_names[i]);
+  if (p->s.selftest != LUA_NOREF) snprintf(p->hooks + n, sizeof p->hooks - n, "%sselftest", n ? " " : "");
+}
+
+/* --------------------------------------------------------------- public */
+
+static dt_policy *policy_new(const char *path, const char *name, const dt_policy_limits *lim) {
+  dt_policy *p = dt__calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->offers = LUA_NOREF;
+  if (lim) p->lim = *lim;
+  if (!p->lim.memory_bytes) p->lim.memory_bytes = 64u << 20;
+  if (!p->lim.instructions) p->lim.instructions = 50000000;
+  if (!(p->lim.wall_ms > 0)) p->lim.wall_ms = 250;
+  if (!p->lim.max_failures) p->lim.max_failures = 5;
+  char chunk[1100];
+  snprintf(chunk, sizeof chunk, "@%s", name);
+  p->chunk = dt__strdup(chunk);
+  p->path = path ? dt__strdup(path) : NULL;
+  if (!p->chunk || (path && !p->path)) {
+    dt__free(p->chunk);
+    dt__free(p->path);
+    dt__free(p);
+    return NULL;
+  }
+  return p;
+}
+
+static int load_text(dt_policy *p, const char *text, size_t len, dt_error *err) {
+  state s;
+  state old = p->s;
+  int rc = state_open(p, text, len, &s, err);
+  if (rc) return rc;
+  p->s = s;
+  unsigned fails[DT_HOOK_N];
+  bool disabled[DT_HOOK_N];
+  memcpy(fails, p->fails, sizeof fails);
+  memcpy(disabled, p->disabled, sizeof disabled);
+  memset(p->fails, 0, sizeof p->fails);
+  memset(p->disabled, 0, sizeof p->disabled);
+  int offers = p->offers;
+  p->offers = LUA_NOREF;
+  rc = validate(p, err);
+  if (rc) {
+    /* keep the old state in force */
+    state_close(&p->s);
+    p->s = old;
+    memcpy(p->fails, fails, sizeof fails);
+    memcpy(p->disabled, disabled, sizeof disabled);
+    p->offers = offers;
+    return rc;
+  }
+  char *copy = dt__strndup(text, len);
+  if (!copy) {
+    state_close(&p->s);
+    p->s = old;
+    p->offers = offers;
+    return dt__err(err, DT_ENOMEM, "out of memory");
+  }
+  if (old.L) {
+    if (offers != LUA_NOREF) luaL_unref(old.L, LUA_REGISTRYINDEX, offers);
+    state_close(&old);
+  }
+  dt__free(p->text);
+  p->text = copy;
+  p->len = len;
+  describe_hooks(p);
+  return 0;
+}
+
+int dt_policy_load_buffer(const char *name, const char *buf, size_t len, const dt_policy_limits *limits,
+                          dt_policy **out, dt_error *err) {
+  dt_policy *p = policy_new(NULL, name, limits);
+  if (!p) return dt__err(err, DT_ENOMEM, "out of memory");
+  int rc = load_text(p, buf, len, err);
+  if (rc) {
+    dt_policy_free(p);
+    return rc;
+  }
+  *out = p;
+  return 0;
+}
+
+int dt_policy_load_file(const char *path, const dt_policy_limits *limits, dt_policy **out, dt_error *err) {
+  char *buf;
+  size_t len;
+  int rc = dt__read_file(path, &buf, &len, err);
+  if (rc) return rc;
+  dt_policy *p = policy_new(path, path, limits);
+  if (!p) {
+    dt__free(buf);
+    return dt__err(err, DT_ENOMEM, "out of memory");
+  }
+  if (len >= 4 && !memcmp(buf, LUA_SIGNATURE, 4)) {
+    dt__free(buf);
+    dt_policy_free(p);
+    return dt__err(err, DT_EINVAL, "%s: a precompiled (bytecode) chunk; policies must be Lua source", path);
+  }
+  rc = load_text(p, buf, len, err);
+  dt__free(buf);
+  if (rc) {
+    dt_policy_free(p);
+    return rc;
+  }
+  *out = p;
+  return 0;
+}
+
+int dt_policy_reload(dt_policy *p, int *changed, dt_error *err) {
+  if (changed) *changed = 0;
+  if (!p->path) return 0;
+  char *buf;
+  size_t len;
+  int rc = dt__read_file(p->path, &buf, &len, err);
+  if (rc) return rc; /* the file vanished: keep what we have */
+  if (len == p->len && !memcmp(buf, p->text, len)) {
+    dt__free(buf);
+    return 0;
+  }
+  if (len >= 4 && !memcmp(buf, LUA_SIGNATURE, 4)) {
+    dt__free(buf);
+    return dt__err(err, DT_EINVAL, "%s: a precompiled (bytecode) chunk; policies must be Lua source", p->path);
+  }
+  rc = load_text(p, buf, len, err);
+  dt__free(buf);
+  if (!rc) {
+    dt__policy_clear_errors(p);
+    if (changed) *changed = 1;
+  }
+  return rc;
+}
+
+const char *dt_policy_hooks(const dt_policy *p) { return p->hooks; }
+
+void dt_policy_free(dt_policy *p) {
+  if (!p) return;
+  dt__policy_round_end(p);
+  state_close(&p->s);
+  dt__policy_clear_errors(p);
+  dt__free(p->errs.v);
+  dt__free(p->text);
+  dt__free(p->path);
+  dt__free(p->chunk);
+  dt__free(p->log.p);
+  dt__free(p);
+}

@@ -1,0 +1,72 @@
+/*
+** policy.h: the policy runtime's interface to the scheduler (internal).
+** The public half is in engine/dovetail.h (dt_policy_*).
+*/
+#ifndef DT_POLICY_H
+#define DT_POLICY_H
+
+#include "../engine/internal.h"
+
+enum {
+  DT_HOOK_PRICE,
+  DT_HOOK_RANK,
+  DT_HOOK_CONSOLIDATION_ORDER,
+  DT_HOOK_APPROVE,
+  DT_HOOK_BUDGET,
+  DT_HOOK_ON_INTERRUPTION,
+  DT_HOOK_SCALE_IN,
+  DT_HOOK_N
+};
+
+extern const char *const dt__hook_names[DT_HOOK_N];
+
+/* One offering as hooks see it. */
+typedef struct dt_hook_offer {
+  const char *instance_type, *zone, *capacity_type, *reservation;
+  double price, on_demand_price;
+  int64_t available; /* -1 unbounded */
+  int64_t cpu_milli, memory_bytes, gpus;
+  const char *family, *arch;
+} dt_hook_offer;
+
+/* A claim as the rank hook sees it. */
+typedef struct dt_hook_claim {
+  const char *node_pool;
+  size_t pods;
+  int64_t cpu_milli, memory_bytes;
+  size_t spot_in_pool, nodes_in_pool; /* launched so far in this plan, for ratio policies */
+} dt_hook_claim;
+
+/* Whether the policy defines a hook (and it is not disabled). */
+bool dt__policy_has(const dt_policy *p, int hook);
+
+/*
+** Begin a decision round: the clock and seed hooks see, and the offering
+** snapshot shared (read-only) by every call of this round. Returns 0 or an
+** error if the snapshot cannot be built (the caller then uses defaults).
+*/
+int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_offer *offers, size_t n);
+void dt__policy_round_end(dt_policy *p);
+
+/* price(offerings): out[i] = price, or NAN to make the offering unavailable.
+** Returns 0, or -1 when the hook failed (defaults apply; the error is recorded). */
+int dt__policy_price(dt_policy *p, double *out);
+
+/* rank(claim, offerings): idx[] indexes the round's snapshot; score[i] is the
+** score (lower wins) or NAN to exclude. Returns 0 or -1 (defaults apply). */
+int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *idx, size_t n, double *score);
+
+/* Errors recorded since load, for the plan's policyErrors. */
+typedef struct dt_policy_err {
+  const char *hook;
+  const char *message; /* file:line and traceback */
+  size_t count;
+  bool disabled;
+} dt_policy_err;
+size_t dt__policy_errors(const dt_policy *p, const dt_policy_err **out);
+const char *dt__policy_name(const dt_policy *p);
+void dt__policy_clear_errors(dt_policy *p);
+/* Log lines written by dovetail.log during the last rounds. */
+const char *dt__policy_log(const dt_policy *p);
+
+#endif
