@@ -98,8 +98,11 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
     ** catches this error cannot run on. */
     lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
   }
-  luaL_error(L, "policy budget exceeded (%llu instructions or %.0f ms per call)",
-             (unsigned long long)p->lim.instructions, p->lim.wall_ms);
+  /* lua_pushfstring knows no %llu or %.0f: format here */
+  char msg[128];
+  snprintf(msg, sizeof msg, "policy budget exceeded (%llu instructions or %.0f ms per call)",
+           (unsigned long long)p->lim.instructions, p->lim.wall_ms);
+  luaL_error(L, "%s", msg);
 }
 
 static void budget_start(dt_policy *p, lua_State *L) {
@@ -148,7 +151,11 @@ static int pattern_guard(lua_State *L) {
   }
   double cost = (double)n;
   for (int i = 0; i < k && cost < 1e12; i++) cost *= (double)(n ? n : 1);
-  if (cost > 5e8) return luaL_error(L, "pattern too expensive for a %zu-byte subject (%d repetitions)", n, k);
+  if (cost > 5e8) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "pattern too expensive for a %zu-byte subject (%d repetitions)", n, k);
+    return luaL_error(L, "%s", msg);
+  }
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
@@ -603,7 +610,7 @@ static int validate(dt_policy *p, dt_error *err) {
     rc = dt__err(err, DT_EINVAL, "%s: price hook failed on the golden input: %s", who,
                  p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   uint32_t idx[4] = {0, 1, 2, 3};
-  dt_hook_claim claim = {"default", 3, 1500, 3221225472, 0, 0};
+  dt_hook_claim claim = {"golden", 3, 1500, 3221225472, 0, 0};
   if (!rc && dt__policy_has(p, DT_HOOK_RANK) && dt__policy_rank(p, &claim, idx, ng, out))
     rc = dt__err(err, DT_EINVAL, "%s: rank hook failed on the golden input: %s", who,
                  p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");

@@ -143,7 +143,8 @@ describe("spot prices", function()
   end)
 
   it("are capped by the NodePool's dovetail.dev/spot-max-price", function()
-    local np = pool({ "spot", "on-demand" }):gsub("metadata:\n  name: default", "metadata:\n  name: default\n  annotations:\n    dovetail.dev/spot-max-price: \"0.03\"")
+    local ann = "metadata:\n  name: default\n  annotations:\n    dovetail.dev/spot-max-price: \"0.03\""
+    local np = pool({ "spot", "on-demand" }):gsub("metadata:\n  name: default", ann)
     local p = plan(h.docs(np, pods(1)))
     assert.are.equal("on-demand", p.nodeClaims[1].capacityType)
     np = np:gsub('"0.03"', '"0.05"')
@@ -151,7 +152,8 @@ describe("spot prices", function()
   end)
 
   it("reject a max price that is not a number", function()
-    local np = pool({ "spot" }):gsub("metadata:\n  name: default", "metadata:\n  name: default\n  annotations:\n    dovetail.dev/spot-max-price: cheap")
+    local ann = "metadata:\n  name: default\n  annotations:\n    dovetail.dev/spot-max-price: cheap"
+    local np = pool({ "spot" }):gsub("metadata:\n  name: default", ann)
     local _, err = h.dt.plan { catalog_text = catalog, manifests = np }
     assert.matches("dovetail.dev/spot-max-price: expected a price", err, 1, true)
   end)

@@ -1,0 +1,311 @@
+-- The policy runtime: sandbox, budgets, fallbacks, hot swap, dovetail check,
+-- and the shipped policies.
+local h = require "helper"
+local dt = h.dt
+
+local function policy_file(text)
+  return h.write(text)
+end
+
+-- Plans with a policy on the small catalog (pool allows spot and on-demand).
+local function plan_with(policy_text, manifests, extra)
+  local path = policy_file(policy_text)
+  local args = { catalog_text = h.small_catalog, policy = path,
+                 manifests = manifests or h.docs(h.nodepool("default"), h.pod("a", { cpu = "1" })) }
+  for k, v in pairs(extra or {}) do args[k] = v end
+  local plan, err = dt.plan(args)
+  os.remove(path)
+  return plan, err
+end
+
+-- A hook that behaves on the golden input (nodePool "golden") and misbehaves on real claims.
+local function misbehaving_rank(body)
+  return ("return { rank = function(claim, offerings)\n" ..
+    "  if claim.nodePool ~= 'golden' then %s end\n" ..
+    "  local out = {} for i, o in ipairs(offerings) do out[i] = o.price end return out end }\n"):format(body)
+end
+
+describe("loading a policy", function()
+  it("reports a syntax error with file and line", function()
+    local path = policy_file("return {\n  rank = function(\n}\n")
+    local _, err = dt.check(path)
+    assert.matches(path .. ":3:", err, 1, true)
+    os.remove(path)
+  end)
+
+  it("rejects an unknown hook name and suggests the right one", function()
+    local _, err = plan_with("return { rnak = function() end }")
+    assert.matches("unknown hook 'rnak' (did you mean rank?)", err, 1, true)
+  end)
+
+  it("rejects a file that returns something other than a table", function()
+    local _, err = plan_with("return 42")
+    assert.matches("a policy must return a table of hooks, not number", err, 1, true)
+  end)
+
+  it("rejects an empty file", function()
+    local _, err = plan_with("")
+    assert.matches("a policy must return a table of hooks, not nil", err, 1, true)
+  end)
+
+  it("rejects a hook that is not a function", function()
+    local _, err = plan_with("return { rank = 3 }")
+    assert.matches("hook 'rank' must be a function, not number", err, 1, true)
+  end)
+
+  it("rejects bytecode", function()
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(string.dump(function() return {} end))
+    f:close()
+    local _, err = dt.check(path)
+    assert.matches("bytecode", err, 1, true)
+    os.remove(path)
+  end)
+
+  it("runs the policy's selftest and fails the load when it fails", function()
+    local _, err = plan_with("return { selftest = function() return false end }")
+    assert.matches("selftest returned false", err, 1, true)
+    _, err = plan_with("return { selftest = function() error('nope') end }")
+    assert.matches("selftest failed", err, 1, true)
+    assert.matches("nope", err, 1, true)
+  end)
+
+  it("checks hooks on a golden input at load", function()
+    local _, err = plan_with("return { rank = function() return 'cheap' end }")
+    assert.matches("rank hook failed on the golden input", err, 1, true)
+  end)
+end)
+
+describe("the sandbox", function()
+  for _, attempt in ipairs { "io.open('/etc/passwd')", "os.execute('true')", "require('os')", "dofile('/x')",
+                             "loadfile('/x')", "debug.getinfo(1)", "package.loaded" } do
+    it("refuses " .. attempt, function()
+      local _, err = plan_with("local _ = " .. attempt .. "\nreturn {}")
+      assert.matches("undefined global", err, 1, true)
+    end)
+  end
+
+  it("loads text chunks only through load", function()
+    local p = plan_with("local f = load('return 1 + 1')\nassert(f() == 2)\n" ..
+      "local g, e = load(string.dump(function() end))\nassert(g == nil and e:find('binary'))\nreturn {}")
+    assert.is_table(p)
+  end)
+
+  it("makes reading an undefined global an error", function()
+    local _, err = plan_with("return { selftest = function() return undefined_thing end }")
+    assert.matches("undefined global 'undefined_thing'", err, 1, true)
+  end)
+
+  it("offers dovetail.now, dovetail.log and dovetail.milli", function()
+    local p = plan_with([[
+return { rank = function(claim, offerings)
+  assert(dovetail.now() == 1795341600 or claim.nodePool == "golden")
+  assert(dovetail.milli("250m") == 250)
+  dovetail.log("info", "ranking " .. #offerings)
+  local out = {} for i, o in ipairs(offerings) do out[i] = o.price end return out
+end }]], nil, { now = "2026-11-22T10:00:00Z" })
+    assert.are.equal(0, #p.policyErrors)
+  end)
+end)
+
+describe("a failing hook", function()
+  it("falls back to the default on a runtime error and reports file:line", function()
+    local p = plan_with(misbehaving_rank("error('boom')"))
+    assert.are.equal(1, #p.nodeClaims)
+    assert.are.equal("small", p.nodeClaims[1].instanceType)
+    assert.are.equal("rank", p.policyErrors[1].hook)
+    assert.matches(":2: boom", p.policyErrors[1].error, 1, true)
+    assert.matches("traceback", p.policyErrors[1].error, 1, true)
+  end)
+
+  for what, body in pairs {
+    ["nil"] = "return nil",
+    ["a string"] = "return 'x'",
+    ["NaN"] = "return { 0/0 }",
+  } do
+    it("falls back when rank returns " .. what, function()
+      local p = plan_with(misbehaving_rank(body))
+      assert.are.equal("spot", p.nodeClaims[1].capacityType)
+      assert.are.equal(1, #p.policyErrors)
+    end)
+  end
+
+  it("falls back when price returns a negative price", function()
+    local text = [[return { price = function(o)
+  local out = {} for i, x in ipairs(o) do out[i] = x.price end
+  if #o > 10 then out[1] = -1 end
+  return out end }]]
+    local p = plan_with(text)
+    assert.are.equal(0.04, p.nodeClaims[1].price)
+    assert.matches("prices must be finite and >= 0", p.policyErrors[1].error, 1, true)
+  end)
+
+  it("stops an infinite loop with its budget, even inside pcall", function()
+    local p = plan_with(misbehaving_rank("while true do end"))
+    assert.matches("budget exceeded", p.policyErrors[1].error, 1, true)
+    p = plan_with(misbehaving_rank("for _ = 1, 100 do pcall(function() while true do end end) end"))
+    assert.matches("budget exceeded", p.policyErrors[1].error, 1, true)
+    assert.are.equal(1, #p.nodeClaims)
+  end)
+
+  it("stops a memory bomb with the memory cap", function()
+    local p = plan_with(misbehaving_rank("local s = string.rep('x', 1 << 30)"))
+    assert.matches("not enough memory", p.policyErrors[1].error, 1, true)
+    p = plan_with(misbehaving_rank("local t = {} for i = 1, 1e9 do t[i] = i end"))
+    assert.is_not_nil(p.policyErrors[1].error:find("not enough memory", 1, true) or
+      p.policyErrors[1].error:find("budget exceeded", 1, true))
+  end)
+
+  it("refuses runaway pattern backtracking", function()
+    local p = plan_with(misbehaving_rank("string.find(string.rep('a', 100000), '.-.-.-b')"))
+    assert.matches("pattern too expensive", p.policyErrors[1].error, 1, true)
+  end)
+
+  it("is disabled after 5 consecutive failures", function()
+    local pods = { h.nodepool("default", { requirements = { { "node.kubernetes.io/instance-type", "In", { "small" } } } }) }
+    for i = 1, 8 do pods[#pods + 1] = h.pod("p" .. i, { cpu = "1500m" }) end
+    local p = plan_with(misbehaving_rank("error('boom')"), h.docs(table.unpack(pods)), { packing = "ffd" })
+    assert.are.equal(8, #p.nodeClaims)
+    assert.are.equal(5, p.policyErrors[1].count)
+    assert.is_true(p.policyErrors[1].disabled)
+  end)
+end)
+
+describe("hot swap", function()
+  it("is a no-op for an unchanged file", function()
+    local path = policy_file("return { rank = function(_, o) local s = {} for i, x in ipairs(o) do s[i] = x.price end return s end }")
+    local pol = assert(dt.policy(path))
+    assert.are.equal(false, pol:reload())
+    os.remove(path)
+  end)
+
+  it("swaps in a valid new policy and keeps the old one on error", function()
+    local path = policy_file("return {}")
+    local pol = assert(dt.policy(path))
+    assert.are.equal("", pol:hooks())
+    local f = assert(io.open(path, "w"))
+    f:write("return { rank = function(_, o) local s = {} for i, x in ipairs(o) do s[i] = x.price end return s end }")
+    f:close()
+    assert.are.equal(true, pol:reload())
+    assert.are.equal("rank", pol:hooks())
+    f = assert(io.open(path, "w"))
+    f:write("return { rank = ")
+    f:close()
+    local ok, err = pol:reload()
+    assert.is_nil(ok)
+    assert.matches(path, err, 1, true)
+    assert.are.equal("rank", pol:hooks())
+    os.remove(path)
+    ok, err = pol:reload()
+    assert.is_nil(ok)
+    assert.matches("cannot open", err, 1, true)
+    assert.are.equal("rank", pol:hooks())
+  end)
+
+  it("plans with a loaded policy object", function()
+    local path = policy_file(io.open("policies/spot-first.lua"):read("a"))
+    local pol = assert(dt.policy(path))
+    local p = h.plan(h.docs(h.nodepool("default"), h.pod("a")), { catalog_text = h.small_catalog, policy = pol })
+    assert.are.equal("spot", p.nodeClaims[1].capacityType)
+    os.remove(path)
+  end)
+end)
+
+describe("dovetail check", function()
+  it("exits 0 for valid policies and lists overridden hooks with --explain", function()
+    local out, _, code = h.cli("check --explain policies/default.lua policies/spot-ratio.lua")
+    assert.are.equal(0, code)
+    assert.matches("policies/default.lua: ok", out, 1, true)
+    assert.matches("rank%s+overridden", out)
+    assert.matches("budget%s+built%-in default", out)
+  end)
+
+  it("exits 1 with the error for a broken policy", function()
+    local path = policy_file("return { rank = 1 }")
+    local _, err, code = h.cli("check " .. path)
+    assert.are.equal(1, code)
+    assert.matches("hook 'rank' must be a function", err, 1, true)
+    os.remove(path)
+  end)
+end)
+
+describe("shipped policies", function()
+  local function plan_file(file, manifests, extra)
+    local args = { policy = file, manifests = manifests }
+    for k, v in pairs(extra or {}) do args[k] = v end
+    return assert(dt.plan(args))
+  end
+
+  it("default.lua decides exactly as the built-in defaults", function()
+    local cases = {
+      { files = { "examples/quickstart.yaml" } },
+      { manifests = h.docs(h.nodepool("default"), h.pod("a", { cpu = "3" }), h.pod("b", { cpu = "30" })),
+        catalog_text = nil },
+    }
+    local res = [[{"zones":["z1","z2"],"instanceTypes":[
+      {"name":"a","cpu":2,"memoryMiB":4096,"onDemandPrice":0.1,"spotPrice":0.03},
+      {"name":"b","cpu":4,"memoryMiB":8192,"onDemandPrice":0.2,"spotPrice":0.05}],
+      "reservations":[{"id":"r1","instanceType":"b","zone":"z2","count":1}]}]]
+    local pool = h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", { "reserved", "spot", "on-demand" } } } })
+    cases[#cases + 1] = { manifests = h.docs(pool, h.pod("a"), h.pod("b"), h.pod("c")), catalog_text = res }
+    for _, c in ipairs(cases) do
+      local base = { format = "json", files = c.files, manifests = c.manifests, catalog_text = c.catalog_text }
+      local with = { format = "json", files = c.files, manifests = c.manifests, catalog_text = c.catalog_text,
+                     policy = "policies/default.lua" }
+      assert.are.equal(assert(dt.plan(base)), assert(dt.plan(with)))
+    end
+  end)
+
+  it("reserved-first.lua prefers spot over a cheaper on-demand offering", function()
+    local cat = [[{"zones":["z1"],"instanceTypes":[
+      {"name":"a","cpu":2,"memoryMiB":4096,"onDemandPrice":0.03,"spotPrice":0.05}]}]]
+    local pool = h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", { "spot", "on-demand" } } } })
+    local m = h.docs(pool, h.pod("a"))
+    assert.are.equal("on-demand", h.plan(m, { catalog_text = cat }).nodeClaims[1].capacityType)
+    assert.are.equal("spot", plan_file("policies/reserved-first.lua", m, { catalog_text = cat }).nodeClaims[1].capacityType)
+  end)
+
+  it("ordered-families.lua puts a listed family before a cheaper one", function()
+    local pool = h.nodepool("default", { requirements = {
+      { "karpenter.sh/capacity-type", "In", { "on-demand" } },
+      { "node.kubernetes.io/instance-type", "In", { "m7i.large", "m5.large", "c5.large" } } } })
+    local m = h.docs(pool, h.pod("a", { cpu = "500m", memory = "1Gi" }))
+    assert.are_not.equal("m7i.large", h.plan(m).nodeClaims[1].instanceType)
+    assert.are.equal("m7i.large", plan_file("policies/ordered-families.lua", m).nodeClaims[1].instanceType)
+  end)
+
+  it("spot-ratio.lua caps a pool's spot share at half", function()
+    local pool = h.nodepool("default", { requirements = {
+      { "karpenter.sh/capacity-type", "In", { "spot", "on-demand" } },
+      { "node.kubernetes.io/instance-type", "In", { "small" } } } })
+    local pods = { pool }
+    for i = 1, 4 do pods[#pods + 1] = h.pod("p" .. i, { cpu = "1500m" }) end
+    local p = plan_file("policies/spot-ratio.lua", h.docs(table.unpack(pods)), { catalog_text = h.small_catalog, packing = "ffd" })
+    local spot = 0
+    for _, c in ipairs(p.nodeClaims) do spot = spot + (c.capacityType == "spot" and 1 or 0) end
+    assert.are.equal(4, #p.nodeClaims)
+    assert.are.equal(2, spot)
+  end)
+
+  it("applies a policy a NodePool names, from the policy directory", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir)
+    local f = assert(io.open(dir .. "/od.lua", "w"))
+    f:write([[return { rank = function(_, offerings)
+  local out = {} for i, o in ipairs(offerings) do out[i] = o.capacityType == "on-demand" and o.price or nil end
+  return out end }]])
+    f:close()
+    local pool = h.nodepool("default"):gsub("metadata:\n  name: default", "metadata:\n  name: default\n  annotations:\n    dovetail.dev/policy: od")
+    local m = h.write(h.docs(pool, h.pod("a", { cpu = "500m", memory = "1Gi" })))
+    local out, err, code = h.cli(("plan -o json --policy-dir %s %s"):format(dir, m))
+    assert.are.equal(0, code, err)
+    assert.matches('"capacityType": "on-demand"', out, 1, true)
+    _, err, code = h.cli(("plan -o json --policy-dir /nonexistent %s"):format(m))
+    assert.are.equal(1, code)
+    assert.matches("/nonexistent/od.lua", err, 1, true)
+    os.execute("rm -rf " .. dir)
+    os.remove(m)
+  end)
+end)
