@@ -99,6 +99,7 @@ static void report(const result *r) {
 }
 
 static dt_packing g_packing = DT_PACKING_COST;
+static dt_policy *g_policy;
 
 static int run(const char *name, dt_catalog *cat, const char *manifests, size_t len, double lp,
                result *out) {
@@ -113,6 +114,7 @@ static int run(const char *name, dt_catalog *cat, const char *manifests, size_t 
   dt_plan *plan;
   dt_plan_opts opts = {0};
   opts.packing = g_packing;
+  opts.policy = g_policy;
   if (dt_plan_run(cat, m, &opts, &plan, &err)) {
     fprintf(stderr, "bench %s: %s\n", name, err.msg);
     return 1;
@@ -457,6 +459,75 @@ int main(int argc, char **argv) {
     free(pods);
   }
   dt_catalog_free(kc);
+  /* Policy runtime: plan time with policies/default.lua, and hot reload of a
+  ** 500-line policy. */
+  if (!only || !strcmp(only, "policy")) {
+    size_t len;
+    double C, M;
+    char *pods = generic_pods(20000, &len, &C, &M);
+    dt_catalog *kc2;
+    char *ct = karpenter_catalog(&len, lp);
+    dt_catalog_load_buffer("karpenter-400", ct, len, &kc2, &err);
+    free(ct);
+    ct = generic_pods(20000, &len, &C, &M);
+    result base, with;
+    double tb = 0, tw = 0;
+    for (int rep = 0; rep < 5; rep++) {
+      g_policy = NULL;
+      rc |= run("generic-20k", kc2, ct, len, NAN, &base);
+      if (dt_policy_load_file("policies/default.lua", NULL, &g_policy, &err)) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        return 1;
+      }
+      rc |= run("generic-20k+default.lua", kc2, ct, len, NAN, &with);
+      dt_policy_free(g_policy);
+      g_policy = NULL;
+      tb += base.sched_ms;
+      tw += with.sched_ms;
+    }
+    printf("%-24s plan %.1f ms without a policy, %.1f ms with policies/default.lua: %.2fx (5 runs each)\n",
+           "policy-overhead", tb / 5, tw / 5, tw / tb);
+    free(pods);
+    free(ct);
+    dt_catalog_free(kc2);
+    /* a 500-line policy: default.lua's hooks plus 480 lines of helpers */
+    char path[] = "/tmp/dovetail-policy-XXXXXX";
+    int fd = mkstemp(path);
+    FILE *f = fdopen(fd, "w");
+    fprintf(f, "local policy = {}\nlocal helpers = {}\n");
+    for (int i = 0; i < 160; i++)
+      fprintf(f, "function helpers.h%d(x)\n  return (x or 0) * %d + %d\nend\n", i, i + 1, i);
+    fprintf(f, "function policy.rank(_, offerings)\n  local out = {}\n  for i, o in ipairs(offerings) do\n"
+               "    out[i] = (o.capacityType == \"reserved\" and 0 or 1e9) + o.price\n  end\n  return out\nend\n"
+               "function policy.selftest() return helpers.h1(1) == 3 end\nreturn policy\n");
+    fclose(f);
+    dt_policy *pol;
+    if (dt_policy_load_file(path, NULL, &pol, &err)) {
+      fprintf(stderr, "bench: %s\n", err.msg);
+      return 1;
+    }
+    double total = 0;
+    int n = 0;
+    for (int rep = 0; rep < 20; rep++) {
+      f = fopen(path, "a");
+      fprintf(f, "-- edit %d\n", rep); /* a real change each time */
+      fclose(f);
+      int changed;
+      double t0 = now_ms();
+      if (dt_policy_reload(pol, &changed, &err) || !changed) {
+        fprintf(stderr, "bench: reload: %s\n", err.msg);
+        rc = 1;
+        break;
+      }
+      total += now_ms() - t0;
+      n++;
+    }
+    printf("%-24s load + validate + swap of a 500-line policy: %.2f ms (mean of %d)\n", "policy-reload",
+           n ? total / n : 0, n);
+    dt_policy_free(pol);
+    remove(path);
+    if (only) return rc;
+  }
   if (!only || !strcmp(only, "peak")) {
     dt_catalog *aws;
     if (dt_catalog_load_default(&aws, &err)) {
