@@ -51,6 +51,25 @@ typedef struct lp_type {
   double cpu, mem, pods, price; /* allocatable cores, GiB, pods; $/h */
 } lp_type;
 
+/* Solve the CPLEX LP file at path with glpsol and remove it; NAN when glpsol
+** is missing or fails. */
+static double glpsol(const char *path) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "glpsol --lp %s -o /dev/stdout 2>/dev/null", path);
+  FILE *p = popen(cmd, "r");
+  double obj = NAN;
+  char line[512];
+  while (p && fgets(line, sizeof line, p))
+    if (sscanf(line, "Objective: obj = %lf", &obj) == 1) break;
+  if (p) {
+    while (fgets(line, sizeof line, p)) {
+    }
+    pclose(p);
+  }
+  remove(path);
+  return obj;
+}
+
 /* min sum price_t x_t  s.t. sum cpu_t x_t >= C, mem, pods; x >= 0. */
 static double lp_bound(const lp_type *t, size_t n, double C, double M, double P) {
   char path[] = "/tmp/dovetail-lp-XXXXXX";
@@ -67,20 +86,7 @@ static double lp_bound(const lp_type *t, size_t n, double C, double M, double P)
   for (size_t i = 0; i < n; i++) fprintf(f, " + %.6f x%zu", t[i].pods, i);
   fprintf(f, " >= %.6f\nEnd\n", P);
   fclose(f);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "glpsol --lp %s -o /dev/stdout 2>/dev/null", path);
-  FILE *p = popen(cmd, "r");
-  double obj = NAN;
-  char line[512];
-  while (p && fgets(line, sizeof line, p))
-    if (sscanf(line, "Objective: obj = %lf", &obj) == 1) break;
-  if (p) {
-    while (fgets(line, sizeof line, p)) {
-    }
-    pclose(p);
-  }
-  remove(path);
-  return obj;
+  return glpsol(path);
 }
 
 typedef struct result {
@@ -354,20 +360,7 @@ static double assignment_bound(dt_catalog *aws, int subset, int spot) {
   fclose(f);
   free(ti);
   free(use);
-  char cmd[256];
-  snprintf(cmd, sizeof cmd, "glpsol --lp %s -o /dev/stdout 2>/dev/null", path);
-  FILE *p = popen(cmd, "r");
-  double obj = NAN;
-  char line[512];
-  while (p && fgets(line, sizeof line, p))
-    if (sscanf(line, "Objective: obj = %lf", &obj) == 1) break;
-  if (p) {
-    while (fgets(line, sizeof line, p)) {
-    }
-    pclose(p);
-  }
-  remove(path);
-  return obj;
+  return glpsol(path);
 }
 
 static int peak_hour(dt_catalog *aws, const char *shapes) {

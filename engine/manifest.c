@@ -46,19 +46,6 @@ static const char *get_str(const cJSON *o, const char *k) {
 
 /* ------------------------------------------------------------- freeing */
 
-static void kvs_free(dt_kvs *k) {
-  for (size_t i = 0; i < k->n; i++) {
-    dt__free(k->v[i].key);
-    dt__free(k->v[i].val);
-  }
-  dt__free(k->v);
-}
-
-static void rlist_free(dt_rlist *r) {
-  for (size_t i = 0; i < r->n; i++) dt__free(r->v[i].name);
-  dt__free(r->v);
-}
-
 static void mreqs_free(dt_mreqs *r) {
   for (size_t i = 0; i < r->n; i++) {
     dt__free(r->v[i].key);
@@ -79,11 +66,11 @@ static void taints_free(dt_taint *t, size_t n) {
 
 static void pool_free(dt_nodepool *p) {
   dt__free(p->name);
-  kvs_free(&p->labels);
+  dt__kvs_free(&p->labels);
   mreqs_free(&p->reqs);
   taints_free(p->taints, p->ntaints);
   taints_free(p->startup, p->nstartup);
-  rlist_free(&p->limits);
+  dt__rlist_free(&p->limits);
   cJSON_Delete(p->node_class_ref);
   dt__free(p->policy);
 }
@@ -123,9 +110,9 @@ static void pod_free(dt_podspec *p) {
   dt__free(p->ns);
   dt__free(p->name);
   dt__free(p->owner);
-  rlist_free(&p->requests);
-  kvs_free(&p->labels);
-  kvs_free(&p->node_selector);
+  dt__rlist_free(&p->requests);
+  dt__kvs_free(&p->labels);
+  dt__kvs_free(&p->node_selector);
   for (size_t i = 0; i < p->nterms; i++) mreqs_free(&p->terms[i]);
   dt__free(p->terms);
   for (size_t i = 0; i < p->ntol; i++) {
@@ -143,8 +130,8 @@ static void node_free(dt_node *n) {
   dt__free(n->name);
   dt__free(n->claim_name);
   dt__free(n->node_name);
-  kvs_free(&n->labels);
-  rlist_free(&n->allocatable);
+  dt__kvs_free(&n->labels);
+  dt__rlist_free(&n->allocatable);
   taints_free(n->taints, n->ntaints);
   for (size_t i = 0; i < n->npods; i++) dt__free(n->pods[i]);
   dt__free(n->pods);
@@ -159,7 +146,7 @@ void dt_manifests_free(dt_manifests *m) {
   for (size_t i = 0; i < m->daemonsets.n; i++) pod_free(&m->daemonsets.v[i]);
   for (size_t i = 0; i < m->runtime_classes.n; i++) {
     dt__free(m->runtime_classes.v[i].name);
-    rlist_free(&m->runtime_classes.v[i].overhead);
+    dt__rlist_free(&m->runtime_classes.v[i].overhead);
   }
   dt__free(m->daemonsets.v);
   dt__free(m->runtime_classes.v);
@@ -222,33 +209,6 @@ static int check_request(mctx *x, const char *field, const char *res, int64_t v)
   return 0;
 }
 
-static int rl_add(dt_rlist *r, const char *name, int64_t milli, int mode /* 0 set,1 add,2 max */) {
-  for (size_t i = 0; i < r->n; i++)
-    if (strcmp(r->v[i].name, name) == 0) {
-      if (mode == 0)
-        r->v[i].milli = milli;
-      else if (mode == 1)
-        r->v[i].milli += milli;
-      else if (milli > r->v[i].milli)
-        r->v[i].milli = milli;
-      return 0;
-    }
-  dt_rq *nv = dt__realloc(r->v, (r->n + 1) * sizeof *nv);
-  if (!nv) return DT_ENOMEM;
-  r->v = nv;
-  r->v[r->n].name = dt__strdup(name);
-  if (!r->v[r->n].name) return DT_ENOMEM;
-  r->v[r->n].milli = milli;
-  r->n++;
-  return 0;
-}
-
-static int64_t rl_get(const dt_rlist *r, const char *name) {
-  for (size_t i = 0; i < r->n; i++)
-    if (strcmp(r->v[i].name, name) == 0) return r->v[i].milli;
-  return 0;
-}
-
 /* A map of quantities (requests, limits, allocatable). */
 static int parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out, bool is_request) {
   if (!o || cJSON_IsNull(o)) return 0;
@@ -270,7 +230,7 @@ static int parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out
     if (rc) return bad(x, f, "%s", qe.msg);
     if (is_request && check_request(x, f, c->string, v)) return DT_EINVAL;
     if (!is_request && v < 0) return bad(x, f, "must not be negative");
-    if (rl_add(out, c->string, v, 0)) return oom(x);
+    if (dt__rlist_add(out, c->string, v, DT_RL_SET)) return oom(x);
   }
   return 0;
 }
@@ -592,7 +552,7 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
       for (size_t k = 0; !rc && k < lim.n; k++) {
         bool has = false;
         for (size_t q = 0; q < req.n; q++) has |= strcmp(req.v[q].name, lim.v[k].name) == 0;
-        if (!has && rl_add(&req, lim.v[k].name, lim.v[k].milli, 0)) rc = oom(x);
+        if (!has && dt__rlist_add(&req, lim.v[k].name, lim.v[k].milli, DT_RL_SET)) rc = oom(x);
       }
       const char *rp = get_str(c, "restartPolicy");
       bool sidecar = li == 1 && rp && strcmp(rp, "Always") == 0;
@@ -600,41 +560,41 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
         const char *rn = req.v[k].name;
         int64_t v = req.v[k].milli;
         if (li == 0) {
-          if (rl_add(&sum, rn, v, 1)) rc = oom(x);
+          if (dt__rlist_add(&sum, rn, v, DT_RL_SUM)) rc = oom(x);
         } else if (sidecar) {
-          if (rl_add(&sidecars, rn, v, 1)) rc = oom(x);
+          if (dt__rlist_add(&sidecars, rn, v, DT_RL_SUM)) rc = oom(x);
         } else {
-          if (rl_add(&init_max, rn, rl_get(&sidecars, rn) + v, 2)) rc = oom(x);
+          if (dt__rlist_add(&init_max, rn, dt__rlist_get(&sidecars, rn) + v, DT_RL_MAX)) rc = oom(x);
         }
       }
       if (!rc && sidecar)
         for (size_t k = 0; k < sidecars.n && !rc; k++)
-          if (rl_add(&init_max, sidecars.v[k].name, sidecars.v[k].milli, 2)) rc = oom(x);
-      rlist_free(&req);
-      rlist_free(&lim);
+          if (dt__rlist_add(&init_max, sidecars.v[k].name, sidecars.v[k].milli, DT_RL_MAX)) rc = oom(x);
+      dt__rlist_free(&req);
+      dt__rlist_free(&lim);
     }
   }
   if (!rc) {
     for (size_t k = 0; k < sidecars.n && !rc; k++)
-      if (rl_add(&sum, sidecars.v[k].name, sidecars.v[k].milli, 1)) rc = oom(x);
+      if (dt__rlist_add(&sum, sidecars.v[k].name, sidecars.v[k].milli, DT_RL_SUM)) rc = oom(x);
     for (size_t k = 0; k < init_max.n && !rc; k++)
-      if (rl_add(&sum, init_max.v[k].name, init_max.v[k].milli, 2)) rc = oom(x);
+      if (dt__rlist_add(&sum, init_max.v[k].name, init_max.v[k].milli, DT_RL_MAX)) rc = oom(x);
     dt_rlist ovh = {0};
     snprintf(f, sizeof f, "%s.overhead", path);
     if (!rc) rc = parse_rlist(x, get(spec, "overhead"), f, &ovh, true);
     for (size_t k = 0; k < ovh.n && !rc; k++)
-      if (rl_add(&sum, ovh.v[k].name, ovh.v[k].milli, 1)) rc = oom(x);
-    rlist_free(&ovh);
-    if (!rc && rl_add(&sum, "pods", 1000, 0)) rc = oom(x);
+      if (dt__rlist_add(&sum, ovh.v[k].name, ovh.v[k].milli, DT_RL_SUM)) rc = oom(x);
+    dt__rlist_free(&ovh);
+    if (!rc && dt__rlist_add(&sum, "pods", 1000, DT_RL_SET)) rc = oom(x);
     for (size_t k = 0; k < sum.n && !rc; k++) {
       snprintf(f, sizeof f, "%s (total requests).%s", path, sum.v[k].name);
       rc = check_request(x, f, sum.v[k].name, sum.v[k].milli);
     }
   }
-  rlist_free(&init_max);
-  rlist_free(&sidecars);
+  dt__rlist_free(&init_max);
+  dt__rlist_free(&sidecars);
   if (rc) {
-    rlist_free(&sum);
+    dt__rlist_free(&sum);
     return rc;
   }
   *out = sum;
@@ -979,7 +939,7 @@ static int runtime_class(mctx *x, const cJSON *o) {
   if (parse_rlist(x, get(get(o, "overhead"), "podFixed"), "overhead.podFixed", &rc.overhead, true) ||
       dt__vec_push(&x->m->runtime_classes, rc)) {
     dt__free(rc.name);
-    rlist_free(&rc.overhead);
+    dt__rlist_free(&rc.overhead);
     return x->err && x->err->code ? x->err->code : oom(x);
   }
   return 0;
@@ -1145,7 +1105,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
     while (m->runtime_classes.n > nrc) {
       dt_runtimeclass *r = &m->runtime_classes.v[--m->runtime_classes.n];
       dt__free(r->name);
-      rlist_free(&r->overhead);
+      dt__rlist_free(&r->overhead);
     }
     for (size_t i = 0; i < m->seen_file.n; i++)
       if (i >= ns || m->seen_file.v[i] == file) m->seen_file.v[i] = NULL;

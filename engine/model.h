@@ -39,6 +39,8 @@ typedef struct dt_kvs {
   dt_kv *v;
 } dt_kvs;
 
+void dt__kvs_free(dt_kvs *k);
+
 /* A resource quantity by name, in milli-units. */
 typedef struct dt_rq {
   char *name;
@@ -49,6 +51,13 @@ typedef struct dt_rlist {
   size_t n;
   dt_rq *v;
 } dt_rlist;
+
+typedef enum dt_rlist_mode { DT_RL_SET, DT_RL_SUM, DT_RL_MAX } dt_rlist_mode;
+
+/* Set, add to, or raise to milli the entry for name (model.c). */
+int dt__rlist_add(dt_rlist *r, const char *name, int64_t milli, dt_rlist_mode mode);
+int64_t dt__rlist_get(const dt_rlist *r, const char *name); /* 0 if absent */
+void dt__rlist_free(dt_rlist *r);
 
 /* ---------------------------------------------------------------- catalog */
 

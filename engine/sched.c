@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int64_t dt__rlist_get(const dt_rlist *r, const char *name);
 
 #define A(p, n) dt__arena_alloc(&(p)->arena, (n))
 

@@ -27,30 +27,15 @@ int dt__ct_parse(const char *s) {
 #define MIB (1024LL * 1024)
 #define GIB (1024LL * MIB)
 
-static void kvs_free(dt_kvs *k) {
-  for (size_t i = 0; i < k->n; i++) {
-    dt__free(k->v[i].key);
-    dt__free(k->v[i].val);
-  }
-  dt__free(k->v);
-  memset(k, 0, sizeof *k);
-}
-
-static void rlist_free(dt_rlist *r) {
-  for (size_t i = 0; i < r->n; i++) dt__free(r->v[i].name);
-  dt__free(r->v);
-  memset(r, 0, sizeof *r);
-}
-
 void dt_catalog_free(dt_catalog *c) {
   if (!c) return;
   for (size_t i = 0; i < c->ntypes; i++) {
     dt_ctype *t = &c->types[i];
     dt__free(t->name);
     dt__free(t->arch);
-    kvs_free(&t->labels);
-    rlist_free(&t->capacity);
-    rlist_free(&t->allocatable);
+    dt__kvs_free(&t->labels);
+    dt__rlist_free(&t->capacity);
+    dt__rlist_free(&t->allocatable);
     for (size_t j = 0; j < t->noff; j++) dt__free(t->off[j].reservation);
     dt__free(t->off);
   }
@@ -85,28 +70,6 @@ static int kvs_set(dt_kvs *k, const char *key, const char *val) {
     return DT_ENOMEM;
   }
   k->n++;
-  return 0;
-}
-
-static int rlist_set(dt_rlist *r, const char *name, int64_t milli) {
-  for (size_t i = 0; i < r->n; i++)
-    if (strcmp(r->v[i].name, name) == 0) {
-      r->v[i].milli = milli;
-      return 0;
-    }
-  dt_rq *nv = dt__realloc(r->v, (r->n + 1) * sizeof *nv);
-  if (!nv) return DT_ENOMEM;
-  r->v = nv;
-  r->v[r->n].name = dt__strdup(name);
-  if (!r->v[r->n].name) return DT_ENOMEM;
-  r->v[r->n].milli = milli;
-  r->n++;
-  return 0;
-}
-
-static int64_t rlist_get(const dt_rlist *r, const char *name) {
-  for (size_t i = 0; i < r->n; i++)
-    if (strcmp(r->v[i].name, name) == 0) return r->v[i].milli;
   return 0;
 }
 
@@ -274,11 +237,11 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
     mem_b = (int64_t)llround(mem * (double)MIB);
   }
   int64_t eph = 20 * GIB;
-  if (rlist_set(&t->capacity, "cpu", cpu_m) || rlist_set(&t->capacity, "memory", mem_b * 1000) ||
-      rlist_set(&t->capacity, "pods", (int64_t)pods * 1000) ||
-      rlist_set(&t->capacity, "ephemeral-storage", eph * 1000))
+  if (dt__rlist_add(&t->capacity, "cpu", cpu_m, DT_RL_SET) || dt__rlist_add(&t->capacity, "memory", mem_b * 1000, DT_RL_SET) ||
+      dt__rlist_add(&t->capacity, "pods", (int64_t)pods * 1000, DT_RL_SET) ||
+      dt__rlist_add(&t->capacity, "ephemeral-storage", eph * 1000, DT_RL_SET))
     return DT_ENOMEM;
-  if (gpu > 0 && rlist_set(&t->capacity, gpu_resource(gn), (int64_t)gpu * 1000)) return DT_ENOMEM;
+  if (gpu > 0 && dt__rlist_add(&t->capacity, gpu_resource(gn), (int64_t)gpu * 1000, DT_RL_SET)) return DT_ENOMEM;
 
   /* Overhead: explicit, or the provider's formula. */
   int64_t oh_cpu = 0, oh_mem = 0, oh_eph = 0;
@@ -311,7 +274,7 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
     if (strcmp(rn, "memory") == 0) v -= oh_mem;
     if (strcmp(rn, "ephemeral-storage") == 0) v -= oh_eph;
     if (v < 0) v = 0;
-    if (rlist_set(&t->allocatable, rn, v)) return DT_ENOMEM;
+    if (dt__rlist_add(&t->allocatable, rn, v, DT_RL_SET)) return DT_ENOMEM;
   }
 
   /* Labels. */
@@ -597,9 +560,9 @@ int dt_catalog_type(const dt_catalog *c, size_t index, dt_type_info *out) {
   memset(out, 0, sizeof *out);
   out->name = t->name;
   out->arch = t->arch;
-  out->cpu_milli = rlist_get(&t->allocatable, "cpu");
-  out->memory_bytes = rlist_get(&t->allocatable, "memory") / 1000;
-  out->pods = rlist_get(&t->allocatable, "pods") / 1000;
+  out->cpu_milli = dt__rlist_get(&t->allocatable, "cpu");
+  out->memory_bytes = dt__rlist_get(&t->allocatable, "memory") / 1000;
+  out->pods = dt__rlist_get(&t->allocatable, "pods") / 1000;
   for (size_t i = 0; i < t->capacity.n; i++)
     if (strchr(t->capacity.v[i].name, '/')) out->gpus += t->capacity.v[i].milli / 1000;
   out->on_demand_price = t->od_price;
@@ -611,5 +574,3 @@ int dt_catalog_type(const dt_catalog *c, size_t index, dt_type_info *out) {
   return 0;
 }
 
-/* Used by the scheduler. */
-int64_t dt__rlist_get(const dt_rlist *r, const char *name) { return rlist_get(r, name); }
