@@ -849,7 +849,7 @@ static int class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   for (uint32_t i = 0; i < s->nsel; i++) inverse |= p->groups.v[s->sel[i]].kind == TG_ANTI;
   /* Signature. */
   dt_buf sig = {0};
-  dt__buf_printf(&sig, "%u|%d|", si, rx->tol_pref);
+  dt__buf_printf(&sig, "%d|", rx->tol_pref);
   for (uint32_t r = 0; r < p->nres; r++) dt__buf_printf(&sig, "%lld,", (long long)s->req[r]);
   dt__buf_putc(&sig, '|');
   for (uint32_t k = 0; k < reqs.n; k++) {
@@ -869,14 +869,10 @@ static int class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   dt__buf_putc(&sig, '|');
   for (uint32_t k = 0; k < s->nports; k++)
     dt__buf_printf(&sig, "%d/%u/%u,", s->ports[k].port, s->ports[k].proto, s->ports[k].ip);
-  /* Specs without topology or labels-dependent behaviour share classes
-  ** across specs: drop the spec index from the signature then. */
-  const char *key = sig.p;
-  if (key && !ntc && !s->nsel) {
-    key = strchr(key, '|');
-    key = key ? key + 1 : sig.p;
-  }
-  dt_sym cs = key && !sig.oom ? dt__sym(&p->class_sigs, key) : 0;
+  /* Pods whose requests, requirements, tolerations, topology constraints,
+  ** selecting groups and host ports agree share a class, whatever spec
+  ** they come from: the class is all the scheduler reads. */
+  dt_sym cs = sig.p && !sig.oom ? dt__sym(&p->class_sigs, sig.p) : 0;
   dt__free(sig.p);
   if (!cs) return DT_ENOMEM;
   while (p->class_of_sig.n <= cs)
@@ -1211,7 +1207,7 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
   if (dt__vec_push(&k->pods, podi)) return DT_ENOMEM;
   for (uint32_t q = 0; q < s->nports; q++)
     if (dt__vec_push(&k->ports, s->ports[q])) return DT_ENOMEM;
-  int rc = dt__topo_record(p, c->spec_idx, c, p->nnodes + k->idx, k->zmask, k->ctmask, 1, p->pods[podi].ordinal);
+  int rc = dt__topo_record(p, p->pods[podi].spec, c, p->nnodes + k->idx, k->zmask, k->ctmask, 1, p->pods[podi].ordinal);
   if (rc) return rc;
   *res = FIT;
   return 0;
@@ -1297,7 +1293,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
     const rt_spec *s = &p->specs[c->spec_idx];
     for (uint32_t q = 0; q < s->nports; q++)
       if (dt__vec_push(&k->ports, s->ports[q])) return DT_ENOMEM;
-    int rc = dt__topo_record(p, c->spec_idx, c, host, zm, cm, 1, p->pods[podi].ordinal);
+    int rc = dt__topo_record(p, p->pods[podi].spec, c, host, zm, cm, 1, p->pods[podi].ordinal);
     if (rc) return rc;
     reorder(R, R->order.n - 1);
     /* Limits are charged pessimistically: the largest capacity among the
@@ -1497,7 +1493,7 @@ static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
       rt_binding bnd = {podi, i};
       if (dt__vec_push(&p->bindings, bnd)) return DT_ENOMEM;
       *placed = true;
-      return dt__topo_record(p, c->spec_idx, c, i, Z, C, 1, p->pods[podi].ordinal);
+      return dt__topo_record(p, p->pods[podi].spec, c, i, Z, C, 1, p->pods[podi].ordinal);
     }
     if (res == FAIL_NOW) all_ever = false;
     if (all_ever) c->node_cursor = i + 1;
