@@ -257,6 +257,36 @@ describe("shipped policies", function()
     end
   end)
 
+  it("default.lua decides exactly as the built-in defaults on benchmark-shaped workloads", function()
+    -- Karpenter's generic and diverse pods (a few hundred), and the Azure shapes on the AWS catalog.
+    local cpus, mems = { "100m", "250m", "500m", "1", "1500m" }, { "100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi" }
+    local items = { h.nodepool("default") }
+    local seed = 42
+    local function rand(n)
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed % n + 1
+    end
+    for i = 1, 300 do
+      local extra
+      if i % 5 == 1 then
+        extra = "  topologySpreadConstraints:\n    - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, " ..
+          "whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}"
+      elseif i % 5 == 2 then
+        extra = "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n" ..
+          "        - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}"
+      end
+      local pod = h.pod("p" .. i, { cpu = cpus[rand(5)], memory = mems[rand(6)], extra = extra })
+      if extra then pod = pod:gsub("namespace: default", "namespace: default\n  labels: {app: web}") end
+      items[#items + 1] = pod
+    end
+    local m = h.docs(table.unpack(items))
+    for _, packing in ipairs { "cost", "ffd" } do
+      local base = assert(dt.plan { manifests = m, format = "json", packing = packing })
+      local with = assert(dt.plan { manifests = m, format = "json", packing = packing, policy = "policies/default.lua" })
+      assert.are.equal(base, with)
+    end
+  end)
+
   it("reserved-first.lua prefers spot over a cheaper on-demand offering", function()
     local cat = [[{"zones":["z1"],"instanceTypes":[
       {"name":"a","cpu":2,"memoryMiB":4096,"onDemandPrice":0.03,"spotPrice":0.05}]}]]
