@@ -458,7 +458,7 @@ int dt__pack_improve(dt_plan *p) {
   for (size_t i = 0; i < nclaims; i++) {
     const rt_claim *k = p->claims.v[i];
     const rt_pool *pl = &p->pools[k->pool];
-    bool ok = !pl->has_limits && !pl->has_min_values && k->pods.n > 0;
+    bool ok = !pl->has_limits && !pl->has_min_values && !pl->has_reserved && k->pods.n > 0;
     for (size_t j = 0; j < k->pods.n && ok; j++) ok = simple_pod(p, k->pods.v[j]);
     eligible[i] = ok;
   }
@@ -489,6 +489,7 @@ int dt__pack_improve(dt_plan *p) {
       if (replaced[i]) {
         dt__free(k->pods.v);
         dt__free(k->ports.v);
+        dt__free(k->held.v);
         continue;
       }
       p->claims.v[w++] = k;

@@ -567,6 +567,7 @@ static int compile_pools(dt_plan *p, dt_error *err) {
       const rt_type *ty = &p->types[pl->types[t]];
       for (uint32_t o = 0; o < ty->noff; o++)
         if (off_ok(&ty->off[o], zm, cm, pl->spot_max)) {
+          pl->has_reserved |= ty->off[o].ct == DT_CT_RESERVED;
           p->universe_z |= 1ull << ty->off[o].zone;
           p->universe_c |= (uint8_t)(1u << ty->off[o].ct);
         }
@@ -1038,6 +1039,7 @@ enum { FIT = 0, FAIL_NOW = 1, FAIL_EVER = 2 };
 
 typedef struct run {
   dt_plan *p;
+  bool reserved_error; /* the last attempt hit a ReservedOfferingError */
   DT_VEC(rt_claim *) order; /* open claims, (pods, idx) ascending */
   int64_t *minsuf;          /* per queue position: component-wise min of the rest */
   int64_t failmin[DT_RES_MAX]; /* min over pods that failed in this pass */
@@ -1142,6 +1144,79 @@ static uint32_t filter_options(dt_plan *p, const rt_pool *pl, const uint32_t *op
   return n;
 }
 
+/*
+** Karpenter's reservation manager (reservationmanager.go, nodeclaim.go
+** offeringsToReserve): a claim holds one unit of every reserved offering any
+** of its options could launch on, because the launch, not the scheduler,
+** picks the type; units it can no longer use are released. Strict mode: a
+** claim that could use a reservation but holds none (the units are held by
+** other claims), or that would lose all the reservations it held, is a
+** ReservedOfferingError — the pod waits for the next plan rather than falling
+** through to another offering or a lower-weight NodePool.
+** Returns 0 and sets *ok, or DT_ENOMEM.
+*/
+static int reserve(dt_plan *p, rt_claim *k, const uint32_t *opt, uint32_t nopt, uint64_t zm, uint8_t cm, bool *ok) {
+  const rt_pool *pl = &p->pools[k->pool];
+  *ok = true;
+  if (!pl->has_reserved) return 0;
+  DT_VEC(uint32_t) want = {0};
+  bool compatible_exists = false;
+  for (uint32_t i = 0; i < nopt; i++) {
+    const rt_type *t = &p->types[opt[i]];
+    for (uint32_t o = 0; o < t->noff; o++) {
+      const rt_off *of = &t->off[o];
+      if (of->ct != DT_CT_RESERVED || !off_ok(of, zm, cm, pl->spot_max)) continue;
+      compatible_exists = true;
+      if (dt__vec_push(&want, p->off_base[opt[i]] + o)) {
+        dt__free(want.v);
+        return DT_ENOMEM;
+      }
+    }
+  }
+  /* What k keeps, and what it can newly take. */
+  DT_VEC(uint32_t) next = {0};
+  int rc = 0;
+  for (size_t i = 0; i < want.n && !rc; i++) {
+    uint32_t g = want.v[i];
+    bool has = false;
+    for (size_t h = 0; h < k->held.n && !has; h++) has = k->held.v[h] == g;
+    rt_off *of = NULL;
+    for (uint32_t t = 0; t < p->ntypes && !of; t++)
+      if (g >= p->off_base[t] && g < p->off_base[t] + p->types[t].noff) of = &p->types[t].off[g - p->off_base[t]];
+    if (has || of->avail < 0 || of->avail - of->held > 0)
+      if (dt__vec_push(&next, g)) rc = DT_ENOMEM;
+  }
+  if (!rc && ((compatible_exists && !next.n) || (k->had_reserved && !next.n))) *ok = false;
+  if (!rc && *ok) {
+    /* release what is no longer compatible, take what is new */
+    for (size_t h = 0; h < k->held.n; h++) {
+      bool keep = false;
+      for (size_t i = 0; i < next.n && !keep; i++) keep = next.v[i] == k->held.v[h];
+      if (keep) continue;
+      for (uint32_t t = 0; t < p->ntypes; t++)
+        if (k->held.v[h] >= p->off_base[t] && k->held.v[h] < p->off_base[t] + p->types[t].noff)
+          p->types[t].off[k->held.v[h] - p->off_base[t]].held--;
+    }
+    for (size_t i = 0; i < next.n; i++) {
+      bool had = false;
+      for (size_t h = 0; h < k->held.n && !had; h++) had = k->held.v[h] == next.v[i];
+      if (had) continue;
+      for (uint32_t t = 0; t < p->ntypes; t++)
+        if (next.v[i] >= p->off_base[t] && next.v[i] < p->off_base[t] + p->types[t].noff)
+          p->types[t].off[next.v[i] - p->off_base[t]].held++;
+    }
+    dt__free(k->held.v);
+    k->held.v = next.v;
+    k->held.n = next.n;
+    k->held.cap = next.cap;
+    next.v = NULL;
+    k->had_reserved |= k->held.n > 0;
+  }
+  dt__free(next.v);
+  dt__free(want.v);
+  return rc;
+}
+
 /* Try to add a pod of class ci to claim k. */
 static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) {
   dt_plan *p = R->p;
@@ -1184,7 +1259,7 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
     }
     changed |= zm != k->zmask || cm != k->ctmask;
   }
-  if (!changed && !pl->has_min_values) {
+  if (!changed && !pl->has_min_values && !pl->has_reserved) {
     k->opt += first;
     k->nopt -= first;
   } else {
@@ -1197,6 +1272,20 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
     if (!opt) return DT_ENOMEM;
     filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, opt);
     if (pl->has_min_values && !min_values_ok(p, &nr, opt, keep)) return 0;
+    int64_t sum[DT_RES_MAX];
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) sum[r] = k->used[r] + c->req[r];
+    uint32_t nfit = 0;
+    for (uint32_t i = 0; i < keep; i++) /* reservations follow the types that fit the new sum */
+      if (fits(p, pl->eff[opt[i]], sum, (int64_t[DT_RES_MAX]){0})) opt[nfit++] = opt[i];
+    keep = nfit;
+    bool rok;
+    int rrc = reserve(p, k, opt, keep, zm, cm, &rok);
+    if (rrc) return rrc;
+    if (!rok) {
+      *res = FAIL_NOW;
+      R->reserved_error = true;
+      return 0;
+    }
     k->opt = opt;
     k->nopt = keep;
     k->reqs = nr;
@@ -1278,6 +1367,17 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
     if (!n || (pl->has_min_values && !min_values_ok(p, &nr, opt, n))) continue;
     rt_claim *k = A(p, sizeof *k);
     if (!k) return DT_ENOMEM;
+    k->pool = pi;
+    bool rok;
+    int rrc = reserve(p, k, opt, n, zm, cm, &rok);
+    if (rrc) return rrc;
+    if (!rok) {
+      /* A reservation this pool could use is held by other claims: the pod
+      ** waits rather than falling through to a lower-weight NodePool. */
+      R->reserved_error = true;
+      *res = FAIL_NOW;
+      return 0;
+    }
     k->pool = pi;
     k->idx = (uint32_t)p->claims.n;
     k->reqs = nr;
@@ -1569,15 +1669,17 @@ static int solve(dt_plan *p) {
       int ci = (int)pod->cls;
       for (;;) {
         R.topo_fail_class = -1;
+        R.reserved_error = false;
         if ((rc = try_place(&R, (uint32_t)ci, podi, &placed)) != 0) goto out;
-        if (placed || !relax(p, &p->specs[pod->spec], &rx)) break;
+        /* Deferred for a reservation: not relaxed, as Karpenter's trySchedule. */
+        if (placed || R.reserved_error || !relax(p, &p->specs[pod->spec], &rx)) break;
         if ((ci = class_for(p, pod->spec, &rx)) < 0) {
           rc = ci;
           goto out;
         }
       }
       if (placed) continue;
-      last_class[podi] = ci;
+      last_class[podi] = R.reserved_error ? -1 - ci : ci;
       next[nn++] = podi;
       const int64_t *q = p->specs[pod->spec].req;
       for (uint32_t r = 0; r < p->nres; r++) R.failmin[r] = q[r] < R.failmin[r] ? q[r] : R.failmin[r];
@@ -1599,6 +1701,12 @@ static int solve(dt_plan *p) {
     for (uint32_t i = 0; i < qn && !rc; i++) {
       uint32_t podi = queue[i];
       int ci = last_class[podi];
+      if (ci < 0) {
+        rc = unschedulable(p, podi,
+                           "deferred: a capacity reservation this pod's NodePool can use is held by other node claims of "
+                           "this plan; plan again once they launch (feed their NodeClaims back as input)");
+        continue;
+      }
       rt_class *c = &p->classes.v[ci];
       if (!reason[ci]) {
         /* Re-run the last attempt's topology check on a fresh host to find
@@ -1741,6 +1849,12 @@ static int launch(dt_plan *p) {
       for (uint32_t o = 0; o < t->noff; o++) {
         const rt_off *of = &t->off[o];
         if (!off_ok(of, k->zmask, k->ctmask, p->pools[k->pool].spot_max)) continue;
+        if (of->ct == DT_CT_RESERVED) {
+          /* only the units this claim holds */
+          bool held = false;
+          for (size_t h = 0; h < k->held.n && !held; h++) held = k->held.v[h] == p->off_base[k->opt[i]] + o;
+          if (!held) continue;
+        }
         if (of->price < cheapest) cheapest = of->price;
         /* Default rank: reserved while available, then cheapest, then
         ** instance type name, then zone name. */
@@ -1799,6 +1913,12 @@ static int launch(dt_plan *p) {
     for (uint32_t r = 0; r < p->nres; r++) k->used[r] += p->types[bt].alloc[r] - e[r];
     rt_off *of = &p->types[bt].off[bo];
     if (of->avail > 0) of->avail--;
+    /* the units this claim held are released: the chosen one is now consumed */
+    for (size_t h = 0; h < k->held.n; h++)
+      for (uint32_t t = 0; t < p->ntypes; t++)
+        if (k->held.v[h] >= p->off_base[t] && k->held.v[h] < p->off_base[t] + p->types[t].noff)
+          p->types[t].off[k->held.v[h] - p->off_base[t]].held--;
+    k->held.n = 0;
     pl->launched++;
     if (of->ct == DT_CT_SPOT) pl->launched_spot++;
     int rc = name_claim(p, k);
@@ -1885,6 +2005,7 @@ void dt_plan_free(dt_plan *p) {
   for (size_t i = 0; i < p->claims.n; i++) {
     dt__free(p->claims.v[i]->pods.v);
     dt__free(p->claims.v[i]->ports.v);
+    dt__free(p->claims.v[i]->held.v);
   }
   dt__free(p->claims.v);
   dt__free(p->bindings.v);

@@ -15,6 +15,7 @@ typedef struct rt_off {
   uint8_t zone, ct;
   double price;
   int64_t avail; /* remaining launches, -1 unbounded */
+  int64_t held;  /* reserved offerings: units held by claims during the solve */
   dt_sym resv;
 } rt_off;
 
@@ -109,6 +110,7 @@ typedef struct rt_pool {
   dt_policy *policy; /* hooks for this pool: its own, or the plan's */
   size_t launched, launched_spot; /* claims launched so far in this plan */
   bool has_min_values;
+  bool has_reserved; /* some type has a reserved offering this pool may launch */
   bool has_prefer_taint;
   bool has_limits;
   int64_t remaining[DT_RES_MAX]; /* INT64_MAX when unlimited */
@@ -162,6 +164,8 @@ typedef struct rt_claim {
   int64_t used[DT_RES_MAX];
   DT_VEC(uint32_t) pods;
   DT_VEC(rt_port) ports;
+  DT_VEC(uint32_t) held; /* reserved offerings holding a unit for this claim (snapshot indices) */
+  bool had_reserved;
   bool closed;
   /* result */
   int32_t type, off;

@@ -52,19 +52,27 @@ end)
 
 describe("capacity reservations", function()
   it("are preferred while they last and never over-subscribed", function()
-    local p = plan(h.docs(pool { "reserved", "on-demand" }, pods(3)))
-    local reserved, od = 0, 0
+    local p = plan(h.docs(pool { "reserved", "on-demand" }, pods(2)))
     for _, c in ipairs(p.nodeClaims) do
-      if c.capacityType == "reserved" then
-        reserved = reserved + 1
-        assert.are.equal("cr-small", c.reservationID)
-        assert.are.equal("z2", c.zone)
-      else
-        od = od + 1
-      end
+      assert.are.equal("reserved", c.capacityType)
+      assert.are.equal("cr-small", c.reservationID)
+      assert.are.equal("z2", c.zone)
     end
-    assert.are.equal(2, reserved)
-    assert.are.equal(1, od)
+    assert.are.equal(2, #p.nodeClaims)
+  end)
+
+  it("defer a pod whose NodePool could use a reservation other claims hold, as Karpenter's strict mode", function()
+    local p = plan(h.docs(pool { "reserved", "on-demand" }, pods(3)))
+    assert.are.equal(2, #p.nodeClaims)
+    assert.are.equal(1, #p.unschedulable)
+    assert.matches("^deferred: a capacity reservation", p.unschedulable[1].reason)
+  end)
+
+  it("do not let a deferred pod fall through to a lower-weight NodePool", function()
+    local od = h.nodepool("fallback", { weight = 1, requirements = { { "karpenter.sh/capacity-type", "In", { "on-demand" } } } })
+    local p = plan(h.docs(pool({ "reserved" }, { weight = 50 }), od, pods(3)))
+    for _, c in ipairs(p.nodeClaims) do assert.are.equal("default", c.nodePool) end
+    assert.matches("^deferred", p.unschedulable[1].reason)
   end)
 
   it("count in-flight claims fed back as input", function()
