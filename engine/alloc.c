@@ -365,3 +365,23 @@ int dt__duration_parse(const char *s, int64_t *out) {
   *out = total;
   return 0;
 }
+
+/* RFC 3339 UTC text of Unix seconds. */
+void dt__fmt_time(int64_t t, char *out, size_t n) {
+  int64_t days = t / 86400, rem = t % 86400;
+  if (rem < 0) {
+    rem += 86400;
+    days--;
+  }
+  /* civil_from_days (Howard Hinnant, public domain) */
+  days += 719468;
+  int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  int64_t doe = days - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
+  int64_t m = mp < 10 ? mp + 3 : mp - 9;
+  y += m <= 2;
+  snprintf(out, n, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y, (long long)m,
+           (long long)d, (long long)(rem / 3600), (long long)(rem / 60 % 60), (long long)(rem % 60));
+}

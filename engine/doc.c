@@ -404,3 +404,97 @@ int dt__yaml_emit(const cJSON *docs, dt_buf *b) {
   yaml_emitter_delete(&e);
   return rc ? (b->oom ? DT_ENOMEM : DT_EINVAL) : 0;
 }
+
+/* ------------------------------------------------------------- JSON out */
+
+static void json_scalar(const cJSON *n, dt_buf *b) {
+  char tmp[64];
+  if (cJSON_IsString(n))
+    dt__buf_json_str(b, n->valuestring);
+  else if (cJSON_IsNumber(n))
+    dt__buf_puts(b, dt__scalar(n, tmp, sizeof tmp));
+  else if (cJSON_IsTrue(n))
+    dt__buf_puts(b, "true");
+  else if (cJSON_IsFalse(n))
+    dt__buf_puts(b, "false");
+  else
+    dt__buf_puts(b, "null");
+}
+
+static int key_cmp(const void *a, const void *b) {
+  return strcmp((*(const cJSON *const *)a)->string, (*(const cJSON *const *)b)->string);
+}
+
+void dt__json_canon(const cJSON *n, dt_buf *b) {
+  if (cJSON_IsArray(n)) {
+    dt__buf_putc(b, '[');
+    for (const cJSON *c = n->child; c; c = c->next) {
+      dt__buf_putc(b, c == n->child ? ' ' : ',');
+      dt__json_canon(c, b);
+    }
+    dt__buf_putc(b, ']');
+    return;
+  }
+  if (!cJSON_IsObject(n)) {
+    json_scalar(n, b);
+    return;
+  }
+  size_t cnt = 0;
+  for (const cJSON *c = n->child; c; c = c->next) cnt++;
+  const cJSON *small[32];
+  const cJSON **v = cnt <= 32 ? small : dt__malloc(cnt * sizeof *v);
+  if (!v) {
+    b->oom = 1;
+    return;
+  }
+  size_t i = 0;
+  for (const cJSON *c = n->child; c; c = c->next) v[i++] = c;
+  qsort(v, cnt, sizeof *v, key_cmp);
+  dt__buf_putc(b, '{');
+  for (i = 0; i < cnt; i++) {
+    if (i) dt__buf_putc(b, ',');
+    dt__buf_json_str(b, v[i]->string);
+    dt__buf_putc(b, ':');
+    dt__json_canon(v[i], b);
+  }
+  dt__buf_putc(b, '}');
+  if (v != small) dt__free(v);
+}
+
+uint64_t dt__hash64(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) {
+    h ^= (unsigned char)s[i];
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+static void indent_to(dt_buf *b, int depth) {
+  dt__buf_putc(b, '\n');
+  for (int i = 0; i < depth; i++) dt__buf_puts(b, "  ");
+}
+
+void dt__json_pretty(const cJSON *n, dt_buf *b, int depth) {
+  bool obj = cJSON_IsObject(n);
+  if (!obj && !cJSON_IsArray(n)) {
+    json_scalar(n, b);
+    return;
+  }
+  if (!n->child) {
+    dt__buf_puts(b, obj ? "{}" : "[]");
+    return;
+  }
+  dt__buf_putc(b, obj ? '{' : '[');
+  for (const cJSON *c = n->child; c; c = c->next) {
+    indent_to(b, depth + 1);
+    if (obj) {
+      dt__buf_json_str(b, c->string);
+      dt__buf_puts(b, ": ");
+    }
+    dt__json_pretty(c, b, depth + 1);
+    if (c->next) dt__buf_putc(b, ',');
+  }
+  indent_to(b, depth);
+  dt__buf_putc(b, obj ? '}' : ']');
+}

@@ -214,6 +214,35 @@ void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out);
 
 void dt_plan_free(dt_plan *plan);
 
+/* ------------------------------------------------------------------------
+** VM pools: KubeVirt VirtualMachinePools converged (see README "VM pools")
+** ---------------------------------------------------------------------- */
+
+typedef struct dt_pool_opts {
+  int64_t now;       /* the clock, Unix seconds; 0 = 2000-01-01T00:00:00Z */
+  uint64_t seed;     /* the Random selection policy's seed */
+  dt_policy *policy; /* optional: its scale_in hook may reorder scale-in candidates */
+} dt_pool_opts;
+
+typedef struct dt_pools dt_pools;
+
+/* Compute the actions that converge every VirtualMachinePool in manifests:
+** VMs to create, delete, update and heal, VMs detached, and what waits.
+** Pure and deterministic. On success *out owns the result (dt_pools_free). */
+int dt_pools_run(const dt_manifests *manifests, const dt_pool_opts *opts, dt_pools **out, dt_error *err);
+
+/* Render as JSON, YAML or a table; the caller frees with dt_free. NULL on
+** allocation failure. */
+char *dt_pools_render(const dt_pools *r, dt_format format, size_t *len);
+
+typedef struct dt_pools_stats {
+  size_t pools, create, del, update, heal, detached, waiting;
+  double run_ms; /* wall time of dt_pools_run */
+} dt_pools_stats;
+
+void dt_pools_stats_get(const dt_pools *r, dt_pools_stats *out);
+void dt_pools_free(dt_pools *r);
+
 /* Parse an RFC 3339 timestamp ("2026-11-22T10:00:00Z", offsets allowed) into
 ** Unix seconds. */
 int dt_time_parse(const char *s, int64_t *out, dt_error *err);

@@ -84,6 +84,7 @@ int dt__duration_parse(const char *s, int64_t *out);
 
 /* Monotonic milliseconds, for phase timings only (never in decisions). */
 double dt__now_ms(void);
+void dt__fmt_time(int64_t t, char *out, size_t n); /* RFC 3339, UTC */
 
 /* Format a price the same way everywhere ("%.6g" trimmed). */
 void dt__fmt_price(char *out, size_t n, double v);
@@ -188,5 +189,12 @@ const char *dt__scalar(const cJSON *item, char *tmp, size_t n);
 
 /* Emit a cJSON tree as YAML into b (block style, keys in tree order). */
 int dt__yaml_emit(const cJSON *docs, dt_buf *b);
+
+/* JSON text: canonical (compact, object keys sorted bytewise, numbers as
+** written), so equal values hash equal whatever their key order; and pretty
+** (two-space indent, keys in tree order) for output. */
+void dt__json_canon(const cJSON *n, dt_buf *b);
+void dt__json_pretty(const cJSON *n, dt_buf *b, int depth);
+uint64_t dt__hash64(const char *s, size_t n); /* FNV-1a */
 
 #endif

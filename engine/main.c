@@ -2,6 +2,8 @@
 ** main.c: the dovetail command.
 **
 **   dovetail plan [--catalog F] [-o json|yaml|table] [--now T] [--seed N] FILE...
+**   dovetail pool [-o json|yaml|table] [--now T] [--seed N] [--policy F] FILE...
+**   dovetail check [--explain] POLICY...
 **   dovetail version
 */
 #include "dovetail.h"
@@ -18,6 +20,7 @@ static const char *k_usage =
     "\n"
     "commands:\n"
     "  plan      place pending pods on existing nodes and new node claims\n"
+    "  pool      converge KubeVirt VirtualMachinePools: VMs to create, delete, update, heal\n"
     "  check     validate policy files (syntax, hooks, selftest); --explain lists overridden hooks\n"
     "  version   print the version\n"
     "\n"
@@ -32,6 +35,7 @@ static const char *k_usage =
     "  --policy-dir DIR   where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (default policies)\n"
     "  --unavailable FILE UnavailableOffering marks (capacity type, instance type, zone, expiry)\n"
     "  --timings          add parse and scheduling times to the JSON summary\n"
+    "pool options: -o, --now, --seed (the Random selection policy), --policy (its scale_in hook)\n"
     "FILE is YAML or JSON (multi-document, kind: List); - reads standard input.\n";
 
 static double now_ms(void) {
@@ -116,7 +120,8 @@ static int cmd_check(int argc, char **argv) {
   return bad;
 }
 
-static int cmd_plan(int argc, char **argv) {
+/* plan and pool share their options; pool ignores the catalog and packing. */
+static int cmd_plan(int argc, char **argv, bool pool) {
   const char *catalog_path = NULL, *out = NULL, *policy_path = NULL, *policy_dir = "policies";
   dt_plan_opts opts = {0};
   dt_error err = {0};
@@ -200,9 +205,11 @@ static int cmd_plan(int argc, char **argv) {
   dt_catalog *cat = NULL;
   dt_manifests *m = NULL;
   dt_plan *plan = NULL;
+  dt_pools *pools = NULL;
   char *text = NULL;
+  size_t len;
   double t0 = now_ms();
-  if ((catalog_path ? dt_catalog_load_file(catalog_path, &cat, &err) : dt_catalog_load_default(&cat, &err)))
+  if (!pool && (catalog_path ? dt_catalog_load_file(catalog_path, &cat, &err) : dt_catalog_load_default(&cat, &err)))
     goto done;
   if (!(m = dt_manifests_new())) {
     snprintf(err.msg, sizeof err.msg, "out of memory");
@@ -212,11 +219,17 @@ static int cmd_plan(int argc, char **argv) {
     if (dt_manifests_add_file(m, files[i], &err)) goto done;
   fputs(dt_manifests_notes(m), stderr);
   if (policy_path && dt_policy_load_file(policy_path, NULL, &opts.policy, &err)) goto done;
-  if (load_pool_policies(m, policy_dir, &opts, &err)) goto done;
-  opts.parse_ms = now_ms() - t0;
-  if (dt_plan_run(cat, m, &opts, &plan, &err)) goto done;
-  size_t len;
-  if (!(text = dt_plan_render(plan, fmt, &len))) {
+  if (pool) {
+    dt_pool_opts po = {opts.now, opts.seed, opts.policy};
+    if (dt_pools_run(m, &po, &pools, &err)) goto done;
+    text = dt_pools_render(pools, fmt, &len);
+  } else {
+    if (load_pool_policies(m, policy_dir, &opts, &err)) goto done;
+    opts.parse_ms = now_ms() - t0;
+    if (dt_plan_run(cat, m, &opts, &plan, &err)) goto done;
+    text = dt_plan_render(plan, fmt, &len);
+  }
+  if (!text) {
     snprintf(err.msg, sizeof err.msg, "out of memory rendering the plan");
     goto done;
   }
@@ -229,6 +242,7 @@ done:
   if (rc) fprintf(stderr, "dovetail: %s\n", err.msg);
   dt_free(text);
   dt_plan_free(plan);
+  dt_pools_free(pools);
   dt_policy_free(opts.policy);
   free_pool_policies(&opts);
   dt_manifests_free(m);
@@ -243,7 +257,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *cmd = argv[1];
-  if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2);
+  if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2, false);
+  if (!strcmp(cmd, "pool")) return cmd_plan(argc - 2, argv + 2, true);
   if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("dovetail %s\n", DT_VERSION);

@@ -220,7 +220,82 @@ typedef struct dt_mark {
   int64_t expires; /* Unix seconds */
 } dt_mark;
 
+/* ------------------------------------------------------------- VM pools */
+
+enum { DT_STRAT_PROACTIVE = 0, DT_STRAT_OPPORTUNISTIC = 1, DT_STRAT_UNMANAGED = 2 };
+enum { DT_PRESERVE_DISABLED = 0, DT_PRESERVE_OFFLINE = 1, DT_PRESERVE_ONLINE = 2 };
+enum { DT_SORT_RANDOM = 0, DT_SORT_OLDEST, DT_SORT_NEWEST, DT_SORT_ASCENDING, DT_SORT_DESCENDING };
+extern const char *const dt__sort_names[5];
+
+/* One entry of an ordered selection policy: VMs matching it go first. */
+typedef struct dt_selentry {
+  dt_selector labels; /* against the VM's labels and its template's labels */
+  dt_mreqs node;      /* nodeSelectorRequirementMatcher: against the template's nodeSelector */
+} dt_selentry;
+
+typedef struct dt_selpolicy {
+  size_t n;
+  dt_selentry *v; /* priority order */
+  int base;       /* DT_SORT_* for the VMs every entry leaves */
+  bool base_set;
+  bool selectors_first; /* v[0] came from KubeVirt's single `selectors` */
+} dt_selpolicy;
+
+typedef struct dt_vmpool {
+  char *ns, *name, *file;
+  int64_t replicas, generation;
+  bool paused;
+  dt_selector selector;
+  int64_t max_unavail; /* absolute, or percent when max_unavail_pct */
+  bool max_unavail_pct;
+  int scale_in, update, preserve;
+  dt_selpolicy scale_sel, update_sel;
+  bool autoheal;
+  int64_t heal_threshold, heal_min_failing; /* failures; seconds */
+  int64_t heal_base, heal_cap;              /* backoff between attempts, seconds */
+  double heal_factor;
+  int64_t burst;
+  uint64_t hash;      /* the whole virtualMachineTemplate */
+  uint64_t vmi_hash;  /* spec.template of the VM template */
+  uint64_t dvt_hash;  /* spec.dataVolumeTemplates */
+  cJSON *tmpl;        /* owned copy of virtualMachineTemplate, for the VMs to create */
+  size_t ndv;
+  char **dv;          /* dataVolumeTemplates names, unindexed */
+  bool runs;          /* the template's VMs run (runStrategy / running) */
+  dt_podspec launcher; /* the virt-launcher pod a VM of the template needs */
+  size_t seq;
+} dt_vmpool;
+
+typedef struct dt_vm {
+  char *ns, *name, *file;
+  char *owner;          /* controller ownerReference to a VirtualMachinePool, or NULL */
+  dt_kvs labels;        /* metadata.labels, then spec.template.metadata.labels */
+  size_t nmeta_labels;  /* how many of labels are metadata.labels */
+  dt_kvs node_selector; /* spec.template.spec.nodeSelector */
+  int64_t created, deleting; /* Unix seconds; deleting 0 when not being deleted */
+  int64_t index;        /* suffix after the last '-', -1 if none */
+  bool halted, ready, has_status;
+  char *status;         /* status.printableStatus */
+  int64_t fail_count;
+  int64_t not_ready_since; /* Ready=False lastTransitionTime, 0 if unknown */
+  char *revision;       /* kubevirt.io/vm-pool-revision-name */
+  char *tmpl_hash;      /* dovetail.dev/template-hash */
+  uint64_t vmi_hash, dvt_hash; /* de-indexed template and dataVolumeTemplates */
+  int64_t heal_attempt, healed_at;
+  size_t seq;
+} dt_vm;
+
+/* A VM a pool run decided to create: pool index and name index. */
+typedef struct dt_pool_create {
+  size_t pool;
+  int64_t index;
+} dt_pool_create;
+const dt_pool_create *dt__pools_creates(const dt_pools *r, size_t *n);
+
 struct dt_manifests {
+  DT_VEC(dt_vmpool) vmpools;
+  DT_VEC(dt_vm) vms;
+  DT_VEC(char *) volumes; /* "ns/name" of PersistentVolumeClaims and DataVolumes */
   DT_VEC(dt_mark) marks;
   DT_VEC(dt_nodepool) pools;
   DT_VEC(dt_podspec) pods;

@@ -9,24 +9,6 @@
 
 #include <string.h>
 
-static void fmt_time(int64_t t, char *out, size_t n) {
-  int64_t days = t / 86400, rem = t % 86400;
-  if (rem < 0) {
-    rem += 86400;
-    days--;
-  }
-  /* civil_from_days (Howard Hinnant, public domain) */
-  days += 719468;
-  int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-  int64_t doe = days - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
-  int64_t m = mp < 10 ? mp + 3 : mp - 9;
-  y += m <= 2;
-  snprintf(out, n, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y, (long long)m,
-           (long long)d, (long long)(rem / 3600), (long long)(rem / 60 % 60), (long long)(rem % 60));
-}
 
 static const rt_off *claim_off(const dt_plan *p, const rt_claim *k) {
   return &p->types[k->type].off[k->off];
@@ -50,7 +32,7 @@ static void json_requests(const dt_plan *p, dt_buf *b, const int64_t *v, const c
 
 static void render_json(const dt_plan *p, dt_buf *b) {
   char tmp[700], price[64];
-  fmt_time(p->opts.now ? p->opts.now : 946684800, tmp, sizeof tmp);
+  dt__fmt_time(p->opts.now ? p->opts.now : 946684800, tmp, sizeof tmp);
   dt__buf_printf(b, "{\n  \"apiVersion\": \"dovetail.dev/v1alpha1\",\n  \"kind\": \"Plan\",\n  \"now\": \"%s\",\n", tmp);
   dt__buf_puts(b, "  \"nodeClaims\": [");
   int first = 1;
@@ -117,7 +99,7 @@ static void render_json(const dt_plan *p, dt_buf *b) {
   dt__buf_puts(b, "  \"unavailableOfferings\": [");
   for (size_t i = 0; i < p->marks.n; i++) {
     const dt_mark *mk = &p->manifests->marks.v[p->marks.v[i]];
-    fmt_time(mk->expires, tmp, sizeof tmp);
+    dt__fmt_time(mk->expires, tmp, sizeof tmp);
     dt__buf_printf(b, "%s{\"capacityType\": \"%s\", \"instanceType\": ", i ? ",\n    " : "\n    ", dt__ct_names[mk->ct]);
     dt__buf_json_str(b, mk->instance_type);
     dt__buf_puts(b, ", \"zone\": ");

@@ -1932,6 +1932,51 @@ static int launch(dt_plan *p) {
 
 /* -------------------------------------------------------------- entry */
 
+/* VMs that VirtualMachinePools are about to create need capacity: their
+** virt-launcher pods join the pending pods, so a pool's scale-out and the
+** nodes it needs are planned in one run. The plan then reads a view of the
+** manifests (in its arena) with those pods appended. */
+static int add_pool_vms(dt_plan *p, dt_error *err) {
+  const dt_manifests *m = p->manifests;
+  if (!m->vmpools.n) return 0;
+  dt_pool_opts po = {p->opts.now, p->opts.seed, p->opts.policy};
+  dt_pools *r = NULL;
+  int rc = dt_pools_run(m, &po, &r, err);
+  if (rc) return rc;
+  size_t nc, extra = 0;
+  const dt_pool_create *c = dt__pools_creates(r, &nc);
+  for (size_t i = 0; i < nc; i++) extra += m->vmpools.v[c[i].pool].runs;
+  if (extra) {
+    dt_manifests *view = A(p, sizeof *view);
+    dt_podspec *pods = A(p, (m->pods.n + extra) * sizeof *pods);
+    if (!view || !pods) {
+      dt_pools_free(r);
+      return DT_ENOMEM;
+    }
+    *view = *m;
+    if (m->pods.n) memcpy(pods, m->pods.v, m->pods.n * sizeof *pods);
+    size_t n = m->pods.n;
+    for (size_t i = 0; i < nc; i++) {
+      const dt_vmpool *vp = &m->vmpools.v[c[i].pool];
+      if (!vp->runs) continue;
+      char name[600];
+      snprintf(name, sizeof name, "virt-launcher-%s-%lld", vp->name, (long long)c[i].index);
+      pods[n] = vp->launcher;
+      pods[n].name = dt__arena_strdup(&p->arena, name);
+      pods[n].count = 1;
+      pods[n].owner = NULL;
+      pods[n].seq = m->seq + n;
+      n++;
+    }
+    view->pods.v = pods;
+    view->pods.n = view->pods.cap = n;
+    p->manifests = view;
+    note(p, "%zu VMs that VirtualMachinePools create join the pending pods as virt-launcher pods", extra);
+  }
+  dt_pools_free(r);
+  return p->arena.oom ? DT_ENOMEM : 0;
+}
+
 int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_plan_opts *opts,
                 dt_plan **out, dt_error *err) {
   *out = NULL;
@@ -1958,6 +2003,7 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
     rc = DT_ENOMEM;
     goto fail;
   }
+  if ((rc = add_pool_vms(p, err))) goto fail;
   if ((rc = compile_catalog(p, err)) || (rc = apply_marks(p)) || (rc = build_snapshot(p)) ||
       (rc = apply_price_hook(p)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
   if ((rc = compile_pods(p, err)) || (rc = solve(p))) goto fail;

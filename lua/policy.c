@@ -581,6 +581,129 @@ int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *id
   return rc;
 }
 
+
+/* Builds scale_in's arguments in protected mode (the memory cap may refuse). */
+static int build_vms(lua_State *L) {
+  const dt_hook_pool *pool = lua_touserdata(L, 1);
+  const dt_hook_vm *vms = lua_touserdata(L, 2);
+  size_t n = (size_t)lua_tointeger(L, 3);
+  lua_createtable(L, 0, 5);
+  lua_pushstring(L, pool->ns);
+  lua_setfield(L, -2, "namespace");
+  lua_pushstring(L, pool->name);
+  lua_setfield(L, -2, "name");
+  lua_pushinteger(L, (lua_Integer)pool->replicas);
+  lua_setfield(L, -2, "replicas");
+  lua_pushinteger(L, (lua_Integer)pool->current);
+  lua_setfield(L, -2, "current");
+  lua_pushinteger(L, (lua_Integer)pool->remove);
+  lua_setfield(L, -2, "remove");
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    const dt_hook_vm *v = &vms[i];
+    lua_createtable(L, 0, 7);
+    lua_pushstring(L, v->name);
+    lua_setfield(L, -2, "name");
+    lua_pushinteger(L, (lua_Integer)v->index);
+    lua_setfield(L, -2, "index");
+    lua_pushinteger(L, (lua_Integer)v->created);
+    lua_setfield(L, -2, "created");
+    lua_pushboolean(L, v->ready);
+    lua_setfield(L, -2, "ready");
+    lua_pushboolean(L, v->halted);
+    lua_setfield(L, -2, "halted");
+    lua_pushstring(L, v->status ? v->status : "");
+    lua_setfield(L, -2, "status");
+    lua_createtable(L, 0, (int)v->nlabels);
+    for (size_t k = 0; k < v->nlabels; k++) {
+      lua_pushstring(L, v->labels[2 * k + 1]);
+      lua_setfield(L, -2, v->labels[2 * k]);
+    }
+    lua_setfield(L, -2, "labels");
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  return 2;
+}
+
+int dt__policy_scale_in(dt_policy *p, const dt_hook_pool *pool, const dt_hook_vm *vms, size_t n, size_t *order) {
+  for (size_t i = 0; i < n; i++) order[i] = i;
+  if (!dt__policy_has(p, DT_HOOK_SCALE_IN)) return -1;
+  lua_State *L = p->s.L;
+  if (!lua_checkstack(L, 8)) return -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_SCALE_IN]);
+  lua_pushcfunction(L, build_vms);
+  lua_pushlightuserdata(L, (void *)pool);
+  lua_pushlightuserdata(L, (void *)vms);
+  lua_pushinteger(L, (lua_Integer)n);
+  if (lua_pcall(L, 3, 2, 0) != LUA_OK) {
+    record(p, "scale_in", lua_tostring(L, -1), false);
+    lua_pop(L, 2);
+    return -1;
+  }
+  lua_pushvalue(L, -1); /* keep the vms table to map results back */
+  lua_insert(L, -4);
+  if (call(p, "scale_in", DT_HOOK_SCALE_IN, 2, 1)) {
+    lua_pop(L, 1);
+    return -1;
+  }
+  /* stack: vms, result */
+  int rc = 0;
+  size_t got = 0;
+  bool *taken = dt__calloc(n ? n : 1, sizeof *taken);
+  dt_symtab names = {0}; /* candidate names are unique: symbol k+1 is vms[k] */
+  for (size_t k = 0; k < n && taken; k++) dt__sym(&names, vms[k].name);
+  if (!taken || names.oom) {
+    dt__free(taken);
+    dt__symtab_free(&names);
+    lua_pop(L, 2);
+    return -1;
+  }
+  if (!lua_istable(L, -1)) {
+    rc = bad_result(p, DT_HOOK_SCALE_IN, "expected a list of VMs or VM names, got %s", luaL_typename(L, -1));
+  } else {
+    for (lua_Integer i = 1; !rc; i++) {
+      int t = lua_rawgeti(L, -1, i);
+      if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        break;
+      }
+      if (t == LUA_TTABLE) {
+        lua_getfield(L, -1, "name");
+        lua_remove(L, -2);
+        t = lua_type(L, -1);
+      }
+      if (t != LUA_TSTRING) {
+        rc = bad_result(p, DT_HOOK_SCALE_IN, "entry %lld is %s; expected a VM or its name", (long long)i,
+                        lua_typename(L, t));
+        lua_pop(L, 1);
+        break;
+      }
+      const char *nm = lua_tostring(L, -1);
+      dt_sym sy = dt__sym_find(&names, nm);
+      size_t at = sy ? (size_t)sy - 1 : n;
+      if (at == n)
+        rc = bad_result(p, DT_HOOK_SCALE_IN, "entry %lld names %s, which is not a candidate", (long long)i, nm);
+      else if (taken[at])
+        rc = bad_result(p, DT_HOOK_SCALE_IN, "entry %lld names %s twice", (long long)i, nm);
+      else {
+        taken[at] = true;
+        order[got++] = at;
+      }
+      lua_pop(L, 1);
+    }
+  }
+  if (!rc) {
+    for (size_t k = 0; k < n; k++)
+      if (!taken[k]) order[got++] = k;
+  } else {
+    for (size_t i = 0; i < n; i++) order[i] = i;
+  }
+  dt__free(taken);
+  dt__symtab_free(&names);
+  lua_pop(L, 2);
+  return rc;
+}
+
 /* ------------------------------------------------------------ validate */
 
 /* The policy's own selftest(), then each hook on a small golden input. */
@@ -614,6 +737,17 @@ static int validate(dt_policy *p, dt_error *err) {
   if (!rc && dt__policy_has(p, DT_HOOK_RANK) && dt__policy_rank(p, &claim, idx, ng, out))
     rc = dt__err(err, DT_EINVAL, "%s: rank hook failed on the golden input: %s", who,
                  p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
+  if (!rc && dt__policy_has(p, DT_HOOK_SCALE_IN)) {
+    static const char *const la[] = {"app", "web", "tier", "spot"}, *const lb[] = {"app", "web"};
+    const dt_hook_vm vms[] = {{"web-0", "Running", 0, 100, true, false, la, 2},
+                              {"web-1", "Stopped", 1, 200, false, true, lb, 1},
+                              {"web-2", "Running", 2, 300, true, false, lb, 1}};
+    const dt_hook_pool pool = {"default", "web", 2, 3, 1};
+    size_t order[3];
+    if (dt__policy_scale_in(p, &pool, vms, 3, order))
+      rc = dt__err(err, DT_EINVAL, "%s: scale_in hook failed on the golden input: %s", who,
+                   p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
+  }
   dt__policy_round_end(p);
   /* validation failures are load errors, not plan errors */
   while (p->errs.n > before) dt__free((void *)p->errs.v[--p->errs.n].message);

@@ -56,6 +56,26 @@ int dt__policy_price(dt_policy *p, double *out);
 ** score (lower wins) or NAN to exclude. Returns 0 or -1 (defaults apply). */
 int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *idx, size_t n, double *score);
 
+/* A VM and its pool as the scale_in hook sees them. labels holds nlabels
+** key, value pairs (2 * nlabels strings). */
+typedef struct dt_hook_vm {
+  const char *name, *status;
+  int64_t index, created;
+  bool ready, halted;
+  const char *const *labels;
+  size_t nlabels;
+} dt_hook_vm;
+
+typedef struct dt_hook_pool {
+  const char *ns, *name;
+  int64_t replicas, current, remove;
+} dt_hook_pool;
+
+/* scale_in(pool, vms): vms in the engine's order; order[] receives a
+** permutation of 0..n-1 (the hook's order, then the VMs it left out in the
+** engine's order). Returns 0, or -1 when the hook failed (engine order kept). */
+int dt__policy_scale_in(dt_policy *p, const dt_hook_pool *pool, const dt_hook_vm *vms, size_t n, size_t *order);
+
 /* Errors recorded since load, for the plan's policyErrors. */
 typedef struct dt_policy_err {
   const char *hook;
