@@ -661,7 +661,7 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
       }
     }
   }
-  for (size_t i = 1; i <= np; i++) {
+  for (size_t i = 1; i <= np && !rc; i++) {
     start[i] += start[i - 1];
     ustart[i] += ustart[i - 1];
   }

@@ -150,7 +150,8 @@ static int l_check(lua_State *L) {
 }
 
 /* dt.plan(t) -> plan table | string, or nil, message */
-static int l_plan(lua_State *L) {
+/* dt.plan{...} and dt.pool{...}: pool skips the catalog and packing. */
+static int run(lua_State *L, bool pool) {
   luaL_checktype(L, 1, LUA_TTABLE);
   dt_plan_opts opts = {0};
   dt_error err = {0};
@@ -188,6 +189,7 @@ static int l_plan(lua_State *L) {
   dt_catalog *cat = NULL;
   dt_manifests *m = NULL;
   dt_plan *plan = NULL;
+  dt_pools *pools = NULL;
   char *text = NULL;
   int nret = 0;
   dt_policy *owned = NULL; /* loaded here from a path */
@@ -205,7 +207,9 @@ static int l_plan(lua_State *L) {
   lua_getfield(L, 1, "catalog");
   lua_getfield(L, 1, "catalog_text");
   int rc;
-  if (lua_isstring(L, -1)) {
+  if (pool) {
+    rc = 0;
+  } else if (lua_isstring(L, -1)) {
     size_t len;
     const char *s = lua_tolstring(L, -1, &len);
     rc = dt_catalog_load_buffer("catalog_text", s, len, &cat, &err);
@@ -221,9 +225,16 @@ static int l_plan(lua_State *L) {
     goto fail;
   }
   if (add_manifests(L, m, &err)) goto fail;
-  if (dt_plan_run(cat, m, &opts, &plan, &err)) goto fail;
   size_t len;
-  if (!(text = dt_plan_render(plan, f, &len))) {
+  if (pool) {
+    dt_pool_opts po = {opts.now, opts.seed, opts.policy};
+    if (dt_pools_run(m, &po, &pools, &err)) goto fail;
+    text = dt_pools_render(pools, f, &len);
+  } else {
+    if (dt_plan_run(cat, m, &opts, &plan, &err)) goto fail;
+    text = dt_plan_render(plan, f, &len);
+  }
+  if (!text) {
     snprintf(err.msg, sizeof err.msg, "out of memory");
     goto fail;
   }
@@ -247,6 +258,7 @@ static int l_plan(lua_State *L) {
   }
   dt_free(text);
   dt_plan_free(plan);
+  dt_pools_free(pools);
   dt_manifests_free(m);
   dt_catalog_free(cat);
   dt_policy_free(owned);
@@ -254,11 +266,15 @@ static int l_plan(lua_State *L) {
 fail:
   dt_free(text);
   dt_plan_free(plan);
+  dt_pools_free(pools);
   dt_manifests_free(m);
   dt_catalog_free(cat);
   dt_policy_free(owned);
   return push_fail(L, err.msg);
 }
+
+static int l_plan(lua_State *L) { return run(L, false); }
+static int l_pool(lua_State *L) { return run(L, true); }
 
 /* dt.milli("250m") -> 250 (integer), or nil, message */
 static int l_milli(lua_State *L) {
@@ -357,6 +373,7 @@ static int l_intersect(lua_State *L) {
 
 static const luaL_Reg k_funcs[] = {
     {"plan", l_plan},
+    {"pool", l_pool},
     {"milli", l_milli},
     {"quantity", l_quantity},
     {"format_quantity", l_format_quantity},

@@ -138,4 +138,36 @@ M.small_catalog = [[
   ] }
 ]]
 
+-- A small JSON encoder (object keys sorted) for building manifests as tables.
+-- Tables with a sequence part, or marked by M.array, are arrays.
+local array_mt = {}
+function M.array(t) return setmetatable(t or {}, array_mt) end
+
+function M.json(v)
+  local t = type(v)
+  if t == "table" then
+    if getmetatable(v) == array_mt or #v > 0 then
+      local parts = {}
+      for i = 1, #v do parts[i] = M.json(v[i]) end
+      return "[" .. table.concat(parts, ",") .. "]"
+    end
+    local keys = {}
+    for k in pairs(v) do keys[#keys + 1] = k end
+    table.sort(keys)
+    local parts = {}
+    for i, k in ipairs(keys) do parts[i] = string.format("%q", k) .. ":" .. M.json(v[k]) end
+    return "{" .. table.concat(parts, ",") .. "}"
+  elseif t == "string" then
+    return '"' .. v:gsub('[%c"\\]', function(c) return string.format("\\u%04x", c:byte()) end) .. '"'
+  elseif t == "number" then
+    return math.type(v) == "integer" and tostring(v) or string.format("%.17g", v)
+  end
+  return tostring(v)
+end
+
+-- A JSON kind: List of objects (tables).
+function M.list(items)
+  return M.json({ apiVersion = "v1", kind = "List", items = M.array(items) })
+end
+
 return M

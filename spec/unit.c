@@ -77,7 +77,20 @@ static const char *k_manifests =
     "            - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: db}}}\n"
     "        nodeAffinity:\n          preferredDuringSchedulingIgnoredDuringExecution:\n"
     "            - {weight: 5, preference: {matchExpressions: [{key: x, operator: In, values: [z]}]}}\n"
-    "      containers: [{name: c, resources: {requests: {cpu: 1, memory: 1Gi}}}]\n";
+    "      containers: [{name: c, resources: {requests: {cpu: 1, memory: 1Gi}}}]\n"
+    "---\napiVersion: pool.kubevirt.io/v1beta1\nkind: VirtualMachinePool\nmetadata: {name: vp}\n"
+    "spec:\n  replicas: 3\n  selector: {matchLabels: {app: vp}}\n  autohealing: {}\n"
+    "  scaleInStrategy: {proactive: {selectionPolicy: {orderedPolicies: [{matchLabels: {t: a}}], basePolicy: Random}}}\n"
+    "  virtualMachineTemplate:\n    metadata: {labels: {app: vp}}\n"
+    "    spec:\n      runStrategy: Always\n      dataVolumeTemplates: [{metadata: {name: d}}]\n"
+    "      template:\n        spec:\n          tolerations: [{operator: Exists}]\n"
+    "          domain: {cpu: {cores: 1}, memory: {guest: 1Gi}}\n"
+    "          volumes: [{name: d, dataVolume: {name: d}}]\n"
+    "---\napiVersion: kubevirt.io/v1\nkind: VirtualMachine\nmetadata:\n  name: vp-1\n  labels: {app: vp}\n"
+    "  ownerReferences: [{kind: VirtualMachinePool, name: vp, controller: true}]\n"
+    "spec:\n  runStrategy: Always\n  template: {spec: {domain: {cpu: {cores: 2}}}}\n"
+    "status: {printableStatus: Unschedulable, startFailure: {consecutiveFailCount: 3}}\n"
+    "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: d-0}\n";
 
 /* One full cycle; returns 0, DT_ENOMEM or another error. */
 static dt_error g_err;
@@ -109,6 +122,16 @@ static int cycle(int *stage) {
     text = NULL;
   }
   *stage = 4;
+  dt_pools *pools = NULL;
+  if ((rc = dt_pools_run(m, NULL, &pools, &err))) goto done;
+  for (int f = 0; f < 3 && !rc; f++) {
+    if (!(text = dt_pools_render(pools, (dt_format)f, NULL))) rc = DT_ENOMEM;
+    dt_free(text);
+    text = NULL;
+  }
+  dt_pools_free(pools);
+  if (rc) goto done;
+  *stage = 5;
 done:
   g_err = err;
   dt_free(text);
@@ -120,7 +143,7 @@ done:
 
 static void test_oom(void) {
   int stage;
-  CHECK(cycle(&stage) == 0 && stage == 4, "the cycle succeeds without injected faults");
+  CHECK(cycle(&stage) == 0 && stage == 5, "the cycle succeeds without injected faults");
   dt_set_allocator(f_malloc, f_realloc, free);
   long n;
   int bad = 0;
