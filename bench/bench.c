@@ -403,6 +403,74 @@ static int peak_hour(dt_catalog *aws, const char *shapes) {
   return rc;
 }
 
+/* A VirtualMachinePool of 100,000 VMs scaling in by 10,000 with a
+** two-selector ordered policy (canary first, then zone c) and Oldest behind
+** them: the time of dt_pools_run (best of 5), parse and render reported
+** apart. */
+static int pool_bench(void) {
+  const size_t n = 100000;
+  size_t cap = n * 600 + 4096, len = 0; /* a VM is under 520 bytes */
+  char *b = malloc(cap);
+  if (!b) return 1;
+  len += (size_t)snprintf(b + len, cap - len,
+      "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"pool.kubevirt.io/v1beta1\","
+      "\"kind\":\"VirtualMachinePool\",\"metadata\":{\"name\":\"big\",\"annotations\":{\"dovetail.dev/burst-replicas\":\"10000\"}},\"spec\":{\"replicas\":%zu,"
+      "\"selector\":{\"matchLabels\":{\"app\":\"big\"}},\"scaleInStrategy\":{\"proactive\":{\"selectionPolicy\":"
+      "{\"orderedPolicies\":[{\"matchLabels\":{\"tier\":\"canary\"}},{\"labelSelector\":{\"matchExpressions\":"
+      "[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"c\"]}]}}],\"basePolicy\":\"Oldest\"}}},"
+      "\"virtualMachineTemplate\":{\"metadata\":{\"labels\":{\"app\":\"big\"}},\"spec\":{\"runStrategy\":\"Always\","
+      "\"template\":{\"spec\":{\"domain\":{\"cpu\":{\"cores\":2},\"memory\":{\"guest\":\"4Gi\"}}}}}}}}",
+      n - 10000);
+  uint64_t x = 42;
+  for (size_t i = 0; i < n; i++) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    unsigned r = (unsigned)(x >> 33);
+    const char *tier = r % 100 < 3 ? "canary" : "stable";
+    char zone = "abc"[(r >> 8) % 3];
+    long day = 1 + (long)((r >> 12) % 28), hour = (long)((r >> 20) % 24);
+    len += (size_t)snprintf(b + len, cap - len,
+        ",{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachine\",\"metadata\":{\"name\":\"big-%zu\","
+        "\"creationTimestamp\":\"2026-10-%02ldT%02ld:00:00Z\",\"labels\":{\"app\":\"big\",\"tier\":\"%s\","
+        "\"zone\":\"%c\"},\"ownerReferences\":[{\"kind\":\"VirtualMachinePool\",\"name\":\"big\","
+        "\"controller\":true}]},\"spec\":{\"runStrategy\":\"Always\",\"template\":{\"spec\":{\"domain\":"
+        "{\"cpu\":{\"cores\":2},\"memory\":{\"guest\":\"4Gi\"}}}}},\"status\":{\"ready\":true,"
+        "\"printableStatus\":\"Running\"}}",
+        i, day, hour, tier, zone);
+  }
+  len += (size_t)snprintf(b + len, cap - len, "]}");
+  dt_error err = {0};
+  double t0 = now_ms();
+  dt_manifests *m = dt_manifests_new();
+  if (!m || dt_manifests_add_buffer(m, "pool-100k", b, len, &err)) {
+    fprintf(stderr, "bench: %s\n", err.msg);
+    return 1;
+  }
+  double parse = now_ms() - t0, best = 1e18, render = 0;
+  dt_pools_stats st = {0};
+  for (int rep = 0; rep < 5; rep++) {
+    dt_pools *r;
+    dt_pool_opts o = {0};
+    if (dt_pools_run(m, &o, &r, &err)) {
+      fprintf(stderr, "bench: %s\n", err.msg);
+      return 1;
+    }
+    dt_pools_stats_get(r, &st);
+    if (st.run_ms < best) best = st.run_ms;
+    double t1 = now_ms();
+    size_t out;
+    char *text = dt_pools_render(r, DT_FORMAT_JSON, &out);
+    render = now_ms() - t1;
+    dt_free(text);
+    dt_pools_free(r);
+  }
+  printf("%-24s %7zu VMs, %zu deletes, run %.1f ms (best of 5; target < 200), parse %.0f ms, render %.0f ms, "
+         "rss %.0f MiB\n",
+         "pool-100k-scale-in-10k", n, st.del, best, parse, render, peak_rss_mib());
+  dt_manifests_free(m);
+  free(b);
+  return st.del == 10000 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   dt_error err = {0};
   int rc = 0;
@@ -419,7 +487,8 @@ int main(int argc, char **argv) {
   }
   free(ctext);
   static const int sizes[] = {1000, 5000, 20000};
-  const char *only = getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | azure */
+  const char *only = getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | policy | peak | pool | azure */
+  if (only && !strcmp(only, "pool")) return pool_bench();
   for (int i = 0; i < 3 && (!only || !strcmp(only, "generic")); i++) {
     size_t len;
     double C, M;
@@ -530,6 +599,7 @@ int main(int argc, char **argv) {
     rc |= peak_hour(aws, "bench/workload-azure-vm-2017-peak-hour.json");
     dt_catalog_free(aws);
   }
+  if (!only) rc |= pool_bench();
   if (only && strcmp(only, "azure")) return rc;
   /* (b) 100,000 real-shape pods on the bundled AWS catalog. */
   dt_catalog *aws;

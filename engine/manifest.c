@@ -1336,7 +1336,10 @@ static int vmpool(mctx *x, const cJSON *o) {
   }
   /* The selector must select the VMs the template makes (admission rule). */
   dt_kvs tl = {0};
-  if (parse_kvs(x, get(get(tmpl, "metadata"), "labels"), "spec.virtualMachineTemplate.metadata.labels", &tl)) goto fail;
+  if (parse_kvs(x, get(get(tmpl, "metadata"), "labels"), "spec.virtualMachineTemplate.metadata.labels", &tl)) {
+    dt__kvs_free(&tl);
+    goto fail;
+  }
   for (size_t i = 0; i < p.selector.expr.n && !rc; i++) {
     const dt_mreq *q = &p.selector.expr.v[i];
     const char *v = NULL;
@@ -1554,7 +1557,10 @@ static int vm(mctx *x, const cJSON *o) {
   v.nmeta_labels = v.labels.n;
   dt_kvs tl = {0};
   const cJSON *vmi = get(spec, "template");
-  if (parse_kvs(x, get(get(vmi, "metadata"), "labels"), "spec.template.metadata.labels", &tl)) goto fail;
+  if (parse_kvs(x, get(get(vmi, "metadata"), "labels"), "spec.template.metadata.labels", &tl)) {
+    dt__kvs_free(&tl);
+    goto fail;
+  }
   if (tl.n) {
     dt_kv *nv = dt__realloc(v.labels.v, (v.labels.n + tl.n) * sizeof *nv);
     if (!nv) {

@@ -242,7 +242,8 @@ describe("VM pool scale-in", function()
   end)
 
   it("never makes more than maxUnavailable unavailable; unavailable VMs go for free", function()
-    local items = { pool({ replicas = 2, maxUnavailable = 1, scaleInStrategy = { proactive = { selectionPolicy = { basePolicy = "AscendingOrder" } } } }) }
+    local by_index = { proactive = { selectionPolicy = { basePolicy = "AscendingOrder" } } }
+    local items = { pool({ replicas = 2, maxUnavailable = 1, scaleInStrategy = by_index }) }
     for i = 0, 4 do items[#items + 1] = vm("web-" .. i) end
     local p = run(items)
     assert.same({ "web-0" }, names(p.delete))
