@@ -190,6 +190,17 @@ const char *dt__scalar(const cJSON *item, char *tmp, size_t n);
 /* Emit a cJSON tree as YAML into b (block style, keys in tree order). */
 int dt__yaml_emit(const cJSON *docs, dt_buf *b);
 
+/* Cron schedules (cron.c): five fields, UTC. */
+typedef struct dt_cron {
+  uint64_t minute;
+  uint32_t hour, dom;
+  uint16_t month;
+  uint8_t dow;
+  bool dom_star, dow_star;
+} dt_cron;
+int dt__cron_parse(const char *spec, dt_cron *c, char *why, size_t n); /* 0, or -1 with why */
+int64_t dt__cron_next(const dt_cron *c, int64_t after); /* first hit > after, -1 if none in 5 years */
+
 /* JSON text: canonical (compact, object keys sorted bytewise, numbers as
 ** written), so equal values hash equal whatever their key order; and pretty
 ** (two-space indent, keys in tree order) for output. */

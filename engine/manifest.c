@@ -73,6 +73,8 @@ static void pool_free(dt_nodepool *p) {
   dt__rlist_free(&p->limits);
   cJSON_Delete(p->node_class_ref);
   dt__free(p->policy);
+  for (size_t i = 0; i < p->nbudgets; i++) dt__free(p->budgets[i].schedule);
+  dt__free(p->budgets);
 }
 
 static void selector_free(dt_selector *s) { mreqs_free(&s->expr); }
@@ -128,6 +130,7 @@ static void pod_free(dt_podspec *p) {
 
 static void node_free(dt_node *n) {
   dt__free(n->name);
+  dt__free(n->pool_hash);
   dt__free(n->claim_name);
   dt__free(n->node_name);
   dt__kvs_free(&n->labels);
@@ -139,6 +142,7 @@ static void node_free(dt_node *n) {
 
 static void vmpool_free(dt_vmpool *p);
 static void vm_free(dt_vm *v);
+static void pdb_free(dt_pdb *p);
 
 dt_manifests *dt_manifests_new(void) { return dt__calloc(1, sizeof(dt_manifests)); }
 
@@ -161,6 +165,8 @@ void dt_manifests_free(dt_manifests *m) {
   dt__free(m->marks.v);
   for (size_t i = 0; i < m->nodes.n; i++) node_free(&m->nodes.v[i]);
   for (size_t i = 0; i < m->vmpools.n; i++) vmpool_free(&m->vmpools.v[i]);
+  for (size_t i = 0; i < m->pdbs.n; i++) pdb_free(&m->pdbs.v[i]);
+  dt__free(m->pdbs.v);
   for (size_t i = 0; i < m->vms.n; i++) vm_free(&m->vms.v[i]);
   for (size_t i = 0; i < m->volumes.n; i++) dt__free(m->volumes.v[i]);
   dt__free(m->vmpools.v);
@@ -403,6 +409,105 @@ static int64_t created_at(const cJSON *o) {
   return t;
 }
 
+static int parse_duration_or_never(mctx *x, const cJSON *v, const char *field, int64_t *out) {
+  if (!v || cJSON_IsNull(v)) return 0;
+  const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+  if (s && !strcmp(s, "Never")) {
+    *out = -1;
+    return 0;
+  }
+  if (!s || dt__duration_parse(s, out)) return bad(x, field, "expected a duration such as 30s, 10m or 720h, or Never");
+  return 0;
+}
+
+/* spec.disruption (consolidationPolicy, consolidateAfter, budgets) and the
+** template's expireAfter; the template hash for drift. */
+static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p) {
+  const cJSON *d = get(spec, "disruption"), *tspec = get(get(spec, "template"), "spec");
+  char f[300];
+  p->expire_after = 720 * 3600;
+  if (parse_duration_or_never(x, get(tspec, "expireAfter"), "spec.template.spec.expireAfter", &p->expire_after) ||
+      parse_duration_or_never(x, get(d, "consolidateAfter"), "spec.disruption.consolidateAfter", &p->consolidate_after))
+    return DT_EINVAL;
+  const char *cp = get_str(d, "consolidationPolicy");
+  if (get(d, "consolidationPolicy") && !cJSON_IsNull(get(d, "consolidationPolicy"))) {
+    if (cp && !strcmp(cp, "WhenEmpty")) p->consolidation = DT_CONSOL_WHEN_EMPTY;
+    else if (cp && !strcmp(cp, "WhenEmptyOrUnderutilized")) p->consolidation = DT_CONSOL_EMPTY_OR_UNDER;
+    else if (cp && !strcmp(cp, "Balanced")) p->consolidation = DT_CONSOL_BALANCED;
+    else return bad(x, "spec.disruption.consolidationPolicy", "expected WhenEmpty, WhenEmptyOrUnderutilized or Balanced");
+  }
+  const cJSON *bs = get(d, "budgets");
+  if (bs && !cJSON_IsNull(bs) && !cJSON_IsArray(bs)) return bad(x, "spec.disruption.budgets", "expected a list");
+  size_t nb = cJSON_IsArray(bs) ? (size_t)cJSON_GetArraySize(bs) : 0;
+  if (nb > 50) return bad(x, "spec.disruption.budgets", "at most 50 budgets (%zu given)", nb);
+  if (!(p->budgets = dt__calloc(nb ? nb : 1, sizeof *p->budgets))) return oom(x);
+  if (!nb) { /* Karpenter's default: one budget of 10% */
+    p->budgets[0] = (dt_budget){10, true, false, {0}, NULL, 0, DT_REASON_ALL};
+    p->nbudgets = 1;
+  }
+  size_t i = 0;
+  for (const cJSON *b = cJSON_IsArray(bs) ? bs->child : NULL; b; b = b->next, i++) {
+    dt_budget *bu = &p->budgets[p->nbudgets++];
+    bu->reasons = DT_REASON_ALL;
+    char tmp[64];
+    const char *nv = dt__scalar(get(b, "nodes"), tmp, sizeof tmp);
+    snprintf(f, sizeof f, "spec.disruption.budgets[%zu].nodes", i);
+    /* Karpenter's pattern: ^((100|[0-9]{1,2})%%|[0-9]+)$ */
+    size_t len = nv ? strlen(nv) : 0;
+    bool pct = len > 1 && nv[len - 1] == '%';
+    bool digits = len > (size_t)pct;
+    for (size_t k = 0; k + pct < len && digits; k++) digits = nv[k] >= '0' && nv[k] <= '9';
+    long long v = digits ? strtoll(nv, NULL, 10) : -1;
+    if (!digits || (pct && (len > 4 || v > 100)) || v > 1000000000)
+      return bad(x, f, "expected a node count such as 5 or a percentage from 0%% to 100%%, got \"%s\"", nv ? nv : "");
+    bu->nodes = v;
+    bu->pct = pct;
+    const char *sch = get_str(b, "schedule"), *dur = get_str(b, "duration");
+    if (!!sch != !!dur) {
+      snprintf(f, sizeof f, "spec.disruption.budgets[%zu].%s", i, sch ? "duration" : "schedule");
+      return bad(x, f, "schedule and duration go together");
+    }
+    if (sch) {
+      char why[300];
+      snprintf(f, sizeof f, "spec.disruption.budgets[%zu].schedule", i);
+      if (dt__cron_parse(sch, &bu->cron, why, sizeof why)) return bad(x, f, "\"%s\": %s", sch, why);
+      if (!(bu->schedule = dt__strdup(sch))) return oom(x);
+      snprintf(f, sizeof f, "spec.disruption.budgets[%zu].duration", i);
+      if (dt__duration_parse(dur, &bu->duration) || bu->duration <= 0)
+        return bad(x, f, "expected a positive duration such as 8h or 30m, got \"%s\"", dur);
+      bu->scheduled = true;
+    }
+    const cJSON *rs = get(b, "reasons");
+    if (rs && !cJSON_IsNull(rs)) {
+      snprintf(f, sizeof f, "spec.disruption.budgets[%zu].reasons", i);
+      if (!cJSON_IsArray(rs)) return bad(x, f, "expected a list of Empty, Drifted, Underutilized");
+      bu->reasons = 0;
+      for (const cJSON *r = rs->child; r; r = r->next) {
+        const char *rv = cJSON_IsString(r) ? r->valuestring : "";
+        if (!strcmp(rv, "Empty")) bu->reasons |= DT_REASON_EMPTY;
+        else if (!strcmp(rv, "Drifted")) bu->reasons |= DT_REASON_DRIFTED;
+        else if (!strcmp(rv, "Underutilized")) bu->reasons |= DT_REASON_UNDERUTILIZED;
+        else return bad(x, f, "unknown reason \"%s\" (Empty, Drifted, Underutilized)", rv);
+      }
+      if (!bu->reasons) bu->reasons = DT_REASON_ALL;
+    }
+  }
+  /* The drift hash: the template without what Karpenter leaves out of it
+  ** (requirements are checked against node labels instead). */
+  cJSON *t = cJSON_Duplicate(get(spec, "template"), 1);
+  cJSON *ts = cJSON_GetObjectItemCaseSensitive(t, "spec");
+  cJSON_DeleteItemFromObjectCaseSensitive(ts, "requirements");
+  cJSON_DeleteItemFromObjectCaseSensitive(ts, "expireAfter");
+  cJSON_DeleteItemFromObjectCaseSensitive(ts, "terminationGracePeriod");
+  dt_buf b = {0};
+  dt__json_canon(t, &b);
+  p->hash = dt__hash64(b.p ? b.p : "", b.len);
+  int rc = b.oom || (get(spec, "template") && !t) ? oom(x) : 0;
+  dt__free(b.p);
+  cJSON_Delete(t);
+  return rc;
+}
+
 static int nodepool(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
@@ -473,6 +578,7 @@ static int nodepool(mctx *x, const cJSON *o) {
       goto fail;
     }
   }
+  if (nodepool_disruption(x, spec, &p)) goto fail;
   const cJSON *ref = get(tspec, "nodeClassRef");
   if (ref && !(p.node_class_ref = cJSON_Duplicate(ref, true))) {
     rc = oom(x);
@@ -844,6 +950,43 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
   return 0;
 }
 
+/* What disruption needs of a bound pod: do-not-disrupt ("true" or a
+** duration from the pod's start), deletion cost, priority, DaemonSet owner. */
+static int pod_disruption(mctx *x, const cJSON *o, dt_podspec *p) {
+  const cJSON *md = get(o, "metadata"), *ann = get(md, "annotations");
+  const char *dnd = get_str(ann, "karpenter.sh/do-not-disrupt");
+  if (dnd && !strcmp(dnd, "true")) {
+    p->dnd = true;
+  } else if (dnd && *dnd) {
+    int64_t d, start = p->created;
+    const char *ts = get_str(get(o, "status"), "startTime");
+    if (ts) dt_time_parse(ts, &start, NULL);
+    if (dt__duration_parse(dnd, &d))
+      dt__buf_printf(&x->m->notes, "%s: %s: metadata.annotations.karpenter.sh/do-not-disrupt: \"%s\" is neither \"true\" "
+                     "nor a duration; ignored (as Karpenter)\n", x->file, x->obj, dnd);
+    else
+      p->dnd_until = start + d;
+  }
+  const char *dc = get_str(ann, "controller.kubernetes.io/pod-deletion-cost");
+  if (dc) {
+    char *end;
+    long long v = strtoll(dc, &end, 10);
+    if (*end || end == dc) return bad(x, "metadata.annotations.controller.kubernetes.io/pod-deletion-cost",
+                                      "expected an integer");
+    p->deletion_cost = v;
+  }
+  const cJSON *pr = get(get(o, "spec"), "priority");
+  if (cJSON_IsNumber(pr)) p->priority = (int64_t)pr->valuedouble;
+  const cJSON *owners = get(md, "ownerReferences");
+  for (const cJSON *c = cJSON_IsArray(owners) ? owners->child : NULL; c; c = c->next) {
+    const char *k = get_str(c, "kind");
+    if (k && !strcmp(k, "DaemonSet")) p->daemon = true;
+  }
+  const cJSON *mirror = get(ann, "kubernetes.io/config.mirror");
+  if (mirror) p->daemon = true; /* static pods stay with their node */
+  return 0;
+}
+
 static int pod(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
@@ -856,7 +999,7 @@ static int pod(mctx *x, const cJSON *o) {
   p.created = created_at(o);
   if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name))) goto nomem;
   if (parse_kvs(x, get(get(o, "metadata"), "labels"), "metadata.labels", &p.labels) ||
-      podspec(x, o, "spec", &p))
+      podspec(x, o, "spec", &p) || pod_disruption(x, o, &p))
     goto fail;
   if (dt__vec_push(&x->m->pods, p)) goto nomem;
   return 0;
@@ -967,6 +1110,24 @@ static int node(mctx *x, const cJSON *o, bool is_claim) {
       parse_rlist(x, get(st, "allocatable"), "status.allocatable", &n.allocatable, false) ||
       parse_taints(x, get(spec, "taints"), "spec.taints", &n.taints, &n.ntaints))
     goto fail;
+  n.created = created_at(o);
+  n.ready = true;
+  const char *del = get_str(md, "deletionTimestamp");
+  if (del && (dt_time_parse(del, &n.deleting, NULL) || !n.deleting)) n.deleting = 1;
+  const cJSON *ann = get(md, "annotations");
+  const char *dnd = get_str(ann, "karpenter.sh/do-not-disrupt");
+  n.dnd = dnd && !strcmp(dnd, "true");
+  const char *ph = get_str(ann, "dovetail.dev/nodepool-hash");
+  if (ph && !(n.pool_hash = dt__strdup(ph))) goto nomem;
+  bool claim_init = false;
+  const cJSON *conds = get(st, "conditions");
+  for (const cJSON *c = cJSON_IsArray(conds) ? conds->child : NULL; c; c = c->next) {
+    const char *t = get_str(c, "type"), *cs = get_str(c, "status");
+    if (t && cs && !strcmp(t, "Ready")) n.ready = !strcmp(cs, "True");
+    if (t && cs && !strcmp(t, "Initialized")) claim_init = !strcmp(cs, "True");
+  }
+  const char *lpe = get_str(st, "lastPodEventTime");
+  if (lpe) dt_time_parse(lpe, &n.last_pod_event, NULL);
   if (is_claim) {
     if (!(n.claim_name = dt__strdup(name))) goto nomem;
     const char *nn = get_str(st, "nodeName");
@@ -1021,7 +1182,7 @@ static int node(mctx *x, const cJSON *o, bool is_claim) {
     }
     /* In flight until the node registers; a claim from the cluster with
     ** Initialized=True counts as initialized. */
-    n.initialized = false;
+    n.initialized = claim_init;
   } else {
     const cJSON *u = get(spec, "unschedulable");
     n.unschedulable = cJSON_IsTrue(u);
@@ -1663,6 +1824,62 @@ static int volume(mctx *x, const cJSON *o) {
   return 0;
 }
 
+static void pdb_free(dt_pdb *p) {
+  dt__free(p->ns);
+  dt__free(p->name);
+  selector_free(&p->sel);
+}
+
+static int int_or_pct(mctx *x, const cJSON *v, const char *field, int64_t *out, bool *pct) {
+  if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble == floor(v->valuedouble)) {
+    *out = (int64_t)v->valuedouble;
+    return 0;
+  }
+  const char *s = cJSON_IsString(v) ? v->valuestring : "";
+  size_t len = strlen(s);
+  char *end;
+  long long n = strtoll(s, &end, 10);
+  if (len > 1 && s[len - 1] == '%' && end == s + len - 1 && n >= 0 && n <= 100) {
+    *out = n;
+    *pct = true;
+    return 0;
+  }
+  return bad(x, field, "expected a non-negative integer or a percentage");
+}
+
+static int pdb(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
+  const cJSON *spec = get(o, "spec");
+  dt_pdb p = {0};
+  p.file = (char *)x->file;
+  p.allowed = -1;
+  if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name))) goto nomem;
+  if (parse_selector(x, get(spec, "selector"), "spec.selector", &p.sel)) goto fail;
+  const cJSON *mn = get(spec, "minAvailable"), *mx = get(spec, "maxUnavailable");
+  if (mn && !cJSON_IsNull(mn) && mx && !cJSON_IsNull(mx)) {
+    bad(x, "spec", "minAvailable and maxUnavailable are exclusive");
+    goto fail;
+  }
+  if (mn && !cJSON_IsNull(mn)) {
+    p.has_min = true;
+    if (int_or_pct(x, mn, "spec.minAvailable", &p.min_avail, &p.min_pct)) goto fail;
+  }
+  if (mx && !cJSON_IsNull(mx)) {
+    p.has_max = true;
+    if (int_or_pct(x, mx, "spec.maxUnavailable", &p.max_unavail, &p.max_pct)) goto fail;
+  }
+  const cJSON *da = get(get(o, "status"), "disruptionsAllowed");
+  if (cJSON_IsNumber(da)) p.allowed = (int64_t)da->valuedouble;
+  if (dt__vec_push(&x->m->pdbs, p)) goto nomem;
+  return 0;
+nomem:
+  oom(x);
+fail:
+  pdb_free(&p);
+  return DT_EINVAL;
+}
+
 static int object(mctx *x, const cJSON *o, size_t docno) {
   if (!cJSON_IsObject(o)) {
     if (cJSON_IsNull(o)) return 0; /* empty document */
@@ -1697,6 +1914,7 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
   if (!strcmp(kind, "DaemonSet") && !strncmp(api, "apps/", 5)) return workload(x, o, true);
   if (!strcmp(kind, "RuntimeClass") && !strncmp(api, "node.k8s.io/", 12)) return runtime_class(x, o);
   if (!strcmp(kind, "UnavailableOffering") && !strncmp(api, "dovetail.dev/", 13)) return unavailable(x, o);
+  if (!strcmp(kind, "PodDisruptionBudget") && !strncmp(api, "policy/", 7)) return pdb(x, o);
   if (!strcmp(kind, "VirtualMachinePool") && !strncmp(api, "pool.kubevirt.io/", 17)) return vmpool(x, o);
   if (!strcmp(kind, "VirtualMachine") && !strncmp(api, "kubevirt.io/", 12)) return vm(x, o);
   if ((!strcmp(kind, "PersistentVolumeClaim") && !strcmp(api, "v1")) ||
@@ -1722,7 +1940,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   /* Remember where we were, so a bad file adds nothing. */
   size_t np = m->pools.n, npod = m->pods.n, nn = m->nodes.n, ns = m->seen_file.n, nl = m->notes.len;
   size_t nds = m->daemonsets.n, nrc = m->runtime_classes.n, nmk = m->marks.n;
-  size_t nvp = m->vmpools.n, nvm = m->vms.n, nvol = m->volumes.n;
+  size_t nvp = m->vmpools.n, nvm = m->vms.n, nvol = m->volumes.n, npdb = m->pdbs.n;
   mctx x = {m, file, NULL, {0}, err};
   if (err) err->code = 0;
   size_t docno = 1;
@@ -1734,6 +1952,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
     while (m->pods.n > npod) pod_free(&m->pods.v[--m->pods.n]);
     while (m->nodes.n > nn) node_free(&m->nodes.v[--m->nodes.n]);
     while (m->daemonsets.n > nds) pod_free(&m->daemonsets.v[--m->daemonsets.n]);
+    while (m->pdbs.n > npdb) pdb_free(&m->pdbs.v[--m->pdbs.n]);
     while (m->vmpools.n > nvp) vmpool_free(&m->vmpools.v[--m->vmpools.n]);
     while (m->vms.n > nvm) vm_free(&m->vms.v[--m->vms.n]);
     while (m->volumes.n > nvol) dt__free(m->volumes.v[--m->volumes.n]);

@@ -113,8 +113,28 @@ typedef struct dt_toleration {
   char *key, *op, *value, *effect; /* op "Equal" or "Exists"; NULL key with Exists = all */
 } dt_toleration;
 
+/* Disruption reasons (budgets name them; a bitmask). */
+enum { DT_REASON_EMPTY = 1, DT_REASON_DRIFTED = 2, DT_REASON_UNDERUTILIZED = 4, DT_REASON_ALL = 7 };
+enum { DT_CONSOL_EMPTY_OR_UNDER = 0, DT_CONSOL_WHEN_EMPTY = 1, DT_CONSOL_BALANCED = 2 };
+
+typedef struct dt_budget {
+  int64_t nodes;
+  bool pct;
+  bool scheduled;
+  dt_cron cron;
+  char *schedule;   /* as written, for messages */
+  int64_t duration; /* seconds */
+  unsigned reasons; /* DT_REASON_*; DT_REASON_ALL when none listed */
+} dt_budget;
+
 typedef struct dt_nodepool {
   char *name, *file;
+  int consolidation;         /* DT_CONSOL_* */
+  int64_t consolidate_after; /* seconds; -1 Never */
+  int64_t expire_after;      /* seconds; -1 Never */
+  size_t nbudgets;
+  dt_budget *budgets;
+  uint64_t hash;             /* of the template, requirements and expireAfter aside (drift) */
   int weight;
   dt_kvs labels;
   dt_mreqs reqs;
@@ -188,6 +208,10 @@ typedef struct dt_podspec {
   char *runtime_class;
   bool has_overhead;
   char *node_name;   /* spec.nodeName: already bound */
+  bool daemon;       /* owned by a DaemonSet: not rescheduled */
+  bool dnd;          /* karpenter.sh/do-not-disrupt: "true" */
+  int64_t dnd_until; /* do-not-disrupt: a duration from the pod's start; 0 none */
+  int64_t deletion_cost, priority;
   char *claim;       /* bound by a NodeClaim's dovetail.dev/pods annotation */
   size_t seq;
 } dt_podspec;
@@ -202,6 +226,10 @@ typedef struct dt_node {
   size_t ntaints;
   dt_taint *taints;
   bool unschedulable, initialized;
+  bool ready;          /* Ready condition (true without conditions) */
+  bool dnd;            /* karpenter.sh/do-not-disrupt: "true" */
+  int64_t created, deleting, last_pod_event; /* Unix seconds; 0 unknown / not deleting */
+  char *pool_hash;     /* dovetail.dev/nodepool-hash */
   size_t npods;
   char **pods; /* "ns/name" from the dovetail.dev/pods annotation */
   size_t seq;
@@ -292,7 +320,16 @@ typedef struct dt_pool_create {
 } dt_pool_create;
 const dt_pool_create *dt__pools_creates(const dt_pools *r, size_t *n);
 
+typedef struct dt_pdb {
+  char *ns, *name, *file;
+  dt_selector sel;
+  bool has_min, has_max, min_pct, max_pct;
+  int64_t min_avail, max_unavail;
+  int64_t allowed; /* status.disruptionsAllowed; -1 when absent */
+} dt_pdb;
+
 struct dt_manifests {
+  DT_VEC(dt_pdb) pdbs;
   DT_VEC(dt_vmpool) vmpools;
   DT_VEC(dt_vm) vms;
   DT_VEC(char *) volumes; /* "ns/name" of PersistentVolumeClaims and DataVolumes */

@@ -690,12 +690,27 @@ static int compile_nodes(dt_plan *p, dt_error *err) {
 }
 
 static int32_t node_by_name(dt_plan *p, const char *name) {
-  dt_sym s = dt__sym_find(&p->syms, name);
-  for (uint32_t i = 0; s && i < p->nnodes; i++) {
-    const dt_node *n = p->nodes[i].src;
-    if (p->nodes[i].name == s || (n->node_name && strcmp(n->node_name, name) == 0)) return (int32_t)i;
+  if (!p->node_at) { /* symbol -> node, built on first use */
+    uint32_t n = 0;
+    dt_sym *alias = A(p, (p->nnodes ? p->nnodes : 1) * sizeof *alias);
+    if (!alias) return -1;
+    for (uint32_t i = 0; i < p->nnodes; i++) {
+      const dt_node *d = p->nodes[i].src;
+      alias[i] = d->node_name ? dt__sym(&p->syms, d->node_name) : 0;
+      if (p->nodes[i].name > n) n = p->nodes[i].name;
+      if (alias[i] > n) n = alias[i];
+    }
+    p->node_at = A(p, ((size_t)n + 1) * sizeof *p->node_at);
+    if (!p->node_at) return -1;
+    p->nnode_at = n + 1;
+    for (uint32_t i = 0; i <= n; i++) p->node_at[i] = -1;
+    for (uint32_t i = p->nnodes; i-- > 0;) { /* the first node of a name wins */
+      if (alias[i]) p->node_at[alias[i]] = (int32_t)i;
+      p->node_at[p->nodes[i].name] = (int32_t)i;
+    }
   }
-  return -1;
+  dt_sym s = dt__sym_find(&p->syms, name);
+  return s && s < p->nnode_at ? p->node_at[s] : -1;
 }
 
 static uint64_t node_zmask(const rt_node *n) { return n->zone >= 0 ? 1ull << n->zone : 0; }

@@ -186,6 +186,8 @@ typedef struct rt_unsched {
 struct dt_plan {
   dt_arena arena;
   dt_symtab syms;
+  int32_t *node_at; /* node by name symbol (node_by_name) */
+  uint32_t nnode_at;
   const dt_catalog *catalog;
   const dt_manifests *manifests;
   dt_plan_opts opts;

@@ -1,0 +1,181 @@
+/*
+** cron.c: standard five-field cron schedules (minute hour day-of-month month
+** day-of-week), UTC, as disruption budgets use them: lists, ranges, steps,
+** month and day names, 7 as Sunday, and the @yearly/@annually, @monthly,
+** @weekly, @daily/@midnight and @hourly macros. When both day fields are
+** restricted a day matches either (Vixie cron and robfig/cron, which
+** Karpenter uses, agree). Debian ships no C cron library, hence this file.
+*/
+#include "internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char *const k_months[] = {"jan", "feb", "mar", "apr", "may", "jun",
+                                       "jul", "aug", "sep", "oct", "nov", "dec"};
+static const char *const k_days[] = {"sun", "mon", "tue", "wed", "thu", "fri", "sat"};
+
+static int num(const char **p, int lo, int names_base, const char *const *names, int nnames, int *out) {
+  const char *s = *p;
+  if (isdigit((unsigned char)*s)) {
+    long v = 0;
+    while (isdigit((unsigned char)*s) && v < 1000) v = v * 10 + (*s++ - '0');
+    *out = (int)v;
+    *p = s;
+    return 0;
+  }
+  for (int i = 0; names && i < nnames; i++)
+    if (!strncasecmp(s, names[i], 3) && !isalpha((unsigned char)s[3])) {
+      *out = names_base + i;
+      *p = s + 3;
+      return 0;
+    }
+  (void)lo;
+  return -1;
+}
+
+/* One field into a bitmask over [lo, hi]. */
+static int field(const char *s, int lo, int hi, int names_base, const char *const *names, int nnames, uint64_t *mask,
+                 bool *star, char *why, size_t n, const char *what) {
+  *mask = 0;
+  *star = false;
+  const char *p = s;
+  while (*p) {
+    int a, b, step = 1;
+    if (*p == '*' || *p == '?') {
+      a = lo;
+      b = hi;
+      p++;
+      if (*p != '/') *star = true;
+    } else {
+      if (num(&p, lo, names_base, names, nnames, &a)) goto bad;
+      b = a;
+      if (*p == '-') {
+        p++;
+        if (num(&p, lo, names_base, names, nnames, &b)) goto bad;
+      }
+    }
+    if (*p == '/') {
+      p++;
+      if (!isdigit((unsigned char)*p)) goto bad;
+      step = 0;
+      while (isdigit((unsigned char)*p) && step < 1000) step = step * 10 + (*p++ - '0');
+      if (step < 1) goto bad;
+      if (a == b && s[0] != '*') b = hi; /* "5/15" means 5-hi/15 */
+    }
+    if (a < lo || b > hi || a > b) {
+      snprintf(why, n, "%s: %d-%d is outside %d-%d", what, a, b, lo, hi);
+      return -1;
+    }
+    for (int v = a; v <= b; v += step) *mask |= 1ull << v;
+    if (*p == ',') {
+      p++;
+      if (!*p) goto bad;
+    } else if (*p) {
+      goto bad;
+    }
+  }
+  if (*mask) return 0;
+bad:
+  snprintf(why, n, "%s field \"%s\" is not a cron field (numbers, names, *, ranges a-b, steps /n, lists)", what, s);
+  return -1;
+}
+
+int dt__cron_parse(const char *spec, dt_cron *c, char *why, size_t n) {
+  static const struct {
+    const char *name, *expr;
+  } macros[] = {{"@yearly", "0 0 1 1 *"},  {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
+                {"@weekly", "0 0 * * 0"},  {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
+                {"@hourly", "0 * * * *"}};
+  memset(c, 0, sizeof *c);
+  while (isspace((unsigned char)*spec)) spec++;
+  if (spec[0] == '@') {
+    for (size_t i = 0; i < sizeof macros / sizeof macros[0]; i++)
+      if (!strcasecmp(spec, macros[i].name)) return dt__cron_parse(macros[i].expr, c, why, n);
+    snprintf(why, n, "unknown macro \"%s\" (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly)", spec);
+    return -1;
+  }
+  char buf[256], *f[6];
+  snprintf(buf, sizeof buf, "%s", spec);
+  int nf = 0;
+  for (char *save = NULL, *t = strtok_r(buf, " \t", &save); t; t = strtok_r(NULL, " \t", &save)) {
+    if (nf == 5) {
+      nf++;
+      break;
+    }
+    f[nf++] = t;
+  }
+  if (nf != 5) {
+    snprintf(why, n, "expected 5 fields (minute hour day-of-month month day-of-week), got %s", nf > 5 ? "more" : "fewer");
+    return -1;
+  }
+  uint64_t m;
+  bool star;
+  if (field(f[0], 0, 59, 0, NULL, 0, &c->minute, &star, why, n, "minute")) return -1;
+  if (field(f[1], 0, 23, 0, NULL, 0, &m, &star, why, n, "hour")) return -1;
+  c->hour = (uint32_t)m;
+  if (field(f[2], 1, 31, 0, NULL, 0, &m, &c->dom_star, why, n, "day-of-month")) return -1;
+  c->dom = (uint32_t)m;
+  if (field(f[3], 1, 12, 1, k_months, 12, &m, &star, why, n, "month")) return -1;
+  c->month = (uint16_t)m;
+  if (field(f[4], 0, 7, 0, k_days, 7, &m, &c->dow_star, why, n, "day-of-week")) return -1;
+  if (m & (1u << 7)) m |= 1; /* 7 is Sunday too */
+  c->dow = (uint8_t)(m & 0x7f);
+  return 0;
+}
+
+/* days since 1970-01-01 <-> civil date (Howard Hinnant's algorithms) */
+static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
+  y -= m <= 2;
+  int64_t era = (y >= 0 ? y : y - 399) / 400;
+  int64_t yoe = y - era * 400;
+  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + doe - 719468;
+}
+
+static void civil(int64_t days, int64_t *y, int *m, int *d) {
+  days += 719468;
+  int64_t era = (days >= 0 ? days : days - 146096) / 146097;
+  int64_t doe = days - era * 146097;
+  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+  *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+  *y = yoe + era * 400 + (*m <= 2);
+}
+
+static bool day_ok(const dt_cron *c, int d, int dow) {
+  bool dm = c->dom >> d & 1, wm = c->dow >> dow & 1;
+  if (c->dom_star || c->dow_star) return dm && wm;
+  return dm || wm;
+}
+
+int64_t dt__cron_next(const dt_cron *c, int64_t after) {
+  int64_t t = (after >= 0 ? after / 60 : (after - 59) / 60) * 60 + 60;
+  int64_t limit = after + 5 * 366 * 86400LL;
+  while (t <= limit) {
+    int64_t days = (t >= 0 ? t / 86400 : (t - 86399) / 86400), y;
+    int m, d;
+    civil(days, &y, &m, &d);
+    int64_t sod = t - days * 86400;
+    int h = (int)(sod / 3600), mi = (int)(sod / 60 % 60);
+    int dow = (int)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday */
+    if (!(c->month >> m & 1)) {
+      t = days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) * 86400;
+    } else if (!day_ok(c, d, dow)) {
+      t = (days + 1) * 86400;
+    } else if (!(c->hour >> h & 1)) {
+      t = days * 86400 + (int64_t)(h + 1) * 3600;
+    } else if (!(c->minute >> mi & 1)) {
+      t += 60;
+    } else {
+      return t;
+    }
+  }
+  return -1;
+}
