@@ -1,0 +1,1140 @@
+/*
+** disrupt.c: what to take away. One pass runs Karpenter's methods in order
+** (emptiness, drift, expiry, multi-node and single-node consolidation) over
+** the cluster in the manifests, under the NodePools' disruption budgets, and
+** says why every node it leaves alone stays.
+**
+** Karpenter stops a loop at the first method that yields commands and starts
+** the next loop with those commands in flight. A pass here goes on instead:
+** each method sees the nodes earlier commands removed (their pods moved where
+** the simulation put them, replacements in flight) and the budgets they used,
+** so one pass prints what a run of Karpenter's loops would issue.
+**
+** Every consolidation decision is a real scheduling simulation: the
+** candidates' pods become pending and dt_plan_run places them on the other
+** nodes and at most one new claim, with every scheduling constraint.
+*/
+#include "sched.h"
+
+#include "../lua/policy.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MULTI_MAX 100        /* candidates a multi-node command may take */
+#define SPOT_TO_SPOT_MIN 15  /* cheaper spot options single-node spot-to-spot needs */
+#define BALANCED_K 2.0       /* Balanced approves a move scoring >= 1/k */
+
+typedef struct dnode {
+  dt_node *n;       /* the manifest node, or a replacement made by this pass */
+  int pool;         /* NodePool index, -1 when none in the input manages it */
+  int ct;           /* capacity type, -1 unknown */
+  const char *type, *zone;
+  double price;     /* $/h of its offering; reserved at the on-demand price; < 0 unknown */
+  bool removed, extra;
+  bool empty;
+  double cost;      /* RescheduleDisruptionCost: 1 + sum of positive pod eviction costs */
+  DT_VEC(uint32_t) pods; /* bound pods (indices into st.pods) */
+  char why[400];    /* why it stays, the last reason recorded */
+  char drift[300];  /* why it drifted, "" when it has not */
+} dnode;
+
+typedef struct poolbudget {
+  int64_t nodes, disrupting;
+  int64_t value[3]; /* per reason bit index: Empty, Drifted, Underutilized; INT64_MAX unlimited */
+  double cost, disruption; /* pool totals for Balanced */
+} poolbudget;
+
+struct dt_disruption {
+  cJSON *root;
+  dt_disrupt_stats stats;
+};
+
+typedef struct state {
+  const dt_catalog *cat;
+  const dt_manifests *m;
+  dt_disrupt_opts o;
+  dt_arena arena;
+  dt_podspec *pods; /* bound pods, shallow copies (node_name re-pointed as pods move) */
+  size_t npods;
+  DT_VEC(dnode) nodes;
+  poolbudget *pb;
+  int64_t *pdb_allowed;
+  int32_t *pod_pdb; /* per pod: the PDB covering it, -1 none, -2 several */
+  dt_symtab types;  /* catalog type name -> index + 1 */
+  cJSON *commands, *blocked, *explain;
+  dt_disruption *r;
+  uint64_t sims;
+  int rc;
+} state;
+
+static const char *const k_reason[3] = {"Empty", "Drifted", "Underutilized"};
+
+/* ------------------------------------------------------------ output */
+
+static cJSON *put(cJSON *parent, const char *key, cJSON *v) {
+  if (!parent || !v) {
+    cJSON_Delete(v);
+    return NULL;
+  }
+  if (cJSON_IsArray(parent) ? !cJSON_AddItemToArray(parent, v) : !cJSON_AddItemToObject(parent, key, v)) {
+    cJSON_Delete(v);
+    return NULL;
+  }
+  return v;
+}
+static void put_str(cJSON *o, const char *k, const char *v) { put(o, k, cJSON_CreateString(v)); }
+static void put_num(cJSON *o, const char *k, double v) { put(o, k, cJSON_CreateNumber(v)); }
+
+static void put_price(cJSON *o, const char *k, double v) {
+  char tmp[64];
+  dt__fmt_price(tmp, sizeof tmp, v);
+  put(o, k, cJSON_CreateRaw(tmp));
+}
+
+/* Record why node i stays, and the step for --explain. */
+static void why(state *st, size_t i, const char *fmt, ...) DT_PRINTF(3, 4);
+static void why(state *st, size_t i, const char *fmt, ...) {
+  dnode *d = &st->nodes.v[i];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->why, sizeof d->why, fmt, ap);
+  va_end(ap);
+  if (st->explain && !strcmp(d->n->name, st->o.explain)) put(st->explain, NULL, cJSON_CreateString(d->why));
+}
+
+static void step(state *st, size_t i, const char *fmt, ...) DT_PRINTF(3, 4);
+static void step(state *st, size_t i, const char *fmt, ...) {
+  if (!st->explain || strcmp(st->nodes.v[i].n->name, st->o.explain)) return;
+  char msg[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  put(st->explain, NULL, cJSON_CreateString(msg));
+}
+
+/* ------------------------------------------------------------ the model */
+
+static const dt_ctype *find_type(state *st, const char *name) {
+  dt_sym s = name ? dt__sym_find(&st->types, name) : 0;
+  return s ? &st->cat->types[s - 1] : NULL;
+}
+
+static double offer_price(const dt_ctype *t, const char *zone, int ct) {
+  if (!t || !zone || ct < 0) return -1;
+  for (size_t i = 0; i < t->noff; i++)
+    if (t->off[i].ct == ct && !strcmp(t->off[i].zone, zone))
+      return ct == DT_CT_RESERVED && t->od_price >= 0 ? t->od_price : t->off[i].price;
+  return ct == DT_CT_RESERVED ? t->od_price : -1;
+}
+
+static double eviction_cost(const dt_podspec *p) {
+  double c = 1.0 + (double)p->deletion_cost / 134217728.0 + (double)p->priority / 33554432.0;
+  return c < -10 ? -10 : c > 10 ? 10 : c;
+}
+
+static int64_t scaled(int64_t v, bool pct, int64_t of) { return pct ? (v * of + 99) / 100 : v; } /* rounds up */
+
+/* The disruption cost and emptiness of node i, from its reschedulable pods. */
+static void node_cost(state *st, dnode *d) {
+  d->cost = 1.0;
+  for (size_t k = 0; k < d->pods.n; k++) {
+    const dt_podspec *p = &st->pods[d->pods.v[k]];
+    if (p->daemon) continue;
+    double c = eviction_cost(p);
+    if (c > 0) d->cost += c;
+  }
+  d->empty = d->cost <= 1.0;
+}
+
+static bool node_matches_pool(const dt_node *n, const dt_nodepool *p, char *out, size_t len) {
+  for (size_t i = 0; i < p->reqs.n; i++) {
+    const dt_mreq *q = &p->reqs.v[i];
+    const char *v = dt__kv_get(n->labels.v, n->labels.n, q->key);
+    if (!v) continue; /* a label the node does not carry is not drift */
+    if (!dt__mreq_match(q, n->labels.v, n->labels.n)) {
+      snprintf(out, len, "label %s=%s no longer satisfies the NodePool's requirement %s %s", q->key, v, q->key,
+               dt__op_name(q->op));
+      return false;
+    }
+  }
+  return true;
+}
+
+static int build(state *st) {
+  const dt_manifests *m = st->m;
+  for (size_t i = 0; i < st->cat->ntypes; i++)
+    if (dt__sym(&st->types, st->cat->types[i].name) != i + 1) return DT_ENOMEM;
+  /* bound pods */
+  size_t nb = 0;
+  for (size_t i = 0; i < m->pods.n; i++) nb += m->pods.v[i].node_name != NULL;
+  st->pods = dt__arena_alloc(&st->arena, (nb ? nb : 1) * sizeof *st->pods);
+  st->pod_pdb = dt__arena_alloc(&st->arena, (nb ? nb : 1) * sizeof *st->pod_pdb);
+  if (!st->pods || !st->pod_pdb) return DT_ENOMEM;
+  for (size_t i = 0; i < m->pods.n; i++)
+    if (m->pods.v[i].node_name) st->pods[st->npods++] = m->pods.v[i];
+  /* nodes, with their pods */
+  dt_symtab names = {0};
+  for (size_t i = 0; i < m->nodes.n; i++) {
+    dt_node *n = &m->nodes.v[i];
+    dnode d = {0};
+    d.n = n;
+    d.pool = -1;
+    const char *pn = dt__kv_get(n->labels.v, n->labels.n, DT_L_NODEPOOL);
+    for (size_t k = 0; pn && k < m->pools.n; k++)
+      if (!strcmp(m->pools.v[k].name, pn)) d.pool = (int)k;
+    d.type = dt__kv_get(n->labels.v, n->labels.n, DT_L_INSTANCE_TYPE);
+    d.zone = dt__kv_get(n->labels.v, n->labels.n, DT_L_ZONE);
+    const char *ct = dt__kv_get(n->labels.v, n->labels.n, DT_L_CAPACITY_TYPE);
+    d.ct = ct ? dt__ct_parse(ct) : -1;
+    d.price = offer_price(find_type(st, d.type), d.zone, d.ct);
+    if (dt__vec_push(&st->nodes, d)) return DT_ENOMEM;
+    /* pods name their node by its name, or a claim by its node's name */
+    if (dt__sym(&names, n->name) == 0 || (n->node_name && !dt__sym(&names, n->node_name))) return DT_ENOMEM;
+  }
+  int32_t *at = dt__calloc(names.n + 1, sizeof *at);
+  if (!at) {
+    dt__symtab_free(&names);
+    return DT_ENOMEM;
+  }
+  for (size_t i = st->nodes.n; i-- > 0;) {
+    const dt_node *n = st->nodes.v[i].n;
+    at[dt__sym_find(&names, n->name)] = (int32_t)i + 1;
+    if (n->node_name) at[dt__sym_find(&names, n->node_name)] = (int32_t)i + 1;
+  }
+  for (size_t i = 0; i < st->npods; i++) {
+    dt_sym s = dt__sym_find(&names, st->pods[i].node_name);
+    if (s && at[s] && dt__vec_push(&st->nodes.v[at[s] - 1].pods, (uint32_t)i)) st->rc = DT_ENOMEM;
+  }
+  dt__free(at);
+  int oom = names.oom;
+  dt__symtab_free(&names);
+  if (oom || st->rc) return DT_ENOMEM;
+  for (size_t i = 0; i < st->nodes.n; i++) node_cost(st, &st->nodes.v[i]);
+  /* PDBs: what each allows now (status.disruptionsAllowed, else computed
+  ** from the pods it selects, percentages rounded up as Kubernetes does). */
+  st->pdb_allowed = dt__arena_alloc(&st->arena, (m->pdbs.n ? m->pdbs.n : 1) * sizeof *st->pdb_allowed);
+  if (!st->pdb_allowed) return DT_ENOMEM;
+  for (size_t i = 0; i < st->npods; i++) st->pod_pdb[i] = -1;
+  for (size_t k = 0; k < m->pdbs.n; k++) {
+    const dt_pdb *b = &m->pdbs.v[k];
+    int64_t healthy = 0;
+    for (size_t i = 0; i < st->npods; i++) {
+      const dt_podspec *p = &st->pods[i];
+      if (strcmp(p->ns, b->ns) || !dt__selector_match(&b->sel, p->labels.v, p->labels.n)) continue;
+      st->pod_pdb[i] = st->pod_pdb[i] == -1 ? (int32_t)k : -2;
+      healthy++;
+    }
+    int64_t allowed;
+    if (b->allowed >= 0)
+      allowed = b->allowed;
+    else if (b->has_min)
+      allowed = healthy - scaled(b->min_avail, b->min_pct, healthy);
+    else if (b->has_max)
+      allowed = scaled(b->max_unavail, b->max_pct, healthy);
+    else
+      allowed = healthy; /* an empty spec allows everything */
+    st->pdb_allowed[k] = allowed < 0 ? 0 : allowed;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------ budgets */
+
+static bool budget_active(const dt_budget *b, int64_t now) {
+  if (!b->scheduled) return true;
+  int64_t hit = dt__cron_next(&b->cron, now - b->duration);
+  return hit >= 0 && hit <= now;
+}
+
+static int budgets(state *st) {
+  const dt_manifests *m = st->m;
+  st->pb = dt__arena_alloc(&st->arena, (m->pools.n ? m->pools.n : 1) * sizeof *st->pb);
+  if (!st->pb) return DT_ENOMEM;
+  for (size_t i = 0; i < st->nodes.n; i++) {
+    const dnode *d = &st->nodes.v[i];
+    if (d->pool < 0) continue;
+    poolbudget *b = &st->pb[d->pool];
+    if (d->n->initialized && !d->n->deleting) b->nodes++;
+    bool tainted = false;
+    for (size_t t = 0; t < d->n->ntaints; t++) tainted |= !strcmp(d->n->taints[t].key, "karpenter.sh/disrupted");
+    if (!d->n->ready || d->n->deleting || tainted) b->disrupting++;
+    b->cost += d->price > 0 ? d->price : 0;
+    b->disruption += d->cost;
+  }
+  cJSON *jb = put(st->r->root, "budgets", cJSON_CreateArray());
+  for (size_t pi = 0; pi < m->pools.n; pi++) {
+    const dt_nodepool *p = &m->pools.v[pi];
+    poolbudget *b = &st->pb[pi];
+    for (int r = 0; r < 3; r++) {
+      int64_t v = INT64_MAX;
+      for (size_t k = 0; k < p->nbudgets; k++) {
+        const dt_budget *bu = &p->budgets[k];
+        if (!(bu->reasons & (1u << r)) || !budget_active(bu, st->o.now)) continue;
+        int64_t n = scaled(bu->nodes, bu->pct, b->nodes);
+        if (n < v) v = n;
+      }
+      b->value[r] = v;
+      cJSON *e = put(jb, NULL, cJSON_CreateObject());
+      put_str(e, "nodePool", p->name);
+      put_str(e, "reason", k_reason[r]);
+      int64_t allowed = v == INT64_MAX ? -1 : (v - b->disrupting > 0 ? v - b->disrupting : 0);
+      if (allowed < 0)
+        put_str(e, "allowed", "unlimited");
+      else
+        put_num(e, "allowed", (double)allowed);
+      put_num(e, "nodes", (double)b->nodes);
+      put_num(e, "disrupting", (double)b->disrupting);
+    }
+  }
+  return 0;
+}
+
+static int64_t allowed(state *st, int pool, int reason_bit) {
+  const poolbudget *b = &st->pb[pool];
+  int64_t v = b->value[reason_bit];
+  if (v == INT64_MAX) return INT64_MAX;
+  return v - b->disrupting > 0 ? v - b->disrupting : 0;
+}
+
+/* ------------------------------------------------------------ candidates */
+
+/* Whether node i may be disrupted at all, and if its pods allow it. */
+static bool eligible(state *st, size_t i, bool check_pods) {
+  dnode *d = &st->nodes.v[i];
+  const dt_node *n = d->n;
+  if (d->removed) return false;
+  if (d->pool < 0) {
+    why(st, i, "not managed by a NodePool in the input");
+    return false;
+  }
+  if (!n->initialized) {
+    why(st, i, "not initialized yet");
+    return false;
+  }
+  if (n->deleting) {
+    why(st, i, "already being deleted");
+    return false;
+  }
+  if (n->dnd) {
+    why(st, i, "do-not-disrupt: the node is annotated karpenter.sh/do-not-disrupt");
+    return false;
+  }
+  for (size_t t = 0; t < n->ntaints; t++)
+    if (!strcmp(n->taints[t].key, "karpenter.sh/disrupted")) {
+      why(st, i, "already disrupting (karpenter.sh/disrupted taint)");
+      return false;
+    }
+  if (!check_pods) return true;
+  for (size_t k = 0; k < d->pods.n; k++) {
+    uint32_t pi = d->pods.v[k];
+    const dt_podspec *p = &st->pods[pi];
+    if (p->daemon) continue;
+    if (p->dnd || p->dnd_until > st->o.now) {
+      why(st, i, "do-not-disrupt: pod %s/%s is annotated karpenter.sh/do-not-disrupt", p->ns, p->name);
+      return false;
+    }
+    if (st->pod_pdb[pi] == -2) {
+      why(st, i, "PDB: pod %s/%s is covered by more than one PodDisruptionBudget", p->ns, p->name);
+      return false;
+    }
+    if (st->pod_pdb[pi] >= 0 && st->pdb_allowed[st->pod_pdb[pi]] <= 0) {
+      const dt_pdb *b = &st->m->pdbs.v[st->pod_pdb[pi]];
+      why(st, i, "PDB: PodDisruptionBudget %s/%s allows no eviction of pod %s/%s now", b->ns, b->name, p->ns, p->name);
+      return false;
+    }
+  }
+  return true;
+}
+
+static int64_t age(const state *st, const dt_node *n) { return n->created ? st->o.now - n->created : 0; }
+
+/* Consolidatable: consolidateAfter has elapsed since the last pod event. */
+static bool settled(state *st, size_t i) {
+  const dnode *d = &st->nodes.v[i];
+  const dt_nodepool *p = &st->m->pools.v[d->pool];
+  if (p->consolidate_after < 0) {
+    why(st, i, "consolidateAfter: Never");
+    return false;
+  }
+  int64_t since = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
+  if (since && st->o.now - since < p->consolidate_after) {
+    why(st, i, "consolidateAfter %llds not elapsed (%llds since the last pod event)",
+        (long long)p->consolidate_after, (long long)(st->o.now - since));
+    return false;
+  }
+  return true;
+}
+
+typedef struct cand {
+  uint32_t node;
+  double ratio; /* price / disruption cost: cheapest to disrupt per dollar first */
+} cand;
+
+typedef DT_VEC(cand) candvec;
+
+static int cand_cmp(const void *a, const void *b) {
+  const cand *x = a, *y = b;
+  if (x->ratio != y->ratio) return x->ratio > y->ratio ? -1 : 1;
+  return x->node < y->node ? -1 : x->node > y->node;
+}
+
+/* ------------------------------------------------------------ simulation */
+
+typedef struct sim {
+  dt_plan *plan;
+  dt_manifests view;
+  uint32_t *view_node; /* view node -> dnode */
+  size_t nview;
+  uint32_t *view_pod;  /* view pod -> st pod */
+  bool *moving;        /* per view pod */
+  size_t nclaims;
+  const rt_claim *claim; /* the single new claim, when nclaims == 1 */
+  char fail[500];
+} sim;
+
+static void sim_free(sim *s) {
+  dt_plan_free(s->plan);
+  dt__free(s->view.nodes.v);
+  dt__free(s->view.pods.v);
+  dt__free(s->view_node);
+  dt__free(s->view_pod);
+  dt__free(s->moving);
+  memset(s, 0, sizeof *s);
+}
+
+/* Re-schedule the pods of the nodes in cands[0..n) onto every other node and
+** new claims. Returns 0 with s->fail set when a pod fits nowhere. */
+static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidation, sim *s) {
+  memset(s, 0, sizeof *s);
+  bool *in = dt__calloc(st->nodes.n ? st->nodes.n : 1, 1);
+  if (!in) return DT_ENOMEM;
+  for (size_t k = 0; k < n; k++) in[cands[k]] = true;
+  s->view = *st->m;
+  s->view.vmpools.n = 0; /* pools are planned by dovetail plan, not here */
+  s->view.nodes.v = dt__malloc((st->nodes.n ? st->nodes.n : 1) * sizeof *s->view.nodes.v);
+  s->view_node = dt__malloc((st->nodes.n ? st->nodes.n : 1) * sizeof *s->view_node);
+  s->view.pods.v = dt__malloc((st->npods ? st->npods : 1) * sizeof *s->view.pods.v);
+  s->view_pod = dt__malloc((st->npods ? st->npods : 1) * sizeof *s->view_pod);
+  s->moving = dt__calloc(st->npods ? st->npods : 1, 1);
+  if (!s->view.nodes.v || !s->view_node || !s->view.pods.v || !s->view_pod || !s->moving) {
+    dt__free(in);
+    return DT_ENOMEM;
+  }
+  size_t nn = 0, np = 0;
+  for (size_t i = 0; i < st->nodes.n; i++) {
+    const dnode *d = &st->nodes.v[i];
+    if (d->removed || in[i]) continue;
+    dt_node copy = *d->n;
+    /* Consolidation does not move pods onto nodes still inside their own
+    ** consolidateAfter window (Karpenter's IsConsolidationSimulation). */
+    if (consolidation && d->pool >= 0 && d->n->initialized) {
+      const dt_nodepool *p = &st->m->pools.v[d->pool];
+      int64_t since = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
+      if (p->consolidate_after > 0 && since && st->o.now - since < p->consolidate_after) copy.unschedulable = true;
+    }
+    s->view_node[nn] = (uint32_t)i;
+    s->view.nodes.v[nn++] = copy;
+  }
+  s->nview = nn;
+  bool *on = dt__calloc(st->npods ? st->npods : 1, 1);
+  if (!on) {
+    dt__free(in);
+    return DT_ENOMEM;
+  }
+  for (size_t k = 0; k < n; k++) {
+    const dnode *d = &st->nodes.v[cands[k]];
+    for (size_t j = 0; j < d->pods.n; j++) on[d->pods.v[j]] = true;
+  }
+  for (size_t i = 0; i < st->npods; i++) {
+    dt_podspec p = st->pods[i];
+    bool mv = on[i];
+    if (mv && p.daemon) continue; /* DaemonSet pods go with their node */
+    if (mv) p.node_name = NULL;
+    s->moving[np] = mv;
+    s->view_pod[np] = (uint32_t)i;
+    s->view.pods.v[np++] = p;
+  }
+  dt__free(in);
+  dt__free(on);
+  s->view.nodes.n = s->view.nodes.cap = nn;
+  s->view.pods.n = s->view.pods.cap = np;
+  dt_plan_opts po = {0};
+  po.now = st->o.now;
+  po.seed = st->o.seed + st->sims;
+  po.packing = DT_PACKING_FFD;
+  po.policy = st->o.policy;
+  dt_error err = {0};
+  st->sims++;
+  int rc = dt_plan_run(st->cat, &s->view, &po, &s->plan, &err);
+  if (rc) {
+    if (rc != DT_ENOMEM) snprintf(s->fail, sizeof s->fail, "simulation failed: %s", err.msg);
+    return rc == DT_ENOMEM ? rc : 0;
+  }
+  const dt_plan *p = s->plan;
+  for (size_t i = 0; i < p->unsched.n && !s->fail[0]; i++) {
+    const rt_pod *pod = &p->pods[p->unsched.v[i].pod];
+    if (!s->moving[pod->spec]) continue;
+    const dt_podspec *ps = &s->view.pods.v[pod->spec];
+    snprintf(s->fail, sizeof s->fail, "would not fit: pod %s/%s: %s", ps->ns, ps->name, p->unsched.v[i].reason);
+  }
+  /* A decision must not rest on a node that has not initialized. */
+  for (size_t i = 0; i < p->bindings.n && !s->fail[0]; i++) {
+    const rt_pod *pod = &p->pods[p->bindings.v[i].pod];
+    const rt_node *nd = &p->nodes[p->bindings.v[i].node];
+    if (!s->moving[pod->spec] || nd->src->initialized) continue;
+    snprintf(s->fail, sizeof s->fail, "would land on %s, which has not initialized", nd->src->name);
+  }
+  for (size_t i = 0; i < p->claims.n; i++)
+    if (p->claims.v[i]->type >= 0) {
+      s->nclaims++;
+      s->claim = p->claims.v[i];
+    }
+  return 0;
+}
+
+/* The capacity type a claim would launch with: reserved while a compatible
+** reservation lasts, then spot, then on-demand (Karpenter's precedence). */
+static int launch_ct(const dt_plan *p, const rt_claim *k) {
+  for (int ct = 0; ct < DT_CT_N; ct++) {
+    if (!(k->ctmask >> ct & 1)) continue;
+    for (uint32_t i = 0; i < k->nfinal; i++) {
+      const rt_type *t = &p->types[k->final[i]];
+      for (uint32_t o = 0; o < t->noff; o++)
+        if (t->off[o].ct == ct && (k->zmask >> t->off[o].zone & 1) && t->off[o].avail != 0) return ct;
+    }
+  }
+  return DT_CT_ON_DEMAND;
+}
+
+/* The most expensive compatible offering of type t in capacity type ct
+** (WorstLaunchPrice), and the cheapest (for savings). */
+static void launch_prices(const dt_plan *p, const rt_claim *k, const rt_type *t, int ct, double *worst, double *best,
+                          int *best_zone) {
+  *worst = -1;
+  *best = INFINITY;
+  for (uint32_t o = 0; o < t->noff; o++) {
+    const rt_off *of = &t->off[o];
+    if (of->ct != ct || !(k->zmask >> of->zone & 1) || of->avail == 0) continue;
+    double pr = of->ct == DT_CT_RESERVED && t->src->od_price >= 0 ? t->src->od_price : of->price;
+    if (pr > *worst) *worst = pr;
+    if (pr < *best) {
+      *best = pr;
+      *best_zone = of->zone;
+    }
+  }
+}
+
+typedef struct verdict {
+  bool ok;
+  bool replace;
+  double savings, new_price;
+  int ct;
+  uint32_t nopt;
+  uint32_t opt[600];
+  char reason[500];
+} verdict;
+
+/* Karpenter's price rule for one new claim replacing nodes costing `price`. */
+static void price_rule(state *st, const sim *s, const uint32_t *cands, size_t n, bool single, verdict *v) {
+  const dt_plan *p = s->plan;
+  const rt_claim *k = s->claim;
+  double price = 0;
+  bool all_spot = true;
+  for (size_t i = 0; i < n; i++) {
+    price += st->nodes.v[cands[i]].price;
+    all_spot &= st->nodes.v[cands[i]].ct == DT_CT_SPOT;
+  }
+  int ct = launch_ct(p, k);
+  v->ct = ct;
+  if (all_spot && ct == DT_CT_SPOT && !st->o.spot_to_spot) {
+    snprintf(v->reason, sizeof v->reason, "spot-to-spot consolidation is disabled (Karpenter's default; "
+                                          "--spot-to-spot enables it)");
+    return;
+  }
+  /* filterOutSameInstanceType: replacing m nodes by one of a type being
+  ** removed only pays below the cheapest such candidate */
+  double same_cap = INFINITY;
+  if (!single)
+    for (size_t i = 0; i < n; i++)
+      for (uint32_t o = 0; o < k->nfinal; o++) {
+        const dnode *d = &st->nodes.v[cands[i]];
+        if (d->type && !strcmp(p->types[k->final[o]].src->name, d->type) && d->price < same_cap) same_cap = d->price;
+      }
+  double cheapest_worst = INFINITY;
+  v->nopt = 0;
+  v->new_price = INFINITY;
+  for (uint32_t o = 0; o < k->nfinal && v->nopt < 600; o++) {
+    const rt_type *t = &p->types[k->final[o]];
+    double worst, best;
+    int bz = 0;
+    launch_prices(p, k, t, ct, &worst, &best, &bz);
+    if (worst < 0) continue;
+    if (worst < cheapest_worst) cheapest_worst = worst;
+    if (!(worst < price) || best >= same_cap) continue;
+    v->opt[v->nopt++] = k->final[o];
+    if (best < v->new_price) v->new_price = best;
+  }
+  if (!v->nopt) {
+    snprintf(v->reason, sizeof v->reason,
+             "not cheaper: the replacement's worst-case %s price is $%.4f/h, the node%s cost $%.4f/h", dt__ct_names[ct],
+             cheapest_worst == INFINITY ? 0 : cheapest_worst, n > 1 ? "s" : "", price);
+    return;
+  }
+  if (all_spot && ct == DT_CT_SPOT && single) {
+    if (v->nopt < SPOT_TO_SPOT_MIN) {
+      snprintf(v->reason, sizeof v->reason,
+               "spot-to-spot: only %u spot options are cheaper than the node; %d are needed", v->nopt,
+               SPOT_TO_SPOT_MIN);
+      return;
+    }
+    /* launch with the 15 cheapest, so the launch does not re-trigger consolidation */
+    double *bp = dt__malloc(v->nopt * sizeof *bp);
+    if (bp) {
+      for (uint32_t i = 0; i < v->nopt; i++) {
+        double w, b;
+        int z;
+        launch_prices(p, k, &p->types[v->opt[i]], ct, &w, &b, &z);
+        bp[i] = b;
+      }
+      for (uint32_t i = 1; i < v->nopt; i++) /* insertion sort by cheapest offering */
+        for (uint32_t j = i; j > 0 && bp[j] < bp[j - 1]; j--) {
+          double tb = bp[j];
+          bp[j] = bp[j - 1];
+          bp[j - 1] = tb;
+          uint32_t to = v->opt[j];
+          v->opt[j] = v->opt[j - 1];
+          v->opt[j - 1] = to;
+        }
+      dt__free(bp);
+      v->nopt = SPOT_TO_SPOT_MIN;
+    }
+  }
+  v->ok = true;
+  v->replace = true;
+  v->savings = price - v->new_price;
+}
+
+/* Balanced: a move is approved when (savings / pool cost) / (disruption /
+** pool disruption) >= 1/k, k = 2. */
+static bool balanced_ok(state *st, const uint32_t *cands, size_t n, double savings, char *out, size_t len) {
+  for (size_t i = 0; i < n; i++) {
+    int pi = st->nodes.v[cands[i]].pool;
+    if (st->m->pools.v[pi].consolidation != DT_CONSOL_BALANCED) continue;
+    double src = 0, all = 0, dis = 0;
+    for (size_t j = 0; j < n; j++) {
+      all += st->nodes.v[cands[j]].price;
+      if (st->nodes.v[cands[j]].pool == pi) {
+        src += st->nodes.v[cands[j]].price;
+        dis += st->nodes.v[cands[j]].cost;
+      }
+    }
+    double share = all > 0 ? savings * src / all : 0;
+    const poolbudget *b = &st->pb[pi];
+    double score = share <= 0 ? 0 : dis <= 0 ? INFINITY : (share / b->cost) / (dis / b->disruption);
+    if (score < 1.0 / BALANCED_K) {
+      snprintf(out, len, "Balanced: score %.3f < %.2f (savings $%.4f/h of $%.4f/h, disruption %.1f of %.1f)", score,
+               1.0 / BALANCED_K, share, b->cost, dis, b->disruption);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------ commands */
+
+static cJSON *node_json(state *st, uint32_t i) {
+  const dnode *d = &st->nodes.v[i];
+  cJSON *o = cJSON_CreateObject();
+  put_str(o, "name", d->n->name);
+  put_str(o, "nodePool", st->m->pools.v[d->pool].name);
+  if (d->type) put_str(o, "instanceType", d->type);
+  if (d->zone) put_str(o, "zone", d->zone);
+  if (d->ct >= 0) put_str(o, "capacityType", dt__ct_names[d->ct]);
+  put_price(o, "price", d->price > 0 ? d->price : 0);
+  size_t np = 0;
+  for (size_t k = 0; k < d->pods.n; k++) np += !st->pods[d->pods.v[k]].daemon;
+  put_num(o, "pods", (double)np);
+  return o;
+}
+
+/* Apply a command to the state: nodes go, their pods move where the
+** simulation put them, replacements join in flight. */
+static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const char *reason, const char *detail,
+                 const verdict *v) {
+  const dt_plan *p = s ? s->plan : NULL;
+  cJSON *c = put(st->commands, NULL, cJSON_CreateObject());
+  put_str(c, "reason", reason);
+  bool replace = s && s->nclaims > 0;
+  put_str(c, "action", replace ? "replace" : "delete");
+  cJSON *jn = put(c, "nodes", cJSON_CreateArray());
+  double price = 0;
+  for (size_t k = 0; k < n; k++) {
+    put(jn, NULL, node_json(st, cands[k]));
+    price += st->nodes.v[cands[k]].price > 0 ? st->nodes.v[cands[k]].price : 0;
+  }
+  cJSON *jr = put(c, "replacements", cJSON_CreateArray());
+  double newp = 0;
+  /* replacements: every new claim of the simulation */
+  for (size_t i = 0; p && i < p->claims.n; i++) {
+    const rt_claim *k = p->claims.v[i];
+    if (k->type < 0) continue;
+    const rt_type *t = &p->types[k->type];
+    const rt_off *of = &t->off[k->off];
+    const char *tname = t->src->name, *zone = dt__sym_str(&p->syms, p->zones[of->zone]);
+    int ct = of->ct;
+    double pr = of->price;
+    if (v && v->replace && k == s->claim) { /* the price rule's choice: its cheapest remaining option */
+      const rt_type *bt = &p->types[v->opt[0]];
+      double w, b;
+      int bz = of->zone;
+      launch_prices(p, k, bt, v->ct, &w, &b, &bz);
+      tname = bt->src->name;
+      zone = dt__sym_str(&p->syms, p->zones[bz]);
+      ct = v->ct;
+      pr = b;
+    }
+    newp += pr;
+    cJSON *o = put(jr, NULL, cJSON_CreateObject());
+    put_str(o, "apiVersion", "karpenter.sh/v1");
+    put_str(o, "kind", "NodeClaim");
+    const char *cname = dt__sym_str(&p->syms, k->name);
+    put_str(o, "name", cname);
+    put_str(o, "nodePool", p->pools[k->pool].src->name);
+    put_str(o, "instanceType", tname);
+    put_str(o, "zone", zone);
+    put_str(o, "capacityType", dt__ct_names[ct]);
+    put_price(o, "price", pr);
+    cJSON *opts = put(o, "instanceTypeOptions", cJSON_CreateArray());
+    if (v && v->replace && k == s->claim)
+      for (uint32_t q = 0; q < v->nopt; q++) put(opts, NULL, cJSON_CreateString(p->types[v->opt[q]].src->name));
+    else
+      for (uint32_t q = 0; q < k->nfinal && q < 600; q++)
+        put(opts, NULL, cJSON_CreateString(p->types[k->final[q]].src->name));
+    /* the replacement joins the cluster in flight */
+    dt_node *nn = dt__arena_alloc(&st->arena, sizeof *nn);
+    dt_kv *lab = dt__arena_alloc(&st->arena, 4 * sizeof *lab);
+    if (!nn || !lab) return DT_ENOMEM;
+    lab[0] = (dt_kv){DT_L_INSTANCE_TYPE, (char *)tname};
+    lab[1] = (dt_kv){DT_L_ZONE, (char *)zone};
+    lab[2] = (dt_kv){DT_L_CAPACITY_TYPE, (char *)dt__ct_names[ct]};
+    lab[3] = (dt_kv){DT_L_NODEPOOL, (char *)p->pools[k->pool].src->name};
+    nn->name = nn->claim_name = dt__arena_strdup(&st->arena, cname);
+    nn->kind = "NodeClaim";
+    nn->file = "(replacement)";
+    nn->labels = (dt_kvs){4, lab};
+    nn->ready = true;
+    nn->created = st->o.now;
+    dnode d = {0};
+    d.n = nn;
+    d.extra = true;
+    d.pool = (int)(p->pools[k->pool].src - st->m->pools.v);
+    d.type = tname;
+    d.zone = zone;
+    d.ct = ct;
+    d.price = pr;
+    if (!nn->name || dt__vec_push(&st->nodes, d)) return DT_ENOMEM;
+    uint32_t di = (uint32_t)st->nodes.n - 1;
+    for (size_t q = 0; q < k->pods.n; q++) {
+      uint32_t sp = s->view_pod[p->pods[k->pods.v[q]].spec];
+      st->pods[sp].node_name = nn->name;
+      if (dt__vec_push(&st->nodes.v[di].pods, sp)) return DT_ENOMEM;
+    }
+  }
+  /* pods that moved onto existing nodes */
+  for (size_t i = 0; p && i < p->bindings.n; i++) {
+    uint32_t vp = p->pods[p->bindings.v[i].pod].spec;
+    if (!s->moving[vp]) continue;
+    uint32_t target = s->view_node[p->nodes[p->bindings.v[i].node].src - s->view.nodes.v];
+    uint32_t sp = s->view_pod[vp];
+    st->pods[sp].node_name = st->nodes.v[target].n->name;
+    if (dt__vec_push(&st->nodes.v[target].pods, sp)) return DT_ENOMEM;
+    node_cost(st, &st->nodes.v[target]);
+  }
+  put_price(c, "savings", price - newp);
+  if (detail) put_str(c, "detail", detail);
+  for (size_t k = 0; k < n; k++) {
+    dnode *d = &st->nodes.v[cands[k]];
+    d->removed = true;
+    st->pb[d->pool].disrupting++;
+    for (size_t q = 0; q < d->pods.n; q++) {
+      int32_t b = st->pod_pdb[d->pods.v[q]];
+      if (b >= 0 && st->pdb_allowed[b] > 0 && !st->pods[d->pods.v[q]].daemon) st->pdb_allowed[b]--;
+    }
+    step(st, cands[k], "%s: %s", reason, replace ? "replaced" : "deleted");
+  }
+  st->r->stats.commands++;
+  st->r->stats.disrupted += n;
+  st->r->stats.savings += price - newp;
+  return 0;
+}
+
+/* ------------------------------------------------------------ methods */
+
+static int emptiness(state *st) {
+  candvec cs = {0};
+  for (size_t i = 0; i < st->nodes.n; i++) {
+    dnode *d = &st->nodes.v[i];
+    if (d->extra || !d->empty || !eligible(st, i, true) || !settled(st, i)) continue;
+    cand c = {(uint32_t)i, d->price > 0 ? d->price : 0};
+    if (dt__vec_push(&cs, c)) return DT_ENOMEM;
+  }
+  qsort(cs.v, cs.n, sizeof *cs.v, cand_cmp);
+  uint32_t *take = dt__malloc((cs.n ? cs.n : 1) * sizeof *take);
+  if (!take) {
+    dt__free(cs.v);
+    return DT_ENOMEM;
+  }
+  size_t nt = 0;
+  for (size_t k = 0; k < cs.n; k++) {
+    int pool = st->nodes.v[cs.v[k].node].pool;
+    int64_t a = allowed(st, pool, 0);
+    step(st, cs.v[k].node, "emptiness: empty; budget for Empty in NodePool %s: %s", st->m->pools.v[pool].name,
+         a == INT64_MAX ? "unlimited" : a > 0 ? "available" : "0");
+    if (a <= 0) {
+      why(st, cs.v[k].node, "budget: NodePool %s allows no more Empty disruptions now", st->m->pools.v[pool].name);
+      continue;
+    }
+    take[nt++] = cs.v[k].node;
+    st->pb[pool].disrupting++; /* reserve while choosing; apply() counts it again */
+  }
+  for (size_t k = 0; k < nt; k++) st->pb[st->nodes.v[take[k]].pool].disrupting--;
+  int rc = nt ? apply(st, take, nt, NULL, "Empty", NULL, NULL) : 0;
+  dt__free(take);
+  dt__free(cs.v);
+  return rc;
+}
+
+/* Drift and expiry: each candidate alone, any number of replacements. */
+static int replace_each(state *st, bool expiry) {
+  candvec cs = {0};
+  for (size_t i = 0; i < st->nodes.n; i++) {
+    dnode *d = &st->nodes.v[i];
+    if (d->extra || d->removed) continue;
+    char *reason = d->drift;
+    if (expiry) {
+      /* forceful (as Karpenter's expiration controller): no budget, no pod blocks */
+      if (d->pool < 0 || !d->n->initialized || d->n->deleting) continue;
+      const dt_nodepool *p = &st->m->pools.v[d->pool];
+      if (p->expire_after < 0 || !d->n->created || age(st, d->n) < p->expire_after) continue;
+    } else {
+      if (!eligible(st, i, true)) continue;
+      const dt_nodepool *p = &st->m->pools.v[d->pool];
+      char hex[17];
+      snprintf(hex, sizeof hex, "%016llx", (unsigned long long)p->hash);
+      if (d->n->pool_hash && strcmp(d->n->pool_hash, hex))
+        snprintf(reason, sizeof d->drift, "NodePool template changed (hash %s, now %s)", d->n->pool_hash, hex);
+      else if (!node_matches_pool(d->n, p, reason, sizeof d->drift)) {
+      } else
+        continue;
+      step(st, i, "drift: %s", reason);
+    }
+    /* empty first, then oldest */
+    cand c = {(uint32_t)i, (d->empty ? 1e18 : 0) + (double)age(st, d->n)};
+    if (dt__vec_push(&cs, c)) return DT_ENOMEM;
+  }
+  qsort(cs.v, cs.n, sizeof *cs.v, cand_cmp);
+  int rc = 0;
+  for (size_t k = 0; k < cs.n && !rc; k++) {
+    uint32_t i = cs.v[k].node;
+    int pool = st->nodes.v[i].pool;
+    if (!expiry && allowed(st, pool, 1) <= 0) {
+      why(st, i, "drifted, but budget: NodePool %s allows no more Drifted disruptions now", st->m->pools.v[pool].name);
+      continue;
+    }
+    sim s;
+    if ((rc = simulate(st, &i, 1, false, &s))) {
+      sim_free(&s);
+      break;
+    }
+    if (s.fail[0] && !expiry) {
+      why(st, i, "drifted, but %s", s.fail);
+    } else {
+      char detail[500];
+      if (expiry)
+        snprintf(detail, sizeof detail, "expireAfter %llds reached (age %llds)%s%s",
+                 (long long)st->m->pools.v[pool].expire_after, (long long)age(st, st->nodes.v[i].n),
+                 s.fail[0] ? "; " : "", s.fail);
+      else
+        snprintf(detail, sizeof detail, "%s", st->nodes.v[i].drift);
+      rc = apply(st, &i, 1, &s, expiry ? "Expired" : "Drifted", detail, NULL);
+    }
+    sim_free(&s);
+  }
+  dt__free(cs.v);
+  return rc;
+}
+
+/* Consolidation candidates in Karpenter's order: price / disruption cost. */
+static int consolidation_candidates(state *st, candvec *cs) {
+  for (size_t i = 0; i < st->nodes.n; i++) {
+    dnode *d = &st->nodes.v[i];
+    if (d->extra || d->removed || !eligible(st, i, true)) continue;
+    const dt_nodepool *p = &st->m->pools.v[d->pool];
+    if (d->empty) continue; /* emptiness's, under the Empty budget */
+    if (p->consolidation == DT_CONSOL_WHEN_EMPTY) {
+      why(st, i, "consolidationPolicy WhenEmpty: the node has pods");
+      continue;
+    }
+    if (!settled(st, i)) continue;
+    if (d->price <= 0) {
+      why(st, i, "price unknown: instance type %s in zone %s (%s) is not in the catalog", d->type ? d->type : "?",
+          d->zone ? d->zone : "?", d->ct >= 0 ? dt__ct_names[d->ct] : "?");
+      continue;
+    }
+    cand c = {(uint32_t)i, d->price / d->cost};
+    if (dt__vec_push(cs, c)) return DT_ENOMEM;
+  }
+  qsort(cs->v, cs->n, sizeof *cs->v, cand_cmp);
+  return 0;
+}
+
+static bool approve(state *st, const uint32_t *c, size_t n, const verdict *v, double savings, char *out, size_t len) {
+  (void)v;
+  return balanced_ok(st, c, n, savings, out, len);
+}
+
+/* Whether removing cands[0..n) is a valid consolidation; fills v and s. */
+static int try_consolidate(state *st, const uint32_t *cands, size_t n, bool single, sim *s, verdict *v) {
+  memset(v, 0, offsetof(verdict, opt));
+  int rc = simulate(st, cands, n, true, s);
+  if (rc) return rc;
+  if (s->fail[0]) {
+    snprintf(v->reason, sizeof v->reason, "%s", s->fail);
+    return 0;
+  }
+  if (s->nclaims > 1) {
+    snprintf(v->reason, sizeof v->reason, "would need %zu new nodes; consolidation replaces with at most one",
+             s->nclaims);
+    return 0;
+  }
+  double price = 0;
+  for (size_t i = 0; i < n; i++) price += st->nodes.v[cands[i]].price;
+  if (s->nclaims == 0) {
+    v->ok = true;
+    v->savings = price;
+  } else {
+    price_rule(st, s, cands, n, single, v);
+  }
+  if (v->ok && !approve(st, cands, n, v, v->savings, v->reason, sizeof v->reason)) v->ok = false;
+  return 0;
+}
+
+static int multi_node(state *st) {
+  candvec cs = {0};
+  int rc = consolidation_candidates(st, &cs);
+  uint32_t *pre = dt__malloc((cs.n ? cs.n : 1) * sizeof *pre);
+  if (rc || !pre) {
+    dt__free(cs.v);
+    dt__free(pre);
+    return rc ? rc : DT_ENOMEM;
+  }
+  /* filtered in order by budget, each taking one */
+  size_t n = 0;
+  int64_t *used = dt__calloc(st->m->pools.n ? st->m->pools.n : 1, sizeof *used);
+  for (size_t k = 0; used && k < cs.n && n < MULTI_MAX; k++) {
+    int pool = st->nodes.v[cs.v[k].node].pool;
+    if (allowed(st, pool, 2) - used[pool] <= 0) continue;
+    used[pool]++;
+    pre[n++] = cs.v[k].node;
+  }
+  dt__free(used);
+  size_t lo = 2, hi = n, best = 0;
+  sim bs = {0};
+  verdict *bv = dt__calloc(1, sizeof *bv), *v = dt__calloc(1, sizeof *v);
+  if (!bv || !v) rc = DT_ENOMEM;
+  while (!rc && lo <= hi) {
+    size_t mid = (lo + hi) / 2;
+    sim s;
+    rc = try_consolidate(st, pre, mid, false, &s, v);
+    if (!rc && v->ok) {
+      sim_free(&bs);
+      bs = s;
+      *bv = *v;
+      best = mid;
+      lo = mid + 1;
+    } else {
+      sim_free(&s);
+      hi = mid - 1;
+    }
+  }
+  for (size_t k = 0; k < best; k++) step(st, pre[k], "multi-node consolidation: removed with %zu others", best - 1);
+  if (!rc && best) rc = apply(st, pre, best, &bs, "Underutilized", "multi-node consolidation", bv);
+  sim_free(&bs);
+  dt__free(bv);
+  dt__free(v);
+  dt__free(pre);
+  dt__free(cs.v);
+  return rc;
+}
+
+static int single_node(state *st) {
+  candvec cs = {0};
+  int rc = consolidation_candidates(st, &cs);
+  if (rc) return rc;
+  /* round-robin across NodePools, each in its own order */
+  cand *rr = dt__malloc((cs.n ? cs.n : 1) * sizeof *rr);
+  size_t *at = dt__calloc(st->m->pools.n + 1, sizeof *at);
+  verdict *v = dt__calloc(1, sizeof *v);
+  if (!rr || !at || !v) rc = DT_ENOMEM;
+  for (size_t placed = 0, round = 0; !rc && placed < cs.n; round++)
+    for (size_t pi = 0; pi < st->m->pools.n; pi++) {
+      size_t seen = 0;
+      for (size_t k = 0; k < cs.n; k++)
+        if (st->nodes.v[cs.v[k].node].pool == (int)pi && seen++ == round) rr[placed++] = cs.v[k];
+    }
+  for (size_t k = 0; !rc && k < cs.n; k++) {
+    uint32_t i = rr[k].node;
+    int pool = st->nodes.v[i].pool;
+    if (st->nodes.v[i].removed) continue;
+    if (allowed(st, pool, 2) <= 0) {
+      why(st, i, "budget: NodePool %s allows no more Underutilized disruptions now", st->m->pools.v[pool].name);
+      continue;
+    }
+    sim s;
+    rc = try_consolidate(st, &i, 1, true, &s, v);
+    if (!rc && v->ok) {
+      step(st, i, "single-node consolidation: %s, saves $%.4f/h", s.nclaims ? "replace" : "delete", v->savings);
+      rc = apply(st, &i, 1, &s, "Underutilized", "single-node consolidation", v);
+    } else if (!rc) {
+      why(st, i, "consolidation: %s", v->reason);
+    }
+    sim_free(&s);
+  }
+  dt__free(rr);
+  dt__free(at);
+  dt__free(v);
+  dt__free(cs.v);
+  return rc;
+}
+
+/* ------------------------------------------------------------ run */
+
+int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts, dt_disruption **out,
+                   dt_error *err) {
+  dt__init();
+  double t0 = dt__now_ms();
+  *out = NULL;
+  state st = {0};
+  st.cat = catalog;
+  st.m = m;
+  if (opts) st.o = *opts;
+  if (!st.o.now) st.o.now = 946684800;
+  dt_disruption *r = st.r = dt__calloc(1, sizeof *r);
+  if (!r) return dt__err(err, DT_ENOMEM, "out of memory");
+  dt__alloc_failed(1);
+  cJSON *root = r->root = cJSON_CreateObject();
+  put_str(root, "apiVersion", "dovetail.dev/v1alpha1");
+  put_str(root, "kind", "Disruption");
+  char tmp[40];
+  dt__fmt_time(st.o.now, tmp, sizeof tmp);
+  put_str(root, "now", tmp);
+  st.commands = put(root, "commands", cJSON_CreateArray());
+  st.blocked = cJSON_CreateArray();
+  if (st.o.explain) st.explain = cJSON_CreateArray();
+  int rc = build(&st);
+  if (!rc) rc = budgets(&st);
+  if (!rc) rc = emptiness(&st);
+  if (!rc) rc = replace_each(&st, false);
+  if (!rc) rc = replace_each(&st, true);
+  if (!rc) rc = multi_node(&st);
+  if (!rc) rc = single_node(&st);
+  put(root, "blocked", st.blocked);
+  for (size_t i = 0; !rc && i < st.nodes.n; i++) {
+    const dnode *d = &st.nodes.v[i];
+    if (d->extra || d->removed) continue;
+    cJSON *b = put(st.blocked, NULL, cJSON_CreateObject());
+    put_str(b, "node", d->n->name);
+    put_str(b, "reason", d->why[0] ? d->why : "nothing to do: not empty, drifted or expired, and no cheaper arrangement "
+                                              "was found");
+    r->stats.blocked++;
+  }
+  r->stats.nodes = m->nodes.n;
+  if (st.explain) {
+    bool found = false;
+    for (size_t i = 0; i < m->nodes.n && !found; i++) found = !strcmp(m->nodes.v[i].name, st.o.explain);
+    if (!found) put(st.explain, NULL, cJSON_CreateString("no such node in the input"));
+    cJSON *e = put(root, "explain", cJSON_CreateObject());
+    put_str(e, "node", st.o.explain);
+    put(e, "steps", st.explain);
+  }
+  if (!rc && st.o.policy) {
+    const dt_policy_err *pe;
+    size_t ne = dt__policy_errors(st.o.policy, &pe);
+    cJSON *je = put(root, "policyErrors", cJSON_CreateArray());
+    for (size_t i = 0; i < ne; i++) {
+      cJSON *e = put(je, NULL, cJSON_CreateObject());
+      put_str(e, "hook", pe[i].hook);
+      put_str(e, "message", pe[i].message);
+    }
+  }
+  r->stats.simulations = st.sims;
+  cJSON *sum = put(root, "summary", cJSON_CreateObject());
+  put_num(sum, "nodes", (double)r->stats.nodes);
+  put_num(sum, "commands", (double)r->stats.commands);
+  put_num(sum, "disrupted", (double)r->stats.disrupted);
+  put_num(sum, "blocked", (double)r->stats.blocked);
+  put_price(sum, "savings", r->stats.savings);
+  put_num(sum, "simulations", (double)st.sims);
+  if (!rc && (dt__alloc_failed(1) || st.arena.oom || st.types.oom)) rc = DT_ENOMEM;
+  for (size_t i = 0; i < st.nodes.n; i++) dt__free(st.nodes.v[i].pods.v);
+  dt__free(st.nodes.v);
+  dt__symtab_free(&st.types);
+  dt__arena_free(&st.arena);
+  if (rc) {
+    dt_disrupt_free(r);
+    return dt__err(err, rc, "out of memory");
+  }
+  r->stats.run_ms = dt__now_ms() - t0;
+  *out = r;
+  return 0;
+}
+
+char *dt_disrupt_render(const dt_disruption *d, dt_format format, size_t *len) {
+  dt_buf b = {0};
+  dt__init();
+  if (format == DT_FORMAT_YAML) {
+    cJSON *docs = cJSON_CreateArray();
+    if (!docs || !cJSON_AddItemReferenceToArray(docs, d->root) || dt__yaml_emit(docs, &b)) b.oom = 1;
+    cJSON_Delete(docs);
+  } else if (format == DT_FORMAT_TABLE) {
+    const cJSON *cs = cJSON_GetObjectItemCaseSensitive(d->root, "commands");
+    for (const cJSON *c = cs ? cs->child : NULL; c; c = c->next) {
+      dt__buf_printf(&b, "%-13s %-8s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "reason")),
+                     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "action")));
+      const cJSON *ns = cJSON_GetObjectItemCaseSensitive(c, "nodes");
+      for (const cJSON *n = ns ? ns->child : NULL; n; n = n->next)
+        dt__buf_printf(&b, " %s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "name")));
+      const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "replacements");
+      for (const cJSON *n = rs ? rs->child : NULL; n; n = n->next)
+        dt__buf_printf(&b, " -> %s %s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "instanceType")),
+                       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "capacityType")));
+      const cJSON *sv = cJSON_GetObjectItemCaseSensitive(c, "savings");
+      dt__buf_printf(&b, "  saves $%s/h\n", sv && sv->valuestring ? sv->valuestring : "0");
+    }
+    const cJSON *bl = cJSON_GetObjectItemCaseSensitive(d->root, "blocked");
+    for (const cJSON *x = bl ? bl->child : NULL; x; x = x->next)
+      dt__buf_printf(&b, "left alone    %s: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, "node")),
+                     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, "reason")));
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->root, "explain"), "steps");
+    for (const cJSON *x = ex ? ex->child : NULL; x; x = x->next) dt__buf_printf(&b, "explain: %s\n", x->valuestring);
+    const dt_disrupt_stats *s = &d->stats;
+    dt__buf_printf(&b, "%zu commands, %zu of %zu nodes disrupted, saves $%.4f/hour\n", s->commands, s->disrupted,
+                   s->nodes, s->savings);
+  } else {
+    dt__json_pretty(d->root, &b, 0);
+    dt__buf_putc(&b, '\n');
+  }
+  return dt__buf_take(&b, len);
+}
+
+void dt_disrupt_stats_get(const dt_disruption *d, dt_disrupt_stats *out) { *out = d->stats; }
+
+void dt_disrupt_free(dt_disruption *d) {
+  if (!d) return;
+  cJSON_Delete(d->root);
+  dt__free(d);
+}

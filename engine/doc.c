@@ -357,6 +357,8 @@ static int emit_node(yaml_emitter_t *e, const cJSON *n) {
   yaml_scalar_style_t style = YAML_PLAIN_SCALAR_STYLE;
   if (cJSON_IsNull(n)) {
     s = "null";
+  } else if (cJSON_IsRaw(n)) {
+    s = n->valuestring;
   } else if (cJSON_IsString(n)) {
     s = n->valuestring;
     size_t len = strlen(s);
@@ -413,6 +415,8 @@ static void json_scalar(const cJSON *n, dt_buf *b) {
     dt__buf_json_str(b, n->valuestring);
   else if (cJSON_IsNumber(n))
     dt__buf_puts(b, dt__scalar(n, tmp, sizeof tmp));
+  else if (cJSON_IsRaw(n)) /* a number already formatted (prices) */
+    dt__buf_puts(b, n->valuestring);
   else if (cJSON_IsTrue(n))
     dt__buf_puts(b, "true");
   else if (cJSON_IsFalse(n))

@@ -243,6 +243,40 @@ typedef struct dt_pools_stats {
 void dt_pools_stats_get(const dt_pools *r, dt_pools_stats *out);
 void dt_pools_free(dt_pools *r);
 
+/* ------------------------------------------------------------------------
+** Disruption: what to take away (see README "Disruption")
+** ---------------------------------------------------------------------- */
+
+typedef struct dt_disrupt_opts {
+  int64_t now;          /* the clock, Unix seconds; 0 = 2000-01-01T00:00:00Z */
+  uint64_t seed;        /* names of replacement NodeClaims */
+  dt_policy *policy;    /* optional: consolidation_order, approve and budget hooks (and price, rank) */
+  int spot_to_spot;     /* non-zero: allow spot-to-spot consolidation (Karpenter's feature gate, off) */
+  const char *explain;  /* optional: a node whose every step is recorded in the result's explain[] */
+} dt_disrupt_opts;
+
+typedef struct dt_disruption dt_disruption;
+
+/* One disruption pass over the cluster in manifests: emptiness, drift,
+** expiry, multi-node and single-node consolidation in that order, under the
+** NodePools' budgets. Pure and deterministic. On success *out owns the
+** result (dt_disrupt_free). */
+int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_disrupt_opts *opts,
+                   dt_disruption **out, dt_error *err);
+
+/* Render as JSON, YAML or a table; the caller frees with dt_free. */
+char *dt_disrupt_render(const dt_disruption *d, dt_format format, size_t *len);
+
+typedef struct dt_disrupt_stats {
+  size_t nodes;        /* nodes considered */
+  size_t commands, disrupted, blocked, simulations;
+  double savings;      /* $/hour */
+  double run_ms;
+} dt_disrupt_stats;
+
+void dt_disrupt_stats_get(const dt_disruption *d, dt_disrupt_stats *out);
+void dt_disrupt_free(dt_disruption *d);
+
 /* Parse an RFC 3339 timestamp ("2026-11-22T10:00:00Z", offsets allowed) into
 ** Unix seconds. */
 int dt_time_parse(const char *s, int64_t *out, dt_error *err);

@@ -2,6 +2,7 @@
 ** main.c: the dovetail command.
 **
 **   dovetail plan [--catalog F] [-o json|yaml|table] [--now T] [--seed N] FILE...
+**   dovetail disrupt [--catalog F] [-o ...] [--now T] [--policy F] [--explain NODE] [--spot-to-spot] FILE...
 **   dovetail pool [-o json|yaml|table] [--now T] [--seed N] [--policy F] FILE...
 **   dovetail check [--explain] POLICY...
 **   dovetail version
@@ -20,6 +21,7 @@ static const char *k_usage =
     "\n"
     "commands:\n"
     "  plan      place pending pods on existing nodes and new node claims\n"
+    "  disrupt   what to take away: emptiness, drift, expiry, consolidation under budgets\n"
     "  pool      converge KubeVirt VirtualMachinePools: VMs to create, delete, update, heal\n"
     "  check     validate policy files (syntax, hooks, selftest); --explain lists overridden hooks\n"
     "  version   print the version\n"
@@ -35,6 +37,9 @@ static const char *k_usage =
     "  --policy-dir DIR   where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (default policies)\n"
     "  --unavailable FILE UnavailableOffering marks (capacity type, instance type, zone, expiry)\n"
     "  --timings          add parse and scheduling times to the JSON summary\n"
+    "disrupt options: --catalog, -o, --now, --seed, --policy, --policy-dir, and\n"
+    "  --explain NODE     every step that node went through\n"
+    "  --spot-to-spot     allow spot-to-spot consolidation (off, as Karpenter's feature gate)\n"
     "pool options: -o, --now, --seed (the Random selection policy), --policy (its scale_in hook)\n"
     "FILE is YAML or JSON (multi-document, kind: List); - reads standard input.\n";
 
@@ -120,8 +125,13 @@ static int cmd_check(int argc, char **argv) {
   return bad;
 }
 
-/* plan and pool share their options; pool ignores the catalog and packing. */
-static int cmd_plan(int argc, char **argv, bool pool) {
+enum { CMD_PLAN, CMD_POOL, CMD_DISRUPT };
+
+/* plan, pool and disrupt share their options; pool ignores the catalog and packing. */
+static int cmd_plan(int argc, char **argv, int cmd) {
+  bool pool = cmd == CMD_POOL;
+  const char *explain = NULL;
+  int spot_to_spot = 0;
   const char *catalog_path = NULL, *out = NULL, *policy_path = NULL, *policy_dir = "policies";
   dt_plan_opts opts = {0};
   dt_error err = {0};
@@ -134,6 +144,11 @@ static int cmd_plan(int argc, char **argv, bool pool) {
     if (!strcmp(a, "--policy") && v) {
       policy_path = v;
       i++;
+    } else if (!strcmp(a, "--explain") && v && cmd == CMD_DISRUPT) {
+      explain = v;
+      i++;
+    } else if (!strcmp(a, "--spot-to-spot") && cmd == CMD_DISRUPT) {
+      spot_to_spot = 1;
     } else if (!strcmp(a, "--policy-dir") && v) {
       policy_dir = v;
       i++;
@@ -206,6 +221,7 @@ static int cmd_plan(int argc, char **argv, bool pool) {
   dt_manifests *m = NULL;
   dt_plan *plan = NULL;
   dt_pools *pools = NULL;
+  dt_disruption *dis = NULL;
   char *text = NULL;
   size_t len;
   double t0 = now_ms();
@@ -219,7 +235,11 @@ static int cmd_plan(int argc, char **argv, bool pool) {
     if (dt_manifests_add_file(m, files[i], &err)) goto done;
   fputs(dt_manifests_notes(m), stderr);
   if (policy_path && dt_policy_load_file(policy_path, NULL, &opts.policy, &err)) goto done;
-  if (pool) {
+  if (cmd == CMD_DISRUPT) {
+    dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, spot_to_spot, explain};
+    if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto done;
+    text = dt_disrupt_render(dis, fmt, &len);
+  } else if (pool) {
     dt_pool_opts po = {opts.now, opts.seed, opts.policy};
     if (dt_pools_run(m, &po, &pools, &err)) goto done;
     text = dt_pools_render(pools, fmt, &len);
@@ -243,6 +263,7 @@ done:
   dt_free(text);
   dt_plan_free(plan);
   dt_pools_free(pools);
+  dt_disrupt_free(dis);
   dt_policy_free(opts.policy);
   free_pool_policies(&opts);
   dt_manifests_free(m);
@@ -257,8 +278,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   const char *cmd = argv[1];
-  if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2, false);
-  if (!strcmp(cmd, "pool")) return cmd_plan(argc - 2, argv + 2, true);
+  if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2, CMD_PLAN);
+  if (!strcmp(cmd, "pool")) return cmd_plan(argc - 2, argv + 2, CMD_POOL);
+  if (!strcmp(cmd, "disrupt")) return cmd_plan(argc - 2, argv + 2, CMD_DISRUPT);
   if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("dovetail %s\n", DT_VERSION);

@@ -4,6 +4,7 @@
 */
 #include "model.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int dt__rlist_add(dt_rlist *r, const char *name, int64_t milli, dt_rlist_mode mode) {
@@ -47,3 +48,41 @@ void dt__kvs_free(dt_kvs *k) {
   dt__free(k->v);
   memset(k, 0, sizeof *k);
 }
+
+/* ------------------------------------------------ label selectors */
+
+const char *dt__kv_get(const dt_kv *v, size_t n, const char *key) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(v[i].key, key)) return v[i].val;
+  return NULL;
+}
+
+bool dt__mreq_match(const dt_mreq *q, const dt_kv *kv, size_t n) {
+  const char *val = dt__kv_get(kv, n, q->key);
+  bool in = false;
+  for (size_t k = 0; val && k < q->n; k++) in |= !strcmp(q->vals[k], val);
+  switch (q->op) {
+  case DT_OP_IN: return in;
+  case DT_OP_NOTIN: return !in;
+  case DT_OP_EXISTS: return val != NULL;
+  case DT_OP_DOESNOTEXIST: return val == NULL;
+  default: {
+    if (!val || !q->n) return false;
+    char *e1, *e2;
+    long long a = strtoll(val, &e1, 10), b = strtoll(q->vals[0], &e2, 10);
+    if (*e1 || *e2) return false;
+    if (q->op == DT_OP_GT) return a > b;
+    if (q->op == DT_OP_LT) return a < b;
+    if (q->op == DT_OP_GTE) return a >= b;
+    return a <= b;
+  }
+  }
+}
+
+bool dt__selector_match(const dt_selector *s, const dt_kv *kv, size_t n) {
+  if (!s->present) return false;
+  for (size_t i = 0; i < s->expr.n; i++)
+    if (!dt__mreq_match(&s->expr.v[i], kv, n)) return false;
+  return true;
+}
+

@@ -155,6 +155,12 @@ typedef struct dt_selector {
 } dt_selector;
 
 /* A pod (anti-)affinity term. */
+/* The value of key in kv (first match), or NULL. */
+const char *dt__kv_get(const dt_kv *kv, size_t n, const char *key);
+/* A requirement or a selector (every requirement) over labels; Gt/Lt compare integers. */
+bool dt__mreq_match(const dt_mreq *q, const dt_kv *kv, size_t n);
+bool dt__selector_match(const dt_selector *s, const dt_kv *kv, size_t n);
+
 typedef struct dt_podterm {
   int weight; /* preferred terms only */
   dt_selector sel;

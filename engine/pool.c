@@ -37,45 +37,10 @@ struct dt_pools {
 
 /* ------------------------------------------------------------ matching */
 
-static const char *kv_get(const dt_kv *v, size_t n, const char *key) {
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(v[i].key, key)) return v[i].val;
-  return NULL;
-}
-
-static bool mreq_match(const dt_mreq *q, const dt_kv *kv, size_t n) {
-  const char *val = kv_get(kv, n, q->key);
-  bool in = false;
-  for (size_t k = 0; val && k < q->n; k++) in |= !strcmp(q->vals[k], val);
-  switch (q->op) {
-  case DT_OP_IN: return in;
-  case DT_OP_NOTIN: return !in;
-  case DT_OP_EXISTS: return val != NULL;
-  case DT_OP_DOESNOTEXIST: return val == NULL;
-  default: {
-    if (!val || !q->n) return false;
-    char *e1, *e2;
-    long long a = strtoll(val, &e1, 10), b = strtoll(q->vals[0], &e2, 10);
-    if (*e1 || *e2) return false;
-    if (q->op == DT_OP_GT) return a > b;
-    if (q->op == DT_OP_LT) return a < b;
-    if (q->op == DT_OP_GTE) return a >= b;
-    return a <= b;
-  }
-  }
-}
-
-static bool sel_match(const dt_selector *s, const dt_kv *kv, size_t n) {
-  if (!s->present) return false;
-  for (size_t i = 0; i < s->expr.n; i++)
-    if (!mreq_match(&s->expr.v[i], kv, n)) return false;
-  return true;
-}
-
 static bool entry_match(const dt_selentry *e, const dt_vm *v) {
-  if (e->labels.present && !sel_match(&e->labels, v->labels.v, v->labels.n)) return false;
+  if (e->labels.present && !dt__selector_match(&e->labels, v->labels.v, v->labels.n)) return false;
   for (size_t i = 0; i < e->node.n; i++)
-    if (!mreq_match(&e->node.v[i], v->node_selector.v, v->node_selector.n)) return false;
+    if (!dt__mreq_match(&e->node.v[i], v->node_selector.v, v->node_selector.n)) return false;
   return true;
 }
 
@@ -349,7 +314,7 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
   size_t nact = 0, ndel = 0, nready = 0, nunavail = 0;
   for (size_t k = 0; k < nvms; k++) {
     const dt_vm *v = &x->m->vms.v[vms[k]];
-    if (!sel_match(&p->selector, v->labels.v, v->nmeta_labels)) {
+    if (!dt__selector_match(&p->selector, v->labels.v, v->nmeta_labels)) {
       action(jdetached, v->name,
              "labels no longer match spec.selector: released from the pool; its name stays taken until it is "
              "deleted or re-attached");
@@ -483,7 +448,7 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
           hv[k] = (dt_hook_vm){v->name, v->status, v->index, v->created, v->ready, v->halted, lab + 2 * at, 0};
           for (size_t q = 0; q < v->labels.n; q++) {
             /* metadata labels first; a template label of the same key does not override */
-            if (kv_get(v->labels.v, q, v->labels.v[q].key)) continue;
+            if (dt__kv_get(v->labels.v, q, v->labels.v[q].key)) continue;
             lab[2 * at] = v->labels.v[q].key;
             lab[2 * at + 1] = v->labels.v[q].val;
             at++;

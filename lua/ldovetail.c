@@ -150,8 +150,11 @@ static int l_check(lua_State *L) {
 }
 
 /* dt.plan(t) -> plan table | string, or nil, message */
-/* dt.plan{...} and dt.pool{...}: pool skips the catalog and packing. */
-static int run(lua_State *L, bool pool) {
+enum { RUN_PLAN, RUN_POOL, RUN_DISRUPT };
+
+/* dt.plan{...}, dt.pool{...} and dt.disrupt{...}: pool skips the catalog and packing. */
+static int run(lua_State *L, int mode) {
+  bool pool = mode == RUN_POOL;
   luaL_checktype(L, 1, LUA_TTABLE);
   dt_plan_opts opts = {0};
   dt_error err = {0};
@@ -190,6 +193,7 @@ static int run(lua_State *L, bool pool) {
   dt_manifests *m = NULL;
   dt_plan *plan = NULL;
   dt_pools *pools = NULL;
+  dt_disruption *dis = NULL;
   char *text = NULL;
   int nret = 0;
   dt_policy *owned = NULL; /* loaded here from a path */
@@ -226,7 +230,15 @@ static int run(lua_State *L, bool pool) {
   }
   if (add_manifests(L, m, &err)) goto fail;
   size_t len;
-  if (pool) {
+  if (mode == RUN_DISRUPT) {
+    dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, 0, NULL};
+    lua_getfield(L, 1, "spot_to_spot");
+    d.spot_to_spot = lua_toboolean(L, -1);
+    lua_getfield(L, 1, "explain");
+    d.explain = lua_tostring(L, -1); /* stays on the stack until we return */
+    if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto fail;
+    text = dt_disrupt_render(dis, f, &len);
+  } else if (pool) {
     dt_pool_opts po = {opts.now, opts.seed, opts.policy};
     if (dt_pools_run(m, &po, &pools, &err)) goto fail;
     text = dt_pools_render(pools, f, &len);
@@ -259,6 +271,7 @@ static int run(lua_State *L, bool pool) {
   dt_free(text);
   dt_plan_free(plan);
   dt_pools_free(pools);
+  dt_disrupt_free(dis);
   dt_manifests_free(m);
   dt_catalog_free(cat);
   dt_policy_free(owned);
@@ -267,14 +280,16 @@ fail:
   dt_free(text);
   dt_plan_free(plan);
   dt_pools_free(pools);
+  dt_disrupt_free(dis);
   dt_manifests_free(m);
   dt_catalog_free(cat);
   dt_policy_free(owned);
   return push_fail(L, err.msg);
 }
 
-static int l_plan(lua_State *L) { return run(L, false); }
-static int l_pool(lua_State *L) { return run(L, true); }
+static int l_plan(lua_State *L) { return run(L, RUN_PLAN); }
+static int l_pool(lua_State *L) { return run(L, RUN_POOL); }
+static int l_disrupt(lua_State *L) { return run(L, RUN_DISRUPT); }
 
 /* dt.milli("250m") -> 250 (integer), or nil, message */
 static int l_milli(lua_State *L) {
@@ -374,6 +389,7 @@ static int l_intersect(lua_State *L) {
 static const luaL_Reg k_funcs[] = {
     {"plan", l_plan},
     {"pool", l_pool},
+    {"disrupt", l_disrupt},
     {"milli", l_milli},
     {"quantity", l_quantity},
     {"format_quantity", l_format_quantity},
