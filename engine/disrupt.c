@@ -277,6 +277,16 @@ static int budgets(state *st) {
         int64_t n = scaled(bu->nodes, bu->pct, b->nodes);
         if (n < v) v = n;
       }
+      if (dt__policy_has(st->o.policy, DT_HOOK_BUDGET)) {
+        int64_t a = v == INT64_MAX ? -1 : (v - b->disrupting > 0 ? v - b->disrupting : 0);
+        const dt_hook_field f[] = {{"now", 1, NULL, (double)st->o.now},
+                                   {"nodes", 1, NULL, (double)b->nodes},
+                                   {"disrupting", 1, NULL, (double)b->disrupting},
+                                   {"allowed", 1, NULL, (double)a}};
+        const dt_hook_rec ctx = {f, a < 0 ? 3 : 4}; /* allowed is nil when unlimited */
+        if (dt__policy_budget(st->o.policy, p->name, k_reason[r], &ctx, &a) == 0)
+          v = a < 0 ? INT64_MAX : a + b->disrupting;
+      }
       b->value[r] = v;
       cJSON *e = put(jb, NULL, cJSON_CreateObject());
       put_str(e, "nodePool", p->name);
@@ -772,6 +782,84 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
   return 0;
 }
 
+/* ------------------------------------------------------------ hooks */
+
+typedef struct noderec {
+  dt_hook_field f[8];
+} noderec;
+
+static void node_rec(state *st, uint32_t i, noderec *r, dt_hook_rec *out) {
+  const dnode *d = &st->nodes.v[i];
+  size_t np = 0;
+  for (size_t k = 0; k < d->pods.n; k++) np += !st->pods[d->pods.v[k]].daemon;
+  r->f[0] = (dt_hook_field){"name", 0, d->n->name, 0};
+  r->f[1] = (dt_hook_field){"nodePool", 0, d->pool >= 0 ? st->m->pools.v[d->pool].name : "", 0};
+  r->f[2] = (dt_hook_field){"instanceType", 0, d->type ? d->type : "", 0};
+  r->f[3] = (dt_hook_field){"capacityType", 0, d->ct >= 0 ? dt__ct_names[d->ct] : "", 0};
+  r->f[4] = (dt_hook_field){"price", 1, NULL, d->price > 0 ? d->price : 0};
+  r->f[5] = (dt_hook_field){"pods", 1, NULL, (double)np};
+  r->f[6] = (dt_hook_field){"disruptionCost", 1, NULL, d->cost};
+  r->f[7] = (dt_hook_field){"age", 1, NULL, (double)age(st, d->n)};
+  *out = (dt_hook_rec){r->f, 8};
+}
+
+/* consolidation_order: the policy may reorder the candidates. */
+static int order_hook(state *st, cand *c, size_t n) {
+  if (!n || !dt__policy_has(st->o.policy, DT_HOOK_CONSOLIDATION_ORDER)) return 0;
+  noderec *nr = dt__malloc(n * sizeof *nr);
+  dt_hook_rec *recs = dt__malloc(n * sizeof *recs);
+  size_t *order = dt__malloc(n * sizeof *order);
+  cand *copy = dt__malloc(n * sizeof *copy);
+  int rc = 0;
+  if (!nr || !recs || !order || !copy) {
+    rc = DT_ENOMEM;
+  } else {
+    for (size_t k = 0; k < n; k++) node_rec(st, c[k].node, &nr[k], &recs[k]);
+    if (dt__policy_consolidation_order(st->o.policy, recs, n, order) == 0) {
+      memcpy(copy, c, n * sizeof *c);
+      for (size_t k = 0; k < n; k++) c[k] = copy[order[k]];
+    }
+  }
+  dt__free(nr);
+  dt__free(recs);
+  dt__free(order);
+  dt__free(copy);
+  return rc;
+}
+
+/* approve: the policy's verdict on a command the built-in rules accepted. */
+static bool approve_hook(state *st, const uint32_t *cands, size_t n, const char *action, double savings,
+                         double price, char *out, size_t len) {
+  if (!dt__policy_has(st->o.policy, DT_HOOK_APPROVE)) return true;
+  noderec *nr = dt__malloc((n ? n : 1) * sizeof *nr);
+  dt_hook_rec *recs = dt__malloc((n ? n : 1) * sizeof *recs);
+  bool ok = true;
+  if (nr && recs) {
+    double dis = 0;
+    int pool = st->nodes.v[cands[0]].pool;
+    for (size_t k = 0; k < n; k++) {
+      node_rec(st, cands[k], &nr[k], &recs[k]);
+      dis += st->nodes.v[cands[k]].cost;
+    }
+    const dt_hook_field f[] = {{"reason", 0, "Underutilized", 0},
+                               {"action", 0, action, 0},
+                               {"nodePool", 0, st->m->pools.v[pool].name, 0},
+                               {"savings", 1, NULL, savings},
+                               {"price", 1, NULL, price},
+                               {"newPrice", 1, NULL, price - savings},
+                               {"disruption", 1, NULL, dis},
+                               {"poolCost", 1, NULL, st->pb[pool].cost},
+                               {"poolDisruption", 1, NULL, st->pb[pool].disruption},
+                               {"now", 1, NULL, (double)st->o.now}};
+    const dt_hook_rec cmd = {f, sizeof f / sizeof f[0]};
+    if (dt__policy_approve(st->o.policy, &cmd, recs, n, &ok) == 0 && !ok)
+      snprintf(out, len, "the policy's approve hook rejected the command (saves $%.4f/h)", savings);
+  }
+  dt__free(nr);
+  dt__free(recs);
+  return ok;
+}
+
 /* ------------------------------------------------------------ methods */
 
 static int emptiness(state *st) {
@@ -889,12 +977,14 @@ static int consolidation_candidates(state *st, candvec *cs) {
     if (dt__vec_push(cs, c)) return DT_ENOMEM;
   }
   qsort(cs->v, cs->n, sizeof *cs->v, cand_cmp);
-  return 0;
+  return order_hook(st, cs->v, cs->n);
 }
 
 static bool approve(state *st, const uint32_t *c, size_t n, const verdict *v, double savings, char *out, size_t len) {
-  (void)v;
-  return balanced_ok(st, c, n, savings, out, len);
+  double price = 0;
+  for (size_t i = 0; i < n; i++) price += st->nodes.v[c[i]].price;
+  return balanced_ok(st, c, n, savings, out, len) &&
+         approve_hook(st, c, n, v->replace ? "replace" : "delete", savings, price, out, len);
 }
 
 /* Whether removing cands[0..n) is a valid consolidation; fills v and s. */

@@ -582,6 +582,193 @@ int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *id
 }
 
 
+
+/* The result of an ordering hook (on top of the stack): a list of entries
+** (tables with a "name") or names. names[k] names entry k, read before the
+** call since the hook may reorder its argument in place. order[] gets the
+** hook's order, then the entries it left out. Pops the result. */
+static int read_order(dt_policy *p, int hook, const char *const *names_in, size_t n, size_t *order) {
+  lua_State *L = p->s.L;
+  int rc = 0;
+  size_t got = 0;
+  bool *taken = dt__calloc(n ? n : 1, sizeof *taken);
+  dt_symtab names = {0}; /* names are unique: symbol k+1 is entry k */
+  for (size_t k = 0; k < n && taken; k++)
+    if (dt__sym(&names, names_in[k]) != k + 1) names.oom = 1;
+  if (!taken || names.oom) {
+    for (size_t i = 0; i < n; i++) order[i] = i;
+    dt__free(taken);
+    dt__symtab_free(&names);
+    lua_pop(L, 1);
+    return -1;
+  }
+  if (!lua_istable(L, -1)) {
+    rc = bad_result(p, hook, "expected a list of entries or their names, got %s", luaL_typename(L, -1));
+  } else {
+    for (lua_Integer i = 1; !rc; i++) {
+      int t = lua_rawgeti(L, -1, i);
+      if (t == LUA_TNIL) {
+        lua_pop(L, 1);
+        break;
+      }
+      if (t == LUA_TTABLE) {
+        lua_getfield(L, -1, "name");
+        lua_remove(L, -2);
+        t = lua_type(L, -1);
+      }
+      if (t != LUA_TSTRING) {
+        rc = bad_result(p, hook, "entry %lld is %s; expected an entry or its name", (long long)i, lua_typename(L, t));
+        lua_pop(L, 1);
+        break;
+      }
+      const char *nm = lua_tostring(L, -1);
+      dt_sym sy = dt__sym_find(&names, nm);
+      size_t at = sy ? (size_t)sy - 1 : n;
+      if (at == n)
+        rc = bad_result(p, hook, "entry %lld names %s, which is not a candidate", (long long)i, nm);
+      else if (taken[at])
+        rc = bad_result(p, hook, "entry %lld names %s twice", (long long)i, nm);
+      else {
+        taken[at] = true;
+        order[got++] = at;
+      }
+      lua_pop(L, 1);
+    }
+  }
+  if (!rc) {
+    for (size_t k = 0; k < n; k++)
+      if (!taken[k]) order[got++] = k;
+  } else {
+    for (size_t i = 0; i < n; i++) order[i] = i;
+  }
+  dt__free(taken);
+  dt__symtab_free(&names);
+  lua_pop(L, 1);
+  return rc;
+}
+
+static void push_rec(lua_State *L, const dt_hook_rec *r) {
+  lua_createtable(L, 0, (int)r->nf);
+  for (size_t i = 0; i < r->nf; i++) {
+    const dt_hook_field *f = &r->f[i];
+    if (f->kind == 0 && f->s)
+      lua_pushstring(L, f->s);
+    else if (f->kind == 2)
+      lua_pushboolean(L, f->num != 0);
+    else if (f->kind == 1 && f->num == floor(f->num) && fabs(f->num) < 9e15)
+      lua_pushinteger(L, (lua_Integer)f->num);
+    else if (f->kind == 1)
+      lua_pushnumber(L, f->num);
+    else
+      continue;
+    lua_setfield(L, -2, f->key);
+  }
+}
+
+/* Builds a list of records (and optionally one record before it) in
+** protected mode. */
+static int build_recs(lua_State *L) {
+  const dt_hook_rec *one = lua_touserdata(L, 1);
+  const dt_hook_rec *recs = lua_touserdata(L, 2);
+  size_t n = (size_t)lua_tointeger(L, 3);
+  if (one) push_rec(L, one);
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    push_rec(L, &recs[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  if (one) {
+    lua_setfield(L, -2, "nodes");
+    return 1;
+  }
+  return 1;
+}
+
+static int push_recs(dt_policy *p, const char *what, const dt_hook_rec *one, const dt_hook_rec *recs, size_t n) {
+  lua_State *L = p->s.L;
+  lua_pushcfunction(L, build_recs);
+  lua_pushlightuserdata(L, (void *)one);
+  lua_pushlightuserdata(L, (void *)recs);
+  lua_pushinteger(L, (lua_Integer)n);
+  if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
+    record(p, what, lua_tostring(L, -1), false);
+    lua_pop(L, 1);
+    return -1;
+  }
+  return 0;
+}
+
+int dt__policy_consolidation_order(dt_policy *p, const dt_hook_rec *recs, size_t n, size_t *order) {
+  for (size_t i = 0; i < n; i++) order[i] = i;
+  if (!dt__policy_has(p, DT_HOOK_CONSOLIDATION_ORDER)) return -1;
+  lua_State *L = p->s.L;
+  if (!lua_checkstack(L, 8)) return -1;
+  if (push_recs(p, "consolidation_order", NULL, recs, n)) return -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_CONSOLIDATION_ORDER]);
+  lua_pushvalue(L, -2); /* keep the list below for read_order */
+  if (call(p, "consolidation_order", DT_HOOK_CONSOLIDATION_ORDER, 1, 1)) {
+    lua_pop(L, 1);
+    return -1;
+  }
+  const char **names = dt__malloc((n ? n : 1) * sizeof *names);
+  for (size_t k = 0; names && k < n; k++) {
+    names[k] = "";
+    for (size_t f = 0; f < recs[k].nf; f++)
+      if (!strcmp(recs[k].f[f].key, "name")) names[k] = recs[k].f[f].s;
+  }
+  int rc = names ? read_order(p, DT_HOOK_CONSOLIDATION_ORDER, names, n, order) : -1;
+  if (!names) lua_pop(L, 1);
+  dt__free(names);
+  lua_pop(L, 1);
+  return rc;
+}
+
+int dt__policy_approve(dt_policy *p, const dt_hook_rec *cmd, const dt_hook_rec *nodes, size_t n, bool *ok) {
+  *ok = true;
+  if (!dt__policy_has(p, DT_HOOK_APPROVE)) return -1;
+  lua_State *L = p->s.L;
+  if (!lua_checkstack(L, 8)) return -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_APPROVE]);
+  if (push_recs(p, "approve", cmd, nodes, n)) {
+    lua_pop(L, 1);
+    return -1;
+  }
+  if (call(p, "approve", DT_HOOK_APPROVE, 1, 1)) return -1;
+  int rc = 0;
+  if (lua_isnil(L, -1) || lua_isboolean(L, -1))
+    *ok = lua_isnil(L, -1) || lua_toboolean(L, -1);
+  else
+    rc = bad_result(p, DT_HOOK_APPROVE, "expected true, false or nil, got %s", luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return rc;
+}
+
+int dt__policy_budget(dt_policy *p, const char *pool, const char *reason, const dt_hook_rec *ctx, int64_t *allowed) {
+  if (!dt__policy_has(p, DT_HOOK_BUDGET)) return -1;
+  lua_State *L = p->s.L;
+  if (!lua_checkstack(L, 8)) return -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_BUDGET]);
+  lua_pushstring(L, pool);
+  lua_pushstring(L, reason);
+  if (push_recs(p, "budget", NULL, ctx, 1)) {
+    lua_pop(L, 3);
+    return -1;
+  }
+  lua_rawgeti(L, -1, 1); /* the ctx record itself */
+  lua_remove(L, -2);
+  if (call(p, "budget", DT_HOOK_BUDGET, 3, 1)) return -1;
+  int rc = 0;
+  if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0)
+    *allowed = (int64_t)lua_tointeger(L, -1);
+  else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) == HUGE_VAL)
+    *allowed = -1;
+  else if (!lua_isnil(L, -1))
+    rc = bad_result(p, DT_HOOK_BUDGET, "expected a non-negative integer, math.huge or nil, got %s",
+                    lua_type(L, -1) == LUA_TNUMBER ? "a negative or fractional number" : luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return rc;
+}
+
 /* Builds scale_in's arguments in protected mode (the memory cap may refuse). */
 static int build_vms(lua_State *L) {
   const dt_hook_pool *pool = lua_touserdata(L, 1);
@@ -646,61 +833,12 @@ int dt__policy_scale_in(dt_policy *p, const dt_hook_pool *pool, const dt_hook_vm
     lua_pop(L, 1);
     return -1;
   }
-  /* stack: vms, result */
-  int rc = 0;
-  size_t got = 0;
-  bool *taken = dt__calloc(n ? n : 1, sizeof *taken);
-  dt_symtab names = {0}; /* candidate names are unique: symbol k+1 is vms[k] */
-  for (size_t k = 0; k < n && taken; k++) dt__sym(&names, vms[k].name);
-  if (!taken || names.oom) {
-    dt__free(taken);
-    dt__symtab_free(&names);
-    lua_pop(L, 2);
-    return -1;
-  }
-  if (!lua_istable(L, -1)) {
-    rc = bad_result(p, DT_HOOK_SCALE_IN, "expected a list of VMs or VM names, got %s", luaL_typename(L, -1));
-  } else {
-    for (lua_Integer i = 1; !rc; i++) {
-      int t = lua_rawgeti(L, -1, i);
-      if (t == LUA_TNIL) {
-        lua_pop(L, 1);
-        break;
-      }
-      if (t == LUA_TTABLE) {
-        lua_getfield(L, -1, "name");
-        lua_remove(L, -2);
-        t = lua_type(L, -1);
-      }
-      if (t != LUA_TSTRING) {
-        rc = bad_result(p, DT_HOOK_SCALE_IN, "entry %lld is %s; expected a VM or its name", (long long)i,
-                        lua_typename(L, t));
-        lua_pop(L, 1);
-        break;
-      }
-      const char *nm = lua_tostring(L, -1);
-      dt_sym sy = dt__sym_find(&names, nm);
-      size_t at = sy ? (size_t)sy - 1 : n;
-      if (at == n)
-        rc = bad_result(p, DT_HOOK_SCALE_IN, "entry %lld names %s, which is not a candidate", (long long)i, nm);
-      else if (taken[at])
-        rc = bad_result(p, DT_HOOK_SCALE_IN, "entry %lld names %s twice", (long long)i, nm);
-      else {
-        taken[at] = true;
-        order[got++] = at;
-      }
-      lua_pop(L, 1);
-    }
-  }
-  if (!rc) {
-    for (size_t k = 0; k < n; k++)
-      if (!taken[k]) order[got++] = k;
-  } else {
-    for (size_t i = 0; i < n; i++) order[i] = i;
-  }
-  dt__free(taken);
-  dt__symtab_free(&names);
-  lua_pop(L, 2);
+  const char **names = dt__malloc((n ? n : 1) * sizeof *names);
+  for (size_t k = 0; names && k < n; k++) names[k] = vms[k].name;
+  int rc = names ? read_order(p, DT_HOOK_SCALE_IN, names, n, order) : -1;
+  if (!names) lua_pop(L, 1);
+  dt__free(names);
+  lua_pop(L, 1); /* the vms table */
   return rc;
 }
 
@@ -746,6 +884,42 @@ static int validate(dt_policy *p, dt_error *err) {
     size_t order[3];
     if (dt__policy_scale_in(p, &pool, vms, 3, order))
       rc = dt__err(err, DT_EINVAL, "%s: scale_in hook failed on the golden input: %s", who,
+                   p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
+  }
+  static const dt_hook_field gn1[] = {{"name", 0, "node-a", 0},       {"nodePool", 0, "default", 0},
+                                      {"instanceType", 0, "m5.large", 0}, {"capacityType", 0, "on-demand", 0},
+                                      {"price", 1, NULL, 0.096},          {"pods", 1, NULL, 3},
+                                      {"disruptionCost", 1, NULL, 4},     {"age", 1, NULL, 86400}};
+  static const dt_hook_field gn2[] = {{"name", 0, "node-b", 0},        {"nodePool", 0, "default", 0},
+                                      {"instanceType", 0, "c6g.xlarge", 0}, {"capacityType", 0, "spot", 0},
+                                      {"price", 1, NULL, 0.05},            {"pods", 1, NULL, 1},
+                                      {"disruptionCost", 1, NULL, 2},      {"age", 1, NULL, 3600}};
+  const dt_hook_rec gnodes[] = {{gn1, 8}, {gn2, 8}};
+  if (!rc && dt__policy_has(p, DT_HOOK_CONSOLIDATION_ORDER)) {
+    size_t order[2];
+    if (dt__policy_consolidation_order(p, gnodes, 2, order))
+      rc = dt__err(err, DT_EINVAL, "%s: consolidation_order hook failed on the golden input: %s", who,
+                   p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
+  }
+  if (!rc && dt__policy_has(p, DT_HOOK_APPROVE)) {
+    static const dt_hook_field gc[] = {{"reason", 0, "Underutilized", 0}, {"action", 0, "delete", 0},
+                                       {"savings", 1, NULL, 0.146},       {"price", 1, NULL, 0.146},
+                                       {"newPrice", 1, NULL, 0},          {"disruption", 1, NULL, 6},
+                                       {"poolCost", 1, NULL, 1.5},        {"poolDisruption", 1, NULL, 40},
+                                       {"now", 1, NULL, 0}};
+    const dt_hook_rec cmd = {gc, 9};
+    bool ok;
+    if (dt__policy_approve(p, &cmd, gnodes, 2, &ok))
+      rc = dt__err(err, DT_EINVAL, "%s: approve hook failed on the golden input: %s", who,
+                   p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
+  }
+  if (!rc && dt__policy_has(p, DT_HOOK_BUDGET)) {
+    static const dt_hook_field gb[] = {{"now", 1, NULL, 0}, {"nodes", 1, NULL, 10}, {"disrupting", 1, NULL, 0},
+                                       {"allowed", 1, NULL, 1}};
+    const dt_hook_rec ctx = {gb, 4};
+    int64_t a = 1;
+    if (dt__policy_budget(p, "default", "Underutilized", &ctx, &a))
+      rc = dt__err(err, DT_EINVAL, "%s: budget hook failed on the golden input: %s", who,
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
   dt__policy_round_end(p);

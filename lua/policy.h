@@ -76,6 +76,29 @@ typedef struct dt_hook_pool {
 ** engine's order). Returns 0, or -1 when the hook failed (engine order kept). */
 int dt__policy_scale_in(dt_policy *p, const dt_hook_pool *pool, const dt_hook_vm *vms, size_t n, size_t *order);
 
+/* A record passed to the disruption hooks: a table of named strings and
+** numbers (kind 0 string, 1 number, 2 boolean). */
+typedef struct dt_hook_field {
+  const char *key;
+  int kind;
+  const char *s;
+  double num;
+} dt_hook_field;
+
+typedef struct dt_hook_rec {
+  const dt_hook_field *f;
+  size_t nf;
+} dt_hook_rec;
+
+/* consolidation_order(candidates): recs carry a "name" field; order[] as
+** for scale_in. approve(command): cmd with nodes[] of recs; *ok is the
+** verdict (nil counts as approval). budget(pool, reason, ctx): *allowed is
+** replaced by the hook's integer (nil keeps it; -1 means unlimited in and
+** out). Each returns 0, or -1 when the hook failed (the default stands). */
+int dt__policy_consolidation_order(dt_policy *p, const dt_hook_rec *recs, size_t n, size_t *order);
+int dt__policy_approve(dt_policy *p, const dt_hook_rec *cmd, const dt_hook_rec *nodes, size_t n, bool *ok);
+int dt__policy_budget(dt_policy *p, const char *pool, const char *reason, const dt_hook_rec *ctx, int64_t *allowed);
+
 /* Errors recorded since load, for the plan's policyErrors. */
 typedef struct dt_policy_err {
   const char *hook;

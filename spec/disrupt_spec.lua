@@ -343,6 +343,62 @@ describe("drift and expiry", function()
   end)
 end)
 
+describe("disruption hooks", function()
+  local function three_empty()
+    local items = { pool({ disruption = { budgets = { { nodes = "1" } } } }) }
+    for i = 1, 3 do items[#items + 1] = node("n" .. i) end
+    return items
+  end
+
+  it("budget: maintenance-window.lua allows nothing outside Saturday 02:00-06:00 UTC", function()
+    local r = run(three_empty(), { policy = "policies/maintenance-window.lua" })
+    assert.equal(0, #r.commands)
+    assert.equal(0, budget(r, "default", "Empty"))
+    r = run(three_empty(), { policy = "policies/maintenance-window.lua", now = "2026-11-28T03:00:00Z" })
+    assert.equal(1, #r.commands, "inside the window the NodePool's budget of 1 applies")
+  end)
+
+  it("approve: min-savings.lua refuses small savings", function()
+    -- x (medium, $0.20) -> small ($0.10) saves $0.10: approved; with a
+    -- threshold above it, refused
+    local items = { pool(), node("x") }
+    for i = 1, 3 do items[#items + 1] = pod("x" .. i, "x", { cpu = "250m" }) end
+    assert.equal(1, #run(items, { policy = "policies/min-savings.lua" }).commands)
+    local strict = h.write("return { approve = function(cmd) return cmd.savings >= 0.5 end }")
+    local r = run(items, { policy = strict })
+    assert.equal(0, #r.commands)
+    assert.matches("approve hook rejected", blocked(r, "x"))
+    os.remove(strict)
+  end)
+
+  it("approve: balanced.lua decides as the built-in Balanced", function()
+    local items = { pool(), node("x") }
+    for i = 1, 6 do items[#items + 1] = pod("x" .. i, "x", { cpu = "250m" }) end
+    for i = 1, 3 do
+      items[#items + 1] = node("z" .. i)
+      items[#items + 1] = pod("z" .. i, "z" .. i, { cpu = "3500m" })
+    end
+    assert.equal(1, #run(items).commands)
+    assert.equal(0, #run(items, { policy = "policies/balanced.lua" }).commands)
+  end)
+
+  it("consolidation_order may put another candidate first", function()
+    local items = { pool({ disruption = { budgets = { { nodes = "1" } } } }), node("busy"), node("quiet"),
+      pod("b1", "busy"), pod("b2", "busy"), pod("q1", "quiet") }
+    assert.same({ "quiet" }, disrupted(run(items)))
+    local path = h.write([[
+return {
+  consolidation_order = function(nodes)
+    table.sort(nodes, function(a, b) return a.pods > b.pods end)
+    return nodes
+  end,
+}
+]])
+    assert.same({ "busy" }, disrupted(run(items, { policy = path })))
+    os.remove(path)
+  end)
+end)
+
 describe("dovetail disrupt (CLI)", function()
   local path
   setup(function()
