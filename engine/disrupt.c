@@ -1013,7 +1013,8 @@ static int try_consolidate(state *st, const uint32_t *cands, size_t n, bool sing
   return 0;
 }
 
-static int multi_node(state *st) {
+/* One multi-node command, if any; *made tells. */
+static int multi_node_once(state *st, bool *made) {
   candvec cs = {0};
   int rc = consolidation_candidates(st, &cs);
   uint32_t *pre = dt__malloc((cs.n ? cs.n : 1) * sizeof *pre);
@@ -1053,11 +1054,21 @@ static int multi_node(state *st) {
   }
   for (size_t k = 0; k < best; k++) step(st, pre[k], "multi-node consolidation: removed with %zu others", best - 1);
   if (!rc && best) rc = apply(st, pre, best, &bs, "Underutilized", "multi-node consolidation", bv);
+  *made = best > 0;
   sim_free(&bs);
   dt__free(bv);
   dt__free(v);
   dt__free(pre);
   dt__free(cs.v);
+  return rc;
+}
+
+/* Karpenter starts a new loop after each command, and multi-node runs again
+** before single-node gets a turn: repeat it while it finds commands. */
+static int multi_node(state *st) {
+  bool made = true;
+  int rc = 0;
+  while (!rc && made) rc = multi_node_once(st, &made);
   return rc;
 }
 

@@ -90,7 +90,30 @@ static const char *k_manifests =
     "  ownerReferences: [{kind: VirtualMachinePool, name: vp, controller: true}]\n"
     "spec:\n  runStrategy: Always\n  template: {spec: {domain: {cpu: {cores: 2}}}}\n"
     "status: {printableStatus: Unschedulable, startFailure: {consecutiveFailCount: 3}}\n"
-    "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: d-0}\n";
+    "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: d-0}\n"
+    "---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: dis}\n"
+    "spec:\n  disruption: {budgets: [{nodes: \"50%\"}, {nodes: \"0\", schedule: \"@daily\", duration: 1h}]}\n"
+    "  template:\n    spec:\n      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]\n"
+    "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: m1\n  annotations: {dovetail.dev/nodepool-hash: \"0\"}\n"
+    "  labels: {node.kubernetes.io/instance-type: b, topology.kubernetes.io/zone: z1,\n"
+    "    karpenter.sh/capacity-type: on-demand, karpenter.sh/nodepool: dis}\n"
+    "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: m2\n"
+    "  labels: {node.kubernetes.io/instance-type: b, topology.kubernetes.io/zone: z1,\n"
+    "    karpenter.sh/capacity-type: on-demand, karpenter.sh/nodepool: dis}\n"
+    "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: m3\n"
+    "  labels: {node.kubernetes.io/instance-type: b, topology.kubernetes.io/zone: z1,\n"
+    "    karpenter.sh/capacity-type: on-demand, karpenter.sh/nodepool: dis}\n"
+    "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: m4\n"
+    "  labels: {node.kubernetes.io/instance-type: b, topology.kubernetes.io/zone: z1,\n"
+    "    karpenter.sh/capacity-type: on-demand, karpenter.sh/nodepool: dis}\n"
+    "---\napiVersion: v1\nkind: Pod\nmetadata: {name: q1, labels: {app: q}}\n"
+    "spec: {nodeName: m2, containers: [{name: c, resources: {requests: {cpu: 1}}}]}\n"
+    "---\napiVersion: v1\nkind: Pod\nmetadata: {name: q2, labels: {app: q}}\n"
+    "spec: {nodeName: m3, containers: [{name: c, resources: {requests: {cpu: 1}}}]}\n"
+    "---\napiVersion: v1\nkind: Pod\nmetadata: {name: q3}\n"
+    "spec: {nodeName: m1, containers: [{name: c, resources: {requests: {cpu: 1}}}]}\n"
+    "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: q}\n"
+    "spec: {selector: {matchLabels: {app: q}}, maxUnavailable: 1}\n";
 
 /* One full cycle; returns 0, DT_ENOMEM or another error. */
 static dt_error g_err;
@@ -132,6 +155,18 @@ static int cycle(int *stage) {
   dt_pools_free(pools);
   if (rc) goto done;
   *stage = 5;
+  dt_disruption *dis = NULL;
+  dt_disrupt_opts dopt = {0};
+  dopt.explain = "n1";
+  if ((rc = dt_disrupt_run(c, m, &dopt, &dis, &err))) goto done;
+  for (int f = 0; f < 3 && !rc; f++) {
+    if (!(text = dt_disrupt_render(dis, (dt_format)f, NULL))) rc = DT_ENOMEM;
+    dt_free(text);
+    text = NULL;
+  }
+  dt_disrupt_free(dis);
+  if (rc) goto done;
+  *stage = 6;
 done:
   g_err = err;
   dt_free(text);
@@ -143,7 +178,7 @@ done:
 
 static void test_oom(void) {
   int stage;
-  CHECK(cycle(&stage) == 0 && stage == 5, "the cycle succeeds without injected faults");
+  CHECK(cycle(&stage) == 0 && stage == 6, "the cycle succeeds without injected faults");
   dt_set_allocator(f_malloc, f_realloc, free);
   long n;
   int bad = 0;
