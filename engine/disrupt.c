@@ -870,7 +870,7 @@ static int emptiness(state *st) {
     cand c = {(uint32_t)i, d->price > 0 ? d->price : 0};
     if (dt__vec_push(&cs, c)) return DT_ENOMEM;
   }
-  qsort(cs.v, cs.n, sizeof *cs.v, cand_cmp);
+  if (cs.n) qsort(cs.v, cs.n, sizeof *cs.v, cand_cmp);
   uint32_t *take = dt__malloc((cs.n ? cs.n : 1) * sizeof *take);
   if (!take) {
     dt__free(cs.v);
@@ -924,7 +924,7 @@ static int replace_each(state *st, bool expiry) {
     cand c = {(uint32_t)i, (d->empty ? 1e18 : 0) + (double)age(st, d->n)};
     if (dt__vec_push(&cs, c)) return DT_ENOMEM;
   }
-  qsort(cs.v, cs.n, sizeof *cs.v, cand_cmp);
+  if (cs.n) qsort(cs.v, cs.n, sizeof *cs.v, cand_cmp);
   int rc = 0;
   for (size_t k = 0; k < cs.n && !rc; k++) {
     uint32_t i = cs.v[k].node;
@@ -976,7 +976,7 @@ static int consolidation_candidates(state *st, candvec *cs) {
     cand c = {(uint32_t)i, d->price / d->cost};
     if (dt__vec_push(cs, c)) return DT_ENOMEM;
   }
-  qsort(cs->v, cs->n, sizeof *cs->v, cand_cmp);
+  if (cs->n) qsort(cs->v, cs->n, sizeof *cs->v, cand_cmp);
   return order_hook(st, cs->v, cs->n);
 }
 
