@@ -191,9 +191,12 @@ static int build(state *st) {
     const char *ct = dt__kv_get(n->labels.v, n->labels.n, DT_L_CAPACITY_TYPE);
     d.ct = ct ? dt__ct_parse(ct) : -1;
     d.price = offer_price(find_type(st, d.type), d.zone, d.ct);
-    if (dt__vec_push(&st->nodes, d)) return DT_ENOMEM;
     /* pods name their node by its name, or a claim by its node's name */
-    if (dt__sym(&names, n->name) == 0 || (n->node_name && !dt__sym(&names, n->node_name))) return DT_ENOMEM;
+    if (dt__vec_push(&st->nodes, d) || dt__sym(&names, n->name) == 0 ||
+        (n->node_name && !dt__sym(&names, n->node_name))) {
+      dt__symtab_free(&names);
+      return DT_ENOMEM;
+    }
   }
   int32_t *at = dt__calloc(names.n + 1, sizeof *at);
   if (!at) {
