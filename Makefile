@@ -66,8 +66,9 @@ $(LIBA): $(ENGINE_OBJ)
 $(LIBSO): $(ENGINE_OBJ)
 	$(CC) -shared $(SANFLAGS) -Wl,-soname,libdovetail.so.0 -o $@ $^ $(LDLIBS)
 
-$(BIN): $(BUILD)/engine/main.o $(LIBA)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS)
+# The daemon (serve.c) links h2o and libuv; the library does not need them.
+$(BIN): $(BUILD)/engine/main.o $(BUILD)/engine/serve.o $(LIBA)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv
 
 # The Lua module links the engine statically: `require "dovetail"` needs
 # nothing else installed. Lua symbols come from the host interpreter.
@@ -88,7 +89,7 @@ deps:
 	$$SUDO apt-get update -qq && \
 	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
 	  build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libcurl4-openssl-dev \
-	  libcjson-dev libyaml-dev lua-busted lua-check glpk-utils >/dev/null
+	  libcjson-dev libyaml-dev libh2o-dev libssl-dev zlib1g-dev curl lua-busted lua-check glpk-utils >/dev/null
 
 # Build on demand when the toolchain's libraries are missing (fresh machine).
 .deps-ok:

@@ -14,7 +14,7 @@
 ** candidates' pods become pending and dt_plan_run places them on the other
 ** nodes and at most one new claim, with every scheduling constraint.
 */
-#include "sched.h"
+#include "schedule.h"
 
 #include "../lua/policy.h"
 

@@ -18,7 +18,7 @@
 ** so it is never worse. Pools with limits, minValues or capacity
 ** reservations are left to first-fit (their accounting is first-fit's).
 */
-#include "sched.h"
+#include "schedule.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 ** or a table (for people). Rendering only reads the plan; the same plan
 ** renders byte-identically every time.
 */
-#include "sched.h"
+#include "schedule.h"
 
 #include "../lua/policy.h"
 

@@ -20,7 +20,7 @@
 **   - a claim that cannot fit even the smallest pod still queued is closed
 **     and leaves the search.
 */
-#include "sched.h"
+#include "schedule.h"
 
 #include "../lua/policy.h"
 

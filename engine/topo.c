@@ -20,7 +20,7 @@
 ** and affinity; for anti-affinity they count in every zone the claim may
 ** still take, which is pessimistic as Karpenter is.
 */
-#include "sched.h"
+#include "schedule.h"
 
 #include <string.h>
 

@@ -1,5 +1,5 @@
 /*
-** sched.h: the compiled run model shared by the scheduler (sched.c) and the
+** schedule.h: the compiled run model shared by the scheduler (sched.c) and the
 ** renderer (plan.c). Everything here lives in the plan's arena and symbol
 ** table; nothing is freed individually.
 */

@@ -1,0 +1,912 @@
+/*
+** serve.c: `dovetail serve`, the daemon. One libuv loop runs everything: the
+** HTTP API (h2o on libuv), the provisioning batch window, the policy file
+** watch, signals, and the provider. Objects applied through the API are kept
+** as JSON text keyed by kind/namespace/name; a plan round parses them into a
+** dt_manifests, plans, and launches the new NodeClaims through the provider.
+** Launched claims go back into the store (with the pods they carry), so the
+** next round sees them as in-flight capacity. State is written atomically
+** (write, fsync, rename) after every change and read back at start.
+**
+** Providers: `sim`, an in-process cloud (launch latency zero, capacity
+** unbounded unless --sim-ice marks offerings as out of capacity).
+*/
+#define _GNU_SOURCE
+#include "dovetail.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <h2o.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <uv.h>
+
+#define MAX_DECISIONS 200
+
+typedef struct obj {
+  char *key;  /* Kind/namespace/name */
+  char *json; /* the object, compact JSON */
+} obj;
+
+typedef struct instance {
+  char *id, *claim, *type, *zone, *ct, *pool;
+  double price;
+  int64_t launched;
+} instance;
+
+typedef struct dtd {
+  uv_loop_t *loop;
+  h2o_globalconf_t config;
+  h2o_context_t ctx;
+  h2o_accept_ctx_t accept;
+  uv_tcp_t listener;
+  uv_timer_t idle, max, debounce;
+  uv_signal_t sighup, sigterm, sigint;
+  uv_fs_event_t watch;
+  bool watching, batch_open, stopping;
+  /* configuration */
+  const char *listen_host, *state_path, *policy_path, *token, *log_format;
+  int port;
+  uint64_t idle_ms, max_ms;
+  int64_t ttl; /* unavailable marks, seconds */
+  size_t body_limit;
+  DT_VEC(char *) sim_ice; /* "type/zone/capacity-type" out of capacity in the sim cloud */
+  dt_catalog *cat;
+  dt_policy *policy;
+  /* state */
+  DT_VEC(obj) objs;
+  DT_VEC(instance) insts;
+  cJSON *decisions; /* recent, newest last */
+  char *last_plan;
+  uint64_t round, seq;
+  char reload_result[600];
+  /* metrics */
+  double plan_ms_sum, cost;
+  uint64_t plan_buckets[8], plans, pending, launched[3], reloads_ok, reloads_failed, provider_ok, provider_ice;
+  uint64_t events;
+} dtd;
+
+static dtd D;
+
+static const double k_buckets[8] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
+
+static int64_t wall(void) { return (int64_t)time(NULL); }
+
+/* ------------------------------------------------------------ logging */
+
+static void logf_(const char *level, const char *event, const char *fmt, ...) DT_PRINTF(3, 4);
+static void logf_(const char *level, const char *event, const char *fmt, ...) {
+  char msg[2000], ts[40];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  dt__fmt_time(wall(), ts, sizeof ts);
+  if (D.log_format && !strcmp(D.log_format, "logfmt")) {
+    fprintf(stderr, "time=%s level=%s event=%s msg=\"%s\"\n", ts, level, event, msg);
+  } else {
+    dt_buf b = {0};
+    dt__buf_printf(&b, "{\"time\":\"%s\",\"level\":\"%s\",\"event\":\"%s\",\"msg\":", ts, level, event);
+    dt__buf_json_str(&b, msg);
+    dt__buf_puts(&b, "}\n");
+    if (b.p) fputs(b.p, stderr);
+    dt__free(b.p);
+  }
+  fflush(stderr);
+}
+
+static void decision(const char *kind, const char *subject, const char *reason) {
+  cJSON *d = cJSON_CreateObject();
+  char ts[40];
+  dt__fmt_time(wall(), ts, sizeof ts);
+  cJSON_AddStringToObject(d, "time", ts);
+  cJSON_AddStringToObject(d, "kind", kind);
+  cJSON_AddStringToObject(d, "subject", subject);
+  cJSON_AddStringToObject(d, "reason", reason);
+  cJSON_AddItemToArray(D.decisions, d);
+  while (cJSON_GetArraySize(D.decisions) > MAX_DECISIONS) cJSON_DeleteItemFromArray(D.decisions, 0);
+  logf_("info", kind, "%s: %s", subject, reason);
+}
+
+/* ------------------------------------------------------------ the store */
+
+static int obj_find(const char *key) {
+  for (size_t i = 0; i < D.objs.n; i++)
+    if (!strcmp(D.objs.v[i].key, key)) return (int)i;
+  return -1;
+}
+
+static int obj_put(const char *key, const cJSON *o) {
+  char *json = cJSON_PrintUnformatted(o);
+  if (!json) return DT_ENOMEM;
+  int at = obj_find(key);
+  if (at >= 0) {
+    free(D.objs.v[at].json);
+    D.objs.v[at].json = json;
+    return 0;
+  }
+  obj ob = {dt__strdup(key), json};
+  if (!ob.key || dt__vec_push(&D.objs, ob)) {
+    dt__free(ob.key);
+    free(json);
+    return DT_ENOMEM;
+  }
+  return 0;
+}
+
+static bool obj_del(const char *key) {
+  int at = obj_find(key);
+  if (at < 0) return false;
+  dt__free(D.objs.v[at].key);
+  free(D.objs.v[at].json);
+  D.objs.v[at] = D.objs.v[--D.objs.n];
+  return true;
+}
+
+static void obj_key(const cJSON *o, char *out, size_t n) {
+  const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+  const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "kind"));
+  const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "namespace"));
+  const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "name"));
+  bool cluster = kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
+                          !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering"));
+  snprintf(out, n, "%s/%s/%s", kind ? kind : "", cluster ? "" : (ns && *ns ? ns : "default"), name ? name : "");
+}
+
+static int key_cmp(const void *a, const void *b) { return strcmp(((const obj *)a)->key, ((const obj *)b)->key); }
+
+/* All objects as one manifest set (in key order, so rounds are deterministic). */
+static dt_manifests *manifests(dt_error *err) {
+  if (D.objs.n) qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
+  dt_manifests *m = dt_manifests_new();
+  if (!m) {
+    snprintf(err->msg, sizeof err->msg, "out of memory");
+    return NULL;
+  }
+  for (size_t i = 0; i < D.objs.n; i++)
+    if (dt_manifests_add_buffer(m, D.objs.v[i].key, D.objs.v[i].json, strlen(D.objs.v[i].json), err)) {
+      dt_manifests_free(m);
+      return NULL;
+    }
+  return m;
+}
+
+/* ------------------------------------------------------------ state file */
+
+static int save_state(void) {
+  if (!D.state_path) return 0;
+  cJSON *root = cJSON_CreateObject(), *objs = cJSON_AddArrayToObject(root, "objects");
+  cJSON *insts = cJSON_AddArrayToObject(root, "instances");
+  for (size_t i = 0; i < D.objs.n; i++) cJSON_AddItemToArray(objs, cJSON_Parse(D.objs.v[i].json));
+  for (size_t i = 0; i < D.insts.n; i++) {
+    const instance *in = &D.insts.v[i];
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", in->id);
+    cJSON_AddStringToObject(o, "claim", in->claim);
+    cJSON_AddStringToObject(o, "instanceType", in->type);
+    cJSON_AddStringToObject(o, "zone", in->zone);
+    cJSON_AddStringToObject(o, "capacityType", in->ct);
+    cJSON_AddStringToObject(o, "nodePool", in->pool);
+    cJSON_AddNumberToObject(o, "price", in->price);
+    cJSON_AddNumberToObject(o, "launched", (double)in->launched);
+    cJSON_AddItemToArray(insts, o);
+  }
+  char *text = cJSON_PrintUnformatted(root);
+  cJSON_Delete(root);
+  if (!text) return DT_ENOMEM;
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", D.state_path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  size_t len = strlen(text);
+  bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
+  if (fd >= 0) ok &= close(fd) == 0;
+  ok = ok && rename(tmp, D.state_path) == 0;
+  free(text);
+  if (!ok) {
+    logf_("error", "state", "cannot write %s: %s", D.state_path, strerror(errno));
+    unlink(tmp);
+    return DT_EIO;
+  }
+  return 0;
+}
+
+static void inst_free(instance *in) {
+  dt__free(in->id);
+  dt__free(in->claim);
+  dt__free(in->type);
+  dt__free(in->zone);
+  dt__free(in->ct);
+  dt__free(in->pool);
+}
+
+static int add_instance(const char *id, const char *claim, const char *type, const char *zone, const char *ct,
+                        const char *pool, double price, int64_t launched) {
+  instance in = {dt__strdup(id), dt__strdup(claim), dt__strdup(type), dt__strdup(zone),
+                 dt__strdup(ct),  dt__strdup(pool),  price,            launched};
+  if (!in.id || !in.claim || !in.type || !in.zone || !in.ct || !in.pool || dt__vec_push(&D.insts, in)) {
+    inst_free(&in);
+    return DT_ENOMEM;
+  }
+  return 0;
+}
+
+/* Read the state back. The sim provider's instance list is the state's own,
+** so reconciling adopts every instance whose claim is in the store and
+** forgets the rest. */
+static int load_state(dt_error *err) {
+  if (!D.state_path || access(D.state_path, F_OK)) return 0;
+  char *text;
+  size_t len;
+  if (dt__read_file(D.state_path, &text, &len, err)) return DT_EIO;
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  dt__free(text);
+  if (!root) return dt__err(err, DT_EINVAL, "%s: not a dovetail state file (invalid JSON)", D.state_path);
+  const cJSON *o;
+  cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "objects")) {
+    char key[1200];
+    obj_key(o, key, sizeof key);
+    obj_put(key, o);
+  }
+  cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "instances")) {
+    const char *claim = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "claim"));
+    char key[1200];
+    snprintf(key, sizeof key, "NodeClaim//%s", claim ? claim : "");
+    if (!claim || obj_find(key) < 0) continue; /* its claim is gone: forget it */
+    add_instance(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id")), claim,
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "instanceType")),
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "zone")),
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "capacityType")),
+                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "nodePool")),
+                 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "price")),
+                 (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "launched")));
+  }
+  cJSON_Delete(root);
+  logf_("info", "state", "read %s: %zu objects, %zu instances", D.state_path, D.objs.n, D.insts.n);
+  return 0;
+}
+
+/* ------------------------------------------------------------ provider */
+
+/* Mark an offering unavailable for the TTL (an UnavailableOffering object). */
+static void mark_unavailable(const char *ct, const char *type, const char *zone, const char *why) {
+  char ts[40], name[600], key[800];
+  dt__fmt_time(wall() + D.ttl, ts, sizeof ts);
+  snprintf(name, sizeof name, "%s.%s.%s", ct, type, zone);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "apiVersion", "dovetail.dev/v1alpha1");
+  cJSON_AddStringToObject(o, "kind", "UnavailableOffering");
+  cJSON_AddObjectToObject(o, "metadata");
+  cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "name", name);
+  cJSON *sp = cJSON_AddObjectToObject(o, "spec");
+  cJSON_AddStringToObject(sp, "capacityType", ct);
+  cJSON_AddStringToObject(sp, "instanceType", type);
+  cJSON_AddStringToObject(sp, "zone", zone);
+  cJSON_AddStringToObject(sp, "expiresAt", ts);
+  snprintf(key, sizeof key, "UnavailableOffering//%s", name);
+  obj_put(key, o);
+  cJSON_Delete(o);
+  char subj[700];
+  snprintf(subj, sizeof subj, "%s/%s/%s", type, zone, ct);
+  char reason[700];
+  snprintf(reason, sizeof reason, "%s; unavailable until %s", why, ts);
+  decision("unavailable", subj, reason);
+}
+
+/* Drop marks whose time has come. */
+static void expire_marks(void) {
+  int64_t now = wall();
+  for (size_t i = 0; i < D.objs.n;) {
+    if (strncmp(D.objs.v[i].key, "UnavailableOffering/", 20)) {
+      i++;
+      continue;
+    }
+    cJSON *o = cJSON_Parse(D.objs.v[i].json);
+    const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"),
+                                                                          "expiresAt"));
+    int64_t t = 0;
+    bool gone = e && !dt_time_parse(e, &t, NULL) && t <= now;
+    cJSON_Delete(o);
+    if (gone)
+      obj_del(D.objs.v[i].key);
+    else
+      i++;
+  }
+}
+
+/* The sim cloud: launches succeed unless the offering is listed by --sim-ice. */
+static int sim_launch(const char *type, const char *zone, const char *ct, char *id, size_t n) {
+  char k[600];
+  snprintf(k, sizeof k, "%s/%s/%s", type, zone, ct);
+  for (size_t i = 0; i < D.sim_ice.n; i++)
+    if (!strcmp(D.sim_ice.v[i], k)) return -1;
+  snprintf(id, n, "i-%016llx", (unsigned long long)dt__hash64(k, strlen(k)) ^ (unsigned long long)++D.seq);
+  return 0;
+}
+
+/* ------------------------------------------------------------ a round */
+
+static void arm_batch(void);
+
+static void plan_round(void) {
+  dt_error err = {0};
+  expire_marks();
+  dt_manifests *m = manifests(&err);
+  if (!m) {
+    logf_("error", "plan", "%s", err.msg);
+    return;
+  }
+  dt_plan_opts o = {0};
+  o.now = wall();
+  o.seed = ++D.round;
+  o.policy = D.policy;
+  dt_plan *p = NULL;
+  double t0 = dt__now_ms();
+  if (dt_plan_run(D.cat, m, &o, &p, &err)) {
+    logf_("error", "plan", "%s", err.msg);
+    dt_manifests_free(m);
+    return;
+  }
+  double ms = dt__now_ms() - t0;
+  D.plans++;
+  D.plan_ms_sum += ms / 1000;
+  for (int b = 0; b < 8; b++)
+    if (ms / 1000 <= k_buckets[b]) D.plan_buckets[b]++;
+  dt_plan_stats st;
+  dt_plan_stats_get(p, &st);
+  size_t len;
+  char *json = dt_plan_render(p, DT_FORMAT_JSON, &len), *yaml = dt_plan_render(p, DT_FORMAT_YAML, NULL);
+  free(D.last_plan);
+  D.last_plan = json ? strdup(json) : NULL;
+  dt_free(json);
+  D.pending = st.unschedulable;
+  /* Launch every new claim; the applyable YAML carries the pods they take. */
+  cJSON *docs = NULL;
+  bool replan = false;
+  if (yaml && !dt__doc_parse("plan", yaml, strlen(yaml), &docs, &err)) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, docs) {
+      if (!cJSON_IsObject(c)) continue;
+      const cJSON *md = cJSON_GetObjectItemCaseSensitive(c, "metadata");
+      const cJSON *lab = cJSON_GetObjectItemCaseSensitive(md, "labels");
+      const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "name"));
+      const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "node.kubernetes.io/instance-type"));
+      const char *zone = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "topology.kubernetes.io/zone"));
+      const char *ct = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "karpenter.sh/capacity-type"));
+      const char *pool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "karpenter.sh/nodepool"));
+      if (!name || !type || !zone || !ct || !pool) continue;
+      char id[64], subj[800], reason[800];
+      snprintf(subj, sizeof subj, "NodeClaim %s", name);
+      if (sim_launch(type, zone, ct, id, sizeof id)) {
+        D.provider_ice++;
+        snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: InsufficientCapacity", type, zone, ct);
+        decision("launch-failed", subj, reason);
+        mark_unavailable(ct, type, zone, "insufficient capacity at launch");
+        replan = true;
+        continue;
+      }
+      D.provider_ok++;
+      int cti = !strcmp(ct, "reserved") ? 0 : !strcmp(ct, "spot") ? 1 : 2;
+      D.launched[cti]++;
+      char key[800];
+      snprintf(key, sizeof key, "NodeClaim//%s", name);
+      obj_put(key, c);
+      add_instance(id, name, type, zone, ct, pool, 0, wall());
+      snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, type, zone, ct, pool);
+      decision("launch", subj, reason);
+    }
+  }
+  cJSON_Delete(docs);
+  dt_free(yaml);
+  D.cost = 0;
+  if (D.last_plan) {
+    cJSON *pj = cJSON_Parse(D.last_plan);
+    D.cost = cJSON_GetNumberValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pj, "summary"), "hourlyCost"));
+    cJSON_Delete(pj);
+  }
+  logf_("info", "plan", "round %llu: %zu pending pods, %zu scheduled, %zu new claims, %zu unschedulable, %.1f ms",
+        (unsigned long long)D.round, st.pods, st.scheduled, st.nodes, st.unschedulable, ms);
+  dt_plan_free(p);
+  dt_manifests_free(m);
+  save_state();
+  if (replan) arm_batch();
+}
+
+static void on_batch(uv_timer_t *t) {
+  (void)t;
+  uv_timer_stop(&D.idle);
+  uv_timer_stop(&D.max);
+  D.batch_open = false;
+  plan_round();
+}
+
+/* A change arrived: (re)start the idle window; the max window bounds it. */
+static void arm_batch(void) {
+  uv_timer_start(&D.idle, on_batch, D.idle_ms, 0);
+  if (!D.batch_open) {
+    D.batch_open = true;
+    uv_timer_start(&D.max, on_batch, D.max_ms, 0);
+  }
+}
+
+/* ------------------------------------------------------------ reload */
+
+static void reload(const char *why) {
+  if (!D.policy) return;
+  dt_error err = {0};
+  int changed = 0;
+  char ts[40];
+  dt__fmt_time(wall(), ts, sizeof ts);
+  if (dt_policy_reload(D.policy, &changed, &err)) {
+    D.reloads_failed++;
+    snprintf(D.reload_result, sizeof D.reload_result, "%s: kept the previous policy: %s", ts, err.msg);
+    logf_("error", "reload", "%s (%s): %s; the previous policy stays in force", D.policy_path, why, err.msg);
+  } else if (changed) {
+    D.reloads_ok++;
+    snprintf(D.reload_result, sizeof D.reload_result, "%s: reloaded (hooks: %s)", ts, dt_policy_hooks(D.policy));
+    logf_("info", "reload", "%s (%s): reloaded; hooks: %s", D.policy_path, why, dt_policy_hooks(D.policy));
+  }
+}
+
+static void on_debounce(uv_timer_t *t) {
+  (void)t;
+  reload("file changed");
+}
+
+static void on_watch(uv_fs_event_t *h, const char *file, int events, int status) {
+  (void)h;
+  (void)events;
+  (void)status;
+  const char *base = strrchr(D.policy_path, '/');
+  base = base ? base + 1 : D.policy_path;
+  if (file && strcmp(file, base)) return;
+  uv_timer_start(&D.debounce, on_debounce, 200, 0); /* editors write in bursts */
+}
+
+static void on_close_noop(uv_handle_t *h) { (void)h; }
+
+static void on_signal(uv_signal_t *s, int sig) {
+  if (sig == SIGHUP) {
+    reload("SIGHUP");
+    return;
+  }
+  if (D.stopping) return;
+  D.stopping = true;
+  logf_("info", "stop", "signal %d: writing state and stopping", sig);
+  int rc = save_state();
+  logf_(rc ? "error" : "info", "stop", rc ? "state NOT written" : "state written");
+  uv_stop(s->loop);
+}
+
+/* ------------------------------------------------------------ HTTP */
+
+static int respond(h2o_req_t *req, int status, const char *ctype, const char *body, size_t len) {
+  static const char *reasons[] = {[200] = "OK", [201] = "Created", [400] = "Bad Request", [401] = "Unauthorized",
+                                  [404] = "Not Found", [405] = "Method Not Allowed", [413] = "Payload Too Large",
+                                  [503] = "Service Unavailable"};
+  req->res.status = status;
+  req->res.reason = status < (int)(sizeof reasons / sizeof *reasons) && reasons[status] ? reasons[status] : "";
+  h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype, strlen(ctype));
+  h2o_send_inline(req, body, len);
+  return 0;
+}
+
+static int respond_error(h2o_req_t *req, int status, const char *msg) {
+  dt_buf b = {0};
+  dt__buf_puts(&b, "{\"error\":");
+  dt__buf_json_str(&b, msg);
+  dt__buf_puts(&b, "}\n");
+  respond(req, status, "application/json", b.p ? b.p : "{}", b.len);
+  dt__free(b.p);
+  return 0;
+}
+
+static bool path_is(const h2o_req_t *req, const char *p) {
+  size_t n = strlen(p), len = req->query_at != SIZE_MAX ? req->query_at : req->path_normalized.len;
+  if (req->path_normalized.len < len) len = req->path_normalized.len;
+  return len == n && !memcmp(req->path_normalized.base, p, n);
+}
+
+static bool method_is(const h2o_req_t *req, const char *m) { return h2o_memis(req->method.base, req->method.len, m, strlen(m)); }
+
+static bool authorized(h2o_req_t *req) {
+  if (!D.token) return true;
+  ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+  if (i < 0) return false;
+  const h2o_iovec_t *v = &req->headers.entries[i].value;
+  size_t tl = strlen(D.token);
+  return v->len == tl + 7 && !memcmp(v->base, "Bearer ", 7) && !memcmp(v->base + 7, D.token, tl);
+}
+
+static int put_objects(h2o_req_t *req) {
+  dt_error err = {0};
+  cJSON *docs = NULL;
+  if (!req->entity.len) return respond_error(req, 400, "empty body: send YAML or JSON objects");
+  if (dt__doc_parse("request", req->entity.base, req->entity.len, &docs, &err)) return respond_error(req, 400, err.msg);
+  /* validate first: nothing is stored unless every object reads */
+  dt_manifests *check = dt_manifests_new();
+  int rc = check ? dt_manifests_add_buffer(check, "request", req->entity.base, req->entity.len, &err) : DT_ENOMEM;
+  dt_manifests_free(check);
+  if (rc) {
+    cJSON_Delete(docs);
+    return respond_error(req, 400, err.msg);
+  }
+  size_t n = 0;
+  const cJSON *d;
+  cJSON_ArrayForEach(d, docs) {
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(d, "items");
+    const cJSON *one = d;
+    const cJSON *list = cJSON_IsArray(items) ? items->child : NULL;
+    for (const cJSON *o = list ? list : one; o; o = list ? o->next : NULL) {
+      if (!cJSON_IsObject(o)) continue;
+      char key[1200];
+      obj_key(o, key, sizeof key);
+      obj_put(key, o);
+      n++;
+    }
+  }
+  cJSON_Delete(docs);
+  char msg[100];
+  snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", n);
+  logf_("info", "apply", "%zu objects applied", n);
+  save_state();
+  arm_batch();
+  return respond(req, 200, "application/json", msg, strlen(msg));
+}
+
+static int delete_object(h2o_req_t *req) {
+  /* /v1/objects/{kind}/{ns}/{name}; ns "-" for cluster-scoped objects */
+  const char *p = req->path_normalized.base + 12;
+  size_t len = req->path_normalized.len - 12;
+  char path[1200], key[1300];
+  snprintf(path, sizeof path, "%.*s", (int)len, p);
+  char *kind = path, *ns = strchr(kind, '/'), *name = ns ? strchr(ns + 1, '/') : NULL;
+  if (!ns || !name) return respond_error(req, 400, "expected /v1/objects/{kind}/{namespace}/{name} (namespace - for cluster-scoped)");
+  *ns++ = 0;
+  *name++ = 0;
+  snprintf(key, sizeof key, "%s/%s/%s", kind, strcmp(ns, "-") ? ns : "", name);
+  if (!obj_del(key)) return respond_error(req, 404, "no such object");
+  if (!strcmp(kind, "NodeClaim"))
+    for (size_t i = 0; i < D.insts.n; i++)
+      if (!strcmp(D.insts.v[i].claim, name)) {
+        inst_free(&D.insts.v[i]);
+        D.insts.v[i] = D.insts.v[--D.insts.n];
+        break;
+      }
+  logf_("info", "delete", "%s", key);
+  save_state();
+  arm_batch();
+  return respond(req, 200, "application/json", "{\"deleted\":1}\n", 14);
+}
+
+/* Interruption events: EventBridge shapes (AWS) by instance id. */
+static int post_event(h2o_req_t *req) {
+  cJSON *e = cJSON_ParseWithLength(req->entity.base, req->entity.len);
+  if (!e) return respond_error(req, 400, "expected a JSON event");
+  const char *dtype = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "detail-type"));
+  const cJSON *det = cJSON_GetObjectItemCaseSensitive(e, "detail");
+  const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(det, "instance-id"));
+  const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(det, "state"));
+  if (!dtype || !id) {
+    cJSON_Delete(e);
+    return respond_error(req, 400, "expected detail-type and detail.instance-id");
+  }
+  int at = -1;
+  for (size_t i = 0; i < D.insts.n && at < 0; i++)
+    if (!strcmp(D.insts.v[i].id, id)) at = (int)i;
+  D.events++;
+  char subj[300], reason[600];
+  snprintf(subj, sizeof subj, "instance %s", id);
+  if (at < 0) {
+    snprintf(reason, sizeof reason, "%s for an instance this daemon did not launch; ignored", dtype);
+    decision("event", subj, reason);
+    cJSON_Delete(e);
+    return respond(req, 200, "application/json", "{\"action\":\"ignored\"}\n", 21);
+  }
+  instance *in = &D.insts.v[at];
+  bool spot = !strcmp(dtype, "EC2 Spot Instance Interruption Warning");
+  bool drain = spot || !strcmp(dtype, "AWS Health Event") ||
+               (!strcmp(dtype, "EC2 Instance State-change Notification") && state &&
+                (!strcmp(state, "stopping") || !strcmp(state, "stopped") || !strcmp(state, "shutting-down") ||
+                 !strcmp(state, "terminated")));
+  const char *action = "noted";
+  if (!strcmp(dtype, "EC2 Instance Rebalance Recommendation")) {
+    snprintf(reason, sizeof reason, "rebalance recommendation: recorded, no action (as Karpenter)");
+    decision("event", subj, reason);
+  } else if (drain) {
+    if (spot) mark_unavailable(in->ct, in->type, in->zone, "spot interruption warning");
+    char key[800];
+    snprintf(key, sizeof key, "NodeClaim//%s", in->claim);
+    snprintf(reason, sizeof reason, "%s: drain NodeClaim %s and replace its pods", dtype, in->claim);
+    decision("interruption", subj, reason);
+    obj_del(key);
+    inst_free(in);
+    D.insts.v[at] = D.insts.v[--D.insts.n];
+    action = "replaced";
+    save_state();
+    arm_batch();
+  } else {
+    snprintf(reason, sizeof reason, "%s: no action", dtype);
+    decision("event", subj, reason);
+  }
+  cJSON_Delete(e);
+  char body[100];
+  snprintf(body, sizeof body, "{\"action\":\"%s\"}\n", action);
+  return respond(req, 200, "application/json", body, strlen(body));
+}
+
+static int get_state(h2o_req_t *req) {
+  cJSON *s = cJSON_CreateObject();
+  cJSON *insts = cJSON_AddArrayToObject(s, "instances"), *marks = cJSON_AddArrayToObject(s, "unavailableOfferings");
+  for (size_t i = 0; i < D.insts.n; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", D.insts.v[i].id);
+    cJSON_AddStringToObject(o, "nodeClaim", D.insts.v[i].claim);
+    cJSON_AddStringToObject(o, "instanceType", D.insts.v[i].type);
+    cJSON_AddStringToObject(o, "zone", D.insts.v[i].zone);
+    cJSON_AddStringToObject(o, "capacityType", D.insts.v[i].ct);
+    cJSON_AddItemToArray(insts, o);
+  }
+  for (size_t i = 0; i < D.objs.n; i++) {
+    if (strncmp(D.objs.v[i].key, "UnavailableOffering/", 20)) continue;
+    cJSON *o = cJSON_Parse(D.objs.v[i].json);
+    cJSON *spec = cJSON_DetachItemFromObjectCaseSensitive(o, "spec");
+    if (spec) cJSON_AddItemToArray(marks, spec);
+    cJSON_Delete(o);
+  }
+  cJSON_AddNumberToObject(s, "objects", (double)D.objs.n);
+  cJSON_AddNumberToObject(s, "rounds", (double)D.round);
+  cJSON *pol = cJSON_AddObjectToObject(s, "policy");
+  cJSON_AddStringToObject(pol, "path", D.policy_path ? D.policy_path : "");
+  cJSON_AddStringToObject(pol, "hooks", D.policy ? dt_policy_hooks(D.policy) : "");
+  cJSON_AddStringToObject(pol, "lastReload", D.reload_result);
+  char *text = cJSON_Print(s);
+  cJSON_Delete(s);
+  respond(req, 200, "application/json", text ? text : "{}", text ? strlen(text) : 2);
+  free(text);
+  return 0;
+}
+
+static int get_metrics(h2o_req_t *req) {
+  dt_buf b = {0};
+  size_t marks = 0;
+  for (size_t i = 0; i < D.objs.n; i++) marks += !strncmp(D.objs.v[i].key, "UnavailableOffering/", 20);
+  dt__buf_printf(&b, "# HELP dovetail_pending_pods Pods the last plan could not place.\n# TYPE dovetail_pending_pods gauge\n"
+                     "dovetail_pending_pods %llu\n", (unsigned long long)D.pending);
+  dt__buf_puts(&b, "# HELP dovetail_claims_launched_total NodeClaims launched, by capacity type.\n"
+                   "# TYPE dovetail_claims_launched_total counter\n");
+  static const char *cts[3] = {"reserved", "spot", "on-demand"};
+  for (int i = 0; i < 3; i++)
+    dt__buf_printf(&b, "dovetail_claims_launched_total{capacity_type=\"%s\"} %llu\n", cts[i],
+                   (unsigned long long)D.launched[i]);
+  dt__buf_puts(&b, "# HELP dovetail_plan_duration_seconds Time to plan a round.\n# TYPE dovetail_plan_duration_seconds histogram\n");
+  for (int i = 0; i < 8; i++)
+    dt__buf_printf(&b, "dovetail_plan_duration_seconds_bucket{le=\"%g\"} %llu\n", k_buckets[i],
+                   (unsigned long long)D.plan_buckets[i]);
+  dt__buf_printf(&b, "dovetail_plan_duration_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_plan_duration_seconds_sum %.6f\n"
+                     "dovetail_plan_duration_seconds_count %llu\n",
+                 (unsigned long long)D.plans, D.plan_ms_sum, (unsigned long long)D.plans);
+  dt__buf_printf(&b, "# HELP dovetail_hourly_cost Hourly cost of the last plan's new claims.\n# TYPE dovetail_hourly_cost gauge\n"
+                     "dovetail_hourly_cost %.6f\n", D.cost);
+  dt__buf_printf(&b, "# HELP dovetail_unavailable_offerings Offerings marked unavailable.\n"
+                     "# TYPE dovetail_unavailable_offerings gauge\ndovetail_unavailable_offerings %zu\n", marks);
+  dt__buf_printf(&b, "# HELP dovetail_policy_reloads_total Policy reloads, by result.\n# TYPE dovetail_policy_reloads_total counter\n"
+                     "dovetail_policy_reloads_total{result=\"ok\"} %llu\ndovetail_policy_reloads_total{result=\"error\"} %llu\n",
+                 (unsigned long long)D.reloads_ok, (unsigned long long)D.reloads_failed);
+  dt__buf_printf(&b, "# HELP dovetail_provider_requests_total Provider launches, by outcome.\n"
+                     "# TYPE dovetail_provider_requests_total counter\n"
+                     "dovetail_provider_requests_total{outcome=\"ok\"} %llu\n"
+                     "dovetail_provider_requests_total{outcome=\"insufficient_capacity\"} %llu\n",
+                 (unsigned long long)D.provider_ok, (unsigned long long)D.provider_ice);
+  dt__buf_printf(&b, "# HELP dovetail_interruption_events_total Events posted.\n# TYPE dovetail_interruption_events_total counter\n"
+                     "dovetail_interruption_events_total %llu\n", (unsigned long long)D.events);
+  respond(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);
+  dt__free(b.p);
+  return 0;
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req) {
+  (void)self;
+  if (path_is(req, "/healthz")) return respond(req, 200, "text/plain", "ok\n", 3);
+  if (path_is(req, "/readyz")) return respond(req, 200, "text/plain", "ready\n", 6);
+  if (!authorized(req)) return respond_error(req, 401, "a bearer token is required");
+  if (path_is(req, "/metrics")) return get_metrics(req);
+  if (path_is(req, "/v1/plan"))
+    return D.last_plan ? respond(req, 200, "application/json", D.last_plan, strlen(D.last_plan))
+                       : respond_error(req, 503, "no plan yet: apply objects first");
+  if (path_is(req, "/v1/state")) return get_state(req);
+  if (path_is(req, "/v1/decisions")) {
+    char *t = cJSON_Print(D.decisions);
+    respond(req, 200, "application/json", t ? t : "[]", t ? strlen(t) : 2);
+    free(t);
+    return 0;
+  }
+  if (path_is(req, "/v1/objects") && method_is(req, "PUT")) return put_objects(req);
+  if (req->path_normalized.len > 12 && !memcmp(req->path_normalized.base, "/v1/objects/", 12) && method_is(req, "DELETE"))
+    return delete_object(req);
+  if (path_is(req, "/v1/events") && method_is(req, "POST")) return post_event(req);
+  return respond_error(req, 404, "no such endpoint");
+}
+
+static void on_accept(uv_stream_t *listener, int status) {
+  if (status != 0) return;
+  uv_tcp_t *conn = h2o_mem_alloc(sizeof *conn);
+  uv_tcp_init(listener->loop, conn);
+  if (uv_accept(listener, (uv_stream_t *)conn) != 0) {
+    uv_close((uv_handle_t *)conn, (uv_close_cb)free);
+    return;
+  }
+  h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, (uv_close_cb)free);
+  h2o_accept(&D.accept, sock);
+}
+
+/* ------------------------------------------------------------ main */
+
+static const char *k_serve_usage =
+    "usage: dovetail serve [options]\n"
+    "  --listen HOST:PORT   HTTP API (default 127.0.0.1:8080; port 0 picks one, logged)\n"
+    "  --catalog FILE       instance catalog (default: bundled AWS us-east-1)\n"
+    "  --policy FILE        a Lua policy, watched and hot-reloaded (also on SIGHUP)\n"
+    "  --state FILE         crash-safe state (written atomically after every change)\n"
+    "  --batch-idle DUR     provisioning batch idle window (default 1s)\n"
+    "  --batch-max DUR      provisioning batch maximum window (default 10s)\n"
+    "  --unavailable-ttl DUR  how long an offering stays unavailable (default 3m)\n"
+    "  --token-file FILE    require Authorization: Bearer <token> (except /healthz, /readyz)\n"
+    "  --body-limit BYTES   largest request body (default 16 MiB)\n"
+    "  --log-format json|logfmt\n"
+    "  --sim-ice TYPE/ZONE/CT  the sim provider reports insufficient capacity for it (repeatable)\n";
+
+static int duration_ms(const char *s, uint64_t *out) {
+  int64_t v;
+  if (!strcmp(s, "0") || !strcmp(s, "0s")) {
+    *out = 0;
+    return 0;
+  }
+  size_t n = strlen(s);
+  if (n > 2 && !strcmp(s + n - 2, "ms")) {
+    char *end;
+    long long ms = strtoll(s, &end, 10);
+    if (end != s + n - 2 || ms < 0) return -1;
+    *out = (uint64_t)ms;
+    return 0;
+  }
+  if (dt__duration_parse(s, &v) || v < 0) return -1;
+  *out = (uint64_t)v * 1000;
+  return 0;
+}
+
+int dt__serve_main(int argc, char **argv) {
+  signal(SIGPIPE, SIG_IGN);
+  const char *listen = "127.0.0.1:8080", *catalog = NULL, *token_file = NULL;
+  D.idle_ms = 1000;
+  D.max_ms = 10000;
+  D.ttl = 180;
+  D.body_limit = 16u << 20;
+  for (int i = 0; i < argc; i++) {
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+    uint64_t ms;
+    if (!strcmp(a, "--listen") && v) listen = argv[++i];
+    else if (!strcmp(a, "--catalog") && v) catalog = argv[++i];
+    else if (!strcmp(a, "--policy") && v) D.policy_path = argv[++i];
+    else if (!strcmp(a, "--state") && v) D.state_path = argv[++i];
+    else if (!strcmp(a, "--token-file") && v) token_file = argv[++i];
+    else if (!strcmp(a, "--log-format") && v) D.log_format = argv[++i];
+    else if (!strcmp(a, "--body-limit") && v) D.body_limit = (size_t)strtoull(argv[++i], NULL, 10);
+    else if (!strcmp(a, "--sim-ice") && v) {
+      char *s = dt__strdup(argv[++i]);
+      if (!s || dt__vec_push(&D.sim_ice, s)) return 2;
+    } else if ((!strcmp(a, "--batch-idle") || !strcmp(a, "--batch-max") || !strcmp(a, "--unavailable-ttl")) && v) {
+      if (duration_ms(v, &ms)) {
+        fprintf(stderr, "dovetail serve: %s: expected a duration such as 1s, 500ms or 3m, got \"%s\"\n", a, v);
+        return 2;
+      }
+      if (!strcmp(a, "--batch-idle")) D.idle_ms = ms;
+      else if (!strcmp(a, "--batch-max")) D.max_ms = ms;
+      else D.ttl = (int64_t)(ms / 1000);
+      i++;
+    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      fputs(k_serve_usage, stdout);
+      return 0;
+    } else {
+      fprintf(stderr, "dovetail serve: unknown or incomplete option %s\n%s", a, k_serve_usage);
+      return 2;
+    }
+  }
+  dt_error err = {0};
+  if (catalog ? dt_catalog_load_file(catalog, &D.cat, &err) : dt_catalog_load_default(&D.cat, &err)) {
+    fprintf(stderr, "dovetail serve: %s\n", err.msg);
+    return 1;
+  }
+  if (D.policy_path && dt_policy_load_file(D.policy_path, NULL, &D.policy, &err)) {
+    fprintf(stderr, "dovetail serve: %s\n", err.msg);
+    return 1;
+  }
+  if (token_file) {
+    char *t;
+    size_t len;
+    if (dt__read_file(token_file, &t, &len, &err)) {
+      fprintf(stderr, "dovetail serve: --token-file: %s\n", err.msg);
+      return 1;
+    }
+    while (len && (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' ')) t[--len] = 0;
+    if (!len) {
+      fprintf(stderr, "dovetail serve: --token-file %s is empty\n", token_file);
+      return 1;
+    }
+    D.token = t;
+  }
+  D.decisions = cJSON_CreateArray();
+  if (load_state(&err)) {
+    fprintf(stderr, "dovetail serve: %s\n", err.msg);
+    return 1;
+  }
+  char host[256];
+  const char *colon = strrchr(listen, ':');
+  if (!colon) {
+    fprintf(stderr, "dovetail serve: --listen: expected HOST:PORT, got \"%s\"\n", listen);
+    return 2;
+  }
+  snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
+  D.port = atoi(colon + 1);
+  D.loop = uv_default_loop();
+  h2o_config_init(&D.config);
+  D.config.max_request_entity_size = D.body_limit;
+  h2o_hostconf_t *hc = h2o_config_register_host(&D.config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
+  h2o_pathconf_t *pc = h2o_config_register_path(hc, "/", 0);
+  h2o_handler_t *hd = h2o_create_handler(pc, sizeof *hd);
+  hd->on_req = on_req;
+  h2o_context_init(&D.ctx, D.loop, &D.config);
+  D.accept.ctx = &D.ctx;
+  D.accept.hosts = D.config.hosts;
+  struct sockaddr_in addr;
+  uv_tcp_init(D.loop, &D.listener);
+  int r;
+  if ((r = uv_ip4_addr(host, D.port, &addr)) || (r = uv_tcp_bind(&D.listener, (const struct sockaddr *)&addr, 0)) ||
+      (r = uv_listen((uv_stream_t *)&D.listener, 128, on_accept))) {
+    fprintf(stderr, "dovetail serve: cannot listen on %s: %s\n", listen, uv_strerror(r));
+    return 1;
+  }
+  struct sockaddr_in bound;
+  int blen = sizeof bound;
+  uv_tcp_getsockname(&D.listener, (struct sockaddr *)&bound, &blen);
+  D.port = ntohs(bound.sin_port);
+  uv_timer_init(D.loop, &D.idle);
+  uv_timer_init(D.loop, &D.max);
+  uv_timer_init(D.loop, &D.debounce);
+  uv_signal_init(D.loop, &D.sighup);
+  uv_signal_init(D.loop, &D.sigterm);
+  uv_signal_init(D.loop, &D.sigint);
+  uv_signal_start(&D.sighup, on_signal, SIGHUP);
+  uv_signal_start(&D.sigterm, on_signal, SIGTERM);
+  uv_signal_start(&D.sigint, on_signal, SIGINT);
+  if (D.policy_path) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", D.policy_path);
+    char *slash = strrchr(dir, '/');
+    if (slash) *slash = 0;
+    else snprintf(dir, sizeof dir, ".");
+    uv_fs_event_init(D.loop, &D.watch);
+    D.watching = uv_fs_event_start(&D.watch, on_watch, dir, 0) == 0;
+  }
+  logf_("info", "listening", "http://%s:%d (catalog %s, %zu objects from state)", host, D.port,
+        catalog ? catalog : "bundled", D.objs.n);
+  if (D.objs.n) arm_batch();
+  uv_run(D.loop, UV_RUN_DEFAULT);
+  /* graceful stop: close handles, let in-flight requests finish */
+  uv_close((uv_handle_t *)&D.listener, on_close_noop);
+  uv_close((uv_handle_t *)&D.idle, on_close_noop);
+  uv_close((uv_handle_t *)&D.max, on_close_noop);
+  uv_close((uv_handle_t *)&D.debounce, on_close_noop);
+  uv_close((uv_handle_t *)&D.sighup, on_close_noop);
+  uv_close((uv_handle_t *)&D.sigterm, on_close_noop);
+  uv_close((uv_handle_t *)&D.sigint, on_close_noop);
+  if (D.watching) uv_close((uv_handle_t *)&D.watch, on_close_noop);
+  uv_run(D.loop, UV_RUN_NOWAIT);
+  logf_("info", "stopped", "%llu rounds", (unsigned long long)D.round);
+  return 0;
+}

@@ -1,0 +1,172 @@
+-- The daemon: dovetail serve on a loopback port, driven over HTTP with curl.
+local h = require "helper"
+
+local function sleep(s) os.execute("sleep " .. s) end
+
+local function slurp(path)
+  local f = io.open(path)
+  if not f then return "" end
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- Start a daemon; returns {port, pid, log, stop()}.
+local function start(args)
+  local log = os.tmpname()
+  local p = io.popen("sh -c '" .. h.bin .. " serve --listen 127.0.0.1:0 --batch-idle 50ms --batch-max 500ms "
+    .. (args or "") .. " 2>" .. log .. " & echo $!'")
+  local pid = p:read("l")
+  p:close()
+  local port
+  for _ = 1, 100 do
+    port = slurp(log):match("http://127%.0%.0%.1:(%d+)")
+    if port then break end
+    sleep(0.05)
+  end
+  assert(port, "the daemon did not start: " .. slurp(log))
+  local d = { port = port, pid = pid, log = log }
+  function d.stop()
+    os.execute("kill -TERM " .. pid .. " 2>/dev/null")
+    for _ = 1, 100 do
+      if not os.execute("kill -0 " .. pid .. " 2>/dev/null") then break end
+      sleep(0.05)
+    end
+  end
+  return d
+end
+
+-- curl: returns body, HTTP status.
+local function http(d, method, path, body, extra)
+  local out = os.tmpname()
+  local cmd = "curl -s -o " .. out .. " -w '%{http_code}' -X " .. method .. " " .. (extra or "")
+  if body then
+    local f = h.write(body)
+    cmd = cmd .. " --data-binary @" .. f
+  end
+  local p = io.popen(cmd .. " http://127.0.0.1:" .. d.port .. path)
+  local code = tonumber(p:read("a"))
+  p:close()
+  return slurp(out), code
+end
+
+-- Wait until fn() is true (up to 5 s).
+local function eventually(fn, what)
+  for _ = 1, 100 do
+    if fn() then return end
+    sleep(0.05)
+  end
+  error("timed out waiting for " .. what)
+end
+
+local quickstart = slurp("examples/quickstart.yaml")
+
+describe("dovetail serve", function()
+  it("launches instances for pending pods after the batch window", function()
+    local d = start()
+    local body, code = http(d, "PUT", "/v1/objects", quickstart)
+    assert.equal(200, code, body)
+    assert.matches('"applied":4', body)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local plan = http(d, "GET", "/v1/plan")
+    assert.matches('"nodeClaims"', plan)
+    local metrics = http(d, "GET", "/metrics")
+    assert.matches('dovetail_claims_launched_total{capacity_type="spot"} 1', metrics, 1, true)
+    assert.matches("dovetail_plan_duration_seconds_count", metrics, 1, true)
+    assert.matches('"kind":%s*"launch"', (http(d, "GET", "/v1/decisions")))
+    d.stop()
+  end)
+
+  it("uses the next offering when the cheapest has no capacity, and shows the mark", function()
+    local d = start("--sim-ice m6i.4xlarge/us-east-1a/spot")
+    http(d, "PUT", "/v1/objects", quickstart)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local state = http(d, "GET", "/v1/state")
+    assert.matches('"zone":%s*"us%-east%-1b"', state)
+    assert.matches('"unavailableOfferings":%s*%[%s*{', state)
+    assert.matches('insufficient_capacity"} 1', (http(d, "GET", "/metrics")), 1, true)
+    d.stop()
+  end)
+
+  it("replaces an instance after a spot interruption warning, elsewhere", function()
+    local d = start()
+    http(d, "PUT", "/v1/objects", quickstart)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local state = http(d, "GET", "/v1/state")
+    local id, zone = state:match('"id":%s*"(i%-%x+)".-"zone":%s*"([%w-]+)"')
+    local body = http(d, "POST", "/v1/events", '{"detail-type":"EC2 Spot Instance Interruption Warning",'
+      .. '"source":"aws.ec2","detail":{"instance-id":"' .. id .. '"}}')
+    assert.matches('"action":"replaced"', body)
+    eventually(function()
+      local s = http(d, "GET", "/v1/state")
+      local nid = s:match('"id":%s*"(i%-%x+)"')
+      return nid and nid ~= id
+    end, "a replacement")
+    state = http(d, "GET", "/v1/state")
+    assert.is_nil(state:match('"zone":%s*"' .. zone:gsub("%-", "%%-") .. '",%s*"capacityType"'), "not in the interrupted zone")
+    assert.matches('"capacityType":%s*"spot",%s*"instanceType":%s*"m6i.4xlarge",%s*"zone":%s*"' .. zone:gsub("%-", "%%-"), state)
+    d.stop()
+  end)
+
+  it("keeps the old policy when a broken one is written, and takes a fixed one", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir)
+    local pol = dir .. "/p.lua"
+    local f = io.open(pol, "w")
+    f:write("return { rank = function(_, offs) local s = {} for i, o in ipairs(offs) do s[i] = o.price end return s end }\n")
+    f:close()
+    local d = start("--policy " .. pol)
+    f = io.open(pol, "w")
+    f:write("return { rank = function( }\n")
+    f:close()
+    eventually(function() return http(d, "GET", "/metrics"):match('reloads_total{result="error"} 1') end, "a failed reload")
+    assert.matches("kept the previous policy", (http(d, "GET", "/v1/state")))
+    assert.matches('"hooks":%s*"rank"', (http(d, "GET", "/v1/state")))
+    f = io.open(pol, "w")
+    f:write("return { price = function(offs) local p = {} for i, o in ipairs(offs) do p[i] = o.price end return p end }\n")
+    f:close()
+    eventually(function() return http(d, "GET", "/v1/state"):match('"hooks":%s*"price"') end, "the fixed policy")
+    d.stop()
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("writes its state on SIGTERM and adopts it on restart without launching twice", function()
+    local state = os.tmpname()
+    os.remove(state)
+    local d = start("--state " .. state)
+    http(d, "PUT", "/v1/objects", quickstart)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local id = http(d, "GET", "/v1/state"):match('"id":%s*"(i%-%x+)"')
+    d.stop()
+    assert.matches('"instances":[{"id":"' .. id, slurp(state), 1, true)
+    d = start("--state " .. state)
+    sleep(0.8) -- a batch window and then some
+    local s = http(d, "GET", "/v1/state")
+    assert.matches(id, s, 1, true)
+    local n = 0
+    for _ in s:gmatch('"id":%s*"i%-') do n = n + 1 end
+    assert.equal(1, n, "no second launch for the same pods")
+    d.stop()
+    os.remove(state)
+  end)
+
+  it("answers bad input with a JSON error naming the field, and enforces token and body limit", function()
+    local tok = h.write("s3cret\n")
+    local d = start("--token-file " .. tok .. " --body-limit 500")
+    local _, code = http(d, "GET", "/v1/state")
+    assert.equal(401, code)
+    assert.equal(200, select(2, http(d, "GET", "/healthz")))
+    local auth = "-H 'Authorization: Bearer s3cret'"
+    local body
+    body, code = http(d, "PUT", "/v1/objects", "apiVersion: v1\nkind: Pod\nmetadata: {name: x}\nspec:\n"
+      .. "  containers: [{name: c, resources: {requests: {cpu: lots}}}]\n", auth)
+    assert.equal(400, code)
+    assert.matches('"error":".*spec.containers%[0%].resources.requests.cpu', body)
+    _, code = http(d, "PUT", "/v1/objects", quickstart, auth)
+    assert.equal(413, code)
+    _, code = http(d, "GET", "/v1/nothing", nil, auth)
+    assert.equal(404, code)
+    d.stop()
+  end)
+end)
