@@ -67,7 +67,7 @@ $(LIBSO): $(ENGINE_OBJ)
 	$(CC) -shared $(SANFLAGS) -Wl,-soname,libdovetail.so.0 -o $@ $^ $(LDLIBS)
 
 # The daemon (serve.c) links h2o and libuv; the library does not need them.
-$(BIN): $(BUILD)/engine/main.o $(BUILD)/engine/serve.o $(LIBA)
+$(BIN): $(BUILD)/engine/main.o $(BUILD)/engine/serve.o $(BUILD)/engine/httpd.o $(LIBA)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv
 
 # The Lua module links the engine statically: `require "dovetail"` needs

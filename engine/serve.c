@@ -13,11 +13,11 @@
 */
 #define _GNU_SOURCE
 #include "dovetail.h"
+#include "httpd.h"
 #include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <h2o.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,10 +41,7 @@ typedef struct instance {
 
 typedef struct dtd {
   uv_loop_t *loop;
-  h2o_globalconf_t config;
-  h2o_context_t ctx;
-  h2o_accept_ctx_t accept;
-  uv_tcp_t listener;
+  dt_httpd http;
   uv_timer_t idle, max, debounce;
   uv_signal_t sighup, sigterm, sigint;
   uv_fs_event_t watch;
@@ -485,34 +482,10 @@ static void on_signal(uv_signal_t *s, int sig) {
 
 /* ------------------------------------------------------------ HTTP */
 
-static int respond(h2o_req_t *req, int status, const char *ctype, const char *body, size_t len) {
-  static const char *reasons[] = {[200] = "OK", [201] = "Created", [400] = "Bad Request", [401] = "Unauthorized",
-                                  [404] = "Not Found", [405] = "Method Not Allowed", [413] = "Payload Too Large",
-                                  [503] = "Service Unavailable"};
-  req->res.status = status;
-  req->res.reason = status < (int)(sizeof reasons / sizeof *reasons) && reasons[status] ? reasons[status] : "";
-  h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype, strlen(ctype));
-  h2o_send_inline(req, body, len);
-  return 0;
-}
-
-static int respond_error(h2o_req_t *req, int status, const char *msg) {
-  dt_buf b = {0};
-  dt__buf_puts(&b, "{\"error\":");
-  dt__buf_json_str(&b, msg);
-  dt__buf_puts(&b, "}\n");
-  respond(req, status, "application/json", b.p ? b.p : "{}", b.len);
-  dt__free(b.p);
-  return 0;
-}
-
-static bool path_is(const h2o_req_t *req, const char *p) {
-  size_t n = strlen(p), len = req->query_at != SIZE_MAX ? req->query_at : req->path_normalized.len;
-  if (req->path_normalized.len < len) len = req->path_normalized.len;
-  return len == n && !memcmp(req->path_normalized.base, p, n);
-}
-
-static bool method_is(const h2o_req_t *req, const char *m) { return h2o_memis(req->method.base, req->method.len, m, strlen(m)); }
+#define respond dt__httpd_respond
+#define respond_error dt__httpd_error
+#define path_is dt__httpd_path
+#define method_is dt__httpd_method
 
 static bool authorized(h2o_req_t *req) {
   if (!D.token) return true;
@@ -559,10 +532,8 @@ static int put_objects(h2o_req_t *req) {
   return respond(req, 200, "application/json", msg, strlen(msg));
 }
 
-static int delete_object(h2o_req_t *req) {
+static int delete_object(h2o_req_t *req, const char *p, size_t len) {
   /* /v1/objects/{kind}/{ns}/{name}; ns "-" for cluster-scoped objects */
-  const char *p = req->path_normalized.base + 12;
-  size_t len = req->path_normalized.len - 12;
   char path[1200], key[1300];
   snprintf(path, sizeof path, "%.*s", (int)len, p);
   char *kind = path, *ns = strchr(kind, '/'), *name = ns ? strchr(ns + 1, '/') : NULL;
@@ -727,22 +698,11 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     return 0;
   }
   if (path_is(req, "/v1/objects") && method_is(req, "PUT")) return put_objects(req);
-  if (req->path_normalized.len > 12 && !memcmp(req->path_normalized.base, "/v1/objects/", 12) && method_is(req, "DELETE"))
-    return delete_object(req);
+  const char *rest;
+  size_t rlen;
+  if (dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen) && method_is(req, "DELETE")) return delete_object(req, rest, rlen);
   if (path_is(req, "/v1/events") && method_is(req, "POST")) return post_event(req);
   return respond_error(req, 404, "no such endpoint");
-}
-
-static void on_accept(uv_stream_t *listener, int status) {
-  if (status != 0) return;
-  uv_tcp_t *conn = h2o_mem_alloc(sizeof *conn);
-  uv_tcp_init(listener->loop, conn);
-  if (uv_accept(listener, (uv_stream_t *)conn) != 0) {
-    uv_close((uv_handle_t *)conn, (uv_close_cb)free);
-    return;
-  }
-  h2o_socket_t *sock = h2o_uv_socket_create((uv_stream_t *)conn, (uv_close_cb)free);
-  h2o_accept(&D.accept, sock);
 }
 
 /* ------------------------------------------------------------ main */
@@ -845,36 +805,13 @@ int dt__serve_main(int argc, char **argv) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
     return 1;
   }
-  char host[256];
-  const char *colon = strrchr(listen, ':');
-  if (!colon) {
-    fprintf(stderr, "dovetail serve: --listen: expected HOST:PORT, got \"%s\"\n", listen);
-    return 2;
-  }
-  snprintf(host, sizeof host, "%.*s", (int)(colon - listen), listen);
-  D.port = atoi(colon + 1);
   D.loop = uv_default_loop();
-  h2o_config_init(&D.config);
-  D.config.max_request_entity_size = D.body_limit;
-  h2o_hostconf_t *hc = h2o_config_register_host(&D.config, h2o_iovec_init(H2O_STRLIT("default")), 65535);
-  h2o_pathconf_t *pc = h2o_config_register_path(hc, "/", 0);
-  h2o_handler_t *hd = h2o_create_handler(pc, sizeof *hd);
-  hd->on_req = on_req;
-  h2o_context_init(&D.ctx, D.loop, &D.config);
-  D.accept.ctx = &D.ctx;
-  D.accept.hosts = D.config.hosts;
-  struct sockaddr_in addr;
-  uv_tcp_init(D.loop, &D.listener);
-  int r;
-  if ((r = uv_ip4_addr(host, D.port, &addr)) || (r = uv_tcp_bind(&D.listener, (const struct sockaddr *)&addr, 0)) ||
-      (r = uv_listen((uv_stream_t *)&D.listener, 128, on_accept))) {
-    fprintf(stderr, "dovetail serve: cannot listen on %s: %s\n", listen, uv_strerror(r));
+  char msg[600];
+  if (dt__httpd_start(&D.http, D.loop, listen, D.body_limit, on_req, msg, sizeof msg)) {
+    fprintf(stderr, "dovetail serve: --listen: %s\n", msg);
     return 1;
   }
-  struct sockaddr_in bound;
-  int blen = sizeof bound;
-  uv_tcp_getsockname(&D.listener, (struct sockaddr *)&bound, &blen);
-  D.port = ntohs(bound.sin_port);
+  D.port = D.http.port;
   uv_timer_init(D.loop, &D.idle);
   uv_timer_init(D.loop, &D.max);
   uv_timer_init(D.loop, &D.debounce);
@@ -893,12 +830,12 @@ int dt__serve_main(int argc, char **argv) {
     uv_fs_event_init(D.loop, &D.watch);
     D.watching = uv_fs_event_start(&D.watch, on_watch, dir, 0) == 0;
   }
-  logf_("info", "listening", "http://%s:%d (catalog %s, %zu objects from state)", host, D.port,
+  logf_("info", "listening", "http://%s:%d (catalog %s, %zu objects from state)", D.http.host, D.port,
         catalog ? catalog : "bundled", D.objs.n);
   if (D.objs.n) arm_batch();
   uv_run(D.loop, UV_RUN_DEFAULT);
   /* graceful stop: close handles, let in-flight requests finish */
-  uv_close((uv_handle_t *)&D.listener, on_close_noop);
+  dt__httpd_close(&D.http);
   uv_close((uv_handle_t *)&D.idle, on_close_noop);
   uv_close((uv_handle_t *)&D.max, on_close_noop);
   uv_close((uv_handle_t *)&D.debounce, on_close_noop);
