@@ -67,8 +67,9 @@ $(LIBSO): $(ENGINE_OBJ)
 	$(CC) -shared $(SANFLAGS) -Wl,-soname,libdovetail.so.0 -o $@ $^ $(LDLIBS)
 
 # The daemon (serve.c) links h2o and libuv; the library does not need them.
-$(BIN): $(BUILD)/engine/main.o $(BUILD)/engine/serve.o $(BUILD)/engine/httpd.o $(LIBA)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv
+$(BIN): $(BUILD)/engine/main.o $(BUILD)/engine/serve.o $(BUILD)/engine/httpd.o $(BUILD)/engine/httpc.o \
+	 $(BUILD)/providers/fakecloud.o $(LIBA)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv -lcurl
 
 # The Lua module links the engine statically: `require "dovetail"` needs
 # nothing else installed. Lua symbols come from the host interpreter.

@@ -16,7 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-int dt__serve_main(int argc, char **argv); /* serve.c */
+int dt__serve_main(int argc, char **argv);     /* serve.c */
+int dt__fakecloud_main(int argc, char **argv); /* providers/fakecloud.c */
 
 static const char *k_usage =
     "usage: dovetail <command> [options] [FILE...]\n"
@@ -24,6 +25,7 @@ static const char *k_usage =
     "commands:\n"
     "  plan      place pending pods on existing nodes and new node claims\n"
     "  serve     the daemon: HTTP API, batching, provider, hot reload (dovetail serve --help)\n"
+    "  fakecloud an in-memory cloud speaking the http provider's contract (for tests and demos)\n"
     "  disrupt   what to take away: emptiness, drift, expiry, consolidation under budgets\n"
     "  pool      converge KubeVirt VirtualMachinePools: VMs to create, delete, update, heal\n"
     "  check     validate policy files (syntax, hooks, selftest); --explain lists overridden hooks\n"
@@ -284,6 +286,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "plan")) return cmd_plan(argc - 2, argv + 2, CMD_PLAN);
   if (!strcmp(cmd, "pool")) return cmd_plan(argc - 2, argv + 2, CMD_POOL);
   if (!strcmp(cmd, "serve")) return dt__serve_main(argc - 2, argv + 2);
+  if (!strcmp(cmd, "fakecloud")) return dt__fakecloud_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "disrupt")) return cmd_plan(argc - 2, argv + 2, CMD_DISRUPT);
   if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

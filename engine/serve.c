@@ -13,6 +13,7 @@
 */
 #define _GNU_SOURCE
 #include "dovetail.h"
+#include "httpc.h"
 #include "httpd.h"
 #include "internal.h"
 
@@ -53,6 +54,16 @@ typedef struct dtd {
   int64_t ttl; /* unavailable marks, seconds */
   size_t body_limit;
   DT_VEC(char *) sim_ice; /* "type/zone/capacity-type" out of capacity in the sim cloud */
+  const char *provider, *cloud_url, *cluster;
+  uint64_t poll_ms, timeout_ms;
+  int retries;
+  uv_timer_t poll, circuit_timer;
+  int64_t circuit_until;
+  unsigned consecutive_failures;
+  bool ready;
+  char catalog_etag[256];
+  uint64_t jitter;
+  uint64_t provider_err;
   dt_catalog *cat;
   dt_policy *policy;
   /* state */
@@ -267,6 +278,8 @@ static int load_state(dt_error *err) {
   return 0;
 }
 
+static void arm_batch(void);
+
 /* ------------------------------------------------------------ provider */
 
 /* Mark an offering unavailable for the TTL (an UnavailableOffering object). */
@@ -325,9 +338,299 @@ static int sim_launch(const char *type, const char *zone, const char *ct, char *
   return 0;
 }
 
-/* ------------------------------------------------------------ a round */
+/* ------------------------------------------------------------ provider */
 
-static void arm_batch(void);
+typedef struct launch_ctx {
+  char *claim, *type, *zone, *ct, *pool;
+  int attempt;
+  uv_timer_t retry;
+} launch_ctx;
+
+static void lc_free(uv_handle_t *h) {
+  launch_ctx *lc = h->data;
+  dt__free(lc->claim);
+  dt__free(lc->type);
+  dt__free(lc->zone);
+  dt__free(lc->ct);
+  dt__free(lc->pool);
+  dt__free(lc);
+}
+
+static void lc_done(launch_ctx *lc) { uv_close((uv_handle_t *)&lc->retry, lc_free); }
+
+static void drop_claim(const char *claim) {
+  char key[800];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  obj_del(key);
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].claim, claim)) {
+      inst_free(&D.insts.v[i]);
+      D.insts.v[i] = D.insts.v[--D.insts.n];
+      break;
+    }
+}
+
+static void on_circuit_close(uv_timer_t *t) {
+  (void)t;
+  logf_("info", "circuit", "closed: launches resume");
+  arm_batch();
+}
+
+/* The outcome of a launch: 0 launched (id), 1 insufficient capacity, 2 failed. */
+static void launch_done(launch_ctx *lc, int outcome, const char *id, const char *msg) {
+  char subj[800], reason[1200];
+  snprintf(subj, sizeof subj, "NodeClaim %s", lc->claim);
+  if (outcome == 0) {
+    D.provider_ok++;
+    D.consecutive_failures = 0;
+    int cti = !strcmp(lc->ct, "reserved") ? 0 : !strcmp(lc->ct, "spot") ? 1 : 2;
+    D.launched[cti]++;
+    add_instance(id, lc->claim, lc->type, lc->zone, lc->ct, lc->pool, 0, wall());
+    snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, lc->type, lc->zone, lc->ct,
+             lc->pool);
+    decision("launch", subj, reason);
+  } else if (outcome == 1) {
+    D.provider_ice++;
+    D.consecutive_failures = 0;
+    snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: InsufficientCapacity", lc->type, lc->zone, lc->ct);
+    decision("launch-failed", subj, reason);
+    mark_unavailable(lc->ct, lc->type, lc->zone, "insufficient capacity at launch");
+    drop_claim(lc->claim);
+    arm_batch();
+  } else {
+    D.provider_err++;
+    snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: %s; its pods wait for the next round", lc->type,
+             lc->zone, lc->ct, msg);
+    decision("launch-failed", subj, reason);
+    drop_claim(lc->claim);
+  }
+  save_state();
+  lc_done(lc);
+}
+
+static void http_launch(launch_ctx *lc);
+
+static void on_retry(uv_timer_t *t) { http_launch(t->data); }
+
+static void on_launch_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)etag;
+  launch_ctx *lc = ud;
+  if (status == 201) {
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id"));
+    char idb[200];
+    snprintf(idb, sizeof idb, "%s", id ? id : "");
+    cJSON_Delete(o);
+    if (idb[0]) {
+      launch_done(lc, 0, idb, NULL);
+      return;
+    }
+    err = "201 without an instance id";
+  } else if (status == 409) {
+    launch_done(lc, 1, NULL, NULL);
+    return;
+  }
+  char msg[300];
+  snprintf(msg, sizeof msg, "%s", err ? err : "");
+  if (!err) snprintf(msg, sizeof msg, "HTTP %ld", status);
+  /* 4xx other than 409 will not get better by retrying */
+  bool retry = status == 0 || status >= 500 || status == 429;
+  if (++D.consecutive_failures >= 5 && D.circuit_until <= wall()) {
+    D.circuit_until = wall() + 30;
+    uv_timer_start(&D.circuit_timer, on_circuit_close, 30000, 0);
+    logf_("error", "circuit", "open for 30s after %u consecutive provider failures (last: %s)", D.consecutive_failures, msg);
+  }
+  if (retry && lc->attempt < D.retries && D.circuit_until <= wall()) {
+    /* jittered exponential backoff: 500 ms x 2^attempt x [0.5, 1.5) */
+    D.jitter = D.jitter * 6364136223846793005ull + 1442695040888963407ull;
+    double j = 0.5 + (double)(D.jitter >> 11) / 9007199254740992.0;
+    uint64_t delay = (uint64_t)(500.0 * (double)(1u << lc->attempt) * j);
+    logf_("warn", "retry", "NodeClaim %s: %s; retry %d in %llu ms", lc->claim, msg, lc->attempt + 1,
+          (unsigned long long)delay);
+    uv_timer_start(&lc->retry, on_retry, delay, 0);
+    return;
+  }
+  launch_done(lc, 2, NULL, msg);
+}
+
+static void http_launch(launch_ctx *lc) {
+  if (D.circuit_until > wall()) {
+    launch_done(lc, 2, NULL, "the provider circuit is open");
+    return;
+  }
+  lc->attempt++;
+  cJSON *b = cJSON_CreateObject();
+  cJSON_AddStringToObject(b, "cluster", D.cluster);
+  cJSON_AddStringToObject(b, "claim", lc->claim);
+  cJSON_AddStringToObject(b, "instanceType", lc->type);
+  cJSON_AddStringToObject(b, "zone", lc->zone);
+  cJSON_AddStringToObject(b, "capacityType", lc->ct);
+  cJSON_AddStringToObject(b, "nodePool", lc->pool);
+  char *body = cJSON_PrintUnformatted(b);
+  cJSON_Delete(b);
+  char url[1200];
+  snprintf(url, sizeof url, "%s/instances", D.cloud_url);
+  if (!body || dt__httpc_request("POST", url, body, NULL, (long)D.timeout_ms, on_launch_reply, lc))
+    launch_done(lc, 2, NULL, "cannot start the request");
+  free(body);
+}
+
+static void launch(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
+  launch_ctx *lc = dt__calloc(1, sizeof *lc);
+  if (!lc) return;
+  lc->claim = dt__strdup(claim);
+  lc->type = dt__strdup(type);
+  lc->zone = dt__strdup(zone);
+  lc->ct = dt__strdup(ct);
+  lc->pool = dt__strdup(pool);
+  uv_timer_init(D.loop, &lc->retry);
+  lc->retry.data = lc;
+  if (!lc->claim || !lc->type || !lc->zone || !lc->ct || !lc->pool) {
+    lc_done(lc);
+    return;
+  }
+  if (D.cloud_url) {
+    http_launch(lc);
+    return;
+  }
+  char id[64];
+  if (sim_launch(type, zone, ct, id, sizeof id))
+    launch_done(lc, 1, NULL, NULL);
+  else
+    launch_done(lc, 0, id, NULL);
+}
+
+static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)body, (void)len, (void)etag;
+  char *id = ud;
+  if (status != 200 && status != 404) logf_("warn", "delete", "instance %s: %s", id, err ? err : "unexpected status");
+  dt__free(id);
+}
+
+/* Poll the cloud's instance list: forget what it no longer has, adopt
+** instances of claims we hold, and replace instances stopped by preemption
+** (IBM-style polled interruptions). */
+static void on_instances(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)ud, (void)etag;
+  if (status != 200) {
+    logf_("warn", "poll", "GET /instances: %s", err ? err : "unexpected status");
+    return;
+  }
+  cJSON *o = cJSON_ParseWithLength(body, len);
+  const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "instances"), *in;
+  bool changed = false;
+  /* adopt: claims in the store without an instance, which the cloud has */
+  cJSON_ArrayForEach(in, list) {
+    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "id"));
+    const char *claim = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "claim"));
+    const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "state"));
+    const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "statusReason"));
+    if (!id || !claim) continue;
+    char key[800];
+    snprintf(key, sizeof key, "NodeClaim//%s", claim);
+    bool known = false;
+    for (size_t i = 0; i < D.insts.n && !known; i++) known = !strcmp(D.insts.v[i].id, id);
+    if (!known && obj_find(key) >= 0) {
+      add_instance(id, claim, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "instanceType")),
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "zone")),
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "capacityType")),
+                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "nodePool")), 0, wall());
+      decision("adopt", id, "the cloud has an instance for a claim we hold");
+      known = changed = true;
+    }
+    if (known && state && !strcmp(state, "stopped") && why && !strcmp(why, "stopped_by_preemption")) {
+      char subj[300], reason[600];
+      snprintf(subj, sizeof subj, "instance %s", id);
+      mark_unavailable(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "capacityType")),
+                       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "instanceType")),
+                       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "zone")), "stopped by preemption");
+      snprintf(reason, sizeof reason, "stopped by preemption: delete it and replace NodeClaim %s", claim);
+      decision("interruption", subj, reason);
+      char url[1200];
+      snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
+      char *idc = dt__strdup(id);
+      if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+      drop_claim(claim);
+      D.events++;
+      changed = true;
+    }
+  }
+  /* forget: instances the cloud no longer has (and claims never launched) */
+  for (size_t i = 0; i < D.insts.n;) {
+    bool seen = false;
+    cJSON_ArrayForEach(in, list) seen |= !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "id")) ?: "",
+                                                 D.insts.v[i].id);
+    if (seen) {
+      i++;
+      continue;
+    }
+    decision("forget", D.insts.v[i].id, "the cloud no longer has this instance; its pods are pending again");
+    char claim[600];
+    snprintf(claim, sizeof claim, "%s", D.insts.v[i].claim);
+    drop_claim(claim);
+    changed = true;
+  }
+  if (!D.ready) {
+    /* claims held without an instance after a restart: launched by nobody */
+    for (size_t i = 0; i < D.objs.n;) {
+      if (strncmp(D.objs.v[i].key, "NodeClaim//", 11)) {
+        i++;
+        continue;
+      }
+      const char *claim = D.objs.v[i].key + 11;
+      bool has = false;
+      for (size_t k = 0; k < D.insts.n && !has; k++) has = !strcmp(D.insts.v[k].claim, claim);
+      if (has) {
+        i++;
+        continue;
+      }
+      logf_("info", "reconcile", "NodeClaim %s has no instance: its pods are planned again", claim);
+      obj_del(D.objs.v[i].key);
+      changed = true;
+    }
+    D.ready = true;
+    logf_("info", "ready", "reconciled with the cloud: %zu instances", D.insts.n);
+    if (D.objs.n) arm_batch();
+  }
+  cJSON_Delete(o);
+  if (changed) {
+    save_state();
+    arm_batch();
+  }
+}
+
+static void on_catalog(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)ud;
+  if (status == 304) return;
+  if (status != 200) {
+    logf_("warn", "catalog", "GET /catalog: %s", err ? err : "unexpected status");
+    return;
+  }
+  dt_catalog *c = NULL;
+  dt_error e = {0};
+  if (dt_catalog_load_buffer("cloud:/catalog", body, len, &c, &e)) {
+    logf_("error", "catalog", "the cloud's catalog is invalid, keeping the current one: %s", e.msg);
+    return;
+  }
+  dt_catalog_free(D.cat);
+  D.cat = c;
+  snprintf(D.catalog_etag, sizeof D.catalog_etag, "%s", etag ? etag : "");
+  logf_("info", "catalog", "refreshed from the cloud (%zu bytes, ETag %s)", len, D.catalog_etag);
+}
+
+static void on_poll_timer(uv_timer_t *t) {
+  (void)t;
+  char url[1200];
+  snprintf(url, sizeof url, "%s/instances?cluster=%s", D.cloud_url, D.cluster);
+  if (dt__httpc_request("GET", url, NULL, NULL, (long)D.timeout_ms, on_instances, NULL))
+    logf_("error", "poll", "cannot start GET /instances");
+  snprintf(url, sizeof url, "%s/catalog", D.cloud_url);
+  if (dt__httpc_request("GET", url, NULL, D.catalog_etag[0] ? D.catalog_etag : NULL, (long)D.timeout_ms, on_catalog,
+                        NULL))
+    logf_("error", "catalog", "cannot start GET /catalog");
+}
+
+/* ------------------------------------------------------------ a round */
 
 static void plan_round(void) {
   dt_error err = {0};
@@ -363,7 +666,6 @@ static void plan_round(void) {
   D.pending = st.unschedulable;
   /* Launch every new claim; the applyable YAML carries the pods they take. */
   cJSON *docs = NULL;
-  bool replan = false;
   if (yaml && !dt__doc_parse("plan", yaml, strlen(yaml), &docs, &err)) {
     const cJSON *c;
     cJSON_ArrayForEach(c, docs) {
@@ -376,25 +678,10 @@ static void plan_round(void) {
       const char *ct = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "karpenter.sh/capacity-type"));
       const char *pool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "karpenter.sh/nodepool"));
       if (!name || !type || !zone || !ct || !pool) continue;
-      char id[64], subj[800], reason[800];
-      snprintf(subj, sizeof subj, "NodeClaim %s", name);
-      if (sim_launch(type, zone, ct, id, sizeof id)) {
-        D.provider_ice++;
-        snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: InsufficientCapacity", type, zone, ct);
-        decision("launch-failed", subj, reason);
-        mark_unavailable(ct, type, zone, "insufficient capacity at launch");
-        replan = true;
-        continue;
-      }
-      D.provider_ok++;
-      int cti = !strcmp(ct, "reserved") ? 0 : !strcmp(ct, "spot") ? 1 : 2;
-      D.launched[cti]++;
       char key[800];
       snprintf(key, sizeof key, "NodeClaim//%s", name);
-      obj_put(key, c);
-      add_instance(id, name, type, zone, ct, pool, 0, wall());
-      snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, type, zone, ct, pool);
-      decision("launch", subj, reason);
+      obj_put(key, c); /* in flight from now: the next round does not launch its pods again */
+      launch(name, type, zone, ct, pool);
     }
   }
   cJSON_Delete(docs);
@@ -411,7 +698,6 @@ static void plan_round(void) {
   dt_plan_free(p);
   dt_manifests_free(m);
   save_state();
-  if (replan) arm_batch();
 }
 
 static void on_batch(uv_timer_t *t) {
@@ -672,8 +958,10 @@ static int get_metrics(h2o_req_t *req) {
   dt__buf_printf(&b, "# HELP dovetail_provider_requests_total Provider launches, by outcome.\n"
                      "# TYPE dovetail_provider_requests_total counter\n"
                      "dovetail_provider_requests_total{outcome=\"ok\"} %llu\n"
-                     "dovetail_provider_requests_total{outcome=\"insufficient_capacity\"} %llu\n",
-                 (unsigned long long)D.provider_ok, (unsigned long long)D.provider_ice);
+                     "dovetail_provider_requests_total{outcome=\"insufficient_capacity\"} %llu\n"
+                     "dovetail_provider_requests_total{outcome=\"error\"} %llu\n",
+                 (unsigned long long)D.provider_ok, (unsigned long long)D.provider_ice,
+                 (unsigned long long)D.provider_err);
   dt__buf_printf(&b, "# HELP dovetail_interruption_events_total Events posted.\n# TYPE dovetail_interruption_events_total counter\n"
                      "dovetail_interruption_events_total %llu\n", (unsigned long long)D.events);
   respond(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);
@@ -684,7 +972,9 @@ static int get_metrics(h2o_req_t *req) {
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   (void)self;
   if (path_is(req, "/healthz")) return respond(req, 200, "text/plain", "ok\n", 3);
-  if (path_is(req, "/readyz")) return respond(req, 200, "text/plain", "ready\n", 6);
+  if (path_is(req, "/readyz"))
+    return D.ready ? respond(req, 200, "text/plain", "ready\n", 6)
+                   : respond(req, 503, "text/plain", "reconciling with the cloud\n", 27);
   if (!authorized(req)) return respond_error(req, 401, "a bearer token is required");
   if (path_is(req, "/metrics")) return get_metrics(req);
   if (path_is(req, "/v1/plan"))
@@ -719,7 +1009,13 @@ static const char *k_serve_usage =
     "  --token-file FILE    require Authorization: Bearer <token> (except /healthz, /readyz)\n"
     "  --body-limit BYTES   largest request body (default 16 MiB)\n"
     "  --log-format json|logfmt\n"
-    "  --sim-ice TYPE/ZONE/CT  the sim provider reports insufficient capacity for it (repeatable)\n";
+    "  --sim-ice TYPE/ZONE/CT  the sim provider reports insufficient capacity for it (repeatable)\n"
+    "  --provider sim|http  the cloud: in-process (default) or the REST contract over libcurl\n"
+    "  --cloud-url URL      the http provider's base URL (e.g. a dovetail fakecloud)\n"
+    "  --cluster NAME       tags instances, filters GET /instances (default dovetail)\n"
+    "  --poll DUR           instance and catalog polling (default 60s)\n"
+    "  --timeout DUR        per provider request (default 10s)\n"
+    "  --retries N          launch retries on 5xx or transport errors (default 3)\n";
 
 static int duration_ms(const char *s, uint64_t *out) {
   int64_t v;
@@ -747,6 +1043,11 @@ int dt__serve_main(int argc, char **argv) {
   D.max_ms = 10000;
   D.ttl = 180;
   D.body_limit = 16u << 20;
+  D.provider = "sim";
+  D.cluster = "dovetail";
+  D.poll_ms = 60000;
+  D.timeout_ms = 10000;
+  D.retries = 3;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     uint64_t ms;
@@ -756,17 +1057,24 @@ int dt__serve_main(int argc, char **argv) {
     else if (!strcmp(a, "--state") && v) D.state_path = argv[++i];
     else if (!strcmp(a, "--token-file") && v) token_file = argv[++i];
     else if (!strcmp(a, "--log-format") && v) D.log_format = argv[++i];
+    else if (!strcmp(a, "--provider") && v) D.provider = argv[++i];
+    else if (!strcmp(a, "--cloud-url") && v) D.cloud_url = argv[++i];
+    else if (!strcmp(a, "--cluster") && v) D.cluster = argv[++i];
+    else if (!strcmp(a, "--retries") && v) D.retries = atoi(argv[++i]);
     else if (!strcmp(a, "--body-limit") && v) D.body_limit = (size_t)strtoull(argv[++i], NULL, 10);
     else if (!strcmp(a, "--sim-ice") && v) {
       char *s = dt__strdup(argv[++i]);
       if (!s || dt__vec_push(&D.sim_ice, s)) return 2;
-    } else if ((!strcmp(a, "--batch-idle") || !strcmp(a, "--batch-max") || !strcmp(a, "--unavailable-ttl")) && v) {
+    } else if ((!strcmp(a, "--batch-idle") || !strcmp(a, "--batch-max") || !strcmp(a, "--unavailable-ttl") ||
+                !strcmp(a, "--poll") || !strcmp(a, "--timeout")) && v) {
       if (duration_ms(v, &ms)) {
         fprintf(stderr, "dovetail serve: %s: expected a duration such as 1s, 500ms or 3m, got \"%s\"\n", a, v);
         return 2;
       }
       if (!strcmp(a, "--batch-idle")) D.idle_ms = ms;
       else if (!strcmp(a, "--batch-max")) D.max_ms = ms;
+      else if (!strcmp(a, "--poll")) D.poll_ms = ms;
+      else if (!strcmp(a, "--timeout")) D.timeout_ms = ms;
       else D.ttl = (int64_t)(ms / 1000);
       i++;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -776,6 +1084,14 @@ int dt__serve_main(int argc, char **argv) {
       fprintf(stderr, "dovetail serve: unknown or incomplete option %s\n%s", a, k_serve_usage);
       return 2;
     }
+  }
+  if (strcmp(D.provider, "sim") && strcmp(D.provider, "http")) {
+    fprintf(stderr, "dovetail serve: --provider: expected sim or http, got \"%s\"\n", D.provider);
+    return 2;
+  }
+  if (!strcmp(D.provider, "http") != !!D.cloud_url) {
+    fprintf(stderr, "dovetail serve: --provider http and --cloud-url URL go together\n");
+    return 2;
   }
   dt_error err = {0};
   if (catalog ? dt_catalog_load_file(catalog, &D.cat, &err) : dt_catalog_load_default(&D.cat, &err)) {
@@ -813,6 +1129,14 @@ int dt__serve_main(int argc, char **argv) {
   }
   D.port = D.http.port;
   uv_timer_init(D.loop, &D.idle);
+  uv_timer_init(D.loop, &D.poll);
+  uv_timer_init(D.loop, &D.circuit_timer);
+  D.jitter = (uint64_t)wall();
+  if (D.cloud_url && dt__httpc_init(D.loop)) {
+    fprintf(stderr, "dovetail serve: cannot start libcurl\n");
+    return 1;
+  }
+  D.ready = !D.cloud_url;
   uv_timer_init(D.loop, &D.max);
   uv_timer_init(D.loop, &D.debounce);
   uv_signal_init(D.loop, &D.sighup);
@@ -832,13 +1156,25 @@ int dt__serve_main(int argc, char **argv) {
   }
   logf_("info", "listening", "http://%s:%d (catalog %s, %zu objects from state)", D.http.host, D.port,
         catalog ? catalog : "bundled", D.objs.n);
-  if (D.objs.n) arm_batch();
+  if (D.cloud_url)
+    uv_timer_start(&D.poll, on_poll_timer, 0, D.poll_ms); /* reconcile first, then every poll interval */
+  else if (D.objs.n)
+    arm_batch();
   uv_run(D.loop, UV_RUN_DEFAULT);
+  /* graceful stop: finish the provider calls in flight (up to 10 s) */
+  uv_timer_stop(&D.poll);
+  uv_timer_stop(&D.idle);
+  uv_timer_stop(&D.max);
+  for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight(); i++) uv_run(D.loop, UV_RUN_ONCE);
+  save_state();
   /* graceful stop: close handles, let in-flight requests finish */
   dt__httpd_close(&D.http);
   uv_close((uv_handle_t *)&D.idle, on_close_noop);
   uv_close((uv_handle_t *)&D.max, on_close_noop);
   uv_close((uv_handle_t *)&D.debounce, on_close_noop);
+  uv_close((uv_handle_t *)&D.poll, on_close_noop);
+  uv_close((uv_handle_t *)&D.circuit_timer, on_close_noop);
+  dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);
   uv_close((uv_handle_t *)&D.sigterm, on_close_noop);
   uv_close((uv_handle_t *)&D.sigint, on_close_noop);

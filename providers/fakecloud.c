@@ -1,0 +1,228 @@
+/*
+** fakecloud.c: `dovetail fakecloud`, an in-memory cloud speaking the `http`
+** provider's REST contract (README "Provider contract"), for specs, demos
+** and users' own tests. Launches are idempotent per NodeClaim, so a daemon
+** that retries never gets two instances for one claim.
+**
+**   GET    /catalog                 the catalog, with an ETag (304 on If-None-Match)
+**   POST   /instances               201 {instance}, or 409 {"error":"InsufficientCapacity"}
+**   DELETE /instances/{id}          200, or 404
+**   GET    /instances?cluster=C     {"instances":[...]} with state and statusReason
+**   POST   /admin/ice               body "type/zone/capacity-type": no capacity there from now on
+**   POST   /admin/preempt/{id}      stop the instance with statusReason stopped_by_preemption
+**   POST   /admin/fail              body "N": the next N API requests answer 503
+*/
+#define _GNU_SOURCE
+#include "../engine/httpd.h"
+#include "../engine/internal.h"
+#include "dovetail.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern const char dt__bundled_catalog[];
+extern const char dt__bundled_catalog_end[];
+
+typedef struct finst {
+  char *id, *cluster, *claim, *type, *zone, *ct, *pool, *state, *reason;
+} finst;
+
+static struct {
+  dt_httpd http;
+  const char *catalog;
+  size_t catalog_len;
+  char etag[40];
+  DT_VEC(char *) ice;
+  DT_VEC(finst) insts;
+  long fail;
+  unsigned long seq;
+  uv_signal_t sigterm, sigint;
+} F;
+
+static char *dup_json_str(const cJSON *o, const char *k) {
+  const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+  return dt__strdup(v ? v : "");
+}
+
+static cJSON *inst_json(const finst *in) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "id", in->id);
+  cJSON_AddStringToObject(o, "cluster", in->cluster);
+  cJSON_AddStringToObject(o, "claim", in->claim);
+  cJSON_AddStringToObject(o, "instanceType", in->type);
+  cJSON_AddStringToObject(o, "zone", in->zone);
+  cJSON_AddStringToObject(o, "capacityType", in->ct);
+  cJSON_AddStringToObject(o, "nodePool", in->pool);
+  cJSON_AddStringToObject(o, "state", in->state);
+  cJSON_AddStringToObject(o, "statusReason", in->reason);
+  return o;
+}
+
+static int send_json(h2o_req_t *req, int status, cJSON *o) {
+  char *t = cJSON_PrintUnformatted(o);
+  cJSON_Delete(o);
+  dt__httpd_respond(req, status, "application/json", t ? t : "{}", t ? strlen(t) : 2);
+  free(t);
+  return 0;
+}
+
+static int find(const char *id, size_t len) {
+  for (size_t i = 0; i < F.insts.n; i++)
+    if (strlen(F.insts.v[i].id) == len && !memcmp(F.insts.v[i].id, id, len)) return (int)i;
+  return -1;
+}
+
+static int on_req(h2o_handler_t *self, h2o_req_t *req) {
+  (void)self;
+  const char *rest;
+  size_t rl;
+  if (dt__httpd_path(req, "/admin/ice") && dt__httpd_method(req, "POST")) {
+    char *s = dt__strndup(req->entity.base, req->entity.len);
+    if (!s || dt__vec_push(&F.ice, s)) return dt__httpd_error(req, 503, "out of memory");
+    return dt__httpd_respond(req, 200, "application/json", "{}", 2);
+  }
+  if (dt__httpd_path(req, "/admin/fail") && dt__httpd_method(req, "POST")) {
+    char n[32];
+    snprintf(n, sizeof n, "%.*s", (int)(req->entity.len < 31 ? req->entity.len : 31), req->entity.base);
+    F.fail = atol(n);
+    return dt__httpd_respond(req, 200, "application/json", "{}", 2);
+  }
+  if (dt__httpd_prefix(req, "/admin/preempt/", &rest, &rl) && dt__httpd_method(req, "POST")) {
+    int at = find(rest, rl);
+    if (at < 0) return dt__httpd_error(req, 404, "no such instance");
+    dt__free(F.insts.v[at].state);
+    dt__free(F.insts.v[at].reason);
+    F.insts.v[at].state = dt__strdup("stopped");
+    F.insts.v[at].reason = dt__strdup("stopped_by_preemption");
+    return send_json(req, 200, inst_json(&F.insts.v[at]));
+  }
+  if (F.fail > 0) {
+    F.fail--;
+    return dt__httpd_error(req, 503, "injected failure");
+  }
+  if (dt__httpd_path(req, "/catalog") && dt__httpd_method(req, "GET")) {
+    ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_IF_NONE_MATCH, -1);
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ETAG, NULL, F.etag, strlen(F.etag));
+    if (i >= 0 && h2o_memis(req->headers.entries[i].value.base, req->headers.entries[i].value.len, F.etag,
+                            strlen(F.etag)))
+      return dt__httpd_respond(req, 304, "application/json", "", 0);
+    return dt__httpd_respond(req, 200, "application/json", F.catalog, F.catalog_len);
+  }
+  if (dt__httpd_path(req, "/instances") && dt__httpd_method(req, "POST")) {
+    cJSON *b = cJSON_ParseWithLength(req->entity.base, req->entity.len);
+    const char *claim = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "claim"));
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "instanceType"));
+    const char *zone = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "zone"));
+    const char *ct = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(b, "capacityType"));
+    if (!claim || !type || !zone || !ct) {
+      cJSON_Delete(b);
+      return dt__httpd_error(req, 400, "expected claim, instanceType, zone and capacityType");
+    }
+    for (size_t i = 0; i < F.insts.n; i++) /* idempotent per claim */
+      if (!strcmp(F.insts.v[i].claim, claim)) {
+        cJSON_Delete(b);
+        return send_json(req, 201, inst_json(&F.insts.v[i]));
+      }
+    char k[600];
+    snprintf(k, sizeof k, "%s/%s/%s", type, zone, ct);
+    for (size_t i = 0; i < F.ice.n; i++)
+      if (!strcmp(F.ice.v[i], k)) {
+        cJSON_Delete(b);
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "error", "InsufficientCapacity");
+        cJSON_AddStringToObject(e, "message", k);
+        return send_json(req, 409, e);
+      }
+    char id[40];
+    snprintf(id, sizeof id, "i-%016lx", ++F.seq * 0x9e3779b97f4a7c15ul);
+    finst in = {dt__strdup(id),       dup_json_str(b, "cluster"), dt__strdup(claim),       dt__strdup(type),
+                dt__strdup(zone),     dt__strdup(ct),             dup_json_str(b, "nodePool"), dt__strdup("running"),
+                dt__strdup("")};
+    cJSON_Delete(b);
+    if (dt__vec_push(&F.insts, in)) return dt__httpd_error(req, 503, "out of memory");
+    return send_json(req, 201, inst_json(&F.insts.v[F.insts.n - 1]));
+  }
+  if (dt__httpd_path(req, "/instances") && dt__httpd_method(req, "GET")) {
+    const char *cl = NULL;
+    size_t cl_len = 0;
+    if (req->query_at != SIZE_MAX) {
+      const char *q = req->path.base + req->query_at + 1, *e = req->path.base + req->path.len;
+      const char *c = memmem(q, (size_t)(e - q), "cluster=", 8);
+      if (c) {
+        cl = c + 8;
+        const char *amp = memchr(cl, '&', (size_t)(e - cl));
+        cl_len = (size_t)((amp ? amp : e) - cl);
+      }
+    }
+    cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "instances");
+    for (size_t i = 0; i < F.insts.n; i++)
+      if (!cl || (strlen(F.insts.v[i].cluster) == cl_len && !memcmp(F.insts.v[i].cluster, cl, cl_len)))
+        cJSON_AddItemToArray(arr, inst_json(&F.insts.v[i]));
+    return send_json(req, 200, o);
+  }
+  if (dt__httpd_prefix(req, "/instances/", &rest, &rl) && dt__httpd_method(req, "DELETE")) {
+    int at = find(rest, rl);
+    if (at < 0) return dt__httpd_error(req, 404, "no such instance");
+    finst *in = &F.insts.v[at];
+    dt__free(in->state);
+    in->state = dt__strdup("terminated");
+    cJSON *o = inst_json(in);
+    dt__free(in->id), dt__free(in->cluster), dt__free(in->claim), dt__free(in->type), dt__free(in->zone);
+    dt__free(in->ct), dt__free(in->pool), dt__free(in->state), dt__free(in->reason);
+    F.insts.v[at] = F.insts.v[--F.insts.n];
+    return send_json(req, 200, o);
+  }
+  return dt__httpd_error(req, 404, "no such endpoint");
+}
+
+static void on_signal(uv_signal_t *s, int sig) {
+  (void)sig;
+  uv_stop(s->loop);
+}
+
+int dt__fakecloud_main(int argc, char **argv) {
+  signal(SIGPIPE, SIG_IGN);
+  const char *listen = "127.0.0.1:8081", *catalog = NULL;
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--listen") && i + 1 < argc) listen = argv[++i];
+    else if (!strcmp(argv[i], "--catalog") && i + 1 < argc) catalog = argv[++i];
+    else if (!strcmp(argv[i], "--ice") && i + 1 < argc) {
+      char *s = dt__strdup(argv[++i]);
+      if (!s || dt__vec_push(&F.ice, s)) return 1;
+    } else {
+      fprintf(stderr, "usage: dovetail fakecloud [--listen HOST:PORT] [--catalog FILE] [--ice TYPE/ZONE/CT]...\n");
+      return 2;
+    }
+  }
+  if (catalog) {
+    char *t;
+    size_t len;
+    dt_error err = {0};
+    if (dt__read_file(catalog, &t, &len, &err)) {
+      fprintf(stderr, "dovetail fakecloud: %s\n", err.msg);
+      return 1;
+    }
+    F.catalog = t;
+    F.catalog_len = len;
+  } else {
+    F.catalog = dt__bundled_catalog;
+    F.catalog_len = (size_t)(dt__bundled_catalog_end - dt__bundled_catalog);
+  }
+  snprintf(F.etag, sizeof F.etag, "\"%016llx\"", (unsigned long long)dt__hash64(F.catalog, F.catalog_len));
+  uv_loop_t *loop = uv_default_loop();
+  char msg[600];
+  if (dt__httpd_start(&F.http, loop, listen, 1 << 20, on_req, msg, sizeof msg)) {
+    fprintf(stderr, "dovetail fakecloud: %s\n", msg);
+    return 1;
+  }
+  uv_signal_init(loop, &F.sigterm);
+  uv_signal_init(loop, &F.sigint);
+  uv_signal_start(&F.sigterm, on_signal, SIGTERM);
+  uv_signal_start(&F.sigint, on_signal, SIGINT);
+  fprintf(stderr, "{\"event\":\"listening\",\"msg\":\"http://%s:%d\"}\n", F.http.host, F.http.port);
+  fflush(stderr);
+  uv_run(loop, UV_RUN_DEFAULT);
+  return 0;
+}
