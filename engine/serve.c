@@ -64,6 +64,8 @@ typedef struct dtd {
   char catalog_etag[256];
   uint64_t jitter;
   uint64_t provider_err;
+  uint64_t start_seed;
+  uv_timer_t again; /* a round after failed launches, so no pod is left waiting */
   dt_catalog *cat;
   dt_policy *policy;
   /* state */
@@ -234,6 +236,8 @@ static void inst_free(instance *in) {
 
 static int add_instance(const char *id, const char *claim, const char *type, const char *zone, const char *ct,
                         const char *pool, double price, int64_t launched) {
+  for (size_t i = 0; id && i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].id, id)) return 0; /* adopted by a poll while its launch reply was on the way */
   instance in = {dt__strdup(id), dt__strdup(claim), dt__strdup(type), dt__strdup(zone),
                  dt__strdup(ct),  dt__strdup(pool),  price,            launched};
   if (!in.id || !in.claim || !in.type || !in.zone || !in.ct || !in.pool || dt__vec_push(&D.insts, in)) {
@@ -376,6 +380,11 @@ static void on_circuit_close(uv_timer_t *t) {
   arm_batch();
 }
 
+static void on_again(uv_timer_t *t) {
+  (void)t;
+  if (D.circuit_until <= wall()) arm_batch();
+}
+
 /* The outcome of a launch: 0 launched (id), 1 insufficient capacity, 2 failed. */
 static void launch_done(launch_ctx *lc, int outcome, const char *id, const char *msg) {
   char subj[800], reason[1200];
@@ -403,6 +412,7 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
              lc->zone, lc->ct, msg);
     decision("launch-failed", subj, reason);
     drop_claim(lc->claim);
+    uv_timer_start(&D.again, on_again, 2000, 0);
   }
   save_state();
   lc_done(lc);
@@ -538,6 +548,15 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
       decision("adopt", id, "the cloud has an instance for a claim we hold");
       known = changed = true;
     }
+    if (!known && D.ready && state && strcmp(state, "terminated")) {
+      /* launched for a claim this daemon no longer holds: garbage */
+      decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
+      char url[1200];
+      snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
+      char *idc = dt__strdup(id);
+      if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+      continue;
+    }
     if (known && state && !strcmp(state, "stopped") && why && !strcmp(why, "stopped_by_preemption")) {
       char subj[300], reason[600];
       snprintf(subj, sizeof subj, "instance %s", id);
@@ -642,7 +661,7 @@ static void plan_round(void) {
   }
   dt_plan_opts o = {0};
   o.now = wall();
-  o.seed = ++D.round;
+  o.seed = ++D.round ^ D.start_seed; /* claim names differ across restarts */
   o.policy = D.policy;
   dt_plan *p = NULL;
   double t0 = dt__now_ms();
@@ -666,6 +685,7 @@ static void plan_round(void) {
   D.pending = st.unschedulable;
   /* Launch every new claim; the applyable YAML carries the pods they take. */
   cJSON *docs = NULL;
+  size_t nl = 0;
   if (yaml && !dt__doc_parse("plan", yaml, strlen(yaml), &docs, &err)) {
     const cJSON *c;
     cJSON_ArrayForEach(c, docs) {
@@ -681,8 +701,22 @@ static void plan_round(void) {
       char key[800];
       snprintf(key, sizeof key, "NodeClaim//%s", name);
       obj_put(key, c); /* in flight from now: the next round does not launch its pods again */
-      launch(name, type, zone, ct, pool);
+      nl++;
     }
+  }
+  /* Write ahead: the claims are in the state file before any request leaves,
+  ** so a crash mid-launch finds them at restart and adopts what the cloud
+  ** made for them (launches are idempotent per claim). */
+  if (nl) save_state();
+  const cJSON *c;
+  cJSON_ArrayForEach(c, docs) {
+    const cJSON *lab = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metadata"), "labels");
+    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metadata"), "name"));
+    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "node.kubernetes.io/instance-type"));
+    const char *zone = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "topology.kubernetes.io/zone"));
+    const char *ct = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "karpenter.sh/capacity-type"));
+    const char *pool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "karpenter.sh/nodepool"));
+    if (name && type && zone && ct && pool) launch(name, type, zone, ct, pool);
   }
   cJSON_Delete(docs);
   dt_free(yaml);
@@ -748,7 +782,7 @@ static void on_watch(uv_fs_event_t *h, const char *file, int events, int status)
   const char *base = strrchr(D.policy_path, '/');
   base = base ? base + 1 : D.policy_path;
   if (file && strcmp(file, base)) return;
-  uv_timer_start(&D.debounce, on_debounce, 200, 0); /* editors write in bursts */
+  uv_timer_start(&D.debounce, on_debounce, 30, 0); /* editors write in bursts */
 }
 
 static void on_close_noop(uv_handle_t *h) { (void)h; }
@@ -999,6 +1033,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
 
 static const char *k_serve_usage =
     "usage: dovetail serve [options]\n"
+    "  --config FILE        options as a YAML or JSON map (listen, catalog, batch-idle, ...); flags override\n"
     "  --listen HOST:PORT   HTTP API (default 127.0.0.1:8080; port 0 picks one, logged)\n"
     "  --catalog FILE       instance catalog (default: bundled AWS us-east-1)\n"
     "  --policy FILE        a Lua policy, watched and hot-reloaded (also on SIGHUP)\n"
@@ -1036,8 +1071,64 @@ static int duration_ms(const char *s, uint64_t *out) {
   return 0;
 }
 
-int dt__serve_main(int argc, char **argv) {
+/* --config FILE (YAML or JSON): a map of the long options without their
+** dashes ({listen: "127.0.0.1:8080", sim-ice: [a, b], ...}), read before the
+** command line, so flags override it. */
+static int config_args(int argc, char **argv, int *outc, char ***outv) {
+  const char *path = NULL;
+  for (int i = 0; i + 1 < argc; i++)
+    if (!strcmp(argv[i], "--config")) path = argv[i + 1];
+  DT_VEC(char *) v = {0};
+  if (path) {
+    dt_error err = {0};
+    char *text;
+    size_t len;
+    cJSON *docs = NULL;
+    if (dt__read_file(path, &text, &len, &err) || dt__doc_parse(path, text, len, &docs, &err)) {
+      fprintf(stderr, "dovetail serve: --config: %s\n", err.msg);
+      return -1;
+    }
+    dt__free(text);
+    const cJSON *m = docs ? docs->child : NULL, *c;
+    if (!cJSON_IsObject(m)) {
+      fprintf(stderr, "dovetail serve: --config %s: expected a map of options\n", path);
+      cJSON_Delete(docs);
+      return -1;
+    }
+    cJSON_ArrayForEach(c, m) {
+      char flag[200], tmp[64];
+      snprintf(flag, sizeof flag, "--%s", c->string);
+      const cJSON *items = cJSON_IsArray(c) ? c->child : c;
+      for (const cJSON *it = items; it; it = cJSON_IsArray(c) ? it->next : NULL) {
+        const char *val = dt__scalar(it, tmp, sizeof tmp);
+        if (!val || cJSON_IsBool(it) || cJSON_IsNull(it)) {
+          fprintf(stderr, "dovetail serve: --config %s: %s: expected a string or a number\n", path, c->string);
+          cJSON_Delete(docs);
+          return -1;
+        }
+        dt__vec_push(&v, dt__strdup(flag));
+        dt__vec_push(&v, dt__strdup(val));
+      }
+    }
+    cJSON_Delete(docs);
+  }
+  for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+      i++;
+      continue;
+    }
+    dt__vec_push(&v, dt__strdup(argv[i]));
+  }
+  *outc = (int)v.n;
+  *outv = v.v;
+  return 0;
+}
+
+int dt__serve_main(int argc0, char **argv0) {
   signal(SIGPIPE, SIG_IGN);
+  int argc;
+  char **argv;
+  if (config_args(argc0, argv0, &argc, &argv)) return 2;
   const char *listen = "127.0.0.1:8080", *catalog = NULL, *token_file = NULL;
   D.idle_ms = 1000;
   D.max_ms = 10000;
@@ -1132,6 +1223,8 @@ int dt__serve_main(int argc, char **argv) {
   uv_timer_init(D.loop, &D.poll);
   uv_timer_init(D.loop, &D.circuit_timer);
   D.jitter = (uint64_t)wall();
+  D.start_seed = (uint64_t)wall() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
+  uv_timer_init(D.loop, &D.again);
   if (D.cloud_url && dt__httpc_init(D.loop)) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
     return 1;
@@ -1173,6 +1266,7 @@ int dt__serve_main(int argc, char **argv) {
   uv_close((uv_handle_t *)&D.max, on_close_noop);
   uv_close((uv_handle_t *)&D.debounce, on_close_noop);
   uv_close((uv_handle_t *)&D.poll, on_close_noop);
+  uv_close((uv_handle_t *)&D.again, on_close_noop);
   uv_close((uv_handle_t *)&D.circuit_timer, on_close_noop);
   dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);

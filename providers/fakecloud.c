@@ -11,6 +11,8 @@
 **   POST   /admin/ice               body "type/zone/capacity-type": no capacity there from now on
 **   POST   /admin/preempt/{id}      stop the instance with statusReason stopped_by_preemption
 **   POST   /admin/fail              body "N": the next N API requests answer 503
+**   POST   /admin/hang              body "N": the next N API requests get no answer at all
+**   POST   /admin/lose              body "N": the next N launches happen but get no answer
 */
 #define _GNU_SOURCE
 #include "../engine/httpd.h"
@@ -36,7 +38,7 @@ static struct {
   char etag[40];
   DT_VEC(char *) ice;
   DT_VEC(finst) insts;
-  long fail;
+  long fail, hang, lose;
   unsigned long seq;
   uv_signal_t sigterm, sigint;
 } F;
@@ -98,6 +100,22 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     F.insts.v[at].reason = dt__strdup("stopped_by_preemption");
     return send_json(req, 200, inst_json(&F.insts.v[at]));
   }
+  if (dt__httpd_path(req, "/admin/hang") && dt__httpd_method(req, "POST")) {
+    char n[32];
+    snprintf(n, sizeof n, "%.*s", (int)(req->entity.len < 31 ? req->entity.len : 31), req->entity.base);
+    F.hang = atol(n);
+    return dt__httpd_respond(req, 200, "application/json", "{}", 2);
+  }
+  if (dt__httpd_path(req, "/admin/lose") && dt__httpd_method(req, "POST")) {
+    char n[32];
+    snprintf(n, sizeof n, "%.*s", (int)(req->entity.len < 31 ? req->entity.len : 31), req->entity.base);
+    F.lose = atol(n);
+    return dt__httpd_respond(req, 200, "application/json", "{}", 2);
+  }
+  if (F.hang > 0) { /* never answer: the client's timeout decides */
+    F.hang--;
+    return 0;
+  }
   if (F.fail > 0) {
     F.fail--;
     return dt__httpd_error(req, 503, "injected failure");
@@ -142,6 +160,10 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
                 dt__strdup("")};
     cJSON_Delete(b);
     if (dt__vec_push(&F.insts, in)) return dt__httpd_error(req, 503, "out of memory");
+    if (F.lose > 0) { /* launched, but the answer is lost */
+      F.lose--;
+      return 0;
+    }
     return send_json(req, 201, inst_json(&F.insts.v[F.insts.n - 1]));
   }
   if (dt__httpd_path(req, "/instances") && dt__httpd_method(req, "GET")) {
