@@ -121,8 +121,12 @@ test: .deps-ok
 	@awk 'BEGIN{p=0;f=0;n=0} {p+=$$1; f+=$$2; n++} END{ if (n<3) f+=1; printf "%d passed, %d failed\n", p, f; exit (f>0 || p==0) }' $(BUILD)/results.txt
 
 bench: .deps-ok
-	@$(MAKE) --no-print-directory all $(BUILD)/bench
+	@$(MAKE) --no-print-directory all $(BUILD)/bench $(BUILD)/load
 	./$(BUILD)/bench
+	./$(BUILD)/load $(BUILD)/dovetail
+
+$(BUILD)/load: bench/load.c
+	$(CC) $(ALL_CFLAGS) -o $@ $< -lcurl
 
 $(BUILD)/bench: bench/bench.c $(LIBA)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)

@@ -65,6 +65,7 @@ typedef struct dtd {
   uint64_t jitter;
   uint64_t provider_err;
   uint64_t start_seed;
+  uv_timer_t state_timer;
   uv_timer_t again; /* a round after failed launches, so no pod is left waiting */
   dt_catalog *cat;
   dt_policy *policy;
@@ -190,39 +191,61 @@ static dt_manifests *manifests(dt_error *err) {
 
 static int save_state(void) {
   if (!D.state_path) return 0;
-  cJSON *root = cJSON_CreateObject(), *objs = cJSON_AddArrayToObject(root, "objects");
-  cJSON *insts = cJSON_AddArrayToObject(root, "instances");
-  for (size_t i = 0; i < D.objs.n; i++) cJSON_AddItemToArray(objs, cJSON_Parse(D.objs.v[i].json));
+  uv_timer_stop(&D.state_timer);
+  /* objects are kept as JSON text: the file is their concatenation */
+  dt_buf b = {0};
+  dt__buf_puts(&b, "{\"objects\":[");
+  for (size_t i = 0; i < D.objs.n; i++) {
+    if (i) dt__buf_putc(&b, ',');
+    dt__buf_puts(&b, D.objs.v[i].json);
+  }
+  dt__buf_puts(&b, "],\"instances\":[");
   for (size_t i = 0; i < D.insts.n; i++) {
     const instance *in = &D.insts.v[i];
-    cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "id", in->id);
-    cJSON_AddStringToObject(o, "claim", in->claim);
-    cJSON_AddStringToObject(o, "instanceType", in->type);
-    cJSON_AddStringToObject(o, "zone", in->zone);
-    cJSON_AddStringToObject(o, "capacityType", in->ct);
-    cJSON_AddStringToObject(o, "nodePool", in->pool);
-    cJSON_AddNumberToObject(o, "price", in->price);
-    cJSON_AddNumberToObject(o, "launched", (double)in->launched);
-    cJSON_AddItemToArray(insts, o);
+    dt__buf_puts(&b, i ? ",{\"id\":" : "{\"id\":");
+    dt__buf_json_str(&b, in->id);
+    dt__buf_puts(&b, ",\"claim\":");
+    dt__buf_json_str(&b, in->claim);
+    dt__buf_puts(&b, ",\"instanceType\":");
+    dt__buf_json_str(&b, in->type);
+    dt__buf_puts(&b, ",\"zone\":");
+    dt__buf_json_str(&b, in->zone);
+    dt__buf_puts(&b, ",\"capacityType\":");
+    dt__buf_json_str(&b, in->ct);
+    dt__buf_puts(&b, ",\"nodePool\":");
+    dt__buf_json_str(&b, in->pool);
+    dt__buf_printf(&b, ",\"launched\":%lld}", (long long)in->launched);
   }
-  char *text = cJSON_PrintUnformatted(root);
-  cJSON_Delete(root);
-  if (!text) return DT_ENOMEM;
+  dt__buf_puts(&b, "]}\n");
+  if (b.oom) {
+    dt__free(b.p);
+    return DT_ENOMEM;
+  }
   char tmp[4200];
   snprintf(tmp, sizeof tmp, "%s.tmp", D.state_path);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  size_t len = strlen(text);
-  bool ok = fd >= 0 && write(fd, text, len) == (ssize_t)len && fsync(fd) == 0;
+  bool ok = fd >= 0 && write(fd, b.p, b.len) == (ssize_t)b.len && fsync(fd) == 0;
   if (fd >= 0) ok &= close(fd) == 0;
   ok = ok && rename(tmp, D.state_path) == 0;
-  free(text);
+  dt__free(b.p);
   if (!ok) {
     logf_("error", "state", "cannot write %s: %s", D.state_path, strerror(errno));
     unlink(tmp);
     return DT_EIO;
   }
   return 0;
+}
+
+static void on_state_timer(uv_timer_t *t) {
+  (void)t;
+  save_state();
+}
+
+/* Applied objects are written within 50 ms, many applies in one write;
+** launches and instance changes are written at once (save_state). */
+static void state_dirty(void) {
+  if (D.state_path && !uv_is_active((uv_handle_t *)&D.state_timer))
+    uv_timer_start(&D.state_timer, on_state_timer, 50, 0);
 }
 
 static void inst_free(instance *in) {
@@ -846,8 +869,8 @@ static int put_objects(h2o_req_t *req) {
   cJSON_Delete(docs);
   char msg[100];
   snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", n);
-  logf_("info", "apply", "%zu objects applied", n);
-  save_state();
+  logf_("debug", "apply", "%zu objects applied", n);
+  state_dirty();
   arm_batch();
   return respond(req, 200, "application/json", msg, strlen(msg));
 }
@@ -870,7 +893,7 @@ static int delete_object(h2o_req_t *req, const char *p, size_t len) {
         break;
       }
   logf_("info", "delete", "%s", key);
-  save_state();
+  state_dirty();
   arm_batch();
   return respond(req, 200, "application/json", "{\"deleted\":1}\n", 14);
 }
@@ -1225,6 +1248,7 @@ int dt__serve_main(int argc0, char **argv0) {
   D.jitter = (uint64_t)wall();
   D.start_seed = (uint64_t)wall() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
   uv_timer_init(D.loop, &D.again);
+  uv_timer_init(D.loop, &D.state_timer);
   if (D.cloud_url && dt__httpc_init(D.loop)) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
     return 1;
@@ -1267,6 +1291,7 @@ int dt__serve_main(int argc0, char **argv0) {
   uv_close((uv_handle_t *)&D.debounce, on_close_noop);
   uv_close((uv_handle_t *)&D.poll, on_close_noop);
   uv_close((uv_handle_t *)&D.again, on_close_noop);
+  uv_close((uv_handle_t *)&D.state_timer, on_close_noop);
   uv_close((uv_handle_t *)&D.circuit_timer, on_close_noop);
   dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);
