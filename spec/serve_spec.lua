@@ -39,7 +39,8 @@ end
 -- curl: returns body, HTTP status.
 local function http(d, method, path, body, extra)
   local out = os.tmpname()
-  local cmd = "curl -s -o " .. out .. " -w '%{http_code}' -X " .. method .. " " .. (extra or "")
+  -- curl is not ours: keep the sanitizer runtime (LD_PRELOAD under SANITIZE=1) out of it
+  local cmd = "env -u LD_PRELOAD curl -s -o " .. out .. " -w '%{http_code}' -X " .. method .. " " .. (extra or "")
   if body then
     local f = h.write(body)
     cmd = cmd .. " --data-binary @" .. f
