@@ -65,7 +65,8 @@ typedef struct dtd {
   uint64_t jitter;
   uint64_t provider_err;
   uint64_t start_seed;
-  uv_timer_t state_timer;
+  uv_timer_t state_timer, disrupt;
+  uint64_t disrupt_ms;
   uv_timer_t again; /* a round after failed launches, so no pod is left waiting */
   dt_catalog *cat;
   dt_policy *policy;
@@ -397,6 +398,34 @@ static void drop_claim(const char *claim) {
     }
 }
 
+/* A launched claim is a node from now on: Initialized and Ready, created
+** now (disruption considers it, consolidateAfter counts from here). */
+static void claim_initialized(const char *claim) {
+  char key[800], ts[40];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  if (at < 0) return;
+  cJSON *o = cJSON_Parse(D.objs.v[at].json);
+  if (!o) return;
+  dt__fmt_time(wall(), ts, sizeof ts);
+  cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+  cJSON_DeleteItemFromObjectCaseSensitive(md, "creationTimestamp");
+  cJSON_AddStringToObject(md, "creationTimestamp", ts);
+  cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+  if (!st) st = cJSON_AddObjectToObject(o, "status");
+  cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
+  cJSON *cs = cJSON_AddArrayToObject(st, "conditions");
+  static const char *types[] = {"Initialized", "Ready"};
+  for (int i = 0; i < 2; i++) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", types[i]);
+    cJSON_AddStringToObject(c, "status", "True");
+    cJSON_AddItemToArray(cs, c);
+  }
+  obj_put(key, o);
+  cJSON_Delete(o);
+}
+
 static void on_circuit_close(uv_timer_t *t) {
   (void)t;
   logf_("info", "circuit", "closed: launches resume");
@@ -418,6 +447,7 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
     int cti = !strcmp(lc->ct, "reserved") ? 0 : !strcmp(lc->ct, "spot") ? 1 : 2;
     D.launched[cti]++;
     add_instance(id, lc->claim, lc->type, lc->zone, lc->ct, lc->pool, 0, wall());
+    claim_initialized(lc->claim);
     snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, lc->type, lc->zone, lc->ct,
              lc->pool);
     decision("launch", subj, reason);
@@ -670,6 +700,74 @@ static void on_poll_timer(uv_timer_t *t) {
   if (dt__httpc_request("GET", url, NULL, D.catalog_etag[0] ? D.catalog_etag : NULL, (long)D.timeout_ms, on_catalog,
                         NULL))
     logf_("error", "catalog", "cannot start GET /catalog");
+}
+
+/* ------------------------------------------------------------ disruption */
+
+static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err);
+
+/* Every --disrupt-interval: one disruption pass over the cluster the daemon
+** holds. A command is carried out by deleting the claims it names (only
+** claims this daemon launched); their pods are planned again in the next
+** round, which launches the replacement the command priced. */
+static void on_disrupt(uv_timer_t *t) {
+  (void)t;
+  if (!D.ready || D.batch_open) return; /* provisioning first, as Karpenter's pending-pods rule */
+  dt_error err = {0};
+  expire_marks();
+  dt_manifests *m = manifests(&err);
+  if (!m) return;
+  dt_disrupt_opts o = {0};
+  o.now = wall();
+  o.seed = D.start_seed ^ ++D.round;
+  o.policy = D.policy;
+  dt_disruption *d = NULL;
+  if (dt_disrupt_run(D.cat, m, &o, &d, &err)) {
+    logf_("error", "disrupt", "%s", err.msg);
+    dt_manifests_free(m);
+    return;
+  }
+  char *text = dt_disrupt_render(d, DT_FORMAT_JSON, NULL);
+  cJSON *r = text ? cJSON_Parse(text) : NULL;
+  dt_free(text);
+  const cJSON *c, *n;
+  bool changed = false;
+  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "commands")) {
+    const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "reason"));
+    const char *action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "action"));
+    cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(c, "nodes")) {
+      const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "name"));
+      int at = -1;
+      for (size_t i = 0; name && i < D.insts.n && at < 0; i++)
+        if (!strcmp(D.insts.v[i].claim, name)) at = (int)i;
+      char subj[700], why[900];
+      snprintf(subj, sizeof subj, "NodeClaim %s", name ? name : "?");
+      if (at < 0) {
+        snprintf(why, sizeof why, "%s %s: not a claim this daemon launched; left to its owner", reason, action);
+        decision("disrupt-skipped", subj, why);
+        continue;
+      }
+      snprintf(why, sizeof why, "%s: %s (instance %s)", reason, action, D.insts.v[at].id);
+      decision("disrupt", subj, why);
+      if (D.cloud_url) {
+        char url[1200];
+        snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, D.insts.v[at].id);
+        char *idc = dt__strdup(D.insts.v[at].id);
+        if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+      }
+      char claim[600];
+      snprintf(claim, sizeof claim, "%s", name);
+      drop_claim(claim);
+      changed = true;
+    }
+  }
+  cJSON_Delete(r);
+  dt_disrupt_free(d);
+  dt_manifests_free(m);
+  if (changed) {
+    save_state();
+    arm_batch();
+  }
 }
 
 /* ------------------------------------------------------------ a round */
@@ -1073,7 +1171,9 @@ static const char *k_serve_usage =
     "  --cluster NAME       tags instances, filters GET /instances (default dovetail)\n"
     "  --poll DUR           instance and catalog polling (default 60s)\n"
     "  --timeout DUR        per provider request (default 10s)\n"
-    "  --retries N          launch retries on 5xx or transport errors (default 3)\n";
+    "  --retries N          launch retries on 5xx or transport errors (default 3)\n"
+    "  --disrupt-interval DUR  a disruption pass (emptiness, drift, expiry, consolidation) every DUR\n"
+    "                       (default 10s; 0 turns it off)\n";
 
 static int duration_ms(const char *s, uint64_t *out) {
   int64_t v;
@@ -1162,6 +1262,7 @@ int dt__serve_main(int argc0, char **argv0) {
   D.poll_ms = 60000;
   D.timeout_ms = 10000;
   D.retries = 3;
+  D.disrupt_ms = 10000;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     uint64_t ms;
@@ -1180,7 +1281,7 @@ int dt__serve_main(int argc0, char **argv0) {
       char *s = dt__strdup(argv[++i]);
       if (!s || dt__vec_push(&D.sim_ice, s)) return 2;
     } else if ((!strcmp(a, "--batch-idle") || !strcmp(a, "--batch-max") || !strcmp(a, "--unavailable-ttl") ||
-                !strcmp(a, "--poll") || !strcmp(a, "--timeout")) && v) {
+                !strcmp(a, "--poll") || !strcmp(a, "--timeout") || !strcmp(a, "--disrupt-interval")) && v) {
       if (duration_ms(v, &ms)) {
         fprintf(stderr, "dovetail serve: %s: expected a duration such as 1s, 500ms or 3m, got \"%s\"\n", a, v);
         return 2;
@@ -1188,6 +1289,7 @@ int dt__serve_main(int argc0, char **argv0) {
       if (!strcmp(a, "--batch-idle")) D.idle_ms = ms;
       else if (!strcmp(a, "--batch-max")) D.max_ms = ms;
       else if (!strcmp(a, "--poll")) D.poll_ms = ms;
+      else if (!strcmp(a, "--disrupt-interval")) D.disrupt_ms = ms;
       else if (!strcmp(a, "--timeout")) D.timeout_ms = ms;
       else D.ttl = (int64_t)(ms / 1000);
       i++;
@@ -1249,6 +1351,8 @@ int dt__serve_main(int argc0, char **argv0) {
   D.start_seed = (uint64_t)wall() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
   uv_timer_init(D.loop, &D.again);
   uv_timer_init(D.loop, &D.state_timer);
+  uv_timer_init(D.loop, &D.disrupt);
+  if (D.disrupt_ms) uv_timer_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
   if (D.cloud_url && dt__httpc_init(D.loop)) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
     return 1;
@@ -1280,6 +1384,7 @@ int dt__serve_main(int argc0, char **argv0) {
   uv_run(D.loop, UV_RUN_DEFAULT);
   /* graceful stop: finish the provider calls in flight (up to 10 s) */
   uv_timer_stop(&D.poll);
+  uv_timer_stop(&D.disrupt);
   uv_timer_stop(&D.idle);
   uv_timer_stop(&D.max);
   for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight(); i++) uv_run(D.loop, UV_RUN_ONCE);
@@ -1292,6 +1397,7 @@ int dt__serve_main(int argc0, char **argv0) {
   uv_close((uv_handle_t *)&D.poll, on_close_noop);
   uv_close((uv_handle_t *)&D.again, on_close_noop);
   uv_close((uv_handle_t *)&D.state_timer, on_close_noop);
+  uv_close((uv_handle_t *)&D.disrupt, on_close_noop);
   uv_close((uv_handle_t *)&D.circuit_timer, on_close_noop);
   dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);
