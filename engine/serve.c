@@ -17,6 +17,8 @@
 #include "httpd.h"
 #include "internal.h"
 
+#include "../lua/policy.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -84,6 +86,8 @@ typedef struct dtd {
 } dtd;
 
 static dtd D;
+
+static const char *interruption_action(const char *kind, const instance *in, const char *state, const char *def);
 
 static const double k_buckets[8] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
 
@@ -610,7 +614,11 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
       if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
       continue;
     }
-    if (known && state && !strcmp(state, "stopped") && why && !strcmp(why, "stopped_by_preemption")) {
+    const instance *kin = NULL;
+    for (size_t i = 0; i < D.insts.n && !kin; i++)
+      if (!strcmp(D.insts.v[i].id, id)) kin = &D.insts.v[i];
+    if (known && kin && state && !strcmp(state, "stopped") && why && !strcmp(why, "stopped_by_preemption") &&
+        strcmp(interruption_action("preemption", kin, state, "drain"), "ignore")) {
       char subj[300], reason[600];
       snprintf(subj, sizeof subj, "instance %s", id);
       mark_unavailable(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "capacityType")),
@@ -996,6 +1004,19 @@ static int delete_object(h2o_req_t *req, const char *p, size_t len) {
   return respond(req, 200, "application/json", "{\"deleted\":1}\n", 14);
 }
 
+/* The policy's say on an interruption: "drain", "keep-offering" or "ignore"
+** replace the built-in action (def). */
+static const char *interruption_action(const char *kind, const instance *in, const char *state, const char *def) {
+  static char act[32];
+  snprintf(act, sizeof act, "%s", def);
+  const dt_hook_field f[] = {{"kind", 0, kind, 0},          {"instanceId", 0, in->id, 0}, {"nodeClaim", 0, in->claim, 0},
+                             {"instanceType", 0, in->type, 0}, {"zone", 0, in->zone, 0},     {"capacityType", 0, in->ct, 0},
+                             {"state", 0, state ? state : "", 0}};
+  const dt_hook_rec ev = {f, 7};
+  dt__policy_on_interruption(D.policy, &ev, act, sizeof act);
+  return act;
+}
+
 /* Interruption events: EventBridge shapes (AWS) by instance id. */
 static int post_event(h2o_req_t *req) {
   cJSON *e = cJSON_ParseWithLength(req->entity.base, req->entity.len);
@@ -1027,11 +1048,17 @@ static int post_event(h2o_req_t *req) {
                 (!strcmp(state, "stopping") || !strcmp(state, "stopped") || !strcmp(state, "shutting-down") ||
                  !strcmp(state, "terminated")));
   const char *action = "noted";
-  if (!strcmp(dtype, "EC2 Instance Rebalance Recommendation")) {
-    snprintf(reason, sizeof reason, "rebalance recommendation: recorded, no action (as Karpenter)");
+  const char *kind = spot ? "spot-interruption" : !strcmp(dtype, "EC2 Instance Rebalance Recommendation") ? "rebalance"
+                     : !strcmp(dtype, "AWS Health Event") ? "scheduled-change" : "state-change";
+  const char *act = interruption_action(kind, in, state, drain ? (spot ? "drain" : "keep-offering") : "ignore");
+  drain = strcmp(act, "ignore") != 0;
+  if (!drain) {
+    snprintf(reason, sizeof reason, "%s: no action%s", dtype,
+             !strcmp(kind, "rebalance") ? " (as Karpenter)" : D.policy ? " (policy on_interruption)" : "");
     decision("event", subj, reason);
-  } else if (drain) {
-    if (spot) mark_unavailable(in->ct, in->type, in->zone, "spot interruption warning");
+  } else {
+    if (!strcmp(act, "drain") && (spot || strcmp(in->ct, "spot") == 0))
+      mark_unavailable(in->ct, in->type, in->zone, spot ? "spot interruption warning" : dtype);
     char key[800];
     snprintf(key, sizeof key, "NodeClaim//%s", in->claim);
     snprintf(reason, sizeof reason, "%s: drain NodeClaim %s and replace its pods", dtype, in->claim);
@@ -1042,9 +1069,6 @@ static int post_event(h2o_req_t *req) {
     action = "replaced";
     save_state();
     arm_batch();
-  } else {
-    snprintf(reason, sizeof reason, "%s: no action", dtype);
-    decision("event", subj, reason);
   }
   cJSON_Delete(e);
   char body[100];

@@ -769,6 +769,29 @@ int dt__policy_budget(dt_policy *p, const char *pool, const char *reason, const 
   return rc;
 }
 
+int dt__policy_on_interruption(dt_policy *p, const dt_hook_rec *event, char *action, size_t n) {
+  if (!dt__policy_has(p, DT_HOOK_ON_INTERRUPTION)) return -1;
+  lua_State *L = p->s.L;
+  if (!lua_checkstack(L, 8)) return -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_ON_INTERRUPTION]);
+  if (push_recs(p, "on_interruption", NULL, event, 1)) {
+    lua_pop(L, 1);
+    return -1;
+  }
+  lua_rawgeti(L, -1, 1);
+  lua_remove(L, -2);
+  if (call(p, "on_interruption", DT_HOOK_ON_INTERRUPTION, 1, 1)) return -1;
+  int rc = 0;
+  const char *a = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+  if (a && (!strcmp(a, "drain") || !strcmp(a, "keep-offering") || !strcmp(a, "ignore")))
+    snprintf(action, n, "%s", a);
+  else if (!lua_isnil(L, -1))
+    rc = bad_result(p, DT_HOOK_ON_INTERRUPTION, "expected \"drain\", \"keep-offering\", \"ignore\" or nil, got %s",
+                    a ? a : luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return rc;
+}
+
 /* Builds scale_in's arguments in protected mode (the memory cap may refuse). */
 static int build_vms(lua_State *L) {
   const dt_hook_pool *pool = lua_touserdata(L, 1);
@@ -920,6 +943,17 @@ static int validate(dt_policy *p, dt_error *err) {
     int64_t a = 1;
     if (dt__policy_budget(p, "default", "Underutilized", &ctx, &a))
       rc = dt__err(err, DT_EINVAL, "%s: budget hook failed on the golden input: %s", who,
+                   p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
+  }
+  if (!rc && dt__policy_has(p, DT_HOOK_ON_INTERRUPTION)) {
+    static const dt_hook_field ge[] = {{"kind", 0, "spot-interruption", 0}, {"instanceId", 0, "i-0123456789abcdef0", 0},
+                                       {"nodeClaim", 0, "default-abcde", 0}, {"instanceType", 0, "m5.large", 0},
+                                       {"zone", 0, "zone-a", 0},             {"capacityType", 0, "spot", 0},
+                                       {"state", 0, "", 0}};
+    const dt_hook_rec ev = {ge, 7};
+    char act[32];
+    if (dt__policy_on_interruption(p, &ev, act, sizeof act))
+      rc = dt__err(err, DT_EINVAL, "%s: on_interruption hook failed on the golden input: %s", who,
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
   dt__policy_round_end(p);

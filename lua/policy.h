@@ -99,6 +99,12 @@ int dt__policy_consolidation_order(dt_policy *p, const dt_hook_rec *recs, size_t
 int dt__policy_approve(dt_policy *p, const dt_hook_rec *cmd, const dt_hook_rec *nodes, size_t n, bool *ok);
 int dt__policy_budget(dt_policy *p, const char *pool, const char *reason, const dt_hook_rec *ctx, int64_t *allowed);
 
+/* on_interruption(event): event is a record (kind, instanceId, nodeClaim,
+** instanceType, zone, capacityType, state). *action gets "drain", "keep-offering"
+** (drain, no unavailable mark) or "ignore" (copied into action, size n); it is
+** left alone when the hook returns nil. Returns 0 or -1 (default stands). */
+int dt__policy_on_interruption(dt_policy *p, const dt_hook_rec *event, char *action, size_t n);
+
 /* Errors recorded since load, for the plan's policyErrors. */
 typedef struct dt_policy_err {
   const char *hook;

@@ -183,6 +183,26 @@ describe("dovetail serve", function()
     d.stop()
   end)
 
+  it("routes interruptions through the policy's on_interruption hook", function()
+    local pol = h.write([[
+return {
+  on_interruption = function(event)
+    if event.kind == "spot-interruption" then return "ignore" end
+  end,
+}
+]])
+    local d = start("--policy " .. pol)
+    http(d, "PUT", "/v1/objects", quickstart)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local id = http(d, "GET", "/v1/state"):match('"id":%s*"(i%-%x+)"')
+    local body = http(d, "POST", "/v1/events", '{"detail-type":"EC2 Spot Instance Interruption Warning",'
+      .. '"detail":{"instance-id":"' .. id .. '"}}')
+    assert.matches('"action":"noted"', body)
+    assert.matches(id, (http(d, "GET", "/v1/state")), 1, true)
+    d.stop()
+    os.remove(pol)
+  end)
+
   describe("with the http provider and dovetail fakecloud", function()
     local function cloud(args)
       local log = os.tmpname()
