@@ -94,7 +94,8 @@ deps:
 
 # Build on demand when the toolchain's libraries are missing (fresh machine).
 .deps-ok:
-	@if ! pkg-config --exists lua5.4 libcjson yaml-0.1 2>/dev/null || ! command -v busted >/dev/null; then \
+	@if ! pkg-config --exists lua5.4 libcjson yaml-0.1 libuv libcurl 2>/dev/null || ! test -f /usr/include/h2o.h \
+	    || ! command -v busted >/dev/null || ! command -v curl >/dev/null; then \
 	  $(MAKE) --no-print-directory deps; fi
 	@touch $@
 

@@ -88,6 +88,7 @@ typedef struct dtd {
 static dtd D;
 
 static const char *interruption_action(const char *kind, const instance *in, const char *state, const char *def);
+static void reload_config(void);
 
 static const double k_buckets[8] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
 
@@ -919,6 +920,7 @@ static void on_close_noop(uv_handle_t *h) { (void)h; }
 static void on_signal(uv_signal_t *s, int sig) {
   if (sig == SIGHUP) {
     reload("SIGHUP");
+    reload_config();
     return;
   }
   if (D.stopping) return;
@@ -1271,11 +1273,53 @@ static int config_args(int argc, char **argv, int *outc, char ***outv) {
   return 0;
 }
 
+
+/* SIGHUP: re-read --config for the settings that can change while running
+** (windows, TTL, intervals, timeouts, retries, log format). The listen
+** address, provider, catalog and state file need a restart. */
+static const char *g_config_path;
+
+static int duration_ms(const char *s, uint64_t *out);
+
+static void reload_config(void) {
+  if (!g_config_path) return;
+  char *argv0[] = {(char *)"--config", (char *)g_config_path};
+  int argc;
+  char **argv;
+  if (config_args(2, argv0, &argc, &argv)) {
+    logf_("error", "config", "%s: not reloaded (see above); the running settings stay", g_config_path);
+    return;
+  }
+  int applied = 0;
+  for (int i = 0; i + 1 < argc; i += 2) {
+    uint64_t ms;
+    const char *a = argv[i], *v = argv[i + 1];
+    bool dur = !duration_ms(v, &ms);
+    if (!strcmp(a, "--batch-idle") && dur) D.idle_ms = ms, applied++;
+    else if (!strcmp(a, "--batch-max") && dur) D.max_ms = ms, applied++;
+    else if (!strcmp(a, "--unavailable-ttl") && dur) D.ttl = (int64_t)(ms / 1000), applied++;
+    else if (!strcmp(a, "--poll") && dur && ms) {
+      D.poll_ms = ms, applied++;
+      if (D.cloud_url) uv_timer_start(&D.poll, on_poll_timer, ms, ms);
+    } else if (!strcmp(a, "--timeout") && dur) D.timeout_ms = ms, applied++;
+    else if (!strcmp(a, "--disrupt-interval") && dur) {
+      D.disrupt_ms = ms, applied++;
+      if (ms) uv_timer_start(&D.disrupt, on_disrupt, ms, ms);
+      else uv_timer_stop(&D.disrupt);
+    } else if (!strcmp(a, "--retries")) D.retries = atoi(v), applied++;
+  }
+  for (int i = 0; i < argc; i++) dt__free(argv[i]);
+  dt__free(argv);
+  logf_("info", "config", "%s reloaded: %d settings applied", g_config_path, applied);
+}
+
 int dt__serve_main(int argc0, char **argv0) {
   signal(SIGPIPE, SIG_IGN);
   int argc;
   char **argv;
   if (config_args(argc0, argv0, &argc, &argv)) return 2;
+  for (int i = 0; i + 1 < argc0; i++)
+    if (!strcmp(argv0[i], "--config")) g_config_path = argv0[i + 1];
   const char *listen = "127.0.0.1:8080", *catalog = NULL, *token_file = NULL;
   D.idle_ms = 1000;
   D.max_ms = 10000;
