@@ -291,8 +291,9 @@ void dt__fmt_price(char *out, size_t n, double v) {
   }
 }
 
-/* Days from civil, as in Howard Hinnant's algorithm (public domain). */
-static int64_t days_from_civil(int64_t y, int m, int d) {
+/* Days since 1970-01-01 from a civil date and back (Howard Hinnant's
+** algorithms, public domain). */
+int64_t dt__days_from_civil(int64_t y, int m, int d) {
   y -= m <= 2;
   int64_t era = (y >= 0 ? y : y - 399) / 400;
   int64_t yoe = y - era * 400;
@@ -325,7 +326,7 @@ int dt_time_parse(const char *s, int64_t *out, dt_error *err) {
     return dt__err(err, DT_EINVAL, "invalid time \"%s\": missing zone (Z or +hh:mm)", s);
   }
   if (*p) return dt__err(err, DT_EINVAL, "invalid time \"%s\": trailing text", s);
-  *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
+  *out = dt__days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
   return 0;
 }
 
@@ -367,21 +368,26 @@ int dt__duration_parse(const char *s, int64_t *out) {
 }
 
 /* RFC 3339 UTC text of Unix seconds. */
-void dt__fmt_time(int64_t t, char *out, size_t n) {
-  int64_t days = t / 86400, rem = t % 86400;
-  if (rem < 0) {
-    rem += 86400;
-    days--;
-  }
-  /* civil_from_days (Howard Hinnant, public domain) */
+void dt__civil_from_days(int64_t days, int64_t *y, int *m, int *d) {
   days += 719468;
   int64_t era = (days >= 0 ? days : days - 146096) / 146097;
   int64_t doe = days - era * 146097;
   int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t y = yoe + era * 400, doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153, d = doy - (153 * mp + 2) / 5 + 1;
-  int64_t m = mp < 10 ? mp + 3 : mp - 9;
-  y += m <= 2;
-  snprintf(out, n, "%04lld-%02lld-%02lldT%02lld:%02lld:%02lldZ", (long long)y, (long long)m,
-           (long long)d, (long long)(rem / 3600), (long long)(rem / 60 % 60), (long long)(rem % 60));
+  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  int64_t mp = (5 * doy + 2) / 153;
+  *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+  *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+  *y = yoe + era * 400 + (*m <= 2);
+}
+
+void dt__fmt_time(int64_t t, char *out, size_t n) {
+  int64_t days = t / 86400, rem = t % 86400, y;
+  if (rem < 0) {
+    rem += 86400;
+    days--;
+  }
+  int m, d;
+  dt__civil_from_days(days, &y, &m, &d);
+  snprintf(out, n, "%04lld-%02d-%02dT%02lld:%02lld:%02lldZ", (long long)y, m, d, (long long)(rem / 3600),
+           (long long)(rem / 60 % 60), (long long)(rem % 60));
 }

@@ -127,28 +127,6 @@ int dt__cron_parse(const char *spec, dt_cron *c, char *why, size_t n) {
   return 0;
 }
 
-/* days since 1970-01-01 <-> civil date (Howard Hinnant's algorithms) */
-static int64_t days_from_civil(int64_t y, int64_t m, int64_t d) {
-  y -= m <= 2;
-  int64_t era = (y >= 0 ? y : y - 399) / 400;
-  int64_t yoe = y - era * 400;
-  int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-  int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-  return era * 146097 + doe - 719468;
-}
-
-static void civil(int64_t days, int64_t *y, int *m, int *d) {
-  days += 719468;
-  int64_t era = (days >= 0 ? days : days - 146096) / 146097;
-  int64_t doe = days - era * 146097;
-  int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  int64_t mp = (5 * doy + 2) / 153;
-  *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-  *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-  *y = yoe + era * 400 + (*m <= 2);
-}
-
 static bool day_ok(const dt_cron *c, int d, int dow) {
   bool dm = c->dom >> d & 1, wm = c->dow >> dow & 1;
   if (c->dom_star || c->dow_star) return dm && wm;
@@ -161,12 +139,12 @@ int64_t dt__cron_next(const dt_cron *c, int64_t after) {
   while (t <= limit) {
     int64_t days = (t >= 0 ? t / 86400 : (t - 86399) / 86400), y;
     int m, d;
-    civil(days, &y, &m, &d);
+    dt__civil_from_days(days, &y, &m, &d);
     int64_t sod = t - days * 86400;
     int h = (int)(sod / 3600), mi = (int)(sod / 60 % 60);
     int dow = (int)(((days % 7) + 11) % 7); /* 1970-01-01 was a Thursday */
     if (!(c->month >> m & 1)) {
-      t = days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) * 86400;
+      t = dt__days_from_civil(m == 12 ? y + 1 : y, m == 12 ? 1 : m + 1, 1) * 86400;
     } else if (!day_ok(c, d, dow)) {
       t = (days + 1) * 86400;
     } else if (!(c->hour >> h & 1)) {

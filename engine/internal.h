@@ -85,6 +85,8 @@ int dt__duration_parse(const char *s, int64_t *out);
 /* Monotonic milliseconds, for phase timings only (never in decisions). */
 double dt__now_ms(void);
 void dt__fmt_time(int64_t t, char *out, size_t n); /* RFC 3339, UTC */
+int64_t dt__days_from_civil(int64_t y, int m, int d);           /* days since 1970-01-01 */
+void dt__civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 
 /* Format a price the same way everywhere ("%.6g" trimmed). */
 void dt__fmt_price(char *out, size_t n, double v);
