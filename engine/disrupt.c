@@ -74,24 +74,11 @@ static const char *const k_reason[3] = {"Empty", "Drifted", "Underutilized"};
 
 /* ------------------------------------------------------------ output */
 
-static cJSON *put(cJSON *parent, const char *key, cJSON *v) {
-  if (!parent || !v) {
-    cJSON_Delete(v);
-    return NULL;
-  }
-  if (cJSON_IsArray(parent) ? !cJSON_AddItemToArray(parent, v) : !cJSON_AddItemToObject(parent, key, v)) {
-    cJSON_Delete(v);
-    return NULL;
-  }
-  return v;
-}
-static void put_str(cJSON *o, const char *k, const char *v) { put(o, k, cJSON_CreateString(v)); }
-static void put_num(cJSON *o, const char *k, double v) { put(o, k, cJSON_CreateNumber(v)); }
 
 static void put_price(cJSON *o, const char *k, double v) {
   char tmp[64];
   dt__fmt_price(tmp, sizeof tmp, v);
-  put(o, k, cJSON_CreateRaw(tmp));
+  dt__json_put(o, k, cJSON_CreateRaw(tmp));
 }
 
 /* Record why node i stays, and the step for --explain. */
@@ -102,7 +89,7 @@ static void why(state *st, size_t i, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(d->why, sizeof d->why, fmt, ap);
   va_end(ap);
-  if (st->explain && !strcmp(d->n->name, st->o.explain)) put(st->explain, NULL, cJSON_CreateString(d->why));
+  if (st->explain && !strcmp(d->n->name, st->o.explain)) dt__json_put(st->explain, NULL, cJSON_CreateString(d->why));
 }
 
 static void step(state *st, size_t i, const char *fmt, ...) DT_PRINTF(3, 4);
@@ -113,7 +100,7 @@ static void step(state *st, size_t i, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  put(st->explain, NULL, cJSON_CreateString(msg));
+  dt__json_put(st->explain, NULL, cJSON_CreateString(msg));
 }
 
 /* ------------------------------------------------------------ the model */
@@ -268,7 +255,7 @@ static int budgets(state *st) {
     b->cost += d->price > 0 ? d->price : 0;
     b->disruption += d->cost;
   }
-  cJSON *jb = put(st->r->root, "budgets", cJSON_CreateArray());
+  cJSON *jb = dt__json_put(st->r->root, "budgets", cJSON_CreateArray());
   for (size_t pi = 0; pi < m->pools.n; pi++) {
     const dt_nodepool *p = &m->pools.v[pi];
     poolbudget *b = &st->pb[pi];
@@ -291,16 +278,16 @@ static int budgets(state *st) {
           v = a < 0 ? INT64_MAX : a + b->disrupting;
       }
       b->value[r] = v;
-      cJSON *e = put(jb, NULL, cJSON_CreateObject());
-      put_str(e, "nodePool", p->name);
-      put_str(e, "reason", k_reason[r]);
+      cJSON *e = dt__json_put(jb, NULL, cJSON_CreateObject());
+      dt__json_put_str(e, "nodePool", p->name);
+      dt__json_put_str(e, "reason", k_reason[r]);
       int64_t allowed = v == INT64_MAX ? -1 : (v - b->disrupting > 0 ? v - b->disrupting : 0);
       if (allowed < 0)
-        put_str(e, "allowed", "unlimited");
+        dt__json_put_str(e, "allowed", "unlimited");
       else
-        put_num(e, "allowed", (double)allowed);
-      put_num(e, "nodes", (double)b->nodes);
-      put_num(e, "disrupting", (double)b->disrupting);
+        dt__json_put_num(e, "allowed", (double)allowed);
+      dt__json_put_num(e, "nodes", (double)b->nodes);
+      dt__json_put_num(e, "disrupting", (double)b->disrupting);
     }
   }
   return 0;
@@ -662,15 +649,15 @@ static bool balanced_ok(state *st, const uint32_t *cands, size_t n, double savin
 static cJSON *node_json(state *st, uint32_t i) {
   const dnode *d = &st->nodes.v[i];
   cJSON *o = cJSON_CreateObject();
-  put_str(o, "name", d->n->name);
-  put_str(o, "nodePool", st->m->pools.v[d->pool].name);
-  if (d->type) put_str(o, "instanceType", d->type);
-  if (d->zone) put_str(o, "zone", d->zone);
-  if (d->ct >= 0) put_str(o, "capacityType", dt__ct_names[d->ct]);
+  dt__json_put_str(o, "name", d->n->name);
+  dt__json_put_str(o, "nodePool", st->m->pools.v[d->pool].name);
+  if (d->type) dt__json_put_str(o, "instanceType", d->type);
+  if (d->zone) dt__json_put_str(o, "zone", d->zone);
+  if (d->ct >= 0) dt__json_put_str(o, "capacityType", dt__ct_names[d->ct]);
   put_price(o, "price", d->price > 0 ? d->price : 0);
   size_t np = 0;
   for (size_t k = 0; k < d->pods.n; k++) np += !st->pods[d->pods.v[k]].daemon;
-  put_num(o, "pods", (double)np);
+  dt__json_put_num(o, "pods", (double)np);
   return o;
 }
 
@@ -679,17 +666,17 @@ static cJSON *node_json(state *st, uint32_t i) {
 static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const char *reason, const char *detail,
                  const verdict *v) {
   const dt_plan *p = s ? s->plan : NULL;
-  cJSON *c = put(st->commands, NULL, cJSON_CreateObject());
-  put_str(c, "reason", reason);
+  cJSON *c = dt__json_put(st->commands, NULL, cJSON_CreateObject());
+  dt__json_put_str(c, "reason", reason);
   bool replace = s && s->nclaims > 0;
-  put_str(c, "action", replace ? "replace" : "delete");
-  cJSON *jn = put(c, "nodes", cJSON_CreateArray());
+  dt__json_put_str(c, "action", replace ? "replace" : "delete");
+  cJSON *jn = dt__json_put(c, "nodes", cJSON_CreateArray());
   double price = 0;
   for (size_t k = 0; k < n; k++) {
-    put(jn, NULL, node_json(st, cands[k]));
+    dt__json_put(jn, NULL, node_json(st, cands[k]));
     price += st->nodes.v[cands[k]].price > 0 ? st->nodes.v[cands[k]].price : 0;
   }
-  cJSON *jr = put(c, "replacements", cJSON_CreateArray());
+  cJSON *jr = dt__json_put(c, "replacements", cJSON_CreateArray());
   double newp = 0;
   /* replacements: every new claim of the simulation */
   for (size_t i = 0; p && i < p->claims.n; i++) {
@@ -711,22 +698,22 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
       pr = b;
     }
     newp += pr;
-    cJSON *o = put(jr, NULL, cJSON_CreateObject());
-    put_str(o, "apiVersion", "karpenter.sh/v1");
-    put_str(o, "kind", "NodeClaim");
+    cJSON *o = dt__json_put(jr, NULL, cJSON_CreateObject());
+    dt__json_put_str(o, "apiVersion", "karpenter.sh/v1");
+    dt__json_put_str(o, "kind", "NodeClaim");
     const char *cname = dt__sym_str(&p->syms, k->name);
-    put_str(o, "name", cname);
-    put_str(o, "nodePool", p->pools[k->pool].src->name);
-    put_str(o, "instanceType", tname);
-    put_str(o, "zone", zone);
-    put_str(o, "capacityType", dt__ct_names[ct]);
+    dt__json_put_str(o, "name", cname);
+    dt__json_put_str(o, "nodePool", p->pools[k->pool].src->name);
+    dt__json_put_str(o, "instanceType", tname);
+    dt__json_put_str(o, "zone", zone);
+    dt__json_put_str(o, "capacityType", dt__ct_names[ct]);
     put_price(o, "price", pr);
-    cJSON *opts = put(o, "instanceTypeOptions", cJSON_CreateArray());
+    cJSON *opts = dt__json_put(o, "instanceTypeOptions", cJSON_CreateArray());
     if (v && v->replace && k == s->claim)
-      for (uint32_t q = 0; q < v->nopt; q++) put(opts, NULL, cJSON_CreateString(p->types[v->opt[q]].src->name));
+      for (uint32_t q = 0; q < v->nopt; q++) dt__json_put(opts, NULL, cJSON_CreateString(p->types[v->opt[q]].src->name));
     else
       for (uint32_t q = 0; q < k->nfinal && q < 600; q++)
-        put(opts, NULL, cJSON_CreateString(p->types[k->final[q]].src->name));
+        dt__json_put(opts, NULL, cJSON_CreateString(p->types[k->final[q]].src->name));
     /* the replacement joins the cluster in flight */
     dt_node *nn = dt__arena_alloc(&st->arena, sizeof *nn);
     dt_kv *lab = dt__arena_alloc(&st->arena, 4 * sizeof *lab);
@@ -768,7 +755,7 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     node_cost(st, &st->nodes.v[target]);
   }
   put_price(c, "savings", price - newp);
-  if (detail) put_str(c, "detail", detail);
+  if (detail) dt__json_put_str(c, "detail", detail);
   for (size_t k = 0; k < n; k++) {
     dnode *d = &st->nodes.v[cands[k]];
     d->removed = true;
@@ -1131,12 +1118,12 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
   if (!r) return dt__err(err, DT_ENOMEM, "out of memory");
   dt__alloc_failed(1);
   cJSON *root = r->root = cJSON_CreateObject();
-  put_str(root, "apiVersion", "dovetail.dev/v1alpha1");
-  put_str(root, "kind", "Disruption");
+  dt__json_put_str(root, "apiVersion", "dovetail.dev/v1alpha1");
+  dt__json_put_str(root, "kind", "Disruption");
   char tmp[40];
   dt__fmt_time(st.o.now, tmp, sizeof tmp);
-  put_str(root, "now", tmp);
-  st.commands = put(root, "commands", cJSON_CreateArray());
+  dt__json_put_str(root, "now", tmp);
+  st.commands = dt__json_put(root, "commands", cJSON_CreateArray());
   st.blocked = cJSON_CreateArray();
   if (st.o.explain) st.explain = cJSON_CreateArray();
   int rc = build(&st);
@@ -1146,13 +1133,13 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
   if (!rc) rc = replace_each(&st, true);
   if (!rc) rc = multi_node(&st);
   if (!rc) rc = single_node(&st);
-  put(root, "blocked", st.blocked);
+  dt__json_put(root, "blocked", st.blocked);
   for (size_t i = 0; !rc && i < st.nodes.n; i++) {
     const dnode *d = &st.nodes.v[i];
     if (d->extra || d->removed) continue;
-    cJSON *b = put(st.blocked, NULL, cJSON_CreateObject());
-    put_str(b, "node", d->n->name);
-    put_str(b, "reason", d->why[0] ? d->why : "nothing to do: not empty, drifted or expired, and no cheaper arrangement "
+    cJSON *b = dt__json_put(st.blocked, NULL, cJSON_CreateObject());
+    dt__json_put_str(b, "node", d->n->name);
+    dt__json_put_str(b, "reason", d->why[0] ? d->why : "nothing to do: not empty, drifted or expired, and no cheaper arrangement "
                                               "was found");
     r->stats.blocked++;
   }
@@ -1160,29 +1147,29 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
   if (st.explain) {
     bool found = false;
     for (size_t i = 0; i < m->nodes.n && !found; i++) found = !strcmp(m->nodes.v[i].name, st.o.explain);
-    if (!found) put(st.explain, NULL, cJSON_CreateString("no such node in the input"));
-    cJSON *e = put(root, "explain", cJSON_CreateObject());
-    put_str(e, "node", st.o.explain);
-    put(e, "steps", st.explain);
+    if (!found) dt__json_put(st.explain, NULL, cJSON_CreateString("no such node in the input"));
+    cJSON *e = dt__json_put(root, "explain", cJSON_CreateObject());
+    dt__json_put_str(e, "node", st.o.explain);
+    dt__json_put(e, "steps", st.explain);
   }
   if (!rc && st.o.policy) {
     const dt_policy_err *pe;
     size_t ne = dt__policy_errors(st.o.policy, &pe);
-    cJSON *je = put(root, "policyErrors", cJSON_CreateArray());
+    cJSON *je = dt__json_put(root, "policyErrors", cJSON_CreateArray());
     for (size_t i = 0; i < ne; i++) {
-      cJSON *e = put(je, NULL, cJSON_CreateObject());
-      put_str(e, "hook", pe[i].hook);
-      put_str(e, "message", pe[i].message);
+      cJSON *e = dt__json_put(je, NULL, cJSON_CreateObject());
+      dt__json_put_str(e, "hook", pe[i].hook);
+      dt__json_put_str(e, "message", pe[i].message);
     }
   }
   r->stats.simulations = st.sims;
-  cJSON *sum = put(root, "summary", cJSON_CreateObject());
-  put_num(sum, "nodes", (double)r->stats.nodes);
-  put_num(sum, "commands", (double)r->stats.commands);
-  put_num(sum, "disrupted", (double)r->stats.disrupted);
-  put_num(sum, "blocked", (double)r->stats.blocked);
+  cJSON *sum = dt__json_put(root, "summary", cJSON_CreateObject());
+  dt__json_put_num(sum, "nodes", (double)r->stats.nodes);
+  dt__json_put_num(sum, "commands", (double)r->stats.commands);
+  dt__json_put_num(sum, "disrupted", (double)r->stats.disrupted);
+  dt__json_put_num(sum, "blocked", (double)r->stats.blocked);
   put_price(sum, "savings", r->stats.savings);
-  put_num(sum, "simulations", (double)st.sims);
+  dt__json_put_num(sum, "simulations", (double)st.sims);
   if (!rc && (dt__alloc_failed(1) || st.arena.oom || st.types.oom)) rc = DT_ENOMEM;
   for (size_t i = 0; i < st.nodes.n; i++) dt__free(st.nodes.v[i].pods.v);
   dt__free(st.nodes.v);
@@ -1200,11 +1187,7 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
 char *dt_disrupt_render(const dt_disruption *d, dt_format format, size_t *len) {
   dt_buf b = {0};
   dt__init();
-  if (format == DT_FORMAT_YAML) {
-    cJSON *docs = cJSON_CreateArray();
-    if (!docs || !cJSON_AddItemReferenceToArray(docs, d->root) || dt__yaml_emit(docs, &b)) b.oom = 1;
-    cJSON_Delete(docs);
-  } else if (format == DT_FORMAT_TABLE) {
+  if (format == DT_FORMAT_TABLE) {
     const cJSON *cs = cJSON_GetObjectItemCaseSensitive(d->root, "commands");
     for (const cJSON *c = cs ? cs->child : NULL; c; c = c->next) {
       dt__buf_printf(&b, "%-13s %-8s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "reason")),
@@ -1229,8 +1212,7 @@ char *dt_disrupt_render(const dt_disruption *d, dt_format format, size_t *len) {
     dt__buf_printf(&b, "%zu commands, %zu of %zu nodes disrupted, saves $%.4f/hour\n", s->commands, s->disrupted,
                    s->nodes, s->savings);
   } else {
-    dt__json_pretty(d->root, &b, 0);
-    dt__buf_putc(&b, '\n');
+    dt__doc_write(d->root, format, &b);
   }
   return dt__buf_take(&b, len);
 }

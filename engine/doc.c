@@ -502,3 +502,32 @@ void dt__json_pretty(const cJSON *n, dt_buf *b, int depth) {
   indent_to(b, depth);
   dt__buf_putc(b, obj ? '}' : ']');
 }
+
+/* ------------------------------------------------------ result documents */
+
+cJSON *dt__json_put(cJSON *parent, const char *key, cJSON *v) {
+  if (!parent || !v) {
+    cJSON_Delete(v);
+    return NULL;
+  }
+  if (cJSON_IsArray(parent) ? !cJSON_AddItemToArray(parent, v) : !cJSON_AddItemToObject(parent, key, v)) {
+    cJSON_Delete(v);
+    return NULL;
+  }
+  return v;
+}
+
+void dt__json_put_str(cJSON *o, const char *key, const char *v) { dt__json_put(o, key, cJSON_CreateString(v)); }
+
+void dt__json_put_num(cJSON *o, const char *key, double v) { dt__json_put(o, key, cJSON_CreateNumber(v)); }
+
+void dt__doc_write(const cJSON *root, dt_format format, dt_buf *b) {
+  if (format == DT_FORMAT_YAML) {
+    cJSON *docs = cJSON_CreateArray(); /* one document: the result */
+    if (!docs || !cJSON_AddItemReferenceToArray(docs, (cJSON *)root) || dt__yaml_emit(docs, b)) b->oom = 1;
+    cJSON_Delete(docs);
+    return;
+  }
+  dt__json_pretty(root, b, 0);
+  dt__buf_putc(b, '\n');
+}

@@ -210,4 +210,12 @@ void dt__json_canon(const cJSON *n, dt_buf *b);
 void dt__json_pretty(const cJSON *n, dt_buf *b, int depth);
 uint64_t dt__hash64(const char *s, size_t n); /* FNV-1a */
 
+/* Building result documents: attach v under key (arrays ignore the key);
+** on failure v is freed and NULL returned, and dt__alloc_failed() tells at
+** the end. dt__doc_write renders one document as pretty JSON or YAML. */
+cJSON *dt__json_put(cJSON *parent, const char *key, cJSON *v);
+void dt__json_put_str(cJSON *o, const char *key, const char *v);
+void dt__json_put_num(cJSON *o, const char *key, double v);
+void dt__doc_write(const cJSON *root, dt_format format, dt_buf *b);
+
 #endif

@@ -148,42 +148,33 @@ static void render_json(const dt_plan *p, dt_buf *b) {
 
 /* ------------------------------------------------------------- YAML */
 
-/* Attach v under k; on failure v is freed and NULL returned. An allocation
-** failure anywhere is caught by dt__alloc_failed() at the end of the render. */
-static cJSON *put(cJSON *parent, const char *k, cJSON *v) {
-  if (!parent || !v || !cJSON_AddItemToObject(parent, k, v)) {
-    cJSON_Delete(v);
-    return NULL;
-  }
-  return v;
+
+static cJSON *add_obj(cJSON *parent, const char *key) {
+  return dt__json_put(parent, key, cJSON_CreateObject());
 }
-
-static cJSON *add_obj(cJSON *parent, const char *key) { return put(parent, key, cJSON_CreateObject()); }
-
-static void add_str(cJSON *o, const char *k, const char *v) { put(o, k, cJSON_CreateString(v)); }
 
 static void add_req(cJSON *arr, const char *key, const char *val) {
   cJSON *r = cJSON_CreateObject();
   if (!r) return;
   cJSON_AddItemToArray(arr, r);
-  add_str(r, "key", key);
-  add_str(r, "operator", "In");
-  cJSON *v = put(r, "values", cJSON_CreateArray());
+  dt__json_put_str(r, "key", key);
+  dt__json_put_str(r, "operator", "In");
+  cJSON *v = dt__json_put(r, "values", cJSON_CreateArray());
   cJSON *s = cJSON_CreateString(val);
   if (!v || !s || !cJSON_AddItemToArray(v, s)) cJSON_Delete(s);
 }
 
 static void add_taints(cJSON *spec, const char *key, const dt_taint *t, size_t n) {
   if (!n) return;
-  cJSON *arr = put(spec, key, cJSON_CreateArray());
+  cJSON *arr = dt__json_put(spec, key, cJSON_CreateArray());
   if (!arr) return;
   for (size_t i = 0; i < n; i++) {
     cJSON *o = cJSON_CreateObject();
     if (!o) return;
     cJSON_AddItemToArray(arr, o);
-    add_str(o, "key", t[i].key);
-    if (t[i].value[0]) add_str(o, "value", t[i].value);
-    add_str(o, "effect", t[i].effect);
+    dt__json_put_str(o, "key", t[i].key);
+    if (t[i].value[0]) dt__json_put_str(o, "value", t[i].value);
+    dt__json_put_str(o, "effect", t[i].effect);
   }
 }
 
@@ -194,20 +185,20 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   const char *zone = dt__sym_str(&p->syms, p->zones[o->zone]);
   cJSON *d = cJSON_CreateObject();
   if (!d) return NULL;
-  add_str(d, "apiVersion", "karpenter.sh/v1");
-  add_str(d, "kind", "NodeClaim");
+  dt__json_put_str(d, "apiVersion", "karpenter.sh/v1");
+  dt__json_put_str(d, "kind", "NodeClaim");
   cJSON *md = add_obj(d, "metadata");
-  add_str(md, "name", dt__sym_str(&p->syms, k->name));
+  dt__json_put_str(md, "name", dt__sym_str(&p->syms, k->name));
   cJSON *labels = add_obj(md, "labels");
-  for (size_t i = 0; i < np->labels.n; i++) add_str(labels, np->labels.v[i].key, np->labels.v[i].val);
-  add_str(labels, DT_L_NODEPOOL, np->name);
+  for (size_t i = 0; i < np->labels.n; i++) dt__json_put_str(labels, np->labels.v[i].key, np->labels.v[i].val);
+  dt__json_put_str(labels, DT_L_NODEPOOL, np->name);
   for (size_t i = 0; i < t->src->labels.n; i++)
     if (!cJSON_GetObjectItemCaseSensitive(labels, t->src->labels.v[i].key))
-      add_str(labels, t->src->labels.v[i].key, t->src->labels.v[i].val);
-  add_str(labels, DT_L_ZONE, zone);
-  add_str(labels, DT_L_CAPACITY_TYPE, dt__ct_names[o->ct]);
-  if (o->ct == DT_CT_SPOT) add_str(labels, DT_L_INTERRUPTIBLE, "true");
-  if (o->resv) add_str(labels, DT_L_RESERVATION, dt__sym_str(&p->syms, o->resv));
+      dt__json_put_str(labels, t->src->labels.v[i].key, t->src->labels.v[i].val);
+  dt__json_put_str(labels, DT_L_ZONE, zone);
+  dt__json_put_str(labels, DT_L_CAPACITY_TYPE, dt__ct_names[o->ct]);
+  if (o->ct == DT_CT_SPOT) dt__json_put_str(labels, DT_L_INTERRUPTIBLE, "true");
+  if (o->resv) dt__json_put_str(labels, DT_L_RESERVATION, dt__sym_str(&p->syms, o->resv));
   cJSON *ann = add_obj(md, "annotations");
   dt_buf pods = {0};
   char tmp[700];
@@ -216,13 +207,13 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
     if (j) dt__buf_putc(&pods, ',');
     dt__buf_puts(&pods, tmp);
   }
-  add_str(ann, DT_A_PODS, pods.p ? pods.p : "");
+  dt__json_put_str(ann, DT_A_PODS, pods.p ? pods.p : "");
   dt__free(pods.p);
   dt__fmt_price(tmp, sizeof tmp, o->price);
-  add_str(ann, "dovetail.dev/price", tmp);
+  dt__json_put_str(ann, "dovetail.dev/price", tmp);
   cJSON *spec = add_obj(d, "spec");
-  if (np->node_class_ref) put(spec, "nodeClassRef", cJSON_Duplicate(np->node_class_ref, true));
-  cJSON *reqs = put(spec, "requirements", cJSON_CreateArray());
+  if (np->node_class_ref) dt__json_put(spec, "nodeClassRef", cJSON_Duplicate(np->node_class_ref, true));
+  cJSON *reqs = dt__json_put(spec, "requirements", cJSON_CreateArray());
   if (reqs) {
     add_req(reqs, DT_L_NODEPOOL, np->name);
     add_req(reqs, DT_L_INSTANCE_TYPE, t->src->name);
@@ -234,7 +225,7 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   for (uint32_t r = 0; r < p->nres && res; r++) {
     if (!k->used[r]) continue;
     dt__fmt_quantity(tmp, sizeof tmp, p->res_names[r], k->used[r]);
-    add_str(res, p->res_names[r], tmp);
+    dt__json_put_str(res, p->res_names[r], tmp);
   }
   if (spec) {
     add_taints(spec, "taints", np->taints, np->ntaints);
@@ -244,7 +235,7 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   for (uint32_t r = 0; r < p->nres && alloc; r++) {
     if (!t->alloc[r]) continue;
     dt__fmt_quantity(tmp, sizeof tmp, p->res_names[r], t->alloc[r]);
-    add_str(alloc, p->res_names[r], tmp);
+    dt__json_put_str(alloc, p->res_names[r], tmp);
   }
   return d;
 }

@@ -123,31 +123,18 @@ typedef struct ctx {
   dt_symtab volumes; /* "ns/name" of PVCs and DataVolumes */
 } ctx;
 
-static cJSON *put(cJSON *parent, const char *key, cJSON *v) {
-  if (!parent || !v) {
-    cJSON_Delete(v);
-    return NULL;
-  }
-  if (cJSON_IsArray(parent) ? !cJSON_AddItemToArray(parent, v) : !cJSON_AddItemToObject(parent, key, v)) {
-    cJSON_Delete(v);
-    return NULL;
-  }
-  return v;
-}
 
-static void put_str(cJSON *o, const char *k, const char *v) { put(o, k, cJSON_CreateString(v)); }
-static void put_int(cJSON *o, const char *k, int64_t v) { put(o, k, cJSON_CreateNumber((double)v)); }
 
 static void put_time(cJSON *o, const char *k, int64_t t) {
   char tmp[40];
   dt__fmt_time(t, tmp, sizeof tmp);
-  put_str(o, k, tmp);
+  dt__json_put_str(o, k, tmp);
 }
 
 static cJSON *action(cJSON *list, const char *name, const char *reason) {
-  cJSON *a = put(list, NULL, cJSON_CreateObject());
-  put_str(a, "name", name);
-  put_str(a, "reason", reason);
+  cJSON *a = dt__json_put(list, NULL, cJSON_CreateObject());
+  dt__json_put_str(a, "name", name);
+  dt__json_put_str(a, "reason", reason);
   return a;
 }
 
@@ -158,7 +145,7 @@ static void note(cJSON *pool, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  put(cJSON_GetObjectItemCaseSensitive(pool, "notes"), NULL, cJSON_CreateString(msg));
+  dt__json_put(cJSON_GetObjectItemCaseSensitive(pool, "notes"), NULL, cJSON_CreateString(msg));
 }
 
 static void suffix_name(cJSON *o, const char *key, const dt_vmpool *p, int64_t idx, bool only_dv) {
@@ -182,42 +169,42 @@ static char *hash_hex(uint64_t h, char *out) {
 ** pool and stamped with the template hash (and autohealing's attempt). */
 static cJSON *vm_object(const dt_vmpool *p, const char *name, int64_t idx, int64_t attempt, int64_t now) {
   cJSON *o = cJSON_CreateObject();
-  put_str(o, "apiVersion", "kubevirt.io/v1");
-  put_str(o, "kind", "VirtualMachine");
-  cJSON *md = put(o, "metadata", cJSON_CreateObject());
-  put_str(md, "name", name);
-  put_str(md, "namespace", p->ns);
+  dt__json_put_str(o, "apiVersion", "kubevirt.io/v1");
+  dt__json_put_str(o, "kind", "VirtualMachine");
+  cJSON *md = dt__json_put(o, "metadata", cJSON_CreateObject());
+  dt__json_put_str(md, "name", name);
+  dt__json_put_str(md, "namespace", p->ns);
   const cJSON *tmd = cJSON_GetObjectItemCaseSensitive(p->tmpl, "metadata");
   cJSON *labels = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tmd, "labels"), 1);
   if (!labels) labels = cJSON_CreateObject();
-  put(md, "labels", labels);
+  dt__json_put(md, "labels", labels);
   if (p->generation) {
     char rev[600];
     snprintf(rev, sizeof rev, "%s-%lld", p->name, (long long)p->generation);
     cJSON_DeleteItemFromObjectCaseSensitive(labels, "kubevirt.io/vm-pool-revision-name");
-    put_str(labels, "kubevirt.io/vm-pool-revision-name", rev);
+    dt__json_put_str(labels, "kubevirt.io/vm-pool-revision-name", rev);
   }
   cJSON *ann = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tmd, "annotations"), 1);
   if (!ann) ann = cJSON_CreateObject();
-  put(md, "annotations", ann);
+  dt__json_put(md, "annotations", ann);
   char hex[17];
-  put_str(ann, "dovetail.dev/template-hash", hash_hex(p->hash, hex));
+  dt__json_put_str(ann, "dovetail.dev/template-hash", hash_hex(p->hash, hex));
   if (attempt > 0) {
     char a[24];
     snprintf(a, sizeof a, "%lld", (long long)attempt);
-    put_str(ann, "dovetail.dev/heal-attempt", a);
+    dt__json_put_str(ann, "dovetail.dev/heal-attempt", a);
     put_time(ann, "dovetail.dev/healed-at", now);
   }
-  cJSON *owners = put(md, "ownerReferences", cJSON_CreateArray());
-  cJSON *ow = put(owners, NULL, cJSON_CreateObject());
-  put_str(ow, "apiVersion", "pool.kubevirt.io/v1beta1");
-  put_str(ow, "kind", "VirtualMachinePool");
-  put_str(ow, "name", p->name);
-  put(ow, "controller", cJSON_CreateTrue());
-  put(ow, "blockOwnerDeletion", cJSON_CreateTrue());
-  cJSON *fin = put(md, "finalizers", cJSON_CreateArray());
-  put(fin, NULL, cJSON_CreateString("pool.kubevirt.io/finalizer"));
-  cJSON *spec = put(o, "spec", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(p->tmpl, "spec"), 1));
+  cJSON *owners = dt__json_put(md, "ownerReferences", cJSON_CreateArray());
+  cJSON *ow = dt__json_put(owners, NULL, cJSON_CreateObject());
+  dt__json_put_str(ow, "apiVersion", "pool.kubevirt.io/v1beta1");
+  dt__json_put_str(ow, "kind", "VirtualMachinePool");
+  dt__json_put_str(ow, "name", p->name);
+  dt__json_put(ow, "controller", cJSON_CreateTrue());
+  dt__json_put(ow, "blockOwnerDeletion", cJSON_CreateTrue());
+  cJSON *fin = dt__json_put(md, "finalizers", cJSON_CreateArray());
+  dt__json_put(fin, NULL, cJSON_CreateString("pool.kubevirt.io/finalizer"));
+  cJSON *spec = dt__json_put(o, "spec", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(p->tmpl, "spec"), 1));
   cJSON *dvt = cJSON_GetObjectItemCaseSensitive(spec, "dataVolumeTemplates");
   for (cJSON *d = cJSON_IsArray(dvt) ? dvt->child : NULL; d; d = d->next)
     suffix_name(cJSON_GetObjectItemCaseSensitive(d, "metadata"), "name", p, idx, false);
@@ -286,21 +273,21 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
                     cJSON *out) {
   const dt_vmpool *p = &x->m->vmpools.v[pi];
   int64_t now = x->o->now;
-  cJSON *po = put(out, NULL, cJSON_CreateObject());
-  put_str(po, "name", p->name);
-  put_str(po, "namespace", p->ns);
+  cJSON *po = dt__json_put(out, NULL, cJSON_CreateObject());
+  dt__json_put_str(po, "name", p->name);
+  dt__json_put_str(po, "namespace", p->ns);
   char hex[17], why[600], tmp[700];
-  put_str(po, "templateHash", hash_hex(p->hash, hex));
+  dt__json_put_str(po, "templateHash", hash_hex(p->hash, hex));
   cJSON *jcreate = cJSON_CreateArray(), *jdelete = cJSON_CreateArray(), *jupdate = cJSON_CreateArray();
   cJSON *jheal = cJSON_CreateArray(), *jdetached = cJSON_CreateArray(), *jwait = cJSON_CreateArray();
-  cJSON *figures = put(po, "status", cJSON_CreateObject());
-  put(po, "create", jcreate);
-  put(po, "delete", jdelete);
-  put(po, "update", jupdate);
-  put(po, "heal", jheal);
-  put(po, "detached", jdetached);
-  put(po, "waiting", jwait);
-  put(po, "notes", cJSON_CreateArray());
+  cJSON *figures = dt__json_put(po, "status", cJSON_CreateObject());
+  dt__json_put(po, "create", jcreate);
+  dt__json_put(po, "delete", jdelete);
+  dt__json_put(po, "update", jupdate);
+  dt__json_put(po, "heal", jheal);
+  dt__json_put(po, "detached", jdetached);
+  dt__json_put(po, "waiting", jwait);
+  dt__json_put(po, "notes", cJSON_CreateArray());
   dt_pools_stats *st = &x->r->stats;
 
   /* Owned VMs: released when their labels leave the selector. */
@@ -327,10 +314,10 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
     nunavail += unavailable(v);
   }
   int64_t count = (int64_t)nact, diff = p->replicas - count;
-  put_int(figures, "replicas", p->replicas);
-  put_int(figures, "current", count);
-  put_int(figures, "ready", (int64_t)nready);
-  put_int(figures, "unavailable", (int64_t)nunavail);
+  dt__json_put_num(figures, "replicas", (double)p->replicas);
+  dt__json_put_num(figures, "current", (double)count);
+  dt__json_put_num(figures, "ready", (double)nready);
+  dt__json_put_num(figures, "unavailable", (double)nunavail);
 
   int64_t creates_left = p->burst, deletes_left = p->burst;
 
@@ -348,20 +335,20 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
         snprintf(tmp, sizeof tmp, "%s; attempt %lld waits %s", why, (long long)attempt,
                  next > now ? "for its backoff" : "for the burst limit");
         a = action(jheal, v->name, tmp);
-        put_str(a, "action", "wait");
+        dt__json_put_str(a, "action", "wait");
       } else {
         snprintf(tmp, sizeof tmp, "%s: delete and re-create (attempt %lld)", why, (long long)attempt);
         a = action(jheal, v->name, tmp);
-        put_str(a, "action", "recreate");
-        put(a, "preserveState", cJSON_CreateBool(p->preserve != DT_PRESERVE_DISABLED));
-        put(a, "object", vm_object(p, v->name, v->index, attempt, now));
+        dt__json_put_str(a, "action", "recreate");
+        dt__json_put(a, "preserveState", cJSON_CreateBool(p->preserve != DT_PRESERVE_DISABLED));
+        dt__json_put(a, "object", vm_object(p, v->name, v->index, attempt, now));
         healing[v - x->m->vms.v] = true;
         deletes_left--;
         creates_left--;
         nheal++;
       }
-      put_int(a, "attempt", attempt);
-      put_int(a, "failures", v->fail_count);
+      dt__json_put_num(a, "attempt", (double)attempt);
+      dt__json_put_num(a, "failures", (double)v->fail_count);
       put_time(a, "nextAllowed", next > now ? next : now);
       st->heal++;
     }
@@ -369,7 +356,7 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
 
   int64_t mu_scale = max_unavailable(p, p->replicas > count ? p->replicas : count);
   int64_t mu_update = max_unavailable(p, p->replicas);
-  put_int(figures, "maxUnavailable", mu_update);
+  dt__json_put_num(figures, "maxUnavailable", (double)mu_update);
   int rc = 0;
 
   if (p->paused) {
@@ -394,10 +381,10 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
         char key[1300];
         snprintf(key, sizeof key, "%s/%s-%lld", p->ns, p->dv[d], (long long)idx);
         if (!dt__sym_find(&x->volumes, key)) continue;
-        if (!reuse) reuse = put(a, "reusesVolumes", cJSON_CreateArray());
-        put(reuse, NULL, cJSON_CreateString(strchr(key, '/') + 1));
+        if (!reuse) reuse = dt__json_put(a, "reusesVolumes", cJSON_CreateArray());
+        dt__json_put(reuse, NULL, cJSON_CreateString(strchr(key, '/') + 1));
       }
-      put(a, "object", vm_object(p, name, idx, 0, now));
+      dt__json_put(a, "object", vm_object(p, name, idx, 0, now));
       dt_pool_create pc = {pi, idx};
       if (dt__vec_push(&x->r->creates, pc)) rc = DT_ENOMEM;
       made++;
@@ -406,10 +393,10 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
     if (diff > want) {
       snprintf(tmp, sizeof tmp, "%lld more VMs wait for the next round (burst limit %lld per round)",
                (long long)(diff - want), (long long)p->burst);
-      cJSON *a = put(jwait, NULL, cJSON_CreateObject());
-      put_str(a, "for", "burst");
-      put_int(a, "count", diff - want);
-      put_str(a, "reason", tmp);
+      cJSON *a = dt__json_put(jwait, NULL, cJSON_CreateObject());
+      dt__json_put_str(a, "for", "burst");
+      dt__json_put_num(a, "count", (double)(diff - want));
+      dt__json_put_str(a, "reason", tmp);
       st->waiting++;
     }
   }
@@ -472,7 +459,7 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
                    (long long)p->replicas, sel, hooked ? ", order from the scale_in hook" : "",
                    deletes_left <= 0 ? "the burst limit" : "maxUnavailable");
           cJSON *a = action(jwait, c->v->name, tmp);
-          put_str(a, "for", deletes_left <= 0 ? "burst" : "maxUnavailable");
+          dt__json_put_str(a, "for", deletes_left <= 0 ? "burst" : "maxUnavailable");
           st->waiting++;
           continue;
         }
@@ -481,16 +468,16 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
         snprintf(tmp, sizeof tmp, "scale in %lld → %lld: %s%s", (long long)count, (long long)p->replicas, sel,
                  hooked ? ", order from the scale_in hook" : "");
         cJSON *a = action(jdelete, c->v->name, tmp);
-        put(a, "preserveState", cJSON_CreateBool(p->preserve != DT_PRESERVE_DISABLED));
+        dt__json_put(a, "preserveState", cJSON_CreateBool(p->preserve != DT_PRESERVE_DISABLED));
         st->del++;
       }
       if (opp && (size_t)remove > nc) {
         snprintf(tmp, sizeof tmp, "scaleInStrategy opportunistic: %lld more VMs are deleted once they halt",
                  (long long)((size_t)remove - nc));
-        cJSON *a = put(jwait, NULL, cJSON_CreateObject());
-        put_str(a, "for", "halt");
-        put_int(a, "count", (int64_t)((size_t)remove - nc));
-        put_str(a, "reason", tmp);
+        cJSON *a = dt__json_put(jwait, NULL, cJSON_CreateObject());
+        dt__json_put_str(a, "for", "halt");
+        dt__json_put_num(a, "count", (double)((size_t)remove - nc));
+        dt__json_put_str(a, "reason", tmp);
         st->waiting++;
       }
       dt__free(lab);
@@ -513,7 +500,7 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
       if (v->deleting || healing[v - x->m->vms.v] || current(p, v)) continue;
       out_of[nout++].v = v;
     }
-    put_int(figures, "outdated", (int64_t)nout);
+    dt__json_put_num(figures, "outdated", (double)nout);
     if (!nout) {
     } else if (diff != 0) {
       note(po, "%zu outdated VMs wait until the pool is at its replica count", nout);
@@ -546,12 +533,12 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
         } else {
           snprintf(tmp, sizeof tmp, "template changed; waits for maxUnavailable (%lld)", (long long)mu_update);
           cJSON *a = action(jwait, v->name, tmp);
-          put_str(a, "for", "maxUnavailable");
+          dt__json_put_str(a, "for", "maxUnavailable");
           st->waiting++;
           continue;
         }
         cJSON *a = action(jupdate, v->name, tmp);
-        put_str(a, "action", what);
+        dt__json_put_str(a, "action", what);
         st->update++;
       }
     }
@@ -644,10 +631,10 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
   if (!rc) qsort(order, np, sizeof *order, pool_cmp_q);
 
   cJSON *root = r->root = cJSON_CreateObject();
-  put_str(root, "apiVersion", "dovetail.dev/v1alpha1");
-  put_str(root, "kind", "PoolActions");
+  dt__json_put_str(root, "apiVersion", "dovetail.dev/v1alpha1");
+  dt__json_put_str(root, "kind", "PoolActions");
   put_time(root, "now", o.now);
-  cJSON *jp = put(root, "pools", cJSON_CreateArray());
+  cJSON *jp = dt__json_put(root, "pools", cJSON_CreateArray());
   if (!jp) rc = DT_ENOMEM;
   for (size_t k = 0; k < np && !rc; k++) {
     size_t i = order[k];
@@ -658,32 +645,32 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
   for (size_t i = 0; i < nv && !rc; i++)
     if (m->vms.v[i].owner && owner[i] == SIZE_MAX) {
       cJSON *notes = cJSON_GetObjectItemCaseSensitive(root, "notes");
-      if (!notes) notes = put(root, "notes", cJSON_CreateArray());
+      if (!notes) notes = dt__json_put(root, "notes", cJSON_CreateArray());
       snprintf(key, sizeof key, "%s: VirtualMachine %s/%s is owned by VirtualMachinePool %s, which is not in the input",
                m->vms.v[i].file, m->vms.v[i].ns, m->vms.v[i].name, m->vms.v[i].owner);
-      put(notes, NULL, cJSON_CreateString(key));
+      dt__json_put(notes, NULL, cJSON_CreateString(key));
     }
   if (!rc && o.policy) {
     const dt_policy_err *pe;
     size_t ne = dt__policy_errors(o.policy, &pe);
-    cJSON *je = put(root, "policyErrors", cJSON_CreateArray());
+    cJSON *je = dt__json_put(root, "policyErrors", cJSON_CreateArray());
     for (size_t i = 0; i < ne; i++) {
-      cJSON *e = put(je, NULL, cJSON_CreateObject());
-      put_str(e, "policy", dt__policy_name(o.policy));
-      put_str(e, "hook", pe[i].hook);
-      put_str(e, "message", pe[i].message);
-      put_int(e, "count", (int64_t)pe[i].count);
-      put(e, "disabled", cJSON_CreateBool(pe[i].disabled));
+      cJSON *e = dt__json_put(je, NULL, cJSON_CreateObject());
+      dt__json_put_str(e, "policy", dt__policy_name(o.policy));
+      dt__json_put_str(e, "hook", pe[i].hook);
+      dt__json_put_str(e, "message", pe[i].message);
+      dt__json_put_num(e, "count", (double)pe[i].count);
+      dt__json_put(e, "disabled", cJSON_CreateBool(pe[i].disabled));
     }
   }
-  cJSON *sum = put(root, "summary", cJSON_CreateObject());
-  put_int(sum, "pools", (int64_t)r->stats.pools);
-  put_int(sum, "create", (int64_t)r->stats.create);
-  put_int(sum, "delete", (int64_t)r->stats.del);
-  put_int(sum, "update", (int64_t)r->stats.update);
-  put_int(sum, "heal", (int64_t)r->stats.heal);
-  put_int(sum, "detached", (int64_t)r->stats.detached);
-  put_int(sum, "waiting", (int64_t)r->stats.waiting);
+  cJSON *sum = dt__json_put(root, "summary", cJSON_CreateObject());
+  dt__json_put_num(sum, "pools", (double)r->stats.pools);
+  dt__json_put_num(sum, "create", (double)r->stats.create);
+  dt__json_put_num(sum, "delete", (double)r->stats.del);
+  dt__json_put_num(sum, "update", (double)r->stats.update);
+  dt__json_put_num(sum, "heal", (double)r->stats.heal);
+  dt__json_put_num(sum, "detached", (double)r->stats.detached);
+  dt__json_put_num(sum, "waiting", (double)r->stats.waiting);
   if (!rc && (dt__alloc_failed(1) || pools.oom || x.volumes.oom)) rc = DT_ENOMEM;
   dt__symtab_free(&pools);
   dt__symtab_free(&x.volumes);
@@ -718,11 +705,7 @@ static void table_list(dt_buf *b, const cJSON *pool, const char *list, const cha
 char *dt_pools_render(const dt_pools *r, dt_format format, size_t *len) {
   dt_buf b = {0};
   dt__init();
-  if (format == DT_FORMAT_YAML) {
-    cJSON *docs = cJSON_CreateArray(); /* one document: the result */
-    if (!docs || !cJSON_AddItemReferenceToArray(docs, r->root) || dt__yaml_emit(docs, &b)) b.oom = 1;
-    cJSON_Delete(docs);
-  } else if (format == DT_FORMAT_TABLE) {
+  if (format == DT_FORMAT_TABLE) {
     for (const cJSON *p = cJSON_GetObjectItemCaseSensitive(r->root, "pools")->child; p; p = p->next) {
       const cJSON *s = cJSON_GetObjectItemCaseSensitive(p, "status");
       dt__buf_printf(&b, "pool %s/%s: %d of %d replicas, %d ready, maxUnavailable %d\n",
@@ -745,8 +728,7 @@ char *dt_pools_render(const dt_pools *r, dt_format format, size_t *len) {
     dt__buf_printf(&b, "%zu pools: %zu create, %zu delete, %zu update, %zu heal, %zu detached, %zu waiting\n",
                    s->pools, s->create, s->del, s->update, s->heal, s->detached, s->waiting);
   } else {
-    dt__json_pretty(r->root, &b, 0);
-    dt__buf_putc(&b, '\n');
+    dt__doc_write(r->root, format, &b);
   }
   return dt__buf_take(&b, len);
 }
