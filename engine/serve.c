@@ -94,6 +94,9 @@ static const double k_buckets[8] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
 
 static int64_t wall(void) { return (int64_t)time(NULL); }
 
+static cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+static const char *jstr(const cJSON *o, const char *k) { return cJSON_GetStringValue(jget(o, k)); }
+
 /* ------------------------------------------------------------ logging */
 
 static void logf_(const char *level, const char *event, const char *fmt, ...) DT_PRINTF(3, 4);
@@ -166,10 +169,10 @@ static bool obj_del(const char *key) {
 }
 
 static void obj_key(const cJSON *o, char *out, size_t n) {
-  const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
-  const char *kind = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "kind"));
-  const char *ns = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "namespace"));
-  const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "name"));
+  const cJSON *md = jget(o, "metadata");
+  const char *kind = jstr(o, "kind");
+  const char *ns = jstr(md, "namespace");
+  const char *name = jstr(md, "name");
   bool cluster = kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
                           !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering"));
   snprintf(out, n, "%s/%s/%s", kind ? kind : "", cluster ? "" : (ns && *ns ? ns : "default"), name ? name : "");
@@ -288,23 +291,23 @@ static int load_state(dt_error *err) {
   dt__free(text);
   if (!root) return dt__err(err, DT_EINVAL, "%s: not a dovetail state file (invalid JSON)", D.state_path);
   const cJSON *o;
-  cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "objects")) {
+  cJSON_ArrayForEach(o, jget(root, "objects")) {
     char key[1200];
     obj_key(o, key, sizeof key);
     obj_put(key, o);
   }
-  cJSON_ArrayForEach(o, cJSON_GetObjectItemCaseSensitive(root, "instances")) {
-    const char *claim = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "claim"));
+  cJSON_ArrayForEach(o, jget(root, "instances")) {
+    const char *claim = jstr(o, "claim");
     char key[1200];
     snprintf(key, sizeof key, "NodeClaim//%s", claim ? claim : "");
     if (!claim || obj_find(key) < 0) continue; /* its claim is gone: forget it */
-    add_instance(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id")), claim,
-                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "instanceType")),
-                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "zone")),
-                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "capacityType")),
-                 cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "nodePool")),
-                 cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "price")),
-                 (int64_t)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(o, "launched")));
+    add_instance(jstr(o, "id"), claim,
+                 jstr(o, "instanceType"),
+                 jstr(o, "zone"),
+                 jstr(o, "capacityType"),
+                 jstr(o, "nodePool"),
+                 cJSON_GetNumberValue(jget(o, "price")),
+                 (int64_t)cJSON_GetNumberValue(jget(o, "launched")));
   }
   cJSON_Delete(root);
   logf_("info", "state", "read %s: %zu objects, %zu instances", D.state_path, D.objs.n, D.insts.n);
@@ -324,7 +327,7 @@ static void mark_unavailable(const char *ct, const char *type, const char *zone,
   cJSON_AddStringToObject(o, "apiVersion", "dovetail.dev/v1alpha1");
   cJSON_AddStringToObject(o, "kind", "UnavailableOffering");
   cJSON_AddObjectToObject(o, "metadata");
-  cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "name", name);
+  cJSON_AddStringToObject(jget(o, "metadata"), "name", name);
   cJSON *sp = cJSON_AddObjectToObject(o, "spec");
   cJSON_AddStringToObject(sp, "capacityType", ct);
   cJSON_AddStringToObject(sp, "instanceType", type);
@@ -349,8 +352,8 @@ static void expire_marks(void) {
       continue;
     }
     cJSON *o = cJSON_Parse(D.objs.v[i].json);
-    const char *e = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"),
-                                                                          "expiresAt"));
+    const char *e = jstr(jget(o, "spec"),
+                                                                          "expiresAt");
     int64_t t = 0;
     bool gone = e && !dt_time_parse(e, &t, NULL) && t <= now;
     cJSON_Delete(o);
@@ -413,10 +416,10 @@ static void claim_initialized(const char *claim) {
   cJSON *o = cJSON_Parse(D.objs.v[at].json);
   if (!o) return;
   dt__fmt_time(wall(), ts, sizeof ts);
-  cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+  cJSON *md = jget(o, "metadata");
   cJSON_DeleteItemFromObjectCaseSensitive(md, "creationTimestamp");
   cJSON_AddStringToObject(md, "creationTimestamp", ts);
-  cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "status");
+  cJSON *st = jget(o, "status");
   if (!st) st = cJSON_AddObjectToObject(o, "status");
   cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
   cJSON *cs = cJSON_AddArrayToObject(st, "conditions");
@@ -485,7 +488,7 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
   launch_ctx *lc = ud;
   if (status == 201) {
     cJSON *o = cJSON_ParseWithLength(body, len);
-    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, "id"));
+    const char *id = jstr(o, "id");
     char idb[200];
     snprintf(idb, sizeof idb, "%s", id ? id : "");
     cJSON_Delete(o);
@@ -585,24 +588,24 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
     return;
   }
   cJSON *o = cJSON_ParseWithLength(body, len);
-  const cJSON *list = cJSON_GetObjectItemCaseSensitive(o, "instances"), *in;
+  const cJSON *list = jget(o, "instances"), *in;
   bool changed = false;
   /* adopt: claims in the store without an instance, which the cloud has */
   cJSON_ArrayForEach(in, list) {
-    const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "id"));
-    const char *claim = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "claim"));
-    const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "state"));
-    const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "statusReason"));
+    const char *id = jstr(in, "id");
+    const char *claim = jstr(in, "claim");
+    const char *state = jstr(in, "state");
+    const char *why = jstr(in, "statusReason");
     if (!id || !claim) continue;
     char key[800];
     snprintf(key, sizeof key, "NodeClaim//%s", claim);
     bool known = false;
     for (size_t i = 0; i < D.insts.n && !known; i++) known = !strcmp(D.insts.v[i].id, id);
     if (!known && obj_find(key) >= 0) {
-      add_instance(id, claim, cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "instanceType")),
-                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "zone")),
-                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "capacityType")),
-                   cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "nodePool")), 0, wall());
+      add_instance(id, claim, jstr(in, "instanceType"),
+                   jstr(in, "zone"),
+                   jstr(in, "capacityType"),
+                   jstr(in, "nodePool"), 0, wall());
       decision("adopt", id, "the cloud has an instance for a claim we hold");
       known = changed = true;
     }
@@ -622,9 +625,9 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
         strcmp(interruption_action("preemption", kin, state, "drain"), "ignore")) {
       char subj[300], reason[600];
       snprintf(subj, sizeof subj, "instance %s", id);
-      mark_unavailable(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "capacityType")),
-                       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "instanceType")),
-                       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "zone")), "stopped by preemption");
+      mark_unavailable(jstr(in, "capacityType"),
+                       jstr(in, "instanceType"),
+                       jstr(in, "zone"), "stopped by preemption");
       snprintf(reason, sizeof reason, "stopped by preemption: delete it and replace NodeClaim %s", claim);
       decision("interruption", subj, reason);
       char url[1200];
@@ -639,7 +642,7 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
   /* forget: instances the cloud no longer has (and claims never launched) */
   for (size_t i = 0; i < D.insts.n;) {
     bool seen = false;
-    cJSON_ArrayForEach(in, list) seen |= !strcmp(cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(in, "id")) ?: "",
+    cJSON_ArrayForEach(in, list) seen |= !strcmp(jstr(in, "id") ?: "",
                                                  D.insts.v[i].id);
     if (seen) {
       i++;
@@ -741,11 +744,11 @@ static void on_disrupt(uv_timer_t *t) {
   dt_free(text);
   const cJSON *c, *n;
   bool changed = false;
-  cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r, "commands")) {
-    const char *reason = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "reason"));
-    const char *action = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "action"));
-    cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(c, "nodes")) {
-      const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "name"));
+  cJSON_ArrayForEach(c, jget(r, "commands")) {
+    const char *reason = jstr(c, "reason");
+    const char *action = jstr(c, "action");
+    cJSON_ArrayForEach(n, jget(c, "nodes")) {
+      const char *name = jstr(n, "name");
       int at = -1;
       for (size_t i = 0; name && i < D.insts.n && at < 0; i++)
         if (!strcmp(D.insts.v[i].claim, name)) at = (int)i;
@@ -808,60 +811,45 @@ static void plan_round(void) {
   dt_plan_stats st;
   dt_plan_stats_get(p, &st);
   size_t len;
-  char *json = dt_plan_render(p, DT_FORMAT_JSON, &len), *yaml = dt_plan_render(p, DT_FORMAT_YAML, NULL);
-  free(D.last_plan);
-  D.last_plan = json ? strdup(json) : NULL;
-  dt_free(json);
+  char *yaml = dt_plan_render(p, DT_FORMAT_YAML, NULL);
+  dt_free(D.last_plan);
+  D.last_plan = dt_plan_render(p, DT_FORMAT_JSON, &len);
   D.pending = st.unschedulable;
   /* Launch every new claim; the applyable YAML carries the pods they take. */
   cJSON *docs = NULL;
-  size_t nl = 0;
+  typedef struct claim {
+    const cJSON *obj;
+    const char *name, *type, *zone, *ct, *pool;
+  } claim;
+  DT_VEC(claim) cs = {0};
   if (yaml && !dt__doc_parse("plan", yaml, strlen(yaml), &docs, &err)) {
     const cJSON *c;
     cJSON_ArrayForEach(c, docs) {
-      if (!cJSON_IsObject(c)) continue;
-      const cJSON *md = cJSON_GetObjectItemCaseSensitive(c, "metadata");
-      const cJSON *lab = cJSON_GetObjectItemCaseSensitive(md, "labels");
-      const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(md, "name"));
-      const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "node.kubernetes.io/instance-type"));
-      const char *zone = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "topology.kubernetes.io/zone"));
-      const char *ct = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "karpenter.sh/capacity-type"));
-      const char *pool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "karpenter.sh/nodepool"));
-      if (!name || !type || !zone || !ct || !pool) continue;
+      const cJSON *lab = jget(jget(c, "metadata"), "labels");
+      claim k = {c, jstr(jget(c, "metadata"), "name"), jstr(lab, "node.kubernetes.io/instance-type"),
+                 jstr(lab, "topology.kubernetes.io/zone"), jstr(lab, "karpenter.sh/capacity-type"),
+                 jstr(lab, "karpenter.sh/nodepool")};
+      if (!k.name || !k.type || !k.zone || !k.ct || !k.pool) continue;
       char key[800];
-      snprintf(key, sizeof key, "NodeClaim//%s", name);
+      snprintf(key, sizeof key, "NodeClaim//%s", k.name);
       obj_put(key, c); /* in flight from now: the next round does not launch its pods again */
-      nl++;
+      if (dt__vec_push(&cs, k)) logf_("error", "plan", "out of memory: NodeClaim %s is not launched", k.name);
     }
   }
   /* Write ahead: the claims are in the state file before any request leaves,
   ** so a crash mid-launch finds them at restart and adopts what the cloud
   ** made for them (launches are idempotent per claim). */
-  if (nl) save_state();
-  const cJSON *c;
-  cJSON_ArrayForEach(c, docs) {
-    const cJSON *lab = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metadata"), "labels");
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "metadata"), "name"));
-    const char *type = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "node.kubernetes.io/instance-type"));
-    const char *zone = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "topology.kubernetes.io/zone"));
-    const char *ct = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "karpenter.sh/capacity-type"));
-    const char *pool = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(lab, "karpenter.sh/nodepool"));
-    if (name && type && zone && ct && pool) launch(name, type, zone, ct, pool);
-  }
+  if (cs.n) save_state();
+  for (size_t i = 0; i < cs.n; i++) launch(cs.v[i].name, cs.v[i].type, cs.v[i].zone, cs.v[i].ct, cs.v[i].pool);
+  dt__free(cs.v);
   cJSON_Delete(docs);
   dt_free(yaml);
-  D.cost = 0;
-  if (D.last_plan) {
-    cJSON *pj = cJSON_Parse(D.last_plan);
-    D.cost = cJSON_GetNumberValue(
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pj, "summary"), "hourlyCost"));
-    cJSON_Delete(pj);
-  }
+  D.cost = st.hourly_cost;
   logf_("info", "plan", "round %llu: %zu pending pods, %zu scheduled, %zu new claims, %zu unschedulable, %.1f ms",
         (unsigned long long)D.round, st.pods, st.scheduled, st.nodes, st.unschedulable, ms);
   dt_plan_free(p);
   dt_manifests_free(m);
-  save_state();
+  state_dirty(); /* marks that expired; launches wrote their own */
 }
 
 static void on_batch(uv_timer_t *t) {
@@ -963,7 +951,7 @@ static int put_objects(h2o_req_t *req) {
   size_t n = 0;
   const cJSON *d;
   cJSON_ArrayForEach(d, docs) {
-    const cJSON *items = cJSON_GetObjectItemCaseSensitive(d, "items");
+    const cJSON *items = jget(d, "items");
     const cJSON *one = d;
     const cJSON *list = cJSON_IsArray(items) ? items->child : NULL;
     for (const cJSON *o = list ? list : one; o; o = list ? o->next : NULL) {
@@ -1023,10 +1011,10 @@ static const char *interruption_action(const char *kind, const instance *in, con
 static int post_event(h2o_req_t *req) {
   cJSON *e = cJSON_ParseWithLength(req->entity.base, req->entity.len);
   if (!e) return respond_error(req, 400, "expected a JSON event");
-  const char *dtype = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "detail-type"));
-  const cJSON *det = cJSON_GetObjectItemCaseSensitive(e, "detail");
-  const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(det, "instance-id"));
-  const char *state = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(det, "state"));
+  const char *dtype = jstr(e, "detail-type");
+  const cJSON *det = jget(e, "detail");
+  const char *id = jstr(det, "instance-id");
+  const char *state = jstr(det, "state");
   if (!dtype || !id) {
     cJSON_Delete(e);
     return respond_error(req, 400, "expected detail-type and detail.instance-id");
