@@ -138,6 +138,14 @@ static cJSON *action(cJSON *list, const char *name, const char *reason) {
   return a;
 }
 
+/* VMs held back without names: so many wait for the burst limit or a halt. */
+static void wait_count(cJSON *list, const char *what, int64_t count, const char *reason) {
+  cJSON *a = dt__json_put(list, NULL, cJSON_CreateObject());
+  dt__json_put_str(a, "for", what);
+  dt__json_put_num(a, "count", (double)count);
+  dt__json_put_str(a, "reason", reason);
+}
+
 static void note(cJSON *pool, const char *fmt, ...) DT_PRINTF(2, 3);
 static void note(cJSON *pool, const char *fmt, ...) {
   char msg[600];
@@ -393,10 +401,7 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
     if (diff > want) {
       snprintf(tmp, sizeof tmp, "%lld more VMs wait for the next round (burst limit %lld per round)",
                (long long)(diff - want), (long long)p->burst);
-      cJSON *a = dt__json_put(jwait, NULL, cJSON_CreateObject());
-      dt__json_put_str(a, "for", "burst");
-      dt__json_put_num(a, "count", (double)(diff - want));
-      dt__json_put_str(a, "reason", tmp);
+      wait_count(jwait, "burst", diff - want, tmp);
       st->waiting++;
     }
   }
@@ -474,10 +479,7 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
       if (opp && (size_t)remove > nc) {
         snprintf(tmp, sizeof tmp, "scaleInStrategy opportunistic: %lld more VMs are deleted once they halt",
                  (long long)((size_t)remove - nc));
-        cJSON *a = dt__json_put(jwait, NULL, cJSON_CreateObject());
-        dt__json_put_str(a, "for", "halt");
-        dt__json_put_num(a, "count", (double)((size_t)remove - nc));
-        dt__json_put_str(a, "reason", tmp);
+        wait_count(jwait, "halt", (int64_t)((size_t)remove - nc), tmp);
         st->waiting++;
       }
       dt__free(lab);
