@@ -76,6 +76,14 @@ static int find(const char *id, size_t len) {
   return -1;
 }
 
+/* /admin/fail, /hang, /lose: the body is how many requests it applies to. */
+static int set_count(h2o_req_t *req, long *counter) {
+  char n[32];
+  snprintf(n, sizeof n, "%.*s", (int)(req->entity.len < 31 ? req->entity.len : 31), req->entity.base);
+  *counter = atol(n);
+  return dt__httpd_respond(req, 200, "application/json", "{}", 2);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   (void)self;
   const char *rest;
@@ -85,12 +93,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     if (!s || dt__vec_push(&F.ice, s)) return dt__httpd_error(req, 503, "out of memory");
     return dt__httpd_respond(req, 200, "application/json", "{}", 2);
   }
-  if (dt__httpd_path(req, "/admin/fail") && dt__httpd_method(req, "POST")) {
-    char n[32];
-    snprintf(n, sizeof n, "%.*s", (int)(req->entity.len < 31 ? req->entity.len : 31), req->entity.base);
-    F.fail = atol(n);
-    return dt__httpd_respond(req, 200, "application/json", "{}", 2);
-  }
+  if (dt__httpd_path(req, "/admin/fail") && dt__httpd_method(req, "POST")) return set_count(req, &F.fail);
   if (dt__httpd_prefix(req, "/admin/preempt/", &rest, &rl) && dt__httpd_method(req, "POST")) {
     int at = find(rest, rl);
     if (at < 0) return dt__httpd_error(req, 404, "no such instance");
@@ -100,18 +103,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     F.insts.v[at].reason = dt__strdup("stopped_by_preemption");
     return send_json(req, 200, inst_json(&F.insts.v[at]));
   }
-  if (dt__httpd_path(req, "/admin/hang") && dt__httpd_method(req, "POST")) {
-    char n[32];
-    snprintf(n, sizeof n, "%.*s", (int)(req->entity.len < 31 ? req->entity.len : 31), req->entity.base);
-    F.hang = atol(n);
-    return dt__httpd_respond(req, 200, "application/json", "{}", 2);
-  }
-  if (dt__httpd_path(req, "/admin/lose") && dt__httpd_method(req, "POST")) {
-    char n[32];
-    snprintf(n, sizeof n, "%.*s", (int)(req->entity.len < 31 ? req->entity.len : 31), req->entity.base);
-    F.lose = atol(n);
-    return dt__httpd_respond(req, 200, "application/json", "{}", 2);
-  }
+  if (dt__httpd_path(req, "/admin/hang") && dt__httpd_method(req, "POST")) return set_count(req, &F.hang);
+  if (dt__httpd_path(req, "/admin/lose") && dt__httpd_method(req, "POST")) return set_count(req, &F.lose);
   if (F.hang > 0) { /* never answer: the client's timeout decides */
     F.hang--;
     return 0;

@@ -11,11 +11,11 @@ local function slurp(path)
   return s
 end
 
--- Start a daemon; returns {port, pid, log, stop()}.
-local function start(args)
+-- Start `dovetail <args>` in the background and wait for the address it
+-- logs; returns {port, pid, log, stop()}.
+local function spawn(args, what)
   local log = os.tmpname()
-  local p = io.popen("sh -c '" .. h.bin .. " serve --listen 127.0.0.1:0 --batch-idle 50ms --batch-max 500ms "
-    .. (args or "") .. " 2>" .. log .. " & echo $!'")
+  local p = io.popen("sh -c '" .. h.bin .. " " .. args .. " 2>" .. log .. " & echo $!'")
   local pid = p:read("l")
   p:close()
   local port
@@ -24,7 +24,7 @@ local function start(args)
     if port then break end
     sleep(0.05)
   end
-  assert(port, "the daemon did not start: " .. slurp(log))
+  assert(port, what .. " did not start: " .. slurp(log))
   local d = { port = port, pid = pid, log = log }
   function d.stop()
     os.execute("kill -TERM " .. pid .. " 2>/dev/null")
@@ -34,6 +34,10 @@ local function start(args)
     end
   end
   return d
+end
+
+local function start(args)
+  return spawn("serve --listen 127.0.0.1:0 --batch-idle 50ms --batch-max 500ms " .. (args or ""), "the daemon")
 end
 
 -- curl: returns body, HTTP status.
@@ -205,29 +209,27 @@ return {
 
   describe("with the http provider and dovetail fakecloud", function()
     local function cloud(args)
-      local log = os.tmpname()
-      local p = io.popen("sh -c '" .. h.bin .. " fakecloud --listen 127.0.0.1:0 " .. (args or "") .. " 2>" .. log
-        .. " & echo $!'")
-      local pid = p:read("l")
-      p:close()
-      local port
-      for _ = 1, 100 do
-        port = slurp(log):match("127%.0%.0%.1:(%d+)")
-        if port then break end
-        sleep(0.05)
-      end
-      assert(port, "the fake cloud did not start")
-      return { port = port, pid = pid, stop = function() os.execute("kill -TERM " .. pid) end }
+      return spawn("fakecloud --listen 127.0.0.1:0 " .. (args or ""), "the fake cloud")
     end
 
     local function instances(c)
       return (http({ port = c.port }, "GET", "/instances?cluster=dovetail"))
     end
 
+    local function count(c)
+      local n = 0
+      for _ in instances(c):gmatch('"id":') do n = n + 1 end
+      return n
+    end
+
+    local function ready(d, what)
+      eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, what or "ready")
+    end
+
     it("launches through the cloud, moves on after insufficient capacity, and replaces preempted instances", function()
       local c = cloud("--ice m6i.4xlarge/us-east-1a/spot")
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms")
-      eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, "ready")
+      ready(d)
       http(d, "PUT", "/v1/objects", quickstart)
       eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
       assert.matches('"zone":"us%-east%-1b"', instances(c))
@@ -247,7 +249,7 @@ return {
     it("retries failed launches with backoff", function()
       local c = cloud()
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 10s")
-      eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, "ready")
+      ready(d)
       http({ port = c.port }, "POST", "/admin/fail", "2")
       http(d, "PUT", "/v1/objects", quickstart)
       eventually(function() return instances(c):match('"state":"running"') end, "a launch after two 503s")
@@ -262,16 +264,14 @@ return {
       os.remove(state)
       local args = "--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms --state " .. state
       local d = start(args)
-      eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, "ready")
+      ready(d)
       http(d, "PUT", "/v1/objects", quickstart)
       eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
       d.stop()
       d = start(args)
-      eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, "ready again")
+      ready(d, "ready again")
       sleep(0.8)
-      local n = 0
-      for _ in instances(c):gmatch('"id":') do n = n + 1 end
-      assert.equal(1, n)
+      assert.equal(1, count(c))
       assert.matches(instances(c):match('"id":"(i%-%x+)"'), (http(d, "GET", "/v1/state")), 1, true)
       d.stop()
       c.stop()
@@ -283,18 +283,16 @@ return {
       os.remove(state)
       local args = "--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms --timeout 5s --state " .. state
       local d = start(args)
-      eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, "ready")
+      ready(d)
       http({ port = c.port }, "POST", "/admin/lose", "1") -- the cloud launches, the answer never comes
       http(d, "PUT", "/v1/objects", quickstart)
       eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
       os.execute("kill -9 " .. d.pid)
       sleep(0.1)
       d = start(args)
-      eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, "ready again")
+      ready(d, "ready again")
       sleep(0.8)
-      local n = 0
-      for _ in instances(c):gmatch('"id":') do n = n + 1 end
-      assert.equal(1, n, instances(c))
+      assert.equal(1, count(c), instances(c))
       -- the one instance is the daemon's (adopted from the cloud after the restart)
       local id = instances(c):match('"id":"(i%-%x+)"')
       eventually(function() return http(d, "GET", "/v1/state"):find(id, 1, true) end, "the instance adopted")
@@ -306,7 +304,7 @@ return {
     it("survives 500s and timeouts from the cloud: backoff, no crash, no lost pod", function()
       local c = cloud()
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 10s --timeout 300ms")
-      eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, "ready")
+      ready(d)
       http({ port = c.port }, "POST", "/admin/hang", "1")
       http(d, "PUT", "/v1/objects", quickstart)
       sleep(0.1)
