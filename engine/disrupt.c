@@ -534,9 +534,22 @@ typedef struct verdict {
   double savings, new_price;
   int ct;
   uint32_t nopt;
-  uint32_t opt[600];
+  uint32_t opt[600];  /* the options the price rule keeps, price order */
+  double best[600];   /* each one's cheapest compatible offering */
   char reason[500];
 } verdict;
+
+/* An option by its cheapest offering; ties keep their order. */
+typedef struct ranked {
+  double price;
+  uint32_t pos, opt;
+} ranked;
+
+static int ranked_cmp(const void *a, const void *b) {
+  const ranked *x = a, *y = b;
+  if (x->price != y->price) return x->price < y->price ? -1 : 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
 
 /* Karpenter's price rule for one new claim replacing nodes costing `price`. */
 static void price_rule(state *st, const sim *s, const uint32_t *cands, size_t n, bool single, verdict *v) {
@@ -575,6 +588,7 @@ static void price_rule(state *st, const sim *s, const uint32_t *cands, size_t n,
     if (worst < 0) continue;
     if (worst < cheapest_worst) cheapest_worst = worst;
     if (!(worst < price) || best >= same_cap) continue;
+    v->best[v->nopt] = best;
     v->opt[v->nopt++] = k->final[o];
     if (best < v->new_price) v->new_price = best;
   }
@@ -592,24 +606,15 @@ static void price_rule(state *st, const sim *s, const uint32_t *cands, size_t n,
       return;
     }
     /* launch with the 15 cheapest, so the launch does not re-trigger consolidation */
-    double *bp = dt__malloc(v->nopt * sizeof *bp);
-    if (bp) {
-      for (uint32_t i = 0; i < v->nopt; i++) {
-        double w, b;
-        int z;
-        launch_prices(p, k, &p->types[v->opt[i]], ct, &w, &b, &z);
-        bp[i] = b;
+    ranked *r = dt__malloc(v->nopt * sizeof *r);
+    if (r) {
+      for (uint32_t i = 0; i < v->nopt; i++) r[i] = (ranked){v->best[i], i, v->opt[i]};
+      qsort(r, v->nopt, sizeof *r, ranked_cmp);
+      for (uint32_t i = 0; i < SPOT_TO_SPOT_MIN; i++) {
+        v->opt[i] = r[i].opt;
+        v->best[i] = r[i].price;
       }
-      for (uint32_t i = 1; i < v->nopt; i++) /* insertion sort by cheapest offering */
-        for (uint32_t j = i; j > 0 && bp[j] < bp[j - 1]; j--) {
-          double tb = bp[j];
-          bp[j] = bp[j - 1];
-          bp[j - 1] = tb;
-          uint32_t to = v->opt[j];
-          v->opt[j] = v->opt[j - 1];
-          v->opt[j - 1] = to;
-        }
-      dt__free(bp);
+      dt__free(r);
       v->nopt = SPOT_TO_SPOT_MIN;
     }
   }
