@@ -264,6 +264,18 @@ describe("consolidation", function()
     assert.matches("only %d+ spot options are cheaper", blocked(r, "s"))
   end)
 
+  it("spot-to-spot, when on, launches with the 15 cheapest cheaper spot options", function()
+    local big = node("big", { type = "m5.8xlarge", zone = "us-east-1a", ct = "spot" })
+    local items = { pool({ requirements = { { key = "karpenter.sh/capacity-type", operator = "In", values = { "spot" } },
+      { key = "kubernetes.io/arch", operator = "In", values = { "amd64" } } } }), big, pod("p", "big", { cpu = "1" }) }
+    local r = assert(dt.disrupt({ manifests = h.list(items), now = NOW, spot_to_spot = true })) -- bundled AWS catalog
+    local c = r.commands[1]
+    assert.equal("replace", c.action)
+    assert.equal("spot", c.replacements[1].capacityType)
+    assert.equal(15, #c.replacements[1].instanceTypeOptions)
+    assert.equal(c.replacements[1].instanceType, c.replacements[1].instanceTypeOptions[1])
+  end)
+
   it("WhenEmpty pools are not consolidated; consolidateAfter holds nodes with recent pod events", function()
     local items = { pool({ disruption = { consolidationPolicy = "WhenEmpty" } }), node("a"), node("b"),
       pod("p1", "a"), pod("p2", "b") }
