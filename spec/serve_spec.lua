@@ -207,6 +207,21 @@ return {
     os.remove(pol)
   end)
 
+  it("refuses bad options and config with a message naming them", function()
+    local cases = {
+      { "--batch-idle soon", 2, '--batch-idle: expected a duration such as 1s, 500ms or 3m, got "soon"' },
+      { "--provider http", 2, "--provider http and --cloud-url URL go together" },
+      { "--provider aws", 2, '--provider: expected sim or http, got "aws"' },
+      { "--listen nowhere", 1, '--listen: expected HOST:PORT, got "nowhere"' },
+      { "--config " .. h.write("- a list\n"), 2, "expected a map of options" },
+    }
+    for _, c in ipairs(cases) do
+      local _, err, code = h.cli("serve " .. c[1])
+      assert.equal(c[2], code, c[1])
+      assert.matches(c[3], err, 1, true)
+    end
+  end)
+
   describe("with the http provider and dovetail fakecloud", function()
     local function cloud(args)
       return spawn("fakecloud --listen 127.0.0.1:0 " .. (args or ""), "the fake cloud")
