@@ -90,12 +90,12 @@ deps:
 	$$SUDO apt-get update -qq && \
 	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
 	  build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libcurl4-openssl-dev \
-	  libcjson-dev libyaml-dev libh2o-dev libssl-dev zlib1g-dev curl lua-busted lua-check glpk-utils >/dev/null
+	  libcjson-dev libyaml-dev libh2o-dev libssl-dev zlib1g-dev curl lua-busted lua-check glpk-utils libglpk-dev >/dev/null
 
 # Build on demand when the toolchain's libraries are missing (fresh machine).
 .deps-ok:
 	@if ! pkg-config --exists lua5.4 libcjson yaml-0.1 libuv libcurl 2>/dev/null || ! test -f /usr/include/h2o.h \
-	    || ! command -v busted >/dev/null || ! command -v curl >/dev/null; then \
+	    || ! test -f /usr/include/glpk.h || ! command -v busted >/dev/null || ! command -v curl >/dev/null; then \
 	  $(MAKE) --no-print-directory deps; fi
 	@touch $@
 
@@ -130,7 +130,7 @@ $(BUILD)/load: bench/load.c
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcurl
 
 $(BUILD)/bench: bench/bench.c $(LIBA)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS) -lglpk
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include "dovetail.h"
 
+#include <glpk.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -363,6 +364,131 @@ static double assignment_bound(dt_catalog *aws, int subset, int spot) {
   return glpsol(path);
 }
 
+/*
+** The tightest of the three: the pattern (configuration) LP of Gilmore and
+** Gomory. A column is one whole node, an instance type and how many pods of
+** each shape it holds; the LP covers every shape's count with columns at
+** least cost. Every plan is a solution of it, so its optimum bounds every
+** plan from below; only the rounding of columns to whole nodes is relaxed.
+** Solved here with GLPK by column generation, each type's best column an
+** exact integer knapsack (glp_intopt), independent of the engine's own.
+** Returns Farley's bound obj / max(value/price), exact at the optimum.
+*/
+static double pattern_bound(dt_catalog *aws, int subset, int spot) {
+  size_t nt = dt_catalog_size(aws), k = 0;
+  lp_type *ty = calloc(nt, sizeof *ty);
+  for (size_t i = 0; i < nt; i++) {
+    dt_type_info ti;
+    dt_catalog_type(aws, i, &ti);
+    double price = spot ? ti.cheapest_price : ti.on_demand_price;
+    if (strcmp(ti.arch, "amd64") || ti.gpus || ti.cheapest_price < 0 || price <= 0) continue;
+    if (subset && !in_subset(&ti)) continue;
+    ty[k++] = (lp_type){(double)ti.cpu_milli, ti.memory_bytes / 1048576.0, (double)ti.pods, price};
+  }
+  /* Drop types a no dearer type holds at least as much of everything as. */
+  size_t nk = 0;
+  for (size_t i = 0; i < k; i++) {
+    int dom = 0;
+    for (size_t j = 0; j < k && !dom; j++)
+      dom = j != i && ty[j].cpu >= ty[i].cpu && ty[j].mem >= ty[i].mem && ty[j].pods >= ty[i].pods &&
+            (ty[j].price < ty[i].price || (ty[j].price == ty[i].price && j < i));
+    if (!dom) ty[nk++] = ty[i];
+  }
+  int ns = g_nshapes;
+  glp_term_out(GLP_OFF);
+  glp_prob *lp = glp_create_prob();
+  glp_set_obj_dir(lp, GLP_MIN);
+  glp_add_rows(lp, ns);
+  for (int s = 0; s < ns; s++) glp_set_row_bnds(lp, s + 1, GLP_LO, (double)g_shape_drawn[s], 0);
+  int ind[40];
+  double val[40];
+  /* Start: each shape alone on its cheapest type per pod. */
+  for (int s = 0; s < ns; s++) {
+    double best = INFINITY;
+    int cnt = 0;
+    size_t bt = 0;
+    for (size_t i = 0; i < nk; i++) {
+      double c = floor(fmin(fmin(ty[i].cpu / g_shape_cpu[s], ty[i].mem / g_shape_mem[s]), ty[i].pods));
+      if (c >= 1 && ty[i].price / c < best) best = ty[i].price / c, cnt = (int)c, bt = i;
+    }
+    int j = glp_add_cols(lp, 1);
+    glp_set_col_bnds(lp, j, GLP_LO, 0, 0);
+    glp_set_obj_coef(lp, j, ty[bt].price);
+    ind[1] = s + 1, val[1] = cnt;
+    glp_set_mat_col(lp, j, 1, ind, val);
+  }
+  /* One knapsack per type: maximise sum pi_s a_s within cpu, memory, pods. */
+  glp_prob **kp = calloc(nk, sizeof *kp);
+  for (size_t i = 0; i < nk; i++) {
+    kp[i] = glp_create_prob();
+    glp_set_obj_dir(kp[i], GLP_MAX);
+    glp_add_rows(kp[i], 3);
+    glp_set_row_bnds(kp[i], 1, GLP_UP, 0, ty[i].cpu);
+    glp_set_row_bnds(kp[i], 2, GLP_UP, 0, ty[i].mem);
+    glp_set_row_bnds(kp[i], 3, GLP_UP, 0, ty[i].pods);
+    glp_add_cols(kp[i], ns);
+    for (int s = 0; s < ns; s++) {
+      glp_set_col_kind(kp[i], s + 1, GLP_IV);
+      glp_set_col_bnds(kp[i], s + 1, GLP_DB, 0, (double)g_shape_drawn[s]);
+      int ri[4] = {0, 1, 2, 3};
+      double rv[4] = {0, g_shape_cpu[s], g_shape_mem[s], 1};
+      glp_set_mat_col(kp[i], s + 1, 3, ri, rv);
+    }
+  }
+  glp_smcp sp;
+  glp_init_smcp(&sp);
+  sp.msg_lev = GLP_MSG_OFF;
+  glp_iocp ip;
+  glp_init_iocp(&ip);
+  ip.msg_lev = GLP_MSG_OFF;
+  ip.tm_lim = 500; /* ms per knapsack */
+  double bound = NAN;
+  for (int iter = 0; iter < 500; iter++) {
+    if (glp_simplex(lp, &sp) || glp_get_status(lp) != GLP_OPT) break;
+    double obj = glp_get_obj_val(lp), pi[32], most = 0;
+    for (int s = 0; s < ns; s++) pi[s] = glp_get_row_dual(lp, s + 1);
+    int added = 0;
+    for (size_t i = 0; i < nk; i++) {
+      for (int s = 0; s < ns; s++) glp_set_obj_coef(kp[i], s + 1, pi[s] > 0 ? pi[s] : 0);
+      /* The knapsack's LP relaxation bounds it; the integer search runs only
+      ** when that bound could pay for the node, and if its time runs out the
+      ** relaxation stands in for it in the bound (valid, a little weaker). */
+      if (glp_simplex(kp[i], &sp) || glp_get_status(kp[i]) != GLP_OPT) continue;
+      double ub = glp_get_obj_val(kp[i]);
+      if (ub <= ty[i].price * (1 + 1e-9)) {
+        if (ub / ty[i].price > most) most = ub / ty[i].price;
+        continue;
+      }
+      int irc = glp_intopt(kp[i], &ip), st = glp_mip_status(kp[i]);
+      if (st != GLP_OPT && st != GLP_FEAS) {
+        if (ub / ty[i].price > most) most = ub / ty[i].price;
+        continue;
+      }
+      double v = glp_mip_obj_val(kp[i]), proven = irc == 0 && st == GLP_OPT ? v : ub;
+      if (proven / ty[i].price > most) most = proven / ty[i].price;
+      if (v <= ty[i].price * (1 + 1e-9)) continue;
+      int n = 0;
+      for (int s = 0; s < ns; s++) {
+        double a = glp_mip_col_val(kp[i], s + 1);
+        if (a > 0.5) ind[++n] = s + 1, val[n] = floor(a + 0.5);
+      }
+      int j = glp_add_cols(lp, 1);
+      glp_set_col_bnds(lp, j, GLP_LO, 0, 0);
+      glp_set_obj_coef(lp, j, ty[i].price);
+      glp_set_mat_col(lp, j, n, ind, val);
+      added++;
+    }
+    double lb = most > 1 ? obj / most : obj;
+    if (isnan(bound) || lb > bound) bound = lb;
+    if (!added) break;
+  }
+  for (size_t i = 0; i < nk; i++) glp_delete_prob(kp[i]);
+  free(kp);
+  glp_delete_prob(lp);
+  free(ty);
+  return bound;
+}
+
 static int peak_hour(dt_catalog *aws, const char *shapes) {
   /* The requirements that select the subset and the capacity types. */
   static const char *subset_reqs =
@@ -387,17 +513,22 @@ static int peak_hour(dt_catalog *aws, const char *shapes) {
       char n1[80], n2[80];
       snprintf(n1, sizeof n1, "%s/ffd", name);
       snprintf(n2, sizeof n2, "%s/cost", name);
-      g_packing = DT_PACKING_FFD;
-      rc |= run(n1, aws, pods, len, bound, &ffd);
+      /* Decisions are deterministic; the time is the best of five runs of
+      ** each, taken in turn so that both see the same state of the heap. */
+      for (int rep = 0; rep < 5; rep++)
+        for (int pass = 0; pass < 2; pass++) {
+          result *r = pass ? &cost : &ffd, once;
+          g_packing = pass ? DT_PACKING_COST : DT_PACKING_FFD;
+          rc |= run(pass ? n2 : n1, aws, pods, len, bound, &once);
+          if (!rep || once.sched_ms < r->sched_ms) *r = once;
+        }
       report(&ffd);
-      g_packing = DT_PACKING_COST;
-      rc |= run(n2, aws, pods, len, bound, &cost);
       report(&cost);
-      double tight = assignment_bound(aws, subset, spot);
-      printf("%-24s ffd %.3fx -> cost %.3fx of the covering LP ($%.2f/h); ffd %.3fx -> cost %.3fx of the "
-             "assignment LP ($%.2f/h); scheduling time %.2fx ffd\n",
+      double tight = assignment_bound(aws, subset, spot), pat = pattern_bound(aws, subset, spot);
+      printf("%-24s ffd %.3fx -> cost %.3fx of the covering LP ($%.2f/h); %.3fx -> %.3fx of the assignment LP "
+             "($%.2f/h); %.3fx -> %.3fx of the pattern LP ($%.2f/h); scheduling time %.2fx ffd\n",
              name, ffd.cost / bound, cost.cost / bound, bound, ffd.cost / tight, cost.cost / tight, tight,
-             cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
+             ffd.cost / pat, cost.cost / pat, pat, cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
       free(pods);
     }
   return rc;

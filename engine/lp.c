@@ -6,20 +6,22 @@
 ** m (resources) is tiny and n (instance types) is a few thousand, so a
 ** revised simplex with an explicit m x m basis inverse is the right tool: each
 ** iteration prices every column once. Big-M artificials give the first basis.
-** The result we need is the dual prices y (what a unit of each resource is
-** worth at the optimum): the packer values a node's contents with them.
+** The packer needs the dual prices y (what a unit of each resource is worth
+** at the optimum) to value a node's contents, and, for column generation over
+** node patterns, the primal x (how many nodes of each pattern).
 */
 #include "internal.h"
 
 #include <math.h>
 #include <string.h>
 
-#define LP_MAXM 16
+#define LP_MAXM 64
 
-/* Solve; y[m] receives the duals, *obj the optimum. Returns 0, or -1 when
-** the LP is infeasible (some demanded resource no column provides). */
+/* Solve; y[m] receives the duals, x[n] (when not NULL) the primal, *obj the
+** optimum. Returns 0, or -1 when the LP is infeasible (some demanded row no
+** column covers). */
 int dt__lp_cover(int m, int n, const double *a /* m x n, row-major */, const double *c, const double *d,
-                 double *y, double *obj) {
+                 double *y, double *x, double *obj) {
   if (m <= 0 || m > LP_MAXM) return -1;
   /* Columns: n structural, m surplus (-e_r, cost 0), m artificial (+e_r, cost M). */
   double bigm = 0;
@@ -80,9 +82,12 @@ int dt__lp_cover(int m, int n, const double *a /* m x n, row-major */, const dou
     basis[leave] = enter;
   }
   double z = 0;
+  if (x)
+    for (int j = 0; j < n; j++) x[j] = 0;
   for (int r = 0; r < m; r++) {
     if (basis[r] >= n + m && xb[r] > 1e-9) return -1; /* an artificial stayed: infeasible */
     z += COST(basis[r]) * xb[r];
+    if (x && basis[r] < n) x[basis[r]] = xb[r];
   }
 #undef COLV
 #undef COST

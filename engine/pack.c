@@ -24,8 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *obj);
-
 #define PACK_TOPK 48
 
 typedef struct shape {
@@ -215,6 +213,8 @@ static int homogeneous(const dt_plan *p, const rt_pool *pl, const shape *shapes,
   static const int64_t zero[DT_RES_MAX];
   for (size_t s = 0; s < ns && !rc; s++) {
     int64_t n = (int64_t)shapes[s].pods.n;
+    per_pod[s] = 0;
+    if (!n) continue;
     double best = INFINITY;
     int32_t bt = -1;
     int64_t bk = 0;
@@ -247,10 +247,585 @@ static int homogeneous(const dt_plan *p, const rt_pool *pl, const shape *shapes,
   return rc;
 }
 
+/* ------------------------------------------------------------------------
+** Column generation over node patterns: Gilmore and Gomory's cutting-stock
+** LP with one bin kind per instance type. A pattern is one node: a type and
+** how many pods of each shape it holds. The master LP covers each shape's
+** demand with patterns at least cost; its duals price a pod of each shape,
+** and the best new pattern for a type is a knapsack over the shapes at those
+** prices. The LP optimum bounds every plan of these pods from below; its
+** solution is rounded by taking whole nodes and solving again for the rest.
+** ---------------------------------------------------------------------- */
+
+#define CG_MAXS 48         /* shapes per group; past this, the greedy plans alone */
+#define CG_ITERS 60        /* pricing rounds per LP */
+#define CG_ADD 6           /* patterns added per round */
+#define CG_GAP 0.002       /* stop pricing when the LP is this close to its bound */
+#define KNAP_BUDGET 100    /* search nodes per knapsack ... */
+#define KNAP_BUDGET_LP 300 /* ... and again with the LP bound, when the first ran out */
+
+typedef struct knap {
+  const dt_plan *p;
+  const int64_t *cap;
+  uint32_t k;                     /* shapes worth something, in search order */
+  const int64_t *req[CG_MAXS];
+  double val[CG_MAXS];
+  int64_t lim[CG_MAXS];
+  uint32_t shape[CG_MAXS];
+  double suf[CG_MAXS + 1][DT_RES_MAX]; /* best value per unit of r from position i on */
+  int64_t used[DT_RES_MAX];
+  int64_t cur[CG_MAXS], best[CG_MAXS];
+  double bestv;
+  long budget;
+  bool have_lam;
+  double lam[DT_RES_MAX]; /* the LP relaxation's price of a unit of each resource */
+} knap;
+
+static void knap_dfs(knap *K, uint32_t i, double value) {
+  if (value > K->bestv) {
+    K->bestv = value;
+    memcpy(K->best, K->cur, K->k * sizeof *K->cur);
+  }
+  if (i == K->k || K->budget-- <= 0) return;
+  /* Bound: no resource can earn more than its best value per unit. */
+  double bound = INFINITY;
+  for (uint32_t r = 0; r < K->p->nres; r++)
+    if (isfinite(K->suf[i][r])) bound = fmin(bound, (double)(K->cap[r] - K->used[r]) * K->suf[i][r]);
+  if (K->have_lam) { /* Lagrangian bound at the LP's resource prices */
+    double lb = 0;
+    for (uint32_t r = 0; r < K->p->nres; r++) lb += K->lam[r] * (double)(K->cap[r] - K->used[r]);
+    for (uint32_t j = i; j < K->k; j++) {
+      double net = K->val[j];
+      for (uint32_t r = 0; r < K->p->nres; r++) net -= K->lam[r] * (double)K->req[j][r];
+      if (net > 0) lb += net * (double)K->lim[j];
+    }
+    bound = fmin(bound, lb);
+  }
+  if (value + bound <= K->bestv * (1 + 1e-12)) return;
+  const int64_t *req = K->req[i];
+  int64_t c = fit_count(K->p, K->cap, K->used, req, K->lim[i]);
+  for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] += c * req[r];
+  for (;;) {
+    K->cur[i] = c;
+    knap_dfs(K, i + 1, value + (double)c * K->val[i]);
+    if (c == 0 || K->budget <= 0) break;
+    c--;
+    for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] -= req[r];
+  }
+  for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] -= c * req[r];
+  K->cur[i] = 0;
+}
+
+/* For a node too large to search: the knapsack's LP relaxation, rounded
+** down and topped up densest first. The LP is solved as its dual, a covering
+** LP (price each resource and each shape's bound so that every shape's
+** price is covered), whose duals are the fractional counts. On a large node
+** rounding loses at most a few pods' worth. */
+static void knap_lp(knap *K) {
+  const dt_plan *p = K->p;
+  uint32_t res[DT_RES_MAX], nr = 0, k = K->k;
+  for (uint32_t r = 0; r < p->nres; r++) {
+    bool used = false;
+    for (uint32_t i = 0; i < k && !used; i++) used = K->req[i][r] > 0;
+    if (used && K->cap[r] > 0) res[nr++] = r;
+  }
+  uint32_t n = nr + k;
+  double *a = dt__calloc((size_t)k * n, sizeof *a), c[DT_RES_MAX + CG_MAXS], d[CG_MAXS], y[CG_MAXS], obj,
+         top = 0;
+  if (!a) return;
+  for (uint32_t i = 0; i < k; i++) top = fmax(top, K->val[i]);
+  for (uint32_t q = 0; q < nr; q++) c[q] = 1; /* resource columns scaled by capacity */
+  for (uint32_t i = 0; i < k; i++) {
+    for (uint32_t q = 0; q < nr; q++) a[(size_t)i * n + q] = (double)K->req[i][res[q]] / (double)K->cap[res[q]];
+    a[(size_t)i * n + nr + i] = 1;
+    c[nr + i] = (double)K->lim[i];
+    d[i] = K->val[i] / top;
+  }
+  double x[DT_RES_MAX + CG_MAXS];
+  int rc = dt__lp_cover((int)k, (int)n, a, c, d, y, x, &obj);
+  dt__free(a);
+  if (rc) return;
+  memset(K->lam, 0, sizeof K->lam);
+  for (uint32_t q = 0; q < nr; q++) K->lam[res[q]] = x[q] * top / (double)K->cap[res[q]];
+  K->have_lam = true;
+  int64_t used[DT_RES_MAX] = {0}, cnt[CG_MAXS];
+  double value = 0;
+  for (uint32_t i = 0; i < k; i++) {
+    cnt[i] = (int64_t)floor(y[i] + 1e-9);
+    if (cnt[i] > K->lim[i]) cnt[i] = K->lim[i];
+    if (cnt[i] < 0) cnt[i] = 0;
+    for (uint32_t r = 0; r < p->nres; r++) used[r] += cnt[i] * K->req[i][r];
+  }
+  if (!fits_in(p, K->cap, used)) return; /* numerical trouble: keep the search's answer */
+  for (uint32_t i = 0; i < k; i++) { /* top up, densest first */
+    int64_t more = fit_count(p, K->cap, used, K->req[i], K->lim[i] - cnt[i]);
+    cnt[i] += more;
+    for (uint32_t r = 0; r < p->nres; r++) used[r] += more * K->req[i][r];
+    value += (double)cnt[i] * K->val[i];
+  }
+  if (value > K->bestv) {
+    K->bestv = value;
+    memcpy(K->best, cnt, k * sizeof *cnt);
+  }
+}
+
+/* The most valuable pods (at most lim[s] of shape s, worth pi[s] each) one
+** node of capacity cap holds: counts into out[ns], the value returned. A
+** bounded depth-first search, densest shape first and most copies first, so
+** the budget cuts it short only after a good answer is in hand. */
+static double knapsack(const dt_plan *p, const shape *sh, size_t ns, const double *pi, const int64_t *lim,
+                       const int64_t *cap, int64_t *out) {
+  knap K;
+  K.p = p;
+  K.cap = cap;
+  K.k = 0;
+  double dens[CG_MAXS];
+  for (size_t s = 0; s < ns; s++) {
+    if (pi[s] <= 0 || lim[s] <= 0) continue;
+    double size = 0;
+    for (uint32_t r = 0; r < p->nres; r++)
+      if (sh[s].req[r] > 0) size = fmax(size, cap[r] > 0 ? (double)sh[s].req[r] / (double)cap[r] : INFINITY);
+    if (!isfinite(size)) continue; /* does not fit at all */
+    uint32_t j = K.k++;
+    while (j > 0 && dens[j - 1] < pi[s] / size) { /* insertion: densest first, ties by shape */
+      dens[j] = dens[j - 1];
+      K.shape[j] = K.shape[j - 1];
+      j--;
+    }
+    dens[j] = pi[s] / size;
+    K.shape[j] = (uint32_t)s;
+  }
+  for (uint32_t i = 0; i < K.k; i++) {
+    K.req[i] = sh[K.shape[i]].req;
+    K.val[i] = pi[K.shape[i]];
+    K.lim[i] = lim[K.shape[i]];
+  }
+  for (uint32_t r = 0; r < p->nres; r++) {
+    K.suf[K.k][r] = 0;
+    for (uint32_t i = K.k; i-- > 0;) {
+      double v = K.req[i][r] > 0 ? K.val[i] / (double)K.req[i][r] : INFINITY;
+      K.suf[i][r] = fmax(v, K.suf[i + 1][r]);
+    }
+  }
+  memset(K.used, 0, sizeof K.used);
+  memset(K.cur, 0, sizeof K.cur);
+  memset(K.best, 0, sizeof K.best);
+  K.bestv = 0;
+  K.budget = KNAP_BUDGET;
+  K.have_lam = false;
+  knap_dfs(&K, 0, 0);
+  if (K.budget < 0) {
+    /* Cut short: round the LP relaxation, then search again with its bound. */
+    knap_lp(&K);
+    if (K.have_lam) {
+      K.budget = KNAP_BUDGET_LP;
+      memset(K.used, 0, sizeof K.used);
+      memset(K.cur, 0, sizeof K.cur);
+      knap_dfs(&K, 0, 0);
+    }
+  }
+  memset(out, 0, ns * sizeof *out);
+  for (uint32_t i = 0; i < K.k; i++) out[K.shape[i]] = K.best[i];
+  return K.bestv;
+}
+
+typedef struct colset {
+  size_t n;
+  DT_VEC(uint32_t) type; /* index into by_price */
+  DT_VEC(int64_t) cnt;   /* n x ns */
+  DT_VEC(double) x;      /* the last LP's solution */
+} colset;
+
+static void colset_free(colset *c) {
+  dt__free(c->type.v);
+  dt__free(c->cnt.v);
+  dt__free(c->x.v);
+  memset(c, 0, sizeof *c);
+}
+
+static int colset_add(colset *c, uint32_t type, const int64_t *cnt, size_t ns) {
+  for (size_t j = 0; j < c->n; j++) /* never the same pattern twice */
+    if (c->type.v[j] == type && !memcmp(&c->cnt.v[j * ns], cnt, ns * sizeof *cnt)) return 0;
+  if (dt__vec_push(&c->type, type) || dt__vec_push(&c->x, 0.0)) return DT_ENOMEM;
+  for (size_t s = 0; s < ns; s++)
+    if (dt__vec_push(&c->cnt, cnt[s])) return DT_ENOMEM;
+  c->n++;
+  return 0;
+}
+
+typedef struct cg_ctx {
+  const dt_plan *p;
+  const rt_pool *pl;
+  const shape *sh;
+  size_t ns;
+  const cand *by_price; /* every candidate, cheapest first */
+  uint32_t nc;
+  const uint32_t *front; /* the candidates no cheaper one holds at least as much as */
+  uint32_t nfront;
+} cg_ctx;
+
+typedef struct priced {
+  uint32_t type;
+  double ratio; /* price per value: below 1 improves the LP */
+} priced;
+
+static int cmp_priced(const void *a, const void *b) {
+  const priced *x = a, *y = b;
+  if (x->ratio != y->ratio) return x->ratio < y->ratio ? -1 : 1;
+  return x->type < y->type ? -1 : x->type > y->type;
+}
+
+/* Solve the pattern LP for dem[] by column generation; cols->x receives it,
+** *lp_obj its cost (a lower bound on any plan when pricing was exact).
+** Returns 0, DT_ENOMEM, or DT_EINVAL when the LP cannot be solved. */
+static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, double *lp_obj) {
+  const dt_plan *p = g->p;
+  size_t ns = g->ns;
+  uint32_t rows[CG_MAXS], m = 0;
+  for (size_t s = 0; s < ns; s++)
+    if (dem[s] > 0) rows[m++] = (uint32_t)s;
+  if (!m) return 0;
+  int rc = 0;
+  double *a = NULL, *c = NULL, *x = NULL;
+  priced *pr = dt__malloc((g->nfront ? g->nfront : 1) * sizeof *pr);
+  int64_t *cnt = dt__malloc(ns * (g->nfront + 1) * sizeof *cnt);
+  if (!pr || !cnt) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  for (int iter = 0; iter < CG_ITERS; iter++) {
+    size_t n = cols->n;
+    double *na = dt__realloc(a, (size_t)m * n * sizeof *a + 1), *nc_ = NULL, *nx = NULL;
+    if (na) a = na;
+    if (na) nc_ = dt__realloc(c, n * sizeof *c + 1);
+    if (nc_) c = nc_;
+    if (nc_) nx = dt__realloc(x, n * sizeof *x + 1);
+    if (!na || !nc_ || !nx) {
+      rc = DT_ENOMEM;
+      goto out;
+    }
+    x = nx;
+    for (size_t j = 0; j < n; j++) {
+      c[j] = g->by_price[cols->type.v[j]].price;
+      for (uint32_t q = 0; q < m; q++) a[(size_t)q * n + j] = (double)cols->cnt.v[j * ns + rows[q]] / (double)dem[rows[q]];
+    }
+    double d[CG_MAXS], y[CG_MAXS], obj, pi[CG_MAXS] = {0};
+    for (uint32_t q = 0; q < m; q++) d[q] = 1;
+    if (dt__lp_cover((int)m, (int)n, a, c, d, y, x, &obj)) {
+      rc = DT_EINVAL;
+      goto out;
+    }
+    memcpy(cols->x.v, x, n * sizeof *x);
+    *lp_obj = obj;
+    for (uint32_t q = 0; q < m; q++) pi[rows[q]] = y[q] > 0 ? y[q] / (double)dem[rows[q]] : 0;
+    /* Pricing: each undominated type's best pattern at these prices. */
+    double maxr[DT_RES_MAX];
+    for (uint32_t r = 0; r < p->nres; r++) {
+      maxr[r] = 0;
+      for (size_t s = 0; s < ns; s++)
+        maxr[r] = fmax(maxr[r], g->sh[s].req[r] > 0 ? pi[s] / (double)g->sh[s].req[r] : (pi[s] > 0 ? INFINITY : 0));
+    }
+    uint32_t np = 0;
+    double most = 0; /* the best value per unit of price any type reaches */
+    for (uint32_t f = 0; f < g->nfront; f++) {
+      const cand *cd = &g->by_price[g->front[f]];
+      const int64_t *cap = g->pl->eff[cd->type];
+      double ub = INFINITY;
+      for (uint32_t r = 0; r < p->nres; r++)
+        if (isfinite(maxr[r])) ub = fmin(ub, (double)(cap[r] > 0 ? cap[r] : 0) * maxr[r]);
+      if (ub <= cd->price * (1 + 1e-9)) {
+        most = fmax(most, ub / cd->price);
+        continue;
+      }
+      double v = knapsack(p, g->sh, ns, pi, dem, cap, &cnt[(size_t)np * ns]);
+      most = fmax(most, v / cd->price);
+      if (v > cd->price * (1 + 1e-7)) pr[np++] = (priced){g->front[f], cd->price / v};
+    }
+    if (!np || (most > 0 && obj / most >= obj * (1 - CG_GAP))) break;
+    /* The best few, each with its own counts (pr[i] indexes cnt by i). */
+    uint32_t idx[CG_ADD], nadd = 0;
+    for (uint32_t k = 0; k < np && nadd < CG_ADD; k++) {
+      uint32_t best = UINT32_MAX;
+      for (uint32_t i = 0; i < np; i++) {
+        bool taken = false;
+        for (uint32_t q = 0; q < nadd; q++) taken |= idx[q] == i;
+        if (!taken && (best == UINT32_MAX || cmp_priced(&pr[i], &pr[best]) < 0)) best = i;
+      }
+      idx[nadd++] = best;
+    }
+    size_t before = cols->n;
+    for (uint32_t q = 0; q < nadd && !rc; q++) rc = colset_add(cols, pr[idx[q]].type, &cnt[(size_t)idx[q] * ns], ns);
+    if (rc) goto out;
+    if (cols->n == before) break; /* nothing new: the LP is as good as pricing can tell */
+  }
+out:
+  dt__free(pr);
+  dt__free(cnt);
+  dt__free(a);
+  dt__free(c);
+  dt__free(x);
+  return rc;
+}
+
+/* Take one node holding min(cnt, rem) of each shape; false when empty. */
+static int take_node(const cg_ctx *g, const int64_t *cnt, int64_t *rem, size_t *left, packing *out, bool *took) {
+  int64_t got[CG_MAXS];
+  int64_t used[DT_RES_MAX] = {0};
+  size_t any = 0;
+  *took = false;
+  for (size_t s = 0; s < g->ns; s++) {
+    got[s] = cnt[s] < rem[s] ? cnt[s] : rem[s];
+    any += (size_t)got[s];
+    for (uint32_t r = 0; r < g->p->nres; r++) used[r] += got[s] * g->sh[s].req[r];
+  }
+  if (!any) return 0;
+  int32_t c = cheapest_fit(g->p, g->pl, g->by_price, g->nc, used);
+  if (c < 0) return DT_EINVAL;
+  for (size_t s = 0; s < g->ns; s++) rem[s] -= got[s];
+  *left -= any;
+  *took = true;
+  return packing_add(out, (uint32_t)c, got, g->ns, g->by_price[c].price);
+}
+
+/* Take floor(x) nodes of each pattern of the last LP, largest x first
+** (ties by age), each cut to what is left; *any says whether one was. */
+static int take_whole(const cg_ctx *g, const colset *cols, int64_t *rem, size_t *left, packing *out, uint32_t *ord,
+                      bool *any) {
+  size_t ns = g->ns;
+  int rc = 0;
+  *any = false;
+  for (uint32_t j = 0; j < cols->n; j++) {
+    uint32_t i = j;
+    while (i > 0 && cols->x.v[ord[i - 1]] < cols->x.v[j]) {
+      ord[i] = ord[i - 1];
+      i--;
+    }
+    ord[i] = j;
+  }
+  for (uint32_t q = 0; q < cols->n && !rc && *left; q++) {
+    uint32_t j = ord[q];
+    double whole = floor(cols->x.v[j] + 1e-9);
+    for (double k = 0; k < whole && !rc && *left; k++) {
+      bool took;
+      rc = take_node(g, &cols->cnt.v[(size_t)j * ns], rem, left, out, &took);
+      if (!took) break;
+      *any = true;
+    }
+  }
+  return rc;
+}
+
+/* Round the rest: solve again for what is left and take its whole nodes;
+** when none is whole, round the largest fraction up. */
+static int round_rest(const cg_ctx *g, colset *cols, int64_t *rem, size_t left, packing *out) {
+  size_t ns = g->ns;
+  int rc = 0;
+  uint32_t *ord = NULL;
+  static const int64_t zero[DT_RES_MAX];
+  for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
+    double obj;
+    if ((rc = cg_lp(g, rem, cols, &obj))) break;
+    uint32_t *no = dt__realloc(ord, cols->n * sizeof *ord + 1);
+    if (!no) {
+      rc = DT_ENOMEM;
+      break;
+    }
+    ord = no;
+    bool any;
+    rc = take_whole(g, cols, rem, &left, out, ord, &any);
+    if (!rc && !any && left && cols->n) {
+      bool took;
+      rc = take_node(g, &cols->cnt.v[(size_t)ord[0] * ns], rem, &left, out, &took);
+      if (!rc && !took) break;
+    }
+  }
+  /* Whatever the rounds left: one shape at a time on the cheapest type. */
+  for (size_t s = 0; s < ns && !rc && left; s++)
+    while (rem[s] > 0 && !rc) {
+      int64_t cnt[CG_MAXS] = {0}, bk = 0;
+      for (uint32_t i = 0; i < g->nc && !bk; i++)
+        bk = fit_count(g->p, g->pl->eff[g->by_price[i].type], zero, g->sh[s].req, rem[s]);
+      if (!bk) {
+        rc = DT_EINVAL;
+        break;
+      }
+      cnt[s] = bk;
+      bool took;
+      rc = take_node(g, cnt, rem, &left, out, &took);
+    }
+  dt__free(ord);
+  return rc;
+}
+
+static int greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, cand *cands,
+                        const cand *by_price, uint32_t nc, packing *plans);
+
+/* Plan D: the pattern LP's whole nodes, then the rest by further rounding
+** or by the greedy plans, whichever costs less. On a large group the whole
+** nodes are nearly everything; on a small one the rest is, and rounding a
+** fractional solution of a few nodes can lose to a greedy fill. */
+static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
+  size_t ns = g->ns;
+  int64_t rem[CG_MAXS];
+  size_t left = 0;
+  for (size_t s = 0; s < ns; s++) left += (size_t)(rem[s] = (int64_t)g->sh[s].pods.n);
+  colset cols = {0};
+  packing tail[4];
+  memset(tail, 0, sizeof tail);
+  int rc = 0;
+  uint32_t *ord = NULL;
+  /* Seed: each shape alone on the type holding it most cheaply per pod. */
+  static const int64_t zero[DT_RES_MAX];
+  for (size_t s = 0; s < ns && !rc; s++) {
+    int64_t cnt[CG_MAXS] = {0}, bk = 0;
+    double best = INFINITY;
+    int32_t bt = -1;
+    for (uint32_t i = 0; i < g->nc; i++) {
+      int64_t k = fit_count(g->p, g->pl->eff[g->by_price[i].type], zero, g->sh[s].req, rem[s]);
+      if (k > 0 && g->by_price[i].price / (double)k < best) {
+        best = g->by_price[i].price / (double)k;
+        bt = (int32_t)i;
+        bk = k;
+      }
+    }
+    if (bt < 0) rc = DT_EINVAL;
+    cnt[s] = bk;
+    if (!rc) rc = colset_add(&cols, (uint32_t)bt, cnt, ns);
+  }
+  bool any;
+  if (!rc) rc = cg_lp(g, rem, &cols, lp_obj);
+  if (!rc && !(ord = dt__malloc(cols.n * sizeof *ord + 1))) rc = DT_ENOMEM;
+  if (!rc) rc = take_whole(g, &cols, rem, &left, out, ord, &any);
+  if (rc || !left) goto out;
+  {
+    int64_t rest[CG_MAXS];
+    memcpy(rest, rem, ns * sizeof *rem);
+    if ((rc = round_rest(g, &cols, rest, left, &tail[3])) == DT_EINVAL) rc = 0;
+    shape sub[CG_MAXS];
+    for (size_t s = 0; s < ns; s++) {
+      sub[s] = g->sh[s];
+      sub[s].pods.n = (size_t)rem[s];
+    }
+    if (!rc) rc = greedy_plans(g->p, g->pl, sub, ns, cands, g->by_price, g->nc, tail);
+    if (rc) goto out;
+    int best = -1;
+    for (int i = 0; i < 4; i++) {
+      size_t placed = 0;
+      for (size_t q = 0; q < tail[i].count.n; q++) placed += (size_t)tail[i].count.v[q];
+      if (placed == left && (best < 0 || tail[i].cost < tail[best].cost - 1e-9)) best = i;
+    }
+    if (best < 0) {
+      rc = DT_EINVAL;
+      goto out;
+    }
+    for (size_t n = 0; n < tail[best].nodes && !rc; n++) {
+      uint32_t c = tail[best].type.v[n];
+      rc = packing_add(out, c, &tail[best].count.v[n * ns], ns, g->by_price[c].price);
+    }
+  }
+out:
+  for (int i = 0; i < 4; i++) packing_free(&tail[i]);
+  dt__free(ord);
+  colset_free(&cols);
+  return rc;
+}
+
+/* The candidates (cheapest first) no cheaper or equal one dominates. */
+static uint32_t undominated(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, uint32_t *front) {
+  uint32_t nf = 0;
+  for (uint32_t i = 0; i < nc; i++) {
+    const int64_t *e = pl->eff[by_price[i].type];
+    bool dom = false;
+    for (uint32_t f = 0; f < nf && !dom; f++) {
+      const int64_t *o = pl->eff[by_price[front[f]].type];
+      dom = true;
+      for (uint32_t r = 0; r < p->nres && dom; r++) dom = o[r] >= e[r];
+    }
+    if (!dom) front[nf++] = i;
+  }
+  return nf;
+}
+
 static int cmp_by_price(const void *a, const void *b) {
   const cand *x = a, *y = b;
   if (x->price != y->price) return x->price < y->price ? -1 : 1;
   return x->type < y->type ? -1 : x->type > y->type;
+}
+
+/* Plans A, B and C: greedy re-packs, for groups with too many shapes for
+** column generation. A pod that fits no candidate leaves the group alone. */
+static int greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, cand *cands,
+                        const cand *by_price, uint32_t nc, packing *plans) {
+  uint32_t m = p->nres;
+  int rc = 0;
+  double *a = NULL, *c = NULL, *vdual = dt__malloc(ns * sizeof *vdual), *vhomo = dt__malloc(ns * sizeof *vhomo);
+  if (!vdual || !vhomo) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  /* Plan A: every shape on its own best type. Its per-pod prices also value
+  ** pods for plan C. */
+  rc = homogeneous(p, pl, shapes, ns, by_price, nc, vhomo, &plans[0]);
+  if (rc == DT_EINVAL) {
+    rc = 0; /* a pod fits no candidate: leave the group to first-fit */
+    goto out;
+  }
+  if (rc) goto out;
+  /* The covering LP's duals value a unit of each resource. */
+  {
+    double d[DT_RES_MAX], y[DT_RES_MAX], scale[DT_RES_MAX], w[DT_RES_MAX] = {0}, lp;
+    uint32_t rows[DT_RES_MAX], nrows = 0;
+    for (uint32_t r = 0; r < m; r++) {
+      double dem = 0;
+      for (size_t s = 0; s < ns; s++) dem += (double)shapes[s].req[r] * (double)shapes[s].pods.n;
+      if (dem <= 0) continue;
+      scale[nrows] = dem;
+      d[nrows] = 1.0;
+      rows[nrows++] = r;
+    }
+    a = dt__malloc((size_t)nrows * nc * sizeof *a + 1);
+    c = dt__malloc(nc * sizeof *c + 1);
+    if (!a || !c) {
+      rc = DT_ENOMEM;
+      goto out;
+    }
+    for (uint32_t i = 0; i < nc; i++) {
+      c[i] = cands[i].price;
+      for (uint32_t q = 0; q < nrows; q++) {
+        double v = (double)pl->eff[cands[i].type][rows[q]];
+        a[(size_t)q * nc + i] = v > 0 ? v / scale[q] : 0;
+      }
+    }
+    bool have_lp = dt__lp_cover((int)nrows, (int)nc, a, c, d, y, NULL, &lp) == 0;
+    for (uint32_t q = 0; have_lp && q < nrows; q++) w[rows[q]] = y[q] / scale[q];
+    for (uint32_t i = 0; i < nc; i++) {
+      double v = 0;
+      for (uint32_t r = 0; r < m; r++) {
+        int64_t e = pl->eff[cands[i].type][r];
+        v += w[r] * (double)(e > 0 ? e : 0);
+      }
+      cands[i].reduced = cands[i].price - v;
+    }
+    for (size_t s = 0; s < ns; s++) {
+      vdual[s] = 0;
+      for (uint32_t r = 0; r < m; r++) vdual[s] += w[r] * (double)shapes[s].req[r];
+    }
+    qsort(cands, nc, sizeof *cands, cmp_cand);
+    /* Plan B: greedy valued by the LP duals, over the best reduced costs. */
+    if (have_lp && (rc = greedy(p, pl, shapes, ns, cands, PACK_TOPK, by_price, nc, vdual, &plans[1])) == DT_EINVAL)
+      rc = 0;
+    if (rc) goto out;
+  }
+  /* Plan C: greedy valued by the homogeneous per-pod prices, so complementary
+  ** pods share a node when that beats packing each shape alone. */
+  if ((rc = greedy(p, pl, shapes, ns, cands, PACK_TOPK, by_price, nc, vhomo, &plans[2])) == DT_EINVAL) rc = 0;
+  if (rc) goto out;
+out:
+  dt__free(vdual);
+  dt__free(vhomo);
+  dt__free(a);
+  dt__free(c);
+  return rc;
 }
 
 /* Re-pack one group: claims[0..n) share a pool and requirements. */
@@ -262,8 +837,8 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   int rc = 0;
   DT_VEC(shape) shapes = {0};
   cand *cands = NULL, *by_price = NULL;
-  double *a = NULL, *c = NULL, *vdual = NULL, *vhomo = NULL;
-  packing plans[3];
+  uint32_t *front = NULL;
+  packing plans[4];
   memset(plans, 0, sizeof plans);
   double ffd_cost = 0;
   for (size_t i = 0; i < n; i++) {
@@ -304,9 +879,7 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   ** their cheapest unbounded offering. */
   cands = dt__malloc((pl->ntypes ? pl->ntypes : 1) * sizeof *cands);
   by_price = dt__malloc((pl->ntypes ? pl->ntypes : 1) * sizeof *by_price);
-  vdual = dt__malloc(ns * sizeof *vdual);
-  vhomo = dt__malloc(ns * sizeof *vhomo);
-  if (!cands || !by_price || !vdual || !vhomo) {
+  if (!cands || !by_price) {
     rc = DT_ENOMEM;
     goto out;
   }
@@ -321,65 +894,26 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   if (!nc) goto out;
   memcpy(by_price, cands, nc * sizeof *cands);
   qsort(by_price, nc, sizeof *by_price, cmp_by_price);
-  /* Plan A: every shape on its own best type. Its per-pod prices also value
-  ** pods for plan C. */
-  rc = homogeneous(p, pl, shapes.v, ns, by_price, nc, vhomo, &plans[0]);
-  if (rc == DT_EINVAL) {
-    rc = 0; /* a pod fits no candidate: leave the group to first-fit */
-    goto out;
-  }
-  if (rc) goto out;
-  /* The covering LP's duals value a unit of each resource. */
-  {
-    double d[DT_RES_MAX], y[DT_RES_MAX], scale[DT_RES_MAX], w[DT_RES_MAX] = {0}, lp;
-    uint32_t rows[DT_RES_MAX], nrows = 0;
-    for (uint32_t r = 0; r < m; r++) {
-      double dem = 0;
-      for (size_t s = 0; s < ns; s++) dem += (double)shapes.v[s].req[r] * (double)shapes.v[s].pods.n;
-      if (dem <= 0) continue;
-      scale[nrows] = dem;
-      d[nrows] = 1.0;
-      rows[nrows++] = r;
-    }
-    a = dt__malloc((size_t)nrows * nc * sizeof *a + 1);
-    c = dt__malloc(nc * sizeof *c + 1);
-    if (!a || !c) {
+  /* Plan D: column generation over node patterns, for groups of few enough
+  ** shapes; otherwise (or if it fails) the greedy plans A, B and C. */
+  bool have_d = false;
+  if (ns <= CG_MAXS) {
+    if (!(front = dt__malloc(nc * sizeof *front))) {
       rc = DT_ENOMEM;
       goto out;
     }
-    for (uint32_t i = 0; i < nc; i++) {
-      c[i] = cands[i].price;
-      for (uint32_t q = 0; q < nrows; q++) {
-        double v = (double)pl->eff[cands[i].type][rows[q]];
-        a[(size_t)q * nc + i] = v > 0 ? v / scale[q] : 0;
-      }
-    }
-    bool have_lp = dt__lp_cover((int)nrows, (int)nc, a, c, d, y, &lp) == 0;
-    for (uint32_t q = 0; have_lp && q < nrows; q++) w[rows[q]] = y[q] / scale[q];
-    for (uint32_t i = 0; i < nc; i++) {
-      double v = 0;
-      for (uint32_t r = 0; r < m; r++) {
-        int64_t e = pl->eff[cands[i].type][r];
-        v += w[r] * (double)(e > 0 ? e : 0);
-      }
-      cands[i].reduced = cands[i].price - v;
-    }
-    for (size_t s = 0; s < ns; s++) {
-      vdual[s] = 0;
-      for (uint32_t r = 0; r < m; r++) vdual[s] += w[r] * (double)shapes.v[s].req[r];
-    }
-    qsort(cands, nc, sizeof *cands, cmp_cand);
-    /* Plan B: greedy valued by the LP duals, over the best reduced costs. */
-    if (have_lp && (rc = greedy(p, pl, shapes.v, ns, cands, PACK_TOPK, by_price, nc, vdual, &plans[1])) == DT_EINVAL)
-      rc = 0;
+    cg_ctx g = {p, pl, shapes.v, ns, by_price, nc, front, 0};
+    g.nfront = undominated(p, pl, by_price, nc, front);
+    double lp_obj = 0;
+    rc = colgen(&g, cands, &plans[3], &lp_obj);
+    /* Within 1% of the LP there is little for the greedy plans to find. */
+    have_d = !rc && plans[3].cost <= lp_obj * 1.01;
+    if (rc == DT_EINVAL) rc = 0;
     if (rc) goto out;
   }
-  /* Plan C: greedy valued by the homogeneous per-pod prices, so complementary
-  ** pods share a node when that beats packing each shape alone. */
-  if ((rc = greedy(p, pl, shapes.v, ns, cands, PACK_TOPK, by_price, nc, vhomo, &plans[2])) == DT_EINVAL) rc = 0;
-  if (rc) goto out;
+  if (!have_d && (rc = greedy_plans(p, pl, shapes.v, ns, cands, by_price, nc, plans))) goto out;
   int best = -1;
-  for (int i = 0; i < 3; i++) {
+  for (int i = 0; i < 4; i++) {
     size_t placed = 0;
     for (size_t q = 0; q < plans[i].count.n; q++) placed += (size_t)plans[i].count.v[q];
     size_t total = 0;
@@ -409,7 +943,14 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
           for (uint32_t r = 0; r < m; r++) k->used[r] += shapes.v[s].req[r];
         }
       /* Options: the cheapest types that hold it (as a launch request would
-      ** carry), so launch may still pick a cheaper bounded offering. */
+      ** carry), so launch may still pick a cheaper bounded offering. A node
+      ** like the one before it shares its options. */
+      if (node > 0 && pk->type.v[node] == pk->type.v[node - 1] &&
+          !memcmp(&pk->count.v[node * ns], &pk->count.v[(node - 1) * ns], ns * sizeof *pk->count.v)) {
+        k->opt = made.v[node - 1]->opt;
+        k->nopt = made.v[node - 1]->nopt;
+        continue;
+      }
       uint32_t *opt = dt__arena_alloc(&p->arena, 60 * sizeof *opt), no = 0;
       if (!opt) {
         rc = DT_ENOMEM;
@@ -429,13 +970,10 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
     dt__free(made.v);
   }
 out:
-  for (int i = 0; i < 3; i++) packing_free(&plans[i]);
+  for (int i = 0; i < 4; i++) packing_free(&plans[i]);
+  dt__free(front);
   dt__free(cands);
   dt__free(by_price);
-  dt__free(vdual);
-  dt__free(vhomo);
-  dt__free(a);
-  dt__free(c);
   for (size_t s = 0; s < shapes.n; s++) dt__free(shapes.v[s].pods.v);
   dt__free(shapes.v);
   return rc;

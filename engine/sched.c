@@ -209,6 +209,33 @@ void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n) {
 
 /* ------------------------------------------------------------ compile */
 
+typedef struct name_key {
+  const char *name;
+  uint32_t idx;
+} name_key;
+
+static int cmp_name_key(const void *a, const void *b) {
+  const name_key *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Types' and zones' positions by name, so that ties in the hot loops compare
+** integers. */
+static int rank_names(dt_plan *p) {
+  size_t n = p->ntypes > p->nzones ? p->ntypes : p->nzones;
+  name_key *k = dt__malloc((n ? n : 1) * sizeof *k);
+  if (!k) return DT_ENOMEM;
+  for (uint32_t i = 0; i < p->ntypes; i++) k[i] = (name_key){p->types[i].src->name, i};
+  qsort(k, p->ntypes, sizeof *k, cmp_name_key);
+  for (uint32_t i = 0; i < p->ntypes; i++) p->types[k[i].idx].rank = i;
+  for (uint32_t i = 0; i < p->nzones; i++) k[i] = (name_key){dt__sym_str(&p->syms, p->zones[i]), i};
+  qsort(k, p->nzones, sizeof *k, cmp_name_key);
+  for (uint32_t i = 0; i < p->nzones; i++) p->zone_rank[k[i].idx] = (uint8_t)i;
+  dt__free(k);
+  return 0;
+}
+
 static int compile_catalog(dt_plan *p, dt_error *err) {
   const dt_catalog *c = p->catalog;
   if (c->nzones > 64)
@@ -263,7 +290,7 @@ static int compile_catalog(dt_plan *p, dt_error *err) {
       if (r->avail != 0 && o->price < t->min_price) t->min_price = o->price;
     }
   }
-  return 0;
+  return rank_names(p);
 }
 
 static const rt_type *find_type(const dt_plan *p, const char *name);
@@ -373,14 +400,14 @@ static const rt_type *find_type(const dt_plan *p, const char *name) {
 ** in C11 and the core keeps no global state. */
 typedef struct price_key {
   double price;
-  const char *name;
+  uint32_t rank; /* the type's position by name */
   uint32_t idx;
 } price_key;
 
 static int cmp_price_key(const void *a, const void *b) {
   const price_key *x = a, *y = b;
   if (x->price != y->price) return x->price < y->price ? -1 : 1;
-  return strcmp(x->name, y->name);
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
 }
 
 /* Order types[0..n) (indices into p->types) by price[i], then name. */
@@ -388,7 +415,7 @@ static int sort_by_price(dt_plan *p, uint32_t *types, const double *price, uint3
   if (n < 2) return 0;
   price_key *k = dt__malloc(n * sizeof *k);
   if (!k) return DT_ENOMEM;
-  for (uint32_t i = 0; i < n; i++) k[i] = (price_key){price[i], p->types[types[i]].src->name, types[i]};
+  for (uint32_t i = 0; i < n; i++) k[i] = (price_key){price[i], p->types[types[i]].rank, types[i]};
   qsort(k, n, sizeof *k, cmp_price_key);
   for (uint32_t i = 0; i < n; i++) types[i] = k[i].idx;
   dt__free(k);
@@ -1848,100 +1875,170 @@ static int rank_hook(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t nt
   return 0;
 }
 
+/* Whether offering o of type t beats offering bo of type bt (bt < 0: none
+** yet) under the default rank: reserved while available, then cheapest, then
+** instance type name, then zone name. */
+static bool off_better(const dt_plan *p, uint32_t t, uint32_t o, int32_t bt, int32_t bo) {
+  if (bt < 0) return true;
+  const rt_off *of = &p->types[t].off[o], *bof = &p->types[bt].off[bo];
+  bool rr = of->ct == DT_CT_RESERVED, br = bof->ct == DT_CT_RESERVED;
+  if (rr != br) return rr;
+  if (of->price != bof->price) return of->price < bof->price;
+  if (t != (uint32_t)bt) return p->types[t].rank < p->types[bt].rank;
+  return p->zone_rank[of->zone] < p->zone_rank[bof->zone];
+}
+
+/* The best offering of type ti for claim k by the default rank (-1 if none)
+** and its cheapest price. Reserved offerings count only for the units the
+** claim holds; claims holding none share a memo per type and masks. */
+static int32_t type_best(dt_plan *p, const rt_claim *k, uint32_t ti, double *cheapest) {
+  rt_type *t = &p->types[ti];
+  double smax = p->pools[k->pool].spot_max;
+  bool memo = !k->held.n;
+  if (memo && t->memo_ok && t->memo_zmask == k->zmask && t->memo_ctmask == k->ctmask && t->memo_spot_max == smax) {
+    *cheapest = t->memo_price;
+    return t->memo_off;
+  }
+  int32_t bo = -1;
+  double ch = INFINITY;
+  for (uint32_t o = 0; o < t->noff; o++) {
+    const rt_off *of = &t->off[o];
+    if (!off_ok(of, k->zmask, k->ctmask, smax)) continue;
+    if (of->ct == DT_CT_RESERVED) {
+      bool held = false;
+      for (size_t h = 0; h < k->held.n && !held; h++) held = k->held.v[h] == p->off_base[ti] + o;
+      if (!held) continue;
+    }
+    if (of->price < ch) ch = of->price;
+    if (off_better(p, ti, o, bo < 0 ? -1 : (int32_t)ti, bo)) bo = (int32_t)o;
+  }
+  if (memo) {
+    t->memo_ok = true;
+    t->memo_zmask = k->zmask;
+    t->memo_ctmask = k->ctmask;
+    t->memo_spot_max = smax;
+    t->memo_off = bo;
+    t->memo_price = ch;
+  }
+  *cheapest = ch;
+  return bo;
+}
+
+static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int32_t bt, int32_t bo);
+
 static int launch(dt_plan *p) {
-  for (size_t ci = 0; ci < p->claims.n; ci++) {
+  uint32_t most = 1;
+  for (size_t ci = 0; ci < p->claims.n; ci++)
+    if (p->claims.v[ci]->nopt > most) most = p->claims.v[ci]->nopt;
+  double *price = dt__malloc(most * sizeof *price);
+  if (!price) return DT_ENOMEM;
+  for (uint32_t t = 0; t < p->ntypes; t++) p->types[t].memo_ok = false;
+  /* A claim like the one before it (same options, masks and contents, no
+  ** reservation, no availability count changed since) has the same
+  ** launchable types and best offering: cost packing makes many such. */
+  struct {
+    const rt_claim *k;
+    int64_t used[DT_RES_MAX];
+    uint64_t gen;
+    uint32_t n;
+    int32_t bt, bo;
+  } last = {0};
+  int rc = 0;
+  for (size_t ci = 0; ci < p->claims.n && !rc; ci++) {
     rt_claim *k = p->claims.v[ci];
+    const rt_claim *q = last.k;
+    int64_t used[DT_RES_MAX];
+    memcpy(used, k->used, sizeof used);
+    if (q && q->opt == k->opt && q->nopt == k->nopt && q->pool == k->pool && q->zmask == k->zmask &&
+        q->ctmask == k->ctmask && !k->held.n && last.gen == p->avail_gen && !memcmp(last.used, used, sizeof used)) {
+      k->final = q->final;
+      k->nfinal = q->nfinal;
+      rc = launch_claim(p, k, q->final, last.n, last.bt, last.bo);
+      continue;
+    }
     /* Types still fitting everything, each priced by its best offering. */
     uint32_t *fin = A(p, (k->nopt ? k->nopt : 1) * sizeof *fin), n = 0;
-    if (!fin) return DT_ENOMEM;
-    double *price = dt__malloc((k->nopt ? k->nopt : 1) * sizeof *price);
-    if (!price) return DT_ENOMEM;
+    if (!fin) {
+      rc = DT_ENOMEM;
+      break;
+    }
     int32_t bt = -1, bo = -1;
     for (uint32_t i = 0; i < k->nopt; i++) {
-      rt_type *t = &p->types[k->opt[i]];
       if (!fits(p, p->pools[k->pool].eff[k->opt[i]], k->used, (int64_t[DT_RES_MAX]){0})) continue;
-      double cheapest = INFINITY;
-      for (uint32_t o = 0; o < t->noff; o++) {
-        const rt_off *of = &t->off[o];
-        if (!off_ok(of, k->zmask, k->ctmask, p->pools[k->pool].spot_max)) continue;
-        if (of->ct == DT_CT_RESERVED) {
-          /* only the units this claim holds */
-          bool held = false;
-          for (size_t h = 0; h < k->held.n && !held; h++) held = k->held.v[h] == p->off_base[k->opt[i]] + o;
-          if (!held) continue;
-        }
-        if (of->price < cheapest) cheapest = of->price;
-        /* Default rank: reserved while available, then cheapest, then
-        ** instance type name, then zone name. */
-        bool better;
-        if (bt < 0) {
-          better = true;
-        } else {
-          const rt_off *bof = &p->types[bt].off[bo];
-          bool rr = of->ct == DT_CT_RESERVED, br = bof->ct == DT_CT_RESERVED;
-          if (rr != br)
-            better = rr;
-          else if (of->price != bof->price)
-            better = of->price < bof->price;
-          else if (t->name != p->types[bt].name)
-            better = strcmp(t->src->name, p->types[bt].src->name) < 0;
-          else
-            better = strcmp(dt__sym_str(&p->syms, p->zones[of->zone]),
-                            dt__sym_str(&p->syms, p->zones[bof->zone])) < 0;
-        }
-        if (better) {
-          bt = (int32_t)k->opt[i];
-          bo = (int32_t)o;
-        }
+      double cheapest;
+      int32_t o = type_best(p, k, k->opt[i], &cheapest);
+      if (o < 0) continue;
+      if (off_better(p, k->opt[i], (uint32_t)o, bt, bo)) {
+        bt = (int32_t)k->opt[i];
+        bo = o;
       }
-      if (cheapest == INFINITY) continue;
       price[n] = cheapest;
       fin[n++] = k->opt[i];
     }
-    int src = sort_by_price(p, fin, price, n);
-    dt__free(price);
-    if (src) return src;
+    if ((rc = sort_by_price(p, fin, price, n))) break;
     k->final = fin;
     k->nfinal = n < 600 ? n : 600;
-    rt_pool *pl = &p->pools[k->pool];
-    const char *excluded = NULL;
-    if (bt >= 0 && dt__policy_has(pl->policy, DT_HOOK_RANK)) {
-      int rc = rank_hook(p, k, fin, n, &bt, &bo, &excluded);
-      if (rc) return rc;
+    if (!k->held.n) {
+      last.k = k;
+      memcpy(last.used, used, sizeof used);
+      last.gen = p->avail_gen;
+      last.n = n;
+      last.bt = bt;
+      last.bo = bo;
+    } else {
+      last.k = NULL;
     }
-    if (bt < 0 && excluded) {
-      for (size_t i = 0; i < k->pods.n; i++)
-        if (unschedulable(p, k->pods.v[i], excluded)) return DT_ENOMEM;
-      continue;
-    }
-    if (bt < 0) {
-      for (size_t i = 0; i < k->pods.n; i++)
-        if (unschedulable(p, k->pods.v[i],
-                          "every offering of the instance types that fit is exhausted (availability counts)"))
-          return DT_ENOMEM;
-      continue;
-    }
-    k->type = bt;
-    k->off = bo;
-    /* The claim requests its pods plus the DaemonSet overhead of its type. */
-    const int64_t *e = p->pools[k->pool].eff[bt];
-    for (uint32_t r = 0; r < p->nres; r++) k->used[r] += p->types[bt].alloc[r] - e[r];
-    rt_off *of = &p->types[bt].off[bo];
-    if (of->avail > 0) of->avail--;
-    /* the units this claim held are released: the chosen one is now consumed */
-    for (size_t h = 0; h < k->held.n; h++)
-      for (uint32_t t = 0; t < p->ntypes; t++)
-        if (k->held.v[h] >= p->off_base[t] && k->held.v[h] < p->off_base[t] + p->types[t].noff)
-          p->types[t].off[k->held.v[h] - p->off_base[t]].held--;
-    k->held.n = 0;
-    pl->launched++;
-    if (of->ct == DT_CT_SPOT) pl->launched_spot++;
-    int rc = name_claim(p, k);
-    if (rc) return rc;
-    p->stats.nodes++;
-    p->stats.hourly_cost += of->price;
-    p->stats.scheduled += k->pods.n;
+    rc = launch_claim(p, k, fin, n, bt, bo);
   }
+  dt__free(price);
+  return rc;
+}
+
+/* Launch claim k on (bt, bo) unless the rank hook decides otherwise; fin[n]
+** are the types still fitting, cheapest first. */
+static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int32_t bt, int32_t bo) {
+  rt_pool *pl = &p->pools[k->pool];
+  const char *excluded = NULL;
+  if (bt >= 0 && dt__policy_has(pl->policy, DT_HOOK_RANK)) {
+    int rc = rank_hook(p, k, fin, n, &bt, &bo, &excluded);
+    if (rc) return rc;
+  }
+  if (bt < 0 && excluded) {
+    for (size_t i = 0; i < k->pods.n; i++)
+      if (unschedulable(p, k->pods.v[i], excluded)) return DT_ENOMEM;
+    return 0;
+  }
+  if (bt < 0) {
+    for (size_t i = 0; i < k->pods.n; i++)
+      if (unschedulable(p, k->pods.v[i],
+                        "every offering of the instance types that fit is exhausted (availability counts)"))
+        return DT_ENOMEM;
+    return 0;
+  }
+  k->type = bt;
+  k->off = bo;
+  /* The claim requests its pods plus the DaemonSet overhead of its type. */
+  const int64_t *e = p->pools[k->pool].eff[bt];
+  for (uint32_t r = 0; r < p->nres; r++) k->used[r] += p->types[bt].alloc[r] - e[r];
+  rt_off *of = &p->types[bt].off[bo];
+  if (of->avail > 0) {
+    of->avail--;
+    p->types[bt].memo_ok = false;
+    p->avail_gen++;
+  }
+  /* the units this claim held are released: the chosen one is now consumed */
+  for (size_t h = 0; h < k->held.n; h++)
+    for (uint32_t t = 0; t < p->ntypes; t++)
+      if (k->held.v[h] >= p->off_base[t] && k->held.v[h] < p->off_base[t] + p->types[t].noff)
+        p->types[t].off[k->held.v[h] - p->off_base[t]].held--;
+  k->held.n = 0;
+  pl->launched++;
+  if (of->ct == DT_CT_SPOT) pl->launched_spot++;
+  int rc = name_claim(p, k);
+  if (rc) return rc;
+  p->stats.nodes++;
+  p->stats.hourly_cost += of->price;
+  p->stats.scheduled += k->pods.n;
   return 0;
 }
 

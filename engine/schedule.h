@@ -28,6 +28,14 @@ typedef struct rt_type {
   uint32_t noff;
   rt_off *off;
   double min_price; /* cheapest offering, for option order */
+  uint32_t rank;    /* position among the types by name: ties compare integers */
+  /* launch's memo of the best offering within one claim's masks (claims
+  ** holding no reservation); dropped when an availability count changes */
+  uint64_t memo_zmask;
+  uint8_t memo_ctmask;
+  bool memo_ok;
+  int32_t memo_off;
+  double memo_price, memo_spot_max;
 } rt_type;
 
 typedef struct rt_taint {
@@ -197,6 +205,8 @@ struct dt_plan {
   /* zones */
   uint32_t nzones;
   dt_sym zones[64];
+  uint8_t zone_rank[64]; /* position among the zones by name */
+  uint64_t avail_gen;    /* bumped whenever launch uses up a counted offering */
   /* well-known keys */
   dt_sym k_zone, k_ct, k_type, k_pool, k_hostname, k_resv, k_arch, k_os, k_region;
   dt_sym ct_sym[DT_CT_N];
@@ -241,6 +251,10 @@ void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
 bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
                  double spot_max);
 int dt__pack_improve(dt_plan *p);
+
+/* lp.c: minimise c.x subject to A x >= d, x >= 0 (m <= 64 rows). */
+int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
+                 double *obj);
 
 /* topo.c */
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns,

@@ -39,6 +39,50 @@ describe("cost-aware packing", function()
     assert.is_true(improved < ffd / 2, ("ffd %.3f, cost %.3f"):format(ffd, improved))
   end)
 
+  -- Three types; every pod asks for 3 GiB and no type has more than 16 GiB,
+  -- so a node holds at most 5 pods and n pods need n/5 nodes at $0.36 (the
+  -- cheapest type) at least. That bound is reached only by mixing 2 large
+  -- and 3 small pods on every 8-cpu node; first-fit, and greedy fills that
+  -- value each node alone, leave it on the table.
+  local mix_catalog = [[
+{ "region": "test-1", "provider": "generic", "zones": ["test-1a"],
+  "instanceTypes": [
+    { "name": "wide", "family": "t", "arch": "amd64", "cpu": 4, "memoryMiB": 16384, "maxPods": 50,
+      "onDemandPrice": 0.37, "overhead": { "cpu": "0", "memory": "0" } },
+    { "name": "fast", "family": "t", "arch": "amd64", "cpu": 8, "memoryMiB": 16384, "maxPods": 50,
+      "onDemandPrice": 0.36, "overhead": { "cpu": "0", "memory": "0" } },
+    { "name": "tiny", "family": "t", "arch": "amd64", "cpu": 4, "memoryMiB": 8192, "maxPods": 50,
+      "onDemandPrice": 0.43, "overhead": { "cpu": "0", "memory": "0" } }
+  ] }
+]]
+  local function mix(large, small)
+    local out = { h.nodepool("default") }
+    for i = 1, large do out[#out + 1] = h.pod("l" .. i, { cpu = "2", memory = "3Gi" }) end
+    for i = 1, small do out[#out + 1] = h.pod("s" .. i, { cpu = "500m", memory = "3Gi" }) end
+    return h.docs(table.unpack(out))
+  end
+
+  it("reaches the optimum when pods of two shapes must share nodes", function()
+    local m = mix(4, 6)
+    assert.are.equal(1.08, cost(m, "ffd", mix_catalog))
+    local p = h.plan(m, { catalog_text = mix_catalog })
+    assert.are.equal(0.72, p.summary.hourlyCost)
+    assert.are.equal(2, #p.nodeClaims)
+    for _, c in ipairs(p.nodeClaims) do
+      assert.are.equal("fast", c.instanceType)
+      assert.are.equal(5, #c.pods)
+    end
+  end)
+
+  it("reaches it at scale too, where the pattern LP's whole nodes carry the plan", function()
+    local m = mix(400, 600)
+    assert.are.equal(79.2, cost(m, "ffd", mix_catalog))
+    local p = h.plan(m, { catalog_text = mix_catalog })
+    assert.are.equal(200, #p.nodeClaims)
+    assert.is_true(math.abs(p.summary.hourlyCost - 72) < 1e-6, tostring(p.summary.hourlyCost))
+    assert.are.equal(1000, p.summary.scheduled)
+  end)
+
   it("keeps every pod: each pending pod is on exactly one claim", function()
     local p = h.plan(pods(37, "1", "1792Mi"))
     local seen = {}
