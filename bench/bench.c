@@ -10,6 +10,12 @@
 **   azure-100k           100,000 pods drawn from the Azure 2017 VM request
 **                        shapes (bench/workload-azure-vm-2017.json) on the
 **                        bundled AWS us-east-1 catalog, amd64, no GPU.
+**   peak-*               the Azure peak hour (5,968 pods) on the full catalog
+**                        and on c/m/r gen >= 5 <= 32 vCPU, on-demand or with
+**                        spot, first-fit against cost packing, each against
+**                        three lower bounds: the covering LP, the assignment
+**                        LP (glpsol) and the pattern LP (GLPK's library,
+**                        column generation with exact knapsack pricing).
 **
 ** Each line reports pods, nodes, $/h, the LP lower bound ratio (fractional
 ** nodes covering summed cpu, memory and pods, solved by glpsol when it is
