@@ -203,6 +203,25 @@ out:
   return rc;
 }
 
+/* The candidate (index into by_price) holding up to n pods of shape req at
+** the lowest price per pod: *k pods, *per_pod each; -1 if none holds one. */
+static int32_t best_alone(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, const int64_t *req,
+                          int64_t n, int64_t *k, double *per_pod) {
+  static const int64_t zero[DT_RES_MAX];
+  int32_t bt = -1;
+  *k = 0;
+  *per_pod = INFINITY;
+  for (uint32_t i = 0; i < nc; i++) {
+    int64_t c = fit_count(p, pl->eff[by_price[i].type], zero, req, n);
+    if (c > 0 && by_price[i].price / (double)c < *per_pod) {
+      *per_pod = by_price[i].price / (double)c;
+      bt = (int32_t)i;
+      *k = c;
+    }
+  }
+  return bt;
+}
+
 /* Each shape alone on its cheapest type per pod; the remainder of a shape on
 ** the cheapest type that holds it. */
 static int homogeneous(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, const cand *by_price,
@@ -210,27 +229,16 @@ static int homogeneous(const dt_plan *p, const rt_pool *pl, const shape *shapes,
   int64_t *counts = dt__calloc(ns ? ns : 1, sizeof *counts);
   if (!counts) return DT_ENOMEM;
   int rc = 0;
-  static const int64_t zero[DT_RES_MAX];
   for (size_t s = 0; s < ns && !rc; s++) {
     int64_t n = (int64_t)shapes[s].pods.n;
     per_pod[s] = 0;
     if (!n) continue;
-    double best = INFINITY;
-    int32_t bt = -1;
-    int64_t bk = 0;
-    for (uint32_t i = 0; i < nc; i++) {
-      int64_t k = fit_count(p, pl->eff[by_price[i].type], zero, shapes[s].req, n);
-      if (k > 0 && by_price[i].price / (double)k < best) {
-        best = by_price[i].price / (double)k;
-        bt = (int32_t)i;
-        bk = k;
-      }
-    }
+    int64_t bk;
+    int32_t bt = best_alone(p, pl, by_price, nc, shapes[s].req, n, &bk, &per_pod[s]);
     if (bt < 0) {
       rc = DT_EINVAL;
       break;
     }
-    per_pod[s] = best;
     memset(counts, 0, ns * sizeof *counts);
     counts[s] = bk;
     for (int64_t full = n / bk; full > 0 && !rc; full--) rc = packing_add(out, (uint32_t)bt, counts, ns, by_price[bt].price);
@@ -675,19 +683,10 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
   int rc = 0;
   uint32_t *ord = NULL;
   /* Seed: each shape alone on the type holding it most cheaply per pod. */
-  static const int64_t zero[DT_RES_MAX];
   for (size_t s = 0; s < ns && !rc; s++) {
     int64_t cnt[CG_MAXS] = {0}, bk = 0;
-    double best = INFINITY;
-    int32_t bt = -1;
-    for (uint32_t i = 0; i < g->nc; i++) {
-      int64_t k = fit_count(g->p, g->pl->eff[g->by_price[i].type], zero, g->sh[s].req, rem[s]);
-      if (k > 0 && g->by_price[i].price / (double)k < best) {
-        best = g->by_price[i].price / (double)k;
-        bt = (int32_t)i;
-        bk = k;
-      }
-    }
+    double per_pod;
+    int32_t bt = best_alone(g->p, g->pl, g->by_price, g->nc, g->sh[s].req, rem[s], &bk, &per_pod);
     if (bt < 0) rc = DT_EINVAL;
     cnt[s] = bk;
     if (!rc) rc = colset_add(&cols, (uint32_t)bt, cnt, ns);
