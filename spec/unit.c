@@ -113,7 +113,16 @@ static const char *k_manifests =
     "---\napiVersion: v1\nkind: Pod\nmetadata: {name: q3}\n"
     "spec: {nodeName: m1, containers: [{name: c, resources: {requests: {cpu: 1}}}]}\n"
     "---\napiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: q}\n"
-    "spec: {selector: {matchLabels: {app: q}}, maxUnavailable: 1}\n";
+    "spec: {selector: {matchLabels: {app: q}}, maxUnavailable: 1}\n"
+    /* plain pods in a plain pool: cost packing (column generation) runs */
+    "---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: open}\n"
+    "spec:\n  template:\n    spec:\n      requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [a]}]\n"
+    "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api}\n"
+    "spec:\n  replicas: 4\n  template:\n    spec:\n"
+    "      containers: [{name: c, resources: {requests: {cpu: 700m, memory: 1Gi}}}]\n"
+    "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: cache}\n"
+    "spec:\n  replicas: 3\n  template:\n    spec:\n"
+    "      containers: [{name: c, resources: {requests: {cpu: 200m, memory: 2500Mi}}}]\n";
 
 /* One full cycle; returns 0, DT_ENOMEM or another error. */
 static dt_error g_err;
