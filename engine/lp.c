@@ -10,18 +10,58 @@
 ** at the optimum) to value a node's contents, and, for column generation over
 ** node patterns, the primal x (how many nodes of each pattern).
 */
-#include "internal.h"
+#include "schedule.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #define LP_MAXM 64
 
+/* B^-1 of the basis' columns by Gauss-Jordan with partial pivoting; false
+** when singular. */
+static bool invert(int m, double (*b)[LP_MAXM], double (*inv)[LP_MAXM]) {
+  for (int r = 0; r < m; r++)
+    for (int k = 0; k < m; k++) inv[r][k] = r == k;
+  for (int col = 0; col < m; col++) {
+    int piv = col;
+    for (int r = col + 1; r < m; r++)
+      if (fabs(b[r][col]) > fabs(b[piv][col])) piv = r;
+    if (fabs(b[piv][col]) < 1e-12) return false;
+    for (int k = 0; k < m; k++) {
+      double t = b[col][k];
+      b[col][k] = b[piv][k];
+      b[piv][k] = t;
+      t = inv[col][k];
+      inv[col][k] = inv[piv][k];
+      inv[piv][k] = t;
+    }
+    double f = b[col][col];
+    for (int k = 0; k < m; k++) {
+      b[col][k] /= f;
+      inv[col][k] /= f;
+    }
+    for (int r = 0; r < m; r++) {
+      if (r == col || b[r][col] == 0) continue;
+      double g = b[r][col];
+      for (int k = 0; k < m; k++) {
+        b[r][k] -= g * b[col][k];
+        inv[r][k] -= g * inv[col][k];
+      }
+    }
+  }
+  return true;
+}
+
 /* Solve; y[m] receives the duals, x[n] (when not NULL) the primal, *obj the
-** optimum. Returns 0, or -1 when the LP is infeasible (some demanded row no
-** column covers). */
-int dt__lp_cover(int m, int n, const double *a /* m x n, row-major */, const double *c, const double *d,
-                 double *y, double *x, double *obj) {
+** optimum. basis (when not NULL) carries a starting basis in and the final
+** one out, m entries: j < n a column, -1 - r row r's surplus, -1 - m - r its
+** artificial; DT_LP_COLD in basis[0] asks for the usual start. Column
+** generation passes the last basis back with more columns: it stays
+** feasible, so the simplex starts where it stopped. Returns 0, or -1 when
+** the LP is infeasible (some demanded row no column covers). */
+int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
+                      double *obj, int *warm) {
   if (m <= 0 || m > LP_MAXM) return -1;
   /* Columns: n structural, m surplus (-e_r, cost 0), m artificial (+e_r, cost M). */
   double bigm = 0;
@@ -29,29 +69,53 @@ int dt__lp_cover(int m, int n, const double *a /* m x n, row-major */, const dou
   bigm = (bigm + 1) * 1e6;
   int basis[LP_MAXM];
   double binv[LP_MAXM][LP_MAXM], xb[LP_MAXM];
-  memset(binv, 0, sizeof binv);
-  for (int r = 0; r < m; r++) {
-    basis[r] = n + m + r; /* artificial */
-    binv[r][r] = 1;
-    xb[r] = d[r] > 0 ? d[r] : 0;
-  }
 #define COLV(j, r) ((j) < n ? a[(size_t)(r) * n + (j)] : (j) < n + m ? ((j) - n == (r) ? -1.0 : 0.0) : ((j) - n - m == (r) ? 1.0 : 0.0))
 #define COST(j) ((j) < n ? c[j] : (j) < n + m ? 0.0 : bigm)
+  bool warm_ok = warm && warm[0] != DT_LP_COLD;
+  for (int r = 0; r < m && warm_ok; r++) {
+    int e = warm[r];
+    basis[r] = e >= 0 ? e : -1 - e < m ? n + (-1 - e) : n + m + (-1 - e - m);
+    warm_ok = (e >= 0 && e < n) || (e < 0 && -1 - e < 2 * m);
+  }
+  if (warm_ok) {
+    double bm[LP_MAXM][LP_MAXM];
+    for (int r = 0; r < m; r++)
+      for (int k = 0; k < m; k++) bm[r][k] = COLV(basis[k], r);
+    warm_ok = invert(m, bm, binv);
+    for (int r = 0; r < m && warm_ok; r++) {
+      xb[r] = 0;
+      for (int k = 0; k < m; k++) xb[r] += binv[r][k] * (d[k] > 0 ? d[k] : 0);
+      warm_ok = xb[r] >= -1e-9;
+      if (xb[r] < 0) xb[r] = 0;
+    }
+  }
+  if (!warm_ok) {
+    memset(binv, 0, sizeof binv);
+    for (int r = 0; r < m; r++) {
+      basis[r] = n + m + r; /* artificial */
+      binv[r][r] = 1;
+      xb[r] = d[r] > 0 ? d[r] : 0;
+    }
+  }
+  int stalled = 0;
   for (int iter = 0; iter < 50 * (n + m); iter++) {
     /* duals y = c_B B^-1 */
     for (int r = 0; r < m; r++) {
       y[r] = 0;
       for (int k = 0; k < m; k++) y[r] += COST(basis[k]) * binv[k][r];
     }
-    /* entering column: most negative reduced cost (Dantzig) */
+    /* entering column: most negative reduced cost (Dantzig); after a run
+    ** of degenerate pivots, the first one (Bland), which cannot cycle */
     int enter = -1;
-    double best = -1e-12;
+    double best = 0;
+    bool bland = stalled > 2 * m;
     for (int j = 0; j < n + m; j++) {
       double rc = COST(j);
       for (int r = 0; r < m; r++) rc -= y[r] * COLV(j, r);
-      if (rc < best * (1 + 1e-12)) {
+      if (rc < -1e-9 * (1 + fabs(COST(j))) && rc < best) {
         best = rc;
         enter = j;
+        if (bland) break;
       }
     }
     if (enter < 0) break;
@@ -64,11 +128,15 @@ int dt__lp_cover(int m, int n, const double *a /* m x n, row-major */, const dou
     int leave = -1;
     double ratio = INFINITY;
     for (int r = 0; r < m; r++)
-      if (u[r] > 1e-12 && xb[r] / u[r] < ratio) {
-        ratio = xb[r] / u[r];
-        leave = r;
+      if (u[r] > 1e-12) {
+        double q = xb[r] / u[r];
+        if (q < ratio - 1e-15 || (bland && q <= ratio + 1e-15 && leave >= 0 && basis[r] < basis[leave])) {
+          ratio = q < ratio ? q : ratio;
+          leave = r;
+        }
       }
     if (leave < 0) return -1; /* unbounded: cannot happen with non-negative costs */
+    stalled = ratio <= 1e-12 ? stalled + 1 : 0;
     /* pivot */
     double piv = u[leave];
     for (int k = 0; k < m; k++) binv[leave][k] /= piv;
@@ -91,6 +159,14 @@ int dt__lp_cover(int m, int n, const double *a /* m x n, row-major */, const dou
   }
 #undef COLV
 #undef COST
+  if (warm)
+    for (int r = 0; r < m; r++)
+      warm[r] = basis[r] < n ? basis[r] : basis[r] < n + m ? -1 - (basis[r] - n) : -1 - m - (basis[r] - n - m);
   *obj = z;
   return 0;
+}
+
+int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
+                 double *obj) {
+  return dt__lp_cover_warm(m, n, a, c, d, y, x, obj, NULL);
 }

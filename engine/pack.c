@@ -15,8 +15,10 @@
 **   3. at launch every node shrinks to the cheapest type that fits it.
 **
 ** The result replaces first-fit's claims only when it is strictly cheaper,
-** so it is never worse. Pools with limits, minValues or capacity
-** reservations are left to first-fit (their accounting is first-fit's).
+** so it is never worse. In a pool with limits it is charged as first-fit
+** charges claims and must fit what first-fit's claims were charged plus what
+** is left. Pools with minValues or capacity reservations are left to
+** first-fit (their accounting is first-fit's).
 */
 #include "schedule.h"
 
@@ -266,8 +268,11 @@ static int homogeneous(const dt_plan *p, const rt_pool *pl, const shape *shapes,
 ** ---------------------------------------------------------------------- */
 
 #define CG_MAXS 48         /* shapes per group; past this, the greedy plans alone */
-#define CG_ITERS 60        /* pricing rounds per LP */
+#define CG_ITERS 60        /* pricing rounds for the first LP */
+#define CG_ITERS_REST 60   /* ... and for each LP of what its whole nodes leave */
 #define CG_ADD 6           /* patterns added per round */
+#define CG_ENOUGH 12       /* improving patterns that end a round's pricing */
+#define CG_KNAPS 32        /* knapsacks per round at most */
 #define CG_GAP 0.002       /* stop pricing when the LP is this close to its bound */
 #define KNAP_BUDGET 100    /* search nodes per knapsack ... */
 #define KNAP_BUDGET_LP 300 /* ... and again with the LP bound, when the first ran out */
@@ -486,7 +491,7 @@ static int cmp_priced(const void *a, const void *b) {
 /* Solve the pattern LP for dem[] by column generation; cols->x receives it,
 ** *lp_obj its cost (a lower bound on any plan when pricing was exact).
 ** Returns 0, DT_ENOMEM, or DT_EINVAL when the LP cannot be solved. */
-static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, double *lp_obj) {
+static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, double *lp_obj) {
   const dt_plan *p = g->p;
   size_t ns = g->ns;
   uint32_t rows[CG_MAXS], m = 0;
@@ -495,13 +500,16 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, double *lp_o
   if (!m) return 0;
   int rc = 0;
   double *a = NULL, *c = NULL, *x = NULL;
-  priced *pr = dt__malloc((g->nfront ? g->nfront : 1) * sizeof *pr);
+  priced *pr = dt__malloc((g->nfront ? g->nfront : 1) * sizeof *pr),
+         *queue = dt__malloc((g->nfront ? g->nfront : 1) * sizeof *queue);
   int64_t *cnt = dt__malloc(ns * (g->nfront + 1) * sizeof *cnt);
-  if (!pr || !cnt) {
+  if (!pr || !queue || !cnt) {
     rc = DT_ENOMEM;
     goto out;
   }
-  for (int iter = 0; iter < CG_ITERS; iter++) {
+  int basis[CG_MAXS]; /* each iteration starts from the last one's basis */
+  basis[0] = DT_LP_COLD;
+  for (int iter = 0; iter < iters; iter++) {
     size_t n = cols->n;
     double *na = dt__realloc(a, (size_t)m * n * sizeof *a + 1), *nc_ = NULL, *nx = NULL;
     if (na) a = na;
@@ -519,7 +527,7 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, double *lp_o
     }
     double d[CG_MAXS], y[CG_MAXS], obj, pi[CG_MAXS] = {0};
     for (uint32_t q = 0; q < m; q++) d[q] = 1;
-    if (dt__lp_cover((int)m, (int)n, a, c, d, y, x, &obj)) {
+    if (dt__lp_cover_warm((int)m, (int)n, a, c, d, y, x, &obj, basis)) {
       rc = DT_EINVAL;
       goto out;
     }
@@ -533,21 +541,33 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, double *lp_o
       for (size_t s = 0; s < ns; s++)
         maxr[r] = fmax(maxr[r], g->sh[s].req[r] > 0 ? pi[s] / (double)g->sh[s].req[r] : (pi[s] > 0 ? INFINITY : 0));
     }
-    uint32_t np = 0;
-    double most = 0; /* the best value per unit of price any type reaches */
+    /* Partial pricing: types in order of the most their best pattern could
+    ** be worth per unit of price; stop after CG_ENOUGH improving patterns or
+    ** CG_KNAPS knapsacks, the rest bounded by that order's next entry. */
+    uint32_t np = 0, nq = 0;
+    double most = 0; /* the best value per unit of price any type may reach */
     for (uint32_t f = 0; f < g->nfront; f++) {
       const cand *cd = &g->by_price[g->front[f]];
       const int64_t *cap = g->pl->eff[cd->type];
       double ub = INFINITY;
       for (uint32_t r = 0; r < p->nres; r++)
         if (isfinite(maxr[r])) ub = fmin(ub, (double)(cap[r] > 0 ? cap[r] : 0) * maxr[r]);
-      if (ub <= cd->price * (1 + 1e-9)) {
+      if (ub <= cd->price * (1 + 1e-9))
         most = fmax(most, ub / cd->price);
-        continue;
+      else
+        queue[nq++] = (priced){g->front[f], cd->price / ub}; /* ratio: price per most value */
+    }
+    qsort(queue, nq, sizeof *queue, cmp_priced);
+    for (uint32_t q = 0, done = 0; q < nq; q++) {
+      if (np >= CG_ENOUGH || done >= CG_KNAPS) {
+        most = fmax(most, 1 / queue[q].ratio);
+        break;
       }
-      double v = knapsack(p, g->sh, ns, pi, dem, cap, &cnt[(size_t)np * ns]);
+      const cand *cd = &g->by_price[queue[q].type];
+      double v = knapsack(p, g->sh, ns, pi, dem, g->pl->eff[cd->type], &cnt[(size_t)np * ns]);
+      done++;
       most = fmax(most, v / cd->price);
-      if (v > cd->price * (1 + 1e-7)) pr[np++] = (priced){g->front[f], cd->price / v};
+      if (v > cd->price * (1 + 1e-7)) pr[np++] = (priced){queue[q].type, cd->price / v};
     }
     if (!np || (most > 0 && obj / most >= obj * (1 - CG_GAP))) break;
     /* The best few, each with its own counts (pr[i] indexes cnt by i). */
@@ -568,6 +588,7 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, double *lp_o
   }
 out:
   dt__free(pr);
+  dt__free(queue);
   dt__free(cnt);
   dt__free(a);
   dt__free(c);
@@ -632,7 +653,7 @@ static int round_rest(const cg_ctx *g, colset *cols, int64_t *rem, size_t left, 
   static const int64_t zero[DT_RES_MAX];
   for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
     double obj;
-    if ((rc = cg_lp(g, rem, cols, &obj))) break;
+    if ((rc = cg_lp(g, rem, cols, CG_ITERS_REST, &obj))) break;
     uint32_t *no = dt__realloc(ord, cols->n * sizeof *ord + 1);
     if (!no) {
       rc = DT_ENOMEM;
@@ -642,8 +663,23 @@ static int round_rest(const cg_ctx *g, colset *cols, int64_t *rem, size_t left, 
     bool any;
     rc = take_whole(g, cols, rem, &left, out, ord, &any);
     if (!rc && !any && left && cols->n) {
+      /* No whole node: round up the pattern carrying the most pods in the
+      ** LP (x times what it holds of what is left). */
+      uint32_t up = ord[0];
+      double most = -1;
+      for (uint32_t j = 0; j < cols->n; j++) {
+        double held = 0;
+        for (size_t q = 0; q < ns; q++) {
+          int64_t c = cols->cnt.v[(size_t)j * ns + q];
+          held += (double)(c < rem[q] ? c : rem[q]);
+        }
+        if (cols->x.v[j] * held > most + 1e-12) {
+          most = cols->x.v[j] * held;
+          up = j;
+        }
+      }
       bool took;
-      rc = take_node(g, &cols->cnt.v[(size_t)ord[0] * ns], rem, &left, out, &took);
+      rc = take_node(g, &cols->cnt.v[(size_t)up * ns], rem, &left, out, &took);
       if (!rc && !took) break;
     }
   }
@@ -692,7 +728,7 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
     if (!rc) rc = colset_add(&cols, (uint32_t)bt, cnt, ns);
   }
   bool any;
-  if (!rc) rc = cg_lp(g, rem, &cols, lp_obj);
+  if (!rc) rc = cg_lp(g, rem, &cols, CG_ITERS, lp_obj);
   if (!rc && !(ord = dt__malloc(cols.n * sizeof *ord + 1))) rc = DT_ENOMEM;
   if (!rc) rc = take_whole(g, &cols, rem, &left, out, ord, &any);
   if (rc || !left) goto out;
@@ -827,11 +863,20 @@ out:
   return rc;
 }
 
+/* What a claim is charged against its pool's limit on resource r: the
+** largest capacity among its options, as first-fit charges it. */
+static int64_t max_cap(const dt_plan *p, const rt_claim *k, uint32_t r) {
+  int64_t mx = 0;
+  for (uint32_t i = 0; i < k->nopt; i++)
+    if (p->types[k->opt[i]].cap[r] > mx) mx = p->types[k->opt[i]].cap[r];
+  return mx;
+}
+
 /* Re-pack one group: claims[0..n) share a pool and requirements. */
 static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out, bool *replaced) {
   *replaced = false;
   const rt_claim *k0 = claims[0];
-  const rt_pool *pl = &p->pools[k0->pool];
+  rt_pool *pl = &p->pools[k0->pool];
   uint32_t m = p->nres;
   int rc = 0;
   DT_VEC(shape) shapes = {0};
@@ -925,6 +970,7 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   {
     const packing *pk = &plans[best];
     claim_vec made = {0};
+    int64_t delta[DT_RES_MAX] = {0};
     for (size_t node = 0; node < pk->nodes && !rc; node++) {
       rt_claim *k = dt__arena_alloc(&p->arena, sizeof *k);
       if (!k || dt__vec_push(&made, k)) {
@@ -959,6 +1005,31 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
         if (fits_in(p, pl->eff[by_price[i].type], k->used)) opt[no++] = by_price[i].type;
       k->opt = opt;
       k->nopt = no;
+    }
+    /* Limits: the re-pack is charged as first-fit's claims were (each claim
+    ** the largest capacity among its options) and must fit in what
+    ** first-fit's claims were charged plus what the pool has left. */
+    bool within = true;
+    if (!rc && pl->has_limits) {
+      for (uint32_t r = 0; r < m && within; r++) {
+        if (pl->remaining[r] == INT64_MAX) continue;
+        int64_t was = 0, now = 0;
+        for (size_t i = 0; i < n; i++) was += max_cap(p, claims[i], r);
+        for (size_t i = 0; i < made.n; i++) now += max_cap(p, made.v[i], r);
+        within = now <= was + pl->remaining[r];
+        if (within) delta[r] = was - now;
+      }
+      if (within && pl->nodes_remaining >= 0) within = made.n <= n + (size_t)pl->nodes_remaining;
+    }
+    if (!rc && !within) {
+      for (size_t i = 0; i < made.n; i++) dt__free(made.v[i]->pods.v);
+      dt__free(made.v);
+      goto out;
+    }
+    if (!rc && pl->has_limits) {
+      for (uint32_t r = 0; r < m; r++)
+        if (pl->remaining[r] != INT64_MAX) pl->remaining[r] += delta[r];
+      if (pl->nodes_remaining >= 0) pl->nodes_remaining += (int64_t)n - (int64_t)made.n;
     }
     for (size_t i = 0; i < made.n && !rc; i++)
       if (dt__vec_push(out, made.v[i])) rc = DT_ENOMEM;
@@ -995,7 +1066,7 @@ int dt__pack_improve(dt_plan *p) {
   for (size_t i = 0; i < nclaims; i++) {
     const rt_claim *k = p->claims.v[i];
     const rt_pool *pl = &p->pools[k->pool];
-    bool ok = !pl->has_limits && !pl->has_min_values && !pl->has_reserved && k->pods.n > 0;
+    bool ok = !pl->has_min_values && !pl->has_reserved && k->pods.n > 0;
     for (size_t j = 0; j < k->pods.n && ok; j++) ok = simple_pod(p, k->pods.v[j]);
     eligible[i] = ok;
   }

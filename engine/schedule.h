@@ -252,9 +252,13 @@ bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t 
                  double spot_max);
 int dt__pack_improve(dt_plan *p);
 
-/* lp.c: minimise c.x subject to A x >= d, x >= 0 (m <= 64 rows). */
+/* lp.c: minimise c.x subject to A x >= d, x >= 0 (m <= 64 rows); the warm
+** form starts from (and returns) a basis. */
+#define DT_LP_COLD INT32_MIN
 int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
                  double *obj);
+int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
+                      double *obj, int *basis);
 
 /* topo.c */
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns,

@@ -83,6 +83,24 @@ describe("cost-aware packing", function()
     assert.are.equal(1000, p.summary.scheduled)
   end)
 
+  it("re-packs in a pool with limits, charged as first-fit charges claims", function()
+    local out = { h.nodepool("default", { limits = { cpu = "1000" } }) }
+    for i = 1, 6 do out[#out + 1] = h.pod("p" .. i, { cpu = "1", memory = "1Gi" }) end
+    local p = h.plan(h.docs(table.unpack(out)), { catalog_text = h.small_catalog })
+    assert.are.equal(0.14, p.summary.hourlyCost)
+    assert.are.equal(2, #p.nodeClaims)
+  end)
+
+  it("keeps first-fit's plan when the re-pack would break the pool's limits", function()
+    -- two medium nodes are cheaper, but the pool may have one node only
+    local out = { h.nodepool("default", { limits = { nodes = "1" } }) }
+    for i = 1, 6 do out[#out + 1] = h.pod("p" .. i, { cpu = "1", memory = "1Gi" }) end
+    local p = h.plan(h.docs(table.unpack(out)), { catalog_text = h.small_catalog })
+    assert.are.equal(0.15, p.summary.hourlyCost)
+    assert.are.equal(1, #p.nodeClaims)
+    assert.are.equal(6, p.summary.scheduled)
+  end)
+
   it("keeps every pod: each pending pod is on exactly one claim", function()
     local p = h.plan(pods(37, "1", "1792Mi"))
     local seen = {}
