@@ -1,14 +1,17 @@
 /*
-** lp.c: the covering LP behind cost-aware packing.
+** lp.c: the simplex behind cost-aware packing.
 **
-**   minimise  sum_t c_t x_t   subject to  sum_t a_rt x_t >= d_r (each resource r),  x >= 0
+**   minimise  sum_j c_j x_j   subject to  sum_j a_rj x_j >= d_r (each row r),  x >= 0
 **
-** m (resources) is tiny and n (instance types) is a few thousand, so a
-** revised simplex with an explicit m x m basis inverse is the right tool: each
-** iteration prices every column once. Big-M artificials give the first basis.
-** The packer needs the dual prices y (what a unit of each resource is worth
-** at the optimum) to value a node's contents, and, for column generation over
-** node patterns, the primal x (how many nodes of each pattern).
+** Three LPs have this form: the covering LP (rows are resources, columns
+** instance types), the pattern LP of column generation (rows are pod shapes,
+** columns node patterns) and the dual of a knapsack's relaxation. Rows are
+** few (at most 64) and columns many, so a revised simplex with an explicit
+** m x m basis inverse is the right tool: each iteration prices every column
+** once. Big-M artificials give the first basis, or a basis passed in (column
+** generation adds columns to a solved LP, whose basis stays feasible).
+** Callers need the duals y (what a unit of each row is worth at the optimum)
+** and, for column generation, the primal x.
 */
 #include "schedule.h"
 

@@ -5,14 +5,19 @@
 ** instance type still fits them, so on a broad catalog claims drift to the
 ** largest (often memory-optimised, often dear) types. This pass re-packs the
 ** claims whose pods carry no topology, host port or label-selection
-** constraints:
+** constraints, group by group (same pool, same requirements):
 **
-**   1. solve the covering LP of the pods' summed requests over the pool's
-**      instance types (lp.c); its duals price a unit of each resource;
-**   2. open nodes greedily: for each of the types with the best reduced cost,
-**      fill a node largest-pod-first and value its contents at the dual
-**      prices; keep the type with the lowest price per unit of value;
-**   3. at launch every node shrinks to the cheapest type that fits it.
+**   D. column generation over node patterns (below): the pattern LP's whole
+**      nodes, then the rest by rounding or by the greedy plans;
+**   A. each shape alone on its cheapest type per pod;
+**   B. greedy: open nodes one at a time, for each of the types with the best
+**      reduced cost under the covering LP's duals fill a node largest pod
+**      first, keep the type with the lowest price per unit of value;
+**   C. the same valuing pods at plan A's per-pod prices.
+**
+** D runs for groups of up to CG_MAXS shapes; A, B and C when it cannot run
+** or lands more than 1% above its LP. Every node shrinks to the cheapest type
+** that holds it.
 **
 ** The result replaces first-fit's claims only when it is strictly cheaper,
 ** so it is never worse. In a pool with limits it is charged as first-fit
