@@ -83,19 +83,21 @@ describe("cost-aware packing", function()
     assert.are.equal(1000, p.summary.scheduled)
   end)
 
-  it("re-packs in a pool with limits, charged as first-fit charges claims", function()
-    local out = { h.nodepool("default", { limits = { cpu = "1000" } }) }
+  local function six_in(limits)
+    local out = { h.nodepool("default", { limits = limits }) }
     for i = 1, 6 do out[#out + 1] = h.pod("p" .. i, { cpu = "1", memory = "1Gi" }) end
-    local p = h.plan(h.docs(table.unpack(out)), { catalog_text = h.small_catalog })
+    return h.plan(h.docs(table.unpack(out)), { catalog_text = h.small_catalog })
+  end
+
+  it("re-packs in a pool with limits, charged as first-fit charges claims", function()
+    local p = six_in { cpu = "1000" }
     assert.are.equal(0.14, p.summary.hourlyCost)
     assert.are.equal(2, #p.nodeClaims)
   end)
 
   it("keeps first-fit's plan when the re-pack would break the pool's limits", function()
     -- two medium nodes are cheaper, but the pool may have one node only
-    local out = { h.nodepool("default", { limits = { nodes = "1" } }) }
-    for i = 1, 6 do out[#out + 1] = h.pod("p" .. i, { cpu = "1", memory = "1Gi" }) end
-    local p = h.plan(h.docs(table.unpack(out)), { catalog_text = h.small_catalog })
+    local p = six_in { nodes = "1" }
     assert.are.equal(0.15, p.summary.hourlyCost)
     assert.are.equal(1, #p.nodeClaims)
     assert.are.equal(6, p.summary.scheduled)
