@@ -95,7 +95,7 @@ deps:
 # Build on demand when the toolchain's libraries are missing (fresh machine).
 .deps-ok:
 	@if ! pkg-config --exists lua5.4 libcjson yaml-0.1 libuv libcurl 2>/dev/null || ! test -f /usr/include/h2o.h \
-	    || ! test -f /usr/include/glpk.h || ! command -v busted >/dev/null || ! command -v curl >/dev/null; then \
+	    || ! command -v busted >/dev/null || ! command -v curl >/dev/null; then \
 	  $(MAKE) --no-print-directory deps; fi
 	@touch $@
 
@@ -122,6 +122,7 @@ test: .deps-ok
 	@awk 'BEGIN{p=0;f=0;n=0} {p+=$$1; f+=$$2; n++} END{ if (n<3) f+=1; printf "%d passed, %d failed\n", p, f; exit (f>0 || p==0) }' $(BUILD)/results.txt
 
 bench: .deps-ok
+	@test -f /usr/include/glpk.h || $(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all $(BUILD)/bench $(BUILD)/load
 	./$(BUILD)/bench
 	./$(BUILD)/load $(BUILD)/dovetail
