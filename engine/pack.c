@@ -22,8 +22,9 @@
 ** The result replaces first-fit's claims only when it is strictly cheaper,
 ** so it is never worse. In a pool with limits it is charged as first-fit
 ** charges claims and must fit what first-fit's claims were charged plus what
-** is left. Pools with minValues or capacity reservations are left to
-** first-fit (their accounting is first-fit's).
+** is left; with minValues every node's options must still meet them (else
+** first-fit's claims stay). Pools with capacity reservations are left to
+** first-fit (its reservation accounting is first-fit's).
 */
 #include "schedule.h"
 
@@ -1011,11 +1012,14 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
       k->opt = opt;
       k->nopt = no;
     }
-    /* Limits: the re-pack is charged as first-fit's claims were (each claim
+    /* minValues: every node's options must still meet them. Limits: the
+    ** re-pack is charged as first-fit's claims were (each claim
     ** the largest capacity among its options) and must fit in what
     ** first-fit's claims were charged plus what the pool has left. */
     bool within = true;
-    if (!rc && pl->has_limits) {
+    for (size_t i = 0; i < made.n && !rc && within && pl->has_min_values; i++)
+      within = dt__min_values_ok(p, &made.v[i]->reqs, made.v[i]->opt, made.v[i]->nopt);
+    if (!rc && within && pl->has_limits) {
       for (uint32_t r = 0; r < m && within; r++) {
         if (pl->remaining[r] == INT64_MAX) continue;
         int64_t was = 0, now = 0;
@@ -1071,7 +1075,7 @@ int dt__pack_improve(dt_plan *p) {
   for (size_t i = 0; i < nclaims; i++) {
     const rt_claim *k = p->claims.v[i];
     const rt_pool *pl = &p->pools[k->pool];
-    bool ok = !pl->has_min_values && !pl->has_reserved && k->pods.n > 0;
+    bool ok = !pl->has_reserved && k->pods.n > 0;
     for (size_t j = 0; j < k->pods.n && ok; j++) ok = simple_pod(p, k->pods.v[j]);
     eligible[i] = ok;
   }

@@ -1152,7 +1152,7 @@ static bool claim_before(const rt_claim *a, const rt_claim *b) {
 }
 
 /* Karpenter's strict minValues: the options must keep N distinct values. */
-static bool min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, uint32_t n) {
+bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, uint32_t n) {
   for (uint32_t i = 0; i < r->n; i++) {
     int32_t need = r->r[i].min_values;
     if (need <= 0) continue;
@@ -1313,7 +1313,7 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
     uint32_t *opt = A(p, keep * sizeof *opt);
     if (!opt) return DT_ENOMEM;
     filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, opt);
-    if (pl->has_min_values && !min_values_ok(p, &nr, opt, keep)) return 0;
+    if (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, keep)) return 0;
     int64_t sum[DT_RES_MAX];
     for (uint32_t r = 0; r < DT_RES_MAX; r++) sum[r] = k->used[r] + c->req[r];
     uint32_t nfit = 0;
@@ -1406,7 +1406,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
       if (fits(p, pl->eff[pl->types[i]], zero, c->req) && dt__type_ok(p, t, &nr, zm, cm, pl->spot_max))
         opt[n++] = pl->types[i];
     }
-    if (!n || (pl->has_min_values && !min_values_ok(p, &nr, opt, n))) continue;
+    if (!n || (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, n))) continue;
     rt_claim *k = A(p, sizeof *k);
     if (!k) return DT_ENOMEM;
     k->pool = pi;

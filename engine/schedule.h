@@ -251,6 +251,8 @@ void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
 bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
                  double spot_max);
 int dt__pack_improve(dt_plan *p);
+/* Whether options opt[0..n) satisfy every minValues of requirements r. */
+bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, uint32_t n);
 
 /* lp.c: minimise c.x subject to A x >= d, x >= 0 (m <= 64 rows); the warm
 ** form starts from (and returns) a basis. */

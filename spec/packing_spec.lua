@@ -55,8 +55,8 @@ describe("cost-aware packing", function()
       "onDemandPrice": 0.43, "overhead": { "cpu": "0", "memory": "0" } }
   ] }
 ]]
-  local function mix(large, small)
-    local out = { h.nodepool("default") }
+  local function mix(large, small, pool)
+    local out = { pool or h.nodepool("default") }
     for i = 1, large do out[#out + 1] = h.pod("l" .. i, { cpu = "2", memory = "3Gi" }) end
     for i = 1, small do out[#out + 1] = h.pod("s" .. i, { cpu = "500m", memory = "3Gi" }) end
     return h.docs(table.unpack(out))
@@ -81,6 +81,20 @@ describe("cost-aware packing", function()
     assert.are.equal(200, #p.nodeClaims)
     assert.is_true(math.abs(p.summary.hourlyCost - 72) < 1e-6, tostring(p.summary.hourlyCost))
     assert.are.equal(1000, p.summary.scheduled)
+  end)
+
+  it("re-packs a pool with minValues only when every node's options still meet them", function()
+    local function types_at_least(n)
+      return h.nodepool("default", {
+        requirements = { { "node.kubernetes.io/instance-type", "Exists", minValues = n } },
+      })
+    end
+    -- one type may serve: the mixed nodes are fine
+    assert.are.equal(0.72, cost(mix(4, 6, types_at_least(1)), "cost", mix_catalog))
+    -- two must: a node of 2 large and 3 small pods fits one type only, so
+    -- first-fit's plan (whose claims keep two options each) stays
+    local m = mix(4, 6, types_at_least(2))
+    assert.are.equal(cost(m, "ffd", mix_catalog), cost(m, "cost", mix_catalog))
   end)
 
   local function six_in(limits)
