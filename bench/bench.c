@@ -307,16 +307,24 @@ static bool in_subset(const dt_type_info *ti) {
   return ti->cpu_milli <= 32000 + 1000;
 }
 
+/* The hourly price a bound counts type ti at: amd64, no GPU, launchable, in
+** the subset when asked; spot: its cheapest offering. -1 when it does not
+** count. */
+static double bound_price(const dt_type_info *ti, int subset, int spot) {
+  double price = spot ? ti->cheapest_price : ti->on_demand_price;
+  if (strcmp(ti->arch, "amd64") || ti->gpus || ti->cheapest_price < 0 || price <= 0) return -1;
+  if (subset && !in_subset(ti)) return -1;
+  return price;
+}
+
 static double aws_bound(dt_catalog *aws, double C, double M, double P, int subset, int spot) {
   size_t nt = dt_catalog_size(aws), k = 0;
   lp_type *alp = calloc(nt, sizeof *alp);
   for (size_t i = 0; i < nt; i++) {
     dt_type_info ti;
     dt_catalog_type(aws, i, &ti);
-    if (strcmp(ti.arch, "amd64") || ti.gpus || ti.cheapest_price < 0) continue;
-    if (subset && !in_subset(&ti)) continue;
-    double price = spot ? ti.cheapest_price : ti.on_demand_price;
-    if (price <= 0) continue;
+    double price = bound_price(&ti, subset, spot);
+    if (price < 0) continue;
     alp[k++] = (lp_type){ti.cpu_milli / 1000.0, ti.memory_bytes / 1073741824.0, (double)ti.pods, price};
   }
   double b = lp_bound(alp, k, C, M, P);
@@ -337,18 +345,17 @@ static double assignment_bound(dt_catalog *aws, int subset, int spot) {
   FILE *f = fdopen(fd, "w");
   size_t nt = dt_catalog_size(aws);
   dt_type_info *ti = calloc(nt, sizeof *ti);
-  int *use = calloc(nt, sizeof *use);
+  double *price = calloc(nt, sizeof *price); /* < 0: not counted */
   for (size_t i = 0; i < nt; i++) {
     dt_catalog_type(aws, i, &ti[i]);
-    double price = spot ? ti[i].cheapest_price : ti[i].on_demand_price;
-    use[i] = !strcmp(ti[i].arch, "amd64") && !ti[i].gpus && price > 0 && (!subset || in_subset(&ti[i]));
+    price[i] = bound_price(&ti[i], subset, spot);
   }
   fprintf(f, "Minimize\n obj:");
   for (size_t i = 0; i < nt; i++)
-    if (use[i]) fprintf(f, " + %.9f x%zu", spot ? ti[i].cheapest_price : ti[i].on_demand_price, i);
+    if (price[i] >= 0) fprintf(f, " + %.9f x%zu", price[i], i);
   fprintf(f, "\nSubject To\n");
   for (size_t i = 0; i < nt; i++) {
-    if (!use[i]) continue;
+    if (price[i] < 0) continue;
     fprintf(f, " c%zu:", i);
     for (int s = 0; s < g_nshapes; s++) fprintf(f, " + %.6f y%d_%zu", g_shape_cpu[s] / 1000.0, s, i);
     fprintf(f, " - %.6f x%zu <= 0\n m%zu:", ti[i].cpu_milli / 1000.0, i, i);
@@ -360,13 +367,13 @@ static double assignment_bound(dt_catalog *aws, int subset, int spot) {
   for (int s = 0; s < g_nshapes; s++) {
     fprintf(f, " n%d:", s);
     for (size_t i = 0; i < nt; i++)
-      if (use[i]) fprintf(f, " + y%d_%zu", s, i);
+      if (price[i] >= 0) fprintf(f, " + y%d_%zu", s, i);
     fprintf(f, " >= %ld\n", g_shape_drawn[s]);
   }
   fprintf(f, "End\n");
   fclose(f);
   free(ti);
-  free(use);
+  free(price);
   return glpsol(path);
 }
 
@@ -386,9 +393,8 @@ static double pattern_bound(dt_catalog *aws, int subset, int spot) {
   for (size_t i = 0; i < nt; i++) {
     dt_type_info ti;
     dt_catalog_type(aws, i, &ti);
-    double price = spot ? ti.cheapest_price : ti.on_demand_price;
-    if (strcmp(ti.arch, "amd64") || ti.gpus || ti.cheapest_price < 0 || price <= 0) continue;
-    if (subset && !in_subset(&ti)) continue;
+    double price = bound_price(&ti, subset, spot);
+    if (price < 0) continue;
     ty[k++] = (lp_type){(double)ti.cpu_milli, ti.memory_bytes / 1048576.0, (double)ti.pods, price};
   }
   /* Drop types a no dearer type holds at least as much of everything as. */
