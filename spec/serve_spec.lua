@@ -273,19 +273,29 @@ return {
       c.stop()
     end)
 
-    it("adopts its instances after a restart and never launches twice", function()
+    -- A daemon with a state file launches the quickstart on a fresh cloud
+    -- (interfere(c) runs first), stop(d) ends it, and a second daemon on the
+    -- same state starts and settles; returns the cloud, it and the state.
+    local function restarted(extra, interfere, stop)
       local c = cloud()
       local state = os.tmpname()
       os.remove(state)
-      local args = "--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms --state " .. state
+      local args = "--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms " .. extra
+        .. "--state " .. state
       local d = start(args)
       ready(d)
+      if interfere then interfere(c) end
       http(d, "PUT", "/v1/objects", quickstart)
       eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
-      d.stop()
+      stop(d)
       d = start(args)
       ready(d, "ready again")
       sleep(0.8)
+      return c, d, state
+    end
+
+    it("adopts its instances after a restart and never launches twice", function()
+      local c, d, state = restarted("", nil, function(first) first.stop() end)
       assert.equal(1, count(c))
       assert.matches(instances(c):match('"id":"(i%-%x+)"'), (http(d, "GET", "/v1/state")), 1, true)
       d.stop()
@@ -293,20 +303,12 @@ return {
       os.remove(state)
     end)
     it("kill -9 mid-launch and a restart make no second instance", function()
-      local c = cloud()
-      local state = os.tmpname()
-      os.remove(state)
-      local args = "--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms --timeout 5s --state " .. state
-      local d = start(args)
-      ready(d)
-      http({ port = c.port }, "POST", "/admin/lose", "1") -- the cloud launches, the answer never comes
-      http(d, "PUT", "/v1/objects", quickstart)
-      eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
-      os.execute("kill -9 " .. d.pid)
-      sleep(0.1)
-      d = start(args)
-      ready(d, "ready again")
-      sleep(0.8)
+      local c, d, state = restarted("--timeout 5s ", function(cl)
+        http({ port = cl.port }, "POST", "/admin/lose", "1") -- the cloud launches, the answer never comes
+      end, function(first)
+        os.execute("kill -9 " .. first.pid)
+        sleep(0.1)
+      end)
       assert.equal(1, count(c), instances(c))
       -- the one instance is the daemon's (adopted from the cloud after the restart)
       local id = instances(c):match('"id":"(i%-%x+)"')
