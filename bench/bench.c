@@ -317,16 +317,25 @@ static double bound_price(const dt_type_info *ti, int subset, int spot) {
   return price;
 }
 
-static double aws_bound(dt_catalog *aws, double C, double M, double P, int subset, int spot) {
-  size_t nt = dt_catalog_size(aws), k = 0;
-  lp_type *alp = calloc(nt, sizeof *alp);
+/* The types a bound counts, cpu in units of cpu_unit millicores and memory
+** in units of mem_unit bytes; *k of them. */
+static lp_type *bound_types(dt_catalog *aws, int subset, int spot, double cpu_unit, double mem_unit, size_t *k) {
+  size_t nt = dt_catalog_size(aws);
+  lp_type *t = calloc(nt ? nt : 1, sizeof *t);
+  *k = 0;
   for (size_t i = 0; i < nt; i++) {
     dt_type_info ti;
     dt_catalog_type(aws, i, &ti);
     double price = bound_price(&ti, subset, spot);
     if (price < 0) continue;
-    alp[k++] = (lp_type){ti.cpu_milli / 1000.0, ti.memory_bytes / 1073741824.0, (double)ti.pods, price};
+    t[(*k)++] = (lp_type){ti.cpu_milli / cpu_unit, ti.memory_bytes / mem_unit, (double)ti.pods, price};
   }
+  return t;
+}
+
+static double aws_bound(dt_catalog *aws, double C, double M, double P, int subset, int spot) {
+  size_t k;
+  lp_type *alp = bound_types(aws, subset, spot, 1000.0, 1073741824.0, &k);
   double b = lp_bound(alp, k, C, M, P);
   free(alp);
   return b;
@@ -388,15 +397,8 @@ static double assignment_bound(dt_catalog *aws, int subset, int spot) {
 ** Returns Farley's bound obj / max(value/price), exact at the optimum.
 */
 static double pattern_bound(dt_catalog *aws, int subset, int spot) {
-  size_t nt = dt_catalog_size(aws), k = 0;
-  lp_type *ty = calloc(nt, sizeof *ty);
-  for (size_t i = 0; i < nt; i++) {
-    dt_type_info ti;
-    dt_catalog_type(aws, i, &ti);
-    double price = bound_price(&ti, subset, spot);
-    if (price < 0) continue;
-    ty[k++] = (lp_type){(double)ti.cpu_milli, ti.memory_bytes / 1048576.0, (double)ti.pods, price};
-  }
+  size_t k;
+  lp_type *ty = bound_types(aws, subset, spot, 1.0, 1048576.0, &k); /* millicores, MiB: the shapes' units */
   /* Drop types a no dearer type holds at least as much of everything as. */
   size_t nk = 0;
   for (size_t i = 0; i < k; i++) {
