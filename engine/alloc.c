@@ -210,11 +210,61 @@ void dt__buf_printf(dt_buf *b, const char *fmt, ...) {
   b->len += (size_t)n;
 }
 
+/* Length of the valid UTF-8 sequence at s (1..4), 0 if invalid. Overlong
+** forms, surrogates and code points past U+10FFFF are invalid, as RFC 3629. */
+size_t dt__utf8_seq(const char *p, size_t n) {
+  const unsigned char *s = (const unsigned char *)p;
+  unsigned c = s[0];
+  if (c < 0x80) return 1;
+  size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+  if (!len || len > n || c > 0xF4) return 0;
+  for (size_t i = 1; i < len; i++)
+    if ((s[i] & 0xC0) != 0x80) return 0;
+  if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
+      (c == 0xF4 && s[1] > 0x8F))
+    return 0;
+  return len;
+}
+
+size_t dt__utf8_valid(const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    size_t k = dt__utf8_seq(s + i, n - i);
+    if (!k) return i;
+    i += k;
+  }
+  return n;
+}
+
+void dt__buf_utf8(dt_buf *b, const char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    size_t ok = dt__utf8_valid(s + i, n - i);
+    dt__buf_putn(b, s + i, ok);
+    i += ok;
+    if (i < n) {
+      dt__buf_puts(b, "\xEF\xBF\xBD"); /* U+FFFD REPLACEMENT CHARACTER */
+      i++;
+    }
+  }
+}
+
 void dt__buf_json_str(dt_buf *b, const char *s) {
   dt__buf_putc(b, '"');
   const char *run = s;
   for (; *s; s++) {
     unsigned char c = (unsigned char)*s;
+    if (c >= 0x80) { /* JSON text is UTF-8: a stray byte becomes U+FFFD */
+      size_t k = dt__utf8_seq(s, strnlen(s, 4));
+      if (k) {
+        s += k - 1;
+        continue;
+      }
+      dt__buf_putn(b, run, (size_t)(s - run));
+      dt__buf_puts(b, "\xEF\xBF\xBD");
+      run = s + 1;
+      continue;
+    }
     if (c >= 0x20 && c != '"' && c != '\\') continue;
     dt__buf_putn(b, run, (size_t)(s - run));
     switch (c) {
@@ -252,9 +302,14 @@ int dt__read_file(const char *path, char **out, size_t *len, dt_error *err) {
   dt_buf b = {0};
   char tmp[65536];
   size_t n;
-  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0) dt__buf_putn(&b, tmp, n);
+  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0 && b.len <= DT_MAX_INPUT_BYTES) dt__buf_putn(&b, tmp, n);
   int bad = ferror(f);
   if (f != stdin) fclose(f);
+  if (b.len > DT_MAX_INPUT_BYTES) {
+    dt__free(b.p);
+    return dt__err(err, DT_ELIMIT, "%s: larger than %ld bytes (the limit on one input file)", path,
+                   (long)DT_MAX_INPUT_BYTES);
+  }
   if (bad) {
     dt__free(b.p);
     return dt__err(err, DT_EIO, "%s: read error", path);

@@ -719,10 +719,12 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     else
       for (uint32_t q = 0; q < k->nfinal && q < 600; q++)
         dt__json_put(opts, NULL, cJSON_CreateString(p->types[k->final[q]].src->name));
-    /* the replacement joins the cluster in flight */
+    /* The replacement joins the cluster in flight. It outlives the
+    ** simulation's plan, so strings from the plan's symbols are copied. */
     dt_node *nn = dt__arena_alloc(&st->arena, sizeof *nn);
     dt_kv *lab = dt__arena_alloc(&st->arena, 4 * sizeof *lab);
-    if (!nn || !lab) return DT_ENOMEM;
+    zone = dt__arena_strdup(&st->arena, zone);
+    if (!nn || !lab || !zone) return DT_ENOMEM;
     lab[0] = (dt_kv){DT_L_INSTANCE_TYPE, (char *)tname};
     lab[1] = (dt_kv){DT_L_ZONE, (char *)zone};
     lab[2] = (dt_kv){DT_L_CAPACITY_TYPE, (char *)dt__ct_names[ct]};

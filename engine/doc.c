@@ -107,7 +107,62 @@ static void line_col(const char *buf, size_t off, int *line, int *col) {
   }
 }
 
+/*
+** One pass over JSON text before cJSON sees it: the text is UTF-8 (output
+** formats and the YAML emitter need it to be), nesting stays within
+** DT_MAX_DEPTH and objects within DT_MAX_KEYS members. Malformed JSON is
+** left to cJSON, which says where. Returns the offset of the problem and a
+** description, or 0 with why NULL.
+*/
+static size_t json_prescan(const char *buf, size_t len, const char **why) {
+  uint32_t members[DT_MAX_DEPTH + 1];
+  bool is_obj[DT_MAX_DEPTH + 1];
+  int depth = 0;
+  bool in_str = false;
+  *why = NULL;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char c = (unsigned char)buf[i];
+    if (c >= 0x80) {
+      size_t k = dt__utf8_seq(buf + i, len - i);
+      if (!k) {
+        *why = "invalid UTF-8";
+        return i;
+      }
+      i += k - 1;
+    } else if (in_str) {
+      if (c == '\\')
+        i++;
+      else if (c == '"')
+        in_str = false;
+    } else if (c == '"') {
+      in_str = true;
+    } else if (c == '{' || c == '[') {
+      if (depth == DT_MAX_DEPTH) {
+        *why = "nested deeper than " DT_STR(DT_MAX_DEPTH) " levels (the limit on nesting depth)";
+        return i;
+      }
+      depth++;
+      members[depth] = 1;
+      is_obj[depth] = c == '{';
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      depth--;
+    } else if (c == ',' && depth > 0 && is_obj[depth] && ++members[depth] > DT_MAX_KEYS) {
+      *why = "an object with more than " DT_STR(DT_MAX_KEYS) " members (the limit on keys per mapping)";
+      return i;
+    }
+  }
+  return 0;
+}
+
 static int parse_json(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
+  const char *why;
+  size_t bad = json_prescan(buf, len, &why);
+  if (why) {
+    int line, col;
+    line_col(buf, bad, &line, &col);
+    return dt__err(err, strcmp(why, "invalid UTF-8") ? DT_ELIMIT : DT_EINVAL, "%s:%d:%d: %s", name, line, col,
+                   why);
+  }
   const char *end = NULL;
   dt__alloc_failed(1);
   cJSON *doc = cJSON_ParseWithLengthOpts(buf, len, &end, false);
@@ -116,8 +171,16 @@ static int parse_json(const char *name, const char *buf, size_t len, cJSON **out
     size_t off = end && end >= buf && end <= buf + len ? (size_t)(end - buf) : 0;
     int line, col;
     line_col(buf, off, &line, &col);
-    return dt__err(err, DT_EINVAL, "%s:%d:%d: malformed JSON near \"%.20s\"", name, line, col,
-                   buf + off);
+    /* Quote at most 20 bytes of what follows, never past the buffer (it
+    ** need not be NUL-terminated) and only printable ASCII. */
+    char near[21];
+    size_t k = 0;
+    for (; k < 20 && off + k < len; k++) {
+      unsigned char c = (unsigned char)buf[off + k];
+      near[k] = c >= 0x20 && c < 0x7F && c != '"' && c != '\\' ? (char)c : '?';
+    }
+    near[k] = 0;
+    return dt__err(err, DT_EINVAL, "%s:%d:%d: malformed JSON near \"%s\"", name, line, col, near);
   }
   /* Allow trailing whitespace only. */
   while (end && end < buf + len && isspace((unsigned char)*end)) end++;
@@ -140,55 +203,131 @@ static int parse_json(const char *name, const char *buf, size_t len, cJSON **out
 
 /* --------------------------------------------------------------- YAML */
 
+/*
+** Limits that keep the cost of a document linear in its size (see
+** DT_MAX_DEPTH and friends in dovetail.h): nesting is bounded, an alias may
+** only copy as many nodes as the alias budget has left, and duplicate keys
+** are found with a hash once a mapping grows past a few keys, instead of a
+** scan of the mapping per key.
+*/
+#define SMALL_MAP 16 /* keys checked by a scan; more go through the hash */
+
 typedef struct anchor {
   char *name;
   cJSON *node;
+  bool owned; /* an anchored mapping key: the anchor keeps its own copy */
 } anchor;
+
+typedef struct level {
+  cJSON *node;
+  char *key;      /* the pending key of a mapping, NULL when expecting one */
+  uint32_t nkeys; /* keys seen so far in a mapping */
+  uint32_t id;    /* distinguishes this mapping's keys in the hash */
+} level;
 
 typedef struct ystate {
   const char *name;
-  DT_VEC(cJSON *) stack;
-  DT_VEC(char *) keys; /* pending key per mapping level, NULL when expecting one */
+  DT_VEC(level) stack;
   DT_VEC(anchor) anchors;
+  dt_symtab keys;        /* "<mapping id><key>" of mappings past SMALL_MAP keys */
+  uint32_t next_id;
+  uint64_t alias_left;   /* nodes aliases may still copy */
   dt_error *err;
 } ystate;
 
+static int yerr(ystate *st, const yaml_mark_t *mark, int code, const char *fmt, ...) DT_PRINTF(4, 5);
+static int yerr(ystate *st, const yaml_mark_t *mark, int code, const char *fmt, ...) {
+  char msg[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return dt__err(st->err, code, "%s:%zu:%zu: %s", st->name, (size_t)mark->line + 1, (size_t)mark->column + 1, msg);
+}
+
+/* Whether k is already a key of the mapping at level lv (then 1), after
+** recording it; -1 out of memory. */
+static int seen_key(ystate *st, level *lv, const char *k) {
+  size_t kl = strlen(k);
+  if (lv->nkeys < SMALL_MAP) {
+    lv->nkeys++;
+    return cJSON_GetObjectItemCaseSensitive(lv->node, k) != NULL;
+  }
+  char stackbuf[256];
+  char *buf = kl + 4 <= sizeof stackbuf ? stackbuf : dt__malloc(kl + 4);
+  if (!buf) return -1;
+  int dup = 0;
+  if (lv->nkeys == SMALL_MAP) /* crossing over: the keys so far go into the hash */
+    for (const cJSON *c = lv->node->child; c; c = c->next) {
+      size_t cl = strlen(c->string);
+      char *cb = cl + 4 <= sizeof stackbuf ? stackbuf : dt__malloc(cl + 4);
+      if (!cb) {
+        dup = -1;
+        break;
+      }
+      memcpy(cb, &lv->id, 4);
+      memcpy(cb + 4, c->string, cl);
+      dt__symn(&st->keys, cb, cl + 4);
+      if (cb != stackbuf) dt__free(cb);
+    }
+  memcpy(buf, &lv->id, 4);
+  memcpy(buf + 4, k, kl);
+  uint32_t before = st->keys.n;
+  if (dup == 0) {
+    dt__symn(&st->keys, buf, kl + 4);
+    if (st->keys.oom)
+      dup = -1;
+    else
+      dup = st->keys.n == before ? 1 : 0;
+  }
+  if (buf != stackbuf) dt__free(buf);
+  lv->nkeys++;
+  return dup;
+}
+
 static int attach(ystate *st, cJSON *node, const yaml_mark_t *mark, const char *anchor_name) {
   if (!node) return dt__err(st->err, DT_ENOMEM, "out of memory");
+  level *lv = &st->stack.v[st->stack.n - 1];
+  bool is_key = !cJSON_IsArray(lv->node) && !lv->key;
   if (anchor_name) {
-    anchor a = {dt__strdup(anchor_name), node};
-    if (!a.name || dt__vec_push(&st->anchors, a)) {
+    /* A key is consumed below; its anchor keeps a copy of its own. */
+    anchor a = {dt__strdup(anchor_name), is_key ? cJSON_Duplicate(node, true) : node, is_key};
+    if (!a.name || !a.node || dt__vec_push(&st->anchors, a)) {
       dt__free(a.name);
+      if (is_key) cJSON_Delete(a.node);
       cJSON_Delete(node);
       return dt__err(st->err, DT_ENOMEM, "out of memory");
     }
   }
-  cJSON *parent = st->stack.v[st->stack.n - 1];
-  if (cJSON_IsArray(parent)) {
-    cJSON_AddItemToArray(parent, node);
+  if (cJSON_IsArray(lv->node)) {
+    cJSON_AddItemToArray(lv->node, node);
     return 0;
   }
-  char **key = &st->keys.v[st->stack.n - 1];
-  if (!*key) {
+  if (is_key) {
     const char *k = dt__scalar(node, (char[64]){0}, 64);
     if (!k || cJSON_IsNull(node)) {
       cJSON_Delete(node);
-      return dt__err(st->err, DT_EINVAL, "%s:%zu:%zu: mapping keys must be scalars", st->name,
-                     (size_t)mark->line + 1, (size_t)mark->column + 1);
+      return yerr(st, mark, DT_EINVAL, "mapping keys must be scalars");
     }
-    if (cJSON_GetObjectItemCaseSensitive(parent, k)) {
-      int rc = dt__err(st->err, DT_EINVAL, "%s:%zu:%zu: duplicate key \"%s\"", st->name,
-                       (size_t)mark->line + 1, (size_t)mark->column + 1, k);
+    if (lv->nkeys >= DT_MAX_KEYS) {
+      cJSON_Delete(node);
+      return yerr(st, mark, DT_ELIMIT, "a mapping with more than %d keys (the limit on keys per mapping)",
+                  DT_MAX_KEYS);
+    }
+    int dup = seen_key(st, lv, k);
+    if (dup) {
+      int rc = dup < 0 ? dt__err(st->err, DT_ENOMEM, "out of memory")
+                       : yerr(st, mark, DT_EINVAL, "duplicate key \"%.200s\"", k);
       cJSON_Delete(node);
       return rc;
     }
-    *key = dt__strdup(k);
+    lv->key = dt__strdup(k);
     cJSON_Delete(node);
-    return *key ? 0 : dt__err(st->err, DT_ENOMEM, "out of memory");
+    return lv->key ? 0 : dt__err(st->err, DT_ENOMEM, "out of memory");
   }
-  bool ok = cJSON_AddItemToObject(parent, *key, node);
-  dt__free(*key);
-  *key = NULL;
+  bool ok = cJSON_AddItemToObject(lv->node, lv->key, node);
+  dt__free(lv->key);
+  lv->key = NULL;
   if (!ok) {
     cJSON_Delete(node);
     return dt__err(st->err, DT_ENOMEM, "out of memory");
@@ -196,14 +335,43 @@ static int attach(ystate *st, cJSON *node, const yaml_mark_t *mark, const char *
   return 0;
 }
 
-static int push(ystate *st, cJSON *node, const yaml_mark_t *mark, const char *anchor_name) {
-  cJSON *copy = node;
+/* A mapping or sequence opens: attach it where it belongs, then descend. */
+static int push(ystate *st, cJSON *docs, cJSON *node, const yaml_mark_t *mark, const char *anchor_name) {
   if (!node) return dt__err(st->err, DT_ENOMEM, "out of memory");
+  if (st->stack.n >= DT_MAX_DEPTH) {
+    cJSON_Delete(node);
+    return yerr(st, mark, DT_ELIMIT, "nested deeper than %d levels (the limit on nesting depth)", DT_MAX_DEPTH);
+  }
   int rc;
-  if (st->stack.n && (rc = attach(st, copy, mark, anchor_name)) != 0) return rc;
-  if (dt__vec_push(&st->stack, node) || dt__vec_push(&st->keys, (char *)NULL))
-    return dt__err(st->err, DT_ENOMEM, "out of memory");
+  if (st->stack.n == 0)
+    cJSON_AddItemToArray(docs, node);
+  else if ((rc = attach(st, node, mark, anchor_name)) != 0)
+    return rc;
+  level lv = {node, NULL, 0, ++st->next_id};
+  if (dt__vec_push(&st->stack, lv)) return dt__err(st->err, DT_ENOMEM, "out of memory");
   return 0;
+}
+
+/* Nodes in n, counting no further than limit + 1. */
+static uint64_t count_nodes(const cJSON *n, uint64_t limit) {
+  uint64_t c = 1;
+  for (const cJSON *k = n->child; k && c <= limit; k = k->next) c += count_nodes(k, limit - c);
+  return c;
+}
+
+static int alias(ystate *st, const yaml_mark_t *mark, const char *an) {
+  const anchor *a = NULL;
+  for (size_t i = st->anchors.n; i-- > 0 && !a;)
+    if (strcmp(st->anchors.v[i].name, an) == 0) a = &st->anchors.v[i];
+  if (!a) return yerr(st, mark, DT_EINVAL, "unknown alias *%.200s", an);
+  if (st->stack.n == 0) return 0;
+  uint64_t n = count_nodes(a->node, st->alias_left);
+  if (n > st->alias_left)
+    return yerr(st, mark, DT_ELIMIT,
+                "aliases expand to more than %d nodes (the limit on alias expansion); is this an alias bomb?",
+                DT_MAX_ALIAS_NODES);
+  st->alias_left -= n;
+  return attach(st, cJSON_Duplicate(a->node, true), mark, NULL);
 }
 
 static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
@@ -212,6 +380,7 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
   ystate st = {0};
   st.name = name;
   st.err = err;
+  st.alias_left = DT_MAX_ALIAS_NODES;
   int rc = 0;
   cJSON *docs = cJSON_CreateArray();
   if (!docs || !yaml_parser_initialize(&p)) {
@@ -236,33 +405,17 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
     switch (type) {
     case YAML_DOCUMENT_START_EVENT:
       st.stack.n = 0;
-      st.keys.n = 0;
-      break;
-    case YAML_DOCUMENT_END_EVENT:
       break;
     case YAML_MAPPING_START_EVENT:
-    case YAML_SEQUENCE_START_EVENT: {
-      cJSON *node = type == YAML_MAPPING_START_EVENT ? cJSON_CreateObject() : cJSON_CreateArray();
-      const char *an = (const char *)(type == YAML_MAPPING_START_EVENT ? ev.data.mapping_start.anchor
-                                                                       : ev.data.sequence_start.anchor);
-      if (st.stack.n == 0) {
-        if (!node) {
-          rc = dt__err(err, DT_ENOMEM, "out of memory");
-          break;
-        }
-        cJSON_AddItemToArray(docs, node);
-        if (dt__vec_push(&st.stack, node) || dt__vec_push(&st.keys, (char *)NULL))
-          rc = dt__err(err, DT_ENOMEM, "out of memory");
-      } else {
-        rc = push(&st, node, mark, an);
-      }
+      rc = push(&st, docs, cJSON_CreateObject(), mark, (const char *)ev.data.mapping_start.anchor);
       break;
-    }
+    case YAML_SEQUENCE_START_EVENT:
+      rc = push(&st, docs, cJSON_CreateArray(), mark, (const char *)ev.data.sequence_start.anchor);
+      break;
     case YAML_MAPPING_END_EVENT:
     case YAML_SEQUENCE_END_EVENT:
       st.stack.n--;
-      dt__free(st.keys.v[st.stack.n]);
-      st.keys.n--;
+      dt__free(st.stack.v[st.stack.n].key);
       break;
     case YAML_SCALAR_EVENT: {
       bool plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
@@ -279,33 +432,23 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
       }
       break;
     }
-    case YAML_ALIAS_EVENT: {
-      const char *an = (const char *)ev.data.alias.anchor;
-      cJSON *src = NULL;
-      for (size_t i = st.anchors.n; i-- > 0;)
-        if (strcmp(st.anchors.v[i].name, an) == 0) {
-          src = st.anchors.v[i].node;
-          break;
-        }
-      if (!src) {
-        rc = dt__err(err, DT_EINVAL, "%s:%zu:%zu: unknown alias *%s", name, (size_t)mark->line + 1,
-                     (size_t)mark->column + 1, an);
-      } else if (st.stack.n) {
-        rc = attach(&st, cJSON_Duplicate(src, true), mark, NULL);
-      }
+    case YAML_ALIAS_EVENT:
+      rc = alias(&st, mark, (const char *)ev.data.alias.anchor);
       break;
-    }
     default:
       break;
     }
     yaml_event_delete(&ev);
     if (rc || type == YAML_STREAM_END_EVENT) break;
   }
-  for (size_t i = 0; i < st.keys.n; i++) dt__free(st.keys.v[i]);
-  for (size_t i = 0; i < st.anchors.n; i++) dt__free(st.anchors.v[i].name);
+  for (size_t i = 0; i < st.stack.n; i++) dt__free(st.stack.v[i].key);
+  for (size_t i = 0; i < st.anchors.n; i++) {
+    dt__free(st.anchors.v[i].name);
+    if (st.anchors.v[i].owned) cJSON_Delete(st.anchors.v[i].node);
+  }
   dt__free(st.stack.v);
-  dt__free(st.keys.v);
   dt__free(st.anchors.v);
+  dt__symtab_free(&st.keys);
   yaml_parser_delete(&p);
   if (rc) {
     cJSON_Delete(docs);
@@ -317,6 +460,9 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
 
 int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
   dt__init();
+  if (len > (size_t)DT_MAX_INPUT_BYTES)
+    return dt__err(err, DT_ELIMIT, "%s: larger than %ld bytes (the limit on one input)", name,
+                   (long)DT_MAX_INPUT_BYTES);
   size_t i = 0;
   if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
       (unsigned char)buf[2] == 0xBF)
@@ -329,28 +475,42 @@ int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt
 
 /* ------------------------------------------------------------ emitting */
 
-static int emit_ev(yaml_emitter_t *e, yaml_event_t *ev) { return yaml_emitter_emit(e, ev) ? 0 : -1; }
+/* Every event set-up is checked: libyaml refuses a scalar that is not
+** UTF-8, and emitting an event it did not set up would reuse a stale one. */
+static int emit_ev(yaml_emitter_t *e, int initialized, yaml_event_t *ev) {
+  return initialized && yaml_emitter_emit(e, ev) ? 0 : -1;
+}
+
+/* A scalar; bytes that are not UTF-8 become U+FFFD, so output is always
+** well-formed whatever a policy or an input string carried. */
+static int emit_scalar(yaml_emitter_t *e, const char *s, yaml_scalar_style_t style) {
+  yaml_event_t ev;
+  size_t n = strlen(s);
+  if (dt__utf8_valid(s, n) == n)
+    return emit_ev(e, yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)n, 1, 1, style), &ev);
+  dt_buf b = {0};
+  dt__buf_utf8(&b, s, n);
+  int rc = b.oom ? -1
+                 : emit_ev(e, yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)b.p, (int)b.len, 1, 1, style),
+                           &ev);
+  dt__free(b.p);
+  return rc;
+}
 
 static int emit_node(yaml_emitter_t *e, const cJSON *n) {
   yaml_event_t ev;
   if (cJSON_IsObject(n)) {
-    yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE);
-    if (emit_ev(e, &ev)) return -1;
-    for (const cJSON *c = n->child; c; c = c->next) {
-      yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)c->string, (int)strlen(c->string),
-                                   1, 1, YAML_ANY_SCALAR_STYLE);
-      if (emit_ev(e, &ev) || emit_node(e, c)) return -1;
-    }
-    yaml_mapping_end_event_initialize(&ev);
-    return emit_ev(e, &ev);
+    if (emit_ev(e, yaml_mapping_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_MAPPING_STYLE), &ev)) return -1;
+    for (const cJSON *c = n->child; c; c = c->next)
+      if (emit_scalar(e, c->string, YAML_ANY_SCALAR_STYLE) || emit_node(e, c)) return -1;
+    return emit_ev(e, yaml_mapping_end_event_initialize(&ev), &ev);
   }
   if (cJSON_IsArray(n)) {
-    yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE);
-    if (emit_ev(e, &ev)) return -1;
+    if (emit_ev(e, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE), &ev))
+      return -1;
     for (const cJSON *c = n->child; c; c = c->next)
       if (emit_node(e, c)) return -1;
-    yaml_sequence_end_event_initialize(&ev);
-    return emit_ev(e, &ev);
+    return emit_ev(e, yaml_sequence_end_event_initialize(&ev), &ev);
   }
   char tmp[64];
   const char *s;
@@ -370,8 +530,7 @@ static int emit_node(yaml_emitter_t *e, const cJSON *n) {
   } else {
     s = dt__scalar(n, tmp, sizeof tmp);
   }
-  yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)strlen(s), 1, 1, style);
-  return emit_ev(e, &ev);
+  return emit_scalar(e, s, style);
 }
 
 static int write_handler(void *data, unsigned char *buffer, size_t size) {
@@ -387,22 +546,11 @@ int dt__yaml_emit(const cJSON *docs, dt_buf *b) {
   yaml_emitter_set_output(&e, write_handler, b);
   yaml_emitter_set_unicode(&e, 1);
   yaml_emitter_set_width(&e, -1);
-  int rc = 0;
-  yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING);
-  if (emit_ev(&e, &ev)) rc = -1;
-  for (const cJSON *d = docs->child; d && !rc; d = d->next) {
-    yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 0);
-    if (emit_ev(&e, &ev) || emit_node(&e, d)) {
-      rc = -1;
-      break;
-    }
-    yaml_document_end_event_initialize(&ev, 1);
-    if (emit_ev(&e, &ev)) rc = -1;
-  }
-  if (!rc) {
-    yaml_stream_end_event_initialize(&ev);
-    if (emit_ev(&e, &ev)) rc = -1;
-  }
+  int rc = emit_ev(&e, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING), &ev);
+  for (const cJSON *d = docs->child; d && !rc; d = d->next)
+    rc = emit_ev(&e, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 0), &ev) || emit_node(&e, d) ||
+         emit_ev(&e, yaml_document_end_event_initialize(&ev, 1), &ev);
+  if (!rc) rc = emit_ev(&e, yaml_stream_end_event_initialize(&ev), &ev);
   yaml_emitter_delete(&e);
   return rc ? (b->oom ? DT_ENOMEM : DT_EINVAL) : 0;
 }

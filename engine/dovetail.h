@@ -33,6 +33,19 @@ extern "C" {
 #define DT_ENOMEM  (-2) /* allocation failed */
 #define DT_EIO     (-3) /* a file could not be read */
 #define DT_ERANGE  (-4) /* a number outside what dovetail accepts */
+#define DT_ELIMIT  (-5) /* an input past one of the limits below */
+
+/* Limits on input, so that the cost of reading anything is bounded by its
+** size. Each is refused with a message that names the limit and where it was
+** exceeded. Real clusters stay far inside them. */
+#define DT_MAX_INPUT_BYTES (1024L * 1024 * 1024) /* one manifest, catalog or state file */
+#define DT_MAX_DEPTH       256        /* nesting of mappings and sequences */
+#define DT_MAX_KEYS        65536      /* keys in one mapping */
+#define DT_MAX_ALIAS_NODES 100000     /* nodes YAML aliases may copy, per file */
+#define DT_MAX_REPLICAS    1000000    /* replicas of one workload or VM pool */
+#define DT_MAX_PODS        2000000    /* pods of all inputs together, replicas expanded */
+#define DT_MAX_TYPES       100000     /* instance types in one catalog */
+#define DT_MAX_PRICE       1e6        /* $/hour of one offering */
 
 /* An error description. Filled by functions that fail; msg is always
 ** NUL-terminated. Caller-owned, usually on the stack. */

@@ -20,6 +20,9 @@
 #define DT_PRINTF(a, b)
 #endif
 
+#define DT_STR_(x) #x
+#define DT_STR(x) DT_STR_(x) /* a macro's value as a string literal */
+
 /* ---------------------------------------------------------------- memory */
 
 void *dt__malloc(size_t n);
@@ -66,6 +69,9 @@ void dt__buf_putc(dt_buf *b, char c);
 void dt__buf_printf(dt_buf *b, const char *fmt, ...) DT_PRINTF(2, 3);
 void dt__buf_json_str(dt_buf *b, const char *s); /* a quoted, escaped JSON string */
 char *dt__buf_take(dt_buf *b, size_t *len);      /* NUL-terminates; NULL if oom */
+void dt__buf_utf8(dt_buf *b, const char *s, size_t n); /* invalid UTF-8 bytes become U+FFFD */
+size_t dt__utf8_seq(const char *s, size_t n);   /* length of the UTF-8 sequence at s, 0 if invalid */
+size_t dt__utf8_valid(const char *s, size_t n); /* length of the longest valid UTF-8 prefix */
 
 /* Growable array of fixed-size elements. */
 #define DT_VEC(T) struct { T *v; size_t n, cap; }
@@ -188,6 +194,7 @@ int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt
 /* Text of a scalar (string or number with its original text); NULL if the
 ** item is not a scalar. Numbers without original text are formatted into tmp. */
 const char *dt__scalar(const cJSON *item, char *tmp, size_t n);
+
 
 /* Emit a cJSON tree as YAML into b (block style, keys in tree order). */
 int dt__yaml_emit(const cJSON *docs, dt_buf *b);

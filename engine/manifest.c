@@ -5,6 +5,7 @@
 */
 #include "model.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,7 +13,7 @@
 /* Requests above these are typing mistakes, not workloads. */
 #define MAX_CPU_MILLI (1000000LL * 1000)              /* 1,000,000 cores */
 #define MAX_BYTES_MILLI (((int64_t)1 << 50) * 1000)  /* 1 PiB */
-#define MAX_REPLICAS 10000000
+#define MAX_REPLICAS DT_MAX_REPLICAS
 
 typedef struct mctx {
   dt_manifests *m;
@@ -291,10 +292,12 @@ static int parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *o
       }
       if (q->op >= DT_OP_GT) {
         char *end;
+        errno = 0;
         strtoll(s, &end, 10);
-        if (!*s || *end) {
+        if (!*s || *end || errno == ERANGE) {
           snprintf(f, sizeof f, "%s[%zu].values[0]", field, i);
-          return bad(x, f, "%s needs an integer, got \"%s\"", dt__op_name(q->op), s);
+          return bad(x, f, "%s needs an integer from %lld to %lld, got \"%.100s\"", dt__op_name(q->op),
+                     (long long)INT64_MIN, (long long)INT64_MAX, s);
         }
       }
       q->vals[q->n] = dt__strdup(s);
@@ -987,6 +990,16 @@ static int pod_disruption(mctx *x, const cJSON *o, dt_podspec *p) {
   return 0;
 }
 
+/* Pods of all inputs together stay within DT_MAX_PODS, so a few small
+** workloads cannot ask for gigabytes. */
+static int count_pods(mctx *x, int64_t n, const char *field) {
+  if (x->m->npods + n > DT_MAX_PODS)
+    return bad(x, field, "%lld pods in all inputs together would exceed %d (the limit on pods)",
+               (long long)(x->m->npods + n), DT_MAX_PODS);
+  x->m->npods += n;
+  return 0;
+}
+
 static int pod(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
@@ -999,7 +1012,7 @@ static int pod(mctx *x, const cJSON *o) {
   p.created = created_at(o);
   if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name))) goto nomem;
   if (parse_kvs(x, get(get(o, "metadata"), "labels"), "metadata.labels", &p.labels) ||
-      podspec(x, o, "spec", &p) || pod_disruption(x, o, &p))
+      podspec(x, o, "spec", &p) || pod_disruption(x, o, &p) || count_pods(x, 1, "metadata.name"))
     goto fail;
   if (dt__vec_push(&x->m->pods, p)) goto nomem;
   return 0;
@@ -1041,6 +1054,7 @@ static int workload(mctx *x, const cJSON *o, bool daemonset) {
     pod_free(&p);
     return 0;
   }
+  if (!daemonset && count_pods(x, replicas, "spec.replicas")) goto fail;
   if (daemonset ? dt__vec_push(&x->m->daemonsets, p) : dt__vec_push(&x->m->pods, p)) goto nomem;
   return 0;
 nomem:
@@ -1941,6 +1955,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   size_t np = m->pools.n, npod = m->pods.n, nn = m->nodes.n, ns = m->seen_file.n, nl = m->notes.len;
   size_t nds = m->daemonsets.n, nrc = m->runtime_classes.n, nmk = m->marks.n;
   size_t nvp = m->vmpools.n, nvm = m->vms.n, nvol = m->volumes.n, npdb = m->pdbs.n;
+  int64_t npods = m->npods;
   mctx x = {m, file, NULL, {0}, err};
   if (err) err->code = 0;
   size_t docno = 1;
@@ -1948,6 +1963,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   for (const cJSON *d = docs->child; d && !rc; d = d->next, docno++) rc = object(&x, d, docno);
   cJSON_Delete(docs);
   if (rc) {
+    m->npods = npods;
     while (m->pools.n > np) pool_free(&m->pools.v[--m->pools.n]);
     while (m->pods.n > npod) pod_free(&m->pods.v[--m->pods.n]);
     while (m->nodes.n > nn) node_free(&m->nodes.v[--m->nodes.n]);

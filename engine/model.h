@@ -352,6 +352,7 @@ struct dt_manifests {
   dt_symtab seen;
   DT_VEC(const char *) seen_file;
   size_t seq;
+  int64_t npods; /* pods with replicas expanded, against DT_MAX_PODS */
 };
 
 #endif

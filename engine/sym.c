@@ -13,21 +13,24 @@ static uint32_t hash(const char *s, size_t n) {
   return h;
 }
 
+/* A decimal integer in int64's range, as strconv.ParseInt(s, 10, 64). */
 static int parse_int(const char *s, size_t n, int64_t *out) {
-  if (n == 0 || n > 18) return 0;
+  if (n == 0 || n > 20) return 0;
   size_t i = 0;
   int neg = 0;
-  if (s[0] == '-') {
-    neg = 1;
+  if (s[0] == '-' || s[0] == '+') {
+    neg = s[0] == '-';
     i = 1;
     if (n == 1) return 0;
   }
-  int64_t v = 0;
+  uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
   for (; i < n; i++) {
     if (s[i] < '0' || s[i] > '9') return 0;
-    v = v * 10 + (s[i] - '0');
+    unsigned d = (unsigned)(s[i] - '0');
+    if (v > (lim - d) / 10) return 0; /* out of range */
+    v = v * 10 + d;
   }
-  *out = neg ? -v : v;
+  *out = neg ? (int64_t)(0 - v) : (int64_t)v;
   return 1;
 }
 

@@ -10,9 +10,19 @@
 **   - per call an instruction and wall-clock budget enforced by a count hook
 **     that, once tripped, fires on every instruction, so a pcall inside the
 **     policy cannot swallow it;
-**   - string.find/match/gmatch/gsub refuse subjects whose size and pattern
-**     make backtracking run away (the count hook cannot interrupt C);
-**   - math.random reseeded before every decision from the plan's seed.
+**   - the count hook also sees every function call, so C functions that a
+**     C loop calls back (metamethods such as __index = type) are charged;
+**   - the library functions that loop in C without calling anything are
+**     bounded up front: string.find/match/gmatch/gsub by an estimate of the
+**     matcher's work (subject x pattern x backtracking), string.rep,
+**     table.move/insert/remove/concat by the count they would walk;
+**   - setmetatable refuses __gc: no finalizer ever runs, budgeted or not;
+**   - math.random reseeded before every decision from the plan's seed, with
+**     the library's own randomseed kept at load (a policy cannot replace it);
+**   - every entry into the state from C is a protected call (argument
+**     building, the seeding, the hook), results are read with raw access
+**     only (no metamethod runs after the budget stops), and a panic handler
+**     turns what would be an abort into a disabled policy.
 ** Hook references are resolved once at load. Every call goes through
 ** lua_pcall with a traceback handler; results are type- and range-checked.
 ** A failing hook falls back to the built-in default, the error is recorded
@@ -25,6 +35,7 @@
 #include <lua.h>
 #include <lualib.h>
 #include <math.h>
+#include <setjmp.h>
 #include <string.h>
 
 const char *const dt__hook_names[DT_HOOK_N] = {"price",  "rank",           "consolidation_order", "approve",
@@ -42,6 +53,8 @@ typedef struct state {
   mem *m;
   int ref[DT_HOOK_N];
   int selftest;
+  int randomseed; /* the math library's own, kept at load */
+  int name_key;   /* the string "name", for raw reads of results */
 } state;
 
 struct dt_policy {
@@ -64,6 +77,7 @@ struct dt_policy {
   double t0;
   bool tripped;
   dt_buf log;
+  jmp_buf *panic; /* where a panic returns to, while C is in the state */
 };
 
 /* ------------------------------------------------------------ sandbox */
@@ -85,18 +99,24 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 static dt_policy *self(lua_State *L) { return *(dt_policy **)lua_getextraspace(L); }
 
 #define HOOK_EVERY 1000
+#define CALL_COST 20 /* instructions charged per function call */
 
 static void count_hook(lua_State *L, lua_Debug *ar) {
-  (void)ar;
   dt_policy *p = self(L);
   if (!p) return;
   if (!p->tripped) {
-    p->instr += HOOK_EVERY;
+    if (ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL) {
+      /* C loops that call back (metamethods) run no VM instruction */
+      p->instr += CALL_COST;
+      if ((p->instr & 0x3FFF) >= CALL_COST && p->instr <= p->lim.instructions) return;
+    } else {
+      p->instr += HOOK_EVERY;
+    }
     if (p->instr <= p->lim.instructions && dt__now_ms() - p->t0 <= p->lim.wall_ms) return;
     p->tripped = true;
     /* From now on, every instruction fails: a pcall in the policy that
     ** catches this error cannot run on. */
-    lua_sethook(L, count_hook, LUA_MASKCOUNT, 1);
+    lua_sethook(L, count_hook, LUA_MASKCOUNT | LUA_MASKCALL, 1);
   }
   /* lua_pushfstring knows no %llu or %.0f: format here */
   char msg[128];
@@ -109,10 +129,23 @@ static void budget_start(dt_policy *p, lua_State *L) {
   p->instr = 0;
   p->tripped = false;
   p->t0 = dt__now_ms();
-  lua_sethook(L, count_hook, LUA_MASKCOUNT, HOOK_EVERY);
+  lua_sethook(L, count_hook, LUA_MASKCOUNT | LUA_MASKCALL, HOOK_EVERY);
 }
 
 static void budget_stop(lua_State *L) { lua_sethook(L, NULL, 0, 0); }
+
+/* Charge work a C function is about to do in a loop the hook cannot see;
+** an error when it would not fit in what is left of the call's budget. */
+static void charge(lua_State *L, double work, const char *what) {
+  dt_policy *p = self(L);
+  double left = p && p->lim.instructions > p->instr ? (double)(p->lim.instructions - p->instr) : 0;
+  if (work > left) {
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s would exceed the policy budget (about %.3g steps, %.3g left)", what, work, left);
+    luaL_error(L, "%s", msg);
+  }
+  if (p) p->instr += (uint64_t)work;
+}
 
 static int l_undefined(lua_State *L) {
   const char *k = lua_tostring(L, 2);
@@ -133,33 +166,106 @@ static int l_load(lua_State *L) {
 }
 
 /*
-** Lua's matcher backtracks: with k unanchored repetitions a subject of n
-** bytes can cost about n^(k+1) steps, in C where the budget cannot reach. We
-** refuse calls whose estimate exceeds a fixed bound.
+** Lua's matcher backtracks: with k unanchored repetitions (* + - ? and %b,
+** which scans to its closing character) a subject of n bytes and a pattern
+** of m items can cost about n * m * n^k steps, in C where the count hook
+** cannot reach; a plain find costs up to n * m. That estimate is charged to
+** the call's budget before the match starts.
 */
 static int pattern_guard(lua_State *L) {
   size_t n, plen;
   luaL_checklstring(L, 1, &n);
   const char *pat = luaL_checklstring(L, 2, &plen);
+  const char *fname = lua_tostring(L, lua_upvalueindex(2));
+  bool plain = !strcmp(fname, "find") && lua_toboolean(L, 4);
   int k = 0;
-  for (size_t i = 0; i < plen; i++) {
+  for (size_t i = 0; i < plen && !plain; i++) {
     if (pat[i] == '%') {
+      k += i + 1 < plen && pat[i + 1] == 'b';
       i++;
       continue;
     }
     if (pat[i] == '*' || pat[i] == '+' || pat[i] == '-' || pat[i] == '?') k++;
   }
-  double cost = (double)n;
-  for (int i = 0; i < k && cost < 1e12; i++) cost *= (double)(n ? n : 1);
-  if (cost > 5e8) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "pattern too expensive for a %zu-byte subject (%d repetitions)", n, k);
-    return luaL_error(L, "%s", msg);
+  double cost = ((double)n + 1) * ((double)plen + 1);
+  for (int i = 0; i < k && cost < 1e18; i++) cost *= (double)n + 1;
+  char what[128];
+  snprintf(what, sizeof what, "pattern too expensive: string.%s on a %zu-byte subject (%d repetitions)", fname, n, k);
+  charge(L, cost / 64, what); /* the matcher's steps are cheaper than VM instructions */
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* string.rep(s, n [, sep]) loops n times even when s and sep are empty,
+** building nothing the memory cap would stop: that case is answered here. */
+static int rep_guard(lua_State *L) {
+  size_t l, lsep;
+  luaL_checklstring(L, 1, &l);
+  luaL_checkinteger(L, 2);
+  luaL_optlstring(L, 3, "", &lsep);
+  if (l + lsep == 0) {
+    lua_pushliteral(L, "");
+    return 1;
   }
   lua_pushvalue(L, lua_upvalueindex(1));
   lua_insert(L, 1);
   lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
   return lua_gettop(L);
+}
+
+/* table.move(a1, f, e, t [, a2]) walks e - f + 1 elements. */
+static int move_guard(lua_State *L) {
+  lua_Integer f = luaL_checkinteger(L, 2), e = luaL_checkinteger(L, 3);
+  if (e >= f) charge(L, (double)e - (double)f + 1, "table.move");
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* table.insert/remove shift up to #t elements; table.concat walks i..j. */
+static int len_guard(lua_State *L) {
+  const char *fname = lua_tostring(L, lua_upvalueindex(2));
+  double work;
+  if (!strcmp(fname, "concat")) {
+    lua_Integer i = luaL_optinteger(L, 3, 1);
+    lua_Integer j = lua_isnoneornil(L, 4) ? luaL_len(L, 1) : luaL_checkinteger(L, 4);
+    work = j >= i ? (double)j - (double)i + 1 : 0;
+  } else {
+    work = (double)luaL_len(L, 1); /* __len is Lua and budgeted; its answer is charged */
+  }
+  if (work > 0) {
+    char what[32];
+    snprintf(what, sizeof what, "table.%s", fname);
+    charge(L, work, what);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* setmetatable without __gc: finalizers would run outside any budget. */
+static int l_setmetatable(lua_State *L) {
+  if (lua_type(L, 2) == LUA_TTABLE) {
+    lua_pushliteral(L, "__gc");
+    if (lua_rawget(L, 2) != LUA_TNIL) return luaL_error(L, "__gc metamethods (finalizers) are not allowed in policies");
+    lua_pop(L, 1);
+  }
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* Replace lib.fname by guard(original, fname). The table is on the top. */
+static void wrap(lua_State *L, const char *fname, lua_CFunction guard) {
+  lua_getfield(L, -1, fname);
+  lua_pushstring(L, fname);
+  lua_pushcclosure(L, guard, 2);
+  lua_setfield(L, -2, fname);
 }
 
 static int l_now(lua_State *L) {
@@ -194,6 +300,15 @@ static int traceback(lua_State *L) {
   return 1;
 }
 
+/* An error outside any protected call. Everything is meant to run inside
+** one; if something does not, the policy is switched off rather than the
+** process aborted: back to the C entry that was in the state. */
+static int panic(lua_State *L) {
+  dt_policy *p = self(L);
+  if (p && p->panic) longjmp(*p->panic, 1);
+  return 0; /* no entry to return to: Lua aborts */
+}
+
 static const luaL_Reg k_dovetail[] = {{"now", l_now}, {"log", l_log}, {"milli", l_milli}, {NULL, NULL}};
 
 static int open_sandbox(lua_State *L) {
@@ -211,14 +326,29 @@ static int open_sandbox(lua_State *L) {
   }
   lua_pushcfunction(L, l_load);
   lua_setglobal(L, "load");
+  lua_getglobal(L, "setmetatable");
+  lua_pushcclosure(L, l_setmetatable, 1);
+  lua_setglobal(L, "setmetatable");
   lua_getglobal(L, "string");
   static const char *guarded[] = {"find", "match", "gmatch", "gsub", NULL};
-  for (const char **g = guarded; *g; g++) {
-    lua_getfield(L, -1, *g);
-    lua_pushcclosure(L, pattern_guard, 1);
-    lua_setfield(L, -2, *g);
-  }
+  for (const char **g = guarded; *g; g++) wrap(L, *g, pattern_guard);
+  wrap(L, "rep", rep_guard);
   lua_pop(L, 1);
+  lua_getglobal(L, "table");
+  wrap(L, "move", move_guard);
+  wrap(L, "insert", len_guard);
+  wrap(L, "remove", len_guard);
+  wrap(L, "concat", len_guard);
+  lua_pop(L, 1);
+  /* the seeding uses the library's own function, whatever the policy does
+  ** to math later; and "name" for reading results without metamethods */
+  state *s = lua_touserdata(L, 1);
+  lua_getglobal(L, "math");
+  lua_getfield(L, -1, "randomseed");
+  s->randomseed = luaL_ref(L, LUA_REGISTRYINDEX);
+  lua_pop(L, 1);
+  lua_pushliteral(L, "name");
+  s->name_key = luaL_ref(L, LUA_REGISTRYINDEX);
   luaL_newlib(L, k_dovetail);
   lua_setglobal(L, "dovetail");
   /* Reading an undefined global is an error. */
@@ -297,7 +427,7 @@ static const char *suggest(const char *k) {
 static int state_open(dt_policy *p, const char *text, size_t len, state *s, dt_error *err) {
   memset(s, 0, sizeof *s);
   for (int i = 0; i < DT_HOOK_N; i++) s->ref[i] = LUA_NOREF;
-  s->selftest = LUA_NOREF;
+  s->selftest = s->randomseed = s->name_key = LUA_NOREF;
   s->m = dt__calloc(1, sizeof *s->m);
   if (!s->m) return dt__err(err, DT_ENOMEM, "out of memory");
   s->m->cap = p->lim.memory_bytes;
@@ -308,8 +438,10 @@ static int state_open(dt_policy *p, const char *text, size_t len, state *s, dt_e
   }
   lua_State *L = s->L;
   *(dt_policy **)lua_getextraspace(L) = p;
+  lua_atpanic(L, panic);
   lua_pushcfunction(L, open_sandbox);
-  if (lua_pcall(L, 0, 0, 0) != LUA_OK) {
+  lua_pushlightuserdata(L, s);
+  if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
     state_close(s);
     return dt__err(err, DT_ENOMEM, "%s: cannot set up the sandbox", p->chunk);
   }
@@ -332,6 +464,15 @@ static int state_open(dt_policy *p, const char *text, size_t len, state *s, dt_e
                  luaL_typename(L, -1));
     goto fail;
   }
+  /* luaL_ref below may need memory the policy has used up */
+  jmp_buf jb;
+  if (setjmp(jb)) {
+    p->panic = NULL;
+    rc = dt__err(err, DT_EINVAL, "%s: the policy left no memory to register its hooks (limit %zu bytes)",
+                 p->path ? p->path : p->chunk, p->lim.memory_bytes);
+    goto fail;
+  }
+  p->panic = &jb;
   lua_pushnil(L);
   while (lua_next(L, -2)) {
     if (lua_type(L, -2) != LUA_TSTRING) {
@@ -369,45 +510,76 @@ static int state_open(dt_policy *p, const char *text, size_t len, state *s, dt_e
     lua_pop(L, 1);
   }
   lua_pop(L, 2); /* table, traceback */
+  p->panic = NULL;
   return 0;
 fail:
+  p->panic = NULL;
   state_close(s);
   return rc;
 }
 
 /* ------------------------------------------------------------- calling */
 
-/* Call the function under nargs arguments (pushed after it) with the
-** budget and a traceback; leaves nres results or records the error. */
-static int call(dt_policy *p, const char *what, int hook, int nargs, int nres) {
-  lua_State *L = p->s.L;
-  int base = lua_gettop(L) - nargs; /* the function */
-  lua_pushcfunction(L, traceback);
-  lua_insert(L, base);
-  /* a seeded math.random per decision */
-  lua_getglobal(L, "math");
-  lua_getfield(L, -1, "randomseed");
+/* Seed math.random for one decision with the library's own randomseed. */
+static int reseed(lua_State *L) {
+  dt_policy *p = self(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.randomseed);
   lua_pushinteger(L, (lua_Integer)(p->seed & 0x7fffffffffffffffull));
   lua_pushinteger(L, (lua_Integer)p->decision++);
-  lua_pcall(L, 2, 0, 0);
-  lua_pop(L, 1);
-  budget_start(p, L);
-  int status = lua_pcall(L, nargs, nres, base);
-  budget_stop(L);
-  lua_remove(L, base);
-  if (status == LUA_OK) {
-    if (hook >= 0) p->fails[hook] = 0;
-    return 0;
-  }
-  const char *msg = lua_tostring(L, -1);
+  lua_call(L, 2, 0);
+  return 0;
+}
+
+static void failed(dt_policy *p, const char *what, int hook, const char *msg) {
   bool disable = false;
   if (hook >= 0 && ++p->fails[hook] >= p->lim.max_failures) {
     p->disabled[hook] = true;
     disable = true;
   }
   record(p, what, msg ? msg : "error", disable);
+}
+
+/* Call the function under nargs arguments (pushed after it) with the
+** budget and a traceback; leaves nres results or records the error. The
+** consecutive-failure count is reset by succeeded(), once the results have
+** been checked too. */
+static int call(dt_policy *p, const char *what, int hook, int nargs, int nres) {
+  lua_State *L = p->s.L;
+  int base = lua_gettop(L) - nargs; /* the function */
+  lua_pushcfunction(L, traceback);
+  lua_insert(L, base);
+  lua_pushcfunction(L, reseed);
+  if (lua_pcall(L, 0, 0, 0) != LUA_OK) lua_pop(L, 1); /* out of memory: the previous seed stays */
+  jmp_buf jb;
+  int status;
+  budget_start(p, L);
+  if (setjmp(jb) == 0) {
+    p->panic = &jb;
+    status = lua_pcall(L, nargs, nres, base);
+  } else {
+    status = -1;
+  }
+  p->panic = NULL;
+  budget_stop(L);
+  if (status == -1) {
+    /* the state cannot be trusted after a panic: every hook is off until the
+    ** policy is reloaded */
+    for (int i = 0; i < DT_HOOK_N; i++) p->disabled[i] = true;
+    lua_settop(L, 0);
+    record(p, what, "internal error in the policy runtime; the policy is disabled until reloaded", true);
+    return -1;
+  }
+  lua_remove(L, base);
+  if (status == LUA_OK) return 0;
+  failed(p, what, hook, lua_tostring(L, -1));
   lua_pop(L, 1);
   return -1;
+}
+
+/* A hook's result passed its checks: its failures are no longer consecutive. */
+static int succeeded(dt_policy *p, int hook, int rc) {
+  if (rc == 0 && hook >= 0) p->fails[hook] = 0;
+  return rc;
 }
 
 /* A result of the wrong shape: recorded as the hook's failure. */
@@ -419,9 +591,7 @@ static int bad_result(dt_policy *p, int hook, const char *fmt, ...) {
   int n = snprintf(msg, sizeof msg, "%s: hook %s: ", p->path ? p->path : p->chunk, dt__hook_names[hook]);
   vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
   va_end(ap);
-  bool disable = ++p->fails[hook] >= p->lim.max_failures;
-  if (disable) p->disabled[hook] = true;
-  record(p, dt__hook_names[hook], msg, disable);
+  failed(p, dt__hook_names[hook], hook, msg);
   return -1;
 }
 
@@ -477,6 +647,7 @@ static int build_offers(lua_State *L) {
     push_offer(L, &o[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
+  lua_pushinteger(L, luaL_ref(L, LUA_REGISTRYINDEX));
   return 1;
 }
 
@@ -495,7 +666,8 @@ int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_off
     lua_pop(L, 1);
     return -1;
   }
-  p->offers = luaL_ref(L, LUA_REGISTRYINDEX);
+  p->offers = (int)lua_tointeger(L, -1);
+  lua_pop(L, 1);
   p->noffers = n;
   return 0;
 }
@@ -532,14 +704,15 @@ int dt__policy_price(dt_policy *p, double *out) {
     }
   }
   lua_pop(L, 1);
-  return rc;
+  return succeeded(p, DT_HOOK_PRICE, rc);
 }
 
-int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *idx, size_t n, double *score) {
-  if (!dt__policy_has(p, DT_HOOK_RANK) || p->offers == LUA_NOREF) return -1;
-  lua_State *L = p->s.L;
-  if (!lua_checkstack(L, 8)) return -1;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_RANK]);
+/* rank's arguments, in protected mode: the claim and its offerings. */
+static int build_rank(lua_State *L) {
+  const dt_hook_claim *claim = lua_touserdata(L, 1);
+  const uint32_t *idx = lua_touserdata(L, 2);
+  size_t n = (size_t)lua_tointeger(L, 3);
+  dt_policy *p = self(L);
   lua_createtable(L, 0, 7);
   lua_pushstring(L, claim->node_pool);
   lua_setfield(L, -2, "nodePool");
@@ -560,6 +733,23 @@ int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *id
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
   lua_remove(L, -2);
+  return 2;
+}
+
+int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *idx, size_t n, double *score) {
+  if (!dt__policy_has(p, DT_HOOK_RANK) || p->offers == LUA_NOREF) return -1;
+  lua_State *L = p->s.L;
+  if (!lua_checkstack(L, 8)) return -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_RANK]);
+  lua_pushcfunction(L, build_rank);
+  lua_pushlightuserdata(L, (void *)claim);
+  lua_pushlightuserdata(L, (void *)idx);
+  lua_pushinteger(L, (lua_Integer)n);
+  if (lua_pcall(L, 3, 2, 0) != LUA_OK) {
+    record(p, "rank", lua_tostring(L, -1), false);
+    lua_pop(L, 2);
+    return -1;
+  }
   if (call(p, "rank", DT_HOOK_RANK, 2, 1)) return -1;
   int rc = 0;
   if (!lua_istable(L, -1)) {
@@ -578,7 +768,7 @@ int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *id
     }
   }
   lua_pop(L, 1);
-  return rc;
+  return succeeded(p, DT_HOOK_RANK, rc);
 }
 
 
@@ -611,10 +801,10 @@ static int read_order(dt_policy *p, int hook, const char *const *names_in, size_
         lua_pop(L, 1);
         break;
       }
-      if (t == LUA_TTABLE) {
-        lua_getfield(L, -1, "name");
+      if (t == LUA_TTABLE) { /* raw: no metamethod runs once the budget has stopped */
+        lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.name_key);
+        t = lua_rawget(L, -2);
         lua_remove(L, -2);
-        t = lua_type(L, -1);
       }
       if (t != LUA_TSTRING) {
         rc = bad_result(p, hook, "entry %lld is %s; expected an entry or its name", (long long)i, lua_typename(L, t));
@@ -720,7 +910,7 @@ int dt__policy_consolidation_order(dt_policy *p, const dt_hook_rec *recs, size_t
   if (!names) lua_pop(L, 1);
   dt__free(names);
   lua_pop(L, 1);
-  return rc;
+  return succeeded(p, DT_HOOK_CONSOLIDATION_ORDER, rc);
 }
 
 int dt__policy_approve(dt_policy *p, const dt_hook_rec *cmd, const dt_hook_rec *nodes, size_t n, bool *ok) {
@@ -740,7 +930,14 @@ int dt__policy_approve(dt_policy *p, const dt_hook_rec *cmd, const dt_hook_rec *
   else
     rc = bad_result(p, DT_HOOK_APPROVE, "expected true, false or nil, got %s", luaL_typename(L, -1));
   lua_pop(L, 1);
-  return rc;
+  return succeeded(p, DT_HOOK_APPROVE, rc);
+}
+
+/* Two strings, in protected mode. */
+static int build_strings(lua_State *L) {
+  lua_pushstring(L, lua_touserdata(L, 1));
+  lua_pushstring(L, lua_touserdata(L, 2));
+  return 2;
 }
 
 int dt__policy_budget(dt_policy *p, const char *pool, const char *reason, const dt_hook_rec *ctx, int64_t *allowed) {
@@ -748,8 +945,14 @@ int dt__policy_budget(dt_policy *p, const char *pool, const char *reason, const 
   lua_State *L = p->s.L;
   if (!lua_checkstack(L, 8)) return -1;
   lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_BUDGET]);
-  lua_pushstring(L, pool);
-  lua_pushstring(L, reason);
+  lua_pushcfunction(L, build_strings);
+  lua_pushlightuserdata(L, (void *)pool);
+  lua_pushlightuserdata(L, (void *)reason);
+  if (lua_pcall(L, 2, 2, 0) != LUA_OK) {
+    record(p, "budget", lua_tostring(L, -1), false);
+    lua_pop(L, 2);
+    return -1;
+  }
   if (push_recs(p, "budget", NULL, ctx, 1)) {
     lua_pop(L, 3);
     return -1;
@@ -766,7 +969,7 @@ int dt__policy_budget(dt_policy *p, const char *pool, const char *reason, const 
     rc = bad_result(p, DT_HOOK_BUDGET, "expected a non-negative integer, math.huge or nil, got %s",
                     lua_type(L, -1) == LUA_TNUMBER ? "a negative or fractional number" : luaL_typename(L, -1));
   lua_pop(L, 1);
-  return rc;
+  return succeeded(p, DT_HOOK_BUDGET, rc);
 }
 
 int dt__policy_on_interruption(dt_policy *p, const dt_hook_rec *event, char *action, size_t n) {
@@ -789,7 +992,7 @@ int dt__policy_on_interruption(dt_policy *p, const dt_hook_rec *event, char *act
     rc = bad_result(p, DT_HOOK_ON_INTERRUPTION, "expected \"drain\", \"keep-offering\", \"ignore\" or nil, got %s",
                     a ? a : luaL_typename(L, -1));
   lua_pop(L, 1);
-  return rc;
+  return succeeded(p, DT_HOOK_ON_INTERRUPTION, rc);
 }
 
 /* Builds scale_in's arguments in protected mode (the memory cap may refuse). */
@@ -862,7 +1065,7 @@ int dt__policy_scale_in(dt_policy *p, const dt_hook_pool *pool, const dt_hook_vm
   if (!names) lua_pop(L, 1);
   dt__free(names);
   lua_pop(L, 1); /* the vms table */
-  return rc;
+  return succeeded(p, DT_HOOK_SCALE_IN, rc);
 }
 
 /* ------------------------------------------------------------ validate */

@@ -107,6 +107,7 @@ static bool looks_aws(const char *region) {
 typedef struct ctx {
   const char *file;
   dt_error *err;
+  dt_symtab names; /* instance type names: type k is symbol k + 1 */
 } ctx;
 
 #define BAD(...) dt__err(x->err, DT_EINVAL, __VA_ARGS__)
@@ -210,8 +211,11 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
   if (pods < 1 || pods > 1e6 || pods != floor(pods))
     return BAD("%s: instanceTypes[%zu] (%s): maxPods: expected a positive integer, got %g", x->file,
                idx, tn, pods);
-  if (gpu < 0 || gpu != floor(gpu))
-    return BAD("%s: instanceTypes[%zu] (%s): gpu: expected a count >= 0", x->file, idx, tn);
+  if (gpu < 0 || gpu != floor(gpu) || gpu > 1e6)
+    return BAD("%s: instanceTypes[%zu] (%s): gpu: expected a count from 0 to 1000000", x->file, idx, tn);
+  if (od > DT_MAX_PRICE || spot > DT_MAX_PRICE)
+    return BAD("%s: instanceTypes[%zu] (%s): %s: expected at most %g $/hour", x->file, idx, tn,
+               od > DT_MAX_PRICE ? "onDemandPrice" : "spotPrice", DT_MAX_PRICE);
   if (cJSON_GetObjectItemCaseSensitive(j, "onDemandPrice") && od < 0)
     return BAD("%s: instanceTypes[%zu] (%s): onDemandPrice: must not be negative", x->file, idx, tn);
   if (cJSON_GetObjectItemCaseSensitive(j, "spotPrice") && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "spotPrice")) && spot < 0)
@@ -355,9 +359,10 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
                    x->file, idx, tn, oi);
       double price;
       if (pr && !cJSON_IsNull(pr)) {
-        if (!cJSON_IsNumber(pr) || !isfinite(pr->valuedouble) || pr->valuedouble < 0)
-          return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].price: expected a number >= 0",
-                     x->file, idx, tn, oi);
+        if (!cJSON_IsNumber(pr) || !isfinite(pr->valuedouble) || pr->valuedouble < 0 ||
+            pr->valuedouble > DT_MAX_PRICE)
+          return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].price: expected a number from 0 to %g $/hour",
+                     x->file, idx, tn, oi, DT_MAX_PRICE);
         price = pr->valuedouble;
       } else if (cti == DT_CT_SPOT && spot >= 0) {
         price = spot;
@@ -440,9 +445,8 @@ static int parse_reservations(ctx *x, dt_catalog *c, const cJSON *rs) {
         n->valuedouble > 1e9)
       return BAD("%s: reservations[%zu] (%s).count: expected an integer >= 0", x->file, i,
                  id->valuestring);
-    dt_ctype *t = NULL;
-    for (size_t k = 0; k < c->ntypes; k++)
-      if (strcmp(c->types[k].name, it->valuestring) == 0) t = &c->types[k];
+    dt_sym ts = dt__sym_find(&x->names, it->valuestring);
+    dt_ctype *t = ts ? &c->types[ts - 1] : NULL;
     if (!t)
       return BAD("%s: reservations[%zu] (%s).instanceType: unknown instance type \"%s\"", x->file, i,
                  id->valuestring, it->valuestring);
@@ -461,7 +465,7 @@ static int parse_reservations(ctx *x, dt_catalog *c, const cJSON *rs) {
 
 int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_catalog **out,
                            dt_error *err) {
-  ctx cx = {name, err}, *x = &cx;
+  ctx cx = {name, err, {0}}, *x = &cx;
   cJSON *docs = NULL;
   int rc = dt__doc_parse(name, buf, len, &docs, err);
   if (rc) return rc;
@@ -505,6 +509,11 @@ int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_cat
     goto fail;
   }
   size_t nt = (size_t)cJSON_GetArraySize(types);
+  if (nt > DT_MAX_TYPES) {
+    rc = dt__err(err, DT_ELIMIT, "%s: instanceTypes: %zu types, more than %d (the limit on types per catalog)", name,
+                 nt, DT_MAX_TYPES);
+    goto fail;
+  }
   c->types = dt__calloc(nt ? nt : 1, sizeof *c->types);
   if (!c->types) goto fail;
   size_t i = 0;
@@ -514,22 +523,25 @@ int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_cat
       if (rc == DT_ENOMEM) dt__err(err, DT_ENOMEM, "out of memory");
       goto fail;
     }
-    for (size_t k = 0; k < i; k++)
-      if (strcmp(c->types[k].name, c->types[i].name) == 0) {
-        rc = BAD("%s: instanceTypes[%zu]: duplicate instance type \"%s\" (also instanceTypes[%zu])",
-                 name, i, c->types[i].name, k);
-        goto fail;
-      }
+    dt_sym s = dt__sym(&x->names, c->types[i].name); /* type k is symbol k + 1 */
+    if (x->names.oom) goto fail;
+    if (s != i + 1) {
+      rc = BAD("%s: instanceTypes[%zu]: duplicate instance type \"%s\" (also instanceTypes[%u])", name, i,
+               c->types[i].name, s - 1);
+      goto fail;
+    }
   }
   if ((rc = parse_reservations(x, c, cJSON_GetObjectItemCaseSensitive(j, "reservations"))) != 0) {
     if (rc == DT_ENOMEM) dt__err(err, DT_ENOMEM, "out of memory");
     goto fail;
   }
   cJSON_Delete(docs);
+  dt__symtab_free(&x->names);
   *out = c;
   return 0;
 fail:
   if (rc == DT_ENOMEM) dt__err(err, DT_ENOMEM, "out of memory loading %s", name);
+  dt__symtab_free(&x->names);
   cJSON_Delete(docs);
   dt_catalog_free(c);
   return rc;
