@@ -467,6 +467,9 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
   po.seed = st->o.seed + st->sims;
   po.packing = DT_PACKING_FFD;
   po.policy = st->o.policy;
+  po.pool_policies = st->o.pool_policies;
+  po.pool_policy_names = st->o.pool_policy_names;
+  po.npool_policies = st->o.npool_policies;
   dt_error err = {0};
   st->sims++;
   int rc = dt_plan_run(st->cat, &s->view, &po, &s->plan, &err);

@@ -197,6 +197,23 @@ int dt_policy_load_buffer(const char *name, const char *buf, size_t len, const d
 ** reloading an unchanged file is a no-op. */
 int dt_policy_reload(dt_policy *p, int *changed, dt_error *err);
 
+/*
+** The policies NodePools name with the dovetail.dev/policy annotation, read
+** from a directory as NAME.lua. dt_policy_dir_sync loads the ones the
+** manifests name and reloads those whose file changed; a policy that is
+** missing or broken is left out (its NodePool falls back to the built-in
+** defaults) and its error is kept, so one bad file never stops other pools.
+** dt_policy_dir_errors: the errors of the last sync, one per line ("" when
+** none), owned by d. dt_policy_dir_apply points opts at the loaded
+** policies; they stay valid until the next sync or dt_policy_dir_free.
+*/
+typedef struct dt_policy_dir dt_policy_dir;
+int dt_policy_dir_open(const char *dir, dt_policy_dir **out, dt_error *err);
+void dt_policy_dir_sync(dt_policy_dir *d, const dt_manifests *m);
+const char *dt_policy_dir_errors(const dt_policy_dir *d);
+void dt_policy_dir_apply(const dt_policy_dir *d, dt_policy *const **policies, const char *const **names, size_t *n);
+void dt_policy_dir_free(dt_policy_dir *d);
+
 /* The hooks the policy overrides, space-separated ("price rank"). Owned by p. */
 const char *dt_policy_hooks(const dt_policy *p);
 
@@ -266,6 +283,9 @@ typedef struct dt_disrupt_opts {
   dt_policy *policy;    /* optional: consolidation_order, approve and budget hooks (and price, rank) */
   int spot_to_spot;     /* non-zero: allow spot-to-spot consolidation (Karpenter's feature gate, off) */
   const char *explain;  /* optional: a node whose every step is recorded in the result's explain[] */
+  dt_policy *const *pool_policies; /* optional: policies named by NodePools, as dt_plan_opts */
+  const char *const *pool_policy_names;
+  size_t npool_policies;
 } dt_disrupt_opts;
 
 typedef struct dt_disruption dt_disruption;

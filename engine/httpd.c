@@ -100,10 +100,14 @@ bool dt__httpd_path(const h2o_req_t *req, const char *p) {
   return path_len(req) == n && !memcmp(req->path_normalized.base, p, n);
 }
 
+/* On the raw path: what follows the prefix is still percent-encoded, so an
+** encoded "/" inside a name is not taken for a separator. */
 bool dt__httpd_prefix(const h2o_req_t *req, const char *prefix, const char **rest, size_t *len) {
-  size_t n = strlen(prefix), l = path_len(req);
-  if (l <= n || memcmp(req->path_normalized.base, prefix, n)) return false;
-  *rest = req->path_normalized.base + n;
+  size_t n = strlen(prefix), l = req->path.len;
+  const char *q = memchr(req->path.base, '?', l);
+  if (q) l = (size_t)(q - req->path.base);
+  if (l <= n || memcmp(req->path.base, prefix, n)) return false;
+  *rest = req->path.base + n;
   *len = l - n;
   return true;
 }

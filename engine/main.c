@@ -54,45 +54,6 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Load the policies NodePools name (dovetail.dev/policy: NAME) from dir as
-** NAME.lua. Fills the plan options; the caller frees with free_pool_policies. */
-static int load_pool_policies(const dt_manifests *m, const char *dir, dt_plan_opts *o, dt_error *err) {
-  size_t n = dt_manifests_nodepools(m);
-  dt_policy **pols = calloc(n ? n : 1, sizeof *pols);
-  const char **names = calloc(n ? n : 1, sizeof *names);
-  if (!pols || !names) {
-    free(pols);
-    free(names);
-    snprintf(err->msg, sizeof err->msg, "out of memory");
-    return -1;
-  }
-  o->pool_policies = pols;
-  o->pool_policy_names = names;
-  o->npool_policies = 0;
-  for (size_t i = 0; i < n; i++) {
-    const char *name = dt_manifests_nodepool_policy(m, i);
-    if (!name) continue;
-    bool seen = false;
-    for (size_t k = 0; k < o->npool_policies && !seen; k++) seen = !strcmp(names[k], name);
-    if (seen) continue;
-    if (strchr(name, '/') || !strcmp(name, "..")) {
-      snprintf(err->msg, sizeof err->msg, "NodePool policy name \"%s\" must be a plain name (found in %s)", name, dir);
-      return -1;
-    }
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s.lua", dir, name);
-    if (dt_policy_load_file(path, NULL, &pols[o->npool_policies], err)) return -1;
-    names[o->npool_policies++] = name;
-  }
-  return 0;
-}
-
-static void free_pool_policies(dt_plan_opts *o) {
-  for (size_t i = 0; i < o->npool_policies; i++) dt_policy_free(o->pool_policies[i]);
-  free((void *)o->pool_policies);
-  free((void *)o->pool_policy_names);
-}
-
 static int cmd_check(int argc, char **argv) {
   int explain = 0, bad = 0, n = 0;
   for (int i = 0; i < argc; i++) {
@@ -227,6 +188,7 @@ static int cmd_plan(int argc, char **argv, int cmd) {
   dt_plan *plan = NULL;
   dt_pools *pools = NULL;
   dt_disruption *dis = NULL;
+  dt_policy_dir *pdir = NULL;
   char *text = NULL;
   size_t len;
   double t0 = now_ms();
@@ -240,8 +202,17 @@ static int cmd_plan(int argc, char **argv, int cmd) {
     if (dt_manifests_add_file(m, files[i], &err)) goto done;
   fputs(dt_manifests_notes(m), stderr);
   if (policy_path && dt_policy_load_file(policy_path, NULL, &opts.policy, &err)) goto done;
+  if (!pool) {
+    /* NodePools' own policies: one that is missing or broken is reported
+    ** and its pools fall back to the built-ins; the run goes on */
+    if (dt_policy_dir_open(policy_dir, &pdir, &err)) goto done;
+    dt_policy_dir_sync(pdir, m);
+    fputs(dt_policy_dir_errors(pdir), stderr);
+    dt_policy_dir_apply(pdir, &opts.pool_policies, &opts.pool_policy_names, &opts.npool_policies);
+  }
   if (cmd == CMD_DISRUPT) {
-    dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, spot_to_spot, explain};
+    dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, spot_to_spot, explain,
+                         opts.pool_policies, opts.pool_policy_names, opts.npool_policies};
     if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto done;
     text = dt_disrupt_render(dis, fmt, &len);
   } else if (pool) {
@@ -249,7 +220,6 @@ static int cmd_plan(int argc, char **argv, int cmd) {
     if (dt_pools_run(m, &po, &pools, &err)) goto done;
     text = dt_pools_render(pools, fmt, &len);
   } else {
-    if (load_pool_policies(m, policy_dir, &opts, &err)) goto done;
     opts.parse_ms = now_ms() - t0;
     if (dt_plan_run(cat, m, &opts, &plan, &err)) goto done;
     text = dt_plan_render(plan, fmt, &len);
@@ -270,7 +240,7 @@ done:
   dt_pools_free(pools);
   dt_disrupt_free(dis);
   dt_policy_free(opts.policy);
-  free_pool_policies(&opts);
+  dt_policy_dir_free(pdir);
   dt_manifests_free(m);
   dt_catalog_free(cat);
   free(files);

@@ -296,8 +296,9 @@ static int parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *o
         strtoll(s, &end, 10);
         if (!*s || *end || errno == ERANGE) {
           snprintf(f, sizeof f, "%s[%zu].values[0]", field, i);
-          return bad(x, f, "%s needs an integer from %lld to %lld, got \"%.100s\"", dt__op_name(q->op),
-                     (long long)INT64_MIN, (long long)INT64_MAX, s);
+          return errno == ERANGE ? bad(x, f, "%s needs an integer from %lld to %lld, got \"%.100s\"",
+                                       dt__op_name(q->op), (long long)INT64_MIN, (long long)INT64_MAX, s)
+                                 : bad(x, f, "%s needs an integer, got \"%.100s\"", dt__op_name(q->op), s);
         }
       }
       q->vals[q->n] = dt__strdup(s);

@@ -549,9 +549,12 @@ static int compile_pools(dt_plan *p, dt_error *err) {
       pl->policy = NULL;
       for (size_t k = 0; k < p->opts.npool_policies; k++)
         if (!strcmp(p->opts.pool_policy_names[k], np->policy)) pl->policy = p->opts.pool_policies[k];
+      /* A missing policy costs this pool its hooks, never the plan: the
+      ** built-in defaults decide for it and the note says why. */
       if (!pl->policy)
-        return dt__err(err, DT_EINVAL, "%s: NodePool %s: metadata.annotations.dovetail.dev/policy: no policy named \"%s\" "
-                       "was loaded (is it in the policy directory?)", np->file, np->name, np->policy);
+        note(p, "%s: NodePool %s: metadata.annotations.dovetail.dev/policy: no policy named \"%s\" was loaded (is it "
+             "in the policy directory, and does it pass dovetail check?); the built-in defaults decide for this pool",
+             np->file, np->name, np->policy);
     }
     dt_reqs r = {0};
     for (size_t k = 0; k < np->reqs.n; k++) {

@@ -63,6 +63,7 @@ typedef struct dtd {
   int64_t circuit_until;
   unsigned consecutive_failures;
   bool ready;
+  bool state_valid; /* a state file this daemon can trust was read or written */
   char catalog_etag[256];
   uint64_t jitter;
   uint64_t provider_err;
@@ -168,14 +169,28 @@ static bool obj_del(const char *key) {
   return true;
 }
 
-static void obj_key(const cJSON *o, char *out, size_t n) {
+/* Kubernetes' own bounds: names are DNS subdomains (253), namespaces DNS
+** labels (63); kinds are short. Within them every key fits KEY_MAX, so two
+** objects never share a key by truncation. */
+#define KEY_MAX 400
+
+/* The store key of an object, "Kind/namespace/name"; 0, or -1 with why. */
+static int obj_key(const cJSON *o, char *out, size_t n, const char **why) {
   const cJSON *md = jget(o, "metadata");
   const char *kind = jstr(o, "kind");
   const char *ns = jstr(md, "namespace");
   const char *name = jstr(md, "name");
   bool cluster = kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
                           !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering"));
-  snprintf(out, n, "%s/%s/%s", kind ? kind : "", cluster ? "" : (ns && *ns ? ns : "default"), name ? name : "");
+  *why = !kind || !*kind       ? "kind: missing"
+         : strlen(kind) > 63   ? "kind: longer than 63 characters"
+         : !name || !*name     ? "metadata.name: missing"
+         : strlen(name) > 253  ? "metadata.name: longer than 253 characters"
+         : ns && strlen(ns) > 63 ? "metadata.namespace: longer than 63 characters"
+                               : NULL;
+  if (*why) return -1;
+  snprintf(out, n, "%s/%s/%s", kind, cluster ? "" : (ns && *ns ? ns : "default"), name);
+  return 0;
 }
 
 static int key_cmp(const void *a, const void *b) { return strcmp(((const obj *)a)->key, ((const obj *)b)->key); }
@@ -242,6 +257,7 @@ static int save_state(void) {
     unlink(tmp);
     return DT_EIO;
   }
+  D.state_valid = true;
   return 0;
 }
 
@@ -270,8 +286,12 @@ static int add_instance(const char *id, const char *claim, const char *type, con
                         const char *pool, double price, int64_t launched) {
   for (size_t i = 0; id && i < D.insts.n; i++)
     if (!strcmp(D.insts.v[i].id, id)) return 0; /* adopted by a poll while its launch reply was on the way */
-  instance in = {dt__strdup(id), dt__strdup(claim), dt__strdup(type), dt__strdup(zone),
-                 dt__strdup(ct),  dt__strdup(pool),  price,            launched};
+  /* A provider may leave fields out (GET /instances without nodePool): an
+  ** instance is only ever adopted with an id and a claim. */
+  if (!id || !claim) return DT_EINVAL;
+  instance in = {dt__strdup(id),         dt__strdup(claim),    dt__strdup(type ? type : ""),
+                 dt__strdup(zone ? zone : ""), dt__strdup(ct ? ct : ""), dt__strdup(pool ? pool : ""),
+                 price,                  launched};
   if (!in.id || !in.claim || !in.type || !in.zone || !in.ct || !in.pool || dt__vec_push(&D.insts, in)) {
     inst_free(&in);
     return DT_ENOMEM;
@@ -279,9 +299,10 @@ static int add_instance(const char *id, const char *claim, const char *type, con
   return 0;
 }
 
-/* Read the state back. The sim provider's instance list is the state's own,
-** so reconciling adopts every instance whose claim is in the store and
-** forgets the rest. */
+/* Read the state back. A file whose shape is wrong stops the start: read as
+** empty, it would make every running instance look like an orphan. The
+** sim provider's instance list is the state's own, so reconciling adopts
+** every instance whose claim is in the store and forgets the rest. */
 static int load_state(dt_error *err) {
   if (!D.state_path || access(D.state_path, F_OK)) return 0;
   char *text;
@@ -289,27 +310,56 @@ static int load_state(dt_error *err) {
   if (dt__read_file(D.state_path, &text, &len, err)) return DT_EIO;
   cJSON *root = cJSON_ParseWithLength(text, len);
   dt__free(text);
-  if (!root) return dt__err(err, DT_EINVAL, "%s: not a dovetail state file (invalid JSON)", D.state_path);
-  const cJSON *o;
-  cJSON_ArrayForEach(o, jget(root, "objects")) {
-    char key[1200];
-    obj_key(o, key, sizeof key);
-    obj_put(key, o);
+  const char *path = D.state_path;
+  if (!root) return dt__err(err, DT_EINVAL, "%s: not a dovetail state file (invalid JSON)", path);
+  const cJSON *objs = jget(root, "objects"), *insts = jget(root, "instances"), *o;
+  int rc = 0;
+  size_t i = 0;
+  if (!cJSON_IsObject(root))
+    rc = dt__err(err, DT_EINVAL, "%s: not a dovetail state file (expected an object with objects[] and instances[])",
+                 path);
+  else if (!cJSON_IsArray(objs) || !cJSON_IsArray(insts))
+    rc = dt__err(err, DT_EINVAL, "%s: not a dovetail state file: %s: missing or not an array", path,
+                 !cJSON_IsArray(objs) ? "objects" : "instances");
+  const cJSON *scan = rc ? NULL : objs;
+  cJSON_ArrayForEach(o, scan) {
+    char key[KEY_MAX];
+    const char *why;
+    if (!cJSON_IsObject(o) || obj_key(o, key, sizeof key, &why)) {
+      rc = dt__err(err, DT_EINVAL, "%s: objects[%zu]: %s", path, i, cJSON_IsObject(o) ? why : "expected an object");
+      break;
+    }
+    i++;
   }
-  cJSON_ArrayForEach(o, jget(root, "instances")) {
+  i = 0;
+  scan = rc ? NULL : insts;
+  cJSON_ArrayForEach(o, scan) {
+    static const char *const need[] = {"id", "claim", "instanceType", "zone", "capacityType"};
+    for (size_t k = 0; k < 5 && !rc; k++)
+      if (!jstr(o, need[k]) || !*jstr(o, need[k]))
+        rc = dt__err(err, DT_EINVAL, "%s: instances[%zu].%s: missing or not a string", path, i, need[k]);
+    i++;
+  }
+  if (rc) {
+    cJSON_Delete(root);
+    return rc;
+  }
+  cJSON_ArrayForEach(o, objs) {
+    char key[KEY_MAX];
+    const char *why;
+    if (!obj_key(o, key, sizeof key, &why)) obj_put(key, o);
+  }
+  cJSON_ArrayForEach(o, insts) {
     const char *claim = jstr(o, "claim");
-    char key[1200];
-    snprintf(key, sizeof key, "NodeClaim//%s", claim ? claim : "");
-    if (!claim || obj_find(key) < 0) continue; /* its claim is gone: forget it */
-    add_instance(jstr(o, "id"), claim,
-                 jstr(o, "instanceType"),
-                 jstr(o, "zone"),
-                 jstr(o, "capacityType"),
-                 jstr(o, "nodePool"),
-                 cJSON_GetNumberValue(jget(o, "price")),
+    char key[KEY_MAX + 16];
+    snprintf(key, sizeof key, "NodeClaim//%s", claim);
+    if (obj_find(key) < 0) continue; /* its claim is gone: forget it */
+    add_instance(jstr(o, "id"), claim, jstr(o, "instanceType"), jstr(o, "zone"), jstr(o, "capacityType"),
+                 jstr(o, "nodePool"), cJSON_GetNumberValue(jget(o, "price")),
                  (int64_t)cJSON_GetNumberValue(jget(o, "launched")));
   }
   cJSON_Delete(root);
+  D.state_valid = true;
   logf_("info", "state", "read %s: %zu objects, %zu instances", D.state_path, D.objs.n, D.insts.n);
   return 0;
 }
@@ -610,7 +660,18 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
       known = changed = true;
     }
     if (!known && D.ready && state && strcmp(state, "terminated")) {
-      /* launched for a claim this daemon no longer holds: garbage */
+      /* Launched for a claim this daemon no longer holds: garbage, but only
+      ** when the instance carries this cluster's name and a state file this
+      ** daemon wrote or read says what it holds. Anything else is left
+      ** alone: a lost or foreign state must never cost a fleet. */
+      const char *owner = jstr(in, "cluster");
+      if (!owner || strcmp(owner, D.cluster) || !D.state_valid) {
+        char why2[300];
+        snprintf(why2, sizeof why2, "the cloud has an instance this daemon cannot account for (%s); left alone",
+                 !owner ? "no cluster tag" : strcmp(owner, D.cluster) ? "another cluster's" : "no state file");
+        logf_("warn", "unaccounted", "instance %s: %s", id, why2);
+        continue;
+      }
       decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
       char url[1200];
       snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
@@ -950,18 +1011,27 @@ static int put_objects(h2o_req_t *req) {
   }
   size_t n = 0;
   const cJSON *d;
-  cJSON_ArrayForEach(d, docs) {
-    const cJSON *items = jget(d, "items");
-    const cJSON *one = d;
-    const cJSON *list = cJSON_IsArray(items) ? items->child : NULL;
-    for (const cJSON *o = list ? list : one; o; o = list ? o->next : NULL) {
-      if (!cJSON_IsObject(o)) continue;
-      char key[1200];
-      obj_key(o, key, sizeof key);
-      obj_put(key, o);
-      n++;
+  for (int pass = 0; pass < 2; pass++) /* check every key, then store */
+    cJSON_ArrayForEach(d, docs) {
+      const cJSON *items = jget(d, "items");
+      const cJSON *one = d;
+      const cJSON *list = cJSON_IsArray(items) ? items->child : NULL;
+      for (const cJSON *o = list ? list : one; o; o = list ? o->next : NULL) {
+        if (!cJSON_IsObject(o)) continue;
+        char key[KEY_MAX];
+        const char *why;
+        if (obj_key(o, key, sizeof key, &why)) {
+          char msg[300];
+          snprintf(msg, sizeof msg, "request: %s", why);
+          cJSON_Delete(docs);
+          return respond_error(req, 400, msg);
+        }
+        if (pass == 1) {
+          obj_put(key, o);
+          n++;
+        }
+      }
     }
-  }
   cJSON_Delete(docs);
   char msg[100];
   snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", n);
@@ -971,14 +1041,42 @@ static int put_objects(h2o_req_t *req) {
   return respond(req, 200, "application/json", msg, strlen(msg));
 }
 
+/* Percent-decode one path segment into out; -1 when it is malformed or
+** decodes to a '/' (names never hold one: "%2F" is not a separator). */
+static int path_segment(const char *s, size_t n, char *out, size_t cap) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = (unsigned char)s[i];
+    if (c == '%') {
+      if (i + 2 >= n) return -1;
+      char hex[3] = {s[i + 1], s[i + 2], 0}, *end;
+      c = (int)strtol(hex, &end, 16);
+      if (*end || c == 0) return -1;
+      i += 2;
+    }
+    if (c == '/' || k + 1 >= cap) return -1;
+    out[k++] = (char)c;
+  }
+  out[k] = 0;
+  return 0;
+}
+
 static int delete_object(h2o_req_t *req, const char *p, size_t len) {
   /* /v1/objects/{kind}/{ns}/{name}; ns "-" for cluster-scoped objects */
-  char path[1200], key[1300];
-  snprintf(path, sizeof path, "%.*s", (int)len, p);
-  char *kind = path, *ns = strchr(kind, '/'), *name = ns ? strchr(ns + 1, '/') : NULL;
-  if (!ns || !name) return respond_error(req, 400, "expected /v1/objects/{kind}/{namespace}/{name} (namespace - for cluster-scoped)");
-  *ns++ = 0;
-  *name++ = 0;
+  char seg[3][260], key[KEY_MAX * 2];
+  int nseg = 0;
+  bool ok = true;
+  for (size_t at = 0; ok && at <= len;) {
+    const char *slash = memchr(p + at, '/', len - at);
+    size_t end = slash ? (size_t)(slash - p) : len;
+    ok = nseg < 3 && !path_segment(p + at, end - at, seg[nseg], sizeof seg[nseg]) && seg[nseg][0];
+    nseg++;
+    at = end + 1;
+  }
+  if (!ok || nseg != 3)
+    return respond_error(req, 400, "expected /v1/objects/{kind}/{namespace}/{name} (namespace - for cluster-scoped; "
+                                   "names are percent-decoded and hold no /)");
+  const char *kind = seg[0], *ns = seg[1], *name = seg[2];
   snprintf(key, sizeof key, "%s/%s/%s", kind, strcmp(ns, "-") ? ns : "", name);
   if (!obj_del(key)) return respond_error(req, 404, "no such object");
   if (!strcmp(kind, "NodeClaim"))
@@ -1145,6 +1243,11 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     return D.ready ? respond(req, 200, "text/plain", "ready\n", 6)
                    : respond(req, 503, "text/plain", "reconciling with the cloud\n", 27);
   if (!authorized(req)) return respond_error(req, 401, "a bearer token is required");
+  /* the read endpoints answer GET (and HEAD, which h2o answers without a body) */
+  bool read = path_is(req, "/metrics") || path_is(req, "/v1/plan") || path_is(req, "/v1/state") ||
+              path_is(req, "/v1/decisions");
+  if (read && !method_is(req, "GET") && !method_is(req, "HEAD"))
+    return respond_error(req, 405, "method not allowed: this endpoint answers GET");
   if (path_is(req, "/metrics")) return get_metrics(req);
   if (path_is(req, "/v1/plan"))
     return D.last_plan ? respond(req, 200, "application/json", D.last_plan, strlen(D.last_plan))
@@ -1161,6 +1264,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   size_t rlen;
   if (dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen) && method_is(req, "DELETE")) return delete_object(req, rest, rlen);
   if (path_is(req, "/v1/events") && method_is(req, "POST")) return post_event(req);
+  if (path_is(req, "/v1/objects") || path_is(req, "/v1/events") || dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen))
+    return respond_error(req, 405, "method not allowed: PUT /v1/objects, DELETE /v1/objects/..., POST /v1/events");
   return respond_error(req, 404, "no such endpoint");
 }
 
@@ -1462,5 +1567,7 @@ int dt__serve_main(int argc0, char **argv0) {
   if (D.watching) uv_close((uv_handle_t *)&D.watch, on_close_noop);
   uv_run(D.loop, UV_RUN_NOWAIT);
   logf_("info", "stopped", "%llu rounds", (unsigned long long)D.round);
+  for (int i = 0; i < argc; i++) dt__free(argv[i]); /* options point into them until here */
+  dt__free(argv);
   return 0;
 }

@@ -197,6 +197,7 @@ static int run(lua_State *L, int mode) {
   char *text = NULL;
   int nret = 0;
   dt_policy *owned = NULL; /* loaded here from a path */
+  dt_policy_dir *pdir = NULL;
   lua_getfield(L, 1, "policy");
   if (lua_isstring(L, -1)) {
     if (dt_policy_load_file(lua_tostring(L, -1), NULL, &owned, &err)) {
@@ -229,9 +230,20 @@ static int run(lua_State *L, int mode) {
     goto fail;
   }
   if (add_manifests(L, m, &err)) goto fail;
+  lua_getfield(L, 1, "policy_dir");
+  if (!pool && lua_isstring(L, -1)) { /* NodePools' own policies; errors go with the result's notes */
+    if (dt_policy_dir_open(lua_tostring(L, -1), &pdir, &err)) {
+      lua_pop(L, 1);
+      goto fail;
+    }
+    dt_policy_dir_sync(pdir, m);
+    dt_policy_dir_apply(pdir, &opts.pool_policies, &opts.pool_policy_names, &opts.npool_policies);
+  }
+  lua_pop(L, 1);
   size_t len;
   if (mode == RUN_DISRUPT) {
-    dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, 0, NULL};
+    dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, 0, NULL,
+                         opts.pool_policies, opts.pool_policy_names, opts.npool_policies};
     lua_getfield(L, 1, "spot_to_spot");
     d.spot_to_spot = lua_toboolean(L, -1);
     lua_getfield(L, 1, "explain");
@@ -275,6 +287,7 @@ static int run(lua_State *L, int mode) {
   dt_manifests_free(m);
   dt_catalog_free(cat);
   dt_policy_free(owned);
+  dt_policy_dir_free(pdir);
   return nret;
 fail:
   dt_free(text);
@@ -284,6 +297,7 @@ fail:
   dt_manifests_free(m);
   dt_catalog_free(cat);
   dt_policy_free(owned);
+  dt_policy_dir_free(pdir);
   return push_fail(L, err.msg);
 }
 

@@ -1318,3 +1318,85 @@ void dt_policy_free(dt_policy *p) {
   dt__free(p->log.p);
   dt__free(p);
 }
+
+/* ------------------------------------------------------- policy directory */
+
+struct dt_policy_dir {
+  char *dir;
+  DT_VEC(dt_policy *) pols;
+  DT_VEC(char *) names; /* names[i] is the policy pols[i] */
+  dt_buf errors;
+};
+
+int dt_policy_dir_open(const char *dir, dt_policy_dir **out, dt_error *err) {
+  dt_policy_dir *d = dt__calloc(1, sizeof *d);
+  if (!d || !(d->dir = dt__strdup(dir))) {
+    dt__free(d);
+    return dt__err(err, DT_ENOMEM, "out of memory");
+  }
+  *out = d;
+  return 0;
+}
+
+static void dir_load(dt_policy_dir *d, const char *name) {
+  for (size_t k = 0; k < d->names.n; k++)
+    if (!strcmp(d->names.v[k], name)) {
+      dt_error err = {0};
+      if (dt_policy_reload(d->pols.v[k], NULL, &err)) /* the previous version stays in force */
+        dt__buf_printf(&d->errors, "policy %s: %s; the previous version stays\n", name, err.msg);
+      return;
+    }
+  dt_error err = {0};
+  dt_policy *p = NULL;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s.lua", d->dir, name);
+  if (strchr(name, '/') || !strcmp(name, "..") || !*name)
+    snprintf(err.msg, sizeof err.msg, "\"%s\" is not a plain name", name);
+  else if (dt_policy_load_file(path, NULL, &p, &err) == 0) {
+    char *nm = dt__strdup(name);
+    if (nm && !dt__vec_push(&d->pols, p)) {
+      if (!dt__vec_push(&d->names, nm)) return;
+      d->pols.n--;
+    }
+    dt__free(nm);
+    dt_policy_free(p);
+    snprintf(err.msg, sizeof err.msg, "out of memory");
+  }
+  dt__buf_printf(&d->errors, "NodePool policy %s: %s; its NodePools use the built-in defaults\n", name, err.msg);
+}
+
+void dt_policy_dir_sync(dt_policy_dir *d, const dt_manifests *m) {
+  d->errors.len = 0;
+  if (d->errors.p) d->errors.p[0] = 0;
+  size_t n = dt_manifests_nodepools(m);
+  for (size_t i = 0; i < n; i++) {
+    const char *name = dt_manifests_nodepool_policy(m, i);
+    bool seen = false;
+    for (size_t k = 0; name && k < i && !seen; k++) {
+      const char *o = dt_manifests_nodepool_policy(m, k);
+      seen = o && !strcmp(o, name);
+    }
+    if (name && !seen) dir_load(d, name);
+  }
+}
+
+const char *dt_policy_dir_errors(const dt_policy_dir *d) { return d->errors.p && !d->errors.oom ? d->errors.p : ""; }
+
+void dt_policy_dir_apply(const dt_policy_dir *d, dt_policy *const **policies, const char *const **names, size_t *n) {
+  *policies = d->pols.v;
+  *names = (const char *const *)d->names.v;
+  *n = d->pols.n;
+}
+
+void dt_policy_dir_free(dt_policy_dir *d) {
+  if (!d) return;
+  for (size_t i = 0; i < d->pols.n; i++) {
+    dt_policy_free(d->pols.v[i]);
+    dt__free(d->names.v[i]);
+  }
+  dt__free(d->pols.v);
+  dt__free(d->names.v);
+  dt__free(d->errors.p);
+  dt__free(d->dir);
+  dt__free(d);
+}

@@ -333,10 +333,41 @@ describe("shipped policies", function()
     local out, err, code = h.cli(("plan -o json --policy-dir %s %s"):format(dir, m))
     assert.are.equal(0, code, err)
     assert.matches('"capacityType": "on-demand"', out, 1, true)
-    out, err, code = h.cli(("plan -o json --policy-dir /nonexistent %s"):format(m))
-    assert.are.equal("", out)
-    assert.are.equal(1, code)
-    assert.matches("/nonexistent/od.lua", err, 1, true)
+    out, err, code = h.cli(("disrupt -o json --policy-dir %s %s"):format(dir, m))
+    assert.are.equal(0, code, err)
+    assert.are.equal("", err)
+    os.execute("rm -rf " .. dir)
+    os.remove(m)
+  end)
+
+  it("falls back to the built-ins for a NodePool whose policy is missing or broken, and plans every pool", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir)
+    local f = assert(io.open(dir .. "/broken.lua", "w"))
+    f:write("return { rank = function( }\n")
+    f:close()
+    local function named(pool, policy)
+      return h.nodepool(pool, { labels = { team = pool } }):gsub("metadata:\n  name: " .. pool,
+        "metadata:\n  name: " .. pool .. "\n  annotations:\n    dovetail.dev/policy: " .. policy)
+    end
+    local m = h.write(h.docs(named("a", "missing"), named("b", "broken"), h.nodepool("c", { labels = { team = "c" } }),
+      h.pod("pa", { nodeSelector = { team = "a" } }), h.pod("pb", { nodeSelector = { team = "b" } }),
+      h.pod("pc", { nodeSelector = { team = "c" } })))
+    for _, cmd in ipairs { "plan", "disrupt" } do
+      local out, err, code = h.cli(("%s -o json --policy-dir %s %s"):format(cmd, dir, m))
+      assert.are.equal(0, code, err)
+      assert.matches("NodePool policy missing: " .. dir .. "/missing.lua: cannot open", err, 1, true)
+      assert.matches("NodePool policy broken: " .. dir .. "/broken.lua:1:", err, 1, true)
+      assert.matches("its NodePools use the built-in defaults", err, 1, true)
+      if cmd == "plan" then
+        local plan = assert(h.dt.plan { manifests = h.docs(named("a", "missing"), h.pod("pa", {
+          nodeSelector = { team = "a" } })), policy_dir = dir })
+        assert.are.equal(1, #plan.nodeClaims)
+        assert.matches('no policy named "missing" was loaded', plan.notes[1], 1, true)
+        assert.matches('"scheduled": 3', out, 1, true)
+      end
+    end
     os.execute("rm -rf " .. dir)
     os.remove(m)
   end)
