@@ -151,18 +151,65 @@ static bool node_matches_pool(const dt_node *n, const dt_nodepool *p, char *out,
   return true;
 }
 
+/*
+** Pods nominated to an in-flight claim (its dovetail.dev/pods annotation, as
+** Karpenter nominates pods to the NodeClaim launched for them) are on that
+** claim for disruption: a claim launched for pods is never "empty" while
+** they wait for it. Replicas are matched by their expanded names. Appends
+** the nominated pods, one each, to st->pods (sized by the caller).
+*/
+static int nominated(state *st, size_t cap) {
+  const dt_manifests *m = st->m;
+  dt_symtab names = {0};
+  DT_VEC(const char *) node_of = {0};
+  for (size_t i = 0; i < m->nodes.n; i++)
+    for (size_t k = 0; k < m->nodes.v[i].npods; k++) {
+      dt_sym s = dt__sym(&names, m->nodes.v[i].pods[k]);
+      while (!names.oom && node_of.n <= s)
+        if (dt__vec_push(&node_of, (const char *)NULL)) names.oom = 1;
+      if (!names.oom && !node_of.v[s]) node_of.v[s] = m->nodes.v[i].name;
+    }
+  int rc = names.oom ? DT_ENOMEM : 0;
+  for (size_t i = 0; names.n && !rc && i < m->pods.n; i++) {
+    const dt_podspec *p = &m->pods.v[i];
+    if (p->node_name) continue;
+    for (int64_t o = 0; o < p->count && !rc; o++) {
+      char name[600];
+      if (p->owner)
+        snprintf(name, sizeof name, "%s/%s-%lld", p->ns, p->name, (long long)o);
+      else
+        snprintf(name, sizeof name, "%s/%s", p->ns, p->name);
+      dt_sym s = dt__sym_find(&names, name);
+      if (!s || !node_of.v[s] || st->npods >= cap) continue;
+      dt_podspec c = *p;
+      c.count = 1;
+      c.owner = NULL;
+      c.node_name = (char *)node_of.v[s];
+      c.name = p->owner ? dt__arena_strdup(&st->arena, strchr(name, '/') + 1) : p->name;
+      if (!c.name) rc = DT_ENOMEM;
+      st->pods[st->npods++] = c;
+      node_of.v[s] = NULL; /* one pod per name */
+    }
+  }
+  dt__symtab_free(&names);
+  dt__free(node_of.v);
+  return rc;
+}
+
 static int build(state *st) {
   const dt_manifests *m = st->m;
   for (size_t i = 0; i < st->cat->ntypes; i++)
     if (dt__sym(&st->types, st->cat->types[i].name) != i + 1) return DT_ENOMEM;
-  /* bound pods */
+  /* bound pods, then pods nominated to in-flight claims */
   size_t nb = 0;
   for (size_t i = 0; i < m->pods.n; i++) nb += m->pods.v[i].node_name != NULL;
+  for (size_t i = 0; i < m->nodes.n; i++) nb += m->nodes.v[i].npods;
   st->pods = dt__arena_alloc(&st->arena, (nb ? nb : 1) * sizeof *st->pods);
   st->pod_pdb = dt__arena_alloc(&st->arena, (nb ? nb : 1) * sizeof *st->pod_pdb);
   if (!st->pods || !st->pod_pdb) return DT_ENOMEM;
   for (size_t i = 0; i < m->pods.n; i++)
     if (m->pods.v[i].node_name) st->pods[st->npods++] = m->pods.v[i];
+  if (nominated(st, nb)) return DT_ENOMEM;
   /* nodes, with their pods */
   dt_symtab names = {0};
   for (size_t i = 0; i < m->nodes.n; i++) {

@@ -44,7 +44,7 @@ extern "C" {
 #define DT_MAX_ALIAS_NODES 100000     /* nodes YAML aliases may copy, per file */
 #define DT_MAX_REPLICAS    1000000    /* replicas of one workload or VM pool */
 #define DT_MAX_PODS        2000000    /* pods of all inputs together, replicas expanded */
-#define DT_MAX_TYPES       100000     /* instance types in one catalog */
+#define DT_MAX_TYPES       10000      /* instance types in one catalog (AWS has about 900 per region) */
 #define DT_MAX_PRICE       1e6        /* $/hour of one offering */
 
 /* An error description. Filled by functions that fail; msg is always
@@ -241,6 +241,13 @@ typedef struct dt_plan_stats {
 } dt_plan_stats;
 
 void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out);
+
+/* The plan's bindings of pending pods to existing nodes and in-flight
+** claims, in plan order: pod i as "namespace/name" into pod (n bytes), and
+** *node the node's name (owned by the manifests). Returns DT_ERANGE past
+** the end. */
+size_t dt_plan_binding_count(const dt_plan *plan);
+int dt_plan_binding(const dt_plan *plan, size_t i, char *pod, size_t n, const char **node);
 
 void dt_plan_free(dt_plan *plan);
 

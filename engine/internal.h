@@ -20,6 +20,9 @@
 #define DT_PRINTF(a, b)
 #endif
 
+/* The annotation on a NodeClaim naming the pods nominated to it. */
+#define DT_A_PODS "dovetail.dev/pods"
+
 #define DT_STR_(x) #x
 #define DT_STR(x) DT_STR_(x) /* a macro's value as a string literal */
 

@@ -385,6 +385,13 @@ static int meta(mctx *x, const cJSON *o, const char **ns, const char **name, boo
     snprintf(x->obj, sizeof x->obj, "%s (unnamed)", x->kind);
     return bad(x, "metadata.name", "missing");
   }
+  /* Kubernetes' own bounds (DNS subdomain names, DNS label namespaces):
+  ** within them every "Kind/namespace/name" key fits, so none collide. */
+  if (strlen(*name) > 253 || (*ns && strlen(*ns) > 63)) {
+    snprintf(x->obj, sizeof x->obj, "%s %.60s...", x->kind, *name);
+    return strlen(*name) > 253 ? bad(x, "metadata.name", "longer than 253 characters")
+                               : bad(x, "metadata.namespace", "longer than 63 characters");
+  }
   if (namespaced)
     snprintf(x->obj, sizeof x->obj, "%s %s/%s", x->kind, *ns, *name);
   else

@@ -28,7 +28,6 @@ int dt__ct_parse(const char *s); /* -1 if unknown */
 #define DT_L_HOSTNAME "kubernetes.io/hostname"
 #define DT_L_RESERVATION "karpenter.k8s.aws/capacity-reservation-id"
 #define DT_L_INTERRUPTIBLE "cluster.x-k8s.io/interruptible"
-#define DT_A_PODS "dovetail.dev/pods"
 
 typedef struct dt_kv {
   char *key, *val;

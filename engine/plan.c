@@ -338,3 +338,13 @@ char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len) {
   }
   return dt__buf_take(&b, len);
 }
+
+size_t dt_plan_binding_count(const dt_plan *p) { return p->bindings.n; }
+
+int dt_plan_binding(const dt_plan *p, size_t i, char *pod, size_t n, const char **node) {
+  if (i >= p->bindings.n) return DT_ERANGE;
+  const rt_binding *bd = &p->bindings.v[i];
+  dt__pod_name(p, &p->pods[bd->pod], pod, n);
+  *node = p->nodes[bd->node].src->name;
+  return 0;
+}

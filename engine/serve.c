@@ -40,7 +40,14 @@ typedef struct instance {
   char *id, *claim, *type, *zone, *ct, *pool;
   double price;
   int64_t launched;
+  int64_t down_since; /* the cloud reports it stopped or deallocated since; 0 when running */
 } instance;
+
+typedef struct replacing {
+  char *claim; /* the replacement */
+  char *olds;  /* the claims it replaces, comma-separated */
+  char *why;
+} replacing;
 
 typedef struct dtd {
   uv_loop_t *loop;
@@ -75,7 +82,11 @@ typedef struct dtd {
   dt_policy *policy;
   /* state */
   DT_VEC(obj) objs;
+  dt_symtab keys;       /* object keys, interned */
+  DT_VEC(int32_t) slot; /* key symbol -> index in objs, -1 when deleted */
+  bool sorted;          /* objs in key order */
   DT_VEC(instance) insts;
+  DT_VEC(replacing) replacing; /* replacements launching before the claims they replace go */
   cJSON *decisions; /* recent, newest last */
   char *last_plan;
   uint64_t round, seq;
@@ -83,7 +94,18 @@ typedef struct dtd {
   /* metrics */
   double plan_ms_sum, cost;
   uint64_t plan_buckets[8], plans, pending, launched[3], reloads_ok, reloads_failed, provider_ok, provider_ice;
-  uint64_t events;
+  uint64_t events, deleted, remediations, remediation_paused;
+  int64_t preempt_ttl;           /* unavailable marks for polled preemptions, seconds */
+  int64_t unhealthy_s;           /* a node NotReady (or its instance stopped) this long is replaced */
+  uint64_t max_unhealthy;        /* remediation stops above this many unhealthy nodes of a pool */
+  bool max_unhealthy_pct;        /* ... or this percentage */
+  uv_timer_t requeue, lag;       /* pending pods planned again; the loop's lag measured */
+  uint64_t requeue_ms;           /* the requeue backoff, doubling to 5 minutes */
+  uint64_t lag_buckets[8], lag_count;
+  double lag_sum, lag_expect;
+  dt_policy_dir *pdir;           /* NodePools' own policies */
+  const char *policy_dir;
+  char config_result[600];
 } dtd;
 
 static dtd D;
@@ -92,6 +114,7 @@ static const char *interruption_action(const char *kind, const instance *in, con
 static void reload_config(void);
 
 static const double k_buckets[8] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
+static const double k_lag_buckets[8] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
 
 static int64_t wall(void) { return (int64_t)time(NULL); }
 
@@ -136,10 +159,26 @@ static void decision(const char *kind, const char *subject, const char *reason) 
 
 /* ------------------------------------------------------------ the store */
 
+/*
+** The object store: objects by key in a vector, found through an interned
+** key -> slot map, so applying 20,000 objects one by one is linear. Keys of
+** deleted objects stay interned (slot -1) until dead keys outnumber live
+** ones; then the map is rebuilt.
+*/
+static void store_rehash(void) {
+  dt__symtab_free(&D.keys);
+  D.slot.n = 0;
+  for (size_t i = 0; i < D.objs.n; i++) {
+    dt_sym s = dt__sym(&D.keys, D.objs.v[i].key);
+    while (!D.keys.oom && D.slot.n <= s)
+      if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;
+    if (!D.keys.oom) D.slot.v[s] = (int32_t)i;
+  }
+}
+
 static int obj_find(const char *key) {
-  for (size_t i = 0; i < D.objs.n; i++)
-    if (!strcmp(D.objs.v[i].key, key)) return (int)i;
-  return -1;
+  dt_sym s = dt__sym_find(&D.keys, key);
+  return s && s < D.slot.n ? D.slot.v[s] : -1;
 }
 
 static int obj_put(const char *key, const cJSON *o) {
@@ -152,20 +191,29 @@ static int obj_put(const char *key, const cJSON *o) {
     return 0;
   }
   obj ob = {dt__strdup(key), json};
-  if (!ob.key || dt__vec_push(&D.objs, ob)) {
+  dt_sym s = dt__sym(&D.keys, key);
+  while (!D.keys.oom && D.slot.n <= s)
+    if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;
+  if (!ob.key || D.keys.oom || dt__vec_push(&D.objs, ob)) {
     dt__free(ob.key);
     free(json);
     return DT_ENOMEM;
   }
+  D.slot.v[s] = (int32_t)(D.objs.n - 1);
+  D.sorted = false;
   return 0;
 }
 
 static bool obj_del(const char *key) {
   int at = obj_find(key);
   if (at < 0) return false;
+  D.slot.v[dt__sym_find(&D.keys, key)] = -1;
   dt__free(D.objs.v[at].key);
   free(D.objs.v[at].json);
   D.objs.v[at] = D.objs.v[--D.objs.n];
+  if ((size_t)at < D.objs.n) D.slot.v[dt__sym_find(&D.keys, D.objs.v[at].key)] = at;
+  D.sorted = false;
+  if (D.keys.n > 1024 && D.keys.n > 2 * D.objs.n) store_rehash();
   return true;
 }
 
@@ -197,7 +245,11 @@ static int key_cmp(const void *a, const void *b) { return strcmp(((const obj *)a
 
 /* All objects as one manifest set (in key order, so rounds are deterministic). */
 static dt_manifests *manifests(dt_error *err) {
-  if (D.objs.n) qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
+  if (D.objs.n && !D.sorted) {
+    qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
+    store_rehash();
+    D.sorted = true;
+  }
   dt_manifests *m = dt_manifests_new();
   if (!m) {
     snprintf(err->msg, sizeof err->msg, "out of memory");
@@ -291,7 +343,7 @@ static int add_instance(const char *id, const char *claim, const char *type, con
   if (!id || !claim) return DT_EINVAL;
   instance in = {dt__strdup(id),         dt__strdup(claim),    dt__strdup(type ? type : ""),
                  dt__strdup(zone ? zone : ""), dt__strdup(ct ? ct : ""), dt__strdup(pool ? pool : ""),
-                 price,                  launched};
+                 price,                  launched, 0};
   if (!in.id || !in.claim || !in.type || !in.zone || !in.ct || !in.pool || dt__vec_push(&D.insts, in)) {
     inst_free(&in);
     return DT_ENOMEM;
@@ -369,9 +421,9 @@ static void arm_batch(void);
 /* ------------------------------------------------------------ provider */
 
 /* Mark an offering unavailable for the TTL (an UnavailableOffering object). */
-static void mark_unavailable(const char *ct, const char *type, const char *zone, const char *why) {
+static void mark_unavailable(const char *ct, const char *type, const char *zone, const char *why, int64_t ttl) {
   char ts[40], name[600], key[800];
-  dt__fmt_time(wall() + D.ttl, ts, sizeof ts);
+  dt__fmt_time(wall() + ttl, ts, sizeof ts);
   snprintf(name, sizeof name, "%s.%s.%s", ct, type, zone);
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "apiVersion", "dovetail.dev/v1alpha1");
@@ -422,6 +474,235 @@ static int sim_launch(const char *type, const char *zone, const char *ct, char *
     if (!strcmp(D.sim_ice.v[i], k)) return -1;
   snprintf(id, n, "i-%016llx", (unsigned long long)dt__hash64(k, strlen(k)) ^ (unsigned long long)++D.seq);
   return 0;
+}
+
+/* ------------------------------------------------------------ claims */
+
+/* The stored NodeClaim named claim, parsed; NULL when there is none. */
+static cJSON *claim_get(const char *claim) {
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  return at < 0 ? NULL : cJSON_Parse(D.objs.v[at].json);
+}
+
+/* Store o as the NodeClaim named claim, and free it. */
+static void claim_put(const char *claim, cJSON *o) {
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  if (o) obj_put(key, o);
+  cJSON_Delete(o);
+}
+
+/* o.field.key = v, creating the field's object. */
+static void put_in(cJSON *o, const char *field, const char *key, const char *v) {
+  cJSON *f = jget(o, field);
+  if (!cJSON_IsObject(f)) {
+    cJSON_DeleteItemFromObjectCaseSensitive(o, field);
+    f = cJSON_AddObjectToObject(o, field);
+  }
+  cJSON_DeleteItemFromObjectCaseSensitive(f, key);
+  cJSON_AddStringToObject(f, key, v);
+}
+
+static void set_annotation(cJSON *o, const char *k, const char *v) {
+  cJSON *md = jget(o, "metadata");
+  if (md) put_in(md, "annotations", k, v);
+}
+
+/* The time of the claim's last pod event, which consolidateAfter counts from. */
+static void pod_event(cJSON *o) {
+  char ts[40];
+  dt__fmt_time(wall(), ts, sizeof ts);
+  put_in(o, "status", "lastPodEventTime", ts);
+}
+
+typedef struct binding {
+  const char *node;
+  char *pod;
+} binding;
+
+static int binding_cmp(const void *a, const void *b) {
+  const binding *x = a, *y = b;
+  int c = strcmp(x->node, y->node);
+  return c ? c : strcmp(x->pod, y->pod);
+}
+
+/*
+** Pods a round binds to in-flight claims are nominated to them, as
+** Karpenter nominates pods to the NodeClaims that will hold them: the pods
+** go into the claim's dovetail.dev/pods, so the next round does not plan
+** them again and a disruption pass counts them on the claim.
+*/
+static void nominate(const dt_plan *p) {
+  size_t n = dt_plan_binding_count(p);
+  binding *bs = dt__calloc(n ? n : 1, sizeof *bs);
+  if (!bs) return;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    char pod[600];
+    const char *node;
+    if (dt_plan_binding(p, i, pod, sizeof pod, &node)) continue;
+    char key[KEY_MAX + 16];
+    snprintf(key, sizeof key, "NodeClaim//%s", node);
+    if (obj_find(key) < 0 || !(bs[k].pod = dt__strdup(pod))) continue; /* a Node: the kube-scheduler binds */
+    bs[k++].node = node;
+  }
+  qsort(bs, k, sizeof *bs, binding_cmp);
+  for (size_t i = 0; i < k;) {
+    size_t j = i;
+    cJSON *o = claim_get(bs[i].node);
+    const char *cur = jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
+    dt_buf b = {0};
+    dt__buf_puts(&b, cur ? cur : "");
+    for (; j < k && !strcmp(bs[j].node, bs[i].node); j++) {
+      if (b.len) dt__buf_putc(&b, ',');
+      dt__buf_puts(&b, bs[j].pod);
+    }
+    if (o && !b.oom) {
+      set_annotation(o, DT_A_PODS, b.p ? b.p : "");
+      pod_event(o);
+      char why[200];
+      snprintf(why, sizeof why, "%zu pending pods nominated to it", j - i);
+      decision("nominate", bs[i].node, why);
+      claim_put(bs[i].node, o);
+    } else {
+      cJSON_Delete(o);
+    }
+    dt__free(b.p);
+    i = j;
+  }
+  for (size_t i = 0; i < k; i++) dt__free(bs[i].pod);
+  dt__free(bs);
+}
+
+static void launch(const char *claim, const char *type, const char *zone, const char *ct, const char *pool);
+static void delete_instance(const char *claim, const char *why);
+
+/*
+** Replacements are launched before the nodes they replace are deleted
+** (Karpenter's order): the old claims are tainted karpenter.sh/disrupted
+** (no new pods, no second command) while the replacement launches; once it
+** has launched and initialized, they are deleted; if it fails, they are
+** untainted and stay.
+*/
+
+static void taint_disrupted(const char *claim, bool on) {
+  cJSON *o = claim_get(claim);
+  if (!o) return;
+  cJSON *spec = jget(o, "spec");
+  if (!spec) spec = cJSON_AddObjectToObject(o, "spec");
+  cJSON *ts = jget(spec, "taints");
+  if (!cJSON_IsArray(ts)) {
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "taints");
+    ts = cJSON_AddArrayToObject(spec, "taints");
+  }
+  int at = -1, i = 0;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, ts) {
+    if (jstr(t, "key") && !strcmp(jstr(t, "key"), "karpenter.sh/disrupted")) at = i;
+    i++;
+  }
+  if (on && at < 0) {
+    cJSON *nt = cJSON_CreateObject();
+    cJSON_AddStringToObject(nt, "key", "karpenter.sh/disrupted");
+    cJSON_AddStringToObject(nt, "effect", "NoSchedule");
+    cJSON_AddItemToArray(ts, nt);
+  } else if (!on && at >= 0) {
+    cJSON_DeleteItemFromArray(ts, at);
+  }
+  claim_put(claim, o);
+}
+
+static bool being_replaced(const char *claim) {
+  for (size_t i = 0; i < D.replacing.n; i++) {
+    const char *s = D.replacing.v[i].olds;
+    size_t n = strlen(claim);
+    for (const char *q = strstr(s, claim); q; q = strstr(q + 1, claim))
+      if ((q == s || q[-1] == ',') && (q[n] == 0 || q[n] == ',')) return true;
+  }
+  return false;
+}
+
+/* The replacement claim launched (ok) or failed: carry out or abort. */
+static void replacement_done(const char *claim, bool ok) {
+  for (size_t i = 0; i < D.replacing.n; i++) {
+    replacing *r = &D.replacing.v[i];
+    if (strcmp(r->claim, claim)) continue;
+    char *olds = r->olds;
+    for (char *s = olds, *e; s && *s; s = e ? e + 1 : NULL) {
+      e = strchr(s, ',');
+      if (e) *e = 0;
+      char subj[KEY_MAX], why[900];
+      snprintf(subj, sizeof subj, "NodeClaim %s", s);
+      if (ok) {
+        snprintf(why, sizeof why, "%s: replaced by NodeClaim %s, which has launched; deleted", r->why, claim);
+        delete_instance(s, why);
+      } else {
+        snprintf(why, sizeof why, "%s: replacement NodeClaim %s failed to launch; the node stays", r->why, claim);
+        decision("disrupt-aborted", subj, why);
+        taint_disrupted(s, false);
+      }
+    }
+    dt__free(r->claim);
+    dt__free(r->olds);
+    dt__free(r->why);
+    D.replacing.v[i] = D.replacing.v[--D.replacing.n];
+    state_dirty();
+    arm_batch();
+    return;
+  }
+}
+
+/* Launch a claim named name of this offering, carrying pods, to replace
+** the claims in olds (comma-separated) for why. */
+static void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct,
+                         const char *pods, const char *olds, const char *why) {
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "apiVersion", "karpenter.sh/v1");
+  cJSON_AddStringToObject(o, "kind", "NodeClaim");
+  cJSON *md = cJSON_AddObjectToObject(o, "metadata");
+  cJSON_AddStringToObject(md, "name", name);
+  cJSON *lab = cJSON_AddObjectToObject(md, "labels");
+  cJSON_AddStringToObject(lab, "karpenter.sh/nodepool", pool);
+  cJSON_AddStringToObject(lab, "node.kubernetes.io/instance-type", type);
+  cJSON_AddStringToObject(lab, "topology.kubernetes.io/zone", zone);
+  cJSON_AddStringToObject(lab, "karpenter.sh/capacity-type", ct);
+  if (!strcmp(ct, "spot")) cJSON_AddStringToObject(lab, "cluster.x-k8s.io/interruptible", "true");
+  set_annotation(o, DT_A_PODS, pods);
+  set_annotation(o, "dovetail.dev/replaces", olds);
+  pod_event(o);
+  replacing r = {dt__strdup(name), dt__strdup(olds), dt__strdup(why)};
+  if (!r.claim || !r.olds || !r.why || dt__vec_push(&D.replacing, r)) {
+    dt__free(r.claim), dt__free(r.olds), dt__free(r.why);
+    cJSON_Delete(o);
+    return;
+  }
+  claim_put(name, o);
+  for (const char *s = olds; *s;) {
+    const char *e = strchr(s, ',');
+    char one[KEY_MAX];
+    snprintf(one, sizeof one, "%.*s", (int)(e ? e - s : (ptrdiff_t)strlen(s)), s);
+    taint_disrupted(one, true);
+    if (!e) break;
+    s = e + 1;
+  }
+  char subj[KEY_MAX], reason[1200];
+  snprintf(subj, sizeof subj, "NodeClaim %s", olds);
+  snprintf(reason, sizeof reason, "%s: launching replacement NodeClaim %s (%s in %s, %s) before deleting", why, name, type,
+           zone, ct);
+  decision("replace", subj, reason);
+  save_state(); /* write ahead, as every launch */
+  launch(name, type, zone, ct, pool);
+}
+
+/* The pods nominated to a claim, or "" (owned by the caller). */
+static char *claim_pods(const char *claim) {
+  cJSON *o = claim_get(claim);
+  const char *p = jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
+  char *s = dt__strdup(p ? p : "");
+  cJSON_Delete(o);
+  return s;
 }
 
 /* ------------------------------------------------------------ provider */
@@ -506,6 +787,7 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
     D.launched[cti]++;
     add_instance(id, lc->claim, lc->type, lc->zone, lc->ct, lc->pool, 0, wall());
     claim_initialized(lc->claim);
+    replacement_done(lc->claim, true);
     snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, lc->type, lc->zone, lc->ct,
              lc->pool);
     decision("launch", subj, reason);
@@ -514,8 +796,9 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
     D.consecutive_failures = 0;
     snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: InsufficientCapacity", lc->type, lc->zone, lc->ct);
     decision("launch-failed", subj, reason);
-    mark_unavailable(lc->ct, lc->type, lc->zone, "insufficient capacity at launch");
+    mark_unavailable(lc->ct, lc->type, lc->zone, "insufficient capacity at launch", D.ttl);
     drop_claim(lc->claim);
+    replacement_done(lc->claim, false);
     arm_batch();
   } else {
     D.provider_err++;
@@ -523,9 +806,12 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
              lc->zone, lc->ct, msg);
     decision("launch-failed", subj, reason);
     drop_claim(lc->claim);
+    replacement_done(lc->claim, false);
     uv_timer_start(&D.again, on_again, 2000, 0);
   }
-  save_state();
+  /* The claim was written ahead; its outcome joins the round's one write. A
+  ** crash before it finds the claim at restart and adopts its instance. */
+  state_dirty();
   lc_done(lc);
 }
 
@@ -682,13 +968,14 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
     const instance *kin = NULL;
     for (size_t i = 0; i < D.insts.n && !kin; i++)
       if (!strcmp(D.insts.v[i].id, id)) kin = &D.insts.v[i];
-    if (known && kin && state && !strcmp(state, "stopped") && why && !strcmp(why, "stopped_by_preemption") &&
-        strcmp(interruption_action("preemption", kin, state, "drain"), "ignore")) {
+    const char *act = known && kin && state && !strcmp(state, "stopped") && why && !strcmp(why, "stopped_by_preemption")
+                          ? interruption_action("preemption", kin, state, "drain")
+                          : "ignore";
+    if (known && kin && strcmp(act, "ignore")) {
       char subj[300], reason[600];
       snprintf(subj, sizeof subj, "instance %s", id);
-      mark_unavailable(jstr(in, "capacityType"),
-                       jstr(in, "instanceType"),
-                       jstr(in, "zone"), "stopped by preemption");
+      /* "keep-offering": replace the node, leave the offering available */
+      if (!strcmp(act, "drain")) mark_unavailable(kin->ct, kin->type, kin->zone, "stopped by preemption", D.preempt_ttl);
       snprintf(reason, sizeof reason, "stopped by preemption: delete it and replace NodeClaim %s", claim);
       decision("interruption", subj, reason);
       char url[1200];
@@ -698,6 +985,15 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
       drop_claim(claim);
       D.events++;
       changed = true;
+      continue;
+    }
+    /* stopped or deallocated by the cloud, still billed: unhealthy from
+    ** the first poll that says so (remediated after the timeout) */
+    instance *hin = (instance *)kin;
+    if (hin) {
+      bool down = state && (!strcmp(state, "stopped") || !strcmp(state, "deallocated") || !strcmp(state, "stopping"));
+      if (down && !hin->down_since) hin->down_since = wall();
+      if (!down) hin->down_since = 0;
     }
   }
   /* forget: instances the cloud no longer has (and claims never launched) */
@@ -779,21 +1075,209 @@ static void on_poll_timer(uv_timer_t *t) {
 
 static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err);
 
-/* Every --disrupt-interval: one disruption pass over the cluster the daemon
-** holds. A command is carried out by deleting the claims it names (only
-** claims this daemon launched); their pods are planned again in the next
-** round, which launches the replacement the command priced. */
+/* Delete a claim this daemon launched: its instance through the provider,
+** the claim from the store; its pods are planned again. */
+static void delete_instance(const char *claim, const char *why) {
+  char subj[KEY_MAX], copy[KEY_MAX];
+  snprintf(copy, sizeof copy, "%s", claim);
+  snprintf(subj, sizeof subj, "NodeClaim %s", copy);
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].claim, copy) && D.cloud_url) {
+      char url[1200];
+      snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, D.insts.v[i].id);
+      char *idc = dt__strdup(D.insts.v[i].id);
+      if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+    }
+  decision("disrupt", subj, why);
+  drop_claim(copy);
+  D.deleted++;
+}
+
+static const instance *inst_of(const char *claim) {
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].claim, claim)) return &D.insts.v[i];
+  return NULL;
+}
+
+/* A name for a replacement claim, unique in the store. */
+static void replacement_name(const char *pool, const char *seed, char *out, size_t n) {
+  for (uint64_t k = 0;; k++) {
+    char buf[KEY_MAX + 40];
+    snprintf(buf, sizeof buf, "%s/%llu/%llu", seed, (unsigned long long)D.start_seed, (unsigned long long)(D.seq + k));
+    uint64_t h = dt__hash64(buf, strlen(buf));
+    static const char digits[] = "0123456789bcdfghjklmnpqrstvwxz";
+    char suf[6];
+    for (int i = 0; i < 5; i++, h /= 30) suf[i] = digits[h % 30];
+    suf[5] = 0;
+    snprintf(out, n, "%s-%s", pool, suf);
+    cJSON *o = claim_get(out);
+    cJSON_Delete(o);
+    if (!o) break;
+  }
+  D.seq++;
+}
+
+/* One disruption command: claims this daemon launched only; a replacement
+** is launched first and the nodes go once it is up (one replacement; a
+** command with several deletes first and lets the next round launch them). */
+static bool carry_out(const cJSON *c) {
+  const char *reason = jstr(c, "reason"), *action = jstr(c, "action");
+  const cJSON *n, *repl = jget(c, "replacements");
+  dt_buf olds = {0}, pods = {0};
+  bool any = false;
+  cJSON_ArrayForEach(n, jget(c, "nodes")) {
+    const char *name = jstr(n, "name");
+    char subj[KEY_MAX], why[900];
+    snprintf(subj, sizeof subj, "NodeClaim %s", name ? name : "?");
+    if (!name || !inst_of(name) || being_replaced(name)) {
+      snprintf(why, sizeof why, "%s %s: %s", reason, action,
+               name && inst_of(name) ? "already being replaced" : "not a claim this daemon launched; left to its owner");
+      decision("disrupt-skipped", subj, why);
+      continue;
+    }
+    if (olds.len) dt__buf_putc(&olds, ',');
+    dt__buf_puts(&olds, name);
+    char *p = claim_pods(name);
+    if (p && *p) {
+      if (pods.len) dt__buf_putc(&pods, ',');
+      dt__buf_puts(&pods, p);
+    }
+    dt__free(p);
+  }
+  if (olds.len && !olds.oom && !pods.oom) {
+    any = true;
+    char why[600];
+    if (cJSON_GetArraySize(repl) == 1) {
+      const cJSON *r = repl->child;
+      char name[KEY_MAX];
+      replacement_name(jstr(r, "nodePool") ? jstr(r, "nodePool") : "replacement", olds.p, name, sizeof name);
+      snprintf(why, sizeof why, "%s (saves $%s/h)", reason, jstr(c, "savings") ? jstr(c, "savings") : "?");
+      replace_with(name, jstr(r, "nodePool"), jstr(r, "instanceType"), jstr(r, "zone"), jstr(r, "capacityType"),
+                   pods.p ? pods.p : "", olds.p, why);
+    } else {
+      for (char *s = olds.p, *e; s && *s; s = e ? e + 1 : NULL) {
+        e = strchr(s, ',');
+        if (e) *e = 0;
+        const instance *in = inst_of(s);
+        snprintf(why, sizeof why, "%s: %s (instance %s)", reason, action, in ? in->id : "?");
+        delete_instance(s, why);
+      }
+    }
+  }
+  dt__free(olds.p);
+  dt__free(pods.p);
+  return any;
+}
+
+/* The Node registered for a claim: by name, or by the provider ID that ends
+** with its instance id. */
+static const instance *node_instance(const cJSON *node) {
+  const char *name = jstr(jget(node, "metadata"), "name");
+  const char *pid = jstr(jget(node, "spec"), "providerID");
+  for (size_t i = 0; i < D.insts.n; i++) {
+    const instance *in = &D.insts.v[i];
+    size_t pl = pid ? strlen(pid) : 0, il = strlen(in->id);
+    if ((name && !strcmp(name, in->claim)) || (pid && pl > il && pid[pl - il - 1] == '/' && !strcmp(pid + pl - il, in->id)))
+      return in;
+  }
+  return NULL;
+}
+
+/*
+** Health remediation, as Cluster API's MachineHealthCheck: a node whose
+** Ready condition has been False or Unknown for --unhealthy-timeout, or
+** whose instance the cloud reports stopped or deallocated for as long, is
+** replaced through the launch-before-delete path; when more of a pool's
+** nodes are unhealthy than --max-unhealthy allows, remediation stops for
+** that pool (a mass failure is not fixed by replacing everything).
+*/
+static bool remediate(void) {
+  int64_t now = wall();
+  DT_VEC(const instance *) sick = {0};
+  DT_VEC(const char *) whys = {0};
+  static char reasons[64][300];
+  for (size_t i = 0; i < D.objs.n; i++) {
+    if (strncmp(D.objs.v[i].key, "Node//", 6)) continue;
+    cJSON *o = cJSON_Parse(D.objs.v[i].json);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, jget(jget(o, "status"), "conditions")) {
+      const char *t = jstr(c, "type"), *s = jstr(c, "status"), *lt = jstr(c, "lastTransitionTime");
+      int64_t since = 0;
+      if (!t || strcmp(t, "Ready") || !s || !strcmp(s, "True") || !lt || dt_time_parse(lt, &since, NULL)) continue;
+      const instance *in = node_instance(o);
+      if (!in || now - since < D.unhealthy_s || sick.n >= 64) continue;
+      snprintf(reasons[sick.n], sizeof reasons[0], "Unhealthy: node %s Ready=%s for %llds (timeout %llds)",
+               jstr(jget(o, "metadata"), "name"), s, (long long)(now - since), (long long)D.unhealthy_s);
+      if (!dt__vec_push(&sick, in)) dt__vec_push(&whys, reasons[sick.n - 1]);
+    }
+    cJSON_Delete(o);
+  }
+  for (size_t i = 0; i < D.insts.n && sick.n < 64; i++) {
+    const instance *in = &D.insts.v[i];
+    if (!in->down_since || now - in->down_since < D.unhealthy_s) continue;
+    bool dup = false;
+    for (size_t k = 0; k < sick.n; k++) dup |= sick.v[k] == in;
+    if (dup) continue;
+    snprintf(reasons[sick.n], sizeof reasons[0], "Unhealthy: the cloud reports instance %s stopped or deallocated for %llds",
+             in->id, (long long)(now - in->down_since));
+    if (!dt__vec_push(&sick, in)) dt__vec_push(&whys, reasons[sick.n - 1]);
+  }
+  bool acted = false;
+  for (size_t i = 0; i < sick.n && whys.n == sick.n; i++) {
+    const instance *in = sick.v[i];
+    if (!in || being_replaced(in->claim)) continue;
+    size_t total = 0, bad = 0;
+    for (size_t k = 0; k < D.insts.n; k++) total += !strcmp(D.insts.v[k].pool, in->pool);
+    for (size_t k = 0; k < sick.n; k++) bad += sick.v[k] && !strcmp(sick.v[k]->pool, in->pool);
+    size_t max = D.max_unhealthy_pct ? total * D.max_unhealthy / 100 : D.max_unhealthy;
+    if (bad > max) {
+      char subj[KEY_MAX], why[400];
+      snprintf(subj, sizeof subj, "NodePool %s", in->pool);
+      snprintf(why, sizeof why, "%zu of %zu nodes unhealthy, more than maxUnhealthy %llu%s: remediation stops", bad, total,
+               (unsigned long long)D.max_unhealthy, D.max_unhealthy_pct ? "%" : "");
+      decision("remediation-paused", subj, why);
+      D.remediation_paused++;
+      for (size_t k = i; k < sick.n; k++) /* once per pool */
+        if (sick.v[k] && !strcmp(sick.v[k]->pool, in->pool) && k != i) sick.v[k] = NULL;
+      continue;
+    }
+    char name[KEY_MAX], *pods = claim_pods(in->claim);
+    char claim[KEY_MAX], type[200], zone[200], ct[40], pool[300];
+    snprintf(claim, sizeof claim, "%s", in->claim);
+    snprintf(type, sizeof type, "%s", in->type), snprintf(zone, sizeof zone, "%s", in->zone);
+    snprintf(ct, sizeof ct, "%s", in->ct), snprintf(pool, sizeof pool, "%s", in->pool);
+    replacement_name(pool, claim, name, sizeof name);
+    D.remediations++;
+    replace_with(name, pool, type, zone, ct, pods ? pods : "", claim, whys.v[i]); /* may move D.insts */
+    dt__free(pods);
+    for (size_t k = i + 1; k < sick.n; k++) sick.v[k] = NULL; /* pointers into D.insts are stale now */
+    acted = true;
+    break; /* one at a time; the next pass takes the next */
+  }
+  dt__free(sick.v);
+  dt__free(whys.v);
+  return acted;
+}
+
+/* Every --disrupt-interval: health remediation, then one disruption pass
+** over the cluster the daemon holds, its commands carried out on the claims
+** it launched. */
 static void on_disrupt(uv_timer_t *t) {
   (void)t;
   if (!D.ready || D.batch_open) return; /* provisioning first, as Karpenter's pending-pods rule */
   dt_error err = {0};
   expire_marks();
+  bool changed = remediate();
   dt_manifests *m = manifests(&err);
   if (!m) return;
   dt_disrupt_opts o = {0};
   o.now = wall();
   o.seed = D.start_seed ^ ++D.round;
   o.policy = D.policy;
+  if (D.pdir) {
+    dt_policy_dir_sync(D.pdir, m);
+    dt_policy_dir_apply(D.pdir, &o.pool_policies, &o.pool_policy_names, &o.npool_policies);
+  }
   dt_disruption *d = NULL;
   if (dt_disrupt_run(D.cat, m, &o, &d, &err)) {
     logf_("error", "disrupt", "%s", err.msg);
@@ -803,37 +1287,8 @@ static void on_disrupt(uv_timer_t *t) {
   char *text = dt_disrupt_render(d, DT_FORMAT_JSON, NULL);
   cJSON *r = text ? cJSON_Parse(text) : NULL;
   dt_free(text);
-  const cJSON *c, *n;
-  bool changed = false;
-  cJSON_ArrayForEach(c, jget(r, "commands")) {
-    const char *reason = jstr(c, "reason");
-    const char *action = jstr(c, "action");
-    cJSON_ArrayForEach(n, jget(c, "nodes")) {
-      const char *name = jstr(n, "name");
-      int at = -1;
-      for (size_t i = 0; name && i < D.insts.n && at < 0; i++)
-        if (!strcmp(D.insts.v[i].claim, name)) at = (int)i;
-      char subj[700], why[900];
-      snprintf(subj, sizeof subj, "NodeClaim %s", name ? name : "?");
-      if (at < 0) {
-        snprintf(why, sizeof why, "%s %s: not a claim this daemon launched; left to its owner", reason, action);
-        decision("disrupt-skipped", subj, why);
-        continue;
-      }
-      snprintf(why, sizeof why, "%s: %s (instance %s)", reason, action, D.insts.v[at].id);
-      decision("disrupt", subj, why);
-      if (D.cloud_url) {
-        char url[1200];
-        snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, D.insts.v[at].id);
-        char *idc = dt__strdup(D.insts.v[at].id);
-        if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
-      }
-      char claim[600];
-      snprintf(claim, sizeof claim, "%s", name);
-      drop_claim(claim);
-      changed = true;
-    }
-  }
+  const cJSON *c;
+  cJSON_ArrayForEach(c, jget(r, "commands")) changed |= carry_out(c);
   cJSON_Delete(r);
   dt_disrupt_free(d);
   dt_manifests_free(m);
@@ -844,6 +1299,11 @@ static void on_disrupt(uv_timer_t *t) {
 }
 
 /* ------------------------------------------------------------ a round */
+
+#define REQUEUE_BASE_MS 1000
+#define REQUEUE_MAX_MS 300000
+
+static void on_requeue(uv_timer_t *t);
 
 static void plan_round(void) {
   dt_error err = {0};
@@ -857,6 +1317,12 @@ static void plan_round(void) {
   o.now = wall();
   o.seed = ++D.round ^ D.start_seed; /* claim names differ across restarts */
   o.policy = D.policy;
+  if (D.pdir) {
+    dt_policy_dir_sync(D.pdir, m);
+    const char *pe = dt_policy_dir_errors(D.pdir);
+    if (*pe) logf_("error", "policy", "%s", pe);
+    dt_policy_dir_apply(D.pdir, &o.pool_policies, &o.pool_policy_names, &o.npool_policies);
+  }
   dt_plan *p = NULL;
   double t0 = dt__now_ms();
   if (dt_plan_run(D.cat, m, &o, &p, &err)) {
@@ -905,12 +1371,28 @@ static void plan_round(void) {
   dt__free(cs.v);
   cJSON_Delete(docs);
   dt_free(yaml);
+  nominate(p);
   D.cost = st.hourly_cost;
   logf_("info", "plan", "round %llu: %zu pending pods, %zu scheduled, %zu new claims, %zu unschedulable, %.1f ms",
         (unsigned long long)D.round, st.pods, st.scheduled, st.nodes, st.unschedulable, ms);
+  /* Pods left pending (unschedulable, or deferred for a reservation other
+  ** claims hold) are planned again on a timer with backoff, so a fallback
+  ** happens by itself when the cluster changes under them. */
+  if (st.unschedulable) {
+    uv_timer_start(&D.requeue, on_requeue, D.requeue_ms, 0);
+    D.requeue_ms = D.requeue_ms * 2 > REQUEUE_MAX_MS ? REQUEUE_MAX_MS : D.requeue_ms * 2;
+  } else {
+    uv_timer_stop(&D.requeue);
+    D.requeue_ms = REQUEUE_BASE_MS;
+  }
   dt_plan_free(p);
   dt_manifests_free(m);
   state_dirty(); /* marks that expired; launches wrote their own */
+}
+
+static void on_requeue(uv_timer_t *t) {
+  (void)t;
+  if (!D.batch_open && D.circuit_until <= wall()) plan_round();
 }
 
 static void on_batch(uv_timer_t *t) {
@@ -1036,6 +1518,7 @@ static int put_objects(h2o_req_t *req) {
   char msg[100];
   snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", n);
   logf_("debug", "apply", "%zu objects applied", n);
+  D.requeue_ms = REQUEUE_BASE_MS;
   state_dirty();
   arm_batch();
   return respond(req, 200, "application/json", msg, strlen(msg));
@@ -1146,7 +1629,7 @@ static int post_event(h2o_req_t *req) {
     decision("event", subj, reason);
   } else {
     if (!strcmp(act, "drain") && (spot || strcmp(in->ct, "spot") == 0))
-      mark_unavailable(in->ct, in->type, in->zone, spot ? "spot interruption warning" : dtype);
+      mark_unavailable(in->ct, in->type, in->zone, spot ? "spot interruption warning" : dtype, D.ttl);
     char key[800];
     snprintf(key, sizeof key, "NodeClaim//%s", in->claim);
     snprintf(reason, sizeof reason, "%s: drain NodeClaim %s and replace its pods", dtype, in->claim);
@@ -1189,6 +1672,16 @@ static int get_state(h2o_req_t *req) {
   cJSON_AddStringToObject(pol, "path", D.policy_path ? D.policy_path : "");
   cJSON_AddStringToObject(pol, "hooks", D.policy ? dt_policy_hooks(D.policy) : "");
   cJSON_AddStringToObject(pol, "lastReload", D.reload_result);
+  cJSON_AddStringToObject(pol, "nodePoolPolicyErrors", D.pdir ? dt_policy_dir_errors(D.pdir) : "");
+  cJSON_AddStringToObject(s, "lastConfigReload", D.config_result);
+  cJSON *rep = cJSON_AddArrayToObject(s, "replacing");
+  for (size_t i = 0; i < D.replacing.n; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "nodeClaim", D.replacing.v[i].claim);
+    cJSON_AddStringToObject(o, "replaces", D.replacing.v[i].olds);
+    cJSON_AddStringToObject(o, "reason", D.replacing.v[i].why);
+    cJSON_AddItemToArray(rep, o);
+  }
   char *text = cJSON_Print(s);
   cJSON_Delete(s);
   respond(req, 200, "application/json", text ? text : "{}", text ? strlen(text) : 2);
@@ -1231,6 +1724,22 @@ static int get_metrics(h2o_req_t *req) {
                  (unsigned long long)D.provider_err);
   dt__buf_printf(&b, "# HELP dovetail_interruption_events_total Events posted.\n# TYPE dovetail_interruption_events_total counter\n"
                      "dovetail_interruption_events_total %llu\n", (unsigned long long)D.events);
+  dt__buf_printf(&b, "# HELP dovetail_nodes_deleted_total NodeClaims deleted by disruption and remediation.\n"
+                     "# TYPE dovetail_nodes_deleted_total counter\ndovetail_nodes_deleted_total %llu\n",
+                 (unsigned long long)D.deleted);
+  dt__buf_printf(&b, "# HELP dovetail_remediations_total Unhealthy nodes replaced.\n"
+                     "# TYPE dovetail_remediations_total counter\ndovetail_remediations_total %llu\n"
+                     "# HELP dovetail_remediation_paused_total Passes where maxUnhealthy stopped remediation.\n"
+                     "# TYPE dovetail_remediation_paused_total counter\ndovetail_remediation_paused_total %llu\n",
+                 (unsigned long long)D.remediations, (unsigned long long)D.remediation_paused);
+  dt__buf_puts(&b, "# HELP dovetail_loop_lag_seconds How late the event loop ran a 100 ms timer.\n"
+                   "# TYPE dovetail_loop_lag_seconds histogram\n");
+  for (int i = 0; i < 8; i++)
+    dt__buf_printf(&b, "dovetail_loop_lag_seconds_bucket{le=\"%g\"} %llu\n", k_lag_buckets[i],
+                   (unsigned long long)D.lag_buckets[i]);
+  dt__buf_printf(&b, "dovetail_loop_lag_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_loop_lag_seconds_sum %.6f\n"
+                     "dovetail_loop_lag_seconds_count %llu\n",
+                 (unsigned long long)D.lag_count, D.lag_sum, (unsigned long long)D.lag_count);
   respond(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);
   dt__free(b.p);
   return 0;
@@ -1238,6 +1747,9 @@ static int get_metrics(h2o_req_t *req) {
 
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   (void)self;
+  bool probe = path_is(req, "/healthz") || path_is(req, "/readyz");
+  if (probe && !method_is(req, "GET") && !method_is(req, "HEAD"))
+    return respond_error(req, 405, "method not allowed: this endpoint answers GET");
   if (path_is(req, "/healthz")) return respond(req, 200, "text/plain", "ok\n", 3);
   if (path_is(req, "/readyz"))
     return D.ready ? respond(req, 200, "text/plain", "ready\n", 6)
@@ -1271,28 +1783,63 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
 
 /* ------------------------------------------------------------ main */
 
-static const char *k_serve_usage =
-    "usage: dovetail serve [options]\n"
-    "  --config FILE        options as a YAML or JSON map (listen, catalog, batch-idle, ...); flags override\n"
-    "  --listen HOST:PORT   HTTP API (default 127.0.0.1:8080; port 0 picks one, logged)\n"
-    "  --catalog FILE       instance catalog (default: bundled AWS us-east-1)\n"
-    "  --policy FILE        a Lua policy, watched and hot-reloaded (also on SIGHUP)\n"
-    "  --state FILE         crash-safe state (written atomically after every change)\n"
-    "  --batch-idle DUR     provisioning batch idle window (default 1s)\n"
-    "  --batch-max DUR      provisioning batch maximum window (default 10s)\n"
-    "  --unavailable-ttl DUR  how long an offering stays unavailable (default 3m)\n"
-    "  --token-file FILE    require Authorization: Bearer <token> (except /healthz, /readyz)\n"
-    "  --body-limit BYTES   largest request body (default 16 MiB)\n"
-    "  --log-format json|logfmt\n"
-    "  --sim-ice TYPE/ZONE/CT  the sim provider reports insufficient capacity for it (repeatable)\n"
-    "  --provider sim|http  the cloud: in-process (default) or the REST contract over libcurl\n"
-    "  --cloud-url URL      the http provider's base URL (e.g. a dovetail fakecloud)\n"
-    "  --cluster NAME       tags instances, filters GET /instances (default dovetail)\n"
-    "  --poll DUR           instance and catalog polling (default 60s)\n"
-    "  --timeout DUR        per provider request (default 10s)\n"
-    "  --retries N          launch retries on 5xx or transport errors (default 3)\n"
-    "  --disrupt-interval DUR  a disruption pass (emptiness, drift, expiry, consolidation) every DUR\n"
-    "                       (default 10s; 0 turns it off)\n";
+/*
+** Options: one table read by the command line, --config and SIGHUP alike
+** (Redis's config table). RUNTIME options may change on SIGHUP; the rest
+** need a restart. A SIGHUP applies nothing unless every value it carries
+** reads, so a typo never leaves half a configuration in force.
+*/
+typedef enum opt_kind { O_STR, O_DUR_MS, O_DUR_S, O_INT, O_SIZE, O_LIST, O_COUNT_PCT } opt_kind;
+
+typedef struct opt {
+  const char *name;
+  opt_kind kind;
+  bool runtime;
+  void *field;
+  const char *help;
+} opt;
+
+static const char *g_listen = "127.0.0.1:8080", *g_catalog, *g_token_file;
+
+static const opt k_opts[] = {
+    {"listen", O_STR, false, &g_listen, "HOST:PORT   HTTP API (default 127.0.0.1:8080; port 0 picks one, logged)"},
+    {"catalog", O_STR, false, &g_catalog, "FILE       instance catalog (default: bundled AWS us-east-1)"},
+    {"policy", O_STR, false, &D.policy_path, "FILE        a Lua policy, watched and hot-reloaded (also on SIGHUP)"},
+    {"policy-dir", O_STR, false, &D.policy_dir,
+     "DIR     where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (reloaded when changed)"},
+    {"state", O_STR, false, &D.state_path, "FILE         crash-safe state (written atomically, once per round)"},
+    {"batch-idle", O_DUR_MS, true, &D.idle_ms, "DUR     provisioning batch idle window (default 1s)"},
+    {"batch-max", O_DUR_MS, true, &D.max_ms, "DUR      provisioning batch maximum window (default 10s)"},
+    {"unavailable-ttl", O_DUR_S, true, &D.ttl,
+     "DUR  how long an offering stays unavailable after insufficient capacity or a spot warning (default 3m)"},
+    {"preemption-ttl", O_DUR_S, true, &D.preempt_ttl,
+     "DUR   how long after a polled preemption (default 1h, as IBM Cloud's provider)"},
+    {"unhealthy-timeout", O_DUR_S, true, &D.unhealthy_s,
+     "DUR  a node Ready=False/Unknown, or stopped by the cloud, this long is replaced (default 5m)"},
+    {"max-unhealthy", O_COUNT_PCT, true, &D.max_unhealthy,
+     "N|P%  remediation stops when more of a pool's nodes are unhealthy (default 100%)"},
+    {"token-file", O_STR, false, &g_token_file, "FILE    require Authorization: Bearer <token> (except /healthz, /readyz)"},
+    {"body-limit", O_SIZE, false, &D.body_limit, "BYTES   largest request body (default 16 MiB)"},
+    {"log-format", O_STR, true, &D.log_format, "json|logfmt"},
+    {"sim-ice", O_LIST, false, &D.sim_ice, "TYPE/ZONE/CT  the sim provider reports insufficient capacity for it (repeatable)"},
+    {"provider", O_STR, false, &D.provider, "sim|http  the cloud: in-process (default) or the REST contract over libcurl"},
+    {"cloud-url", O_STR, false, &D.cloud_url, "URL      the http provider's base URL (e.g. a dovetail fakecloud)"},
+    {"cluster", O_STR, false, &D.cluster, "NAME       tags instances, filters GET /instances (default dovetail)"},
+    {"poll", O_DUR_MS, true, &D.poll_ms, "DUR           instance and catalog polling (default 60s)"},
+    {"timeout", O_DUR_MS, true, &D.timeout_ms, "DUR        per provider request (default 10s)"},
+    {"retries", O_INT, true, &D.retries, "N          launch retries on 5xx or transport errors (default 3)"},
+    {"disrupt-interval", O_DUR_MS, true, &D.disrupt_ms,
+     "DUR  health remediation and a disruption pass every DUR (default 10s; 0 turns it off)"},
+};
+#define NOPTS (sizeof k_opts / sizeof k_opts[0])
+
+static void usage(FILE *f) {
+  fputs("usage: dovetail serve [options]\n"
+        "  --config FILE        options as a YAML or JSON map (listen, catalog, batch-idle, ...); flags override\n",
+        f);
+  for (size_t i = 0; i < NOPTS; i++)
+    fprintf(f, "  --%s %s%s\n", k_opts[i].name, k_opts[i].help, k_opts[i].runtime ? " [SIGHUP]" : "");
+}
 
 static int duration_ms(const char *s, uint64_t *out) {
   int64_t v;
@@ -1313,110 +1860,203 @@ static int duration_ms(const char *s, uint64_t *out) {
   return 0;
 }
 
+/* Read v for o; with apply, store it in o's field. 0, or -1 with why. */
+static int opt_set(const opt *o, const char *v, bool apply, char *why, size_t n) {
+  uint64_t ms = 0;
+  char *end = NULL;
+  switch (o->kind) {
+  case O_STR:
+    if (apply) *(const char **)o->field = v;
+    return 0;
+  case O_LIST:
+    if (apply) {
+      char *c = dt__strdup(v);
+      if (!c || dt__vec_push((DT_VEC(char *) *)o->field, c)) return dt__free(c), snprintf(why, n, "out of memory"), -1;
+    }
+    return 0;
+  case O_DUR_MS:
+  case O_DUR_S:
+    if (duration_ms(v, &ms)) break;
+    if (apply && o->kind == O_DUR_MS) *(uint64_t *)o->field = ms;
+    if (apply && o->kind == O_DUR_S) *(int64_t *)o->field = (int64_t)(ms / 1000);
+    return 0;
+  case O_INT: {
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || x < 0 || x > 100) break;
+    if (apply) *(int *)o->field = (int)x;
+    return 0;
+  }
+  case O_SIZE: {
+    unsigned long long x = strtoull(v, &end, 10);
+    if (!*v || *end || x < 1 || x > (unsigned long long)DT_MAX_INPUT_BYTES) break;
+    if (apply) *(size_t *)o->field = (size_t)x;
+    return 0;
+  }
+  case O_COUNT_PCT: {
+    unsigned long long x = strtoull(v, &end, 10);
+    bool pct = *end == '%' && end[1] == 0;
+    if (!*v || (*end && !pct) || (pct && x > 100)) break;
+    if (apply) {
+      *(uint64_t *)o->field = x;
+      D.max_unhealthy_pct = pct;
+    }
+    return 0;
+  }
+  }
+  static const char *const expect[] = {"", "a duration such as 1s, 500ms or 3m", "a duration such as 30s or 5m",
+                                       "an integer from 0 to 100", "a byte count from 1", "",
+                                       "a count or a percentage such as 3 or 40%"};
+  snprintf(why, n, "--%s: expected %s, got \"%s\"", o->name, expect[o->kind], v);
+  return -1;
+}
+
+static const opt *opt_find(const char *flag) {
+  if (strncmp(flag, "--", 2)) return NULL;
+  for (size_t i = 0; i < NOPTS; i++)
+    if (!strcmp(flag + 2, k_opts[i].name)) return &k_opts[i];
+  return NULL;
+}
+
 /* --config FILE (YAML or JSON): a map of the long options without their
 ** dashes ({listen: "127.0.0.1:8080", sim-ice: [a, b], ...}), read before the
-** command line, so flags override it. */
-static int config_args(int argc, char **argv, int *outc, char ***outv) {
+** command line, so flags override it. *outv's strings are owned by the
+** caller (free with free_args). */
+static int config_args(int argc, char **argv, int *outc, char ***outv, char *why, size_t wn) {
   const char *path = NULL;
   for (int i = 0; i + 1 < argc; i++)
     if (!strcmp(argv[i], "--config")) path = argv[i + 1];
   DT_VEC(char *) v = {0};
+  int rc = 0;
   if (path) {
     dt_error err = {0};
-    char *text;
+    char *text = NULL;
     size_t len;
     cJSON *docs = NULL;
     if (dt__read_file(path, &text, &len, &err) || dt__doc_parse(path, text, len, &docs, &err)) {
-      fprintf(stderr, "dovetail serve: --config: %s\n", err.msg);
-      return -1;
+      snprintf(why, wn, "--config: %s", err.msg);
+      rc = -1;
     }
     dt__free(text);
     const cJSON *m = docs ? docs->child : NULL, *c;
-    if (!cJSON_IsObject(m)) {
-      fprintf(stderr, "dovetail serve: --config %s: expected a map of options\n", path);
-      cJSON_Delete(docs);
-      return -1;
+    if (!rc && !cJSON_IsObject(m)) {
+      snprintf(why, wn, "--config %s: expected a map of options", path);
+      rc = -1;
     }
-    cJSON_ArrayForEach(c, m) {
+    const cJSON *map = rc ? NULL : m;
+    cJSON_ArrayForEach(c, map) {
       char flag[200], tmp[64];
       snprintf(flag, sizeof flag, "--%s", c->string);
       const cJSON *items = cJSON_IsArray(c) ? c->child : c;
-      for (const cJSON *it = items; it; it = cJSON_IsArray(c) ? it->next : NULL) {
+      for (const cJSON *it = items; it && !rc; it = cJSON_IsArray(c) ? it->next : NULL) {
         const char *val = dt__scalar(it, tmp, sizeof tmp);
         if (!val || cJSON_IsBool(it) || cJSON_IsNull(it)) {
-          fprintf(stderr, "dovetail serve: --config %s: %s: expected a string or a number\n", path, c->string);
-          cJSON_Delete(docs);
-          return -1;
+          snprintf(why, wn, "--config %s: %s: expected a string or a number", path, c->string);
+          rc = -1;
+        } else if (dt__vec_push(&v, dt__strdup(flag)) || dt__vec_push(&v, dt__strdup(val))) {
+          rc = -1;
         }
-        dt__vec_push(&v, dt__strdup(flag));
-        dt__vec_push(&v, dt__strdup(val));
       }
     }
     cJSON_Delete(docs);
   }
-  for (int i = 0; i < argc; i++) {
+  for (int i = 0; i < argc && !rc; i++) {
     if (!strcmp(argv[i], "--config") && i + 1 < argc) {
       i++;
       continue;
     }
-    dt__vec_push(&v, dt__strdup(argv[i]));
+    if (dt__vec_push(&v, dt__strdup(argv[i]))) rc = -1;
+  }
+  if (rc) {
+    for (size_t i = 0; i < v.n; i++) dt__free(v.v[i]);
+    dt__free(v.v);
+    return -1;
   }
   *outc = (int)v.n;
   *outv = v.v;
   return 0;
 }
 
+static void free_args(int argc, char **argv) {
+  for (int i = 0; i < argc; i++) dt__free(argv[i]);
+  dt__free(argv);
+}
 
-/* SIGHUP: re-read --config for the settings that can change while running
-** (windows, TTL, intervals, timeouts, retries, log format). The listen
+/* SIGHUP: re-read --config for the options marked [SIGHUP]. The listen
 ** address, provider, catalog and state file need a restart. */
 static const char *g_config_path;
-
-static int duration_ms(const char *s, uint64_t *out);
+static char **g_hup_argv; /* the last applied SIGHUP's strings, which options point into */
+static int g_hup_argc;
 
 static void reload_config(void) {
   if (!g_config_path) return;
   char *argv0[] = {(char *)"--config", (char *)g_config_path};
   int argc;
   char **argv;
-  if (config_args(2, argv0, &argc, &argv)) {
-    logf_("error", "config", "%s: not reloaded (see above); the running settings stay", g_config_path);
+  char why[700] = "", ts[40];
+  dt__fmt_time(wall(), ts, sizeof ts);
+  bool parsed = config_args(2, argv0, &argc, &argv, why, sizeof why) == 0, ok = parsed;
+  for (int pass = 0; ok && pass < 2; pass++) /* every value reads, then all apply */
+    for (int i = 0; ok && i + 1 < argc; i += 2) {
+      const opt *o = opt_find(argv[i]);
+      if (!o) {
+        snprintf(why, sizeof why, "%s: unknown option", argv[i]);
+        ok = false;
+      } else if (!o->runtime) {
+        if (pass == 0) logf_("warn", "config", "%s: needs a restart to change; ignored", argv[i]);
+      } else if (opt_set(o, argv[i + 1], pass == 1, why, sizeof why)) {
+        ok = false;
+      }
+    }
+  if (!ok) {
+    if (parsed) free_args(argc, argv);
+    snprintf(D.config_result, sizeof D.config_result, "%s: not reloaded, the running settings stay: %s", ts, why);
+    logf_("error", "config", "%s: %s", g_config_path, D.config_result);
     return;
   }
-  int applied = 0;
-  for (int i = 0; i + 1 < argc; i += 2) {
-    uint64_t ms;
-    const char *a = argv[i], *v = argv[i + 1];
-    bool dur = !duration_ms(v, &ms);
-    if (!strcmp(a, "--batch-idle") && dur) D.idle_ms = ms, applied++;
-    else if (!strcmp(a, "--batch-max") && dur) D.max_ms = ms, applied++;
-    else if (!strcmp(a, "--unavailable-ttl") && dur) D.ttl = (int64_t)(ms / 1000), applied++;
-    else if (!strcmp(a, "--poll") && dur && ms) {
-      D.poll_ms = ms, applied++;
-      if (D.cloud_url) uv_timer_start(&D.poll, on_poll_timer, ms, ms);
-    } else if (!strcmp(a, "--timeout") && dur) D.timeout_ms = ms, applied++;
-    else if (!strcmp(a, "--disrupt-interval") && dur) {
-      D.disrupt_ms = ms, applied++;
-      if (ms) uv_timer_start(&D.disrupt, on_disrupt, ms, ms);
-      else uv_timer_stop(&D.disrupt);
-    } else if (!strcmp(a, "--retries")) D.retries = atoi(v), applied++;
-  }
-  for (int i = 0; i < argc; i++) dt__free(argv[i]);
-  dt__free(argv);
-  logf_("info", "config", "%s reloaded: %d settings applied", g_config_path, applied);
+  free_args(g_hup_argc, g_hup_argv);
+  g_hup_argc = argc, g_hup_argv = argv;
+  if (D.cloud_url) uv_timer_start(&D.poll, on_poll_timer, D.poll_ms, D.poll_ms);
+  if (D.disrupt_ms)
+    uv_timer_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
+  else
+    uv_timer_stop(&D.disrupt);
+  snprintf(D.config_result, sizeof D.config_result, "%s: reloaded", ts);
+  logf_("info", "config", "%s reloaded", g_config_path);
+}
+
+/* The loop's lag: a timer every 100 ms notes how late it fires, which is
+** how long the callback before it held the loop. */
+#define LAG_EVERY_MS 100
+
+static void on_lag(uv_timer_t *t) {
+  double now = dt__now_ms(), late = now - D.lag_expect;
+  if (late < 0) late = 0;
+  D.lag_expect = now + LAG_EVERY_MS;
+  D.lag_count++;
+  D.lag_sum += late / 1000;
+  for (int b = 0; b < 8; b++)
+    if (late / 1000 <= k_lag_buckets[b]) D.lag_buckets[b]++;
+  uv_timer_start(t, on_lag, LAG_EVERY_MS, 0);
 }
 
 int dt__serve_main(int argc0, char **argv0) {
   signal(SIGPIPE, SIG_IGN);
   int argc;
   char **argv;
-  if (config_args(argc0, argv0, &argc, &argv)) return 2;
+  char why[700];
+  if (config_args(argc0, argv0, &argc, &argv, why, sizeof why)) {
+    fprintf(stderr, "dovetail serve: %s\n", why);
+    return 2;
+  }
   for (int i = 0; i + 1 < argc0; i++)
     if (!strcmp(argv0[i], "--config")) g_config_path = argv0[i + 1];
-  const char *listen = "127.0.0.1:8080", *catalog = NULL, *token_file = NULL;
   D.idle_ms = 1000;
   D.max_ms = 10000;
   D.ttl = 180;
+  D.preempt_ttl = 3600;
+  D.unhealthy_s = 300;
+  D.max_unhealthy = 100;
+  D.max_unhealthy_pct = true;
   D.body_limit = 16u << 20;
   D.provider = "sim";
   D.cluster = "dovetail";
@@ -1424,44 +2064,29 @@ int dt__serve_main(int argc0, char **argv0) {
   D.timeout_ms = 10000;
   D.retries = 3;
   D.disrupt_ms = 10000;
+  D.requeue_ms = REQUEUE_BASE_MS;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    uint64_t ms;
-    if (!strcmp(a, "--listen") && v) listen = argv[++i];
-    else if (!strcmp(a, "--catalog") && v) catalog = argv[++i];
-    else if (!strcmp(a, "--policy") && v) D.policy_path = argv[++i];
-    else if (!strcmp(a, "--state") && v) D.state_path = argv[++i];
-    else if (!strcmp(a, "--token-file") && v) token_file = argv[++i];
-    else if (!strcmp(a, "--log-format") && v) D.log_format = argv[++i];
-    else if (!strcmp(a, "--provider") && v) D.provider = argv[++i];
-    else if (!strcmp(a, "--cloud-url") && v) D.cloud_url = argv[++i];
-    else if (!strcmp(a, "--cluster") && v) D.cluster = argv[++i];
-    else if (!strcmp(a, "--retries") && v) D.retries = atoi(argv[++i]);
-    else if (!strcmp(a, "--body-limit") && v) D.body_limit = (size_t)strtoull(argv[++i], NULL, 10);
-    else if (!strcmp(a, "--sim-ice") && v) {
-      char *s = dt__strdup(argv[++i]);
-      if (!s || dt__vec_push(&D.sim_ice, s)) return 2;
-    } else if ((!strcmp(a, "--batch-idle") || !strcmp(a, "--batch-max") || !strcmp(a, "--unavailable-ttl") ||
-                !strcmp(a, "--poll") || !strcmp(a, "--timeout") || !strcmp(a, "--disrupt-interval")) && v) {
-      if (duration_ms(v, &ms)) {
-        fprintf(stderr, "dovetail serve: %s: expected a duration such as 1s, 500ms or 3m, got \"%s\"\n", a, v);
-        return 2;
-      }
-      if (!strcmp(a, "--batch-idle")) D.idle_ms = ms;
-      else if (!strcmp(a, "--batch-max")) D.max_ms = ms;
-      else if (!strcmp(a, "--poll")) D.poll_ms = ms;
-      else if (!strcmp(a, "--disrupt-interval")) D.disrupt_ms = ms;
-      else if (!strcmp(a, "--timeout")) D.timeout_ms = ms;
-      else D.ttl = (int64_t)(ms / 1000);
-      i++;
-    } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(k_serve_usage, stdout);
+    const opt *o = opt_find(a);
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      usage(stdout);
+      free_args(argc, argv);
       return 0;
-    } else {
-      fprintf(stderr, "dovetail serve: unknown or incomplete option %s\n%s", a, k_serve_usage);
+    }
+    if (!o || !v) {
+      fprintf(stderr, "dovetail serve: %s option %s\n", o ? "incomplete" : "unknown", a);
+      usage(stderr);
+      free_args(argc, argv);
       return 2;
     }
+    if (opt_set(o, v, true, why, sizeof why)) {
+      fprintf(stderr, "dovetail serve: %s\n", why);
+      free_args(argc, argv);
+      return 2;
+    }
+    i++;
   }
+  const char *listen = g_listen, *catalog = g_catalog, *token_file = g_token_file;
   if (strcmp(D.provider, "sim") && strcmp(D.provider, "http")) {
     fprintf(stderr, "dovetail serve: --provider: expected sim or http, got \"%s\"\n", D.provider);
     return 2;
@@ -1476,6 +2101,10 @@ int dt__serve_main(int argc0, char **argv0) {
     return 1;
   }
   if (D.policy_path && dt_policy_load_file(D.policy_path, NULL, &D.policy, &err)) {
+    fprintf(stderr, "dovetail serve: %s\n", err.msg);
+    return 1;
+  }
+  if (dt_policy_dir_open(D.policy_dir ? D.policy_dir : "policies", &D.pdir, &err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
     return 1;
   }
@@ -1498,6 +2127,12 @@ int dt__serve_main(int argc0, char **argv0) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
     return 1;
   }
+  /* A state that cannot be written stops the start: running on, the daemon
+  ** would launch what it cannot remember. */
+  if (D.state_path && save_state()) {
+    fprintf(stderr, "dovetail serve: --state %s: cannot be written: %s\n", D.state_path, strerror(errno));
+    return 1;
+  }
   D.loop = uv_default_loop();
   char msg[600];
   if (dt__httpd_start(&D.http, D.loop, listen, D.body_limit, on_req, msg, sizeof msg)) {
@@ -1513,6 +2148,10 @@ int dt__serve_main(int argc0, char **argv0) {
   uv_timer_init(D.loop, &D.again);
   uv_timer_init(D.loop, &D.state_timer);
   uv_timer_init(D.loop, &D.disrupt);
+  uv_timer_init(D.loop, &D.requeue);
+  uv_timer_init(D.loop, &D.lag);
+  D.lag_expect = dt__now_ms() + LAG_EVERY_MS;
+  uv_timer_start(&D.lag, on_lag, LAG_EVERY_MS, 0);
   if (D.disrupt_ms) uv_timer_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
   if (D.cloud_url && dt__httpc_init(D.loop)) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
@@ -1548,6 +2187,8 @@ int dt__serve_main(int argc0, char **argv0) {
   uv_timer_stop(&D.disrupt);
   uv_timer_stop(&D.idle);
   uv_timer_stop(&D.max);
+  uv_timer_stop(&D.requeue);
+  uv_timer_stop(&D.lag);
   for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight(); i++) uv_run(D.loop, UV_RUN_ONCE);
   save_state();
   /* graceful stop: close handles, let in-flight requests finish */
@@ -1560,6 +2201,8 @@ int dt__serve_main(int argc0, char **argv0) {
   uv_close((uv_handle_t *)&D.state_timer, on_close_noop);
   uv_close((uv_handle_t *)&D.disrupt, on_close_noop);
   uv_close((uv_handle_t *)&D.circuit_timer, on_close_noop);
+  uv_close((uv_handle_t *)&D.requeue, on_close_noop);
+  uv_close((uv_handle_t *)&D.lag, on_close_noop);
   dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);
   uv_close((uv_handle_t *)&D.sigterm, on_close_noop);
@@ -1567,7 +2210,8 @@ int dt__serve_main(int argc0, char **argv0) {
   if (D.watching) uv_close((uv_handle_t *)&D.watch, on_close_noop);
   uv_run(D.loop, UV_RUN_NOWAIT);
   logf_("info", "stopped", "%llu rounds", (unsigned long long)D.round);
-  for (int i = 0; i < argc; i++) dt__free(argv[i]); /* options point into them until here */
-  dt__free(argv);
+  free_args(argc, argv); /* options point into them until here */
+  free_args(g_hup_argc, g_hup_argv);
+  dt_policy_dir_free(D.pdir);
   return 0;
 }

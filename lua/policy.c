@@ -588,7 +588,13 @@ static int bad_result(dt_policy *p, int hook, const char *fmt, ...) {
   char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  int n = snprintf(msg, sizeof msg, "%s: hook %s: ", p->path ? p->path : p->chunk, dt__hook_names[hook]);
+  /* file:line of the hook's definition, as a runtime error would carry */
+  int line = 0;
+  lua_State *L = p->s.L;
+  lua_Debug ar;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[hook]);
+  if (lua_getinfo(L, ">S", &ar)) line = ar.linedefined;
+  int n = snprintf(msg, sizeof msg, "%s:%d: hook %s: ", p->path ? p->path : p->chunk, line, dt__hook_names[hook]);
   vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
   va_end(ap);
   failed(p, dt__hook_names[hook], hook, msg);

@@ -68,6 +68,12 @@ describe("reading hostile manifests", function()
       plan_err(h.docs(table.unpack(five))), 1, true)
   end)
 
+  it("refuses names longer than Kubernetes allows, so keys never collide", function()
+    local long = ("p"):rep(254)
+    assert.matches("Pod " .. ("p"):rep(60) .. "...: metadata.name: longer than 253 characters",
+      plan_err(h.pod(long)), 1, true)
+  end)
+
   it("refuses a Gt value beyond int64 instead of ignoring it", function()
     local err = plan_err(h.docs(h.nodepool("default", { requirements = {
       { "karpenter.k8s.aws/instance-cpu", "Gt", { "99999999999999999999" } } } })))
@@ -93,14 +99,18 @@ describe("hostile catalogs", function()
       catalog_err(cat('"onDemandPrice":1,"gpu":1e300')), 1, true)
   end)
 
-  it("finds a duplicate among 40,000 types without a quadratic scan", function()
-    local types = {}
-    for i = 1, 40000 do
-      types[i] = ('{"name":"t%d","cpu":2,"memoryMiB":4096,"onDemandPrice":0.1}'):format(i)
+  it("finds a duplicate among 9,000 types without a quadratic scan, and refuses 40,000", function()
+    local function types(n)
+      local t = {}
+      for i = 1, n do t[i] = ('{"name":"t%d","cpu":2,"memoryMiB":4096,"onDemandPrice":0.1}'):format(i) end
+      return t
     end
-    types[#types + 1] = '{"name":"t7","cpu":2,"memoryMiB":4096,"onDemandPrice":0.1}'
-    local err = catalog_err('{"zones":["z"],"instanceTypes":[' .. table.concat(types, ",") .. "]}")
-    assert.matches('instanceTypes[40000]: duplicate instance type "t7" (also instanceTypes[6])', err, 1, true)
+    local t = types(9000)
+    t[#t + 1] = '{"name":"t7","cpu":2,"memoryMiB":4096,"onDemandPrice":0.1}'
+    local err = catalog_err('{"zones":["z"],"instanceTypes":[' .. table.concat(t, ",") .. "]}")
+    assert.matches('instanceTypes[9000]: duplicate instance type "t7" (also instanceTypes[6])', err, 1, true)
+    err = catalog_err('{"zones":["z"],"instanceTypes":[' .. table.concat(types(40000), ",") .. "]}")
+    assert.matches("instanceTypes: 40000 types, more than 10000 (the limit on types per catalog)", err, 1, true)
   end)
 end)
 
