@@ -787,10 +787,10 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
     D.launched[cti]++;
     add_instance(id, lc->claim, lc->type, lc->zone, lc->ct, lc->pool, 0, wall());
     claim_initialized(lc->claim);
-    replacement_done(lc->claim, true);
     snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, lc->type, lc->zone, lc->ct,
              lc->pool);
     decision("launch", subj, reason);
+    replacement_done(lc->claim, true);
   } else if (outcome == 1) {
     D.provider_ice++;
     D.consecutive_failures = 0;

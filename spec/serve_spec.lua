@@ -207,6 +207,152 @@ return {
     os.remove(pol)
   end)
 
+  it("converges and stays put: one launch and no deletion over many disruption intervals", function()
+    local d = start("--disrupt-interval 200ms")
+    http(d, "PUT", "/v1/objects", quickstart)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local id = http(d, "GET", "/v1/state"):match('"id":%s*"(i%-%x+)"')
+    sleep(1.5) -- seven disruption passes and as many requeue chances
+    local metrics = http(d, "GET", "/metrics")
+    assert.matches('dovetail_claims_launched_total{capacity_type="spot"} 1\n', metrics, 1, true)
+    assert.matches('dovetail_claims_launched_total{capacity_type="on-demand"} 0\n', metrics, 1, true)
+    assert.matches("dovetail_nodes_deleted_total 0\n", metrics, 1, true)
+    assert.matches("dovetail_pending_pods 0\n", metrics, 1, true)
+    assert.matches(id, (http(d, "GET", "/v1/state")), 1, true)
+    local decisions = http(d, "GET", "/v1/decisions")
+    assert.is_nil(decisions:match('"kind":%s*"disrupt"'), decisions)
+    d.stop()
+  end)
+
+  it("plans pending pods again by itself: a pod deferred for a reservation falls back to on-demand", function()
+    local cat = h.write(h.small_catalog:gsub("%] }%s*$",
+      '], "reservations": [{"id": "cr-1", "instanceType": "small", "zone": "test-1a", "count": 1}] }'))
+    local d = start("--catalog " .. cat .. " --disrupt-interval 0")
+    local pool = h.nodepool("default", { requirements = {
+      { "karpenter.sh/capacity-type", "In", { "reserved", "on-demand" } },
+      { "node.kubernetes.io/instance-type", "In", { "small" } } } })
+    http(d, "PUT", "/v1/objects", h.docs(pool, h.pod("a", { cpu = "1500m" }), h.pod("b", { cpu = "1500m" })))
+    eventually(function()
+      local s = http(d, "GET", "/v1/state")
+      return s:match('"capacityType":%s*"reserved"') and s:match('"capacityType":%s*"on%-demand"')
+    end, "a reserved and an on-demand instance")
+    assert.matches("dovetail_pending_pods 0\n", (http(d, "GET", "/metrics")), 1, true)
+    d.stop()
+    os.remove(cat)
+  end)
+
+  -- A Node registered for the quickstart's claim, Ready=False since `since` seconds ago.
+  local function not_ready(d, since)
+    local claim = http(d, "GET", "/v1/state"):match('"nodeClaim":%s*"([%w-]+)"')
+    local t = os.date("!%Y-%m-%dT%H:%M:%SZ", os.time() - since)
+    local _, code = http(d, "PUT", "/v1/objects", h.json({ apiVersion = "v1", kind = "Node",
+      metadata = { name = claim, labels = { ["karpenter.sh/nodepool"] = "default" } },
+      status = { conditions = h.array { { type = "Ready", status = "False", lastTransitionTime = t } } } }))
+    assert.equal(200, code)
+    return claim
+  end
+
+  it("replaces a NotReady node after the timeout and not before, launching first", function()
+    local d = start("--unhealthy-timeout 2s --disrupt-interval 200ms")
+    http(d, "PUT", "/v1/objects", quickstart)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local claim = not_ready(d, 0)
+    sleep(1)
+    assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"replace"'), "not before the timeout")
+    eventually(function() return not http(d, "GET", "/v1/state"):find('"' .. claim .. '"', 1, true) end,
+      "the unhealthy node replaced")
+    local decisions = http(d, "GET", "/v1/decisions")
+    local r = decisions:find('"kind":%s*"replace"')
+    local l = decisions:find('"kind":%s*"launch"', r)
+    local del = decisions:find('"kind":%s*"disrupt",%s*"subject":%s*"NodeClaim ' .. claim:gsub("%-", "%%-"), l)
+    assert.is_truthy(r and l and del, "replace, then launch, then delete: " .. decisions)
+    assert.matches("Unhealthy: node " .. claim .. " Ready=False", decisions, 1, true)
+    assert.matches("dovetail_remediations_total 1\n", (http(d, "GET", "/metrics")), 1, true)
+    assert.matches('"id":%s*"i%-', (http(d, "GET", "/v1/state")))
+    d.stop()
+  end)
+
+  it("stops remediation when more nodes are unhealthy than maxUnhealthy allows", function()
+    local d = start("--unhealthy-timeout 1s --disrupt-interval 200ms --max-unhealthy 0")
+    http(d, "PUT", "/v1/objects", quickstart)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local claim = not_ready(d, 60)
+    eventually(function() return http(d, "GET", "/v1/decisions"):match('"kind":%s*"remediation%-paused"') end,
+      "remediation paused")
+    assert.matches("1 of 1 nodes unhealthy, more than maxUnhealthy 0: remediation stops",
+      (http(d, "GET", "/v1/decisions")), 1, true)
+    assert.matches(claim, (http(d, "GET", "/v1/state")), 1, true)
+    assert.matches("dovetail_remediations_total 0\n", (http(d, "GET", "/metrics")), 1, true)
+    d.stop()
+  end)
+
+  it("plans every other NodePool when one names a policy that is missing", function()
+    local dir = os.tmpname()
+    os.remove(dir)
+    os.execute("mkdir -p " .. dir)
+    local d = start("--policy-dir " .. dir)
+    local named = h.nodepool("a", { labels = { team = "a" } }):gsub("metadata:\n  name: a",
+      "metadata:\n  name: a\n  annotations:\n    dovetail.dev/policy: missing")
+    http(d, "PUT", "/v1/objects", h.docs(named, h.nodepool("b", { labels = { team = "b" } }),
+      h.pod("pa", { nodeSelector = { team = "a" } }), h.pod("pb", { nodeSelector = { team = "b" } })))
+    eventually(function() return select(2, http(d, "GET", "/v1/state"):gsub('"id":', "")) == 2 end, "two instances")
+    assert.matches("NodePool policy missing: " .. dir .. "/missing.lua: cannot open",
+      (http(d, "GET", "/v1/state")), 1, true)
+    d.stop()
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("refuses to start on a state file it cannot write", function()
+    local _, err, code = h.cli("serve --listen 127.0.0.1:0 --state /nonexistent/dir/state.json")
+    assert.equal(1, code)
+    assert.matches("--state /nonexistent/dir/state.json: cannot be written", err, 1, true)
+  end)
+
+  it("keeps its settings when a SIGHUP brings a bad value, and says so", function()
+    local cfg = h.write("batch-idle: 50ms\ndisrupt-interval: 0\n")
+    local d = start("--config " .. cfg)
+    local f = assert(io.open(cfg, "w"))
+    f:write("batch-idle: soon\n")
+    f:close()
+    os.execute("kill -HUP " .. d.pid)
+    eventually(function() return http(d, "GET", "/v1/state"):match("not reloaded") end, "the reload refused")
+    assert.matches('--batch-idle: expected a duration such as 1s, 500ms or 3m, got \\"soon\\"',
+      (http(d, "GET", "/v1/state")), 1, true)
+    http(d, "PUT", "/v1/objects", quickstart)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "a launch on the old settings")
+    d.stop()
+    os.remove(cfg)
+  end)
+
+  it("refuses a state file whose shape is wrong, and never reads it as empty", function()
+    for _, text in ipairs { "null", "{}", "[]", '{"objects": 5, "instances": []}' } do
+      local st = h.write(text)
+      local _, err, code = h.cli("serve --listen 127.0.0.1:0 --state " .. st)
+      assert.equal(1, code, text)
+      assert.matches("not a dovetail state file", err, 1, true)
+      os.remove(st)
+    end
+    local st = h.write('{"objects": [], "instances": [{"claim": "c"}]}')
+    local _, err = h.cli("serve --listen 127.0.0.1:0 --state " .. st)
+    assert.matches("instances[0].id: missing or not a string", err, 1, true)
+    os.remove(st)
+  end)
+
+  it("answers wrong methods with 405 and keeps an encoded slash inside a name", function()
+    local d = start()
+    http(d, "PUT", "/v1/objects", quickstart)
+    for _, c in ipairs { { "POST", "/v1/state" }, { "DELETE", "/metrics" }, { "PUT", "/healthz" },
+      { "POST", "/v1/decisions" }, { "GET", "/v1/objects" } } do
+      assert.equal(405, select(2, http(d, c[1], c[2])), c[1] .. " " .. c[2])
+    end
+    assert.equal(400, select(2, http(d, "DELETE", "/v1/objects/Pod%2Fjobs%2Fbatch-1")))
+    assert.equal(200, select(2, http(d, "DELETE", "/v1/objects/Pod/jobs/batch%2D1")))
+    local body, code = http(d, "PUT", "/v1/objects", '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": ')
+    assert.equal(400, code)
+    assert.equal('{"error":"request:1:71: malformed JSON near \\" \\""}\n', body)
+    d.stop()
+  end)
+
   it("refuses bad options and config with a message naming them", function()
     local cases = {
       { "--batch-idle soon", 2, '--batch-idle: expected a duration such as 1s, 500ms or 3m, got "soon"' },
@@ -257,6 +403,42 @@ return {
       end, "a replacement for the preempted instance")
       assert.matches('"zone":"us%-east%-1c"', instances(c))
       assert.matches('"kind":%s*"interruption"', (http(d, "GET", "/v1/decisions")))
+      d.stop()
+      c.stop()
+    end)
+
+    it("honours keep-offering on a polled preemption: replaced, and no mark", function()
+      local pol = h.write('return { on_interruption = function(e) if e.kind == "preemption" then return "keep-offering" end end }\n')
+      local c = cloud()
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms --policy " .. pol)
+      ready(d)
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
+      local id = instances(c):match('"id":"(i%-%x+)"')
+      http({ port = c.port }, "POST", "/admin/preempt/" .. id)
+      eventually(function()
+        local l = instances(c)
+        return l:match('"state":"running"') and not l:find(id, 1, true)
+      end, "a replacement for the preempted instance")
+      assert.matches('"unavailableOfferings":%s*%[%]', (http(d, "GET", "/v1/state")))
+      d.stop()
+      c.stop()
+      os.remove(pol)
+    end)
+
+    it("leaves alone instances it cannot account for", function()
+      local c = cloud()
+      -- an instance of another cluster, and one of this cluster with no state file behind the daemon
+      http({ port = c.port }, "POST", "/instances", '{"cluster":"other","claim":"x","instanceType":"m5.large",'
+        .. '"zone":"us-east-1a","capacityType":"on-demand","nodePool":"default"}')
+      http({ port = c.port }, "POST", "/instances", '{"cluster":"dovetail","claim":"y","instanceType":"m5.large",'
+        .. '"zone":"us-east-1a","capacityType":"on-demand","nodePool":"default"}')
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 200ms")
+      ready(d)
+      sleep(0.6)
+      local all = http({ port = c.port }, "GET", "/instances")
+      assert.equal(2, select(2, all:gsub('"state":"running"', "")), all)
+      assert.matches("cannot account for", slurp(d.log), 1, true)
       d.stop()
       c.stop()
     end)
