@@ -4,6 +4,7 @@
 #   make test            busted specs (Lua 5.4), luacheck, C unit tests
 #   make test SANITIZE=1 the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench           benchmarks (pods/s, nodes, $/h, peak memory)
+#   make fuzz            libFuzzer targets (clang), each for FUZZ_SECONDS (default 60) on fuzz/corpus/
 #   make install         PREFIX=/usr/local DESTDIR=
 
 PREFIX  ?= /usr/local
@@ -37,7 +38,7 @@ LDLIBS  := $(PKG_LIBS) -lm -lpthread
 
 CATALOG := providers/catalogs/aws-us-east-1.json
 ENGINE_SRC := engine/alloc.c engine/quantity.c engine/sym.c engine/req.c engine/doc.c engine/topo.c engine/lp.c engine/pack.c \
-	      engine/model.c engine/manifest.c engine/sched.c engine/plan.c engine/pool.c engine/cron.c engine/disrupt.c providers/catalog.c lua/policy.c
+	      engine/model.c engine/manifest.c engine/sched.c engine/plan.c engine/pool.c engine/cron.c engine/disrupt.c engine/store.c providers/catalog.c lua/policy.c
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRC)) $(BUILD)/providers/bundled.o
 LUA_OBJ := $(BUILD)/lua/ldovetail.o
 HEADERS := $(wildcard engine/*.h)
@@ -47,7 +48,7 @@ LIBA    := $(BUILD)/libdovetail.a
 LIBSO   := $(BUILD)/libdovetail.so
 LUAMOD  := $(BUILD)/dovetail.so
 
-.PHONY: all deps test check-lua check-c bench install clean quickstart
+.PHONY: all deps test check-lua check-c bench install clean quickstart fuzz
 
 all: $(BIN) $(LIBA) $(LIBSO) $(LUAMOD)
 	@ln -sf $(BUILD)/dovetail dovetail 2>/dev/null || true
@@ -90,7 +91,8 @@ deps:
 	$$SUDO apt-get update -qq && \
 	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
 	  build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libcurl4-openssl-dev \
-	  libcjson-dev libyaml-dev libh2o-dev libssl-dev zlib1g-dev curl lua-busted lua-check glpk-utils libglpk-dev >/dev/null
+	  libcjson-dev libyaml-dev libh2o-dev libssl-dev zlib1g-dev curl lua-busted lua-check glpk-utils libglpk-dev \
+	  clang libclang-rt-dev >/dev/null
 
 # Build on demand when the toolchain's libraries are missing (fresh machine).
 .deps-ok:
@@ -126,6 +128,41 @@ bench: .deps-ok
 	@$(MAKE) --no-print-directory all $(BUILD)/bench $(BUILD)/load
 	./$(BUILD)/bench
 	./$(BUILD)/load $(BUILD)/dovetail
+
+# Fuzzing: every engine file built again with clang under libFuzzer, ASan and
+# UBSan; each target runs for FUZZ_SECONDS on its corpus in fuzz/corpus/,
+# which it grows. A crash, a leak or an input slower than 1 s fails the run
+# and leaves the input in build/fuzz/artifacts/.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := quantity cron manifest catalog policy state http
+FUZZ_CC     := clang
+FUZZ_FLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	       -fno-sanitize-recover=undefined $(PKG_CFLAGS) -Iengine
+FUZZ_OBJ    := $(patsubst %.c,build/fuzz/obj/%.o,$(ENGINE_SRC)) build/fuzz/obj/providers/bundled.o
+
+.SECONDARY: $(FUZZ_OBJ)
+
+build/fuzz/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+build/fuzz/obj/providers/bundled.o: providers/bundled.S $(CATALOG)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -c -DDT_CATALOG_PATH='"$(CATALOG)"' $< -o $@
+
+build/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJ)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
+
+fuzz: .deps-ok $(addprefix build/fuzz/fuzz_,$(FUZZ_TARGETS))
+	@mkdir -p build/fuzz/artifacts
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "== fuzz $$t ($(FUZZ_SECONDS) s)"; mkdir -p fuzz/corpus/$$t; \
+	  ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    ./build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -timeout=1 -rss_limit_mb=2048 -max_len=65536 \
+	    -print_final_stats=1 -artifact_prefix=build/fuzz/artifacts/$$t- fuzz/corpus/$$t > build/fuzz/$$t.log 2>&1 \
+	    || { tail -60 build/fuzz/$$t.log; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" build/fuzz/$$t.log | tr '\n' ' '; echo; \
+	done
 
 $(BUILD)/load: bench/load.c
 	$(CC) $(ALL_CFLAGS) -o $@ $< -lcurl

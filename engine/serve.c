@@ -16,6 +16,7 @@
 #include "httpc.h"
 #include "httpd.h"
 #include "internal.h"
+#include "store.h"
 
 #include "../lua/policy.h"
 
@@ -217,29 +218,8 @@ static bool obj_del(const char *key) {
   return true;
 }
 
-/* Kubernetes' own bounds: names are DNS subdomains (253), namespaces DNS
-** labels (63); kinds are short. Within them every key fits KEY_MAX, so two
-** objects never share a key by truncation. */
-#define KEY_MAX 400
-
-/* The store key of an object, "Kind/namespace/name"; 0, or -1 with why. */
-static int obj_key(const cJSON *o, char *out, size_t n, const char **why) {
-  const cJSON *md = jget(o, "metadata");
-  const char *kind = jstr(o, "kind");
-  const char *ns = jstr(md, "namespace");
-  const char *name = jstr(md, "name");
-  bool cluster = kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
-                          !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering"));
-  *why = !kind || !*kind       ? "kind: missing"
-         : strlen(kind) > 63   ? "kind: longer than 63 characters"
-         : !name || !*name     ? "metadata.name: missing"
-         : strlen(name) > 253  ? "metadata.name: longer than 253 characters"
-         : ns && strlen(ns) > 63 ? "metadata.namespace: longer than 63 characters"
-                               : NULL;
-  if (*why) return -1;
-  snprintf(out, n, "%s/%s/%s", kind, cluster ? "" : (ns && *ns ? ns : "default"), name);
-  return 0;
-}
+#define KEY_MAX DT_KEY_MAX
+#define obj_key dt__obj_key
 
 static int key_cmp(const void *a, const void *b) { return strcmp(((const obj *)a)->key, ((const obj *)b)->key); }
 
@@ -364,38 +344,12 @@ static int load_state(dt_error *err) {
   dt__free(text);
   const char *path = D.state_path;
   if (!root) return dt__err(err, DT_EINVAL, "%s: not a dovetail state file (invalid JSON)", path);
-  const cJSON *objs = jget(root, "objects"), *insts = jget(root, "instances"), *o;
-  int rc = 0;
-  size_t i = 0;
-  if (!cJSON_IsObject(root))
-    rc = dt__err(err, DT_EINVAL, "%s: not a dovetail state file (expected an object with objects[] and instances[])",
-                 path);
-  else if (!cJSON_IsArray(objs) || !cJSON_IsArray(insts))
-    rc = dt__err(err, DT_EINVAL, "%s: not a dovetail state file: %s: missing or not an array", path,
-                 !cJSON_IsArray(objs) ? "objects" : "instances");
-  const cJSON *scan = rc ? NULL : objs;
-  cJSON_ArrayForEach(o, scan) {
-    char key[KEY_MAX];
-    const char *why;
-    if (!cJSON_IsObject(o) || obj_key(o, key, sizeof key, &why)) {
-      rc = dt__err(err, DT_EINVAL, "%s: objects[%zu]: %s", path, i, cJSON_IsObject(o) ? why : "expected an object");
-      break;
-    }
-    i++;
-  }
-  i = 0;
-  scan = rc ? NULL : insts;
-  cJSON_ArrayForEach(o, scan) {
-    static const char *const need[] = {"id", "claim", "instanceType", "zone", "capacityType"};
-    for (size_t k = 0; k < 5 && !rc; k++)
-      if (!jstr(o, need[k]) || !*jstr(o, need[k]))
-        rc = dt__err(err, DT_EINVAL, "%s: instances[%zu].%s: missing or not a string", path, i, need[k]);
-    i++;
-  }
+  int rc = dt__state_check(path, root, err);
   if (rc) {
     cJSON_Delete(root);
     return rc;
   }
+  const cJSON *objs = jget(root, "objects"), *insts = jget(root, "instances"), *o;
   cJSON_ArrayForEach(o, objs) {
     char key[KEY_MAX];
     const char *why;
@@ -1478,42 +1432,18 @@ static bool authorized(h2o_req_t *req) {
   return v->len == tl + 7 && !memcmp(v->base, "Bearer ", 7) && !memcmp(v->base + 7, D.token, tl);
 }
 
+static void store_one(const cJSON *o, void *ud) {
+  char key[KEY_MAX];
+  const char *why;
+  if (!obj_key(o, key, sizeof key, &why) && !obj_put(key, o)) (*(size_t *)ud)++;
+}
+
 static int put_objects(h2o_req_t *req) {
   dt_error err = {0};
   cJSON *docs = NULL;
-  if (!req->entity.len) return respond_error(req, 400, "empty body: send YAML or JSON objects");
-  if (dt__doc_parse("request", req->entity.base, req->entity.len, &docs, &err)) return respond_error(req, 400, err.msg);
-  /* validate first: nothing is stored unless every object reads */
-  dt_manifests *check = dt_manifests_new();
-  int rc = check ? dt_manifests_add_buffer(check, "request", req->entity.base, req->entity.len, &err) : DT_ENOMEM;
-  dt_manifests_free(check);
-  if (rc) {
-    cJSON_Delete(docs);
-    return respond_error(req, 400, err.msg);
-  }
+  if (dt__request_objects(req->entity.base, req->entity.len, &docs, &err)) return respond_error(req, 400, err.msg);
   size_t n = 0;
-  const cJSON *d;
-  for (int pass = 0; pass < 2; pass++) /* check every key, then store */
-    cJSON_ArrayForEach(d, docs) {
-      const cJSON *items = jget(d, "items");
-      const cJSON *one = d;
-      const cJSON *list = cJSON_IsArray(items) ? items->child : NULL;
-      for (const cJSON *o = list ? list : one; o; o = list ? o->next : NULL) {
-        if (!cJSON_IsObject(o)) continue;
-        char key[KEY_MAX];
-        const char *why;
-        if (obj_key(o, key, sizeof key, &why)) {
-          char msg[300];
-          snprintf(msg, sizeof msg, "request: %s", why);
-          cJSON_Delete(docs);
-          return respond_error(req, 400, msg);
-        }
-        if (pass == 1) {
-          obj_put(key, o);
-          n++;
-        }
-      }
-    }
+  dt__each_object(docs, store_one, &n);
   cJSON_Delete(docs);
   char msg[100];
   snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", n);

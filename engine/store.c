@@ -1,0 +1,94 @@
+/*
+** store.c: what the daemon reads into its store: object keys, request
+** bodies, the state file's shape. Each check runs before anything is
+** stored, so a bad object or file changes nothing.
+*/
+#include "store.h"
+
+#include <string.h>
+
+static const char *jstr(const cJSON *o, const char *k) {
+  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why) {
+  const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+  const char *kind = jstr(o, "kind"), *ns = jstr(md, "namespace"), *name = jstr(md, "name");
+  bool cluster = kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
+                          !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering"));
+  *why = !kind || !*kind          ? "kind: missing"
+         : strlen(kind) > 63      ? "kind: longer than 63 characters"
+         : !name || !*name        ? "metadata.name: missing"
+         : strlen(name) > 253     ? "metadata.name: longer than 253 characters"
+         : ns && strlen(ns) > 63  ? "metadata.namespace: longer than 63 characters"
+                                  : NULL;
+  if (*why) return -1;
+  snprintf(out, n, "%s/%s/%s", kind, cluster ? "" : (ns && *ns ? ns : "default"), name);
+  return 0;
+}
+
+void dt__each_object(const cJSON *docs, void (*fn)(const cJSON *o, void *ud), void *ud) {
+  const cJSON *d;
+  cJSON_ArrayForEach(d, docs) {
+    const cJSON *items = cJSON_GetObjectItemCaseSensitive(d, "items");
+    const cJSON *list = cJSON_IsArray(items) ? items->child : NULL;
+    for (const cJSON *o = list ? list : d; o; o = list ? o->next : NULL)
+      if (cJSON_IsObject(o)) fn(o, ud);
+  }
+}
+
+typedef struct keycheck {
+  const char *why;
+} keycheck;
+
+static void check_key(const cJSON *o, void *ud) {
+  keycheck *k = ud;
+  char key[DT_KEY_MAX];
+  const char *why;
+  if (!k->why && dt__obj_key(o, key, sizeof key, &why)) k->why = why;
+}
+
+int dt__request_objects(const char *body, size_t len, cJSON **docs, dt_error *err) {
+  if (!len) return dt__err(err, DT_EINVAL, "empty body: send YAML or JSON objects");
+  int rc = dt__doc_parse("request", body, len, docs, err);
+  if (rc) return rc;
+  dt_manifests *check = dt_manifests_new();
+  rc = check ? dt_manifests_add_buffer(check, "request", body, len, err) : dt__err(err, DT_ENOMEM, "out of memory");
+  dt_manifests_free(check);
+  keycheck k = {NULL};
+  if (!rc) dt__each_object(*docs, check_key, &k);
+  if (!rc && k.why) rc = dt__err(err, DT_EINVAL, "request: %s", k.why);
+  if (rc) {
+    cJSON_Delete(*docs);
+    *docs = NULL;
+  }
+  return rc;
+}
+
+int dt__state_check(const char *path, const cJSON *root, dt_error *err) {
+  if (!cJSON_IsObject(root))
+    return dt__err(err, DT_EINVAL, "%s: not a dovetail state file (expected an object with objects[] and instances[])",
+                   path);
+  const cJSON *objs = cJSON_GetObjectItemCaseSensitive(root, "objects");
+  const cJSON *insts = cJSON_GetObjectItemCaseSensitive(root, "instances"), *o;
+  if (!cJSON_IsArray(objs) || !cJSON_IsArray(insts))
+    return dt__err(err, DT_EINVAL, "%s: not a dovetail state file: %s: missing or not an array", path,
+                   !cJSON_IsArray(objs) ? "objects" : "instances");
+  size_t i = 0;
+  cJSON_ArrayForEach(o, objs) {
+    char key[DT_KEY_MAX];
+    const char *why = "expected an object";
+    if (!cJSON_IsObject(o) || dt__obj_key(o, key, sizeof key, &why))
+      return dt__err(err, DT_EINVAL, "%s: objects[%zu]: %s", path, i, why);
+    i++;
+  }
+  i = 0;
+  cJSON_ArrayForEach(o, insts) {
+    static const char *const need[] = {"id", "claim", "instanceType", "zone", "capacityType"};
+    for (size_t k = 0; k < sizeof need / sizeof need[0]; k++)
+      if (!jstr(o, need[k]) || !*jstr(o, need[k]))
+        return dt__err(err, DT_EINVAL, "%s: instances[%zu].%s: missing or not a string", path, i, need[k]);
+    i++;
+  }
+  return 0;
+}
