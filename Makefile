@@ -105,7 +105,7 @@ quickstart: .deps-ok
 	@$(MAKE) --no-print-directory all
 	./$(BIN) plan -o table examples/quickstart.yaml
 
-SAN_ENV := $(if $(filter 1,$(SANITIZE)),LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1,)
+SAN_ENV := $(if $(filter 1,$(SANITIZE)),LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1,)
 
 test: .deps-ok
 	@$(MAKE) --no-print-directory all $(BUILD)/unit $(BUILD)/embed
