@@ -4,9 +4,15 @@
 ** watch, signals, and the provider. Objects applied through the API are kept
 ** as JSON text keyed by kind/namespace/name; a plan round parses them into a
 ** dt_manifests, plans, and launches the new NodeClaims through the provider.
-** Launched claims go back into the store (with the pods they carry), so the
-** next round sees them as in-flight capacity. State is written atomically
-** (write, fsync, rename) after every change and read back at start.
+** Launched claims go back into the store (with the pods nominated to them),
+** so the next round sees them as in-flight capacity and a disruption pass
+** counts the pods on them. State is a snapshot plus an append-only journal,
+** one fsync per batch, read back at start (see "state file" below).
+**
+** A round: plan, nominate bindings to in-flight claims, launch new claims
+** (written ahead), requeue what is left pending with backoff. Every
+** --disrupt-interval: health remediation, then a disruption pass whose
+** replacements launch before the nodes they replace are deleted.
 **
 ** Providers: `sim`, an in-process cloud (launch latency zero, capacity
 ** unbounded unless --sim-ice marks offerings as out of capacity).
@@ -72,6 +78,9 @@ typedef struct dtd {
   unsigned consecutive_failures;
   bool ready;
   bool state_valid; /* a state file this daemon can trust was read or written */
+  bool replaying, recover; /* reading the journal back; --recover: past a damaged record */
+  dt_buf jbuf;             /* journal records not yet appended */
+  size_t jsize, snapshot_size;
   char catalog_etag[256];
   uint64_t jitter;
   uint64_t provider_err;
@@ -160,6 +169,9 @@ static void decision(const char *kind, const char *subject, const char *reason) 
 
 /* ------------------------------------------------------------ the store */
 
+static void journal_put(const char *key, const char *json);
+static void journal_del(const char *op, const char *field, const char *v);
+
 /*
 ** The object store: objects by key in a vector, found through an interned
 ** key -> slot map, so applying 20,000 objects one by one is linear. Keys of
@@ -185,6 +197,7 @@ static int obj_find(const char *key) {
 static int obj_put(const char *key, const cJSON *o) {
   char *json = cJSON_PrintUnformatted(o);
   if (!json) return DT_ENOMEM;
+  journal_put(key, json);
   int at = obj_find(key);
   if (at >= 0) {
     free(D.objs.v[at].json);
@@ -208,6 +221,7 @@ static int obj_put(const char *key, const cJSON *o) {
 static bool obj_del(const char *key) {
   int at = obj_find(key);
   if (at < 0) return false;
+  journal_del("del", "key", key);
   D.slot.v[dt__sym_find(&D.keys, key)] = -1;
   dt__free(D.objs.v[at].key);
   free(D.objs.v[at].json);
@@ -245,6 +259,81 @@ static dt_manifests *manifests(dt_error *err) {
 
 /* ------------------------------------------------------------ state file */
 
+/*
+** State is a snapshot (STATE: every object and instance, written whole:
+** write, fsync, rename) and a journal beside it (STATE.journal: one JSON
+** line per change since the snapshot, appended and fsynced once per batch).
+** A round costs one small append and one fsync, however many claims it
+** launches; the snapshot is rewritten (compaction) when the journal has
+** grown past the snapshot's size, and at a clean stop. At start the
+** snapshot is read, then the journal replayed: a last line cut short by a
+** crash is dropped with a note; a damaged line before it stops the start,
+** unless --recover, which keeps what came before it and says what was lost.
+*/
+static void inst_json(dt_buf *b, const instance *in) {
+  dt__buf_puts(b, "{\"id\":");
+  dt__buf_json_str(b, in->id);
+  dt__buf_puts(b, ",\"claim\":");
+  dt__buf_json_str(b, in->claim);
+  dt__buf_puts(b, ",\"instanceType\":");
+  dt__buf_json_str(b, in->type);
+  dt__buf_puts(b, ",\"zone\":");
+  dt__buf_json_str(b, in->zone);
+  dt__buf_puts(b, ",\"capacityType\":");
+  dt__buf_json_str(b, in->ct);
+  dt__buf_puts(b, ",\"nodePool\":");
+  dt__buf_json_str(b, in->pool);
+  dt__buf_printf(b, ",\"launched\":%lld}", (long long)in->launched);
+}
+
+/* Record a change for the journal (nothing while replaying or without --state). */
+static void journal_put(const char *key, const char *json) {
+  if (!D.state_path || D.replaying) return;
+  dt__buf_puts(&D.jbuf, "{\"op\":\"put\",\"key\":");
+  dt__buf_json_str(&D.jbuf, key);
+  dt__buf_puts(&D.jbuf, ",\"obj\":");
+  dt__buf_puts(&D.jbuf, json);
+  dt__buf_puts(&D.jbuf, "}\n");
+}
+
+static void journal_del(const char *op, const char *field, const char *v) {
+  if (!D.state_path || D.replaying) return;
+  dt__buf_printf(&D.jbuf, "{\"op\":\"%s\",\"%s\":", op, field);
+  dt__buf_json_str(&D.jbuf, v);
+  dt__buf_puts(&D.jbuf, "}\n");
+}
+
+static void journal_inst(const instance *in) {
+  if (!D.state_path || D.replaying) return;
+  dt__buf_puts(&D.jbuf, "{\"op\":\"inst\",\"inst\":");
+  inst_json(&D.jbuf, in);
+  dt__buf_puts(&D.jbuf, "}\n");
+}
+
+static int save_state(void);
+
+/* Append the changes recorded since the last flush, then fsync: the one
+** write a batch costs. */
+static int journal_flush(void) {
+  if (!D.state_path) return 0;
+  uv_timer_stop(&D.state_timer);
+  if (!D.jbuf.len) return 0;
+  if (D.jbuf.oom || D.jsize + D.jbuf.len > D.snapshot_size + (1u << 20)) return save_state(); /* compaction */
+  char path[4200];
+  snprintf(path, sizeof path, "%s.journal", D.state_path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  bool ok = fd >= 0 && write(fd, D.jbuf.p, D.jbuf.len) == (ssize_t)D.jbuf.len && fsync(fd) == 0;
+  if (fd >= 0) ok &= close(fd) == 0;
+  if (!ok) {
+    logf_("error", "state", "cannot append to %s: %s", path, strerror(errno));
+    return DT_EIO;
+  }
+  D.jsize += D.jbuf.len;
+  D.jbuf.len = 0;
+  return 0;
+}
+
+/* The snapshot: everything, written whole; the journal starts again empty. */
 static int save_state(void) {
   if (!D.state_path) return 0;
   uv_timer_stop(&D.state_timer);
@@ -257,20 +346,8 @@ static int save_state(void) {
   }
   dt__buf_puts(&b, "],\"instances\":[");
   for (size_t i = 0; i < D.insts.n; i++) {
-    const instance *in = &D.insts.v[i];
-    dt__buf_puts(&b, i ? ",{\"id\":" : "{\"id\":");
-    dt__buf_json_str(&b, in->id);
-    dt__buf_puts(&b, ",\"claim\":");
-    dt__buf_json_str(&b, in->claim);
-    dt__buf_puts(&b, ",\"instanceType\":");
-    dt__buf_json_str(&b, in->type);
-    dt__buf_puts(&b, ",\"zone\":");
-    dt__buf_json_str(&b, in->zone);
-    dt__buf_puts(&b, ",\"capacityType\":");
-    dt__buf_json_str(&b, in->ct);
-    dt__buf_puts(&b, ",\"nodePool\":");
-    dt__buf_json_str(&b, in->pool);
-    dt__buf_printf(&b, ",\"launched\":%lld}", (long long)in->launched);
+    if (i) dt__buf_putc(&b, ',');
+    inst_json(&b, &D.insts.v[i]);
   }
   dt__buf_puts(&b, "]}\n");
   if (b.oom) {
@@ -283,19 +360,27 @@ static int save_state(void) {
   bool ok = fd >= 0 && write(fd, b.p, b.len) == (ssize_t)b.len && fsync(fd) == 0;
   if (fd >= 0) ok &= close(fd) == 0;
   ok = ok && rename(tmp, D.state_path) == 0;
+  size_t size = b.len;
   dt__free(b.p);
   if (!ok) {
     logf_("error", "state", "cannot write %s: %s", D.state_path, strerror(errno));
     unlink(tmp);
     return DT_EIO;
   }
+  /* the snapshot holds every change: the journal starts over */
+  snprintf(tmp, sizeof tmp, "%s.journal", D.state_path);
+  if (truncate(tmp, 0) && errno != ENOENT) logf_("error", "state", "cannot truncate %s: %s", tmp, strerror(errno));
+  D.jbuf.len = 0;
+  D.jbuf.oom = 0;
+  D.jsize = 0;
+  D.snapshot_size = size;
   D.state_valid = true;
   return 0;
 }
 
 static void on_state_timer(uv_timer_t *t) {
   (void)t;
-  save_state();
+  journal_flush();
 }
 
 /* Applied objects are written within 50 ms, many applies in one write;
@@ -328,7 +413,87 @@ static int add_instance(const char *id, const char *claim, const char *type, con
     inst_free(&in);
     return DT_ENOMEM;
   }
+  journal_inst(&D.insts.v[D.insts.n - 1]);
   return 0;
+}
+
+/* Forget instance i (swap-remove: indices after it move). */
+static void inst_remove(size_t i) {
+  journal_del("uninst", "id", D.insts.v[i].id);
+  inst_free(&D.insts.v[i]);
+  D.insts.v[i] = D.insts.v[--D.insts.n];
+}
+
+/* Apply one journal record; -1 when it is not one. */
+static int replay_one(const cJSON *r) {
+  const char *op = jstr(r, "op");
+  char key[KEY_MAX];
+  const char *why;
+  if (!op) return -1;
+  if (!strcmp(op, "put")) {
+    const cJSON *o = jget(r, "obj");
+    if (!cJSON_IsObject(o) || obj_key(o, key, sizeof key, &why)) return -1;
+    return obj_put(key, o) == DT_ENOMEM ? -1 : 0;
+  }
+  if (!strcmp(op, "del") && jstr(r, "key")) {
+    obj_del(jstr(r, "key"));
+    return 0;
+  }
+  const cJSON *in = jget(r, "inst");
+  if (!strcmp(op, "inst") && jstr(in, "id") && jstr(in, "claim"))
+    return add_instance(jstr(in, "id"), jstr(in, "claim"), jstr(in, "instanceType"), jstr(in, "zone"),
+                        jstr(in, "capacityType"), jstr(in, "nodePool"), 0,
+                        (int64_t)cJSON_GetNumberValue(jget(in, "launched"))) == DT_ENOMEM
+               ? -1
+               : 0;
+  if (!strcmp(op, "uninst") && jstr(r, "id")) {
+    for (size_t i = 0; i < D.insts.n; i++)
+      if (!strcmp(D.insts.v[i].id, jstr(r, "id"))) {
+        inst_remove(i);
+        break;
+      }
+    return 0;
+  }
+  return -1;
+}
+
+/* Replay STATE.journal over the snapshot just read. */
+static int replay(dt_error *err) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s.journal", D.state_path);
+  if (access(path, F_OK)) return 0;
+  char *text;
+  size_t len;
+  if (dt__read_file(path, &text, &len, err)) return DT_EIO;
+  D.replaying = true;
+  size_t line = 0, applied = 0;
+  int rc = 0;
+  for (char *s = text; s < text + len && !rc;) {
+    char *nl = memchr(s, '\n', (size_t)(text + len - s));
+    line++;
+    if (!nl) { /* the last record, cut short by a crash: never acknowledged */
+      logf_("warn", "state", "%s:%zu: an incomplete last record (a crash while writing it) is dropped", path, line);
+      break;
+    }
+    cJSON *r = cJSON_ParseWithLength(s, (size_t)(nl - s));
+    bool bad = !r || replay_one(r);
+    cJSON_Delete(r);
+    if (bad && !D.recover) {
+      rc = dt__err(err, DT_EINVAL, "%s:%zu: a damaged record; nothing was changed. Start with --recover to keep the "
+                   "%zu records before it and drop the rest", path, line, applied);
+    } else if (bad) {
+      size_t rest = 1;
+      for (char *q = nl + 1; q < text + len; q++) rest += *q == '\n';
+      logf_("warn", "recover", "%s:%zu: a damaged record; kept the %zu records before it, dropped it and the %zu after",
+            path, line, applied, rest - 1);
+      break;
+    }
+    applied++;
+    s = nl + 1;
+  }
+  D.replaying = false;
+  dt__free(text);
+  return rc;
 }
 
 /* Read the state back. A file whose shape is wrong stops the start: read as
@@ -366,6 +531,16 @@ static int load_state(dt_error *err) {
   }
   cJSON_Delete(root);
   D.state_valid = true;
+  rc = replay(err);
+  if (rc) return rc;
+  for (size_t i = 0; i < D.insts.n;) { /* instances whose claim is gone are forgotten */
+    char key[KEY_MAX + 16];
+    snprintf(key, sizeof key, "NodeClaim//%s", D.insts.v[i].claim);
+    if (obj_find(key) < 0)
+      inst_remove(i);
+    else
+      i++;
+  }
   logf_("info", "state", "read %s: %zu objects, %zu instances", D.state_path, D.objs.n, D.insts.n);
   return 0;
 }
@@ -646,7 +821,7 @@ static void replace_with(const char *name, const char *pool, const char *type, c
   snprintf(reason, sizeof reason, "%s: launching replacement NodeClaim %s (%s in %s, %s) before deleting", why, name, type,
            zone, ct);
   decision("replace", subj, reason);
-  save_state(); /* write ahead, as every launch */
+  journal_flush(); /* write ahead, as every launch */
   launch(name, type, zone, ct, pool);
 }
 
@@ -685,8 +860,7 @@ static void drop_claim(const char *claim) {
   obj_del(key);
   for (size_t i = 0; i < D.insts.n; i++)
     if (!strcmp(D.insts.v[i].claim, claim)) {
-      inst_free(&D.insts.v[i]);
-      D.insts.v[i] = D.insts.v[--D.insts.n];
+      inst_remove(i);
       break;
     }
 }
@@ -989,7 +1163,7 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
   }
   cJSON_Delete(o);
   if (changed) {
-    save_state();
+    journal_flush();
     arm_batch();
   }
 }
@@ -1247,7 +1421,7 @@ static void on_disrupt(uv_timer_t *t) {
   dt_disrupt_free(d);
   dt_manifests_free(m);
   if (changed) {
-    save_state();
+    journal_flush();
     arm_batch();
   }
 }
@@ -1320,7 +1494,7 @@ static void plan_round(void) {
   /* Write ahead: the claims are in the state file before any request leaves,
   ** so a crash mid-launch finds them at restart and adopts what the cloud
   ** made for them (launches are idempotent per claim). */
-  if (cs.n) save_state();
+  if (cs.n) journal_flush();
   for (size_t i = 0; i < cs.n; i++) launch(cs.v[i].name, cs.v[i].type, cs.v[i].zone, cs.v[i].ct, cs.v[i].pool);
   dt__free(cs.v);
   cJSON_Delete(docs);
@@ -1495,8 +1669,7 @@ static int delete_object(h2o_req_t *req, const char *p, size_t len) {
   if (!strcmp(kind, "NodeClaim"))
     for (size_t i = 0; i < D.insts.n; i++)
       if (!strcmp(D.insts.v[i].claim, name)) {
-        inst_free(&D.insts.v[i]);
-        D.insts.v[i] = D.insts.v[--D.insts.n];
+        inst_remove(i);
         break;
       }
   logf_("info", "delete", "%s", key);
@@ -1565,10 +1738,9 @@ static int post_event(h2o_req_t *req) {
     snprintf(reason, sizeof reason, "%s: drain NodeClaim %s and replace its pods", dtype, in->claim);
     decision("interruption", subj, reason);
     obj_del(key);
-    inst_free(in);
-    D.insts.v[at] = D.insts.v[--D.insts.n];
+    inst_remove((size_t)at);
     action = "replaced";
-    save_state();
+    journal_flush();
     arm_batch();
   }
   cJSON_Delete(e);
@@ -1765,7 +1937,8 @@ static const opt k_opts[] = {
 
 static void usage(FILE *f) {
   fputs("usage: dovetail serve [options]\n"
-        "  --config FILE        options as a YAML or JSON map (listen, catalog, batch-idle, ...); flags override\n",
+        "  --config FILE        options as a YAML or JSON map (listen, catalog, batch-idle, ...); flags override\n"
+        "  --recover            start from the state journal's last good record, saying what was dropped\n",
         f);
   for (size_t i = 0; i < NOPTS; i++)
     fprintf(f, "  --%s %s%s\n", k_opts[i].name, k_opts[i].help, k_opts[i].runtime ? " [SIGHUP]" : "");
@@ -1998,6 +2171,10 @@ int dt__serve_main(int argc0, char **argv0) {
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     const opt *o = opt_find(a);
+    if (!strcmp(a, "--recover")) { /* a flag: past a damaged journal record */
+      D.recover = true;
+      continue;
+    }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       free_args(argc, argv);
@@ -2143,5 +2320,6 @@ int dt__serve_main(int argc0, char **argv0) {
   free_args(argc, argv); /* options point into them until here */
   free_args(g_hup_argc, g_hup_argv);
   dt_policy_dir_free(D.pdir);
+  dt__free(D.jbuf.p);
   return 0;
 }
