@@ -511,8 +511,17 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
     } else {
       order_vms(out_of, nout, &p->update_sel, x->o->seed ^ dt__hash64(p->name, strlen(p->name)));
       int64_t left = mu_update - (int64_t)nunavail;
+      int64_t updates_left = p->burst; /* KubeVirt's burst limit holds for updates as for creations */
       for (size_t k = 0; k < nout; k++) {
         const dt_vm *v = out_of[k].v;
+        if (updates_left <= 0) {
+          snprintf(tmp, sizeof tmp, "template changed; %zu outdated VMs wait for the next round (burst limit %lld per round)",
+                   nout - k, (long long)p->burst);
+          wait_count(jwait, "burst", (int64_t)(nout - k), tmp);
+          st->waiting++;
+          break;
+        }
+        updates_left--;
         bool dv_changed = v->dvt_hash != p->dvt_hash;
         const char *what;
         if (v->halted) {
@@ -541,6 +550,7 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
         }
         cJSON *a = action(jupdate, v->name, tmp);
         dt__json_put_str(a, "action", what);
+        dt__json_put(a, "object", vm_object(p, v->name, v->index, 0, now)); /* the VM as it is to be */
         st->update++;
       }
     }

@@ -98,7 +98,9 @@ typedef struct dtd {
   DT_VEC(instance) insts;
   DT_VEC(replacing) replacing; /* replacements launching before the claims they replace go */
   cJSON *decisions; /* recent, newest last */
-  char *last_plan;
+  char *last_plan, *last_pools;
+  uint64_t vm_actions[4]; /* create, delete, update, heal */
+  size_t pools_waiting;
   uint64_t round, seq;
   char reload_result[600];
   /* metrics */
@@ -1428,6 +1430,89 @@ static void on_disrupt(uv_timer_t *t) {
 
 /* ------------------------------------------------------------ a round */
 
+/* ------------------------------------------------------------ VM pools */
+
+static void vm_key(const cJSON *pool, const cJSON *a, char *out, size_t n) {
+  snprintf(out, n, "VirtualMachine/%s/%s", jstr(pool, "namespace") ? jstr(pool, "namespace") : "default",
+           jstr(a, "name") ? jstr(a, "name") : "");
+}
+
+/* Carry out one kind of pool action: its VM objects go into the store, or
+** out of it. */
+static size_t vm_actions(const cJSON *pool, const char *kind, bool remove) {
+  const cJSON *a;
+  size_t n = 0;
+  cJSON_ArrayForEach(a, jget(pool, kind)) {
+    char key[KEY_MAX + 32], subj[KEY_MAX + 32];
+    vm_key(pool, a, key, sizeof key);
+    const cJSON *obj = jget(a, "object");
+    const char *what = jstr(a, "action");
+    if (what && !strcmp(what, "wait")) continue; /* a heal waiting for its backoff */
+    if (remove) {
+      obj_del(key);
+    } else if (obj) {
+      cJSON *copy = cJSON_Duplicate(obj, true);
+      /* a VM created (or re-created) here runs nowhere yet: Provisioning, so
+      ** its virt-launcher pod joins this round's pending pods */
+      if (copy && strcmp(kind, "update")) put_in(copy, "status", "printableStatus", "Provisioning");
+      if (copy) obj_put(key, copy);
+      cJSON_Delete(copy);
+    } else {
+      continue;
+    }
+    snprintf(subj, sizeof subj, "VirtualMachine %s/%s", jstr(pool, "namespace"), jstr(a, "name"));
+    char why[900];
+    snprintf(why, sizeof why, "%s%s%s: %s", kind, what ? " " : "", what ? what : "", jstr(a, "reason") ? jstr(a, "reason") : "");
+    decision("vmpool", subj, why);
+    n++;
+  }
+  return n;
+}
+
+/*
+** VirtualMachinePools converge in the daemon as `dovetail pool` decides:
+** each round's creations, deletions, updates and heals become VirtualMachine
+** objects in the store (or leave it), within KubeVirt's burst limit, and
+** the VMs that need a node become virt-launcher pods of the same round's
+** plan. The last result is served at /v1/pools.
+*/
+static void converge_pools(void) {
+  bool any = false;
+  for (size_t i = 0; i < D.objs.n && !any; i++) any = !strncmp(D.objs.v[i].key, "VirtualMachinePool/", 19);
+  if (!any) return;
+  dt_error err = {0};
+  dt_manifests *m = manifests(&err);
+  if (!m) {
+    logf_("error", "pools", "%s", err.msg);
+    return;
+  }
+  dt_pool_opts po = {wall(), D.start_seed ^ D.round, D.policy};
+  dt_pools *r = NULL;
+  if (dt_pools_run(m, &po, &r, &err)) {
+    logf_("error", "pools", "%s", err.msg);
+    dt_manifests_free(m);
+    return;
+  }
+  size_t len;
+  char *text = dt_pools_render(r, DT_FORMAT_JSON, &len);
+  cJSON *doc = text ? cJSON_ParseWithLength(text, len) : NULL;
+  const cJSON *pool;
+  cJSON_ArrayForEach(pool, jget(doc, "pools")) {
+    D.vm_actions[0] += vm_actions(pool, "create", false);
+    D.vm_actions[1] += vm_actions(pool, "delete", true);
+    D.vm_actions[2] += vm_actions(pool, "update", false);
+    D.vm_actions[3] += vm_actions(pool, "heal", false);
+  }
+  cJSON_Delete(doc);
+  dt_pools_stats ps;
+  dt_pools_stats_get(r, &ps);
+  D.pools_waiting = ps.waiting; /* held back (burst, maxUnavailable): the requeue timer comes back */
+  dt_free(D.last_pools);
+  D.last_pools = text;
+  dt_pools_free(r);
+  dt_manifests_free(m);
+}
+
 #define REQUEUE_BASE_MS 1000
 #define REQUEUE_MAX_MS 300000
 
@@ -1436,6 +1521,7 @@ static void on_requeue(uv_timer_t *t);
 static void plan_round(void) {
   dt_error err = {0};
   expire_marks();
+  converge_pools();
   dt_manifests *m = manifests(&err);
   if (!m) {
     logf_("error", "plan", "%s", err.msg);
@@ -1506,7 +1592,7 @@ static void plan_round(void) {
   /* Pods left pending (unschedulable, or deferred for a reservation other
   ** claims hold) are planned again on a timer with backoff, so a fallback
   ** happens by itself when the cluster changes under them. */
-  if (st.unschedulable) {
+  if (st.unschedulable || D.pools_waiting) {
     uv_timer_start(&D.requeue, on_requeue, D.requeue_ms, 0);
     D.requeue_ms = D.requeue_ms * 2 > REQUEUE_MAX_MS ? REQUEUE_MAX_MS : D.requeue_ms * 2;
   } else {
@@ -1791,6 +1877,32 @@ static int get_state(h2o_req_t *req) {
   return 0;
 }
 
+/* VMs by owning pool and status (status.printableStatus; "Pending" until a
+** node runs them). */
+static void vm_gauge(dt_buf *b) {
+  typedef struct vmc {
+    char key[KEY_MAX + 64];
+    size_t n;
+  } vmc;
+  DT_VEC(vmc) c = {0};
+  for (size_t i = 0; i < D.objs.n; i++) {
+    if (strncmp(D.objs.v[i].key, "VirtualMachine/", 15)) continue;
+    cJSON *o = cJSON_Parse(D.objs.v[i].json);
+    const cJSON *ow = jget(jget(o, "metadata"), "ownerReferences");
+    const char *pool = ow && ow->child ? jstr(ow->child, "name") : NULL;
+    const char *st = jstr(jget(o, "status"), "printableStatus");
+    vmc k = {{0}, 1};
+    snprintf(k.key, sizeof k.key, "vmpool=\"%s\",state=\"%s\"", pool ? pool : "", st ? st : "Pending");
+    cJSON_Delete(o);
+    bool found = false;
+    for (size_t j = 0; j < c.n && !found; j++)
+      if (!strcmp(c.v[j].key, k.key)) c.v[j].n++, found = true;
+    if (!found && dt__vec_push(&c, k)) break;
+  }
+  for (size_t j = 0; j < c.n; j++) dt__buf_printf(b, "dovetail_vms{%s} %zu\n", c.v[j].key, c.v[j].n);
+  dt__free(c.v);
+}
+
 static int get_metrics(h2o_req_t *req) {
   dt_buf b = {0};
   size_t marks = 0;
@@ -1834,6 +1946,14 @@ static int get_metrics(h2o_req_t *req) {
                      "# HELP dovetail_remediation_paused_total Passes where maxUnhealthy stopped remediation.\n"
                      "# TYPE dovetail_remediation_paused_total counter\ndovetail_remediation_paused_total %llu\n",
                  (unsigned long long)D.remediations, (unsigned long long)D.remediation_paused);
+  dt__buf_puts(&b, "# HELP dovetail_vmpool_actions_total VirtualMachinePool actions carried out, by kind.\n"
+                   "# TYPE dovetail_vmpool_actions_total counter\n");
+  static const char *vk[4] = {"create", "delete", "update", "heal"};
+  for (int i = 0; i < 4; i++)
+    dt__buf_printf(&b, "dovetail_vmpool_actions_total{action=\"%s\"} %llu\n", vk[i], (unsigned long long)D.vm_actions[i]);
+  dt__buf_puts(&b, "# HELP dovetail_vms VirtualMachines in the store, by pool and printable status.\n"
+                   "# TYPE dovetail_vms gauge\n");
+  vm_gauge(&b);
   dt__buf_puts(&b, "# HELP dovetail_loop_lag_seconds How late the event loop ran a 100 ms timer.\n"
                    "# TYPE dovetail_loop_lag_seconds histogram\n");
   for (int i = 0; i < 8; i++)
@@ -1859,7 +1979,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   if (!authorized(req)) return respond_error(req, 401, "a bearer token is required");
   /* the read endpoints answer GET (and HEAD, which h2o answers without a body) */
   bool read = path_is(req, "/metrics") || path_is(req, "/v1/plan") || path_is(req, "/v1/state") ||
-              path_is(req, "/v1/decisions");
+              path_is(req, "/v1/decisions") || path_is(req, "/v1/pools");
   if (read && !method_is(req, "GET") && !method_is(req, "HEAD"))
     return respond_error(req, 405, "method not allowed: this endpoint answers GET");
   if (path_is(req, "/metrics")) return get_metrics(req);
@@ -1867,6 +1987,9 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     return D.last_plan ? respond(req, 200, "application/json", D.last_plan, strlen(D.last_plan))
                        : respond_error(req, 503, "no plan yet: apply objects first");
   if (path_is(req, "/v1/state")) return get_state(req);
+  if (path_is(req, "/v1/pools"))
+    return D.last_pools ? respond(req, 200, "application/json", D.last_pools, strlen(D.last_pools))
+                        : respond_error(req, 503, "no pool round yet: apply a VirtualMachinePool first");
   if (path_is(req, "/v1/decisions")) {
     char *t = cJSON_Print(D.decisions);
     respond(req, 200, "application/json", t ? t : "[]", t ? strlen(t) : 2);
@@ -2142,11 +2265,42 @@ static void on_lag(uv_timer_t *t) {
   uv_timer_start(t, on_lag, LAG_EVERY_MS, 0);
 }
 
+/* Everything the daemon holds, released (at a stop, or a start that fails). */
+static void serve_free(void) {
+  for (size_t i = 0; i < D.objs.n; i++) {
+    dt__free(D.objs.v[i].key);
+    free(D.objs.v[i].json);
+  }
+  dt__free(D.objs.v);
+  dt__symtab_free(&D.keys);
+  dt__free(D.slot.v);
+  for (size_t i = 0; i < D.insts.n; i++) inst_free(&D.insts.v[i]);
+  dt__free(D.insts.v);
+  for (size_t i = 0; i < D.replacing.n; i++) {
+    dt__free(D.replacing.v[i].claim);
+    dt__free(D.replacing.v[i].olds);
+    dt__free(D.replacing.v[i].why);
+  }
+  dt__free(D.replacing.v);
+  for (size_t i = 0; i < D.sim_ice.n; i++) dt__free(D.sim_ice.v[i]);
+  dt__free(D.sim_ice.v);
+  cJSON_Delete(D.decisions);
+  dt_free(D.last_plan);
+  dt_free(D.last_pools);
+  dt__free((char *)D.token);
+  dt__free(D.jbuf.p);
+  dt_policy_dir_free(D.pdir);
+  dt_policy_free(D.policy);
+  dt_catalog_free(D.cat);
+  memset(&D, 0, sizeof D);
+}
+
 int dt__serve_main(int argc0, char **argv0) {
   signal(SIGPIPE, SIG_IGN);
   int argc;
   char **argv;
   char why[700];
+  int rc = 0;
   if (config_args(argc0, argv0, &argc, &argv, why, sizeof why)) {
     fprintf(stderr, "dovetail serve: %s\n", why);
     return 2;
@@ -2177,74 +2331,84 @@ int dt__serve_main(int argc0, char **argv0) {
     }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
-      free_args(argc, argv);
-      return 0;
+      rc = 0;
+      goto out;
     }
     if (!o || !v) {
       fprintf(stderr, "dovetail serve: %s option %s\n", o ? "incomplete" : "unknown", a);
       usage(stderr);
-      free_args(argc, argv);
-      return 2;
+      rc = 2;
+      goto out;
     }
     if (opt_set(o, v, true, why, sizeof why)) {
       fprintf(stderr, "dovetail serve: %s\n", why);
-      free_args(argc, argv);
-      return 2;
+      rc = 2;
+      goto out;
     }
     i++;
   }
   const char *listen = g_listen, *catalog = g_catalog, *token_file = g_token_file;
   if (strcmp(D.provider, "sim") && strcmp(D.provider, "http")) {
     fprintf(stderr, "dovetail serve: --provider: expected sim or http, got \"%s\"\n", D.provider);
-    return 2;
+    rc = 2;
+    goto out;
   }
   if (!strcmp(D.provider, "http") != !!D.cloud_url) {
     fprintf(stderr, "dovetail serve: --provider http and --cloud-url URL go together\n");
-    return 2;
+    rc = 2;
+    goto out;
   }
   dt_error err = {0};
   if (catalog ? dt_catalog_load_file(catalog, &D.cat, &err) : dt_catalog_load_default(&D.cat, &err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    return 1;
+    rc = 1;
+    goto out;
   }
   if (D.policy_path && dt_policy_load_file(D.policy_path, NULL, &D.policy, &err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    return 1;
+    rc = 1;
+    goto out;
   }
   if (dt_policy_dir_open(D.policy_dir ? D.policy_dir : "policies", &D.pdir, &err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    return 1;
+    rc = 1;
+    goto out;
   }
   if (token_file) {
     char *t;
     size_t len;
     if (dt__read_file(token_file, &t, &len, &err)) {
       fprintf(stderr, "dovetail serve: --token-file: %s\n", err.msg);
-      return 1;
+      rc = 1;
+      goto out;
     }
     while (len && (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' ')) t[--len] = 0;
     if (!len) {
       fprintf(stderr, "dovetail serve: --token-file %s is empty\n", token_file);
-      return 1;
+      rc = 1;
+      goto out;
     }
     D.token = t;
   }
   D.decisions = cJSON_CreateArray();
   if (load_state(&err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    return 1;
+    rc = 1;
+    goto out;
   }
   /* A state that cannot be written stops the start: running on, the daemon
   ** would launch what it cannot remember. */
   if (D.state_path && save_state()) {
     fprintf(stderr, "dovetail serve: --state %s: cannot be written: %s\n", D.state_path, strerror(errno));
-    return 1;
+    rc = 1;
+    goto out;
   }
   D.loop = uv_default_loop();
   char msg[600];
   if (dt__httpd_start(&D.http, D.loop, listen, D.body_limit, on_req, msg, sizeof msg)) {
     fprintf(stderr, "dovetail serve: --listen: %s\n", msg);
-    return 1;
+    rc = 1;
+    goto out;
   }
   D.port = D.http.port;
   uv_timer_init(D.loop, &D.idle);
@@ -2262,7 +2426,8 @@ int dt__serve_main(int argc0, char **argv0) {
   if (D.disrupt_ms) uv_timer_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
   if (D.cloud_url && dt__httpc_init(D.loop)) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
-    return 1;
+    rc = 1;
+    goto out;
   }
   D.ready = !D.cloud_url;
   uv_timer_init(D.loop, &D.max);
@@ -2317,9 +2482,10 @@ int dt__serve_main(int argc0, char **argv0) {
   if (D.watching) uv_close((uv_handle_t *)&D.watch, on_close_noop);
   uv_run(D.loop, UV_RUN_NOWAIT);
   logf_("info", "stopped", "%llu rounds", (unsigned long long)D.round);
+  rc = 0;
+out:
+  serve_free();
   free_args(argc, argv); /* options point into them until here */
   free_args(g_hup_argc, g_hup_argv);
-  dt_policy_dir_free(D.pdir);
-  dt__free(D.jbuf.p);
-  return 0;
+  return rc;
 }

@@ -338,6 +338,17 @@ describe("VM pool updates", function()
     assert.equal(1, #run(items).update)
   end)
 
+  it("updates stay within the burst limit, as creations and deletions do", function()
+    local items = { pool({ replicas = 300, annotations = { ["dovetail.dev/burst-replicas"] = "250" } }) }
+    for i = 0, 299 do items[#items + 1] = vm("web-" .. i, { template = changed() }) end
+    local p = run(items)
+    assert.equal(250, #p.update)
+    assert.equal("burst", p.waiting[1]["for"])
+    assert.equal(50, p.waiting[1].count)
+    -- each update carries the VM as it is to be: the pool's template
+    assert.equal(2, p.update[1].object.spec.template.spec.domain.cpu.cores)
+  end)
+
   it("the default maxUnavailable is 100%", function()
     local items = { pool({ replicas = 4 }) }
     for i = 0, 3 do items[#items + 1] = vm("web-" .. i, { template = changed() }) end

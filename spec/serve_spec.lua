@@ -371,6 +371,30 @@ return {
     d.stop()
   end)
 
+  it("converges a VirtualMachinePool scaled from 4 to 6, launching nodes for the new VMs once", function()
+    local d = start("--disrupt-interval 200ms")
+    local example = slurp("examples/vm-pool.yaml")
+    http(d, "PUT", "/v1/objects", example)
+    eventually(function() return http(d, "GET", "/metrics"):match('dovetail_vms{vmpool="web",state="Provisioning"} 2') end,
+      "the two missing VMs created")
+    local pool = example:match("^(.-)\n%-%-%-\n"):gsub("replicas: 4", "replicas: 6")
+    http(d, "PUT", "/v1/objects", pool)
+    eventually(function() return http(d, "GET", "/metrics"):match('dovetail_vms{vmpool="web",state="Provisioning"} 4') end,
+      "four VMs created in all")
+    sleep(1)
+    local metrics = http(d, "GET", "/metrics")
+    assert.matches('dovetail_vmpool_actions_total{action="create"} 4\n', metrics, 1, true)
+    assert.matches('dovetail_vmpool_actions_total{action="delete"} 0\n', metrics, 1, true)
+    assert.matches("dovetail_nodes_deleted_total 0\n", metrics, 1, true)
+    assert.matches('dovetail_vms{vmpool="web",state="Running"} 2\n', metrics, 1, true)
+    assert.matches('"replicas": 6,', (http(d, "GET", "/v1/pools")))
+    local launched = 0
+    for n in metrics:gmatch('dovetail_claims_launched_total{capacity_type="[%w-]+"} (%d+)') do launched = launched + n end
+    assert.is_true(launched >= 1 and launched <= 4, metrics)
+    assert.matches("dovetail_pending_pods 0\n", metrics, 1, true)
+    d.stop()
+  end)
+
   it("refuses bad options and config with a message naming them", function()
     local cases = {
       { "--batch-idle soon", 2, '--batch-idle: expected a duration such as 1s, 500ms or 3m, got "soon"' },
