@@ -101,6 +101,10 @@ typedef struct dtd {
   char *last_plan, *last_pools;
   uint64_t vm_actions[4]; /* create, delete, update, heal */
   size_t pools_waiting;
+  bool planning, round_pending, reload_pending; /* a round on the thread pool; what waits for it */
+  DT_VEC(cJSON *) queued;                      /* events that need the policy, queued during a round */
+  char pool_errors[1200];                       /* the last round's NodePool policy errors */
+  dt_catalog *next_cat;                         /* a refreshed catalog waiting for the round to end */
   uint64_t round, seq;
   char reload_result[600];
   /* metrics */
@@ -196,9 +200,15 @@ static int obj_find(const char *key) {
   return s && s < D.slot.n ? D.slot.v[s] : -1;
 }
 
+static int obj_put_text(const char *key, char *json);
+
 static int obj_put(const char *key, const cJSON *o) {
   char *json = cJSON_PrintUnformatted(o);
-  if (!json) return DT_ENOMEM;
+  return json ? obj_put_text(key, json) : DT_ENOMEM;
+}
+
+/* Store json (compact JSON from cJSON, which the store now owns) under key. */
+static int obj_put_text(const char *key, char *json) {
   journal_put(key, json);
   int at = obj_find(key);
   if (at >= 0) {
@@ -1098,7 +1108,9 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
     const instance *kin = NULL;
     for (size_t i = 0; i < D.insts.n && !kin; i++)
       if (!strcmp(D.insts.v[i].id, id)) kin = &D.insts.v[i];
-    const char *act = known && kin && state && !strcmp(state, "stopped") && why && !strcmp(why, "stopped_by_preemption")
+    /* while a round holds the policy, a preemption waits for the next poll */
+    const char *act = known && kin && state && !strcmp(state, "stopped") && why &&
+                              !strcmp(why, "stopped_by_preemption") && !D.planning
                           ? interruption_action("preemption", kin, state, "drain")
                           : "ignore";
     if (known && kin && strcmp(act, "ignore")) {
@@ -1183,8 +1195,13 @@ static void on_catalog(void *ud, long status, const char *body, size_t len, cons
     logf_("error", "catalog", "the cloud's catalog is invalid, keeping the current one: %s", e.msg);
     return;
   }
-  dt_catalog_free(D.cat);
-  D.cat = c;
+  if (D.planning) { /* the round on the thread pool reads the catalog: swap after it */
+    dt_catalog_free(D.next_cat);
+    D.next_cat = c;
+  } else {
+    dt_catalog_free(D.cat);
+    D.cat = c;
+  }
   snprintf(D.catalog_etag, sizeof D.catalog_etag, "%s", etag ? etag : "");
   logf_("info", "catalog", "refreshed from the cloud (%zu bytes, ETag %s)", len, D.catalog_etag);
 }
@@ -1392,40 +1409,17 @@ static bool remediate(void) {
 /* Every --disrupt-interval: health remediation, then one disruption pass
 ** over the cluster the daemon holds, its commands carried out on the claims
 ** it launched. */
+static void dispatch(bool disrupt);
+
 static void on_disrupt(uv_timer_t *t) {
   (void)t;
-  if (!D.ready || D.batch_open) return; /* provisioning first, as Karpenter's pending-pods rule */
-  dt_error err = {0};
+  if (!D.ready || D.batch_open || D.planning) return; /* provisioning first, as Karpenter's pending-pods rule */
   expire_marks();
-  bool changed = remediate();
-  dt_manifests *m = manifests(&err);
-  if (!m) return;
-  dt_disrupt_opts o = {0};
-  o.now = wall();
-  o.seed = D.start_seed ^ ++D.round;
-  o.policy = D.policy;
-  if (D.pdir) {
-    dt_policy_dir_sync(D.pdir, m);
-    dt_policy_dir_apply(D.pdir, &o.pool_policies, &o.pool_policy_names, &o.npool_policies);
-  }
-  dt_disruption *d = NULL;
-  if (dt_disrupt_run(D.cat, m, &o, &d, &err)) {
-    logf_("error", "disrupt", "%s", err.msg);
-    dt_manifests_free(m);
-    return;
-  }
-  char *text = dt_disrupt_render(d, DT_FORMAT_JSON, NULL);
-  cJSON *r = text ? cJSON_Parse(text) : NULL;
-  dt_free(text);
-  const cJSON *c;
-  cJSON_ArrayForEach(c, jget(r, "commands")) changed |= carry_out(c);
-  cJSON_Delete(r);
-  dt_disrupt_free(d);
-  dt_manifests_free(m);
-  if (changed) {
+  if (remediate()) {
     journal_flush();
     arm_batch();
   }
+  dispatch(true); /* the pass runs on the thread pool; round_done carries out its commands */
 }
 
 /* ------------------------------------------------------------ a round */
@@ -1518,64 +1512,146 @@ static void converge_pools(void) {
 
 static void on_requeue(uv_timer_t *t);
 
-static void plan_round(void) {
-  dt_error err = {0};
-  expire_marks();
-  converge_pools();
-  dt_manifests *m = manifests(&err);
-  if (!m) {
-    logf_("error", "plan", "%s", err.msg);
+/*
+** A round runs in two halves so the loop never waits on it: on the loop,
+** marks expire, VM pools converge and the store is copied (sorted, so
+** rounds are deterministic); on libuv's thread pool, the copy is read into
+** manifests, NodePool policies are synced and the plan is made and
+** rendered; back on the loop, claims are stored, written ahead and
+** launched, bindings nominated, and the requeue timer set. While a round
+** is on the pool, the policies belong to it: reloads, disruption passes,
+** policy-routed events and polled preemptions wait for its end.
+*/
+typedef struct round_work {
+  uv_work_t req;
+  bool disrupt; /* a disruption pass rather than a provisioning round */
+  size_t n;
+  char **key, **json; /* the store, copied */
+  dt_plan_opts o;
+  int rc;
+  dt_error err;
+  dt_manifests *m;
+  dt_plan *p;
+  cJSON *claims; /* the plan's NodeClaims, parsed from its YAML; or the pass's result */
+  char *json_text;
+  size_t json_len;
+  double ms;
+  char *pool_errors;
+} round_work;
+
+static void round_free(round_work *w) {
+  for (size_t i = 0; i < w->n; i++) {
+    dt__free(w->key[i]);
+    dt__free(w->json[i]);
+  }
+  dt__free(w->key);
+  dt__free(w->json);
+  dt_plan_free(w->p);
+  dt_manifests_free(w->m);
+  cJSON_Delete(w->claims);
+  dt_free(w->json_text);
+  dt__free(w->pool_errors);
+  dt__free(w);
+}
+
+/* On the thread pool: nothing here touches the daemon's state but the
+** policies, which the loop leaves alone while D.planning. */
+static void round_run(uv_work_t *req) {
+  round_work *w = req->data;
+  if (!(w->m = dt_manifests_new())) {
+    w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
     return;
   }
-  dt_plan_opts o = {0};
-  o.now = wall();
-  o.seed = ++D.round ^ D.start_seed; /* claim names differ across restarts */
-  o.policy = D.policy;
+  for (size_t i = 0; i < w->n && !w->rc; i++)
+    w->rc = dt_manifests_add_buffer(w->m, w->key[i], w->json[i], strlen(w->json[i]), &w->err);
+  if (w->rc) return;
   if (D.pdir) {
-    dt_policy_dir_sync(D.pdir, m);
-    const char *pe = dt_policy_dir_errors(D.pdir);
-    if (*pe) logf_("error", "policy", "%s", pe);
-    dt_policy_dir_apply(D.pdir, &o.pool_policies, &o.pool_policy_names, &o.npool_policies);
+    dt_policy_dir_sync(D.pdir, w->m);
+    w->pool_errors = dt__strdup(dt_policy_dir_errors(D.pdir));
+    dt_policy_dir_apply(D.pdir, &w->o.pool_policies, &w->o.pool_policy_names, &w->o.npool_policies);
   }
-  dt_plan *p = NULL;
   double t0 = dt__now_ms();
-  if (dt_plan_run(D.cat, m, &o, &p, &err)) {
-    logf_("error", "plan", "%s", err.msg);
-    dt_manifests_free(m);
+  if (w->disrupt) {
+    dt_disrupt_opts o = {w->o.now, w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names,
+                         w->o.npool_policies};
+    dt_disruption *r = NULL;
+    if ((w->rc = dt_disrupt_run(D.cat, w->m, &o, &r, &w->err))) return;
+    w->ms = dt__now_ms() - t0;
+    char *text = dt_disrupt_render(r, DT_FORMAT_JSON, NULL);
+    w->claims = text ? cJSON_Parse(text) : NULL;
+    if (!w->claims) w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory rendering the disruption pass");
+    dt_free(text);
+    dt_disrupt_free(r);
     return;
   }
-  double ms = dt__now_ms() - t0;
+  if ((w->rc = dt_plan_run(D.cat, w->m, &w->o, &w->p, &w->err))) return;
+  w->ms = dt__now_ms() - t0;
+  char *yaml = dt_plan_render(w->p, DT_FORMAT_YAML, NULL);
+  w->json_text = dt_plan_render(w->p, DT_FORMAT_JSON, &w->json_len);
+  dt_error perr = {0};
+  if (!yaml || !w->json_text || dt__doc_parse("plan", yaml, strlen(yaml), &w->claims, &perr))
+    w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory rendering the plan");
+  dt_free(yaml);
+}
+
+static void after_round(void);
+static void reload(const char *why);
+
+/* Back on the loop: carry the plan out. */
+static void round_done(uv_work_t *req, int status) {
+  round_work *w = req->data;
+  D.planning = false;
+  if (D.reload_pending) { /* the policy is free again: the new one decides from the next round */
+    D.reload_pending = false;
+    reload("file changed during a round");
+  }
+  if (status || w->rc) {
+    logf_("error", "plan", "%s", status ? "the round was cancelled" : w->err.msg);
+    round_free(w);
+    after_round();
+    return;
+  }
+  if (w->pool_errors && *w->pool_errors) logf_("error", "policy", "%s", w->pool_errors);
+  snprintf(D.pool_errors, sizeof D.pool_errors, "%s", w->pool_errors ? w->pool_errors : "");
+  if (w->disrupt) {
+    bool changed = false;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, jget(w->claims, "commands")) changed |= carry_out(c);
+    if (changed) {
+      journal_flush();
+      arm_batch();
+    }
+    round_free(w);
+    after_round();
+    return;
+  }
+  double ms = w->ms;
   D.plans++;
   D.plan_ms_sum += ms / 1000;
   for (int b = 0; b < 8; b++)
     if (ms / 1000 <= k_buckets[b]) D.plan_buckets[b]++;
   dt_plan_stats st;
-  dt_plan_stats_get(p, &st);
-  size_t len;
-  char *yaml = dt_plan_render(p, DT_FORMAT_YAML, NULL);
+  dt_plan_stats_get(w->p, &st);
   dt_free(D.last_plan);
-  D.last_plan = dt_plan_render(p, DT_FORMAT_JSON, &len);
+  D.last_plan = w->json_text;
+  w->json_text = NULL;
   D.pending = st.unschedulable;
   /* Launch every new claim; the applyable YAML carries the pods they take. */
-  cJSON *docs = NULL;
   typedef struct claim {
-    const cJSON *obj;
     const char *name, *type, *zone, *ct, *pool;
   } claim;
   DT_VEC(claim) cs = {0};
-  if (yaml && !dt__doc_parse("plan", yaml, strlen(yaml), &docs, &err)) {
-    const cJSON *c;
-    cJSON_ArrayForEach(c, docs) {
-      const cJSON *lab = jget(jget(c, "metadata"), "labels");
-      claim k = {c, jstr(jget(c, "metadata"), "name"), jstr(lab, "node.kubernetes.io/instance-type"),
-                 jstr(lab, "topology.kubernetes.io/zone"), jstr(lab, "karpenter.sh/capacity-type"),
-                 jstr(lab, "karpenter.sh/nodepool")};
-      if (!k.name || !k.type || !k.zone || !k.ct || !k.pool) continue;
-      char key[800];
-      snprintf(key, sizeof key, "NodeClaim//%s", k.name);
-      obj_put(key, c); /* in flight from now: the next round does not launch its pods again */
-      if (dt__vec_push(&cs, k)) logf_("error", "plan", "out of memory: NodeClaim %s is not launched", k.name);
-    }
+  const cJSON *c;
+  cJSON_ArrayForEach(c, w->claims) {
+    const cJSON *lab = jget(jget(c, "metadata"), "labels");
+    claim k = {jstr(jget(c, "metadata"), "name"), jstr(lab, "node.kubernetes.io/instance-type"),
+               jstr(lab, "topology.kubernetes.io/zone"), jstr(lab, "karpenter.sh/capacity-type"),
+               jstr(lab, "karpenter.sh/nodepool")};
+    if (!k.name || !k.type || !k.zone || !k.ct || !k.pool) continue;
+    char key[KEY_MAX + 16];
+    snprintf(key, sizeof key, "NodeClaim//%s", k.name);
+    obj_put(key, c); /* in flight from now: the next round does not launch its pods again */
+    if (dt__vec_push(&cs, k)) logf_("error", "plan", "out of memory: NodeClaim %s is not launched", k.name);
   }
   /* Write ahead: the claims are in the state file before any request leaves,
   ** so a crash mid-launch finds them at restart and adopts what the cloud
@@ -1583,9 +1659,7 @@ static void plan_round(void) {
   if (cs.n) journal_flush();
   for (size_t i = 0; i < cs.n; i++) launch(cs.v[i].name, cs.v[i].type, cs.v[i].zone, cs.v[i].ct, cs.v[i].pool);
   dt__free(cs.v);
-  cJSON_Delete(docs);
-  dt_free(yaml);
-  nominate(p);
+  nominate(w->p);
   D.cost = st.hourly_cost;
   logf_("info", "plan", "round %llu: %zu pending pods, %zu scheduled, %zu new claims, %zu unschedulable, %.1f ms",
         (unsigned long long)D.round, st.pods, st.scheduled, st.nodes, st.unschedulable, ms);
@@ -1599,9 +1673,82 @@ static void plan_round(void) {
     uv_timer_stop(&D.requeue);
     D.requeue_ms = REQUEUE_BASE_MS;
   }
-  dt_plan_free(p);
-  dt_manifests_free(m);
+  round_free(w);
   state_dirty(); /* marks that expired; launches wrote their own */
+  after_round();
+}
+
+/* Copy the store and queue the work (a round, or a disruption pass). */
+static void dispatch(bool disrupt) {
+  if (D.objs.n && !D.sorted) {
+    qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
+    store_rehash();
+    D.sorted = true;
+  }
+  round_work *w = dt__calloc(1, sizeof *w);
+  if (w) {
+    w->key = dt__calloc(D.objs.n + 1, sizeof *w->key);
+    w->json = dt__calloc(D.objs.n + 1, sizeof *w->json);
+  }
+  bool ok = w && w->key && w->json;
+  for (size_t i = 0; ok && i < D.objs.n; i++) {
+    w->key[i] = dt__strdup(D.objs.v[i].key);
+    w->json[i] = dt__strdup(D.objs.v[i].json);
+    w->n = i + 1;
+    ok = w->key[i] && w->json[i];
+  }
+  if (!ok) {
+    logf_("error", "plan", "out of memory copying the store; the round is skipped");
+    if (w) round_free(w);
+    return;
+  }
+  w->disrupt = disrupt;
+  w->o.now = wall();
+  w->o.seed = disrupt ? D.start_seed ^ ++D.round : ++D.round ^ D.start_seed; /* names differ across restarts */
+  w->o.policy = D.policy;
+  w->req.data = w;
+  D.planning = true;
+  if (uv_queue_work(D.loop, &w->req, round_run, round_done)) {
+    D.planning = false;
+    logf_("error", "plan", "cannot queue the round");
+    round_free(w);
+  }
+}
+
+static void plan_round(void) {
+  if (D.planning) { /* one round at a time: this one follows it */
+    D.round_pending = true;
+    return;
+  }
+  expire_marks();
+  converge_pools();
+  dispatch(false);
+}
+
+static void reload(const char *why);
+static void handle_event(cJSON *e, char *action, size_t n);
+
+/* What waited for a round on the thread pool. */
+static void after_round(void) {
+  if (D.next_cat) {
+    dt_catalog_free(D.cat);
+    D.cat = D.next_cat;
+    D.next_cat = NULL;
+  }
+  if (D.reload_pending) {
+    D.reload_pending = false;
+    reload("file changed during a round");
+  }
+  for (size_t i = 0; i < D.queued.n; i++) {
+    char act[32];
+    handle_event(D.queued.v[i], act, sizeof act);
+    cJSON_Delete(D.queued.v[i]);
+  }
+  D.queued.n = 0;
+  if (D.round_pending) {
+    D.round_pending = false;
+    arm_batch();
+  }
 }
 
 static void on_requeue(uv_timer_t *t) {
@@ -1630,6 +1777,10 @@ static void arm_batch(void) {
 
 static void reload(const char *why) {
   if (!D.policy) return;
+  if (D.planning) { /* the round on the thread pool holds the policy */
+    D.reload_pending = true;
+    return;
+  }
   dt_error err = {0};
   int changed = 0;
   char ts[40];
@@ -1698,13 +1849,10 @@ static void store_one(const cJSON *o, void *ud) {
   if (!obj_key(o, key, sizeof key, &why) && !obj_put(key, o)) (*(size_t *)ud)++;
 }
 
-static int put_objects(h2o_req_t *req) {
-  dt_error err = {0};
-  cJSON *docs = NULL;
-  if (dt__request_objects(req->entity.base, req->entity.len, &docs, &err)) return respond_error(req, 400, err.msg);
+/* Objects read and keyed: store them all (one batch), answer, start the window. */
+static int store_objects(h2o_req_t *req, cJSON *docs) {
   size_t n = 0;
   dt__each_object(docs, store_one, &n);
-  cJSON_Delete(docs);
   char msg[100];
   snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", n);
   logf_("debug", "apply", "%zu objects applied", n);
@@ -1712,6 +1860,114 @@ static int put_objects(h2o_req_t *req) {
   state_dirty();
   arm_batch();
   return respond(req, 200, "application/json", msg, strlen(msg));
+}
+
+/*
+** A large body (a whole cluster at once) is read on the thread pool, so the
+** loop keeps serving while 20,000 objects are parsed and checked; the
+** answer follows when they are stored. If the client goes away first, the
+** objects are still stored (they were valid) and nobody is answered.
+*/
+#define PUT_ASYNC_BYTES (256u << 10)
+
+typedef struct put_work put_work;
+typedef struct put_holder {
+  put_work *w; /* NULL once the work is done */
+} put_holder;
+
+struct put_work {
+  uv_work_t req;
+  h2o_req_t *hreq; /* NULL when the client went away */
+  put_holder *holder;
+  char *body;
+  size_t len;
+  cJSON *docs;
+  DT_VEC(char *) keys, texts; /* each object's key and compact JSON */
+  dt_error err;
+  int rc;
+};
+
+static void put_gone(void *p) {
+  put_holder *h = p;
+  if (h->w) h->w->hreq = NULL;
+}
+
+static void print_one(const cJSON *o, void *ud) {
+  put_work *w = ud;
+  char key[KEY_MAX];
+  const char *why;
+  if (w->rc || obj_key(o, key, sizeof key, &why)) return;
+  char *k = dt__strdup(key), *json = cJSON_PrintUnformatted(o);
+  if (!k || !json || dt__vec_push(&w->keys, k) || dt__vec_push(&w->texts, json)) {
+    dt__free(k);
+    free(json);
+    w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
+  }
+}
+
+/* On the thread pool: read, check, key and print every object. */
+static void put_run(uv_work_t *r) {
+  put_work *w = r->data;
+  w->rc = dt__request_objects(w->body, w->len, &w->docs, &w->err);
+  if (!w->rc) dt__each_object(w->docs, print_one, w);
+}
+
+static void put_done(uv_work_t *r, int status) {
+  put_work *w = r->data;
+  if (w->hreq) w->holder->w = NULL;
+  if (status) {
+    if (w->hreq) respond_error(w->hreq, 503, "the request was cancelled");
+  } else if (w->rc) {
+    if (w->hreq) respond_error(w->hreq, 400, w->err.msg);
+  } else {
+    for (size_t i = 0; i < w->keys.n; i++) {
+      obj_put_text(w->keys.v[i], w->texts.v[i]);
+      w->texts.v[i] = NULL;
+    }
+    D.requeue_ms = REQUEUE_BASE_MS;
+    state_dirty();
+    arm_batch();
+    char msg[100];
+    snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", w->keys.n);
+    if (w->hreq) respond(w->hreq, 200, "application/json", msg, strlen(msg));
+  }
+  for (size_t i = 0; i < w->keys.n; i++) {
+    dt__free(w->keys.v[i]);
+    free(w->texts.v[i]);
+  }
+  dt__free(w->keys.v);
+  dt__free(w->texts.v);
+  cJSON_Delete(w->docs);
+  dt__free(w->body);
+  dt__free(w);
+}
+
+static int put_objects(h2o_req_t *req) {
+  dt_error err = {0};
+  cJSON *docs = NULL;
+  if (req->entity.len >= PUT_ASYNC_BYTES) {
+    put_work *w = dt__calloc(1, sizeof *w);
+    put_holder *h = h2o_mem_alloc_shared(&req->pool, sizeof *h, put_gone);
+    if (!w || !(w->body = dt__malloc(req->entity.len))) {
+      dt__free(w);
+      return respond_error(req, 503, "out of memory");
+    }
+    memcpy(w->body, req->entity.base, req->entity.len);
+    w->len = req->entity.len;
+    w->hreq = req;
+    w->holder = h;
+    h->w = w;
+    w->req.data = w;
+    if (uv_queue_work(D.loop, &w->req, put_run, put_done) == 0) return 0;
+    h->w = NULL;
+    dt__free(w->body);
+    dt__free(w);
+    return respond_error(req, 503, "cannot queue the request");
+  }
+  if (dt__request_objects(req->entity.base, req->entity.len, &docs, &err)) return respond_error(req, 400, err.msg);
+  int rc = store_objects(req, docs);
+  cJSON_Delete(docs);
+  return rc;
 }
 
 /* Percent-decode one path segment into out; -1 when it is malformed or
@@ -1777,18 +2033,13 @@ static const char *interruption_action(const char *kind, const instance *in, con
   return act;
 }
 
-/* Interruption events: EventBridge shapes (AWS) by instance id. */
-static int post_event(h2o_req_t *req) {
-  cJSON *e = cJSON_ParseWithLength(req->entity.base, req->entity.len);
-  if (!e) return respond_error(req, 400, "expected a JSON event");
+/* One interruption event (already checked to carry detail-type and an
+** instance id): ignored, noted, or the claim drained and replaced. */
+static void handle_event(cJSON *e, char *action, size_t n) {
   const char *dtype = jstr(e, "detail-type");
   const cJSON *det = jget(e, "detail");
   const char *id = jstr(det, "instance-id");
   const char *state = jstr(det, "state");
-  if (!dtype || !id) {
-    cJSON_Delete(e);
-    return respond_error(req, 400, "expected detail-type and detail.instance-id");
-  }
   int at = -1;
   for (size_t i = 0; i < D.insts.n && at < 0; i++)
     if (!strcmp(D.insts.v[i].id, id)) at = (int)i;
@@ -1798,8 +2049,8 @@ static int post_event(h2o_req_t *req) {
   if (at < 0) {
     snprintf(reason, sizeof reason, "%s for an instance this daemon did not launch; ignored", dtype);
     decision("event", subj, reason);
-    cJSON_Delete(e);
-    return respond(req, 200, "application/json", "{\"action\":\"ignored\"}\n", 21);
+    snprintf(action, n, "ignored");
+    return;
   }
   instance *in = &D.insts.v[at];
   bool spot = !strcmp(dtype, "EC2 Spot Instance Interruption Warning");
@@ -1807,7 +2058,7 @@ static int post_event(h2o_req_t *req) {
                (!strcmp(dtype, "EC2 Instance State-change Notification") && state &&
                 (!strcmp(state, "stopping") || !strcmp(state, "stopped") || !strcmp(state, "shutting-down") ||
                  !strcmp(state, "terminated")));
-  const char *action = "noted";
+  snprintf(action, n, "noted");
   const char *kind = spot ? "spot-interruption" : !strcmp(dtype, "EC2 Instance Rebalance Recommendation") ? "rebalance"
                      : !strcmp(dtype, "AWS Health Event") ? "scheduled-change" : "state-change";
   const char *act = interruption_action(kind, in, state, drain ? (spot ? "drain" : "keep-offering") : "ignore");
@@ -1816,21 +2067,40 @@ static int post_event(h2o_req_t *req) {
     snprintf(reason, sizeof reason, "%s: no action%s", dtype,
              !strcmp(kind, "rebalance") ? " (as Karpenter)" : D.policy ? " (policy on_interruption)" : "");
     decision("event", subj, reason);
-  } else {
-    if (!strcmp(act, "drain") && (spot || strcmp(in->ct, "spot") == 0))
-      mark_unavailable(in->ct, in->type, in->zone, spot ? "spot interruption warning" : dtype, D.ttl);
-    char key[800];
-    snprintf(key, sizeof key, "NodeClaim//%s", in->claim);
-    snprintf(reason, sizeof reason, "%s: drain NodeClaim %s and replace its pods", dtype, in->claim);
-    decision("interruption", subj, reason);
-    obj_del(key);
-    inst_remove((size_t)at);
-    action = "replaced";
-    journal_flush();
-    arm_batch();
+    return;
   }
+  if (!strcmp(act, "drain") && (spot || strcmp(in->ct, "spot") == 0))
+    mark_unavailable(in->ct, in->type, in->zone, spot ? "spot interruption warning" : dtype, D.ttl);
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodeClaim//%s", in->claim);
+  snprintf(reason, sizeof reason, "%s: drain NodeClaim %s and replace its pods", dtype, in->claim);
+  decision("interruption", subj, reason);
+  obj_del(key);
+  inst_remove((size_t)at);
+  snprintf(action, n, "replaced");
+  journal_flush();
+  arm_batch();
+}
+
+/* Interruption events: EventBridge shapes (AWS) by instance id. While a
+** round holds the policy, an event is queued and handled when it ends. */
+static int post_event(h2o_req_t *req) {
+  cJSON *e = cJSON_ParseWithLength(req->entity.base, req->entity.len);
+  if (!e) return respond_error(req, 400, "expected a JSON event");
+  if (!jstr(e, "detail-type") || !jstr(jget(e, "detail"), "instance-id")) {
+    cJSON_Delete(e);
+    return respond_error(req, 400, "expected detail-type and detail.instance-id");
+  }
+  char action[32], body[100];
+  if (D.planning && D.policy) {
+    if (dt__vec_push(&D.queued, e)) {
+      cJSON_Delete(e);
+      return respond_error(req, 503, "out of memory queueing the event");
+    }
+    return respond(req, 202, "application/json", "{\"action\":\"queued\"}\n", 20);
+  }
+  handle_event(e, action, sizeof action);
   cJSON_Delete(e);
-  char body[100];
   snprintf(body, sizeof body, "{\"action\":\"%s\"}\n", action);
   return respond(req, 200, "application/json", body, strlen(body));
 }
@@ -1860,7 +2130,7 @@ static int get_state(h2o_req_t *req) {
   cJSON_AddStringToObject(pol, "path", D.policy_path ? D.policy_path : "");
   cJSON_AddStringToObject(pol, "hooks", D.policy ? dt_policy_hooks(D.policy) : "");
   cJSON_AddStringToObject(pol, "lastReload", D.reload_result);
-  cJSON_AddStringToObject(pol, "nodePoolPolicyErrors", D.pdir ? dt_policy_dir_errors(D.pdir) : "");
+  cJSON_AddStringToObject(pol, "nodePoolPolicyErrors", D.pool_errors);
   cJSON_AddStringToObject(s, "lastConfigReload", D.config_result);
   cJSON *rep = cJSON_AddArrayToObject(s, "replacing");
   for (size_t i = 0; i < D.replacing.n; i++) {
@@ -2285,6 +2555,8 @@ static void serve_free(void) {
   for (size_t i = 0; i < D.sim_ice.n; i++) dt__free(D.sim_ice.v[i]);
   dt__free(D.sim_ice.v);
   cJSON_Delete(D.decisions);
+  for (size_t i = 0; i < D.queued.n; i++) cJSON_Delete(D.queued.v[i]);
+  dt__free(D.queued.v);
   dt_free(D.last_plan);
   dt_free(D.last_pools);
   dt__free((char *)D.token);
@@ -2292,6 +2564,7 @@ static void serve_free(void) {
   dt_policy_dir_free(D.pdir);
   dt_policy_free(D.policy);
   dt_catalog_free(D.cat);
+  dt_catalog_free(D.next_cat);
   memset(&D, 0, sizeof D);
 }
 
@@ -2454,6 +2727,7 @@ int dt__serve_main(int argc0, char **argv0) {
   else if (D.objs.n)
     arm_batch();
   uv_run(D.loop, UV_RUN_DEFAULT);
+  while (D.planning) uv_run(D.loop, UV_RUN_ONCE); /* a round on the thread pool finishes first */
   /* graceful stop: finish the provider calls in flight (up to 10 s) */
   uv_timer_stop(&D.poll);
   uv_timer_stop(&D.disrupt);
