@@ -210,10 +210,14 @@ static int build(state *st) {
   for (size_t i = 0; i < m->pods.n; i++)
     if (m->pods.v[i].node_name) st->pods[st->npods++] = m->pods.v[i];
   if (nominated(st, nb)) return DT_ENOMEM;
-  /* nodes, with their pods */
+  /* nodes, with their pods; a NodeClaim a Node in the input stands for is
+  ** that Node (one machine, not an empty second one) */
+  int32_t *paired = dt__arena_alloc(&st->arena, (m->nodes.n ? m->nodes.n : 1) * sizeof *paired);
+  if (!paired || dt__claims_paired(m, paired)) return DT_ENOMEM;
   dt_symtab names = {0};
   for (size_t i = 0; i < m->nodes.n; i++) {
     dt_node *n = &m->nodes.v[i];
+    if (paired[i] >= 0) continue;
     dnode d = {0};
     d.n = n;
     d.pool = -1;
@@ -1200,7 +1204,7 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
                                               "was found");
     r->stats.blocked++;
   }
-  r->stats.nodes = m->nodes.n;
+  for (size_t i = 0; i < st.nodes.n; i++) r->stats.nodes += !st.nodes.v[i].extra; /* a paired claim is its Node */
   if (st.explain) {
     bool found = false;
     for (size_t i = 0; i < m->nodes.n && !found; i++) found = !strcmp(m->nodes.v[i].name, st.o.explain);

@@ -34,7 +34,7 @@ static const char *k_usage =
     "plan options:\n"
     "  --catalog FILE     instance-type catalog (JSON); default: bundled AWS us-east-1\n"
     "  -o, --output FMT   json | yaml | table (default: table on a terminal, else json)\n"
-    "  --now RFC3339      the clock (default 2000-01-01T00:00:00Z; decisions never read the wall clock)\n"
+    "  --now RFC3339      the clock (default: now; give it to make a decision byte-reproducible)\n"
     "  --seed N           seed for names and randomised choices (default 0)\n"
     "  --packing MODE     cost (default: first-fit-decreasing, then a strictly cheaper re-pack)\n"
     "                     or ffd (Karpenter's first-fit-decreasing exactly)\n"
@@ -46,7 +46,8 @@ static const char *k_usage =
     "  --explain NODE     every step that node went through\n"
     "  --spot-to-spot     allow spot-to-spot consolidation (off, as Karpenter's feature gate)\n"
     "pool options: -o, --now, --seed (the Random selection policy), --policy (its scale_in hook)\n"
-    "FILE is YAML or JSON (multi-document, kind: List); - reads standard input.\n";
+    "FILE is YAML or JSON (multi-document, kind: List); - reads standard input; -f FILE as kubectl.\n"
+    "-o takes kubectl's spellings too: -oyaml, -o=yaml, --output=yaml.\n";
 
 static double now_ms(void) {
   struct timespec ts;
@@ -93,6 +94,36 @@ static int cmd_check(int argc, char **argv) {
 
 enum { CMD_PLAN, CMD_POOL, CMD_DISRUPT };
 
+static const char *k_usage_plan =
+    "usage: dovetail plan [options] FILE...\n"
+    "Place every pending pod on an existing node, an in-flight NodeClaim or a new node claim.\n"
+    "  --catalog FILE     instance-type catalog (JSON); default: bundled AWS us-east-1\n"
+    "  -o, --output FMT   json | yaml (NodeClaims to apply) | table (default: table on a terminal, else json)\n"
+    "  --now RFC3339      the clock (default: now; give it to make a decision byte-reproducible)\n"
+    "  --seed N           seed for names and randomised choices (default 0)\n"
+    "  --packing MODE     cost (default) or ffd (Karpenter's first-fit-decreasing exactly)\n"
+    "  --policy FILE      a Lua policy whose hooks apply to every NodePool\n"
+    "  --policy-dir DIR   where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (default policies)\n"
+    "  --unavailable FILE UnavailableOffering marks\n"
+    "  --timings          add parse and scheduling times to the JSON summary\n"
+    "  -f FILE            an input file, as kubectl (repeatable); - reads standard input\n"
+    "exit status: 0 planned (unschedulable pods are listed, not an error), 1 bad input, 2 bad usage\n";
+
+static const char *k_usage_disrupt =
+    "usage: dovetail disrupt [options] FILE...\n"
+    "What Karpenter's disruption controller would take away now, and why every other node stays.\n"
+    "  --catalog FILE, -o FMT, --now RFC3339, --seed N, --policy FILE, --policy-dir DIR, -f FILE: as plan\n"
+    "  --explain NODE     every step that node went through\n"
+    "  --spot-to-spot     allow spot-to-spot consolidation (off, as Karpenter's feature gate)\n"
+    "exit status: 0 decided, 1 bad input, 2 bad usage\n";
+
+static const char *k_usage_pool =
+    "usage: dovetail pool [options] FILE...\n"
+    "The actions that converge each KubeVirt VirtualMachinePool.\n"
+    "  -o, --output FMT   json | yaml | table (default: table on a terminal, else json)\n"
+    "  --now RFC3339, --seed N (the Random selection policy), --policy FILE (its scale_in hook), -f FILE\n"
+    "exit status: 0 decided, 1 bad input, 2 bad usage\n";
+
 /* plan, pool and disrupt share their options; pool ignores the catalog and packing. */
 static int cmd_plan(int argc, char **argv, int cmd) {
   bool pool = cmd == CMD_POOL;
@@ -104,9 +135,20 @@ static int cmd_plan(int argc, char **argv, int cmd) {
   const char **files = calloc((size_t)argc + 1, sizeof *files);
   int nfiles = 0;
   if (!files) return 2;
+  bool now_set = false;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    /* kubectl's spellings: -oyaml, -o=yaml, --output=yaml */
+    if (!strncmp(a, "--output=", 9) || !strncmp(a, "-o=", 3) || (!strncmp(a, "-o", 2) && a[2] && a[2] != '=')) {
+      out = strchr(a, '=') ? strchr(a, '=') + 1 : a + 2;
+      continue;
+    }
+    if (!strcmp(a, "-f") && v) { /* kubectl's -f FILE, repeatable */
+      files[nfiles++] = v;
+      i++;
+      continue;
+    }
     if (!strcmp(a, "--policy") && v) {
       policy_path = v;
       i++;
@@ -133,6 +175,7 @@ static int cmd_plan(int argc, char **argv, int cmd) {
         free(files);
         return 2;
       }
+      now_set = true;
       i++;
     } else if (!strcmp(a, "--seed") && v) {
       char *end;
@@ -157,17 +200,19 @@ static int cmd_plan(int argc, char **argv, int cmd) {
     } else if (!strcmp(a, "--timings")) {
       opts.timings = 1;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(k_usage, stdout);
+      fputs(cmd == CMD_DISRUPT ? k_usage_disrupt : cmd == CMD_POOL ? k_usage_pool : k_usage_plan, stdout);
       free(files);
       return 0;
     } else if (a[0] == '-' && a[1]) {
-      fprintf(stderr, "dovetail: unknown or incomplete option %s\n%s", a, k_usage);
+      fprintf(stderr, "dovetail: unknown or incomplete option %s (dovetail %s --help lists them)\n", a,
+              cmd == CMD_DISRUPT ? "disrupt" : cmd == CMD_POOL ? "pool" : "plan");
       free(files);
       return 2;
     } else {
       files[nfiles++] = a;
     }
   }
+  if (!now_set) opts.now = (int64_t)time(NULL); /* a real cluster is judged now, not in 2000 */
   dt_format fmt = isatty(1) ? DT_FORMAT_TABLE : DT_FORMAT_JSON;
   if (out) {
     if (!strcmp(out, "json"))
@@ -181,6 +226,12 @@ static int cmd_plan(int argc, char **argv, int cmd) {
       free(files);
       return 2;
     }
+  }
+  if (!nfiles) {
+    fprintf(stderr, "dovetail: no input: give FILE..., -f FILE or - for standard input (dovetail %s --help)\n",
+            cmd == CMD_DISRUPT ? "disrupt" : cmd == CMD_POOL ? "pool" : "plan");
+    free(files);
+    return 2;
   }
   int rc = 1;
   dt_catalog *cat = NULL;

@@ -113,6 +113,8 @@ static void pod_free(dt_podspec *p) {
   dt__free(p->ns);
   dt__free(p->name);
   dt__free(p->owner);
+  dt__free(p->parent);
+  selector_free(&p->sel);
   dt__rlist_free(&p->requests);
   dt__kvs_free(&p->labels);
   dt__kvs_free(&p->node_selector);
@@ -134,6 +136,7 @@ static void node_free(dt_node *n) {
   dt__free(n->pool_hash);
   dt__free(n->claim_name);
   dt__free(n->node_name);
+  dt__free(n->provider_id);
   dt__kvs_free(&n->labels);
   dt__rlist_free(&n->allocatable);
   taints_free(n->taints, n->ntaints);
@@ -883,6 +886,44 @@ static int parse_ports(mctx *x, const cJSON *spec, const char *path, dt_podspec 
   return 0;
 }
 
+/* matchFields (every DaemonSet pod has one): metadata.name is the only field
+** Kubernetes allows, and a node's name is its kubernetes.io/hostname label,
+** so each becomes a hostname requirement of the same term. */
+static int match_fields(mctx *x, const cJSON *arr, const char *field, dt_mreqs *term) {
+  dt_mreqs mf = {0};
+  if (parse_mreqs(x, arr, field, &mf, false)) {
+    mreqs_free(&mf);
+    return DT_EINVAL;
+  }
+  dt_mreq *nv = mf.n ? dt__realloc(term->v, (term->n + mf.n) * sizeof *nv) : term->v;
+  if (mf.n && !nv) {
+    mreqs_free(&mf);
+    return oom(x);
+  }
+  term->v = nv;
+  for (size_t i = 0; i < mf.n; i++) {
+    if (strcmp(mf.v[i].key, "metadata.name")) {
+      char f[400], key[200];
+      snprintf(f, sizeof f, "%s[%zu].key", field, i);
+      snprintf(key, sizeof key, "%s", mf.v[i].key);
+      for (size_t k = i; k < mf.n; k++) term->v[term->n++] = mf.v[k]; /* freed with the term */
+      dt__free(mf.v);
+      return bad(x, f, "matchFields supports metadata.name only (as Kubernetes), got \"%s\"", key);
+    }
+    char *host = dt__strdup(DT_L_HOSTNAME);
+    if (!host) {
+      for (size_t k = i; k < mf.n; k++) term->v[term->n++] = mf.v[k];
+      dt__free(mf.v);
+      return oom(x);
+    }
+    dt__free(mf.v[i].key);
+    mf.v[i].key = host;
+    term->v[term->n++] = mf.v[i];
+  }
+  dt__free(mf.v);
+  return 0;
+}
+
 static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   const cJSON *spec = get(tmpl, "spec");
   char f[300];
@@ -907,10 +948,10 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
     for (const cJSON *t = terms->child; t; t = t->next, i++) {
       char g[400];
       snprintf(g, sizeof g, "%s[%zu].matchExpressions", f, i);
-      if (get(t, "matchFields"))
-        return bad(x, g, "matchFields is not supported by Karpenter-style provisioning");
       p->nterms++;
       if (parse_mreqs(x, get(t, "matchExpressions"), g, &p->terms[i], false)) return DT_EINVAL;
+      snprintf(g, sizeof g, "%s[%zu].matchFields", f, i);
+      if (match_fields(x, get(t, "matchFields"), g, &p->terms[i])) return DT_EINVAL;
     }
   }
   const cJSON *na = get(get(spec, "affinity"), "nodeAffinity");
@@ -1013,6 +1054,26 @@ static int pod(mctx *x, const cJSON *o) {
   if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
   const char *phase = get_str(get(o, "status"), "phase");
   if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) return 0;
+  /* A pod without a node is planned only when Karpenter's provisioner would
+  ** plan it: not gated, not nominated to a node by the kube-scheduler, not
+  ** being deleted, not a DaemonSet's or a Node's (those come with their node). */
+  const cJSON *spec = get(o, "spec"), *md = get(o, "metadata");
+  if (!get_str(spec, "nodeName")) {
+    const cJSON *gates = get(spec, "schedulingGates");
+    const char *skip = cJSON_GetArraySize(gates) > 0                   ? "scheduling-gated"
+                       : get_str(get(o, "status"), "nominatedNodeName") ? "nominated to a node"
+                       : get_str(md, "deletionTimestamp")              ? "being deleted"
+                                                                      : NULL;
+    const cJSON *ow;
+    cJSON_ArrayForEach(ow, get(md, "ownerReferences")) {
+      const char *k = get_str(ow, "kind");
+      if (!skip && k && (!strcmp(k, "DaemonSet") || !strcmp(k, "Node"))) skip = "owned by a DaemonSet or a Node";
+    }
+    if (skip) {
+      dt__buf_printf(&x->m->notes, "%s: %s: %s, not provisioned (as Karpenter)\n", x->file, x->obj, skip);
+      return 0;
+    }
+  }
   dt_podspec p = {0};
   p.count = 1;
   p.file = (char *)x->file;
@@ -1056,8 +1117,16 @@ static int workload(mctx *x, const cJSON *o, bool daemonset) {
     goto nomem;
   if (parse_kvs(x, get(get(tmpl, "metadata"), "labels"), "spec.template.metadata.labels",
                 &p.labels) ||
-      podspec(x, tmpl, "spec.template.spec", &p))
+      podspec(x, tmpl, "spec.template.spec", &p) || parse_selector(x, get(spec, "selector"), "spec.selector", &p.sel))
     goto fail;
+  /* A ReplicaSet a Deployment owns: the Deployment counts its replicas. */
+  const cJSON *ow;
+  cJSON_ArrayForEach(ow, get(get(o, "metadata"), "ownerReferences")) {
+    const char *k = get_str(ow, "kind"), *on = get_str(ow, "name");
+    char parent[600];
+    snprintf(parent, sizeof parent, "%s/%s", k ? k : "", on ? on : "");
+    if (!daemonset && k && on && !strcmp(k, "Deployment") && !p.parent && !(p.parent = dt__strdup(parent))) goto nomem;
+  }
   if (replicas == 0) {
     pod_free(&p);
     return 0;
@@ -1152,6 +1221,8 @@ static int node(mctx *x, const cJSON *o, bool is_claim) {
   if (lpe) dt_time_parse(lpe, &n.last_pod_event, NULL);
   if (is_claim) {
     if (!(n.claim_name = dt__strdup(name))) goto nomem;
+    const char *pid = get_str(st, "providerID");
+    if (pid && *pid && !(n.provider_id = dt__strdup(pid))) goto nomem;
     const char *nn = get_str(st, "nodeName");
     if (nn && *nn && !(n.node_name = dt__strdup(nn))) goto nomem;
     /* Requirements with a single In value become labels (our own claims
@@ -1208,6 +1279,8 @@ static int node(mctx *x, const cJSON *o, bool is_claim) {
   } else {
     const cJSON *u = get(spec, "unschedulable");
     n.unschedulable = cJSON_IsTrue(u);
+    const char *pid = get_str(spec, "providerID");
+    if (pid && *pid && !(n.provider_id = dt__strdup(pid))) goto nomem;
     n.initialized = true;
     if (n.allocatable.n == 0) {
       /* A Node without status.allocatable only makes sense if its instance

@@ -86,3 +86,41 @@ bool dt__selector_match(const dt_selector *s, const dt_kv *kv, size_t n) {
   return true;
 }
 
+
+int dt__claims_paired(const dt_manifests *m, int32_t *out) {
+  dt_symtab names = {0}, pids = {0}; /* Node names and provider IDs -> index + 1 */
+  DT_VEC(int32_t) by_name = {0}, by_pid = {0};
+  int rc = 0;
+  for (size_t i = 0; i < m->nodes.n && !rc; i++) {
+    const dt_node *n = &m->nodes.v[i];
+    out[i] = -1;
+    if (n->claim_name) continue;
+    dt_sym s = dt__sym(&names, n->name);
+    while (!rc && !names.oom && by_name.n <= s)
+      if (dt__vec_push(&by_name, (int32_t)-1)) rc = DT_ENOMEM;
+    if (names.oom) rc = DT_ENOMEM;
+    if (!rc && by_name.v[s] < 0) by_name.v[s] = (int32_t)i;
+    if (!n->provider_id || rc) continue;
+    s = dt__sym(&pids, n->provider_id);
+    while (!rc && !pids.oom && by_pid.n <= s)
+      if (dt__vec_push(&by_pid, (int32_t)-1)) rc = DT_ENOMEM;
+    if (pids.oom) rc = DT_ENOMEM;
+    if (!rc && by_pid.v[s] < 0) by_pid.v[s] = (int32_t)i;
+  }
+  for (size_t i = 0; i < m->nodes.n && !rc; i++) {
+    const dt_node *n = &m->nodes.v[i];
+    if (!n->claim_name) continue;
+    dt_sym s = n->node_name ? dt__sym_find(&names, n->node_name) : 0;
+    if (s && by_name.v[s] >= 0) {
+      out[i] = by_name.v[s];
+      continue;
+    }
+    s = n->provider_id ? dt__sym_find(&pids, n->provider_id) : 0;
+    if (s && by_pid.v[s] >= 0) out[i] = by_pid.v[s];
+  }
+  dt__symtab_free(&names);
+  dt__symtab_free(&pids);
+  dt__free(by_name.v);
+  dt__free(by_pid.v);
+  return rc;
+}

@@ -160,6 +160,12 @@ const char *dt__kv_get(const dt_kv *kv, size_t n, const char *key);
 bool dt__mreq_match(const dt_mreq *q, const dt_kv *kv, size_t n);
 bool dt__selector_match(const dt_selector *s, const dt_kv *kv, size_t n);
 
+/* NodeClaims that a Node in the same input stands for (its status.nodeName
+** is the Node's name, or their provider IDs agree): out[i] is that Node's
+** index for such a claim i, -1 for everything else. Both are one machine:
+** commands keep the Node and leave the claim out. out has m->nodes.n entries. */
+int dt__claims_paired(const dt_manifests *m, int32_t *out);
+
 typedef struct dt_podterm {
   int weight; /* preferred terms only */
   dt_selector sel;
@@ -218,6 +224,8 @@ typedef struct dt_podspec {
   int64_t dnd_until; /* do-not-disrupt: a duration from the pod's start; 0 none */
   int64_t deletion_cost, priority;
   char *claim;       /* bound by a NodeClaim's dovetail.dev/pods annotation */
+  dt_selector sel;   /* a workload's spec.selector: its pods already running count against replicas */
+  char *parent;      /* "Deployment/name" for a ReplicaSet a Deployment owns */
   size_t seq;
 } dt_podspec;
 
@@ -226,6 +234,7 @@ typedef struct dt_node {
   char *name, *file, *kind;
   char *claim_name; /* for NodeClaims */
   char *node_name;  /* NodeClaim status.nodeName */
+  char *provider_id; /* Node spec.providerID, NodeClaim status.providerID */
   dt_kvs labels;
   dt_rlist allocatable; /* empty: derive from the catalog's instance type */
   size_t ntaints;

@@ -167,7 +167,10 @@ static bool compatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod
     const dt_req *ex = dt__reqs_get(node, in->key);
     if (!ex) {
       dt_op op = dt__req_operator(in);
-      if (!is_well_known(p, in->key) && op != DT_OP_NOTIN && op != DT_OP_DOESNOTEXIST) {
+      /* A new node's hostname is a placeholder of its own (as Karpenter's
+      ** NodeClaims carry): a pod that names hosts fits existing nodes only. */
+      bool names_host = in->key == p->k_hostname && !in->complement;
+      if (names_host || (!is_well_known(p, in->key) && op != DT_OP_NOTIN && op != DT_OP_DOESNOTEXIST)) {
         *bad = in;
         return false;
       }
@@ -633,13 +636,11 @@ static int compile_nodes(dt_plan *p, dt_error *err) {
   if (!p->nodes) return DT_ENOMEM;
   /* A Node that a NodeClaim in the input already stands for is the same
   ** capacity: keep the Node (it is registered), drop the claim. */
+  int32_t *paired = A(p, (m->nodes.n ? m->nodes.n : 1) * sizeof *paired);
+  if (!paired || dt__claims_paired(m, paired)) return DT_ENOMEM;
   for (size_t i = 0; i < m->nodes.n; i++) {
     const dt_node *n = &m->nodes.v[i];
-    bool dup = false;
-    if (n->claim_name && n->node_name)
-      for (size_t k = 0; k < m->nodes.n && !dup; k++)
-        dup = !m->nodes.v[k].claim_name && strcmp(m->nodes.v[k].name, n->node_name) == 0;
-    if (dup) continue;
+    if (paired[i] >= 0) continue;
     rt_node *r = &p->nodes[p->nnodes];
     memset(r, 0, sizeof *r);
     r->src = n;
@@ -944,6 +945,80 @@ static int class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   return (int)p->classes.n - 1;
 }
 
+/*
+** How many pods of each workload still need a node: its replicas, less the
+** pods in the input that its selector matches in its namespace (a running
+** Deployment is not planned again, as its ReplicaSet controller counts),
+** and nothing for a ReplicaSet whose owning Deployment is in the input
+** (the Deployment counts them once). A Pod's own entry is 1. Arena-owned.
+*/
+static const dt_podspec *g_ns_specs; /* qsort has no context argument in C11 */
+static int ns_cmp(const void *a, const void *b) {
+  const dt_podspec *x = &g_ns_specs[*(const uint32_t *)a], *y = &g_ns_specs[*(const uint32_t *)b];
+  int c = strcmp(x->ns, y->ns);
+  return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int64_t *replicas_wanted(dt_plan *p) {
+  const dt_manifests *m = p->manifests;
+  int64_t *want = A(p, (p->nspecs ? p->nspecs : 1) * sizeof *want);
+  if (!want) return NULL;
+  dt_symtab owners = {0}; /* "Deployment/ns/name" of the workloads in the input */
+  uint32_t *byns = NULL;
+  size_t nplain = 0;
+  for (uint32_t si = 0; si < p->nspecs; si++) {
+    const dt_podspec *d = &m->pods.v[si];
+    want[si] = d->count;
+    char k[800];
+    if (d->owner && !strncmp(d->owner, "Deployment/", 11)) {
+      snprintf(k, sizeof k, "Deployment/%s/%s", d->ns, d->name);
+      dt__sym(&owners, k);
+    }
+  }
+  for (uint32_t si = 0; si < p->nspecs; si++) {
+    const dt_podspec *d = &m->pods.v[si];
+    if (!d->owner) continue;
+    char k[800];
+    if (d->parent) {
+      snprintf(k, sizeof k, "Deployment/%s/%s", d->ns, d->parent + 11);
+      if (dt__sym_find(&owners, k)) {
+        want[si] = 0;
+        continue;
+      }
+    }
+    if (!d->sel.present) continue;
+    if (!byns) { /* the Pods, sorted by namespace, built once for the first selector */
+      byns = dt__malloc((p->nspecs ? p->nspecs : 1) * sizeof *byns);
+      if (!byns) {
+        owners.oom = 1;
+        break;
+      }
+      for (uint32_t q = 0; q < p->nspecs; q++)
+        if (!m->pods.v[q].owner) byns[nplain++] = q;
+      g_ns_specs = m->pods.v;
+      qsort(byns, nplain, sizeof *byns, ns_cmp);
+    }
+    size_t lo = 0, hi = nplain; /* the first Pod of d's namespace */
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (strcmp(m->pods.v[byns[mid]].ns, d->ns) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    int64_t have = 0;
+    for (size_t q = lo; q < nplain && have < d->count && !strcmp(m->pods.v[byns[q]].ns, d->ns); q++) {
+      const dt_podspec *o = &m->pods.v[byns[q]];
+      if (dt__selector_match(&d->sel, o->labels.v, o->labels.n)) have++;
+    }
+    want[si] = d->count - have;
+  }
+  bool oom = owners.oom;
+  dt__symtab_free(&owners);
+  dt__free(byns);
+  return oom ? NULL : want;
+}
+
 static int compile_pods(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
   p->nspecs = (uint32_t)m->pods.n;
@@ -993,6 +1068,9 @@ static int compile_pods(dt_plan *p, dt_error *err) {
   }
   if ((rc = build_groups(p))) return rc;
 
+  int64_t *want = replicas_wanted(p);
+  if (!want) return DT_ENOMEM;
+
   /* Pods an in-flight claim already carries (dovetail.dev/pods). */
   dt_symtab claimed = {0};
   DT_VEC(int32_t) claimed_node = {0};
@@ -1029,7 +1107,7 @@ static int compile_pods(dt_plan *p, dt_error *err) {
       break;
     }
     s->base_class = ci;
-    for (int64_t o = 0; o < d->count; o++) {
+    for (int64_t o = 0; o < want[si]; o++) {
       rt_pod pod = {(uint32_t)ci, si, d->owner ? o : -1, d->seq};
       if (claimed.n) {
         char name[600];
@@ -1488,6 +1566,9 @@ static const char *diagnose(dt_plan *p, rt_class *c) {
       if (ex) {
         dt__buf_printf(&b, " but NodePool %s allows ", pn);
         dt__req_describe(&p->syms, ex, &b);
+      } else if (bad->key == p->k_hostname) {
+        dt__buf_printf(&b, ": a new node of NodePool %s gets a hostname of its own, so only an existing node named so "
+                           "qualifies", pn);
       } else {
         dt__buf_printf(&b, " but NodePool %s does not define label %s", pn, dt__sym_str(&p->syms, bad->key));
       }

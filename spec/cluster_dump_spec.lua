@@ -1,0 +1,114 @@
+-- Real clusters in: what `kubectl get ... -A -o yaml` prints, as it is (status, managedFields,
+-- ownerReferences, DaemonSet pods with matchFields, running Deployments with their
+-- ReplicaSets and pods, gated, nominated and terminating pods, a Node with its NodeClaim).
+local h = require "helper"
+
+local DUMP = h.fixtures .. "cluster-dump.yaml"
+local NOW = "--now 2026-11-23T12:00:00Z"
+
+local function plan()
+  local p, err = h.dt.plan { files = { DUMP }, now = "2026-11-23T12:00:00Z" }
+  assert(p, err)
+  return p
+end
+
+describe("a kubectl dump", function()
+  it("plans only the pods Karpenter's provisioner would, and notes why the others are left", function()
+    local _, err, code = h.cli("plan -o json " .. NOW .. " " .. DUMP)
+    assert.are.equal(0, code, err)
+    for _, why in ipairs {
+      "Pod kube-system/aws-node-pending: owned by a DaemonSet or a Node, not provisioned",
+      "Pod batch/gated: scheduling-gated, not provisioned",
+      "Pod batch/nominated: nominated to a node, not provisioned",
+      "Pod batch/leaving: being deleted, not provisioned",
+    } do
+      assert.matches(why, err, 1, true)
+    end
+    local p = plan()
+    assert.are.equal(2, p.summary.pods, "worker and the web pod the node can take")
+    assert.are.equal(1, #p.nodeClaims)
+    assert.same({ "batch/worker" }, p.nodeClaims[1].pods)
+    assert.are.equal("shop/web-5d4f7c9b8-klmno", p.bindings[1].pod)
+    assert.are.equal("ip-10-0-12-34.ec2.internal", p.bindings[1].node)
+  end)
+
+  it("counts a running Deployment's pods against its replicas, and its ReplicaSet once", function()
+    local p = plan()
+    for _, c in ipairs(p.nodeClaims) do
+      for _, pod in ipairs(c.pods) do assert.is_nil(pod:match("^shop/web%-%d"), "no phantom replica " .. pod) end
+    end
+    assert.are.equal(3, p.summary.alreadyBound, "the two web pods and the DaemonSet pod on the node")
+  end)
+
+  it("reads a Node and the NodeClaim it registered as one machine, in plan and disrupt", function()
+    local p = plan()
+    assert.are.equal(1, p.summary.existingNodes)
+    local d = assert(h.dt.disrupt { files = { DUMP }, now = "2026-11-23T12:00:00Z" })
+    assert.are.equal(1, d.summary.nodes)
+    for _, c in ipairs(d.commands) do
+      assert.are_not.equal("Empty", c.reason, "the busy node is not empty")
+      assert.are.equal("ip-10-0-12-34.ec2.internal", c.nodes[1].name)
+    end
+  end)
+
+  it("takes matchFields node affinity: metadata.name as the node's hostname", function()
+    local pod = h.pod("pinned", { extra = [=[
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchFields:
+          - key: metadata.name
+            operator: In
+            values: [somewhere-else]]=] })
+    local p = h.plan(h.docs(h.nodepool("default"), pod), { catalog_text = h.small_catalog })
+    assert.are.equal(1, #p.unschedulable)
+    assert.matches("kubernetes.io/hostname", p.unschedulable[1].reason, 1, true)
+    local bad = h.pod("bad", { extra = [=[
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchFields:
+          - key: spec.nodeName
+            operator: In
+            values: [x]]=] })
+    local _, err = h.dt.plan { manifests = h.docs(h.nodepool("default"), bad), catalog_text = h.small_catalog }
+    assert.matches("nodeSelectorTerms[0].matchFields[0].key: matchFields supports metadata.name only", err, 1, true)
+  end)
+end)
+
+describe("kubectl habits", function()
+  it("takes -oyaml, -o=yaml, --output=yaml and -f, repeated", function()
+    local want = h.cli("plan -o yaml " .. NOW .. " examples/quickstart.yaml")
+    for _, flag in ipairs { "-oyaml", "-o=yaml", "--output=yaml", "--output yaml" } do
+      local out, err, code = h.cli("plan " .. flag .. " " .. NOW .. " -f examples/quickstart.yaml")
+      assert.are.equal(0, code, err)
+      assert.are.equal(want, out, flag)
+    end
+    local extra = h.write(h.pod("extra-pod"))
+    local out = h.cli("plan -o json " .. NOW .. " -f examples/quickstart.yaml -f " .. extra)
+    assert.matches('"default/extra-pod"', out, 1, true)
+    os.remove(extra)
+  end)
+
+  it("answers --help per command and --version", function()
+    for cmd, first in pairs { plan = "usage: dovetail plan", disrupt = "usage: dovetail disrupt",
+      pool = "usage: dovetail pool" } do
+      local out, _, code = h.cli(cmd .. " --help")
+      assert.are.equal(0, code)
+      assert.are.equal(first, out:sub(1, #first))
+    end
+    local out, _, code = h.cli("--version")
+    assert.are.equal(0, code)
+    assert.matches("^dovetail %d+%.%d+%.%d+", out)
+  end)
+
+  it("judges a cluster now by default, and byte-reproducibly with --now", function()
+    local out = h.cli("plan -o json examples/quickstart.yaml")
+    assert.are.equal(os.date("!%Y"), out:match('"now": "(%d%d%d%d)'))
+    local _, err, code = h.cli("plan")
+    assert.are.equal(2, code)
+    assert.matches("no input: give FILE..., -f FILE or - for standard input", err, 1, true)
+  end)
+end)
