@@ -84,7 +84,156 @@ bad:
   return -1;
 }
 
+/* ------------------------------------------------------------ time zones */
+
+/*
+** A zone as its transitions: from at[i] on, local time is UTC + off[i]
+** seconds; before at[0], UTC + before. Read from the 64-bit section of a
+** TZif file (RFC 8536) under TZDIR or /usr/share/zoneinfo; past the last
+** transition (2037 in Debian's files) the last offset holds.
+*/
+struct dt_tz {
+  size_t n;
+  int64_t *at;
+  int32_t *off;
+  int32_t before;
+};
+
+static uint32_t be32(const unsigned char *p) {
+  return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int tz_load(const char *name, dt_tz **out, char *why, size_t wn) {
+  for (const char *s = name; *s; s++)
+    if (!isalnum((unsigned char)*s) && !strchr("/_+-", *s)) {
+      snprintf(why, wn, "time zone \"%s\": expected an Area/City name such as Europe/Berlin", name);
+      return -1;
+    }
+  if (!*name || name[0] == '/' || strstr(name, "..")) {
+    snprintf(why, wn, "time zone \"%s\": expected an Area/City name such as Europe/Berlin", name);
+    return -1;
+  }
+  const char *dir = getenv("TZDIR");
+  char path[600];
+  snprintf(path, sizeof path, "%s/%s", dir && *dir ? dir : "/usr/share/zoneinfo", name);
+  char *buf = NULL;
+  size_t len = 0;
+  dt_error err;
+  if (dt__read_file(path, &buf, &len, &err)) {
+    snprintf(why, wn, "time zone \"%s\": not in the time-zone database (%s)", name, path);
+    return -1;
+  }
+  const unsigned char *p = (const unsigned char *)buf, *end = p + len;
+  int rc = -1;
+  dt_tz *z = NULL;
+  /* v1 header and block (32-bit times), then the v2 header and block */
+  if (len < 44 || memcmp(p, "TZif", 4) || p[4] < '2') goto bad;
+  uint32_t cnt[6];
+  for (int i = 0; i < 6; i++) cnt[i] = be32(p + 20 + 4 * i);
+  size_t v1 = (size_t)cnt[3] * 5 + (size_t)cnt[4] * 6 + cnt[5] + (size_t)cnt[2] * 8 + cnt[1] + cnt[0];
+  p += 44 + v1;
+  if (p + 44 > end || memcmp(p, "TZif", 4)) goto bad;
+  for (int i = 0; i < 6; i++) cnt[i] = be32(p + 20 + 4 * i);
+  uint32_t nt = cnt[3], ntypes = cnt[4];
+  p += 44;
+  if (ntypes == 0 || nt > 100000 || ntypes > 256 || p + (size_t)nt * 9 + (size_t)ntypes * 6 > end) goto bad;
+  z = dt__calloc(1, sizeof *z);
+  if (!z || !(z->at = dt__calloc(nt ? nt : 1, sizeof *z->at)) || !(z->off = dt__calloc(nt ? nt : 1, sizeof *z->off)))
+    goto oom;
+  const unsigned char *times = p, *idx = p + (size_t)nt * 8, *types = idx + nt;
+  for (uint32_t i = 0; i < nt; i++) {
+    uint64_t hi = be32(times + 8 * i), lo = be32(times + 8 * i + 4);
+    z->at[i] = (int64_t)(hi << 32 | lo);
+    if (idx[i] >= ntypes) goto bad;
+    z->off[i] = (int32_t)be32(types + 6 * idx[i]);
+  }
+  z->n = nt;
+  z->before = (int32_t)be32(types); /* the first type: local time before any transition */
+  *out = z;
+  dt__free(buf);
+  return 0;
+bad:
+  snprintf(why, wn, "time zone \"%s\": %s is not a TZif (version 2 or later) file", name, path);
+  goto fail;
+oom:
+  snprintf(why, wn, "out of memory");
+fail:
+  if (z) {
+    dt__free(z->at);
+    dt__free(z->off);
+    dt__free(z);
+  }
+  dt__free(buf);
+  return rc;
+}
+
+static int32_t tz_offset(const dt_tz *z, int64_t utc) {
+  size_t lo = 0, hi = z->n; /* the last transition at or before utc */
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (z->at[mid] <= utc)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo ? z->off[lo - 1] : z->before;
+}
+
+void dt__cron_free(dt_cron *c) {
+  if (c->tz) {
+    dt__free(c->tz->at);
+    dt__free(c->tz->off);
+    dt__free(c->tz);
+  }
+  c->tz = NULL;
+}
+
+/* ------------------------------------------------------------------ cron */
+
+static int64_t next_utc(const dt_cron *c, int64_t after);
+static int parse_fields(const char *spec, dt_cron *c, char *why, size_t n);
+
 int dt__cron_parse(const char *spec, dt_cron *c, char *why, size_t n) {
+  while (isspace((unsigned char)*spec)) spec++;
+  if (!strncmp(spec, "CRON_TZ=", 8) || !strncmp(spec, "TZ=", 3)) {
+    const char *z = strchr(spec, '=') + 1, *sp = z;
+    while (*sp && !isspace((unsigned char)*sp)) sp++;
+    char name[200];
+    snprintf(name, sizeof name, "%.*s", (int)(sp - z), z);
+    dt_tz *tz = NULL;
+    if (tz_load(name, &tz, why, n)) return -1;
+    int rc = dt__cron_parse(sp, c, why, n); /* the five fields; c->tz is reset there */
+    if (rc) {
+      dt_cron tmp = {.tz = tz};
+      dt__cron_free(&tmp);
+      return rc;
+    }
+    c->tz = tz;
+    return 0;
+  }
+  return parse_fields(spec, c, why, n);
+}
+
+/* The first hit after `after`: in a zone, the fields are matched on local
+** time; a local time the zone skips (spring forward) does not happen, and one
+** it repeats (fall back) happens at its first occurrence. */
+int64_t dt__cron_next(const dt_cron *c, int64_t after) {
+  if (!c->tz) return next_utc(c, after);
+  int64_t local = after + tz_offset(c->tz, after);
+  for (int tries = 0; tries < 1000; tries++) {
+    int64_t l = next_utc(c, local); /* the next matching wall-clock time */
+    if (l < 0) return -1;
+    /* the instants showing l: with the offset in force a day before or after */
+    int64_t ua = l - tz_offset(c->tz, l - 86400), ub = l - tz_offset(c->tz, l + 86400), best = -1;
+    if (ua + tz_offset(c->tz, ua) == l && ua > after) best = ua;
+    if (ub + tz_offset(c->tz, ub) == l && ub > after && (best < 0 || ub < best)) best = ub;
+    if (best >= 0) return best;
+    local = l; /* skipped by the zone, or not after `after`: the next wall-clock time */
+  }
+  return -1;
+}
+
+static int parse_fields(const char *spec, dt_cron *c, char *why, size_t n) {
   static const struct {
     const char *name, *expr;
   } macros[] = {{"@yearly", "0 0 1 1 *"},  {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
@@ -133,7 +282,7 @@ static bool day_ok(const dt_cron *c, int d, int dow) {
   return dm || wm;
 }
 
-int64_t dt__cron_next(const dt_cron *c, int64_t after) {
+static int64_t next_utc(const dt_cron *c, int64_t after) {
   int64_t t = (after >= 0 ? after / 60 : (after - 59) / 60) * 60 + 60;
   int64_t limit = after + 5 * 366 * 86400LL;
   while (t <= limit) {

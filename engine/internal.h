@@ -202,16 +202,23 @@ const char *dt__scalar(const cJSON *item, char *tmp, size_t n);
 /* Emit a cJSON tree as YAML into b (block style, keys in tree order). */
 int dt__yaml_emit(const cJSON *docs, dt_buf *b);
 
-/* Cron schedules (cron.c): five fields, UTC. */
+/* A time zone's UTC offsets from the system's time-zone database (TZif). */
+typedef struct dt_tz dt_tz;
+
+/* Cron schedules (cron.c): five fields, in UTC or, after CRON_TZ=Area/City
+** (or TZ=), in that zone's local time, daylight saving included. A schedule
+** with a zone owns it: dt__cron_free. */
 typedef struct dt_cron {
   uint64_t minute;
   uint32_t hour, dom;
   uint16_t month;
   uint8_t dow;
   bool dom_star, dow_star;
+  dt_tz *tz; /* NULL: UTC */
 } dt_cron;
 int dt__cron_parse(const char *spec, dt_cron *c, char *why, size_t n); /* 0, or -1 with why */
 int64_t dt__cron_next(const dt_cron *c, int64_t after); /* first hit > after, -1 if none in 5 years */
+void dt__cron_free(dt_cron *c);
 
 /* JSON text: canonical (compact, object keys sorted bytewise, numbers as
 ** written), so equal values hash equal whatever their key order; and pretty

@@ -58,6 +58,14 @@ static double now_ms(void) {
 static int cmd_check(int argc, char **argv) {
   int explain = 0, bad = 0, n = 0;
   for (int i = 0; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      fputs("usage: dovetail check [--explain] POLICY.lua...\n"
+            "Load each policy as plan would (syntax with file:line, hook names and types, its selftest(), every\n"
+            "hook on a golden input); --explain lists which hooks it overrides.\n"
+            "exit status: 0 every policy loads, 1 one does not, 2 bad usage\n",
+            stdout);
+      return 0;
+    }
     if (!strcmp(argv[i], "--explain")) {
       explain = 1;
       continue;

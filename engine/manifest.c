@@ -74,7 +74,10 @@ static void pool_free(dt_nodepool *p) {
   dt__rlist_free(&p->limits);
   cJSON_Delete(p->node_class_ref);
   dt__free(p->policy);
-  for (size_t i = 0; i < p->nbudgets; i++) dt__free(p->budgets[i].schedule);
+  for (size_t i = 0; i < p->nbudgets; i++) {
+    dt__free(p->budgets[i].schedule);
+    dt__cron_free(&p->budgets[i].cron);
+  }
   dt__free(p->budgets);
 }
 
@@ -487,8 +490,10 @@ static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p) {
       if (dt__cron_parse(sch, &bu->cron, why, sizeof why)) return bad(x, f, "\"%s\": %s", sch, why);
       if (!(bu->schedule = dt__strdup(sch))) return oom(x);
       snprintf(f, sizeof f, "spec.disruption.budgets[%zu].duration", i);
-      if (dt__duration_parse(dur, &bu->duration) || bu->duration <= 0)
-        return bad(x, f, "expected a positive duration such as 8h or 30m, got \"%s\"", dur);
+      /* whole minutes, as the disruption-controls design validates it
+      ** (^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$): schedules fire on minutes */
+      if (dt__duration_parse(dur, &bu->duration) || bu->duration <= 0 || bu->duration % 60)
+        return bad(x, f, "expected a positive duration in hours and minutes such as 8h, 30m or 1h30m, got \"%s\"", dur);
       bu->scheduled = true;
     }
     const cJSON *rs = get(b, "reasons");

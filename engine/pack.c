@@ -62,7 +62,7 @@ static double offer_price(const rt_type *t, uint64_t zm, uint8_t cm, bool unboun
     const rt_off *of = &t->off[o];
     if (of->ct == DT_CT_RESERVED || of->avail == 0 || (unbounded_only && of->avail != -1)) continue;
     if (!(zm >> of->zone & 1) || !(cm >> of->ct & 1)) continue;
-    if (of->ct == DT_CT_SPOT && of->price > spot_max) continue;
+    if (!dt__spot_ok(of, spot_max)) continue;
     if (of->price < best) best = of->price;
   }
   return best;
@@ -84,7 +84,7 @@ static double claim_price(const dt_plan *p, const rt_claim *k) {
     for (uint32_t o = 0; o < t->noff; o++) {
       const rt_off *of = &t->off[o];
       if (of->avail == 0 || !(k->zmask >> of->zone & 1) || !(k->ctmask >> of->ct & 1)) continue;
-      if (of->ct == DT_CT_SPOT && of->price > pl->spot_max) continue;
+      if (!dt__spot_ok(of, pl->spot_max)) continue;
       if (of->ct == DT_CT_RESERVED) return 0; /* already paid: never re-pack these */
       if (of->price < best) best = of->price;
     }

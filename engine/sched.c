@@ -96,12 +96,38 @@ static bool tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, 
   return true;
 }
 
+/*
+** cluster.x-k8s.io/interruptible is "true" on every spot offering and absent
+** on the others (Cluster API): a requirement on it is a requirement on the
+** capacity type, so it holds for new claims, existing nodes and DaemonSets
+** alike. Returns whether r was one and has been rewritten.
+*/
+static bool interruptible(dt_plan *p, dt_sym key, dt_op op, const dt_sym *vals, uint32_t n, dt_req *out) {
+  if (key != p->k_interruptible) return false;
+  bool has_true = false;
+  for (uint32_t i = 0; i < n; i++) has_true |= !strcmp(dt__sym_str(&p->syms, vals[i]), "true");
+  dt_sym spot = p->ct_sym[DT_CT_SPOT], none = dt__sym(&p->syms, "(no such capacity type)");
+  bool want_spot = op == DT_OP_EXISTS || (op == DT_OP_IN && has_true);
+  bool no_spot = op == DT_OP_DOESNOTEXIST || (op == DT_OP_NOTIN && has_true);
+  if (want_spot)
+    dt__req_make(&p->arena, out, p->k_ct, DT_OP_IN, &spot, 1, &p->syms);
+  else if (no_spot)
+    dt__req_make(&p->arena, out, p->k_ct, DT_OP_NOTIN, &spot, 1, &p->syms);
+  else if (op == DT_OP_NOTIN)
+    dt__req_make(&p->arena, out, p->k_ct, DT_OP_EXISTS, NULL, 0, &p->syms); /* excludes only other values */
+  else
+    dt__req_make(&p->arena, out, p->k_ct, DT_OP_IN, &none, 1, &p->syms); /* a value no offering has */
+  return true;
+}
+
 static int compile_mreq(dt_plan *p, const dt_mreq *m, dt_req *out) {
   dt_sym stack[32];
   dt_sym *vals = m->n <= 32 ? stack : A(p, m->n * sizeof *vals);
   if (!vals) return DT_ENOMEM;
   for (size_t i = 0; i < m->n; i++) vals[i] = dt__sym(&p->syms, m->vals[i]);
-  dt__req_make(&p->arena, out, dt__sym(&p->syms, m->key), m->op, vals, (uint32_t)m->n, &p->syms);
+  dt_sym key = dt__sym(&p->syms, m->key);
+  if (!interruptible(p, key, m->op, vals, (uint32_t)m->n, out))
+    dt__req_make(&p->arena, out, key, m->op, vals, (uint32_t)m->n, &p->syms);
   out->min_values = m->min_values;
   return 0;
 }
@@ -124,8 +150,7 @@ static void masks(const dt_plan *p, const dt_reqs *r, uint64_t *zmask, uint8_t *
 /* An offering a claim may launch: available, in its zones and capacity
 ** types, and for spot not above the pool's maxPrice. */
 static bool off_ok(const rt_off *o, uint64_t zmask, uint8_t ctmask, double spot_max) {
-  return o->avail != 0 && (zmask >> o->zone & 1) && (ctmask >> o->ct & 1) &&
-         (o->ct != DT_CT_SPOT || o->price <= spot_max);
+  return o->avail != 0 && (zmask >> o->zone & 1) && (ctmask >> o->ct & 1) && dt__spot_ok(o, spot_max);
 }
 
 /* Whether instance type t satisfies the requirements' label constraints and
@@ -288,6 +313,7 @@ static int compile_catalog(dt_plan *p, dt_error *err) {
         if (p->zones[zi] == z) r->zone = (uint8_t)zi;
       r->ct = (uint8_t)o->ct;
       r->price = o->price;
+      r->cap = o->ct == DT_CT_SPOT && ct->od_price >= 0 ? ct->od_price : INFINITY;
       r->avail = o->available;
       r->resv = o->reservation ? dt__sym(&p->syms, o->reservation) : 0;
       if (r->avail != 0 && o->price < t->min_price) t->min_price = o->price;
@@ -443,8 +469,8 @@ static int compile_mreqs(dt_plan *p, const dt_mreqs *m, dt_reqs *out) {
 static int compile_selector_kvs(dt_plan *p, const dt_kvs *kv, dt_reqs *out) {
   for (size_t k = 0; k < kv->n; k++) {
     dt_req q;
-    dt_sym v = dt__sym(&p->syms, kv->v[k].val);
-    dt__req_make(&p->arena, &q, dt__sym(&p->syms, kv->v[k].key), DT_OP_IN, &v, 1, &p->syms);
+    dt_sym v = dt__sym(&p->syms, kv->v[k].val), key = dt__sym(&p->syms, kv->v[k].key);
+    if (!interruptible(p, key, DT_OP_IN, &v, 1, &q)) dt__req_make(&p->arena, &q, key, DT_OP_IN, &v, 1, &p->syms);
     dt__reqs_add(&p->arena, &p->syms, out, &q, out);
   }
   return 0;
@@ -2190,6 +2216,7 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
   p->k_type = dt__sym(&p->syms, DT_L_INSTANCE_TYPE);
   p->k_pool = dt__sym(&p->syms, DT_L_NODEPOOL);
   p->k_hostname = dt__sym(&p->syms, DT_L_HOSTNAME);
+  p->k_interruptible = dt__sym(&p->syms, DT_L_INTERRUPTIBLE);
   p->k_resv = dt__sym(&p->syms, DT_L_RESERVATION);
   p->k_arch = dt__sym(&p->syms, DT_L_ARCH);
   p->k_os = dt__sym(&p->syms, DT_L_OS);

@@ -8,16 +8,27 @@
 
 #include "model.h"
 
+#include <math.h>
+
 #define DT_RES_MAX 16
 enum { DT_R_CPU = 0, DT_R_MEM = 1, DT_R_PODS = 2, DT_R_EPH = 3 };
 
 typedef struct rt_off {
   uint8_t zone, ct;
   double price;
+  double cap;    /* spot: the most it may cost unless the NodePool sets a maximum: the type's
+                 ** on-demand price (Cluster API's default maxPrice); INFINITY otherwise */
   int64_t avail; /* remaining launches, -1 unbounded */
   int64_t held;  /* reserved offerings: units held by claims during the solve */
   dt_sym resv;
 } rt_off;
+
+/* Whether a spot offering is within the price a pool may pay: the pool's
+** dovetail.dev/spot-max-price when set (spot_max finite), else the
+** offering's default cap. Other capacity types always are. */
+static inline bool dt__spot_ok(const rt_off *o, double spot_max) {
+  return o->ct != DT_CT_SPOT || o->price <= (spot_max < INFINITY ? spot_max : o->cap);
+}
 
 typedef struct rt_type {
   const dt_ctype *src;
@@ -208,7 +219,7 @@ struct dt_plan {
   uint8_t zone_rank[64]; /* position among the zones by name */
   uint64_t avail_gen;    /* bumped whenever launch uses up a counted offering */
   /* well-known keys */
-  dt_sym k_zone, k_ct, k_type, k_pool, k_hostname, k_resv, k_arch, k_os, k_region;
+  dt_sym k_zone, k_ct, k_type, k_pool, k_hostname, k_resv, k_arch, k_os, k_region, k_interruptible;
   dt_sym ct_sym[DT_CT_N];
   int16_t *keyslot; /* by symbol, -1 if not a type key; size nkeyslot */
   uint32_t nkeyslot, nslots;

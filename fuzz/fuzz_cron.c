@@ -13,6 +13,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (dt__cron_parse(buf, &c, why, sizeof why) == 0) {
     static const int64_t at[] = {0, 951782400, 1795435200, 4102444800};
     for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) dt__cron_next(&c, at[i]);
+    dt__cron_free(&c);
   }
   return 0;
 }

@@ -20,6 +20,7 @@
 #include "dovetail.h"
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,8 +208,11 @@ int dt__fakecloud_main(int argc, char **argv) {
       char *s = dt__strdup(argv[++i]);
       if (!s || dt__vec_push(&F.ice, s)) return 1;
     } else {
-      fprintf(stderr, "usage: dovetail fakecloud [--listen HOST:PORT] [--catalog FILE] [--ice TYPE/ZONE/CT]...\n");
-      return 2;
+      bool help = !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
+      fputs("usage: dovetail fakecloud [--listen HOST:PORT] [--catalog FILE] [--ice TYPE/ZONE/CT]...\n"
+            "An in-memory cloud speaking the http provider's contract, for tests and demos (see README).\n",
+            help ? stdout : stderr);
+      return help ? 0 : 2;
     }
   }
   if (catalog) {

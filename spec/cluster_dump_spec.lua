@@ -94,7 +94,8 @@ describe("kubectl habits", function()
 
   it("answers --help per command and --version", function()
     for cmd, first in pairs { plan = "usage: dovetail plan", disrupt = "usage: dovetail disrupt",
-      pool = "usage: dovetail pool" } do
+      pool = "usage: dovetail pool", check = "usage: dovetail check", fakecloud = "usage: dovetail fakecloud",
+      serve = "usage: dovetail serve" } do
       local out, _, code = h.cli(cmd .. " --help")
       assert.are.equal(0, code)
       assert.are.equal(first, out:sub(1, #first))

@@ -291,6 +291,8 @@ describe("shipped policies", function()
     local cat = [[{"zones":["z1"],"instanceTypes":[
       {"name":"a","cpu":2,"memoryMiB":4096,"onDemandPrice":0.03,"spotPrice":0.05}]}]]
     local pool = h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", { "spot", "on-demand" } } } })
+    -- spot dearer than on-demand is launched only under a maximum above it (Cluster API's default is on-demand's price)
+    pool = pool:gsub("metadata:\n  name: default", 'metadata:\n  name: default\n  annotations:\n    dovetail.dev/spot-max-price: "0.1"')
     local m = h.docs(pool, h.pod("a"))
     assert.are.equal("on-demand", h.plan(m, { catalog_text = cat }).nodeClaims[1].capacityType)
     assert.are.equal("spot", plan_file("policies/reserved-first.lua", m, { catalog_text = cat }).nodeClaims[1].capacityType)

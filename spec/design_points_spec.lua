@@ -1,0 +1,94 @@
+-- Points the source designs make, one by one (Cluster API's spot design, Karpenter's
+-- capacity-reservation and disruption-controls designs, KubeVirt's pool design).
+local h = require "helper"
+
+local catalog = [[
+{ "region": "test-1", "provider": "generic", "zones": ["test-1a"],
+  "instanceTypes": [
+    { "name": "dear-spot", "cpu": 4, "memoryMiB": 8192, "onDemandPrice": 0.20, "spotPrice": 0.30,
+      "overhead": { "cpu": "100m", "memory": "100Mi" } } ] }
+]]
+
+describe("spot's maximum price (Cluster API)", function()
+  local function plan(cts, annotations)
+    local pool = h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", cts } } })
+    if annotations then
+      pool = pool:gsub("metadata:\n  name: default", "metadata:\n  name: default\n  annotations:\n" .. annotations)
+    end
+    return h.plan(h.docs(pool, h.pod("a")), { catalog_text = catalog })
+  end
+
+  it("defaults to the on-demand price: a spot offering dearer than on-demand is not launched", function()
+    local p = plan({ "spot", "on-demand" })
+    assert.are.equal("on-demand", p.nodeClaims[1].capacityType)
+    assert.are.equal(0.2, p.nodeClaims[1].price)
+    p = plan({ "spot" })
+    assert.are.equal(0, #p.nodeClaims)
+    assert.are.equal(1, #p.unschedulable)
+  end)
+
+  it("takes the NodePool's own maximum when it sets one", function()
+    local p = plan({ "spot" }, '    dovetail.dev/spot-max-price: "0.5"')
+    assert.are.equal("spot", p.nodeClaims[1].capacityType)
+    assert.are.equal(0.3, p.nodeClaims[1].price)
+  end)
+end)
+
+describe("the interruptible label (Cluster API)", function()
+  local function plan(extra)
+    local pool = h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", { "spot", "on-demand" } } } })
+    return h.plan(h.docs(pool, h.pod("a", { extra = extra })), { catalog_text = h.small_catalog })
+  end
+
+  it("is a node label of every spot offering: selecting it means spot", function()
+    local p = plan("  nodeSelector:\n    cluster.x-k8s.io/interruptible: \"true\"")
+    assert.are.equal("spot", p.nodeClaims[1].capacityType)
+  end)
+
+  it("requiring its absence means anything but spot", function()
+    local p = plan([=[
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+        - matchExpressions:
+          - {key: cluster.x-k8s.io/interruptible, operator: DoesNotExist}]=])
+    assert.are.equal("on-demand", p.nodeClaims[1].capacityType)
+  end)
+end)
+
+describe("disruption budgets in a time zone (Karpenter's disruption controls)", function()
+  local function allowed(schedule, now, duration)
+    local pool = { apiVersion = "karpenter.sh/v1", kind = "NodePool", metadata = { name = "default" },
+      spec = { disruption = { budgets = { { nodes = "0", schedule = schedule, duration = duration or "1h" } } },
+        template = { spec = { requirements = { { key = "kubernetes.io/arch", operator = "In", values = { "amd64" } } } } } } }
+    local r, err = h.dt.disrupt { manifests = h.list { pool }, catalog_text = h.small_catalog, now = now }
+    if not r then return nil, err end
+    for _, b in ipairs(r.budgets) do
+      if b.reason == "Empty" then return b.allowed end
+    end
+  end
+
+  it("reads CRON_TZ= and TZ= before the five fields, daylight saving included", function()
+    local ny = "CRON_TZ=America/New_York 0 9 * * *"
+    -- winter: 09:00 in New York is 14:00 UTC
+    assert.are.equal("unlimited", allowed(ny, "2026-01-15T13:30:00Z"))
+    assert.are.equal(0, allowed(ny, "2026-01-15T14:30:00Z"))
+    -- summer: 09:00 in New York is 13:00 UTC
+    assert.are.equal(0, allowed(ny, "2026-07-15T13:30:00Z"))
+    assert.are.equal(0, allowed("TZ=Europe/Berlin 0 9 * * *", "2026-07-15T07:30:00Z"))
+    -- 02:30 does not exist in New York on 2026-03-08 (spring forward): no window that night
+    assert.are.equal("unlimited", allowed("CRON_TZ=America/New_York 30 2 8 3 *", "2026-03-08T07:45:00Z"))
+  end)
+
+  it("refuses a zone that is not in the database, and durations in seconds", function()
+    local _, err = allowed("CRON_TZ=Mars/Olympus 0 9 * * *", "2026-01-15T13:30:00Z")
+    assert.matches('time zone "Mars/Olympus": not in the time-zone database', err, 1, true)
+    _, err = allowed("CRON_TZ=../../etc/passwd 0 9 * * *", "2026-01-15T13:30:00Z")
+    assert.matches("expected an Area/City name", err, 1, true)
+    for _, d in ipairs { "30s", "1h30s" } do
+      _, err = allowed("0 9 * * *", "2026-01-15T13:30:00Z", d)
+      assert.matches("expected a positive duration in hours and minutes", err, 1, true)
+    end
+  end)
+end)
