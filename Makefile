@@ -33,7 +33,8 @@ endif
 
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
 CFLAGS  ?=
-ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC $(SANFLAGS) $(PKG_CFLAGS) -Iengine $(CFLAGS)
+ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC -fvisibility=hidden -MMD -MP $(SANFLAGS) \
+	      $(PKG_CFLAGS) -Iengine $(CFLAGS)
 LDLIBS  := $(PKG_LIBS) -lm -lpthread
 
 CATALOG := providers/catalogs/aws-us-east-1.json
@@ -53,9 +54,12 @@ LUAMOD  := $(BUILD)/dovetail.so
 all: $(BIN) $(LIBA) $(LIBSO) $(LUAMOD)
 	@ln -sf $(BUILD)/dovetail dovetail 2>/dev/null || true
 
-$(BUILD)/%.o: %.c $(HEADERS)
+# Every object depends on the headers it includes (-MMD -MP writes them down).
+$(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+-include $(shell find build -name '*.d' 2>/dev/null)
 
 $(BUILD)/providers/bundled.o: providers/bundled.S $(CATALOG)
 	@mkdir -p $(dir $@)

@@ -28,6 +28,14 @@ extern "C" {
 
 #define DT_VERSION "0.1.0"
 
+/* The library's public symbols; everything else in libdovetail.so is hidden
+** (it is built with -fvisibility=hidden), as libuv's UV_EXTERN. */
+#if defined(__GNUC__)
+#define DT_EXPORT __attribute__((visibility("default")))
+#else
+#define DT_EXPORT
+#endif
+
 /* Error codes (negative). */
 #define DT_EINVAL  (-1) /* bad input: manifest, catalog, quantity, option */
 #define DT_ENOMEM  (-2) /* allocation failed */
@@ -57,11 +65,11 @@ typedef struct dt_error {
 /* Replace the allocator used by libdovetail, cJSON and libyaml buffers that
 ** dovetail owns. Must be called before any other function. NULL restores the
 ** C library's malloc/realloc/free. */
-void dt_set_allocator(void *(*malloc_fn)(size_t), void *(*realloc_fn)(void *, size_t),
+DT_EXPORT void dt_set_allocator(void *(*malloc_fn)(size_t), void *(*realloc_fn)(void *, size_t),
                       void (*free_fn)(void *));
 
 /* Free memory returned by dovetail (rendered plans, strings). */
-void dt_free(void *p);
+DT_EXPORT void dt_free(void *p);
 
 /* ------------------------------------------------------------------------
 ** Quantities
@@ -72,7 +80,7 @@ void dt_free(void *p);
 ** 1000, "1Ki" -> 1024000). Negative values are accepted here; callers that
 ** need a request reject them. Returns DT_EINVAL on garbage, DT_ERANGE when the
 ** milli-value does not fit in an int64. */
-int dt_quantity_parse(const char *s, int64_t *milli, dt_error *err);
+DT_EXPORT int dt_quantity_parse(const char *s, int64_t *milli, dt_error *err);
 
 /* ------------------------------------------------------------------------
 ** Catalog: instance types, offerings and reservations
@@ -82,18 +90,18 @@ typedef struct dt_catalog dt_catalog;
 
 /* Load a catalog from a JSON file (see DESIGN "Inputs"). On success *out owns
 ** the catalog; release it with dt_catalog_free. */
-int dt_catalog_load_file(const char *path, dt_catalog **out, dt_error *err);
+DT_EXPORT int dt_catalog_load_file(const char *path, dt_catalog **out, dt_error *err);
 
 /* Load a catalog from a buffer; name is used in error messages. The buffer is
 ** copied as needed; the caller keeps ownership of buf. */
-int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_catalog **out,
+DT_EXPORT int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_catalog **out,
                            dt_error *err);
 
 /* Load the bundled catalog (AWS us-east-1, compiled into the library). */
-int dt_catalog_load_default(dt_catalog **out, dt_error *err);
+DT_EXPORT int dt_catalog_load_default(dt_catalog **out, dt_error *err);
 
 /* Number of instance types in a catalog. */
-size_t dt_catalog_size(const dt_catalog *c);
+DT_EXPORT size_t dt_catalog_size(const dt_catalog *c);
 
 /* What a catalog says about one instance type (index < dt_catalog_size).
 ** Strings point into the catalog and live as long as it does. */
@@ -109,9 +117,9 @@ typedef struct dt_type_info {
   size_t offerings;
 } dt_type_info;
 
-int dt_catalog_type(const dt_catalog *c, size_t index, dt_type_info *out);
+DT_EXPORT int dt_catalog_type(const dt_catalog *c, size_t index, dt_type_info *out);
 
-void dt_catalog_free(dt_catalog *c);
+DT_EXPORT void dt_catalog_free(dt_catalog *c);
 
 /* ------------------------------------------------------------------------
 ** Manifests: the cluster as Kubernetes objects
@@ -120,27 +128,27 @@ void dt_catalog_free(dt_catalog *c);
 typedef struct dt_manifests dt_manifests;
 
 /* An empty manifest set. NULL on allocation failure. */
-dt_manifests *dt_manifests_new(void);
+DT_EXPORT dt_manifests *dt_manifests_new(void);
 
 /* Parse a YAML (multi-document) or JSON file, single objects or kind: List,
 ** and add its objects. path "-" reads standard input. On error nothing from
 ** that file is added and err names the file, the object and the field. */
-int dt_manifests_add_file(dt_manifests *m, const char *path, dt_error *err);
+DT_EXPORT int dt_manifests_add_file(dt_manifests *m, const char *path, dt_error *err);
 
 /* As dt_manifests_add_file, from a buffer; name labels error messages. */
-int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len,
+DT_EXPORT int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len,
                             dt_error *err);
 
 /* Notes gathered while parsing (unknown kinds skipped, ...), one per line;
 ** owned by m, valid until the next add or free. Never NULL. */
-const char *dt_manifests_notes(const dt_manifests *m);
+DT_EXPORT const char *dt_manifests_notes(const dt_manifests *m);
 
 /* The number of NodePools, and the policy name NodePool i asks for with the
 ** dovetail.dev/policy annotation (NULL if none). Owned by m. */
-size_t dt_manifests_nodepools(const dt_manifests *m);
-const char *dt_manifests_nodepool_policy(const dt_manifests *m, size_t i);
+DT_EXPORT size_t dt_manifests_nodepools(const dt_manifests *m);
+DT_EXPORT const char *dt_manifests_nodepool_policy(const dt_manifests *m, size_t i);
 
-void dt_manifests_free(dt_manifests *m);
+DT_EXPORT void dt_manifests_free(dt_manifests *m);
 
 /* ------------------------------------------------------------------------
 ** Plans
@@ -185,17 +193,17 @@ typedef struct dt_policy_limits {
 ** names and types, the policy's own selftest() if defined, and each hook on a
 ** golden input. On success *out owns the policy; free with dt_policy_free.
 ** A policy object is not thread-safe: one plan at a time. */
-int dt_policy_load_file(const char *path, const dt_policy_limits *limits, dt_policy **out, dt_error *err);
+DT_EXPORT int dt_policy_load_file(const char *path, const dt_policy_limits *limits, dt_policy **out, dt_error *err);
 
 /* As dt_policy_load_file from a buffer; name is used as the chunk name. */
-int dt_policy_load_buffer(const char *name, const char *buf, size_t len, const dt_policy_limits *limits,
+DT_EXPORT int dt_policy_load_buffer(const char *name, const char *buf, size_t len, const dt_policy_limits *limits,
                           dt_policy **out, dt_error *err);
 
 /* Hot swap: re-read the policy's file, build and validate a new state, and
 ** swap it in atomically. On any error the old state stays in force and the
 ** error is returned. *changed (if non-NULL) tells whether anything changed:
 ** reloading an unchanged file is a no-op. */
-int dt_policy_reload(dt_policy *p, int *changed, dt_error *err);
+DT_EXPORT int dt_policy_reload(dt_policy *p, int *changed, dt_error *err);
 
 /*
 ** The policies NodePools name with the dovetail.dev/policy annotation, read
@@ -208,27 +216,27 @@ int dt_policy_reload(dt_policy *p, int *changed, dt_error *err);
 ** policies; they stay valid until the next sync or dt_policy_dir_free.
 */
 typedef struct dt_policy_dir dt_policy_dir;
-int dt_policy_dir_open(const char *dir, dt_policy_dir **out, dt_error *err);
-void dt_policy_dir_sync(dt_policy_dir *d, const dt_manifests *m);
-const char *dt_policy_dir_errors(const dt_policy_dir *d);
-void dt_policy_dir_apply(const dt_policy_dir *d, dt_policy *const **policies, const char *const **names, size_t *n);
-void dt_policy_dir_free(dt_policy_dir *d);
+DT_EXPORT int dt_policy_dir_open(const char *dir, dt_policy_dir **out, dt_error *err);
+DT_EXPORT void dt_policy_dir_sync(dt_policy_dir *d, const dt_manifests *m);
+DT_EXPORT const char *dt_policy_dir_errors(const dt_policy_dir *d);
+DT_EXPORT void dt_policy_dir_apply(const dt_policy_dir *d, dt_policy *const **policies, const char *const **names, size_t *n);
+DT_EXPORT void dt_policy_dir_free(dt_policy_dir *d);
 
 /* The hooks the policy overrides, space-separated ("price rank"). Owned by p. */
-const char *dt_policy_hooks(const dt_policy *p);
+DT_EXPORT const char *dt_policy_hooks(const dt_policy *p);
 
-void dt_policy_free(dt_policy *p);
+DT_EXPORT void dt_policy_free(dt_policy *p);
 
 /* Run the scheduler: pending pods are placed on existing and in-flight nodes,
 ** then on new node claims. Pure: no I/O, no clock other than opts->now.
 ** catalog and manifests are only read and may be shared between threads.
 ** On success *out owns the plan; release it with dt_plan_free. */
-int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_plan_opts *opts,
+DT_EXPORT int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_plan_opts *opts,
                 dt_plan **out, dt_error *err);
 
 /* Render a plan. Returns a NUL-terminated string the caller frees with
 ** dt_free, or NULL on allocation failure; *len (if non-NULL) gets its length. */
-char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len);
+DT_EXPORT char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len);
 
 /* Figures of a plan. */
 typedef struct dt_plan_stats {
@@ -240,16 +248,16 @@ typedef struct dt_plan_stats {
   double schedule_ms;   /* wall time of the scheduling phase */
 } dt_plan_stats;
 
-void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out);
+DT_EXPORT void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out);
 
 /* The plan's bindings of pending pods to existing nodes and in-flight
 ** claims, in plan order: pod i as "namespace/name" into pod (n bytes), and
 ** *node the node's name (owned by the manifests). Returns DT_ERANGE past
 ** the end. */
-size_t dt_plan_binding_count(const dt_plan *plan);
-int dt_plan_binding(const dt_plan *plan, size_t i, char *pod, size_t n, const char **node);
+DT_EXPORT size_t dt_plan_binding_count(const dt_plan *plan);
+DT_EXPORT int dt_plan_binding(const dt_plan *plan, size_t i, char *pod, size_t n, const char **node);
 
-void dt_plan_free(dt_plan *plan);
+DT_EXPORT void dt_plan_free(dt_plan *plan);
 
 /* ------------------------------------------------------------------------
 ** VM pools: KubeVirt VirtualMachinePools converged (see README "VM pools")
@@ -266,19 +274,19 @@ typedef struct dt_pools dt_pools;
 /* Compute the actions that converge every VirtualMachinePool in manifests:
 ** VMs to create, delete, update and heal, VMs detached, and what waits.
 ** Pure and deterministic. On success *out owns the result (dt_pools_free). */
-int dt_pools_run(const dt_manifests *manifests, const dt_pool_opts *opts, dt_pools **out, dt_error *err);
+DT_EXPORT int dt_pools_run(const dt_manifests *manifests, const dt_pool_opts *opts, dt_pools **out, dt_error *err);
 
 /* Render as JSON, YAML or a table; the caller frees with dt_free. NULL on
 ** allocation failure. */
-char *dt_pools_render(const dt_pools *r, dt_format format, size_t *len);
+DT_EXPORT char *dt_pools_render(const dt_pools *r, dt_format format, size_t *len);
 
 typedef struct dt_pools_stats {
   size_t pools, create, del, update, heal, detached, waiting;
   double run_ms; /* wall time of dt_pools_run */
 } dt_pools_stats;
 
-void dt_pools_stats_get(const dt_pools *r, dt_pools_stats *out);
-void dt_pools_free(dt_pools *r);
+DT_EXPORT void dt_pools_stats_get(const dt_pools *r, dt_pools_stats *out);
+DT_EXPORT void dt_pools_free(dt_pools *r);
 
 /* ------------------------------------------------------------------------
 ** Disruption: what to take away (see README "Disruption")
@@ -301,11 +309,11 @@ typedef struct dt_disruption dt_disruption;
 ** expiry, multi-node and single-node consolidation in that order, under the
 ** NodePools' budgets. Pure and deterministic. On success *out owns the
 ** result (dt_disrupt_free). */
-int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_disrupt_opts *opts,
+DT_EXPORT int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_disrupt_opts *opts,
                    dt_disruption **out, dt_error *err);
 
 /* Render as JSON, YAML or a table; the caller frees with dt_free. */
-char *dt_disrupt_render(const dt_disruption *d, dt_format format, size_t *len);
+DT_EXPORT char *dt_disrupt_render(const dt_disruption *d, dt_format format, size_t *len);
 
 typedef struct dt_disrupt_stats {
   size_t nodes;        /* nodes considered */
@@ -314,12 +322,12 @@ typedef struct dt_disrupt_stats {
   double run_ms;
 } dt_disrupt_stats;
 
-void dt_disrupt_stats_get(const dt_disruption *d, dt_disrupt_stats *out);
-void dt_disrupt_free(dt_disruption *d);
+DT_EXPORT void dt_disrupt_stats_get(const dt_disruption *d, dt_disrupt_stats *out);
+DT_EXPORT void dt_disrupt_free(dt_disruption *d);
 
 /* Parse an RFC 3339 timestamp ("2026-11-22T10:00:00Z", offsets allowed) into
 ** Unix seconds. */
-int dt_time_parse(const char *s, int64_t *out, dt_error *err);
+DT_EXPORT int dt_time_parse(const char *s, int64_t *out, dt_error *err);
 
 #ifdef __cplusplus
 }

@@ -416,7 +416,7 @@ static const luaL_Reg k_funcs[] = {
 static const luaL_Reg k_policy_methods[] = {
     {"reload", l_policy_reload}, {"hooks", l_policy_hooks}, {"close", l_policy_gc}, {NULL, NULL}};
 
-int luaopen_dovetail(lua_State *L) {
+DT_EXPORT int luaopen_dovetail(lua_State *L) {
   luaL_newmetatable(L, POLICY_MT);
   luaL_newlib(L, k_policy_methods);
   lua_setfield(L, -2, "__index");

@@ -6,6 +6,8 @@
 	.section .rodata
 	.global dt__bundled_catalog
 	.global dt__bundled_catalog_end
+	.hidden dt__bundled_catalog
+	.hidden dt__bundled_catalog_end
 	.type dt__bundled_catalog, @object
 dt__bundled_catalog:
 	.incbin DT_CATALOG_PATH

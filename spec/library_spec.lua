@@ -1,0 +1,21 @@
+-- The shared library exports its public API and nothing else.
+local h = require "helper"
+
+describe("libdovetail.so", function()
+  it("exports only the public dt_ API (internal dt__ symbols are hidden)", function()
+    local lib = (os.getenv("DOVETAIL_BUILD") or "build/rel") .. "/libdovetail.so"
+    local p = assert(io.popen("nm -D --defined-only " .. lib .. " 2>&1"))
+    local names, bad = 0, {}
+    for line in p:lines() do
+      local sym = line:match("%S+%s+%S+%s+(%S+)$")
+      if sym then
+        names = names + 1
+        if not sym:match("^dt_%l") then bad[#bad + 1] = sym end
+      end
+    end
+    p:close()
+    assert.is_true(names > 30, "the public API is there")
+    assert.same({}, bad)
+    assert.is_truthy(h.dt.milli, "and the Lua module still loads")
+  end)
+end)
