@@ -439,16 +439,22 @@ static int parse_duration_or_never(mctx *x, const cJSON *v, const char *field, i
 
 /* spec.disruption (consolidationPolicy, consolidateAfter, budgets) and the
 ** template's expireAfter; the template hash for drift. */
-static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p) {
+static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p, bool v1beta1) {
   const cJSON *d = get(spec, "disruption"), *tspec = get(get(spec, "template"), "spec");
   char f[300];
   p->expire_after = 720 * 3600;
-  if (parse_duration_or_never(x, get(tspec, "expireAfter"), "spec.template.spec.expireAfter", &p->expire_after) ||
+  /* v1beta1 kept expireAfter under spec.disruption; Karpenter's conversion
+  ** webhook moves it to the template, as here */
+  const cJSON *exp = v1beta1 && get(d, "expireAfter") ? get(d, "expireAfter") : get(tspec, "expireAfter");
+  if (parse_duration_or_never(x, exp, v1beta1 && get(d, "expireAfter") ? "spec.disruption.expireAfter"
+                                                                       : "spec.template.spec.expireAfter",
+                              &p->expire_after) ||
       parse_duration_or_never(x, get(d, "consolidateAfter"), "spec.disruption.consolidateAfter", &p->consolidate_after))
     return DT_EINVAL;
   const char *cp = get_str(d, "consolidationPolicy");
   if (get(d, "consolidationPolicy") && !cJSON_IsNull(get(d, "consolidationPolicy"))) {
     if (cp && !strcmp(cp, "WhenEmpty")) p->consolidation = DT_CONSOL_WHEN_EMPTY;
+    else if (cp && v1beta1 && !strcmp(cp, "WhenUnderutilized")) p->consolidation = DT_CONSOL_EMPTY_OR_UNDER;
     else if (cp && !strcmp(cp, "WhenEmptyOrUnderutilized")) p->consolidation = DT_CONSOL_EMPTY_OR_UNDER;
     else if (cp && !strcmp(cp, "Balanced")) p->consolidation = DT_CONSOL_BALANCED;
     else return bad(x, "spec.disruption.consolidationPolicy", "expected WhenEmpty, WhenEmptyOrUnderutilized or Balanced");
@@ -527,9 +533,120 @@ static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p) {
   return rc;
 }
 
+/* Fields a NodePool may carry, per object path (Karpenter's CRD, v1 and
+** v1beta1); anything else is a misspelling to point out, not to ignore. */
+static const struct {
+  const char *path, *const *keys;
+} k_nodepool_fields[] = {
+    {"", (const char *const[]){"apiVersion", "kind", "metadata", "spec", "status", NULL}},
+    {"spec", (const char *const[]){"template", "disruption", "limits", "weight", "replicas", NULL}},
+    {"spec.template", (const char *const[]){"metadata", "spec", NULL}},
+    {"spec.template.metadata", (const char *const[]){"labels", "annotations", NULL}},
+    {"spec.template.spec", (const char *const[]){"requirements", "taints", "startupTaints", "nodeClassRef",
+                                                  "expireAfter", "terminationGracePeriod", "kubelet", NULL}},
+    {"spec.disruption", (const char *const[]){"consolidateAfter", "consolidationPolicy", "budgets", "expireAfter", NULL}},
+};
+
+static size_t edit_distance(const char *a, const char *b) {
+  size_t n = strlen(a), m = strlen(b), d[33][33];
+  if (n > 32 || m > 32) return 99;
+  for (size_t i = 0; i <= n; i++) d[i][0] = i;
+  for (size_t j = 0; j <= m; j++) d[0][j] = j;
+  for (size_t i = 1; i <= n; i++)
+    for (size_t j = 1; j <= m; j++) {
+      size_t s = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]), u = d[i - 1][j] + 1, l = d[i][j - 1] + 1;
+      d[i][j] = s < u ? (s < l ? s : l) : (u < l ? u : l);
+    }
+  return d[n][m];
+}
+
+static int known_fields(mctx *x, const cJSON *o, const char *path, const char *const *keys) {
+  const cJSON *c;
+  cJSON_ArrayForEach(c, o) {
+    bool ok = false;
+    const char *near = NULL;
+    size_t best = 3;
+    for (const char *const *k = keys; *k && !ok; k++) {
+      ok = !strcmp(c->string, *k);
+      size_t dist = edit_distance(c->string, *k);
+      if (dist < best) best = dist, near = *k;
+    }
+    if (ok) continue;
+    char f[300];
+    snprintf(f, sizeof f, "%s%s%s", path, *path ? "." : "", c->string);
+    return near ? bad(x, f, "unknown field (did you mean %s?)", near) : bad(x, f, "unknown field");
+  }
+  return 0;
+}
+
+/* Karpenter's restricted labels: its own domain and Kubernetes' (but for
+** node.kubernetes.io and node-restriction.kubernetes.io), except the
+** well-known labels a NodePool may require; never the hostname. */
+static const char *restricted_label(const char *key) {
+  static const char *const allowed[] = {DT_L_ZONE, "topology.kubernetes.io/region", DT_L_INSTANCE_TYPE, DT_L_ARCH,
+                                        DT_L_OS, DT_L_CAPACITY_TYPE, "kubernetes.io/os", NULL};
+  for (const char *const *a = allowed; *a; a++)
+    if (!strcmp(key, *a)) return NULL;
+  if (!strcmp(key, DT_L_HOSTNAME)) return "is restricted: a node's hostname is its own";
+  if (!strcmp(key, DT_L_NODEPOOL)) return "is restricted: Karpenter sets it to the NodePool's name";
+  const char *slash = strchr(key, '/');
+  if (!slash) return NULL;
+  char dom[256];
+  snprintf(dom, sizeof dom, "%.*s", (int)(slash - key), key);
+  size_t dl = strlen(dom);
+  static const char *const excepted[] = {"node.kubernetes.io", "node-restriction.kubernetes.io", "node-role.kubernetes.io",
+                                         NULL};
+  for (const char *const *e = excepted; *e; e++) {
+    size_t el = strlen(*e);
+    if (dl >= el && !strcmp(dom + dl - el, *e) && (dl == el || dom[dl - el - 1] == '.')) return NULL;
+  }
+  static const char *const doms[] = {"kubernetes.io", "k8s.io", "karpenter.sh", NULL};
+  for (const char *const *r = doms; *r; r++) {
+    size_t rl = strlen(*r);
+    if (dl >= rl && !strcmp(dom + dl - rl, *r) && (dl == rl || dom[dl - rl - 1] == '.'))
+      return "is in a restricted domain (kubernetes.io, k8s.io and karpenter.sh are Karpenter's and Kubernetes')";
+  }
+  return NULL;
+}
+
+static int nodepool_validate(mctx *x, const cJSON *o) {
+  for (size_t i = 0; i < sizeof k_nodepool_fields / sizeof k_nodepool_fields[0]; i++) {
+    const cJSON *at = o;
+    char path[64];
+    snprintf(path, sizeof path, "%s", k_nodepool_fields[i].path);
+    for (char *save = NULL, *t = strtok_r(path, ".", &save); t && at; t = strtok_r(NULL, ".", &save)) at = get(at, t);
+    if (cJSON_IsObject(at) && known_fields(x, at, k_nodepool_fields[i].path, k_nodepool_fields[i].keys))
+      return DT_EINVAL;
+  }
+  const cJSON *tm = get(get(get(o, "spec"), "template"), "metadata"), *c;
+  cJSON_ArrayForEach(c, get(tm, "labels")) {
+    const char *why = restricted_label(c->string);
+    char f[400];
+    snprintf(f, sizeof f, "spec.template.metadata.labels.%s", c->string);
+    if (why) return bad(x, f, "label %s %s", c->string, why);
+  }
+  size_t i = 0;
+  cJSON_ArrayForEach(c, get(get(get(get(o, "spec"), "template"), "spec"), "requirements")) {
+    const char *key = get_str(c, "key"), *why = key ? restricted_label(key) : NULL;
+    char f[300];
+    snprintf(f, sizeof f, "spec.template.spec.requirements[%zu].key", i++);
+    if (why) return bad(x, f, "label %s %s", key, why);
+    const cJSON *r;
+    cJSON_ArrayForEach(r, c) {
+      static const char *const rk[] = {"key", "operator", "values", "minValues", NULL};
+      bool ok = false;
+      for (const char *const *k = rk; *k && !ok; k++) ok = !strcmp(r->string, *k);
+      snprintf(f, sizeof f, "spec.template.spec.requirements[%zu].%s", i - 1, r->string);
+      if (!ok) return bad(x, f, "unknown field (a requirement has key, operator, values and minValues)");
+    }
+  }
+  return 0;
+}
+
 static int nodepool(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name) || nodepool_validate(x, o)) return DT_EINVAL;
+  bool v1beta1 = !strcmp(get_str(o, "apiVersion"), "karpenter.sh/v1beta1");
   dt_nodepool p = {0};
   p.file = (char *)x->file;
   p.seq = x->m->seq++;
@@ -597,7 +714,7 @@ static int nodepool(mctx *x, const cJSON *o) {
       goto fail;
     }
   }
-  if (nodepool_disruption(x, spec, &p)) goto fail;
+  if (nodepool_disruption(x, spec, &p, v1beta1)) goto fail;
   const cJSON *ref = get(tspec, "nodeClassRef");
   if (ref && !(p.node_class_ref = cJSON_Duplicate(ref, true))) {
     rc = oom(x);

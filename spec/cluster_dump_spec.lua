@@ -113,3 +113,56 @@ describe("kubectl habits", function()
     assert.matches("no input: give FILE..., -f FILE or - for standard input", err, 1, true)
   end)
 end)
+
+describe("NodePools as Karpenter's CRD takes them", function()
+  local function err_of(text)
+    local p, err = h.dt.plan { manifests = text, catalog_text = h.small_catalog }
+    assert.is_nil(p)
+    return err
+  end
+
+  it("refuses a misspelt field, naming it and the field meant", function()
+    local np = h.nodepool("default"):gsub("      requirements:", "      requirement:")
+    assert.matches("NodePool default: spec.template.spec.requirement: unknown field (did you mean requirements?)",
+      err_of(np), 1, true)
+    np = h.nodepool("default"):gsub("operator: In", "operator: In\n          valuez: [x]")
+    assert.matches("spec.template.spec.requirements[0].valuez: unknown field", err_of(np), 1, true)
+  end)
+
+  it("refuses the hostname and restricted label domains, in labels and requirements", function()
+    assert.matches("spec.template.spec.requirements[0].key: label kubernetes.io/hostname is restricted",
+      err_of(h.nodepool("default", { requirements = { { "kubernetes.io/hostname", "In", { "a" } } } })), 1, true)
+    assert.matches("spec.template.metadata.labels.karpenter.sh/team: label karpenter.sh/team is in a restricted domain",
+      err_of(h.nodepool("default", { labels = { ["karpenter.sh/team"] = "x" } })), 1, true)
+    -- well-known labels and the excepted domains are fine
+    h.plan(h.docs(h.nodepool("default", { labels = { ["node.kubernetes.io/role"] = "web" }, requirements = {
+      { "topology.kubernetes.io/zone", "In", { "test-1a" } }, { "karpenter.sh/capacity-type", "In", { "spot" } } } })),
+      { catalog_text = h.small_catalog })
+  end)
+
+  it("reads a v1beta1 NodePool as Karpenter's conversion webhook does", function()
+    local np = [[
+apiVersion: karpenter.sh/v1beta1
+kind: NodePool
+metadata: {name: old}
+spec:
+  disruption:
+    consolidationPolicy: WhenUnderutilized
+    expireAfter: 168h
+  template:
+    spec:
+      kubelet: {maxPods: 110}
+      nodeClassRef: {name: default}
+      requirements:
+      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+]]
+    local node = h.json({ apiVersion = "v1", kind = "Node", metadata = { name = "n", creationTimestamp = "2026-11-01T00:00:00Z",
+      labels = { ["node.kubernetes.io/instance-type"] = "medium", ["topology.kubernetes.io/zone"] = "test-1a",
+        ["karpenter.sh/capacity-type"] = "on-demand", ["karpenter.sh/nodepool"] = "old", ["kubernetes.io/arch"] = "amd64" } } })
+    local pod = h.json({ apiVersion = "v1", kind = "Pod", metadata = { name = "busy", namespace = "default" },
+      spec = { nodeName = "n", containers = h.array { { name = "c" } } } })
+    local r = assert(h.dt.disrupt { manifests = h.docs(np, node .. "\n", pod .. "\n"), catalog_text = h.small_catalog,
+      now = "2026-11-23T00:00:00Z" })
+    assert.are.equal("Expired", r.commands[1].reason, "168h from spec.disruption.expireAfter, not the 720h default")
+  end)
+end)
