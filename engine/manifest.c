@@ -830,6 +830,25 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
       if (dt__rlist_add(&sum, sidecars.v[k].name, sidecars.v[k].milli, DT_RL_SUM)) rc = oom(x);
     for (size_t k = 0; k < init_max.n && !rc; k++)
       if (dt__rlist_add(&sum, init_max.v[k].name, init_max.v[k].milli, DT_RL_MAX)) rc = oom(x);
+    /* Pod-level resources (spec.resources, Kubernetes 1.32+): where set,
+    ** they are the pod's requests for those resources, whatever its
+    ** containers ask; limits stand in for missing requests, as for a
+    ** container. */
+    const cJSON *pres = get(spec, "resources");
+    if (!rc && pres && !cJSON_IsNull(pres)) {
+      dt_rlist preq = {0}, plim = {0};
+      snprintf(f, sizeof f, "%s.resources.requests", path);
+      rc = parse_rlist(x, get(pres, "requests"), f, &preq, true);
+      snprintf(f, sizeof f, "%s.resources.limits", path);
+      if (!rc) rc = parse_rlist(x, get(pres, "limits"), f, &plim, true);
+      for (size_t k = 0; k < plim.n && !rc; k++)
+        if (!dt__rlist_get(&preq, plim.v[k].name) && dt__rlist_add(&preq, plim.v[k].name, plim.v[k].milli, DT_RL_SET))
+          rc = oom(x);
+      for (size_t k = 0; k < preq.n && !rc; k++)
+        if (dt__rlist_add(&sum, preq.v[k].name, preq.v[k].milli, DT_RL_SET)) rc = oom(x);
+      dt__rlist_free(&preq);
+      dt__rlist_free(&plim);
+    }
     dt_rlist ovh = {0};
     snprintf(f, sizeof f, "%s.overhead", path);
     if (!rc) rc = parse_rlist(x, get(spec, "overhead"), f, &ovh, true);

@@ -166,3 +166,12 @@ spec:
     assert.are.equal("Expired", r.commands[1].reason, "168h from spec.disruption.expireAfter, not the 720h default")
   end)
 end)
+
+describe("pod-level resources", function()
+  it("are the pod's requests where set, whatever its containers ask", function()
+    local pod = h.pod("big", { cpu = "100m", memory = "64Mi", extra = "  resources:\n    requests: {cpu: \"5\"}\n" ..
+      "    limits: {memory: 6Gi}" })
+    local p = h.plan(h.docs(h.nodepool("default"), pod), { catalog_text = h.small_catalog, packing = "ffd" })
+    assert.are.equal("large", p.nodeClaims[1].instanceType, "5 cpu do not fit a small or a medium node")
+  end)
+end)
