@@ -24,6 +24,7 @@ typedef int (*dt_httpd_handler)(h2o_handler_t *self, h2o_req_t *req);
 int dt__httpd_start(dt_httpd *s, uv_loop_t *loop, const char *listen, size_t body_limit, dt_httpd_handler h,
                     char *err, size_t n);
 void dt__httpd_close(dt_httpd *s);
+void dt__httpd_dispose(dt_httpd *s); /* once the loop has closed the listener */
 
 int dt__httpd_respond(h2o_req_t *req, int status, const char *ctype, const char *body, size_t len);
 int dt__httpd_error(h2o_req_t *req, int status, const char *msg); /* {"error": msg} */

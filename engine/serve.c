@@ -2755,6 +2755,7 @@ int dt__serve_main(int argc0, char **argv0) {
   uv_close((uv_handle_t *)&D.sigint, on_close_noop);
   if (D.watching) uv_close((uv_handle_t *)&D.watch, on_close_noop);
   uv_run(D.loop, UV_RUN_NOWAIT);
+  dt__httpd_dispose(&D.http);
   logf_("info", "stopped", "%llu rounds", (unsigned long long)D.round);
   rc = 0;
 out:
