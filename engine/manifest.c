@@ -118,6 +118,7 @@ static void pod_free(dt_podspec *p) {
   dt__free(p->owner);
   dt__free(p->parent);
   selector_free(&p->sel);
+  strs_free(p->pvcs, p->npvcs);
   dt__rlist_free(&p->requests);
   dt__kvs_free(&p->labels);
   dt__kvs_free(&p->node_selector);
@@ -132,6 +133,13 @@ static void pod_free(dt_podspec *p) {
   dt__free(p->tol);
   dt__free(p->node_name);
   dt__free(p->claim);
+}
+
+static void topo_free(dt_topo_obj *t) {
+  dt__free(t->key);
+  dt__free(t->volume);
+  dt__free(t->storage_class);
+  mreqs_free(&t->term);
 }
 
 static void node_free(dt_node *n) {
@@ -176,6 +184,8 @@ void dt_manifests_free(dt_manifests *m) {
   dt__free(m->pdbs.v);
   for (size_t i = 0; i < m->vms.n; i++) vm_free(&m->vms.v[i]);
   for (size_t i = 0; i < m->volumes.n; i++) dt__free(m->volumes.v[i]);
+  for (size_t i = 0; i < m->topo.n; i++) topo_free(&m->topo.v[i]);
+  dt__free(m->topo.v);
   dt__free(m->vmpools.v);
   dt__free(m->vms.v);
   dt__free(m->volumes.v);
@@ -1073,6 +1083,16 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
     return bad(x, f, "missing or not an object");
   }
   if (pod_requests(x, spec, path, &p->requests)) return DT_EINVAL;
+  const cJSON *vol;
+  cJSON_ArrayForEach(vol, get(spec, "volumes")) {
+    const char *cn = get_str(get(vol, "persistentVolumeClaim"), "claimName");
+    if (!cn) continue;
+    char **nv = dt__realloc(p->pvcs, (p->npvcs + 1) * sizeof *nv);
+    if (!nv) return oom(x);
+    p->pvcs = nv;
+    if (!(p->pvcs[p->npvcs] = dt__strdup(cn))) return oom(x);
+    p->npvcs++;
+  }
   snprintf(f, sizeof f, "%s.nodeSelector", path);
   if (parse_kvs(x, get(spec, "nodeSelector"), f, &p->node_selector)) return DT_EINVAL;
   snprintf(f, sizeof f, "%s.tolerations", path);
@@ -2047,6 +2067,15 @@ fail:
   return DT_EINVAL;
 }
 
+
+static int topo_push(mctx *x, dt_topo_obj *t) {
+  if (dt__vec_push(&x->m->topo, *t)) {
+    topo_free(t);
+    return oom(x);
+  }
+  return 0;
+}
+
 static int volume(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
@@ -2057,7 +2086,63 @@ static int volume(mctx *x, const cJSON *o) {
     dt__free(s);
     return oom(x);
   }
-  return 0;
+  if (strcmp(x->kind, "PersistentVolumeClaim")) return 0;
+  const cJSON *spec = get(o, "spec");
+  const char *vn = get_str(spec, "volumeName"), *sc = get_str(spec, "storageClassName");
+  dt_topo_obj t = {"PVC", dt__strdup(key), vn && *vn ? dt__strdup(vn) : NULL, sc && *sc ? dt__strdup(sc) : NULL, false,
+                   {0}};
+  if (!t.key || (vn && *vn && !t.volume) || (sc && *sc && !t.storage_class)) {
+    topo_free(&t);
+    return oom(x);
+  }
+  return topo_push(x, &t);
+}
+
+/* A PersistentVolume: where it can be attached (its required node affinity). */
+static int persistent_volume(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  dt_topo_obj t = {"PV", dt__strdup(name), NULL, NULL, false, {0}};
+  if (!t.key) return oom(x);
+  const cJSON *terms = get(get(get(get(o, "spec"), "nodeAffinity"), "required"), "nodeSelectorTerms");
+  if (cJSON_GetArraySize(terms) > 1)
+    dt__buf_printf(&x->m->notes, "%s: %s: spec.nodeAffinity has %d terms; pods follow the first\n", x->file, x->obj,
+                   cJSON_GetArraySize(terms));
+  if (terms && terms->child &&
+      parse_mreqs(x, get(terms->child, "matchExpressions"),
+                  "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions", &t.term, false)) {
+    topo_free(&t);
+    return DT_EINVAL;
+  }
+  return topo_push(x, &t);
+}
+
+/* A StorageClass: WaitForFirstConsumer and its allowedTopologies (each
+** label's values; one term, as Karpenter reads the first). */
+static int storage_class(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  const char *mode = get_str(o, "volumeBindingMode");
+  dt_topo_obj t = {"SC", dt__strdup(name), NULL, NULL, mode && !strcmp(mode, "WaitForFirstConsumer"), {0}};
+  if (!t.key) return oom(x);
+  const cJSON *at = get(o, "allowedTopologies");
+  if (at && at->child) {
+    cJSON *exprs = cJSON_CreateArray(), *e;
+    cJSON_ArrayForEach(e, get(at->child, "matchLabelExpressions")) {
+      cJSON *r = cJSON_CreateObject();
+      cJSON_AddStringToObject(r, "key", get_str(e, "key") ? get_str(e, "key") : "");
+      cJSON_AddStringToObject(r, "operator", "In");
+      cJSON_AddItemToObject(r, "values", cJSON_Duplicate(get(e, "values"), true));
+      cJSON_AddItemToArray(exprs, r);
+    }
+    int rc = parse_mreqs(x, exprs, "allowedTopologies[0].matchLabelExpressions", &t.term, false);
+    cJSON_Delete(exprs);
+    if (rc) {
+      topo_free(&t);
+      return DT_EINVAL;
+    }
+  }
+  return topo_push(x, &t);
 }
 
 static void pdb_free(dt_pdb *p) {
@@ -2153,6 +2238,8 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
   if (!strcmp(kind, "PodDisruptionBudget") && !strncmp(api, "policy/", 7)) return pdb(x, o);
   if (!strcmp(kind, "VirtualMachinePool") && !strncmp(api, "pool.kubevirt.io/", 17)) return vmpool(x, o);
   if (!strcmp(kind, "VirtualMachine") && !strncmp(api, "kubevirt.io/", 12)) return vm(x, o);
+  if (!strcmp(kind, "PersistentVolume") && !strcmp(api, "v1")) return persistent_volume(x, o);
+  if (!strcmp(kind, "StorageClass") && !strncmp(api, "storage.k8s.io/", 15)) return storage_class(x, o);
   if ((!strcmp(kind, "PersistentVolumeClaim") && !strcmp(api, "v1")) ||
       (!strcmp(kind, "DataVolume") && !strncmp(api, "cdi.kubevirt.io/", 16)))
     return volume(x, o);
@@ -2176,7 +2263,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   /* Remember where we were, so a bad file adds nothing. */
   size_t np = m->pools.n, npod = m->pods.n, nn = m->nodes.n, ns = m->seen_file.n, nl = m->notes.len;
   size_t nds = m->daemonsets.n, nrc = m->runtime_classes.n, nmk = m->marks.n;
-  size_t nvp = m->vmpools.n, nvm = m->vms.n, nvol = m->volumes.n, npdb = m->pdbs.n;
+  size_t nvp = m->vmpools.n, nvm = m->vms.n, nvol = m->volumes.n, npdb = m->pdbs.n, ntopo = m->topo.n;
   int64_t npods = m->npods;
   mctx x = {m, file, NULL, {0}, err};
   if (err) err->code = 0;
@@ -2194,6 +2281,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
     while (m->vmpools.n > nvp) vmpool_free(&m->vmpools.v[--m->vmpools.n]);
     while (m->vms.n > nvm) vm_free(&m->vms.v[--m->vms.n]);
     while (m->volumes.n > nvol) dt__free(m->volumes.v[--m->volumes.n]);
+    while (m->topo.n > ntopo) topo_free(&m->topo.v[--m->topo.n]);
     while (m->marks.n > nmk) {
       dt_mark *mk = &m->marks.v[--m->marks.n];
       dt__free(mk->instance_type);

@@ -226,6 +226,8 @@ typedef struct dt_podspec {
   char *claim;       /* bound by a NodeClaim's dovetail.dev/pods annotation */
   dt_selector sel;   /* a workload's spec.selector: its pods already running count against replicas */
   char *parent;      /* "Deployment/name" for a ReplicaSet a Deployment owns */
+  char **pvcs;       /* the PersistentVolumeClaims its volumes name */
+  size_t npvcs;
   size_t seq;
 } dt_podspec;
 
@@ -342,11 +344,23 @@ typedef struct dt_pdb {
   int64_t allowed; /* status.disruptionsAllowed; -1 when absent */
 } dt_pdb;
 
+/* What volume topology needs of PersistentVolumeClaims ("PVC", key
+** "ns/name", the PV it is bound to and its StorageClass), PersistentVolumes
+** ("PV", its required node affinity's first term) and StorageClasses
+** ("SC", WaitForFirstConsumer and its allowed topologies as one term). */
+typedef struct dt_topo_obj {
+  char kind[4];
+  char *key, *volume, *storage_class;
+  bool wait_for_consumer;
+  dt_mreqs term;
+} dt_topo_obj;
+
 struct dt_manifests {
   DT_VEC(dt_pdb) pdbs;
   DT_VEC(dt_vmpool) vmpools;
   DT_VEC(dt_vm) vms;
   DT_VEC(char *) volumes; /* "ns/name" of PersistentVolumeClaims and DataVolumes */
+  DT_VEC(dt_topo_obj) topo; /* PVCs, PVs and StorageClasses: where a pod's volumes can be */
   DT_VEC(dt_mark) marks;
   DT_VEC(dt_nodepool) pools;
   DT_VEC(dt_podspec) pods;

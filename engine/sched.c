@@ -884,6 +884,8 @@ static int class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   dt_reqs reqs = {0};
   compile_selector_kvs(p, &d->node_selector, &reqs);
   if (d->nterms && compile_mreqs(p, &d->terms[rx->term], &reqs)) return DT_ENOMEM;
+  for (uint8_t v = 0; v < s->nvol; v++)
+    if (compile_mreqs(p, s->vol[v], &reqs)) return DT_ENOMEM;
   if (rx->pref < d->npref && compile_mreqs(p, &d->pref[s->pref_order[rx->pref]].reqs, &reqs)) return DT_ENOMEM;
   /* Topology constraints. */
   rt_tc tcs[256];
@@ -1045,17 +1047,53 @@ static int64_t *replicas_wanted(dt_plan *p) {
   return oom ? NULL : want;
 }
 
+/*
+** Volume topology, as Karpenter's: a pod's PersistentVolumeClaim bound to a
+** PersistentVolume brings the volume's required node affinity; one not yet
+** bound whose StorageClass waits for the first consumer brings the class's
+** allowed topologies. Either is a term the pod's node must also meet (a
+** pod whose volume is in us-east-1d is planned in us-east-1d). The index
+** in topo is built from m->topo ("KIND:key" -> index + 1).
+*/
+static void volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *d, rt_spec *s) {
+  const dt_manifests *m = p->manifests;
+  for (size_t i = 0; i < d->npvcs && s->nvol < 8; i++) {
+    char k[700];
+    snprintf(k, sizeof k, "PVC:%s/%s", d->ns, d->pvcs[i]);
+    dt_sym c = dt__sym_find(topo, k);
+    if (!c) continue; /* not in the input: nothing known of where it is */
+    const dt_topo_obj *pvc = &m->topo.v[c - 1], *where = NULL;
+    if (pvc->volume) {
+      snprintf(k, sizeof k, "PV:%s", pvc->volume);
+      dt_sym v = dt__sym_find(topo, k);
+      where = v ? &m->topo.v[v - 1] : NULL;
+    } else if (pvc->storage_class) {
+      snprintf(k, sizeof k, "SC:%s", pvc->storage_class);
+      dt_sym v = dt__sym_find(topo, k);
+      where = v && m->topo.v[v - 1].wait_for_consumer ? &m->topo.v[v - 1] : NULL;
+    }
+    if (where && where->term.n) s->vol[s->nvol++] = &where->term;
+  }
+}
+
 static int compile_pods(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
   p->nspecs = (uint32_t)m->pods.n;
   p->specs = A(p, (m->pods.n ? m->pods.n : 1) * sizeof *p->specs);
   if (!p->specs) return DT_ENOMEM;
   int rc = 0;
+  dt_symtab topo = {0}; /* "PVC:ns/name", "PV:name", "SC:name" -> index + 1 in m->topo */
+  for (size_t i = 0; i < m->topo.n && !topo.oom; i++) {
+    char k[700];
+    snprintf(k, sizeof k, "%s:%s", m->topo.v[i].kind, m->topo.v[i].key);
+    dt__sym(&topo, k); /* kinds and names are unique (duplicates are refused), so object i is symbol i + 1 */
+  }
   for (uint32_t si = 0; si < p->nspecs; si++) {
     const dt_podspec *d = &m->pods.v[si];
     rt_spec *s = &p->specs[si];
     s->src = d;
     s->base_class = -1;
+    volume_topology(p, &topo, d, s);
     if ((rc = rlist_vec(p, &d->requests, s->req, err))) return rc;
     if (d->runtime_class && !d->has_overhead) {
       bool found = false;
@@ -1092,6 +1130,9 @@ static int compile_pods(dt_plan *p, dt_error *err) {
     s->ports = compile_ports(p, d);
     if (!s->paff_order || !s->panti_order || !s->pref_order || !s->ports) return DT_ENOMEM;
   }
+  bool topo_oom = topo.oom;
+  dt__symtab_free(&topo);
+  if (topo_oom) return DT_ENOMEM;
   if ((rc = build_groups(p))) return rc;
 
   int64_t *want = replicas_wanted(p);

@@ -175,3 +175,51 @@ describe("pod-level resources", function()
     assert.are.equal("large", p.nodeClaims[1].instanceType, "5 cpu do not fit a small or a medium node")
   end)
 end)
+
+describe("volume topology", function()
+  local function pod_with(claim)
+    return h.pod("db", { extra = "  volumes:\n  - name: data\n    persistentVolumeClaim: {claimName: " .. claim .. "}" })
+  end
+  local pvs = [[
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-data}
+spec:
+  capacity: {storage: 10Gi}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1d]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: default}
+spec: {volumeName: pv-data, storageClassName: gp3}
+status: {phase: Bound}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+- matchLabelExpressions:
+  - {key: topology.kubernetes.io/zone, values: [us-east-1c]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: fresh, namespace: default}
+spec: {storageClassName: gp3}
+]]
+
+  it("plans a pod in its bound volume's zone", function()
+    local p = h.plan(h.docs(h.nodepool("default"), pvs, pod_with("data")), { now = "2026-11-23T12:00:00Z" })
+    assert.are.equal("us-east-1d", p.nodeClaims[1].zone)
+  end)
+
+  it("plans a pod whose claim waits for its first consumer in the StorageClass's allowed topologies", function()
+    local p = h.plan(h.docs(h.nodepool("default"), pvs, pod_with("fresh")), { now = "2026-11-23T12:00:00Z" })
+    assert.are.equal("us-east-1c", p.nodeClaims[1].zone)
+  end)
+end)
