@@ -182,6 +182,7 @@ static pid_t daemon_start(const char *bin, const char *dir, const char *const *e
   snprintf(logp, sizeof logp, "%s/log-%lu", dir, seq);
   snprintf(state, sizeof state, "%s/state-%lu.json", dir, seq++);
   pid_t pid = fork();
+  if (pid < 0) return -1;
   if (pid == 0) {
     const char *args[24] = {bin, "serve", "--listen", "127.0.0.1:0", "--state", state};
     int n = 6;
@@ -203,6 +204,7 @@ static pid_t daemon_start(const char *bin, const char *dir, const char *const *e
     if (l) fclose(l);
   }
   snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
+  if (!port) kill(pid, SIGKILL);
   return port ? pid : -1;
 }
 
@@ -377,36 +379,17 @@ int main(int argc, char **argv) {
   const char *bin = argc > 1 ? argv[1] : "build/rel/dovetail";
   char dir[] = "/tmp/dovetail-load-XXXXXX";
   if (!mkdtemp(dir)) return 1;
-  char pol[128], state[128];
+  char pol[128];
   snprintf(pol, sizeof pol, "%s/policy.lua", dir);
-  snprintf(logp, sizeof logp, "%s/log", dir);
-  snprintf(state, sizeof state, "%s/state.json", dir);
   FILE *f = fopen(pol, "w");
   fputs("return { rank = function(_, o) local s = {} for i, x in ipairs(o) do s[i] = x.price end return s end }\n", f);
   fclose(f);
-  pid_t pid = fork();
-  if (pid == 0) {
-    freopen(logp, "w", stderr);
-    execl(bin, bin, "serve", "--listen", "127.0.0.1:0", "--policy", pol, "--state", state, (char *)NULL);
-    _exit(127);
-  }
-  int port = 0;
-  for (int i = 0; i < 200 && !port; i++) {
-    usleep(20000);
-    FILE *l = fopen(logp, "r");
-    char line[1024];
-    while (l && fgets(line, sizeof line, l)) {
-      char *p = strstr(line, "http://127.0.0.1:");
-      if (p) port = atoi(p + 17);
-    }
-    if (l) fclose(l);
-  }
-  if (!port) {
+  const char *extra[] = {"--policy", pol, NULL};
+  pid_t pid = daemon_start(bin, dir, extra);
+  if (pid < 0) {
     fprintf(stderr, "load: the daemon did not start\n");
-    kill(pid, SIGKILL);
     return 1;
   }
-  snprintf(base, sizeof base, "http://127.0.0.1:%d", port);
   curl_global_init(CURL_GLOBAL_DEFAULT);
   run("PUT /v1/objects closed x16", true, 16, 0, 3);
   run("PUT /v1/objects at 1000/s", true, 0, 1000, 3);

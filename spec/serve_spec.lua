@@ -66,6 +66,14 @@ end
 
 local quickstart = slurp("examples/quickstart.yaml")
 
+-- A daemon started with args that has launched the quickstart's instance.
+local function launched(args)
+  local d = start(args)
+  http(d, "PUT", "/v1/objects", quickstart)
+  eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+  return d
+end
+
 describe("dovetail serve", function()
   it("launches instances for pending pods after the batch window", function()
     local d = start()
@@ -83,9 +91,7 @@ describe("dovetail serve", function()
   end)
 
   it("uses the next offering when the cheapest has no capacity, and shows the mark", function()
-    local d = start("--sim-ice m6i.4xlarge/us-east-1a/spot")
-    http(d, "PUT", "/v1/objects", quickstart)
-    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local d = launched("--sim-ice m6i.4xlarge/us-east-1a/spot")
     local state = http(d, "GET", "/v1/state")
     assert.matches('"zone":%s*"us%-east%-1b"', state)
     assert.matches('"unavailableOfferings":%s*%[%s*{', state)
@@ -94,9 +100,7 @@ describe("dovetail serve", function()
   end)
 
   it("replaces an instance after a spot interruption warning, elsewhere", function()
-    local d = start()
-    http(d, "PUT", "/v1/objects", quickstart)
-    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local d = launched()
     local state = http(d, "GET", "/v1/state")
     local id, zone = state:match('"id":%s*"(i%-%x+)".-"zone":%s*"([%w-]+)"')
     local body = http(d, "POST", "/v1/events", '{"detail-type":"EC2 Spot Instance Interruption Warning",'
@@ -139,9 +143,7 @@ describe("dovetail serve", function()
   it("writes its state on SIGTERM and adopts it on restart without launching twice", function()
     local state = os.tmpname()
     os.remove(state)
-    local d = start("--state " .. state)
-    http(d, "PUT", "/v1/objects", quickstart)
-    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local d = launched("--state " .. state)
     local id = http(d, "GET", "/v1/state"):match('"id":%s*"(i%-%x+)"')
     d.stop()
     assert.matches('"instances":[{"id":"' .. id, slurp(state), 1, true)
@@ -175,9 +177,7 @@ describe("dovetail serve", function()
     d.stop()
   end)
   it("takes away a node its pods left, with a disruption pass every interval", function()
-    local d = start("--disrupt-interval 300ms")
-    http(d, "PUT", "/v1/objects", quickstart)
-    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local d = launched("--disrupt-interval 300ms")
     for _, path in ipairs({ "Deployment/shop/web", "StatefulSet/shop/db", "Pod/jobs/batch-1" }) do
       local _, code = http(d, "DELETE", "/v1/objects/" .. path)
       assert.equal(200, code)
@@ -195,9 +195,7 @@ return {
   end,
 }
 ]])
-    local d = start("--policy " .. pol)
-    http(d, "PUT", "/v1/objects", quickstart)
-    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local d = launched("--policy " .. pol)
     local id = http(d, "GET", "/v1/state"):match('"id":%s*"(i%-%x+)"')
     local body = http(d, "POST", "/v1/events", '{"detail-type":"EC2 Spot Instance Interruption Warning",'
       .. '"detail":{"instance-id":"' .. id .. '"}}')
@@ -208,9 +206,7 @@ return {
   end)
 
   it("converges and stays put: one launch and no deletion over many disruption intervals", function()
-    local d = start("--disrupt-interval 200ms")
-    http(d, "PUT", "/v1/objects", quickstart)
-    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local d = launched("--disrupt-interval 200ms")
     local id = http(d, "GET", "/v1/state"):match('"id":%s*"(i%-%x+)"')
     sleep(1.5) -- seven disruption passes and as many requeue chances
     local metrics = http(d, "GET", "/metrics")
@@ -253,9 +249,7 @@ return {
   end
 
   it("replaces a NotReady node after the timeout and not before, launching first", function()
-    local d = start("--unhealthy-timeout 2s --disrupt-interval 200ms")
-    http(d, "PUT", "/v1/objects", quickstart)
-    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local d = launched("--unhealthy-timeout 2s --disrupt-interval 200ms")
     local claim = not_ready(d, 0)
     sleep(1)
     assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"replace"'), "not before the timeout")
@@ -273,9 +267,7 @@ return {
   end)
 
   it("stops remediation when more nodes are unhealthy than maxUnhealthy allows", function()
-    local d = start("--unhealthy-timeout 1s --disrupt-interval 200ms --max-unhealthy 0")
-    http(d, "PUT", "/v1/objects", quickstart)
-    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local d = launched("--unhealthy-timeout 1s --disrupt-interval 200ms --max-unhealthy 0")
     local claim = not_ready(d, 60)
     eventually(function() return http(d, "GET", "/v1/decisions"):match('"kind":%s*"remediation%-paused"') end,
       "remediation paused")
@@ -388,9 +380,9 @@ return {
     assert.matches("dovetail_nodes_deleted_total 0\n", metrics, 1, true)
     assert.matches('dovetail_vms{vmpool="web",state="Running"} 2\n', metrics, 1, true)
     assert.matches('"replicas": 6,', (http(d, "GET", "/v1/pools")))
-    local launched = 0
-    for n in metrics:gmatch('dovetail_claims_launched_total{capacity_type="[%w-]+"} (%d+)') do launched = launched + n end
-    assert.is_true(launched >= 1 and launched <= 4, metrics)
+    local launches = 0
+    for n in metrics:gmatch('dovetail_claims_launched_total{capacity_type="[%w-]+"} (%d+)') do launches = launches + n end
+    assert.is_true(launches >= 1 and launches <= 4, metrics)
     assert.matches("dovetail_pending_pods 0\n", metrics, 1, true)
     d.stop()
   end)
