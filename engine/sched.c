@@ -884,7 +884,7 @@ static int class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   dt_reqs reqs = {0};
   compile_selector_kvs(p, &d->node_selector, &reqs);
   if (d->nterms && compile_mreqs(p, &d->terms[rx->term], &reqs)) return DT_ENOMEM;
-  for (uint8_t v = 0; v < s->nvol; v++)
+  for (uint32_t v = 0; v < s->nvol; v++)
     if (compile_mreqs(p, s->vol[v], &reqs)) return DT_ENOMEM;
   if (rx->pref < d->npref && compile_mreqs(p, &d->pref[s->pref_order[rx->pref]].reqs, &reqs)) return DT_ENOMEM;
   /* Topology constraints. */
@@ -1055,9 +1055,11 @@ static int64_t *replicas_wanted(dt_plan *p) {
 ** pod whose volume is in us-east-1d is planned in us-east-1d). The index
 ** in topo is built from m->topo ("KIND:key" -> index + 1).
 */
-static void volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *d, rt_spec *s) {
+static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *d, rt_spec *s) {
   const dt_manifests *m = p->manifests;
-  for (size_t i = 0; i < d->npvcs && s->nvol < 8; i++) {
+  if (!d->npvcs || !m->topo.n) return 0;
+  if (!(s->vol = A(p, d->npvcs * sizeof *s->vol))) return DT_ENOMEM;
+  for (size_t i = 0; i < d->npvcs; i++) {
     char k[700];
     snprintf(k, sizeof k, "PVC:%s/%s", d->ns, d->pvcs[i]);
     dt_sym c = dt__sym_find(topo, k);
@@ -1074,6 +1076,7 @@ static void volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec 
     }
     if (where && where->term.n) s->vol[s->nvol++] = &where->term;
   }
+  return 0;
 }
 
 static int compile_pods(dt_plan *p, dt_error *err) {
@@ -1088,12 +1091,15 @@ static int compile_pods(dt_plan *p, dt_error *err) {
     snprintf(k, sizeof k, "%s:%s", m->topo.v[i].kind, m->topo.v[i].key);
     dt__sym(&topo, k); /* kinds and names are unique (duplicates are refused), so object i is symbol i + 1 */
   }
+  for (uint32_t si = 0; si < p->nspecs && !rc; si++) rc = volume_topology(p, &topo, &m->pods.v[si], &p->specs[si]);
+  if (topo.oom) rc = DT_ENOMEM;
+  dt__symtab_free(&topo);
+  if (rc) return rc;
   for (uint32_t si = 0; si < p->nspecs; si++) {
     const dt_podspec *d = &m->pods.v[si];
     rt_spec *s = &p->specs[si];
     s->src = d;
     s->base_class = -1;
-    volume_topology(p, &topo, d, s);
     if ((rc = rlist_vec(p, &d->requests, s->req, err))) return rc;
     if (d->runtime_class && !d->has_overhead) {
       bool found = false;
@@ -1130,9 +1136,6 @@ static int compile_pods(dt_plan *p, dt_error *err) {
     s->ports = compile_ports(p, d);
     if (!s->paff_order || !s->panti_order || !s->pref_order || !s->ports) return DT_ENOMEM;
   }
-  bool topo_oom = topo.oom;
-  dt__symtab_free(&topo);
-  if (topo_oom) return DT_ENOMEM;
   if ((rc = build_groups(p))) return rc;
 
   int64_t *want = replicas_wanted(p);

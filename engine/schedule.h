@@ -112,8 +112,8 @@ typedef struct rt_spec {
   uint32_t nports;
   rt_port *ports;
   int32_t base_class; /* class of the unrelaxed pod, -1 until compiled */
-  uint8_t nvol;
-  const dt_mreqs *vol[8]; /* where its volumes can be: each a term its node must meet too */
+  uint32_t nvol;
+  const dt_mreqs **vol; /* where its volumes can be: each a term its node must meet too (arena) */
 } rt_spec;
 
 typedef struct rt_pool {

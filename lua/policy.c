@@ -605,6 +605,22 @@ bool dt__policy_has(const dt_policy *p, int hook) {
   return p && p->s.L && p->s.ref[hook] != LUA_NOREF && !p->disabled[hook];
 }
 
+/* Run a builder of hook arguments in protected mode (the sandbox's memory
+** cap may refuse what it allocates): f(a, b, n) leaves nres values on the
+** stack, or the error is recorded under `what` and nothing is left. */
+static int protected_build(dt_policy *p, const char *what, lua_CFunction f, const void *a, const void *b,
+                           lua_Integer n, int nres) {
+  lua_State *L = p->s.L;
+  lua_pushcfunction(L, f);
+  lua_pushlightuserdata(L, (void *)a);
+  lua_pushlightuserdata(L, (void *)b);
+  lua_pushinteger(L, n);
+  if (lua_pcall(L, 3, nres, 0) == LUA_OK) return 0;
+  record(p, what, lua_tostring(L, -1), false);
+  lua_pop(L, 1);
+  return -1;
+}
+
 static void push_offer(lua_State *L, const dt_hook_offer *o) {
   lua_createtable(L, 0, 12);
   lua_pushstring(L, o->instance_type);
@@ -747,13 +763,8 @@ int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *id
   lua_State *L = p->s.L;
   if (!lua_checkstack(L, 8)) return -1;
   lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_RANK]);
-  lua_pushcfunction(L, build_rank);
-  lua_pushlightuserdata(L, (void *)claim);
-  lua_pushlightuserdata(L, (void *)idx);
-  lua_pushinteger(L, (lua_Integer)n);
-  if (lua_pcall(L, 3, 2, 0) != LUA_OK) {
-    record(p, "rank", lua_tostring(L, -1), false);
-    lua_pop(L, 2);
+  if (protected_build(p, "rank", build_rank, claim, idx, (lua_Integer)n, 2)) {
+    lua_pop(L, 1);
     return -1;
   }
   if (call(p, "rank", DT_HOOK_RANK, 2, 1)) return -1;
@@ -881,17 +892,7 @@ static int build_recs(lua_State *L) {
 }
 
 static int push_recs(dt_policy *p, const char *what, const dt_hook_rec *one, const dt_hook_rec *recs, size_t n) {
-  lua_State *L = p->s.L;
-  lua_pushcfunction(L, build_recs);
-  lua_pushlightuserdata(L, (void *)one);
-  lua_pushlightuserdata(L, (void *)recs);
-  lua_pushinteger(L, (lua_Integer)n);
-  if (lua_pcall(L, 3, 1, 0) != LUA_OK) {
-    record(p, what, lua_tostring(L, -1), false);
-    lua_pop(L, 1);
-    return -1;
-  }
-  return 0;
+  return protected_build(p, what, build_recs, one, recs, (lua_Integer)n, 1);
 }
 
 int dt__policy_consolidation_order(dt_policy *p, const dt_hook_rec *recs, size_t n, size_t *order) {
@@ -951,12 +952,8 @@ int dt__policy_budget(dt_policy *p, const char *pool, const char *reason, const 
   lua_State *L = p->s.L;
   if (!lua_checkstack(L, 8)) return -1;
   lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_BUDGET]);
-  lua_pushcfunction(L, build_strings);
-  lua_pushlightuserdata(L, (void *)pool);
-  lua_pushlightuserdata(L, (void *)reason);
-  if (lua_pcall(L, 2, 2, 0) != LUA_OK) {
-    record(p, "budget", lua_tostring(L, -1), false);
-    lua_pop(L, 2);
+  if (protected_build(p, "budget", build_strings, pool, reason, 0, 2)) {
+    lua_pop(L, 1);
     return -1;
   }
   if (push_recs(p, "budget", NULL, ctx, 1)) {
@@ -1050,13 +1047,8 @@ int dt__policy_scale_in(dt_policy *p, const dt_hook_pool *pool, const dt_hook_vm
   lua_State *L = p->s.L;
   if (!lua_checkstack(L, 8)) return -1;
   lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_SCALE_IN]);
-  lua_pushcfunction(L, build_vms);
-  lua_pushlightuserdata(L, (void *)pool);
-  lua_pushlightuserdata(L, (void *)vms);
-  lua_pushinteger(L, (lua_Integer)n);
-  if (lua_pcall(L, 3, 2, 0) != LUA_OK) {
-    record(p, "scale_in", lua_tostring(L, -1), false);
-    lua_pop(L, 2);
+  if (protected_build(p, "scale_in", build_vms, pool, vms, (lua_Integer)n, 2)) {
+    lua_pop(L, 1);
     return -1;
   }
   lua_pushvalue(L, -1); /* keep the vms table to map results back */
