@@ -73,6 +73,9 @@ static void pool_free(dt_nodepool *p) {
   taints_free(p->startup, p->nstartup);
   dt__rlist_free(&p->limits);
   cJSON_Delete(p->node_class_ref);
+  dt__free(p->uid);
+  dt__free(p->termination_grace);
+  dt__kvs_free(&p->annotations);
   dt__free(p->policy);
   for (size_t i = 0; i < p->nbudgets; i++) {
     dt__free(p->budgets[i].schedule);
@@ -730,6 +733,15 @@ static int nodepool(mctx *x, const cJSON *o) {
     rc = oom(x);
     goto fail;
   }
+  /* What the NodeClaims it makes carry: its uid (ownerReferences), the
+  ** template's annotations and terminationGracePeriod. */
+  const char *uid = get_str(get(o, "metadata"), "uid"), *tgp = get_str(tspec, "terminationGracePeriod");
+  if ((uid && !(p.uid = dt__strdup(uid))) || (tgp && !(p.termination_grace = dt__strdup(tgp)))) {
+    rc = oom(x);
+    goto fail;
+  }
+  if (parse_kvs(x, get(get(tmpl, "metadata"), "annotations"), "spec.template.metadata.annotations", &p.annotations))
+    goto fail;
   /* Contradictions: requirements on one key (and template labels) that no
   ** value can satisfy make a NodePool that can never launch anything. */
   {

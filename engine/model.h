@@ -141,6 +141,9 @@ typedef struct dt_nodepool {
   dt_taint *taints, *startup;
   dt_rlist limits;
   cJSON *node_class_ref; /* owned; NULL if absent */
+  char *uid;             /* metadata.uid, for the NodeClaims' ownerReferences; NULL if absent */
+  char *termination_grace; /* spec.template.spec.terminationGracePeriod as written, NULL if absent */
+  dt_kvs annotations;    /* spec.template.metadata.annotations, carried to the NodeClaims */
   double spot_max;       /* dovetail.dev/spot-max-price, < 0 when unset */
   char *policy;          /* dovetail.dev/policy: a policy name, NULL when unset */
   size_t seq;

@@ -178,6 +178,18 @@ static void add_taints(cJSON *spec, const char *key, const dt_taint *t, size_t n
   }
 }
 
+/* A duration as Karpenter's CRD writes it ("168h", "1h30m", "Never"). */
+static void fmt_duration(int64_t s, char *out, size_t n) {
+  if (s < 0) {
+    snprintf(out, n, "Never");
+    return;
+  }
+  size_t at = 0;
+  if (s >= 3600) at += (size_t)snprintf(out + at, n - at, "%lldh", (long long)(s / 3600));
+  if (s % 3600 >= 60) at += (size_t)snprintf(out + at, n - at, "%lldm", (long long)(s % 3600 / 60));
+  if (s % 60 || !at) snprintf(out + at, n - at, "%llds", (long long)(s % 60));
+}
+
 static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   const rt_type *t = &p->types[k->type];
   const rt_off *o = claim_off(p, k);
@@ -199,7 +211,17 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   dt__json_put_str(labels, DT_L_CAPACITY_TYPE, dt__ct_names[o->ct]);
   if (o->ct == DT_CT_SPOT) dt__json_put_str(labels, DT_L_INTERRUPTIBLE, "true");
   if (o->resv) dt__json_put_str(labels, DT_L_RESERVATION, dt__sym_str(&p->syms, o->resv));
+  if (np->uid) { /* the API server takes an owner only with its uid */
+    cJSON *own = dt__json_put(md, "ownerReferences", cJSON_CreateArray());
+    cJSON *o = dt__json_put(own, NULL, cJSON_CreateObject());
+    dt__json_put_str(o, "apiVersion", "karpenter.sh/v1");
+    dt__json_put_str(o, "kind", "NodePool");
+    dt__json_put_str(o, "name", np->name);
+    dt__json_put_str(o, "uid", np->uid);
+    dt__json_put(o, "blockOwnerDeletion", cJSON_CreateTrue());
+  }
   cJSON *ann = add_obj(md, "annotations");
+  for (size_t i = 0; i < np->annotations.n; i++) dt__json_put_str(ann, np->annotations.v[i].key, np->annotations.v[i].val);
   dt_buf pods = {0};
   char tmp[700];
   for (size_t j = 0; j < k->pods.n; j++) {
@@ -213,6 +235,10 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   dt__json_put_str(ann, "dovetail.dev/price", tmp);
   cJSON *spec = add_obj(d, "spec");
   if (np->node_class_ref) dt__json_put(spec, "nodeClassRef", cJSON_Duplicate(np->node_class_ref, true));
+  char dur[40];
+  fmt_duration(np->expire_after, dur, sizeof dur);
+  dt__json_put_str(spec, "expireAfter", dur);
+  if (np->termination_grace) dt__json_put_str(spec, "terminationGracePeriod", np->termination_grace);
   cJSON *reqs = dt__json_put(spec, "requirements", cJSON_CreateArray());
   if (reqs) {
     add_req(reqs, DT_L_NODEPOOL, np->name);

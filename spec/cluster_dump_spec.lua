@@ -223,3 +223,39 @@ spec: {storageClassName: gp3}
     assert.are.equal("us-east-1c", p.nodeClaims[1].zone)
   end)
 end)
+
+describe("emitted NodeClaims", function()
+  it("carry what the NodePool's template says, and an owner the API server accepts", function()
+    local np = [[
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: web, uid: 0f1e2d3c-4b5a-4697-8877-665544332211}
+spec:
+  template:
+    metadata:
+      annotations: {example.com/team: web}
+    spec:
+      expireAfter: 168h
+      terminationGracePeriod: 24h
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+]]
+    local out, err, code = h.cli("plan -o yaml --now 2026-11-23T12:00:00Z -", h.docs(np, h.pod("a")))
+    assert.are.equal(0, code, err)
+    for _, want in ipairs { "expireAfter: 168h", "terminationGracePeriod: 24h", "example.com/team: web",
+      "kind: EC2NodeClass", "uid: 0f1e2d3c-4b5a-4697-8877-665544332211", "kind: NodePool\n    name: web" } do
+      assert.matches(want, out, 1, true)
+    end
+  end)
+
+  it("name a nodeClassRef in every example, as Karpenter's NodeClaim schema requires", function()
+    for _, ex in ipairs { "quickstart", "mixed-arch", "vm-pool" } do
+      local out, err, code = h.cli("plan -o yaml --now 2026-11-23T12:00:00Z examples/" .. ex .. ".yaml")
+      assert.are.equal(0, code, err)
+      local claims, refs = select(2, out:gsub("kind: NodeClaim", "")), select(2, out:gsub("nodeClassRef:", ""))
+      assert.is_true(claims > 0, ex)
+      assert.are.equal(claims, refs, ex)
+    end
+  end)
+end)
