@@ -153,9 +153,47 @@ static int l_check(lua_State *L) {
 enum { RUN_PLAN, RUN_POOL, RUN_DISRUPT };
 
 /* dt.plan{...}, dt.pool{...} and dt.disrupt{...}: pool skips the catalog and packing. */
+/* An option key the function does not know is an error naming it (a
+** misspelt `file` must not plan nothing without a word). */
+static const char *unknown_option(lua_State *L, int mode) {
+  static const char *const common[] = {"manifests", "files", "now", "seed", "format", "policy", NULL};
+  static const char *const plan[] = {"catalog", "catalog_text", "packing", "timings", "policy_dir", NULL};
+  static const char *const disrupt[] = {"catalog", "catalog_text", "policy_dir", "spot_to_spot", "explain", NULL};
+  const char *const *extra = mode == RUN_POOL ? NULL : mode == RUN_DISRUPT ? disrupt : plan;
+  lua_pushnil(L);
+  while (lua_next(L, 1)) {
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING) {
+      lua_pop(L, 1);
+      return "(a key that is not a string)";
+    }
+    const char *k = lua_tostring(L, -1);
+    bool ok = false;
+    for (const char *const *c = common; *c && !ok; c++) ok = !strcmp(k, *c);
+    for (const char *const *c = extra; c && *c && !ok; c++) ok = !strcmp(k, *c);
+    if (!ok) {
+      lua_pop(L, 1);
+      return k; /* still referenced by the table */
+    }
+  }
+  return NULL;
+}
+
 static int run(lua_State *L, int mode) {
   bool pool = mode == RUN_POOL;
   luaL_checktype(L, 1, LUA_TTABLE);
+  const char *bad = unknown_option(L, mode);
+  if (bad) {
+    char msg[300];
+    snprintf(msg, sizeof msg, "unknown option %s (dovetail.%s takes %s)", bad,
+             mode == RUN_POOL ? "pool" : mode == RUN_DISRUPT ? "disrupt" : "plan",
+             mode == RUN_POOL ? "manifests, files, now, seed, format, policy"
+             : mode == RUN_DISRUPT ? "manifests, files, catalog, catalog_text, now, seed, format, policy, policy_dir, "
+                                     "spot_to_spot, explain"
+                                   : "manifests, files, catalog, catalog_text, now, seed, format, packing, policy, "
+                                     "policy_dir, timings");
+    return push_fail(L, msg);
+  }
   dt_plan_opts opts = {0};
   dt_error err = {0};
   lua_getfield(L, 1, "now");

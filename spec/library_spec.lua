@@ -19,3 +19,14 @@ describe("libdovetail.so", function()
     assert.is_truthy(h.dt.milli, "and the Lua module still loads")
   end)
 end)
+
+describe("the Lua module's options", function()
+  it("refuse a key they do not know, naming it, instead of planning nothing", function()
+    local plan, err = h.dt.plan { file = { "examples/quickstart.yaml" } }
+    assert.is_nil(plan)
+    assert.matches("unknown option file (dovetail.plan takes manifests, files,", err, 1, true)
+    local pools, perr = h.dt.pool { files = { "examples/vm-pool.yaml" }, packing = "ffd" }
+    assert.is_nil(pools)
+    assert.matches("unknown option packing (dovetail.pool takes", perr, 1, true)
+  end)
+end)
