@@ -552,28 +552,48 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
 
 /* The capacity type a claim would launch with: reserved while a compatible
 ** reservation lasts, then spot, then on-demand (Karpenter's precedence). */
+/* Whether the claim may launch offering o of type t: available, or a
+** reserved unit the claim itself holds or launched into (the simulation
+** counted it out of the reservation for this very claim). */
+static bool claim_may(const dt_plan *p, const rt_claim *k, const rt_type *t, uint32_t o) {
+  const rt_off *of = &t->off[o];
+  if (of->avail != 0) return true;
+  if (of->ct != DT_CT_RESERVED) return false;
+  uint32_t ti = (uint32_t)(t - p->types), g = p->off_base[ti] + o;
+  if (k->type >= 0 && (uint32_t)k->type == ti && k->off >= 0 && (uint32_t)k->off == o) return true;
+  for (size_t h = 0; h < k->held.n; h++)
+    if (k->held.v[h] == g) return true;
+  return false;
+}
+
 static int launch_ct(const dt_plan *p, const rt_claim *k) {
   for (int ct = 0; ct < DT_CT_N; ct++) {
     if (!(k->ctmask >> ct & 1)) continue;
     for (uint32_t i = 0; i < k->nfinal; i++) {
       const rt_type *t = &p->types[k->final[i]];
       for (uint32_t o = 0; o < t->noff; o++)
-        if (t->off[o].ct == ct && (k->zmask >> t->off[o].zone & 1) && t->off[o].avail != 0) return ct;
+        if (t->off[o].ct == ct && (k->zmask >> t->off[o].zone & 1) && claim_may(p, k, t, o)) return ct;
     }
   }
   return DT_CT_ON_DEMAND;
 }
 
 /* The most expensive compatible offering of type t in capacity type ct
-** (WorstLaunchPrice), and the cheapest (for savings). */
-static void launch_prices(const dt_plan *p, const rt_claim *k, const rt_type *t, int ct, double *worst, double *best,
-                          int *best_zone) {
+** (WorstLaunchPrice), and the cheapest (for savings). A reserved unit costs
+** its on-demand price when reserved nodes are being replaced, and nothing
+** when on-demand or spot nodes move into it: it is already paid for, so
+** the capacity-reservation design always prefers the move. */
+static void launch_prices(const dt_plan *p, const rt_claim *k, const rt_type *t, int ct, bool free_reserved,
+                          double *worst, double *best, int *best_zone) {
   *worst = -1;
   *best = INFINITY;
   for (uint32_t o = 0; o < t->noff; o++) {
     const rt_off *of = &t->off[o];
-    if (of->ct != ct || !(k->zmask >> of->zone & 1) || of->avail == 0) continue;
-    double pr = of->ct == DT_CT_RESERVED && t->src->od_price >= 0 ? t->src->od_price : of->price;
+    if (of->ct != ct || !(k->zmask >> of->zone & 1) || !claim_may(p, k, t, o)) continue;
+    double pr = of->ct != DT_CT_RESERVED ? of->price
+                : free_reserved         ? 0
+                : t->src->od_price >= 0 ? t->src->od_price
+                                        : of->price;
     if (pr > *worst) *worst = pr;
     if (pr < *best) {
       *best = pr;
@@ -585,6 +605,7 @@ static void launch_prices(const dt_plan *p, const rt_claim *k, const rt_type *t,
 typedef struct verdict {
   bool ok;
   bool replace;
+  bool free_reserved; /* the candidates are not all reserved: a reserved unit costs nothing more */
   double savings, new_price;
   int ct;
   uint32_t nopt;
@@ -610,11 +631,13 @@ static void price_rule(state *st, const sim *s, const uint32_t *cands, size_t n,
   const dt_plan *p = s->plan;
   const rt_claim *k = s->claim;
   double price = 0;
-  bool all_spot = true;
+  bool all_spot = true, all_reserved = true;
   for (size_t i = 0; i < n; i++) {
     price += st->nodes.v[cands[i]].price;
     all_spot &= st->nodes.v[cands[i]].ct == DT_CT_SPOT;
+    all_reserved &= st->nodes.v[cands[i]].ct == DT_CT_RESERVED;
   }
+  v->free_reserved = !all_reserved;
   int ct = launch_ct(p, k);
   v->ct = ct;
   if (all_spot && ct == DT_CT_SPOT && !st->o.spot_to_spot) {
@@ -638,7 +661,7 @@ static void price_rule(state *st, const sim *s, const uint32_t *cands, size_t n,
     const rt_type *t = &p->types[k->final[o]];
     double worst, best;
     int bz = 0;
-    launch_prices(p, k, t, ct, &worst, &best, &bz);
+    launch_prices(p, k, t, ct, v->free_reserved, &worst, &best, &bz);
     if (worst < 0) continue;
     if (worst < cheapest_worst) cheapest_worst = worst;
     if (!(worst < price) || best >= same_cap) continue;
@@ -750,7 +773,7 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
       const rt_type *bt = &p->types[v->opt[0]];
       double w, b;
       int bz = of->zone;
-      launch_prices(p, k, bt, v->ct, &w, &b, &bz);
+      launch_prices(p, k, bt, v->ct, v->free_reserved, &w, &b, &bz);
       tname = bt->src->name;
       zone = dt__sym_str(&p->syms, p->zones[bz]);
       ct = v->ct;

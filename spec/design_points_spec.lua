@@ -92,3 +92,47 @@ describe("disruption budgets in a time zone (Karpenter's disruption controls)", 
     end
   end)
 end)
+
+describe("capacity reservations in consolidation (Karpenter's capacity-reservation design)", function()
+  local function with_reservations(resv)
+    return h.small_catalog:gsub("%] }%s*$", '], "reservations": [' .. resv .. '] }')
+  end
+  local function node(name, type, ct, labels)
+    local l = { ["node.kubernetes.io/instance-type"] = type, ["topology.kubernetes.io/zone"] = "test-1a",
+      ["karpenter.sh/capacity-type"] = ct, ["karpenter.sh/nodepool"] = "default", ["kubernetes.io/arch"] = "amd64" }
+    for k, v in pairs(labels or {}) do l[k] = v end
+    return { apiVersion = "v1", kind = "Node", metadata = { name = name, creationTimestamp = "2026-11-20T00:00:00Z",
+      labels = l } }
+  end
+  local function pod(name, on, cpu)
+    return { apiVersion = "v1", kind = "Pod", metadata = { name = name, namespace = "default" },
+      spec = { nodeName = on, containers = { { name = "c", resources = { requests = { cpu = cpu, memory = "256Mi" } } } } } }
+  end
+  local function pool(cts)
+    return { apiVersion = "karpenter.sh/v1", kind = "NodePool", metadata = { name = "default" },
+      spec = { disruption = { budgets = { { nodes = "100%" } } }, template = { spec = { requirements = {
+        { key = "karpenter.sh/capacity-type", operator = "In", values = cts } } } } } }
+  end
+  local function disrupt(items, resv)
+    return assert(h.dt.disrupt { manifests = h.list(items), catalog_text = with_reservations(resv),
+      now = "2026-11-23T12:00:00Z" })
+  end
+
+  it("moves an on-demand node into a free reserved unit of the same size: reserved is already paid for", function()
+    local r = disrupt({ pool({ "reserved", "on-demand" }), node("od", "medium", "on-demand"), pod("a", "od", "3") },
+      '{"id": "cr-m", "instanceType": "medium", "zone": "test-1a", "count": 1}')
+    assert.are.equal(1, #r.commands, r.blocked[1] and r.blocked[1].reason)
+    assert.are.equal("replace", r.commands[1].action)
+    assert.are.equal("reserved", r.commands[1].replacements[1].capacityType)
+  end)
+
+  it("describes a reserved-only pool's replacement as reserved, as plan would launch it", function()
+    local r = disrupt({ pool({ "reserved" }),
+      node("big", "large", "reserved", { ["karpenter.k8s.aws/capacity-reservation-id"] = "cr-l" }), pod("a", "big", "1") },
+      '{"id": "cr-l", "instanceType": "large", "zone": "test-1a", "count": 1},' ..
+      '{"id": "cr-s", "instanceType": "small", "zone": "test-1a", "count": 1}')
+    assert.are.equal(1, #r.commands, r.blocked[1] and r.blocked[1].reason)
+    assert.are.equal("reserved", r.commands[1].replacements[1].capacityType)
+    assert.are.equal("small", r.commands[1].replacements[1].instanceType)
+  end)
+end)
