@@ -82,7 +82,7 @@ const char *dt__scalar(const cJSON *item, char *tmp, size_t n) {
   if (cJSON_IsNumber(item)) {
     if (item->valuestring) return item->valuestring;
     double d = item->valuedouble;
-    if (d == (double)(long long)d && d < 9e15 && d > -9e15)
+    if (d < 9e15 && d > -9e15 && d == (double)(long long)d) /* in range before the conversion (UB past it) */
       snprintf(tmp, n, "%lld", (long long)d);
     else
       snprintf(tmp, n, "%.17g", d);

@@ -237,3 +237,13 @@ end }
     assert.is_true(plan.policyErrors[1].disabled)
   end)
 end)
+
+describe("numbers past int64 where a quantity is expected", function()
+  it("are read without undefined behaviour and refused with the field", function()
+    local cat = '{"zones":["z"],"instanceTypes":[{"name":"t","cpu":2,"memoryMiB":4096,"onDemandPrice":0.1,' ..
+      '"overhead":{"cpu":1e116}}]}'
+    local plan, err = dt.plan { manifests = h.nodepool("default"), catalog_text = cat }
+    assert.is_nil(plan)
+    assert.matches("overhead", err, 1, true)
+  end)
+end)
