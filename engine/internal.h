@@ -194,6 +194,12 @@ void dt__req_describe(const dt_symtab *t, const dt_req *r, dt_buf *b);
 */
 int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err);
 
+/* A JSON number as an integer, clamped to +-9e18 (NaN is 0): converting a
+** double past int64 is undefined behaviour, and inputs may hold 1e300. */
+static inline int64_t dt__to_i64(double d) {
+  return d != d ? 0 : d > 9e18 ? (int64_t)9e18 : d < -9e18 ? -(int64_t)9e18 : (int64_t)d;
+}
+
 /* Text of a scalar (string or number with its original text); NULL if the
 ** item is not a scalar. Numbers without original text are formatted into tmp. */
 const char *dt__scalar(const cJSON *item, char *tmp, size_t n);

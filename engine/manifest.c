@@ -1201,7 +1201,7 @@ static int pod_disruption(mctx *x, const cJSON *o, dt_podspec *p) {
     p->deletion_cost = v;
   }
   const cJSON *pr = get(get(o, "spec"), "priority");
-  if (cJSON_IsNumber(pr)) p->priority = (int64_t)pr->valuedouble;
+  if (cJSON_IsNumber(pr)) p->priority = dt__to_i64(pr->valuedouble);
   const cJSON *owners = get(md, "ownerReferences");
   for (const cJSON *c = cJSON_IsArray(owners) ? owners->child : NULL; c; c = c->next) {
     const char *k = get_str(c, "kind");
@@ -1737,7 +1737,7 @@ static int vmpool(mctx *x, const cJSON *o) {
   int rc = 0;
   if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name))) goto nomem;
   const cJSON *gen = get(md, "generation");
-  if (cJSON_IsNumber(gen)) p.generation = (int64_t)gen->valuedouble;
+  if (cJSON_IsNumber(gen)) p.generation = dt__to_i64(gen->valuedouble);
   const cJSON *r = get(spec, "replicas");
   if (r && !cJSON_IsNull(r)) {
     if (!cJSON_IsNumber(r) || r->valuedouble < 0 || r->valuedouble != floor(r->valuedouble) || r->valuedouble > MAX_REPLICAS) {
@@ -2033,7 +2033,7 @@ static int vm(mctx *x, const cJSON *o) {
       bad(x, "status.startFailure.consecutiveFailCount", "expected a non-negative integer");
       goto fail;
     }
-    v.fail_count = (int64_t)fc->valuedouble;
+    v.fail_count = dt__to_i64(fc->valuedouble);
   }
   const cJSON *conds = get(st, "conditions");
   for (const cJSON *c = cJSON_IsArray(conds) ? conds->child : NULL; c; c = c->next) {
@@ -2203,7 +2203,7 @@ static int pdb(mctx *x, const cJSON *o) {
     if (int_or_pct(x, mx, "spec.maxUnavailable", &p.max_unavail, &p.max_pct)) goto fail;
   }
   const cJSON *da = get(get(o, "status"), "disruptionsAllowed");
-  if (cJSON_IsNumber(da)) p.allowed = (int64_t)da->valuedouble;
+  if (cJSON_IsNumber(da)) p.allowed = dt__to_i64(da->valuedouble);
   if (dt__vec_push(&x->m->pdbs, p)) goto nomem;
   return 0;
 nomem:

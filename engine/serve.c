@@ -455,7 +455,7 @@ static int replay_one(const cJSON *r) {
   if (!strcmp(op, "inst") && jstr(in, "id") && jstr(in, "claim"))
     return add_instance(jstr(in, "id"), jstr(in, "claim"), jstr(in, "instanceType"), jstr(in, "zone"),
                         jstr(in, "capacityType"), jstr(in, "nodePool"), 0,
-                        (int64_t)cJSON_GetNumberValue(jget(in, "launched"))) == DT_ENOMEM
+                        dt__to_i64(cJSON_GetNumberValue(jget(in, "launched")))) == DT_ENOMEM
                ? -1
                : 0;
   if (!strcmp(op, "uninst") && jstr(r, "id")) {
@@ -539,7 +539,7 @@ static int load_state(dt_error *err) {
     if (obj_find(key) < 0) continue; /* its claim is gone: forget it */
     add_instance(jstr(o, "id"), claim, jstr(o, "instanceType"), jstr(o, "zone"), jstr(o, "capacityType"),
                  jstr(o, "nodePool"), cJSON_GetNumberValue(jget(o, "price")),
-                 (int64_t)cJSON_GetNumberValue(jget(o, "launched")));
+                 dt__to_i64(cJSON_GetNumberValue(jget(o, "launched"))));
   }
   cJSON_Delete(root);
   D.state_valid = true;
