@@ -705,11 +705,20 @@ static int nodepool(mctx *x, const cJSON *o) {
     rc = oom(x);
     goto fail;
   }
-  /* Control planes on spot lose etcd quorum when several are interrupted at once. */
-  for (size_t i = 0; i < p.labels.n; i++) {
-    if (strcmp(p.labels.v[i].key, "node-role.kubernetes.io/control-plane") &&
-        strcmp(p.labels.v[i].key, "node-role.kubernetes.io/master"))
-      continue;
+  /* Control planes on spot lose etcd quorum when several are interrupted at
+  ** once: a NodePool is one by its template label or by a requirement that
+  ** its nodes carry the role (In or Exists). */
+  const char *role = NULL;
+  for (size_t i = 0; i < p.labels.n && !role; i++)
+    if (!strcmp(p.labels.v[i].key, "node-role.kubernetes.io/control-plane") ||
+        !strcmp(p.labels.v[i].key, "node-role.kubernetes.io/master"))
+      role = p.labels.v[i].key;
+  for (size_t i = 0; i < p.reqs.n && !role; i++)
+    if ((!strcmp(p.reqs.v[i].key, "node-role.kubernetes.io/control-plane") ||
+         !strcmp(p.reqs.v[i].key, "node-role.kubernetes.io/master")) &&
+        (p.reqs.v[i].op == DT_OP_IN || p.reqs.v[i].op == DT_OP_EXISTS))
+      role = p.reqs.v[i].key;
+  if (role) {
     bool spot_ok = true;
     for (size_t k = 0; k < p.reqs.n; k++) {
       const dt_mreq *q = &p.reqs.v[k];
@@ -721,9 +730,9 @@ static int nodepool(mctx *x, const cJSON *o) {
     }
     if (spot_ok) {
       bad(x, "spec.template.spec.requirements",
-          "a control-plane NodePool (template label %s) must not allow spot capacity: interruptions of several "
+          "a control-plane NodePool (%s) must not allow spot capacity: interruptions of several "
           "control-plane nodes lose etcd quorum; add karpenter.sh/capacity-type In [on-demand]",
-          p.labels.v[i].key);
+          role);
       goto fail;
     }
   }

@@ -136,3 +136,15 @@ describe("capacity reservations in consolidation (Karpenter's capacity-reservati
     assert.are.equal("small", r.commands[1].replacements[1].instanceType)
   end)
 end)
+
+describe("control planes and spot (Cluster API)", function()
+  it("refuses spot for a control-plane NodePool written as a requirement, as for the template label", function()
+    local np = h.nodepool("cp", { requirements = { { "node-role.kubernetes.io/control-plane", "Exists" } } })
+    local p, err = h.dt.plan { manifests = np, catalog_text = h.small_catalog }
+    assert.is_nil(p)
+    assert.matches("a control-plane NodePool (node-role.kubernetes.io/control-plane) must not allow spot", err, 1, true)
+    np = h.nodepool("cp", { requirements = { { "node-role.kubernetes.io/control-plane", "Exists" },
+      { "karpenter.sh/capacity-type", "In", { "on-demand" } } } })
+    assert(h.dt.plan { manifests = np, catalog_text = h.small_catalog })
+  end)
+end)
