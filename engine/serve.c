@@ -1000,6 +1000,23 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
   launch_done(lc, 2, NULL, msg);
 }
 
+/* The most a spot launch may cost: the NodePool's dovetail.dev/spot-max-price,
+** else the type's on-demand price (Cluster API's default); < 0 unknown. */
+static double spot_max_price(const char *pool, const char *type) {
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodePool//%s", pool);
+  int at = obj_find(key);
+  cJSON *np = at >= 0 ? cJSON_Parse(D.objs.v[at].json) : NULL;
+  const char *v = jstr(jget(jget(np, "metadata"), "annotations"), "dovetail.dev/spot-max-price");
+  double max = v ? strtod(v, NULL) : -1;
+  cJSON_Delete(np);
+  for (size_t i = 0; max < 0 && i < dt_catalog_size(D.cat); i++) {
+    dt_type_info t;
+    if (!dt_catalog_type(D.cat, i, &t) && !strcmp(t.name, type)) max = t.on_demand_price;
+  }
+  return max;
+}
+
 static void http_launch(launch_ctx *lc) {
   if (D.circuit_until > wall()) {
     launch_done(lc, 2, NULL, "the provider circuit is open");
@@ -1013,6 +1030,14 @@ static void http_launch(launch_ctx *lc) {
   cJSON_AddStringToObject(b, "zone", lc->zone);
   cJSON_AddStringToObject(b, "capacityType", lc->ct);
   cJSON_AddStringToObject(b, "nodePool", lc->pool);
+  if (!strcmp(lc->ct, "spot")) {
+    /* the cloud-neutral parts of a spot request, for a provider to map
+    ** (AWS: MaxPrice, InstanceInterruptionBehavior; IBM: availability
+    ** class spot, preemption action) */
+    double max = spot_max_price(lc->pool, lc->type);
+    if (max >= 0) cJSON_AddNumberToObject(b, "maxPrice", max);
+    cJSON_AddStringToObject(b, "interruptionBehavior", "terminate");
+  }
   char *body = cJSON_PrintUnformatted(b);
   cJSON_Delete(b);
   char url[1200];

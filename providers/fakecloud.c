@@ -30,6 +30,8 @@ extern const char dt__bundled_catalog_end[];
 
 typedef struct finst {
   char *id, *cluster, *claim, *type, *zone, *ct, *pool, *state, *reason;
+  double max_price; /* spot: the request's maxPrice, < 0 none */
+  char *interruption; /* spot: interruptionBehavior, "" none */
 } finst;
 
 static struct {
@@ -58,6 +60,8 @@ static cJSON *inst_json(const finst *in) {
   cJSON_AddStringToObject(o, "zone", in->zone);
   cJSON_AddStringToObject(o, "capacityType", in->ct);
   cJSON_AddStringToObject(o, "nodePool", in->pool);
+  if (in->max_price >= 0) cJSON_AddNumberToObject(o, "maxPrice", in->max_price);
+  if (*in->interruption) cJSON_AddStringToObject(o, "interruptionBehavior", in->interruption);
   cJSON_AddStringToObject(o, "state", in->state);
   cJSON_AddStringToObject(o, "statusReason", in->reason);
   return o;
@@ -149,9 +153,11 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
       }
     char id[40];
     snprintf(id, sizeof id, "i-%016lx", ++F.seq * 0x9e3779b97f4a7c15ul);
+    const cJSON *mp = cJSON_GetObjectItemCaseSensitive(b, "maxPrice");
     finst in = {dt__strdup(id),       dup_json_str(b, "cluster"), dt__strdup(claim),       dt__strdup(type),
                 dt__strdup(zone),     dt__strdup(ct),             dup_json_str(b, "nodePool"), dt__strdup("running"),
-                dt__strdup("")};
+                dt__strdup(""),       cJSON_IsNumber(mp) ? mp->valuedouble : -1,
+                dup_json_str(b, "interruptionBehavior")};
     cJSON_Delete(b);
     if (dt__vec_push(&F.insts, in)) return dt__httpd_error(req, 503, "out of memory");
     if (F.lose > 0) { /* launched, but the answer is lost */
@@ -186,7 +192,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     in->state = dt__strdup("terminated");
     cJSON *o = inst_json(in);
     dt__free(in->id), dt__free(in->cluster), dt__free(in->claim), dt__free(in->type), dt__free(in->zone);
-    dt__free(in->ct), dt__free(in->pool), dt__free(in->state), dt__free(in->reason);
+    dt__free(in->ct), dt__free(in->pool), dt__free(in->state), dt__free(in->reason), dt__free(in->interruption);
     F.insts.v[at] = F.insts.v[--F.insts.n];
     return send_json(req, 200, o);
   }

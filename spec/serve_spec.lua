@@ -507,6 +507,20 @@ return {
       os.remove(state .. ".journal")
     end)
 
+    it("asks the cloud for spot with a maximum price and an interruption behaviour", function()
+      local c = cloud()
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 10s")
+      ready(d)
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
+      local l = instances(c)
+      assert.matches('"capacityType":"spot"', l, 1, true)
+      assert.matches('"maxPrice":0.768', l, 1, true) -- m6i.4xlarge's on-demand price, Cluster API's default cap
+      assert.matches('"interruptionBehavior":"terminate"', l, 1, true)
+      d.stop()
+      c.stop()
+    end)
+
     it("retries failed launches with backoff", function()
       local c = cloud()
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 10s")
