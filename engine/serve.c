@@ -56,6 +56,11 @@ typedef struct replacing {
   char *why;
 } replacing;
 
+typedef struct failing {
+  char *key; /* "type/zone/capacity-type" */
+  unsigned count; /* launches in a row that failed */
+} failing;
+
 typedef struct dtd {
   uv_loop_t *loop;
   dt_httpd http;
@@ -97,6 +102,7 @@ typedef struct dtd {
   bool sorted;          /* objs in key order */
   DT_VEC(instance) insts;
   DT_VEC(replacing) replacing; /* replacements launching before the claims they replace go */
+  DT_VEC(failing) failing;     /* offerings whose launches keep failing */
   cJSON *decisions; /* recent, newest last */
   char *last_plan, *last_pools;
   uint64_t vm_actions[4]; /* create, delete, update, heal */
@@ -916,6 +922,50 @@ static void on_again(uv_timer_t *t) {
   if (D.circuit_until <= wall()) arm_batch();
 }
 
+/*
+** An offering whose launches keep failing (not for capacity: errors, after
+** their retries) goes into a failed state with backoff, as Cluster API does
+** with a machine that keeps failing: after FAILS_BEFORE_BACKOFF in a row it
+** is marked unavailable for 30 s, doubling per further failure up to 10 min,
+** so the next rounds launch elsewhere instead of failing every 2 s. A launch
+** that succeeds clears the count.
+*/
+#define FAILS_BEFORE_BACKOFF 3
+
+static int fail_find(const launch_ctx *lc, bool add) {
+  char k[600];
+  snprintf(k, sizeof k, "%s/%s/%s", lc->type, lc->zone, lc->ct);
+  for (size_t i = 0; i < D.failing.n; i++)
+    if (!strcmp(D.failing.v[i].key, k)) return (int)i;
+  if (!add) return -1;
+  failing f = {dt__strdup(k), 0};
+  if (!f.key || dt__vec_push(&D.failing, f)) {
+    dt__free(f.key);
+    return -1;
+  }
+  return (int)D.failing.n - 1;
+}
+
+static void launch_failed_again(const launch_ctx *lc) {
+  int at = fail_find(lc, true);
+  if (at < 0) return;
+  unsigned n = ++D.failing.v[at].count;
+  if (n < FAILS_BEFORE_BACKOFF) return;
+  int64_t ttl = 30;
+  for (unsigned i = FAILS_BEFORE_BACKOFF; i < n && ttl < 600; i++) ttl *= 2;
+  if (ttl > 600) ttl = 600;
+  char why[200];
+  snprintf(why, sizeof why, "%u launches in a row failed; backing off %llds", n, (long long)ttl);
+  mark_unavailable(lc->ct, lc->type, lc->zone, why, ttl);
+}
+
+static void launch_succeeded(const launch_ctx *lc) {
+  int at = fail_find(lc, false);
+  if (at < 0) return;
+  dt__free(D.failing.v[at].key);
+  D.failing.v[at] = D.failing.v[--D.failing.n];
+}
+
 /* The outcome of a launch: 0 launched (id), 1 insufficient capacity, 2 failed. */
 static void launch_done(launch_ctx *lc, int outcome, const char *id, const char *msg) {
   char subj[800], reason[1200];
@@ -925,6 +975,7 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
     D.consecutive_failures = 0;
     int cti = !strcmp(lc->ct, "reserved") ? 0 : !strcmp(lc->ct, "spot") ? 1 : 2;
     D.launched[cti]++;
+    launch_succeeded(lc);
     add_instance(id, lc->claim, lc->type, lc->zone, lc->ct, lc->pool, 0, wall());
     claim_initialized(lc->claim);
     snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, lc->type, lc->zone, lc->ct,
@@ -945,6 +996,7 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
     snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: %s; its pods wait for the next round", lc->type,
              lc->zone, lc->ct, msg);
     decision("launch-failed", subj, reason);
+    launch_failed_again(lc);
     drop_claim(lc->claim);
     replacement_done(lc->claim, false);
     uv_timer_start(&D.again, on_again, 2000, 0);
@@ -2577,6 +2629,8 @@ static void serve_free(void) {
     dt__free(D.replacing.v[i].why);
   }
   dt__free(D.replacing.v);
+  for (size_t i = 0; i < D.failing.n; i++) dt__free(D.failing.v[i].key);
+  dt__free(D.failing.v);
   for (size_t i = 0; i < D.sim_ice.n; i++) dt__free(D.sim_ice.v[i]);
   dt__free(D.sim_ice.v);
   cJSON_Delete(D.decisions);

@@ -521,6 +521,23 @@ return {
       c.stop()
     end)
 
+    it("puts an offering whose launches keep failing into a failed state with backoff, and launches elsewhere", function()
+      local c = cloud()
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 10s --retries 0")
+      ready(d)
+      http({ port = c.port }, "POST", "/admin/fail", "3") -- the next three requests to the cloud: the launches
+      http(d, "PUT", "/v1/objects", quickstart)
+      for _ = 1, 4 do -- the daemon's own log, not the cloud, so no injected failure goes to our reads
+        if http(d, "GET", "/v1/decisions"):find("backing off", 1, true) then break end
+        sleep(2.5)
+      end
+      assert.matches("3 launches in a row failed; backing off 30s", (http(d, "GET", "/v1/decisions")), 1, true)
+      eventually(function() return instances(c):match('"state":"running"') end, "a launch after three failures")
+      assert.is_nil(instances(c):match('"zone":"us%-east%-1a"'), "not the offering that kept failing")
+      d.stop()
+      c.stop()
+    end)
+
     it("retries failed launches with backoff", function()
       local c = cloud()
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 10s")
