@@ -186,6 +186,9 @@ install: all
 	install -m 644 engine/dovetail.h $(DESTDIR)$(PREFIX)/include/dovetail.h
 	install -m 755 $(LUAMOD) $(DESTDIR)$(PREFIX)/lib/lua/5.4/dovetail.so
 	install -m 644 docs/dovetail.1 $(DESTDIR)$(PREFIX)/share/man/man1/dovetail.1
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+	install -m 644 docs/completion/dovetail.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/dovetail
+	install -m 644 docs/completion/_dovetail $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_dovetail
 	install -m 644 $(CATALOG) providers/catalogs/README.md $(DESTDIR)$(PREFIX)/share/dovetail/catalogs/
 	install -m 644 policies/*.lua $(DESTDIR)$(PREFIX)/share/dovetail/policies/ 2>/dev/null || true
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/^#define DT_VERSION "\(.*\)"/\1/p' engine/dovetail.h)|g' \
