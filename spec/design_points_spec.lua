@@ -45,6 +45,25 @@ describe("the interruptible label (Cluster API)", function()
     assert.are.equal("spot", p.nodeClaims[1].capacityType)
   end)
 
+  it("counts a DaemonSet selecting it as running on spot nodes", function()
+    local pool = h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", { "spot" } } } })
+    local ds = [[
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: spot-agent, namespace: kube-system}
+spec:
+  selector: {matchLabels: {app: spot-agent}}
+  template:
+    metadata: {labels: {app: spot-agent}}
+    spec:
+      nodeSelector: {cluster.x-k8s.io/interruptible: "true"}
+      containers: [{name: a, resources: {requests: {cpu: "1"}}}]
+]]
+    -- small has 1900m after overhead: with the agent's 1 cpu, a 1.5-cpu pod needs a medium
+    local p = h.plan(h.docs(pool, ds, h.pod("a", { cpu = "1500m" })), { catalog_text = h.small_catalog, packing = "ffd" })
+    assert.are.equal("medium", p.nodeClaims[1].instanceType)
+  end)
+
   it("requiring its absence means anything but spot", function()
     local p = plan([=[
   affinity:
