@@ -56,6 +56,11 @@ typedef struct replacing {
   char *why;
 } replacing;
 
+typedef struct pool_count {
+  char *pool; /* "namespace/name" */
+  uint64_t n[4];
+} pool_count;
+
 typedef struct failing {
   char *key; /* "type/zone/capacity-type" */
   unsigned count; /* launches in a row that failed */
@@ -105,7 +110,7 @@ typedef struct dtd {
   DT_VEC(failing) failing;     /* offerings whose launches keep failing */
   cJSON *decisions; /* recent, newest last */
   char *last_plan, *last_pools;
-  uint64_t vm_actions[4]; /* create, delete, update, heal */
+  DT_VEC(pool_count) vm_actions; /* per VirtualMachinePool: create, delete, update, heal */
   size_t pools_waiting;
   bool planning, round_pending, reload_pending; /* a round on the thread pool; what waits for it */
   DT_VEC(cJSON *) queued;                      /* events that need the policy, queued during a round */
@@ -1569,10 +1574,24 @@ static void converge_pools(void) {
   cJSON *doc = text ? cJSON_ParseWithLength(text, len) : NULL;
   const cJSON *pool;
   cJSON_ArrayForEach(pool, jget(doc, "pools")) {
-    D.vm_actions[0] += vm_actions(pool, "create", false);
-    D.vm_actions[1] += vm_actions(pool, "delete", true);
-    D.vm_actions[2] += vm_actions(pool, "update", false);
-    D.vm_actions[3] += vm_actions(pool, "heal", false);
+    char name[KEY_MAX];
+    snprintf(name, sizeof name, "%s/%s", jstr(pool, "namespace") ? jstr(pool, "namespace") : "",
+             jstr(pool, "name") ? jstr(pool, "name") : "");
+    pool_count *pc = NULL;
+    for (size_t i = 0; i < D.vm_actions.n && !pc; i++)
+      if (!strcmp(D.vm_actions.v[i].pool, name)) pc = &D.vm_actions.v[i];
+    if (!pc) {
+      pool_count z = {dt__strdup(name), {0}};
+      if (!z.pool || dt__vec_push(&D.vm_actions, z)) {
+        dt__free(z.pool);
+        continue;
+      }
+      pc = &D.vm_actions.v[D.vm_actions.n - 1];
+    }
+    pc->n[0] += vm_actions(pool, "create", false);
+    pc->n[1] += vm_actions(pool, "delete", true);
+    pc->n[2] += vm_actions(pool, "update", false);
+    pc->n[3] += vm_actions(pool, "heal", false);
   }
   cJSON_Delete(doc);
   dt_pools_stats ps;
@@ -2297,7 +2316,9 @@ static int get_metrics(h2o_req_t *req) {
                    "# TYPE dovetail_vmpool_actions_total counter\n");
   static const char *vk[4] = {"create", "delete", "update", "heal"};
   for (int i = 0; i < 4; i++)
-    dt__buf_printf(&b, "dovetail_vmpool_actions_total{action=\"%s\"} %llu\n", vk[i], (unsigned long long)D.vm_actions[i]);
+    for (size_t k = 0; k < D.vm_actions.n; k++)
+      dt__buf_printf(&b, "dovetail_vmpool_actions_total{vmpool=\"%s\",action=\"%s\"} %llu\n", D.vm_actions.v[k].pool,
+                     vk[i], (unsigned long long)D.vm_actions.v[k].n[i]);
   dt__buf_puts(&b, "# HELP dovetail_vms VirtualMachines in the store, by pool and printable status.\n"
                    "# TYPE dovetail_vms gauge\n");
   vm_gauge(&b);
@@ -2629,6 +2650,8 @@ static void serve_free(void) {
     dt__free(D.replacing.v[i].why);
   }
   dt__free(D.replacing.v);
+  for (size_t i = 0; i < D.vm_actions.n; i++) dt__free(D.vm_actions.v[i].pool);
+  dt__free(D.vm_actions.v);
   for (size_t i = 0; i < D.failing.n; i++) dt__free(D.failing.v[i].key);
   dt__free(D.failing.v);
   for (size_t i = 0; i < D.sim_ice.n; i++) dt__free(D.sim_ice.v[i]);
