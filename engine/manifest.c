@@ -1499,6 +1499,7 @@ static void selpolicy_free(dt_selpolicy *s) {
 }
 
 static void vmpool_free(dt_vmpool *p) {
+  dt__free(p->uid);
   dt__free(p->ns);
   dt__free(p->name);
   selector_free(&p->selector);
@@ -1737,6 +1738,8 @@ static int vmpool(mctx *x, const cJSON *o) {
   p.max_unavail_pct = true;
   p.burst = DEFAULT_BURST;
   p.heal_threshold = DEFAULT_HEAL_THRESHOLD;
+  const char *uid = get_str(md, "uid");
+  if (uid && *uid && !(p.uid = dt__strdup(uid))) return oom(x);
   p.heal_min_failing = DEFAULT_MIN_FAILING;
   p.heal_base = DEFAULT_HEAL_BASE;
   p.heal_factor = DEFAULT_HEAL_FACTOR;

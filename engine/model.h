@@ -290,6 +290,7 @@ typedef struct dt_selpolicy {
 
 typedef struct dt_vmpool {
   char *ns, *name, *file;
+  char *uid; /* metadata.uid: the VMs' ownerReferences carry it (the API server requires it); NULL if absent */
   int64_t replicas, generation;
   bool paused;
   dt_selector selector;

@@ -208,6 +208,7 @@ static cJSON *vm_object(const dt_vmpool *p, const char *name, int64_t idx, int64
   dt__json_put_str(ow, "apiVersion", "pool.kubevirt.io/v1beta1");
   dt__json_put_str(ow, "kind", "VirtualMachinePool");
   dt__json_put_str(ow, "name", p->name);
+  if (p->uid) dt__json_put_str(ow, "uid", p->uid); /* a pool from the cluster has one; the API server needs it */
   dt__json_put(ow, "controller", cJSON_CreateTrue());
   dt__json_put(ow, "blockOwnerDeletion", cJSON_CreateTrue());
   cJSON *fin = dt__json_put(md, "finalizers", cJSON_CreateArray());
@@ -739,6 +740,22 @@ char *dt_pools_render(const dt_pools *r, dt_format format, size_t *len) {
     const dt_pools_stats *s = &r->stats;
     dt__buf_printf(&b, "%zu pools: %zu create, %zu delete, %zu update, %zu heal, %zu detached, %zu waiting\n",
                    s->pools, s->create, s->del, s->update, s->heal, s->detached, s->waiting);
+  } else if (format == DT_FORMAT_YAML) {
+    /* the VirtualMachines to apply, as plan -o yaml prints NodeClaims: each
+    ** creation, update and re-creating heal's object (the actions and their
+    ** reasons stay in -o json and the table) */
+    cJSON *docs = cJSON_CreateArray();
+    static const char *const kinds[] = {"create", "update", "heal"};
+    for (const cJSON *pl = cJSON_GetObjectItemCaseSensitive(r->root, "pools")->child; pl && docs; pl = pl->next)
+      for (size_t k = 0; k < 3; k++) {
+        const cJSON *a;
+        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(pl, kinds[k])) {
+          const cJSON *obj = cJSON_GetObjectItemCaseSensitive(a, "object");
+          if (obj && !cJSON_AddItemReferenceToArray(docs, (cJSON *)obj)) b.oom = 1;
+        }
+      }
+    if (!docs || (docs->child && dt__yaml_emit(docs, &b))) b.oom = 1;
+    cJSON_Delete(docs);
   } else {
     dt__doc_write(r->root, format, &b);
   }

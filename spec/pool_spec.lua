@@ -554,7 +554,18 @@ describe("dovetail pool (CLI)", function()
     local t = h.cli("pool -o table --now " .. NOW .. " examples/vm-pool.yaml")
     assert.matches("create%s+web%-1", t)
     local y = h.cli("pool -o yaml --now " .. NOW .. " examples/vm-pool.yaml")
-    assert.matches("kind: PoolActions", y)
+    -- the VMs to apply, not the actions document
+    assert.is_nil(y:match("kind: PoolActions"))
+    assert.are.equal(2, select(2, y:gsub("kind: VirtualMachine\n", "")))
+    assert.matches("name: web%-1\n", y)
+    assert.matches("name: web%-3\n", y)
+  end)
+
+  it("owns the VMs it creates by the pool's uid when the pool has one", function()
+    local items = { pool({ replicas = 1 }) }
+    items[1].metadata.uid = "7e6d5c4b-3a29-4180-9f8e-7d6c5b4a3928"
+    local p = run(items)
+    assert.are.equal("7e6d5c4b-3a29-4180-9f8e-7d6c5b4a3928", p.create[1].object.metadata.ownerReferences[1].uid)
   end)
 
   it("plans the nodes the example pool needs", function()
