@@ -246,6 +246,18 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
       dt__rlist_add(&t->capacity, "ephemeral-storage", eph * 1000, DT_RL_SET))
     return DT_ENOMEM;
   if (gpu > 0 && dt__rlist_add(&t->capacity, gpu_resource(gn), (int64_t)gpu * 1000, DT_RL_SET)) return DT_ENOMEM;
+  /* Extended resources a device plugin advertises (aws.amazon.com/neuron,
+  ** amd.com/gpu, ...): whole devices, allocatable as they are. */
+  const cJSON *ext = cJSON_GetObjectItemCaseSensitive(j, "extendedResources");
+  if (ext && !cJSON_IsNull(ext) && !cJSON_IsObject(ext))
+    return BAD("%s: instanceTypes[%zu] (%s): extendedResources: expected an object of counts", x->file, idx, tn);
+  for (const cJSON *e = ext ? ext->child : NULL; e; e = e->next) {
+    if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 1e6 || e->valuedouble != floor(e->valuedouble) ||
+        !strchr(e->string, '/'))
+      return BAD("%s: instanceTypes[%zu] (%s): extendedResources.%s: expected a device count from 0 to 1000000 under a "
+                 "domain-qualified name (such as aws.amazon.com/neuron)", x->file, idx, tn, e->string);
+    if (dt__rlist_add(&t->capacity, e->string, (int64_t)e->valuedouble * 1000, DT_RL_SET)) return DT_ENOMEM;
+  }
 
   /* Overhead: explicit, or the provider's formula. */
   int64_t oh_cpu = 0, oh_mem = 0, oh_eph = 0;

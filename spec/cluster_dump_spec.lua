@@ -259,3 +259,21 @@ spec:
     end
   end)
 end)
+
+describe("extended resources from the catalog", function()
+  it("place a pod asking for AWS Neuron devices on an Inferentia type of the bundled catalog", function()
+    local np = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: ml}\nspec: {template: {spec: {}}}\n"
+    local pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: infer}\nspec:\n  containers:\n  - name: c\n" ..
+      "    resources: {limits: {aws.amazon.com/neuron: \"4\"}}\n"
+    local p = h.plan(h.docs(np, pod), { now = "2026-11-23T12:00:00Z" })
+    assert.are.equal(1, #p.nodeClaims)
+    assert.matches("^inf1%.6xlarge$", p.nodeClaims[1].instanceType)
+  end)
+
+  it("are read from a catalog's extendedResources, and refused when not a count", function()
+    local cat = '{"zones":["z"],"instanceTypes":[{"name":"t","cpu":2,"memoryMiB":4096,"onDemandPrice":0.1,' ..
+      '"extendedResources":{"example.com/fpga":"two"}}]}'
+    local _, err = h.dt.plan { manifests = h.nodepool("default"), catalog_text = cat }
+    assert.matches("extendedResources.example.com/fpga: expected a device count", err, 1, true)
+  end)
+end)
