@@ -632,7 +632,9 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
       return DT_EINVAL;
   }
   const cJSON *tm = get(get(get(o, "spec"), "template"), "metadata"), *c;
-  cJSON_ArrayForEach(c, get(tm, "labels")) {
+  const cJSON *labels = get(tm, "labels"); /* its shape is checked where it is read; only mappings here */
+  if (!cJSON_IsObject(labels)) labels = NULL;
+  cJSON_ArrayForEach(c, labels) {
     const char *why = restricted_label(c->string);
     char f[400];
     snprintf(f, sizeof f, "spec.template.metadata.labels.%s", c->string);
@@ -644,8 +646,8 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
     char f[300];
     snprintf(f, sizeof f, "spec.template.spec.requirements[%zu].key", i++);
     if (why) return bad(x, f, "label %s %s", key, why);
-    const cJSON *r;
-    cJSON_ArrayForEach(r, c) {
+    const cJSON *r, *fields = cJSON_IsObject(c) ? c : NULL; /* a requirement that is not a mapping is refused later */
+    cJSON_ArrayForEach(r, fields) {
       static const char *const rk[] = {"key", "operator", "values", "minValues", NULL};
       bool ok = false;
       for (const char *const *k = rk; *k && !ok; k++) ok = !strcmp(r->string, *k);

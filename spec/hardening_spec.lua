@@ -247,3 +247,13 @@ describe("numbers past int64 where a quantity is expected", function()
     assert.matches("overhead", err, 1, true)
   end)
 end)
+
+describe("NodePool validation on shapes it does not expect", function()
+  it("reports a requirement or a label map that is not a mapping without reading past it", function()
+    local np = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec:\n  template:\n" ..
+      "    metadata: {labels: [a, b]}\n    spec:\n      requirements: [[1, 2]]\n"
+    local p, err = dt.plan { manifests = np, catalog_text = h.small_catalog }
+    assert.is_nil(p)
+    assert.matches("NodePool x:", err, 1, true)
+  end)
+end)
