@@ -213,18 +213,23 @@ static void daemon_stop(pid_t pid) {
   waitpid(pid, NULL, 0);
 }
 
-/* A metric's value (the first line starting with name). */
-static double metric(const char *name) {
-  static char body[BIG];
+/* GET path into body (BIG bytes at most). */
+static void get_big(const char *path, char *body) {
   body[0] = 0;
   CURL *e = curl_easy_init();
   char url[128];
-  snprintf(url, sizeof url, "%s/metrics", base);
+  snprintf(url, sizeof url, "%s%s", base, path);
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, grab_big);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)body);
   curl_easy_perform(e);
   curl_easy_cleanup(e);
+}
+
+/* A metric's value (the first line starting with name). */
+static double metric(const char *name) {
+  static char body[BIG];
+  get_big("/metrics", body);
   size_t nl = strlen(name);
   double sum = 0;
   for (char *p = body; (p = strstr(p, name)); p++)
@@ -357,15 +362,7 @@ static void reload_during_round(const char *bin, const char *dir) {
   double t0 = now_ms();
   static char body[BIG];
   for (int i = 0; i < 5000; i++) {
-    body[0] = 0;
-    CURL *e = curl_easy_init();
-    char url[128];
-    snprintf(url, sizeof url, "%s/v1/state", base);
-    curl_easy_setopt(e, CURLOPT_URL, url);
-    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, grab_big);
-    curl_easy_setopt(e, CURLOPT_WRITEDATA, (void *)body);
-    curl_easy_perform(e);
-    curl_easy_cleanup(e);
+    get_big("/v1/state", body);
     if (strstr(body, "\"hooks\":\t\"rank\"")) break;
     usleep(1000);
   }

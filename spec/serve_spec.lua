@@ -421,6 +421,14 @@ return {
       eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, what or "ready")
     end
 
+    -- A fake cloud and a daemon using it, reconciled; extra daemon options in args.
+    local function on_cloud(args)
+      local c = cloud()
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " " .. args)
+      ready(d)
+      return c, d
+    end
+
     it("launches through the cloud, moves on after insufficient capacity, and replaces preempted instances", function()
       local c = cloud("--ice m6i.4xlarge/us-east-1a/spot")
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms")
@@ -443,9 +451,7 @@ return {
 
     it("honours keep-offering on a polled preemption: replaced, and no mark", function()
       local pol = h.write('return { on_interruption = function(e) if e.kind == "preemption" then return "keep-offering" end end }\n')
-      local c = cloud()
-      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms --policy " .. pol)
-      ready(d)
+      local c, d = on_cloud("--poll 300ms --policy " .. pol)
       http(d, "PUT", "/v1/objects", quickstart)
       eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
       local id = instances(c):match('"id":"(i%-%x+)"')
@@ -508,9 +514,7 @@ return {
     end)
 
     it("asks the cloud for spot with a maximum price and an interruption behaviour", function()
-      local c = cloud()
-      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 10s")
-      ready(d)
+      local c, d = on_cloud("--poll 10s")
       http(d, "PUT", "/v1/objects", quickstart)
       eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
       local l = instances(c)
@@ -522,9 +526,7 @@ return {
     end)
 
     it("puts an offering whose launches keep failing into a failed state with backoff, and launches elsewhere", function()
-      local c = cloud()
-      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 10s --retries 0")
-      ready(d)
+      local c, d = on_cloud("--poll 10s --retries 0")
       http({ port = c.port }, "POST", "/admin/fail", "3") -- the next three requests to the cloud: the launches
       http(d, "PUT", "/v1/objects", quickstart)
       for _ = 1, 4 do -- the daemon's own log, not the cloud, so no injected failure goes to our reads
@@ -539,9 +541,7 @@ return {
     end)
 
     it("retries failed launches with backoff", function()
-      local c = cloud()
-      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 10s")
-      ready(d)
+      local c, d = on_cloud("--poll 10s")
       http({ port = c.port }, "POST", "/admin/fail", "2")
       http(d, "PUT", "/v1/objects", quickstart)
       eventually(function() return instances(c):match('"state":"running"') end, "a launch after two 503s")
