@@ -202,7 +202,7 @@ int dt__cron_parse(const char *spec, dt_cron *c, char *why, size_t n) {
     snprintf(name, sizeof name, "%.*s", (int)(sp - z), z);
     dt_tz *tz = NULL;
     if (tz_load(name, &tz, why, n)) return -1;
-    int rc = dt__cron_parse(sp, c, why, n); /* the five fields; c->tz is reset there */
+    int rc = parse_fields(sp, c, why, n); /* the five fields (one zone: a second prefix is no field) */
     if (rc) {
       dt_cron tmp = {.tz = tz};
       dt__cron_free(&tmp);
@@ -243,7 +243,7 @@ static int parse_fields(const char *spec, dt_cron *c, char *why, size_t n) {
   while (isspace((unsigned char)*spec)) spec++;
   if (spec[0] == '@') {
     for (size_t i = 0; i < sizeof macros / sizeof macros[0]; i++)
-      if (!strcasecmp(spec, macros[i].name)) return dt__cron_parse(macros[i].expr, c, why, n);
+      if (!strcasecmp(spec, macros[i].name)) return parse_fields(macros[i].expr, c, why, n);
     snprintf(why, n, "unknown macro \"%s\" (@yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly)", spec);
     return -1;
   }

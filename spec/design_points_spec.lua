@@ -167,3 +167,14 @@ describe("control planes and spot (Cluster API)", function()
     assert(h.dt.plan { manifests = np, catalog_text = h.small_catalog })
   end)
 end)
+
+describe("budget schedules with more than one zone", function()
+  it("are refused: one CRON_TZ= or TZ= before the five fields", function()
+    local pool = { apiVersion = "karpenter.sh/v1", kind = "NodePool", metadata = { name = "default" },
+      spec = { disruption = { budgets = { { nodes = "0", schedule = "TZ=UTC TZ=UTC 0 9 * * *", duration = "1h" } } },
+        template = { spec = {} } } }
+    local r, err = h.dt.disrupt { manifests = h.list { pool }, catalog_text = h.small_catalog, now = "2026-11-23T12:00:00Z" }
+    assert.is_nil(r)
+    assert.matches("spec.disruption.budgets[0].schedule", err, 1, true)
+  end)
+end)
