@@ -249,6 +249,15 @@ static double lag_p99(void) {
   return 5000;
 }
 
+/* The start of a JSON List holding a NodePool that requires key In [values]. */
+static size_t list_head(char *b, size_t cap, const char *key, const char *values) {
+  return (size_t)snprintf(b, cap,
+                          "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"karpenter.sh/v1\","
+                          "\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},\"spec\":{\"template\":{\"spec\":"
+                          "{\"requirements\":[{\"key\":\"%s\",\"operator\":\"In\",\"values\":[%s]}]}}}}",
+                          key, values);
+}
+
 /* n diverse pods (8 shapes, 20 namespaces, a third spread over zones) and
 ** a NodePool, as one JSON List. */
 static char *workload(int n, size_t *len) {
@@ -256,11 +265,7 @@ static char *workload(int n, size_t *len) {
   static const char *mem[] = {"256Mi", "1Gi", "2Gi", "4Gi", "8Gi", "1536Mi", "3Gi", "6Gi"};
   size_t cap = (size_t)n * 600 + 4096, l = 0;
   char *b = malloc(cap);
-  l += (size_t)snprintf(b + l, cap - l,
-                        "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"karpenter.sh/v1\","
-                        "\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},\"spec\":{\"template\":{\"spec\":"
-                        "{\"requirements\":[{\"key\":\"karpenter.k8s.aws/instance-category\",\"operator\":\"In\","
-                        "\"values\":[\"c\",\"m\",\"r\"]}]}}}}");
+  l += list_head(b, cap, "karpenter.k8s.aws/instance-category", "\"c\",\"m\",\"r\"");
   for (int i = 0; i < n; i++) {
     int s = (i * 7 + i / 13) % 8;
     l += (size_t)snprintf(b + l, cap - l,
@@ -343,11 +348,7 @@ static void reload_during_round(const char *bin, const char *dir) {
   /* 1,000 pods of 30 vCPU on types of at most 32: one claim each */
   size_t cap = 1000 * 400 + 1024, l = 0;
   char *b = malloc(cap);
-  l += (size_t)snprintf(b + l, cap - l,
-                        "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"karpenter.sh/v1\","
-                        "\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},\"spec\":{\"template\":{\"spec\":"
-                        "{\"requirements\":[{\"key\":\"karpenter.k8s.aws/instance-cpu\",\"operator\":\"In\","
-                        "\"values\":[\"32\"]}]}}}}");
+  l += list_head(b, cap, "karpenter.k8s.aws/instance-cpu", "\"32\"");
   for (int i = 0; i < 1000; i++)
     l += (size_t)snprintf(b + l, cap - l,
                           ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"big-%d\"},\"spec\":"

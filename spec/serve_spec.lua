@@ -3,6 +3,13 @@ local h = require "helper"
 
 local function sleep(s) os.execute("sleep " .. s) end
 
+local function tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p " .. dir)
+  return dir
+end
+
 local function slurp(path)
   local f = io.open(path)
   if not f then return "" end
@@ -118,9 +125,7 @@ describe("dovetail serve", function()
   end)
 
   it("keeps the old policy when a broken one is written, and takes a fixed one", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    os.execute("mkdir -p " .. dir)
+    local dir = tmpdir()
     local pol = dir .. "/p.lua"
     local f = io.open(pol, "w")
     f:write("return { rank = function(_, offs) local s = {} for i, o in ipairs(offs) do s[i] = o.price end return s end }\n")
@@ -279,9 +284,7 @@ return {
   end)
 
   it("plans every other NodePool when one names a policy that is missing", function()
-    local dir = os.tmpname()
-    os.remove(dir)
-    os.execute("mkdir -p " .. dir)
+    local dir = tmpdir()
     local d = start("--policy-dir " .. dir)
     local named = h.nodepool("a", { labels = { team = "a" } }):gsub("metadata:\n  name: a",
       "metadata:\n  name: a\n  annotations:\n    dovetail.dev/policy: missing")
