@@ -158,41 +158,86 @@ static bool node_matches_pool(const dt_node *n, const dt_nodepool *p, char *out,
 ** they wait for it. Replicas are matched by their expanded names. Appends
 ** the nominated pods, one each, to st->pods (sized by the caller).
 */
+typedef struct nom {
+  size_t spec;
+  int64_t ordinal; /* -1 for a Pod */
+  const char *node;
+} nom;
+
+static int nom_cmp(const void *a, const void *b) {
+  const nom *x = a, *y = b;
+  if (x->spec != y->spec) return x->spec < y->spec ? -1 : 1;
+  return (x->ordinal > y->ordinal) - (x->ordinal < y->ordinal);
+}
+
+/* Work in the number of nominations, not of replicas: each nominated name
+** is looked up as a pending Pod, or as "<workload>-<ordinal>" of a pending
+** workload; the pods are appended in input order, as bound pods are. */
 static int nominated(state *st, size_t cap) {
   const dt_manifests *m = st->m;
-  dt_symtab names = {0};
-  DT_VEC(const char *) node_of = {0};
-  for (size_t i = 0; i < m->nodes.n; i++)
-    for (size_t k = 0; k < m->nodes.v[i].npods; k++) {
-      dt_sym s = dt__sym(&names, m->nodes.v[i].pods[k]);
-      while (!names.oom && node_of.n <= s)
-        if (dt__vec_push(&node_of, (const char *)NULL)) names.oom = 1;
-      if (!names.oom && !node_of.v[s]) node_of.v[s] = m->nodes.v[i].name;
-    }
-  int rc = names.oom ? DT_ENOMEM : 0;
-  for (size_t i = 0; names.n && !rc && i < m->pods.n; i++) {
+  dt_symtab specs = {0}, seen = {0}; /* pending "ns/name" -> spec index + 1; names taken */
+  DT_VEC(size_t) spec_of = {0};
+  DT_VEC(nom) noms = {0};
+  int rc = 0;
+  for (size_t i = 0; i < m->pods.n && !rc; i++) {
     const dt_podspec *p = &m->pods.v[i];
     if (p->node_name) continue;
-    for (int64_t o = 0; o < p->count && !rc; o++) {
-      char name[600];
-      if (p->owner)
-        snprintf(name, sizeof name, "%s/%s-%lld", p->ns, p->name, (long long)o);
-      else
-        snprintf(name, sizeof name, "%s/%s", p->ns, p->name);
-      dt_sym s = dt__sym_find(&names, name);
-      if (!s || !node_of.v[s] || st->npods >= cap) continue;
-      dt_podspec c = *p;
-      c.count = 1;
-      c.owner = NULL;
-      c.node_name = (char *)node_of.v[s];
-      c.name = p->owner ? dt__arena_strdup(&st->arena, strchr(name, '/') + 1) : p->name;
-      if (!c.name) rc = DT_ENOMEM;
-      st->pods[st->npods++] = c;
-      node_of.v[s] = NULL; /* one pod per name */
-    }
+    char k[600];
+    snprintf(k, sizeof k, "%s/%s", p->ns, p->name);
+    dt_sym sy = dt__sym(&specs, k);
+    while (!specs.oom && spec_of.n <= sy)
+      if (dt__vec_push(&spec_of, (size_t)0)) specs.oom = 1;
+    if (specs.oom) rc = DT_ENOMEM;
+    else if (!spec_of.v[sy]) spec_of.v[sy] = i + 1;
   }
-  dt__symtab_free(&names);
-  dt__free(node_of.v);
+  for (size_t i = 0; i < m->nodes.n && !rc && specs.n; i++)
+    for (size_t k = 0; k < m->nodes.v[i].npods && !rc; k++) {
+      const char *name = m->nodes.v[i].pods[k];
+      uint32_t before = seen.n;
+      dt__sym(&seen, name);
+      if (seen.oom) rc = DT_ENOMEM;
+      if (rc || seen.n == before) continue; /* one claim per pod: the first names it */
+      dt_sym sy = dt__sym_find(&specs, name);
+      nom n = {0, -1, m->nodes.v[i].name};
+      bool found = sy && !m->pods.v[spec_of.v[sy] - 1].owner;
+      if (found) {
+        n.spec = spec_of.v[sy] - 1;
+      } else { /* "<ns>/<workload>-<ordinal>" */
+        const char *dash = strrchr(name, '-');
+        char *end = NULL;
+        long long o = dash ? strtoll(dash + 1, &end, 10) : -1;
+        if (dash && end && !*end && end != dash + 1 && o >= 0) {
+          char base[600];
+          snprintf(base, sizeof base, "%.*s", (int)(dash - name), name);
+          sy = dt__sym_find(&specs, base);
+          const dt_podspec *t = sy ? &m->pods.v[spec_of.v[sy] - 1] : NULL;
+          if (t && t->owner && o < t->count) {
+            n.spec = spec_of.v[sy] - 1;
+            n.ordinal = o;
+            found = true;
+          }
+        }
+      }
+      if (found && dt__vec_push(&noms, n)) rc = DT_ENOMEM;
+    }
+  if (!rc && noms.n) qsort(noms.v, noms.n, sizeof *noms.v, nom_cmp);
+  for (size_t i = 0; i < noms.n && !rc && st->npods < cap; i++) {
+    const dt_podspec *p = &m->pods.v[noms.v[i].spec];
+    dt_podspec c = *p;
+    c.count = 1;
+    c.owner = NULL;
+    c.node_name = (char *)noms.v[i].node;
+    if (noms.v[i].ordinal >= 0) {
+      char name[600];
+      snprintf(name, sizeof name, "%s-%lld", p->name, (long long)noms.v[i].ordinal);
+      if (!(c.name = dt__arena_strdup(&st->arena, name))) rc = DT_ENOMEM;
+    }
+    st->pods[st->npods++] = c;
+  }
+  dt__symtab_free(&specs);
+  dt__symtab_free(&seen);
+  dt__free(spec_of.v);
+  dt__free(noms.v);
   return rc;
 }
 
