@@ -30,6 +30,14 @@ function M.cli(args, stdin)
   return slurp(out), slurp(err), ok and 0 or code
 end
 
+-- A fresh empty directory under the system temp dir.
+function M.tmpdir()
+  local dir = os.tmpname()
+  os.remove(dir)
+  os.execute("mkdir -p " .. dir)
+  return dir
+end
+
 function M.write(text)
   local p = os.tmpname()
   local f = assert(io.open(p, "w"))

@@ -3,13 +3,6 @@ local h = require "helper"
 
 local function sleep(s) os.execute("sleep " .. s) end
 
-local function tmpdir()
-  local dir = os.tmpname()
-  os.remove(dir)
-  os.execute("mkdir -p " .. dir)
-  return dir
-end
-
 local function slurp(path)
   local f = io.open(path)
   if not f then return "" end
@@ -125,7 +118,7 @@ describe("dovetail serve", function()
   end)
 
   it("keeps the old policy when a broken one is written, and takes a fixed one", function()
-    local dir = tmpdir()
+    local dir = h.tmpdir()
     local pol = dir .. "/p.lua"
     local f = io.open(pol, "w")
     f:write("return { rank = function(_, offs) local s = {} for i, o in ipairs(offs) do s[i] = o.price end return s end }\n")
@@ -284,7 +277,7 @@ return {
   end)
 
   it("plans every other NodePool when one names a policy that is missing", function()
-    local dir = tmpdir()
+    local dir = h.tmpdir()
     local d = start("--policy-dir " .. dir)
     local named = h.nodepool("a", { labels = { team = "a" } }):gsub("metadata:\n  name: a",
       "metadata:\n  name: a\n  annotations:\n    dovetail.dev/policy: missing")
@@ -424,6 +417,16 @@ return {
       eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, what or "ready")
     end
 
+    -- Preempt the first instance on the cloud and wait until another runs in its place.
+    local function preempt_and_wait_for_replacement(c)
+      local id = instances(c):match('"id":"(i%-%x+)"')
+      http({ port = c.port }, "POST", "/admin/preempt/" .. id)
+      eventually(function()
+        local l = instances(c)
+        return l:match('"state":"running"') and not l:find(id, 1, true)
+      end, "a replacement for the preempted instance")
+    end
+
     -- A fake cloud and a daemon using it, reconciled; extra daemon options in args.
     local function on_cloud(args)
       local c = cloud()
@@ -440,12 +443,7 @@ return {
       eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
       assert.matches('"zone":"us%-east%-1b"', instances(c))
       assert.matches('"unavailableOfferings":%s*%[%s*{', (http(d, "GET", "/v1/state")))
-      local id = instances(c):match('"id":"(i%-%x+)"')
-      http({ port = c.port }, "POST", "/admin/preempt/" .. id)
-      eventually(function()
-        local l = instances(c)
-        return l:match('"state":"running"') and not l:find(id, 1, true)
-      end, "a replacement for the preempted instance")
+      preempt_and_wait_for_replacement(c)
       assert.matches('"zone":"us%-east%-1c"', instances(c))
       assert.matches('"kind":%s*"interruption"', (http(d, "GET", "/v1/decisions")))
       d.stop()
@@ -457,12 +455,7 @@ return {
       local c, d = on_cloud("--poll 300ms --policy " .. pol)
       http(d, "PUT", "/v1/objects", quickstart)
       eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
-      local id = instances(c):match('"id":"(i%-%x+)"')
-      http({ port = c.port }, "POST", "/admin/preempt/" .. id)
-      eventually(function()
-        local l = instances(c)
-        return l:match('"state":"running"') and not l:find(id, 1, true)
-      end, "a replacement for the preempted instance")
+      preempt_and_wait_for_replacement(c)
       assert.matches('"unavailableOfferings":%s*%[%]', (http(d, "GET", "/v1/state")))
       d.stop()
       c.stop()
