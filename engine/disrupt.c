@@ -595,8 +595,6 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
   return 0;
 }
 
-/* The capacity type a claim would launch with: reserved while a compatible
-** reservation lasts, then spot, then on-demand (Karpenter's precedence). */
 /* Whether the claim may launch offering o of type t: available, or a
 ** reserved unit the claim itself holds or launched into (the simulation
 ** counted it out of the reservation for this very claim). */
@@ -611,6 +609,8 @@ static bool claim_may(const dt_plan *p, const rt_claim *k, const rt_type *t, uin
   return false;
 }
 
+/* The capacity type a claim would launch with: reserved while a compatible
+** reservation lasts, then spot, then on-demand (Karpenter's precedence). */
 static int launch_ct(const dt_plan *p, const rt_claim *k) {
   for (int ct = 0; ct < DT_CT_N; ct++) {
     if (!(k->ctmask >> ct & 1)) continue;

@@ -200,6 +200,11 @@ static inline int64_t dt__to_i64(double d) {
   return d != d ? 0 : d > 9e18 ? (int64_t)9e18 : d < -9e18 ? -(int64_t)9e18 : (int64_t)d;
 }
 
+/* The string member k of object o; NULL if absent or not a string. */
+static inline const char *dt__jstr(const cJSON *o, const char *k) {
+  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
 /* Text of a scalar (string or number with its original text); NULL if the
 ** item is not a scalar. Numbers without original text are formatted into tmp. */
 const char *dt__scalar(const cJSON *item, char *tmp, size_t n);

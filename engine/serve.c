@@ -146,7 +146,6 @@ static const double k_lag_buckets[8] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 
 static int64_t wall(void) { return (int64_t)time(NULL); }
 
 static cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
-static const char *jstr(const cJSON *o, const char *k) { return cJSON_GetStringValue(jget(o, k)); }
 
 /* ------------------------------------------------------------ logging */
 
@@ -449,7 +448,7 @@ static void inst_remove(size_t i) {
 
 /* Apply one journal record; -1 when it is not one. */
 static int replay_one(const cJSON *r) {
-  const char *op = jstr(r, "op");
+  const char *op = dt__jstr(r, "op");
   char key[KEY_MAX];
   const char *why;
   if (!op) return -1;
@@ -458,20 +457,20 @@ static int replay_one(const cJSON *r) {
     if (!cJSON_IsObject(o) || obj_key(o, key, sizeof key, &why)) return -1;
     return obj_put(key, o) == DT_ENOMEM ? -1 : 0;
   }
-  if (!strcmp(op, "del") && jstr(r, "key")) {
-    obj_del(jstr(r, "key"));
+  if (!strcmp(op, "del") && dt__jstr(r, "key")) {
+    obj_del(dt__jstr(r, "key"));
     return 0;
   }
   const cJSON *in = jget(r, "inst");
-  if (!strcmp(op, "inst") && jstr(in, "id") && jstr(in, "claim"))
-    return add_instance(jstr(in, "id"), jstr(in, "claim"), jstr(in, "instanceType"), jstr(in, "zone"),
-                        jstr(in, "capacityType"), jstr(in, "nodePool"), 0,
+  if (!strcmp(op, "inst") && dt__jstr(in, "id") && dt__jstr(in, "claim"))
+    return add_instance(dt__jstr(in, "id"), dt__jstr(in, "claim"), dt__jstr(in, "instanceType"), dt__jstr(in, "zone"),
+                        dt__jstr(in, "capacityType"), dt__jstr(in, "nodePool"), 0,
                         dt__to_i64(cJSON_GetNumberValue(jget(in, "launched")))) == DT_ENOMEM
                ? -1
                : 0;
-  if (!strcmp(op, "uninst") && jstr(r, "id")) {
+  if (!strcmp(op, "uninst") && dt__jstr(r, "id")) {
     for (size_t i = 0; i < D.insts.n; i++)
-      if (!strcmp(D.insts.v[i].id, jstr(r, "id"))) {
+      if (!strcmp(D.insts.v[i].id, dt__jstr(r, "id"))) {
         inst_remove(i);
         break;
       }
@@ -544,12 +543,12 @@ static int load_state(dt_error *err) {
     if (!obj_key(o, key, sizeof key, &why)) obj_put(key, o);
   }
   cJSON_ArrayForEach(o, insts) {
-    const char *claim = jstr(o, "claim");
+    const char *claim = dt__jstr(o, "claim");
     char key[KEY_MAX + 16];
     snprintf(key, sizeof key, "NodeClaim//%s", claim);
     if (obj_find(key) < 0) continue; /* its claim is gone: forget it */
-    add_instance(jstr(o, "id"), claim, jstr(o, "instanceType"), jstr(o, "zone"), jstr(o, "capacityType"),
-                 jstr(o, "nodePool"), cJSON_GetNumberValue(jget(o, "price")),
+    add_instance(dt__jstr(o, "id"), claim, dt__jstr(o, "instanceType"), dt__jstr(o, "zone"), dt__jstr(o, "capacityType"),
+                 dt__jstr(o, "nodePool"), cJSON_GetNumberValue(jget(o, "price")),
                  dt__to_i64(cJSON_GetNumberValue(jget(o, "launched"))));
   }
   cJSON_Delete(root);
@@ -606,7 +605,7 @@ static void expire_marks(void) {
       continue;
     }
     cJSON *o = cJSON_Parse(D.objs.v[i].json);
-    const char *e = jstr(jget(o, "spec"),
+    const char *e = dt__jstr(jget(o, "spec"),
                                                                           "expiresAt");
     int64_t t = 0;
     bool gone = e && !dt_time_parse(e, &t, NULL) && t <= now;
@@ -704,7 +703,7 @@ static void nominate(const dt_plan *p) {
   for (size_t i = 0; i < k;) {
     size_t j = i;
     cJSON *o = claim_get(bs[i].node);
-    const char *cur = jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
+    const char *cur = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
     dt_buf b = {0};
     dt__buf_puts(&b, cur ? cur : "");
     for (; j < k && !strcmp(bs[j].node, bs[i].node); j++) {
@@ -752,7 +751,7 @@ static void taint_disrupted(const char *claim, bool on) {
   int at = -1, i = 0;
   const cJSON *t;
   cJSON_ArrayForEach(t, ts) {
-    if (jstr(t, "key") && !strcmp(jstr(t, "key"), "karpenter.sh/disrupted")) at = i;
+    if (dt__jstr(t, "key") && !strcmp(dt__jstr(t, "key"), "karpenter.sh/disrupted")) at = i;
     i++;
   }
   if (on && at < 0) {
@@ -851,7 +850,7 @@ static void replace_with(const char *name, const char *pool, const char *type, c
 /* The pods nominated to a claim, or "" (owned by the caller). */
 static char *claim_pods(const char *claim) {
   cJSON *o = claim_get(claim);
-  const char *p = jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
+  const char *p = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
   char *s = dt__strdup(p ? p : "");
   cJSON_Delete(o);
   return s;
@@ -1021,7 +1020,7 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
   launch_ctx *lc = ud;
   if (status == 201) {
     cJSON *o = cJSON_ParseWithLength(body, len);
-    const char *id = jstr(o, "id");
+    const char *id = dt__jstr(o, "id");
     char idb[200];
     snprintf(idb, sizeof idb, "%s", id ? id : "");
     cJSON_Delete(o);
@@ -1064,7 +1063,7 @@ static double spot_max_price(const char *pool, const char *type) {
   snprintf(key, sizeof key, "NodePool//%s", pool);
   int at = obj_find(key);
   cJSON *np = at >= 0 ? cJSON_Parse(D.objs.v[at].json) : NULL;
-  const char *v = jstr(jget(jget(np, "metadata"), "annotations"), "dovetail.dev/spot-max-price");
+  const char *v = dt__jstr(jget(jget(np, "metadata"), "annotations"), "dovetail.dev/spot-max-price");
   double max = v ? strtod(v, NULL) : -1;
   cJSON_Delete(np);
   for (size_t i = 0; max < 0 && i < dt_catalog_size(D.cat); i++) {
@@ -1150,20 +1149,20 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
   bool changed = false;
   /* adopt: claims in the store without an instance, which the cloud has */
   cJSON_ArrayForEach(in, list) {
-    const char *id = jstr(in, "id");
-    const char *claim = jstr(in, "claim");
-    const char *state = jstr(in, "state");
-    const char *why = jstr(in, "statusReason");
+    const char *id = dt__jstr(in, "id");
+    const char *claim = dt__jstr(in, "claim");
+    const char *state = dt__jstr(in, "state");
+    const char *why = dt__jstr(in, "statusReason");
     if (!id || !claim) continue;
     char key[800];
     snprintf(key, sizeof key, "NodeClaim//%s", claim);
     bool known = false;
     for (size_t i = 0; i < D.insts.n && !known; i++) known = !strcmp(D.insts.v[i].id, id);
     if (!known && obj_find(key) >= 0) {
-      add_instance(id, claim, jstr(in, "instanceType"),
-                   jstr(in, "zone"),
-                   jstr(in, "capacityType"),
-                   jstr(in, "nodePool"), 0, wall());
+      add_instance(id, claim, dt__jstr(in, "instanceType"),
+                   dt__jstr(in, "zone"),
+                   dt__jstr(in, "capacityType"),
+                   dt__jstr(in, "nodePool"), 0, wall());
       decision("adopt", id, "the cloud has an instance for a claim we hold");
       known = changed = true;
     }
@@ -1172,7 +1171,7 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
       ** when the instance carries this cluster's name and a state file this
       ** daemon wrote or read says what it holds. Anything else is left
       ** alone: a lost or foreign state must never cost a fleet. */
-      const char *owner = jstr(in, "cluster");
+      const char *owner = dt__jstr(in, "cluster");
       if (!owner || strcmp(owner, D.cluster) || !D.state_valid) {
         char why2[300];
         snprintf(why2, sizeof why2, "the cloud has an instance this daemon cannot account for (%s); left alone",
@@ -1223,7 +1222,7 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
   /* forget: instances the cloud no longer has (and claims never launched) */
   for (size_t i = 0; i < D.insts.n;) {
     bool seen = false;
-    cJSON_ArrayForEach(in, list) seen |= !strcmp(jstr(in, "id") ?: "",
+    cJSON_ArrayForEach(in, list) seen |= !strcmp(dt__jstr(in, "id") ?: "",
                                                  D.insts.v[i].id);
     if (seen) {
       i++;
@@ -1302,8 +1301,6 @@ static void on_poll_timer(uv_timer_t *t) {
 
 /* ------------------------------------------------------------ disruption */
 
-static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err);
-
 /* Delete a claim this daemon launched: its instance through the provider,
 ** the claim from the store; its pods are planned again. */
 static void delete_instance(const char *claim, const char *why) {
@@ -1350,12 +1347,12 @@ static void replacement_name(const char *pool, const char *seed, char *out, size
 ** is launched first and the nodes go once it is up (one replacement; a
 ** command with several deletes first and lets the next round launch them). */
 static bool carry_out(const cJSON *c) {
-  const char *reason = jstr(c, "reason"), *action = jstr(c, "action");
+  const char *reason = dt__jstr(c, "reason"), *action = dt__jstr(c, "action");
   const cJSON *n, *repl = jget(c, "replacements");
   dt_buf olds = {0}, pods = {0};
   bool any = false;
   cJSON_ArrayForEach(n, jget(c, "nodes")) {
-    const char *name = jstr(n, "name");
+    const char *name = dt__jstr(n, "name");
     char subj[KEY_MAX], why[900];
     snprintf(subj, sizeof subj, "NodeClaim %s", name ? name : "?");
     if (!name || !inst_of(name) || being_replaced(name)) {
@@ -1379,9 +1376,9 @@ static bool carry_out(const cJSON *c) {
     if (cJSON_GetArraySize(repl) == 1) {
       const cJSON *r = repl->child;
       char name[KEY_MAX];
-      replacement_name(jstr(r, "nodePool") ? jstr(r, "nodePool") : "replacement", olds.p, name, sizeof name);
-      snprintf(why, sizeof why, "%s (saves $%s/h)", reason, jstr(c, "savings") ? jstr(c, "savings") : "?");
-      replace_with(name, jstr(r, "nodePool"), jstr(r, "instanceType"), jstr(r, "zone"), jstr(r, "capacityType"),
+      replacement_name(dt__jstr(r, "nodePool") ? dt__jstr(r, "nodePool") : "replacement", olds.p, name, sizeof name);
+      snprintf(why, sizeof why, "%s (saves $%s/h)", reason, dt__jstr(c, "savings") ? dt__jstr(c, "savings") : "?");
+      replace_with(name, dt__jstr(r, "nodePool"), dt__jstr(r, "instanceType"), dt__jstr(r, "zone"), dt__jstr(r, "capacityType"),
                    pods.p ? pods.p : "", olds.p, why);
     } else {
       for (char *s = olds.p, *e; s && *s; s = e ? e + 1 : NULL) {
@@ -1401,8 +1398,8 @@ static bool carry_out(const cJSON *c) {
 /* The Node registered for a claim: by name, or by the provider ID that ends
 ** with its instance id. */
 static const instance *node_instance(const cJSON *node) {
-  const char *name = jstr(jget(node, "metadata"), "name");
-  const char *pid = jstr(jget(node, "spec"), "providerID");
+  const char *name = dt__jstr(jget(node, "metadata"), "name");
+  const char *pid = dt__jstr(jget(node, "spec"), "providerID");
   for (size_t i = 0; i < D.insts.n; i++) {
     const instance *in = &D.insts.v[i];
     size_t pl = pid ? strlen(pid) : 0, il = strlen(in->id);
@@ -1430,13 +1427,13 @@ static bool remediate(void) {
     cJSON *o = cJSON_Parse(D.objs.v[i].json);
     const cJSON *c;
     cJSON_ArrayForEach(c, jget(jget(o, "status"), "conditions")) {
-      const char *t = jstr(c, "type"), *s = jstr(c, "status"), *lt = jstr(c, "lastTransitionTime");
+      const char *t = dt__jstr(c, "type"), *s = dt__jstr(c, "status"), *lt = dt__jstr(c, "lastTransitionTime");
       int64_t since = 0;
       if (!t || strcmp(t, "Ready") || !s || !strcmp(s, "True") || !lt || dt_time_parse(lt, &since, NULL)) continue;
       const instance *in = node_instance(o);
       if (!in || now - since < D.unhealthy_s || sick.n >= 64) continue;
       snprintf(reasons[sick.n], sizeof reasons[0], "Unhealthy: node %s Ready=%s for %llds (timeout %llds)",
-               jstr(jget(o, "metadata"), "name"), s, (long long)(now - since), (long long)D.unhealthy_s);
+               dt__jstr(jget(o, "metadata"), "name"), s, (long long)(now - since), (long long)D.unhealthy_s);
       if (!dt__vec_push(&sick, in)) dt__vec_push(&whys, reasons[sick.n - 1]);
     }
     cJSON_Delete(o);
@@ -1509,8 +1506,8 @@ static void on_disrupt(uv_timer_t *t) {
 /* ------------------------------------------------------------ VM pools */
 
 static void vm_key(const cJSON *pool, const cJSON *a, char *out, size_t n) {
-  snprintf(out, n, "VirtualMachine/%s/%s", jstr(pool, "namespace") ? jstr(pool, "namespace") : "default",
-           jstr(a, "name") ? jstr(a, "name") : "");
+  snprintf(out, n, "VirtualMachine/%s/%s", dt__jstr(pool, "namespace") ? dt__jstr(pool, "namespace") : "default",
+           dt__jstr(a, "name") ? dt__jstr(a, "name") : "");
 }
 
 /* Carry out one kind of pool action: its VM objects go into the store, or
@@ -1522,7 +1519,7 @@ static size_t vm_actions(const cJSON *pool, const char *kind, bool remove) {
     char key[KEY_MAX + 32], subj[KEY_MAX + 32];
     vm_key(pool, a, key, sizeof key);
     const cJSON *obj = jget(a, "object");
-    const char *what = jstr(a, "action");
+    const char *what = dt__jstr(a, "action");
     if (what && !strcmp(what, "wait")) continue; /* a heal waiting for its backoff */
     if (remove) {
       obj_del(key);
@@ -1536,9 +1533,9 @@ static size_t vm_actions(const cJSON *pool, const char *kind, bool remove) {
     } else {
       continue;
     }
-    snprintf(subj, sizeof subj, "VirtualMachine %s/%s", jstr(pool, "namespace"), jstr(a, "name"));
+    snprintf(subj, sizeof subj, "VirtualMachine %s/%s", dt__jstr(pool, "namespace"), dt__jstr(a, "name"));
     char why[900];
-    snprintf(why, sizeof why, "%s%s%s: %s", kind, what ? " " : "", what ? what : "", jstr(a, "reason") ? jstr(a, "reason") : "");
+    snprintf(why, sizeof why, "%s%s%s: %s", kind, what ? " " : "", what ? what : "", dt__jstr(a, "reason") ? dt__jstr(a, "reason") : "");
     decision("vmpool", subj, why);
     n++;
   }
@@ -1575,8 +1572,8 @@ static void converge_pools(void) {
   const cJSON *pool;
   cJSON_ArrayForEach(pool, jget(doc, "pools")) {
     char name[KEY_MAX];
-    snprintf(name, sizeof name, "%s/%s", jstr(pool, "namespace") ? jstr(pool, "namespace") : "",
-             jstr(pool, "name") ? jstr(pool, "name") : "");
+    snprintf(name, sizeof name, "%s/%s", dt__jstr(pool, "namespace") ? dt__jstr(pool, "namespace") : "",
+             dt__jstr(pool, "name") ? dt__jstr(pool, "name") : "");
     pool_count *pc = NULL;
     for (size_t i = 0; i < D.vm_actions.n && !pc; i++)
       if (!strcmp(D.vm_actions.v[i].pool, name)) pc = &D.vm_actions.v[i];
@@ -1740,9 +1737,9 @@ static void round_done(uv_work_t *req, int status) {
   const cJSON *c;
   cJSON_ArrayForEach(c, w->claims) {
     const cJSON *lab = jget(jget(c, "metadata"), "labels");
-    claim k = {jstr(jget(c, "metadata"), "name"), jstr(lab, "node.kubernetes.io/instance-type"),
-               jstr(lab, "topology.kubernetes.io/zone"), jstr(lab, "karpenter.sh/capacity-type"),
-               jstr(lab, "karpenter.sh/nodepool")};
+    claim k = {dt__jstr(jget(c, "metadata"), "name"), dt__jstr(lab, "node.kubernetes.io/instance-type"),
+               dt__jstr(lab, "topology.kubernetes.io/zone"), dt__jstr(lab, "karpenter.sh/capacity-type"),
+               dt__jstr(lab, "karpenter.sh/nodepool")};
     if (!k.name || !k.type || !k.zone || !k.ct || !k.pool) continue;
     char key[KEY_MAX + 16];
     snprintf(key, sizeof key, "NodeClaim//%s", k.name);
@@ -1821,7 +1818,6 @@ static void plan_round(void) {
   dispatch(false);
 }
 
-static void reload(const char *why);
 static void handle_event(cJSON *e, char *action, size_t n);
 
 /* What waited for a round on the thread pool. */
@@ -2132,10 +2128,10 @@ static const char *interruption_action(const char *kind, const instance *in, con
 /* One interruption event (already checked to carry detail-type and an
 ** instance id): ignored, noted, or the claim drained and replaced. */
 static void handle_event(cJSON *e, char *action, size_t n) {
-  const char *dtype = jstr(e, "detail-type");
+  const char *dtype = dt__jstr(e, "detail-type");
   const cJSON *det = jget(e, "detail");
-  const char *id = jstr(det, "instance-id");
-  const char *state = jstr(det, "state");
+  const char *id = dt__jstr(det, "instance-id");
+  const char *state = dt__jstr(det, "state");
   int at = -1;
   for (size_t i = 0; i < D.insts.n && at < 0; i++)
     if (!strcmp(D.insts.v[i].id, id)) at = (int)i;
@@ -2183,7 +2179,7 @@ static void handle_event(cJSON *e, char *action, size_t n) {
 static int post_event(h2o_req_t *req) {
   cJSON *e = cJSON_ParseWithLength(req->entity.base, req->entity.len);
   if (!e) return respond_error(req, 400, "expected a JSON event");
-  if (!jstr(e, "detail-type") || !jstr(jget(e, "detail"), "instance-id")) {
+  if (!dt__jstr(e, "detail-type") || !dt__jstr(jget(e, "detail"), "instance-id")) {
     cJSON_Delete(e);
     return respond_error(req, 400, "expected detail-type and detail.instance-id");
   }
@@ -2255,8 +2251,8 @@ static void vm_gauge(dt_buf *b) {
     if (strncmp(D.objs.v[i].key, "VirtualMachine/", 15)) continue;
     cJSON *o = cJSON_Parse(D.objs.v[i].json);
     const cJSON *ow = jget(jget(o, "metadata"), "ownerReferences");
-    const char *pool = ow && ow->child ? jstr(ow->child, "name") : NULL;
-    const char *st = jstr(jget(o, "status"), "printableStatus");
+    const char *pool = ow && ow->child ? dt__jstr(ow->child, "name") : NULL;
+    const char *st = dt__jstr(jget(o, "status"), "printableStatus");
     vmc k = {{0}, 1};
     snprintf(k.key, sizeof k.key, "vmpool=\"%s\",state=\"%s\"", pool ? pool : "", st ? st : "Pending");
     cJSON_Delete(o);

@@ -7,13 +7,9 @@
 
 #include <string.h>
 
-static const char *jstr(const cJSON *o, const char *k) {
-  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
-}
-
 int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why) {
   const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
-  const char *kind = jstr(o, "kind"), *ns = jstr(md, "namespace"), *name = jstr(md, "name");
+  const char *kind = dt__jstr(o, "kind"), *ns = dt__jstr(md, "namespace"), *name = dt__jstr(md, "name");
   bool cluster = kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
                           !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering"));
   *why = !kind || !*kind          ? "kind: missing"
@@ -86,7 +82,7 @@ int dt__state_check(const char *path, const cJSON *root, dt_error *err) {
   cJSON_ArrayForEach(o, insts) {
     static const char *const need[] = {"id", "claim", "instanceType", "zone", "capacityType"};
     for (size_t k = 0; k < sizeof need / sizeof need[0]; k++)
-      if (!jstr(o, need[k]) || !*jstr(o, need[k]))
+      if (!dt__jstr(o, need[k]) || !*dt__jstr(o, need[k]))
         return dt__err(err, DT_EINVAL, "%s: instances[%zu].%s: missing or not a string", path, i, need[k]);
     i++;
   }

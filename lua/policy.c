@@ -884,10 +884,7 @@ static int build_recs(lua_State *L) {
     push_rec(L, &recs[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
-  if (one) {
-    lua_setfield(L, -2, "nodes");
-    return 1;
-  }
+  if (one) lua_setfield(L, -2, "nodes");
   return 1;
 }
 
