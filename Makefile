@@ -72,9 +72,23 @@ $(LIBSO): $(ENGINE_OBJ)
 	$(CC) -shared $(SANFLAGS) -Wl,-soname,libdovetail.so.0 -o $@ $^ $(LDLIBS)
 
 # The daemon (serve.c) links h2o and libuv; the library does not need them.
-$(BIN): $(BUILD)/engine/main.o $(BUILD)/engine/serve.o $(BUILD)/engine/httpd.o $(BUILD)/engine/httpc.o \
-	 $(BUILD)/providers/fakecloud.o $(LIBA)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv -lcurl
+CMD_OBJ := $(BUILD)/engine/main.o $(BUILD)/engine/serve.o $(BUILD)/engine/httpd.o $(BUILD)/engine/httpc.o \
+	 $(BUILD)/providers/fakecloud.o $(BUILD)/providers/advisor.o
+$(BIN): $(CMD_OBJ) $(BUILD)/engine/simulate.o $(LIBA)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv -lcurl -lz
+
+$(BUILD)/providers/advisor.o: providers/advisor.S providers/catalogs/aws-spot-advisor-us-east-1.json
+	@mkdir -p $(dir $@)
+	$(CC) -c $< -o $@
+
+# The command again, with the simulator's invariant checks breakable on
+# purpose (DOVETAIL_SIM_FAULT): the specs show that --check catches each.
+$(BUILD)/engine/simulate-faults.o: engine/simulate.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DDT_SIM_FAULTS -c $< -o $@
+
+$(BUILD)/dovetail-faults: $(CMD_OBJ) $(BUILD)/engine/simulate-faults.o $(LIBA)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv -lcurl -lz
 
 # The Lua module links the engine statically: `require "dovetail"` needs
 # nothing else installed. Lua symbols come from the host interpreter.
@@ -112,7 +126,7 @@ quickstart: .deps-ok
 SAN_ENV := $(if $(filter 1,$(SANITIZE)),LD_PRELOAD="$$($(CC) -print-file-name=libasan.so) $$($(CC) -print-file-name=libubsan.so)" ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1,)
 
 test: .deps-ok
-	@$(MAKE) --no-print-directory all $(BUILD)/unit $(BUILD)/embed
+	@$(MAKE) --no-print-directory all $(BUILD)/unit $(BUILD)/embed $(BUILD)/dovetail-faults
 	@rm -f $(BUILD)/results.txt
 	@echo "== C unit tests"; \
 	  if ASAN_OPTIONS=detect_leaks=1 ./$(BUILD)/unit > $(BUILD)/unit.out 2>&1; then :; fi; \

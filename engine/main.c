@@ -18,6 +18,7 @@
 
 int dt__serve_main(int argc, char **argv);     /* serve.c */
 int dt__fakecloud_main(int argc, char **argv); /* providers/fakecloud.c */
+int dt__simulate_main(int argc, char **argv);  /* simulate.c */
 
 static const char *k_usage =
     "usage: dovetail <command> [options] [FILE...]\n"
@@ -25,6 +26,8 @@ static const char *k_usage =
     "commands:\n"
     "  plan      place pending pods on existing nodes and new node claims\n"
     "  serve     the daemon: HTTP API, batching, provider, hot reload (dovetail serve --help)\n"
+    "  simulate  replay days of a cluster on a virtual clock through the daemon's controller; compare\n"
+    "            policies (dovetail simulate --help)\n"
     "  fakecloud an in-memory cloud speaking the http provider's contract (for tests and demos)\n"
     "  disrupt   what to take away: emptiness, drift, expiry, consolidation under budgets\n"
     "  pool      converge KubeVirt VirtualMachinePools: VMs to create, delete, update, heal\n"
@@ -316,6 +319,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "pool")) return cmd_plan(argc - 2, argv + 2, CMD_POOL);
   if (!strcmp(cmd, "serve")) return dt__serve_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "fakecloud")) return dt__fakecloud_main(argc - 2, argv + 2);
+  if (!strcmp(cmd, "simulate")) return dt__simulate_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "disrupt")) return cmd_plan(argc - 2, argv + 2, CMD_DISRUPT);
   if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {

@@ -22,6 +22,7 @@
 #include "httpc.h"
 #include "httpd.h"
 #include "internal.h"
+#include "ctl.h"
 #include "store.h"
 
 #include "../lua/policy.h"
@@ -65,6 +66,14 @@ typedef struct failing {
   char *key; /* "type/zone/capacity-type" */
   unsigned count; /* launches in a row that failed */
 } failing;
+
+/* A timer on the virtual clock: due at a virtual time, in arming order. */
+typedef struct vtimer {
+  uv_timer_t *t;
+  uv_timer_cb cb;
+  int64_t due;
+  uint64_t seq, repeat;
+} vtimer;
 
 typedef struct dtd {
   uv_loop_t *loop;
@@ -133,9 +142,21 @@ typedef struct dtd {
   dt_policy_dir *pdir;           /* NodePools' own policies */
   const char *policy_dir;
   char config_result[600];
+  /* the clock: libuv's, or a virtual one (dovetail simulate) */
+  bool virt;
+  int64_t vnow; /* virtual time, Unix milliseconds */
+  DT_VEC(struct vtimer) vt;
+  uint64_t vseq;
+  dt_packing packing;
+  const dt_ctl_cloud *cloud; /* a simulated cloud in place of sim/http */
+  const dt_ctl_observer *obs;
+  bool quiet;                /* no log lines (the simulator keeps its own record) */
+  char last_decision[1600];  /* "kind subject: reason" of the newest decision */
 } dtd;
 
 static dtd D;
+
+static void logf_(const char *level, const char *event, const char *fmt, ...) DT_PRINTF(3, 4);
 
 static const char *interruption_action(const char *kind, const instance *in, const char *state, const char *def);
 static void reload_config(void);
@@ -143,7 +164,89 @@ static void reload_config(void);
 static const double k_buckets[8] = {0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5};
 static const double k_lag_buckets[8] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5};
 
-static int64_t wall(void) { return (int64_t)time(NULL); }
+/* ------------------------------------------------------------ the clock */
+
+/*
+** The controller takes its time from a clock it is given: libuv's in
+** `dovetail serve`, a virtual one in `dovetail simulate`, which drives the
+** same code through dt__ctl_run_until. Every timer the controller arms goes
+** through tm_*: on the virtual clock a timer is an entry due at a virtual
+** time, and nothing waits in real time.
+*/
+static int64_t wall(void) { return D.virt ? D.vnow / 1000 : (int64_t)time(NULL); }
+
+static void tm_init(uv_timer_t *t) {
+  if (!D.virt) uv_timer_init(D.loop, t);
+}
+
+static int vt_find(const uv_timer_t *t) {
+  for (size_t i = 0; i < D.vt.n; i++)
+    if (D.vt.v[i].t == t) return (int)i;
+  return -1;
+}
+
+static void tm_stop(uv_timer_t *t) {
+  if (!D.virt) {
+    uv_timer_stop(t);
+    return;
+  }
+  int at = vt_find(t);
+  if (at >= 0) D.vt.v[at] = D.vt.v[--D.vt.n];
+}
+
+static void tm_start(uv_timer_t *t, uv_timer_cb cb, uint64_t ms, uint64_t repeat) {
+  if (!D.virt) {
+    uv_timer_start(t, cb, ms, repeat);
+    return;
+  }
+  tm_stop(t);
+  vtimer v = {t, cb, D.vnow + (int64_t)ms, ++D.vseq, repeat};
+  if (dt__vec_push(&D.vt, v)) logf_("error", "clock", "out of memory arming a timer");
+}
+
+static bool tm_active(uv_timer_t *t) { return D.virt ? vt_find(t) >= 0 : uv_is_active((uv_handle_t *)t) != 0; }
+
+static void tm_close(uv_timer_t *t, uv_close_cb cb) {
+  if (!D.virt) {
+    uv_close((uv_handle_t *)t, cb);
+    return;
+  }
+  tm_stop(t);
+  cb((uv_handle_t *)t);
+}
+
+int64_t dt__ctl_next_due(void) {
+  int64_t best = INT64_MAX;
+  for (size_t i = 0; i < D.vt.n; i++)
+    if (D.vt.v[i].due < best) best = D.vt.v[i].due;
+  return best;
+}
+
+int64_t dt__ctl_now_ms(void) { return D.vnow; }
+
+/* Fire every virtual timer due at or before t (earliest first, then in
+** arming order), then stand at t. */
+void dt__ctl_run_until(int64_t t) {
+  for (;;) {
+    int at = -1;
+    for (size_t i = 0; i < D.vt.n; i++) {
+      const vtimer *v = &D.vt.v[i];
+      if (v->due <= t && (at < 0 || v->due < D.vt.v[at].due || (v->due == D.vt.v[at].due && v->seq < D.vt.v[at].seq)))
+        at = (int)i;
+    }
+    if (at < 0) break;
+    vtimer v = D.vt.v[at];
+    if (v.due > D.vnow) D.vnow = v.due;
+    if (v.repeat) {
+      D.vt.v[at].due += (int64_t)v.repeat;
+      D.vt.v[at].seq = ++D.vseq;
+    } else {
+      D.vt.v[at] = D.vt.v[--D.vt.n];
+    }
+    v.cb(v.t);
+  }
+  if (t > D.vnow) D.vnow = t;
+}
 
 static cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
@@ -151,6 +254,7 @@ static cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCa
 
 static void logf_(const char *level, const char *event, const char *fmt, ...) DT_PRINTF(3, 4);
 static void logf_(const char *level, const char *event, const char *fmt, ...) {
+  if (D.quiet) return;
   char msg[2000], ts[40];
   va_list ap;
   va_start(ap, fmt);
@@ -180,6 +284,8 @@ static void decision(const char *kind, const char *subject, const char *reason) 
   cJSON_AddStringToObject(d, "reason", reason);
   cJSON_AddItemToArray(D.decisions, d);
   while (cJSON_GetArraySize(D.decisions) > MAX_DECISIONS) cJSON_DeleteItemFromArray(D.decisions, 0);
+  snprintf(D.last_decision, sizeof D.last_decision, "%s %s: %s", kind, subject, reason);
+  if (D.obs && D.obs->decision) D.obs->decision(D.obs->ud, kind, subject, reason);
   logf_("info", kind, "%s: %s", subject, reason);
 }
 
@@ -338,7 +444,7 @@ static int save_state(void);
 ** write a batch costs. */
 static int journal_flush(void) {
   if (!D.state_path) return 0;
-  uv_timer_stop(&D.state_timer);
+  tm_stop(&D.state_timer);
   if (!D.jbuf.len) return 0;
   if (D.jbuf.oom || D.jsize + D.jbuf.len > D.snapshot_size + (1u << 20)) return save_state(); /* compaction */
   char path[4200];
@@ -358,7 +464,7 @@ static int journal_flush(void) {
 /* The snapshot: everything, written whole; the journal starts again empty. */
 static int save_state(void) {
   if (!D.state_path) return 0;
-  uv_timer_stop(&D.state_timer);
+  tm_stop(&D.state_timer);
   /* objects are kept as JSON text: the file is their concatenation */
   dt_buf b = {0};
   dt__buf_puts(&b, "{\"objects\":[");
@@ -408,8 +514,8 @@ static void on_state_timer(uv_timer_t *t) {
 /* Applied objects are written within 50 ms, many applies in one write;
 ** launches and instance changes are written at once (save_state). */
 static void state_dirty(void) {
-  if (D.state_path && !uv_is_active((uv_handle_t *)&D.state_timer))
-    uv_timer_start(&D.state_timer, on_state_timer, 50, 0);
+  if (D.state_path && !tm_active(&D.state_timer))
+    tm_start(&D.state_timer, on_state_timer, 50, 0);
 }
 
 static void inst_free(instance *in) {
@@ -436,12 +542,15 @@ static int add_instance(const char *id, const char *claim, const char *type, con
     return DT_ENOMEM;
   }
   journal_inst(&D.insts.v[D.insts.n - 1]);
+  if (D.obs && D.obs->instance) D.obs->instance(D.obs->ud, true, in.id, in.claim, in.type, in.zone, in.ct, in.pool);
   return 0;
 }
 
 /* Forget instance i (swap-remove: indices after it move). */
 static void inst_remove(size_t i) {
   journal_del("uninst", "id", D.insts.v[i].id);
+  const instance *in = &D.insts.v[i];
+  if (D.obs && D.obs->instance) D.obs->instance(D.obs->ud, false, in->id, in->claim, in->type, in->zone, in->ct, in->pool);
   inst_free(&D.insts.v[i]);
   D.insts.v[i] = D.insts.v[--D.insts.n];
 }
@@ -685,6 +794,8 @@ static int binding_cmp(const void *a, const void *b) {
 ** go into the claim's dovetail.dev/pods, so the next round does not plan
 ** them again and a disruption pass counts them on the claim.
 */
+static void claim_running(const char *claim);
+
 static void nominate(const dt_plan *p) {
   size_t n = dt_plan_binding_count(p);
   binding *bs = dt__calloc(n ? n : 1, sizeof *bs);
@@ -717,6 +828,7 @@ static void nominate(const dt_plan *p) {
       snprintf(why, sizeof why, "%zu pending pods nominated to it", j - i);
       decision("nominate", bs[i].node, why);
       claim_put(bs[i].node, o);
+      claim_running(bs[i].node);
     } else {
       cJSON_Delete(o);
     }
@@ -856,12 +968,24 @@ static char *claim_pods(const char *claim) {
   return s;
 }
 
+static const struct instance *inst_of(const char *claim);
+
+/* Tell the observer which pods may run on an initialized claim now. */
+static void claim_running(const char *claim) {
+  if (!D.obs || !D.obs->running || !inst_of(claim)) return;
+  char *p = claim_pods(claim);
+  if (p) D.obs->running(D.obs->ud, claim, p);
+  dt__free(p);
+}
+
 /* ------------------------------------------------------------ provider */
 
 typedef struct launch_ctx {
   char *claim, *type, *zone, *ct, *pool;
   int attempt;
   uv_timer_t retry;
+  dt_launch_outcome outcome; /* a simulated cloud's answer, due when the retry timer fires */
+  char id[128];
 } launch_ctx;
 
 static void lc_free(uv_handle_t *h) {
@@ -874,7 +998,7 @@ static void lc_free(uv_handle_t *h) {
   dt__free(lc);
 }
 
-static void lc_done(launch_ctx *lc) { uv_close((uv_handle_t *)&lc->retry, lc_free); }
+static void lc_done(launch_ctx *lc) { tm_close(&lc->retry, lc_free); }
 
 static void drop_claim(const char *claim) {
   char key[800];
@@ -985,6 +1109,7 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
     snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, lc->type, lc->zone, lc->ct,
              lc->pool);
     decision("launch", subj, reason);
+    claim_running(lc->claim);
     replacement_done(lc->claim, true);
   } else if (outcome == 1) {
     D.provider_ice++;
@@ -1003,7 +1128,7 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
     launch_failed_again(lc);
     drop_claim(lc->claim);
     replacement_done(lc->claim, false);
-    uv_timer_start(&D.again, on_again, 2000, 0);
+    tm_start(&D.again, on_again, 2000, 0);
   }
   /* The claim was written ahead; its outcome joins the round's one write. A
   ** crash before it finds the claim at restart and adopts its instance. */
@@ -1040,7 +1165,7 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
   bool retry = status == 0 || status >= 500 || status == 429;
   if (++D.consecutive_failures >= 5 && D.circuit_until <= wall()) {
     D.circuit_until = wall() + 30;
-    uv_timer_start(&D.circuit_timer, on_circuit_close, 30000, 0);
+    tm_start(&D.circuit_timer, on_circuit_close, 30000, 0);
     logf_("error", "circuit", "open for 30s after %u consecutive provider failures (last: %s)", D.consecutive_failures, msg);
   }
   if (retry && lc->attempt < D.retries && D.circuit_until <= wall()) {
@@ -1050,7 +1175,7 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
     uint64_t delay = (uint64_t)(500.0 * (double)(1u << lc->attempt) * j);
     logf_("warn", "retry", "NodeClaim %s: %s; retry %d in %llu ms", lc->claim, msg, lc->attempt + 1,
           (unsigned long long)delay);
-    uv_timer_start(&lc->retry, on_retry, delay, 0);
+    tm_start(&lc->retry, on_retry, delay, 0);
     return;
   }
   launch_done(lc, 2, NULL, msg);
@@ -1103,6 +1228,11 @@ static void http_launch(launch_ctx *lc) {
   free(body);
 }
 
+static void on_cloud_answer(uv_timer_t *t) {
+  launch_ctx *lc = t->data;
+  launch_done(lc, (int)lc->outcome, lc->id, "the cloud refused the launch");
+}
+
 static void launch(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
   launch_ctx *lc = dt__calloc(1, sizeof *lc);
   if (!lc) return;
@@ -1111,7 +1241,7 @@ static void launch(const char *claim, const char *type, const char *zone, const 
   lc->zone = dt__strdup(zone);
   lc->ct = dt__strdup(ct);
   lc->pool = dt__strdup(pool);
-  uv_timer_init(D.loop, &lc->retry);
+  tm_init(&lc->retry);
   lc->retry.data = lc;
   if (!lc->claim || !lc->type || !lc->zone || !lc->ct || !lc->pool) {
     lc_done(lc);
@@ -1119,6 +1249,12 @@ static void launch(const char *claim, const char *type, const char *zone, const 
   }
   if (D.cloud_url) {
     http_launch(lc);
+    return;
+  }
+  if (D.cloud) { /* the answer comes after the cloud's latency and the node's start-up */
+    int64_t delay = 0;
+    lc->outcome = D.cloud->launch(D.cloud->ud, claim, type, zone, ct, lc->id, sizeof lc->id, &delay);
+    tm_start(&lc->retry, on_cloud_answer, delay > 0 ? (uint64_t)delay : 0, 0);
     return;
   }
   char id[64];
@@ -1313,6 +1449,8 @@ static void delete_instance(const char *claim, const char *why) {
       snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, D.insts.v[i].id);
       char *idc = dt__strdup(D.insts.v[i].id);
       if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+    } else if (!strcmp(D.insts.v[i].claim, copy) && D.cloud && D.cloud->terminate) {
+      D.cloud->terminate(D.cloud->ud, D.insts.v[i].id);
     }
   decision("disrupt", subj, why);
   drop_claim(copy);
@@ -1760,10 +1898,10 @@ static void round_done(uv_work_t *req, int status) {
   ** claims hold) are planned again on a timer with backoff, so a fallback
   ** happens by itself when the cluster changes under them. */
   if (st.unschedulable || D.pools_waiting) {
-    uv_timer_start(&D.requeue, on_requeue, D.requeue_ms, 0);
+    tm_start(&D.requeue, on_requeue, D.requeue_ms, 0);
     D.requeue_ms = D.requeue_ms * 2 > REQUEUE_MAX_MS ? REQUEUE_MAX_MS : D.requeue_ms * 2;
   } else {
-    uv_timer_stop(&D.requeue);
+    tm_stop(&D.requeue);
     D.requeue_ms = REQUEUE_BASE_MS;
   }
   round_free(w);
@@ -1799,8 +1937,14 @@ static void dispatch(bool disrupt) {
   w->o.now = wall();
   w->o.seed = disrupt ? D.start_seed ^ ++D.round : ++D.round ^ D.start_seed; /* names differ across restarts */
   w->o.policy = D.policy;
+  w->o.packing = D.packing;
   w->req.data = w;
   D.planning = true;
+  if (D.virt) { /* the virtual clock stands still while the round runs */
+    round_run(&w->req);
+    round_done(&w->req, 0);
+    return;
+  }
   if (uv_queue_work(D.loop, &w->req, round_run, round_done)) {
     D.planning = false;
     logf_("error", "plan", "cannot queue the round");
@@ -1850,18 +1994,18 @@ static void on_requeue(uv_timer_t *t) {
 
 static void on_batch(uv_timer_t *t) {
   (void)t;
-  uv_timer_stop(&D.idle);
-  uv_timer_stop(&D.max);
+  tm_stop(&D.idle);
+  tm_stop(&D.max);
   D.batch_open = false;
   plan_round();
 }
 
 /* A change arrived: (re)start the idle window; the max window bounds it. */
 static void arm_batch(void) {
-  uv_timer_start(&D.idle, on_batch, D.idle_ms, 0);
+  tm_start(&D.idle, on_batch, D.idle_ms, 0);
   if (!D.batch_open) {
     D.batch_open = true;
-    uv_timer_start(&D.max, on_batch, D.max_ms, 0);
+    tm_start(&D.max, on_batch, D.max_ms, 0);
   }
 }
 
@@ -1900,7 +2044,7 @@ static void on_watch(uv_fs_event_t *h, const char *file, int events, int status)
   const char *base = strrchr(D.policy_path, '/');
   base = base ? base + 1 : D.policy_path;
   if (file && strcmp(file, base)) return;
-  uv_timer_start(&D.debounce, on_debounce, 30, 0); /* editors write in bursts */
+  tm_start(&D.debounce, on_debounce, 30, 0); /* editors write in bursts */
 }
 
 static void on_close_noop(uv_handle_t *h) { (void)h; }
@@ -2082,6 +2226,8 @@ static int path_segment(const char *s, size_t n, char *out, size_t cap) {
   return 0;
 }
 
+static bool forget(const char *key, const char *claim);
+
 static int delete_object(h2o_req_t *req, const char *p, size_t len) {
   /* /v1/objects/{kind}/{ns}/{name}; ns "-" for cluster-scoped objects */
   char seg[3][260], key[KEY_MAX * 2];
@@ -2099,17 +2245,76 @@ static int delete_object(h2o_req_t *req, const char *p, size_t len) {
                                    "names are percent-decoded and hold no /)");
   const char *kind = seg[0], *ns = seg[1], *name = seg[2];
   snprintf(key, sizeof key, "%s/%s/%s", kind, strcmp(ns, "-") ? ns : "", name);
-  if (!obj_del(key)) return respond_error(req, 404, "no such object");
-  if (!strcmp(kind, "NodeClaim"))
-    for (size_t i = 0; i < D.insts.n; i++)
-      if (!strcmp(D.insts.v[i].claim, name)) {
-        inst_remove(i);
-        break;
-      }
+  if (!forget(key, NULL)) return respond_error(req, 404, "no such object");
   logf_("info", "delete", "%s", key);
   state_dirty();
   arm_batch();
   return respond(req, 200, "application/json", "{\"deleted\":1}\n", 14);
+}
+
+/* Take name out of a claim's nominated pods; true when it was there. A
+** pod that leaves a node is a pod event (consolidateAfter counts again). */
+static bool unnominate(const char *claim, const char *name) {
+  cJSON *o = claim_get(claim);
+  const char *cur = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
+  size_t n = strlen(name);
+  bool found = false;
+  dt_buf b = {0};
+  for (const char *s = cur; s && *s;) {
+    const char *e = strchr(s, ',');
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    if (len == n && !memcmp(s, name, n)) {
+      found = true;
+    } else {
+      if (b.len) dt__buf_putc(&b, ',');
+      dt__buf_printf(&b, "%.*s", (int)len, s);
+    }
+    s = e ? e + 1 : NULL;
+  }
+  if (found && !b.oom) {
+    set_annotation(o, DT_A_PODS, b.p ? b.p : "");
+    pod_event(o);
+    claim_put(claim, o);
+  } else {
+    cJSON_Delete(o);
+  }
+  dt__free(b.p);
+  return found;
+}
+
+/* Delete a stored object as the API does: a NodeClaim's instance leaves the
+** books, a Pod leaves the claim it was nominated to (claim, when the caller
+** knows it, else every claim is looked at). */
+static bool forget(const char *key, const char *claim) {
+  if (!obj_del(key)) return false;
+  if (!strncmp(key, "NodeClaim//", 11)) {
+    for (size_t i = 0; i < D.insts.n; i++)
+      if (!strcmp(D.insts.v[i].claim, key + 11)) {
+        inst_remove(i);
+        break;
+      }
+  } else if (!strncmp(key, "Pod/", 4)) {
+    const char *name = key + 4;
+    if (claim && unnominate(claim, name)) return true;
+    size_t n = strlen(name);
+    DT_VEC(char *) holders = {0};
+    for (size_t i = 0; i < D.objs.n; i++) {
+      const obj *ob = &D.objs.v[i];
+      if (strncmp(ob->key, "NodeClaim//", 11)) continue;
+      for (const char *q = strstr(ob->json, name); q; q = strstr(q + 1, name))
+        if ((q[-1] == '"' || q[-1] == ',') && (q[n] == '"' || q[n] == ',')) {
+          char *c = dt__strdup(ob->key + 11);
+          if (c && dt__vec_push(&holders, c)) dt__free(c);
+          break;
+        }
+    }
+    for (size_t i = 0; i < holders.n; i++) {
+      unnominate(holders.v[i], name);
+      dt__free(holders.v[i]);
+    }
+    dt__free(holders.v);
+  }
+  return true;
 }
 
 /* The policy's say on an interruption: "drain", "keep-offering" or "ignore"
@@ -2605,11 +2810,11 @@ static void reload_config(void) {
   }
   free_args(g_hup_argc, g_hup_argv);
   g_hup_argc = argc, g_hup_argv = argv;
-  if (D.cloud_url) uv_timer_start(&D.poll, on_poll_timer, D.poll_ms, D.poll_ms);
+  if (D.cloud_url) tm_start(&D.poll, on_poll_timer, D.poll_ms, D.poll_ms);
   if (D.disrupt_ms)
-    uv_timer_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
+    tm_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
   else
-    uv_timer_stop(&D.disrupt);
+    tm_stop(&D.disrupt);
   snprintf(D.config_result, sizeof D.config_result, "%s: reloaded", ts);
   logf_("info", "config", "%s reloaded", g_config_path);
 }
@@ -2626,7 +2831,7 @@ static void on_lag(uv_timer_t *t) {
   D.lag_sum += late / 1000;
   for (int b = 0; b < 8; b++)
     if (late / 1000 <= k_lag_buckets[b]) D.lag_buckets[b]++;
-  uv_timer_start(t, on_lag, LAG_EVERY_MS, 0);
+  tm_start(t, on_lag, LAG_EVERY_MS, 0);
 }
 
 /* Everything the daemon holds, released (at a stop, or a start that fails). */
@@ -2663,7 +2868,83 @@ static void serve_free(void) {
   dt_policy_free(D.policy);
   dt_catalog_free(D.cat);
   dt_catalog_free(D.next_cat);
+  dt__free(D.vt.v);
   memset(&D, 0, sizeof D);
+}
+
+/* ------------------------------------------------------------ the virtual clock's driver */
+
+int dt__ctl_start_virtual(const dt_ctl_config *c, dt_error *err) {
+  serve_free();
+  D.virt = true;
+  D.quiet = true;
+  D.vnow = c->start_ms;
+  D.idle_ms = c->idle_ms ? c->idle_ms : 1000;
+  D.max_ms = c->max_ms ? c->max_ms : 10000;
+  D.disrupt_ms = c->disrupt_ms;
+  D.ttl = c->ttl_s ? c->ttl_s : 180;
+  D.preempt_ttl = c->preempt_ttl_s ? c->preempt_ttl_s : 3600;
+  D.unhealthy_s = c->unhealthy_s ? c->unhealthy_s : 300;
+  D.max_unhealthy = 100;
+  D.max_unhealthy_pct = true;
+  D.provider = "simulated";
+  D.requeue_ms = REQUEUE_BASE_MS;
+  D.packing = c->packing;
+  D.cat = c->cat;
+  D.policy = c->policy;
+  D.cloud = c->cloud;
+  D.obs = c->obs;
+  D.start_seed = c->seed;
+  D.jitter = c->seed;
+  D.ready = true;
+  D.decisions = cJSON_CreateArray();
+  if (!D.decisions) return dt__err(err, DT_ENOMEM, "out of memory");
+  if (c->policy_dir && dt_policy_dir_open(c->policy_dir, &D.pdir, err)) return err ? err->code : DT_EINVAL;
+  if (D.disrupt_ms) tm_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
+  return 0;
+}
+
+void dt__ctl_stop(void) {
+  /* launches still waiting for the cloud's answer hold memory of their own */
+  while (D.vt.n) {
+    vtimer v = D.vt.v[--D.vt.n];
+    if (v.cb == on_cloud_answer) lc_free((uv_handle_t *)v.t);
+  }
+  D.cat = NULL;    /* borrowed */
+  D.policy = NULL; /* borrowed */
+  serve_free();
+}
+
+int dt__ctl_apply(const cJSON *o, dt_error *err) {
+  char key[KEY_MAX];
+  const char *why;
+  if (obj_key(o, key, sizeof key, &why)) return dt__err(err, DT_EINVAL, "%s", why);
+  if (obj_put(key, o)) return dt__err(err, DT_ENOMEM, "out of memory storing %s", key);
+  D.requeue_ms = REQUEUE_BASE_MS;
+  arm_batch();
+  return 0;
+}
+
+bool dt__ctl_delete(const char *key) {
+  const char *sep = strchr(key, '\t'); /* "key\tclaim": the claim a pod was nominated to */
+  char k[KEY_MAX * 2];
+  snprintf(k, sizeof k, "%.*s", sep ? (int)(sep - key) : (int)strlen(key), key);
+  if (!forget(k, sep ? sep + 1 : NULL)) return false;
+  arm_batch();
+  return true;
+}
+
+void dt__ctl_event(cJSON *e, char *action, size_t n) { handle_event(e, action, n); }
+
+size_t dt__ctl_count(const char *prefix) {
+  size_t n = 0, len = strlen(prefix);
+  for (size_t i = 0; i < D.objs.n; i++) n += !strncmp(D.objs.v[i].key, prefix, len);
+  return n;
+}
+
+cJSON *dt__ctl_get(const char *key) {
+  int at = obj_find(key);
+  return at < 0 ? NULL : cJSON_Parse(D.objs.v[at].json);
 }
 
 int dt__serve_main(int argc0, char **argv0) {
@@ -2793,8 +3074,8 @@ int dt__serve_main(int argc0, char **argv0) {
   uv_timer_init(D.loop, &D.requeue);
   uv_timer_init(D.loop, &D.lag);
   D.lag_expect = dt__now_ms() + LAG_EVERY_MS;
-  uv_timer_start(&D.lag, on_lag, LAG_EVERY_MS, 0);
-  if (D.disrupt_ms) uv_timer_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
+  tm_start(&D.lag, on_lag, LAG_EVERY_MS, 0);
+  if (D.disrupt_ms) tm_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
   if (D.cloud_url && dt__httpc_init(D.loop)) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
     rc = 1;
@@ -2821,18 +3102,18 @@ int dt__serve_main(int argc0, char **argv0) {
   logf_("info", "listening", "http://%s:%d (catalog %s, %zu objects from state)", D.http.host, D.port,
         catalog ? catalog : "bundled", D.objs.n);
   if (D.cloud_url)
-    uv_timer_start(&D.poll, on_poll_timer, 0, D.poll_ms); /* reconcile first, then every poll interval */
+    tm_start(&D.poll, on_poll_timer, 0, D.poll_ms); /* reconcile first, then every poll interval */
   else if (D.objs.n)
     arm_batch();
   uv_run(D.loop, UV_RUN_DEFAULT);
   while (D.planning) uv_run(D.loop, UV_RUN_ONCE); /* a round on the thread pool finishes first */
   /* graceful stop: finish the provider calls in flight (up to 10 s) */
-  uv_timer_stop(&D.poll);
-  uv_timer_stop(&D.disrupt);
-  uv_timer_stop(&D.idle);
-  uv_timer_stop(&D.max);
-  uv_timer_stop(&D.requeue);
-  uv_timer_stop(&D.lag);
+  tm_stop(&D.poll);
+  tm_stop(&D.disrupt);
+  tm_stop(&D.idle);
+  tm_stop(&D.max);
+  tm_stop(&D.requeue);
+  tm_stop(&D.lag);
   for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight(); i++) uv_run(D.loop, UV_RUN_ONCE);
   save_state();
   /* graceful stop: close handles, let in-flight requests finish */
