@@ -317,7 +317,8 @@ static void on_instance(void *ud, bool added, const char *id, const char *claim,
       const cJSON *e = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r->in->advisor, "instanceTypes"), type);
       int bucket = e ? (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "r")) : 0;
       if (bucket < 0 || bucket > 4) bucket = 0;
-      double per_hour = -log(1 - k_bucket_month[bucket]) / 730.0;
+      const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "perHour"); /* a what-if rate, given directly */
+      double per_hour = cJSON_IsNumber(ph) && ph->valuedouble > 0 ? ph->valuedouble : -log(1 - k_bucket_month[bucket]) / 730.0;
       double hours = -log(uniform(r->in->seed, id)) / per_hour;
       int64_t at_ms = r->now + (int64_t)(hours * HOUR_MS);
       if (at_ms - WARNING_MS < r->t0 + r->in->duration_ms) ev_push(r, at_ms - WARNING_MS, EV_WARN, (uint32_t)r->claims.n - 1);
@@ -1056,14 +1057,15 @@ static void html_chart(dt_buf *b, const char *title, const char *unit, series_fn
       if (f(s) > ymax) ymax = f(s);
     }
   if (ymax <= 0) ymax = 1;
-  ymax *= 1.05;
+  double mag = pow(10, floor(log10(ymax))), fr = ymax / mag; /* a round top: 1, 2, 2.5 or 5 x 10^k */
+  ymax = mag * (fr <= 1 ? 1 : fr <= 2 ? 2 : fr <= 2.5 ? 2.5 : fr <= 5 ? 5 : 10);
   dt__buf_printf(b, "<figure class=\"chart\"><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" "
                     "role=\"img\" aria-label=\"%s\">\n", W, H, title);
   dt__buf_printf(b, "<text x=\"%.0f\" y=\"18\" class=\"title\">%s</text>\n", L, title);
   for (int g = 0; g <= 4; g++) {
     double y = T + (H - T - B) * (1 - g / 4.0);
     dt__buf_printf(b, "<line x1=\"%.0f\" x2=\"%.0f\" y1=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>", L, W - R, y, y);
-    dt__buf_printf(b, "<text x=\"%.0f\" y=\"%.1f\" class=\"ylab\">%.4g%s</text>\n", L - 4, y + 4, ymax * g / 4.0, unit);
+    dt__buf_printf(b, "<text x=\"%.0f\" y=\"%.1f\" class=\"ylab\">%.3g%s</text>\n", L - 4, y + 4, ymax * g / 4.0, unit);
   }
   for (int g = 0; g <= 4; g++) {
     double x = L + (W - L - R) * g / 4.0, th = tmax * g / 4.0 / 3600;
@@ -1097,7 +1099,7 @@ static int write_report(const char *path, run *runs, const summary *ss, size_t n
   dt__buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dovetail simulate</title>\n"
                    "<style>body{font:14px system-ui,sans-serif;margin:24px;color:#222}"
                    "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}"
-                   "th:first-child,td:first-child{text-align:left}.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:12px}"
+                   "th:first-child,td:first-child{text-align:left}.charts{margin-top:18px;display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:12px}"
                    "figure{margin:0}svg{width:100%;height:auto;background:#fafafa}.title{font-weight:600;font-size:13px}"
                    ".grid{stroke:#ddd}.ylab{font-size:10px;text-anchor:end}.xlab{font-size:10px;text-anchor:middle}"
                    ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:middle}</style>\n"

@@ -1,0 +1,258 @@
+-- dovetail simulate: the daemon's controller replayed on a virtual clock.
+-- Scenarios whose outcome is worked out by hand, checked step by step.
+local h = require "helper"
+local json = require "dkjson"
+
+local function slurp(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- m5.xlarge in us-east-1a only: 4 vCPU (3,920m allocatable), $0.192/h on demand.
+local function pool(name, cts)
+  return ([[
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: %s}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [%s]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: ["m5.xlarge"]}
+        - {key: topology.kubernetes.io/zone, operator: In, values: ["us-east-1a"]}
+  disruption: {consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: 30s}
+]]):format(name, cts)
+end
+
+local SCALE_DOWN = [[
+events:
+  - at: 0s
+    apply:
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: web, namespace: shop}
+      spec:
+        replicas: 6
+        template:
+          metadata: {labels: {app: web}}
+          spec:
+            containers:
+              - name: web
+                resources: {requests: {cpu: "1", memory: 1Gi}}
+  - at: 30m
+    scale: {kind: Deployment, namespace: shop, name: web, replicas: 2}
+]]
+
+local INTERRUPT = [[
+events:
+  - at: 0s
+    pods: {name: batch, namespace: jobs, count: 3, cpu: "1", memory: 1Gi}
+  - at: 10m
+    unavailable: {capacityType: spot, for: 1h}
+  - at: 10m
+    interrupt: {capacityType: spot}
+]]
+
+-- Run a simulation; returns the decoded --out document, stdout, stderr, code.
+local function simulate(args)
+  local out = os.tmpname()
+  local stdout, stderr, code = h.cli("simulate --out " .. out .. " " .. args)
+  local doc = code == 0 and json.decode(slurp(out)) or nil
+  os.remove(out)
+  return doc, stdout, stderr, code
+end
+
+local function at(run, t)
+  for _, s in ipairs(run.series) do
+    if s.t == t then return s end
+  end
+  error("no sample at t=" .. t)
+end
+
+describe("dovetail simulate", function()
+  local od = h.write(pool("od", '"on-demand"'))
+  local mixed = h.write(pool("mixed", '"spot", "on-demand"'))
+
+  it("scales up, holds still, and consolidates after a scale-down", function()
+    local doc, _, err, code = simulate("-f " .. od .. " --scenario " .. h.write(SCALE_DOWN) ..
+      " --duration 1h --disrupt-interval 1m --check")
+    assert.are.equal(0, code, err)
+    local run = doc.runs[1]
+    -- 6 pods of 1 cpu: 3 per m5.xlarge, 2 nodes; up 66 s later (1 s batch, 5 s launch, 60 s start-up)
+    assert.are.same({ 0, 6, 0 }, { at(run, 60).nodes["on-demand"], at(run, 60).pending, at(run, 60).running })
+    local s = at(run, 120)
+    assert.are.same({ 2, 0, 6, 2 }, { s.nodes["on-demand"], s.pending, s.running, s.launches })
+    assert.are.equal(66, run.summary.pendingP99Seconds)
+    -- nothing moves while nothing changes: no launch, no disruption for 28 minutes
+    s = at(run, 1740)
+    assert.are.same({ 2, 2, 0 }, { s.nodes["on-demand"], s.launches, s.disruptions })
+    -- scaled to 2 at 30m: the 2 pods fit one node, the other goes
+    s = at(run, 1920)
+    assert.are.same({ 1, 0, 2, 1 }, { s.nodes["on-demand"], s.pending, s.running, s.disruptions })
+    assert.are.same({ 1, 2, 0, "held" },
+      { run.summary.disruptions, run.summary.nodesLaunched, run.summary.pendingAtEnd, run.summary.invariants })
+    -- the cost is the nodes' lifetimes at $0.192/h: 2 nodes for 54 s at t=120
+    assert.is_true(math.abs(at(run, 120).cost - 2 * 0.192 * 54 / 3600) < 1e-5)
+  end)
+
+  it("falls back to on-demand when spot is interrupted and out, and returns to spot after", function()
+    local doc, _, err, code = simulate("-f " .. mixed .. " --scenario " .. h.write(INTERRUPT) ..
+      " --duration 2h --disrupt-interval 1m --check")
+    assert.are.equal(0, code, err)
+    local run = doc.runs[1]
+    local s = at(run, 120) -- spot is cheaper: one spot node for the 3 pods
+    assert.are.same({ 1, 0, 3 }, { s.nodes.spot, s.nodes["on-demand"], s.running })
+    s = at(run, 600) -- the two-minute warning at 10m: the node is drained, its pods pending
+    assert.are.same({ 0, 3, 1 }, { s.nodes.spot, s.pending, s.interruptions })
+    s = at(run, 720) -- spot is refused for the hour: on-demand takes the pods
+    assert.are.same({ 0, 1, 0, 3 }, { s.nodes.spot, s.nodes["on-demand"], s.pending, s.running })
+    s = at(run, 4200) -- still on-demand until spot is back at 70m ...
+    assert.are.same({ 0, 1 }, { s.nodes.spot, s.nodes["on-demand"] })
+    s = at(run, 7200) -- ... then consolidation replaces it with the cheaper spot node
+    assert.are.same({ 1, 0, 3 }, { s.nodes.spot, s.nodes["on-demand"], s.running })
+    assert.are.same({ Underutilized = 1 }, run.summary.disruptionsByReason)
+    assert.are.same({ 1, 3, 0 }, { run.summary.interruptions, run.summary.nodesLaunched, run.summary.pendingAtEnd })
+  end)
+
+  it("interrupts spot nodes at the advisor's rate, and every interrupted pod runs again", function()
+    local advisor = h.write('{"instanceTypes": {"m5.xlarge": {"r": 4, "perHour": 0.2}}}')
+    local scen = h.write("events:\n  - at: 0s\n    pods: {name: p, count: 30, cpu: \"1\", memory: 1Gi}\n")
+    local doc, _, err, code = simulate("-f " .. mixed .. " --scenario " .. scen .. " --spot-advisor " .. advisor ..
+      " --duration 12h --step 10m --check --seed 7")
+    assert.are.equal(0, code, err)
+    local sm = doc.runs[1].summary
+    -- 10 nodes x 12 h x 0.2/h: about 24 interruptions expected
+    assert.is_true(sm.interruptions >= 10 and sm.interruptions <= 45, "interruptions " .. sm.interruptions)
+    assert.are.same({ 0, "held" }, { sm.pendingAtEnd, sm.invariants })
+    assert.is_true(sm.nodesLaunched >= 10 + sm.interruptions - 2)
+  end)
+
+  it("replays the trace format, compares policies and is byte-identical for the same seed", function()
+    local trace = h.write([[
+# arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored
+arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored
+0,0,2000,4096,600,900,0
+0,0,2000,4096,3600,7200,0
+300,1,4000,8192,1200,1800,0
+300,1,1000,2048,0,300,0
+600,2,8000,16384,0,0,1
+900,3,500,1024,300,600,0
+]])
+    local args = "-f " .. mixed .. " --trace " .. trace .. " --baseline --policy policies/default.lua --step 5m --check"
+    local a, table_out, err, code = simulate(args)
+    assert.are.equal(0, code, err)
+    assert.are.same({ "baseline (ffd)", "default.lua" }, { a.runs[1].name, a.runs[2].name })
+    assert.are.same({ "ffd", "cost" }, { a.runs[1].packing, a.runs[2].packing })
+    for _, r in ipairs(a.runs) do
+      assert.are.same({ 6, 1 }, { r.summary.pods, r.series[#r.series].running }) -- the censored one stays
+    end
+    assert.truthy(table_out:match("baseline %(ffd%)") and table_out:match("default%.lua"))
+    local o1, o2 = os.tmpname(), os.tmpname()
+    assert.are.equal(0, select(3, h.cli("simulate --out " .. o1 .. " " .. args)))
+    assert.are.equal(0, select(3, h.cli("simulate --out " .. o2 .. " " .. args)))
+    assert.are.equal(slurp(o1), slurp(o2))
+  end)
+
+  describe("catches a broken invariant (a test build breaks each on purpose)", function()
+    local faults = {
+      ["lose-pod"] = "pods: %d+ arrived, but",
+      overcommit = "more than its allocatable",
+      ["silent-delete"] = "was deleted with pods on it, and no decision names it",
+      cost = "the cost integral",
+    }
+    for fault, message in pairs(faults) do
+      it(fault, function()
+        local trace = h.write("0,0,1000,1024,3600,3600,0\n0,0,1000,1024,3600,3600,0\n0,0,1000,1024,3600,3600,0\n" ..
+          "0,0,1000,1024,3600,3600,0\n0,0,1000,1024,3600,3600,0\n")
+        local bin = h.bin:gsub("dovetail$", "dovetail-faults")
+        local errf = os.tmpname()
+        local ok, _, code = os.execute("DOVETAIL_SIM_FAULT=" .. fault .. " " .. bin .. " simulate -f " .. od ..
+          " --trace " .. trace .. " --duration 30m --check >/dev/null 2>" .. errf)
+        local err = slurp(errf)
+        assert.is_falsy(ok)
+        assert.are.equal(1, code)
+        assert.truthy(err:match("invariant broken at 2026%-01%-01T[%d:]+Z %(%+%d+s%): .*" .. message), err)
+        -- the same run without the fault holds every invariant
+        local _, _, code2 = os.execute(bin .. " simulate -f " .. od .. " --trace " .. trace ..
+          " --duration 30m --check >/dev/null 2>&1")
+        assert.are.equal(0, code2)
+      end)
+    end
+  end)
+
+  describe("bad input", function()
+    it("names the file and line of a bad trace row", function()
+      local trace = h.write("0,0,1000,1024,60,60,0\n60,0,abc,1024,60,60,0\n")
+      local _, _, err, code = simulate("-f " .. od .. " --trace " .. trace)
+      assert.are.equal(1, code)
+      assert.truthy(err:find(trace .. ":2: expected arrival_s,batch,cpu_millicores", 1, true), err)
+      trace = h.write("60,0,1000,1024,60,60,0\n0,0,1000,1024,60,60,0\n")
+      _, _, err = simulate("-f " .. od .. " --trace " .. trace)
+      assert.truthy(err:find(trace .. ":2: arrivals must be in time order", 1, true), err)
+    end)
+
+    it("names the event and field of a bad scenario", function()
+      local scen = h.write("events:\n  - at: 1m\n    scael: {name: web}\n")
+      local _, _, err, code = simulate("-f " .. od .. " --scenario " .. scen)
+      assert.are.equal(1, code)
+      assert.truthy(err:find(scen .. ": events[0].scael: unknown field", 1, true), err)
+      scen = h.write("events:\n  - at: soon\n    pods: {count: 1}\n")
+      _, _, err = simulate("-f " .. od .. " --scenario " .. scen)
+      assert.truthy(err:find("events[0].at: expected a duration", 1, true), err)
+    end)
+
+    it("refuses a missing cluster, a bad duration or packing with the usage", function()
+      local _, err, code = h.cli("simulate --duration 1h")
+      assert.are.equal(2, code)
+      assert.truthy(err:match("the cluster to start from is missing"))
+      _, err, code = h.cli("simulate -f " .. od .. " --duration soon")
+      assert.are.equal(2, code)
+      assert.truthy(err:match('%-%-duration: expected a duration %(90s, 10m, 2h%), got "soon"'))
+      _, err, code = h.cli("simulate -f " .. od .. " --packing best")
+      assert.are.same({ 2, true }, { code, err:match("expected cost or ffd") ~= nil })
+      local out = h.cli("simulate --help")
+      assert.truthy(out:match("^usage: dovetail simulate"))
+    end)
+
+    it("reports a cluster file the planner cannot read with its file and field", function()
+      local bad = h.write("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {weight: lots}\n")
+      local _, _, err, code = simulate("-f " .. bad)
+      assert.are.equal(1, code)
+      assert.truthy(err:find(bad, 1, true) and err:match("weight"), err)
+    end)
+  end)
+
+  it("writes a self-contained HTML report that a browser renders", function()
+    local dir = h.tmpdir()
+    local report = dir .. "/report.html"
+    local _, _, err, code = simulate("-f " .. mixed .. " --scenario " .. h.write(INTERRUPT) ..
+      " --baseline --policy policies/default.lua --duration 2h --report " .. report)
+    assert.are.equal(0, code, err)
+    local html = slurp(report)
+    assert.is_nil(html:match("<script") or html:match("https?://[%w.]+/[%w/]*%.js"))
+    assert.is_nil(html:match('src="http') or html:match('href="http'))
+    local chromium = io.popen("command -v chromium chromium-browser 2>/dev/null"):read("l")
+    if not chromium then
+      pending("chromium is not installed (make deps installs it)")
+      return
+    end
+    local flags = " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking" ..
+      " --disable-component-update --disable-sync --user-data-dir=" .. dir .. "/profile "
+    local dom = io.popen(chromium .. flags .. "--dump-dom file://" .. report .. " 2>/dev/null"):read("a")
+    local _, charts = dom:gsub("<svg", "")
+    local _, lines = dom:gsub('<polyline class="series"', "")
+    assert.are.equal(8, charts)
+    assert.are.equal(16, lines) -- 8 charts x 2 runs
+    assert.truthy(dom:match('<table id="summary">') and dom:match("baseline %(ffd%)") and dom:match("default%.lua"))
+    os.execute(chromium .. flags .. "--window-size=1200,1400 --screenshot=" .. dir .. "/shot.png file://" .. report ..
+      " >/dev/null 2>&1")
+    local png = slurp(dir .. "/shot.png")
+    assert.are.equal("\137PNG", png:sub(1, 4))
+    -- a blank 1200x1400 page compresses to a few KB; charts and a table do not
+    assert.is_true(#png > 30000, "screenshot of " .. #png .. " bytes")
+  end)
+end)
