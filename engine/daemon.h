@@ -1,0 +1,193 @@
+/*
+** daemon.h: what the controller (controller.c) and the daemon's front
+** (serve.c: HTTP API, options, signals) share. Internal to the command.
+**
+** The controller's state is one struct, dt__daemon (D): the object store,
+** the instances, the launches and replacements in flight, the clock and the
+** metrics. The functions below are the controller's, under the short names
+** both files use (each maps to a dt__ctl_ symbol).
+*/
+#ifndef DT_DAEMON_H
+#define DT_DAEMON_H
+
+#include "ctl.h"
+#include "httpd.h"
+#include "internal.h"
+
+#include "../lua/policy.h"
+
+#include <uv.h>
+
+#define MAX_DECISIONS 200
+#define KEY_MAX DT_KEY_MAX
+#define obj_key dt__obj_key
+#define REQUEUE_BASE_MS 1000
+#define REQUEUE_MAX_MS 300000
+
+typedef struct obj {
+  char *key;  /* Kind/namespace/name */
+  char *json; /* the object, compact JSON */
+} obj;
+
+typedef struct instance {
+  char *id, *claim, *type, *zone, *ct, *pool;
+  double price;
+  int64_t launched;
+  int64_t down_since; /* the cloud reports it stopped or deallocated since; 0 when running */
+} instance;
+
+typedef struct replacing {
+  char *claim; /* the replacement */
+  char *olds;  /* the claims it replaces, comma-separated */
+  char *why;
+} replacing;
+
+typedef struct pool_count {
+  char *pool; /* "namespace/name" */
+  uint64_t n[4];
+} pool_count;
+
+typedef struct failing {
+  char *key; /* "type/zone/capacity-type" */
+  unsigned count; /* launches in a row that failed */
+} failing;
+
+/* A timer on the virtual clock: due at a virtual time, in arming order. */
+typedef struct vtimer {
+  uv_timer_t *t;
+  uv_timer_cb cb;
+  int64_t due;
+  uint64_t seq, repeat;
+} vtimer;
+
+typedef struct dtd {
+  uv_loop_t *loop;
+  dt_httpd http;
+  uv_timer_t idle, max, debounce;
+  uv_signal_t sighup, sigterm, sigint;
+  uv_fs_event_t watch;
+  bool watching, batch_open, stopping;
+  /* configuration */
+  const char *listen_host, *state_path, *policy_path, *token, *log_format;
+  int port;
+  uint64_t idle_ms, max_ms;
+  int64_t ttl; /* unavailable marks, seconds */
+  size_t body_limit;
+  DT_VEC(char *) sim_ice; /* "type/zone/capacity-type" out of capacity in the sim cloud */
+  const char *provider, *cloud_url, *cluster;
+  uint64_t poll_ms, timeout_ms;
+  int retries;
+  uv_timer_t poll, circuit_timer;
+  int64_t circuit_until;
+  unsigned consecutive_failures;
+  bool ready;
+  bool state_valid; /* a state file this daemon can trust was read or written */
+  bool replaying, recover; /* reading the journal back; --recover: past a damaged record */
+  dt_buf jbuf;             /* journal records not yet appended */
+  size_t jsize, snapshot_size;
+  char catalog_etag[256];
+  uint64_t jitter;
+  uint64_t provider_err;
+  uint64_t start_seed;
+  uv_timer_t state_timer, disrupt;
+  uint64_t disrupt_ms;
+  uv_timer_t again; /* a round after failed launches, so no pod is left waiting */
+  dt_catalog *cat;
+  dt_policy *policy;
+  /* state */
+  DT_VEC(obj) objs;
+  dt_symtab keys;       /* object keys, interned */
+  DT_VEC(int32_t) slot; /* key symbol -> index in objs, -1 when deleted */
+  bool sorted;          /* objs in key order */
+  DT_VEC(instance) insts;
+  DT_VEC(replacing) replacing; /* replacements launching before the claims they replace go */
+  DT_VEC(failing) failing;     /* offerings whose launches keep failing */
+  cJSON *decisions; /* recent, newest last */
+  char *last_plan, *last_pools;
+  DT_VEC(pool_count) vm_actions; /* per VirtualMachinePool: create, delete, update, heal */
+  size_t pools_waiting;
+  bool planning, round_pending, reload_pending; /* a round on the thread pool; what waits for it */
+  DT_VEC(cJSON *) queued;                      /* events that need the policy, queued during a round */
+  char pool_errors[1200];                       /* the last round's NodePool policy errors */
+  dt_catalog *next_cat;                         /* a refreshed catalog waiting for the round to end */
+  uint64_t round, seq;
+  char reload_result[600];
+  /* metrics */
+  double plan_ms_sum, cost;
+  uint64_t plan_buckets[8], plans, pending, launched[3], reloads_ok, reloads_failed, provider_ok, provider_ice;
+  uint64_t events, deleted, remediations, remediation_paused;
+  int64_t preempt_ttl;           /* unavailable marks for polled preemptions, seconds */
+  int64_t unhealthy_s;           /* a node NotReady (or its instance stopped) this long is replaced */
+  uint64_t max_unhealthy;        /* remediation stops above this many unhealthy nodes of a pool */
+  bool max_unhealthy_pct;        /* ... or this percentage */
+  uv_timer_t requeue, lag;       /* pending pods planned again; the loop's lag measured */
+  uint64_t requeue_ms;           /* the requeue backoff, doubling to 5 minutes */
+  uint64_t lag_buckets[8], lag_count;
+  double lag_sum, lag_expect;
+  dt_policy_dir *pdir;           /* NodePools' own policies */
+  const char *policy_dir;
+  char config_result[600];
+  /* the clock: libuv's, or a virtual one (dovetail simulate) */
+  bool virt;
+  int64_t vnow; /* virtual time, Unix milliseconds */
+  DT_VEC(struct vtimer) vt;
+  uint64_t vseq;
+  dt_packing packing;
+  const dt_ctl_cloud *cloud; /* a simulated cloud in place of sim/http */
+  const dt_ctl_observer *obs;
+  bool quiet;                /* no log lines (the simulator keeps its own record) */
+  char last_decision[1600];  /* "kind subject: reason" of the newest decision */
+} dtd;
+
+/* The one controller of the process. */
+extern dtd dt__daemon;
+#define D dt__daemon
+
+extern const double dt__plan_buckets[8], dt__lag_buckets[8];
+#define k_buckets dt__plan_buckets
+#define k_lag_buckets dt__lag_buckets
+
+static inline cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+#define arm_batch dt__ctl_arm_batch
+#define handle_event dt__ctl_handle_event
+#define load_state dt__ctl_load_state
+#define logf_ dt__ctl_logf_
+#define wall dt__ctl_wall
+#define obj_put dt__ctl_obj_put
+#define obj_put_text dt__ctl_obj_put_text
+#define on_disrupt dt__ctl_on_disrupt
+#define on_poll_timer dt__ctl_on_poll_timer
+#define save_state dt__ctl_save_state
+#define state_dirty dt__ctl_state_dirty
+#define tm_start dt__ctl_tm_start
+#define tm_stop dt__ctl_tm_stop
+#define forget dt__ctl_forget
+#define reload dt__ctl_reload
+#define ctl_free dt__ctl_serve_free
+
+/* the clock: now (Unix seconds), and timers on it */
+int64_t wall(void);
+void tm_start(uv_timer_t *t, uv_timer_cb cb, uint64_t ms, uint64_t repeat);
+void tm_stop(uv_timer_t *t);
+void logf_(const char *level, const char *event, const char *fmt, ...) DT_PRINTF(3, 4);
+
+/* the store: objects in (a round follows the batch window), out */
+int obj_put(const char *key, const cJSON *o);
+int obj_put_text(const char *key, char *json); /* json: cJSON's text, owned by the store from here */
+bool forget(const char *key, const char *claim); /* delete; a Pod leaves its claim */
+void arm_batch(void);
+
+/* the state file: read at start, written whole, changes journaled */
+int load_state(dt_error *err);
+int save_state(void);
+void state_dirty(void);
+
+/* the controller's own timers and events */
+void on_disrupt(uv_timer_t *t);    /* remediation, then a disruption pass */
+void on_poll_timer(uv_timer_t *t); /* the http provider's instances and catalog */
+void handle_event(cJSON *e, char *action, size_t n);
+void reload(const char *why); /* the policy file again; the old one stays on error */
+void ctl_free(void);          /* everything the controller holds */
+
+#endif
