@@ -27,6 +27,7 @@
 #define _GNU_SOURCE
 #include "daemon.h"
 #include "httpc.h"
+#include "model.h"
 #include "store.h"
 
 #include <errno.h>
@@ -764,38 +765,58 @@ static bool being_replaced(const char *claim) {
 
 /* The replacement claim launched (ok) or failed: carry out or abort. */
 static void replacement_done(const char *claim, bool ok) {
+  int at = -1;
+  for (size_t i = 0; i < D.replacing.n && at < 0; i++)
+    if (!strcmp(D.replacing.v[i].claim, claim)) at = (int)i;
+  if (at < 0) return;
+  replacing *r = &D.replacing.v[at];
+  uint64_t group = r->group;
+  size_t waiting = 0, members = 0;
+  r->launched = ok;
   for (size_t i = 0; i < D.replacing.n; i++) {
-    replacing *r = &D.replacing.v[i];
-    if (strcmp(r->claim, claim)) continue;
-    char *olds = r->olds;
-    for (char *s = olds, *e; s && *s; s = e ? e + 1 : NULL) {
-      e = strchr(s, ',');
-      if (e) *e = 0;
-      char subj[KEY_MAX], why[900];
-      snprintf(subj, sizeof subj, "NodeClaim %s", s);
-      if (ok) {
-        snprintf(why, sizeof why, "%s: replaced by NodeClaim %s, which has launched; deleted", r->why, claim);
-        delete_instance(s, why);
-      } else {
-        snprintf(why, sizeof why, "%s: replacement NodeClaim %s failed to launch; the node stays", r->why, claim);
-        log_decision("disrupt-aborted", subj, why);
-        taint_disrupted(s, false);
-      }
-    }
-    dt__free(r->claim);
-    dt__free(r->olds);
-    dt__free(r->why);
-    D.replacing.v[i] = D.replacing.v[--D.replacing.n];
-    state_dirty();
-    arm_batch();
-    return;
+    waiting += D.replacing.v[i].group == group && !D.replacing.v[i].launched;
+    members += D.replacing.v[i].group == group;
   }
+  if (ok && waiting) return; /* the command's other replacements are still on their way */
+  /* every replacement of the command has launched, or one failed: the old
+  ** claims go, or stay untainted (replacements already up stay as capacity) */
+  char *olds = r->olds, *why = r->why;
+  r->olds = r->why = NULL;
+  for (char *s = olds, *e; s && *s; s = e ? e + 1 : NULL) {
+    e = strchr(s, ',');
+    if (e) *e = 0;
+    char subj[KEY_MAX], reason[900];
+    snprintf(subj, sizeof subj, "NodeClaim %s", s);
+    if (ok) {
+      snprintf(reason, sizeof reason, "%s: replaced by NodeClaim %s%s, which has launched; deleted", why, claim,
+               members > 1 ? " and the command's other replacements" : "");
+      delete_instance(s, reason);
+    } else {
+      snprintf(reason, sizeof reason, "%s: replacement NodeClaim %s failed to launch; the node stays", why, claim);
+      log_decision("disrupt-aborted", subj, reason);
+      taint_disrupted(s, false);
+    }
+  }
+  dt__free(olds);
+  dt__free(why);
+  for (size_t i = 0; i < D.replacing.n;) {
+    replacing *q = &D.replacing.v[i];
+    if (q->group != group) {
+      i++;
+      continue;
+    }
+    dt__free(q->claim), dt__free(q->olds), dt__free(q->why);
+    D.replacing.v[i] = D.replacing.v[--D.replacing.n];
+  }
+  state_dirty();
+  arm_batch();
 }
 
 /* Launch a claim named name of this offering, carrying pods, to replace
 ** the claims in olds (comma-separated) for why. */
 static void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct,
-                         const char *pods, const char *olds, const char *why) {
+                         const char *pods, const char *olds, const char *why, uint64_t group) {
+  if (!pool || !type || !zone || !ct) return; /* a command without its offering: nothing to launch */
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "apiVersion", "karpenter.sh/v1");
   cJSON_AddStringToObject(o, "kind", "NodeClaim");
@@ -810,7 +831,7 @@ static void replace_with(const char *name, const char *pool, const char *type, c
   set_annotation(o, DT_A_PODS, pods);
   set_annotation(o, "dovetail.dev/replaces", olds);
   pod_event(o);
-  replacing r = {dt__strdup(name), dt__strdup(olds), dt__strdup(why)};
+  replacing r = {dt__strdup(name), dt__strdup(olds), dt__strdup(why), group, false};
   if (!r.claim || !r.olds || !r.why || dt__vec_push(&D.replacing, r)) {
     dt__free(r.claim), dt__free(r.olds), dt__free(r.why);
     cJSON_Delete(o);
@@ -830,8 +851,30 @@ static void replace_with(const char *name, const char *pool, const char *type, c
   snprintf(reason, sizeof reason, "%s: launching replacement NodeClaim %s (%s in %s, %s) before deleting", why, name, type,
            zone, ct);
   log_decision("replace", subj, reason);
-  journal_flush(); /* write ahead, as every launch */
-  launch_claim(name, type, zone, ct, pool);
+}
+
+/* Launch the replacements of a command, written ahead first. Each is staged
+** before any launches: a launch may answer at once, and the old claims go
+** only when all of them are up. */
+static void launch_group(uint64_t group) {
+  journal_flush();
+  DT_VEC(char *) names = {0};
+  for (size_t i = 0; i < D.replacing.n; i++) {
+    char *n = D.replacing.v[i].group == group ? dt__strdup(D.replacing.v[i].claim) : NULL;
+    if (n && dt__vec_push(&names, n)) dt__free(n);
+  }
+  for (size_t i = 0; i < names.n; i++) {
+    bool staged = false; /* still: an earlier one may have failed and ended the group */
+    for (size_t k = 0; k < D.replacing.n && !staged; k++) staged = !strcmp(D.replacing.v[k].claim, names.v[i]);
+    cJSON *o = staged ? claim_get(names.v[i]) : NULL;
+    const cJSON *lab = jget(jget(o, "metadata"), "labels");
+    const char *type = dt__jstr(lab, DT_L_INSTANCE_TYPE), *zone = dt__jstr(lab, DT_L_ZONE);
+    const char *ct = dt__jstr(lab, DT_L_CAPACITY_TYPE), *pool = dt__jstr(lab, DT_L_NODEPOOL);
+    if (type && zone && ct && pool) launch_claim(names.v[i], type, zone, ct, pool);
+    cJSON_Delete(o);
+    dt__free(names.v[i]);
+  }
+  dt__free(names.v);
 }
 
 /* The pods nominated to a claim, or "" (owned by the caller). */
@@ -1386,13 +1429,31 @@ static bool carry_out(const cJSON *c) {
   if (olds.len && !olds.oom && !pods.oom) {
     any = true;
     char why[600];
-    if (cJSON_GetArraySize(repl) == 1) {
-      const cJSON *r = repl->child;
-      char name[KEY_MAX];
-      replacement_name(dt__jstr(r, "nodePool") ? dt__jstr(r, "nodePool") : "replacement", olds.p, name, sizeof name);
+    if (cJSON_GetArraySize(repl) >= 1) {
+      /* every replacement launches, each with the pods the pass placed on
+      ** it; the old claims go once all are up (pods the pass put on other
+      ** nodes are planned again then) */
+      uint64_t group = ++D.groups;
+      const cJSON *r;
       snprintf(why, sizeof why, "%s (saves $%s/h)", reason, dt__jstr(c, "savings") ? dt__jstr(c, "savings") : "?");
-      replace_with(name, dt__jstr(r, "nodePool"), dt__jstr(r, "instanceType"), dt__jstr(r, "zone"), dt__jstr(r, "capacityType"),
-                   pods.p ? pods.p : "", olds.p, why);
+      cJSON_ArrayForEach(r, repl) {
+        char name[KEY_MAX];
+        const char *pool = dt__jstr(r, "nodePool") ? dt__jstr(r, "nodePool") : "replacement";
+        replacement_name(pool, olds.p, name, sizeof name);
+        const cJSON *its = jget(r, "pods"), *q;
+        dt_buf mine = {0};
+        cJSON_ArrayForEach(q, its) {
+          if (!cJSON_IsString(q)) continue;
+          if (mine.len) dt__buf_putc(&mine, ',');
+          dt__buf_puts(&mine, q->valuestring);
+        }
+        const char *carry = cJSON_IsArray(its) ? (mine.p ? mine.p : "") : pods.p ? pods.p : "";
+        if (!mine.oom)
+          replace_with(name, pool, dt__jstr(r, "instanceType"), dt__jstr(r, "zone"), dt__jstr(r, "capacityType"), carry,
+                       olds.p, why, group);
+        dt__free(mine.p);
+      }
+      launch_group(group);
     } else {
       for (char *s = olds.p, *e; s && *s; s = e ? e + 1 : NULL) {
         e = strchr(s, ',');
@@ -1487,7 +1548,8 @@ static bool remediate(void) {
     snprintf(ct, sizeof ct, "%s", in->ct), snprintf(pool, sizeof pool, "%s", in->pool);
     replacement_name(pool, claim, name, sizeof name);
     D.remediations++;
-    replace_with(name, pool, type, zone, ct, pods ? pods : "", claim, whys.v[i]); /* may move D.insts */
+    replace_with(name, pool, type, zone, ct, pods ? pods : "", claim, whys.v[i], ++D.groups);
+    launch_group(D.groups); /* may move D.insts */
     dt__free(pods);
     for (size_t k = i + 1; k < sick.n; k++) sick.v[k] = NULL; /* pointers into D.insts are stale now */
     acted = true;
@@ -2128,7 +2190,7 @@ bool dt__ctl_delete(const char *key) {
   char k[KEY_MAX * 2];
   snprintf(k, sizeof k, "%.*s", sep ? (int)(sep - key) : (int)strlen(key), key);
   if (!forget(k, sep ? sep + 1 : NULL)) return false;
-  arm_batch();
+  if (strncmp(k, "Pod/", 4)) arm_batch(); /* a pod that goes leaves nothing to provision */
   return true;
 }
 

@@ -40,6 +40,8 @@ typedef struct replacing {
   char *claim; /* the replacement */
   char *olds;  /* the claims it replaces, comma-separated */
   char *why;
+  uint64_t group; /* the replacements of one command: the old claims go once all have launched */
+  bool launched;
 } replacing;
 
 typedef struct pool_count {
@@ -110,7 +112,7 @@ typedef struct dtd {
   DT_VEC(cJSON *) queued;                      /* events that need the policy, queued during a round */
   char pool_errors[1200];                       /* the last round's NodePool policy errors */
   dt_catalog *next_cat;                         /* a refreshed catalog waiting for the round to end */
-  uint64_t round, seq;
+  uint64_t round, seq, groups;
   char reload_result[600];
   /* metrics */
   double plan_ms_sum, cost;

@@ -835,6 +835,14 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     dt__json_put_str(o, "zone", zone);
     dt__json_put_str(o, "capacityType", dt__ct_names[ct]);
     put_price(o, "price", pr);
+    cJSON *moved = dt__json_put(o, "pods", cJSON_CreateArray()); /* the candidates' pods it takes */
+    for (size_t j = 0; j < k->pods.n; j++) {
+      const rt_pod *pod = &p->pods[k->pods.v[j]];
+      char pname[700];
+      if (!s->moving[pod->spec]) continue;
+      dt__pod_name(p, pod, pname, sizeof pname);
+      dt__json_put(moved, NULL, cJSON_CreateString(pname));
+    }
     cJSON *opts = dt__json_put(o, "instanceTypeOptions", cJSON_CreateArray());
     if (v && v->replace && k == s->claim)
       for (uint32_t q = 0; q < v->nopt; q++) dt__json_put(opts, NULL, cJSON_CreateString(p->types[v->opt[q]].src->name));

@@ -118,6 +118,23 @@ describe("dovetail simulate", function()
     assert.are.same({ 1, 3, 0 }, { run.summary.interruptions, run.summary.nodesLaunched, run.summary.pendingAtEnd })
   end)
 
+  it("launches every replacement of a drifted node before the node goes", function()
+    -- 6 pods on one m5.2xlarge; at 10m the NodePool allows only m5.xlarge, which holds 3 of them:
+    -- the drifted node needs two replacements, and its pods run on it until both are up
+    local start = h.write((pool("drifty", '"on-demand"'):gsub("m5%.xlarge", "m5.2xlarge")))
+    local scen = h.write("events:\n  - at: 0s\n    pods: {name: app, namespace: shop, count: 6, cpu: \"1\", memory: 1Gi}\n" ..
+      "  - at: 10m\n    apply:\n" .. pool("drifty", '"on-demand"'):gsub("\n(.)", "\n      %1"):gsub("^", "      "))
+    local doc, _, err, code = simulate("-f " .. start .. " --scenario " .. scen ..
+      " --duration 30m --disrupt-interval 1m --step 10s --check")
+    assert.are.equal(0, code, err)
+    local run = doc.runs[1]
+    for _, s in ipairs(run.series) do
+      if s.t >= 70 then assert.are.same({ s.t, 0, 6 }, { s.t, s.pending, s.running }) end
+    end
+    assert.are.same({ Drifted = 1 }, run.summary.disruptionsByReason)
+    assert.are.same({ 3, 2 }, { run.summary.nodesLaunched, run.series[#run.series].nodes["on-demand"] })
+  end)
+
   it("interrupts spot nodes at the advisor's rate, and every interrupted pod runs again", function()
     local advisor = h.write('{"instanceTypes": {"m5.xlarge": {"r": 4, "perHour": 0.2}}}')
     local scen = h.write("events:\n  - at: 0s\n    pods: {name: p, count: 30, cpu: \"1\", memory: 1Gi}\n")
