@@ -412,7 +412,7 @@ static int add_instance(const char *id, const char *claim, const char *type, con
   if (!id || !claim) return DT_EINVAL;
   instance in = {dt__strdup(id),         dt__strdup(claim),    dt__strdup(type ? type : ""),
                  dt__strdup(zone ? zone : ""), dt__strdup(ct ? ct : ""), dt__strdup(pool ? pool : ""),
-                 price,                  launched, 0};
+                 price,                  launched, 0, true};
   if (!in.id || !in.claim || !in.type || !in.zone || !in.ct || !in.pool || dt__vec_push(&D.insts, in)) {
     inst_free(&in);
     return DT_ENOMEM;
@@ -904,6 +904,7 @@ typedef struct launch_ctx {
   uv_timer_t retry;
   dt_launch_outcome outcome; /* a simulated cloud's answer, due when the retry timer fires */
   char id[128];
+  int64_t startup_ms; /* then its node initializes after this long; < 0 never */
 } launch_ctx;
 
 static void lc_free(uv_handle_t *h) {
@@ -1012,6 +1013,26 @@ static void launch_succeeded(const launch_ctx *lc) {
   D.failing.v[at] = D.failing.v[--D.failing.n];
 }
 
+/* A launched claim's node registered and initialized: it takes pods, and a
+** replacement lets the nodes it replaces go. */
+static void node_up(const char *claim) {
+  instance *in = NULL;
+  for (size_t i = 0; i < D.insts.n && !in; i++)
+    if (!strcmp(D.insts.v[i].claim, claim)) in = &D.insts.v[i];
+  if (!in) return; /* deleted while it started */
+  in->initialized = true;
+  claim_initialized(claim);
+  claim_running(claim);
+  replacement_done(claim, true);
+}
+
+static void on_node_up(uv_timer_t *t) {
+  launch_ctx *lc = t->data;
+  node_up(lc->claim);
+  state_dirty();
+  lc_done(lc);
+}
+
 /* The outcome of a launch: 0 launched (id), 1 insufficient capacity, 2 failed. */
 static void launch_done(launch_ctx *lc, int outcome, const char *id, const char *msg) {
   char subj[800], reason[1200];
@@ -1023,12 +1044,21 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
     D.launched[cti]++;
     launch_succeeded(lc);
     add_instance(id, lc->claim, lc->type, lc->zone, lc->ct, lc->pool, 0, wall());
-    claim_initialized(lc->claim);
     snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, lc->type, lc->zone, lc->ct,
              lc->pool);
     log_decision("launch", subj, reason);
-    claim_running(lc->claim);
-    replacement_done(lc->claim, true);
+    if (D.cloud && lc->startup_ms) { /* its node comes up later, or never (the startup timeout then acts) */
+      for (size_t i = 0; i < D.insts.n; i++)
+        if (!strcmp(D.insts.v[i].claim, lc->claim)) D.insts.v[i].initialized = false;
+      state_dirty();
+      if (lc->startup_ms > 0) {
+        tm_start(&lc->retry, on_node_up, (uint64_t)lc->startup_ms, 0);
+        return;
+      }
+      lc_done(lc);
+      return;
+    }
+    node_up(lc->claim);
   } else if (outcome == 1) {
     D.provider_ice++;
     D.consecutive_failures = 0;
@@ -1171,7 +1201,7 @@ static void launch_claim(const char *claim, const char *type, const char *zone, 
   }
   if (D.cloud) { /* the answer comes after the cloud's latency and the node's start-up */
     int64_t delay = 0;
-    lc->outcome = D.cloud->launch(D.cloud->ud, claim, type, zone, ct, lc->id, sizeof lc->id, &delay);
+    lc->outcome = D.cloud->launch(D.cloud->ud, claim, type, zone, ct, lc->id, sizeof lc->id, &delay, &lc->startup_ms);
     tm_start(&lc->retry, on_cloud_answer, delay > 0 ? (uint64_t)delay : 0, 0);
     return;
   }
@@ -1491,6 +1521,30 @@ static const instance *node_instance(const cJSON *node) {
 ** nodes are unhealthy than --max-unhealthy allows, remediation stops for
 ** that pool (a mass failure is not fixed by replacing everything).
 */
+/* Claims launched longer ago than --startup-timeout whose nodes never
+** initialized are deleted (Karpenter's registration timeout); their pods are
+** planned again, and a replacement that never came up ends its command. */
+static bool startup_timeouts(void) {
+  int64_t now = wall();
+  bool acted = false;
+  for (size_t i = 0; i < D.insts.n;) {
+    const instance *in = &D.insts.v[i];
+    if (in->initialized || !D.startup_timeout_s || now - in->launched < D.startup_timeout_s) {
+      i++;
+      continue;
+    }
+    char claim[KEY_MAX], why[600];
+    snprintf(claim, sizeof claim, "%s", in->claim);
+    snprintf(why, sizeof why, "Unhealthy: NodeClaim %s launched %llds ago as %s and has not initialized (startup timeout %llds)",
+             claim, (long long)(now - in->launched), in->id, (long long)D.startup_timeout_s);
+    D.remediations++;
+    delete_instance(claim, why); /* removes instance i */
+    replacement_done(claim, false);
+    acted = true;
+  }
+  return acted;
+}
+
 static bool remediate(void) {
   int64_t now = wall();
   DT_VEC(const instance *) sick = {0};
@@ -1569,7 +1623,8 @@ void on_disrupt(uv_timer_t *t) {
   (void)t;
   if (!D.ready || D.batch_open || D.planning) return; /* provisioning first, as Karpenter's pending-pods rule */
   expire_marks();
-  if (remediate()) {
+  bool timed_out = startup_timeouts();
+  if (remediate() || timed_out) {
     journal_flush();
     arm_batch();
   }
@@ -2145,6 +2200,7 @@ int dt__ctl_start_virtual(const dt_ctl_config *c, dt_error *err) {
   D.ttl = c->ttl_s ? c->ttl_s : 180;
   D.preempt_ttl = c->preempt_ttl_s ? c->preempt_ttl_s : 3600;
   D.unhealthy_s = c->unhealthy_s ? c->unhealthy_s : 300;
+  D.startup_timeout_s = c->startup_timeout_s ? c->startup_timeout_s : 900;
   D.max_unhealthy = 100;
   D.max_unhealthy_pct = true;
   D.provider = "simulated";
@@ -2168,7 +2224,7 @@ void dt__ctl_stop(void) {
   /* launches still waiting for the cloud's answer hold memory of their own */
   while (D.vt.n) {
     vtimer v = D.vt.v[--D.vt.n];
-    if (v.cb == on_cloud_answer) lc_free((uv_handle_t *)v.t);
+    if (v.cb == on_cloud_answer || v.cb == on_node_up) lc_free((uv_handle_t *)v.t);
   }
   D.cat = NULL;    /* borrowed */
   D.policy = NULL; /* borrowed */

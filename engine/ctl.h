@@ -24,13 +24,14 @@ typedef enum dt_launch_outcome {
   DT_LAUNCH_FAILED = 2        /* any other failure */
 } dt_launch_outcome;
 
-/* A simulated cloud. launch decides a launch's outcome now and says after
-** how long (virtual milliseconds: API latency plus node start-up) the
-** controller learns it; a launched node is initialized from then on. */
+/* A simulated cloud. launch decides a launch's outcome now, says after how
+** long (virtual milliseconds) the controller learns it, and, for a launch
+** that succeeds, how long after that its node initializes (< 0: never; the
+** startup timeout then takes the claim back). */
 typedef struct dt_ctl_cloud {
   void *ud;
   dt_launch_outcome (*launch)(void *ud, const char *claim, const char *type, const char *zone, const char *ct,
-                              char *id, size_t idn, int64_t *delay_ms);
+                              char *id, size_t idn, int64_t *delay_ms, int64_t *startup_ms);
   void (*terminate)(void *ud, const char *id); /* the controller deleted the instance */
 } dt_ctl_cloud;
 
@@ -51,7 +52,7 @@ typedef struct dt_ctl_config {
   int64_t start_ms;       /* the virtual clock's start, Unix milliseconds */
   uint64_t seed;
   uint64_t idle_ms, max_ms, disrupt_ms;
-  int64_t ttl_s, preempt_ttl_s, unhealthy_s;
+  int64_t ttl_s, preempt_ttl_s, unhealthy_s, startup_timeout_s;
   dt_packing packing;
   dt_catalog *cat;       /* borrowed */
   dt_policy *policy;     /* borrowed; NULL for the built-ins */

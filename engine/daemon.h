@@ -34,6 +34,7 @@ typedef struct instance {
   double price;
   int64_t launched;
   int64_t down_since; /* the cloud reports it stopped or deallocated since; 0 when running */
+  bool initialized;   /* its node registered and initialized */
 } instance;
 
 typedef struct replacing {
@@ -120,6 +121,7 @@ typedef struct dtd {
   uint64_t events, deleted, remediations, remediation_paused;
   int64_t preempt_ttl;           /* unavailable marks for polled preemptions, seconds */
   int64_t unhealthy_s;           /* a node NotReady (or its instance stopped) this long is replaced */
+  int64_t startup_timeout_s;     /* a launched claim not initialized this long is deleted */
   uint64_t max_unhealthy;        /* remediation stops above this many unhealthy nodes of a pool */
   bool max_unhealthy_pct;        /* ... or this percentage */
   uv_timer_t requeue, lag;       /* pending pods planned again; the loop's lag measured */

@@ -471,6 +471,8 @@ static const opt k_opts[] = {
      "DUR   how long after a polled preemption (default 1h, as IBM Cloud's provider)"},
     {"unhealthy-timeout", O_DUR_S, true, &D.unhealthy_s,
      "DUR  a node Ready=False/Unknown, or stopped by the cloud, this long is replaced (default 5m)"},
+    {"startup-timeout", O_DUR_S, true, &D.startup_timeout_s,
+     "DUR  a launched claim whose node has not initialized after DUR is deleted (default 15m)"},
     {"max-unhealthy", O_COUNT_PCT, true, &D.max_unhealthy,
      "N|P%  remediation stops when more of a pool's nodes are unhealthy (default 100%)"},
     {"token-file", O_STR, false, &g_token_file, "FILE    require Authorization: Bearer <token> (except /healthz, /readyz)"},
@@ -712,6 +714,7 @@ int dt__serve_main(int argc0, char **argv0) {
   D.ttl = 180;
   D.preempt_ttl = 3600;
   D.unhealthy_s = 300;
+  D.startup_timeout_s = 900;
   D.max_unhealthy = 100;
   D.max_unhealthy_pct = true;
   D.body_limit = 16u << 20;

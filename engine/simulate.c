@@ -149,7 +149,7 @@ typedef struct run {
   size_t policy_errors_before;
   char last_decision[1600];
   char violation[1200]; /* the first invariant broken, or "" */
-  uint64_t rng;
+  int64_t fail_startups; /* launches whose nodes will never initialize */
 } run;
 
 static void violate(run *r, const char *fmt, ...) DT_PRINTF(2, 3);
@@ -423,10 +423,15 @@ static int64_t available(const run *r, const char *type, const char *zone, const
 }
 
 static dt_launch_outcome cloud_launch(void *ud, const char *claim, const char *type, const char *zone, const char *ct,
-                                      char *id, size_t idn, int64_t *delay) {
+                                      char *id, size_t idn, int64_t *delay, int64_t *startup) {
   run *r = ud;
   r->now = dt__ctl_now_ms();
-  *delay = r->in->latency_ms + r->in->startup_ms;
+  *delay = r->in->latency_ms;
+  *startup = r->in->startup_ms > 0 ? r->in->startup_ms : 1;
+  if (r->fail_startups > 0) { /* the scenario's nodes that never come up */
+    r->fail_startups--;
+    *startup = -1;
+  }
   for (size_t i = 0; i < r->outages.n; i++) {
     const outage *o = &r->outages.v[i];
     if (r->now >= o->from && r->now < o->to && (!o->type || !strcmp(o->type, type)) &&
@@ -714,6 +719,10 @@ static void scenario_event(run *r, uint32_t idx) {
       for (size_t k = 0; k < t->noff; k++)
         if ((!zone || !strcmp(t->off[k].zone, zone)) && (cti < 0 || t->off[k].ct == cti)) t->off[k].price = pr->valuedouble;
     }
+  }
+  if ((v = jget(ev, "failStartup"))) { /* the next launches' nodes never initialize */
+    const cJSON *cnt = jget(v, "count");
+    r->fail_startups += cJSON_IsNumber(cnt) ? dt__to_i64(cnt->valuedouble) : 1;
   }
   if ((v = jget(ev, "pods"))) { /* a burst of bare pods */
     const char *ns = dt__jstr(v, "namespace") ? dt__jstr(v, "namespace") : "default";
@@ -1201,7 +1210,8 @@ static int read_scenario(inputs *in, const char *path, dt_error *err) {
     cJSON_Delete(events);
     return dt__err(err, DT_EINVAL, "%s: expected a map with events: [...]", path);
   }
-  static const char *const known[] = {"at", "apply", "delete", "scale", "unavailable", "interrupt", "price", "pods"};
+  static const char *const known[] = {"at",        "apply", "delete", "scale",      "unavailable",
+                                      "interrupt", "price", "pods",   "failStartup"};
   int i = 0;
   const cJSON *e;
   int64_t prev = 0;
@@ -1216,7 +1226,7 @@ static int read_scenario(inputs *in, const char *path, dt_error *err) {
       for (size_t k = 0; k < sizeof known / sizeof *known; k++) ok |= !strcmp(f->string, known[k]);
       if (!ok) {
         rc = dt__err(err, DT_EINVAL, "%s: events[%d].%s: unknown field (at, apply, delete, scale, unavailable, interrupt, "
-                                     "price, pods)", path, i, f->string);
+                                     "price, pods, failStartup)", path, i, f->string);
         cJSON_Delete(events);
         return rc;
       }
@@ -1252,7 +1262,7 @@ static const char *k_sim_usage =
     "  --trace FILE          pod arrivals: arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored\n"
     "                        (the Azure 2017 trace's format; .gz read as is)\n"
     "  --trace-limit N       only the first N arrivals\n"
-    "  --scenario FILE       timed events: apply, delete, scale, unavailable, interrupt, price, pods\n"
+    "  --scenario FILE       timed events: apply, delete, scale, unavailable, interrupt, price, pods, failStartup\n"
     "  --duration DUR        how long to simulate (default: the trace's last arrival, else the last event, + 1h)\n"
     "  --catalog FILE        instance types and offerings (default: bundled AWS us-east-1)\n"
     "  --policy FILE         a run with this Lua policy; repeatable (each run: same inputs, same seed)\n"
@@ -1265,7 +1275,8 @@ static const char *k_sim_usage =
     "  --disrupt-interval DUR  a disruption pass every DUR (default 5m; 0 turns it off)\n"
     "  --batch-idle DUR, --batch-max DUR  provisioning batch windows (default 1s, 10s)\n"
     "  --launch-latency DUR  the cloud's answer to a launch (default 5s)\n"
-    "  --startup DUR         from launch to an initialized node (default 60s)\n"
+    "  --startup DUR         from the launch's answer to an initialized node (default 60s)\n"
+    "  --startup-timeout DUR a claim whose node has not initialized after DUR is deleted (default 15m)\n"
     "  --unavailable-ttl DUR how long an offering stays unavailable after a refusal (default 3m)\n"
     "  --spot-advisor FILE   interruption buckets per type (default: bundled AWS Spot Instance Advisor us-east-1)\n"
     "  --out FILE            the time series and summaries as JSON\n"
@@ -1393,6 +1404,9 @@ int dt__simulate_main(int argc, char **argv) {
       if (dur_opt(a, val, &in.latency_ms)) return 2;
     } else if (!strcmp(a, "--startup")) {
       if (dur_opt(a, val, &in.startup_ms)) return 2;
+    } else if (!strcmp(a, "--startup-timeout")) {
+      if (dur_opt(a, val, &v) || v < 1000) return 2;
+      in.cfg.startup_timeout_s = v / 1000;
     } else if (!strcmp(a, "--unavailable-ttl")) {
       if (dur_opt(a, val, &v) || v < 1000) return 2;
       in.cfg.ttl_s = v / 1000;

@@ -82,8 +82,9 @@ describe("dovetail simulate", function()
       " --duration 1h --disrupt-interval 1m --check")
     assert.are.equal(0, code, err)
     local run = doc.runs[1]
-    -- 6 pods of 1 cpu: 3 per m5.xlarge, 2 nodes; up 66 s later (1 s batch, 5 s launch, 60 s start-up)
-    assert.are.same({ 0, 6, 0 }, { at(run, 60).nodes["on-demand"], at(run, 60).pending, at(run, 60).running })
+    -- 6 pods of 1 cpu: 3 per m5.xlarge, 2 nodes, launched (and billed) at 6 s (1 s batch, 5 s answer),
+    -- running at 66 s (60 s start-up)
+    assert.are.same({ 2, 6, 0 }, { at(run, 60).nodes["on-demand"], at(run, 60).pending, at(run, 60).running })
     local s = at(run, 120)
     assert.are.same({ 2, 0, 6, 2 }, { s.nodes["on-demand"], s.pending, s.running, s.launches })
     assert.are.equal(66, run.summary.pendingP99Seconds)
@@ -95,8 +96,8 @@ describe("dovetail simulate", function()
     assert.are.same({ 1, 0, 2, 1 }, { s.nodes["on-demand"], s.pending, s.running, s.disruptions })
     assert.are.same({ 1, 2, 0, "held" },
       { run.summary.disruptions, run.summary.nodesLaunched, run.summary.pendingAtEnd, run.summary.invariants })
-    -- the cost is the nodes' lifetimes at $0.192/h: 2 nodes for 54 s at t=120
-    assert.is_true(math.abs(at(run, 120).cost - 2 * 0.192 * 54 / 3600) < 1e-5)
+    -- the cost is the nodes' lifetimes at $0.192/h: 2 nodes for 114 s at t=120
+    assert.is_true(math.abs(at(run, 120).cost - 2 * 0.192 * 114 / 3600) < 1e-5)
   end)
 
   it("falls back to on-demand when spot is interrupted and out, and returns to spot after", function()
@@ -133,6 +134,24 @@ describe("dovetail simulate", function()
     end
     assert.are.same({ Drifted = 1 }, run.summary.disruptionsByReason)
     assert.are.same({ 3, 2 }, { run.summary.nodesLaunched, run.series[#run.series].nodes["on-demand"] })
+  end)
+
+  it("deletes a claim whose node never initializes after the startup timeout, and not before", function()
+    local scen = h.write("events:\n  - at: 0s\n    failStartup: {count: 1}\n" ..
+      "  - at: 0s\n    pods: {name: app, namespace: shop, count: 3, cpu: \"1\", memory: 1Gi}\n")
+    local doc, _, err, code = simulate("-f " .. od .. " --scenario " .. scen .. " --duration 30m --disrupt-interval 1m --check")
+    assert.are.equal(0, code, err)
+    local run = doc.runs[1]
+    -- launched at 6 s, billed, never initialized: its pods wait
+    local s = at(run, 900)
+    assert.are.same({ 1, 3, 0, 0 }, { s.nodes["on-demand"], s.pending, s.running, s.disruptions })
+    -- 15 minutes after the launch the next pass (at 16m) deletes it; a new claim takes the pods
+    s = at(run, 960)
+    assert.are.same({ 0, 3, 1 }, { s.nodes["on-demand"], s.pending, s.disruptions })
+    s = at(run, 1080)
+    assert.are.same({ 1, 0, 3, 2 }, { s.nodes["on-demand"], s.pending, s.running, s.launches })
+    assert.are.same({ Unhealthy = 1 }, run.summary.disruptionsByReason)
+    assert.are.equal(1026, run.summary.pendingP99Seconds) -- 960 s + 1 s batch + 5 s launch + 60 s start-up
   end)
 
   it("interrupts spot nodes at the advisor's rate, and every interrupted pod runs again", function()
