@@ -1046,6 +1046,8 @@ static void print_table(FILE *f, run *runs, const summary *ss, size_t n) {
 
 static const char *const k_colors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
 
+static void html_escape(dt_buf *b, const char *s);
+
 typedef double (*series_fn)(const sample *s);
 static double f_hourly(const sample *s) { return s->hourly; }
 static double f_cost(const sample *s) { return s->cost; }
@@ -1070,6 +1072,10 @@ static void html_chart(dt_buf *b, const char *title, const char *unit, series_fn
   ymax = mag * (fr <= 1 ? 1 : fr <= 2 ? 2 : fr <= 2.5 ? 2.5 : fr <= 5 ? 5 : 10);
   dt__buf_printf(b, "<figure class=\"chart\"><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" "
                     "role=\"img\" aria-label=\"%s\">\n", W, H, title);
+  /* each chart carries its style, so one can be cut out as an SVG file */
+  dt__buf_puts(b, "<style>text{font:10px system-ui,sans-serif;fill:#222}.title{font-weight:600;font-size:13px}"
+                  ".grid{stroke:#ddd}.ylab{text-anchor:end}.xlab{text-anchor:middle}</style>\n"
+                  "<rect width=\"100%\" height=\"100%\" fill=\"#fafafa\"/>\n");
   dt__buf_printf(b, "<text x=\"%.0f\" y=\"18\" class=\"title\">%s</text>\n", L, title);
   for (int g = 0; g <= 4; g++) {
     double y = T + (H - T - B) * (1 - g / 4.0);
@@ -1078,7 +1084,14 @@ static void html_chart(dt_buf *b, const char *title, const char *unit, series_fn
   }
   for (int g = 0; g <= 4; g++) {
     double x = L + (W - L - R) * g / 4.0, th = tmax * g / 4.0 / 3600;
-    dt__buf_printf(b, "<text x=\"%.1f\" y=\"%.0f\" class=\"xlab\">%.1fh</text>\n", x, H - 10, th);
+    dt__buf_printf(b, "<text x=\"%.1f\" y=\"%.0f\" class=\"xlab\"%s>%.1fh</text>\n", x, H - 10,
+                   g == 4 ? " style=\"text-anchor:end\"" : "", th);
+  }
+  for (size_t i = 0; i < n; i++) {
+    dt__buf_printf(b, "<text x=\"%.0f\" y=\"18\" style=\"text-anchor:end;fill:%s\">", W - R - 150.0 * (double)(n - 1 - i),
+                   k_colors[i % 6]);
+    html_escape(b, runs[i].label);
+    dt__buf_puts(b, "</text>\n");
   }
   for (size_t i = 0; i < n; i++) {
     dt__buf_printf(b, "<polyline class=\"series\" data-run=\"%zu\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", i,
@@ -1109,8 +1122,7 @@ static int write_report(const char *path, run *runs, const summary *ss, size_t n
                    "<style>body{font:14px system-ui,sans-serif;margin:24px;color:#222}"
                    "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}"
                    "th:first-child,td:first-child{text-align:left}.charts{margin-top:18px;display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:12px}"
-                   "figure{margin:0}svg{width:100%;height:auto;background:#fafafa}.title{font-weight:600;font-size:13px}"
-                   ".grid{stroke:#ddd}.ylab{font-size:10px;text-anchor:end}.xlab{font-size:10px;text-anchor:middle}"
+                   "figure{margin:0}svg{width:100%;height:auto}"
                    ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:middle}</style>\n"
                    "</head><body>\n<h1>dovetail simulate</h1>\n");
   const sample *last = runs[0].series.n ? &runs[0].series.v[runs[0].series.n - 1] : NULL;
