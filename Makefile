@@ -5,10 +5,21 @@
 #   make test SANITIZE=1 the same under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make bench           benchmarks (pods/s, nodes, $/h, peak memory)
 #   make fuzz            libFuzzer targets (clang), each for FUZZ_SECONDS (default 60) on fuzz/corpus/
-#   make install         PREFIX=/usr/local DESTDIR=
+#   make install         PREFIX=/usr/local DESTDIR= (LIBDIR, LUA_CMOD_DIR, ZSH_COMPDIR, ... below)
+#   make deb             Debian packages into build/deb/ (dpkg-buildpackage on a copy of the tree)
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# Where make install puts things. Debian's packaging sets the multiarch
+# library directory and zsh's vendor-completions directory.
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+LUA_CMOD_DIR ?= $(LIBDIR)/lua/5.4
+MANDIR  ?= $(PREFIX)/share/man
+BASH_COMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSH_COMPDIR ?= $(PREFIX)/share/zsh/site-functions
+DATADIR ?= $(PREFIX)/share/dovetail
+VERSION := $(shell sed -n 's/^\#define DT_VERSION "\(.*\)"/\1/p' engine/dovetail.h)
 CC      ?= cc
 LUA     ?= lua5.4
 SANITIZE ?=
@@ -33,8 +44,12 @@ endif
 
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-format-truncation
 CFLAGS  ?=
+CPPFLAGS ?=
+LDFLAGS ?=
+# LUA_INCDIR: another Lua 5.4's headers (LuaRocks passes its own).
+LUA_INCDIR ?=
 ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC -fvisibility=hidden -MMD -MP $(SANFLAGS) \
-	      $(PKG_CFLAGS) -Iengine $(CFLAGS)
+	      $(if $(LUA_INCDIR),-I$(LUA_INCDIR)) $(PKG_CFLAGS) -Iengine $(CPPFLAGS) $(CFLAGS)
 LDLIBS  := $(PKG_LIBS) -lm -lpthread
 
 CATALOG := providers/catalogs/aws-us-east-1.json
@@ -49,7 +64,7 @@ LIBA    := $(BUILD)/libdovetail.a
 LIBSO   := $(BUILD)/libdovetail.so
 LUAMOD  := $(BUILD)/dovetail.so
 
-.PHONY: all deps test check-lua check-c bench install clean quickstart fuzz
+.PHONY: all deps test check-lua check-c bench install install-lua lua-module deb clean quickstart fuzz
 
 all: $(BIN) $(LIBA) $(LIBSO) $(LUAMOD)
 	@ln -sf $(BUILD)/dovetail dovetail 2>/dev/null || true
@@ -69,13 +84,13 @@ $(LIBA): $(ENGINE_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 $(LIBSO): $(ENGINE_OBJ)
-	$(CC) -shared $(SANFLAGS) -Wl,-soname,libdovetail.so.0 -o $@ $^ $(LDLIBS)
+	$(CC) -shared $(SANFLAGS) $(LDFLAGS) -Wl,-soname,libdovetail.so.0 -o $@ $^ $(LDLIBS)
 
 # The daemon (serve.c) links h2o and libuv; the library does not need them.
 CMD_OBJ := $(BUILD)/engine/main.o $(BUILD)/engine/serve.o $(BUILD)/engine/controller.o $(BUILD)/engine/httpd.o $(BUILD)/engine/httpc.o \
 	 $(BUILD)/providers/fakecloud.o $(BUILD)/providers/advisor.o
 $(BIN): $(CMD_OBJ) $(BUILD)/engine/simulate.o $(LIBA)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv -lcurl -lz
+	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv -lcurl -lz
 
 $(BUILD)/providers/advisor.o: providers/advisor.S providers/catalogs/aws-spot-advisor-us-east-1.json
 	@mkdir -p $(dir $@)
@@ -93,7 +108,15 @@ $(BUILD)/dovetail-faults: $(CMD_OBJ) $(BUILD)/engine/simulate-faults.o $(LIBA)
 # The Lua module links the engine statically: `require "dovetail"` needs
 # nothing else installed. Lua symbols come from the host interpreter.
 $(LUAMOD): $(LUA_OBJ) $(ENGINE_OBJ)
-	$(CC) -shared $(SANFLAGS) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
+	$(CC) -shared $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(filter-out -llua5.4,$(LDLIBS))
+
+# The Lua module alone, for LuaRocks (dovetail-*.rockspec builds it with
+# BUILD=build/rock and installs it with LUA_CMOD_DIR set to the rock's tree).
+lua-module: $(LUAMOD)
+
+install-lua: $(LUAMOD)
+	install -d $(DESTDIR)$(LUA_CMOD_DIR)
+	install -m 755 $(LUAMOD) $(DESTDIR)$(LUA_CMOD_DIR)/dovetail.so
 
 $(BUILD)/embed: examples/embed.c $(LIBA)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS) $(SANFLAGS)
@@ -110,12 +133,13 @@ deps:
 	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
 	  build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libcurl4-openssl-dev \
 	  libcjson-dev libyaml-dev libh2o-dev libssl-dev zlib1g-dev curl lua-busted lua-check glpk-utils libglpk-dev \
-	  clang libclang-rt-dev tzdata >/dev/null
+	  clang libclang-rt-dev tzdata debhelper dpkg-dev fakeroot luarocks >/dev/null
 
 # Build on demand when the toolchain's libraries are missing (fresh machine).
 .deps-ok:
 	@if ! pkg-config --exists lua5.4 libcjson yaml-0.1 libuv libcurl 2>/dev/null || ! test -f /usr/include/h2o.h \
-	    || ! command -v busted >/dev/null || ! command -v curl >/dev/null; then \
+	    || ! command -v busted >/dev/null || ! command -v curl >/dev/null \
+	    || ! command -v dh >/dev/null || ! command -v luarocks >/dev/null; then \
 	  $(MAKE) --no-print-directory deps; fi
 	@touch $@
 
@@ -188,25 +212,55 @@ $(BUILD)/load: bench/load.c
 $(BUILD)/bench: bench/bench.c $(LIBA)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBA) $(LDLIBS) -lglpk
 
+# The library as shared libraries are installed: the file carries the full
+# version, libdovetail.so.0 (its soname) and libdovetail.so (for -ldovetail)
+# point at it. dovetail.pc's libdir and includedir are written relative to
+# ${prefix} when they lie under PREFIX, so a tree moved elsewhere can be used
+# with --define-variable=prefix=.
+PC_REL = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/include \
-	  $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man1 \
-	  $(DESTDIR)$(PREFIX)/lib/lua/5.4 $(DESTDIR)$(PREFIX)/share/dovetail/policies \
-	  $(DESTDIR)$(PREFIX)/share/dovetail/catalogs
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(MANDIR)/man1 \
+	  $(DESTDIR)$(LUA_CMOD_DIR) $(DESTDIR)$(DATADIR)/policies $(DESTDIR)$(DATADIR)/catalogs \
+	  $(DESTDIR)$(BASH_COMPDIR) $(DESTDIR)$(ZSH_COMPDIR)
 	install -m 755 $(BIN) $(DESTDIR)$(PREFIX)/bin/dovetail
-	install -m 644 $(LIBA) $(DESTDIR)$(PREFIX)/lib/libdovetail.a
-	install -m 755 $(LIBSO) $(DESTDIR)$(PREFIX)/lib/libdovetail.so.0
-	ln -sf libdovetail.so.0 $(DESTDIR)$(PREFIX)/lib/libdovetail.so
-	install -m 644 engine/dovetail.h $(DESTDIR)$(PREFIX)/include/dovetail.h
-	install -m 755 $(LUAMOD) $(DESTDIR)$(PREFIX)/lib/lua/5.4/dovetail.so
-	install -m 644 docs/dovetail.1 $(DESTDIR)$(PREFIX)/share/man/man1/dovetail.1
-	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
-	install -m 644 docs/completion/dovetail.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/dovetail
-	install -m 644 docs/completion/_dovetail $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_dovetail
-	install -m 644 $(CATALOG) providers/catalogs/README.md $(DESTDIR)$(PREFIX)/share/dovetail/catalogs/
-	install -m 644 policies/*.lua $(DESTDIR)$(PREFIX)/share/dovetail/policies/ 2>/dev/null || true
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/^#define DT_VERSION "\(.*\)"/\1/p' engine/dovetail.h)|g' \
-	  engine/dovetail.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/dovetail.pc
+	install -m 644 $(LIBA) $(DESTDIR)$(LIBDIR)/libdovetail.a
+	install -m 755 $(LIBSO) $(DESTDIR)$(LIBDIR)/libdovetail.so.$(VERSION)
+	ln -sf libdovetail.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libdovetail.so.0
+	ln -sf libdovetail.so.0 $(DESTDIR)$(LIBDIR)/libdovetail.so
+	install -m 644 engine/dovetail.h $(DESTDIR)$(INCLUDEDIR)/dovetail.h
+	install -m 755 $(LUAMOD) $(DESTDIR)$(LUA_CMOD_DIR)/dovetail.so
+	install -m 644 docs/dovetail.1 $(DESTDIR)$(MANDIR)/man1/dovetail.1
+	install -m 644 docs/completion/dovetail.bash $(DESTDIR)$(BASH_COMPDIR)/dovetail
+	install -m 644 docs/completion/_dovetail $(DESTDIR)$(ZSH_COMPDIR)/_dovetail
+	install -m 644 $(CATALOG) providers/catalogs/README.md $(DESTDIR)$(DATADIR)/catalogs/
+	install -m 644 policies/*.lua $(DESTDIR)$(DATADIR)/policies/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call PC_REL,$(LIBDIR))|g' \
+	  -e 's|@INCLUDEDIR@|$(call PC_REL,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
+	  engine/dovetail.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/dovetail.pc
+
+# Debian packages (debian/), built by dpkg-buildpackage on a copy of the
+# tracked files in build/deb/src, so the packaging's clean step never touches
+# this tree's build/. The .debs land in build/deb/ (debug symbols in
+# build/deb/dbgsym/); the stamp keeps them until a source file changes.
+DEB_FILES = { git ls-files -co --exclude-standard $(1) 2>/dev/null || find $(or $(1),.) -path ./build -prune -o -path ./.git -prune -o -type f -print; }
+DEB_INPUTS := Makefile spec/unit.c $(wildcard $(shell $(call DEB_FILES,debian engine lua providers policies docs)))
+
+deb: build/deb/stamp
+
+build/deb/stamp: $(DEB_INPUTS)
+	@command -v dpkg-buildpackage >/dev/null && command -v dh >/dev/null \
+	  || { echo "make deb: needs dpkg-buildpackage and debhelper (make deps installs them)" >&2; exit 1; }
+	rm -rf build/deb && mkdir -p build/deb/src
+	$(call DEB_FILES,) | tar --ignore-failed-read -cf - -T - 2>/dev/null | tar -xf - -C build/deb/src
+	cd build/deb/src && dpkg-buildpackage -us -uc -b -j$$(nproc 2>/dev/null || echo 2) > ../build.log 2>&1 \
+	  || { tail -40 ../build.log; exit 1; }
+	rm -rf build/deb/src
+	mkdir -p build/deb/dbgsym
+	for f in build/deb/*-dbgsym_*.deb; do if [ -f "$$f" ]; then mv "$$f" build/deb/dbgsym/; fi; done
+	ls build/deb/*.deb
+	@touch $@
 
 clean:
 	rm -rf build dovetail .deps-ok examples/embed

@@ -645,6 +645,21 @@ static const char *g_config_path;
 static char **g_hup_argv; /* the last applied SIGHUP's strings, which options point into */
 static int g_hup_argc;
 
+/* Whether option o already holds v: a restart-only option the file leaves
+** as it is is no news on SIGHUP. */
+static bool opt_same(const opt *o, const char *v) {
+  char *end;
+  if (o->kind == O_STR) {
+    const char *cur = *(const char *const *)o->field;
+    return cur && !strcmp(cur, v);
+  }
+  if (o->kind == O_SIZE) {
+    unsigned long long x = strtoull(v, &end, 10);
+    return *v && !*end && x == *(const size_t *)o->field;
+  }
+  return false;
+}
+
 static void reload_config(void) {
   if (!g_config_path) return;
   char *argv0[] = {(char *)"--config", (char *)g_config_path};
@@ -660,7 +675,8 @@ static void reload_config(void) {
         snprintf(why, sizeof why, "%s: unknown option", argv[i]);
         ok = false;
       } else if (!o->runtime) {
-        if (pass == 0) logf_("warn", "config", "%s: needs a restart to change; ignored", argv[i]);
+        if (pass == 0 && !opt_same(o, argv[i + 1]))
+          logf_("warn", "config", "%s: needs a restart to change; ignored", argv[i]);
       } else if (opt_set(o, argv[i + 1], pass == 1, why, sizeof why)) {
         ok = false;
       }
