@@ -170,6 +170,7 @@ bench: .deps-ok
 	@$(MAKE) --no-print-directory all $(BUILD)/bench $(BUILD)/load
 	./$(BUILD)/bench
 	./$(BUILD)/load $(BUILD)/dovetail
+	@case "$${DOVETAIL_BENCH_ONLY:-simulate}" in simulate) sh bench/simulate.sh $(BUILD)/dovetail;; esac
 
 # Fuzzing: every engine file built again with clang under libFuzzer, ASan and
 # UBSan; each target runs for FUZZ_SECONDS on its corpus in fuzz/corpus/,

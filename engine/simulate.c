@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -1294,6 +1295,7 @@ static const char *k_sim_usage =
     "  --out FILE            the time series and summaries as JSON\n"
     "  --report FILE.html    a self-contained HTML report with SVG charts\n"
     "  --check               check the invariants at every step; a violation is an error (exit 1)\n"
+    "  --timings             per run on standard error: wall time, simulated seconds per wall second, peak RSS\n"
     "  -o table|json         the summary on standard output (default table)\n"
     "exit status: 0 done, 1 bad input or an invariant broken, 2 bad usage\n";
 
@@ -1332,7 +1334,7 @@ int dt__simulate_main(int argc, char **argv) {
   in.cfg.start_ms = dt__days_from_civil(2026, 1, 1) * 86400000;
   DT_VEC(const char *) files = {0}, policies = {0};
   const char *trace = NULL, *scenario = NULL, *out = NULL, *report = NULL, *advisor = NULL, *format = "table";
-  bool baseline = false;
+  bool baseline = false, timings = false;
   dt_packing packing = DT_PACKING_COST;
   int64_t duration = -1, v;
   size_t limit = 0;
@@ -1346,6 +1348,10 @@ int dt__simulate_main(int argc, char **argv) {
     }
     if (!strcmp(a, "--check")) {
       in.check = true;
+      continue;
+    }
+    if (!strcmp(a, "--timings")) {
+      timings = true;
       continue;
     }
     if (!strncmp(a, "-o", 2) && a[2]) { /* -oyaml, -o=json */
@@ -1512,7 +1518,16 @@ int dt__simulate_main(int argc, char **argv) {
   cJSON_AddNumberToObject(doc, "stepSeconds", (double)(in.step_ms / 1000));
   cJSON *jr = cJSON_AddArrayToObject(doc, "runs");
   for (size_t i = 0; i < nruns && !rc; i++) {
+    double w0 = dt__now_ms();
     rc = run_one(&runs[i], i, nruns, tty, &err);
+    if (!rc && timings) {
+      struct rusage ru;
+      getrusage(RUSAGE_SELF, &ru);
+      double wall_s = (dt__now_ms() - w0) / 1000;
+      fprintf(stderr, "%s: %.0f simulated s in %.1f s wall (%.0fx real time), %zu pods, peak RSS %ld MiB\n",
+              runs[i].label, (double)in.duration_ms / 1000, wall_s, wall_s > 0 ? (double)in.duration_ms / 1000 / wall_s : 0,
+              runs[i].arrivals, ru.ru_maxrss / 1024);
+    }
     if (!rc) {
       ss[i] = summarize(&runs[i]);
       cJSON_AddItemToArray(jr, run_json(&runs[i], &ss[i]));
