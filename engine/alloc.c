@@ -65,10 +65,14 @@ void *dt__malloc(size_t n) {
 }
 
 void *dt__calloc(size_t n, size_t size) {
-  if (size && n > SIZE_MAX / size) return NULL;
+  if (size && n > SIZE_MAX / size) {
+    t_alloc_failed = 1;
+    return NULL;
+  }
   size_t total = n * size;
   void *p = g_malloc(total ? total : 1);
   if (p) memset(p, 0, total);
+  else t_alloc_failed = 1;
   return p;
 }
 
@@ -104,6 +108,18 @@ int dt__err(dt_error *err, int code, const char *fmt, ...) {
     err->code = code;
   }
   return code;
+}
+
+const char *dt_strerror(int code) {
+  switch (code) {
+  case 0: return "success";
+  case DT_EINVAL: return "invalid input";
+  case DT_ENOMEM: return "out of memory";
+  case DT_EIO: return "input/output error";
+  case DT_ERANGE: return "number out of range";
+  case DT_ELIMIT: return "input past a limit";
+  default: return "unknown error";
+  }
 }
 
 int dt__vec_grow(void **v, size_t *cap, size_t need, size_t elem) {

@@ -43,6 +43,9 @@ extern "C" {
 #define DT_ERANGE  (-4) /* a number outside what dovetail accepts */
 #define DT_ELIMIT  (-5) /* an input past one of the limits below */
 
+/* A short description of an error code ("out of memory"); never NULL. */
+DT_EXPORT const char *dt_strerror(int code);
+
 /* Limits on input, so that the cost of reading anything is bounded by its
 ** size. Each is refused with a message that names the limit and where it was
 ** exceeded. Real clusters stay far inside them. */

@@ -21,7 +21,12 @@ typedef struct mctx {
   const char *kind;
   char obj[512]; /* "Pod default/web" */
   dt_error *err;
+  int code; /* the error being reported: DT_ENOMEM stays once it happened */
 } mctx;
+
+/* What a reader that failed returns: out of memory or bad input, the same
+** whether or not the caller passed a dt_error. */
+static int failed(const mctx *x) { return x->code ? x->code : DT_EINVAL; }
 
 static int bad(mctx *x, const char *field, const char *fmt, ...) DT_PRINTF(3, 4);
 static int bad(mctx *x, const char *field, const char *fmt, ...) {
@@ -30,11 +35,15 @@ static int bad(mctx *x, const char *field, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  return dt__err(x->err, DT_EINVAL, "%s: %s: %s%s%s", x->file, x->obj, field ? field : "",
+  if (x->code != DT_ENOMEM) x->code = DT_EINVAL;
+  return dt__err(x->err, x->code, "%s: %s: %s%s%s", x->file, x->obj, field ? field : "",
                  field ? ": " : "", msg);
 }
 
-static int oom(mctx *x) { return dt__err(x->err, DT_ENOMEM, "%s: out of memory", x->file); }
+static int oom(mctx *x) {
+  x->code = DT_ENOMEM;
+  return dt__err(x->err, DT_ENOMEM, "%s: out of memory", x->file);
+}
 
 static const cJSON *get(const cJSON *o, const char *k) {
   return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
@@ -263,7 +272,7 @@ static int parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out
       rc = 0;
     }
     if (rc) return bad(x, f, "%s", qe.msg);
-    if (is_request && check_request(x, f, c->string, v)) return DT_EINVAL;
+    if (is_request && check_request(x, f, c->string, v)) return failed(x);
     if (!is_request && v < 0) return bad(x, f, "must not be negative");
     if (dt__rlist_add(out, c->string, v, DT_RL_SET)) return oom(x);
   }
@@ -463,7 +472,7 @@ static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p, bool 
                                                                        : "spec.template.spec.expireAfter",
                               &p->expire_after) ||
       parse_duration_or_never(x, get(d, "consolidateAfter"), "spec.disruption.consolidateAfter", &p->consolidate_after))
-    return DT_EINVAL;
+    return failed(x);
   const char *cp = get_str(d, "consolidationPolicy");
   if (get(d, "consolidationPolicy") && !cJSON_IsNull(get(d, "consolidationPolicy"))) {
     if (cp && !strcmp(cp, "WhenEmpty")) p->consolidation = DT_CONSOL_WHEN_EMPTY;
@@ -629,7 +638,7 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
     snprintf(path, sizeof path, "%s", k_nodepool_fields[i].path);
     for (char *save = NULL, *t = strtok_r(path, ".", &save); t && at; t = strtok_r(NULL, ".", &save)) at = get(at, t);
     if (cJSON_IsObject(at) && known_fields(x, at, k_nodepool_fields[i].path, k_nodepool_fields[i].keys))
-      return DT_EINVAL;
+      return failed(x);
   }
   const cJSON *tm = get(get(get(o, "spec"), "template"), "metadata"), *c;
   const cJSON *labels = get(tm, "labels"); /* its shape is checked where it is read; only mappings here */
@@ -660,7 +669,7 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
 
 static int nodepool(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name) || nodepool_validate(x, o)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name) || nodepool_validate(x, o)) return failed(x);
   bool v1beta1 = !strcmp(get_str(o, "apiVersion"), "karpenter.sh/v1beta1");
   dt_nodepool p = {0};
   p.file = (char *)x->file;
@@ -927,7 +936,7 @@ static int parse_selector(mctx *x, const cJSON *o, const char *field, dt_selecto
   size_t n = (ml ? (size_t)cJSON_GetArraySize(ml) : 0);
   if (me && !cJSON_IsNull(me)) {
     snprintf(f, sizeof f, "%s.matchExpressions", field);
-    if (parse_mreqs(x, me, f, &sel->expr, false)) return DT_EINVAL;
+    if (parse_mreqs(x, me, f, &sel->expr, false)) return failed(x);
     for (size_t i = 0; i < sel->expr.n; i++)
       if (sel->expr.v[i].op > DT_OP_DOESNOTEXIST) {
         snprintf(f, sizeof f, "%s.matchExpressions[%zu].operator", field, i);
@@ -986,9 +995,9 @@ static int parse_podterms(mctx *x, const cJSON *arr, const char *field, bool wei
     if (!key || !*key) return bad(x, g, "missing");
     if (!(d->key = dt__strdup(key))) return oom(x);
     snprintf(g, sizeof g, "%s.labelSelector", f);
-    if (parse_selector(x, get(term, "labelSelector"), g, &d->sel)) return DT_EINVAL;
+    if (parse_selector(x, get(term, "labelSelector"), g, &d->sel)) return failed(x);
     snprintf(g, sizeof g, "%s.namespaces", f);
-    if (parse_strs(x, get(term, "namespaces"), g, &d->ns, &d->nns)) return DT_EINVAL;
+    if (parse_strs(x, get(term, "namespaces"), g, &d->ns, &d->nns)) return failed(x);
   }
   return 0;
 }
@@ -1022,9 +1031,9 @@ static int parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspe
     d->anyway = wu && !strcmp(wu, "ScheduleAnyway");
     if (!(d->key = dt__strdup(key))) return oom(x);
     snprintf(f, sizeof f, "%s[%zu].labelSelector", field, i);
-    if (parse_selector(x, get(t, "labelSelector"), f, &d->sel)) return DT_EINVAL;
+    if (parse_selector(x, get(t, "labelSelector"), f, &d->sel)) return failed(x);
     snprintf(f, sizeof f, "%s[%zu].matchLabelKeys", field, i);
-    if (parse_strs(x, get(t, "matchLabelKeys"), f, &d->match_label_keys, &d->nmlk)) return DT_EINVAL;
+    if (parse_strs(x, get(t, "matchLabelKeys"), f, &d->match_label_keys, &d->nmlk)) return failed(x);
   }
   return 0;
 }
@@ -1067,7 +1076,7 @@ static int match_fields(mctx *x, const cJSON *arr, const char *field, dt_mreqs *
   dt_mreqs mf = {0};
   if (parse_mreqs(x, arr, field, &mf, false)) {
     mreqs_free(&mf);
-    return DT_EINVAL;
+    return failed(x);
   }
   dt_mreq *nv = mf.n ? dt__realloc(term->v, (term->n + mf.n) * sizeof *nv) : term->v;
   if (mf.n && !nv) {
@@ -1105,7 +1114,7 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
     snprintf(f, sizeof f, "%s", path);
     return bad(x, f, "missing or not an object");
   }
-  if (pod_requests(x, spec, path, &p->requests)) return DT_EINVAL;
+  if (pod_requests(x, spec, path, &p->requests)) return failed(x);
   const cJSON *vol;
   cJSON_ArrayForEach(vol, get(spec, "volumes")) {
     const char *cn = get_str(get(vol, "persistentVolumeClaim"), "claimName");
@@ -1117,9 +1126,9 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
     p->npvcs++;
   }
   snprintf(f, sizeof f, "%s.nodeSelector", path);
-  if (parse_kvs(x, get(spec, "nodeSelector"), f, &p->node_selector)) return DT_EINVAL;
+  if (parse_kvs(x, get(spec, "nodeSelector"), f, &p->node_selector)) return failed(x);
   snprintf(f, sizeof f, "%s.tolerations", path);
-  if (parse_tolerations(x, get(spec, "tolerations"), f, p)) return DT_EINVAL;
+  if (parse_tolerations(x, get(spec, "tolerations"), f, p)) return failed(x);
   const cJSON *terms = get(get(get(get(spec, "affinity"), "nodeAffinity"),
                                "requiredDuringSchedulingIgnoredDuringExecution"),
                            "nodeSelectorTerms");
@@ -1133,9 +1142,9 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
       char g[400];
       snprintf(g, sizeof g, "%s[%zu].matchExpressions", f, i);
       p->nterms++;
-      if (parse_mreqs(x, get(t, "matchExpressions"), g, &p->terms[i], false)) return DT_EINVAL;
+      if (parse_mreqs(x, get(t, "matchExpressions"), g, &p->terms[i], false)) return failed(x);
       snprintf(g, sizeof g, "%s[%zu].matchFields", f, i);
-      if (match_fields(x, get(t, "matchFields"), g, &p->terms[i])) return DT_EINVAL;
+      if (match_fields(x, get(t, "matchFields"), g, &p->terms[i])) return failed(x);
     }
   }
   const cJSON *na = get(get(spec, "affinity"), "nodeAffinity");
@@ -1156,7 +1165,7 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
       p->npref++;
       snprintf(g, sizeof g, "%s[%zu].preference.matchExpressions", f, i);
       if (parse_mreqs(x, get(get(t, "preference"), "matchExpressions"), g, &p->pref[i].reqs, false))
-        return DT_EINVAL;
+        return failed(x);
     }
   }
   const cJSON *aff = get(get(spec, "affinity"), "podAffinity");
@@ -1164,19 +1173,19 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
   char g[400];
   snprintf(g, sizeof g, "%s.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution", path);
   if (parse_podterms(x, get(aff, "requiredDuringSchedulingIgnoredDuringExecution"), g, false, &p->aff, &p->naff))
-    return DT_EINVAL;
+    return failed(x);
   snprintf(g, sizeof g, "%s.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
   if (parse_podterms(x, get(aff, "preferredDuringSchedulingIgnoredDuringExecution"), g, true, &p->paff, &p->npaff))
-    return DT_EINVAL;
+    return failed(x);
   snprintf(g, sizeof g, "%s.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution", path);
   if (parse_podterms(x, get(anti, "requiredDuringSchedulingIgnoredDuringExecution"), g, false, &p->anti, &p->nanti))
-    return DT_EINVAL;
+    return failed(x);
   snprintf(g, sizeof g, "%s.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
   if (parse_podterms(x, get(anti, "preferredDuringSchedulingIgnoredDuringExecution"), g, true, &p->panti, &p->npanti))
-    return DT_EINVAL;
+    return failed(x);
   snprintf(g, sizeof g, "%s.topologySpreadConstraints", path);
-  if (parse_spreads(x, get(spec, "topologySpreadConstraints"), g, p)) return DT_EINVAL;
-  if (parse_ports(x, spec, path, p)) return DT_EINVAL;
+  if (parse_spreads(x, get(spec, "topologySpreadConstraints"), g, p)) return failed(x);
+  if (parse_ports(x, spec, path, p)) return failed(x);
   const char *rc = get_str(spec, "runtimeClassName");
   if (rc && *rc && !(p->runtime_class = dt__strdup(rc))) return oom(x);
   const cJSON *ovh = get(spec, "overhead");
@@ -1235,7 +1244,7 @@ static int count_pods(mctx *x, int64_t n, const char *field) {
 
 static int pod(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return failed(x);
   const char *phase = get_str(get(o, "status"), "phase");
   if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) return 0;
   /* A pod without a node is planned only when Karpenter's provisioner would
@@ -1273,12 +1282,12 @@ nomem:
   oom(x);
 fail:
   pod_free(&p);
-  return DT_EINVAL;
+  return failed(x);
 }
 
 static int workload(mctx *x, const cJSON *o, bool daemonset) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return failed(x);
   const cJSON *spec = get(o, "spec");
   const cJSON *r = daemonset ? NULL : get(spec, "replicas");
   int64_t replicas = 1;
@@ -1322,12 +1331,12 @@ nomem:
   oom(x);
 fail:
   pod_free(&p);
-  return DT_EINVAL;
+  return failed(x);
 }
 
 static int unavailable(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return failed(x);
   const cJSON *spec = get(o, "spec");
   const char *ct = get_str(spec, "capacityType"), *it = get_str(spec, "instanceType"), *zone = get_str(spec, "zone");
   dt_mark mk = {0};
@@ -1360,21 +1369,21 @@ static int unavailable(mctx *x, const cJSON *o) {
 
 static int runtime_class(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return failed(x);
   dt_runtimeclass rc = {0};
   if (!(rc.name = dt__strdup(name))) return oom(x);
   if (parse_rlist(x, get(get(o, "overhead"), "podFixed"), "overhead.podFixed", &rc.overhead, true) ||
       dt__vec_push(&x->m->runtime_classes, rc)) {
     dt__free(rc.name);
     dt__rlist_free(&rc.overhead);
-    return x->err && x->err->code ? x->err->code : oom(x);
+    return x->code ? x->code : oom(x);
   }
   return 0;
 }
 
 static int node(mctx *x, const cJSON *o, bool is_claim) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return failed(x);
   dt_node n = {0};
   n.file = (char *)x->file;
   n.kind = (char *)(is_claim ? "NodeClaim" : "Node");
@@ -1477,7 +1486,7 @@ nomem:
   oom(x);
 fail:
   node_free(&n);
-  return DT_EINVAL;
+  return failed(x);
 }
 
 /* ------------------------------------------------------------- VM pools */
@@ -1540,7 +1549,7 @@ static int sel_entry(mctx *x, const cJSON *o, const char *field, dt_selentry *e)
   const cJSON *ls = get(o, "labelSelector"), *nm = get(o, "nodeSelectorRequirementMatcher");
   if (!ls && !nm) return parse_selector(x, o, field, &e->labels);
   snprintf(f, sizeof f, "%s.labelSelector", field);
-  if (parse_selector(x, ls, f, &e->labels)) return DT_EINVAL;
+  if (parse_selector(x, ls, f, &e->labels)) return failed(x);
   if (ls && !e->labels.present) e->labels.present = true;
   snprintf(f, sizeof f, "%s.nodeSelectorRequirementMatcher", field);
   return parse_mreqs(x, nm, f, &e->node, false);
@@ -1574,19 +1583,19 @@ static int sel_policy(mctx *x, const cJSON *o, const char *field, dt_selpolicy *
     snprintf(f, sizeof f, "%s.selectors", field);
     s->n++;
     s->selectors_first = true;
-    if (sel_entry(x, one, f, &s->v[0])) return DT_EINVAL;
+    if (sel_entry(x, one, f, &s->v[0])) return failed(x);
   }
   size_t i = 0;
   for (const cJSON *c = cJSON_IsArray(ord) ? ord->child : NULL; c; c = c->next, i++) {
     snprintf(f, sizeof f, "%s.orderedPolicies[%zu]", field, i);
-    if (sel_entry(x, c, f, &s->v[s->n++])) return DT_EINVAL;
+    if (sel_entry(x, c, f, &s->v[s->n++])) return failed(x);
   }
   const cJSON *bp = get(o, "basePolicy"), *sp = get(o, "sortPolicy");
   int b1 = -1, b2 = -1;
   snprintf(f, sizeof f, "%s.basePolicy", field);
-  if (bp && !cJSON_IsNull(bp) && parse_sort(x, bp, f, &b1)) return DT_EINVAL;
+  if (bp && !cJSON_IsNull(bp) && parse_sort(x, bp, f, &b1)) return failed(x);
   snprintf(f, sizeof f, "%s.sortPolicy", field);
-  if (sp && !cJSON_IsNull(sp) && parse_sort(x, sp, f, &b2)) return DT_EINVAL;
+  if (sp && !cJSON_IsNull(sp) && parse_sort(x, sp, f, &b2)) return failed(x);
   if (b1 >= 0 && b2 >= 0 && b1 != b2) return bad(x, f, "disagrees with basePolicy; set one of them");
   s->base = b1 >= 0 ? b1 : b2 >= 0 ? b2 : DT_SORT_RANDOM;
   s->base_set = b1 >= 0 || b2 >= 0;
@@ -1621,9 +1630,9 @@ static int strategy(mctx *x, const cJSON *o, const char *field, int *strat, int 
     snprintf(f, sizeof f, "%s.%s", field, names[i]);
     if (!cJSON_IsObject(v)) return bad(x, f, "expected an object");
     snprintf(f, sizeof f, "%s.%s.statePreservation", field, names[i]);
-    if (preserve && parse_preserve(x, v, f, preserve)) return DT_EINVAL;
+    if (preserve && parse_preserve(x, v, f, preserve)) return failed(x);
     snprintf(f, sizeof f, "%s.%s.selectionPolicy", field, names[i]);
-    if (i == DT_STRAT_PROACTIVE && sel_policy(x, get(v, "selectionPolicy"), f, sel)) return DT_EINVAL;
+    if (i == DT_STRAT_PROACTIVE && sel_policy(x, get(v, "selectionPolicy"), f, sel)) return failed(x);
   }
   for (const cJSON *c = o->child; c; c = c->next)
     if (strcmp(c->string, "proactive") && strcmp(c->string, "opportunistic") && strcmp(c->string, "unmanaged")) {
@@ -1652,7 +1661,7 @@ static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *
   snprintf(f, sizeof f, "%s.spec.domain.resources.requests", path);
   if (parse_rlist(x, get(get(domain, "resources"), "requests"), f, &req, true)) {
     dt__rlist_free(&req);
-    return DT_EINVAL;
+    return failed(x);
   }
   int rc = 0;
   char tmp[64];
@@ -1729,7 +1738,7 @@ static int ann_duration(mctx *x, const cJSON *ann, const char *key, int64_t *out
 
 static int vmpool(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return failed(x);
   const cJSON *spec = get(o, "spec"), *md = get(o, "metadata"), *ann = get(md, "annotations");
   if (!cJSON_IsObject(spec)) return bad(x, "spec", "missing or not an object");
   dt_vmpool p = {0};
@@ -1914,7 +1923,7 @@ nomem:
   oom(x);
 fail:
   vmpool_free(&p);
-  return DT_EINVAL;
+  return failed(x);
 }
 
 /* Strip "-<idx>" from names VMs got by indexing (their own data volumes), so
@@ -1969,7 +1978,7 @@ static bool one_of(const char *s, const char *const *set) {
 
 static int vm(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return failed(x);
   const cJSON *md = get(o, "metadata"), *spec = get(o, "spec"), *st = get(o, "status");
   const cJSON *ann = get(md, "annotations");
   dt_vm v = {0};
@@ -2090,7 +2099,7 @@ nomem:
   oom(x);
 fail:
   vm_free(&v);
-  return DT_EINVAL;
+  return failed(x);
 }
 
 
@@ -2104,7 +2113,7 @@ static int topo_push(mctx *x, dt_topo_obj *t) {
 
 static int volume(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return failed(x);
   char key[600];
   snprintf(key, sizeof key, "%s/%s", ns, name);
   char *s = dt__strdup(key);
@@ -2127,7 +2136,7 @@ static int volume(mctx *x, const cJSON *o) {
 /* A PersistentVolume: where it can be attached (its required node affinity). */
 static int persistent_volume(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return failed(x);
   dt_topo_obj t = {"PV", dt__strdup(name), NULL, NULL, false, {0}};
   if (!t.key) return oom(x);
   const cJSON *terms = get(get(get(get(o, "spec"), "nodeAffinity"), "required"), "nodeSelectorTerms");
@@ -2138,7 +2147,7 @@ static int persistent_volume(mctx *x, const cJSON *o) {
       parse_mreqs(x, get(terms->child, "matchExpressions"),
                   "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions", &t.term, false)) {
     topo_free(&t);
-    return DT_EINVAL;
+    return failed(x);
   }
   return topo_push(x, &t);
 }
@@ -2147,7 +2156,7 @@ static int persistent_volume(mctx *x, const cJSON *o) {
 ** label's values; one term, as Karpenter reads the first). */
 static int storage_class(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, false) || check_duplicate(x, NULL, name)) return failed(x);
   const char *mode = get_str(o, "volumeBindingMode");
   dt_topo_obj t = {"SC", dt__strdup(name), NULL, NULL, mode && !strcmp(mode, "WaitForFirstConsumer"), {0}};
   if (!t.key) return oom(x);
@@ -2165,7 +2174,7 @@ static int storage_class(mctx *x, const cJSON *o) {
     cJSON_Delete(exprs);
     if (rc) {
       topo_free(&t);
-      return DT_EINVAL;
+      return failed(x);
     }
   }
   return topo_push(x, &t);
@@ -2196,7 +2205,7 @@ static int int_or_pct(mctx *x, const cJSON *v, const char *field, int64_t *out, 
 
 static int pdb(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
+  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return failed(x);
   const cJSON *spec = get(o, "spec");
   dt_pdb p = {0};
   p.file = (char *)x->file;
@@ -2224,7 +2233,7 @@ nomem:
   oom(x);
 fail:
   pdb_free(&p);
-  return DT_EINVAL;
+  return failed(x);
 }
 
 static int object(mctx *x, const cJSON *o, size_t docno) {
@@ -2247,7 +2256,7 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
     const cJSON *items = get(o, "items");
     if (!cJSON_IsArray(items)) return bad(x, "items", "expected a list");
     for (const cJSON *it = items->child; it; it = it->next)
-      if (object(x, it, docno)) return DT_EINVAL;
+      if (object(x, it, docno)) return failed(x);
     return 0;
   }
   if (!api) return bad(x, "apiVersion", "missing");
@@ -2291,7 +2300,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   size_t nds = m->daemonsets.n, nrc = m->runtime_classes.n, nmk = m->marks.n;
   size_t nvp = m->vmpools.n, nvm = m->vms.n, nvol = m->volumes.n, npdb = m->pdbs.n, ntopo = m->topo.n;
   int64_t npods = m->npods;
-  mctx x = {m, file, NULL, {0}, err};
+  mctx x = {m, file, NULL, {0}, err, 0};
   if (err) err->code = 0;
   size_t docno = 1;
   rc = 0;
@@ -2323,7 +2332,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
       if (i >= ns || m->seen_file.v[i] == file) m->seen_file.v[i] = NULL;
     m->notes.len = nl;
     if (m->notes.p) m->notes.p[nl] = 0;
-    if (err && err->code == DT_ENOMEM) rc = DT_ENOMEM;
+    if (x.code == DT_ENOMEM || (err && err->code == DT_ENOMEM)) rc = DT_ENOMEM;
     if (rc == DT_ENOMEM && err && !err->msg[0]) oom(&x);
     return rc;
   }

@@ -1195,11 +1195,20 @@ static dt_policy *policy_new(const char *path, const char *name, const dt_policy
   return p;
 }
 
+/* A load that failed because the process ran out of memory (not the
+** policy's own budget, which is the policy's fault) says so. */
+static int load_failed(const dt_policy *p, int rc, bool oom, dt_error *err) {
+  if (rc != DT_ENOMEM && oom)
+    return dt__err(err, DT_ENOMEM, "%s: out of memory loading the policy", p->path ? p->path : p->chunk);
+  return rc;
+}
+
 static int load_text(dt_policy *p, const char *text, size_t len, dt_error *err) {
   state s;
   state old = p->s;
+  dt__alloc_failed(1);
   int rc = state_open(p, text, len, &s, err);
-  if (rc) return rc;
+  if (rc) return load_failed(p, rc, dt__alloc_failed(0), err);
   p->s = s;
   unsigned fails[DT_HOOK_N];
   bool disabled[DT_HOOK_N];
@@ -1210,6 +1219,7 @@ static int load_text(dt_policy *p, const char *text, size_t len, dt_error *err) 
   int offers = p->offers;
   p->offers = LUA_NOREF;
   rc = validate(p, err);
+  bool oom = dt__alloc_failed(0);
   if (rc) {
     /* keep the old state in force */
     state_close(&p->s);
@@ -1217,7 +1227,7 @@ static int load_text(dt_policy *p, const char *text, size_t len, dt_error *err) 
     memcpy(p->fails, fails, sizeof fails);
     memcpy(p->disabled, disabled, sizeof disabled);
     p->offers = offers;
-    return rc;
+    return load_failed(p, rc, oom, err);
   }
   char *copy = dt__strndup(text, len);
   if (!copy) {

@@ -6,8 +6,13 @@
 **         succeeds; every failure must come back as DT_ENOMEM, with no crash
 **         and (under ASan) no leak.
 **   api:  the public API's contracts (errors filled, NULL-safe frees).
+**   lp:   the simplex on LPs whose optimum is known (degenerate,
+**         infeasible, unbounded, warm-started).
 */
 #include "dovetail.h"
+#include "schedule.h"
+
+#include <math.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,23 +132,38 @@ static const char *k_manifests =
 /* One full cycle; returns 0, DT_ENOMEM or another error. */
 static dt_error g_err;
 
-static int cycle(int *stage) {
-  dt_error err = {0};
+/* A policy with the hooks a plan, a pool and a disruption pass call. */
+static const char *k_policy =
+    "return {\n"
+    "  price = function(offers) local out = {} for i, o in ipairs(offers) do out[i] = o.price * 1.01 end return out end,\n"
+    "  rank = function(claim, offers) local s = {} for i, o in ipairs(offers) do s[i] = o.price end return s end,\n"
+    "  scale_in = function(pool, vms) local o = {} for i = #vms, 1, -1 do o[#o + 1] = vms[i] end return o end,\n"
+    "  consolidation_order = function(c) local o = {} for i = 1, #c do o[i] = c[i] end return o end,\n"
+    "}\n";
+
+/* with_err 0: every call gets NULL for its dt_error, and must still say
+** DT_ENOMEM; with_policy: the cycle runs with k_policy's hooks. */
+static int cycle_with(int *stage, int with_err, int with_policy) {
+  dt_error err = {0}, *e = with_err ? &err : NULL;
   dt_catalog *c = NULL;
   dt_manifests *m = NULL;
   dt_plan *p = NULL;
+  dt_policy *pol = NULL;
   char *text = NULL;
   int rc;
   *stage = 0;
-  if ((rc = dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, &err))) goto done;
+  if ((rc = dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, e))) goto done;
   *stage = 1;
   if (!(m = dt_manifests_new())) {
     rc = DT_ENOMEM;
     goto done;
   }
-  if ((rc = dt_manifests_add_buffer(m, "m", k_manifests, strlen(k_manifests), &err))) goto done;
+  if ((rc = dt_manifests_add_buffer(m, "m", k_manifests, strlen(k_manifests), e))) goto done;
   *stage = 2;
-  if ((rc = dt_plan_run(c, m, NULL, &p, &err))) goto done;
+  if (with_policy && (rc = dt_policy_load_buffer("p.lua", k_policy, strlen(k_policy), NULL, &pol, e))) goto done;
+  dt_plan_opts po = {0};
+  po.policy = pol;
+  if ((rc = dt_plan_run(c, m, &po, &p, e))) goto done;
   *stage = 3;
   for (int f = 0; f < 3; f++) {
     if (!(text = dt_plan_render(p, (dt_format)f, NULL))) {
@@ -155,7 +175,9 @@ static int cycle(int *stage) {
   }
   *stage = 4;
   dt_pools *pools = NULL;
-  if ((rc = dt_pools_run(m, NULL, &pools, &err))) goto done;
+  dt_pool_opts pl = {0};
+  pl.policy = pol;
+  if ((rc = dt_pools_run(m, &pl, &pools, e))) goto done;
   for (int f = 0; f < 3 && !rc; f++) {
     if (!(text = dt_pools_render(pools, (dt_format)f, NULL))) rc = DT_ENOMEM;
     dt_free(text);
@@ -167,7 +189,8 @@ static int cycle(int *stage) {
   dt_disruption *dis = NULL;
   dt_disrupt_opts dopt = {0};
   dopt.explain = "n1";
-  if ((rc = dt_disrupt_run(c, m, &dopt, &dis, &err))) goto done;
+  dopt.policy = pol;
+  if ((rc = dt_disrupt_run(c, m, &dopt, &dis, e))) goto done;
   for (int f = 0; f < 3 && !rc; f++) {
     if (!(text = dt_disrupt_render(dis, (dt_format)f, NULL))) rc = DT_ENOMEM;
     dt_free(text);
@@ -180,9 +203,36 @@ done:
   g_err = err;
   dt_free(text);
   dt_plan_free(p);
+  dt_policy_free(pol);
   dt_manifests_free(m);
   dt_catalog_free(c);
   return rc;
+}
+
+static int cycle(int *stage) { return cycle_with(stage, 1, 0); }
+
+static void test_oom_variant(int with_err, int with_policy) {
+  int stage;
+  CHECK(cycle_with(&stage, with_err, with_policy) == 0 && stage == 6, "the cycle (err %d, policy %d) succeeds",
+        with_err, with_policy);
+  dt_set_allocator(f_malloc, f_realloc, free);
+  long n;
+  int bad = 0;
+  for (n = 0; n < 400000; n++) {
+    budget = n;
+    int rc = cycle_with(&stage, with_err, with_policy);
+    if (rc == 0) break;
+    if (rc != DT_ENOMEM && !bad) {
+      bad = 1;
+      CHECK(0, "allocation %ld failed at stage %d with %d (%s) instead of DT_ENOMEM (err %d, policy %d): %s", n,
+            stage, rc, dt_strerror(rc), with_err, with_policy, with_err ? g_err.msg : "");
+      break;
+    }
+  }
+  budget = -1;
+  dt_set_allocator(NULL, NULL, NULL);
+  CHECK(!bad, "every injected allocation failure reports DT_ENOMEM (err %d, policy %d)", with_err, with_policy);
+  printf("oom (err %d, policy %d): %ld allocation points exercised\n", with_err, with_policy, n);
 }
 
 static void test_oom(void) {
@@ -238,9 +288,60 @@ static void test_api(void) {
   CHECK(dt_time_parse("2026-11-22", &t, &err) == DT_EINVAL, "date without time is rejected");
 }
 
+/* Known LPs: minimise c.x subject to A x >= d, x >= 0. */
+static void test_lp(void) {
+  double y[4], x[4], obj;
+  /* two rows, two columns: covering row 0 with column 1 (cost 2 < 3) is optimal: x = (0, 4), 8,
+  ** row 1 (x1 + 3 x2 >= 6) slack, so its dual is 0 and row 0's is 2 */
+  const double a1[] = {1, 1, 1, 3}, c1[] = {3, 2}, d1[] = {4, 6};
+  CHECK(dt__lp_cover(2, 2, a1, c1, d1, y, x, &obj) == 0 && fabs(obj - 8) < 1e-9 && fabs(x[0]) < 1e-9 &&
+            fabs(x[1] - 4) < 1e-9 && fabs(y[0] - 2) < 1e-9 && fabs(y[1]) < 1e-9,
+        "simple LP: obj %g x (%g, %g) y (%g, %g)", obj, x[0], x[1], y[0], y[1]);
+  /* degenerate: x1 >= 1, x2 >= 1, x1 + x2 >= 2 meet at one vertex (1, 1), three rows tight */
+  const double a2[] = {1, 0, 0, 1, 1, 1}, c2[] = {1, 1}, d2[] = {1, 1, 2};
+  CHECK(dt__lp_cover(3, 2, a2, c2, d2, y, x, &obj) == 0 && fabs(obj - 2) < 1e-9 && fabs(x[0] - 1) < 1e-9 &&
+            fabs(x[1] - 1) < 1e-9,
+        "degenerate LP: obj %g x (%g, %g)", obj, x[0], x[1]);
+  /* duals of a degenerate optimum still price every column at >= 0 reduced cost */
+  CHECK(c2[0] - (y[0] * a2[0] + y[1] * a2[2] + y[2] * a2[4]) > -1e-9 &&
+            c2[1] - (y[0] * a2[1] + y[1] * a2[3] + y[2] * a2[5]) > -1e-9 && y[0] >= -1e-9 && y[1] >= -1e-9 &&
+            y[2] >= -1e-9,
+        "degenerate LP: dual feasible (%g, %g, %g)", y[0], y[1], y[2]);
+  /* infeasible: row 1 is demanded and no column covers it */
+  const double a3[] = {1, 0}, c3[] = {1}, d3[] = {1, 1};
+  CHECK(dt__lp_cover(2, 1, a3, c3, d3, y, x, &obj) == -1, "infeasible LP is refused");
+  /* unbounded: a column that pays to be used without limit */
+  const double a4[] = {1}, c4[] = {-1}, d4[] = {1};
+  CHECK(dt__lp_cover(1, 1, a4, c4, d4, y, x, &obj) == -1, "unbounded LP is refused");
+  /* no rows is not an LP; more than 64 neither */
+  CHECK(dt__lp_cover(0, 1, a4, c4, d4, y, x, &obj) == -1, "an LP without rows is refused");
+  /* warm start: solve with two columns, add a cheaper third and start from the old basis; the
+  ** optimum must equal a cold solve of all three */
+  const double a5[] = {2, 1, 1, 1, 3, 1}, c5[] = {4, 5, 1.5}, d5[] = {8, 9};
+  const double a5a[] = {2, 1, 1, 3};
+  int basis[2] = {DT_LP_COLD, 0};
+  double warm_obj, cold_obj, yc[2];
+  int ok = dt__lp_cover_warm(2, 2, a5a, c5, d5, y, x, &warm_obj, basis) == 0;
+  /* the basis names columns of the two-column LP: still valid in the three-column one */
+  ok = ok && dt__lp_cover_warm(2, 3, a5, c5, d5, y, x, &warm_obj, basis) == 0;
+  ok = ok && dt__lp_cover(2, 3, a5, c5, d5, yc, x, &cold_obj) == 0;
+  CHECK(ok && fabs(warm_obj - cold_obj) < 1e-9 && fabs(y[0] - yc[0]) < 1e-9 && fabs(y[1] - yc[1]) < 1e-9,
+        "warm start reaches the cold optimum (%g vs %g)", warm_obj, cold_obj);
+  /* a garbage warm basis falls back to the cold start */
+  int junk[2] = {7, -99};
+  CHECK(dt__lp_cover_warm(2, 3, a5, c5, d5, y, x, &warm_obj, junk) == 0 && fabs(warm_obj - cold_obj) < 1e-9,
+        "a bad warm basis falls back to a cold start");
+}
+
 int main(void) {
   test_api();
+  test_lp();
+  CHECK(!strcmp(dt_strerror(DT_ENOMEM), "out of memory") && !strcmp(dt_strerror(12345), "unknown error"),
+        "dt_strerror");
   test_oom();
+  test_oom_variant(0, 0);
+  test_oom_variant(1, 1);
+  test_oom_variant(0, 1);
   printf("unit: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }
