@@ -38,8 +38,9 @@ ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC -fvisibili
 LDLIBS  := $(PKG_LIBS) -lm -lpthread
 
 CATALOG := providers/catalogs/aws-us-east-1.json
+CATALOG_AZURE := providers/catalogs/azure-eastus.json
 ENGINE_SRC := engine/alloc.c engine/quantity.c engine/sym.c engine/req.c engine/doc.c engine/topo.c engine/lp.c engine/pack.c \
-	      engine/model.c engine/manifest.c engine/sched.c engine/plan.c engine/pool.c engine/cron.c engine/disrupt.c engine/store.c providers/catalog.c lua/policy.c
+	      engine/model.c engine/manifest.c engine/sched.c engine/plan.c engine/pool.c engine/cron.c engine/disrupt.c engine/store.c providers/catalog.c providers/kwok.c lua/policy.c
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRC)) $(BUILD)/providers/bundled.o
 LUA_OBJ := $(BUILD)/lua/ldovetail.o
 HEADERS := $(wildcard engine/*.h)
@@ -61,9 +62,9 @@ $(BUILD)/%.o: %.c
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-$(BUILD)/providers/bundled.o: providers/bundled.S $(CATALOG)
+$(BUILD)/providers/bundled.o: providers/bundled.S $(CATALOG) $(CATALOG_AZURE)
 	@mkdir -p $(dir $@)
-	$(CC) -c -DDT_CATALOG_PATH='"$(CATALOG)"' $< -o $@
+	$(CC) -c -DDT_CATALOG_PATH='"$(CATALOG)"' -DDT_CATALOG_AZURE_PATH='"$(CATALOG_AZURE)"' $< -o $@
 
 $(LIBA): $(ENGINE_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -164,9 +165,9 @@ build/fuzz/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-build/fuzz/obj/providers/bundled.o: providers/bundled.S $(CATALOG)
+build/fuzz/obj/providers/bundled.o: providers/bundled.S $(CATALOG) $(CATALOG_AZURE)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -c -DDT_CATALOG_PATH='"$(CATALOG)"' $< -o $@
+	$(FUZZ_CC) -c -DDT_CATALOG_PATH='"$(CATALOG)"' -DDT_CATALOG_AZURE_PATH='"$(CATALOG_AZURE)"' $< -o $@
 
 build/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
@@ -203,7 +204,7 @@ install: all
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 	install -m 644 docs/completion/dovetail.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/dovetail
 	install -m 644 docs/completion/_dovetail $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_dovetail
-	install -m 644 $(CATALOG) providers/catalogs/README.md $(DESTDIR)$(PREFIX)/share/dovetail/catalogs/
+	install -m 644 $(CATALOG) $(CATALOG_AZURE) providers/catalogs/README.md $(DESTDIR)$(PREFIX)/share/dovetail/catalogs/
 	install -m 644 policies/*.lua $(DESTDIR)$(PREFIX)/share/dovetail/policies/ 2>/dev/null || true
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(shell sed -n 's/^#define DT_VERSION "\(.*\)"/\1/p' engine/dovetail.h)|g' \
 	  engine/dovetail.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/dovetail.pc
