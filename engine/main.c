@@ -6,6 +6,7 @@
 **   dovetail pool [-o json|yaml|table] [--now T] [--seed N] [--policy F] FILE...
 **   dovetail check [--explain] POLICY...
 **   dovetail version
+** A catalog F is a file or the name of a bundled catalog (aws-us-east-1, azure-eastus).
 */
 #include "dovetail.h"
 
@@ -35,7 +36,8 @@ static const char *k_usage =
     "  version   print the version\n"
     "\n"
     "plan options:\n"
-    "  --catalog FILE     instance-type catalog (JSON); default: bundled AWS us-east-1\n"
+    "  --catalog NAME|FILE  a bundled catalog (aws-us-east-1, the default; azure-eastus) or a catalog file\n"
+    "                      (dovetail's JSON, or Karpenter's KWOK instance types)\n"
     "  -o, --output FMT   json | yaml | table (default: table on a terminal, else json)\n"
     "  --now RFC3339      the clock (default: now; give it to make a decision byte-reproducible)\n"
     "  --seed N           seed for names and randomised choices (default 0)\n"
@@ -108,7 +110,8 @@ enum { CMD_PLAN, CMD_POOL, CMD_DISRUPT };
 static const char *k_usage_plan =
     "usage: dovetail plan [options] FILE...\n"
     "Place every pending pod on an existing node, an in-flight NodeClaim or a new node claim.\n"
-    "  --catalog FILE     instance-type catalog (JSON); default: bundled AWS us-east-1\n"
+    "  --catalog NAME|FILE  a bundled catalog (aws-us-east-1, the default; azure-eastus) or a catalog file\n"
+    "                      (dovetail's JSON, or Karpenter's KWOK instance types)\n"
     "  -o, --output FMT   json | yaml (NodeClaims to apply) | table (default: table on a terminal, else json)\n"
     "  --now RFC3339      the clock (default: now; give it to make a decision byte-reproducible)\n"
     "  --seed N           seed for names and randomised choices (default 0)\n"
@@ -123,7 +126,7 @@ static const char *k_usage_plan =
 static const char *k_usage_disrupt =
     "usage: dovetail disrupt [options] FILE...\n"
     "What Karpenter's disruption controller would take away now, and why every other node stays.\n"
-    "  --catalog FILE, -o FMT, --now RFC3339, --seed N, --policy FILE, --policy-dir DIR, -f FILE: as plan\n"
+    "  --catalog NAME|FILE, -o FMT, --now RFC3339, --seed N, --policy FILE, --policy-dir DIR, -f FILE: as plan\n"
     "  --explain NODE     every step that node went through\n"
     "  --spot-to-spot     allow spot-to-spot consolidation (off, as Karpenter's feature gate)\n"
     "exit status: 0 decided, 1 bad input, 2 bad usage\n";
@@ -254,8 +257,7 @@ static int cmd_plan(int argc, char **argv, int cmd) {
   char *text = NULL;
   size_t len;
   double t0 = now_ms();
-  if (!pool && (catalog_path ? dt_catalog_load_file(catalog_path, &cat, &err) : dt_catalog_load_default(&cat, &err)))
-    goto done;
+  if (!pool && dt_catalog_load_named(catalog_path, &cat, &err)) goto done;
   if (!(m = dt_manifests_new())) {
     snprintf(err.msg, sizeof err.msg, "out of memory");
     goto done;

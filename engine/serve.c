@@ -3011,7 +3011,7 @@ int dt__serve_main(int argc0, char **argv0) {
     goto out;
   }
   dt_error err = {0};
-  if (catalog ? dt_catalog_load_file(catalog, &D.cat, &err) : dt_catalog_load_default(&D.cat, &err)) {
+  if (dt_catalog_load_named(catalog, &D.cat, &err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
     rc = 1;
     goto out;

@@ -852,7 +852,7 @@ static void progress(const run *r, size_t k, size_t nruns, double wall0) {
 
 static int run_one(run *r, size_t k, size_t nruns, bool tty, dt_error *err) {
   const inputs *in = r->in;
-  int rc = in->catalog ? dt_catalog_load_file(in->catalog, &r->cat, err) : dt_catalog_load_default(&r->cat, err);
+  int rc = dt_catalog_load_named(in->catalog, &r->cat, err);
   if (rc) return rc;
   if (r->policy_path && (rc = dt_policy_load_file(r->policy_path, NULL, &r->policy, err))) return rc;
   r->policy_errors_before = policy_errors(r);
