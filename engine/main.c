@@ -4,6 +4,7 @@
 **   dovetail plan [--catalog F] [-o json|yaml|table] [--now T] [--seed N] FILE...
 **   dovetail disrupt [--catalog F] [-o ...] [--now T] [--policy F] [--explain NODE] [--spot-to-spot] FILE...
 **   dovetail pool [-o json|yaml|table] [--now T] [--seed N] [--policy F] FILE...
+**   dovetail catalog [--catalog F] [-o table|json] [--type GLOB] [--zone Z] ... [--convert]
 **   dovetail check [--explain] POLICY...
 **   dovetail version
 ** A catalog F is a file or the name of a bundled catalog (aws-us-east-1, azure-eastus).
@@ -20,6 +21,7 @@
 int dt__serve_main(int argc, char **argv);     /* serve.c */
 int dt__fakecloud_main(int argc, char **argv); /* providers/fakecloud.c */
 int dt__simulate_main(int argc, char **argv);  /* simulate.c */
+int dt__catalog_main(int argc, char **argv);   /* catalogcmd.c */
 
 static const char *k_usage =
     "usage: dovetail <command> [options] [FILE...]\n"
@@ -32,6 +34,8 @@ static const char *k_usage =
     "  fakecloud an in-memory cloud speaking the http provider's contract (for tests and demos)\n"
     "  disrupt   what to take away: emptiness, drift, expiry, consolidation under budgets\n"
     "  pool      converge KubeVirt VirtualMachinePools: VMs to create, delete, update, heal\n"
+    "  catalog   list a catalog's instance types and offerings, filtered; --convert writes it in dovetail's\n"
+    "            format (dovetail catalog --help)\n"
     "  check     validate policy files (syntax, hooks, selftest); --explain lists overridden hooks\n"
     "  version   print the version\n"
     "\n"
@@ -324,6 +328,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "simulate")) return dt__simulate_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "disrupt")) return cmd_plan(argc - 2, argv + 2, CMD_DISRUPT);
   if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
+  if (!strcmp(cmd, "catalog")) return dt__catalog_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("dovetail %s\n", DT_VERSION);
     return 0;
