@@ -53,8 +53,9 @@ ALL_CFLAGS := -std=c11 -D_POSIX_C_SOURCE=200809L $(OPT) $(WARN) -fPIC -fvisibili
 LDLIBS  := $(PKG_LIBS) -lm -lpthread
 
 CATALOG := providers/catalogs/aws-us-east-1.json
+CATALOG_AZURE := providers/catalogs/azure-eastus.json
 ENGINE_SRC := engine/alloc.c engine/quantity.c engine/sym.c engine/req.c engine/doc.c engine/topo.c engine/lp.c engine/pack.c \
-	      engine/model.c engine/manifest.c engine/sched.c engine/plan.c engine/pool.c engine/cron.c engine/disrupt.c engine/store.c providers/catalog.c lua/policy.c
+	      engine/model.c engine/manifest.c engine/sched.c engine/plan.c engine/pool.c engine/cron.c engine/disrupt.c engine/store.c providers/catalog.c providers/kwok.c lua/policy.c
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRC)) $(BUILD)/providers/bundled.o
 LUA_OBJ := $(BUILD)/lua/ldovetail.o
 HEADERS := $(wildcard engine/*.h)
@@ -76,9 +77,9 @@ $(BUILD)/%.o: %.c
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 
-$(BUILD)/providers/bundled.o: providers/bundled.S $(CATALOG)
+$(BUILD)/providers/bundled.o: providers/bundled.S $(CATALOG) $(CATALOG_AZURE)
 	@mkdir -p $(dir $@)
-	$(CC) -c -DDT_CATALOG_PATH='"$(CATALOG)"' $< -o $@
+	$(CC) -c -DDT_CATALOG_PATH='"$(CATALOG)"' -DDT_CATALOG_AZURE_PATH='"$(CATALOG_AZURE)"' $< -o $@
 
 $(LIBA): $(ENGINE_OBJ)
 	rm -f $@ && ar rcs $@ $^
@@ -87,7 +88,7 @@ $(LIBSO): $(ENGINE_OBJ)
 	$(CC) -shared $(SANFLAGS) $(LDFLAGS) -Wl,-soname,libdovetail.so.0 -o $@ $^ $(LDLIBS)
 
 # The daemon (serve.c) links h2o and libuv; the library does not need them.
-CMD_OBJ := $(BUILD)/engine/main.o $(BUILD)/engine/serve.o $(BUILD)/engine/controller.o $(BUILD)/engine/httpd.o $(BUILD)/engine/httpc.o \
+CMD_OBJ := $(BUILD)/engine/main.o $(BUILD)/engine/catalogcmd.o $(BUILD)/engine/serve.o $(BUILD)/engine/controller.o $(BUILD)/engine/httpd.o $(BUILD)/engine/httpc.o \
 	 $(BUILD)/providers/fakecloud.o $(BUILD)/providers/advisor.o
 $(BIN): $(CMD_OBJ) $(BUILD)/engine/simulate.o $(LIBA)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv -lcurl -lz
@@ -189,9 +190,9 @@ build/fuzz/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-build/fuzz/obj/providers/bundled.o: providers/bundled.S $(CATALOG)
+build/fuzz/obj/providers/bundled.o: providers/bundled.S $(CATALOG) $(CATALOG_AZURE)
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -c -DDT_CATALOG_PATH='"$(CATALOG)"' $< -o $@
+	$(FUZZ_CC) -c -DDT_CATALOG_PATH='"$(CATALOG)"' -DDT_CATALOG_AZURE_PATH='"$(CATALOG_AZURE)"' $< -o $@
 
 build/fuzz/fuzz_%: fuzz/fuzz_%.c $(FUZZ_OBJ)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJ) $(LDLIBS)
@@ -235,7 +236,7 @@ install: all
 	install -m 644 docs/dovetail.1 $(DESTDIR)$(MANDIR)/man1/dovetail.1
 	install -m 644 docs/completion/dovetail.bash $(DESTDIR)$(BASH_COMPDIR)/dovetail
 	install -m 644 docs/completion/_dovetail $(DESTDIR)$(ZSH_COMPDIR)/_dovetail
-	install -m 644 $(CATALOG) providers/catalogs/README.md $(DESTDIR)$(DATADIR)/catalogs/
+	install -m 644 $(CATALOG) $(CATALOG_AZURE) providers/catalogs/README.md $(DESTDIR)$(DATADIR)/catalogs/
 	install -m 644 policies/*.lua $(DESTDIR)$(DATADIR)/policies/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call PC_REL,$(LIBDIR))|g' \
 	  -e 's|@INCLUDEDIR@|$(call PC_REL,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \

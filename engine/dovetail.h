@@ -103,6 +103,27 @@ DT_EXPORT int dt_catalog_load_buffer(const char *name, const char *buf, size_t l
 /* Load the bundled catalog (AWS us-east-1, compiled into the library). */
 DT_EXPORT int dt_catalog_load_default(dt_catalog **out, dt_error *err);
 
+/* Load a catalog by name or path, as the command's --catalog takes it: a
+** value naming an existing file (or "-", standard input) is read as a file;
+** otherwise it names a bundled catalog ("aws-us-east-1", "azure-eastus"); a
+** value that is neither fails with DT_EINVAL and a message listing the
+** bundled names (one that looks like a path, with a '/' or a .json, .yaml
+** or .yml ending, fails as the file it names). NULL loads the default.
+** Files may be in dovetail's catalog format or Karpenter's KWOK
+** instance-type list. On success *out owns the catalog (dt_catalog_free). */
+DT_EXPORT int dt_catalog_load_named(const char *name_or_path, dt_catalog **out, dt_error *err);
+
+/* The name of bundled catalog i (the default is 0), NULL past the last.
+** Static strings. */
+DT_EXPORT const char *dt_catalog_bundled(size_t i);
+
+/* The catalog written out in dovetail's catalog format, whatever format it
+** was read from: offerings explicit, overhead where the file gave it, labels
+** the file gave (derived ones are derived again on loading). Loading the text
+** gives a catalog that plans identically. The caller frees it with dt_free;
+** NULL on allocation failure. *len (if non-NULL) gets its length. */
+DT_EXPORT char *dt_catalog_json(const dt_catalog *c, size_t *len);
+
 /* Number of instance types in a catalog. */
 DT_EXPORT size_t dt_catalog_size(const dt_catalog *c);
 

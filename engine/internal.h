@@ -97,6 +97,10 @@ void dt__fmt_time(int64_t t, char *out, size_t n); /* RFC 3339, UTC */
 int64_t dt__days_from_civil(int64_t y, int m, int d);           /* days since 1970-01-01 */
 void dt__civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 
+/* A bundled catalog's bytes by name (providers/catalog.c); -1 if there is
+** none of that name. */
+int dt__catalog_bundled(const char *name, const char **buf, size_t *len);
+
 /* Format a price the same way everywhere ("%.6g" trimmed). */
 void dt__fmt_price(char *out, size_t n, double v);
 

@@ -4,8 +4,10 @@
 **   dovetail plan [--catalog F] [-o json|yaml|table] [--now T] [--seed N] FILE...
 **   dovetail disrupt [--catalog F] [-o ...] [--now T] [--policy F] [--explain NODE] [--spot-to-spot] FILE...
 **   dovetail pool [-o json|yaml|table] [--now T] [--seed N] [--policy F] FILE...
+**   dovetail catalog [--catalog F] [-o table|json] [--type GLOB] [--zone Z] ... [--convert]
 **   dovetail check [--explain] POLICY...
 **   dovetail version
+** A catalog F is a file or the name of a bundled catalog (aws-us-east-1, azure-eastus).
 */
 #include "dovetail.h"
 
@@ -19,6 +21,7 @@
 int dt__serve_main(int argc, char **argv);     /* serve.c */
 int dt__fakecloud_main(int argc, char **argv); /* providers/fakecloud.c */
 int dt__simulate_main(int argc, char **argv);  /* simulate.c */
+int dt__catalog_main(int argc, char **argv);   /* catalogcmd.c */
 
 static const char *k_usage =
     "usage: dovetail <command> [options] [FILE...]\n"
@@ -31,11 +34,14 @@ static const char *k_usage =
     "  fakecloud an in-memory cloud speaking the http provider's contract (for tests and demos)\n"
     "  disrupt   what to take away: emptiness, drift, expiry, consolidation under budgets\n"
     "  pool      converge KubeVirt VirtualMachinePools: VMs to create, delete, update, heal\n"
+    "  catalog   list a catalog's instance types and offerings, filtered; --convert writes it in dovetail's\n"
+    "            format (dovetail catalog --help)\n"
     "  check     validate policy files (syntax, hooks, selftest); --explain lists overridden hooks\n"
     "  version   print the version\n"
     "\n"
     "plan options:\n"
-    "  --catalog FILE     instance-type catalog (JSON); default: bundled AWS us-east-1\n"
+    "  --catalog NAME|FILE  a bundled catalog (aws-us-east-1, the default; azure-eastus) or a catalog file\n"
+    "                      (dovetail's JSON, or Karpenter's KWOK instance types)\n"
     "  -o, --output FMT   json | yaml | table (default: table on a terminal, else json)\n"
     "  --now RFC3339      the clock (default: now; give it to make a decision byte-reproducible)\n"
     "  --seed N           seed for names and randomised choices (default 0)\n"
@@ -108,7 +114,8 @@ enum { CMD_PLAN, CMD_POOL, CMD_DISRUPT };
 static const char *k_usage_plan =
     "usage: dovetail plan [options] FILE...\n"
     "Place every pending pod on an existing node, an in-flight NodeClaim or a new node claim.\n"
-    "  --catalog FILE     instance-type catalog (JSON); default: bundled AWS us-east-1\n"
+    "  --catalog NAME|FILE  a bundled catalog (aws-us-east-1, the default; azure-eastus) or a catalog file\n"
+    "                      (dovetail's JSON, or Karpenter's KWOK instance types)\n"
     "  -o, --output FMT   json | yaml (NodeClaims to apply) | table (default: table on a terminal, else json)\n"
     "  --now RFC3339      the clock (default: now; give it to make a decision byte-reproducible)\n"
     "  --seed N           seed for names and randomised choices (default 0)\n"
@@ -123,7 +130,7 @@ static const char *k_usage_plan =
 static const char *k_usage_disrupt =
     "usage: dovetail disrupt [options] FILE...\n"
     "What Karpenter's disruption controller would take away now, and why every other node stays.\n"
-    "  --catalog FILE, -o FMT, --now RFC3339, --seed N, --policy FILE, --policy-dir DIR, -f FILE: as plan\n"
+    "  --catalog NAME|FILE, -o FMT, --now RFC3339, --seed N, --policy FILE, --policy-dir DIR, -f FILE: as plan\n"
     "  --explain NODE     every step that node went through\n"
     "  --spot-to-spot     allow spot-to-spot consolidation (off, as Karpenter's feature gate)\n"
     "exit status: 0 decided, 1 bad input, 2 bad usage\n";
@@ -254,8 +261,7 @@ static int cmd_plan(int argc, char **argv, int cmd) {
   char *text = NULL;
   size_t len;
   double t0 = now_ms();
-  if (!pool && (catalog_path ? dt_catalog_load_file(catalog_path, &cat, &err) : dt_catalog_load_default(&cat, &err)))
-    goto done;
+  if (!pool && dt_catalog_load_named(catalog_path, &cat, &err)) goto done;
   if (!(m = dt_manifests_new())) {
     snprintf(err.msg, sizeof err.msg, "out of memory");
     goto done;
@@ -322,6 +328,7 @@ int main(int argc, char **argv) {
   if (!strcmp(cmd, "simulate")) return dt__simulate_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "disrupt")) return cmd_plan(argc - 2, argv + 2, CMD_DISRUPT);
   if (!strcmp(cmd, "check")) return cmd_check(argc - 2, argv + 2);
+  if (!strcmp(cmd, "catalog")) return dt__catalog_main(argc - 2, argv + 2);
   if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
     printf("dovetail %s\n", DT_VERSION);
     return 0;

@@ -77,17 +77,39 @@ typedef struct dt_ctype {
   double od_price; /* < 0: none */
   size_t noff;
   dt_coffer *off;
+  /* The type as the catalog file gave it, so that it can be written back out
+  ** in the same format (dt_catalog_json) and load to the same model. */
+  struct {
+    double cpu, memory_mib;
+    int64_t gpu;
+    char *family, *gpu_name; /* NULL when not given */
+    int64_t eph_bytes;       /* ephemeralStorage; -1 when not given */
+    dt_kvs labels;           /* labels given, not the derived ones */
+    bool has_overhead;       /* overhead given; else the provider's formula */
+    int64_t oh_cpu, oh_mem, oh_eph; /* milli, when has_overhead */
+  } src;
 } dt_ctype;
 
 struct dt_catalog {
   char *name;     /* file name, for messages */
   char *region;
-  char *provider; /* "aws" or "generic" */
+  char *provider; /* "aws", "azure", "kwok" or "generic" (any other name: as generic) */
   size_t nzones;
   char **zones;
   size_t ntypes;
   dt_ctype *types;
 };
+
+/* Karpenter's KWOK instance-type list (providers/kwok.c): whether a parsed
+** document has its shape (a JSON array of types), and the dovetail catalog
+** document it stands for (*out owned by the caller). */
+bool dt__kwok_shape(const cJSON *root);
+int dt__kwok_convert(const char *file, const cJSON *root, cJSON **out, dt_error *err);
+
+/* The catalog in its own file format, as dt_catalog_json, keeping only the
+** offerings keep accepts (and the types and zones left with one). */
+typedef bool (*dt__offer_keep)(const dt_catalog *c, const dt_ctype *t, const dt_coffer *o, void *ud);
+char *dt__catalog_json(const dt_catalog *c, dt__offer_keep keep, void *ud, size_t *len);
 
 /* -------------------------------------------------------------- manifests */
 

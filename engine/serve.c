@@ -458,7 +458,7 @@ static const char *g_listen = "127.0.0.1:8080", *g_catalog, *g_token_file;
 
 static const opt k_opts[] = {
     {"listen", O_STR, false, &g_listen, "HOST:PORT   HTTP API (default 127.0.0.1:8080; port 0 picks one, logged)"},
-    {"catalog", O_STR, false, &g_catalog, "FILE       instance catalog (default: bundled AWS us-east-1)"},
+    {"catalog", O_STR, false, &g_catalog, "NAME|FILE  instance catalog: aws-us-east-1 (default), azure-eastus, or a file"},
     {"policy", O_STR, false, &D.policy_path, "FILE        a Lua policy, watched and hot-reloaded (also on SIGHUP)"},
     {"policy-dir", O_STR, false, &D.policy_dir,
      "DIR     where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (reloaded when changed)"},
@@ -778,7 +778,7 @@ int dt__serve_main(int argc0, char **argv0) {
     goto out;
   }
   dt_error err = {0};
-  if (catalog ? dt_catalog_load_file(catalog, &D.cat, &err) : dt_catalog_load_default(&D.cat, &err)) {
+  if (dt_catalog_load_named(catalog, &D.cat, &err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
     rc = 1;
     goto out;

@@ -862,7 +862,7 @@ static void progress(const run *r, size_t k, size_t nruns, double wall0) {
 
 static int run_one(run *r, size_t k, size_t nruns, bool tty, dt_error *err) {
   const inputs *in = r->in;
-  int rc = in->catalog ? dt_catalog_load_file(in->catalog, &r->cat, err) : dt_catalog_load_default(&r->cat, err);
+  int rc = dt_catalog_load_named(in->catalog, &r->cat, err);
   if (rc) return rc;
   if (r->policy_path && (rc = dt_policy_load_file(r->policy_path, NULL, &r->policy, err))) return rc;
   r->policy_errors_before = policy_errors(r);
@@ -1277,7 +1277,7 @@ static const char *k_sim_usage =
     "  --trace-limit N       only the first N arrivals\n"
     "  --scenario FILE       timed events: apply, delete, scale, unavailable, interrupt, price, pods, failStartup\n"
     "  --duration DUR        how long to simulate (default: the trace's last arrival, else the last event, + 1h)\n"
-    "  --catalog FILE        instance types and offerings (default: bundled AWS us-east-1)\n"
+    "  --catalog NAME|FILE   aws-us-east-1 (default), azure-eastus, or a catalog file\n"
     "  --policy FILE         a run with this Lua policy; repeatable (each run: same inputs, same seed)\n"
     "  --baseline            add a run with first-fit-decreasing and no policy (Karpenter's behaviour)\n"
     "  --packing cost|ffd    packing of the runs without --baseline (default cost)\n"

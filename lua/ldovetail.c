@@ -3,7 +3,7 @@
 **
 **   local dt = require "dovetail"
 **   local plan = dt.plan{ manifests = text | {text...}, files = {path...},
-**                         catalog = path, catalog_text = json, now = "RFC3339" | seconds,
+**                         catalog = path | bundled name, catalog_text = json, now = "RFC3339" | seconds,
 **                         seed = n, format = nil | "json" | "yaml" | "table" }
 **
 ** Functions follow the Lua library shape: check arguments, compute, push,
@@ -256,10 +256,8 @@ static int run(lua_State *L, int mode) {
     size_t len;
     const char *s = lua_tolstring(L, -1, &len);
     rc = dt_catalog_load_buffer("catalog_text", s, len, &cat, &err);
-  } else if (lua_isstring(L, -2)) {
-    rc = dt_catalog_load_file(lua_tostring(L, -2), &cat, &err);
   } else {
-    rc = dt_catalog_load_default(&cat, &err);
+    rc = dt_catalog_load_named(lua_isstring(L, -2) ? lua_tostring(L, -2) : NULL, &cat, &err);
   }
   lua_pop(L, 2);
   if (rc) goto fail;

@@ -10,11 +10,21 @@
 **   kube-reserved    = cpu bands 6% / 1% / 0.5% / 0.25%, memory 11 x pods + 255 MiB,
 **                      ephemeral-storage 1Gi
 **   eviction         = memory 100Mi, ephemeral-storage 10% of the 20Gi root volume
+**
+** Azure overhead, as karpenter-provider-azure pkg/providers/instancetype/instancetype.go:
+**   memory capacity  = whole GiB of memoryMiB, minus ceil(7.5%) VM overhead
+**   kube-reserved    = cpu brackets 6% / 4% / 2% / 1% (cores 1, 2, 3-4, above),
+**                      memory brackets 25% / 20% / 10% / 6% / 2% (GiB up to 4, 8, 16, 128, above)
+**   eviction         = memory 750Mi; ephemeral storage is the 128 GB OS disk
+**
+** The catalog may also be Karpenter's KWOK instance-type list (kwok.c).
 */
 #include "../engine/model.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 const char *const dt__ct_names[DT_CT_N] = {"reserved", "spot", "on-demand"};
 
@@ -38,6 +48,9 @@ void dt_catalog_free(dt_catalog *c) {
     dt__rlist_free(&t->allocatable);
     for (size_t j = 0; j < t->noff; j++) dt__free(t->off[j].reservation);
     dt__free(t->off);
+    dt__free(t->src.family);
+    dt__free(t->src.gpu_name);
+    dt__kvs_free(&t->src.labels);
   }
   dt__free(c->types);
   for (size_t i = 0; i < c->nzones; i++) dt__free(c->zones[i]);
@@ -88,6 +101,29 @@ static int64_t aws_kube_reserved_cpu_m(int64_t cpu_m) {
   return total;
 }
 
+/* Karpenter's Azure tax brackets: each slice of amount up to a bound pays
+** its rate (TaxBrackets.Calculate). */
+static double azure_tax(double amount, const double *bound, const double *rate, size_t n) {
+  double tax = 0, lower = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (lower > amount) continue;
+    double upper = bound[i] > amount ? amount : bound[i];
+    tax += (upper - lower) * rate[i];
+    lower = bound[i];
+  }
+  return tax;
+}
+
+static int64_t azure_kube_reserved_cpu_m(double vcpus) {
+  static const double bound[] = {1, 2, 4, INFINITY}, rate[] = {0.06, 0.04, 0.02, 0.01};
+  return (int64_t)(1000 * azure_tax(vcpus, bound, rate, 4));
+}
+
+static int64_t azure_kube_reserved_mem_mib(double gib) {
+  static const double bound[] = {4, 8, 16, 128, INFINITY}, rate[] = {0.25, 0.20, 0.10, 0.06, 0.02};
+  return (int64_t)(1024 * azure_tax(gib, bound, rate, 5));
+}
+
 static const char *gpu_resource(const char *gpu_name) {
   if (!gpu_name) return "nvidia.com/gpu";
   if (strstr(gpu_name, "radeon") || strstr(gpu_name, "instinct")) return "amd.com/gpu";
@@ -102,6 +138,21 @@ static bool looks_aws(const char *region) {
   int dashes = 0;
   for (size_t i = 0; i < n; i++) dashes += region[i] == '-';
   return dashes >= 2 && n > 2 && region[n - 1] >= '0' && region[n - 1] <= '9';
+}
+
+/* eastus, westeurope, eastus2 ... with zones as AKS labels them: eastus-1. */
+static bool looks_azure(const char *region, const cJSON *zones) {
+  if (!region || !*region || !cJSON_IsArray(zones) || !zones->child) return false;
+  for (const char *p = region; *p; p++)
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))) return false;
+  size_t n = strlen(region);
+  for (const cJSON *z = zones->child; z; z = z->next) {
+    const char *s = cJSON_GetStringValue(z);
+    if (!s || strncmp(s, region, n) || s[n] != '-' || !s[n + 1]) return false;
+    for (const char *p = s + n + 1; *p; p++)
+      if (*p < '0' || *p > '9') return false;
+  }
+  return true;
 }
 
 typedef struct ctx {
@@ -227,7 +278,14 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
   const cJSON *fam = cJSON_GetObjectItemCaseSensitive(j, "family");
   const cJSON *gname = cJSON_GetObjectItemCaseSensitive(j, "gpuName");
   const char *gn = cJSON_IsString(gname) ? gname->valuestring : NULL;
-  bool aws = strcmp(c->provider, "aws") == 0;
+  bool aws = strcmp(c->provider, "aws") == 0, azure = strcmp(c->provider, "azure") == 0;
+  t->src.cpu = cpu;
+  t->src.memory_mib = mem;
+  t->src.gpu = (int64_t)gpu;
+  t->src.eph_bytes = -1;
+  if ((cJSON_IsString(fam) && !(t->src.family = dt__strdup(fam->valuestring))) ||
+      (gn && !(t->src.gpu_name = dt__strdup(gn))))
+    return DT_ENOMEM;
 
   /* Capacity. */
   int64_t cpu_m = (int64_t)llround(cpu * 1000);
@@ -237,10 +295,21 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
     if (strcmp(t->arch, "arm64") == 0) m -= 64;
     m -= (int64_t)ceil((double)m * 0.075);
     mem_b = m * MIB;
+  } else if (azure) {
+    int64_t b = (int64_t)(mem / 1024) * GIB; /* whole GiB, as Karpenter's Azure provider */
+    mem_b = b - (int64_t)ceil((double)b * 0.075);
   } else {
     mem_b = (int64_t)llround(mem * (double)MIB);
   }
-  int64_t eph = 20 * GIB;
+  int64_t eph = azure ? 128000000000LL : 20 * GIB; /* the OS disk: Azure's 128 GB default, AWS's 20 GiB */
+  const cJSON *eph_j = cJSON_GetObjectItemCaseSensitive(j, "ephemeralStorage");
+  if (eph_j && !cJSON_IsNull(eph_j)) {
+    int64_t v;
+    if (quantity_field(x, eph_j, idx, tn, "ephemeralStorage", &v)) return DT_EINVAL;
+    if (v > INT64_MAX / 2)
+      return BAD("%s: instanceTypes[%zu] (%s): ephemeralStorage: too large", x->file, idx, tn);
+    eph = t->src.eph_bytes = v / 1000 + (v % 1000 != 0);
+  }
   if (dt__rlist_add(&t->capacity, "cpu", cpu_m, DT_RL_SET) || dt__rlist_add(&t->capacity, "memory", mem_b * 1000, DT_RL_SET) ||
       dt__rlist_add(&t->capacity, "pods", (int64_t)pods * 1000, DT_RL_SET) ||
       dt__rlist_add(&t->capacity, "ephemeral-storage", eph * 1000, DT_RL_SET))
@@ -278,10 +347,17 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
       else if (strcmp(o->string, "ephemeral-storage") == 0)
         oh_eph = v;
     }
+    t->src.has_overhead = true;
+    t->src.oh_cpu = oh_cpu;
+    t->src.oh_mem = oh_mem;
+    t->src.oh_eph = oh_eph;
   } else if (aws) {
     oh_cpu = aws_kube_reserved_cpu_m(cpu_m);
     oh_mem = ((11 * (int64_t)pods + 255) * MIB + 100 * MIB) * 1000;
     oh_eph = (GIB + (int64_t)ceil((double)eph * 10 / 100)) * 1000;
+  } else if (azure) {
+    oh_cpu = azure_kube_reserved_cpu_m(cpu);
+    oh_mem = (azure_kube_reserved_mem_mib(mem / 1024) * MIB + 750 * MIB) * 1000;
   }
   for (size_t i = 0; i < t->capacity.n; i++) {
     const char *rn = t->capacity.v[i].name;
@@ -347,6 +423,7 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
       return BAD("%s: instanceTypes[%zu] (%s): labels.%s: expected a string", x->file, idx, tn,
                  l->string);
     LABEL(l->string, v);
+    if (kvs_set(&t->src.labels, l->string, v)) return DT_ENOMEM;
   }
 #undef LABEL
 #undef PLABEL
@@ -482,6 +559,19 @@ int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_cat
   int rc = dt__doc_parse(name, buf, len, &docs, err);
   if (rc) return rc;
   const cJSON *j = docs->child;
+  if (dt__kwok_shape(j)) { /* Karpenter's KWOK instance-type list: read as its dovetail equivalent */
+    cJSON *conv = NULL;
+    rc = dt__kwok_convert(name, j, &conv, err);
+    cJSON_Delete(docs);
+    if (rc) return rc;
+    docs = cJSON_CreateArray();
+    if (!docs || !cJSON_AddItemToArray(docs, conv)) {
+      cJSON_Delete(docs);
+      cJSON_Delete(conv);
+      return dt__err(err, DT_ENOMEM, "out of memory loading %s", name);
+    }
+    j = conv;
+  }
   dt_catalog *c = dt__calloc(1, sizeof *c);
   if (!c) {
     cJSON_Delete(docs);
@@ -492,7 +582,7 @@ int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_cat
   if (!c->name) goto fail;
   rc = DT_EINVAL;
   if (!cJSON_IsObject(j)) {
-    BAD("%s: expected a catalog object with instanceTypes[]", name);
+    BAD("%s: expected a catalog object with instanceTypes[] (or Karpenter's KWOK list of instance types)", name);
     goto fail;
   }
   const cJSON *region = cJSON_GetObjectItemCaseSensitive(j, "region");
@@ -502,8 +592,13 @@ int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_cat
     goto fail;
   }
   c->region = region ? dt__strdup(region->valuestring) : NULL;
+  if (prov && !cJSON_IsString(prov)) {
+    BAD("%s: provider: expected a string (aws, azure, kwok or generic)", name);
+    goto fail;
+  }
   c->provider = dt__strdup(cJSON_IsString(prov) ? prov->valuestring
                            : looks_aws(c->region) ? "aws"
+                           : looks_azure(c->region, cJSON_GetObjectItemCaseSensitive(j, "zones")) ? "azure"
                                                   : "generic");
   rc = DT_ENOMEM;
   if ((region && !c->region) || !c->provider) goto fail;
@@ -569,14 +664,220 @@ int dt_catalog_load_file(const char *path, dt_catalog **out, dt_error *err) {
   return rc;
 }
 
-/* The bundled catalog, compiled in by providers/bundled.S. */
-extern const char dt__bundled_catalog[];
-extern const char dt__bundled_catalog_end[];
+/* The bundled catalogs, compiled in by providers/bundled.S; the first is the
+** default. */
+extern const char dt__bundled_catalog[], dt__bundled_catalog_end[];
+extern const char dt__bundled_azure[], dt__bundled_azure_end[];
+
+static const struct {
+  const char *name, *file;
+  const char *start, *end;
+} k_bundled[] = {
+    {"aws-us-east-1", "bundled:aws-us-east-1.json", dt__bundled_catalog, dt__bundled_catalog_end},
+    {"azure-eastus", "bundled:azure-eastus.json", dt__bundled_azure, dt__bundled_azure_end},
+};
+#define NBUNDLED (sizeof k_bundled / sizeof k_bundled[0])
+
+const char *dt_catalog_bundled(size_t i) { return i < NBUNDLED ? k_bundled[i].name : NULL; }
+
+int dt__catalog_bundled(const char *name, const char **buf, size_t *len) {
+  for (size_t i = 0; i < NBUNDLED; i++)
+    if (!strcmp(name, k_bundled[i].name)) {
+      *buf = k_bundled[i].start;
+      *len = (size_t)(k_bundled[i].end - k_bundled[i].start);
+      return 0;
+    }
+  return -1;
+}
 
 int dt_catalog_load_default(dt_catalog **out, dt_error *err) {
-  return dt_catalog_load_buffer("bundled:aws-us-east-1.json", dt__bundled_catalog,
-                                (size_t)(dt__bundled_catalog_end - dt__bundled_catalog), out, err);
+  return dt_catalog_load_buffer(k_bundled[0].file, k_bundled[0].start, (size_t)(k_bundled[0].end - k_bundled[0].start),
+                                out, err);
 }
+
+int dt_catalog_load_named(const char *name_or_path, dt_catalog **out, dt_error *err) {
+  const char *s = name_or_path;
+  if (!s) return dt_catalog_load_default(out, err);
+  struct stat st;
+  if (!strcmp(s, "-") || stat(s, &st) == 0) return dt_catalog_load_file(s, out, err);
+  for (size_t i = 0; i < NBUNDLED; i++)
+    if (!strcmp(s, k_bundled[i].name))
+      return dt_catalog_load_buffer(k_bundled[i].file, k_bundled[i].start,
+                                    (size_t)(k_bundled[i].end - k_bundled[i].start), out, err);
+  size_t n = strlen(s);
+  if (strchr(s, '/') || (n > 5 && (!strcmp(s + n - 5, ".json") || !strcmp(s + n - 5, ".yaml"))) ||
+      (n > 4 && !strcmp(s + n - 4, ".yml")))
+    return dt_catalog_load_file(s, out, err); /* meant as a file: say why it cannot be read */
+  char names[256] = "";
+  for (size_t i = 0; i < NBUNDLED; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "", k_bundled[i].name);
+  return dt__err(err, DT_EINVAL, "catalog \"%s\": no such file, and not a bundled catalog (bundled: %s)", s, names);
+}
+
+/* ------------------------------------------------------------ writing out */
+
+/* The shortest decimal that reads back as the same double. */
+static void put_num(dt_buf *b, double v) {
+  char tmp[40];
+  for (int p = 1; p <= 17; p++) {
+    snprintf(tmp, sizeof tmp, "%.*g", p, v);
+    if (strtod(tmp, NULL) == v) break;
+  }
+  dt__buf_puts(b, tmp);
+}
+
+static void put_key(dt_buf *b, const char *k) {
+  dt__buf_json_str(b, k);
+  dt__buf_puts(b, ": ");
+}
+
+static void put_qty(dt_buf *b, const char *key, const char *resource, int64_t milli) {
+  char q[64];
+  dt__fmt_quantity(q, sizeof q, resource, milli);
+  put_key(b, key);
+  dt__buf_json_str(b, q);
+}
+
+static void put_type(dt_buf *b, const dt_catalog *c, const dt_ctype *t, dt__offer_keep keep, void *ud) {
+  dt__buf_puts(b, "{");
+  put_key(b, "name");
+  dt__buf_json_str(b, t->name);
+  if (t->src.family) {
+    dt__buf_puts(b, ", ");
+    put_key(b, "family");
+    dt__buf_json_str(b, t->src.family);
+  }
+  dt__buf_puts(b, ", ");
+  put_key(b, "arch");
+  dt__buf_json_str(b, t->arch);
+  dt__buf_puts(b, ", ");
+  put_key(b, "cpu");
+  put_num(b, t->src.cpu);
+  dt__buf_puts(b, ", ");
+  put_key(b, "memoryMiB");
+  put_num(b, t->src.memory_mib);
+  if (t->src.gpu > 0) dt__buf_printf(b, ", \"gpu\": %lld", (long long)t->src.gpu);
+  if (t->src.gpu_name) {
+    dt__buf_puts(b, ", ");
+    put_key(b, "gpuName");
+    dt__buf_json_str(b, t->src.gpu_name);
+  }
+  dt__buf_printf(b, ", \"maxPods\": %lld", (long long)(dt__rlist_get(&t->capacity, "pods") / 1000));
+  if (t->src.eph_bytes >= 0) {
+    dt__buf_puts(b, ", ");
+    put_qty(b, "ephemeralStorage", "ephemeral-storage", t->src.eph_bytes * 1000);
+  }
+  if (t->od_price >= 0) {
+    dt__buf_puts(b, ", ");
+    put_key(b, "onDemandPrice");
+    put_num(b, t->od_price);
+  }
+  if (t->src.labels.n) {
+    dt__buf_puts(b, ", \"labels\": {");
+    for (size_t i = 0; i < t->src.labels.n; i++) {
+      if (i) dt__buf_puts(b, ", ");
+      put_key(b, t->src.labels.v[i].key);
+      dt__buf_json_str(b, t->src.labels.v[i].val);
+    }
+    dt__buf_puts(b, "}");
+  }
+  if (t->src.has_overhead) {
+    const char *sep = "";
+    dt__buf_puts(b, ", \"overhead\": {");
+    if (t->src.oh_cpu) {
+      put_qty(b, "cpu", "cpu", t->src.oh_cpu);
+      sep = ", ";
+    }
+    if (t->src.oh_mem) {
+      dt__buf_puts(b, sep);
+      put_qty(b, "memory", "memory", t->src.oh_mem);
+      sep = ", ";
+    }
+    if (t->src.oh_eph) {
+      dt__buf_puts(b, sep);
+      put_qty(b, "ephemeral-storage", "ephemeral-storage", t->src.oh_eph);
+    }
+    dt__buf_puts(b, "}");
+  }
+  /* Devices other than the one gpu counts. */
+  const char *gres = t->src.gpu > 0 ? gpu_resource(t->src.gpu_name) : NULL;
+  bool any = false;
+  for (size_t i = 0; i < t->capacity.n; i++) {
+    const dt_rq *r = &t->capacity.v[i];
+    if (!strchr(r->name, '/') || (gres && !strcmp(r->name, gres) && r->milli == t->src.gpu * 1000)) continue;
+    dt__buf_puts(b, any ? ", " : ", \"extendedResources\": {");
+    any = true;
+    put_key(b, r->name);
+    dt__buf_printf(b, "%lld", (long long)(r->milli / 1000));
+  }
+  if (any) dt__buf_puts(b, "}");
+  dt__buf_puts(b, ", \"offerings\": [");
+  bool first = true;
+  for (size_t i = 0; i < t->noff; i++) {
+    const dt_coffer *o = &t->off[i];
+    if (keep && !keep(c, t, o, ud)) continue;
+    dt__buf_puts(b, first ? "{" : ", {");
+    first = false;
+    put_key(b, "zone");
+    dt__buf_json_str(b, o->zone);
+    dt__buf_puts(b, ", ");
+    put_key(b, "capacityType");
+    dt__buf_json_str(b, dt__ct_names[o->ct]);
+    dt__buf_puts(b, ", ");
+    put_key(b, "price");
+    put_num(b, o->price);
+    if (o->available == 0) dt__buf_puts(b, ", \"available\": false");
+    if (o->available > 0) dt__buf_printf(b, ", \"available\": %lld", (long long)o->available);
+    if (o->reservation) {
+      dt__buf_puts(b, ", ");
+      put_key(b, "reservationID");
+      dt__buf_json_str(b, o->reservation);
+    }
+    dt__buf_puts(b, "}");
+  }
+  dt__buf_puts(b, "]}");
+}
+
+static bool type_kept(const dt_catalog *c, const dt_ctype *t, dt__offer_keep keep, void *ud) {
+  if (!keep) return true;
+  for (size_t i = 0; i < t->noff; i++)
+    if (keep(c, t, &t->off[i], ud)) return true;
+  return false;
+}
+
+char *dt__catalog_json(const dt_catalog *c, dt__offer_keep keep, void *ud, size_t *len) {
+  dt_buf b = {0};
+  dt__buf_puts(&b, "{\n  \"provider\": ");
+  dt__buf_json_str(&b, c->provider);
+  if (c->region) {
+    dt__buf_puts(&b, ",\n  \"region\": ");
+    dt__buf_json_str(&b, c->region);
+  }
+  dt__buf_puts(&b, ",\n  \"zones\": [");
+  bool first = true;
+  for (size_t z = 0; z < c->nzones; z++) {
+    bool used = !keep;
+    for (size_t i = 0; !used && i < c->ntypes; i++)
+      for (size_t k = 0; !used && k < c->types[i].noff; k++)
+        used = c->types[i].off[k].zone == c->zones[z] && keep(c, &c->types[i], &c->types[i].off[k], ud);
+    if (!used) continue;
+    if (!first) dt__buf_puts(&b, ", ");
+    first = false;
+    dt__buf_json_str(&b, c->zones[z]);
+  }
+  dt__buf_puts(&b, "],\n  \"instanceTypes\": [");
+  first = true;
+  for (size_t i = 0; i < c->ntypes; i++) {
+    if (!type_kept(c, &c->types[i], keep, ud)) continue;
+    dt__buf_puts(&b, first ? "\n    " : ",\n    ");
+    first = false;
+    put_type(&b, c, &c->types[i], keep, ud);
+  }
+  dt__buf_puts(&b, first ? "]\n}\n" : "\n  ]\n}\n");
+  return dt__buf_take(&b, len);
+}
+
+char *dt_catalog_json(const dt_catalog *c, size_t *len) { return c ? dt__catalog_json(c, NULL, NULL, len) : NULL; }
 
 int dt_catalog_type(const dt_catalog *c, size_t index, dt_type_info *out) {
   if (!c || index >= c->ntypes) return DT_EINVAL;

@@ -24,9 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-extern const char dt__bundled_catalog[];
-extern const char dt__bundled_catalog_end[];
+#include <sys/stat.h>
 
 typedef struct finst {
   char *id, *cluster, *claim, *type, *zone, *ct, *pool, *state, *reason;
@@ -215,13 +213,17 @@ int dt__fakecloud_main(int argc, char **argv) {
       if (!s || dt__vec_push(&F.ice, s)) return 1;
     } else {
       bool help = !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
-      fputs("usage: dovetail fakecloud [--listen HOST:PORT] [--catalog FILE] [--ice TYPE/ZONE/CT]...\n"
+      fputs("usage: dovetail fakecloud [--listen HOST:PORT] [--catalog NAME|FILE] [--ice TYPE/ZONE/CT]...\n"
             "An in-memory cloud speaking the http provider's contract, for tests and demos (see README).\n",
             help ? stdout : stderr);
       return help ? 0 : 2;
     }
   }
-  if (catalog) {
+  struct stat st;
+  bool by_name = !catalog || (strcmp(catalog, "-") && stat(catalog, &st)); /* not a file: a bundled catalog */
+  if (by_name && !dt__catalog_bundled(catalog ? catalog : dt_catalog_bundled(0), &F.catalog, &F.catalog_len)) {
+    /* served as the library has it compiled in */
+  } else {
     char *t;
     size_t len;
     dt_error err = {0};
@@ -231,9 +233,6 @@ int dt__fakecloud_main(int argc, char **argv) {
     }
     F.catalog = t;
     F.catalog_len = len;
-  } else {
-    F.catalog = dt__bundled_catalog;
-    F.catalog_len = (size_t)(dt__bundled_catalog_end - dt__bundled_catalog);
   }
   snprintf(F.etag, sizeof F.etag, "\"%016llx\"", (unsigned long long)dt__hash64(F.catalog, F.catalog_len));
   uv_loop_t *loop = uv_default_loop();

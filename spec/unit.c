@@ -54,6 +54,15 @@ static const char *k_catalog =
     "\"offerings\":[{\"zone\":\"z1\",\"capacityType\":\"on-demand\",\"available\":3}]}],"
     "\"reservations\":[{\"id\":\"r1\",\"instanceType\":\"b\",\"zone\":\"z2\",\"count\":1}]}";
 
+/* Karpenter's KWOK instance-type list shape, with a legacy offering. */
+static const char *k_kwok =
+    "[{\"name\":\"c-2x\",\"architecture\":\"amd64\",\"operatingSystems\":[\"linux\"],"
+    "\"resources\":{\"cpu\":\"2\",\"memory\":\"4Gi\",\"pods\":\"32\",\"ephemeral-storage\":\"20Gi\",\"nvidia.com/gpu\":\"1\"},"
+    "\"offerings\":[{\"Price\":0.05,\"Available\":true,\"Requirements\":["
+    "{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"spot\",\"on-demand\"]},"
+    "{\"key\":\"topology.kubernetes.io/zone\",\"operator\":\"In\",\"values\":[\"za\",\"zb\"]}]},"
+    "{\"CapacityType\":\"on-demand\",\"Zone\":\"zc\",\"Price\":0.07,\"Available\":false}]}]";
+
 static const char *k_manifests =
     "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\n"
     "spec:\n  limits: {cpu: 100}\n  template:\n    metadata: {labels: {team: a}}\n"
@@ -199,6 +208,20 @@ static int cycle_with(int *stage, int with_err, int with_policy) {
   dt_disrupt_free(dis);
   if (rc) goto done;
   *stage = 6;
+  /* A KWOK list, written out in dovetail's format and read back. */
+  dt_catalog_free(c);
+  c = NULL;
+  if ((rc = dt_catalog_load_buffer("kwok", k_kwok, strlen(k_kwok), &c, &err))) goto done;
+  size_t len;
+  if (!(text = dt_catalog_json(c, &len))) {
+    rc = DT_ENOMEM;
+    goto done;
+  }
+  dt_catalog *back = NULL;
+  rc = dt_catalog_load_buffer("kwok.json", text, len, &back, &err);
+  dt_catalog_free(back);
+  if (rc) goto done;
+  *stage = 7;
 done:
   g_err = err;
   dt_free(text);
@@ -237,7 +260,7 @@ static void test_oom_variant(int with_err, int with_policy) {
 
 static void test_oom(void) {
   int stage;
-  CHECK(cycle(&stage) == 0 && stage == 6, "the cycle succeeds without injected faults");
+  CHECK(cycle(&stage) == 0 && stage == 7, "the cycle succeeds without injected faults");
   dt_set_allocator(f_malloc, f_realloc, free);
   long n;
   int bad = 0;
@@ -282,6 +305,31 @@ static void test_api(void) {
   }
   CHECK(found, "m5.large is in the bundled catalog");
   CHECK(dt_catalog_type(c, 1u << 30, &ti) == DT_EINVAL, "out-of-range type index is an error");
+  dt_catalog_free(c);
+  c = NULL;
+  CHECK(!strcmp(dt_catalog_bundled(0), "aws-us-east-1") && !strcmp(dt_catalog_bundled(1), "azure-eastus") &&
+            !dt_catalog_bundled(2),
+        "the bundled catalogs are named, the default first");
+  CHECK(dt_catalog_load_named("azure-eastus", &c, &err) == 0 && dt_catalog_size(c) > 500, "azure-eastus loads by name");
+  found = 0;
+  for (size_t i = 0; c && i < dt_catalog_size(c); i++) {
+    dt_catalog_type(c, i, &ti);
+    if (strcmp(ti.name, "Standard_D4s_v5") == 0) {
+      found = 1;
+      /* Karpenter's Azure overhead: 16 GiB less 7.5%, kube-reserved 140m and 2662Mi, eviction 750Mi */
+      CHECK(ti.cpu_milli == 3860 && ti.memory_bytes == 12313637683LL && ti.pods == 250,
+            "Standard_D4s_v5 allocatable is 3860m / 12313637683 bytes / 250 (got %lld / %lld / %lld)",
+            (long long)ti.cpu_milli, (long long)ti.memory_bytes, (long long)ti.pods);
+    }
+  }
+  CHECK(found, "Standard_D4s_v5 is in the Azure catalog");
+  dt_catalog_free(c);
+  c = NULL;
+  CHECK(dt_catalog_load_named("gcp-us-central1", &c, &err) == DT_EINVAL && strstr(err.msg, "aws-us-east-1, azure-eastus"),
+        "an unknown catalog name lists the bundled ones: %s", err.msg);
+  CHECK(dt_catalog_load_named("/no/such/catalog.json", &c, &err) == DT_EIO && strstr(err.msg, "cannot open"),
+        "a path that does not exist is reported as a file: %s", err.msg);
+  CHECK(dt_catalog_load_named(NULL, &c, &err) == 0 && dt_catalog_size(c) > 1000, "NULL loads the default");
   dt_catalog_free(c);
   int64_t t;
   CHECK(dt_time_parse("2026-11-22T10:00:00Z", &t, &err) == 0 && t == 1795341600, "RFC 3339 time");

@@ -6,22 +6,29 @@ _dovetail() {
   prev=${COMP_WORDS[COMP_CWORD-1]}
   cmd=${COMP_WORDS[1]}
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "plan disrupt pool serve fakecloud check version --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "plan disrupt pool catalog serve fakecloud check version --version --help" -- "$cur"))
     return
   fi
   case $prev in
-    -o|--output) COMPREPLY=($(compgen -W "json yaml table" -- "$cur")); return ;;
+    -o|--output)
+      if [ "$cmd" = catalog ]; then COMPREPLY=($(compgen -W "table json" -- "$cur"))
+      else COMPREPLY=($(compgen -W "json yaml table" -- "$cur")); fi
+      return ;;
+    --catalog) COMPREPLY=($(compgen -W "aws-us-east-1 azure-eastus" -- "$cur") $(compgen -f -- "$cur")); return ;;
+    --capacity-type) COMPREPLY=($(compgen -W "on-demand spot reserved" -- "$cur")); return ;;
+    --type|--zone|--min-cpu|--max-price) return ;;
     --packing) COMPREPLY=($(compgen -W "cost ffd" -- "$cur")); return ;;
     --provider) COMPREPLY=($(compgen -W "sim http" -- "$cur")); return ;;
     --log-format) COMPREPLY=($(compgen -W "json logfmt" -- "$cur")); return ;;
     --policy-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --catalog|--policy|--unavailable|--state|--config|--token-file|-f) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --policy|--unavailable|--state|--config|--token-file|-f) COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   local opts
   case $cmd in
     plan) opts="--catalog -o --output --now --seed --packing --policy --policy-dir --unavailable --timings -f --help" ;;
     disrupt) opts="--catalog -o --output --now --seed --policy --policy-dir --explain --spot-to-spot -f --help" ;;
     pool) opts="-o --output --now --seed --policy -f --help" ;;
+    catalog) opts="--catalog -o --output --type --zone --capacity-type --min-cpu --max-price --convert --help" ;;
     serve) opts="$(dovetail serve --help 2>/dev/null | sed -n 's/^  \(--[a-z-]*\).*/\1/p' | tr '\n' ' ')" ;;
     fakecloud) opts="--listen --catalog --ice --help" ;;
     check) opts="--explain --help" ;;
