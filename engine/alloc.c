@@ -118,6 +118,7 @@ const char *dt_strerror(int code) {
   case DT_EIO: return "input/output error";
   case DT_ERANGE: return "number out of range";
   case DT_ELIMIT: return "input past a limit";
+  case DT_ECANCELED: return "cancelled";
   default: return "unknown error";
   }
 }

@@ -1794,7 +1794,7 @@ static void round_run(uv_work_t *req) {
   double t0 = dt__now_ms();
   if (w->disrupt) {
     dt_disrupt_opts o = {w->o.now, w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names,
-                         w->o.npool_policies};
+                         w->o.npool_policies, w->o.cancel};
     dt_disruption *r = NULL;
     if ((w->rc = dt_disrupt_run(D.cat, w->m, &o, &r, &w->err))) return;
     w->ms = dt__now_ms() - t0;
@@ -1825,6 +1825,14 @@ static void round_done(uv_work_t *req, int status) {
   if (D.reload_pending) { /* the policy is free again: the new one decides from the next round */
     D.reload_pending = false;
     reload("file changed during a round");
+  }
+  if (!status && w->rc == DT_ECANCELED) { /* stopped for a new policy: nothing of it is carried out */
+    logf_("info", "plan", "%s stopped: the policy changed while it ran; planning again",
+          w->disrupt ? "disruption pass" : "round");
+    if (!w->disrupt) D.round_pending = true;
+    round_free(w);
+    after_round();
+    return;
   }
   if (status || w->rc) {
     logf_("error", "plan", "%s", status ? "the round was cancelled" : w->err.msg);
@@ -1928,6 +1936,8 @@ static void dispatch(bool disrupt) {
   w->o.seed = disrupt ? D.start_seed ^ ++D.round : ++D.round ^ D.start_seed; /* names differ across restarts */
   w->o.policy = D.policy;
   w->o.packing = D.packing;
+  D.cancel = 0;
+  w->o.cancel = &D.cancel;
   w->req.data = w;
   D.planning = true;
   if (D.virt) { /* the virtual clock stands still while the round runs */
@@ -2003,8 +2013,10 @@ void arm_batch(void) {
 
 void reload(const char *why) {
   if (!D.policy) return;
-  if (D.planning) { /* the round on the thread pool holds the policy */
+  if (D.planning) { /* the round on the thread pool holds the policy: it stops early, and the new
+                    ** policy decides the round that follows */
     D.reload_pending = true;
+    if (dt__policy_file_changed(D.policy)) D.cancel = 1;
     return;
   }
   dt_error err = {0};

@@ -566,9 +566,11 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
   po.pool_policies = st->o.pool_policies;
   po.pool_policy_names = st->o.pool_policy_names;
   po.npool_policies = st->o.npool_policies;
+  po.cancel = st->o.cancel;
   dt_error err = {0};
   st->sims++;
   int rc = dt_plan_run(st->cat, &s->view, &po, &s->plan, &err);
+  if (rc == DT_ECANCELED) return rc;
   if (rc) {
     if (rc != DT_ENOMEM) snprintf(s->fail, sizeof s->fail, "simulation failed: %s", err.msg);
     return rc == DT_ENOMEM ? rc : 0;
@@ -1314,7 +1316,7 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
   dt__arena_free(&st.arena);
   if (rc) {
     dt_disrupt_free(r);
-    return dt__err(err, rc, "out of memory");
+    return dt__err(err, rc, "%s", rc == DT_ECANCELED ? "cancelled" : "out of memory");
   }
   r->stats.run_ms = dt__now_ms() - t0;
   *out = r;

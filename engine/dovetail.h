@@ -42,6 +42,7 @@ extern "C" {
 #define DT_EIO     (-3) /* a file could not be read */
 #define DT_ERANGE  (-4) /* a number outside what dovetail accepts */
 #define DT_ELIMIT  (-5) /* an input past one of the limits below */
+#define DT_ECANCELED (-6) /* the caller's cancel flag stopped a run */
 
 /* A short description of an error code ("out of memory"); never NULL. */
 DT_EXPORT const char *dt_strerror(int code);
@@ -197,6 +198,8 @@ typedef struct dt_plan_opts {
   dt_policy *const *pool_policies; /* optional: policies named by NodePools' dovetail.dev/policy */
   const char *const *pool_policy_names;
   size_t npool_policies;
+  const volatile int *cancel; /* optional: once *cancel is non-zero (set from another thread), the run
+                              ** stops at its next check and returns DT_ECANCELED with nothing decided */
 } dt_plan_opts;
 
 typedef struct dt_plan dt_plan;
@@ -325,6 +328,7 @@ typedef struct dt_disrupt_opts {
   dt_policy *const *pool_policies; /* optional: policies named by NodePools, as dt_plan_opts */
   const char *const *pool_policy_names;
   size_t npool_policies;
+  const volatile int *cancel; /* optional: as dt_plan_opts */
 } dt_disrupt_opts;
 
 typedef struct dt_disruption dt_disruption;

@@ -280,7 +280,7 @@ static int cmd_plan(int argc, char **argv, int cmd) {
   }
   if (cmd == CMD_DISRUPT) {
     dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, spot_to_spot, explain,
-                         opts.pool_policies, opts.pool_policy_names, opts.npool_policies};
+                         opts.pool_policies, opts.pool_policy_names, opts.npool_policies, NULL};
     if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto done;
     text = dt_disrupt_render(dis, fmt, &len);
   } else if (pool) {

@@ -1851,6 +1851,10 @@ static int solve(dt_plan *p) {
   ** others (affinity, spread) converge this way.
   */
   for (;;) {
+    if (dt__cancelled(p)) {
+      rc = DT_ECANCELED;
+      goto out;
+    }
     R.qlen = qn;
     for (uint32_t i = qn; i-- > 0;) {
       const int64_t *q = p->specs[p->pods[queue[i]].spec].req;
@@ -1860,6 +1864,10 @@ static int solve(dt_plan *p) {
     for (uint32_t r = 0; r < DT_RES_MAX; r++) R.failmin[r] = INT64_MAX;
     uint32_t nn = 0;
     for (R.pos = 0; R.pos < qn; R.pos++) {
+      if ((R.pos & 255) == 255 && dt__cancelled(p)) {
+        rc = DT_ECANCELED;
+        goto out;
+      }
       uint32_t podi = queue[R.pos];
       const rt_pod *pod = &p->pods[podi];
       rt_relax rx;
@@ -2102,6 +2110,10 @@ static int launch(dt_plan *p) {
   } last = {0};
   int rc = 0;
   for (size_t ci = 0; ci < p->claims.n && !rc; ci++) {
+    if ((ci & 63) == 63 && dt__cancelled(p)) {
+      rc = DT_ECANCELED;
+      break;
+    }
     rt_claim *k = p->claims.v[ci];
     const rt_claim *q = last.k;
     int64_t used[DT_RES_MAX];
@@ -2277,7 +2289,11 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
   if ((rc = compile_catalog(p, err)) || (rc = apply_marks(p)) || (rc = build_snapshot(p)) ||
       (rc = apply_price_hook(p)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
   if ((rc = compile_pods(p, err)) || (rc = solve(p))) goto fail;
-  if (p->opts.packing != DT_PACKING_FFD && (rc = dt__pack_improve(p))) goto fail;
+  if (!dt__cancelled(p) && p->opts.packing != DT_PACKING_FFD && (rc = dt__pack_improve(p))) goto fail;
+  if (dt__cancelled(p)) {
+    rc = DT_ECANCELED;
+    goto fail;
+  }
   if ((rc = launch(p))) goto fail;
   if (p->arena.oom || p->syms.oom || p->class_sigs.oom || p->group_sigs.oom) {
     rc = DT_ENOMEM;
@@ -2290,7 +2306,9 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
   *out = p;
   return 0;
 fail:
-  if (rc == DT_ENOMEM || p->arena.oom || p->syms.oom) {
+  if (rc == DT_ECANCELED) {
+    dt__err(err, rc, "cancelled");
+  } else if (rc == DT_ENOMEM || p->arena.oom || p->syms.oom) {
     rc = DT_ENOMEM;
     dt__err(err, rc, "out of memory while planning");
   } else if (err && !err->msg[0]) {

@@ -267,6 +267,9 @@ int dt__pack_improve(dt_plan *p);
 /* Whether options opt[0..n) satisfy every minValues of requirements r. */
 bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, uint32_t n);
 
+/* Whether the caller asked the run to stop (dt_plan_opts.cancel). */
+static inline bool dt__cancelled(const dt_plan *p) { return p->opts.cancel && *p->opts.cancel; }
+
 /* lp.c: minimise c.x subject to A x >= d, x >= 0 (m <= 64 rows); the warm
 ** form starts from (and returns) a basis. */
 #define DT_LP_COLD INT32_MIN

@@ -279,7 +279,7 @@ static int run(lua_State *L, int mode) {
   size_t len;
   if (mode == RUN_DISRUPT) {
     dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, 0, NULL,
-                         opts.pool_policies, opts.pool_policy_names, opts.npool_policies};
+                         opts.pool_policies, opts.pool_policy_names, opts.npool_policies, NULL};
     lua_getfield(L, 1, "spot_to_spot");
     d.spot_to_spot = lua_toboolean(L, -1);
     lua_getfield(L, 1, "explain");

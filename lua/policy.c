@@ -1285,6 +1285,15 @@ int dt_policy_load_file(const char *path, const dt_policy_limits *limits, dt_pol
   return 0;
 }
 
+bool dt__policy_file_changed(const dt_policy *p) {
+  char *buf;
+  size_t len;
+  if (!p || !p->path || dt__read_file(p->path, &buf, &len, NULL)) return false;
+  bool changed = len != p->len || memcmp(buf, p->text, len) != 0;
+  dt__free(buf);
+  return changed;
+}
+
 int dt_policy_reload(dt_policy *p, int *changed, dt_error *err) {
   if (changed) *changed = 0;
   if (!p->path) return 0;

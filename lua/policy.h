@@ -115,6 +115,10 @@ typedef struct dt_policy_err {
 size_t dt__policy_errors(const dt_policy *p, const dt_policy_err **out);
 const char *dt__policy_name(const dt_policy *p);
 void dt__policy_clear_errors(dt_policy *p);
+/* Whether the policy's file now holds other text than the loaded one (so a
+** reload would change something). */
+bool dt__policy_file_changed(const dt_policy *p);
+
 /* Log lines written by dovetail.log during the last rounds. */
 const char *dt__policy_log(const dt_policy *p);
 

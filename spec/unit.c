@@ -211,14 +211,14 @@ static int cycle_with(int *stage, int with_err, int with_policy) {
   /* A KWOK list, written out in dovetail's format and read back. */
   dt_catalog_free(c);
   c = NULL;
-  if ((rc = dt_catalog_load_buffer("kwok", k_kwok, strlen(k_kwok), &c, &err))) goto done;
+  if ((rc = dt_catalog_load_buffer("kwok", k_kwok, strlen(k_kwok), &c, e))) goto done;
   size_t len;
   if (!(text = dt_catalog_json(c, &len))) {
     rc = DT_ENOMEM;
     goto done;
   }
   dt_catalog *back = NULL;
-  rc = dt_catalog_load_buffer("kwok.json", text, len, &back, &err);
+  rc = dt_catalog_load_buffer("kwok.json", text, len, &back, e);
   dt_catalog_free(back);
   if (rc) goto done;
   *stage = 7;
@@ -236,7 +236,7 @@ static int cycle(int *stage) { return cycle_with(stage, 1, 0); }
 
 static void test_oom_variant(int with_err, int with_policy) {
   int stage;
-  CHECK(cycle_with(&stage, with_err, with_policy) == 0 && stage == 6, "the cycle (err %d, policy %d) succeeds",
+  CHECK(cycle_with(&stage, with_err, with_policy) == 0 && stage == 7, "the cycle (err %d, policy %d) succeeds",
         with_err, with_policy);
   dt_set_allocator(f_malloc, f_realloc, free);
   long n;
