@@ -883,6 +883,13 @@ static int class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
     return s->base_class;
   dt_reqs reqs = {0};
   compile_selector_kvs(p, &d->node_selector, &reqs);
+  if (d->vm_arch && !dt__kv_get(d->node_selector.v, d->node_selector.n, DT_L_ARCH)) {
+    /* KubeVirt's virt-launcher pod selects the VMI's architecture (the
+    ** cluster's default when unset); the VMI's own nodeSelector wins */
+    const char *a = *d->vm_arch ? d->vm_arch : p->manifests->vm_default_arch ? p->manifests->vm_default_arch : "amd64";
+    dt_kvs one = {1, &(dt_kv){(char *)DT_L_ARCH, (char *)a}};
+    compile_selector_kvs(p, &one, &reqs);
+  }
   if (d->nterms && compile_mreqs(p, &d->terms[rx->term], &reqs)) return DT_ENOMEM;
   for (uint32_t v = 0; v < s->nvol; v++)
     if (compile_mreqs(p, s->vol[v], &reqs)) return DT_ENOMEM;
