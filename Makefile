@@ -54,7 +54,7 @@ LDLIBS  := $(PKG_LIBS) -lm -lpthread
 
 CATALOG := providers/catalogs/aws-us-east-1.json
 CATALOG_AZURE := providers/catalogs/azure-eastus.json
-ENGINE_SRC := engine/alloc.c engine/quantity.c engine/sym.c engine/req.c engine/doc.c engine/topo.c engine/lp.c engine/pack.c \
+ENGINE_SRC := engine/alloc.c engine/quantity.c engine/sym.c engine/req.c engine/doc.c engine/topo.c engine/lp.c engine/pack.c engine/explain.c \
 	      engine/model.c engine/manifest.c engine/sched.c engine/plan.c engine/pool.c engine/cron.c engine/disrupt.c engine/store.c providers/catalog.c providers/kwok.c lua/policy.c
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRC)) $(BUILD)/providers/bundled.o
 LUA_OBJ := $(BUILD)/lua/ldovetail.o
@@ -134,7 +134,7 @@ deps:
 	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
 	  build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libcurl4-openssl-dev \
 	  libcjson-dev libyaml-dev libh2o-dev libssl-dev zlib1g-dev curl lua-busted lua-check glpk-utils libglpk-dev \
-	  clang libclang-rt-dev tzdata debhelper dpkg-dev fakeroot luarocks >/dev/null
+	  clang libclang-rt-dev tzdata debhelper dpkg-dev fakeroot luarocks lua-yaml >/dev/null
 
 # Build on demand when the toolchain's libraries are missing (fresh machine).
 .deps-ok:

@@ -198,6 +198,8 @@ typedef struct dt_plan_opts {
   dt_policy *const *pool_policies; /* optional: policies named by NodePools' dovetail.dev/policy */
   const char *const *pool_policy_names;
   size_t npool_policies;
+  const char *explain; /* optional: a pending pod ("namespace/name", or "name" when unique) whose
+                       ** every step is recorded; see dt_plan_explain_render */
   const volatile int *cancel; /* optional: once *cancel is non-zero (set from another thread), the run
                               ** stops at its next check and returns DT_ECANCELED with nothing decided */
 } dt_plan_opts;
@@ -264,6 +266,15 @@ DT_EXPORT int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifes
 /* Render a plan. Returns a NUL-terminated string the caller frees with
 ** dt_free, or NULL on allocation failure; *len (if non-NULL) gets its length. */
 DT_EXPORT char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len);
+
+/* With opts->explain: why that pod went where it went (the NodePools and
+** nodes considered and why each did not take it, the offering launched for
+** it and the cheaper ones not chosen, or why it is unschedulable), as text
+** (DT_FORMAT_TABLE) or a PlanExplanation document (JSON or YAML). NULL when
+** the plan was run without explain or on allocation failure; the caller
+** frees with dt_free. dt_plan_run fails with DT_EINVAL, naming the pod, when
+** the pod is not among the plan's pods. */
+DT_EXPORT char *dt_plan_explain_render(const dt_plan *plan, dt_format format, size_t *len);
 
 /* Figures of a plan. */
 typedef struct dt_plan_stats {

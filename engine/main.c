@@ -1,7 +1,7 @@
 /*
 ** main.c: the dovetail command.
 **
-**   dovetail plan [--catalog F] [-o json|yaml|table] [--now T] [--seed N] FILE...
+**   dovetail plan [--catalog F] [-o json|yaml|table] [--now T] [--seed N] [--explain POD] FILE...
 **   dovetail disrupt [--catalog F] [-o ...] [--now T] [--policy F] [--explain NODE] [--spot-to-spot] FILE...
 **   dovetail pool [-o json|yaml|table] [--now T] [--seed N] [--policy F] FILE...
 **   dovetail catalog [--catalog F] [-o table|json] [--type GLOB] [--zone Z] ... [--convert]
@@ -51,6 +51,7 @@ static const char *k_usage =
     "  --policy-dir DIR   where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (default policies)\n"
     "  --unavailable FILE UnavailableOffering marks (capacity type, instance type, zone, expiry)\n"
     "  --timings          add parse and scheduling times to the JSON summary\n"
+    "  --explain POD      why that pod went where it went, instead of the plan (text; -o json for a document)\n"
     "disrupt options: --catalog, -o, --now, --seed, --policy, --policy-dir, and\n"
     "  --explain NODE     every step that node went through\n"
     "  --spot-to-spot     allow spot-to-spot consolidation (off, as Karpenter's feature gate)\n"
@@ -124,8 +125,13 @@ static const char *k_usage_plan =
     "  --policy-dir DIR   where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (default policies)\n"
     "  --unavailable FILE UnavailableOffering marks\n"
     "  --timings          add parse and scheduling times to the JSON summary\n"
+    "  --explain POD      print instead why POD (namespace/name, or name when unique) went where it went: the\n"
+    "                     nodes, claims and NodePools tried and why each did not take it, the offering launched\n"
+    "                     and the cheaper ones not chosen, or why it is unschedulable; text, or a document with\n"
+    "                     -o json or -o yaml\n"
     "  -f FILE            an input file, as kubectl (repeatable); - reads standard input\n"
-    "exit status: 0 planned (unschedulable pods are listed, not an error), 1 bad input, 2 bad usage\n";
+    "exit status: 0 planned (unschedulable pods are listed, not an error), 1 bad input or an --explain POD\n"
+    "that is not in the input, 2 bad usage\n";
 
 static const char *k_usage_disrupt =
     "usage: dovetail disrupt [options] FILE...\n"
@@ -170,7 +176,7 @@ static int cmd_plan(int argc, char **argv, int cmd) {
     if (!strcmp(a, "--policy") && v) {
       policy_path = v;
       i++;
-    } else if (!strcmp(a, "--explain") && v && cmd == CMD_DISRUPT) {
+    } else if (!strcmp(a, "--explain") && v && cmd != CMD_POOL) {
       explain = v;
       i++;
     } else if (!strcmp(a, "--spot-to-spot") && cmd == CMD_DISRUPT) {
@@ -289,8 +295,11 @@ static int cmd_plan(int argc, char **argv, int cmd) {
     text = dt_pools_render(pools, fmt, &len);
   } else {
     opts.parse_ms = now_ms() - t0;
+    opts.explain = explain;
     if (dt_plan_run(cat, m, &opts, &plan, &err)) goto done;
-    text = dt_plan_render(plan, fmt, &len);
+    /* --explain prints that pod's explanation instead of the plan: text
+    ** unless -o asks for the document */
+    text = explain ? dt_plan_explain_render(plan, out ? fmt : DT_FORMAT_TABLE, &len) : dt_plan_render(plan, fmt, &len);
   }
   if (!text) {
     snprintf(err.msg, sizeof err.msg, "out of memory rendering the plan");

@@ -1648,14 +1648,34 @@ static bool vmi_runs(const cJSON *vmspec) {
   return cJSON_IsTrue(get(vmspec, "running"));
 }
 
+/* The architectures KubeVirt's admission accepts for a VMI (its
+** ValidateVirtualMachineInstancePerArch); returned as static strings. */
+static const char *vm_arch(const char *s) {
+  static const char *const archs[] = {"amd64", "arm64", "s390x"};
+  for (int i = 0; s && i < 3; i++)
+    if (!strcmp(s, archs[i])) return archs[i];
+  return NULL;
+}
+
 /* The virt-launcher pod a VMI template needs: domain requests (memory
 ** defaulting to the guest memory, cpu to 100m per vCPU as KubeVirt's default
-** cpuAllocationRatio of 10 gives), with the template's placement fields. */
+** cpuAllocationRatio of 10 gives), with the template's placement fields, and
+** its spec.architecture, which KubeVirt's virt-launcher pods select as
+** kubernetes.io/arch (the cluster's default architecture when unset). */
 static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *p) {
   char f[400];
   const cJSON *spec = get(vmi, "spec");
   snprintf(f, sizeof f, "%s.spec", path);
   if (!cJSON_IsObject(spec)) return bad(x, f, "missing or not an object");
+  const cJSON *arch = get(spec, "architecture");
+  const char *va = "";
+  if (arch && !cJSON_IsNull(arch) && !(cJSON_IsString(arch) && !*arch->valuestring)) {
+    snprintf(f, sizeof f, "%s.spec.architecture", path);
+    if (!(va = vm_arch(cJSON_GetStringValue(arch))))
+      return bad(x, f, "unsupported architecture %s%s%s (KubeVirt runs amd64, arm64 and s390x)",
+                 cJSON_IsString(arch) ? "\"" : "", cJSON_IsString(arch) ? arch->valuestring : "(not a string)",
+                 cJSON_IsString(arch) ? "\"" : "");
+  }
   const cJSON *domain = get(spec, "domain");
   dt_rlist req = {0};
   snprintf(f, sizeof f, "%s.spec.domain.resources.requests", path);
@@ -1724,6 +1744,7 @@ static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *
     return oom(x);
   }
   p->requests = req;
+  p->vm_arch = va;
   return 0;
 }
 
@@ -1839,7 +1860,37 @@ static int vmpool(mctx *x, const cJSON *o) {
       if (!(p.dv[p.ndv++] = dt__strdup(dn))) goto nomem;
     }
   }
+  const cJSON *ng = get(spec, "nameGeneration");
+  if (ng && !cJSON_IsNull(ng)) {
+    if (!cJSON_IsObject(ng)) {
+      rc = bad(x, "spec.nameGeneration", "expected an object");
+      goto fail;
+    }
+    static const struct {
+      const char *key;
+      unsigned bit;
+    } ngf[] = {{"appendIndexToConfigMapRefs", DT_NAMEGEN_CONFIGMAPS}, {"appendIndexToSecretRefs", DT_NAMEGEN_SECRETS}};
+    for (const cJSON *c = ng->child; c; c = c->next) {
+      char f[300];
+      snprintf(f, sizeof f, "spec.nameGeneration.%s", c->string);
+      int k = !strcmp(c->string, ngf[0].key) ? 0 : !strcmp(c->string, ngf[1].key) ? 1 : -1;
+      if (k < 0) {
+        rc = bad(x, f, "unknown field (expected appendIndexToConfigMapRefs or appendIndexToSecretRefs)");
+        goto fail;
+      }
+      if (!cJSON_IsNull(c) && !cJSON_IsBool(c)) {
+        rc = bad(x, f, "expected true or false");
+        goto fail;
+      }
+      if (cJSON_IsTrue(c)) p.name_gen |= ngf[k].bit;
+    }
+  }
   p.hash = canon_hash(x, tmpl, &rc);
+  if (p.name_gen) { /* the VMs it makes differ with it: part of what makes a VM current */
+    char hx[40];
+    snprintf(hx, sizeof hx, "%016llx/%u", (unsigned long long)p.hash, p.name_gen);
+    p.hash = dt__hash64(hx, strlen(hx));
+  }
   p.vmi_hash = canon_hash(x, vmi, &rc);
   p.dvt_hash = canon_hash(x, dvt && !cJSON_IsNull(dvt) ? dvt : NULL, &rc);
   if (rc || !(p.tmpl = cJSON_Duplicate(tmpl, 1))) goto nomem;
@@ -1940,6 +1991,41 @@ static void deindex(cJSON *o, const char *key, const char *suffix, char **dv, si
     }
 }
 
+/* The references spec.nameGeneration indexes, as KubeVirt's pool controller
+** (indexVMSpec): a ConfigMap volume's name; a Secret volume's secretName
+** and cloud-init's userData/networkData secret references. For each in the
+** kinds of bits: the name is de-indexed when it ends in suffix, else marked
+** so that it matches no pool template. Returns whether the volume has any. */
+static bool ref_fix(cJSON *o, const char *key, const char *suffix, bool apply) {
+  cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsString(v)) return false;
+  if (!apply) return true;
+  size_t len = strlen(v->valuestring), sl = strlen(suffix);
+  if (len > sl && !strcmp(v->valuestring + len - sl, suffix)) {
+    v->valuestring[len - sl] = 0;
+  } else {
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s\x01", v->valuestring);
+    cJSON_SetValuestring(v, tmp);
+  }
+  return true;
+}
+
+static bool indexed_refs(cJSON *vol, unsigned bits, const char *suffix, bool apply) {
+  bool any = false;
+  cJSON *cm = cJSON_GetObjectItemCaseSensitive(vol, "configMap");
+  if (cm) any |= ref_fix(cm, "name", suffix, apply && (bits & DT_NAMEGEN_CONFIGMAPS));
+  cJSON *sec = cJSON_GetObjectItemCaseSensitive(vol, "secret");
+  if (sec) any |= ref_fix(sec, "secretName", suffix, apply && (bits & DT_NAMEGEN_SECRETS));
+  static const char *const ci[] = {"cloudInitNoCloud", "cloudInitConfigDrive"};
+  static const char *const refs[] = {"secretRef", "networkDataSecretRef"};
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < 2; k++)
+      any |= ref_fix(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(vol, ci[i]), refs[k]), "name",
+                     suffix, apply && (bits & DT_NAMEGEN_SECRETS));
+  return any;
+}
+
 static int vm_hashes(mctx *x, const cJSON *vmspec, dt_vm *v) {
   int rc = 0;
   cJSON *vmi = cJSON_Duplicate(get(vmspec, "template"), 1);
@@ -1965,6 +2051,23 @@ static int vm_hashes(mctx *x, const cJSON *vmspec, dt_vm *v) {
   }
   v->vmi_hash = canon_hash(x, vmi, &rc);
   v->dvt_hash = canon_hash(x, dvt, &rc);
+  /* As the template would be under each spec.nameGeneration setting. */
+  bool refs = false;
+  for (cJSON *vol = cJSON_IsArray(vols) && v->index >= 0 ? vols->child : NULL; vol && !refs; vol = vol->next)
+    refs = indexed_refs(vol, 0, suffix, false);
+  for (unsigned bits = 0; bits < 4; bits++) {
+    v->vmi_hash_ng[bits] = v->vmi_hash;
+    if (!bits || !refs) continue;
+    cJSON *c = cJSON_Duplicate(vmi, 1);
+    if (!c) {
+      rc = oom(x);
+      break;
+    }
+    cJSON *cv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "spec"), "volumes");
+    for (cJSON *vol = cv->child; vol; vol = vol->next) indexed_refs(vol, bits, suffix, true);
+    v->vmi_hash_ng[bits] = canon_hash(x, c, &rc);
+    cJSON_Delete(c);
+  }
   cJSON_Delete(vmi);
   cJSON_Delete(dvt);
   return rc;
@@ -2102,6 +2205,36 @@ fail:
   return failed(x);
 }
 
+
+/* KubeVirt's own configuration: the architecture VMs without
+** spec.architecture get (status.defaultArchitecture, the one in force, else
+** spec.configuration.architectureConfiguration.defaultArchitecture; KubeVirt
+** falls back to its operator's architecture, taken here as amd64). */
+static int kubevirt(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (meta(x, o, &ns, &name, true) || check_duplicate(x, ns, name)) return DT_EINVAL;
+  const char *field = "status.defaultArchitecture";
+  const cJSON *v = get(get(o, "status"), "defaultArchitecture");
+  if (!cJSON_IsString(v) || !*v->valuestring) {
+    field = "spec.configuration.architectureConfiguration.defaultArchitecture";
+    v = get(get(get(get(o, "spec"), "configuration"), "architectureConfiguration"), "defaultArchitecture");
+  }
+  if (!v || cJSON_IsNull(v) || (cJSON_IsString(v) && !*v->valuestring)) return 0;
+  const char *a = vm_arch(cJSON_GetStringValue(v));
+  if (!a)
+    return bad(x, field, "unsupported architecture %s (KubeVirt runs amd64, arm64 and s390x)",
+               cJSON_IsString(v) ? v->valuestring : "(not a string)");
+  if (x->m->vm_default_arch && strcmp(x->m->vm_default_arch, a)) {
+    dt__buf_printf(&x->m->notes, "%s: KubeVirt %s/%s: %s %s differs from the %s that %s gives; the first stays\n",
+                   x->file, ns, name, field, a, x->m->vm_default_arch, x->m->vm_default_arch_file);
+    return 0;
+  }
+  if (!x->m->vm_default_arch) {
+    x->m->vm_default_arch = a;
+    x->m->vm_default_arch_file = x->file;
+  }
+  return 0;
+}
 
 static int topo_push(mctx *x, dt_topo_obj *t) {
   if (dt__vec_push(&x->m->topo, *t)) {
@@ -2273,6 +2406,7 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
   if (!strcmp(kind, "PodDisruptionBudget") && !strncmp(api, "policy/", 7)) return pdb(x, o);
   if (!strcmp(kind, "VirtualMachinePool") && !strncmp(api, "pool.kubevirt.io/", 17)) return vmpool(x, o);
   if (!strcmp(kind, "VirtualMachine") && !strncmp(api, "kubevirt.io/", 12)) return vm(x, o);
+  if (!strcmp(kind, "KubeVirt") && !strncmp(api, "kubevirt.io/", 12)) return kubevirt(x, o);
   if (!strcmp(kind, "PersistentVolume") && !strcmp(api, "v1")) return persistent_volume(x, o);
   if (!strcmp(kind, "StorageClass") && !strncmp(api, "storage.k8s.io/", 15)) return storage_class(x, o);
   if ((!strcmp(kind, "PersistentVolumeClaim") && !strcmp(api, "v1")) ||
@@ -2300,6 +2434,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   size_t nds = m->daemonsets.n, nrc = m->runtime_classes.n, nmk = m->marks.n;
   size_t nvp = m->vmpools.n, nvm = m->vms.n, nvol = m->volumes.n, npdb = m->pdbs.n, ntopo = m->topo.n;
   int64_t npods = m->npods;
+  const char *varch = m->vm_default_arch, *varch_file = m->vm_default_arch_file;
   mctx x = {m, file, NULL, {0}, err, 0};
   if (err) err->code = 0;
   size_t docno = 1;
@@ -2308,6 +2443,8 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   cJSON_Delete(docs);
   if (rc) {
     m->npods = npods;
+    m->vm_default_arch = varch;
+    m->vm_default_arch_file = varch_file;
     while (m->pools.n > np) pool_free(&m->pools.v[--m->pools.n]);
     while (m->pods.n > npod) pod_free(&m->pods.v[--m->pods.n]);
     while (m->nodes.n > nn) node_free(&m->nodes.v[--m->nodes.n]);

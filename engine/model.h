@@ -253,6 +253,9 @@ typedef struct dt_podspec {
   char *parent;      /* "Deployment/name" for a ReplicaSet a Deployment owns */
   char **pvcs;       /* the PersistentVolumeClaims its volumes name */
   size_t npvcs;
+  /* a virt-launcher pod: the VMI's spec.architecture ("amd64", "arm64",
+  ** "s390x"), "" for the cluster's default, NULL for any other pod */
+  const char *vm_arch;
   size_t seq;
 } dt_podspec;
 
@@ -293,6 +296,8 @@ typedef struct dt_mark {
 
 enum { DT_STRAT_PROACTIVE = 0, DT_STRAT_OPPORTUNISTIC = 1, DT_STRAT_UNMANAGED = 2 };
 enum { DT_PRESERVE_DISABLED = 0, DT_PRESERVE_OFFLINE = 1, DT_PRESERVE_ONLINE = 2 };
+/* spec.nameGeneration: which references of a VM's volumes get "-<index>" */
+enum { DT_NAMEGEN_CONFIGMAPS = 1, DT_NAMEGEN_SECRETS = 2 };
 enum { DT_SORT_RANDOM = 0, DT_SORT_OLDEST, DT_SORT_NEWEST, DT_SORT_ASCENDING, DT_SORT_DESCENDING };
 extern const char *const dt__sort_names[5];
 
@@ -331,6 +336,7 @@ typedef struct dt_vmpool {
   cJSON *tmpl;        /* owned copy of virtualMachineTemplate, for the VMs to create */
   size_t ndv;
   char **dv;          /* dataVolumeTemplates names, unindexed */
+  unsigned name_gen;  /* spec.nameGeneration: DT_NAMEGEN_* bits */
   bool runs;          /* the template's VMs run (runStrategy / running) */
   dt_podspec launcher; /* the virt-launcher pod a VM of the template needs */
   size_t seq;
@@ -351,6 +357,8 @@ typedef struct dt_vm {
   char *revision;       /* kubevirt.io/vm-pool-revision-name */
   char *tmpl_hash;      /* dovetail.dev/template-hash */
   uint64_t vmi_hash, dvt_hash; /* de-indexed template and dataVolumeTemplates */
+  uint64_t vmi_hash_ng[4]; /* vmi_hash with ConfigMap ([1]), Secret ([2]) or both ([3]) references
+                           ** de-indexed too, for pools with spec.nameGeneration; [0] is vmi_hash */
   int64_t heal_attempt, healed_at;
   size_t seq;
 } dt_vm;
@@ -388,6 +396,9 @@ struct dt_manifests {
   DT_VEC(char *) volumes; /* "ns/name" of PersistentVolumeClaims and DataVolumes */
   DT_VEC(dt_topo_obj) topo; /* PVCs, PVs and StorageClasses: where a pod's volumes can be */
   DT_VEC(dt_mark) marks;
+  /* KubeVirt's default architecture (a KubeVirt object's status or
+  ** configuration), the file that gave it; NULL: amd64 */
+  const char *vm_default_arch, *vm_default_arch_file;
   DT_VEC(dt_nodepool) pools;
   DT_VEC(dt_podspec) pods;
   DT_VEC(dt_podspec) daemonsets;

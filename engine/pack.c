@@ -984,6 +984,7 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
         break;
       }
       k->pool = k0->pool;
+      k->repacked = true;
       k->reqs = k0->reqs;
       k->zmask = k0->zmask;
       k->ctmask = k0->ctmask;

@@ -173,7 +173,8 @@ static char *hash_hex(uint64_t h, char *out) {
 }
 
 /* The VirtualMachine the pool creates at index idx: the template, indexed
-** (data volumes and the volumes that use them get "-<idx>"), owned by the
+** (data volumes and the volumes that use them get "-<idx>", and with
+** spec.nameGeneration ConfigMap and Secret references too), owned by the
 ** pool and stamped with the template hash (and autohealing's attempt). */
 static cJSON *vm_object(const dt_vmpool *p, const char *name, int64_t idx, int64_t attempt, int64_t now) {
   cJSON *o = cJSON_CreateObject();
@@ -222,6 +223,19 @@ static cJSON *vm_object(const dt_vmpool *p, const char *name, int64_t idx, int64
   for (cJSON *v = cJSON_IsArray(vols) ? vols->child : NULL; v; v = v->next) {
     suffix_name(cJSON_GetObjectItemCaseSensitive(v, "dataVolume"), "name", p, idx, true);
     suffix_name(cJSON_GetObjectItemCaseSensitive(v, "persistentVolumeClaim"), "claimName", p, idx, true);
+    /* spec.nameGeneration, as KubeVirt's indexVMSpec: ConfigMap and Secret
+    ** references (cloud-init's secret references among them) get "-<idx>" */
+    if (p->name_gen & DT_NAMEGEN_CONFIGMAPS)
+      suffix_name(cJSON_GetObjectItemCaseSensitive(v, "configMap"), "name", p, idx, false);
+    if (p->name_gen & DT_NAMEGEN_SECRETS) {
+      suffix_name(cJSON_GetObjectItemCaseSensitive(v, "secret"), "secretName", p, idx, false);
+      static const char *const ci[] = {"cloudInitNoCloud", "cloudInitConfigDrive"};
+      static const char *const refs[] = {"secretRef", "networkDataSecretRef"};
+      for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++)
+          suffix_name(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, ci[i]), refs[k]), "name", p,
+                      idx, false);
+    }
   }
   return o;
 }
@@ -244,7 +258,7 @@ static bool current(const dt_vmpool *p, const dt_vm *v) {
     char hex[17];
     return !strcmp(v->tmpl_hash, hash_hex(p->hash, hex));
   }
-  return v->vmi_hash == p->vmi_hash && v->dvt_hash == p->dvt_hash;
+  return v->vmi_hash_ng[p->name_gen & 3] == p->vmi_hash && v->dvt_hash == p->dvt_hash;
 }
 
 static const char *const k_failing[] = {"CrashLoopBackOff", "Unschedulable", "DataVolumeError", "PvcNotFound",
@@ -745,16 +759,46 @@ char *dt_pools_render(const dt_pools *r, dt_format format, size_t *len) {
     ** creation, update and re-creating heal's object (the actions and their
     ** reasons stay in -o json and the table) */
     cJSON *docs = cJSON_CreateArray();
+    dt_buf unowned = {0};
     static const char *const kinds[] = {"create", "update", "heal"};
-    for (const cJSON *pl = cJSON_GetObjectItemCaseSensitive(r->root, "pools")->child; pl && docs; pl = pl->next)
+    for (const cJSON *pl = cJSON_GetObjectItemCaseSensitive(r->root, "pools")->child; pl && docs; pl = pl->next) {
+      bool told = false;
       for (size_t k = 0; k < 3; k++) {
         const cJSON *a;
         cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(pl, kinds[k])) {
           const cJSON *obj = cJSON_GetObjectItemCaseSensitive(a, "object");
-          if (obj && !cJSON_AddItemReferenceToArray(docs, (cJSON *)obj)) b.oom = 1;
+          if (!obj) continue;
+          const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+          const cJSON *own = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(md, "ownerReferences"), 0);
+          if (!own || cJSON_GetObjectItemCaseSensitive(own, "uid")) {
+            if (!cJSON_AddItemReferenceToArray(docs, (cJSON *)obj)) b.oom = 1;
+            continue;
+          }
+          /* The API server refuses an ownerReference without the owner's
+          ** uid: a pool that has none (not read from a cluster) owns
+          ** nothing it can apply, and a comment says so. */
+          cJSON *copy = cJSON_Duplicate(obj, 1);
+          if (!copy || !cJSON_AddItemToArray(docs, copy)) {
+            cJSON_Delete(copy);
+            b.oom = 1;
+            continue;
+          }
+          cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"), "ownerReferences");
+          if (!told)
+            dt__buf_printf(&unowned,
+                           "# VirtualMachinePool %s/%s has no metadata.uid, so its VMs above carry no ownerReferences "
+                           "(the API server takes an owner only with its uid); read the pool from the cluster "
+                           "(kubectl get -o yaml) to have them owned\n",
+                           cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pl, "namespace")),
+                           cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pl, "name")));
+          told = true;
         }
       }
+    }
     if (!docs || (docs->child && dt__yaml_emit(docs, &b))) b.oom = 1;
+    if (unowned.oom) b.oom = 1;
+    if (unowned.p) dt__buf_puts(&b, unowned.p);
+    dt__free(unowned.p);
     cJSON_Delete(docs);
   } else {
     dt__doc_write(r->root, format, &b);

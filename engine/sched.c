@@ -315,6 +315,7 @@ static int compile_catalog(dt_plan *p, dt_error *err) {
       r->price = o->price;
       r->cap = o->ct == DT_CT_SPOT && ct->od_price >= 0 ? ct->od_price : INFINITY;
       r->avail = o->available;
+      r->gone = o->available == 0 ? OFF_CATALOG : OFF_OK;
       r->resv = o->reservation ? dt__sym(&p->syms, o->reservation) : 0;
       if (r->avail != 0 && o->price < t->min_price) t->min_price = o->price;
     }
@@ -376,9 +377,10 @@ static int apply_price_hook(dt_plan *p) {
       ty->min_price = INFINITY;
       for (uint32_t o = 0; o < ty->noff; o++) {
         double v = out[p->off_base[t] + o];
-        if (isnan(v))
+        if (isnan(v)) {
+          if (ty->off[o].avail != 0) ty->off[o].gone = OFF_PRICE_HOOK;
           ty->off[o].avail = 0;
-        else
+        } else
           ty->off[o].price = v;
         if (ty->off[o].avail != 0 && ty->off[o].price < ty->min_price) ty->min_price = ty->off[o].price;
       }
@@ -400,6 +402,7 @@ static int apply_marks(dt_plan *p) {
     bool hit = false;
     for (uint32_t o = 0; t && z && o < t->noff; o++)
       if (t->off[o].ct == mk->ct && p->zones[t->off[o].zone] == z) {
+        if (t->off[o].avail != 0) t->off[o].gone = OFF_MARK;
         t->off[o].avail = 0;
         hit = true;
       }
@@ -883,6 +886,13 @@ static int class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
     return s->base_class;
   dt_reqs reqs = {0};
   compile_selector_kvs(p, &d->node_selector, &reqs);
+  if (d->vm_arch && !dt__kv_get(d->node_selector.v, d->node_selector.n, DT_L_ARCH)) {
+    /* KubeVirt's virt-launcher pod selects the VMI's architecture (the
+    ** cluster's default when unset); the VMI's own nodeSelector wins */
+    const char *a = *d->vm_arch ? d->vm_arch : p->manifests->vm_default_arch ? p->manifests->vm_default_arch : "amd64";
+    dt_kvs one = {1, &(dt_kv){(char *)DT_L_ARCH, (char *)a}};
+    compile_selector_kvs(p, &one, &reqs);
+  }
   if (d->nterms && compile_mreqs(p, &d->terms[rx->term], &reqs)) return DT_ENOMEM;
   for (uint32_t v = 0; v < s->nvol; v++)
     if (compile_mreqs(p, s->vol[v], &reqs)) return DT_ENOMEM;
@@ -1609,6 +1619,122 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
   return 0;
 }
 
+/* Why NodePool pi cannot open a claim for class c, appended to b. */
+static void diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) {
+  const rt_spec *s = &p->specs[c->spec_idx];
+  rt_pool *pl = &p->pools[pi];
+  const char *pn = pl->src->name;
+  const rt_taint *t = NULL;
+  const dt_req *bad = NULL;
+  if (!tolerates(p, c->spec, pl->taints, pl->ntaints, true, &t)) {
+    static const char *eff[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
+    dt__buf_printf(b, "NodePool %s has taint %s=%s:%s that the pod does not tolerate", pn,
+                   dt__sym_str(&p->syms, t->key), dt__sym_str(&p->syms, t->value), eff[t->effect]);
+    return;
+  }
+  if (!compatible(p, &pl->reqs, &c->reqs, &bad)) {
+    const dt_req *ex = dt__reqs_get(&pl->reqs, bad->key);
+    dt__buf_puts(b, "pod requires ");
+    dt__req_describe(&p->syms, bad, b);
+    if (ex) {
+      dt__buf_printf(b, " but NodePool %s allows ", pn);
+      dt__req_describe(&p->syms, ex, b);
+    } else if (bad->key == p->k_hostname) {
+      dt__buf_printf(b, ": a new node of NodePool %s gets a hostname of its own, so only an existing node named so "
+                         "qualifies", pn);
+    } else {
+      dt__buf_printf(b, " but NodePool %s does not define label %s", pn, dt__sym_str(&p->syms, bad->key));
+    }
+    return;
+  }
+  if (ports_conflict(p, s->ports, s->nports, pl->ds_ports, pl->nds_ports)) {
+    dt__buf_printf(b, "a host port of the pod conflicts with a DaemonSet on NodePool %s", pn);
+    return;
+  }
+  if (pl->nodes_remaining == 0) {
+    dt__buf_printf(b, "NodePool %s has reached its nodes limit", pn);
+    return;
+  }
+  dt_reqs nr;
+  dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &c->reqs, &nr);
+  uint64_t zm;
+  uint8_t cm;
+  masks(p, &nr, &zm, &cm);
+  /* Largest allocatable per resource among the types allowed. */
+  int64_t best[DT_RES_MAX] = {0};
+  const rt_type *bt[DT_RES_MAX] = {0};
+  uint32_t allowed = 0;
+  bool limited = false;
+  for (uint32_t i = 0; i < pl->ntypes; i++) {
+    const rt_type *ty = &p->types[pl->types[i]];
+    if (!dt__type_ok(p, ty, &nr, zm, cm, pl->spot_max)) continue;
+    allowed++;
+    bool over = false;
+    for (uint32_t r = 0; r < p->nres && pl->has_limits; r++)
+      over |= pl->remaining[r] != INT64_MAX && ty->cap[r] > pl->remaining[r];
+    if (over) {
+      limited = true;
+      continue;
+    }
+    const int64_t *e = pl->eff[pl->types[i]];
+    for (uint32_t r = 0; r < p->nres; r++)
+      if (e[r] > best[r] || !bt[r]) {
+        best[r] = e[r];
+        bt[r] = ty;
+      }
+  }
+  if (!allowed) {
+    dt__buf_printf(b, "no instance type in NodePool %s satisfies the pod's requirements", pn);
+    if (c->reqs.n) {
+      dt__buf_puts(b, " (");
+      for (uint32_t k = 0; k < c->reqs.n; k++) {
+        if (k) dt__buf_puts(b, ", ");
+        dt__req_describe(&p->syms, &c->reqs.r[k], b);
+      }
+      dt__buf_puts(b, ")");
+    }
+    if (!(cm & ~(1u << DT_CT_RESERVED)) || !zm)
+      dt__buf_puts(b, " with an available offering in the allowed zones and capacity types");
+    return;
+  }
+  if (limited && !bt[0]) {
+    dt__buf_printf(b, "NodePool %s limits leave no room for another node", pn);
+    return;
+  }
+  bool said = false;
+  for (uint32_t r = 0; r < p->nres; r++) {
+    if (c->req[r] <= best[r]) continue;
+    char need[64], have[64], cap[64];
+    dt__fmt_quantity(need, sizeof need, p->res_names[r], c->req[r]);
+    dt__fmt_quantity(have, sizeof have, p->res_names[r], best[r]);
+    dt__fmt_quantity(cap, sizeof cap, p->res_names[r], bt[r] ? bt[r]->cap[r] : 0);
+    if (!best[r])
+      dt__buf_printf(b, "%sno instance type in NodePool %s has %s", said ? ", and " : "", pn, p->res_names[r]);
+    else
+      dt__buf_printf(b, "%sno instance type in NodePool %s has %s %s; the largest allowed (%s) has %s allocatable of %s",
+                     said ? ", and " : "", pn, need, p->res_names[r], dt__sym_str(&p->syms, bt[r]->name), have,
+                     cap);
+    said = true;
+  }
+  if (limited && said) dt__buf_puts(b, " within its limits");
+  if (said && pl->src && p->manifests->daemonsets.n) dt__buf_puts(b, " after DaemonSet overhead");
+  if (!said) {
+    if (pl->has_min_values) {
+      dt__buf_printf(b, "NodePool %s couldn't meet minValues for the pod's requirements", pn);
+      return;
+    }
+    dt__buf_printf(b, "no single instance type in NodePool %s fits all of the pod's requests (", pn);
+    for (uint32_t r = 0, first = 1; r < p->nres; r++) {
+      if (!c->req[r] || r == DT_R_PODS) continue;
+      char q[64];
+      dt__fmt_quantity(q, sizeof q, p->res_names[r], c->req[r]);
+      dt__buf_printf(b, "%s%s %s", first ? "" : ", ", p->res_names[r], q);
+      first = 0;
+    }
+    dt__buf_puts(b, limited ? ") within its limits" : ")");
+  }
+}
+
 /* A reason a person can act on, per NodePool, for a pod that fits nowhere. */
 static const char *diagnose(dt_plan *p, rt_class *c) {
   dt_buf b = {0};
@@ -1616,120 +1742,9 @@ static const char *diagnose(dt_plan *p, rt_class *c) {
     dt__buf_puts(&b, "no NodePool in the input, and no existing node fits");
     return arena_buf(p, &b);
   }
-  const rt_spec *s = &p->specs[c->spec_idx];
   for (uint32_t pi = 0; pi < p->npools; pi++) {
-    rt_pool *pl = &p->pools[pi];
-    const char *pn = pl->src->name;
     if (pi) dt__buf_puts(&b, "; ");
-    const rt_taint *t = NULL;
-    const dt_req *bad = NULL;
-    if (!tolerates(p, c->spec, pl->taints, pl->ntaints, true, &t)) {
-      static const char *eff[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
-      dt__buf_printf(&b, "NodePool %s has taint %s=%s:%s that the pod does not tolerate", pn,
-                     dt__sym_str(&p->syms, t->key), dt__sym_str(&p->syms, t->value), eff[t->effect]);
-      continue;
-    }
-    if (!compatible(p, &pl->reqs, &c->reqs, &bad)) {
-      const dt_req *ex = dt__reqs_get(&pl->reqs, bad->key);
-      dt__buf_puts(&b, "pod requires ");
-      dt__req_describe(&p->syms, bad, &b);
-      if (ex) {
-        dt__buf_printf(&b, " but NodePool %s allows ", pn);
-        dt__req_describe(&p->syms, ex, &b);
-      } else if (bad->key == p->k_hostname) {
-        dt__buf_printf(&b, ": a new node of NodePool %s gets a hostname of its own, so only an existing node named so "
-                           "qualifies", pn);
-      } else {
-        dt__buf_printf(&b, " but NodePool %s does not define label %s", pn, dt__sym_str(&p->syms, bad->key));
-      }
-      continue;
-    }
-    if (ports_conflict(p, s->ports, s->nports, pl->ds_ports, pl->nds_ports)) {
-      dt__buf_printf(&b, "a host port of the pod conflicts with a DaemonSet on NodePool %s", pn);
-      continue;
-    }
-    if (pl->nodes_remaining == 0) {
-      dt__buf_printf(&b, "NodePool %s has reached its nodes limit", pn);
-      continue;
-    }
-    dt_reqs nr;
-    dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &c->reqs, &nr);
-    uint64_t zm;
-    uint8_t cm;
-    masks(p, &nr, &zm, &cm);
-    /* Largest allocatable per resource among the types allowed. */
-    int64_t best[DT_RES_MAX] = {0};
-    const rt_type *bt[DT_RES_MAX] = {0};
-    uint32_t allowed = 0;
-    bool limited = false;
-    for (uint32_t i = 0; i < pl->ntypes; i++) {
-      const rt_type *ty = &p->types[pl->types[i]];
-      if (!dt__type_ok(p, ty, &nr, zm, cm, pl->spot_max)) continue;
-      allowed++;
-      bool over = false;
-      for (uint32_t r = 0; r < p->nres && pl->has_limits; r++)
-        over |= pl->remaining[r] != INT64_MAX && ty->cap[r] > pl->remaining[r];
-      if (over) {
-        limited = true;
-        continue;
-      }
-      const int64_t *e = pl->eff[pl->types[i]];
-      for (uint32_t r = 0; r < p->nres; r++)
-        if (e[r] > best[r] || !bt[r]) {
-          best[r] = e[r];
-          bt[r] = ty;
-        }
-    }
-    if (!allowed) {
-      dt__buf_printf(&b, "no instance type in NodePool %s satisfies the pod's requirements", pn);
-      if (c->reqs.n) {
-        dt__buf_puts(&b, " (");
-        for (uint32_t k = 0; k < c->reqs.n; k++) {
-          if (k) dt__buf_puts(&b, ", ");
-          dt__req_describe(&p->syms, &c->reqs.r[k], &b);
-        }
-        dt__buf_puts(&b, ")");
-      }
-      if (!(cm & ~(1u << DT_CT_RESERVED)) || !zm)
-        dt__buf_puts(&b, " with an available offering in the allowed zones and capacity types");
-      continue;
-    }
-    if (limited && !bt[0]) {
-      dt__buf_printf(&b, "NodePool %s limits leave no room for another node", pn);
-      continue;
-    }
-    bool said = false;
-    for (uint32_t r = 0; r < p->nres; r++) {
-      if (c->req[r] <= best[r]) continue;
-      char need[64], have[64], cap[64];
-      dt__fmt_quantity(need, sizeof need, p->res_names[r], c->req[r]);
-      dt__fmt_quantity(have, sizeof have, p->res_names[r], best[r]);
-      dt__fmt_quantity(cap, sizeof cap, p->res_names[r], bt[r] ? bt[r]->cap[r] : 0);
-      if (!best[r])
-        dt__buf_printf(&b, "%sno instance type in NodePool %s has %s", said ? ", and " : "", pn, p->res_names[r]);
-      else
-        dt__buf_printf(&b, "%sno instance type in NodePool %s has %s %s; the largest allowed (%s) has %s allocatable of %s",
-                       said ? ", and " : "", pn, need, p->res_names[r], dt__sym_str(&p->syms, bt[r]->name), have,
-                       cap);
-      said = true;
-    }
-    if (limited && said) dt__buf_puts(&b, " within its limits");
-    if (said && pl->src && p->manifests->daemonsets.n) dt__buf_puts(&b, " after DaemonSet overhead");
-    if (!said) {
-      if (pl->has_min_values) {
-        dt__buf_printf(&b, "NodePool %s couldn't meet minValues for the pod's requirements", pn);
-        continue;
-      }
-      dt__buf_printf(&b, "no single instance type in NodePool %s fits all of the pod's requests (", pn);
-      for (uint32_t r = 0, first = 1; r < p->nres; r++) {
-        if (!c->req[r] || r == DT_R_PODS) continue;
-        char q[64];
-        dt__fmt_quantity(q, sizeof q, p->res_names[r], c->req[r]);
-        dt__buf_printf(&b, "%s%s %s", first ? "" : ", ", p->res_names[r], q);
-        first = 0;
-      }
-      dt__buf_puts(&b, limited ? ") within its limits" : ")");
-    }
+    diagnose_pool(p, c, pi, &b);
   }
   return arena_buf(p, &b);
 }
@@ -1844,13 +1859,13 @@ static int solve(dt_plan *p) {
     goto out;
   }
   for (uint32_t i = 0; i < p->npods; i++) queue[i] = i;
-  uint32_t qn = p->npods;
+  uint32_t qn = p->npods, pass = 0;
   /*
   ** Karpenter's queue: a pod that fails goes to the back; the run stops
   ** when a whole pass places nothing. Pods whose constraints depend on
   ** others (affinity, spread) converge this way.
   */
-  for (;;) {
+  for (;; pass++) {
     if (dt__cancelled(p)) {
       rc = DT_ECANCELED;
       goto out;
@@ -1877,7 +1892,12 @@ static int solve(dt_plan *p) {
       for (;;) {
         R.topo_fail_class = -1;
         R.reserved_error = false;
+        /* --explain: recorded before and after, never changing the try */
+        bool ex = p->ex_pod == (int64_t)podi;
+        size_t nb = p->bindings.n, nk = p->claims.n;
+        if (ex) dt__explain_attempt(p, (uint32_t)ci, &rx, R.order.v, R.order.n, pass, R.pos, qn);
         if ((rc = try_place(&R, (uint32_t)ci, podi, &placed)) != 0) goto out;
+        if (ex) dt__explain_outcome(p, placed, nb, nk, R.order.v, R.order.n);
         /* Deferred for a reservation: not relaxed, as Karpenter's trySchedule. */
         if (placed || R.reserved_error || !relax(p, &p->specs[pod->spec], &rx)) break;
         if ((ci = class_for(p, pod->spec, &rx)) < 0) {
@@ -2211,6 +2231,26 @@ static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int3
   return 0;
 }
 
+/* ------------------------------------------------------- for explain.c */
+
+bool dt__x_tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, uint32_t n, bool prefer_ok,
+                     const rt_taint **which) {
+  return tolerates(p, s, t, n, prefer_ok, which);
+}
+bool dt__x_compatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod, const dt_req **bad) {
+  return compatible(p, node, pod, bad);
+}
+void dt__x_masks(const dt_plan *p, const dt_reqs *r, uint64_t *zmask, uint8_t *ctmask) { masks(p, r, zmask, ctmask); }
+bool dt__x_fits(const dt_plan *p, const int64_t *alloc, const int64_t *used, const int64_t *req) {
+  return fits(p, alloc, used, req);
+}
+int16_t dt__x_slot(const dt_plan *p, dt_sym key) { return slot_of(p, key); }
+bool dt__x_ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb) {
+  return ports_conflict(p, a, na, b, nb);
+}
+void dt__x_diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) { diagnose_pool(p, c, pi, b); }
+int dt__x_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) { return class_for(p, si, rx); }
+
 /* -------------------------------------------------------------- entry */
 
 /* VMs that VirtualMachinePools are about to create need capacity: their
@@ -2265,6 +2305,7 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
   if (!p) return dt__err(err, DT_ENOMEM, "out of memory");
   p->catalog = catalog;
   p->manifests = manifests;
+  p->ex_pod = -1;
   if (opts) p->opts = *opts;
   double t0 = dt__now_ms();
   p->k_zone = dt__sym(&p->syms, DT_L_ZONE);
@@ -2288,13 +2329,16 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
   if ((rc = add_pool_vms(p, err))) goto fail;
   if ((rc = compile_catalog(p, err)) || (rc = apply_marks(p)) || (rc = build_snapshot(p)) ||
       (rc = apply_price_hook(p)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
-  if ((rc = compile_pods(p, err)) || (rc = solve(p))) goto fail;
+  if ((rc = compile_pods(p, err))) goto fail;
+  if (p->opts.explain && (rc = dt__explain_begin(p, err))) goto fail;
+  if ((rc = solve(p))) goto fail;
   if (!dt__cancelled(p) && p->opts.packing != DT_PACKING_FFD && (rc = dt__pack_improve(p))) goto fail;
   if (dt__cancelled(p)) {
     rc = DT_ECANCELED;
     goto fail;
   }
   if ((rc = launch(p))) goto fail;
+  if (p->ex && (rc = dt__explain_finish(p))) goto fail;
   if (p->arena.oom || p->syms.oom || p->class_sigs.oom || p->group_sigs.oom) {
     rc = DT_ENOMEM;
     goto fail;
@@ -2322,6 +2366,7 @@ void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out) { *out = plan->s
 
 void dt_plan_free(dt_plan *p) {
   if (!p) return;
+  dt__explain_free(p->ex);
   dt__free(p->marks.v);
   for (size_t i = 0; i < p->policies.n; i++) dt__policy_round_end(p->policies.v[i]);
   dt__free(p->policies.v);

@@ -21,7 +21,10 @@ typedef struct rt_off {
   int64_t avail; /* remaining launches, -1 unbounded */
   int64_t held;  /* reserved offerings: units held by claims during the solve */
   dt_sym resv;
+  uint8_t gone;  /* why avail is 0 before any launch: OFF_* (for --explain) */
 } rt_off;
+
+enum { OFF_OK = 0, OFF_CATALOG = 1, OFF_MARK = 2, OFF_PRICE_HOOK = 3 };
 
 /* Whether a spot offering is within the price a pool may pay: the pool's
 ** dovetail.dev/spot-max-price when set (spot_max finite), else the
@@ -188,6 +191,7 @@ typedef struct rt_claim {
   DT_VEC(uint32_t) held; /* reserved offerings holding a unit for this claim (snapshot indices) */
   bool had_reserved;
   bool closed;
+  bool repacked; /* made by cost-aware packing (pack.c) */
   /* result */
   int32_t type, off;
   dt_sym name;
@@ -256,6 +260,8 @@ struct dt_plan {
   size_t nsnapshot;
   dt_plan_stats stats;
   size_t bound_already; /* pods bound to nodes or in-flight claims before the run */
+  int64_t ex_pod;        /* that pod's index in pods, -1 when none is explained or it is not pending */
+  struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
 };
 
 /* Pod display name "ns/name" into buf. */
@@ -269,6 +275,29 @@ bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, 
 
 /* Whether the caller asked the run to stop (dt_plan_opts.cancel). */
 static inline bool dt__cancelled(const dt_plan *p) { return p->opts.cancel && *p->opts.cancel; }
+
+/* sched.c, for explain.c: the scheduler's own tests, each read-only. */
+bool dt__x_tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, uint32_t n, bool prefer_ok,
+                     const rt_taint **which);
+bool dt__x_compatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod, const dt_req **bad);
+void dt__x_masks(const dt_plan *p, const dt_reqs *r, uint64_t *zmask, uint8_t *ctmask);
+bool dt__x_fits(const dt_plan *p, const int64_t *alloc, const int64_t *used, const int64_t *req);
+int16_t dt__x_slot(const dt_plan *p, dt_sym key);
+bool dt__x_ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb);
+void dt__x_diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b);
+int dt__x_class_for(dt_plan *p, uint32_t si, const rt_relax *rx);
+
+/* explain.c: --explain POD. begin finds the pod (DT_EINVAL when it is not
+** in the plan); attempt records, before each try of that pod, why every
+** node, open claim and NodePool takes it or not, and outcome where it went;
+** finish adds the launched offering and the cheaper ones it was not. */
+int dt__explain_begin(dt_plan *p, dt_error *err);
+void dt__explain_attempt(dt_plan *p, uint32_t ci, const rt_relax *rx, rt_claim *const *order, size_t norder,
+                         uint32_t pass, uint32_t pos, uint32_t qlen);
+void dt__explain_outcome(dt_plan *p, bool placed, size_t nbindings, size_t nclaims, rt_claim *const *order,
+                         size_t norder);
+int dt__explain_finish(dt_plan *p);
+void dt__explain_free(struct dt_explain *ex);
 
 /* lp.c: minimise c.x subject to A x >= d, x >= 0 (m <= 64 rows); the warm
 ** form starts from (and returns) a basis. */

@@ -157,7 +157,7 @@ enum { RUN_PLAN, RUN_POOL, RUN_DISRUPT };
 ** misspelt `file` must not plan nothing without a word). */
 static const char *unknown_option(lua_State *L, int mode) {
   static const char *const common[] = {"manifests", "files", "now", "seed", "format", "policy", NULL};
-  static const char *const plan[] = {"catalog", "catalog_text", "packing", "timings", "policy_dir", NULL};
+  static const char *const plan[] = {"catalog", "catalog_text", "packing", "timings", "policy_dir", "explain", NULL};
   static const char *const disrupt[] = {"catalog", "catalog_text", "policy_dir", "spot_to_spot", "explain", NULL};
   const char *const *extra = mode == RUN_POOL ? NULL : mode == RUN_DISRUPT ? disrupt : plan;
   lua_pushnil(L);
@@ -179,6 +179,20 @@ static const char *unknown_option(lua_State *L, int mode) {
   return NULL;
 }
 
+/* Push a rendered result: the text itself when a format was asked for,
+** else the JSON as a table. Non-zero on allocation failure. */
+static int push_result(lua_State *L, const char *fmt, const char *text, size_t len) {
+  if (fmt) {
+    lua_pushlstring(L, text, len);
+    return 0;
+  }
+  cJSON *j = cJSON_ParseWithLength(text, len);
+  if (!j) return 1;
+  push_json(L, j);
+  cJSON_Delete(j);
+  return 0;
+}
+
 static int run(lua_State *L, int mode) {
   bool pool = mode == RUN_POOL;
   luaL_checktype(L, 1, LUA_TTABLE);
@@ -191,7 +205,7 @@ static int run(lua_State *L, int mode) {
              : mode == RUN_DISRUPT ? "manifests, files, catalog, catalog_text, now, seed, format, policy, policy_dir, "
                                      "spot_to_spot, explain"
                                    : "manifests, files, catalog, catalog_text, now, seed, format, packing, policy, "
-                                     "policy_dir, timings");
+                                     "policy_dir, timings, explain");
     return push_fail(L, msg);
   }
   dt_plan_opts opts = {0};
@@ -276,7 +290,7 @@ static int run(lua_State *L, int mode) {
     dt_policy_dir_apply(pdir, &opts.pool_policies, &opts.pool_policy_names, &opts.npool_policies);
   }
   lua_pop(L, 1);
-  size_t len;
+  size_t len, len2;
   if (mode == RUN_DISRUPT) {
     dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, 0, NULL,
                          opts.pool_policies, opts.pool_policy_names, opts.npool_policies, NULL};
@@ -291,31 +305,41 @@ static int run(lua_State *L, int mode) {
     if (dt_pools_run(m, &po, &pools, &err)) goto fail;
     text = dt_pools_render(pools, f, &len);
   } else {
+    lua_getfield(L, 1, "explain");
+    opts.explain = lua_tostring(L, -1); /* stays on the stack until we return */
     if (dt_plan_run(cat, m, &opts, &plan, &err)) goto fail;
     text = dt_plan_render(plan, f, &len);
+    if (opts.explain && text) { /* the explanation first, the plan second */
+      char *ex = dt_plan_explain_render(plan, f == DT_FORMAT_TABLE ? DT_FORMAT_TABLE : f, &len2);
+      if (!ex) {
+        snprintf(err.msg, sizeof err.msg, "out of memory");
+        goto fail;
+      }
+      if (push_result(L, fmt, ex, len2)) {
+        dt_free(ex);
+        snprintf(err.msg, sizeof err.msg, "out of memory");
+        goto fail;
+      }
+      dt_free(ex);
+      nret = 1;
+    }
   }
   if (!text) {
     snprintf(err.msg, sizeof err.msg, "out of memory");
     goto fail;
   }
-  if (fmt) {
-    lua_pushlstring(L, text, len);
-    nret = 1;
-  } else {
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    if (!j) {
-      snprintf(err.msg, sizeof err.msg, "out of memory");
-      goto fail;
-    }
-    push_json(L, j);
-    cJSON_Delete(j);
+  if (push_result(L, fmt, text, len)) {
+    snprintf(err.msg, sizeof err.msg, "out of memory");
+    goto fail;
+  }
+  if (!fmt) {
     const char *notes = dt_manifests_notes(m);
     if (*notes) {
       lua_pushstring(L, notes);
       lua_setfield(L, -2, "inputNotes");
     }
-    nret = 1;
   }
+  nret++;
   dt_free(text);
   dt_plan_free(plan);
   dt_pools_free(pools);

@@ -25,7 +25,7 @@ _dovetail() {
   esac
   local opts
   case $cmd in
-    plan) opts="--catalog -o --output --now --seed --packing --policy --policy-dir --unavailable --timings -f --help" ;;
+    plan) opts="--catalog -o --output --now --seed --packing --policy --policy-dir --unavailable --timings --explain -f --help" ;;
     disrupt) opts="--catalog -o --output --now --seed --policy --policy-dir --explain --spot-to-spot -f --help" ;;
     pool) opts="-o --output --now --seed --policy -f --help" ;;
     catalog) opts="--catalog -o --output --type --zone --capacity-type --min-cpu --max-price --convert --help" ;;

@@ -1,0 +1,1016 @@
+/*
+** explain.c: `dovetail plan --explain POD`, why one pod went where it went.
+**
+** The scheduler calls in around every try of that pod (sched.c, solve):
+** before the try, every existing node, every claim opened so far and every
+** NodePool is asked, with the same tests the scheduler runs and without
+** changing any state, whether it takes the pod and if not why; after the
+** try, where the pod went. Once the plan is launched, the pod's claim
+** says which offering it launched on, and every cheaper offering of the
+** catalog is given the reason it was not that one. Nothing here feeds back
+** into a decision: a plan run with explain renders byte-identically to one
+** without.
+*/
+#include "schedule.h"
+
+#include "../lua/policy.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { EX_PENDING = 0, EX_BOUND = 1, EX_INFLIGHT = 2 };
+
+#define EX_LIST_MAX 40  /* nodes or claims listed one by one in a try */
+#define EX_OFFERS_MAX 8 /* cheaper offerings listed per reason */
+
+typedef struct dt_explain {
+  int kind;
+  char pod[600];
+  const char *node; /* EX_BOUND, EX_INFLIGHT: the node or claim that has it */
+  uint32_t spec;
+  uint32_t tries, pass, pos, qlen;
+  cJSON *attempt;           /* the last try */
+  DT_VEC(rt_claim *) tried; /* attempt's claims, in its order */
+  int32_t node_at;          /* where the last try put it: a node, */
+  rt_claim *claim_at;       /* or a claim, */
+  bool new_claim;           /* opened for it */
+  uint32_t cls;             /* the class of the last try */
+  cJSON *doc;
+} dt_explain;
+
+static const char *const k_effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
+
+void dt__explain_free(dt_explain *ex) {
+  if (!ex) return;
+  cJSON_Delete(ex->attempt);
+  cJSON_Delete(ex->doc);
+  dt__free(ex->tried.v);
+  dt__free(ex);
+}
+
+/* "ns/name" matches target "ns/name", or "name" alone. */
+static bool name_match(const char *name, const char *target) {
+  if (strchr(target, '/')) return !strcmp(name, target);
+  const char *s = strchr(name, '/');
+  return s && !strcmp(s + 1, target);
+}
+
+int dt__explain_begin(dt_plan *p, dt_error *err) {
+  const char *target = p->opts.explain;
+  const dt_manifests *m = p->manifests;
+  size_t found = 0;
+  char first[600] = "", second[600] = "", name[600];
+  int kind = EX_PENDING;
+  const char *node = NULL;
+  int64_t podi = -1;
+  uint32_t spec = 0;
+  for (uint32_t i = 0; i < p->npods; i++) {
+    dt__pod_name(p, &p->pods[i], name, sizeof name);
+    if (!name_match(name, target)) continue;
+    if (!found++) {
+      snprintf(first, sizeof first, "%s", name);
+      podi = i;
+      spec = p->pods[i].spec;
+    } else if (found == 2) {
+      snprintf(second, sizeof second, "%s", name);
+    }
+  }
+  for (size_t i = 0; i < m->pods.n; i++) { /* bound to a node by spec.nodeName */
+    const dt_podspec *d = &m->pods.v[i];
+    if (!d->node_name || d->owner) continue;
+    snprintf(name, sizeof name, "%s/%s", d->ns, d->name);
+    if (!name_match(name, target)) continue;
+    if (!found++) {
+      snprintf(first, sizeof first, "%s", name);
+      kind = EX_BOUND;
+      node = d->node_name;
+      spec = (uint32_t)i;
+    } else if (found == 2) {
+      snprintf(second, sizeof second, "%s", name);
+    }
+  }
+  for (uint32_t i = 0; i < p->nnodes; i++) /* carried by an in-flight NodeClaim (dovetail.dev/pods) */
+    for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
+      const char *n = p->nodes[i].src->pods[k];
+      if (!name_match(n, target)) continue;
+      if (!found++) {
+        snprintf(first, sizeof first, "%s", n);
+        kind = EX_INFLIGHT;
+        node = p->nodes[i].src->name;
+      } else if (found == 2) {
+        snprintf(second, sizeof second, "%s", n);
+      }
+    }
+  if (!found)
+    return dt__err(err, DT_EINVAL,
+                   "explain: no pod %s in the input (it takes a pending pod, a pod bound to a node, or a pod of an "
+                   "in-flight NodeClaim, as namespace/name or a name that is unique; pods the provisioner does not "
+                   "plan are listed on standard error)",
+                   target);
+  if (found > 1)
+    return dt__err(err, DT_EINVAL, "explain: %s names %zu pods (%s, %s%s); give namespace/name", target, found, first,
+                   second, found > 2 ? ", ..." : "");
+  dt_explain *ex = dt__calloc(1, sizeof *ex);
+  if (!ex) return DT_ENOMEM;
+  ex->kind = kind;
+  ex->node = node;
+  ex->spec = spec;
+  ex->node_at = -1;
+  snprintf(ex->pod, sizeof ex->pod, "%s", first);
+  p->ex = ex;
+  p->ex_pod = podi;
+  return 0;
+}
+
+/* ------------------------------------------------------------ one try */
+
+static cJSON *entry(cJSON *list, const char *key, const char *name) {
+  cJSON *e = dt__json_put(list, NULL, cJSON_CreateObject());
+  dt__json_put_str(e, key, name);
+  return e;
+}
+
+static void put_buf(cJSON *o, const char *key, dt_buf *b) {
+  dt__json_put_str(o, key, b->p ? b->p : "");
+  dt__free(b->p);
+  memset(b, 0, sizeof *b);
+}
+
+static void describe_reqs(const dt_plan *p, const dt_req *r, dt_buf *b) { dt__req_describe(&p->syms, r, b); }
+
+static void taint_text(const dt_plan *p, const rt_taint *t, dt_buf *b) {
+  dt__buf_printf(b, "%s", dt__sym_str(&p->syms, t->key));
+  const char *v = dt__sym_str(&p->syms, t->value);
+  if (v && *v) dt__buf_printf(b, "=%s", v);
+  dt__buf_printf(b, ":%s", k_effects[t->effect]);
+}
+
+/* The first resource of req that does not fit alloc - used. */
+static void short_of(const dt_plan *p, const int64_t *alloc, const int64_t *used, const int64_t *req, dt_buf *b) {
+  for (uint32_t r = 0; r < p->nres; r++) {
+    if (req[r] <= alloc[r] - used[r]) continue;
+    char need[64], free_[64], all[64];
+    dt__fmt_quantity(need, sizeof need, p->res_names[r], req[r]);
+    dt__fmt_quantity(free_, sizeof free_, p->res_names[r], alloc[r] - used[r] > 0 ? alloc[r] - used[r] : 0);
+    dt__fmt_quantity(all, sizeof all, p->res_names[r], alloc[r]);
+    dt__buf_printf(b, "not enough %s: needs %s, %s free of %s allocatable", p->res_names[r], need, free_, all);
+    return;
+  }
+}
+
+/* Why existing node ni does not take class c (as node_fits), or false when it does. */
+static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_buf *b) {
+  const rt_node *n = &p->nodes[ni];
+  if (n->src->unschedulable) {
+    dt__buf_puts(b, "cordoned (spec.unschedulable)");
+    return true;
+  }
+  if (!n->src->ready && !n->src->claim_name) {
+    dt__buf_puts(b, "not Ready: takes no new pods");
+    return true;
+  }
+  if (!dt__x_fits(p, n->alloc, n->used, c->req)) {
+    short_of(p, n->alloc, n->used, c->req, b);
+    return true;
+  }
+  const rt_taint *t = NULL;
+  if (!dt__x_tolerates(p, c->spec, n->taints, n->ntaints, c->tol_pref, &t)) {
+    dt__buf_puts(b, "taint ");
+    taint_text(p, t, b);
+    dt__buf_puts(b, " is not tolerated");
+    return true;
+  }
+  for (uint32_t i = 0; i < c->reqs.n; i++) {
+    const dt_req *r = &c->reqs.r[i];
+    dt_sym v = 0;
+    for (uint32_t k = 0; k < n->nlabels; k++)
+      if (n->lk[k] == r->key) v = n->lval[k];
+    if (dt__req_has(&p->syms, r, v)) continue;
+    dt__buf_puts(b, "the pod requires ");
+    describe_reqs(p, r, b);
+    if (v)
+      dt__buf_printf(b, "; the node has %s=%s", dt__sym_str(&p->syms, r->key), dt__sym_str(&p->syms, v));
+    else
+      dt__buf_printf(b, "; the node has no label %s", dt__sym_str(&p->syms, r->key));
+    return true;
+  }
+  const rt_spec *s = &p->specs[c->spec_idx];
+  if (dt__x_ports_conflict(p, s->ports, s->nports, n->ports.v, n->ports.n)) {
+    dt__buf_puts(b, "a host port of the pod is taken on it");
+    return true;
+  }
+  if (c->topo) {
+    uint64_t Z = n->zone >= 0 ? 1ull << n->zone : 0;
+    uint8_t C = n->ct >= 0 ? (uint8_t)(1u << n->ct) : 0;
+    uint32_t why;
+    if (dt__topo_check(p, c, ni, &Z, &C, &why)) {
+      dt__topo_explain(p, c, why, b);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* Whether a reserved offering the options could launch is still free;
+** *any tells whether the options have one at all (reserve() in sched.c). */
+static bool reservation_free(const dt_plan *p, const rt_pool *pl, const uint32_t *opt, uint32_t n, uint64_t zm,
+                             uint8_t cm, const rt_claim *k, bool *any) {
+  *any = false;
+  for (uint32_t i = 0; i < n; i++) {
+    const rt_type *t = &p->types[opt[i]];
+    for (uint32_t o = 0; o < t->noff; o++) {
+      const rt_off *of = &t->off[o];
+      if (of->ct != DT_CT_RESERVED || of->avail == 0 || !(zm >> of->zone & 1) || !(cm >> of->ct & 1) ||
+          !dt__spot_ok(of, pl->spot_max))
+        continue;
+      *any = true;
+      bool held = false;
+      for (size_t h = 0; k && h < k->held.n && !held; h++) held = k->held.v[h] == p->off_base[opt[i]] + o;
+      if (held || of->avail < 0 || of->avail - of->held > 0) return true;
+    }
+  }
+  return false;
+}
+
+/* Why claim k does not take class c (as claim_add), or false when it does. */
+static bool claim_refuses(dt_plan *p, const rt_claim *k, const rt_class *c, dt_buf *b) {
+  const rt_pool *pl = &p->pools[k->pool];
+  const rt_spec *s = &p->specs[c->spec_idx];
+  const rt_taint *t = NULL;
+  const dt_req *bad = NULL;
+  if (!dt__x_tolerates(p, c->spec, pl->taints, pl->ntaints, c->tol_pref, &t)) {
+    dt__buf_printf(b, "its NodePool %s has taint ", pl->src->name);
+    taint_text(p, t, b);
+    dt__buf_puts(b, ", which the pod does not tolerate");
+    return true;
+  }
+  if (!dt__x_compatible(p, &pl->reqs, &c->reqs, &bad)) {
+    dt__buf_puts(b, "the pod requires ");
+    describe_reqs(p, bad, b);
+    dt__buf_printf(b, ", which its NodePool %s does not allow", pl->src->name);
+    return true;
+  }
+  if (dt__x_ports_conflict(p, s->ports, s->nports, pl->ds_ports, pl->nds_ports)) {
+    dt__buf_printf(b, "a host port of the pod conflicts with a DaemonSet of NodePool %s", pl->src->name);
+    return true;
+  }
+  if (dt__x_ports_conflict(p, s->ports, s->nports, k->ports.v, k->ports.n)) {
+    dt__buf_puts(b, "a host port of the pod is taken by a pod on the claim");
+    return true;
+  }
+  dt_reqs nr = k->reqs;
+  uint64_t zm = k->zmask;
+  uint8_t cm = k->ctmask;
+  if (c->reqs.n) {
+    if (!dt__x_compatible(p, &k->reqs, &c->reqs, &bad)) {
+      const dt_req *ex = dt__reqs_get(&k->reqs, bad->key);
+      dt__buf_puts(b, "the pod requires ");
+      describe_reqs(p, bad, b);
+      if (ex) {
+        dt__buf_puts(b, " but the claim's pods and NodePool allow ");
+        describe_reqs(p, ex, b);
+      }
+      return true;
+    }
+    dt__reqs_merge(&p->arena, &p->syms, &k->reqs, &c->reqs, &nr);
+    uint64_t z2;
+    uint8_t c2;
+    dt__x_masks(p, &nr, &z2, &c2);
+    zm &= z2;
+    cm &= c2;
+  }
+  bool any_fit = false;
+  for (uint32_t i = 0; i < k->nopt && !any_fit; i++) any_fit = dt__x_fits(p, pl->eff[k->opt[i]], k->used, c->req);
+  if (!any_fit) {
+    int64_t sum[DT_RES_MAX];
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) sum[r] = k->used[r] + c->req[r];
+    dt__buf_printf(b, "none of its remaining instance types (%u) holds its pods (%zu) and this one (", k->nopt, k->pods.n);
+    for (uint32_t r = 0, first = 1; r < p->nres; r++) {
+      if (!sum[r] || r == DT_R_PODS) continue;
+      char q[64];
+      dt__fmt_quantity(q, sizeof q, p->res_names[r], sum[r]);
+      dt__buf_printf(b, "%s%s %s", first ? "" : ", ", p->res_names[r], q);
+      first = 0;
+    }
+    dt__buf_puts(b, ")");
+    return true;
+  }
+  if (c->topo) {
+    uint32_t why;
+    if (dt__topo_check(p, c, p->nnodes + k->idx, &zm, &cm, &why)) {
+      dt__topo_explain(p, c, why, b);
+      return true;
+    }
+  }
+  uint32_t *opt = dt__arena_alloc(&p->arena, (k->nopt ? k->nopt : 1) * sizeof *opt), n = 0;
+  if (!opt) return false;
+  for (uint32_t i = 0; i < k->nopt; i++)
+    if (dt__x_fits(p, pl->eff[k->opt[i]], k->used, c->req) && dt__type_ok(p, &p->types[k->opt[i]], &nr, zm, cm, pl->spot_max))
+      opt[n++] = k->opt[i];
+  if (!n) {
+    dt__buf_puts(b, "no instance type that holds it has an available offering in the zones and capacity types the "
+                    "claim and the pod both allow");
+    return true;
+  }
+  if (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, n)) {
+    dt__buf_printf(b, "with it the claim's options would not meet NodePool %s's minValues", pl->src->name);
+    return true;
+  }
+  bool any;
+  if (pl->has_reserved && !reservation_free(p, pl, opt, n, zm, cm, k, &any) && (any || k->had_reserved)) {
+    dt__buf_puts(b, "the capacity reservation units it could use are held by other claims (deferred)");
+    return true;
+  }
+  return false;
+}
+
+/* Why NodePool pi cannot open a claim for class c (as new_claim), or false. */
+static bool pool_refuses(dt_plan *p, uint32_t pi, rt_class *c, dt_buf *b) {
+  const rt_pool *pl = &p->pools[pi];
+  const rt_spec *s = &p->specs[c->spec_idx];
+  const rt_taint *t = NULL;
+  const dt_req *bad = NULL;
+  if (!dt__x_tolerates(p, c->spec, pl->taints, pl->ntaints, c->tol_pref, &t)) {
+    dt__buf_puts(b, "taint ");
+    taint_text(p, t, b);
+    dt__buf_puts(b, t->effect == 1 ? " is not tolerated (PreferNoSchedule taints are avoided until the last relaxation)"
+                                   : " is not tolerated");
+    return true;
+  }
+  if (!dt__x_compatible(p, &pl->reqs, &c->reqs, &bad) ||
+      dt__x_ports_conflict(p, s->ports, s->nports, pl->ds_ports, pl->nds_ports) || pl->nodes_remaining == 0) {
+    dt__x_diagnose_pool(p, c, pi, b);
+    return true;
+  }
+  if (!pl->ntypes) {
+    dt__buf_puts(b, "no instance type in the catalog satisfies its requirements");
+    return true;
+  }
+  dt_reqs nr;
+  dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &c->reqs, &nr);
+  uint64_t zm;
+  uint8_t cm;
+  dt__x_masks(p, &nr, &zm, &cm);
+  if (c->topo) {
+    uint32_t why;
+    if (dt__topo_check(p, c, p->nnodes + (uint32_t)p->claims.n, &zm, &cm, &why)) {
+      dt__topo_explain(p, c, why, b);
+      return true;
+    }
+  }
+  uint32_t *opt = dt__arena_alloc(&p->arena, pl->ntypes * sizeof *opt), n = 0;
+  if (!opt) return false;
+  static const int64_t zero[DT_RES_MAX];
+  for (uint32_t i = 0; i < pl->ntypes; i++) {
+    const rt_type *ty = &p->types[pl->types[i]];
+    bool over = false;
+    for (uint32_t r = 0; r < p->nres && pl->has_limits && !over; r++)
+      over = pl->remaining[r] != INT64_MAX && ty->cap[r] > pl->remaining[r];
+    if (!over && dt__x_fits(p, pl->eff[pl->types[i]], zero, c->req) && dt__type_ok(p, ty, &nr, zm, cm, pl->spot_max))
+      opt[n++] = pl->types[i];
+  }
+  if (!n) {
+    dt__x_diagnose_pool(p, c, pi, b);
+    return true;
+  }
+  if (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, n)) {
+    dt__buf_printf(b, "NodePool %s couldn't meet minValues for the pod's requirements", pl->src->name);
+    return true;
+  }
+  bool any;
+  if (pl->has_reserved && !reservation_free(p, pl, opt, n, zm, cm, NULL, &any) && any) {
+    dt__buf_puts(b, "deferred: the capacity reservation units it could use are held by other claims of this plan");
+    return true;
+  }
+  return false;
+}
+
+static void relaxed(const dt_plan *p, const dt_podspec *d, const rt_relax *rx, cJSON *list) {
+  char tmp[200];
+  if (rx->term) {
+    snprintf(tmp, sizeof tmp, "required node affinity: term %u of %zu in use (the ones before it are dropped)",
+             rx->term + 1, d->nterms);
+    dt__json_put(list, NULL, cJSON_CreateString(tmp));
+  }
+  const struct {
+    unsigned n;
+    const char *what;
+  } steps[] = {{rx->paff, "preferred pod-affinity terms dropped (heaviest first)"},
+               {rx->panti, "preferred pod anti-affinity terms dropped (heaviest first)"},
+               {rx->pref, "preferred node-affinity terms dropped (heaviest first)"},
+               {rx->anyway, "ScheduleAnyway topology spreads dropped"}};
+  for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++)
+    if (steps[i].n) {
+      snprintf(tmp, sizeof tmp, "%u %s", steps[i].n, steps[i].what);
+      dt__json_put(list, NULL, cJSON_CreateString(tmp));
+    }
+  if (rx->tol_pref && p->any_prefer_taint)
+    dt__json_put(list, NULL, cJSON_CreateString("PreferNoSchedule taints tolerated (the last relaxation)"));
+}
+
+static void more(cJSON *o, const char *key, size_t n, const char *what) {
+  if (!n) return;
+  char tmp[120];
+  snprintf(tmp, sizeof tmp, "%zu more %s", n, what);
+  dt__json_put_str(o, key, tmp);
+}
+
+void dt__explain_attempt(dt_plan *p, uint32_t ci, const rt_relax *rx, rt_claim *const *order, size_t norder,
+                         uint32_t pass, uint32_t pos, uint32_t qlen) {
+  dt_explain *ex = p->ex;
+  rt_class *c = &p->classes.v[ci];
+  ex->tries++;
+  ex->pass = pass;
+  ex->pos = pos;
+  ex->qlen = qlen;
+  ex->cls = ci;
+  ex->tried.n = 0;
+  cJSON_Delete(ex->attempt);
+  cJSON *a = ex->attempt = cJSON_CreateObject();
+  if (!a) return;
+  dt_buf b = {0};
+  relaxed(p, c->spec, rx, dt__json_put(a, "relaxed", cJSON_CreateArray()));
+  /* 1. Existing nodes and in-flight claims, in order, up to the first that takes it. */
+  cJSON *nodes = dt__json_put(a, "nodes", cJSON_CreateArray());
+  size_t listed = 0, unlisted = 0;
+  const char *taken = NULL; /* what takes it before a new claim is tried */
+  for (uint32_t i = 0; i < p->nnodes; i++) {
+    bool no = node_refuses(p, i, c, &b);
+    if (listed < EX_LIST_MAX || !no) {
+      cJSON *e = entry(nodes, "name", p->nodes[i].src->name);
+      dt__json_put_str(e, "kind", p->nodes[i].src->claim_name ? "NodeClaim" : "Node");
+      if (no)
+        put_buf(e, "reason", &b);
+      else
+        dt__json_put_str(e, "takes", "the first that fits, in order: initialized first, then by name");
+      listed++;
+    } else {
+      unlisted++;
+    }
+    dt__free(b.p);
+    memset(&b, 0, sizeof b);
+    if (!no) {
+      taken = "an existing node takes it first";
+      break;
+    }
+  }
+  more(a, "moreNodes", unlisted, "nodes refuse it");
+  /* 2. Claims opened in this plan, least loaded first. */
+  cJSON *claims = dt__json_put(a, "claims", cJSON_CreateArray());
+  listed = unlisted = 0;
+  for (size_t i = 0; i < norder && !taken; i++) {
+    const rt_claim *k = order[i];
+    bool no = claim_refuses(p, k, c, &b);
+    if (listed < EX_LIST_MAX || !no) {
+      char label[80];
+      snprintf(label, sizeof label, "claim %u of this plan", k->idx + 1);
+      cJSON *e = entry(claims, "claim", label);
+      dt__json_put_str(e, "nodePool", p->pools[k->pool].src->name);
+      dt__json_put_num(e, "pods", (double)k->pods.n);
+      if (no)
+        put_buf(e, "reason", &b);
+      else
+        dt__json_put_str(e, "takes", "the least loaded open claim that fits");
+      if (dt__vec_push(&ex->tried, (rt_claim *)k)) p->arena.oom = 1;
+      listed++;
+    } else {
+      unlisted++;
+    }
+    dt__free(b.p);
+    memset(&b, 0, sizeof b);
+    if (!no) taken = "a claim opened earlier in this plan takes it first";
+  }
+  more(a, "moreClaims", unlisted, "claims refuse it");
+  /* 3. NodePools by weight: the first that can open a claim does. */
+  cJSON *pools = dt__json_put(a, "nodePools", cJSON_CreateArray());
+  int opener = -1;
+  for (uint32_t pi = 0; pi < p->npools; pi++) {
+    const rt_pool *pl = &p->pools[pi];
+    cJSON *e = entry(pools, "name", pl->src->name);
+    dt__json_put_num(e, "weight", pl->src->weight);
+    if (opener >= 0) {
+      char tmp[400];
+      snprintf(tmp, sizeof tmp, "not tried: NodePool %s comes first in weight order", p->pools[opener].src->name);
+      dt__json_put_str(e, "reason", tmp);
+      continue;
+    }
+    if (pool_refuses(p, pi, c, &b)) {
+      put_buf(e, "reason", &b);
+    } else if (c->no_new_claim) {
+      dt__json_put_str(e, "reason", "a pod of the same constraints found no NodePool earlier in this plan");
+    } else {
+      opener = (int)pi;
+      char tmp[200];
+      snprintf(tmp, sizeof tmp, "%s a NodeClaim for it%s%s", taken ? "would open" : "can open",
+               taken ? ", but " : ": the first NodePool in weight order that can", taken ? taken : "");
+      dt__json_put_str(e, "opens", tmp);
+    }
+  }
+  dt__free(b.p);
+}
+
+void dt__explain_outcome(dt_plan *p, bool placed, size_t nbindings, size_t nclaims, rt_claim *const *order,
+                         size_t norder) {
+  dt_explain *ex = p->ex;
+  ex->node_at = -1;
+  ex->claim_at = NULL;
+  ex->new_claim = false;
+  if (!placed) return;
+  if (p->bindings.n > nbindings) {
+    ex->node_at = (int32_t)p->bindings.v[nbindings].node;
+  } else if (p->claims.n > nclaims) {
+    ex->claim_at = p->claims.v[nclaims];
+    ex->new_claim = true;
+  } else {
+    for (size_t i = 0; i < norder && !ex->claim_at; i++)
+      if (order[i]->pods.n && order[i]->pods.v[order[i]->pods.n - 1] == (uint32_t)p->ex_pod) ex->claim_at = order[i];
+  }
+}
+
+/* ------------------------------------------------------- after launch */
+
+enum {
+  W_POOL_REQ, W_REQ, W_SMALL, W_OPTIONS, W_ZONE, W_CT, W_TOPO, W_UNAVAILABLE, W_SPOT, W_RESERVED, W_ORDER, W_N
+};
+static const char *const k_why[W_N] = {
+    "excluded by the NodePool's requirements", "excluded by the requirements of the pods on the claim",
+    "too small for the claim's pods", "not among the claim's instance-type options",
+    "zone not allowed by a requirement", "capacity type not allowed by a requirement",
+    "excluded by topology spread or (anti-)affinity", "unavailable", "spot price above the maximum",
+    "reserved capacity the claim did not hold", "launch order"};
+static const char *const k_why_key[W_N] = {"nodePoolRequirement", "podRequirement", "tooSmall", "notAnOption",
+                                           "zone", "capacityType", "topology", "unavailable", "spotMaxPrice",
+                                           "reservation", "launchOrder"};
+
+static const char *str(const cJSON *o, const char *k);
+
+typedef struct offer {
+  uint32_t t, o;
+  double price;
+} offer;
+
+static const dt_plan *g_sort_p; /* qsort has no context argument in C11 */
+static int offer_cmp(const void *a, const void *b) {
+  const offer *x = a, *y = b;
+  if (x->price != y->price) return x->price < y->price ? -1 : 1;
+  const rt_type *tx = &g_sort_p->types[x->t], *ty = &g_sort_p->types[y->t];
+  if (tx->rank != ty->rank) return tx->rank < ty->rank ? -1 : 1;
+  const rt_off *ox = &tx->off[x->o], *oy = &ty->off[y->o];
+  if (ox->zone != oy->zone) return g_sort_p->zone_rank[ox->zone] < g_sort_p->zone_rank[oy->zone] ? -1 : 1;
+  return ox->ct < oy->ct ? -1 : ox->ct > oy->ct;
+}
+
+/* The requirement of r on key that excludes value v (v = 0: absent). */
+static const dt_req *excluding(const dt_plan *p, const dt_reqs *r, dt_sym key, dt_sym v) {
+  const dt_req *q = dt__reqs_get(r, key);
+  return q && !dt__req_has(&p->syms, q, v) ? q : NULL;
+}
+
+/* Why offering o of type t is not the claim's; pods_sum is what its pods
+** request. Returns a W_* and writes the detail into b. */
+static int offering_why(const dt_plan *p, const rt_claim *k, const rt_class *c, const int64_t *pods_sum, uint32_t ti,
+                        uint32_t oi, dt_buf *b) {
+  const rt_pool *pl = &p->pools[k->pool];
+  const rt_type *t = &p->types[ti];
+  const rt_off *of = &t->off[oi];
+  /* labels of the type against the pool's, then the claim's requirements */
+  for (uint32_t i = 0; i < pl->reqs.n; i++) {
+    int16_t s = dt__x_slot(p, pl->reqs.r[i].key);
+    if (s < 0 || dt__req_has(&p->syms, &pl->reqs.r[i], t->lv[s])) continue;
+    dt__buf_printf(b, "NodePool %s requires ", pl->src->name);
+    describe_reqs(p, &pl->reqs.r[i], b);
+    return W_POOL_REQ;
+  }
+  for (uint32_t i = 0; i < k->reqs.n; i++) {
+    int16_t s = dt__x_slot(p, k->reqs.r[i].key);
+    if (s < 0 || dt__req_has(&p->syms, &k->reqs.r[i], t->lv[s])) continue;
+    const dt_req *mine = c ? excluding(p, &c->reqs, k->reqs.r[i].key, t->lv[s]) : NULL;
+    dt__buf_puts(b, mine ? "the pod requires " : "a pod on the claim requires ");
+    describe_reqs(p, mine ? mine : &k->reqs.r[i], b);
+    return W_REQ;
+  }
+  if (!dt__x_fits(p, pl->eff[ti], pods_sum, (int64_t[DT_RES_MAX]){0})) {
+    for (uint32_t r = 0; r < p->nres; r++) {
+      if (pods_sum[r] <= pl->eff[ti][r]) continue;
+      char need[64], has[64];
+      dt__fmt_quantity(need, sizeof need, p->res_names[r], pods_sum[r]);
+      dt__fmt_quantity(has, sizeof has, p->res_names[r], pl->eff[ti][r] > 0 ? pl->eff[ti][r] : 0);
+      dt__buf_printf(b, "%s: the claim's pods (%zu) need %s, it has %s allocatable%s", p->res_names[r], k->pods.n, need,
+                     has, pl->eff[ti] != t->alloc ? " after DaemonSet overhead" : "");
+      break;
+    }
+    return W_SMALL;
+  }
+  bool option = false;
+  for (uint32_t i = 0; i < k->nopt && !option; i++) option = k->opt[i] == ti;
+  if (!option) {
+    bool over = false;
+    for (uint32_t r = 0; r < p->nres && pl->has_limits && !over; r++)
+      over = pl->remaining[r] != INT64_MAX && t->cap[r] > pl->remaining[r];
+    if (k->repacked)
+      dt__buf_puts(b, "cost-aware packing keeps a node's 60 cheapest holding types as its options");
+    else if (over)
+      dt__buf_printf(b, "its capacity is more than NodePool %s's limits leave", pl->src->name);
+    else
+      dt__buf_puts(b, "dropped from the claim's options as its pods joined");
+    return W_OPTIONS;
+  }
+  uint64_t rz;
+  uint8_t rc;
+  dt__x_masks(p, &k->reqs, &rz, &rc);
+  const char *zone = dt__sym_str(&p->syms, p->zones[of->zone]);
+  if (!(rz >> of->zone & 1)) {
+    const dt_req *q = dt__reqs_get(&k->reqs, p->k_zone);
+    dt__buf_printf(b, "zone %s: ", zone);
+    if (q) describe_reqs(p, q, b);
+    return W_ZONE;
+  }
+  if (!(rc >> of->ct & 1)) {
+    const dt_req *q = dt__reqs_get(&k->reqs, p->k_ct);
+    dt__buf_printf(b, "%s: ", dt__ct_names[of->ct]);
+    if (q) describe_reqs(p, q, b);
+    return W_CT;
+  }
+  if (!(k->zmask >> of->zone & 1) || !(k->ctmask >> of->ct & 1)) {
+    bool zone_too = !(k->zmask >> of->zone & 1);
+    dt__buf_printf(b, "the topology constraints of the claim's pods keep it to %s ", zone_too ? "zones" : "capacity types");
+    bool first = true;
+    for (uint32_t z = 0; zone_too && z < p->nzones; z++)
+      if (k->zmask >> z & 1) {
+        dt__buf_printf(b, "%s%s", first ? "" : ", ", dt__sym_str(&p->syms, p->zones[z]));
+        first = false;
+      }
+    for (int ct = 0; !zone_too && ct < DT_CT_N; ct++)
+      if (k->ctmask >> ct & 1) {
+        dt__buf_printf(b, "%s%s", first ? "" : ", ", dt__ct_names[ct]);
+        first = false;
+      }
+    return W_TOPO;
+  }
+  if (of->avail == 0) {
+    if (of->gone == OFF_CATALOG) {
+      dt__buf_puts(b, "the catalog marks it unavailable");
+    } else if (of->gone == OFF_MARK) {
+      for (size_t i = 0; i < p->marks.n; i++) {
+        const dt_mark *mk = &p->manifests->marks.v[p->marks.v[i]];
+        if (mk->ct != of->ct || strcmp(mk->instance_type, t->src->name) || strcmp(mk->zone, zone)) continue;
+        char when[40];
+        dt__fmt_time(mk->expires, when, sizeof when);
+        dt__buf_printf(b, "UnavailableOffering %s until %s", mk->name, when);
+        break;
+      }
+    } else if (of->gone == OFF_PRICE_HOOK) {
+      dt__buf_printf(b, "the price hook of policy %s excluded it", dt__policy_name(p->opts.policy));
+    } else {
+      dt__buf_printf(b, "its %lld units are all launched by this plan's other claims",
+                     (long long)t->src->off[oi].available);
+    }
+    return W_UNAVAILABLE;
+  }
+  if (!dt__spot_ok(of, pl->spot_max)) {
+    char pr[64], cap[64];
+    dt__fmt_price(pr, sizeof pr, of->price);
+    dt__fmt_price(cap, sizeof cap, isfinite(pl->spot_max) ? pl->spot_max : of->cap);
+    dt__buf_printf(b, "$%s is above %s $%s", pr,
+                   isfinite(pl->spot_max) ? "the NodePool's dovetail.dev/spot-max-price" : "the on-demand price,", cap);
+    if (!isfinite(pl->spot_max)) dt__buf_puts(b, " (Cluster API's default maxPrice)");
+    return W_SPOT;
+  }
+  if (of->ct == DT_CT_RESERVED) {
+    dt__buf_printf(b, "capacity reservation %s: its units were held by other claims",
+                   of->resv ? dt__sym_str(&p->syms, of->resv) : "(unnamed)");
+    return W_RESERVED;
+  }
+  const rt_off *chosen = &p->types[k->type].off[k->off];
+  if (chosen->ct == DT_CT_RESERVED)
+    dt__buf_puts(b, "reserved capacity is launched first while it lasts");
+  else if (dt__policy_has(pl->policy, DT_HOOK_RANK))
+    dt__buf_printf(b, "the rank hook of policy %s chose the launched offering", dt__policy_name(pl->policy));
+  else
+    dt__buf_puts(b, "not the launch order's first");
+  return W_ORDER;
+}
+
+static void put_requests(const dt_plan *p, cJSON *o, const char *key, const int64_t *v) {
+  cJSON *r = dt__json_put(o, key, cJSON_CreateObject());
+  for (uint32_t i = 0; i < p->nres; i++) {
+    if (!v[i]) continue;
+    char q[64];
+    dt__fmt_quantity(q, sizeof q, p->res_names[i], v[i]);
+    dt__json_put_str(r, p->res_names[i], q);
+  }
+}
+
+static void put_price(cJSON *o, const char *key, double v) {
+  char tmp[64];
+  dt__fmt_price(tmp, sizeof tmp, v);
+  dt__json_put_num(o, key, strtod(tmp, NULL)); /* the plan's rounding */
+}
+
+static const char *price_text(const cJSON *v, char *out, size_t n) {
+  dt__fmt_price(out, n, cJSON_GetNumberValue(v));
+  return out;
+}
+
+static int cheaper(dt_plan *p, const rt_claim *k, const rt_class *c, cJSON *doc) {
+  const rt_off *chosen = &p->types[k->type].off[k->off];
+  int64_t sum[DT_RES_MAX] = {0};
+  for (size_t j = 0; j < k->pods.n; j++)
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) sum[r] += p->specs[p->pods[k->pods.v[j]].spec].req[r];
+  size_t n = 0;
+  for (uint32_t t = 0; t < p->ntypes; t++) n += p->types[t].noff;
+  offer *v = dt__malloc((n ? n : 1) * sizeof *v);
+  if (!v) return DT_ENOMEM;
+  n = 0;
+  for (uint32_t t = 0; t < p->ntypes; t++)
+    for (uint32_t o = 0; o < p->types[t].noff; o++) {
+      const rt_off *of = &p->types[t].off[o];
+      if (t == (uint32_t)k->type && o == (uint32_t)k->off) continue;
+      if (of->price < chosen->price) v[n++] = (offer){t, o, of->price};
+    }
+  g_sort_p = p;
+  qsort(v, n, sizeof *v, offer_cmp);
+  cJSON *ch = dt__json_put(doc, "cheaperOfferings", cJSON_CreateObject());
+  dt__json_put_num(ch, "count", (double)n);
+  cJSON *groups[W_N] = {0}, *last[W_N] = {0};
+  size_t counts[W_N] = {0}, listed[W_N] = {0};
+  cJSON *glist = dt__json_put(ch, "byReason", cJSON_CreateArray());
+  int order[W_N], norder = 0; /* reasons in the order they first appear, cheapest first */
+  dt_buf b = {0};
+  for (size_t i = 0; i < n; i++) {
+    int w = offering_why(p, k, c, sum, v[i].t, v[i].o, &b);
+    if (!counts[w]) order[norder++] = w;
+    counts[w]++;
+    const rt_type *t = &p->types[v[i].t];
+    const rt_off *of = &t->off[v[i].o];
+    const char *zone = dt__sym_str(&p->syms, p->zones[of->zone]);
+    /* the same type, capacity type, price and reason in several zones: one entry */
+    cJSON *e = last[w];
+    if (e && !strcmp(str(e, "instanceType"), t->src->name) && !strcmp(str(e, "capacityType"), dt__ct_names[of->ct]) &&
+        cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "price")) == v[i].price &&
+        !strcmp(str(e, "why"), b.p ? b.p : "")) {
+      dt__json_put(cJSON_GetObjectItemCaseSensitive(e, "zones"), NULL, cJSON_CreateString(zone));
+    } else if (listed[w] < EX_OFFERS_MAX) {
+      if (!groups[w]) groups[w] = cJSON_CreateArray();
+      e = last[w] = dt__json_put(groups[w], NULL, cJSON_CreateObject());
+      dt__json_put_str(e, "instanceType", t->src->name);
+      dt__json_put(dt__json_put(e, "zones", cJSON_CreateArray()), NULL, cJSON_CreateString(zone));
+      dt__json_put_str(e, "capacityType", dt__ct_names[of->ct]);
+      dt__json_put_num(e, "price", v[i].price);
+      put_buf(e, "why", &b);
+      listed[w]++;
+    } else {
+      last[w] = NULL;
+    }
+    dt__free(b.p);
+    memset(&b, 0, sizeof b);
+  }
+  for (int i = 0; i < norder; i++) {
+    int w = order[i];
+    cJSON *g = dt__json_put(glist, NULL, cJSON_CreateObject());
+    dt__json_put_str(g, "reason", k_why_key[w]);
+    dt__json_put_str(g, "description", k_why[w]);
+    dt__json_put_num(g, "count", (double)counts[w]); /* offerings, each type in each zone */
+    dt__json_put(g, "cheapest", groups[w]);
+    groups[w] = NULL;
+  }
+  for (int w = 0; w < W_N; w++) cJSON_Delete(groups[w]);
+  dt__free(v);
+  return 0;
+}
+
+static bool claim_has(const rt_claim *k, uint32_t podi) {
+  for (size_t j = 0; j < k->pods.n; j++)
+    if (k->pods.v[j] == podi) return true;
+  return false;
+}
+
+int dt__explain_finish(dt_plan *p) {
+  dt_explain *ex = p->ex;
+  cJSON *doc = ex->doc = cJSON_CreateObject();
+  if (!doc) return DT_ENOMEM;
+  char tmp[1400];
+  dt__json_put_str(doc, "apiVersion", "dovetail.dev/v1alpha1");
+  dt__json_put_str(doc, "kind", "PlanExplanation");
+  dt__fmt_time(p->opts.now ? p->opts.now : 946684800, tmp, sizeof tmp);
+  dt__json_put_str(doc, "now", tmp);
+  dt__json_put_str(doc, "pod", ex->pod);
+  if (ex->kind != EX_PENDING) {
+    const dt_podspec *d = &p->manifests->pods.v[ex->spec];
+    if (ex->kind == EX_BOUND) {
+      int64_t req[DT_RES_MAX] = {0};
+      for (size_t i = 0; i < d->requests.n; i++)
+        for (uint32_t r = 0; r < p->nres; r++)
+          if (!strcmp(p->res_names[r], d->requests.v[i].name)) req[r] = d->requests.v[i].milli;
+      put_requests(p, doc, "requests", req);
+    }
+    dt__json_put_str(doc, "outcome", ex->kind == EX_BOUND ? "bound" : "inFlight");
+    dt__json_put_str(doc, "node", ex->node);
+    snprintf(tmp, sizeof tmp,
+             ex->kind == EX_BOUND ? "already bound to node %s (spec.nodeName): not a pending pod, so not planned; it uses "
+                                    "that node's room"
+                                  : "already carried by in-flight NodeClaim %s (its dovetail.dev/pods annotation): not "
+                                    "planned again, it uses that claim's room",
+             ex->node);
+    dt__json_put_str(doc, "summary", tmp);
+    return p->arena.oom ? DT_ENOMEM : 0;
+  }
+  uint32_t podi = (uint32_t)p->ex_pod;
+  const rt_spec *s = &p->specs[ex->spec];
+  put_requests(p, doc, "requests", s->req);
+  cJSON *q = dt__json_put(doc, "queue", cJSON_CreateObject());
+  uint32_t at = 0;
+  while (at < p->npods && at != podi) at++;
+  dt__json_put_num(q, "position", (double)at + 1);
+  dt__json_put_num(q, "of", (double)p->npods);
+  dt__json_put_num(q, "pass", (double)ex->pass + 1);
+  dt__json_put_num(q, "tries", (double)ex->tries);
+  /* where it is now: a node, a launched claim, or nowhere */
+  int32_t node = -1;
+  for (size_t i = 0; i < p->bindings.n && node < 0; i++)
+    if (p->bindings.v[i].pod == podi) node = (int32_t)p->bindings.v[i].node;
+  const rt_claim *k = NULL;
+  for (size_t i = 0; i < p->claims.n && !k && node < 0; i++)
+    if (p->claims.v[i]->type >= 0 && claim_has(p->claims.v[i], podi)) k = p->claims.v[i];
+  const char *unsched = NULL;
+  for (size_t i = 0; i < p->unsched.n && !unsched; i++)
+    if (p->unsched.v[i].pod == podi) unsched = p->unsched.v[i].reason;
+  /* the last try, claims named once launched */
+  if (ex->attempt) {
+    cJSON *claims = cJSON_GetObjectItemCaseSensitive(ex->attempt, "claims");
+    size_t j = 0;
+    for (cJSON *e = claims ? claims->child : NULL; e && j < ex->tried.n; e = e->next, j++) {
+      const rt_claim *t = ex->tried.v[j];
+      bool live = false;
+      for (size_t i = 0; i < p->claims.n && !live; i++) live = p->claims.v[i] == t;
+      if (live && t->type >= 0)
+        dt__json_put_str(e, "name", dt__sym_str(&p->syms, t->name));
+      else if (!live)
+        dt__json_put_str(e, "name", "(re-packed by cost-aware packing)");
+    }
+    dt__json_put(doc, "lastTry", ex->attempt);
+    ex->attempt = NULL;
+  }
+  const rt_class *c = &p->classes.v[ex->cls];
+  if (node >= 0) {
+    const dt_node *n = p->nodes[node].src;
+    dt__json_put_str(doc, "outcome", n->claim_name ? "inFlightNodeClaim" : "existingNode");
+    dt__json_put_str(doc, "node", n->name);
+    snprintf(tmp, sizeof tmp, "bound to %s %s: existing nodes and in-flight NodeClaims are tried before any new "
+                              "NodeClaim (Karpenter's order), and it is the first in that order with room for it",
+             n->claim_name ? "in-flight NodeClaim" : "node", n->name);
+    dt__json_put_str(doc, "summary", tmp);
+    const cJSON *pools = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "lastTry"), "nodePools");
+    const char *would = NULL;
+    for (const cJSON *e = pools ? pools->child : NULL; e && !would; e = e->next)
+      if (cJSON_GetObjectItemCaseSensitive(e, "opens")) would = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
+    if (would)
+      snprintf(tmp, sizeof tmp, "existing capacity comes first; a new NodeClaim would have come from NodePool %s", would);
+    else
+      snprintf(tmp, sizeof tmp, "existing capacity comes first; besides, no NodePool could open a NodeClaim for it "
+                                "(see lastTry.nodePools)");
+    dt__json_put_str(doc, "whyNotNewNodeClaim", tmp);
+  } else if (k) {
+    const rt_type *t = &p->types[k->type];
+    const rt_off *of = &t->off[k->off];
+    const rt_pool *pl = &p->pools[k->pool];
+    dt__json_put_str(doc, "outcome", "newNodeClaim");
+    const char *how = k->repacked ? "cost-aware packing re-packed first-fit's claims of this NodePool and put it on"
+                      : ex->claim_at == k && ex->new_claim ? "it opened"
+                                                           : "it joined";
+    snprintf(tmp, sizeof tmp, "%s NodeClaim %s of NodePool %s: %s in %s, %s, $", how, dt__sym_str(&p->syms, k->name),
+             pl->src->name, t->src->name, dt__sym_str(&p->syms, p->zones[of->zone]), dt__ct_names[of->ct]);
+    char pr[64];
+    dt__fmt_price(pr, sizeof pr, of->price);
+    snprintf(tmp + strlen(tmp), sizeof tmp - strlen(tmp), "%s/hour", pr);
+    dt__json_put_str(doc, "summary", tmp);
+    cJSON *nc = dt__json_put(doc, "nodeClaim", cJSON_CreateObject());
+    dt__json_put_str(nc, "name", dt__sym_str(&p->syms, k->name));
+    dt__json_put_str(nc, "nodePool", pl->src->name);
+    dt__json_put_num(nc, "nodePoolWeight", pl->src->weight);
+    dt__json_put_str(nc, "instanceType", t->src->name);
+    dt__json_put_str(nc, "zone", dt__sym_str(&p->syms, p->zones[of->zone]));
+    dt__json_put_str(nc, "capacityType", dt__ct_names[of->ct]);
+    put_price(nc, "price", of->price);
+    if (of->resv) dt__json_put_str(nc, "reservationID", dt__sym_str(&p->syms, of->resv));
+    dt__json_put_num(nc, "pods", (double)k->pods.n);
+    put_requests(p, nc, "requests", k->used);
+    dt__json_put_num(nc, "instanceTypeOptions", (double)k->nfinal);
+    dt__json_put(nc, "repacked", cJSON_CreateBool(k->repacked));
+    const char *rule = of->ct == DT_CT_RESERVED ? "reserved capacity while it lasts"
+                       : dt__policy_has(pl->policy, DT_HOOK_RANK) ? "the policy's rank hook"
+                                                                   : "the cheapest available offering of the types "
+                                                                     "that hold the claim's pods; ties by instance "
+                                                                     "type, then zone";
+    dt__json_put_str(nc, "chosenBy", rule);
+    if (cheaper(p, k, c, doc)) return DT_ENOMEM;
+  } else {
+    dt__json_put_str(doc, "outcome", "unschedulable");
+    dt__json_put_str(doc, "summary", unsched ? unsched : "not placed");
+  }
+  return p->arena.oom ? DT_ENOMEM : 0;
+}
+
+/* ------------------------------------------------------------- render */
+
+static const char *str(const cJSON *o, const char *k) {
+  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+static void text_requests(dt_buf *b, const cJSON *r) {
+  bool first = true;
+  for (const cJSON *c = r ? r->child : NULL; c; c = c->next) {
+    dt__buf_printf(b, "%s%s %s", first ? "" : ", ", c->string, c->valuestring);
+    first = false;
+  }
+  if (first) dt__buf_puts(b, "none");
+}
+
+static void text_list(dt_buf *b, const cJSON *list, const char *key, const char *title) {
+  if (!cJSON_GetArraySize(list)) return;
+  dt__buf_printf(b, "  %s:\n", title);
+  for (const cJSON *e = list->child; e; e = e->next) {
+    const char *name = str(e, "name");
+    const char *label = str(e, key);
+    dt__buf_printf(b, "    %s", label ? label : "");
+    if (name && strcmp(key, "name")) dt__buf_printf(b, " (%s)", name);
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(e, "weight");
+    if (w) dt__buf_printf(b, " (weight %d)", (int)w->valuedouble);
+    const char *np = str(e, "nodePool");
+    if (np) dt__buf_printf(b, " [NodePool %s, pods: %d]", np, (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "pods")));
+    const char *why = str(e, "reason"), *takes = str(e, "takes"), *opens = str(e, "opens");
+    dt__buf_printf(b, ": %s\n", why ? why : takes ? takes : opens ? opens : "");
+  }
+}
+
+static void render_text(const cJSON *d, dt_buf *b) {
+  dt__buf_printf(b, "pod %s\n", str(d, "pod"));
+  dt__buf_puts(b, "  requests: ");
+  text_requests(b, cJSON_GetObjectItemCaseSensitive(d, "requests"));
+  dt__buf_putc(b, '\n');
+  dt__buf_printf(b, "  result: %s\n", str(d, "summary"));
+  const cJSON *q = cJSON_GetObjectItemCaseSensitive(d, "queue");
+  if (q)
+    dt__buf_printf(b, "  queue: %d of %d pending pods (cpu, then memory, descending); last tried in pass %d (tries: %d)\n",
+                   (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(q, "position")),
+                   (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(q, "of")),
+                   (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(q, "pass")),
+                   (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(q, "tries")));
+  const cJSON *t = cJSON_GetObjectItemCaseSensitive(d, "lastTry");
+  if (t) {
+    const cJSON *rl = cJSON_GetObjectItemCaseSensitive(t, "relaxed");
+    if (cJSON_GetArraySize(rl)) {
+      dt__buf_puts(b, "  relaxed (Karpenter's order):\n");
+      for (const cJSON *e = rl->child; e; e = e->next) dt__buf_printf(b, "    %s\n", e->valuestring);
+    }
+    text_list(b, cJSON_GetObjectItemCaseSensitive(t, "nodes"), "name", "existing nodes and in-flight NodeClaims, tried first");
+    const char *m = str(t, "moreNodes");
+    if (m) dt__buf_printf(b, "    (%s)\n", m);
+    text_list(b, cJSON_GetObjectItemCaseSensitive(t, "claims"), "claim", "NodeClaims opened earlier in this plan, least loaded first");
+    if ((m = str(t, "moreClaims"))) dt__buf_printf(b, "    (%s)\n", m);
+    text_list(b, cJSON_GetObjectItemCaseSensitive(t, "nodePools"), "name", "NodePools, by weight");
+  }
+  const char *why = str(d, "whyNotNewNodeClaim");
+  if (why) dt__buf_printf(b, "  why not a new NodeClaim: %s\n", why);
+  const cJSON *nc = cJSON_GetObjectItemCaseSensitive(d, "nodeClaim");
+  if (nc) {
+    char pr[64];
+    dt__buf_printf(b, "  launched: %s in %s, %s, $%s/hour; chosen by %s\n", str(nc, "instanceType"), str(nc, "zone"),
+                   str(nc, "capacityType"), price_text(cJSON_GetObjectItemCaseSensitive(nc, "price"), pr, sizeof pr),
+                   str(nc, "chosenBy"));
+    dt__buf_printf(b, "  the claim: pods: %d, requests ", (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(nc, "pods")));
+    text_requests(b, cJSON_GetObjectItemCaseSensitive(nc, "requests"));
+    dt__buf_printf(b, "; %d instance-type options\n",
+                   (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(nc, "instanceTypeOptions")));
+  }
+  const cJSON *ch = cJSON_GetObjectItemCaseSensitive(d, "cheaperOfferings");
+  if (ch) {
+    int n = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(ch, "count"));
+    char pr[64];
+    dt__buf_printf(b, "  cheaper offerings not chosen: %d%s\n", n, n ? ", by reason (cheapest first):" : "");
+    for (const cJSON *g = cJSON_GetObjectItemCaseSensitive(ch, "byReason")->child; g; g = g->next) {
+      int cnt = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(g, "count"));
+      dt__buf_printf(b, "    %s: %d\n", str(g, "description"), cnt);
+      int shown = 0;
+      for (const cJSON *o = cJSON_GetObjectItemCaseSensitive(g, "cheapest")->child; o; o = o->next) {
+        const cJSON *zs = cJSON_GetObjectItemCaseSensitive(o, "zones");
+        dt__buf_printf(b, "      %s %s $%s in ", str(o, "instanceType"), str(o, "capacityType"),
+                       price_text(cJSON_GetObjectItemCaseSensitive(o, "price"), pr, sizeof pr));
+        for (const cJSON *z = zs->child; z; z = z->next, shown++) dt__buf_printf(b, "%s%s", z == zs->child ? "" : ", ", z->valuestring);
+        dt__buf_printf(b, ": %s\n", str(o, "why"));
+      }
+      if (cnt > shown) dt__buf_printf(b, "      ... and %d more offerings\n", cnt - shown);
+    }
+  }
+}
+
+char *dt_plan_explain_render(const dt_plan *plan, dt_format format, size_t *len) {
+  if (!plan || !plan->ex || !plan->ex->doc) return NULL;
+  dt_buf b = {0};
+  if (format == DT_FORMAT_TABLE)
+    render_text(plan->ex->doc, &b);
+  else
+    dt__doc_write(plan->ex->doc, format, &b);
+  return dt__buf_take(&b, len);
+}

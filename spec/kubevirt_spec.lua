@@ -1,0 +1,425 @@
+-- KubeVirt semantics of VM pools: name generation (nameGeneration), the VM
+-- architecture as the virt-launcher pod's kubernetes.io/arch, and the
+-- VirtualMachines `dovetail pool -o yaml` prints checked against KubeVirt's
+-- own VirtualMachine schema (spec/fixtures/crds/kubevirt-virtualmachine.yaml).
+local h = require "helper"
+local lyaml = require "lyaml"
+local dt = h.dt
+
+local NOW = "2026-11-23T12:00:00Z"
+local POOL_UID = "3b0d7d2e-5a3c-4c1e-9a47-1f2e3d4c5b6a"
+
+-- A VirtualMachinePool as `kubectl get vmpool -o yaml` shows one; o.spec
+-- fields override, o.vmi replaces the VMI spec's extra fields.
+local function pool(o)
+  o = o or {}
+  local vmispec = {
+    domain = { cpu = { cores = 2 }, memory = { guest = "4Gi" }, devices = {} },
+    volumes = {
+      { name = "rootdisk", dataVolume = { name = "rootdisk" } },
+      { name = "config", configMap = { name = "db-config" } },
+      { name = "creds", secret = { secretName = "db-creds" } },
+      { name = "cloudinit", cloudInitNoCloud = {
+        secretRef = { name = "db-userdata" }, networkDataSecretRef = { name = "db-network" } } },
+    },
+  }
+  for k, v in pairs(o.vmi or {}) do vmispec[k] = v end
+  local spec = {
+    replicas = o.replicas or 2,
+    selector = { matchLabels = { app = "db" } },
+    virtualMachineTemplate = {
+      metadata = { labels = { app = "db" } },
+      spec = {
+        runStrategy = "Always",
+        dataVolumeTemplates = { {
+          metadata = { name = "rootdisk" },
+          spec = { storage = { resources = { requests = { storage = "20Gi" } } },
+            sourceRef = { kind = "DataSource", name = "fedora" } },
+        } },
+        template = { metadata = { labels = { app = "db" } }, spec = vmispec },
+      },
+    },
+  }
+  for k, v in pairs(o.spec or {}) do spec[k] = v end
+  return {
+    apiVersion = "pool.kubevirt.io/v1beta1",
+    kind = "VirtualMachinePool",
+    metadata = { name = o.name or "db", namespace = "prod", uid = o.uid, generation = 3 },
+    spec = spec,
+  }
+end
+
+local function run(items)
+  local r, err = dt.pool({ manifests = h.list(items), now = NOW })
+  assert(r, err)
+  return r.pools[1]
+end
+
+local function by_name(list)
+  local out = {}
+  for _, v in ipairs(list or {}) do out[v.name] = v end
+  return out
+end
+
+-- The VM KubeVirt's controller would have made at index i of the pool (its
+-- names indexed as the pool's nameGeneration says), running and ready.
+local function kubevirt_vm(pl, i, indexed)
+  local tmpl = pl.spec.virtualMachineTemplate
+  local sfx = "-" .. i
+  local vols = {}
+  for k, v in ipairs(tmpl.spec.template.spec.volumes) do
+    local c = {}
+    for kk, vv in pairs(v) do c[kk] = vv end
+    if v.dataVolume then c.dataVolume = { name = v.dataVolume.name .. sfx } end
+    if v.configMap then c.configMap = { name = v.configMap.name .. (indexed.configMaps and sfx or "") } end
+    if v.secret then c.secret = { secretName = v.secret.secretName .. (indexed.secrets and sfx or "") } end
+    if v.cloudInitNoCloud then
+      local s = indexed.secrets and sfx or ""
+      c.cloudInitNoCloud = {
+        secretRef = { name = v.cloudInitNoCloud.secretRef.name .. s },
+        networkDataSecretRef = { name = v.cloudInitNoCloud.networkDataSecretRef.name .. s },
+      }
+    end
+    vols[k] = c
+  end
+  local vmispec = {}
+  for k, v in pairs(tmpl.spec.template.spec) do vmispec[k] = v end
+  vmispec.volumes = vols
+  return {
+    apiVersion = "kubevirt.io/v1",
+    kind = "VirtualMachine",
+    metadata = {
+      name = pl.metadata.name .. sfx, namespace = "prod", creationTimestamp = "2026-11-01T10:00:00Z",
+      labels = { app = "db", ["kubevirt.io/vm-pool-revision-name"] = pl.metadata.name .. "-3" },
+      ownerReferences = { { apiVersion = "pool.kubevirt.io/v1beta1", kind = "VirtualMachinePool",
+        name = pl.metadata.name, uid = pl.metadata.uid, controller = true, blockOwnerDeletion = true } },
+    },
+    spec = {
+      runStrategy = "Always",
+      dataVolumeTemplates = { {
+        metadata = { name = "rootdisk" .. sfx },
+        spec = tmpl.spec.dataVolumeTemplates[1].spec,
+      } },
+      template = { metadata = { labels = { app = "db" } }, spec = vmispec },
+    },
+    status = { ready = true, printableStatus = "Running" },
+  }
+end
+
+local function volumes(vm)
+  local out = {}
+  for _, v in ipairs(vm.spec.template.spec.volumes) do out[v.name] = v end
+  return out
+end
+
+describe("VirtualMachinePool nameGeneration", function()
+  it("names VMs <pool>-<index> and indexes data volumes whatever nameGeneration says", function()
+    local p = run({ pool() })
+    local c = by_name(p.create)
+    assert.is_not_nil(c["db-0"])
+    assert.is_not_nil(c["db-1"])
+    local v = volumes(c["db-1"].object)
+    assert.equal("rootdisk-1", v.rootdisk.dataVolume.name)
+    assert.equal("rootdisk-1", c["db-1"].object.spec.dataVolumeTemplates[1].metadata.name)
+    -- without nameGeneration, ConfigMap and Secret references are shared
+    assert.equal("db-config", v.config.configMap.name)
+    assert.equal("db-creds", v.creds.secret.secretName)
+    assert.equal("db-userdata", v.cloudinit.cloudInitNoCloud.secretRef.name)
+  end)
+
+  it("appends -<index> to ConfigMap and Secret references, cloud-init's among them, as KubeVirt's indexVMSpec", function()
+    local p = run({ pool({ spec = { nameGeneration = { appendIndexToConfigMapRefs = true,
+      appendIndexToSecretRefs = true } } }) })
+    local v = volumes(by_name(p.create)["db-1"].object)
+    assert.equal("db-config-1", v.config.configMap.name)
+    assert.equal("db-creds-1", v.creds.secret.secretName)
+    assert.equal("db-userdata-1", v.cloudinit.cloudInitNoCloud.secretRef.name)
+    assert.equal("db-network-1", v.cloudinit.cloudInitNoCloud.networkDataSecretRef.name)
+    assert.equal("rootdisk-1", v.rootdisk.dataVolume.name)
+  end)
+
+  it("indexes only what each flag names; false is the default", function()
+    local cm = volumes(by_name(run({ pool({ spec = { nameGeneration = {
+      appendIndexToConfigMapRefs = true, appendIndexToSecretRefs = false } } }) }).create)["db-0"].object)
+    assert.equal("db-config-0", cm.config.configMap.name)
+    assert.equal("db-creds", cm.creds.secret.secretName)
+    assert.equal("db-userdata", cm.cloudinit.cloudInitNoCloud.secretRef.name)
+    local sec = volumes(by_name(run({ pool({ spec = { nameGeneration = { appendIndexToSecretRefs = true } } })
+    }).create)["db-0"].object)
+    assert.equal("db-config", sec.config.configMap.name)
+    assert.equal("db-creds-0", sec.creds.secret.secretName)
+    assert.equal("db-network-0", sec.cloudinit.cloudInitNoCloud.networkDataSecretRef.name)
+  end)
+
+  it("takes VMs KubeVirt made with indexed references as current, and unindexed ones as outdated", function()
+    local pl = pool({ uid = POOL_UID, spec = { nameGeneration = { appendIndexToConfigMapRefs = true,
+      appendIndexToSecretRefs = true } } })
+    local both = { configMaps = true, secrets = true }
+    local p = run({ pl, kubevirt_vm(pl, 0, both), kubevirt_vm(pl, 1, both) })
+    assert.equal(0, #p.create)
+    assert.equal(0, #p.update)
+    assert.equal(0, p.status.outdated)
+    -- db-1 shares its ConfigMap: not what the pool makes now
+    p = run({ pl, kubevirt_vm(pl, 0, both), kubevirt_vm(pl, 1, { secrets = true }) })
+    assert.equal(1, #p.update)
+    assert.equal("db-1", p.update[1].name)
+    assert.equal("db-config-1", volumes(p.update[1].object).config.configMap.name)
+    -- and without nameGeneration, indexed references are the outdated ones
+    local plain = pool({ uid = POOL_UID })
+    p = run({ plain, kubevirt_vm(plain, 0, {}), kubevirt_vm(plain, 1, both) })
+    assert.equal(1, #p.update)
+    assert.equal("db-1", p.update[1].name)
+  end)
+
+  it("makes the VMs it created before nameGeneration was turned on outdated", function()
+    local first = by_name(run({ pool({ uid = POOL_UID }) }).create)
+    local vms = { first["db-0"].object, first["db-1"].object }
+    for _, v in ipairs(vms) do v.status = { ready = true, printableStatus = "Running" } end
+    local p = run({ pool({ uid = POOL_UID }), vms[1], vms[2] })
+    assert.equal(0, #p.update)
+    p = run({ pool({ uid = POOL_UID, spec = { nameGeneration = { appendIndexToSecretRefs = true } } }), vms[1], vms[2] })
+    assert.equal(2, #p.update)
+  end)
+
+  it("names the file, the object and the field of a bad nameGeneration", function()
+    local cases = {
+      { { appendIndexToConfigMapRef = true }, "spec.nameGeneration.appendIndexToConfigMapRef: unknown field" },
+      { { appendIndexToSecretRefs = "yes" }, "spec.nameGeneration.appendIndexToSecretRefs: expected true or false" },
+      { "all", "spec.nameGeneration: expected an object" },
+    }
+    for _, c in ipairs(cases) do
+      local path = h.write(h.list({ pool({ spec = { nameGeneration = c[1] } }) }))
+      local _, err, code = h.cli("pool " .. path)
+      assert.equal(1, code)
+      assert.matches(path .. ": VirtualMachinePool prod/db: " .. c[2], err, 1, true)
+      os.remove(path)
+    end
+  end)
+end)
+
+describe("VM architecture", function()
+  -- amd64 and arm64 types in one NodePool: the architecture alone decides
+  local np = h.nodepool("vms", { requirements = { { "kubernetes.io/arch", "In", { "amd64", "arm64" } },
+    { "karpenter.sh/capacity-type", "In", { "on-demand" } } } })
+  local function plan(items)
+    local docs = { lyaml.load(np) }
+    for _, i in ipairs(items) do docs[#docs + 1] = i end
+    local p = h.plan(h.list(docs), { catalog_text = h.small_catalog, now = NOW })
+    local where = {}
+    for _, c in ipairs(p.nodeClaims) do
+      for _, pod in ipairs(c.pods) do where[pod] = c.instanceType end
+    end
+    return where, p
+  end
+
+  it("defaults to amd64, KubeVirt's default architecture on an amd64 cluster", function()
+    local where = plan({ pool({ replicas = 1 }) })
+    assert.equal("medium", where["prod/virt-launcher-db-0"])
+  end)
+
+  it("selects spec.architecture as kubernetes.io/arch for the virt-launcher pod", function()
+    local where = plan({ pool({ replicas = 1, vmi = { architecture = "arm64" } }) })
+    assert.equal("arm", where["prod/virt-launcher-db-0"])
+  end)
+
+  it("takes the cluster's default from the KubeVirt object, status first", function()
+    local kv = {
+      apiVersion = "kubevirt.io/v1", kind = "KubeVirt", metadata = { name = "kubevirt", namespace = "kubevirt" },
+      spec = { configuration = { architectureConfiguration = { defaultArchitecture = "arm64" } } },
+    }
+    assert.equal("arm", plan({ kv, pool({ replicas = 1 }) })["prod/virt-launcher-db-0"])
+    kv.status = { defaultArchitecture = "amd64" }
+    assert.equal("medium", plan({ kv, pool({ replicas = 1 }) })["prod/virt-launcher-db-0"])
+    -- a VM's own architecture wins over the default
+    assert.equal("arm", plan({ kv, pool({ replicas = 1, vmi = { architecture = "arm64" } }) })["prod/virt-launcher-db-0"])
+  end)
+
+  it("lets the VMI's own nodeSelector on kubernetes.io/arch win, as KubeVirt's renderer copies it last", function()
+    local where = plan({ pool({ replicas = 1, vmi = { architecture = "arm64",
+      nodeSelector = { ["kubernetes.io/arch"] = "amd64" } } }) })
+    assert.equal("medium", where["prod/virt-launcher-db-0"])
+  end)
+
+  it("plans a waiting VM's virt-launcher pod on its architecture too", function()
+    local pl = pool({ replicas = 1, vmi = { architecture = "arm64" } })
+    local vm = kubevirt_vm(pl, 0, {})
+    vm.status = { printableStatus = "Provisioning" }
+    local where = plan({ pl, vm })
+    assert.equal("arm", where["prod/virt-launcher-db-0"])
+  end)
+
+  it("refuses an architecture KubeVirt does not run, naming the field", function()
+    local path = h.write(h.list({ pool({ vmi = { architecture = "ppc64le" } }) }))
+    local _, err, code = h.cli("plan " .. path)
+    assert.equal(1, code)
+    assert.matches(path .. ": VirtualMachinePool prod/db: spec.virtualMachineTemplate.spec.template.spec.architecture: "
+      .. 'unsupported architecture "ppc64le"', err, 1, true)
+    os.remove(path)
+  end)
+end)
+
+-- A subset of OpenAPI v3 schema validation, enough for a CRD's structural
+-- schema: type (and nullable), required, properties (unknown fields are
+-- refused, as kubectl's strict field validation), additionalProperties,
+-- items, enum, anyOf, $ref, x-kubernetes-int-or-string and
+-- x-kubernetes-preserve-unknown-fields. Returns the list of violations.
+local function is_array(v)
+  if type(v) ~= "table" then return false end
+  local n = 0
+  for _ in pairs(v) do n = n + 1 end
+  return n == #v
+end
+
+local function type_ok(v, t)
+  if t == "object" then return type(v) == "table" and (next(v) == nil or not is_array(v)) end
+  if t == "array" then return is_array(v) end
+  if t == "string" then return type(v) == "string" end
+  if t == "boolean" then return type(v) == "boolean" end
+  if t == "integer" then return math.type(v) == "integer" or (type(v) == "number" and v == math.floor(v)) end
+  if t == "number" then return type(v) == "number" end
+  return false
+end
+
+local function validate(v, s, defs, path, errs)
+  errs = errs or {}
+  path = path or ""
+  local ref = s["$ref"]
+  if ref then s = assert(defs[ref:match("^#/definitions/(.+)$")], ref) end
+  if v == lyaml.null then
+    if not s.nullable then errs[#errs + 1] = path .. ": null" end
+    return errs
+  end
+  if s.anyOf and not s["x-kubernetes-int-or-string"] then
+    local ok = false
+    for _, alt in ipairs(s.anyOf) do ok = ok or #validate(v, alt, defs, path) == 0 end
+    if not ok then errs[#errs + 1] = path .. ": matches none of anyOf" end
+  end
+  if s["x-kubernetes-int-or-string"] then
+    if not (type(v) == "string" or math.type(v) == "integer") then errs[#errs + 1] = path .. ": not an int or string" end
+    return errs
+  end
+  local types = type(s.type) == "table" and s.type or { s.type }
+  if #types > 0 then
+    local ok = false
+    for _, t in ipairs(types) do ok = ok or type_ok(v, t) end
+    if not ok then
+      errs[#errs + 1] = path .. ": expected " .. table.concat(types, " or ")
+      return errs
+    end
+  end
+  if s.enum then
+    local ok = false
+    for _, e in ipairs(s.enum) do ok = ok or e == v end
+    if not ok then errs[#errs + 1] = path .. ": " .. tostring(v) .. " is not one of the enum" end
+  end
+  if type(v) ~= "table" then return errs end
+  if s.items then
+    for i, x in ipairs(v) do validate(x, s.items, defs, path .. "[" .. (i - 1) .. "]", errs) end
+  end
+  for _, k in ipairs(s.required or {}) do
+    if v[k] == nil then errs[#errs + 1] = path .. "." .. k .. ": required" end
+  end
+  if s.properties or s.additionalProperties then
+    for k, x in pairs(v) do
+      local ps = s.properties and s.properties[k]
+      if ps then
+        validate(x, ps, defs, path .. "." .. k, errs)
+      elseif type(s.additionalProperties) == "table" then
+        validate(x, s.additionalProperties, defs, path .. "." .. k, errs)
+      elseif not s["x-kubernetes-preserve-unknown-fields"] and s.additionalProperties ~= true then
+        errs[#errs + 1] = path .. "." .. k .. ": unknown field"
+      end
+    end
+  end
+  return errs
+end
+
+describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualMachine schema", function()
+  local f = assert(io.open(h.fixtures .. "crds/kubevirt-virtualmachine.yaml"))
+  local schema = lyaml.load(f:read("a"))
+  f:close()
+  local META = { ["$ref"] = "#/definitions/k8s.io.apimachinery.pkg.apis.meta.v1.ObjectMeta" }
+
+  -- every document of `dovetail pool -o yaml` on the files, each checked
+  local function vms_of(files)
+    local out, err, code = h.cli("pool -o yaml --now " .. NOW .. " " .. files)
+    assert.equal(0, code, err)
+    local docs = lyaml.load(out, { all = true })
+    assert.is_true(#docs > 0)
+    return docs, out
+  end
+
+  local function check(vm)
+    local errs = validate(vm, schema.virtualMachine, schema.definitions)
+    validate(vm.metadata, META, schema.definitions, ".metadata", errs)
+    return errs
+  end
+
+  it("accepts every VM the example pool makes; a pool without a uid owns none of them", function()
+    local docs, out = vms_of("examples/vm-pool.yaml")
+    for _, vm in ipairs(docs) do
+      assert.equal("VirtualMachine", vm.kind)
+      assert.same({}, check(vm))
+      assert.is_nil(vm.metadata.ownerReferences)
+    end
+    assert.matches("# VirtualMachinePool default/web has no metadata.uid", out, 1, true)
+  end)
+
+  it("accepts every VM of a pool with nameGeneration and an architecture, owned by the pool's uid", function()
+    local pl = pool({ uid = POOL_UID, replicas = 3, vmi = { architecture = "arm64" },
+      spec = { nameGeneration = { appendIndexToConfigMapRefs = true, appendIndexToSecretRefs = true } } })
+    -- with two VMs: db-0 is outdated (an update), db-1 fails (a heal);
+    -- with none, all three are created
+    local stale = kubevirt_vm(pl, 0, {})
+    local failing = kubevirt_vm(pl, 1, { configMaps = true, secrets = true })
+    failing.status = { ready = false, printableStatus = "CrashLoopBackOff", startFailure = { consecutiveFailCount = 5 } }
+    pl.spec.autohealing = { startUpFailureThreshold = 3 }
+    pl.spec.replicas = 2
+    local path = h.write(h.list({ pl, stale, failing }))
+    local docs, out = vms_of(path)
+    assert.equal(2, #docs)
+    pl.spec.replicas = 3
+    local path2 = h.write(h.list({ pl }))
+    local created, out2 = vms_of(path2)
+    os.remove(path)
+    os.remove(path2)
+    assert.equal(3, #created)
+    for _, vm in ipairs(created) do docs[#docs + 1] = vm end
+    out = out .. out2
+    local names = {}
+    for _, vm in ipairs(docs) do
+      names[#names + 1] = vm.metadata.name
+      assert.same({}, check(vm))
+      local own = vm.metadata.ownerReferences
+      assert.equal(1, #own)
+      assert.same({ apiVersion = "pool.kubevirt.io/v1beta1", kind = "VirtualMachinePool", name = "db", uid = POOL_UID,
+        controller = true, blockOwnerDeletion = true }, own[1])
+      assert.equal("arm64", vm.spec.template.spec.architecture)
+      local v = volumes(vm)
+      local i = vm.metadata.name:match("%-(%d+)$")
+      assert.equal("db-config-" .. i, v.config.configMap.name)
+      assert.equal("db-creds-" .. i, v.creds.secret.secretName)
+    end
+    table.sort(names)
+    assert.same({ "db-0", "db-0", "db-1", "db-1", "db-2" }, names)
+    assert.is_nil(out:match("no metadata.uid"))
+  end)
+
+  it("refuses a VM missing a required field, so the check can fail", function()
+    local docs = vms_of("examples/vm-pool.yaml")
+    local vm = docs[1]
+    assert.same({}, check(vm))
+    vm.spec.template = nil
+    assert.same({ ".spec.template: required" }, check(vm))
+    vm = vms_of("examples/vm-pool.yaml")[1]
+    vm.metadata.ownerReferences = { { apiVersion = "pool.kubevirt.io/v1beta1", kind = "VirtualMachinePool", name = "web" } }
+    assert.same({ ".metadata.ownerReferences[0].uid: required" }, check(vm))
+    vm = vms_of("examples/vm-pool.yaml")[1]
+    vm.spec.template.spec.domain.rebootPolicy = "Sometimes"
+    vm.spec.template.spec.domain.cpu.cores = "two"
+    local errs = check(vm)
+    table.sort(errs)
+    assert.same({ ".spec.template.spec.domain.cpu.cores: expected integer",
+      ".spec.template.spec.domain.rebootPolicy: Sometimes is not one of the enum" }, errs)
+  end)
+end)
