@@ -1819,6 +1819,8 @@ static void after_round(void);
 void reload(const char *why);
 
 /* Back on the loop: carry the plan out. */
+static void on_launch_tick(uv_timer_t *t);
+
 static void round_done(uv_work_t *req, int status) {
   round_work *w = req->data;
   D.planning = false;
@@ -1886,8 +1888,18 @@ static void round_done(uv_work_t *req, int status) {
   ** so a crash mid-launch finds them at restart and adopts what the cloud
   ** made for them (launches are idempotent per claim). */
   if (cs.n) journal_flush();
-  for (size_t i = 0; i < cs.n; i++) launch_claim(cs.v[i].name, cs.v[i].type, cs.v[i].zone, cs.v[i].ct, cs.v[i].pool);
+  for (size_t i = 0; i < cs.n; i++) {
+    char *q = NULL;
+    size_t n = strlen(cs.v[i].name) + strlen(cs.v[i].type) + strlen(cs.v[i].zone) + strlen(cs.v[i].ct) +
+               strlen(cs.v[i].pool) + 6;
+    if ((q = dt__malloc(n))) snprintf(q, n, "%s\t%s\t%s\t%s\t%s", cs.v[i].name, cs.v[i].type, cs.v[i].zone, cs.v[i].ct, cs.v[i].pool);
+    if (!q || dt__vec_push(&D.to_launch, q)) {
+      dt__free(q);
+      logf_("error", "plan", "out of memory: NodeClaim %s is not launched", cs.v[i].name);
+    }
+  }
   dt__free(cs.v);
+  if (D.to_launch.n) tm_start(&D.launch_tick, on_launch_tick, 0, 0);
   nominate(w->p);
   D.cost = st.hourly_cost;
   logf_("info", "plan", "round %llu: %zu pending pods, %zu scheduled, %zu new claims, %zu unschedulable, %.1f ms",
@@ -1905,6 +1917,34 @@ static void round_done(uv_work_t *req, int status) {
   round_free(w);
   state_dirty(); /* marks that expired; launches wrote their own */
   after_round();
+}
+
+/*
+** A round's launches go out a slice per loop turn, so a large round does not
+** hold the loop (a policy write, a probe, an event are served between
+** slices). They were written ahead; they go in the order the plan made them.
+*/
+#define LAUNCH_SLICE 64
+
+void launch_waiting(size_t most) {
+  size_t n = D.to_launch.n < most ? D.to_launch.n : most;
+  for (size_t i = 0; i < n; i++) {
+    char *f[5], *s = D.to_launch.v[i];
+    for (int k = 0; k < 5; k++) {
+      f[k] = s;
+      s = s ? strchr(s, '\t') : NULL;
+      if (s) *s++ = 0;
+    }
+    if (f[4]) launch_claim(f[0], f[1], f[2], f[3], f[4]);
+    dt__free(D.to_launch.v[i]);
+  }
+  memmove(D.to_launch.v, D.to_launch.v + n, (D.to_launch.n - n) * sizeof *D.to_launch.v);
+  D.to_launch.n -= n;
+}
+
+static void on_launch_tick(uv_timer_t *t) {
+  launch_waiting(LAUNCH_SLICE);
+  if (D.to_launch.n) tm_start(t, on_launch_tick, 0, 0);
 }
 
 /* Copy the store and queue the work (a round, or a disruption pass). */
@@ -2163,6 +2203,8 @@ void handle_event(cJSON *e, char *action, size_t n) {
 
 /* Everything the daemon holds, released (at a stop, or a start that fails). */
 void ctl_free(void) {
+  for (size_t i = 0; i < D.to_launch.n; i++) dt__free(D.to_launch.v[i]);
+  dt__free(D.to_launch.v);
   for (size_t i = 0; i < D.objs.n; i++) {
     dt__free(D.objs.v[i].key);
     free(D.objs.v[i].json);

@@ -126,6 +126,8 @@ typedef struct dtd {
   uint64_t max_unhealthy;        /* remediation stops above this many unhealthy nodes of a pool */
   bool max_unhealthy_pct;        /* ... or this percentage */
   uv_timer_t requeue, lag;       /* pending pods planned again; the loop's lag measured */
+  uv_timer_t launch_tick;        /* a round's launches, a slice per loop turn */
+  DT_VEC(char *) to_launch;      /* claims written ahead and waiting for their launch: "name\ttype\tzone\tct\tpool" */
   uint64_t requeue_ms;           /* the requeue backoff, doubling to 5 minutes */
   uint64_t lag_buckets[8], lag_count;
   double lag_sum, lag_expect;
@@ -194,5 +196,6 @@ void on_poll_timer(uv_timer_t *t); /* the http provider's instances and catalog 
 void handle_event(cJSON *e, char *action, size_t n);
 void reload(const char *why); /* the policy file again; the old one stays on error */
 void ctl_free(void);          /* everything the controller holds */
+void launch_waiting(size_t most); /* up to most of the round's waiting launches (SIZE_MAX: all) */
 
 #endif

@@ -47,6 +47,7 @@ static void on_signal(uv_signal_t *s, int sig) {
   if (D.stopping) return;
   D.stopping = true;
   logf_("info", "stop", "signal %d: writing state and stopping", sig);
+  launch_waiting(SIZE_MAX); /* the last round's launches, written ahead, go out before the stop */
   int rc = save_state();
   logf_(rc ? "error" : "info", "stop", rc ? "state NOT written" : "state written");
   uv_stop(s->loop);
@@ -840,6 +841,7 @@ int dt__serve_main(int argc0, char **argv0) {
   uv_timer_init(D.loop, &D.disrupt);
   uv_timer_init(D.loop, &D.requeue);
   uv_timer_init(D.loop, &D.lag);
+  uv_timer_init(D.loop, &D.launch_tick);
   D.lag_expect = dt__now_ms() + LAG_EVERY_MS;
   tm_start(&D.lag, on_lag, LAG_EVERY_MS, 0);
   if (D.disrupt_ms) tm_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
@@ -895,6 +897,7 @@ int dt__serve_main(int argc0, char **argv0) {
   uv_close((uv_handle_t *)&D.circuit_timer, on_close_noop);
   uv_close((uv_handle_t *)&D.requeue, on_close_noop);
   uv_close((uv_handle_t *)&D.lag, on_close_noop);
+  uv_close((uv_handle_t *)&D.launch_tick, on_close_noop);
   dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);
   uv_close((uv_handle_t *)&D.sigterm, on_close_noop);
