@@ -1033,11 +1033,11 @@ static void on_node_up(uv_timer_t *t) {
   lc_done(lc);
 }
 
-/* The outcome of a launch: 0 launched (id), 1 insufficient capacity, 2 failed. */
-static void launch_done(launch_ctx *lc, int outcome, const char *id, const char *msg) {
+/* The outcome of a launch: launched (id), insufficient capacity, or failed (msg). */
+static void launch_done(launch_ctx *lc, dt_launch_outcome outcome, const char *id, const char *msg) {
   char subj[800], reason[1200];
   snprintf(subj, sizeof subj, "NodeClaim %s", lc->claim);
-  if (outcome == 0) {
+  if (outcome == DT_LAUNCH_OK) {
     D.provider_ok++;
     D.consecutive_failures = 0;
     int cti = !strcmp(lc->ct, "reserved") ? 0 : !strcmp(lc->ct, "spot") ? 1 : 2;
@@ -1059,7 +1059,7 @@ static void launch_done(launch_ctx *lc, int outcome, const char *id, const char 
       return;
     }
     node_up(lc->claim);
-  } else if (outcome == 1) {
+  } else if (outcome == DT_LAUNCH_NO_CAPACITY) {
     D.provider_ice++;
     D.consecutive_failures = 0;
     snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: InsufficientCapacity", lc->type, lc->zone, lc->ct);
@@ -1098,12 +1098,12 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
     snprintf(idb, sizeof idb, "%s", id ? id : "");
     cJSON_Delete(o);
     if (idb[0]) {
-      launch_done(lc, 0, idb, NULL);
+      launch_done(lc, DT_LAUNCH_OK, idb, NULL);
       return;
     }
     err = "201 without an instance id";
   } else if (status == 409) {
-    launch_done(lc, 1, NULL, NULL);
+    launch_done(lc, DT_LAUNCH_NO_CAPACITY, NULL, NULL);
     return;
   }
   char msg[300];
@@ -1126,7 +1126,7 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
     tm_start(&lc->retry, on_retry, delay, 0);
     return;
   }
-  launch_done(lc, 2, NULL, msg);
+  launch_done(lc, DT_LAUNCH_FAILED, NULL, msg);
 }
 
 /* The most a spot launch may cost: the NodePool's dovetail.dev/spot-max-price,
@@ -1148,7 +1148,7 @@ static double spot_max_price(const char *pool, const char *type) {
 
 static void http_launch(launch_ctx *lc) {
   if (D.circuit_until > wall()) {
-    launch_done(lc, 2, NULL, "the provider circuit is open");
+    launch_done(lc, DT_LAUNCH_FAILED, NULL, "the provider circuit is open");
     return;
   }
   lc->attempt++;
@@ -1172,13 +1172,13 @@ static void http_launch(launch_ctx *lc) {
   char url[1200];
   snprintf(url, sizeof url, "%s/instances", D.cloud_url);
   if (!body || dt__httpc_request("POST", url, body, NULL, (long)D.timeout_ms, on_launch_reply, lc))
-    launch_done(lc, 2, NULL, "cannot start the request");
+    launch_done(lc, DT_LAUNCH_FAILED, NULL, "cannot start the request");
   free(body);
 }
 
 static void on_cloud_answer(uv_timer_t *t) {
   launch_ctx *lc = t->data;
-  launch_done(lc, (int)lc->outcome, lc->id, "the cloud refused the launch");
+  launch_done(lc, lc->outcome, lc->id, "the cloud refused the launch");
 }
 
 static void launch_claim(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
@@ -1207,9 +1207,9 @@ static void launch_claim(const char *claim, const char *type, const char *zone, 
   }
   char id[64];
   if (sim_launch(type, zone, ct, id, sizeof id))
-    launch_done(lc, 1, NULL, NULL);
+    launch_done(lc, DT_LAUNCH_NO_CAPACITY, NULL, NULL);
   else
-    launch_done(lc, 0, id, NULL);
+    launch_done(lc, DT_LAUNCH_OK, id, NULL);
 }
 
 static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
@@ -2144,9 +2144,9 @@ bool forget(const char *key, const char *claim) {
 static const char *interruption_action(const char *kind, const instance *in, const char *state, const char *def) {
   static char act[32];
   snprintf(act, sizeof act, "%s", def);
-  const dt_hook_field f[] = {{"kind", 0, kind, 0},          {"instanceId", 0, in->id, 0}, {"nodeClaim", 0, in->claim, 0},
-                             {"instanceType", 0, in->type, 0}, {"zone", 0, in->zone, 0},     {"capacityType", 0, in->ct, 0},
-                             {"state", 0, state ? state : "", 0}};
+  const dt_hook_field f[] = {{"kind", DT_HF_STRING, kind, 0},          {"instanceId", DT_HF_STRING, in->id, 0}, {"nodeClaim", DT_HF_STRING, in->claim, 0},
+                             {"instanceType", DT_HF_STRING, in->type, 0}, {"zone", DT_HF_STRING, in->zone, 0},     {"capacityType", DT_HF_STRING, in->ct, 0},
+                             {"state", DT_HF_STRING, state ? state : "", 0}};
   const dt_hook_rec ev = {f, 7};
   dt__policy_on_interruption(D.policy, &ev, act, sizeof act);
   return act;

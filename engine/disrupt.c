@@ -365,10 +365,10 @@ static int budgets(state *st) {
       }
       if (dt__policy_has(st->o.policy, DT_HOOK_BUDGET)) {
         int64_t a = v == INT64_MAX ? -1 : (v - b->disrupting > 0 ? v - b->disrupting : 0);
-        const dt_hook_field f[] = {{"now", 1, NULL, (double)st->o.now},
-                                   {"nodes", 1, NULL, (double)b->nodes},
-                                   {"disrupting", 1, NULL, (double)b->disrupting},
-                                   {"allowed", 1, NULL, (double)a}};
+        const dt_hook_field f[] = {{"now", DT_HF_NUMBER, NULL, (double)st->o.now},
+                                   {"nodes", DT_HF_NUMBER, NULL, (double)b->nodes},
+                                   {"disrupting", DT_HF_NUMBER, NULL, (double)b->disrupting},
+                                   {"allowed", DT_HF_NUMBER, NULL, (double)a}};
         const dt_hook_rec ctx = {f, a < 0 ? 3 : 4}; /* allowed is nil when unlimited */
         if (dt__policy_budget(st->o.policy, p->name, k_reason[r], &ctx, &a) == 0)
           v = a < 0 ? INT64_MAX : a + b->disrupting;
@@ -921,14 +921,14 @@ static void node_rec(state *st, uint32_t i, noderec *r, dt_hook_rec *out) {
   const dnode *d = &st->nodes.v[i];
   size_t np = 0;
   for (size_t k = 0; k < d->pods.n; k++) np += !st->pods[d->pods.v[k]].daemon;
-  r->f[0] = (dt_hook_field){"name", 0, d->n->name, 0};
-  r->f[1] = (dt_hook_field){"nodePool", 0, d->pool >= 0 ? st->m->pools.v[d->pool].name : "", 0};
-  r->f[2] = (dt_hook_field){"instanceType", 0, d->type ? d->type : "", 0};
-  r->f[3] = (dt_hook_field){"capacityType", 0, d->ct >= 0 ? dt__ct_names[d->ct] : "", 0};
-  r->f[4] = (dt_hook_field){"price", 1, NULL, d->price > 0 ? d->price : 0};
-  r->f[5] = (dt_hook_field){"pods", 1, NULL, (double)np};
-  r->f[6] = (dt_hook_field){"disruptionCost", 1, NULL, d->cost};
-  r->f[7] = (dt_hook_field){"age", 1, NULL, (double)age(st, d->n)};
+  r->f[0] = (dt_hook_field){"name", DT_HF_STRING, d->n->name, 0};
+  r->f[1] = (dt_hook_field){"nodePool", DT_HF_STRING, d->pool >= 0 ? st->m->pools.v[d->pool].name : "", 0};
+  r->f[2] = (dt_hook_field){"instanceType", DT_HF_STRING, d->type ? d->type : "", 0};
+  r->f[3] = (dt_hook_field){"capacityType", DT_HF_STRING, d->ct >= 0 ? dt__ct_names[d->ct] : "", 0};
+  r->f[4] = (dt_hook_field){"price", DT_HF_NUMBER, NULL, d->price > 0 ? d->price : 0};
+  r->f[5] = (dt_hook_field){"pods", DT_HF_NUMBER, NULL, (double)np};
+  r->f[6] = (dt_hook_field){"disruptionCost", DT_HF_NUMBER, NULL, d->cost};
+  r->f[7] = (dt_hook_field){"age", DT_HF_NUMBER, NULL, (double)age(st, d->n)};
   *out = (dt_hook_rec){r->f, 8};
 }
 
@@ -970,16 +970,16 @@ static bool approve_hook(state *st, const uint32_t *cands, size_t n, const char 
       node_rec(st, cands[k], &nr[k], &recs[k]);
       dis += st->nodes.v[cands[k]].cost;
     }
-    const dt_hook_field f[] = {{"reason", 0, "Underutilized", 0},
-                               {"action", 0, action, 0},
-                               {"nodePool", 0, st->m->pools.v[pool].name, 0},
-                               {"savings", 1, NULL, savings},
-                               {"price", 1, NULL, price},
-                               {"newPrice", 1, NULL, price - savings},
-                               {"disruption", 1, NULL, dis},
-                               {"poolCost", 1, NULL, st->pb[pool].cost},
-                               {"poolDisruption", 1, NULL, st->pb[pool].disruption},
-                               {"now", 1, NULL, (double)st->o.now}};
+    const dt_hook_field f[] = {{"reason", DT_HF_STRING, "Underutilized", 0},
+                               {"action", DT_HF_STRING, action, 0},
+                               {"nodePool", DT_HF_STRING, st->m->pools.v[pool].name, 0},
+                               {"savings", DT_HF_NUMBER, NULL, savings},
+                               {"price", DT_HF_NUMBER, NULL, price},
+                               {"newPrice", DT_HF_NUMBER, NULL, price - savings},
+                               {"disruption", DT_HF_NUMBER, NULL, dis},
+                               {"poolCost", DT_HF_NUMBER, NULL, st->pb[pool].cost},
+                               {"poolDisruption", DT_HF_NUMBER, NULL, st->pb[pool].disruption},
+                               {"now", DT_HF_NUMBER, NULL, (double)st->o.now}};
     const dt_hook_rec cmd = {f, sizeof f / sizeof f[0]};
     if (dt__policy_approve(st->o.policy, &cmd, recs, n, &ok) == 0 && !ok)
       snprintf(out, len, "the policy's approve hook rejected the command (saves $%.4f/h)", savings);

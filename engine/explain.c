@@ -334,7 +334,7 @@ static bool pool_refuses(dt_plan *p, uint32_t pi, rt_class *c, dt_buf *b) {
   if (!dt__x_tolerates(p, c->spec, pl->taints, pl->ntaints, c->tol_pref, &t)) {
     dt__buf_puts(b, "taint ");
     taint_text(p, t, b);
-    dt__buf_puts(b, t->effect == 1 ? " is not tolerated (PreferNoSchedule taints are avoided until the last relaxation)"
+    dt__buf_puts(b, t->effect == DT_TAINT_PREFER_NO_SCHEDULE ? " is not tolerated (PreferNoSchedule taints are avoided until the last relaxation)"
                                    : " is not tolerated");
     return true;
   }

@@ -53,8 +53,10 @@ static int rlist_vec(dt_plan *p, const dt_rlist *r, int64_t *out, dt_error *err)
   return 0;
 }
 
-static int taint_effect(const char *e) {
-  return strcmp(e, "PreferNoSchedule") == 0 ? 1 : strcmp(e, "NoExecute") == 0 ? 2 : 0;
+static dt_taint_effect taint_effect(const char *e) {
+  return strcmp(e, "PreferNoSchedule") == 0 ? DT_TAINT_PREFER_NO_SCHEDULE
+         : strcmp(e, "NoExecute") == 0      ? DT_TAINT_NO_EXECUTE
+                                            : DT_TAINT_NO_SCHEDULE;
 }
 
 static rt_taint *compile_taints(dt_plan *p, const dt_taint *t, size_t n) {
@@ -73,7 +75,7 @@ static rt_taint *compile_taints(dt_plan *p, const dt_taint *t, size_t n) {
 static bool tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, uint32_t n, bool prefer_ok,
                       const rt_taint **which) {
   for (uint32_t i = 0; i < n; i++) {
-    if (t[i].effect == 1 && prefer_ok) continue;
+    if (t[i].effect == DT_TAINT_PREFER_NO_SCHEDULE && prefer_ok) continue;
     const char *key = dt__sym_str(&p->syms, t[i].key);
     const char *val = dt__sym_str(&p->syms, t[i].value);
     static const char *eff[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
@@ -623,7 +625,7 @@ static int compile_pools(dt_plan *p, dt_error *err) {
     }
     if (pl->ntypes == 0) note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
     for (size_t k = 0; k < np->reqs.n; k++) pl->has_min_values |= np->reqs.v[k].min_values > 0;
-    for (uint32_t k = 0; k < pl->ntaints; k++) pl->has_prefer_taint |= pl->taints[k].effect == 1;
+    for (uint32_t k = 0; k < pl->ntaints; k++) pl->has_prefer_taint |= pl->taints[k].effect == DT_TAINT_PREFER_NO_SCHEDULE;
     p->any_prefer_taint |= pl->has_prefer_taint;
     for (uint32_t t = 0; t < pl->ntypes; t++) {
       const rt_type *ty = &p->types[pl->types[t]];

@@ -52,9 +52,16 @@ typedef struct rt_type {
   double memo_price, memo_spot_max;
 } rt_type;
 
+/* A taint's effect, in the order of the names the engine prints. */
+typedef enum dt_taint_effect {
+  DT_TAINT_NO_SCHEDULE = 0,
+  DT_TAINT_PREFER_NO_SCHEDULE = 1,
+  DT_TAINT_NO_EXECUTE = 2
+} dt_taint_effect;
+
 typedef struct rt_taint {
   dt_sym key, value;
-  uint8_t effect; /* 0 NoSchedule, 1 PreferNoSchedule, 2 NoExecute */
+  uint8_t effect; /* a dt_taint_effect */
 } rt_taint;
 
 /* Topology groups: pods counted per domain for spread, affinity and

@@ -858,13 +858,13 @@ static void push_rec(lua_State *L, const dt_hook_rec *r) {
   lua_createtable(L, 0, (int)r->nf);
   for (size_t i = 0; i < r->nf; i++) {
     const dt_hook_field *f = &r->f[i];
-    if (f->kind == 0 && f->s)
+    if (f->kind == DT_HF_STRING && f->s)
       lua_pushstring(L, f->s);
-    else if (f->kind == 2)
+    else if (f->kind == DT_HF_BOOL)
       lua_pushboolean(L, f->num != 0);
-    else if (f->kind == 1 && f->num == floor(f->num) && fabs(f->num) < 9e15)
+    else if (f->kind == DT_HF_NUMBER && f->num == floor(f->num) && fabs(f->num) < 9e15)
       lua_pushinteger(L, (lua_Integer)f->num);
-    else if (f->kind == 1)
+    else if (f->kind == DT_HF_NUMBER)
       lua_pushnumber(L, f->num);
     else
       continue;
@@ -1107,14 +1107,14 @@ static int validate(dt_policy *p, dt_error *err) {
       rc = dt__err(err, DT_EINVAL, "%s: scale_in hook failed on the golden input: %s", who,
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
-  static const dt_hook_field gn1[] = {{"name", 0, "node-a", 0},       {"nodePool", 0, "default", 0},
-                                      {"instanceType", 0, "m5.large", 0}, {"capacityType", 0, "on-demand", 0},
-                                      {"price", 1, NULL, 0.096},          {"pods", 1, NULL, 3},
-                                      {"disruptionCost", 1, NULL, 4},     {"age", 1, NULL, 86400}};
-  static const dt_hook_field gn2[] = {{"name", 0, "node-b", 0},        {"nodePool", 0, "default", 0},
-                                      {"instanceType", 0, "c6g.xlarge", 0}, {"capacityType", 0, "spot", 0},
-                                      {"price", 1, NULL, 0.05},            {"pods", 1, NULL, 1},
-                                      {"disruptionCost", 1, NULL, 2},      {"age", 1, NULL, 3600}};
+  static const dt_hook_field gn1[] = {{"name", DT_HF_STRING, "node-a", 0},       {"nodePool", DT_HF_STRING, "default", 0},
+                                      {"instanceType", DT_HF_STRING, "m5.large", 0}, {"capacityType", DT_HF_STRING, "on-demand", 0},
+                                      {"price", DT_HF_NUMBER, NULL, 0.096},          {"pods", DT_HF_NUMBER, NULL, 3},
+                                      {"disruptionCost", DT_HF_NUMBER, NULL, 4},     {"age", DT_HF_NUMBER, NULL, 86400}};
+  static const dt_hook_field gn2[] = {{"name", DT_HF_STRING, "node-b", 0},        {"nodePool", DT_HF_STRING, "default", 0},
+                                      {"instanceType", DT_HF_STRING, "c6g.xlarge", 0}, {"capacityType", DT_HF_STRING, "spot", 0},
+                                      {"price", DT_HF_NUMBER, NULL, 0.05},            {"pods", DT_HF_NUMBER, NULL, 1},
+                                      {"disruptionCost", DT_HF_NUMBER, NULL, 2},      {"age", DT_HF_NUMBER, NULL, 3600}};
   const dt_hook_rec gnodes[] = {{gn1, 8}, {gn2, 8}};
   if (!rc && dt__policy_has(p, DT_HOOK_CONSOLIDATION_ORDER)) {
     size_t order[2];
@@ -1123,11 +1123,11 @@ static int validate(dt_policy *p, dt_error *err) {
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
   if (!rc && dt__policy_has(p, DT_HOOK_APPROVE)) {
-    static const dt_hook_field gc[] = {{"reason", 0, "Underutilized", 0}, {"action", 0, "delete", 0},
-                                       {"savings", 1, NULL, 0.146},       {"price", 1, NULL, 0.146},
-                                       {"newPrice", 1, NULL, 0},          {"disruption", 1, NULL, 6},
-                                       {"poolCost", 1, NULL, 1.5},        {"poolDisruption", 1, NULL, 40},
-                                       {"now", 1, NULL, 0}};
+    static const dt_hook_field gc[] = {{"reason", DT_HF_STRING, "Underutilized", 0}, {"action", DT_HF_STRING, "delete", 0},
+                                       {"savings", DT_HF_NUMBER, NULL, 0.146},       {"price", DT_HF_NUMBER, NULL, 0.146},
+                                       {"newPrice", DT_HF_NUMBER, NULL, 0},          {"disruption", DT_HF_NUMBER, NULL, 6},
+                                       {"poolCost", DT_HF_NUMBER, NULL, 1.5},        {"poolDisruption", DT_HF_NUMBER, NULL, 40},
+                                       {"now", DT_HF_NUMBER, NULL, 0}};
     const dt_hook_rec cmd = {gc, 9};
     bool ok;
     if (dt__policy_approve(p, &cmd, gnodes, 2, &ok))
@@ -1135,8 +1135,8 @@ static int validate(dt_policy *p, dt_error *err) {
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
   if (!rc && dt__policy_has(p, DT_HOOK_BUDGET)) {
-    static const dt_hook_field gb[] = {{"now", 1, NULL, 0}, {"nodes", 1, NULL, 10}, {"disrupting", 1, NULL, 0},
-                                       {"allowed", 1, NULL, 1}};
+    static const dt_hook_field gb[] = {{"now", DT_HF_NUMBER, NULL, 0}, {"nodes", DT_HF_NUMBER, NULL, 10}, {"disrupting", DT_HF_NUMBER, NULL, 0},
+                                       {"allowed", DT_HF_NUMBER, NULL, 1}};
     const dt_hook_rec ctx = {gb, 4};
     int64_t a = 1;
     if (dt__policy_budget(p, "default", "Underutilized", &ctx, &a))
@@ -1144,10 +1144,10 @@ static int validate(dt_policy *p, dt_error *err) {
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
   if (!rc && dt__policy_has(p, DT_HOOK_ON_INTERRUPTION)) {
-    static const dt_hook_field ge[] = {{"kind", 0, "spot-interruption", 0}, {"instanceId", 0, "i-0123456789abcdef0", 0},
-                                       {"nodeClaim", 0, "default-abcde", 0}, {"instanceType", 0, "m5.large", 0},
-                                       {"zone", 0, "zone-a", 0},             {"capacityType", 0, "spot", 0},
-                                       {"state", 0, "", 0}};
+    static const dt_hook_field ge[] = {{"kind", DT_HF_STRING, "spot-interruption", 0}, {"instanceId", DT_HF_STRING, "i-0123456789abcdef0", 0},
+                                       {"nodeClaim", DT_HF_STRING, "default-abcde", 0}, {"instanceType", DT_HF_STRING, "m5.large", 0},
+                                       {"zone", DT_HF_STRING, "zone-a", 0},             {"capacityType", DT_HF_STRING, "spot", 0},
+                                       {"state", DT_HF_STRING, "", 0}};
     const dt_hook_rec ev = {ge, 7};
     char act[32];
     if (dt__policy_on_interruption(p, &ev, act, sizeof act))

@@ -77,10 +77,12 @@ typedef struct dt_hook_pool {
 int dt__policy_scale_in(dt_policy *p, const dt_hook_pool *pool, const dt_hook_vm *vms, size_t n, size_t *order);
 
 /* A record passed to the disruption hooks: a table of named strings and
-** numbers (kind 0 string, 1 number, 2 boolean). */
+** numbers (kind: a string, a number or a boolean). */
+typedef enum dt_hook_kind { DT_HF_STRING = 0, DT_HF_NUMBER = 1, DT_HF_BOOL = 2 } dt_hook_kind;
+
 typedef struct dt_hook_field {
   const char *key;
-  int kind;
+  dt_hook_kind kind;
   const char *s;
   double num;
 } dt_hook_field;
