@@ -54,6 +54,7 @@ struct dt_disruption {
 
 typedef struct state {
   const dt_catalog *cat;
+  dt_compiled_catalog *cc; /* the catalog compiled once for every simulation of the pass */
   const dt_manifests *m;
   dt_disrupt_opts o;
   dt_arena arena;
@@ -569,7 +570,9 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
   po.cancel = st->o.cancel;
   dt_error err = {0};
   st->sims++;
-  int rc = dt_plan_run(st->cat, &s->view, &po, &s->plan, &err);
+  if (!st->cc && dt__catalog_compile(st->cat, &st->cc, NULL)) st->cc = NULL; /* compiled per run then */
+  int rc = st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, &s->plan, &err)
+                  : dt_plan_run(st->cat, &s->view, &po, &s->plan, &err);
   if (rc == DT_ECANCELED) return rc;
   if (rc) {
     if (rc != DT_ENOMEM) snprintf(s->fail, sizeof s->fail, "simulation failed: %s", err.msg);
@@ -1314,6 +1317,7 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
   dt__free(st.nodes.v);
   dt__symtab_free(&st.types);
   dt__arena_free(&st.arena);
+  dt__catalog_compiled_free(st.cc);
   if (rc) {
     dt_disrupt_free(r);
     return dt__err(err, rc, "%s", rc == DT_ECANCELED ? "cancelled" : "out of memory");

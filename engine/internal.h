@@ -128,6 +128,7 @@ typedef struct dt_symtab {
   uint32_t n, cap;
   uint32_t *slots; /* open addressing, index+1 */
   uint32_t nslots;
+  uint32_t nborrowed; /* strings [0, nborrowed) belong to the table this one was cloned from */
   int oom;
 } dt_symtab;
 
@@ -136,6 +137,9 @@ dt_sym dt__symn(dt_symtab *t, const char *s, size_t n);
 dt_sym dt__sym_find(const dt_symtab *t, const char *s); /* 0 if absent */
 static inline const char *dt__sym_str(const dt_symtab *t, dt_sym s) { return t->str[s]; }
 void dt__symtab_free(dt_symtab *t);
+/* dst (empty) as a copy of src whose strings it borrows: src must outlive it
+** and not change while it lives. 0, or DT_ENOMEM. */
+int dt__symtab_clone(dt_symtab *dst, const dt_symtab *src);
 
 /* ---------------------------------------------------------- requirements */
 

@@ -2300,16 +2300,9 @@ static int add_pool_vms(dt_plan *p, dt_error *err) {
   return p->arena.oom ? DT_ENOMEM : 0;
 }
 
-int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_plan_opts *opts,
-                dt_plan **out, dt_error *err) {
-  *out = NULL;
-  dt_plan *p = dt__calloc(1, sizeof *p);
-  if (!p) return dt__err(err, DT_ENOMEM, "out of memory");
-  p->catalog = catalog;
-  p->manifests = manifests;
-  p->ex_pod = -1;
-  if (opts) p->opts = *opts;
-  double t0 = dt__now_ms();
+/* The names every plan interns first, in this order (the catalog's follow),
+** and the base resources. */
+static int plan_begin(dt_plan *p) {
   p->k_zone = dt__sym(&p->syms, DT_L_ZONE);
   p->k_ct = dt__sym(&p->syms, DT_L_CAPACITY_TYPE);
   p->k_type = dt__sym(&p->syms, DT_L_INSTANCE_TYPE);
@@ -2324,12 +2317,93 @@ int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const 
   static const char *base[] = {"cpu", "memory", "pods", "ephemeral-storage"};
   int rc = 0;
   for (int i = 0; i < 4 && rc >= 0; i++) rc = res_index(p, base[i], NULL);
-  if (rc < 0 || p->syms.oom) {
-    rc = DT_ENOMEM;
-    goto fail;
+  return rc < 0 || p->syms.oom ? DT_ENOMEM : 0;
+}
+
+/*
+** A catalog compiled once for many runs on it (a disruption pass's
+** simulations): a plan stopped after compile_catalog. A run given it starts
+** from a copy: its symbol table borrows the compiled names (so every symbol
+** has the number compile_catalog would give it), type keys and label values
+** are shared read-only, and the types and their offerings are copied (marks,
+** price hooks and launches change them). The decisions are the same, byte
+** for byte; the catalog is not compiled again.
+*/
+struct dt_compiled_catalog {
+  dt_plan *base;
+};
+
+int dt__catalog_compile(const dt_catalog *catalog, dt_compiled_catalog **out, dt_error *err) {
+  *out = NULL;
+  dt_compiled_catalog *cc = dt__calloc(1, sizeof *cc);
+  dt_plan *p = dt__calloc(1, sizeof *p);
+  if (!cc || !p) {
+    dt__free(cc), dt__free(p);
+    return dt__err(err, DT_ENOMEM, "out of memory");
   }
-  if ((rc = add_pool_vms(p, err))) goto fail;
-  if ((rc = compile_catalog(p, err)) || (rc = apply_marks(p)) || (rc = build_snapshot(p)) ||
+  p->catalog = catalog;
+  p->ex_pod = -1;
+  int rc = plan_begin(p);
+  if (!rc) rc = compile_catalog(p, err);
+  if (!rc && (p->arena.oom || p->syms.oom)) rc = DT_ENOMEM;
+  if (rc) {
+    dt_plan_free(p);
+    dt__free(cc);
+    return rc == DT_ENOMEM ? dt__err(err, rc, "out of memory") : rc;
+  }
+  cc->base = p;
+  *out = cc;
+  return 0;
+}
+
+void dt__catalog_compiled_free(dt_compiled_catalog *cc) {
+  if (!cc) return;
+  dt_plan_free(cc->base);
+  dt__free(cc);
+}
+
+static int copy_compiled(dt_plan *p, const dt_plan *b) {
+  if (dt__symtab_clone(&p->syms, &b->syms)) return DT_ENOMEM;
+  p->k_zone = b->k_zone, p->k_ct = b->k_ct, p->k_type = b->k_type, p->k_pool = b->k_pool;
+  p->k_hostname = b->k_hostname, p->k_interruptible = b->k_interruptible, p->k_resv = b->k_resv;
+  p->k_arch = b->k_arch, p->k_os = b->k_os, p->k_region = b->k_region;
+  memcpy(p->ct_sym, b->ct_sym, sizeof p->ct_sym);
+  p->nres = b->nres;
+  memcpy(p->res_names, b->res_names, sizeof p->res_names);
+  p->nzones = b->nzones;
+  memcpy(p->zones, b->zones, sizeof p->zones);
+  memcpy(p->zone_rank, b->zone_rank, sizeof p->zone_rank);
+  p->nkeyslot = b->nkeyslot, p->nslots = b->nslots, p->keyslot = b->keyslot, p->slot_key = b->slot_key;
+  p->ntypes = b->ntypes;
+  p->types = A(p, (b->ntypes ? b->ntypes : 1) * sizeof *p->types);
+  if (!p->types) return DT_ENOMEM;
+  memcpy(p->types, b->types, b->ntypes * sizeof *p->types);
+  for (uint32_t t = 0; t < p->ntypes; t++) {
+    rt_off *off = A(p, (p->types[t].noff ? p->types[t].noff : 1) * sizeof *off);
+    if (!off) return DT_ENOMEM;
+    memcpy(off, b->types[t].off, p->types[t].noff * sizeof *off);
+    p->types[t].off = off;
+  }
+  return 0;
+}
+
+static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *manifests,
+                    const dt_plan_opts *opts, dt_plan **out, dt_error *err) {
+  *out = NULL;
+  dt_plan *p = dt__calloc(1, sizeof *p);
+  if (!p) return dt__err(err, DT_ENOMEM, "out of memory");
+  p->catalog = catalog;
+  p->manifests = manifests;
+  p->ex_pod = -1;
+  if (opts) p->opts = *opts;
+  double t0 = dt__now_ms();
+  int rc;
+  if (cc && !manifests->vmpools.n) { /* the pools' VMs would intern names before the catalog's */
+    if ((rc = copy_compiled(p, cc->base))) goto fail;
+  } else {
+    if ((rc = plan_begin(p)) || (rc = add_pool_vms(p, err)) || (rc = compile_catalog(p, err))) goto fail;
+  }
+  if ((rc = apply_marks(p)) || (rc = build_snapshot(p)) ||
       (rc = apply_price_hook(p)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
   if ((rc = compile_pods(p, err))) goto fail;
   if (p->opts.explain && (rc = dt__explain_begin(p, err))) goto fail;
@@ -2362,6 +2436,16 @@ fail:
   }
   dt_plan_free(p);
   return rc;
+}
+
+int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_plan_opts *opts, dt_plan **out,
+                dt_error *err) {
+  return plan_run(catalog, NULL, manifests, opts, out, err);
+}
+
+int dt__plan_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *manifests,
+                          const dt_plan_opts *opts, dt_plan **out, dt_error *err) {
+  return plan_run(catalog, cc, manifests, opts, out, err);
 }
 
 void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out) { *out = plan->stats; }

@@ -280,6 +280,16 @@ int dt__pack_improve(dt_plan *p);
 /* Whether options opt[0..n) satisfy every minValues of requirements r. */
 bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, uint32_t n);
 
+/* A catalog compiled once for many runs on it (sched.c): dt__plan_run_compiled
+** gives the same plan as dt_plan_run without compiling the catalog again.
+** The compiled catalog must outlive the plans and not be shared between
+** threads. */
+typedef struct dt_compiled_catalog dt_compiled_catalog;
+int dt__catalog_compile(const dt_catalog *catalog, dt_compiled_catalog **out, dt_error *err);
+void dt__catalog_compiled_free(dt_compiled_catalog *cc);
+int dt__plan_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *manifests,
+                          const dt_plan_opts *opts, dt_plan **out, dt_error *err);
+
 /* Whether the caller asked the run to stop (dt_plan_opts.cancel). */
 static inline bool dt__cancelled(const dt_plan *p) { return p->opts.cancel && *p->opts.cancel; }
 

@@ -112,8 +112,33 @@ dt_sym dt__sym_find(const dt_symtab *t, const char *s) {
   return 0;
 }
 
+int dt__symtab_clone(dt_symtab *dst, const dt_symtab *src) {
+  memset(dst, 0, sizeof *dst);
+  if (!src->n) return 0;
+  dst->str = dt__malloc(src->cap * sizeof *dst->str);
+  dst->len = dt__malloc(src->cap * sizeof *dst->len);
+  dst->num = dt__malloc(src->cap * sizeof *dst->num);
+  dst->isnum = dt__malloc(src->cap * sizeof *dst->isnum);
+  dst->slots = dt__malloc(src->nslots * sizeof *dst->slots);
+  if (!dst->str || !dst->len || !dst->num || !dst->isnum || !dst->slots) {
+    dt__free(dst->str), dt__free(dst->len), dt__free(dst->num), dt__free(dst->isnum), dt__free(dst->slots);
+    memset(dst, 0, sizeof *dst);
+    dst->oom = 1;
+    return DT_ENOMEM;
+  }
+  memcpy(dst->str, src->str, src->n * sizeof *dst->str);
+  memcpy(dst->len, src->len, src->n * sizeof *dst->len);
+  memcpy(dst->num, src->num, src->n * sizeof *dst->num);
+  memcpy(dst->isnum, src->isnum, src->n * sizeof *dst->isnum);
+  memcpy(dst->slots, src->slots, src->nslots * sizeof *dst->slots);
+  dst->n = dst->nborrowed = src->n;
+  dst->cap = src->cap;
+  dst->nslots = src->nslots;
+  return 0;
+}
+
 void dt__symtab_free(dt_symtab *t) {
-  for (uint32_t i = 0; i < t->n; i++) dt__free(t->str[i]);
+  for (uint32_t i = t->nborrowed; i < t->n; i++) dt__free(t->str[i]);
   dt__free(t->str);
   dt__free(t->len);
   dt__free(t->num);
