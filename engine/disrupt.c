@@ -1176,6 +1176,7 @@ static int multi_node_once(state *st, bool *made) {
     if (!rc && v->ok) {
       sim_free(&bs);
       bs = s;
+      if (bs.plan && bs.plan->manifests == &s.view) bs.plan->manifests = &bs.view; /* the view moved with it */
       *bv = *v;
       best = mid;
       lo = mid + 1;
@@ -1207,7 +1208,10 @@ static int multi_node(state *st) {
 static int single_node(state *st) {
   candvec cs = {0};
   int rc = consolidation_candidates(st, &cs);
-  if (rc) return rc;
+  if (rc) {
+    dt__free(cs.v);
+    return rc;
+  }
   /* round-robin across NodePools, each in its own order */
   cand *rr = dt__malloc((cs.n ? cs.n : 1) * sizeof *rr);
   size_t *at = dt__calloc(st->m->pools.n + 1, sizeof *at);
