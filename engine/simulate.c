@@ -1341,7 +1341,10 @@ int dt__simulate_main(int argc, char **argv) {
   int rc = 0;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!strcmp(a, "-h") || !strcmp(a, "--help")) return sim_usage(stdout, 0);
+    if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+      dt__free(files.v), dt__free(policies.v);
+      return sim_usage(stdout, 0);
+    }
     if (!strcmp(a, "--baseline")) {
       baseline = true;
       continue;
@@ -1364,7 +1367,7 @@ int dt__simulate_main(int argc, char **argv) {
     }
     if (!val) {
       fprintf(stderr, "dovetail simulate: %s option %s\n", a[0] == '-' ? "incomplete or unknown" : "unexpected argument", a);
-      return sim_usage(stderr, 2);
+      goto usage;
     }
     i++;
     if (!strcmp(a, "-f") || !strcmp(a, "--filename")) rc = dt__vec_push(&files, val);
@@ -1380,7 +1383,7 @@ int dt__simulate_main(int argc, char **argv) {
     else if (!strcmp(a, "--packing")) {
       if (strcmp(val, "cost") && strcmp(val, "ffd")) {
         fprintf(stderr, "dovetail simulate: --packing: expected cost or ffd, got \"%s\"\n", val);
-        return 2;
+        goto bad;
       }
       packing = !strcmp(val, "ffd") ? DT_PACKING_FFD : DT_PACKING_COST;
     } else if (!strcmp(a, "--seed")) {
@@ -1388,62 +1391,59 @@ int dt__simulate_main(int argc, char **argv) {
       in.seed = strtoull(val, &end, 10);
       if (*end || !*val) {
         fprintf(stderr, "dovetail simulate: --seed: expected a number, got \"%s\"\n", val);
-        return 2;
+        goto bad;
       }
     } else if (!strcmp(a, "--trace-limit")) {
       char *end;
       limit = strtoull(val, &end, 10);
       if (*end || !*val) {
         fprintf(stderr, "dovetail simulate: --trace-limit: expected a number, got \"%s\"\n", val);
-        return 2;
+        goto bad;
       }
     } else if (!strcmp(a, "--start")) {
       int64_t t;
       dt_error e = {0};
       if (dt_time_parse(val, &t, &e)) {
         fprintf(stderr, "dovetail simulate: --start: %s\n", e.msg);
-        return 2;
+        goto bad;
       }
       in.cfg.start_ms = t * 1000;
     } else if (!strcmp(a, "--duration")) {
-      if (dur_opt(a, val, &duration)) return 2;
+      if (dur_opt(a, val, &duration)) goto bad;
     } else if (!strcmp(a, "--step")) {
       if (dur_opt(a, val, &in.step_ms) || in.step_ms < 1000) {
         fprintf(stderr, "dovetail simulate: --step: at least 1s\n");
-        return 2;
+        goto bad;
       }
     } else if (!strcmp(a, "--disrupt-interval")) {
-      if (dur_opt(a, val, &v)) return 2;
+      if (dur_opt(a, val, &v)) goto bad;
       in.cfg.disrupt_ms = (uint64_t)v;
     } else if (!strcmp(a, "--batch-idle") || !strcmp(a, "--batch-max")) {
-      if (dur_opt(a, val, &v) || v <= 0) return 2;
+      if (dur_opt(a, val, &v) || v <= 0) goto bad;
       *(!strcmp(a, "--batch-idle") ? &in.cfg.idle_ms : &in.cfg.max_ms) = (uint64_t)v;
     } else if (!strcmp(a, "--launch-latency")) {
-      if (dur_opt(a, val, &in.latency_ms)) return 2;
+      if (dur_opt(a, val, &in.latency_ms)) goto bad;
     } else if (!strcmp(a, "--startup")) {
-      if (dur_opt(a, val, &in.startup_ms)) return 2;
+      if (dur_opt(a, val, &in.startup_ms)) goto bad;
     } else if (!strcmp(a, "--startup-timeout")) {
-      if (dur_opt(a, val, &v) || v < 1000) return 2;
+      if (dur_opt(a, val, &v) || v < 1000) goto bad;
       in.cfg.startup_timeout_s = v / 1000;
     } else if (!strcmp(a, "--unavailable-ttl")) {
-      if (dur_opt(a, val, &v) || v < 1000) return 2;
+      if (dur_opt(a, val, &v) || v < 1000) goto bad;
       in.cfg.ttl_s = v / 1000;
     } else {
       fprintf(stderr, "dovetail simulate: unknown option %s\n", a);
-      dt__free(files.v), dt__free(policies.v);
-      return sim_usage(stderr, 2);
+      goto usage;
     }
     if (rc) break;
   }
   if (strcmp(format, "table") && strcmp(format, "json")) {
     fprintf(stderr, "dovetail simulate: -o: expected table or json, got \"%s\"\n", format);
-    dt__free(files.v), dt__free(policies.v);
-    return 2;
+    goto bad;
   }
   if (!files.n) {
     fprintf(stderr, "dovetail simulate: the cluster to start from is missing (-f CLUSTER.yaml: at least a NodePool)\n");
-    dt__free(files.v), dt__free(policies.v);
-    return sim_usage(stderr, 2);
+    goto usage;
   }
   dt_error err = {0};
   run *runs = NULL;
@@ -1566,4 +1566,9 @@ done:
   cJSON_Delete(in.cluster), cJSON_Delete(in.scenario), cJSON_Delete(in.advisor);
   dt__free(in.t_arrive.v), dt__free(in.t_life.v), dt__free(in.t_cpu.v), dt__free(in.t_mem.v), dt__free(in.scen_at.v);
   return rc ? 1 : 0;
+usage:
+  sim_usage(stderr, 2);
+bad:
+  dt__free(files.v), dt__free(policies.v);
+  return 2;
 }
