@@ -107,6 +107,7 @@ int dt_quantity_parse(const char *s, int64_t *milli, dt_error *err) {
         v = (v + div - 1) / div;
     }
   }
+  if (v > lim) goto range; /* digits alone can pass the limit ("9223372036854775808m") */
   *milli = (int64_t)(neg ? -v : v);
   return 0;
 range:

@@ -6,9 +6,12 @@
 **                         catalog = path | bundled name, catalog_text = json, now = "RFC3339" | seconds,
 **                         seed = n, format = nil | "json" | "yaml" | "table" }
 **
-** Functions follow the Lua library shape: check arguments, compute, push,
-** return. Failures in input return nil plus a message (file, object, field),
-** as io.open does; misuse of the API (wrong argument types) raises an error.
+** docs/lua.md documents every function. They follow the Lua library shape:
+** check arguments, compute, push, return. Failures in input return nil plus
+** a message (file, object, field), as io.open does; so does an option table
+** with a key the function does not take or a value of the wrong type (the
+** message names the key). An argument of the wrong type itself (a plan
+** without its table, dt.milli without a string) raises an error.
 */
 #include <lauxlib.h>
 #include <lua.h>
@@ -56,43 +59,37 @@ static void push_json(lua_State *L, const cJSON *j) {
   }
 }
 
-/* Add manifests from t.manifests (string or list of strings) and t.files. */
+/* Add manifests from t.manifests (string or list of strings) and t.files;
+** check_options has checked their types. */
 static int add_manifests(lua_State *L, dt_manifests *m, dt_error *err) {
   lua_getfield(L, 1, "manifests");
-  if (lua_isstring(L, -1)) {
+  if (lua_type(L, -1) == LUA_TSTRING) {
     size_t len;
     const char *s = lua_tolstring(L, -1, &len);
     if (dt_manifests_add_buffer(m, "manifests", s, len, err)) return -1;
   } else if (lua_istable(L, -1)) {
-    lua_Integer n = luaL_len(L, -1);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
     for (lua_Integer i = 1; i <= n; i++) {
       lua_rawgeti(L, -1, i);
       size_t len;
       const char *s = lua_tolstring(L, -1, &len);
-      if (!s) luaL_error(L, "manifests[%d]: expected a string", (int)i);
       char name[64];
       snprintf(name, sizeof name, "manifests[%d]", (int)i);
       if (dt_manifests_add_buffer(m, name, s, len, err)) return -1;
       lua_pop(L, 1);
     }
-  } else if (!lua_isnil(L, -1)) {
-    luaL_error(L, "manifests: expected a string or a list of strings");
   }
   lua_pop(L, 1);
   lua_getfield(L, 1, "files");
   if (lua_istable(L, -1)) {
-    lua_Integer n = luaL_len(L, -1);
+    lua_Integer n = (lua_Integer)lua_rawlen(L, -1);
     for (lua_Integer i = 1; i <= n; i++) {
       lua_rawgeti(L, -1, i);
-      const char *s = lua_tostring(L, -1);
-      if (!s) luaL_error(L, "files[%d]: expected a path", (int)i);
-      if (dt_manifests_add_file(m, s, err)) return -1;
+      if (dt_manifests_add_file(m, lua_tostring(L, -1), err)) return -1;
       lua_pop(L, 1);
     }
-  } else if (lua_isstring(L, -1)) {
+  } else if (lua_type(L, -1) == LUA_TSTRING) {
     if (dt_manifests_add_file(m, lua_tostring(L, -1), err)) return -1;
-  } else if (!lua_isnil(L, -1)) {
-    luaL_error(L, "files: expected a path or a list of paths");
   }
   lua_pop(L, 1);
   return 0;
@@ -179,6 +176,91 @@ static const char *unknown_option(lua_State *L, int mode) {
   return NULL;
 }
 
+/* A list option (manifests, files): a table whose keys are exactly 1..n
+** and whose values are strings. NULL when it is one, else the message,
+** pushed. */
+static const char *check_list(lua_State *L, int idx, const char *key, const char *want) {
+  idx = lua_absindex(L, idx);
+  lua_Integer n = (lua_Integer)lua_rawlen(L, idx), count = 0;
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    count++;
+  }
+  if (count != n)
+    return lua_pushfstring(L, "%s: expected %s, got a table with keys other than 1..%d", key, want, (int)n);
+  for (lua_Integer i = 1; i <= n; i++) {
+    int t = lua_rawgeti(L, idx, i);
+    lua_pop(L, 1);
+    if (t != LUA_TSTRING)
+      return lua_pushfstring(L, "%s[%d]: expected a string, got %s", key, (int)i, lua_typename(L, t));
+  }
+  return NULL;
+}
+
+/* Every option's type and, where it has few, its values. NULL when they
+** are right, else the message naming the option, pushed. */
+static const char *check_options(lua_State *L, int mode) {
+  const struct {
+    const char *key, *want;
+    int t1, t2;
+  } k_opts[] = {
+      {"manifests", "a string or a list of strings", LUA_TSTRING, LUA_TTABLE},
+      {"files", "a path or a list of paths", LUA_TSTRING, LUA_TTABLE},
+      {"now", "an RFC 3339 time or Unix seconds", LUA_TSTRING, LUA_TNUMBER},
+      {"seed", "an integer", LUA_TNUMBER, LUA_TNUMBER},
+      {"format", "\"json\", \"yaml\" or \"table\"", LUA_TSTRING, LUA_TSTRING},
+      {"policy", "a path or a dovetail.policy", LUA_TSTRING, LUA_TUSERDATA},
+      {"catalog", "a path or a bundled catalog's name", LUA_TSTRING, LUA_TSTRING},
+      {"catalog_text", "a catalog as JSON text", LUA_TSTRING, LUA_TSTRING},
+      {"packing", "\"cost\" or \"ffd\"", LUA_TSTRING, LUA_TSTRING},
+      {"timings", "a boolean", LUA_TBOOLEAN, LUA_TBOOLEAN},
+      {"policy_dir", "a directory", LUA_TSTRING, LUA_TSTRING},
+      {"explain", mode == RUN_DISRUPT ? "a node's name" : "a pod, as namespace/name or a unique name", LUA_TSTRING,
+       LUA_TSTRING},
+      {"spot_to_spot", "a boolean", LUA_TBOOLEAN, LUA_TBOOLEAN},
+  };
+  for (size_t i = 0; i < sizeof k_opts / sizeof k_opts[0]; i++) {
+    int t = lua_getfield(L, 1, k_opts[i].key);
+    const char *msg = NULL;
+    if (t == LUA_TNIL) {
+    } else if (t != k_opts[i].t1 && t != k_opts[i].t2) {
+      msg = lua_pushfstring(L, "%s: expected %s, got %s", k_opts[i].key, k_opts[i].want, lua_typename(L, t));
+    } else if (t == LUA_TTABLE) {
+      msg = check_list(L, -1, k_opts[i].key, k_opts[i].want);
+    } else if (t == LUA_TNUMBER && !lua_isinteger(L, -1)) {
+      int whole;
+      lua_tointegerx(L, -1, &whole); /* a float with an exact integer value, such as 2^31 * 1.0, is fine */
+      if (!whole)
+        msg = lua_pushfstring(L, "%s: expected %s, got %f", k_opts[i].key,
+                              !strcmp(k_opts[i].key, "now") ? "whole Unix seconds" : k_opts[i].want,
+                              lua_tonumber(L, -1));
+    } else if (t == LUA_TUSERDATA) {
+      dt_policy **pp = luaL_testudata(L, -1, POLICY_MT);
+      if (!pp)
+        msg = lua_pushfstring(L, "policy: expected %s, got userdata", k_opts[i].want);
+      else if (!*pp)
+        msg = lua_pushliteral(L, "policy: the dovetail.policy is closed");
+    } else if (!strcmp(k_opts[i].key, "format")) {
+      const char *v = lua_tostring(L, -1);
+      if (strcmp(v, "json") && strcmp(v, "yaml") && strcmp(v, "table"))
+        msg = lua_pushfstring(L, "format: expected %s, got \"%s\"", k_opts[i].want, v);
+    } else if (!strcmp(k_opts[i].key, "packing")) {
+      const char *v = lua_tostring(L, -1);
+      if (strcmp(v, "cost") && strcmp(v, "ffd"))
+        msg = lua_pushfstring(L, "packing: expected %s, got \"%s\"", k_opts[i].want, v);
+    }
+    if (msg) return msg;
+    lua_pop(L, 1);
+  }
+  lua_getfield(L, 1, "catalog");
+  lua_getfield(L, 1, "catalog_text");
+  if (!lua_isnil(L, -1) && !lua_isnil(L, -2))
+    return lua_pushliteral(L, "catalog_text: give catalog or catalog_text, not both");
+  lua_pop(L, 2);
+  return NULL;
+}
+
 /* Push a rendered result: the text itself when a format was asked for,
 ** else the JSON as a table. Non-zero on allocation failure. */
 static int push_result(lua_State *L, const char *fmt, const char *text, size_t len) {
@@ -208,38 +290,37 @@ static int run(lua_State *L, int mode) {
                                      "policy_dir, timings, explain");
     return push_fail(L, msg);
   }
+  if ((bad = check_options(L, mode))) return push_fail(L, bad);
+  /* From here on every option has its type. */
+  double t0 = dt__now_ms();
   dt_plan_opts opts = {0};
   dt_error err = {0};
   lua_getfield(L, 1, "now");
   if (lua_type(L, -1) == LUA_TNUMBER) {
     opts.now = (int64_t)lua_tointeger(L, -1);
   } else if (lua_type(L, -1) == LUA_TSTRING) {
-    if (dt_time_parse(lua_tostring(L, -1), &opts.now, &err)) return push_fail(L, err.msg);
+    if (dt_time_parse(lua_tostring(L, -1), &opts.now, &err)) {
+      lua_pushfstring(L, "now: %s", err.msg);
+      return push_fail(L, lua_tostring(L, -1));
+    }
   }
   lua_pop(L, 1);
   lua_getfield(L, 1, "seed");
-  opts.seed = (uint64_t)luaL_optinteger(L, -1, 0);
+  opts.seed = (uint64_t)lua_tointeger(L, -1);
   lua_pop(L, 1);
   lua_getfield(L, 1, "packing");
-  const char *packing = luaL_optstring(L, -1, "cost");
-  if (!strcmp(packing, "ffd"))
-    opts.packing = DT_PACKING_FFD;
-  else if (strcmp(packing, "cost"))
-    return luaL_error(L, "packing: expected \"cost\" or \"ffd\"");
+  if (lua_isstring(L, -1) && !strcmp(lua_tostring(L, -1), "ffd")) opts.packing = DT_PACKING_FFD;
   lua_pop(L, 1);
   lua_getfield(L, 1, "timings");
   opts.timings = lua_toboolean(L, -1);
   lua_pop(L, 1);
   lua_getfield(L, 1, "format");
-  const char *fmt = luaL_optstring(L, -1, NULL);
-  lua_pop(L, 1);
+  const char *fmt = lua_tostring(L, -1); /* stays on the stack until we return */
   dt_format f = DT_FORMAT_JSON;
   if (fmt && !strcmp(fmt, "yaml"))
     f = DT_FORMAT_YAML;
   else if (fmt && !strcmp(fmt, "table"))
     f = DT_FORMAT_TABLE;
-  else if (fmt && strcmp(fmt, "json"))
-    return luaL_error(L, "format: expected json, yaml or table");
 
   dt_catalog *cat = NULL;
   dt_manifests *m = NULL;
@@ -258,7 +339,7 @@ static int run(lua_State *L, int mode) {
     }
     opts.policy = owned;
   } else if (!lua_isnil(L, -1)) {
-    opts.policy = *check_policy(L, -1);
+    opts.policy = *(dt_policy **)lua_touserdata(L, -1);
   }
   lua_pop(L, 1);
   lua_getfield(L, 1, "catalog");
@@ -290,6 +371,7 @@ static int run(lua_State *L, int mode) {
     dt_policy_dir_apply(pdir, &opts.pool_policies, &opts.pool_policy_names, &opts.npool_policies);
   }
   lua_pop(L, 1);
+  opts.parse_ms = dt__now_ms() - t0; /* catalog, manifests and policies, as the CLI counts it */
   size_t len, len2;
   if (mode == RUN_DISRUPT) {
     dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, 0, NULL,
@@ -332,10 +414,18 @@ static int run(lua_State *L, int mode) {
     snprintf(err.msg, sizeof err.msg, "out of memory");
     goto fail;
   }
-  if (!fmt) {
-    const char *notes = dt_manifests_notes(m);
-    if (*notes) {
-      lua_pushstring(L, notes);
+  if (!fmt) { /* what the CLI prints on standard error: skipped objects, policy_dir's load errors */
+    const char *notes[2] = {dt_manifests_notes(m), pdir ? dt_policy_dir_errors(pdir) : ""};
+    if (*notes[0] || *notes[1]) {
+      lua_newtable(L);
+      lua_Integer n = 0;
+      for (int i = 0; i < 2; i++)
+        for (const char *at = notes[i], *nl; *at; at = *nl ? nl + 1 : nl) {
+          nl = strchr(at, '\n');
+          if (!nl) nl = at + strlen(at);
+          lua_pushlstring(L, at, (size_t)(nl - at));
+          lua_rawseti(L, -2, ++n);
+        }
       lua_setfield(L, -2, "inputNotes");
     }
   }
@@ -398,50 +488,105 @@ static int l_format_quantity(lua_State *L) {
   return 1;
 }
 
-/* Read {key=, operator=, values={...}} into a requirement. */
-static void check_req(lua_State *L, int idx, dt_symtab *t, dt_arena *a, dt_req *out) {
-  luaL_checktype(L, idx, LUA_TTABLE);
-  lua_getfield(L, idx, "operator");
-  const char *op = luaL_checkstring(L, -1);
+/* Read requirement argument idx, {key=, operator=, values={...}}, into
+** out, checked as a NodePool's requirement is. NULL when it is right, else
+** the message naming the field, pushed. */
+static const char *read_req(lua_State *L, int idx, dt_symtab *t, dt_arena *a, dt_req *out, const char **key) {
+  lua_pushnil(L);
+  while (lua_next(L, idx)) {
+    lua_pop(L, 1);
+    const char *k = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+    if (!k || (strcmp(k, "key") && strcmp(k, "operator") && strcmp(k, "values")))
+      return lua_pushfstring(L, "requirement %d: unknown key %s (a requirement takes key, operator and values)", idx,
+                             k ? k : "(a key that is not a string)");
+  }
+  int ty = lua_getfield(L, idx, "key");
+  if (ty != LUA_TNIL && ty != LUA_TSTRING)
+    return lua_pushfstring(L, "requirement %d: key: expected a string, got %s", idx, lua_typename(L, ty));
+  *key = lua_tostring(L, -1); /* stays on the stack until intersect returns */
+  static const char *const ops = "In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte";
   dt_op o;
-  if (dt__op_parse(op, &o)) luaL_error(L, "unknown operator %s", op);
+  ty = lua_getfield(L, idx, "operator");
+  if (ty != LUA_TSTRING)
+    return lua_pushfstring(L, "requirement %d: operator: expected %s, got %s", idx, ops, lua_typename(L, ty));
+  if (dt__op_parse(lua_tostring(L, -1), &o))
+    return lua_pushfstring(L, "requirement %d: operator: expected %s, got \"%s\"", idx, ops, lua_tostring(L, -1));
   lua_pop(L, 1);
-  dt_sym vals[64];
-  uint32_t n = 0;
-  lua_getfield(L, idx, "values");
-  if (lua_istable(L, -1)) {
-    lua_Integer len = luaL_len(L, -1);
-    for (lua_Integer i = 1; i <= len && n < 64; i++) {
-      lua_rawgeti(L, -1, i);
-      vals[n++] = dt__sym(t, luaL_checkstring(L, -1));
-      lua_pop(L, 1);
+  ty = lua_getfield(L, idx, "values");
+  if (ty != LUA_TNIL && ty != LUA_TTABLE)
+    return lua_pushfstring(L, "requirement %d: values: expected a list of strings, got %s", idx, lua_typename(L, ty));
+  size_t n = ty == LUA_TTABLE ? lua_rawlen(L, -1) : 0, count = 0;
+  if (ty == LUA_TTABLE)
+    for (lua_pushnil(L); lua_next(L, -2); count++) lua_pop(L, 1);
+  if (count != n)
+    return lua_pushfstring(L, "requirement %d: values: expected a list of strings, got a table with keys other than 1..%d",
+                           idx, (int)n);
+  if ((o == DT_OP_IN || o == DT_OP_NOTIN) && n == 0)
+    return lua_pushfstring(L, "requirement %d: values: %s needs at least one value", idx, dt__op_name(o));
+  if ((o == DT_OP_EXISTS || o == DT_OP_DOESNOTEXIST) && n != 0)
+    return lua_pushfstring(L, "requirement %d: values: %s takes no values", idx, dt__op_name(o));
+  if (o >= DT_OP_GT && n != 1)
+    return lua_pushfstring(L, "requirement %d: values: %s takes exactly one integer value", idx, dt__op_name(o));
+  dt_sym *vals = dt__malloc((n ? n : 1) * sizeof *vals);
+  if (!vals) return lua_pushliteral(L, "out of memory");
+  for (size_t i = 0; i < n; i++) {
+    ty = lua_rawgeti(L, -1, (lua_Integer)i + 1);
+    const char *v = ty == LUA_TSTRING || ty == LUA_TNUMBER ? lua_tostring(L, -1) : NULL;
+    vals[i] = v ? dt__sym(t, v) : 0;
+    lua_pop(L, 1);
+    if (!v || (o >= DT_OP_GT && (!vals[i] || !t->isnum[vals[i]]))) {
+      dt__free(vals);
+      return v ? lua_pushfstring(L, "requirement %d: values[1]: %s needs an integer, got \"%s\"", idx, dt__op_name(o), v)
+               : lua_pushfstring(L, "requirement %d: values[%d]: expected a string, got %s", idx, (int)i + 1,
+                                 lua_typename(L, ty));
     }
   }
   lua_pop(L, 1);
-  dt__req_make(a, out, dt__sym(t, "key"), o, vals, n, t);
+  dt__req_make(a, out, dt__sym(t, "key"), o, vals, (uint32_t)n, t);
+  dt__free(vals);
+  return NULL;
 }
 
 static int cmp_cstr(const void *x, const void *y) {
   return strcmp(*(const char *const *)x, *(const char *const *)y);
 }
 
-/* dt.intersect(a, b) -> {operator=, values=sorted, gte=, lte=}, compatible */
+/* dt.intersect(a, b) -> {key=, operator=, values=sorted, gte=, lte=}, compatible; or nil, message */
 static int l_intersect(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);
   dt_symtab t = {0};
   dt_arena a = {0};
   dt_req x, y, r;
-  check_req(L, 1, &t, &a, &x);
-  check_req(L, 2, &t, &a, &y);
-  dt__req_intersect(&a, &t, &x, &y, &r);
+  const char *kx, *ky, *msg = read_req(L, 1, &t, &a, &x, &kx);
+  if (!msg) msg = read_req(L, 2, &t, &a, &y, &ky);
+  if (!msg && kx && ky && strcmp(kx, ky))
+    msg = lua_pushfstring(L, "key: the requirements are on different keys (%s, %s)", kx, ky);
+  const char **names = NULL;
+  if (!msg) {
+    dt__req_intersect(&a, &t, &x, &y, &r);
+    names = dt__malloc((r.n ? r.n : 1) * sizeof *names);
+    if (!names || t.oom || a.oom) msg = lua_pushliteral(L, "out of memory");
+  }
+  if (msg) {
+    dt__free(names);
+    dt__symtab_free(&t);
+    dt__arena_free(&a);
+    return push_fail(L, msg);
+  }
   bool compat = dt__req_intersects(&t, &x, &y);
-  lua_createtable(L, 0, 4);
+  lua_createtable(L, 0, 5);
+  if (kx || ky) {
+    lua_pushstring(L, kx ? kx : ky);
+    lua_setfield(L, -2, "key");
+  }
   lua_pushstring(L, dt__op_name(dt__req_operator(&r)));
   lua_setfield(L, -2, "operator");
-  const char *names[128];
-  for (uint32_t i = 0; i < r.n && i < 128; i++) names[i] = dt__sym_str(&t, r.v[i]);
-  qsort(names, r.n < 128 ? r.n : 128, sizeof *names, cmp_cstr);
+  for (uint32_t i = 0; i < r.n; i++) names[i] = dt__sym_str(&t, r.v[i]);
+  qsort(names, r.n, sizeof *names, cmp_cstr);
   lua_createtable(L, (int)r.n, 0);
-  for (uint32_t i = 0; i < r.n && i < 128; i++) {
+  for (uint32_t i = 0; i < r.n; i++) {
     lua_pushstring(L, names[i]);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
@@ -455,6 +600,7 @@ static int l_intersect(lua_State *L) {
     lua_setfield(L, -2, "lte");
   }
   lua_pushboolean(L, compat);
+  dt__free(names);
   dt__symtab_free(&t);
   dt__arena_free(&a);
   return 2;
