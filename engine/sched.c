@@ -34,6 +34,15 @@
 /* ------------------------------------------------------------ helpers */
 
 static int res_index(dt_plan *p, const char *name, dt_error *err) {
+  /* the base resources are the first four of every plan (plan_begin): most
+  ** requests name only them, so they are found without a scan */
+  if (p->nres >= 4) switch (name[0]) {
+    case 'c': if (!strcmp(name, "cpu")) return DT_R_CPU; break;
+    case 'm': if (!strcmp(name, "memory")) return DT_R_MEM; break;
+    case 'p': if (!strcmp(name, "pods")) return DT_R_PODS; break;
+    case 'e': if (!strcmp(name, "ephemeral-storage")) return DT_R_EPH; break;
+    default: break;
+    }
   for (uint32_t i = 0; i < p->nres; i++)
     if (strcmp(p->res_names[i], name) == 0) return (int)i;
   if (p->nres == DT_RES_MAX)
