@@ -135,6 +135,7 @@ typedef struct dt_nodepool {
   dt_budget *budgets;
   uint64_t hash;             /* of the template, requirements and expireAfter aside (drift) */
   int weight;
+  int64_t replicas;      /* spec.replicas: a static NodePool keeps this many NodeClaims; -1 when unset */
   dt_kvs labels;
   dt_mreqs reqs;
   size_t ntaints, nstartup;
