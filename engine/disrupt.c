@@ -1401,6 +1401,7 @@ static int multi_node_once(state *st, bool *made) {
     if (!rc && v->ok) {
       sim_free(&bs);
       bs = s;
+      bs.plan->manifests = &bs.view; /* the plan reads the view it was given, which moved with it */
       *bv = *v;
       best = mid;
       lo = mid + 1;
