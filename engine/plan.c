@@ -242,10 +242,11 @@ static bool offers_at(const rt_type *t, int z, int ct, dt_sym resv, double spot_
 ** plan priced (and its reservation), with the types that offer there; when
 ** that would leave fewer values than a minValues asks, they stay as open as
 ** the claim's requirements allow, the capacity types narrowed to those its
-** types offer, as Karpenter narrows them.
+** types offer, as Karpenter narrows them. launched: the claim as the daemon
+** launches it, on the planned type alone (its minValues met by the plan).
 */
 static int claim_requirements(const dt_plan *p, const rt_claim *k, cJSON *arr, const char *class_key,
-                              const char *class_name) {
+                              const char *class_name, bool launched) {
   const rt_pool *pl = &p->pools[k->pool];
   const rt_off *o = claim_off(p, k);
   ncreqs rs = {0};
@@ -256,8 +257,11 @@ static int claim_requirements(const dt_plan *p, const rt_claim *k, cJSON *arr, c
   size_t ntypes = 0, nzones = 0, ncts = 0;
   if (!pin || !types) rc = DT_ENOMEM;
   for (uint32_t i = 0; !rc && i < k->nfinal; i++)
-    if (offers_at(&p->types[k->final[i]], o->zone, o->ct, o->resv, pl->spot_max)) pin[npin++] = k->final[i];
-  bool pinned = !rc && npin && dt__min_values_ok(p, &k->reqs, pin, npin);
+    if (launched ? (int32_t)k->final[i] == k->type
+                 : offers_at(&p->types[k->final[i]], o->zone, o->ct, o->resv, pl->spot_max))
+      pin[npin++] = k->final[i];
+  if (launched && !npin && pin) pin[npin++] = (uint32_t)k->type;
+  bool pinned = !rc && npin && (launched || dt__min_values_ok(p, &k->reqs, pin, npin));
   if (!rc && pinned) {
     for (uint32_t i = 0; i < npin; i++) types[ntypes++] = p->types[pin[i]].src->name;
     zones[nzones++] = dt__sym_str(&p->syms, p->zones[o->zone]);
@@ -282,9 +286,9 @@ static int claim_requirements(const dt_plan *p, const rt_claim *k, cJSON *arr, c
   const dt_req *rt = dt__reqs_get(&k->reqs, p->k_type), *rz = dt__reqs_get(&k->reqs, p->k_zone),
               *rc_ = dt__reqs_get(&k->reqs, p->k_ct);
   if (!rc)
-    rc = push_req(&rs, DT_L_INSTANCE_TYPE, "In", types, ntypes, rt ? rt->min_values : 0) ||
-         push_req(&rs, DT_L_ZONE, "In", zones, nzones, rz ? rz->min_values : 0) ||
-         push_req(&rs, DT_L_CAPACITY_TYPE, "In", cts, ncts, rc_ ? rc_->min_values : 0);
+    rc = push_req(&rs, DT_L_INSTANCE_TYPE, "In", types, ntypes, rt && !launched ? rt->min_values : 0) ||
+         push_req(&rs, DT_L_ZONE, "In", zones, nzones, rz && !launched ? rz->min_values : 0) ||
+         push_req(&rs, DT_L_CAPACITY_TYPE, "In", cts, ncts, rc_ && !launched ? rc_->min_values : 0);
   if (!rc && pinned && o->resv) {
     resv[0] = dt__sym_str(&p->syms, o->resv);
     rc = push_req(&rs, DT_L_RESERVATION, "In", resv, 1, 0);
@@ -383,7 +387,7 @@ static void fmt_duration(int64_t s, char *out, size_t n) {
   if (s % 60 || !at) snprintf(out + at, n - at, "%llds", (long long)(s % 60));
 }
 
-static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
+static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k, bool launched) {
   const rt_type *t = &p->types[k->type];
   const rt_off *o = claim_off(p, k);
   const dt_nodepool *np = p->pools[k->pool].src;
@@ -451,7 +455,7 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   dt__json_put_str(spec, "expireAfter", dur);
   if (np->termination_grace) dt__json_put_str(spec, "terminationGracePeriod", np->termination_grace);
   cJSON *reqs = dt__json_put(spec, "requirements", cJSON_CreateArray());
-  if (reqs && claim_requirements(p, k, reqs, class_key[0] ? class_key : NULL, class_name)) {
+  if (reqs && claim_requirements(p, k, reqs, class_key[0] ? class_key : NULL, class_name, launched)) {
     cJSON_Delete(d);
     return NULL;
   }
@@ -474,14 +478,14 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   return d;
 }
 
-static int render_yaml(const dt_plan *p, dt_buf *b) {
+static int render_yaml(const dt_plan *p, dt_buf *b, bool launched) {
   dt__init();
   dt__alloc_failed(1);
   cJSON *docs = cJSON_CreateArray();
   if (!docs) return DT_ENOMEM;
   for (size_t i = 0; i < p->claims.n; i++) {
     if (p->claims.v[i]->type < 0) continue;
-    cJSON *d = claim_yaml(p, p->claims.v[i]);
+    cJSON *d = claim_yaml(p, p->claims.v[i], launched);
     if (!d) {
       cJSON_Delete(docs);
       return DT_ENOMEM;
@@ -573,12 +577,18 @@ static void render_table(const dt_plan *p, dt_buf *b) {
 char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len) {
   dt_buf b = {0};
   if (format == DT_FORMAT_YAML) {
-    if (render_yaml(plan, &b)) b.oom = 1;
+    if (render_yaml(plan, &b, false)) b.oom = 1;
   } else if (format == DT_FORMAT_TABLE) {
     render_table(plan, &b);
   } else {
     render_json(plan, &b);
   }
+  return dt__buf_take(&b, len);
+}
+
+char *dt__plan_render_launched(const dt_plan *plan, size_t *len) {
+  dt_buf b = {0};
+  if (render_yaml(plan, &b, true)) b.oom = 1;
   return dt__buf_take(&b, len);
 }
 
