@@ -487,7 +487,7 @@ spec:
       expireAfter: 168h
       terminationGracePeriod: 24h
       taints: [{key: example.com/dedicated, value: payments, effect: NoSchedule}]
-      startupTaints: [{key: example.com/agent-not-ready, effect: NoExecute}]
+      startupTaints: [{key: example.com/booting, effect: NoExecute}]
       requirements:
       - {key: kubernetes.io/arch, operator: In, values: [amd64]}
       - {key: kubernetes.io/os, operator: In, values: [linux]}
@@ -591,7 +591,7 @@ describe("NodeClaims against Karpenter's NodeClaim CRD", function()
       assert.are.equal("24h", c.spec.terminationGracePeriod)
       assert.same({ group = "karpenter.k8s.aws", kind = "EC2NodeClass", name = "default" }, c.spec.nodeClassRef)
       assert.same({ { key = "example.com/dedicated", value = "payments", effect = "NoSchedule" } }, c.spec.taints)
-      assert.same({ { key = "example.com/agent-not-ready", effect = "NoExecute" } }, c.spec.startupTaints)
+      assert.same({ { key = "example.com/booting", effect = "NoExecute" } }, c.spec.startupTaints)
       assert.are.equal("payments", c.metadata.labels.team)
       assert.are.equal("default", c.metadata.labels["karpenter.k8s.aws/ec2nodeclass"])
       assert.are.equal("payments", c.metadata.annotations["example.com/owner"])
