@@ -1807,7 +1807,7 @@ static void round_run(uv_work_t *req) {
   }
   if ((w->rc = dt_plan_run(D.cat, w->m, &w->o, &w->p, &w->err))) return;
   w->ms = dt__now_ms() - t0;
-  char *yaml = dt_plan_render(w->p, DT_FORMAT_YAML, NULL);
+  char *yaml = dt__plan_render_launched(w->p, NULL); /* each claim as it launches: one instance type */
   w->json_text = dt_plan_render(w->p, DT_FORMAT_JSON, &w->json_len);
   dt_error perr = {0};
   if (!yaml || !w->json_text || dt__doc_parse("plan", yaml, strlen(yaml), &w->claims, &perr))

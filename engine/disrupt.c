@@ -13,6 +13,12 @@
 ** Every consolidation decision is a real scheduling simulation: the
 ** candidates' pods become pending and dt_plan_run places them on the other
 ** nodes and at most one new claim, with every scheduling constraint.
+**
+** Static NodePools (spec.replicas) follow Karpenter's static capacity: never
+** consolidated (emptiness or underutilization), drift replaced one for one
+** from the template while the pool is not above its replicas and
+** limits.nodes leaves room, expiry as any node, and a pool above its
+** replicas scaled down first (Overprovisioned), ignoring budgets.
 */
 #include "schedule.h"
 
@@ -34,6 +40,7 @@ typedef struct dnode {
   const char *type, *zone;
   double price;     /* $/h of its offering; reserved at the on-demand price; < 0 unknown */
   bool removed, extra;
+  bool pending;     /* removed by a command that replaces it (still counted by a static pool) */
   bool empty;
   double cost;      /* RescheduleDisruptionCost: 1 + sum of positive pod eviction costs */
   DT_VEC(uint32_t) pods; /* bound pods (indices into st.pods) */
@@ -90,7 +97,10 @@ static void why(state *st, size_t i, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(d->why, sizeof d->why, fmt, ap);
   va_end(ap);
-  if (st->explain && !strcmp(d->n->name, st->o.explain)) dt__json_put(st->explain, NULL, cJSON_CreateString(d->why));
+  if (!st->explain || strcmp(d->n->name, st->o.explain)) return;
+  const cJSON *last = st->explain->child ? st->explain->child->prev : NULL; /* cJSON keeps the tail at child->prev */
+  if (last && cJSON_IsString(last) && !strcmp(last->valuestring, d->why)) return; /* methods repeat themselves */
+  dt__json_put(st->explain, NULL, cJSON_CreateString(d->why));
 }
 
 static void step(state *st, size_t i, const char *fmt, ...) DT_PRINTF(3, 4);
@@ -490,11 +500,13 @@ typedef struct sim {
   bool *moving;        /* per view pod */
   size_t nclaims;
   const rt_claim *claim; /* the single new claim, when nclaims == 1 */
+  dt_nodepool *pools;    /* the view's NodePools: static ones hold what they have, or one more */
   char fail[500];
 } sim;
 
 static void sim_free(sim *s) {
   dt_plan_free(s->plan);
+  dt__free(s->pools);
   dt__free(s->view.nodes.v);
   dt__free(s->view.pods.v);
   dt__free(s->view_node);
@@ -504,8 +516,11 @@ static void sim_free(sim *s) {
 }
 
 /* Re-schedule the pods of the nodes in cands[0..n) onto every other node and
-** new claims. Returns 0 with s->fail set when a pod fits nowhere. */
-static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidation, sim *s) {
+** new claims. Static NodePools plan no claims of their own in the view, but
+** pool spool gets swant (the replacement of a static node the command
+** removes). Returns 0 with s->fail set when a pod fits nowhere. */
+static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidation, int spool, int64_t swant,
+                    sim *s) {
   memset(s, 0, sizeof *s);
   bool *in = dt__calloc(st->nodes.n ? st->nodes.n : 1, 1);
   if (!in) return DT_ENOMEM;
@@ -559,6 +574,22 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
   dt__free(on);
   s->view.nodes.n = s->view.nodes.cap = nn;
   s->view.pods.n = s->view.pods.cap = np;
+  bool any_static = false;
+  for (size_t k = 0; k < st->m->pools.n; k++) any_static |= st->m->pools.v[k].replicas >= 0;
+  if (any_static) {
+    if (!(s->pools = dt__malloc(st->m->pools.n * sizeof *s->pools))) return DT_ENOMEM;
+    memcpy(s->pools, st->m->pools.v, st->m->pools.n * sizeof *s->pools);
+    s->view.pools.v = s->pools;
+    for (size_t k = 0; k < st->m->pools.n; k++) {
+      if (s->pools[k].replicas < 0) continue;
+      int64_t have = 0; /* as the plan counts a static pool's claims */
+      for (size_t i = 0; i < nn; i++) {
+        const char *own = dt__kv_get(s->view.nodes.v[i].labels.v, s->view.nodes.v[i].labels.n, DT_L_NODEPOOL);
+        have += own && !s->view.nodes.v[i].deleting && !strcmp(own, s->pools[k].name);
+      }
+      s->pools[k].replicas = have + ((int)k == spool ? swant : 0);
+    }
+  }
   dt_plan_opts po = {0};
   po.now = st->o.now;
   po.seed = st->o.seed + st->sims;
@@ -994,10 +1025,156 @@ static bool approve_hook(state *st, const uint32_t *cands, size_t n, const char 
 
 /* ------------------------------------------------------------ methods */
 
+static bool is_static(const state *st, int pool) { return pool >= 0 && st->m->pools.v[pool].replicas >= 0; }
+
+static bool disrupted_taint(const dt_node *n) {
+  for (size_t t = 0; t < n->ntaints; t++)
+    if (!strcmp(n->taints[t].key, "karpenter.sh/disrupted")) return true;
+  return false;
+}
+
+/* A static pool's claims as Karpenter's NodePoolState counts them: running
+** (not being deleted and not disrupting), pending disruption (tainted, or
+** removed by a command that replaces them), and all of them (those being
+** deleted count against limits.nodes until they are gone). except is a node
+** left out of running and pending (a command's candidate), or SIZE_MAX. */
+static void static_counts(const state *st, int pool, size_t except, int64_t *running, int64_t *pending,
+                          int64_t *all) {
+  *running = *pending = *all = 0;
+  for (size_t i = 0; i < st->nodes.n; i++) {
+    const dnode *d = &st->nodes.v[i];
+    if (d->pool != pool) continue;
+    ++*all;
+    if (i == except || d->n->deleting || (d->removed && !d->pending)) continue;
+    if (d->removed || disrupted_taint(d->n))
+      ++*pending;
+    else
+      ++*running;
+  }
+}
+
+/* limits.nodes of a pool, -1 when unset. */
+static int64_t node_limit(const dt_nodepool *p) {
+  for (size_t i = 0; i < p->limits.n; i++)
+    if (!strcmp(p->limits.v[i].name, "nodes")) return p->limits.v[i].milli / 1000;
+  return -1;
+}
+
+#define STATIC_WHY                                                                                              \
+  "static NodePool %s (spec.replicas %lld): Karpenter never consolidates a static pool (emptiness or "          \
+  "underutilization); drift and expiry still replace its nodes"
+
+typedef struct scaledown {
+  uint32_t node;
+  int rank;      /* 0 unlaunched claim, 1 empty, 2 pods, 3 pods with do-not-disrupt */
+  double cost;   /* rescheduling cost x lifetime remaining */
+} scaledown;
+
+static int scaledown_cmp(const void *a, const void *b) {
+  const scaledown *x = a, *y = b;
+  if (x->rank != y->rank) return x->rank < y->rank ? -1 : 1;
+  if (x->rank >= 2 && x->cost != y->cost) return x->cost < y->cost ? -1 : 1;
+  return 0;
+}
+
+/*
+** Karpenter's static deprovisioning controller: a static pool with more
+** running claims than replicas deletes the difference, first claims that
+** never launched (no provider ID), then empty nodes (DaemonSet pods only and
+** none with an active do-not-disrupt), then nodes without do-not-disrupt pods
+** before those with, each group by rescheduling cost (the sum of its pods'
+** eviction costs) times the share of its lifetime left; ties by name. The
+** user asked for less capacity, so no disruption budget holds it back; its
+** pods go where the simulation puts them, and pods that fit nowhere do not
+** stop it.
+*/
+static int static_scale_down(state *st) {
+  int rc = 0;
+  for (size_t pi = 0; pi < st->m->pools.n && !rc; pi++) {
+    const dt_nodepool *np = &st->m->pools.v[pi];
+    if (np->replicas < 0) continue;
+    int64_t running, pending, all;
+    static_counts(st, (int)pi, SIZE_MAX, &running, &pending, &all);
+    if (running <= np->replicas) continue;
+    int64_t excess = running - np->replicas;
+    scaledown *c = dt__malloc((st->nodes.n ? st->nodes.n : 1) * sizeof *c);
+    uint32_t *take = dt__malloc((st->nodes.n ? st->nodes.n : 1) * sizeof *take);
+    if (!c || !take) {
+      dt__free(c);
+      dt__free(take);
+      return DT_ENOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < st->nodes.n; i++) {
+      const dnode *d = &st->nodes.v[i];
+      if (d->pool != (int)pi || d->removed || d->n->deleting || disrupted_taint(d->n)) continue;
+      scaledown e = {(uint32_t)i, 2, 0};
+      bool dnd = false, only_daemons = true;
+      double cost = 0;
+      for (size_t k = 0; k < d->pods.n; k++) {
+        const dt_podspec *p = &st->pods[d->pods.v[k]];
+        dnd |= p->dnd || p->dnd_until > st->o.now;
+        only_daemons &= p->daemon;
+        cost += eviction_cost(p);
+      }
+      double life = 1.0;
+      if (np->expire_after > 0 && d->n->created) {
+        life = (double)(np->expire_after - age(st, d->n)) / (double)np->expire_after;
+        life = life < 0 ? 0 : life > 1 ? 1 : life;
+      }
+      if (d->n->claim_name && !d->n->provider_id && !d->n->node_name)
+        e.rank = 0;
+      else if (only_daemons && !dnd)
+        e.rank = 1;
+      else
+        e.rank = dnd ? 3 : 2;
+      e.cost = cost * life;
+      c[n++] = e;
+    }
+    /* ties by name: the candidates are in node order, which a stable pass keeps */
+    for (size_t i = 1; i < n; i++)
+      for (size_t j = i; j > 0; j--) {
+        int o = scaledown_cmp(&c[j - 1], &c[j]);
+        if (o < 0 || (o == 0 && strcmp(st->nodes.v[c[j - 1].node].n->name, st->nodes.v[c[j].node].n->name) <= 0))
+          break;
+        scaledown t = c[j - 1];
+        c[j - 1] = c[j];
+        c[j] = t;
+      }
+    size_t nt = 0;
+    static const char *const how[] = {"a NodeClaim that never launched", "empty", "the cheapest to reschedule",
+                                      "the cheapest to reschedule (do-not-disrupt pods are evicted last)"};
+    for (size_t k = 0; k < n && (int64_t)nt < excess; k++) {
+      take[nt++] = c[k].node;
+      step(st, c[k].node, "static scale-down: NodePool %s runs %lld NodeClaims for spec.replicas %lld; taken as %s",
+           np->name, (long long)running, (long long)np->replicas, how[c[k].rank]);
+    }
+    sim s;
+    rc = simulate(st, take, nt, false, -1, 0, &s);
+    if (!rc) {
+      char detail[700];
+      snprintf(detail, sizeof detail,
+               "static NodePool %s runs %lld NodeClaims for spec.replicas %lld: Karpenter's static deprovisioning "
+               "deletes %zu (claims that never launched, then empty nodes, then the cheapest to reschedule), "
+               "budgets aside%s%s",
+               np->name, (long long)running, (long long)np->replicas, nt, s.fail[0] ? "; " : "", s.fail);
+      rc = apply(st, take, nt, &s, "Overprovisioned", detail, NULL);
+    }
+    sim_free(&s);
+    dt__free(c);
+    dt__free(take);
+  }
+  return rc;
+}
+
 static int emptiness(state *st) {
   candvec cs = {0};
   for (size_t i = 0; i < st->nodes.n; i++) {
     dnode *d = &st->nodes.v[i];
+    if (!d->extra && !d->removed && is_static(st, d->pool)) {
+      if (!d->why[0]) why(st, i, STATIC_WHY, st->m->pools.v[d->pool].name, (long long)st->m->pools.v[d->pool].replicas);
+      continue;
+    }
     if (d->extra || !d->empty || !eligible(st, i, true) || !settled(st, i)) continue;
     cand c = {(uint32_t)i, d->price > 0 ? d->price : 0};
     if (dt__vec_push(&cs, c)) return DT_ENOMEM;
@@ -1057,20 +1234,66 @@ static int replace_each(state *st, bool expiry) {
     if (dt__vec_push(&cs, c)) return DT_ENOMEM;
   }
   if (cs.n) qsort(cs.v, cs.n, sizeof *cs.v, cand_cmp);
+  /* Karpenter's static drift waits while a static pool is above its
+  ** replicas (running and pending disruption): judged once, before this
+  ** method's own commands, as one pass of its loop does. */
+  bool *over = dt__calloc(st->m->pools.n + 1, sizeof *over);
+  if (!over) {
+    dt__free(cs.v);
+    return DT_ENOMEM;
+  }
+  for (size_t pi = 0; pi < st->m->pools.n; pi++) {
+    int64_t r, q, a;
+    if (st->m->pools.v[pi].replicas < 0) continue;
+    static_counts(st, (int)pi, SIZE_MAX, &r, &q, &a);
+    over[pi] = r + q > st->m->pools.v[pi].replicas;
+  }
   int rc = 0;
   for (size_t k = 0; k < cs.n && !rc; k++) {
     uint32_t i = cs.v[k].node;
     int pool = st->nodes.v[i].pool;
+    const dt_nodepool *np = &st->m->pools.v[pool];
+    bool stat = is_static(st, pool);
     if (!expiry && allowed(st, pool, 1) <= 0) {
       why(st, i, "drifted, but budget: NodePool %s allows no more Drifted disruptions now", st->m->pools.v[pool].name);
       continue;
     }
+    /* A static node is replaced from its pool's template (one for one):
+    ** drift within limits.nodes, counting every claim of the pool; expiry
+    ** as the static provisioner refills a pool below its replicas. */
+    int spool = -1;
+    int64_t swant = 0;
+    if (stat) {
+      int64_t r, q, a, limit = node_limit(np);
+      if (!expiry && over[pool]) {
+        why(st, i, "drifted, but static NodePool %s is above spec.replicas %lld: it is scaled down first", np->name,
+            (long long)np->replicas);
+        continue;
+      }
+      static_counts(st, pool, expiry ? i : SIZE_MAX, &r, &q, &a);
+      int64_t room = limit < 0 ? 1 : limit - a;
+      if (!expiry && room <= 0) {
+        why(st, i, "drifted, but static NodePool %s is at limits.nodes %lld: its replacement would pass it", np->name,
+            (long long)limit);
+        continue;
+      }
+      spool = pool;
+      swant = !expiry ? 1 : (r + q < np->replicas && room > 0 && np->replicas - r > 0);
+    }
     sim s;
-    if ((rc = simulate(st, &i, 1, false, &s))) {
+    if ((rc = simulate(st, &i, 1, false, spool, swant, &s))) {
       sim_free(&s);
       break;
     }
-    if (s.fail[0] && !expiry) {
+    if (stat && !expiry) {
+      /* Karpenter's static drift does not simulate the node's pods: they
+      ** are evicted and provisioned for like any pending pod. */
+      char detail[700];
+      snprintf(detail, sizeof detail, "%s; static NodePool %s: replaced from its template%s%s", st->nodes.v[i].drift,
+               np->name, s.fail[0] ? "; " : "", s.fail);
+      rc = apply(st, &i, 1, &s, "Drifted", detail, NULL);
+      st->nodes.v[i].pending = true;
+    } else if (s.fail[0] && !expiry) {
       why(st, i, "drifted, but %s", s.fail);
     } else {
       char detail[500];
@@ -1081,9 +1304,11 @@ static int replace_each(state *st, bool expiry) {
       else
         snprintf(detail, sizeof detail, "%s", st->nodes.v[i].drift);
       rc = apply(st, &i, 1, &s, expiry ? "Expired" : "Drifted", detail, NULL);
+      st->nodes.v[i].pending = !expiry;
     }
     sim_free(&s);
   }
+  dt__free(over);
   dt__free(cs.v);
   return rc;
 }
@@ -1092,7 +1317,12 @@ static int replace_each(state *st, bool expiry) {
 static int consolidation_candidates(state *st, candvec *cs) {
   for (size_t i = 0; i < st->nodes.n; i++) {
     dnode *d = &st->nodes.v[i];
-    if (d->extra || d->removed || !eligible(st, i, true)) continue;
+    if (d->extra || d->removed) continue;
+    if (is_static(st, d->pool)) { /* a reason drift or expiry gave stays: it says more */
+      if (!d->why[0]) why(st, i, STATIC_WHY, st->m->pools.v[d->pool].name, (long long)st->m->pools.v[d->pool].replicas);
+      continue;
+    }
+    if (!eligible(st, i, true)) continue;
     const dt_nodepool *p = &st->m->pools.v[d->pool];
     if (d->empty) continue; /* emptiness's, under the Empty budget */
     if (p->consolidation == DT_CONSOL_WHEN_EMPTY) {
@@ -1122,7 +1352,7 @@ static bool approve(state *st, const uint32_t *c, size_t n, const verdict *v, do
 /* Whether removing cands[0..n) is a valid consolidation; fills v and s. */
 static int try_consolidate(state *st, const uint32_t *cands, size_t n, bool single, sim *s, verdict *v) {
   memset(v, 0, offsetof(verdict, opt));
-  int rc = simulate(st, cands, n, true, s);
+  int rc = simulate(st, cands, n, true, -1, 0, s);
   if (rc) return rc;
   if (s->fail[0]) {
     snprintf(v->reason, sizeof v->reason, "%s", s->fail);
@@ -1274,6 +1504,7 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
   if (st.o.explain) st.explain = cJSON_CreateArray();
   int rc = build(&st);
   if (!rc) rc = budgets(&st);
+  if (!rc) rc = static_scale_down(&st);
   if (!rc) rc = emptiness(&st);
   if (!rc) rc = replace_each(&st, false);
   if (!rc) rc = replace_each(&st, true);

@@ -567,6 +567,7 @@ static const struct {
     {"spec.template.spec", (const char *const[]){"requirements", "taints", "startupTaints", "nodeClassRef",
                                                   "expireAfter", "terminationGracePeriod", "kubelet", NULL}},
     {"spec.disruption", (const char *const[]){"consolidateAfter", "consolidationPolicy", "budgets", "expireAfter", NULL}},
+    {"spec.template.spec.nodeClassRef", (const char *const[]){"group", "kind", "name", "apiVersion", NULL}},
 };
 
 static size_t edit_distance(const char *a, const char *b) {
@@ -631,6 +632,54 @@ static const char *restricted_label(const char *key) {
   return NULL;
 }
 
+/* A qualified name as Karpenter's CRDs write its pattern for label keys and
+** taints: an optional DNS-subdomain prefix and '/', then a name that starts
+** and ends with a letter or digit and holds only those, '-', '_' and '.'. */
+static bool qualified_name(const char *s) {
+  const char *slash = strchr(s, '/'), *name = s;
+  if (slash) {
+    if (slash == s || strchr(slash + 1, '/')) return false;
+    for (const char *lab = s; lab < slash;) { /* dot-separated lowercase labels */
+      const char *e = lab;
+      while (e < slash && *e != '.') e++;
+      if (e == lab) return false;
+      for (const char *c = lab; c < e; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || (*c == '-' && c != lab && c + 1 != e)))
+          return false;
+      lab = e < slash ? e + 1 : e;
+      if (e < slash && lab == slash) return false; /* a trailing dot */
+    }
+    name = slash + 1;
+  }
+  size_t n = strlen(name);
+  if (!n) return false;
+  for (size_t i = 0; i < n; i++) {
+    char c = name[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && ((i == 0 || i == n - 1) || (c != '-' && c != '_' && c != '.'))) return false;
+  }
+  return true;
+}
+
+/* A label value: empty, or at most 63 characters that start and end with a
+** letter or digit and hold only those, '-', '_' and '.'. */
+static bool label_value(const char *s) {
+  size_t n = strlen(s);
+  return n == 0 || (n <= 63 && !strchr(s, '/') && qualified_name(s));
+}
+
+/* Karpenter's duration pattern without Never: ^([0-9]+(s|m|h))+$. */
+static bool whole_duration(const char *s) {
+  if (!*s) return false;
+  while (*s) {
+    if (*s < '0' || *s > '9') return false;
+    while (*s >= '0' && *s <= '9') s++;
+    if (*s != 's' && *s != 'm' && *s != 'h') return false;
+    s++;
+  }
+  return true;
+}
+
 static int nodepool_validate(mctx *x, const cJSON *o) {
   for (size_t i = 0; i < sizeof k_nodepool_fields / sizeof k_nodepool_fields[0]; i++) {
     const cJSON *at = o;
@@ -648,6 +697,11 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
     char f[400];
     snprintf(f, sizeof f, "spec.template.metadata.labels.%s", c->string);
     if (why) return bad(x, f, "label %s %s", c->string, why);
+    if (strlen(c->string) > 316 || !qualified_name(c->string))
+      return bad(x, f, "not a valid label key (an optional DNS prefix and '/', then letters, digits, '-', '_' and '.')");
+    if (cJSON_IsString(c) && !label_value(c->valuestring))
+      return bad(x, f, "\"%.100s\" is not a valid label value (at most 63 letters, digits, '-', '_' and '.', "
+                       "starting and ending with a letter or digit)", c->valuestring);
   }
   size_t i = 0;
   cJSON_ArrayForEach(c, get(get(get(get(o, "spec"), "template"), "spec"), "requirements")) {
@@ -655,6 +709,9 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
     char f[300];
     snprintf(f, sizeof f, "spec.template.spec.requirements[%zu].key", i++);
     if (why) return bad(x, f, "label %s %s", key, why);
+    if (key && (strlen(key) > 316 || !qualified_name(key)))
+      return bad(x, f, "\"%.100s\" is not a valid label key (an optional DNS prefix and '/', then letters, digits, "
+                       "'-', '_' and '.')", key);
     const cJSON *r, *fields = cJSON_IsObject(c) ? c : NULL; /* a requirement that is not a mapping is refused later */
     cJSON_ArrayForEach(r, fields) {
       static const char *const rk[] = {"key", "operator", "values", "minValues", NULL};
@@ -664,6 +721,50 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
       if (!ok) return bad(x, f, "unknown field (a requirement has key, operator, values and minValues)");
     }
   }
+  return 0;
+}
+
+/* spec.template.spec.nodeClassRef: v1 names group, kind and name (each a
+** non-empty string, the group without '/'); a v1beta1 reference (apiVersion,
+** kind, name) is converted as Karpenter's conversion webhook did, the group
+** from apiVersion and, where left out, the AWS provider's default node class
+** (karpenter.k8s.aws, EC2NodeClass). */
+static int nodeclass_ref(mctx *x, const cJSON *ref, bool v1beta1, dt_nodepool *p) {
+  if (!ref || cJSON_IsNull(ref)) return 0;
+  const char *field = "spec.template.spec.nodeClassRef";
+  if (!cJSON_IsObject(ref)) return bad(x, field, "expected a mapping with group, kind and name");
+  char f[300];
+  const char *group = get_str(ref, "group"), *kind = get_str(ref, "kind"), *name = get_str(ref, "name");
+  const char *api = get_str(ref, "apiVersion");
+  char gbuf[256];
+  if (v1beta1) {
+    if (get(ref, "group")) return bad(x, "spec.template.spec.nodeClassRef.group", "v1beta1 names apiVersion, not group");
+    if (api) snprintf(gbuf, sizeof gbuf, "%.*s", (int)strcspn(api, "/"), api);
+    group = api ? gbuf : "karpenter.k8s.aws";
+    if (!get(ref, "kind")) kind = "EC2NodeClass";
+  } else if (get(ref, "apiVersion")) {
+    return bad(x, "spec.template.spec.nodeClassRef.apiVersion", "unknown field in karpenter.sh/v1 (did you mean group?)");
+  }
+  static const char *const keys[] = {"group", "kind", "name"};
+  const char *vals[] = {group, kind, name};
+  for (int i = 0; i < 3; i++) {
+    snprintf(f, sizeof f, "%s.%s", field, keys[i]);
+    const cJSON *v = get(ref, keys[i]);
+    if (!vals[i] || !*vals[i] || (v && !cJSON_IsString(v)))
+      return bad(x, f, "%s a non-empty string (Karpenter's NodeClaims require group, kind and name)",
+                 v ? "expected" : "missing: expected");
+  }
+  if (strchr(group, '/')) {
+    snprintf(f, sizeof f, "%s.group", field);
+    return bad(x, f, "\"%s\" is an API group without a version: no '/'", group);
+  }
+  cJSON *c = cJSON_CreateObject();
+  if (!c || !dt__json_put(c, "group", cJSON_CreateString(group)) || !dt__json_put(c, "kind", cJSON_CreateString(kind)) ||
+      !dt__json_put(c, "name", cJSON_CreateString(name))) {
+    cJSON_Delete(c);
+    return oom(x);
+  }
+  p->node_class_ref = c;
   return 0;
 }
 
@@ -692,6 +793,23 @@ static int nodepool(mctx *x, const cJSON *o) {
     }
     p.weight = (int)w->valuedouble;
   }
+  /* spec.replicas makes the pool static (Karpenter's static capacity): it
+  ** keeps that many NodeClaims whatever the pods, takes no weight, and of
+  ** the limits only nodes (its CRD's rules). */
+  p.replicas = -1;
+  const cJSON *rep = get(spec, "replicas");
+  if (rep && !cJSON_IsNull(rep)) {
+    if (!cJSON_IsNumber(rep) || rep->valuedouble < 0 || rep->valuedouble > MAX_REPLICAS ||
+        rep->valuedouble != floor(rep->valuedouble)) {
+      bad(x, "spec.replicas", "expected a whole number of nodes from 0 to %lld", (long long)MAX_REPLICAS);
+      goto fail;
+    }
+    p.replicas = (int64_t)rep->valuedouble;
+    if (w && !cJSON_IsNull(w)) {
+      bad(x, "spec.weight", "a static NodePool (spec.replicas set) takes no weight: pods never choose it by priority");
+      goto fail;
+    }
+  }
   if (parse_kvs(x, get(get(tmpl, "metadata"), "labels"), "spec.template.metadata.labels", &p.labels) ||
       parse_mreqs(x, get(tspec, "requirements"), "spec.template.spec.requirements", &p.reqs, true) ||
       parse_taints(x, get(tspec, "taints"), "spec.template.spec.taints", &p.taints, &p.ntaints) ||
@@ -699,6 +817,26 @@ static int nodepool(mctx *x, const cJSON *o) {
                    &p.nstartup) ||
       parse_rlist(x, get(spec, "limits"), "spec.limits", &p.limits, false))
     goto fail;
+  for (size_t i = 0; p.replicas >= 0 && i < p.limits.n; i++)
+    if (strcmp(p.limits.v[i].name, "nodes")) {
+      char f[300];
+      snprintf(f, sizeof f, "spec.limits.%s", p.limits.v[i].name);
+      bad(x, f, "a static NodePool (spec.replicas set) takes only limits.nodes");
+      goto fail;
+    }
+  for (size_t i = 0; i < p.ntaints + p.nstartup; i++) {
+    const dt_taint *t = i < p.ntaints ? &p.taints[i] : &p.startup[i - p.ntaints];
+    const char *list = i < p.ntaints ? "taints" : "startupTaints";
+    size_t k = i < p.ntaints ? i : i - p.ntaints;
+    char f[300];
+    snprintf(f, sizeof f, "spec.template.spec.%s[%zu].%s", list, k, qualified_name(t->key) ? "value" : "key");
+    if (!qualified_name(t->key) || (t->value[0] && !qualified_name(t->value))) {
+      bad(x, f, "\"%.100s\" is not a valid taint %s (an optional DNS prefix and '/', then letters, digits, '-', '_' "
+                "and '.', starting and ending with a letter or digit)",
+          qualified_name(t->key) ? t->value : t->key, qualified_name(t->key) ? "value" : "key");
+      goto fail;
+    }
+  }
   p.spot_max = -1;
   const cJSON *mp = get(get(get(o, "metadata"), "annotations"), "dovetail.dev/spot-max-price");
   if (mp && !cJSON_IsNull(mp)) {
@@ -748,14 +886,16 @@ static int nodepool(mctx *x, const cJSON *o) {
     }
   }
   if (nodepool_disruption(x, spec, &p, v1beta1)) goto fail;
-  const cJSON *ref = get(tspec, "nodeClassRef");
-  if (ref && !(p.node_class_ref = cJSON_Duplicate(ref, true))) {
-    rc = oom(x);
-    goto fail;
-  }
+  if (nodeclass_ref(x, get(tspec, "nodeClassRef"), v1beta1, &p)) goto fail;
   /* What the NodeClaims it makes carry: its uid (ownerReferences), the
   ** template's annotations and terminationGracePeriod. */
+  const cJSON *tg = get(tspec, "terminationGracePeriod");
   const char *uid = get_str(get(o, "metadata"), "uid"), *tgp = get_str(tspec, "terminationGracePeriod");
+  if (tg && !cJSON_IsNull(tg) && (!tgp || !whole_duration(tgp))) {
+    bad(x, "spec.template.spec.terminationGracePeriod", "expected a duration in hours, minutes and seconds such as 24h, "
+        "1h30m or 90s (Karpenter's pattern: no Never, no units below a second)");
+    goto fail;
+  }
   if ((uid && !(p.uid = dt__strdup(uid))) || (tgp && !(p.termination_grace = dt__strdup(tgp)))) {
     rc = oom(x);
     goto fail;

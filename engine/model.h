@@ -157,6 +157,7 @@ typedef struct dt_nodepool {
   dt_budget *budgets;
   uint64_t hash;             /* of the template, requirements and expireAfter aside (drift) */
   int weight;
+  int64_t replicas;      /* spec.replicas: a static NodePool keeps this many NodeClaims; -1 when unset */
   dt_kvs labels;
   dt_mreqs reqs;
   size_t ntaints, nstartup;
@@ -184,6 +185,11 @@ const char *dt__kv_get(const dt_kv *kv, size_t n, const char *key);
 /* A requirement or a selector (every requirement) over labels; Gt/Lt compare integers. */
 bool dt__mreq_match(const dt_mreq *q, const dt_kv *kv, size_t n);
 bool dt__selector_match(const dt_selector *s, const dt_kv *kv, size_t n);
+
+/* A plan's NodeClaims as YAML for the daemon, which launches each on the
+** offering planned: the instance-type requirement names that type alone
+** (dt_plan_render's lists every type the claim may launch). */
+char *dt__plan_render_launched(const dt_plan *plan, size_t *len);
 
 /* NodeClaims that a Node in the same input stands for (its status.nodeName
 ** is the Node's name, or their provider IDs agree): out[i] is that Node's

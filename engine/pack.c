@@ -1076,7 +1076,7 @@ int dt__pack_improve(dt_plan *p) {
   for (size_t i = 0; i < nclaims; i++) {
     const rt_claim *k = p->claims.v[i];
     const rt_pool *pl = &p->pools[k->pool];
-    bool ok = !pl->has_reserved && k->pods.n > 0;
+    bool ok = !pl->has_reserved && k->pods.n > 0 && !k->fixed; /* a static pool's claims stay as planned */
     for (size_t j = 0; j < k->pods.n && ok; j++) ok = simple_pod(p, k->pods.v[j]);
     eligible[i] = ok;
   }

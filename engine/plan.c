@@ -7,6 +7,7 @@
 
 #include "../lua/policy.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 
@@ -153,15 +154,211 @@ static cJSON *add_obj(cJSON *parent, const char *key) {
   return dt__json_put(parent, key, cJSON_CreateObject());
 }
 
-static void add_req(cJSON *arr, const char *key, const char *val) {
-  cJSON *r = cJSON_CreateObject();
-  if (!r) return;
-  cJSON_AddItemToArray(arr, r);
-  dt__json_put_str(r, "key", key);
-  dt__json_put_str(r, "operator", "In");
-  cJSON *v = dt__json_put(r, "values", cJSON_CreateArray());
-  cJSON *s = cJSON_CreateString(val);
-  if (!v || !s || !cJSON_AddItemToArray(v, s)) cJSON_Delete(s);
+/* ------------------------------------------------- NodeClaim requirements */
+
+/* One requirement of a NodeClaim, before it is written: the key, the
+** operator, the values (sorted by name) and minValues. */
+typedef struct ncreq {
+  const char *key, *op;
+  size_t n;
+  const char **vals;
+  int32_t min_values;
+  char num[32]; /* the one value of Gt and Lt */
+} ncreq;
+
+typedef DT_VEC(ncreq) ncreqs;
+typedef DT_VEC(const char **) strsvec;
+
+static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+static int cmp_ncreq(const void *a, const void *b) {
+  const ncreq *x = a, *y = b;
+  int c = strcmp(x->key, y->key);
+  return c ? c : strcmp(x->op, y->op);
+}
+
+static int push_req(ncreqs *out, const char *key, const char *op, const char **vals, size_t n, int32_t mv) {
+  ncreq r = {key, op, n, vals, mv, ""};
+  if (n > 1) qsort(vals, n, sizeof *vals, cmp_cstr);
+  return dt__vec_push(out, r);
+}
+
+/* Values of r by name, in a fresh array (freed by the caller). */
+static const char **req_values(const dt_plan *p, const dt_req *r) {
+  const char **v = dt__malloc((r->n ? r->n : 1) * sizeof *v);
+  for (uint32_t i = 0; v && i < r->n; i++) v[i] = dt__sym_str(&p->syms, r->v[i]);
+  return v;
+}
+
+/* A requirement as Karpenter writes it (NodeSelectorRequirement): In or
+** NotIn with their values, Exists, DoesNotExist, and bounds as Gt and Lt
+** (Gte and Lte only where Gt and Lt cannot say it, as older CRDs know no
+** more), each with the key's minValues. */
+static int push_dt_req(const dt_plan *p, ncreqs *out, const dt_req *r, strsvec *owned) {
+  const char *key = dt__sym_str(&p->syms, r->key);
+  int32_t mv = r->min_values;
+  if (r->has_gte || r->has_lte) {
+    if (r->has_gte) {
+      ncreq q = {key, r->gte > 0 ? "Gt" : "Gte", 0, NULL, mv, ""};
+      snprintf(q.num, sizeof q.num, "%lld", (long long)(r->gte > 0 ? r->gte - 1 : r->gte));
+      if (dt__vec_push(out, q)) return DT_ENOMEM;
+    }
+    if (r->has_lte) {
+      ncreq q = {key, r->lte >= -1 && r->lte < INT64_MAX ? "Lt" : "Lte", 0, NULL, mv, ""};
+      snprintf(q.num, sizeof q.num, "%lld", (long long)(r->lte >= -1 && r->lte < INT64_MAX ? r->lte + 1 : r->lte));
+      if (dt__vec_push(out, q)) return DT_ENOMEM;
+    }
+    if (!r->n) return 0;
+  }
+  dt_op op = dt__req_operator(r);
+  const char **v = NULL;
+  if (r->n) {
+    if (!(v = req_values(p, r)) || dt__vec_push(owned, v)) {
+      dt__free(v);
+      return DT_ENOMEM;
+    }
+  }
+  return push_req(out, key, dt__op_name(op), v, r->n, mv);
+}
+
+/* Whether type t offers in zone z and capacity type ct (and reservation
+** resv when reserved), availability aside: the claim's own offering may be
+** the unit it used up. */
+static bool offers_at(const rt_type *t, int z, int ct, dt_sym resv, double spot_max) {
+  for (uint32_t o = 0; o < t->noff; o++) {
+    const rt_off *of = &t->off[o];
+    if ((z < 0 || of->zone == z) && of->ct == ct && (ct != DT_CT_RESERVED || !resv || of->resv == resv) &&
+        dt__spot_ok(of, spot_max))
+      return true;
+  }
+  return false;
+}
+
+/*
+** spec.requirements of a NodeClaim, as Karpenter builds them: the NodePool's
+** requirements (with minValues) narrowed by its pods', the template's labels
+** as In, the node class label, and the instance types the claim may launch
+** (at most 600). The capacity type and zone are pinned to the offering the
+** plan priced (and its reservation), with the types that offer there; when
+** that would leave fewer values than a minValues asks, they stay as open as
+** the claim's requirements allow, the capacity types narrowed to those its
+** types offer, as Karpenter narrows them. launched: the claim as the daemon
+** launches it, on the planned type alone (its minValues met by the plan).
+*/
+static int claim_requirements(const dt_plan *p, const rt_claim *k, cJSON *arr, const char *class_key,
+                              const char *class_name, bool launched) {
+  const rt_pool *pl = &p->pools[k->pool];
+  const rt_off *o = claim_off(p, k);
+  ncreqs rs = {0};
+  strsvec owned = {0};
+  int rc = 0;
+  uint32_t *pin = dt__malloc((k->nfinal ? k->nfinal : 1) * sizeof *pin), npin = 0;
+  const char **types = dt__malloc((k->nfinal + 1) * sizeof *types), *zones[64], *cts[DT_CT_N], *resv[1];
+  size_t ntypes = 0, nzones = 0, ncts = 0;
+  if (!pin || !types) rc = DT_ENOMEM;
+  for (uint32_t i = 0; !rc && i < k->nfinal; i++)
+    if (launched ? (int32_t)k->final[i] == k->type
+                 : offers_at(&p->types[k->final[i]], o->zone, o->ct, o->resv, pl->spot_max))
+      pin[npin++] = k->final[i];
+  if (launched && !npin && pin) pin[npin++] = (uint32_t)k->type;
+  bool pinned = !rc && npin && (launched || dt__min_values_ok(p, &k->reqs, pin, npin));
+  if (!rc && pinned) {
+    for (uint32_t i = 0; i < npin; i++) types[ntypes++] = p->types[pin[i]].src->name;
+    zones[nzones++] = dt__sym_str(&p->syms, p->zones[o->zone]);
+    cts[ncts++] = dt__ct_names[o->ct];
+  } else if (!rc) {
+    for (uint32_t i = 0; i < k->nfinal; i++) types[ntypes++] = p->types[k->final[i]].src->name;
+    for (uint32_t z = 0; z < p->nzones; z++) {
+      bool any = false;
+      for (int ct = 0; ct < DT_CT_N && !any && (k->zopen >> z & 1); ct++)
+        for (uint32_t i = 0; i < k->nfinal && !any && (k->copen >> ct & 1); i++)
+          any = offers_at(&p->types[k->final[i]], (int)z, ct, 0, pl->spot_max);
+      if (any) zones[nzones++] = dt__sym_str(&p->syms, p->zones[z]);
+    }
+    for (int ct = 0; ct < DT_CT_N; ct++) {
+      bool any = false;
+      for (uint32_t i = 0; i < k->nfinal && !any && (k->copen >> ct & 1); i++)
+        for (uint32_t z = 0; z < p->nzones && !any; z++)
+          any = (k->zopen >> z & 1) && offers_at(&p->types[k->final[i]], (int)z, ct, 0, pl->spot_max);
+      if (any) cts[ncts++] = dt__ct_names[ct];
+    }
+  }
+  const dt_req *rt = dt__reqs_get(&k->reqs, p->k_type), *rz = dt__reqs_get(&k->reqs, p->k_zone),
+              *rc_ = dt__reqs_get(&k->reqs, p->k_ct);
+  if (!rc)
+    rc = push_req(&rs, DT_L_INSTANCE_TYPE, "In", types, ntypes, rt && !launched ? rt->min_values : 0) ||
+         push_req(&rs, DT_L_ZONE, "In", zones, nzones, rz && !launched ? rz->min_values : 0) ||
+         push_req(&rs, DT_L_CAPACITY_TYPE, "In", cts, ncts, rc_ && !launched ? rc_->min_values : 0);
+  if (!rc && pinned && o->resv) {
+    resv[0] = dt__sym_str(&p->syms, o->resv);
+    rc = push_req(&rs, DT_L_RESERVATION, "In", resv, 1, 0);
+  }
+  bool has_class = false;
+  for (uint32_t i = 0; !rc && i < k->reqs.n; i++) {
+    const dt_req *r = &k->reqs.r[i];
+    /* the hostname is a placeholder of the plan's (Karpenter drops it too) */
+    if (r->key == p->k_type || r->key == p->k_zone || r->key == p->k_ct || r->key == p->k_hostname ||
+        (r->key == p->k_resv && pinned && o->resv))
+      continue;
+    has_class |= class_key && !strcmp(dt__sym_str(&p->syms, r->key), class_key);
+    rc = push_dt_req(p, &rs, r, &owned);
+  }
+  if (!rc && class_key && !has_class) rc = push_req(&rs, class_key, "In", &class_name, 1, 0);
+  if (!rc && rs.n) qsort(rs.v, rs.n, sizeof *rs.v, cmp_ncreq);
+  for (size_t i = 0; !rc && i < rs.n; i++) {
+    const ncreq *q = &rs.v[i];
+    cJSON *r = dt__json_put(arr, NULL, cJSON_CreateObject());
+    dt__json_put_str(r, "key", q->key);
+    dt__json_put_str(r, "operator", q->op);
+    if (q->num[0] || q->n) {
+      cJSON *v = dt__json_put(r, "values", cJSON_CreateArray());
+      if (q->num[0]) dt__json_put(v, NULL, cJSON_CreateString(q->num));
+      for (size_t j = 0; j < q->n; j++) dt__json_put(v, NULL, cJSON_CreateString(q->vals[j]));
+    }
+    if (q->min_values > 0) dt__json_put_num(r, "minValues", q->min_values);
+  }
+  for (size_t i = 0; i < owned.n; i++) dt__free(owned.v[i]);
+  dt__free(owned.v);
+  dt__free(rs.v);
+  dt__free(pin);
+  dt__free(types);
+  return rc ? DT_ENOMEM : 0;
+}
+
+/*
+** Labels Karpenter gives a NodeClaim for its requirements on labels no
+** instance type defines (resolveCustomLabelsFromRequirements): In takes a
+** value (the first by name, where Karpenter takes any), NotIn and Exists the
+** smallest integer they allow (where Karpenter draws one at random), so a
+** pod that required the label finds it on the node.
+*/
+static void custom_labels(const dt_plan *p, const rt_claim *k, cJSON *labels) {
+  for (uint32_t i = 0; i < k->reqs.n; i++) {
+    const dt_req *r = &k->reqs.r[i];
+    if (r->key == p->k_zone || r->key == p->k_ct || r->key == p->k_type || r->key == p->k_pool ||
+        r->key == p->k_hostname || r->key == p->k_resv || r->key == p->k_arch || r->key == p->k_os ||
+        r->key == p->k_region || r->key == p->k_interruptible || dt__slot_of(p, r->key) >= 0)
+      continue;
+    const char *key = dt__sym_str(&p->syms, r->key);
+    if (cJSON_GetObjectItemCaseSensitive(labels, key)) continue;
+    dt_op op = dt__req_operator(r);
+    if (op == DT_OP_IN) {
+      const char *best = NULL;
+      for (uint32_t j = 0; j < r->n; j++)
+        if (!best || strcmp(dt__sym_str(&p->syms, r->v[j]), best) < 0) best = dt__sym_str(&p->syms, r->v[j]);
+      if (best) dt__json_put_str(labels, key, best);
+    } else if (op == DT_OP_NOTIN || op == DT_OP_EXISTS) {
+      int64_t v = r->has_gte && r->gte > 0 ? r->gte : 0;
+      for (bool taken = true; taken && (!r->has_lte || v <= r->lte);) {
+        char num[32];
+        snprintf(num, sizeof num, "%lld", (long long)v);
+        dt_sym s = dt__sym_find(&p->syms, num);
+        taken = s && !dt__req_has(&p->syms, r, s);
+        if (!taken) dt__json_put_str(labels, key, num);
+        else v++;
+      }
+    }
+  }
 }
 
 static void add_taints(cJSON *spec, const char *key, const dt_taint *t, size_t n) {
@@ -190,7 +387,7 @@ static void fmt_duration(int64_t s, char *out, size_t n) {
   if (s % 60 || !at) snprintf(out + at, n - at, "%llds", (long long)(s % 60));
 }
 
-static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
+static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k, bool launched) {
   const rt_type *t = &p->types[k->type];
   const rt_off *o = claim_off(p, k);
   const dt_nodepool *np = p->pools[k->pool].src;
@@ -204,6 +401,21 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   cJSON *labels = add_obj(md, "labels");
   for (size_t i = 0; i < np->labels.n; i++) dt__json_put_str(labels, np->labels.v[i].key, np->labels.v[i].val);
   dt__json_put_str(labels, DT_L_NODEPOOL, np->name);
+  /* the node class label Karpenter adds: <group>/<kind in lower case> */
+  char class_key[300] = "";
+  const char *class_name = NULL;
+  const cJSON *ref = np->node_class_ref;
+  const char *cg = ref ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref, "group")) : NULL,
+             *ck = ref ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref, "kind")) : NULL;
+  class_name = ref ? cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref, "name")) : NULL;
+  if (cg && ck && class_name) {
+    size_t at = (size_t)snprintf(class_key, sizeof class_key, "%s/", cg);
+    for (const char *c = ck; *c && at + 1 < sizeof class_key; c++)
+      class_key[at++] = (char)(*c >= 'A' && *c <= 'Z' ? *c - 'A' + 'a' : *c);
+    class_key[at] = 0;
+    if (!cJSON_GetObjectItemCaseSensitive(labels, class_key)) dt__json_put_str(labels, class_key, class_name);
+  }
+  custom_labels(p, k, labels);
   for (size_t i = 0; i < t->src->labels.n; i++)
     if (!cJSON_GetObjectItemCaseSensitive(labels, t->src->labels.v[i].key))
       dt__json_put_str(labels, t->src->labels.v[i].key, t->src->labels.v[i].val);
@@ -233,6 +445,9 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   dt__free(pods.p);
   dt__fmt_price(tmp, sizeof tmp, o->price);
   dt__json_put_str(ann, "dovetail.dev/price", tmp);
+  /* the template hash dovetail disrupt tells drift by */
+  snprintf(tmp, sizeof tmp, "%016llx", (unsigned long long)np->hash);
+  dt__json_put_str(ann, "dovetail.dev/nodepool-hash", tmp);
   cJSON *spec = add_obj(d, "spec");
   if (np->node_class_ref) dt__json_put(spec, "nodeClassRef", cJSON_Duplicate(np->node_class_ref, true));
   char dur[40];
@@ -240,12 +455,9 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   dt__json_put_str(spec, "expireAfter", dur);
   if (np->termination_grace) dt__json_put_str(spec, "terminationGracePeriod", np->termination_grace);
   cJSON *reqs = dt__json_put(spec, "requirements", cJSON_CreateArray());
-  if (reqs) {
-    add_req(reqs, DT_L_NODEPOOL, np->name);
-    add_req(reqs, DT_L_INSTANCE_TYPE, t->src->name);
-    add_req(reqs, DT_L_ZONE, zone);
-    add_req(reqs, DT_L_CAPACITY_TYPE, dt__ct_names[o->ct]);
-    if (o->resv) add_req(reqs, DT_L_RESERVATION, dt__sym_str(&p->syms, o->resv));
+  if (reqs && claim_requirements(p, k, reqs, class_key[0] ? class_key : NULL, class_name, launched)) {
+    cJSON_Delete(d);
+    return NULL;
   }
   cJSON *res = add_obj(add_obj(spec, "resources"), "requests");
   for (uint32_t r = 0; r < p->nres && res; r++) {
@@ -266,14 +478,14 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k) {
   return d;
 }
 
-static int render_yaml(const dt_plan *p, dt_buf *b) {
+static int render_yaml(const dt_plan *p, dt_buf *b, bool launched) {
   dt__init();
   dt__alloc_failed(1);
   cJSON *docs = cJSON_CreateArray();
   if (!docs) return DT_ENOMEM;
   for (size_t i = 0; i < p->claims.n; i++) {
     if (p->claims.v[i]->type < 0) continue;
-    cJSON *d = claim_yaml(p, p->claims.v[i]);
+    cJSON *d = claim_yaml(p, p->claims.v[i], launched);
     if (!d) {
       cJSON_Delete(docs);
       return DT_ENOMEM;
@@ -282,6 +494,15 @@ static int render_yaml(const dt_plan *p, dt_buf *b) {
   }
   int rc = dt__alloc_failed(1) ? DT_ENOMEM : 0;
   if (!rc && docs->child) rc = dt__yaml_emit(docs, b);
+  /* A NodeClaim needs a nodeClassRef (Karpenter's CRD requires it); say so
+  ** of the pools that have none rather than print claims that will not apply. */
+  for (uint32_t pi = 0; pi < p->npools; pi++) {
+    bool used = false;
+    for (size_t i = 0; i < p->claims.n && !used; i++) used = p->claims.v[i]->type >= 0 && p->claims.v[i]->pool == pi;
+    if (used && !p->pools[pi].src->node_class_ref)
+      dt__buf_printf(b, "# NodePool %s has no spec.template.spec.nodeClassRef: Karpenter's NodeClaim schema requires "
+                        "one, so its NodeClaims above do not apply as they are\n", p->pools[pi].src->name);
+  }
   /* Pods that fit nowhere are reported as comments, so nothing is lost. */
   for (size_t i = 0; i < p->unsched.n; i++) {
     char tmp[700];
@@ -356,12 +577,18 @@ static void render_table(const dt_plan *p, dt_buf *b) {
 char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len) {
   dt_buf b = {0};
   if (format == DT_FORMAT_YAML) {
-    if (render_yaml(plan, &b)) b.oom = 1;
+    if (render_yaml(plan, &b, false)) b.oom = 1;
   } else if (format == DT_FORMAT_TABLE) {
     render_table(plan, &b);
   } else {
     render_json(plan, &b);
   }
+  return dt__buf_take(&b, len);
+}
+
+char *dt__plan_render_launched(const dt_plan *plan, size_t *len) {
+  dt_buf b = {0};
+  if (render_yaml(plan, &b, true)) b.oom = 1;
   return dt__buf_take(&b, len);
 }
 

@@ -147,6 +147,8 @@ static int16_t slot_of(const dt_plan *p, dt_sym key) {
   return key < p->nkeyslot ? p->keyslot[key] : -1;
 }
 
+int16_t dt__slot_of(const dt_plan *p, dt_sym key) { return slot_of(p, key); }
+
 /* Allowed zones and capacity types of a requirement set. */
 static void masks(const dt_plan *p, const dt_reqs *r, uint64_t *zmask, uint8_t *ctmask) {
   const dt_req *z = dt__reqs_get(r, p->k_zone), *c = dt__reqs_get(r, p->k_ct);
@@ -166,13 +168,18 @@ static bool off_ok(const rt_off *o, uint64_t zmask, uint8_t ctmask, double spot_
 
 /* Whether instance type t satisfies the requirements' label constraints and
 ** has an available offering within the masks. */
-bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
-                 double spot_max) {
+bool dt__type_labels_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r) {
   for (uint32_t i = 0; i < r->n; i++) {
     int16_t s = slot_of(p, r->r[i].key);
     if (s < 0) continue;
     if (!dt__req_has(&p->syms, &r->r[i], t->lv[s])) return false;
   }
+  return true;
+}
+
+bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
+                 double spot_max) {
+  if (!dt__type_labels_ok(p, t, r)) return false;
   for (uint32_t i = 0; i < t->noff; i++)
     if (off_ok(&t->off[i], zmask, ctmask, spot_max)) return true;
   return false;
@@ -586,6 +593,7 @@ static int compile_pools(dt_plan *p, dt_error *err) {
     rt_pool *pl = &p->pools[i];
     const dt_nodepool *np = pl->src;
     pl->name = dt__sym(&p->syms, np->name);
+    pl->replicas = np->replicas;
     pl->spot_max = np->spot_max >= 0 ? np->spot_max : INFINITY;
     pl->policy = p->opts.policy;
     if (np->policy) {
@@ -681,6 +689,14 @@ static int compile_nodes(dt_plan *p, dt_error *err) {
   for (size_t i = 0; i < m->nodes.n; i++) {
     const dt_node *n = &m->nodes.v[i];
     if (paired[i] >= 0) continue;
+    /* A static pool counts every NodeClaim and Node of its own, whatever
+    ** the catalog knows of them; those being deleted only against limits. */
+    const char *own = dt__kv_get(n->labels.v, n->labels.n, DT_L_NODEPOOL);
+    for (uint32_t k = 0; own && k < p->npools; k++)
+      if (p->pools[k].replicas >= 0 && !strcmp(p->pools[k].src->name, own)) {
+        p->pools[k].static_all++;
+        p->pools[k].static_have += !n->deleting;
+      }
     rt_node *r = &p->nodes[p->nnodes];
     memset(r, 0, sizeof *r);
     r->src = n;
@@ -1465,6 +1481,9 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
   uint32_t first = 0;
   while (first < k->nopt && !fits(p, pl->eff[k->opt[first]], k->used, c->req)) first++;
   if (first == k->nopt) return 0;
+  /* A static claim's type and offering were chosen before any pod: a pod
+  ** takes it as it is or not at all. */
+  if (k->fixed && changed && (!dt__type_labels_ok(p, &p->types[k->opt[0]], &nr) || !zm || !cm)) return 0;
   if (c->topo) {
     uint32_t why;
     int t = dt__topo_check(p, c, p->nnodes + k->idx, &zm, &cm, &why);
@@ -1476,7 +1495,13 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
     }
     changed |= zm != k->zmask || cm != k->ctmask;
   }
-  if (!changed && !pl->has_min_values && !pl->has_reserved) {
+  if (k->fixed) {
+    if (!zm || !cm) {
+      *res = FAIL_NOW;
+      return 0;
+    }
+    k->reqs = nr;
+  } else if (!changed && !pl->has_min_values && !pl->has_reserved) {
     k->opt += first;
     k->nopt -= first;
   } else {
@@ -1550,7 +1575,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
   for (uint32_t pi = 0; pi < p->npools; pi++) {
     rt_class *c = &p->classes.v[ci];
     rt_pool *pl = &p->pools[pi];
-    if (!pool_ok(p, c, pi) || pl->nodes_remaining == 0 || !pl->ntypes) continue;
+    if (pl->replicas >= 0 || !pool_ok(p, c, pi) || pl->nodes_remaining == 0 || !pl->ntypes) continue;
     dt_reqs nr;
     dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &c->reqs, &nr);
     uint64_t zm;
@@ -1660,6 +1685,11 @@ static void diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) {
   }
   if (ports_conflict(p, s->ports, s->nports, pl->ds_ports, pl->nds_ports)) {
     dt__buf_printf(b, "a host port of the pod conflicts with a DaemonSet on NodePool %s", pn);
+    return;
+  }
+  if (pl->replicas >= 0) {
+    dt__buf_printf(b, "NodePool %s is static (spec.replicas %lld): pods open no NodeClaims on it, and none of its "
+                      "nodes has room", pn, (long long)pl->replicas);
     return;
   }
   if (pl->nodes_remaining == 0) {
@@ -1822,6 +1852,17 @@ static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
     }
     if (res == FAIL_NOW) all_ever = false;
     if (all_ever) c->node_cursor = i + 1;
+  }
+  /* 1b. static pools' claims: in flight before any pod, as existing capacity */
+  for (uint32_t i = 0; i < p->nfixed; i++) {
+    rt_claim *k = p->claims.v[i];
+    if (class_failed(&p->classes.v[ci], k->idx)) continue;
+    if ((rc = claim_add(R, k, ci, podi, &res))) return rc;
+    if (res == FIT) {
+      *placed = true;
+      return 0;
+    }
+    if (res == FAIL_EVER && (rc = set_failed(&p->classes.v[ci], k->idx))) return rc;
   }
   /* 2. claims opened in this run, least loaded first */
   for (size_t i = 0; i < R->order.n && !rc; i++) {
@@ -2122,6 +2163,60 @@ static int32_t type_best(dt_plan *p, const rt_claim *k, uint32_t ti, double *che
 
 static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int32_t bt, int32_t bo);
 
+/* Whether type t offers in the masks at all, availability aside; its
+** cheapest such price into *price. */
+static bool offers_in(const rt_type *t, uint64_t zm, uint8_t cm, double spot_max, double *price) {
+  bool any = false;
+  for (uint32_t o = 0; o < t->noff; o++) {
+    const rt_off *of = &t->off[o];
+    if (!(zm >> of->zone & 1) || !(cm >> of->ct & 1) || !dt__spot_ok(of, spot_max)) continue;
+    if (!any || of->price < *price) *price = of->price;
+    any = true;
+  }
+  return any;
+}
+
+/* A static pool's claim launches the offering chosen for it; its options
+** are every type of the pool that holds what it carries, as Karpenter's
+** static NodeClaim leaves the choice among them to the cloud provider. */
+static int launch_fixed(dt_plan *p, rt_claim *k) {
+  rt_pool *pl = &p->pools[k->pool];
+  uint32_t ti = k->opt[0];
+  double ch;
+  int32_t bo = type_best(p, k, ti, &ch);
+  uint64_t zm;
+  uint8_t cm;
+  masks(p, &k->reqs, &zm, &cm);
+  k->zopen &= zm;
+  k->copen &= cm;
+  uint32_t *fin = A(p, (pl->ntypes + 1) * sizeof *fin), n = 0, at = UINT32_MAX;
+  double *price = dt__malloc((pl->ntypes + 1) * sizeof *price);
+  if (!fin || !price) {
+    dt__free(price);
+    return DT_ENOMEM;
+  }
+  for (uint32_t i = 0; i < pl->ntypes; i++) {
+    const rt_type *t = &p->types[pl->types[i]];
+    if (!fits(p, pl->eff[pl->types[i]], k->used, (int64_t[DT_RES_MAX]){0}) || !dt__type_labels_ok(p, t, &k->reqs) ||
+        !offers_in(t, k->zopen, k->copen, pl->spot_max, &price[n]))
+      continue;
+    fin[n++] = pl->types[i];
+  }
+  int rc = sort_by_price(p, fin, price, n);
+  dt__free(price);
+  if (rc) return rc;
+  for (uint32_t i = 0; i < n && at == UINT32_MAX; i++)
+    if (fin[i] == ti) at = i;
+  if (at == UINT32_MAX) fin[at = n++] = ti;
+  if (at >= 600) { /* the type it launches is among the options written */
+    memmove(&fin[600], &fin[599], (at - 599) * sizeof *fin);
+    fin[599] = ti;
+  }
+  k->final = fin;
+  k->nfinal = n < 600 ? n : 600;
+  return launch_claim(p, k, &k->opt[0], 1, bo >= 0 ? (int32_t)ti : -1, bo);
+}
+
 static int launch(dt_plan *p) {
   uint32_t most = 1;
   for (size_t ci = 0; ci < p->claims.n; ci++)
@@ -2146,6 +2241,12 @@ static int launch(dt_plan *p) {
       break;
     }
     rt_claim *k = p->claims.v[ci];
+    if (k->fixed) {
+      rc = launch_fixed(p, k);
+      continue;
+    }
+    k->zopen = k->zmask;
+    k->copen = k->ctmask;
     const rt_claim *q = last.k;
     int64_t used[DT_RES_MAX];
     memcpy(used, k->used, sizeof used);
@@ -2263,6 +2364,110 @@ void dt__x_diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) { diag
 int dt__x_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) { return class_for(p, si, rx); }
 
 /* -------------------------------------------------------------- entry */
+
+/*
+** Static NodePools (spec.replicas), as Karpenter's static provisioning
+** controller: a pool with fewer NodeClaims than replicas (its Nodes and
+** in-flight claims not being deleted) gets the difference, within what
+** limits.nodes leaves once every claim of the pool is counted (those being
+** deleted too). Pending pods never size it. Each claim takes the offering
+** the pool's requirements allow that launch would choose (reserved while
+** available, then the cheapest, or the rank hook's), chosen before any pod,
+** and pods then use it as they use in-flight capacity. A pool above its
+** replicas is scaled down by dovetail disrupt (Overprovisioned).
+*/
+static int static_claims(dt_plan *p) {
+  static const int64_t zero[DT_RES_MAX];
+  for (uint32_t pi = 0; pi < p->npools; pi++) {
+    rt_pool *pl = &p->pools[pi];
+    const dt_nodepool *np = pl->src;
+    if (pl->replicas < 0) continue;
+    int64_t want = pl->replicas - pl->static_have, limit = -1;
+    for (size_t i = 0; i < np->limits.n; i++)
+      if (!strcmp(np->limits.v[i].name, "nodes")) limit = np->limits.v[i].milli / 1000;
+    if (want < 0)
+      note(p, "NodePool %s is static (spec.replicas %lld) and has %lld NodeClaims: dovetail disrupt scales it down "
+              "(Overprovisioned)", np->name, (long long)pl->replicas, (long long)pl->static_have);
+    if (want <= 0) continue;
+    if (limit >= 0 && limit - pl->static_all < want) {
+      int64_t room = limit - pl->static_all > 0 ? limit - pl->static_all : 0;
+      note(p, "NodePool %s is static (spec.replicas %lld, %lld NodeClaims): limits.nodes %lld leaves room for %lld "
+              "more (claims being deleted count until they are gone)",
+           np->name, (long long)pl->replicas, (long long)pl->static_have, (long long)limit, (long long)room);
+      want = room;
+    }
+    uint32_t *opt = A(p, (pl->ntypes ? pl->ntypes : 1) * sizeof *opt), n = 0;
+    if (!opt) return DT_ENOMEM;
+    for (uint32_t i = 0; i < pl->ntypes; i++)
+      if (fits(p, pl->eff[pl->types[i]], zero, zero)) opt[n++] = pl->types[i];
+    uint64_t zm;
+    uint8_t cm;
+    masks(p, &pl->reqs, &zm, &cm);
+    int64_t made = 0;
+    const char *why = NULL;
+    if (!n)
+      why = "no instance type of the catalog satisfies its requirements and holds its DaemonSets";
+    else if (pl->has_min_values && !dt__min_values_ok(p, &pl->reqs, opt, n))
+      why = "its instance types cannot meet its minValues";
+    for (; !why && made < want; made++) {
+      rt_claim *k = A(p, sizeof *k);
+      uint32_t *one = A(p, sizeof *one);
+      if (!k || !one) return DT_ENOMEM;
+      k->pool = pi;
+      k->idx = (uint32_t)p->claims.n;
+      k->reqs = pl->reqs;
+      k->zmask = k->zopen = zm;
+      k->ctmask = k->copen = cm;
+      k->type = k->off = -1;
+      k->fixed = true;
+      int32_t bt = -1, bo = -1;
+      for (uint32_t i = 0; i < n; i++) {
+        const rt_type *t = &p->types[opt[i]];
+        for (uint32_t o = 0; o < t->noff; o++) {
+          const rt_off *of = &t->off[o];
+          if (!off_ok(of, zm, cm, pl->spot_max) || (of->avail >= 0 && of->avail - of->held <= 0)) continue;
+          if (off_better(p, opt[i], o, bt, bo)) {
+            bt = (int32_t)opt[i];
+            bo = (int32_t)o;
+          }
+        }
+      }
+      const char *excluded = NULL;
+      if (bt >= 0 && dt__policy_has(pl->policy, DT_HOOK_RANK)) {
+        int rc = rank_hook(p, k, opt, n, &bt, &bo, &excluded);
+        if (rc) return rc;
+      }
+      if (bt < 0 || (p->types[bt].off[bo].avail >= 0 &&
+                     p->types[bt].off[bo].avail - p->types[bt].off[bo].held <= 0)) {
+        why = excluded ? excluded : "every offering its requirements allow is exhausted (availability counts)";
+        break;
+      }
+      rt_off *of = &p->types[bt].off[bo];
+      k->zmask = 1ull << of->zone;
+      k->ctmask = (uint8_t)(1u << of->ct);
+      one[0] = (uint32_t)bt;
+      k->opt = one;
+      k->nopt = 1;
+      /* the unit is its own from now: other claims see it held */
+      if (of->avail >= 0) {
+        of->held++;
+        if (dt__vec_push(&k->held, p->off_base[bt] + (uint32_t)bo)) return DT_ENOMEM;
+      }
+      if (dt__vec_push(&p->claims, k)) {
+        dt__free(k->held.v);
+        return DT_ENOMEM;
+      }
+    }
+    if (why)
+      note(p, "NodePool %s is static (spec.replicas %lld, %lld NodeClaims): %lld of %lld new NodeClaims planned: %s",
+           np->name, (long long)pl->replicas, (long long)pl->static_have, (long long)made, (long long)want, why);
+    else
+      note(p, "NodePool %s is static (spec.replicas %lld): %lld NodeClaims exist, %lld planned", np->name,
+           (long long)pl->replicas, (long long)pl->static_have, (long long)made);
+  }
+  p->nfixed = (uint32_t)p->claims.n;
+  return 0;
+}
 
 /* VMs that VirtualMachinePools are about to create need capacity: their
 ** virt-launcher pods join the pending pods, so a pool's scale-out and the
@@ -2414,7 +2619,7 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, co
   }
   if ((rc = apply_marks(p)) || (rc = build_snapshot(p)) ||
       (rc = apply_price_hook(p)) || (rc = compile_pools(p, err)) || (rc = compile_nodes(p, err))) goto fail;
-  if ((rc = compile_pods(p, err))) goto fail;
+  if ((rc = compile_pods(p, err)) || (rc = static_claims(p))) goto fail;
   if (p->opts.explain && (rc = dt__explain_begin(p, err))) goto fail;
   if ((rc = solve(p))) goto fail;
   if (!dt__cancelled(p) && p->opts.packing != DT_PACKING_FFD && (rc = dt__pack_improve(p))) goto fail;

@@ -146,6 +146,8 @@ typedef struct rt_pool {
   bool has_limits;
   int64_t remaining[DT_RES_MAX]; /* INT64_MAX when unlimited */
   int64_t nodes_remaining;        /* -1 unlimited */
+  int64_t replicas;               /* static pools (spec.replicas): how many NodeClaims it keeps; -1 dynamic */
+  int64_t static_have, static_all; /* its nodes and claims in the input: not being deleted, and all */
 } rt_pool;
 
 typedef struct rt_class {
@@ -199,6 +201,9 @@ typedef struct rt_claim {
   bool had_reserved;
   bool closed;
   bool repacked; /* made by cost-aware packing (pack.c) */
+  bool fixed;          /* a static pool's claim: type and offering chosen before any pod */
+  uint64_t zopen;      /* zones and capacity types its requirements allow (for the NodeClaim's requirements) */
+  uint8_t copen;
   /* result */
   int32_t type, off;
   dt_sym name;
@@ -256,6 +261,7 @@ struct dt_plan {
   uint32_t nnodes;
   rt_node *nodes; /* initialized first, then name */
   DT_VEC(rt_claim *) claims;
+  uint32_t nfixed; /* claims[0..nfixed) are static pools' claims, planned before any pod */
   DT_VEC(rt_binding) bindings;
   DT_VEC(rt_unsched) unsched;
   DT_VEC(char *) notes; /* arena strings */
@@ -276,6 +282,10 @@ void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
 
 bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
                  double spot_max);
+/* Whether instance type t's labels satisfy the requirements (offerings aside). */
+bool dt__type_labels_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r);
+/* The label slot of key among the instance types' labels, -1 if none carries it. */
+int16_t dt__slot_of(const dt_plan *p, dt_sym key);
 int dt__pack_improve(dt_plan *p);
 /* Whether options opt[0..n) satisfy every minValues of requirements r. */
 bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, uint32_t n);

@@ -90,6 +90,32 @@ describe("dovetail serve", function()
     d.stop()
   end)
 
+  it("keeps a static NodePool at its replicas with no pod at all, and puts pods on its nodes", function()
+    local d = start()
+    local np = [[
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: fixed}
+spec:
+  replicas: 2
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [m6i.large]}
+]]
+    local function instances()
+      return select(2, http(d, "GET", "/v1/state"):gsub('"id":%s*"i%-', ""))
+    end
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", np)))
+    eventually(function() return instances() == 2 end, "two instances")
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", h.pod("small", { cpu = "250m", memory = "256Mi" }))))
+    eventually(function() return http(d, "GET", "/v1/plan"):match('"pod": "default/small"') end, "the pod bound")
+    assert.equal(2, instances(), "the pod takes a static node; no third instance")
+    d.stop()
+  end)
+
   it("uses the next offering when the cheapest has no capacity, and shows the mark", function()
     local d = launched("--sim-ice m6i.4xlarge/us-east-1a/spot")
     local state = http(d, "GET", "/v1/state")
