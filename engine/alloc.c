@@ -402,6 +402,27 @@ int dt_time_parse(const char *s, int64_t *out, dt_error *err) {
   return 0;
 }
 
+/* A duration for an option, in milliseconds: "0", "250ms" (whole
+** milliseconds only) or a Go-style duration (dt__duration_parse). 0, or -1. */
+int dt__duration_ms_parse(const char *s, int64_t *ms) {
+  int64_t v;
+  size_t n = s ? strlen(s) : 0;
+  if (n == 1 && s[0] == '0') {
+    *ms = 0;
+    return 0;
+  }
+  if (n > 2 && !strcmp(s + n - 2, "ms")) {
+    char *end;
+    long long x = strtoll(s, &end, 10);
+    if (end != s + n - 2 || x < 0) return -1;
+    *ms = x;
+    return 0;
+  }
+  if (dt__duration_parse(s, &v) || v < 0 || v > INT64_MAX / 1000) return -1;
+  *ms = v * 1000;
+  return 0;
+}
+
 /* Go-style durations as Kubernetes objects write them: "3m", "1h30m", "90s",
 ** "500ms". Fractions of a second are dropped. */
 int dt__duration_parse(const char *s, int64_t *out) {

@@ -1181,9 +1181,10 @@ static void on_cloud_answer(uv_timer_t *t) {
   launch_done(lc, lc->outcome, lc->id, "the cloud refused the launch");
 }
 
-static void launch_claim(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
+/* A launch of claim as this offering, not started yet; NULL out of memory. */
+static launch_ctx *launch_new(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
   launch_ctx *lc = dt__calloc(1, sizeof *lc);
-  if (!lc) return;
+  if (!lc) return NULL;
   lc->claim = dt__strdup(claim);
   lc->type = dt__strdup(type);
   lc->zone = dt__strdup(zone);
@@ -1193,23 +1194,34 @@ static void launch_claim(const char *claim, const char *type, const char *zone, 
   lc->retry.data = lc;
   if (!lc->claim || !lc->type || !lc->zone || !lc->ct || !lc->pool) {
     lc_done(lc);
-    return;
+    return NULL;
   }
+  return lc;
+}
+
+/* Send the launch to the provider; its outcome comes to launch_done. */
+static void launch_start(launch_ctx *lc) {
   if (D.cloud_url) {
     http_launch(lc);
     return;
   }
   if (D.cloud) { /* the answer comes after the cloud's latency and the node's start-up */
     int64_t delay = 0;
-    lc->outcome = D.cloud->launch(D.cloud->ud, claim, type, zone, ct, lc->id, sizeof lc->id, &delay, &lc->startup_ms);
+    lc->outcome = D.cloud->launch(D.cloud->ud, lc->claim, lc->type, lc->zone, lc->ct, lc->id, sizeof lc->id, &delay,
+                                  &lc->startup_ms);
     tm_start(&lc->retry, on_cloud_answer, delay > 0 ? (uint64_t)delay : 0, 0);
     return;
   }
   char id[64];
-  if (sim_launch(type, zone, ct, id, sizeof id))
+  if (sim_launch(lc->type, lc->zone, lc->ct, id, sizeof id))
     launch_done(lc, DT_LAUNCH_NO_CAPACITY, NULL, NULL);
   else
     launch_done(lc, DT_LAUNCH_OK, id, NULL);
+}
+
+static void launch_claim(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
+  launch_ctx *lc = launch_new(claim, type, zone, ct, pool);
+  if (lc) launch_start(lc);
 }
 
 static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
@@ -1889,12 +1901,9 @@ static void round_done(uv_work_t *req, int status) {
   ** made for them (launches are idempotent per claim). */
   if (cs.n) journal_flush();
   for (size_t i = 0; i < cs.n; i++) {
-    char *q = NULL;
-    size_t n = strlen(cs.v[i].name) + strlen(cs.v[i].type) + strlen(cs.v[i].zone) + strlen(cs.v[i].ct) +
-               strlen(cs.v[i].pool) + 6;
-    if ((q = dt__malloc(n))) snprintf(q, n, "%s\t%s\t%s\t%s\t%s", cs.v[i].name, cs.v[i].type, cs.v[i].zone, cs.v[i].ct, cs.v[i].pool);
-    if (!q || dt__vec_push(&D.to_launch, q)) {
-      dt__free(q);
+    launch_ctx *lc = launch_new(cs.v[i].name, cs.v[i].type, cs.v[i].zone, cs.v[i].ct, cs.v[i].pool);
+    if (!lc || dt__vec_push(&D.to_launch, lc)) {
+      if (lc) lc_done(lc);
       logf_("error", "plan", "out of memory: NodeClaim %s is not launched", cs.v[i].name);
     }
   }
@@ -1928,16 +1937,7 @@ static void round_done(uv_work_t *req, int status) {
 
 void launch_waiting(size_t most) {
   size_t n = D.to_launch.n < most ? D.to_launch.n : most;
-  for (size_t i = 0; i < n; i++) {
-    char *f[5], *s = D.to_launch.v[i];
-    for (int k = 0; k < 5; k++) {
-      f[k] = s;
-      s = s ? strchr(s, '\t') : NULL;
-      if (s) *s++ = 0;
-    }
-    if (f[4]) launch_claim(f[0], f[1], f[2], f[3], f[4]);
-    dt__free(D.to_launch.v[i]);
-  }
+  for (size_t i = 0; i < n; i++) launch_start(D.to_launch.v[i]);
   memmove(D.to_launch.v, D.to_launch.v + n, (D.to_launch.n - n) * sizeof *D.to_launch.v);
   D.to_launch.n -= n;
 }
@@ -2203,7 +2203,7 @@ void handle_event(cJSON *e, char *action, size_t n) {
 
 /* Everything the daemon holds, released (at a stop, or a start that fails). */
 void ctl_free(void) {
-  for (size_t i = 0; i < D.to_launch.n; i++) dt__free(D.to_launch.v[i]);
+  for (size_t i = 0; i < D.to_launch.n; i++) lc_done(D.to_launch.v[i]);
   dt__free(D.to_launch.v);
   for (size_t i = 0; i < D.objs.n; i++) {
     dt__free(D.objs.v[i].key);
@@ -2295,12 +2295,9 @@ int dt__ctl_apply(const cJSON *o, dt_error *err) {
   return 0;
 }
 
-bool dt__ctl_delete(const char *key) {
-  const char *sep = strchr(key, '\t'); /* "key\tclaim": the claim a pod was nominated to */
-  char k[KEY_MAX * 2];
-  snprintf(k, sizeof k, "%.*s", sep ? (int)(sep - key) : (int)strlen(key), key);
-  if (!forget(k, sep ? sep + 1 : NULL)) return false;
-  if (strncmp(k, "Pod/", 4)) arm_batch(); /* a pod that goes leaves nothing to provision */
+bool dt__ctl_delete(const char *key, const char *claim) {
+  if (!forget(key, claim)) return false;
+  if (strncmp(key, "Pod/", 4)) arm_batch(); /* a pod that goes leaves nothing to provision */
   return true;
 }
 

@@ -70,7 +70,9 @@ void dt__ctl_run_until(int64_t t_ms);
 
 /* Changes from outside, as the HTTP API makes them. */
 int dt__ctl_apply(const cJSON *o, dt_error *err); /* store (or replace) one object; a round follows */
-bool dt__ctl_delete(const char *key);             /* "Kind/namespace/name"; a deleted Pod leaves its claim */
+/* key "Kind/namespace/name"; a deleted Pod leaves its claim (claim, when the
+** caller knows which, else every claim is looked at) */
+bool dt__ctl_delete(const char *key, const char *claim);
 void dt__ctl_event(cJSON *e, char *action, size_t n); /* an interruption event (EventBridge shape) */
 size_t dt__ctl_count(const char *kind_prefix);       /* stored objects whose key starts so */
 /* Read a stored object, parsed (caller frees), or NULL. */

@@ -127,7 +127,7 @@ typedef struct dtd {
   bool max_unhealthy_pct;        /* ... or this percentage */
   uv_timer_t requeue, lag;       /* pending pods planned again; the loop's lag measured */
   uv_timer_t launch_tick;        /* a round's launches, a slice per loop turn */
-  DT_VEC(char *) to_launch;      /* claims written ahead and waiting for their launch: "name\ttype\tzone\tct\tpool" */
+  DT_VEC(struct launch_ctx *) to_launch; /* launches of claims written ahead, not started yet */
   uint64_t requeue_ms;           /* the requeue backoff, doubling to 5 minutes */
   uint64_t lag_buckets[8], lag_count;
   double lag_sum, lag_expect;

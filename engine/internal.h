@@ -90,6 +90,8 @@ int dt__read_file(const char *path, char **out, size_t *len, dt_error *err);
 
 /* "3m", "1h30m", "90s" to seconds; -1 on a malformed duration. */
 int dt__duration_parse(const char *s, int64_t *out);
+/* "0", "250ms" or a Go-style duration, for options: milliseconds; -1 when malformed. */
+int dt__duration_ms_parse(const char *s, int64_t *ms);
 
 /* Monotonic milliseconds, for phase timings only (never in decisions). */
 double dt__now_ms(void);

@@ -501,21 +501,9 @@ static void usage(FILE *f) {
 }
 
 static int duration_ms(const char *s, uint64_t *out) {
-  int64_t v;
-  if (!strcmp(s, "0") || !strcmp(s, "0s")) {
-    *out = 0;
-    return 0;
-  }
-  size_t n = strlen(s);
-  if (n > 2 && !strcmp(s + n - 2, "ms")) {
-    char *end;
-    long long ms = strtoll(s, &end, 10);
-    if (end != s + n - 2 || ms < 0) return -1;
-    *out = (uint64_t)ms;
-    return 0;
-  }
-  if (dt__duration_parse(s, &v) || v < 0) return -1;
-  *out = (uint64_t)v * 1000;
+  int64_t ms;
+  if (dt__duration_ms_parse(s, &ms)) return -1;
+  *out = (uint64_t)ms;
   return 0;
 }
 

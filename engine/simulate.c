@@ -521,14 +521,12 @@ static void depart(run *r, uint32_t pi) {
   const char *name = dt__sym_str(&r->names, p->name);
   char key[800];
   int32_t on = p->state == POD_RUNNING ? p->claim : -1;
-  if (on >= 0)
-    snprintf(key, sizeof key, "Pod/%s\t%s", name, dt__sym_str(&r->names, r->claims.v[on].name));
-  else
-    snprintf(key, sizeof key, "Pod/%s", name);
+  const char *claim = on >= 0 ? dt__sym_str(&r->names, r->claims.v[on].name) : NULL;
+  snprintf(key, sizeof key, "Pod/%s", name);
   pod_leave_claim(r, p);
   p->state = POD_GONE;
   r->departed++;
-  if (!dt__ctl_delete(key) && r->in->check)
+  if (!dt__ctl_delete(key, claim) && r->in->check)
     violate(r, "pod %s departed but the controller did not hold it", name);
 }
 
@@ -663,7 +661,7 @@ static void scenario_event(run *r, uint32_t idx) {
         depart(r, (uint32_t)pi);
       } else {
         snprintf(r->last_decision, sizeof r->last_decision, "scenario delete %s", key);
-        dt__ctl_delete(key);
+        dt__ctl_delete(key, NULL);
       }
     }
   }
@@ -776,8 +774,6 @@ static void check_step(run *r) {
             pending, running, gone, r->departed);
   size_t stored = dt__ctl_count("Pod/");
   size_t followed = pending + running;
-  size_t untracked = 0; /* pods the cluster file bound to existing nodes, VMs' pods */
-  (void)untracked;
   if (stored < followed)
     violate(r, "the controller holds %zu pods, fewer than the %zu pending or running", stored, followed);
   for (size_t i = 0; i < r->claims.n; i++) {
@@ -914,7 +910,7 @@ static int run_one(run *r, size_t k, size_t nruns, bool tty, dt_error *err) {
           char key[800];
           snprintf(key, sizeof key, "NodeClaim//%s", dt__sym_str(&r->names, r->claims.v[i].name));
           r->last_decision[0] = 0;
-          dt__ctl_delete(key);
+          dt__ctl_delete(key, NULL);
           break;
         }
 #endif
@@ -1206,7 +1202,6 @@ static int read_trace(inputs *in, const char *path, size_t limit, dt_error *err)
   return rc;
 }
 
-static int scen_cmp_ix;
 static int read_scenario(inputs *in, const char *path, dt_error *err) {
   char *buf;
   size_t len;
@@ -1261,7 +1256,6 @@ static int read_scenario(inputs *in, const char *path, dt_error *err) {
     i++;
   }
   in->scenario = events;
-  (void)scen_cmp_ix;
   return 0;
 }
 
@@ -1305,19 +1299,7 @@ static int sim_usage(FILE *f, int rc) {
 }
 
 static int dur_opt(const char *flag, const char *v, int64_t *out_ms) {
-  int64_t s;
-  size_t n = strlen(v);
-  if (n > 2 && !strcmp(v + n - 2, "ms")) {
-    char *end;
-    long long ms = strtoll(v, &end, 10);
-    if (end == v + n - 2 && ms >= 0) {
-      *out_ms = ms;
-      return 0;
-    }
-  } else if (!strcmp(v, "0") || (!dt__duration_parse(v, &s) && s >= 0)) {
-    *out_ms = strcmp(v, "0") ? s * 1000 : 0;
-    return 0;
-  }
+  if (!dt__duration_ms_parse(v, out_ms)) return 0;
   fprintf(stderr, "dovetail simulate: %s: expected a duration (90s, 10m, 2h), got \"%s\"\n", flag, v);
   return -1;
 }
