@@ -8,6 +8,26 @@ M.dt = require "dovetail"
 M.bin = build .. "/dovetail"
 M.fixtures = "spec/fixtures/"
 
+-- The whole content of a file (it must exist).
+function M.slurp(path)
+  local f = assert(io.open(path, "rb"))
+  local s = f:read("a")
+  f:close()
+  return s
+end
+
+-- What bash completion offers for COMP_WORDS=(words) at COMP_CWORD=cword,
+-- one candidate per line.
+function M.complete(words, cword)
+  local script = M.write(("source docs/completion/dovetail.bash\nCOMP_WORDS=(%s)\nCOMP_CWORD=%d\n_dovetail\n" ..
+    "printf '%%s\\n' \"${COMPREPLY[@]}\"\n"):format(words, cword))
+  local p = assert(io.popen("bash " .. script))
+  local out = p:read("a")
+  p:close()
+  os.remove(script)
+  return out
+end
+
 -- Run the CLI; returns stdout, stderr, exit code.
 function M.cli(args, stdin)
   local out, err = os.tmpname(), os.tmpname()
@@ -20,14 +40,10 @@ function M.cli(args, stdin)
     cmd = cmd .. " <" .. inp
   end
   local ok, _, code = os.execute(cmd)
-  local function slurp(p)
-    local f = assert(io.open(p, "r"))
-    local s = f:read("a")
-    f:close()
-    os.remove(p)
-    return s
-  end
-  return slurp(out), slurp(err), ok and 0 or code
+  local stdout, stderr = M.slurp(out), M.slurp(err)
+  os.remove(out)
+  os.remove(err)
+  return stdout, stderr, ok and 0 or code
 end
 
 -- A fresh empty directory under the system temp dir.

@@ -32,20 +32,10 @@ describe("the Lua module's options", function()
 end)
 
 describe("shell completion", function()
-  local function complete(words, cword)
-    local script = h.write(("source docs/completion/dovetail.bash\nCOMP_WORDS=(%s)\nCOMP_CWORD=%d\n_dovetail\n" ..
-      "printf '%%s\\n' \"${COMPREPLY[@]}\"\n"):format(words, cword))
-    local p = assert(io.popen("bash " .. script))
-    local out = p:read("a")
-    p:close()
-    os.remove(script)
-    return out
-  end
-
   it("completes commands, options and their values in bash", function()
-    assert.matches("plan\n", complete("dovetail pl", 1), 1, true)
-    local fmts = complete("dovetail plan -o ''", 3)
+    assert.matches("plan\n", h.complete("dovetail pl", 1), 1, true)
+    local fmts = h.complete("dovetail plan -o ''", 3)
     assert.matches("json\nyaml\ntable", fmts, 1, true)
-    assert.matches("--spot-to-spot", complete("dovetail disrupt --sp", 2), 1, true)
+    assert.matches("--spot-to-spot", h.complete("dovetail disrupt --sp", 2), 1, true)
   end)
 end)

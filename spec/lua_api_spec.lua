@@ -8,12 +8,6 @@ local NOW = "2026-11-23T12:00:00Z"
 local NOW_S = 1795435200 -- NOW in Unix seconds
 local QUICKSTART = "examples/quickstart.yaml"
 
-local function slurp(path)
-  local f = assert(io.open(path))
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- The documents of a YAML stream, each as text without its "---" line.
 local function documents(text)
@@ -150,7 +144,7 @@ describe("planning from a script", function()
     local f = assert(io.open(dir .. "/broken.lua", "w"))
     f:write("return { rank = function( }\n")
     f:close()
-    local text = slurp(QUICKSTART):gsub("metadata:\n  name: default\n",
+    local text = h.slurp(QUICKSTART):gsub("metadata:\n  name: default\n",
       "metadata:\n  name: default\n  annotations: {dovetail.dev/policy: broken}\n", 1)
     plan = assert(dt.plan { manifests = text, policy_dir = dir })
     assert.equal(1, #plan.inputNotes)
@@ -227,7 +221,7 @@ describe("a VM pool round from a script", function()
   end)
 
   it("scales in by the selection policy when replicas drop", function()
-    local text = slurp("examples/vm-pool.yaml"):gsub("replicas: 4", "replicas: 1", 1)
+    local text = h.slurp("examples/vm-pool.yaml"):gsub("replicas: 4", "replicas: 1", 1)
     local round = assert(dt.pool { manifests = text, now = NOW })
     assert.same({ create = 0, delete = 1, update = 0, heal = 0, detached = 0, waiting = 0 }, kinds(round))
     local del = round.pools[1].delete[1]

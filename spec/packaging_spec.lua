@@ -21,12 +21,6 @@ end
 
 local function have(cmd) return select(2, run("command -v " .. cmd)) == 0 end
 
-local function slurp(path)
-  local f = assert(io.open(path, "r"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 local function exists(path) return select(2, run("test -e " .. q(path) .. " || test -L " .. q(path))) == 0 end
 
@@ -195,7 +189,7 @@ print(package.searchpath("dovetail", package.cpath), dt.version, plan.summary.no
       if skip then return end
       local path = exists(root .. "/lib/systemd/system/dovetail.service") and root .. "/lib/systemd/system/dovetail.service"
         or root .. "/usr/lib/systemd/system/dovetail.service"
-      unit = slurp(path)
+      unit = h.slurp(path)
     end)
 
     it("runs dovetail serve as its own user, with its state under /var/lib/dovetail, hardened", function()
@@ -248,7 +242,7 @@ kill -TERM $pid
 wait $pid
 ]]):format(root, config, dir, dir, dir)
       local out, code = run(script)
-      local log = slurp(dir .. "/log")
+      local log = h.slurp(dir .. "/log")
       os.execute("rm -rf " .. q(dir))
       assert.are.equal(0, code, out .. log)
       assert.matches('"event":"config","msg":"' .. config .. ' reloaded"', log, 1, true)
@@ -266,7 +260,7 @@ end)
 describe("the rockspec", function()
   it("is named for the version dovetail --version prints", function()
     assert.is_string(VERSION)
-    local spec = slurp("dovetail-" .. VERSION .. "-1.rockspec")
+    local spec = h.slurp("dovetail-" .. VERSION .. "-1.rockspec")
     assert.matches('\nversion = "' .. VERSION:gsub("%p", "%%%0") .. '%-1"\n', spec)
     assert.matches('\n   type = "make",\n', spec, 1, true)
   end)

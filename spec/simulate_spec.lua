@@ -3,12 +3,6 @@
 local h = require "helper"
 local json = require "dkjson"
 
-local function slurp(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("a")
-  f:close()
-  return s
-end
 
 -- m5.xlarge in us-east-1a only: 4 vCPU (3,920m allocatable), $0.192/h on demand.
 local function pool(name, cts)
@@ -61,7 +55,7 @@ events:
 local function simulate(args)
   local out = os.tmpname()
   local stdout, stderr, code = h.cli("simulate --out " .. out .. " " .. args)
-  local doc = code == 0 and json.decode(slurp(out)) or nil
+  local doc = code == 0 and json.decode(h.slurp(out)) or nil
   os.remove(out)
   return doc, stdout, stderr, code
 end
@@ -190,7 +184,7 @@ arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored
     local o1, o2 = os.tmpname(), os.tmpname()
     assert.are.equal(0, select(3, h.cli("simulate --out " .. o1 .. " " .. args)))
     assert.are.equal(0, select(3, h.cli("simulate --out " .. o2 .. " " .. args)))
-    assert.are.equal(slurp(o1), slurp(o2))
+    assert.are.equal(h.slurp(o1), h.slurp(o2))
   end)
 
   describe("catches a broken invariant (a test build breaks each on purpose)", function()
@@ -208,7 +202,7 @@ arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored
         local errf = os.tmpname()
         local ok, _, code = os.execute("DOVETAIL_SIM_FAULT=" .. fault .. " " .. bin .. " simulate -f " .. od ..
           " --trace " .. trace .. " --duration 30m --check >/dev/null 2>" .. errf)
-        local err = slurp(errf)
+        local err = h.slurp(errf)
         assert.is_falsy(ok)
         assert.are.equal(1, code)
         assert.truthy(err:match("invariant broken at 2026%-01%-01T[%d:]+Z %(%+%d+s%): .*" .. message), err)
@@ -268,7 +262,7 @@ arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored
     local _, _, err, code = simulate("-f " .. mixed .. " --scenario " .. h.write(INTERRUPT) ..
       " --baseline --policy policies/default.lua --duration 2h --report " .. report)
     assert.are.equal(0, code, err)
-    local html = slurp(report)
+    local html = h.slurp(report)
     assert.is_nil(html:match("<script") or html:match("https?://[%w.]+/[%w/]*%.js"))
     assert.is_nil(html:match('src="http') or html:match('href="http'))
     local chromium = io.popen("command -v chromium chromium-browser 2>/dev/null"):read("l")
@@ -288,7 +282,7 @@ arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored
     assert.truthy(dom:match('<table id="summary">') and dom:match("baseline %(ffd%)") and dom:match("default%.lua"))
     os.execute(clean .. chromium .. flags .. "--window-size=1200,1400 --screenshot=" .. dir .. "/shot.png file://" .. report ..
       " >/dev/null 2>&1")
-    local png = slurp(dir .. "/shot.png")
+    local png = h.slurp(dir .. "/shot.png")
     assert.are.equal("\137PNG", png:sub(1, 4))
     -- a blank 1200x1400 page compresses to a few KB; charts and a table do not
     assert.is_true(#png > 30000, "screenshot of " .. #png .. " bytes")
