@@ -234,7 +234,7 @@ print(package.searchpath("dovetail", package.cpath), dt.version, plan.summary.no
       local script = ([[
 %s/usr/bin/dovetail serve --config %s --state %s/state.json --listen 127.0.0.1:0 2>%s/log &
 pid=$!
-wait_for() { i=0; while ! grep -q "$1" %s/log; do i=$((i+1)); [ $i -gt 100 ] && return 1; sleep 0.05; done; }
+wait_for() { i=0; while ! grep -q "$1" %s/log; do i=$((i+1)); [ $i -gt 300 ] && return 1; sleep 0.05; done; }
 wait_for '"listening"' || { kill $pid; exit 3; }
 kill -HUP $pid
 wait_for 'reloaded' || { kill $pid; exit 4; }

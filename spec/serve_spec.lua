@@ -19,11 +19,12 @@ local function spawn(args, what)
   local pid = p:read("l")
   p:close()
   local port
-  for _ = 1, 100 do
+  local deadline = os.time() + 15
+  repeat
     port = slurp(log):match("http://127%.0%.0%.1:(%d+)")
     if port then break end
     sleep(0.05)
-  end
+  until os.time() > deadline
   assert(port, what .. " did not start: " .. slurp(log))
   local d = { port = port, pid = pid, log = log }
   function d.stop()
@@ -55,12 +56,14 @@ local function http(d, method, path, body, extra)
   return slurp(out), code
 end
 
--- Wait until fn() is true (up to 5 s).
+-- Wait until fn() is true (up to 15 s of wall time: a loaded machine under
+-- the sanitizers is slow, and only a failing spec waits that long).
 local function eventually(fn, what)
-  for _ = 1, 100 do
+  local deadline = os.time() + 15
+  repeat
     if fn() then return end
     sleep(0.05)
-  end
+  until os.time() > deadline
   error("timed out waiting for " .. what)
 end
 
@@ -273,7 +276,9 @@ return {
   end
 
   it("replaces a NotReady node after the timeout and not before, launching first", function()
-    local d = launched("--unhealthy-timeout 2s --disrupt-interval 200ms")
+    -- lastTransitionTime has whole seconds, so the node may have been NotReady
+    -- for up to a second already: 5s leaves a loaded machine three to spare.
+    local d = launched("--unhealthy-timeout 5s --disrupt-interval 200ms")
     local claim = not_ready(d, 0)
     sleep(1)
     assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"replace"'), "not before the timeout")
