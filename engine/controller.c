@@ -1796,7 +1796,8 @@ static void round_run(uv_work_t *req) {
     return;
   }
   for (size_t i = 0; i < w->n && !w->rc; i++)
-    w->rc = dt_manifests_add_buffer(w->m, w->key[i], w->json[i], strlen(w->json[i]), &w->err);
+    w->rc = *w->o.cancel ? DT_ECANCELED
+                         : dt_manifests_add_buffer(w->m, w->key[i], w->json[i], strlen(w->json[i]), &w->err);
   if (w->rc) return;
   if (D.pdir) {
     dt_policy_dir_sync(D.pdir, w->m);
@@ -1817,14 +1818,16 @@ static void round_run(uv_work_t *req) {
     dt_disrupt_free(r);
     return;
   }
-  if ((w->rc = dt_plan_run(D.cat, w->m, &w->o, &w->p, &w->err))) return;
+  w->rc = dt_plan_run(D.cat, w->m, &w->o, &w->p, &w->err);
+  if (w->rc) return;
+  if (*w->o.cancel) { /* a new policy came while it planned: its result is not carried out */
+    w->rc = DT_ECANCELED;
+    return;
+  }
   w->ms = dt__now_ms() - t0;
-  char *yaml = dt__plan_render_launched(w->p, NULL); /* each claim as it launches: one instance type */
+  w->claims = dt__plan_launched_claims(w->p); /* each claim as it launches: one instance type */
   w->json_text = dt_plan_render(w->p, DT_FORMAT_JSON, &w->json_len);
-  dt_error perr = {0};
-  if (!yaml || !w->json_text || dt__doc_parse("plan", yaml, strlen(yaml), &w->claims, &perr))
-    w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory rendering the plan");
-  dt_free(yaml);
+  if (!w->claims || !w->json_text) w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory rendering the plan");
 }
 
 static void after_round(void);

@@ -478,22 +478,32 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k, bool launched) {
   return d;
 }
 
-static int render_yaml(const dt_plan *p, dt_buf *b, bool launched) {
+/* The plan's new NodeClaims as documents; NULL when out of memory. */
+static cJSON *claim_docs(const dt_plan *p, bool launched) {
   dt__init();
   dt__alloc_failed(1);
   cJSON *docs = cJSON_CreateArray();
-  if (!docs) return DT_ENOMEM;
+  if (!docs) return NULL;
   for (size_t i = 0; i < p->claims.n; i++) {
     if (p->claims.v[i]->type < 0) continue;
     cJSON *d = claim_yaml(p, p->claims.v[i], launched);
     if (!d) {
       cJSON_Delete(docs);
-      return DT_ENOMEM;
+      return NULL;
     }
     cJSON_AddItemToArray(docs, d);
   }
-  int rc = dt__alloc_failed(1) ? DT_ENOMEM : 0;
-  if (!rc && docs->child) rc = dt__yaml_emit(docs, b);
+  if (dt__alloc_failed(1)) {
+    cJSON_Delete(docs);
+    return NULL;
+  }
+  return docs;
+}
+
+static int render_yaml(const dt_plan *p, dt_buf *b, bool launched) {
+  cJSON *docs = claim_docs(p, launched);
+  if (!docs) return DT_ENOMEM;
+  int rc = docs->child ? dt__yaml_emit(docs, b) : 0;
   /* A NodeClaim needs a nodeClassRef (Karpenter's CRD requires it); say so
   ** of the pools that have none rather than print claims that will not apply. */
   for (uint32_t pi = 0; pi < p->npools; pi++) {
@@ -586,11 +596,7 @@ char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len) {
   return dt__buf_take(&b, len);
 }
 
-char *dt__plan_render_launched(const dt_plan *plan, size_t *len) {
-  dt_buf b = {0};
-  if (render_yaml(plan, &b, true)) b.oom = 1;
-  return dt__buf_take(&b, len);
-}
+cJSON *dt__plan_launched_claims(const dt_plan *plan) { return claim_docs(plan, true); }
 
 size_t dt_plan_binding_count(const dt_plan *p) { return p->bindings.n; }
 
