@@ -172,6 +172,12 @@ typedef struct dt_nodepool {
   size_t seq;
 } dt_nodepool;
 
+/* The most of p's nodes its budgets let be disrupted at once for reason (a
+** DT_REASON_* bit) at now (Unix seconds) when it has nodes: the least of
+** the active budgets that name the reason, percentages rounded up;
+** INT64_MAX when none applies. */
+int64_t dt__budget_nodes(const dt_nodepool *p, unsigned reason, int64_t now, int64_t nodes);
+
 /* A label selector: matchLabels (as In) and matchExpressions. A selector
 ** that is absent matches nothing; an empty one matches everything. */
 typedef struct dt_selector {

@@ -69,7 +69,14 @@ typedef struct sclaim {
   int64_t used_cpu, used_mem, used_pods;
   DT_VEC(uint32_t) pods; /* may hold pods that moved on: check pod.claim */
   bool live;
+  bool disrupting; /* taken for a budgeted disruption (Empty, Drifted, Underutilized) */
 } sclaim;
+
+/* A NodePool as applied, parsed for its disruption budgets. */
+typedef struct spool {
+  char *name;
+  dt_manifests *m; /* holds the one NodePool */
+} spool;
 
 enum { EV_ARRIVE, EV_DEPART, EV_SCENARIO, EV_WARN };
 
@@ -139,6 +146,8 @@ typedef struct run {
   uint64_t seq;
   DT_VEC(outage) outages;
   DT_VEC(deployment) deps;
+  DT_VEC(spool) npools;
+  bool check_budgets; /* false when a policy's budget hook decides them */
   DT_VEC(double) waits; /* seconds, every pending episode that ended */
   size_t waits_seen;    /* waits before this step */
   DT_VEC(sample) series;
@@ -382,18 +391,77 @@ static void on_running(void *ud, const char *claim, const char *pods) {
             (long long)c->alloc_cpu, (long long)(c->alloc_mem / 1000 / 1048576), (long long)c->alloc_pods);
 }
 
+/* The reason a decision gives, its first word ("Underutilized", "Expired"). */
+static void reason_word(const char *reason, char *word, size_t size) {
+  size_t n = 0;
+  while (reason[n] && n + 1 < size &&
+         (reason[n] == '-' || (reason[n] >= 'A' && reason[n] <= 'Z') || (reason[n] >= 'a' && reason[n] <= 'z')))
+    n++;
+  snprintf(word, size, "%.*s", (int)n, reason);
+  if (!n) snprintf(word, size, "other");
+}
+
+static const dt_nodepool *pool_named(const run *r, const char *name) {
+  for (size_t i = 0; i < r->npools.n; i++)
+    if (!strcmp(r->npools.v[i].name, name)) return r->npools.v[i].m->pools.v;
+  return NULL;
+}
+
+/*
+** Budgets: when claims are taken for a budgeted disruption (a replacement
+** launched for them, or a delete), the claims of their NodePool disrupting
+** at once (taken and not yet gone, or gone at this instant: a pass runs in
+** one) may not be more than the pool's budget for that reason, of its
+** nodes (live, or gone at this instant: at least as many as the pass
+** counted, so the bound is never tighter than the controller's).
+*/
+static void budget_check(run *r, const char *names, unsigned reason, const char *word) {
+  char pool[256] = "";
+  for (const char *s = names; s && *s;) {
+    const char *e = strchr(s, ',');
+    size_t len = e ? (size_t)(e - s) : strlen(s);
+    int32_t ci = map_get(r, true, dt__symn(&r->names, s, len));
+    s = e ? e + 1 : NULL;
+    if (ci < 0) continue;
+    sclaim *c = &r->claims.v[ci];
+    c->disrupting = true;
+    snprintf(pool, sizeof pool, "%s", c->pool);
+  }
+  const dt_nodepool *np = pool[0] ? pool_named(r, pool) : NULL;
+  if (!np || !r->in->check || !r->check_budgets) return;
+  int64_t nodes = 0, disrupting = 0;
+  for (size_t i = 0; i < r->claims.n; i++) {
+    const sclaim *c = &r->claims.v[i];
+    if (strcmp(c->pool, pool) || !(c->live || c->removed == r->now)) continue;
+    nodes++;
+    disrupting += c->disrupting;
+  }
+  int64_t most = dt__budget_nodes(np, reason, r->now / 1000, nodes);
+  if (disrupting > most)
+    violate(r, "NodePool %s: %lld of its %lld nodes disrupting at once, more than its %s budget of %lld (last: %s)", pool,
+            (long long)disrupting, (long long)nodes, word, (long long)most, r->last_decision);
+}
+
 static void on_decision(void *ud, const char *kind, const char *subject, const char *reason) {
   run *r = ud;
   snprintf(r->last_decision, sizeof r->last_decision, "%s %s: %s", kind, subject, reason);
-  if (strcmp(kind, "disrupt")) return;
-  r->disruptions++;
   char word[48];
-  size_t n = 0;
-  while (reason[n] && n + 1 < sizeof word && (reason[n] == '-' || (reason[n] >= 'A' && reason[n] <= 'Z') ||
-                                              (reason[n] >= 'a' && reason[n] <= 'z')))
-    n++;
-  snprintf(word, sizeof word, "%.*s", (int)n, reason);
-  if (!n) snprintf(word, sizeof word, "other");
+  reason_word(reason, word, sizeof word);
+  const char *names = !strncmp(subject, "NodeClaim ", 10) ? subject + 10 : NULL;
+  unsigned bit = !strcmp(word, "Empty") ? DT_REASON_EMPTY
+                 : !strcmp(word, "Drifted") ? DT_REASON_DRIFTED
+                 : !strcmp(word, "Underutilized") ? DT_REASON_UNDERUTILIZED : 0;
+  if (names && !strcmp(kind, "disrupt-aborted")) { /* its replacement failed: the node stays, untainted */
+    int32_t ci = map_get(r, true, dt__sym_find(&r->names, names));
+    if (ci >= 0) r->claims.v[ci].disrupting = false;
+  }
+  if (names && bit && !strcmp(kind, "replace")) budget_check(r, names, bit, word);
+  if (strcmp(kind, "disrupt")) return;
+  if (names && bit) {
+    int32_t ci = map_get(r, true, dt__sym_find(&r->names, names));
+    if (ci >= 0 && !r->claims.v[ci].disrupting) budget_check(r, names, bit, word);
+  }
+  r->disruptions++;
   for (size_t i = 0; i < r->reasons.n; i++)
     if (!strcmp(r->reasons.v[i].reason, word)) {
       r->reasons.v[i].n++;
@@ -588,6 +656,32 @@ static deployment *deployment_find(run *r, const char *ns, const char *name) {
   return NULL;
 }
 
+/* A NodePool applied: its budgets, parsed as the controller parses them,
+** replace what was known of it. One the controller refuses is not kept. */
+static void record_pool(run *r, const char *name, const cJSON *o) {
+  char *text = cJSON_PrintUnformatted(o);
+  dt_manifests *m = text ? dt_manifests_new() : NULL;
+  dt_error err = {0};
+  bool ok = m && !dt_manifests_add_buffer(m, "NodePool", text, strlen(text), &err) && m->pools.n == 1;
+  cJSON_free(text);
+  if (!ok) {
+    dt_manifests_free(m);
+    return;
+  }
+  for (size_t i = 0; i < r->npools.n; i++)
+    if (!strcmp(r->npools.v[i].name, name)) {
+      dt_manifests_free(r->npools.v[i].m);
+      r->npools.v[i].m = m;
+      return;
+    }
+  spool p = {dt__strdup(name), m};
+  if (!p.name || dt__vec_push(&r->npools, p)) {
+    dt__free(p.name);
+    dt_manifests_free(m);
+    violate(r, "out of memory");
+  }
+}
+
 /* Apply one object as the cluster would: Deployments become their pods
 ** (the simulator plays the ReplicaSet controller), Pods are followed. */
 static void apply_object(run *r, const cJSON *o) {
@@ -617,8 +711,24 @@ static void apply_object(run *r, const cJSON *o) {
     pod_requests(o, &cpu, &mem);
     track(r, ns, name, cpu, mem, -1, NULL);
   }
+  cJSON *unbudgeted = NULL;
+  if (kind && name && !strcmp(kind, "NodePool")) {
+    record_pool(r, name, o);
+    if (FAULT("budget")) { /* the controller is told of no budget; the checker keeps the pool's */
+      unbudgeted = cJSON_Duplicate(o, true);
+      cJSON *spec = cJSON_GetObjectItemCaseSensitive(unbudgeted, "spec");
+      cJSON *d = cJSON_GetObjectItemCaseSensitive(spec, "disruption");
+      if (!d && spec) d = cJSON_AddObjectToObject(spec, "disruption");
+      cJSON_DeleteItemFromObjectCaseSensitive(d, "budgets");
+      cJSON *all = cJSON_CreateObject();
+      cJSON_AddStringToObject(all, "nodes", "100%");
+      cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "budgets"), all);
+      if (unbudgeted) o = unbudgeted;
+    }
+  }
   dt_error err = {0};
   if (dt__ctl_apply(o, &err)) violate(r, "%s %s: %s", kind ? kind : "object", name ? name : "?", err.msg);
+  cJSON_Delete(unbudgeted);
 }
 
 static void interrupt_claim(run *r, uint32_t ci) {
@@ -862,6 +972,8 @@ static int run_one(run *r, size_t k, size_t nruns, bool tty, dt_error *err) {
   if (rc) return rc;
   if (r->policy_path && (rc = dt_policy_load_file(r->policy_path, NULL, &r->policy, err))) return rc;
   r->policy_errors_before = policy_errors(r);
+  /* a budget hook decides budgets the NodePools do not show */
+  r->check_budgets = !dt__policy_has(r->policy, DT_HOOK_BUDGET) && !in->cfg.policy_dir;
   dt_ctl_cloud cloud = {r, cloud_launch, NULL};
   dt_ctl_observer obs = {r, on_instance, on_running, on_decision};
   dt_ctl_config cfg = in->cfg;
@@ -940,6 +1052,8 @@ static void run_free(run *r) {
   }
   for (size_t i = 0; i < r->outages.n; i++) dt__free(r->outages.v[i].type), dt__free(r->outages.v[i].zone), dt__free(r->outages.v[i].ct);
   for (size_t i = 0; i < r->deps.n; i++) dt__free(r->deps.v[i].ns), dt__free(r->deps.v[i].name), cJSON_Delete(r->deps.v[i].tmpl);
+  for (size_t i = 0; i < r->npools.n; i++) dt__free(r->npools.v[i].name), dt_manifests_free(r->npools.v[i].m);
+  dt__free(r->npools.v);
   dt__free(r->claims.v), dt__free(r->pods.v), dt__free(r->heap.v), dt__free(r->outages.v), dt__free(r->deps.v);
   dt__free(r->waits.v), dt__free(r->series.v), dt__free(r->reasons.v), dt__free(r->pod_of.v), dt__free(r->claim_of.v);
   dt__symtab_free(&r->names);
