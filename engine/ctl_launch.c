@@ -1,0 +1,588 @@
+/*
+** ctl_launch.c: the controller's hand on the cloud. Unavailable offerings
+** (marks with a TTL), launches as contexts that go out a slice per loop turn
+** with retries, backoff and a circuit per offering, deletes, and the http
+** provider's poll of instances and catalog. The providers: `sim` (in
+** process), `http` (the REST contract over libcurl) and the simulator's
+** cloud (ctl.h).
+*/
+#define _GNU_SOURCE
+#include "controller.h"
+#include "httpc.h"
+#include "model.h"
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Mark an offering unavailable for the TTL (an UnavailableOffering object). */
+void mark_unavailable(const char *ct, const char *type, const char *zone, const char *why, int64_t ttl) {
+  char ts[40], name[600], key[800];
+  dt__fmt_time(wall() + ttl, ts, sizeof ts);
+  snprintf(name, sizeof name, "%s.%s.%s", ct, type, zone);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "apiVersion", "dovetail.dev/v1alpha1");
+  cJSON_AddStringToObject(o, "kind", "UnavailableOffering");
+  cJSON_AddObjectToObject(o, "metadata");
+  cJSON_AddStringToObject(jget(o, "metadata"), "name", name);
+  cJSON *sp = cJSON_AddObjectToObject(o, "spec");
+  cJSON_AddStringToObject(sp, "capacityType", ct);
+  cJSON_AddStringToObject(sp, "instanceType", type);
+  cJSON_AddStringToObject(sp, "zone", zone);
+  cJSON_AddStringToObject(sp, "expiresAt", ts);
+  snprintf(key, sizeof key, "UnavailableOffering//%s", name);
+  obj_put(key, o);
+  cJSON_Delete(o);
+  char subj[700];
+  snprintf(subj, sizeof subj, "%s/%s/%s", type, zone, ct);
+  char reason[700];
+  snprintf(reason, sizeof reason, "%s; unavailable until %s", why, ts);
+  log_decision("unavailable", subj, reason);
+}
+
+/* Drop marks whose time has come. */
+void expire_marks(void) {
+  int64_t now = wall();
+  for (size_t i = 0; i < D.objs.n;) {
+    if (strncmp(D.objs.v[i].key, "UnavailableOffering/", 20)) {
+      i++;
+      continue;
+    }
+    cJSON *o = cJSON_Parse(D.objs.v[i].json);
+    const char *e = dt__jstr(jget(o, "spec"),
+                                                                          "expiresAt");
+    int64_t t = 0;
+    bool gone = e && !dt_time_parse(e, &t, NULL) && t <= now;
+    cJSON_Delete(o);
+    if (gone)
+      obj_del(D.objs.v[i].key);
+    else
+      i++;
+  }
+}
+
+/* The sim cloud: launches succeed unless the offering is listed by --sim-ice. */
+static int sim_launch(const char *type, const char *zone, const char *ct, char *id, size_t n) {
+  char k[600];
+  snprintf(k, sizeof k, "%s/%s/%s", type, zone, ct);
+  for (size_t i = 0; i < D.sim_ice.n; i++)
+    if (!strcmp(D.sim_ice.v[i], k)) return -1;
+  snprintf(id, n, "i-%016llx", (unsigned long long)dt__hash64(k, strlen(k)) ^ (unsigned long long)++D.seq);
+  return 0;
+}
+
+/* ------------------------------------------------------------ provider */
+
+
+void lc_free(uv_handle_t *h) {
+  launch_ctx *lc = h->data;
+  dt__free(lc->claim);
+  dt__free(lc->type);
+  dt__free(lc->zone);
+  dt__free(lc->ct);
+  dt__free(lc->pool);
+  dt__free(lc);
+}
+
+void lc_done(launch_ctx *lc) { tm_close(&lc->retry, lc_free); }
+
+static void drop_claim(const char *claim) {
+  char key[800];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  obj_del(key);
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].claim, claim)) {
+      inst_remove(i);
+      break;
+    }
+}
+
+/* A launched claim is a node from now on: Initialized and Ready, created
+** now (disruption considers it, consolidateAfter counts from here). */
+static void claim_initialized(const char *claim) {
+  char key[800], ts[40];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  if (at < 0) return;
+  cJSON *o = cJSON_Parse(D.objs.v[at].json);
+  if (!o) return;
+  dt__fmt_time(wall(), ts, sizeof ts);
+  cJSON *md = jget(o, "metadata");
+  cJSON_DeleteItemFromObjectCaseSensitive(md, "creationTimestamp");
+  cJSON_AddStringToObject(md, "creationTimestamp", ts);
+  cJSON *st = jget(o, "status");
+  if (!st) st = cJSON_AddObjectToObject(o, "status");
+  cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
+  cJSON *cs = cJSON_AddArrayToObject(st, "conditions");
+  static const char *types[] = {"Initialized", "Ready"};
+  for (int i = 0; i < 2; i++) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", types[i]);
+    cJSON_AddStringToObject(c, "status", "True");
+    cJSON_AddItemToArray(cs, c);
+  }
+  obj_put(key, o);
+  cJSON_Delete(o);
+}
+
+static void on_circuit_close(uv_timer_t *t) {
+  (void)t;
+  logf_("info", "circuit", "closed: launches resume");
+  arm_batch();
+}
+
+static void on_again(uv_timer_t *t) {
+  (void)t;
+  if (D.circuit_until <= wall()) arm_batch();
+}
+
+/*
+** An offering whose launches keep failing (not for capacity: errors, after
+** their retries) goes into a failed state with backoff, as Cluster API does
+** with a machine that keeps failing: after FAILS_BEFORE_BACKOFF in a row it
+** is marked unavailable for 30 s, doubling per further failure up to 10 min,
+** so the next rounds launch elsewhere instead of failing every 2 s. A launch
+** that succeeds clears the count.
+*/
+#define FAILS_BEFORE_BACKOFF 3
+
+static int fail_find(const launch_ctx *lc, bool add) {
+  char k[600];
+  snprintf(k, sizeof k, "%s/%s/%s", lc->type, lc->zone, lc->ct);
+  for (size_t i = 0; i < D.failing.n; i++)
+    if (!strcmp(D.failing.v[i].key, k)) return (int)i;
+  if (!add) return -1;
+  failing f = {dt__strdup(k), 0};
+  if (!f.key || dt__vec_push(&D.failing, f)) {
+    dt__free(f.key);
+    return -1;
+  }
+  return (int)D.failing.n - 1;
+}
+
+static void launch_failed_again(const launch_ctx *lc) {
+  int at = fail_find(lc, true);
+  if (at < 0) return;
+  unsigned n = ++D.failing.v[at].count;
+  if (n < FAILS_BEFORE_BACKOFF) return;
+  int64_t ttl = 30;
+  for (unsigned i = FAILS_BEFORE_BACKOFF; i < n && ttl < 600; i++) ttl *= 2;
+  if (ttl > 600) ttl = 600;
+  char why[200];
+  snprintf(why, sizeof why, "%u launches in a row failed; backing off %llds", n, (long long)ttl);
+  mark_unavailable(lc->ct, lc->type, lc->zone, why, ttl);
+}
+
+static void launch_succeeded(const launch_ctx *lc) {
+  int at = fail_find(lc, false);
+  if (at < 0) return;
+  dt__free(D.failing.v[at].key);
+  D.failing.v[at] = D.failing.v[--D.failing.n];
+}
+
+/* A launched claim's node registered and initialized: it takes pods, and a
+** replacement lets the nodes it replaces go. */
+static void node_up(const char *claim) {
+  instance *in = NULL;
+  for (size_t i = 0; i < D.insts.n && !in; i++)
+    if (!strcmp(D.insts.v[i].claim, claim)) in = &D.insts.v[i];
+  if (!in) return; /* deleted while it started */
+  in->initialized = true;
+  claim_initialized(claim);
+  claim_running(claim);
+  replacement_done(claim, true);
+}
+
+void on_node_up(uv_timer_t *t) {
+  launch_ctx *lc = t->data;
+  node_up(lc->claim);
+  state_dirty();
+  lc_done(lc);
+}
+
+/* The outcome of a launch: launched (id), insufficient capacity, or failed (msg). */
+static void launch_done(launch_ctx *lc, dt_launch_outcome outcome, const char *id, const char *msg) {
+  char subj[800], reason[1200];
+  snprintf(subj, sizeof subj, "NodeClaim %s", lc->claim);
+  if (outcome == DT_LAUNCH_OK) {
+    D.provider_ok++;
+    D.consecutive_failures = 0;
+    int cti = !strcmp(lc->ct, "reserved") ? 0 : !strcmp(lc->ct, "spot") ? 1 : 2;
+    D.launched[cti]++;
+    launch_succeeded(lc);
+    add_instance(id, lc->claim, lc->type, lc->zone, lc->ct, lc->pool, 0, wall());
+    snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, lc->type, lc->zone, lc->ct,
+             lc->pool);
+    log_decision("launch", subj, reason);
+    if (D.cloud && lc->startup_ms) { /* its node comes up later, or never (the startup timeout then acts) */
+      for (size_t i = 0; i < D.insts.n; i++)
+        if (!strcmp(D.insts.v[i].claim, lc->claim)) D.insts.v[i].initialized = false;
+      state_dirty();
+      if (lc->startup_ms > 0) {
+        tm_start(&lc->retry, on_node_up, (uint64_t)lc->startup_ms, 0);
+        return;
+      }
+      lc_done(lc);
+      return;
+    }
+    node_up(lc->claim);
+  } else if (outcome == DT_LAUNCH_NO_CAPACITY) {
+    D.provider_ice++;
+    D.consecutive_failures = 0;
+    snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: InsufficientCapacity", lc->type, lc->zone, lc->ct);
+    log_decision("launch-failed", subj, reason);
+    mark_unavailable(lc->ct, lc->type, lc->zone, "insufficient capacity at launch", D.ttl);
+    drop_claim(lc->claim);
+    replacement_done(lc->claim, false);
+    arm_batch();
+  } else {
+    D.provider_err++;
+    snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: %s; its pods wait for the next round", lc->type,
+             lc->zone, lc->ct, msg);
+    log_decision("launch-failed", subj, reason);
+    launch_failed_again(lc);
+    drop_claim(lc->claim);
+    replacement_done(lc->claim, false);
+    tm_start(&D.again, on_again, 2000, 0);
+  }
+  /* The claim was written ahead; its outcome joins the round's one write. A
+  ** crash before it finds the claim at restart and adopts its instance. */
+  state_dirty();
+  lc_done(lc);
+}
+
+static void http_launch(launch_ctx *lc);
+
+static void on_retry(uv_timer_t *t) { http_launch(t->data); }
+
+static void on_launch_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)etag;
+  launch_ctx *lc = ud;
+  if (status == 201) {
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    const char *id = dt__jstr(o, "id");
+    char idb[200];
+    snprintf(idb, sizeof idb, "%s", id ? id : "");
+    cJSON_Delete(o);
+    if (idb[0]) {
+      launch_done(lc, DT_LAUNCH_OK, idb, NULL);
+      return;
+    }
+    err = "201 without an instance id";
+  } else if (status == 409) {
+    launch_done(lc, DT_LAUNCH_NO_CAPACITY, NULL, NULL);
+    return;
+  }
+  char msg[300];
+  snprintf(msg, sizeof msg, "%s", err ? err : "");
+  if (!err) snprintf(msg, sizeof msg, "HTTP %ld", status);
+  /* 4xx other than 409 will not get better by retrying */
+  bool retry = status == 0 || status >= 500 || status == 429;
+  if (++D.consecutive_failures >= 5 && D.circuit_until <= wall()) {
+    D.circuit_until = wall() + 30;
+    tm_start(&D.circuit_timer, on_circuit_close, 30000, 0);
+    logf_("error", "circuit", "open for 30s after %u consecutive provider failures (last: %s)", D.consecutive_failures, msg);
+  }
+  if (retry && lc->attempt < D.retries && D.circuit_until <= wall()) {
+    /* jittered exponential backoff: 500 ms x 2^attempt x [0.5, 1.5) */
+    D.jitter = D.jitter * 6364136223846793005ull + 1442695040888963407ull;
+    double j = 0.5 + (double)(D.jitter >> 11) / 9007199254740992.0;
+    uint64_t delay = (uint64_t)(500.0 * (double)(1u << lc->attempt) * j);
+    logf_("warn", "retry", "NodeClaim %s: %s; retry %d in %llu ms", lc->claim, msg, lc->attempt + 1,
+          (unsigned long long)delay);
+    tm_start(&lc->retry, on_retry, delay, 0);
+    return;
+  }
+  launch_done(lc, DT_LAUNCH_FAILED, NULL, msg);
+}
+
+/* The most a spot launch may cost: the NodePool's dovetail.dev/spot-max-price,
+** else the type's on-demand price (Cluster API's default); < 0 unknown. */
+static double spot_max_price(const char *pool, const char *type) {
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodePool//%s", pool);
+  int at = obj_find(key);
+  cJSON *np = at >= 0 ? cJSON_Parse(D.objs.v[at].json) : NULL;
+  const char *v = dt__jstr(jget(jget(np, "metadata"), "annotations"), "dovetail.dev/spot-max-price");
+  double max = v ? strtod(v, NULL) : -1;
+  cJSON_Delete(np);
+  for (size_t i = 0; max < 0 && i < dt_catalog_size(D.cat); i++) {
+    dt_type_info t;
+    if (!dt_catalog_type(D.cat, i, &t) && !strcmp(t.name, type)) max = t.on_demand_price;
+  }
+  return max;
+}
+
+static void http_launch(launch_ctx *lc) {
+  if (D.circuit_until > wall()) {
+    launch_done(lc, DT_LAUNCH_FAILED, NULL, "the provider circuit is open");
+    return;
+  }
+  lc->attempt++;
+  cJSON *b = cJSON_CreateObject();
+  cJSON_AddStringToObject(b, "cluster", D.cluster);
+  cJSON_AddStringToObject(b, "claim", lc->claim);
+  cJSON_AddStringToObject(b, "instanceType", lc->type);
+  cJSON_AddStringToObject(b, "zone", lc->zone);
+  cJSON_AddStringToObject(b, "capacityType", lc->ct);
+  cJSON_AddStringToObject(b, "nodePool", lc->pool);
+  if (!strcmp(lc->ct, "spot")) {
+    /* the cloud-neutral parts of a spot request, for a provider to map
+    ** (AWS: MaxPrice, InstanceInterruptionBehavior; IBM: availability
+    ** class spot, preemption action) */
+    double max = spot_max_price(lc->pool, lc->type);
+    if (max >= 0) cJSON_AddNumberToObject(b, "maxPrice", max);
+    cJSON_AddStringToObject(b, "interruptionBehavior", "terminate");
+  }
+  char *body = cJSON_PrintUnformatted(b);
+  cJSON_Delete(b);
+  char url[1200];
+  snprintf(url, sizeof url, "%s/instances", D.cloud_url);
+  if (!body || dt__httpc_request("POST", url, body, NULL, (long)D.timeout_ms, on_launch_reply, lc))
+    launch_done(lc, DT_LAUNCH_FAILED, NULL, "cannot start the request");
+  free(body);
+}
+
+void on_cloud_answer(uv_timer_t *t) {
+  launch_ctx *lc = t->data;
+  launch_done(lc, lc->outcome, lc->id, "the cloud refused the launch");
+}
+
+/* A launch of claim as this offering, not started yet; NULL out of memory. */
+launch_ctx *launch_new(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
+  launch_ctx *lc = dt__calloc(1, sizeof *lc);
+  if (!lc) return NULL;
+  lc->claim = dt__strdup(claim);
+  lc->type = dt__strdup(type);
+  lc->zone = dt__strdup(zone);
+  lc->ct = dt__strdup(ct);
+  lc->pool = dt__strdup(pool);
+  tm_init(&lc->retry);
+  lc->retry.data = lc;
+  if (!lc->claim || !lc->type || !lc->zone || !lc->ct || !lc->pool) {
+    lc_done(lc);
+    return NULL;
+  }
+  return lc;
+}
+
+/* Send the launch to the provider; its outcome comes to launch_done. */
+void launch_start(launch_ctx *lc) {
+  if (D.cloud_url) {
+    http_launch(lc);
+    return;
+  }
+  if (D.cloud) { /* the answer comes after the cloud's latency and the node's start-up */
+    int64_t delay = 0;
+    lc->outcome = D.cloud->launch(D.cloud->ud, lc->claim, lc->type, lc->zone, lc->ct, lc->id, sizeof lc->id, &delay,
+                                  &lc->startup_ms);
+    tm_start(&lc->retry, on_cloud_answer, delay > 0 ? (uint64_t)delay : 0, 0);
+    return;
+  }
+  char id[64];
+  if (sim_launch(lc->type, lc->zone, lc->ct, id, sizeof id))
+    launch_done(lc, DT_LAUNCH_NO_CAPACITY, NULL, NULL);
+  else
+    launch_done(lc, DT_LAUNCH_OK, id, NULL);
+}
+
+void launch_claim(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
+  launch_ctx *lc = launch_new(claim, type, zone, ct, pool);
+  if (lc) launch_start(lc);
+}
+
+static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)body, (void)len, (void)etag;
+  char *id = ud;
+  if (status != 200 && status != 404) logf_("warn", "delete", "instance %s: %s", id, err ? err : "unexpected status");
+  dt__free(id);
+}
+
+/* Poll the cloud's instance list: forget what it no longer has, adopt
+** instances of claims we hold, and replace instances stopped by preemption
+** (IBM-style polled interruptions). */
+static void on_instances(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)ud, (void)etag;
+  if (status != 200) {
+    logf_("warn", "poll", "GET /instances: %s", err ? err : "unexpected status");
+    return;
+  }
+  cJSON *o = cJSON_ParseWithLength(body, len);
+  const cJSON *list = jget(o, "instances"), *in;
+  bool changed = false;
+  /* adopt: claims in the store without an instance, which the cloud has */
+  cJSON_ArrayForEach(in, list) {
+    const char *id = dt__jstr(in, "id");
+    const char *claim = dt__jstr(in, "claim");
+    const char *state = dt__jstr(in, "state");
+    const char *why = dt__jstr(in, "statusReason");
+    if (!id || !claim) continue;
+    char key[800];
+    snprintf(key, sizeof key, "NodeClaim//%s", claim);
+    bool known = false;
+    for (size_t i = 0; i < D.insts.n && !known; i++) known = !strcmp(D.insts.v[i].id, id);
+    if (!known && obj_find(key) >= 0) {
+      add_instance(id, claim, dt__jstr(in, "instanceType"),
+                   dt__jstr(in, "zone"),
+                   dt__jstr(in, "capacityType"),
+                   dt__jstr(in, "nodePool"), 0, wall());
+      log_decision("adopt", id, "the cloud has an instance for a claim we hold");
+      known = changed = true;
+    }
+    if (!known && D.ready && state && strcmp(state, "terminated")) {
+      /* Launched for a claim this daemon no longer holds: garbage, but only
+      ** when the instance carries this cluster's name and a state file this
+      ** daemon wrote or read says what it holds. Anything else is left
+      ** alone: a lost or foreign state must never cost a fleet. */
+      const char *owner = dt__jstr(in, "cluster");
+      if (!owner || strcmp(owner, D.cluster) || !D.state_valid) {
+        char why2[300];
+        snprintf(why2, sizeof why2, "the cloud has an instance this daemon cannot account for (%s); left alone",
+                 !owner ? "no cluster tag" : strcmp(owner, D.cluster) ? "another cluster's" : "no state file");
+        logf_("warn", "unaccounted", "instance %s: %s", id, why2);
+        continue;
+      }
+      log_decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
+      char url[1200];
+      snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
+      char *idc = dt__strdup(id);
+      if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+      continue;
+    }
+    const instance *kin = NULL;
+    for (size_t i = 0; i < D.insts.n && !kin; i++)
+      if (!strcmp(D.insts.v[i].id, id)) kin = &D.insts.v[i];
+    /* while a round holds the policy, a preemption waits for the next poll */
+    const char *act = known && kin && state && !strcmp(state, "stopped") && why &&
+                              !strcmp(why, "stopped_by_preemption") && !D.planning
+                          ? interruption_action("preemption", kin, state, "drain")
+                          : "ignore";
+    if (known && kin && strcmp(act, "ignore")) {
+      char subj[300], reason[600];
+      snprintf(subj, sizeof subj, "instance %s", id);
+      /* "keep-offering": replace the node, leave the offering available */
+      if (!strcmp(act, "drain")) mark_unavailable(kin->ct, kin->type, kin->zone, "stopped by preemption", D.preempt_ttl);
+      snprintf(reason, sizeof reason, "stopped by preemption: delete it and replace NodeClaim %s", claim);
+      log_decision("interruption", subj, reason);
+      char url[1200];
+      snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
+      char *idc = dt__strdup(id);
+      if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+      drop_claim(claim);
+      D.events++;
+      changed = true;
+      continue;
+    }
+    /* stopped or deallocated by the cloud, still billed: unhealthy from
+    ** the first poll that says so (remediated after the timeout) */
+    instance *hin = (instance *)kin;
+    if (hin) {
+      bool down = state && (!strcmp(state, "stopped") || !strcmp(state, "deallocated") || !strcmp(state, "stopping"));
+      if (down && !hin->down_since) hin->down_since = wall();
+      if (!down) hin->down_since = 0;
+    }
+  }
+  /* forget: instances the cloud no longer has (and claims never launched) */
+  for (size_t i = 0; i < D.insts.n;) {
+    bool seen = false;
+    cJSON_ArrayForEach(in, list) seen |= !strcmp(dt__jstr(in, "id") ?: "",
+                                                 D.insts.v[i].id);
+    if (seen) {
+      i++;
+      continue;
+    }
+    log_decision("forget", D.insts.v[i].id, "the cloud no longer has this instance; its pods are pending again");
+    char claim[600];
+    snprintf(claim, sizeof claim, "%s", D.insts.v[i].claim);
+    drop_claim(claim);
+    changed = true;
+  }
+  if (!D.ready) {
+    /* claims held without an instance after a restart: launched by nobody */
+    for (size_t i = 0; i < D.objs.n;) {
+      if (strncmp(D.objs.v[i].key, "NodeClaim//", 11)) {
+        i++;
+        continue;
+      }
+      const char *claim = D.objs.v[i].key + 11;
+      bool has = false;
+      for (size_t k = 0; k < D.insts.n && !has; k++) has = !strcmp(D.insts.v[k].claim, claim);
+      if (has) {
+        i++;
+        continue;
+      }
+      logf_("info", "reconcile", "NodeClaim %s has no instance: its pods are planned again", claim);
+      obj_del(D.objs.v[i].key);
+      changed = true;
+    }
+    D.ready = true;
+    logf_("info", "ready", "reconciled with the cloud: %zu instances", D.insts.n);
+    if (D.objs.n) arm_batch();
+  }
+  cJSON_Delete(o);
+  if (changed) {
+    journal_flush();
+    arm_batch();
+  }
+}
+
+static void on_catalog(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)ud;
+  if (status == 304) return;
+  if (status != 200) {
+    logf_("warn", "catalog", "GET /catalog: %s", err ? err : "unexpected status");
+    return;
+  }
+  dt_catalog *c = NULL;
+  dt_error e = {0};
+  if (dt_catalog_load_buffer("cloud:/catalog", body, len, &c, &e)) {
+    logf_("error", "catalog", "the cloud's catalog is invalid, keeping the current one: %s", e.msg);
+    return;
+  }
+  if (D.planning) { /* the round on the thread pool reads the catalog: swap after it */
+    dt_catalog_free(D.next_cat);
+    D.next_cat = c;
+  } else {
+    dt_catalog_free(D.cat);
+    D.cat = c;
+  }
+  snprintf(D.catalog_etag, sizeof D.catalog_etag, "%s", etag ? etag : "");
+  logf_("info", "catalog", "refreshed from the cloud (%zu bytes, ETag %s)", len, D.catalog_etag);
+}
+
+void on_poll_timer(uv_timer_t *t) {
+  (void)t;
+  char url[1200];
+  snprintf(url, sizeof url, "%s/instances?cluster=%s", D.cloud_url, D.cluster);
+  if (dt__httpc_request("GET", url, NULL, NULL, (long)D.timeout_ms, on_instances, NULL))
+    logf_("error", "poll", "cannot start GET /instances");
+  snprintf(url, sizeof url, "%s/catalog", D.cloud_url);
+  if (dt__httpc_request("GET", url, NULL, D.catalog_etag[0] ? D.catalog_etag : NULL, (long)D.timeout_ms, on_catalog,
+                        NULL))
+    logf_("error", "catalog", "cannot start GET /catalog");
+}
+
+/* Delete a claim this daemon launched: its instance through the provider,
+** the claim from the store; its pods are planned again. */
+void delete_instance(const char *claim, const char *why) {
+  char subj[KEY_MAX], copy[KEY_MAX];
+  snprintf(copy, sizeof copy, "%s", claim);
+  snprintf(subj, sizeof subj, "NodeClaim %s", copy);
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].claim, copy) && D.cloud_url) {
+      char url[1200];
+      snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, D.insts.v[i].id);
+      char *idc = dt__strdup(D.insts.v[i].id);
+      if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+    } else if (!strcmp(D.insts.v[i].claim, copy) && D.cloud && D.cloud->terminate) {
+      D.cloud->terminate(D.cloud->ud, D.insts.v[i].id);
+    }
+  log_decision("disrupt", subj, why);
+  drop_claim(copy);
+  D.deleted++;
+}
