@@ -246,6 +246,10 @@ void dt__cron_free(dt_cron *c);
 ** (two-space indent, keys in tree order) for output. */
 void dt__json_canon(const cJSON *n, dt_buf *b);
 void dt__json_pretty(const cJSON *n, dt_buf *b, int depth);
+/* Pretty, but the containers on_one_line picks (given the container and
+** its parent) written on one line: {"k": v, "k2": v2}, [a, b]. */
+typedef bool (*dt_json_inline)(const cJSON *n, const cJSON *parent);
+void dt__json_styled(const cJSON *n, const cJSON *parent, dt_buf *b, int depth, dt_json_inline on_one_line);
 uint64_t dt__hash64(const char *s, size_t n); /* FNV-1a */
 
 /* Building result documents: attach v under key (arrays ignore the key);
