@@ -1607,3 +1607,5 @@ void dt_disrupt_free(dt_disruption *d) {
   cJSON_Delete(d->root);
   dt__free(d);
 }
+
+const cJSON *dt__disrupt_doc(const dt_disruption *d) { return d->root; }

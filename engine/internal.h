@@ -260,4 +260,12 @@ void dt__json_put_str(cJSON *o, const char *key, const char *v);
 void dt__json_put_num(cJSON *o, const char *key, double v);
 void dt__doc_write(const cJSON *root, dt_format format, dt_buf *b);
 
+/* The results as the documents their JSON is written from (for the Lua
+** module, which builds its tables from them): the plan's is the caller's
+** to free (NULL when out of memory), the others belong to their result. */
+cJSON *dt__plan_doc(const dt_plan *plan);
+const cJSON *dt__plan_explain_doc(const dt_plan *plan); /* NULL without explain */
+const cJSON *dt__disrupt_doc(const dt_disruption *d);
+const cJSON *dt__pools_doc(const dt_pools *r);
+
 #endif

@@ -198,10 +198,6 @@ bool dt__selector_match(const dt_selector *s, const dt_kv *kv, size_t n);
 ** NULL when out of memory. */
 cJSON *dt__plan_launched_claims(const dt_plan *plan);
 
-/* The plan as a document (what dt_plan_render writes as JSON); the caller
-** frees it. NULL when out of memory. */
-cJSON *dt__plan_doc(const dt_plan *plan);
-
 /* NodeClaims that a Node in the same input stands for (its status.nodeName
 ** is the Node's name, or their provider IDs agree): out[i] is that Node's
 ** index for such a claim i, -1 for everything else. Both are one machine:

@@ -46,8 +46,8 @@ static void push_json(lua_State *L, const cJSON *j) {
     }
   } else if (cJSON_IsString(j)) {
     lua_pushstring(L, j->valuestring);
-  } else if (cJSON_IsNumber(j)) {
-    double d = j->valuedouble;
+  } else if (cJSON_IsNumber(j) || cJSON_IsRaw(j)) { /* raw: a number written as the JSON shows it (prices) */
+    double d = cJSON_IsRaw(j) ? strtod(j->valuestring, NULL) : j->valuedouble;
     if (d == floor(d) && fabs(d) < 9e15)
       lua_pushinteger(L, (lua_Integer)d);
     else
@@ -261,18 +261,13 @@ static const char *check_options(lua_State *L, int mode) {
   return NULL;
 }
 
-/* Push a rendered result: the text itself when a format was asked for,
-** else the JSON as a table. Non-zero on allocation failure. */
-static int push_result(lua_State *L, const char *fmt, const char *text, size_t len) {
-  if (fmt) {
+/* Push a result: the text rendered in the format asked for, or, without
+** one, a table built from the document its JSON is written from. */
+static void push_result(lua_State *L, const char *text, size_t len, const cJSON *doc) {
+  if (text)
     lua_pushlstring(L, text, len);
-    return 0;
-  }
-  cJSON *j = cJSON_ParseWithLength(text, len);
-  if (!j) return 1;
-  push_json(L, j);
-  cJSON_Delete(j);
-  return 0;
+  else
+    push_json(L, doc);
 }
 
 static int run(lua_State *L, int mode) {
@@ -328,6 +323,8 @@ static int run(lua_State *L, int mode) {
   dt_pools *pools = NULL;
   dt_disruption *dis = NULL;
   char *text = NULL;
+  const cJSON *doc = NULL; /* the result as a document, when no format was asked for */
+  cJSON *plan_doc = NULL;
   int nret = 0;
   dt_policy *owned = NULL; /* loaded here from a path */
   dt_policy_dir *pdir = NULL;
@@ -381,39 +378,42 @@ static int run(lua_State *L, int mode) {
     lua_getfield(L, 1, "explain");
     d.explain = lua_tostring(L, -1); /* stays on the stack until we return */
     if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto fail;
-    text = dt_disrupt_render(dis, f, &len);
+    if (fmt)
+      text = dt_disrupt_render(dis, f, &len);
+    else
+      doc = dt__disrupt_doc(dis);
   } else if (pool) {
     dt_pool_opts po = {opts.now, opts.seed, opts.policy};
     if (dt_pools_run(m, &po, &pools, &err)) goto fail;
-    text = dt_pools_render(pools, f, &len);
+    if (fmt)
+      text = dt_pools_render(pools, f, &len);
+    else
+      doc = dt__pools_doc(pools);
   } else {
     lua_getfield(L, 1, "explain");
     opts.explain = lua_tostring(L, -1); /* stays on the stack until we return */
     if (dt_plan_run(cat, m, &opts, &plan, &err)) goto fail;
-    text = dt_plan_render(plan, f, &len);
-    if (opts.explain && text) { /* the explanation first, the plan second */
-      char *ex = dt_plan_explain_render(plan, f == DT_FORMAT_TABLE ? DT_FORMAT_TABLE : f, &len2);
-      if (!ex) {
+    if (opts.explain) { /* the explanation first, the plan second */
+      char *ex = fmt ? dt_plan_explain_render(plan, f, &len2) : NULL;
+      const cJSON *exdoc = fmt ? NULL : dt__plan_explain_doc(plan);
+      if (!ex && !exdoc) {
         snprintf(err.msg, sizeof err.msg, "out of memory");
         goto fail;
       }
-      if (push_result(L, fmt, ex, len2)) {
-        dt_free(ex);
-        snprintf(err.msg, sizeof err.msg, "out of memory");
-        goto fail;
-      }
+      push_result(L, ex, len2, exdoc);
       dt_free(ex);
       nret = 1;
     }
+    if (fmt)
+      text = dt_plan_render(plan, f, &len);
+    else
+      doc = plan_doc = dt__plan_doc(plan);
   }
-  if (!text) {
+  if (!text && !doc) {
     snprintf(err.msg, sizeof err.msg, "out of memory");
     goto fail;
   }
-  if (push_result(L, fmt, text, len)) {
-    snprintf(err.msg, sizeof err.msg, "out of memory");
-    goto fail;
-  }
+  push_result(L, text, len, doc);
   if (!fmt) { /* what the CLI prints on standard error: skipped objects, policy_dir's load errors */
     const char *notes[2] = {dt_manifests_notes(m), pdir ? dt_policy_dir_errors(pdir) : ""};
     if (*notes[0] || *notes[1]) {
@@ -431,6 +431,7 @@ static int run(lua_State *L, int mode) {
   }
   nret++;
   dt_free(text);
+  cJSON_Delete(plan_doc);
   dt_plan_free(plan);
   dt_pools_free(pools);
   dt_disrupt_free(dis);
@@ -441,6 +442,7 @@ static int run(lua_State *L, int mode) {
   return nret;
 fail:
   dt_free(text);
+  cJSON_Delete(plan_doc);
   dt_plan_free(plan);
   dt_pools_free(pools);
   dt_disrupt_free(dis);
