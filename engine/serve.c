@@ -702,18 +702,8 @@ static void on_lag(uv_timer_t *t) {
   tm_start(t, on_lag, LAG_EVERY_MS, 0);
 }
 
-int dt__serve_main(int argc0, char **argv0) {
-  signal(SIGPIPE, SIG_IGN);
-  int argc;
-  char **argv;
-  char why[700];
-  int rc = 0;
-  if (config_args(argc0, argv0, &argc, &argv, why, sizeof why)) {
-    fprintf(stderr, "dovetail serve: %s\n", why);
-    return 2;
-  }
-  for (int i = 0; i + 1 < argc0; i++)
-    if (!strcmp(argv0[i], "--config")) g_config_path = argv0[i + 1];
+/* The defaults the options change. */
+static void serve_defaults(void) {
   D.idle_ms = 1000;
   D.max_ms = 10000;
   D.ttl = 180;
@@ -730,6 +720,12 @@ int dt__serve_main(int argc0, char **argv0) {
   D.retries = 3;
   D.disrupt_ms = 10000;
   D.requeue_ms = REQUEUE_BASE_MS;
+}
+
+/* The options (the config file's, then the command line's); -1 to go on,
+** else the exit status. */
+static int serve_args(int argc, char **argv) {
+  char why[700];
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     const opt *o = opt_find(a);
@@ -739,108 +735,92 @@ int dt__serve_main(int argc0, char **argv0) {
     }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
-      rc = 0;
-      goto out;
+      return 0;
     }
     if (!o || !v) {
       fprintf(stderr, "dovetail serve: %s option %s\n", o ? "incomplete" : "unknown", a);
       usage(stderr);
-      rc = 2;
-      goto out;
+      return 2;
     }
     if (opt_set(o, v, true, why, sizeof why)) {
       fprintf(stderr, "dovetail serve: %s\n", why);
-      rc = 2;
-      goto out;
+      return 2;
     }
     i++;
   }
-  const char *listen = g_listen, *catalog = g_catalog, *token_file = g_token_file;
   if (strcmp(D.provider, "sim") && strcmp(D.provider, "http")) {
     fprintf(stderr, "dovetail serve: --provider: expected sim or http, got \"%s\"\n", D.provider);
-    rc = 2;
-    goto out;
+    return 2;
   }
   if (!strcmp(D.provider, "http") != !!D.cloud_url) {
     fprintf(stderr, "dovetail serve: --provider http and --cloud-url URL go together\n");
-    rc = 2;
-    goto out;
+    return 2;
   }
+  return -1;
+}
+
+/* What the daemon reads before it listens: the catalog, the policies, the
+** token and the state (which must be writable). 0, or 1 after saying why. */
+static int serve_open(void) {
   dt_error err = {0};
-  if (dt_catalog_load_named(catalog, &D.cat, &err)) {
+  if (dt_catalog_load_named(g_catalog, &D.cat, &err) ||
+      (D.policy_path && dt_policy_load_file(D.policy_path, NULL, &D.policy, &err)) ||
+      dt_policy_dir_open(D.policy_dir ? D.policy_dir : "policies", &D.pdir, &err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    rc = 1;
-    goto out;
+    return 1;
   }
-  if (D.policy_path && dt_policy_load_file(D.policy_path, NULL, &D.policy, &err)) {
-    fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    rc = 1;
-    goto out;
-  }
-  if (dt_policy_dir_open(D.policy_dir ? D.policy_dir : "policies", &D.pdir, &err)) {
-    fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    rc = 1;
-    goto out;
-  }
-  if (token_file) {
+  if (g_token_file) {
     char *t;
     size_t len;
-    if (dt__read_file(token_file, &t, &len, &err)) {
+    if (dt__read_file(g_token_file, &t, &len, &err)) {
       fprintf(stderr, "dovetail serve: --token-file: %s\n", err.msg);
-      rc = 1;
-      goto out;
+      return 1;
     }
     while (len && (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' ')) t[--len] = 0;
     if (!len) {
-      fprintf(stderr, "dovetail serve: --token-file %s is empty\n", token_file);
-      rc = 1;
-      goto out;
+      dt__free(t);
+      fprintf(stderr, "dovetail serve: --token-file %s is empty\n", g_token_file);
+      return 1;
     }
     D.token = t;
   }
   D.decisions = cJSON_CreateArray();
   if (load_state(&err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    rc = 1;
-    goto out;
+    return 1;
   }
   /* A state that cannot be written stops the start: running on, the daemon
   ** would launch what it cannot remember. */
   if (D.state_path && save_state()) {
     fprintf(stderr, "dovetail serve: --state %s: cannot be written: %s\n", D.state_path, strerror(errno));
-    rc = 1;
-    goto out;
+    return 1;
   }
+  return 0;
+}
+
+/* The loop's handles: the HTTP API, timers, signals, the policy watch.
+** 0, or 1 after saying why. */
+static int loop_open(void) {
   D.loop = uv_default_loop();
   char msg[600];
-  if (dt__httpd_start(&D.http, D.loop, listen, D.body_limit, on_req, msg, sizeof msg)) {
+  if (dt__httpd_start(&D.http, D.loop, g_listen, D.body_limit, on_req, msg, sizeof msg)) {
     fprintf(stderr, "dovetail serve: --listen: %s\n", msg);
-    rc = 1;
-    goto out;
+    return 1;
   }
   D.port = D.http.port;
-  uv_timer_init(D.loop, &D.idle);
-  uv_timer_init(D.loop, &D.poll);
-  uv_timer_init(D.loop, &D.circuit_timer);
+  uv_timer_t *timers[] = {&D.idle, &D.max, &D.debounce, &D.poll, &D.circuit_timer, &D.again,
+                          &D.state_timer, &D.disrupt, &D.requeue, &D.lag, &D.launch_tick};
+  for (size_t i = 0; i < sizeof timers / sizeof *timers; i++) uv_timer_init(D.loop, timers[i]);
   D.jitter = (uint64_t)wall();
   D.start_seed = (uint64_t)wall() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-  uv_timer_init(D.loop, &D.again);
-  uv_timer_init(D.loop, &D.state_timer);
-  uv_timer_init(D.loop, &D.disrupt);
-  uv_timer_init(D.loop, &D.requeue);
-  uv_timer_init(D.loop, &D.lag);
-  uv_timer_init(D.loop, &D.launch_tick);
   D.lag_expect = dt__now_ms() + LAG_EVERY_MS;
   tm_start(&D.lag, on_lag, LAG_EVERY_MS, 0);
   if (D.disrupt_ms) tm_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
   if (D.cloud_url && dt__httpc_init(D.loop)) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
-    rc = 1;
-    goto out;
+    return 1;
   }
   D.ready = !D.cloud_url;
-  uv_timer_init(D.loop, &D.max);
-  uv_timer_init(D.loop, &D.debounce);
   uv_signal_init(D.loop, &D.sighup);
   uv_signal_init(D.loop, &D.sigterm);
   uv_signal_init(D.loop, &D.sigint);
@@ -851,41 +831,30 @@ int dt__serve_main(int argc0, char **argv0) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", D.policy_path);
     char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
+    if (slash)
+      *slash = 0;
+    else
+      snprintf(dir, sizeof dir, ".");
     uv_fs_event_init(D.loop, &D.watch);
     D.watching = uv_fs_event_start(&D.watch, on_watch, dir, 0) == 0;
   }
-  logf_("info", "listening", "http://%s:%d (catalog %s, %zu objects from state)", D.http.host, D.port,
-        catalog ? catalog : "bundled", D.objs.n);
-  if (D.cloud_url)
-    tm_start(&D.poll, on_poll_timer, 0, D.poll_ms); /* reconcile first, then every poll interval */
-  else if (D.objs.n)
-    arm_batch();
-  uv_run(D.loop, UV_RUN_DEFAULT);
-  while (D.planning) uv_run(D.loop, UV_RUN_ONCE); /* a round on the thread pool finishes first */
-  /* graceful stop: finish the provider calls in flight (up to 10 s) */
-  tm_stop(&D.poll);
-  tm_stop(&D.disrupt);
-  tm_stop(&D.idle);
-  tm_stop(&D.max);
-  tm_stop(&D.requeue);
-  tm_stop(&D.lag);
+  return 0;
+}
+
+/* A graceful stop: the round on the thread pool and the provider calls in
+** flight (up to 10 s) finish, the state is written, the handles close. */
+static void loop_close(void) {
+  while (D.planning) uv_run(D.loop, UV_RUN_ONCE);
+  uv_timer_t *timers[] = {&D.poll, &D.disrupt, &D.idle, &D.max, &D.requeue, &D.lag};
+  for (size_t i = 0; i < sizeof timers / sizeof *timers; i++) tm_stop(timers[i]);
   for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight(); i++) uv_run(D.loop, UV_RUN_ONCE);
   save_state();
-  /* graceful stop: close handles, let in-flight requests finish */
   dt__httpd_close(&D.http);
-  uv_close((uv_handle_t *)&D.idle, on_close_noop);
-  uv_close((uv_handle_t *)&D.max, on_close_noop);
-  uv_close((uv_handle_t *)&D.debounce, on_close_noop);
-  uv_close((uv_handle_t *)&D.poll, on_close_noop);
-  uv_close((uv_handle_t *)&D.again, on_close_noop);
-  uv_close((uv_handle_t *)&D.state_timer, on_close_noop);
-  uv_close((uv_handle_t *)&D.disrupt, on_close_noop);
-  uv_close((uv_handle_t *)&D.circuit_timer, on_close_noop);
-  uv_close((uv_handle_t *)&D.requeue, on_close_noop);
-  uv_close((uv_handle_t *)&D.lag, on_close_noop);
-  uv_close((uv_handle_t *)&D.launch_tick, on_close_noop);
+  uv_handle_t *handles[] = {(uv_handle_t *)&D.idle,        (uv_handle_t *)&D.max,       (uv_handle_t *)&D.debounce,
+                            (uv_handle_t *)&D.poll,        (uv_handle_t *)&D.again,     (uv_handle_t *)&D.state_timer,
+                            (uv_handle_t *)&D.disrupt,     (uv_handle_t *)&D.circuit_timer,
+                            (uv_handle_t *)&D.requeue,     (uv_handle_t *)&D.lag,       (uv_handle_t *)&D.launch_tick};
+  for (size_t i = 0; i < sizeof handles / sizeof *handles; i++) uv_close(handles[i], on_close_noop);
   dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);
   uv_close((uv_handle_t *)&D.sigterm, on_close_noop);
@@ -893,9 +862,35 @@ int dt__serve_main(int argc0, char **argv0) {
   if (D.watching) uv_close((uv_handle_t *)&D.watch, on_close_noop);
   uv_run(D.loop, UV_RUN_NOWAIT);
   dt__httpd_dispose(&D.http);
-  logf_("info", "stopped", "%llu rounds", (unsigned long long)D.round);
-  rc = 0;
-out:
+}
+
+int dt__serve_main(int argc0, char **argv0) {
+  signal(SIGPIPE, SIG_IGN);
+  int argc;
+  char **argv;
+  char why[700];
+  if (config_args(argc0, argv0, &argc, &argv, why, sizeof why)) {
+    fprintf(stderr, "dovetail serve: %s\n", why);
+    return 2;
+  }
+  for (int i = 0; i + 1 < argc0; i++)
+    if (!strcmp(argv0[i], "--config")) g_config_path = argv0[i + 1];
+  serve_defaults();
+  int rc = serve_args(argc, argv); /* -1: go on; 0 after --help */
+  bool go = rc < 0;
+  if (go) go = !(rc = serve_open());
+  if (go) go = !(rc = loop_open());
+  if (go) {
+    logf_("info", "listening", "http://%s:%d (catalog %s, %zu objects from state)", D.http.host, D.port,
+          g_catalog ? g_catalog : "bundled", D.objs.n);
+    if (D.cloud_url)
+      tm_start(&D.poll, on_poll_timer, 0, D.poll_ms); /* reconcile first, then every poll interval */
+    else if (D.objs.n)
+      arm_batch();
+    uv_run(D.loop, UV_RUN_DEFAULT);
+    loop_close();
+    logf_("info", "stopped", "%llu rounds", (unsigned long long)D.round);
+  }
   ctl_free();
   free_args(argc, argv); /* options point into them until here */
   free_args(g_hup_argc, g_hup_argv);
