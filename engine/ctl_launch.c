@@ -403,95 +403,81 @@ static void on_delete_reply(void *ud, long status, const char *body, size_t len,
   dt__free(id);
 }
 
-/* Poll the cloud's instance list: forget what it no longer has, adopt
-** instances of claims we hold, and replace instances stopped by preemption
-** (IBM-style polled interruptions). */
-static void on_instances(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
-  (void)ud, (void)etag;
-  if (status != 200) {
-    logf_("warn", "poll", "GET /instances: %s", err ? err : "unexpected status");
-    return;
+/* Ask the http provider to delete instance id; the answer is only logged. */
+static void http_delete(const char *id) {
+  char url[1200];
+  snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
+  char *idc = dt__strdup(id);
+  if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+}
+
+static instance *inst_by_id(const char *id) {
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].id, id)) return &D.insts.v[i];
+  return NULL;
+}
+
+/* An instance the cloud has that this daemon does not hold: adopted when
+** its claim is in the store, deleted as an orphan when it carries this
+** cluster's name and a trusted state file says what the daemon holds, else
+** left alone (a lost or foreign state must never cost a fleet). True when
+** the books changed. */
+static bool poll_unknown(const cJSON *in, const char *id, const char *claim, const char *state) {
+  char key[800];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  if (obj_find(key) >= 0) {
+    add_instance(id, claim, dt__jstr(in, "instanceType"), dt__jstr(in, "zone"), dt__jstr(in, "capacityType"),
+                 dt__jstr(in, "nodePool"), 0, wall());
+    log_decision("adopt", id, "the cloud has an instance for a claim we hold");
+    return true;
   }
-  cJSON *o = cJSON_ParseWithLength(body, len);
-  const cJSON *list = jget(o, "instances"), *in;
+  if (!D.ready || !state || !strcmp(state, "terminated")) return false;
+  const char *owner = dt__jstr(in, "cluster");
+  if (!owner || strcmp(owner, D.cluster) || !D.state_valid) {
+    logf_("warn", "unaccounted", "instance %s: the cloud has an instance this daemon cannot account for (%s); left alone",
+          id, !owner ? "no cluster tag" : strcmp(owner, D.cluster) ? "another cluster's" : "no state file");
+    return false;
+  }
+  log_decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
+  http_delete(id);
+  return false;
+}
+
+/* An instance of ours as the cloud reports it: stopped by preemption, it is
+** replaced (the policy's on_interruption may keep its offering available);
+** stopped or deallocated otherwise (still billed), unhealthy from this poll
+** on (remediated after the timeout). True when the books changed. */
+static bool poll_known(instance *kin, const char *id, const char *claim, const char *state, const char *why) {
+  /* while a round holds the policy, a preemption waits for the next poll */
+  const char *act = state && !strcmp(state, "stopped") && why && !strcmp(why, "stopped_by_preemption") && !D.planning
+                        ? interruption_action("preemption", kin, state, "drain")
+                        : "ignore";
+  if (strcmp(act, "ignore")) {
+    char subj[300], reason[600];
+    snprintf(subj, sizeof subj, "instance %s", id);
+    /* "keep-offering": replace the node, leave the offering available */
+    if (!strcmp(act, "drain")) mark_unavailable(kin->ct, kin->type, kin->zone, "stopped by preemption", D.preempt_ttl);
+    snprintf(reason, sizeof reason, "stopped by preemption: delete it and replace NodeClaim %s", claim);
+    log_decision("interruption", subj, reason);
+    http_delete(id);
+    drop_claim(claim);
+    D.events++;
+    return true;
+  }
+  bool down = state && (!strcmp(state, "stopped") || !strcmp(state, "deallocated") || !strcmp(state, "stopping"));
+  if (down && !kin->down_since) kin->down_since = wall();
+  if (!down) kin->down_since = 0;
+  return false;
+}
+
+/* Instances the cloud no longer has are forgotten: their pods are pending
+** again. True when there were any. */
+static bool forget_missing(const cJSON *list) {
   bool changed = false;
-  /* adopt: claims in the store without an instance, which the cloud has */
-  cJSON_ArrayForEach(in, list) {
-    const char *id = dt__jstr(in, "id");
-    const char *claim = dt__jstr(in, "claim");
-    const char *state = dt__jstr(in, "state");
-    const char *why = dt__jstr(in, "statusReason");
-    if (!id || !claim) continue;
-    char key[800];
-    snprintf(key, sizeof key, "NodeClaim//%s", claim);
-    bool known = false;
-    for (size_t i = 0; i < D.insts.n && !known; i++) known = !strcmp(D.insts.v[i].id, id);
-    if (!known && obj_find(key) >= 0) {
-      add_instance(id, claim, dt__jstr(in, "instanceType"),
-                   dt__jstr(in, "zone"),
-                   dt__jstr(in, "capacityType"),
-                   dt__jstr(in, "nodePool"), 0, wall());
-      log_decision("adopt", id, "the cloud has an instance for a claim we hold");
-      known = changed = true;
-    }
-    if (!known && D.ready && state && strcmp(state, "terminated")) {
-      /* Launched for a claim this daemon no longer holds: garbage, but only
-      ** when the instance carries this cluster's name and a state file this
-      ** daemon wrote or read says what it holds. Anything else is left
-      ** alone: a lost or foreign state must never cost a fleet. */
-      const char *owner = dt__jstr(in, "cluster");
-      if (!owner || strcmp(owner, D.cluster) || !D.state_valid) {
-        char why2[300];
-        snprintf(why2, sizeof why2, "the cloud has an instance this daemon cannot account for (%s); left alone",
-                 !owner ? "no cluster tag" : strcmp(owner, D.cluster) ? "another cluster's" : "no state file");
-        logf_("warn", "unaccounted", "instance %s: %s", id, why2);
-        continue;
-      }
-      log_decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
-      char url[1200];
-      snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
-      char *idc = dt__strdup(id);
-      if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
-      continue;
-    }
-    const instance *kin = NULL;
-    for (size_t i = 0; i < D.insts.n && !kin; i++)
-      if (!strcmp(D.insts.v[i].id, id)) kin = &D.insts.v[i];
-    /* while a round holds the policy, a preemption waits for the next poll */
-    const char *act = known && kin && state && !strcmp(state, "stopped") && why &&
-                              !strcmp(why, "stopped_by_preemption") && !D.planning
-                          ? interruption_action("preemption", kin, state, "drain")
-                          : "ignore";
-    if (known && kin && strcmp(act, "ignore")) {
-      char subj[300], reason[600];
-      snprintf(subj, sizeof subj, "instance %s", id);
-      /* "keep-offering": replace the node, leave the offering available */
-      if (!strcmp(act, "drain")) mark_unavailable(kin->ct, kin->type, kin->zone, "stopped by preemption", D.preempt_ttl);
-      snprintf(reason, sizeof reason, "stopped by preemption: delete it and replace NodeClaim %s", claim);
-      log_decision("interruption", subj, reason);
-      char url[1200];
-      snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
-      char *idc = dt__strdup(id);
-      if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
-      drop_claim(claim);
-      D.events++;
-      changed = true;
-      continue;
-    }
-    /* stopped or deallocated by the cloud, still billed: unhealthy from
-    ** the first poll that says so (remediated after the timeout) */
-    instance *hin = (instance *)kin;
-    if (hin) {
-      bool down = state && (!strcmp(state, "stopped") || !strcmp(state, "deallocated") || !strcmp(state, "stopping"));
-      if (down && !hin->down_since) hin->down_since = wall();
-      if (!down) hin->down_since = 0;
-    }
-  }
-  /* forget: instances the cloud no longer has (and claims never launched) */
   for (size_t i = 0; i < D.insts.n;) {
     bool seen = false;
-    cJSON_ArrayForEach(in, list) seen |= !strcmp(dt__jstr(in, "id") ?: "",
-                                                 D.insts.v[i].id);
+    const cJSON *in;
+    cJSON_ArrayForEach(in, list) seen |= !strcmp(dt__jstr(in, "id") ? dt__jstr(in, "id") : "", D.insts.v[i].id);
     if (seen) {
       i++;
       continue;
@@ -502,28 +488,55 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
     drop_claim(claim);
     changed = true;
   }
-  if (!D.ready) {
-    /* claims held without an instance after a restart: launched by nobody */
-    for (size_t i = 0; i < D.objs.n;) {
-      if (strncmp(D.objs.v[i].key, "NodeClaim//", 11)) {
-        i++;
-        continue;
-      }
-      const char *claim = D.objs.v[i].key + 11;
-      bool has = false;
-      for (size_t k = 0; k < D.insts.n && !has; k++) has = !strcmp(D.insts.v[k].claim, claim);
-      if (has) {
-        i++;
-        continue;
-      }
-      logf_("info", "reconcile", "NodeClaim %s has no instance: its pods are planned again", claim);
-      obj_del(D.objs.v[i].key);
-      changed = true;
+  return changed;
+}
+
+/* The first poll after a start: claims held without an instance were
+** launched by nobody; their pods are planned again. Then the daemon is ready. */
+static bool reconcile_claims(void) {
+  bool changed = false;
+  for (size_t i = 0; i < D.objs.n;) {
+    bool has = strncmp(D.objs.v[i].key, "NodeClaim//", 11) != 0; /* only claims need an instance */
+    const char *claim = has ? NULL : D.objs.v[i].key + 11;
+    for (size_t k = 0; k < D.insts.n && !has; k++) has = !strcmp(D.insts.v[k].claim, claim);
+    if (has) {
+      i++;
+      continue;
     }
-    D.ready = true;
-    logf_("info", "ready", "reconciled with the cloud: %zu instances", D.insts.n);
-    if (D.objs.n) arm_batch();
+    logf_("info", "reconcile", "NodeClaim %s has no instance: its pods are planned again", claim);
+    obj_del(D.objs.v[i].key);
+    changed = true;
   }
+  D.ready = true;
+  logf_("info", "ready", "reconciled with the cloud: %zu instances", D.insts.n);
+  if (D.objs.n) arm_batch();
+  return changed;
+}
+
+/* Poll the cloud's instance list: adopt instances of claims we hold, delete
+** orphans, replace instances stopped by preemption (IBM-style polled
+** interruptions), note stopped ones, forget what the cloud no longer has. */
+static void on_instances(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)ud, (void)etag;
+  if (status != 200) {
+    logf_("warn", "poll", "GET /instances: %s", err ? err : "unexpected status");
+    return;
+  }
+  cJSON *o = cJSON_ParseWithLength(body, len);
+  const cJSON *list = jget(o, "instances"), *in;
+  bool changed = false;
+  cJSON_ArrayForEach(in, list) {
+    const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state");
+    if (!id || !claim) continue;
+    instance *kin = inst_by_id(id);
+    if (!kin && poll_unknown(in, id, claim, state)) { /* adopted: reported on as one of ours from now */
+      changed = true;
+      kin = inst_by_id(id);
+    }
+    if (kin) changed |= poll_known(kin, id, claim, state, dt__jstr(in, "statusReason"));
+  }
+  changed |= forget_missing(list);
+  if (!D.ready) changed |= reconcile_claims();
   cJSON_Delete(o);
   if (changed) {
     journal_flush();
@@ -575,10 +588,7 @@ void delete_instance(const char *claim, const char *why) {
   snprintf(subj, sizeof subj, "NodeClaim %s", copy);
   for (size_t i = 0; i < D.insts.n; i++)
     if (!strcmp(D.insts.v[i].claim, copy) && D.cloud_url) {
-      char url[1200];
-      snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, D.insts.v[i].id);
-      char *idc = dt__strdup(D.insts.v[i].id);
-      if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+      http_delete(D.insts.v[i].id);
     } else if (!strcmp(D.insts.v[i].claim, copy) && D.cloud && D.cloud->terminate) {
       D.cloud->terminate(D.cloud->ud, D.insts.v[i].id);
     }
