@@ -618,7 +618,9 @@ static int pool_bench(void) {
 
 /* A cluster of n nodes with 10 pods each on the bundled AWS catalog: mixed
 ** 2xlarge types over three zones at about 45% cpu use, 2% empty, 1% drifted
-** (their NodePool hash changed), the default 10% budget. One disrupt pass. */
+** (their NodePool hash changed), the default 10% budget. One disrupt pass.
+** DOVETAIL_BENCH_DUMP=DIR writes each cluster to DIR for `dovetail disrupt
+** --now 2026-11-23T12:00:00Z`. */
 static int disrupt_bench(dt_catalog *aws, size_t n) {
   size_t cap = n * 10 * 330 + n * 520 + 4096, len = 0;
   char *b = malloc(cap);
@@ -654,6 +656,14 @@ static int disrupt_bench(dt_catalog *aws, size_t n) {
     }
   }
   len += (size_t)snprintf(b + len, cap - len, "]}");
+  const char *dump = getenv("DOVETAIL_BENCH_DUMP"); /* a directory: the cluster as `dovetail disrupt` reads it */
+  if (dump) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/disrupt-%zuk-nodes.json", dump, n / 1000);
+    FILE *f = fopen(path, "w");
+    if (!f || fwrite(b, 1, len, f) != len) fprintf(stderr, "bench: cannot write %s\n", path);
+    if (f) fclose(f);
+  }
   dt_error err = {0};
   double t0 = now_ms();
   dt_manifests *m = dt_manifests_new();

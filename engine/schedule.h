@@ -244,6 +244,8 @@ struct dt_plan {
   dt_sym *slot_key;
   uint32_t ntypes;
   rt_type *types;
+  int32_t *type_at; /* type by name symbol, -1 none; size ntype_at */
+  uint32_t ntype_at;
   uint32_t npools;
   rt_pool *pools; /* weight order */
   DT_VEC(rt_class) classes;
@@ -274,6 +276,8 @@ struct dt_plan {
   dt_plan_stats stats;
   size_t bound_already; /* pods bound to nodes or in-flight claims before the run */
   int64_t ex_pod;        /* that pod's index in pods, -1 when none is explained or it is not pending */
+  struct dt_cluster *cl;         /* an overlay plan's cluster (its specs are the cluster's), else NULL */
+  const struct dt_overlay *ov;
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
 };
 
@@ -299,6 +303,46 @@ int dt__catalog_compile(const dt_catalog *catalog, dt_compiled_catalog **out, dt
 void dt__catalog_compiled_free(dt_compiled_catalog *cc);
 int dt__plan_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *manifests,
                           const dt_plan_opts *opts, dt_plan **out, dt_error *err);
+
+/*
+** A cluster compiled once for many simulations on it (a disruption pass):
+** the catalog, the NodePools' names, every node (interned labels,
+** allocatable, taints) and every pod spec (requests, labels, ports) are
+** compiled into one base plan whose symbol table each simulation clones.
+** A simulation is an overlay on it: which cluster nodes its view holds and,
+** per pod, whether it stays bound, becomes pending or is left out. It plans
+** what dt_plan_run plans on the same view, decision for decision; only
+** integer work is left per simulation.
+**
+** The pods are the caller's array, which must outlive the cluster; a
+** simulation's view reads that very array (its node names may change
+** between simulations: a moved pod is re-read). Nodes are added in the
+** order of the caller's node ids and may be added between simulations.
+** Overlay plans share the cluster's pod specs and write their per-plan
+** fields (class, selecting groups): one plan runs at a time, and a plan
+** that has finished reads neither. Not for use from several threads.
+*/
+typedef struct dt_cluster dt_cluster;
+typedef enum dt_overlay_pod { DT_OV_BOUND = 0, DT_OV_PENDING = 1, DT_OV_ABSENT = 2 } dt_overlay_pod;
+typedef struct dt_overlay {
+  const uint32_t *node; /* per node of the view: its cluster node id, increasing */
+  const uint8_t *pod;   /* per pod of the cluster: a dt_overlay_pod */
+} dt_overlay;
+int dt__cluster_new(const dt_catalog *catalog, const dt_manifests *m, dt_cluster **out, dt_error *err);
+/* Compile node n (caller-owned, outliving the cluster) as the next node id. */
+int dt__cluster_add_node(dt_cluster *cl, const dt_node *n, dt_error *err);
+/* Compile the pods once, after the first nodes. */
+int dt__cluster_set_pods(dt_cluster *cl, const dt_podspec *pods, size_t n, dt_error *err);
+void dt__cluster_free(dt_cluster *cl);
+/* Plan view (whose pods are the cluster's array) as the overlay says. */
+int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_manifests *view, const dt_overlay *ov,
+                         const dt_plan_opts *opts, dt_plan **out, dt_error *err);
+
+/* dt_disrupt_run with every simulation compiled from its own view, as
+** before the cluster was compiled once: the reference the overlay must
+** match byte for byte (spec/unit.c compares them). */
+int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts,
+                            dt_disruption **out, dt_error *err);
 
 /* Whether the caller asked the run to stop (dt_plan_opts.cancel). */
 static inline bool dt__cancelled(const dt_plan *p) { return p->opts.cancel && *p->opts.cancel; }
