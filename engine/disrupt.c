@@ -570,9 +570,9 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
   }
   for (size_t i = 0; i < st->npods && s->ovpod; i++) { /* an overlay: pods keep their places in st->pods */
     bool mv = on[i];
-    s->ovpod[i] = mv && st->pods[i].daemon ? DT_OV_ABSENT /* DaemonSet pods go with their node */
-                  : mv || !st->pods[i].node_name ? DT_OV_PENDING
-                                                 : DT_OV_BOUND;
+    /* every pod of the state names its node (bound or nominated) */
+    s->ovpod[i] = !mv ? DT_OV_BOUND : st->pods[i].daemon ? DT_OV_ABSENT /* DaemonSet pods go with their node */
+                                                         : DT_OV_PENDING;
     s->moving[i] = mv;
     s->view_pod[i] = (uint32_t)i;
   }
@@ -940,6 +940,7 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     for (size_t q = 0; q < k->pods.n; q++) {
       uint32_t sp = s->view_pod[p->pods[k->pods.v[q]].spec];
       st->pods[sp].node_name = nn->name;
+      if (st->cl && dt__cluster_bind(st->cl, sp, nn->name)) return DT_ENOMEM;
       if (dt__vec_push(&st->nodes.v[di].pods, sp)) return DT_ENOMEM;
     }
   }
@@ -950,6 +951,7 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     uint32_t target = s->view_node[p->nodes[p->bindings.v[i].node].src - s->view.nodes.v];
     uint32_t sp = s->view_pod[vp];
     st->pods[sp].node_name = st->nodes.v[target].n->name;
+    if (st->cl && dt__cluster_bind(st->cl, sp, st->pods[sp].node_name)) return DT_ENOMEM;
     if (dt__vec_push(&st->nodes.v[target].pods, sp)) return DT_ENOMEM;
     node_cost(st, &st->nodes.v[target]);
   }

@@ -708,6 +708,15 @@ typedef struct cnode {
   bool may_pair; /* a NodeClaim that may stand for a Node of the view (by nodeName or providerID) */
 } cnode;
 
+/* What the pods bound to one node name use, summed (a node takes the use of
+** its name and of its alias). */
+typedef struct name_use {
+  int64_t used[DT_RES_MAX];
+  int64_t pods;  /* sum of the pods' counts */
+  int64_t specs; /* pod specs */
+  bool listed;   /* in used_names */
+} name_use;
+
 struct dt_cluster {
   dt_plan *base; /* the catalog and NodePools compiled; every name below interned */
   DT_VEC(cnode) nodes;
@@ -715,9 +724,14 @@ struct dt_cluster {
   const dt_podspec *pods;
   uint32_t npods;
   rt_spec *specs;         /* per pod, in the base's arena */
-  bool *rc_missing;       /* per pod: its RuntimeClass is not in the input */
-  dt_sym *pod_node;       /* per pod: its node name's symbol */
-  const char **pod_node_str; /* the node name that symbol was read from */
+  dt_sym *pod_node;       /* per pod: its node name's symbol (dt__cluster_bind keeps it) */
+  DT_VEC(name_use) use;   /* by node name symbol */
+  DT_VEC(dt_sym) used_names; /* symbols with a use entry, each once */
+  /* the few pods a plan must visit one by one (spec ids, ascending) */
+  DT_VEC(uint32_t) rc_missing; /* RuntimeClass not in the input (a note) */
+  DT_VEC(uint32_t) termed;     /* spread or pod (anti-)affinity terms: topology groups */
+  DT_VEC(uint32_t) owned;      /* workloads: replicas, selectors */
+  bool ported;                 /* some pod has host ports */
   bool has_pods;
 };
 
@@ -970,7 +984,10 @@ static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, c
 
 /* Create every group any pod refers to, so each spec's selected-by list is complete. */
 static int build_groups(dt_plan *p) {
-  for (uint32_t i = 0; i < p->nspecs; i++) {
+  /* an overlay visits only the pods with terms */
+  uint32_t n = p->ov ? (uint32_t)p->cl->termed.n : p->nspecs;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t i = p->ov ? p->cl->termed.v[k] : k;
     const rt_spec *s = &p->specs[i];
     const dt_podspec *d = s->src;
     if (spec_absent(p, i)) continue;
@@ -986,6 +1003,7 @@ static int build_groups(dt_plan *p) {
                        lists[l][t].nns, NULL, 0) == DT_ENOMEM)
           return DT_ENOMEM;
   }
+  if (p->ov && !p->cl->termed.n) return 0; /* no pod has terms: no group, now or later, and every nsel stays 0 */
   return dt__topo_select(p);
 }
 
@@ -1126,7 +1144,10 @@ static int64_t *replicas_wanted(dt_plan *p) {
   dt_symtab owners = {0}; /* "Deployment/ns/name" of the workloads in the input */
   uint32_t *byns = NULL;
   size_t nplain = 0;
-  for (uint32_t si = 0; si < p->nspecs; si++) {
+  /* an overlay visits only the workloads: every other spec wants its count */
+  uint32_t nvisit = p->ov ? (uint32_t)p->cl->owned.n : p->nspecs;
+  for (uint32_t k = 0; k < nvisit; k++) {
+    uint32_t si = p->ov ? p->cl->owned.v[k] : k;
     const dt_podspec *d = &m->pods.v[si];
     want[si] = spec_absent(p, si) ? 0 : d->count;
     if (spec_absent(p, si)) continue;
@@ -1136,7 +1157,8 @@ static int64_t *replicas_wanted(dt_plan *p) {
       dt__sym(&owners, k);
     }
   }
-  for (uint32_t si = 0; si < p->nspecs; si++) {
+  for (uint32_t k = 0; k < nvisit; k++) {
+    uint32_t si = p->ov ? p->cl->owned.v[k] : k;
     const dt_podspec *d = &m->pods.v[si];
     if (!d->owner || spec_absent(p, si)) continue;
     char k[800];
@@ -1279,6 +1301,7 @@ static int volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
 }
 
 static int cluster_specs(dt_plan *p);
+static void overlay_use(dt_plan *p, bool *scan, size_t *bound);
 
 static int compile_pods(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
@@ -1312,11 +1335,15 @@ static int compile_pods(dt_plan *p, dt_error *err) {
         if (dt__vec_push(&claimed_node, -1)) break;
       if (sy && sy < claimed_node.n) claimed_node.v[sy] = (int32_t)i;
     }
+  /* An overlay's nodes take their bound pods' use from the per-name sums;
+  ** the pods themselves are visited only when something else needs them. */
+  bool scan = true;
+  if (p->ov) overlay_use(p, &scan, &p->bound_already);
   DT_VEC(rt_pod) pods = {0};
   for (uint32_t si = 0; si < p->nspecs && !rc; si++) {
+    if (p->ov && p->ov->pod[si] != DT_OV_PENDING && (!scan || p->ov->pod[si] == DT_OV_ABSENT)) continue;
     const dt_podspec *d = &m->pods.v[si];
     rt_spec *s = &p->specs[si];
-    if (spec_absent(p, si)) continue;
     if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
       int32_t n = p->ov ? node_by_sym(p, p->cl->pod_node[si]) : node_by_name(p, d->node_name);
       if (n < 0) {
@@ -1324,12 +1351,13 @@ static int compile_pods(dt_plan *p, dt_error *err) {
              d->node_name);
       } else {
         rt_node *nd = &p->nodes[n];
-        for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r] * d->count;
+        if (!p->ov)
+          for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r] * d->count;
         for (uint32_t k = 0; k < s->nports && !rc; k++)
           if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
         if (!rc) rc = dt__topo_record(p, si, NULL, (uint32_t)n, node_zmask(nd), node_cmask(nd), (int32_t)d->count, -1);
       }
-      p->bound_already += (size_t)d->count;
+      if (!p->ov) p->bound_already += (size_t)d->count;
       continue;
     }
     rt_relax none = {0};
@@ -1340,7 +1368,8 @@ static int compile_pods(dt_plan *p, dt_error *err) {
       break;
     }
     s->base_class = ci;
-    for (int64_t o = 0; o < want[si]; o++) {
+    int64_t nwant = p->ov && !d->owner ? d->count : want[si]; /* an overlay's want holds only its workloads */
+    for (int64_t o = 0; o < nwant; o++) {
       rt_pod pod = {(uint32_t)ci, si, d->owner ? o : -1, d->seq};
       if (claimed.n) {
         char name[600];
@@ -2728,8 +2757,6 @@ static int copy_compiled(dt_plan *p, const dt_plan *b) {
   return 0;
 }
 
-static void cluster_sync(dt_cluster *cl);
-
 static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt_cluster *cl, const dt_overlay *ov,
                     const dt_manifests *manifests, const dt_plan_opts *opts, dt_plan **out, dt_error *err) {
   *out = NULL;
@@ -2742,7 +2769,6 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
   double t0 = dt__now_ms();
   int rc;
   if (cl) {
-    cluster_sync(cl); /* before the clone: moved pods' node names are in its symbols */
     p->cl = cl;
     p->ov = ov;
     p->opts.explain = NULL; /* explain.c reads the manifests' own pods */
@@ -2858,35 +2884,62 @@ int dt__cluster_add_node(dt_cluster *cl, const dt_node *n, dt_error *err) {
   return p->arena.oom || p->syms.oom ? DT_ENOMEM : 0;
 }
 
+/* Pod i's use added (sign 1) to, or taken (-1) from, its node name. */
+static int name_use_add(dt_cluster *cl, uint32_t i, int sign) {
+  dt_sym s = cl->pod_node[i];
+  if (!s) return 0;
+  while (cl->use.n <= s) {
+    name_use z;
+    memset(&z, 0, sizeof z);
+    if (dt__vec_push(&cl->use, z)) return DT_ENOMEM;
+  }
+  name_use *u = &cl->use.v[s];
+  if (!u->listed) {
+    if (dt__vec_push(&cl->used_names, s)) return DT_ENOMEM;
+    u->listed = true;
+  }
+  int64_t count = cl->pods[i].count;
+  for (uint32_t r = 0; r < DT_RES_MAX; r++) u->used[r] += sign * cl->specs[i].req[r] * count;
+  u->pods += sign * count;
+  u->specs += sign;
+  return 0;
+}
+
 int dt__cluster_set_pods(dt_cluster *cl, const dt_podspec *pods, size_t n, dt_error *err) {
   dt_plan *p = cl->base;
   cl->pods = pods;
   cl->npods = (uint32_t)n;
   cl->specs = A(p, (n ? n : 1) * sizeof *cl->specs);
-  cl->rc_missing = A(p, (n ? n : 1) * sizeof *cl->rc_missing);
   cl->pod_node = A(p, (n ? n : 1) * sizeof *cl->pod_node);
-  cl->pod_node_str = A(p, (n ? n : 1) * sizeof *cl->pod_node_str);
-  if (!cl->specs || !cl->rc_missing || !cl->pod_node || !cl->pod_node_str) return DT_ENOMEM;
+  if (!cl->specs || !cl->pod_node) return DT_ENOMEM;
   for (size_t i = 0; i < n; i++) cl->specs[i].src = &pods[i];
   int rc = volume_topologies(p, cl->specs, (uint32_t)n);
-  for (size_t i = 0; i < n && !rc; i++) rc = compile_spec(p, &pods[i], &cl->specs[i], &cl->rc_missing[i], err);
+  for (size_t i = 0; i < n && !rc; i++) {
+    const dt_podspec *d = &pods[i];
+    bool missing;
+    rc = compile_spec(p, d, &cl->specs[i], &missing, err);
+    if (!rc && missing) rc = dt__vec_push(&cl->rc_missing, (uint32_t)i);
+    if (!rc && (d->nspread || d->naff || d->npaff || d->nanti || d->npanti)) rc = dt__vec_push(&cl->termed, (uint32_t)i);
+    if (!rc && d->owner) rc = dt__vec_push(&cl->owned, (uint32_t)i);
+    cl->ported |= d->nports > 0;
+  }
   if (rc) return rc;
   /* then what a plan interns after its pods: the claims' node names */
   for (size_t i = 0; i < cl->nodes.n; i++)
     if (cl->nodes.v[i].node.src->node_name) dt__sym(&p->syms, cl->nodes.v[i].node.src->node_name);
   cl->has_pods = true;
-  cluster_sync(cl);
-  return p->arena.oom || p->syms.oom ? DT_ENOMEM : 0;
+  for (uint32_t i = 0; i < cl->npods && !rc; i++) {
+    cl->pod_node[i] = pods[i].node_name ? dt__sym(&p->syms, pods[i].node_name) : 0;
+    rc = name_use_add(cl, i, 1);
+  }
+  return rc ? rc : p->arena.oom || p->syms.oom ? DT_ENOMEM : 0;
 }
 
-/* Pods a command moved name another node: their symbols follow. */
-static void cluster_sync(dt_cluster *cl) {
-  for (uint32_t i = 0; i < cl->npods; i++) {
-    const char *nn = cl->pods[i].node_name;
-    if (nn == cl->pod_node_str[i] && (cl->pod_node[i] || !nn)) continue;
-    cl->pod_node[i] = nn ? dt__sym(&cl->base->syms, nn) : 0;
-    cl->pod_node_str[i] = nn;
-  }
+int dt__cluster_bind(dt_cluster *cl, size_t pod, const char *node) {
+  int rc = name_use_add(cl, (uint32_t)pod, -1);
+  cl->pod_node[pod] = node ? dt__sym(&cl->base->syms, node) : 0;
+  if (!rc) rc = name_use_add(cl, (uint32_t)pod, 1);
+  return rc ? rc : cl->base->syms.oom ? DT_ENOMEM : 0;
 }
 
 void dt__cluster_free(dt_cluster *cl) {
@@ -2894,6 +2947,11 @@ void dt__cluster_free(dt_cluster *cl) {
   dt_plan_free(cl->base);
   dt__free(cl->nodes.v);
   dt__free(cl->byname.v);
+  dt__free(cl->use.v);
+  dt__free(cl->used_names.v);
+  dt__free(cl->rc_missing.v);
+  dt__free(cl->termed.v);
+  dt__free(cl->owned.v);
   dt__free(cl);
 }
 
@@ -2947,9 +3005,47 @@ static int cluster_specs(dt_plan *p) {
   const dt_cluster *cl = p->cl;
   p->nspecs = cl->npods;
   p->specs = cl->specs;
-  for (uint32_t si = 0; si < p->nspecs; si++)
-    if (cl->rc_missing[si] && !spec_absent(p, si)) runtime_class_note(p, &cl->pods[si]);
+  for (size_t k = 0; k < cl->rc_missing.n; k++)
+    if (!spec_absent(p, cl->rc_missing.v[k])) runtime_class_note(p, &cl->pods[cl->rc_missing.v[k]]);
   return 0;
+}
+
+/*
+** What bound pods use of an overlay's nodes, from the per-name sums: each
+** node takes the sums of the names it answers to, less the pods this plan
+** moves or leaves out. *scan tells that the pods must still be visited one
+** by one (topology groups, host ports, or pods bound to a node outside the
+** view, which each get a note); *bound is how many pods are bound.
+*/
+static void overlay_use(dt_plan *p, bool *scan, size_t *bound) {
+  const dt_cluster *cl = p->cl;
+  node_by_sym(p, 0); /* the name index */
+  int64_t orphans = 0, pods = 0;
+  for (size_t k = 0; k < cl->used_names.n; k++) {
+    dt_sym s = cl->used_names.v[k];
+    const name_use *u = &cl->use.v[s];
+    pods += u->pods;
+    int32_t n = node_by_sym(p, s);
+    if (n < 0) {
+      orphans += u->specs;
+      continue;
+    }
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) p->nodes[n].used[r] += u->used[r];
+  }
+  for (uint32_t si = 0; si < cl->npods; si++) {
+    dt_sym s = cl->pod_node[si];
+    if (p->ov->pod[si] == DT_OV_BOUND || !s) continue;
+    int64_t count = cl->pods[si].count;
+    pods -= count;
+    int32_t n = node_by_sym(p, s);
+    if (n < 0) {
+      orphans--;
+      continue;
+    }
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) p->nodes[n].used[r] -= cl->specs[si].req[r] * count;
+  }
+  *scan = orphans > 0 || p->groups.n || cl->ported;
+  *bound = (size_t)pods;
 }
 
 void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out) { *out = plan->stats; }

@@ -315,9 +315,11 @@ int dt__plan_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *
 ** integer work is left per simulation.
 **
 ** The pods are the caller's array, which must outlive the cluster; a
-** simulation's view reads that very array (its node names may change
-** between simulations: a moved pod is re-read). Nodes are added in the
-** order of the caller's node ids and may be added between simulations.
+** simulation's view reads that very array. A pod moved between
+** simulations is told with dt__cluster_bind: the cluster keeps what the
+** pods bound to each node name use, so a plan charges its nodes without
+** visiting the pods. Nodes are added in the order of the caller's node ids
+** and may be added between simulations.
 ** Overlay plans share the cluster's pod specs and write their per-plan
 ** fields (class, selecting groups): one plan runs at a time, and a plan
 ** that has finished reads neither. Not for use from several threads.
@@ -333,6 +335,9 @@ int dt__cluster_new(const dt_catalog *catalog, const dt_manifests *m, dt_cluster
 int dt__cluster_add_node(dt_cluster *cl, const dt_node *n, dt_error *err);
 /* Compile the pods once, after the first nodes. */
 int dt__cluster_set_pods(dt_cluster *cl, const dt_podspec *pods, size_t n, dt_error *err);
+/* Pod `pod` of the array is now bound to node name `node` (the caller has
+** set its node_name so): every change of a pod's node goes through here. */
+int dt__cluster_bind(dt_cluster *cl, size_t pod, const char *node);
 void dt__cluster_free(dt_cluster *cl);
 /* Plan view (whose pods are the cluster's array) as the overlay says. */
 int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_manifests *view, const dt_overlay *ov,
