@@ -230,6 +230,37 @@ static bool compatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod
   return true;
 }
 
+/*
+** The order requirements are named in messages: keys interned before any
+** node or pod (the well-known ones, the catalog's, the NodePools') in that
+** order, then the others by name. A plan's interning order past the pools
+** depends on which nodes its view holds, so a message must not.
+*/
+static bool key_before(const dt_plan *p, dt_sym a, dt_sym b) {
+  bool ea = a < p->early_syms, eb = b < p->early_syms;
+  if (ea || eb) return ea && eb ? a < b : ea;
+  return strcmp(dt__sym_str(&p->syms, a), dt__sym_str(&p->syms, b)) < 0;
+}
+
+void dt__reqs_order(const dt_plan *p, const dt_reqs *r, uint32_t *idx) {
+  for (uint32_t i = 0; i < r->n; i++) {
+    uint32_t k = i;
+    for (; k > 0 && key_before(p, r->r[i].key, r->r[idx[k - 1]].key); k--) idx[k] = idx[k - 1];
+    idx[k] = i;
+  }
+}
+
+/* compatible()'s offending requirement as messages name it: the first, in
+** key_before's order, of those the node side refuses. */
+static const dt_req *first_incompatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod) {
+  const dt_req *first = NULL, *bad;
+  for (uint32_t i = 0; i < pod->n; i++) {
+    const dt_reqs one = {1, &pod->r[i]};
+    if (!compatible(p, node, &one, &bad) && (!first || key_before(p, bad->key, first->key))) first = bad;
+  }
+  return first;
+}
+
 static const char *arena_buf(dt_plan *p, dt_buf *b) {
   const char *s = dt__arena_strdup(&p->arena, b->p ? b->p : "");
   dt__free(b->p);
@@ -325,6 +356,8 @@ static int compile_catalog(dt_plan *p, dt_error *err) {
     for (size_t k = 0; k < ct->labels.n; k++)
       t->lv[p->keyslot[dt__sym(&p->syms, ct->labels.v[k].key)]] = dt__sym(&p->syms, ct->labels.v[k].val);
     t->noff = (uint32_t)ct->noff;
+    for (size_t k = 0; k < ct->labels.n; k++) /* for the hooks' snapshot: the last such label */
+      if (strstr(ct->labels.v[k].key, "/instance-family")) t->family = ct->labels.v[k].val;
     t->min_price = INFINITY;
     for (size_t k = 0; k < ct->noff; k++) {
       const dt_coffer *o = &ct->off[k];
@@ -365,9 +398,7 @@ static int build_snapshot(dt_plan *p) {
   if (!p->snapshot) return DT_ENOMEM;
   for (uint32_t t = 0; t < p->ntypes; t++) {
     const rt_type *ty = &p->types[t];
-    const char *family = NULL;
-    for (size_t k = 0; k < ty->src->labels.n; k++)
-      if (strstr(ty->src->labels.v[k].key, "/instance-family")) family = ty->src->labels.v[k].val;
+    const char *family = ty->family;
     for (uint32_t o = 0; o < ty->noff; o++) {
       const rt_off *of = &ty->off[o];
       p->snapshot[p->off_base[t] + o] = (dt_hook_offer){
@@ -675,6 +706,7 @@ static int compile_pools(dt_plan *p, dt_error *err) {
       pl->has_limits = true;
     }
   }
+  if (!p->cl) p->early_syms = p->syms.n; /* an overlay has its cluster's: what every view interns alike */
   return 0;
 }
 
@@ -1824,6 +1856,7 @@ static void diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) {
     return;
   }
   if (!compatible(p, &pl->reqs, &c->reqs, &bad)) {
+    bad = first_incompatible(p, &pl->reqs, &c->reqs);
     const dt_req *ex = dt__reqs_get(&pl->reqs, bad->key);
     dt__buf_puts(b, "pod requires ");
     dt__req_describe(&p->syms, bad, b);
@@ -1881,11 +1914,13 @@ static void diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) {
   }
   if (!allowed) {
     dt__buf_printf(b, "no instance type in NodePool %s satisfies the pod's requirements", pn);
-    if (c->reqs.n) {
+    uint32_t *idx = c->reqs.n ? A(p, c->reqs.n * sizeof *idx) : NULL;
+    if (idx) {
+      dt__reqs_order(p, &c->reqs, idx);
       dt__buf_puts(b, " (");
       for (uint32_t k = 0; k < c->reqs.n; k++) {
         if (k) dt__buf_puts(b, ", ");
-        dt__req_describe(&p->syms, &c->reqs.r[k], b);
+        dt__req_describe(&p->syms, &c->reqs.r[idx[k]], b);
       }
       dt__buf_puts(b, ")");
     }
@@ -2773,6 +2808,7 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
     p->ov = ov;
     p->opts.explain = NULL; /* explain.c reads the manifests' own pods */
     if ((rc = copy_compiled(p, cl->base))) goto fail;
+    p->early_syms = cl->base->early_syms;
   } else if (cc && !manifests->vmpools.n) { /* the pools' VMs would intern names before the catalog's */
     if ((rc = copy_compiled(p, cc->base))) goto fail;
   } else {
@@ -3033,8 +3069,9 @@ static void overlay_use(dt_plan *p, bool *scan, size_t *bound) {
     for (uint32_t r = 0; r < DT_RES_MAX; r++) p->nodes[n].used[r] += u->used[r];
   }
   for (uint32_t si = 0; si < cl->npods; si++) {
+    if (p->ov->pod[si] == DT_OV_BOUND) continue; /* most pods stay bound */
     dt_sym s = cl->pod_node[si];
-    if (p->ov->pod[si] == DT_OV_BOUND || !s) continue;
+    if (!s) continue;
     int64_t count = cl->pods[si].count;
     pods -= count;
     int32_t n = node_by_sym(p, s);

@@ -42,6 +42,7 @@ typedef struct rt_type {
   uint32_t noff;
   rt_off *off;
   double min_price; /* cheapest offering, for option order */
+  const char *family; /* its .../instance-family label, NULL none (catalog-owned) */
   uint32_t rank;    /* position among the types by name: ties compare integers */
   /* launch's memo of the best offering within one claim's masks (claims
   ** holding no reservation); dropped when an availability count changes */
@@ -276,6 +277,7 @@ struct dt_plan {
   dt_plan_stats stats;
   size_t bound_already; /* pods bound to nodes or in-flight claims before the run */
   int64_t ex_pod;        /* that pod's index in pods, -1 when none is explained or it is not pending */
+  uint32_t early_syms;           /* symbols interned up to the NodePools: messages keep their order (key_before) */
   struct dt_cluster *cl;         /* an overlay plan's cluster (its specs are the cluster's), else NULL */
   const struct dt_overlay *ov;
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
@@ -286,6 +288,9 @@ void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
 
 bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
                  double spot_max);
+/* The order messages name requirements in, as indices into r->r: keys the
+** catalog and NodePools define in their order, then the others by name. */
+void dt__reqs_order(const dt_plan *p, const dt_reqs *r, uint32_t *idx);
 /* Whether instance type t's labels satisfy the requirements (offerings aside). */
 bool dt__type_labels_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r);
 /* The label slot of key among the instance types' labels, -1 if none carries it. */
