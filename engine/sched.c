@@ -2302,6 +2302,121 @@ static int rank_hook(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t nt
   return 0;
 }
 
+/*
+** The score hook: score(offering) depends on the offering alone, so it is
+** computed once per offering and plan, when a claim that could launch on it
+** first launches, and cached; each claim then takes the lowest-scored of its
+** launchable offerings natively (ties by instance type name, then zone, as
+** rank's), without calling Lua. A type's best offering is memoised per
+** claim masks, as type_best's. A failing hook leaves the default choice.
+*/
+static score_cache *score_cache_for(dt_plan *p, const dt_policy *pol) {
+  for (size_t i = 0; i < p->scores.n; i++)
+    if (p->scores.v[i].pol == pol) return &p->scores.v[i];
+  score_cache c = {pol, A(p, (p->nsnapshot ? p->nsnapshot : 1) * sizeof(double)), A(p, p->nsnapshot ? p->nsnapshot : 1)};
+  if (!c.score || !c.known || dt__vec_push(&p->scores, c)) return NULL;
+  return &p->scores.v[p->scores.n - 1];
+}
+
+static bool smemo_hit(const rt_type *t, const rt_claim *k, const dt_policy *pol, double smax) {
+  return t->smemo_ok && t->smemo_pol == pol && t->smemo_zmask == k->zmask && t->smemo_ctmask == k->ctmask &&
+         t->smemo_spot_max == smax;
+}
+
+static int score_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t ntypes, int32_t *bt, int32_t *bo,
+                      const char **excluded) {
+  rt_pool *pl = &p->pools[k->pool];
+  int rc = use_policy(p, pl->policy);
+  if (rc) return rc;
+  score_cache *sc = score_cache_for(p, pl->policy);
+  if (!sc) return DT_ENOMEM;
+  double smax = pl->spot_max;
+  /* the launchable offerings not scored yet, in one batch */
+  size_t nmiss = 0, cap = 0;
+  for (uint32_t i = 0; i < ntypes; i++)
+    if (!smemo_hit(&p->types[types[i]], k, pl->policy, smax)) cap += p->types[types[i]].noff;
+  uint32_t *miss = cap ? dt__malloc(cap * sizeof *miss) : NULL;
+  double *val = cap ? dt__malloc(cap * sizeof *val) : NULL;
+  if (cap && (!miss || !val)) {
+    dt__free(miss);
+    dt__free(val);
+    return DT_ENOMEM;
+  }
+  for (uint32_t i = 0; i < ntypes && cap; i++) {
+    const rt_type *t = &p->types[types[i]];
+    if (smemo_hit(t, k, pl->policy, smax)) continue;
+    for (uint32_t o = 0; o < t->noff; o++) {
+      uint32_t g = p->off_base[types[i]] + o;
+      if (off_ok(&t->off[o], k->zmask, k->ctmask, smax) && !sc->known[g]) miss[nmiss++] = g;
+    }
+  }
+  bool ok = !nmiss || dt__policy_score(pl->policy, miss, nmiss, val) == 0;
+  for (size_t i = 0; ok && i < nmiss; i++) {
+    sc->score[miss[i]] = val[i];
+    sc->known[miss[i]] = 1;
+  }
+  dt__free(miss);
+  dt__free(val);
+  if (!ok) return 0; /* the default choice stands */
+  int32_t best_t = -1, best_o = -1;
+  double best = 0;
+  bool any = false; /* any launchable offering at all */
+  for (uint32_t i = 0; i < ntypes; i++) {
+    rt_type *t = &p->types[types[i]];
+    if (!smemo_hit(t, k, pl->policy, smax)) {
+      int32_t to = -1;
+      double ts = 0;
+      bool some = false; /* a launchable offering of this type */
+      for (uint32_t o = 0; o < t->noff; o++) {
+        if (!off_ok(&t->off[o], k->zmask, k->ctmask, smax)) continue;
+        some = true;
+        double v = sc->score[p->off_base[types[i]] + o];
+        if (isnan(v)) continue;
+        if (to < 0 || v < ts || (v == ts && p->zone_rank[t->off[o].zone] < p->zone_rank[t->off[to].zone])) {
+          to = (int32_t)o;
+          ts = v;
+        }
+      }
+      t->smemo_ok = true;
+      t->smemo_pol = pl->policy;
+      t->smemo_zmask = k->zmask;
+      t->smemo_ctmask = k->ctmask;
+      t->smemo_spot_max = smax;
+      t->smemo_off = to;
+      t->smemo_score = to < 0 && some ? NAN : ts; /* -1 and NAN: offerings, all excluded; -1 and 0: none */
+    }
+    any |= t->smemo_off >= 0 || isnan(t->smemo_score);
+    if (t->smemo_off < 0) continue;
+    double v = t->smemo_score;
+    if (best_t < 0 || v < best || (v == best && t->rank < p->types[best_t].rank)) {
+      best_t = (int32_t)types[i];
+      best_o = t->smemo_off;
+      best = v;
+    }
+  }
+  if (!any) return 0; /* nothing launchable: as rank, the default stands */
+  if (best_t < 0) {
+    *bt = -1;
+    dt_buf msg = {0};
+    dt__buf_printf(&msg, "the score hook of policy %s excluded every offering that fits", dt__policy_name(pl->policy));
+    *excluded = arena_buf(p, &msg);
+    return 0;
+  }
+  *bt = best_t;
+  *bo = best_o;
+  return 0;
+}
+
+/* The policy's choice of offering for claim k among types[0..n), if it has
+** one: rank's when the policy defines it (it sees the claim), else score's. */
+static int hook_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n, int32_t *bt, int32_t *bo,
+                     const char **excluded) {
+  dt_policy *pol = p->pools[k->pool].policy;
+  if (dt__policy_has(pol, DT_HOOK_RANK)) return rank_hook(p, k, types, n, bt, bo, excluded);
+  if (dt__policy_has(pol, DT_HOOK_SCORE)) return score_pick(p, k, types, n, bt, bo, excluded);
+  return 0;
+}
+
 /* Whether offering o of type t beats offering bo of type bt (bt < 0: none
 ** yet) under the default rank: reserved while available, then cheapest, then
 ** instance type name, then zone name. */
@@ -2413,7 +2528,7 @@ static int launch(dt_plan *p) {
     if (p->claims.v[ci]->nopt > most) most = p->claims.v[ci]->nopt;
   double *price = dt__malloc(most * sizeof *price);
   if (!price) return DT_ENOMEM;
-  for (uint32_t t = 0; t < p->ntypes; t++) p->types[t].memo_ok = false;
+  for (uint32_t t = 0; t < p->ntypes; t++) p->types[t].memo_ok = p->types[t].smemo_ok = false;
   /* A claim like the one before it (same options, masks and contents, no
   ** reservation, no availability count changed since) has the same
   ** launchable types and best offering: cost packing makes many such. */
@@ -2490,8 +2605,8 @@ static int launch(dt_plan *p) {
 static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int32_t bt, int32_t bo) {
   rt_pool *pl = &p->pools[k->pool];
   const char *excluded = NULL;
-  if (bt >= 0 && dt__policy_has(pl->policy, DT_HOOK_RANK)) {
-    int rc = rank_hook(p, k, fin, n, &bt, &bo, &excluded);
+  if (bt >= 0) {
+    int rc = hook_pick(p, k, fin, n, &bt, &bo, &excluded);
     if (rc) return rc;
   }
   if (bt < 0 && excluded) {
@@ -2514,7 +2629,7 @@ static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int3
   rt_off *of = &p->types[bt].off[bo];
   if (of->avail > 0) {
     of->avail--;
-    p->types[bt].memo_ok = false;
+    p->types[bt].memo_ok = p->types[bt].smemo_ok = false;
     p->avail_gen++;
   }
   /* the units this claim held are released: the chosen one is now consumed */
@@ -2623,8 +2738,8 @@ static int static_claims(dt_plan *p) {
         }
       }
       const char *excluded = NULL;
-      if (bt >= 0 && dt__policy_has(pl->policy, DT_HOOK_RANK)) {
-        int rc = rank_hook(p, k, opt, n, &bt, &bo, &excluded);
+      if (bt >= 0) {
+        int rc = hook_pick(p, k, opt, n, &bt, &bo, &excluded);
         if (rc) return rc;
       }
       if (bt < 0 || (p->types[bt].off[bo].avail >= 0 &&
@@ -3093,6 +3208,7 @@ void dt_plan_free(dt_plan *p) {
   dt__free(p->marks.v);
   for (size_t i = 0; i < p->policies.n; i++) dt__policy_round_end(p->policies.v[i]);
   dt__free(p->policies.v);
+  dt__free(p->scores.v);
   for (size_t i = 0; i < p->classes.n; i++) dt__free(p->classes.v[i].claim_failed);
   dt__free(p->classes.v);
   dt__free(p->class_of_sig.v);

@@ -51,6 +51,13 @@ typedef struct rt_type {
   bool memo_ok;
   int32_t memo_off;
   double memo_price, memo_spot_max;
+  /* the same for the score hook: the best-scored launchable offering */
+  const struct dt_policy *smemo_pol;
+  uint64_t smemo_zmask;
+  uint8_t smemo_ctmask;
+  bool smemo_ok;
+  int32_t smemo_off;
+  double smemo_score, smemo_spot_max;
 } rt_type;
 
 /* A taint's effect, in the order of the names the engine prints. */
@@ -212,6 +219,13 @@ typedef struct rt_claim {
   uint32_t *final;
 } rt_claim;
 
+/* A policy's score(offering) results in one plan, computed when first needed. */
+typedef struct score_cache {
+  const struct dt_policy *pol;
+  double *score;  /* per snapshot offering; NAN excludes */
+  uint8_t *known; /* whether score[i] has been computed */
+} score_cache;
+
 typedef struct rt_binding {
   uint32_t pod, node;
 } rt_binding;
@@ -271,6 +285,7 @@ struct dt_plan {
   DT_VEC(uint32_t) marks; /* manifests' unavailable offerings in force */
   /* policies used by this plan, and the offering snapshot their hooks see */
   DT_VEC(dt_policy *) policies;
+  DT_VEC(struct score_cache) scores; /* each policy's score hook results, per snapshot offering */
   uint32_t *off_base; /* per type: index of its first offering in the snapshot */
   struct dt_hook_offer *snapshot;
   size_t nsnapshot;
