@@ -61,7 +61,9 @@ struct dt_disruption {
 
 typedef struct state {
   const dt_catalog *cat;
-  dt_compiled_catalog *cc; /* the catalog compiled once for every simulation of the pass */
+  dt_compiled_catalog *cc; /* the catalog compiled once for every simulation of the pass (rebuild mode) */
+  dt_cluster *cl;          /* the cluster compiled once: each simulation is an overlay on it */
+  bool rebuild;            /* compile every simulation's view from scratch (the reference the overlay matches) */
   const dt_manifests *m;
   dt_disrupt_opts o;
   dt_arena arena;
@@ -506,6 +508,7 @@ typedef struct sim {
   size_t nclaims;
   const rt_claim *claim; /* the single new claim, when nclaims == 1 */
   dt_nodepool *pools;    /* the view's NodePools: static ones hold what they have, or one more */
+  uint8_t *ovpod;        /* an overlay's pods (st->pods itself is the view's): bound, pending or absent */
   char fail[500];
 } sim;
 
@@ -513,7 +516,8 @@ static void sim_free(sim *s) {
   dt_plan_free(s->plan);
   dt__free(s->pools);
   dt__free(s->view.nodes.v);
-  dt__free(s->view.pods.v);
+  if (!s->ovpod) dt__free(s->view.pods.v);
+  dt__free(s->ovpod);
   dt__free(s->view_node);
   dt__free(s->view_pod);
   dt__free(s->moving);
@@ -534,10 +538,13 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
   s->view.vmpools.n = 0; /* pools are planned by dovetail plan, not here */
   s->view.nodes.v = dt__malloc((st->nodes.n ? st->nodes.n : 1) * sizeof *s->view.nodes.v);
   s->view_node = dt__malloc((st->nodes.n ? st->nodes.n : 1) * sizeof *s->view_node);
-  s->view.pods.v = dt__malloc((st->npods ? st->npods : 1) * sizeof *s->view.pods.v);
+  if (st->cl) /* the view's pods are st->pods, each bound, pending or absent */
+    s->ovpod = dt__malloc(st->npods ? st->npods : 1);
+  else
+    s->view.pods.v = dt__malloc((st->npods ? st->npods : 1) * sizeof *s->view.pods.v);
   s->view_pod = dt__malloc((st->npods ? st->npods : 1) * sizeof *s->view_pod);
   s->moving = dt__calloc(st->npods ? st->npods : 1, 1);
-  if (!s->view.nodes.v || !s->view_node || !s->view.pods.v || !s->view_pod || !s->moving) {
+  if (!s->view.nodes.v || !s->view_node || !(s->view.pods.v || s->ovpod) || !s->view_pod || !s->moving) {
     dt__free(in);
     return DT_ENOMEM;
   }
@@ -566,7 +573,19 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
     const dnode *d = &st->nodes.v[cands[k]];
     for (size_t j = 0; j < d->pods.n; j++) on[d->pods.v[j]] = true;
   }
-  for (size_t i = 0; i < st->npods; i++) {
+  for (size_t i = 0; i < st->npods && s->ovpod; i++) { /* an overlay: pods keep their places in st->pods */
+    bool mv = on[i];
+    /* every pod of the state names its node (bound or nominated) */
+    s->ovpod[i] = !mv ? DT_OV_BOUND : st->pods[i].daemon ? DT_OV_ABSENT /* DaemonSet pods go with their node */
+                                                         : DT_OV_PENDING;
+    s->moving[i] = mv;
+    s->view_pod[i] = (uint32_t)i;
+  }
+  if (s->ovpod) {
+    s->view.pods.v = st->pods;
+    np = st->npods;
+  }
+  for (size_t i = 0; i < st->npods && !s->ovpod; i++) {
     dt_podspec p = st->pods[i];
     bool mv = on[i];
     if (mv && p.daemon) continue; /* DaemonSet pods go with their node */
@@ -606,9 +625,15 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
   po.cancel = st->o.cancel;
   dt_error err = {0};
   st->sims++;
-  if (!st->cc && dt__catalog_compile(st->cat, &st->cc, NULL)) st->cc = NULL; /* compiled per run then */
-  int rc = st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, &s->plan, &err)
-                  : dt_plan_run(st->cat, &s->view, &po, &s->plan, &err);
+  int rc;
+  if (st->cl) {
+    const dt_overlay ov = {s->view_node, s->ovpod};
+    rc = dt__plan_run_overlay(st->cat, st->cl, &s->view, &ov, &po, &s->plan, &err);
+  } else {
+    if (!st->cc && dt__catalog_compile(st->cat, &st->cc, NULL)) st->cc = NULL; /* compiled per run then */
+    rc = st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, &s->plan, &err)
+                : dt_plan_run(st->cat, &s->view, &po, &s->plan, &err);
+  }
   if (rc == DT_ECANCELED) return rc;
   if (rc) {
     if (rc != DT_ENOMEM) snprintf(s->fail, sizeof s->fail, "simulation failed: %s", err.msg);
@@ -915,10 +940,12 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     d.ct = ct;
     d.price = pr;
     if (!nn->name || dt__vec_push(&st->nodes, d)) return DT_ENOMEM;
+    if (st->cl && dt__cluster_add_node(st->cl, nn, NULL)) return DT_ENOMEM; /* its node id is its index */
     uint32_t di = (uint32_t)st->nodes.n - 1;
     for (size_t q = 0; q < k->pods.n; q++) {
       uint32_t sp = s->view_pod[p->pods[k->pods.v[q]].spec];
       st->pods[sp].node_name = nn->name;
+      if (st->cl && dt__cluster_bind(st->cl, sp, nn->name)) return DT_ENOMEM;
       if (dt__vec_push(&st->nodes.v[di].pods, sp)) return DT_ENOMEM;
     }
   }
@@ -929,6 +956,7 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     uint32_t target = s->view_node[p->nodes[p->bindings.v[i].node].src - s->view.nodes.v];
     uint32_t sp = s->view_pod[vp];
     st->pods[sp].node_name = st->nodes.v[target].n->name;
+    if (st->cl && dt__cluster_bind(st->cl, sp, st->pods[sp].node_name)) return DT_ENOMEM;
     if (dt__vec_push(&st->nodes.v[target].pods, sp)) return DT_ENOMEM;
     node_cost(st, &st->nodes.v[target]);
   }
@@ -1485,14 +1513,34 @@ static int single_node(state *st) {
 
 /* ------------------------------------------------------------ run */
 
-int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts, dt_disruption **out,
-                   dt_error *err) {
+/*
+** The cluster every simulation of the pass overlays: the nodes of the state
+** in order (a node's id is its index), then the pods. A cluster that does
+** not compile (more resource names than a plan holds) leaves the pass to
+** compile each simulation, which then reports the error as before.
+*/
+static int cluster(state *st) {
+  if (st->rebuild) return 0;
+  dt_error e = {0};
+  int rc = dt__cluster_new(st->cat, st->m, &st->cl, &e);
+  for (size_t i = 0; !rc && i < st->nodes.n; i++) rc = dt__cluster_add_node(st->cl, st->nodes.v[i].n, &e);
+  if (!rc) rc = dt__cluster_set_pods(st->cl, st->pods, st->npods, &e);
+  if (rc) {
+    dt__cluster_free(st->cl);
+    st->cl = NULL;
+  }
+  return rc == DT_ENOMEM ? rc : 0;
+}
+
+static int disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts, bool rebuild,
+                       dt_disruption **out, dt_error *err) {
   dt__init();
   double t0 = dt__now_ms();
   *out = NULL;
   state st = {0};
   st.cat = catalog;
   st.m = m;
+  st.rebuild = rebuild;
   if (opts) st.o = *opts;
   if (!st.o.now) st.o.now = 946684800;
   dt_disruption *r = st.r = dt__calloc(1, sizeof *r);
@@ -1508,6 +1556,7 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
   st.blocked = cJSON_CreateArray();
   if (st.o.explain) st.explain = cJSON_CreateArray();
   int rc = build(&st);
+  if (!rc) rc = cluster(&st);
   if (!rc) rc = budgets(&st);
   if (!rc) rc = static_scale_down(&st);
   if (!rc) rc = emptiness(&st);
@@ -1558,6 +1607,7 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
   dt__symtab_free(&st.types);
   dt__arena_free(&st.arena);
   dt__catalog_compiled_free(st.cc);
+  dt__cluster_free(st.cl);
   if (rc) {
     dt_disrupt_free(r);
     return dt__err(err, rc, "%s", rc == DT_ECANCELED ? "cancelled" : "out of memory");
@@ -1565,6 +1615,16 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
   r->stats.run_ms = dt__now_ms() - t0;
   *out = r;
   return 0;
+}
+
+int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts, dt_disruption **out,
+                   dt_error *err) {
+  return disrupt_run(catalog, m, opts, false, out, err);
+}
+
+int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts,
+                            dt_disruption **out, dt_error *err) {
+  return disrupt_run(catalog, m, opts, true, out, err);
 }
 
 char *dt_disrupt_render(const dt_disruption *d, dt_format format, size_t *len) {

@@ -685,8 +685,9 @@ static int offering_why(const dt_plan *p, const rt_claim *k, const rt_class *c, 
   const rt_off *chosen = &p->types[k->type].off[k->off];
   if (chosen->ct == DT_CT_RESERVED)
     dt__buf_puts(b, "reserved capacity is launched first while it lasts");
-  else if (dt__policy_has(pl->policy, DT_HOOK_RANK))
-    dt__buf_printf(b, "the rank hook of policy %s chose the launched offering", dt__policy_name(pl->policy));
+  else if (dt__policy_has(pl->policy, DT_HOOK_RANK) || dt__policy_has(pl->policy, DT_HOOK_SCORE))
+    dt__buf_printf(b, "the %s hook of policy %s chose the launched offering",
+                   dt__policy_has(pl->policy, DT_HOOK_RANK) ? "rank" : "score", dt__policy_name(pl->policy));
   else
     dt__buf_puts(b, "not the launch order's first");
   return W_ORDER;
@@ -899,7 +900,8 @@ int dt__explain_finish(dt_plan *p) {
     dt__json_put_num(nc, "instanceTypeOptions", (double)k->nfinal);
     dt__json_put(nc, "repacked", cJSON_CreateBool(k->repacked));
     const char *rule = of->ct == DT_CT_RESERVED ? "reserved capacity while it lasts"
-                       : dt__policy_has(pl->policy, DT_HOOK_RANK) ? "the policy's rank hook"
+                       : dt__policy_has(pl->policy, DT_HOOK_RANK)  ? "the policy's rank hook"
+                       : dt__policy_has(pl->policy, DT_HOOK_SCORE) ? "the policy's score hook"
                                                                    : "the cheapest available offering of the types "
                                                                      "that hold the claim's pods; ties by instance "
                                                                      "type, then zone";

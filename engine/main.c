@@ -90,8 +90,8 @@ static int cmd_check(int argc, char **argv) {
     }
     printf("%s: ok\n", argv[i]);
     if (explain) {
-      static const char *all[] = {"price", "rank", "consolidation_order", "approve", "budget", "on_interruption",
-                                  "scale_in", "selftest"};
+      static const char *all[] = {"price", "score", "rank", "consolidation_order", "approve", "budget",
+                                  "on_interruption", "scale_in", "selftest"};
       const char *h = dt_policy_hooks(p);
       for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
         size_t len = strlen(all[k]);

@@ -192,6 +192,9 @@ static bool fits(const dt_plan *p, const int64_t *alloc, const int64_t *used, co
   return true;
 }
 
+/* Whether spec si is left out of this plan (an overlay's absent pod). */
+static bool spec_absent(const dt_plan *p, uint32_t si) { return p->ov && p->ov->pod[si] == DT_OV_ABSENT; }
+
 static bool is_well_known(const dt_plan *p, dt_sym key) {
   return key == p->k_zone || key == p->k_ct || key == p->k_type || key == p->k_pool ||
          key == p->k_hostname || key == p->k_resv || key == p->k_arch || key == p->k_os ||
@@ -225,6 +228,37 @@ static bool compatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod
     }
   }
   return true;
+}
+
+/*
+** The order requirements are named in messages: keys interned before any
+** node or pod (the well-known ones, the catalog's, the NodePools') in that
+** order, then the others by name. A plan's interning order past the pools
+** depends on which nodes its view holds, so a message must not.
+*/
+static bool key_before(const dt_plan *p, dt_sym a, dt_sym b) {
+  bool ea = a < p->early_syms, eb = b < p->early_syms;
+  if (ea || eb) return ea && eb ? a < b : ea;
+  return strcmp(dt__sym_str(&p->syms, a), dt__sym_str(&p->syms, b)) < 0;
+}
+
+void dt__reqs_order(const dt_plan *p, const dt_reqs *r, uint32_t *idx) {
+  for (uint32_t i = 0; i < r->n; i++) {
+    uint32_t k = i;
+    for (; k > 0 && key_before(p, r->r[i].key, r->r[idx[k - 1]].key); k--) idx[k] = idx[k - 1];
+    idx[k] = i;
+  }
+}
+
+/* compatible()'s offending requirement as messages name it: the first, in
+** key_before's order, of those the node side refuses. */
+static const dt_req *first_incompatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod) {
+  const dt_req *first = NULL, *bad;
+  for (uint32_t i = 0; i < pod->n; i++) {
+    const dt_reqs one = {1, &pod->r[i]};
+    if (!compatible(p, node, &one, &bad) && (!first || key_before(p, bad->key, first->key))) first = bad;
+  }
+  return first;
 }
 
 static const char *arena_buf(dt_plan *p, dt_buf *b) {
@@ -322,6 +356,8 @@ static int compile_catalog(dt_plan *p, dt_error *err) {
     for (size_t k = 0; k < ct->labels.n; k++)
       t->lv[p->keyslot[dt__sym(&p->syms, ct->labels.v[k].key)]] = dt__sym(&p->syms, ct->labels.v[k].val);
     t->noff = (uint32_t)ct->noff;
+    for (size_t k = 0; k < ct->labels.n; k++) /* for the hooks' snapshot: the last such label */
+      if (strstr(ct->labels.v[k].key, "/instance-family")) t->family = ct->labels.v[k].val;
     t->min_price = INFINITY;
     for (size_t k = 0; k < ct->noff; k++) {
       const dt_coffer *o = &ct->off[k];
@@ -338,6 +374,12 @@ static int compile_catalog(dt_plan *p, dt_error *err) {
       if (r->avail != 0 && o->price < t->min_price) t->min_price = o->price;
     }
   }
+  /* types by name symbol; the first of a name wins, as a scan would find it */
+  p->ntype_at = p->syms.n;
+  p->type_at = A(p, (p->ntype_at ? p->ntype_at : 1) * sizeof *p->type_at);
+  if (!p->type_at) return DT_ENOMEM;
+  memset(p->type_at, 0xff, p->ntype_at * sizeof *p->type_at);
+  for (uint32_t i = p->ntypes; i-- > 0;) p->type_at[p->types[i].name] = (int32_t)i;
   return rank_names(p);
 }
 
@@ -356,9 +398,7 @@ static int build_snapshot(dt_plan *p) {
   if (!p->snapshot) return DT_ENOMEM;
   for (uint32_t t = 0; t < p->ntypes; t++) {
     const rt_type *ty = &p->types[t];
-    const char *family = NULL;
-    for (size_t k = 0; k < ty->src->labels.n; k++)
-      if (strstr(ty->src->labels.v[k].key, "/instance-family")) family = ty->src->labels.v[k].val;
+    const char *family = ty->family;
     for (uint32_t o = 0; o < ty->noff; o++) {
       const rt_off *of = &ty->off[o];
       p->snapshot[p->off_base[t] + o] = (dt_hook_offer){
@@ -440,10 +480,7 @@ static int apply_marks(dt_plan *p) {
 
 static const rt_type *find_type(const dt_plan *p, const char *name) {
   dt_sym s = dt__sym_find(&p->syms, name);
-  if (!s) return NULL;
-  for (uint32_t i = 0; i < p->ntypes; i++)
-    if (p->types[i].name == s) return &p->types[i];
-  return NULL;
+  return s && s < p->ntype_at && p->type_at[s] >= 0 ? &p->types[p->type_at[s]] : NULL;
 }
 
 /* Sort keys carry what the comparison needs: qsort has no context argument
@@ -669,80 +706,139 @@ static int compile_pools(dt_plan *p, dt_error *err) {
       pl->has_limits = true;
     }
   }
+  if (!p->cl) p->early_syms = p->syms.n; /* an overlay has its cluster's: what every view interns alike */
   return 0;
 }
 
+/* Nodes in the order existing capacity is tried: initialized first, then by
+** name; nodes of the same name in input order. */
 static int cmp_node(const void *a, const void *b) {
   const rt_node *x = a, *y = b;
   if (x->src->initialized != y->src->initialized) return x->src->initialized ? -1 : 1;
-  return strcmp(x->src->name, y->src->name);
+  int c = strcmp(x->src->name, y->src->name);
+  return c ? c : (x->src > y->src) - (x->src < y->src);
 }
 
-static int compile_nodes(dt_plan *p, dt_error *err) {
-  const dt_manifests *m = p->manifests;
-  p->nodes = A(p, (m->nodes.n ? m->nodes.n : 1) * sizeof *p->nodes);
-  if (!p->nodes) return DT_ENOMEM;
-  /* A Node that a NodeClaim in the input already stands for is the same
-  ** capacity: keep the Node (it is registered), drop the claim. */
-  int32_t *paired = A(p, (m->nodes.n ? m->nodes.n : 1) * sizeof *paired);
-  if (!paired || dt__claims_paired(m, paired)) return DT_ENOMEM;
-  for (size_t i = 0; i < m->nodes.n; i++) {
-    const dt_node *n = &m->nodes.v[i];
-    if (paired[i] >= 0) continue;
-    /* A static pool counts every NodeClaim and Node of its own, whatever
-    ** the catalog knows of them; those being deleted only against limits. */
-    const char *own = dt__kv_get(n->labels.v, n->labels.n, DT_L_NODEPOOL);
-    for (uint32_t k = 0; own && k < p->npools; k++)
-      if (p->pools[k].replicas >= 0 && !strcmp(p->pools[k].src->name, own)) {
-        p->pools[k].static_all++;
-        p->pools[k].static_have += !n->deleting;
-      }
-    rt_node *r = &p->nodes[p->nnodes];
-    memset(r, 0, sizeof *r);
-    r->src = n;
-    r->name = dt__sym(&p->syms, n->name);
-    r->nlabels = (uint32_t)n->labels.n;
-    r->lk = A(p, (n->labels.n + 1) * sizeof *r->lk);
-    r->lval = A(p, (n->labels.n + 1) * sizeof *r->lval);
-    if (!r->lk || !r->lval) return DT_ENOMEM;
-    const char *itype = NULL, *pool = NULL;
-    for (size_t k = 0; k < n->labels.n; k++) {
-      r->lk[k] = dt__sym(&p->syms, n->labels.v[k].key);
-      r->lval[k] = dt__sym(&p->syms, n->labels.v[k].val);
-      if (!strcmp(n->labels.v[k].key, DT_L_INSTANCE_TYPE)) itype = n->labels.v[k].val;
-      if (!strcmp(n->labels.v[k].key, DT_L_NODEPOOL)) pool = n->labels.v[k].val;
-    }
-    if (n->allocatable.n) {
-      int rc = rlist_vec(p, &n->allocatable, r->alloc, err);
-      if (rc) return rc;
-      if (!r->alloc[DT_R_PODS]) r->alloc[DT_R_PODS] = 110 * 1000;
-    } else {
-      const rt_type *t = itype ? find_type(p, itype) : NULL;
-      if (!t) {
-        note(p, "%s: %s %s has no status.allocatable and %s; skipped", n->file, n->kind, n->name,
-             itype ? "its instance type is not in the catalog" : "no instance-type label");
-        continue;
-      }
-      memcpy(r->alloc, t->alloc, sizeof r->alloc);
-    }
-    r->ntaints = (uint32_t)n->ntaints;
-    r->taints = compile_taints(p, n->taints, n->ntaints);
-    if (!r->taints) return DT_ENOMEM;
-    r->zone = r->ct = -1;
-    for (uint32_t k = 0; k < r->nlabels; k++) {
-      if (r->lk[k] == p->k_zone)
-        for (uint32_t z = 0; z < p->nzones; z++)
-          if (p->zones[z] == r->lval[k]) r->zone = (int)z;
-      if (r->lk[k] == p->k_ct)
-        for (int c = 0; c < DT_CT_N; c++)
-          if (p->ct_sym[c] == r->lval[k]) r->ct = c;
-    }
-    r->pool = -1;
-    for (uint32_t k = 0; pool && k < p->npools; k++)
-      if (!strcmp(p->pools[k].src->name, pool)) r->pool = (int)k;
-    p->nnodes++;
+/*
+** One node compiled on its own: interned labels, allocatable (its own, or
+** its instance type's), taints, zone and capacity type. What depends on the
+** plan's NodePools (which pool owns it) is left to the caller. *skip is set
+** when the node has neither allocatable nor a known instance type.
+*/
+typedef struct node_facts {
+  dt_sym own;     /* its first karpenter.sh/nodepool label (static pools count it) */
+  dt_sym pool;    /* its last one (the pool it belongs to) */
+  int32_t type;   /* the instance type its last instance-type label names, -1 none */
+  const char *itype;
+  bool skip;
+} node_facts;
+
+/* A node of a compiled cluster (dt__cluster_new, at the end of this file). */
+typedef struct cnode {
+  rt_node node; /* compiled in the base; pool, use and ports are each plan's */
+  node_facts f;
+  bool may_pair; /* a NodeClaim that may stand for a Node of the view (by nodeName or providerID) */
+} cnode;
+
+/* What the pods bound to one node name use, summed (a node takes the use of
+** its name and of its alias). */
+typedef struct name_use {
+  int64_t used[DT_RES_MAX];
+  int64_t pods;  /* sum of the pods' counts */
+  int64_t specs; /* pod specs */
+  bool listed;   /* in used_names */
+} name_use;
+
+struct dt_cluster {
+  dt_plan *base; /* the catalog and NodePools compiled; every name below interned */
+  DT_VEC(cnode) nodes;
+  DT_VEC(uint32_t) byname; /* node ids by name, ties by id */
+  const dt_podspec *pods;
+  uint32_t npods;
+  rt_spec *specs;         /* per pod, in the base's arena */
+  dt_sym *pod_node;       /* per pod: its node name's symbol (dt__cluster_bind keeps it) */
+  DT_VEC(name_use) use;   /* by node name symbol */
+  DT_VEC(dt_sym) used_names; /* symbols with a use entry, each once */
+  /* the few pods a plan must visit one by one (spec ids, ascending) */
+  DT_VEC(uint32_t) rc_missing; /* RuntimeClass not in the input (a note) */
+  DT_VEC(uint32_t) termed;     /* spread or pod (anti-)affinity terms: topology groups */
+  DT_VEC(uint32_t) owned;      /* workloads: replicas, selectors */
+  bool ported;                 /* some pod has host ports */
+  bool has_pods;
+};
+
+static int compile_node(dt_plan *p, const dt_node *n, rt_node *r, node_facts *f, dt_error *err) {
+  memset(r, 0, sizeof *r);
+  memset(f, 0, sizeof *f);
+  f->type = -1;
+  const char *own = dt__kv_get(n->labels.v, n->labels.n, DT_L_NODEPOOL);
+  f->own = own ? dt__sym(&p->syms, own) : 0;
+  r->src = n;
+  r->name = dt__sym(&p->syms, n->name);
+  r->nlabels = (uint32_t)n->labels.n;
+  r->lk = A(p, (n->labels.n + 1) * sizeof *r->lk);
+  r->lval = A(p, (n->labels.n + 1) * sizeof *r->lval);
+  if (!r->lk || !r->lval) return DT_ENOMEM;
+  const char *itype = NULL, *pool = NULL;
+  for (size_t k = 0; k < n->labels.n; k++) {
+    r->lk[k] = dt__sym(&p->syms, n->labels.v[k].key);
+    r->lval[k] = dt__sym(&p->syms, n->labels.v[k].val);
+    if (!strcmp(n->labels.v[k].key, DT_L_INSTANCE_TYPE)) itype = n->labels.v[k].val;
+    if (!strcmp(n->labels.v[k].key, DT_L_NODEPOOL)) pool = n->labels.v[k].val;
   }
-  qsort(p->nodes, p->nnodes, sizeof *p->nodes, cmp_node);
+  f->itype = itype;
+  f->pool = pool ? dt__sym(&p->syms, pool) : 0;
+  const rt_type *t = itype ? find_type(p, itype) : NULL;
+  f->type = t ? (int32_t)(t - p->types) : -1;
+  if (n->allocatable.n) {
+    int rc = rlist_vec(p, &n->allocatable, r->alloc, err);
+    if (rc) return rc;
+    if (!r->alloc[DT_R_PODS]) r->alloc[DT_R_PODS] = 110 * 1000;
+  } else if (!t) {
+    f->skip = true;
+    return 0;
+  } else {
+    memcpy(r->alloc, t->alloc, sizeof r->alloc);
+  }
+  r->ntaints = (uint32_t)n->ntaints;
+  r->taints = compile_taints(p, n->taints, n->ntaints);
+  if (!r->taints) return DT_ENOMEM;
+  r->zone = r->ct = -1;
+  for (uint32_t k = 0; k < r->nlabels; k++) {
+    if (r->lk[k] == p->k_zone)
+      for (uint32_t z = 0; z < p->nzones; z++)
+        if (p->zones[z] == r->lval[k]) r->zone = (int)z;
+    if (r->lk[k] == p->k_ct)
+      for (int c = 0; c < DT_CT_N; c++)
+        if (p->ct_sym[c] == r->lval[k]) r->ct = c;
+  }
+  return 0;
+}
+
+/* A static pool counts every NodeClaim and Node of its own, whatever the
+** catalog knows of them; those being deleted only against limits. */
+static void count_static(dt_plan *p, const dt_node *n, dt_sym own) {
+  for (uint32_t k = 0; own && k < p->npools; k++)
+    if (p->pools[k].replicas >= 0 && p->pools[k].name == own) {
+      p->pools[k].static_all++;
+      p->pools[k].static_have += !n->deleting;
+    }
+}
+
+static void skipped_node(dt_plan *p, const dt_node *n, const char *itype) {
+  note(p, "%s: %s %s has no status.allocatable and %s; skipped", n->file, n->kind, n->name,
+       itype ? "its instance type is not in the catalog" : "no instance-type label");
+}
+
+static void node_pool(dt_plan *p, rt_node *r, dt_sym pool) {
+  r->pool = -1;
+  for (uint32_t k = 0; pool && k < p->npools; k++)
+    if (p->pools[k].name == pool) r->pool = (int)k;
+}
+
+/* What the nodes, sorted, hold of reservations and of their pools' limits;
+** type[i] is node i's instance type (-1 unknown), or NULL to look it up. */
+static void charge_nodes(dt_plan *p, const int32_t *type) {
   /* Nodes and in-flight claims in a capacity reservation hold one unit each:
   ** a plan never launches into a reservation more than it has left. */
   for (uint32_t i = 0; i < p->nnodes; i++) {
@@ -766,18 +862,58 @@ static int compile_nodes(dt_plan *p, dt_error *err) {
     rt_node *r = &p->nodes[i];
     if (r->pool < 0) continue;
     rt_pool *pl = &p->pools[r->pool];
-    const rt_type *t = NULL;
-    for (uint32_t k = 0; k < r->nlabels; k++)
-      if (r->lk[k] == p->k_type) t = find_type(p, dt__sym_str(&p->syms, r->lval[k]));
-    for (uint32_t k = 0; k < p->nres; k++)
-      if (pl->remaining[k] != INT64_MAX) pl->remaining[k] -= t ? t->cap[k] : r->alloc[k];
+    bool limited = false;
+    for (uint32_t k = 0; k < p->nres; k++) limited |= pl->remaining[k] != INT64_MAX;
+    if (limited) {
+      const rt_type *t = NULL;
+      if (type)
+        t = type[i] >= 0 ? &p->types[type[i]] : NULL;
+      else
+        for (uint32_t k = 0; k < r->nlabels; k++)
+          if (r->lk[k] == p->k_type) t = find_type(p, dt__sym_str(&p->syms, r->lval[k]));
+      for (uint32_t k = 0; k < p->nres; k++)
+        if (pl->remaining[k] != INT64_MAX) pl->remaining[k] -= t ? t->cap[k] : r->alloc[k];
+    }
     if (pl->nodes_remaining > 0) pl->nodes_remaining--;
   }
+}
+
+static int compile_nodes_overlay(dt_plan *p, dt_error *err);
+
+static int compile_nodes(dt_plan *p, dt_error *err) {
+  if (p->ov) return compile_nodes_overlay(p, err);
+  const dt_manifests *m = p->manifests;
+  p->nodes = A(p, (m->nodes.n ? m->nodes.n : 1) * sizeof *p->nodes);
+  if (!p->nodes) return DT_ENOMEM;
+  /* A Node that a NodeClaim in the input already stands for is the same
+  ** capacity: keep the Node (it is registered), drop the claim. */
+  int32_t *paired = A(p, (m->nodes.n ? m->nodes.n : 1) * sizeof *paired);
+  if (!paired || dt__claims_paired(m, paired)) return DT_ENOMEM;
+  for (size_t i = 0; i < m->nodes.n; i++) {
+    const dt_node *n = &m->nodes.v[i];
+    if (paired[i] >= 0) continue;
+    rt_node *r = &p->nodes[p->nnodes];
+    node_facts f;
+    int rc = compile_node(p, n, r, &f, err);
+    if (rc) return rc;
+    count_static(p, n, f.own);
+    if (f.skip) {
+      skipped_node(p, n, f.itype);
+      continue;
+    }
+    node_pool(p, r, f.pool);
+    p->nnodes++;
+  }
+  qsort(p->nodes, p->nnodes, sizeof *p->nodes, cmp_node);
+  charge_nodes(p, NULL);
   return 0;
 }
 
-static int32_t node_by_name(dt_plan *p, const char *name) {
-  if (!p->node_at) { /* symbol -> node, built on first use */
+/* Node index by name symbol: a node's name, or the node name a NodeClaim
+** carries; the first node of a name in the plan's order wins. Built on
+** first use. */
+static int32_t node_by_sym(dt_plan *p, dt_sym s) {
+  if (!p->node_at) {
     uint32_t n = 0;
     dt_sym *alias = A(p, (p->nnodes ? p->nnodes : 1) * sizeof *alias);
     if (!alias) return -1;
@@ -796,8 +932,12 @@ static int32_t node_by_name(dt_plan *p, const char *name) {
       p->node_at[p->nodes[i].name] = (int32_t)i;
     }
   }
-  dt_sym s = dt__sym_find(&p->syms, name);
   return s && s < p->nnode_at ? p->node_at[s] : -1;
+}
+
+static int32_t node_by_name(dt_plan *p, const char *name) {
+  node_by_sym(p, 0); /* the index first: it interns the claims' node names */
+  return node_by_sym(p, dt__sym_find(&p->syms, name));
 }
 
 static uint64_t node_zmask(const rt_node *n) { return n->zone >= 0 ? 1ull << n->zone : 0; }
@@ -876,9 +1016,13 @@ static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, c
 
 /* Create every group any pod refers to, so each spec's selected-by list is complete. */
 static int build_groups(dt_plan *p) {
-  for (uint32_t i = 0; i < p->nspecs; i++) {
+  /* an overlay visits only the pods with terms */
+  uint32_t n = p->ov ? (uint32_t)p->cl->termed.n : p->nspecs;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t i = p->ov ? p->cl->termed.v[k] : k;
     const rt_spec *s = &p->specs[i];
     const dt_podspec *d = s->src;
+    if (spec_absent(p, i)) continue;
     for (size_t t = 0; t < d->nspread; t++)
       if (term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0, d->spread[t].match_label_keys,
                      d->spread[t].nmlk) == DT_ENOMEM)
@@ -891,6 +1035,7 @@ static int build_groups(dt_plan *p) {
                        lists[l][t].nns, NULL, 0) == DT_ENOMEM)
           return DT_ENOMEM;
   }
+  if (p->ov && !p->cl->termed.n) return 0; /* no pod has terms: no group, now or later, and every nsel stays 0 */
   return dt__topo_select(p);
 }
 
@@ -1031,18 +1176,23 @@ static int64_t *replicas_wanted(dt_plan *p) {
   dt_symtab owners = {0}; /* "Deployment/ns/name" of the workloads in the input */
   uint32_t *byns = NULL;
   size_t nplain = 0;
-  for (uint32_t si = 0; si < p->nspecs; si++) {
+  /* an overlay visits only the workloads: every other spec wants its count */
+  uint32_t nvisit = p->ov ? (uint32_t)p->cl->owned.n : p->nspecs;
+  for (uint32_t k = 0; k < nvisit; k++) {
+    uint32_t si = p->ov ? p->cl->owned.v[k] : k;
     const dt_podspec *d = &m->pods.v[si];
-    want[si] = d->count;
+    want[si] = spec_absent(p, si) ? 0 : d->count;
+    if (spec_absent(p, si)) continue;
     char k[800];
     if (d->owner && !strncmp(d->owner, "Deployment/", 11)) {
       snprintf(k, sizeof k, "Deployment/%s/%s", d->ns, d->name);
       dt__sym(&owners, k);
     }
   }
-  for (uint32_t si = 0; si < p->nspecs; si++) {
+  for (uint32_t k = 0; k < nvisit; k++) {
+    uint32_t si = p->ov ? p->cl->owned.v[k] : k;
     const dt_podspec *d = &m->pods.v[si];
-    if (!d->owner) continue;
+    if (!d->owner || spec_absent(p, si)) continue;
     char k[800];
     if (d->parent) {
       snprintf(k, sizeof k, "Deployment/%s/%s", d->ns, d->parent + 11);
@@ -1059,7 +1209,7 @@ static int64_t *replicas_wanted(dt_plan *p) {
         break;
       }
       for (uint32_t q = 0; q < p->nspecs; q++)
-        if (!m->pods.v[q].owner) byns[nplain++] = q;
+        if (!m->pods.v[q].owner && !spec_absent(p, q)) byns[nplain++] = q;
       g_ns_specs = m->pods.v;
       qsort(byns, nplain, sizeof *byns, ns_cmp);
     }
@@ -1116,11 +1266,59 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *
   return 0;
 }
 
-static int compile_pods(dt_plan *p, dt_error *err) {
+/* One pod spec compiled on its own: requests (with its RuntimeClass's
+** overhead), interned labels sorted by key, term orders, host ports.
+** *rc_missing tells that its RuntimeClass is not in the input. */
+static int compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc_missing, dt_error *err) {
   const dt_manifests *m = p->manifests;
-  p->nspecs = (uint32_t)m->pods.n;
-  p->specs = A(p, (m->pods.n ? m->pods.n : 1) * sizeof *p->specs);
-  if (!p->specs) return DT_ENOMEM;
+  int rc;
+  s->src = d;
+  s->base_class = -1;
+  *rc_missing = false;
+  if ((rc = rlist_vec(p, &d->requests, s->req, err))) return rc;
+  if (d->runtime_class && !d->has_overhead) {
+    bool found = false;
+    for (size_t k = 0; k < m->runtime_classes.n && !found; k++)
+      if (!strcmp(m->runtime_classes.v[k].name, d->runtime_class)) {
+        int64_t o[DT_RES_MAX] = {0};
+        if ((rc = rlist_vec(p, &m->runtime_classes.v[k].overhead, o, err))) return rc;
+        for (uint32_t r = 0; r < DT_RES_MAX; r++) s->req[r] += o[r];
+        found = true;
+      }
+    *rc_missing = !found;
+  }
+  s->ns = dt__sym(&p->syms, d->ns);
+  s->nlabels = (uint32_t)d->labels.n;
+  dt_sym *kv = A(p, (d->labels.n ? d->labels.n : 1) * 2 * sizeof *kv);
+  s->lk = A(p, (d->labels.n ? d->labels.n : 1) * sizeof *s->lk);
+  s->lv = A(p, (d->labels.n ? d->labels.n : 1) * sizeof *s->lv);
+  if (!kv || !s->lk || !s->lv) return DT_ENOMEM;
+  for (size_t k = 0; k < d->labels.n; k++) {
+    kv[2 * k] = dt__sym(&p->syms, d->labels.v[k].key);
+    kv[2 * k + 1] = dt__sym(&p->syms, d->labels.v[k].val);
+  }
+  qsort(kv, d->labels.n, 2 * sizeof *kv, cmp_label);
+  for (size_t k = 0; k < d->labels.n; k++) {
+    s->lk[k] = kv[2 * k];
+    s->lv[k] = kv[2 * k + 1];
+  }
+  s->paff_order = weight_order(p, d->paff, d->npaff);
+  s->panti_order = weight_order(p, d->panti, d->npanti);
+  s->pref_order = pref_order(p, d->pref, d->npref);
+  s->nports = (uint32_t)d->nports;
+  s->ports = compile_ports(p, d);
+  if (!s->paff_order || !s->panti_order || !s->pref_order || !s->ports) return DT_ENOMEM;
+  return 0;
+}
+
+static void runtime_class_note(dt_plan *p, const dt_podspec *d) {
+  note(p, "%s: pod %s/%s: RuntimeClass %s is not in the input; its overhead is not counted", d->file, d->ns,
+       d->name, d->runtime_class);
+}
+
+/* Volume topology of every spec, indexed by m->topo. */
+static int volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
+  const dt_manifests *m = p->manifests;
   int rc = 0;
   dt_symtab topo = {0}; /* "PVC:ns/name", "PV:name", "SC:name" -> index + 1 in m->topo */
   for (size_t i = 0; i < m->topo.n && !topo.oom; i++) {
@@ -1128,50 +1326,31 @@ static int compile_pods(dt_plan *p, dt_error *err) {
     snprintf(k, sizeof k, "%s:%s", m->topo.v[i].kind, m->topo.v[i].key);
     dt__sym(&topo, k); /* kinds and names are unique (duplicates are refused), so object i is symbol i + 1 */
   }
-  for (uint32_t si = 0; si < p->nspecs && !rc; si++) rc = volume_topology(p, &topo, &m->pods.v[si], &p->specs[si]);
+  for (uint32_t si = 0; si < n && !rc; si++) rc = volume_topology(p, &topo, specs[si].src, &specs[si]);
   if (topo.oom) rc = DT_ENOMEM;
   dt__symtab_free(&topo);
-  if (rc) return rc;
-  for (uint32_t si = 0; si < p->nspecs; si++) {
-    const dt_podspec *d = &m->pods.v[si];
-    rt_spec *s = &p->specs[si];
-    s->src = d;
-    s->base_class = -1;
-    if ((rc = rlist_vec(p, &d->requests, s->req, err))) return rc;
-    if (d->runtime_class && !d->has_overhead) {
-      bool found = false;
-      for (size_t k = 0; k < m->runtime_classes.n && !found; k++)
-        if (!strcmp(m->runtime_classes.v[k].name, d->runtime_class)) {
-          int64_t o[DT_RES_MAX] = {0};
-          if ((rc = rlist_vec(p, &m->runtime_classes.v[k].overhead, o, err))) return rc;
-          for (uint32_t r = 0; r < DT_RES_MAX; r++) s->req[r] += o[r];
-          found = true;
-        }
-      if (!found)
-        note(p, "%s: pod %s/%s: RuntimeClass %s is not in the input; its overhead is not counted", d->file, d->ns,
-             d->name, d->runtime_class);
+  return rc;
+}
+
+static int cluster_specs(dt_plan *p);
+static void overlay_use(dt_plan *p, bool *scan, size_t *bound);
+
+static int compile_pods(dt_plan *p, dt_error *err) {
+  const dt_manifests *m = p->manifests;
+  int rc = 0;
+  if (p->ov) {
+    if ((rc = cluster_specs(p))) return rc;
+  } else {
+    p->nspecs = (uint32_t)m->pods.n;
+    p->specs = A(p, (m->pods.n ? m->pods.n : 1) * sizeof *p->specs);
+    if (!p->specs) return DT_ENOMEM;
+    for (uint32_t si = 0; si < p->nspecs; si++) p->specs[si].src = &m->pods.v[si];
+    if ((rc = volume_topologies(p, p->specs, p->nspecs))) return rc;
+    for (uint32_t si = 0; si < p->nspecs; si++) {
+      bool missing;
+      if ((rc = compile_spec(p, &m->pods.v[si], &p->specs[si], &missing, err))) return rc;
+      if (missing) runtime_class_note(p, &m->pods.v[si]);
     }
-    s->ns = dt__sym(&p->syms, d->ns);
-    s->nlabels = (uint32_t)d->labels.n;
-    dt_sym *kv = A(p, (d->labels.n ? d->labels.n : 1) * 2 * sizeof *kv);
-    s->lk = A(p, (d->labels.n ? d->labels.n : 1) * sizeof *s->lk);
-    s->lv = A(p, (d->labels.n ? d->labels.n : 1) * sizeof *s->lv);
-    if (!kv || !s->lk || !s->lv) return DT_ENOMEM;
-    for (size_t k = 0; k < d->labels.n; k++) {
-      kv[2 * k] = dt__sym(&p->syms, d->labels.v[k].key);
-      kv[2 * k + 1] = dt__sym(&p->syms, d->labels.v[k].val);
-    }
-    qsort(kv, d->labels.n, 2 * sizeof *kv, cmp_label);
-    for (size_t k = 0; k < d->labels.n; k++) {
-      s->lk[k] = kv[2 * k];
-      s->lv[k] = kv[2 * k + 1];
-    }
-    s->paff_order = weight_order(p, d->paff, d->npaff);
-    s->panti_order = weight_order(p, d->panti, d->npanti);
-    s->pref_order = pref_order(p, d->pref, d->npref);
-    s->nports = (uint32_t)d->nports;
-    s->ports = compile_ports(p, d);
-    if (!s->paff_order || !s->panti_order || !s->pref_order || !s->ports) return DT_ENOMEM;
   }
   if ((rc = build_groups(p))) return rc;
 
@@ -1188,33 +1367,41 @@ static int compile_pods(dt_plan *p, dt_error *err) {
         if (dt__vec_push(&claimed_node, -1)) break;
       if (sy && sy < claimed_node.n) claimed_node.v[sy] = (int32_t)i;
     }
+  /* An overlay's nodes take their bound pods' use from the per-name sums;
+  ** the pods themselves are visited only when something else needs them. */
+  bool scan = true;
+  if (p->ov) overlay_use(p, &scan, &p->bound_already);
   DT_VEC(rt_pod) pods = {0};
   for (uint32_t si = 0; si < p->nspecs && !rc; si++) {
+    if (p->ov && p->ov->pod[si] != DT_OV_PENDING && (!scan || p->ov->pod[si] == DT_OV_ABSENT)) continue;
     const dt_podspec *d = &m->pods.v[si];
     rt_spec *s = &p->specs[si];
-    if (d->node_name) {
-      int32_t n = node_by_name(p, d->node_name);
+    if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
+      int32_t n = p->ov ? node_by_sym(p, p->cl->pod_node[si]) : node_by_name(p, d->node_name);
       if (n < 0) {
         note(p, "%s: pod %s/%s is bound to node %s, which is not in the input; ignored", d->file, d->ns, d->name,
              d->node_name);
       } else {
         rt_node *nd = &p->nodes[n];
-        for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r] * d->count;
+        if (!p->ov)
+          for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r] * d->count;
         for (uint32_t k = 0; k < s->nports && !rc; k++)
           if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
         if (!rc) rc = dt__topo_record(p, si, NULL, (uint32_t)n, node_zmask(nd), node_cmask(nd), (int32_t)d->count, -1);
       }
-      p->bound_already += (size_t)d->count;
+      if (!p->ov) p->bound_already += (size_t)d->count;
       continue;
     }
     rt_relax none = {0};
+    s->base_class = -1; /* an overlay's specs are the cluster's: the last plan's class means nothing here */
     int ci = class_for(p, si, &none);
     if (ci < 0) {
       rc = ci;
       break;
     }
     s->base_class = ci;
-    for (int64_t o = 0; o < want[si]; o++) {
+    int64_t nwant = p->ov && !d->owner ? d->count : want[si]; /* an overlay's want holds only its workloads */
+    for (int64_t o = 0; o < nwant; o++) {
       rt_pod pod = {(uint32_t)ci, si, d->owner ? o : -1, d->seq};
       if (claimed.n) {
         char name[600];
@@ -1669,6 +1856,7 @@ static void diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) {
     return;
   }
   if (!compatible(p, &pl->reqs, &c->reqs, &bad)) {
+    bad = first_incompatible(p, &pl->reqs, &c->reqs);
     const dt_req *ex = dt__reqs_get(&pl->reqs, bad->key);
     dt__buf_puts(b, "pod requires ");
     dt__req_describe(&p->syms, bad, b);
@@ -1726,11 +1914,13 @@ static void diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) {
   }
   if (!allowed) {
     dt__buf_printf(b, "no instance type in NodePool %s satisfies the pod's requirements", pn);
-    if (c->reqs.n) {
+    uint32_t *idx = c->reqs.n ? A(p, c->reqs.n * sizeof *idx) : NULL;
+    if (idx) {
+      dt__reqs_order(p, &c->reqs, idx);
       dt__buf_puts(b, " (");
       for (uint32_t k = 0; k < c->reqs.n; k++) {
         if (k) dt__buf_puts(b, ", ");
-        dt__req_describe(&p->syms, &c->reqs.r[k], b);
+        dt__req_describe(&p->syms, &c->reqs.r[idx[k]], b);
       }
       dt__buf_puts(b, ")");
     }
@@ -2112,6 +2302,121 @@ static int rank_hook(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t nt
   return 0;
 }
 
+/*
+** The score hook: score(offering) depends on the offering alone, so it is
+** computed once per offering and plan, when a claim that could launch on it
+** first launches, and cached; each claim then takes the lowest-scored of its
+** launchable offerings natively (ties by instance type name, then zone, as
+** rank's), without calling Lua. A type's best offering is memoised per
+** claim masks, as type_best's. A failing hook leaves the default choice.
+*/
+static score_cache *score_cache_for(dt_plan *p, const dt_policy *pol) {
+  for (size_t i = 0; i < p->scores.n; i++)
+    if (p->scores.v[i].pol == pol) return &p->scores.v[i];
+  score_cache c = {pol, A(p, (p->nsnapshot ? p->nsnapshot : 1) * sizeof(double)), A(p, p->nsnapshot ? p->nsnapshot : 1)};
+  if (!c.score || !c.known || dt__vec_push(&p->scores, c)) return NULL;
+  return &p->scores.v[p->scores.n - 1];
+}
+
+static bool smemo_hit(const rt_type *t, const rt_claim *k, const dt_policy *pol, double smax) {
+  return t->smemo_ok && t->smemo_pol == pol && t->smemo_zmask == k->zmask && t->smemo_ctmask == k->ctmask &&
+         t->smemo_spot_max == smax;
+}
+
+static int score_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t ntypes, int32_t *bt, int32_t *bo,
+                      const char **excluded) {
+  rt_pool *pl = &p->pools[k->pool];
+  int rc = use_policy(p, pl->policy);
+  if (rc) return rc;
+  score_cache *sc = score_cache_for(p, pl->policy);
+  if (!sc) return DT_ENOMEM;
+  double smax = pl->spot_max;
+  /* the launchable offerings not scored yet, in one batch */
+  size_t nmiss = 0, cap = 0;
+  for (uint32_t i = 0; i < ntypes; i++)
+    if (!smemo_hit(&p->types[types[i]], k, pl->policy, smax)) cap += p->types[types[i]].noff;
+  uint32_t *miss = cap ? dt__malloc(cap * sizeof *miss) : NULL;
+  double *val = cap ? dt__malloc(cap * sizeof *val) : NULL;
+  if (cap && (!miss || !val)) {
+    dt__free(miss);
+    dt__free(val);
+    return DT_ENOMEM;
+  }
+  for (uint32_t i = 0; i < ntypes && cap; i++) {
+    const rt_type *t = &p->types[types[i]];
+    if (smemo_hit(t, k, pl->policy, smax)) continue;
+    for (uint32_t o = 0; o < t->noff; o++) {
+      uint32_t g = p->off_base[types[i]] + o;
+      if (off_ok(&t->off[o], k->zmask, k->ctmask, smax) && !sc->known[g]) miss[nmiss++] = g;
+    }
+  }
+  bool ok = !nmiss || dt__policy_score(pl->policy, miss, nmiss, val) == 0;
+  for (size_t i = 0; ok && i < nmiss; i++) {
+    sc->score[miss[i]] = val[i];
+    sc->known[miss[i]] = 1;
+  }
+  dt__free(miss);
+  dt__free(val);
+  if (!ok) return 0; /* the default choice stands */
+  int32_t best_t = -1, best_o = -1;
+  double best = 0;
+  bool any = false; /* any launchable offering at all */
+  for (uint32_t i = 0; i < ntypes; i++) {
+    rt_type *t = &p->types[types[i]];
+    if (!smemo_hit(t, k, pl->policy, smax)) {
+      int32_t to = -1;
+      double ts = 0;
+      bool some = false; /* a launchable offering of this type */
+      for (uint32_t o = 0; o < t->noff; o++) {
+        if (!off_ok(&t->off[o], k->zmask, k->ctmask, smax)) continue;
+        some = true;
+        double v = sc->score[p->off_base[types[i]] + o];
+        if (isnan(v)) continue;
+        if (to < 0 || v < ts || (v == ts && p->zone_rank[t->off[o].zone] < p->zone_rank[t->off[to].zone])) {
+          to = (int32_t)o;
+          ts = v;
+        }
+      }
+      t->smemo_ok = true;
+      t->smemo_pol = pl->policy;
+      t->smemo_zmask = k->zmask;
+      t->smemo_ctmask = k->ctmask;
+      t->smemo_spot_max = smax;
+      t->smemo_off = to;
+      t->smemo_score = to < 0 && some ? NAN : ts; /* -1 and NAN: offerings, all excluded; -1 and 0: none */
+    }
+    any |= t->smemo_off >= 0 || isnan(t->smemo_score);
+    if (t->smemo_off < 0) continue;
+    double v = t->smemo_score;
+    if (best_t < 0 || v < best || (v == best && t->rank < p->types[best_t].rank)) {
+      best_t = (int32_t)types[i];
+      best_o = t->smemo_off;
+      best = v;
+    }
+  }
+  if (!any) return 0; /* nothing launchable: as rank, the default stands */
+  if (best_t < 0) {
+    *bt = -1;
+    dt_buf msg = {0};
+    dt__buf_printf(&msg, "the score hook of policy %s excluded every offering that fits", dt__policy_name(pl->policy));
+    *excluded = arena_buf(p, &msg);
+    return 0;
+  }
+  *bt = best_t;
+  *bo = best_o;
+  return 0;
+}
+
+/* The policy's choice of offering for claim k among types[0..n), if it has
+** one: rank's when the policy defines it (it sees the claim), else score's. */
+static int hook_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n, int32_t *bt, int32_t *bo,
+                     const char **excluded) {
+  dt_policy *pol = p->pools[k->pool].policy;
+  if (dt__policy_has(pol, DT_HOOK_RANK)) return rank_hook(p, k, types, n, bt, bo, excluded);
+  if (dt__policy_has(pol, DT_HOOK_SCORE)) return score_pick(p, k, types, n, bt, bo, excluded);
+  return 0;
+}
+
 /* Whether offering o of type t beats offering bo of type bt (bt < 0: none
 ** yet) under the default rank: reserved while available, then cheapest, then
 ** instance type name, then zone name. */
@@ -2223,7 +2528,7 @@ static int launch(dt_plan *p) {
     if (p->claims.v[ci]->nopt > most) most = p->claims.v[ci]->nopt;
   double *price = dt__malloc(most * sizeof *price);
   if (!price) return DT_ENOMEM;
-  for (uint32_t t = 0; t < p->ntypes; t++) p->types[t].memo_ok = false;
+  for (uint32_t t = 0; t < p->ntypes; t++) p->types[t].memo_ok = p->types[t].smemo_ok = false;
   /* A claim like the one before it (same options, masks and contents, no
   ** reservation, no availability count changed since) has the same
   ** launchable types and best offering: cost packing makes many such. */
@@ -2300,8 +2605,8 @@ static int launch(dt_plan *p) {
 static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int32_t bt, int32_t bo) {
   rt_pool *pl = &p->pools[k->pool];
   const char *excluded = NULL;
-  if (bt >= 0 && dt__policy_has(pl->policy, DT_HOOK_RANK)) {
-    int rc = rank_hook(p, k, fin, n, &bt, &bo, &excluded);
+  if (bt >= 0) {
+    int rc = hook_pick(p, k, fin, n, &bt, &bo, &excluded);
     if (rc) return rc;
   }
   if (bt < 0 && excluded) {
@@ -2324,7 +2629,7 @@ static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int3
   rt_off *of = &p->types[bt].off[bo];
   if (of->avail > 0) {
     of->avail--;
-    p->types[bt].memo_ok = false;
+    p->types[bt].memo_ok = p->types[bt].smemo_ok = false;
     p->avail_gen++;
   }
   /* the units this claim held are released: the chosen one is now consumed */
@@ -2433,8 +2738,8 @@ static int static_claims(dt_plan *p) {
         }
       }
       const char *excluded = NULL;
-      if (bt >= 0 && dt__policy_has(pl->policy, DT_HOOK_RANK)) {
-        int rc = rank_hook(p, k, opt, n, &bt, &bo, &excluded);
+      if (bt >= 0) {
+        int rc = hook_pick(p, k, opt, n, &bt, &bo, &excluded);
         if (rc) return rc;
       }
       if (bt < 0 || (p->types[bt].off[bo].avail >= 0 &&
@@ -2588,6 +2893,7 @@ static int copy_compiled(dt_plan *p, const dt_plan *b) {
   memcpy(p->zones, b->zones, sizeof p->zones);
   memcpy(p->zone_rank, b->zone_rank, sizeof p->zone_rank);
   p->nkeyslot = b->nkeyslot, p->nslots = b->nslots, p->keyslot = b->keyslot, p->slot_key = b->slot_key;
+  p->ntype_at = b->ntype_at, p->type_at = b->type_at;
   p->ntypes = b->ntypes;
   p->types = A(p, (b->ntypes ? b->ntypes : 1) * sizeof *p->types);
   if (!p->types) return DT_ENOMEM;
@@ -2601,8 +2907,8 @@ static int copy_compiled(dt_plan *p, const dt_plan *b) {
   return 0;
 }
 
-static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *manifests,
-                    const dt_plan_opts *opts, dt_plan **out, dt_error *err) {
+static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt_cluster *cl, const dt_overlay *ov,
+                    const dt_manifests *manifests, const dt_plan_opts *opts, dt_plan **out, dt_error *err) {
   *out = NULL;
   dt_plan *p = dt__calloc(1, sizeof *p);
   if (!p) return dt__err(err, DT_ENOMEM, "out of memory");
@@ -2612,7 +2918,13 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, co
   if (opts) p->opts = *opts;
   double t0 = dt__now_ms();
   int rc;
-  if (cc && !manifests->vmpools.n) { /* the pools' VMs would intern names before the catalog's */
+  if (cl) {
+    p->cl = cl;
+    p->ov = ov;
+    p->opts.explain = NULL; /* explain.c reads the manifests' own pods */
+    if ((rc = copy_compiled(p, cl->base))) goto fail;
+    p->early_syms = cl->base->early_syms;
+  } else if (cc && !manifests->vmpools.n) { /* the pools' VMs would intern names before the catalog's */
     if ((rc = copy_compiled(p, cc->base))) goto fail;
   } else {
     if ((rc = plan_begin(p)) || (rc = add_pool_vms(p, err)) || (rc = compile_catalog(p, err))) goto fail;
@@ -2654,12 +2966,238 @@ fail:
 
 int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_plan_opts *opts, dt_plan **out,
                 dt_error *err) {
-  return plan_run(catalog, NULL, manifests, opts, out, err);
+  return plan_run(catalog, NULL, NULL, NULL, manifests, opts, out, err);
 }
 
 int dt__plan_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *manifests,
                           const dt_plan_opts *opts, dt_plan **out, dt_error *err) {
-  return plan_run(catalog, cc, manifests, opts, out, err);
+  return plan_run(catalog, cc, NULL, NULL, manifests, opts, out, err);
+}
+
+int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_manifests *view, const dt_overlay *ov,
+                         const dt_plan_opts *opts, dt_plan **out, dt_error *err) {
+  if (view->pods.v != cl->pods || view->pods.n != cl->npods || view->vmpools.n) {
+    *out = NULL;
+    return dt__err(err, DT_EINVAL, "internal: an overlay's view must hold the cluster's pods and no VM pools");
+  }
+  return plan_run(catalog, NULL, cl, ov, view, opts, out, err);
+}
+
+/* ------------------------------------------------------------ the cluster */
+
+int dt__cluster_new(const dt_catalog *catalog, const dt_manifests *m, dt_cluster **out, dt_error *err) {
+  *out = NULL;
+  dt_cluster *cl = dt__calloc(1, sizeof *cl);
+  dt_plan *p = dt__calloc(1, sizeof *p);
+  if (!cl || !p) {
+    dt__free(cl), dt__free(p);
+    return dt__err(err, DT_ENOMEM, "out of memory");
+  }
+  cl->base = p;
+  p->catalog = catalog;
+  p->manifests = m;
+  p->ex_pod = -1;
+  /* the order a plan interns names in: the catalog's, then the pools' */
+  int rc = plan_begin(p);
+  if (!rc) rc = compile_catalog(p, err);
+  if (!rc) rc = compile_pools(p, err);
+  if (!rc && (p->arena.oom || p->syms.oom)) rc = DT_ENOMEM;
+  if (rc) {
+    dt__cluster_free(cl);
+    return rc == DT_ENOMEM ? dt__err(err, rc, "out of memory") : rc;
+  }
+  *out = cl;
+  return 0;
+}
+
+int dt__cluster_add_node(dt_cluster *cl, const dt_node *n, dt_error *err) {
+  dt_plan *p = cl->base;
+  cnode c;
+  memset(&c, 0, sizeof c);
+  int rc = compile_node(p, n, &c.node, &c.f, err);
+  if (rc) return rc;
+  c.node.pool = -1;
+  c.may_pair = n->claim_name && (n->node_name || n->provider_id);
+  if (cl->has_pods && n->node_name) dt__sym(&p->syms, n->node_name); /* as a plan's node index interns it */
+  uint32_t id = (uint32_t)cl->nodes.n;
+  if (dt__vec_push(&cl->nodes, c) || dt__vec_push(&cl->byname, id)) return DT_ENOMEM;
+  /* by name, after every node of the same name */
+  size_t lo = 0, hi = cl->byname.n - 1;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (strcmp(cl->nodes.v[cl->byname.v[mid]].node.src->name, n->name) <= 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  memmove(&cl->byname.v[lo + 1], &cl->byname.v[lo], (cl->byname.n - 1 - lo) * sizeof *cl->byname.v);
+  cl->byname.v[lo] = id;
+  return p->arena.oom || p->syms.oom ? DT_ENOMEM : 0;
+}
+
+/* Pod i's use added (sign 1) to, or taken (-1) from, its node name. */
+static int name_use_add(dt_cluster *cl, uint32_t i, int sign) {
+  dt_sym s = cl->pod_node[i];
+  if (!s) return 0;
+  while (cl->use.n <= s) {
+    name_use z;
+    memset(&z, 0, sizeof z);
+    if (dt__vec_push(&cl->use, z)) return DT_ENOMEM;
+  }
+  name_use *u = &cl->use.v[s];
+  if (!u->listed) {
+    if (dt__vec_push(&cl->used_names, s)) return DT_ENOMEM;
+    u->listed = true;
+  }
+  int64_t count = cl->pods[i].count;
+  for (uint32_t r = 0; r < DT_RES_MAX; r++) u->used[r] += sign * cl->specs[i].req[r] * count;
+  u->pods += sign * count;
+  u->specs += sign;
+  return 0;
+}
+
+int dt__cluster_set_pods(dt_cluster *cl, const dt_podspec *pods, size_t n, dt_error *err) {
+  dt_plan *p = cl->base;
+  cl->pods = pods;
+  cl->npods = (uint32_t)n;
+  cl->specs = A(p, (n ? n : 1) * sizeof *cl->specs);
+  cl->pod_node = A(p, (n ? n : 1) * sizeof *cl->pod_node);
+  if (!cl->specs || !cl->pod_node) return DT_ENOMEM;
+  for (size_t i = 0; i < n; i++) cl->specs[i].src = &pods[i];
+  int rc = volume_topologies(p, cl->specs, (uint32_t)n);
+  for (size_t i = 0; i < n && !rc; i++) {
+    const dt_podspec *d = &pods[i];
+    bool missing;
+    rc = compile_spec(p, d, &cl->specs[i], &missing, err);
+    if (!rc && missing) rc = dt__vec_push(&cl->rc_missing, (uint32_t)i);
+    if (!rc && (d->nspread || d->naff || d->npaff || d->nanti || d->npanti)) rc = dt__vec_push(&cl->termed, (uint32_t)i);
+    if (!rc && d->owner) rc = dt__vec_push(&cl->owned, (uint32_t)i);
+    cl->ported |= d->nports > 0;
+  }
+  if (rc) return rc;
+  /* then what a plan interns after its pods: the claims' node names */
+  for (size_t i = 0; i < cl->nodes.n; i++)
+    if (cl->nodes.v[i].node.src->node_name) dt__sym(&p->syms, cl->nodes.v[i].node.src->node_name);
+  cl->has_pods = true;
+  for (uint32_t i = 0; i < cl->npods && !rc; i++) {
+    cl->pod_node[i] = pods[i].node_name ? dt__sym(&p->syms, pods[i].node_name) : 0;
+    rc = name_use_add(cl, i, 1);
+  }
+  return rc ? rc : p->arena.oom || p->syms.oom ? DT_ENOMEM : 0;
+}
+
+int dt__cluster_bind(dt_cluster *cl, size_t pod, const char *node) {
+  int rc = name_use_add(cl, (uint32_t)pod, -1);
+  cl->pod_node[pod] = node ? dt__sym(&cl->base->syms, node) : 0;
+  if (!rc) rc = name_use_add(cl, (uint32_t)pod, 1);
+  return rc ? rc : cl->base->syms.oom ? DT_ENOMEM : 0;
+}
+
+void dt__cluster_free(dt_cluster *cl) {
+  if (!cl) return;
+  dt_plan_free(cl->base);
+  dt__free(cl->nodes.v);
+  dt__free(cl->byname.v);
+  dt__free(cl->use.v);
+  dt__free(cl->used_names.v);
+  dt__free(cl->rc_missing.v);
+  dt__free(cl->termed.v);
+  dt__free(cl->owned.v);
+  dt__free(cl);
+}
+
+/* The view's nodes from the cluster's: what compile_nodes makes of them,
+** without a string compare. */
+static int compile_nodes_overlay(dt_plan *p, dt_error *err) {
+  (void)err;
+  const dt_manifests *m = p->manifests;
+  const dt_cluster *cl = p->cl;
+  size_t nv = m->nodes.n;
+  p->nodes = A(p, (nv ? nv : 1) * sizeof *p->nodes);
+  int32_t *type = A(p, (nv ? nv : 1) * sizeof *type);
+  int32_t *at = A(p, (cl->nodes.n ? cl->nodes.n : 1) * sizeof *at);
+  if (!p->nodes || !type || !at) return DT_ENOMEM;
+  bool pairs = false;
+  for (size_t i = 0; i < nv; i++) pairs |= cl->nodes.v[p->ov->node[i]].may_pair;
+  int32_t *paired = NULL;
+  if (pairs) {
+    paired = A(p, nv * sizeof *paired);
+    if (!paired || dt__claims_paired(m, paired)) return DT_ENOMEM;
+  }
+  memset(at, 0xff, cl->nodes.n * sizeof *at);
+  for (size_t i = 0; i < nv; i++) {
+    const cnode *c = &cl->nodes.v[p->ov->node[i]];
+    if (paired && paired[i] >= 0) continue;
+    count_static(p, &m->nodes.v[i], c->f.own);
+    if (c->f.skip) {
+      skipped_node(p, &m->nodes.v[i], c->f.itype);
+      continue;
+    }
+    at[p->ov->node[i]] = (int32_t)i;
+  }
+  /* cmp_node's order: initialized first, then by name, then view order */
+  for (int init = 1; init >= 0; init--)
+    for (size_t k = 0; k < cl->byname.n; k++) {
+      uint32_t id = cl->byname.v[k];
+      int32_t vi = at[id];
+      if (vi < 0 || m->nodes.v[vi].initialized != (bool)init) continue;
+      rt_node *r = &p->nodes[p->nnodes];
+      *r = cl->nodes.v[id].node;
+      r->src = &m->nodes.v[vi];
+      node_pool(p, r, cl->nodes.v[id].f.pool);
+      type[p->nnodes++] = cl->nodes.v[id].f.type;
+    }
+  charge_nodes(p, type);
+  return 0;
+}
+
+/* An overlay plan's specs are the cluster's. */
+static int cluster_specs(dt_plan *p) {
+  const dt_cluster *cl = p->cl;
+  p->nspecs = cl->npods;
+  p->specs = cl->specs;
+  for (size_t k = 0; k < cl->rc_missing.n; k++)
+    if (!spec_absent(p, cl->rc_missing.v[k])) runtime_class_note(p, &cl->pods[cl->rc_missing.v[k]]);
+  return 0;
+}
+
+/*
+** What bound pods use of an overlay's nodes, from the per-name sums: each
+** node takes the sums of the names it answers to, less the pods this plan
+** moves or leaves out. *scan tells that the pods must still be visited one
+** by one (topology groups, host ports, or pods bound to a node outside the
+** view, which each get a note); *bound is how many pods are bound.
+*/
+static void overlay_use(dt_plan *p, bool *scan, size_t *bound) {
+  const dt_cluster *cl = p->cl;
+  node_by_sym(p, 0); /* the name index */
+  int64_t orphans = 0, pods = 0;
+  for (size_t k = 0; k < cl->used_names.n; k++) {
+    dt_sym s = cl->used_names.v[k];
+    const name_use *u = &cl->use.v[s];
+    pods += u->pods;
+    int32_t n = node_by_sym(p, s);
+    if (n < 0) {
+      orphans += u->specs;
+      continue;
+    }
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) p->nodes[n].used[r] += u->used[r];
+  }
+  for (uint32_t si = 0; si < cl->npods; si++) {
+    if (p->ov->pod[si] == DT_OV_BOUND) continue; /* most pods stay bound */
+    dt_sym s = cl->pod_node[si];
+    if (!s) continue;
+    int64_t count = cl->pods[si].count;
+    pods -= count;
+    int32_t n = node_by_sym(p, s);
+    if (n < 0) {
+      orphans--;
+      continue;
+    }
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) p->nodes[n].used[r] -= cl->specs[si].req[r] * count;
+  }
+  *scan = orphans > 0 || p->groups.n || cl->ported;
+  *bound = (size_t)pods;
 }
 
 void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out) { *out = plan->stats; }
@@ -2670,6 +3208,7 @@ void dt_plan_free(dt_plan *p) {
   dt__free(p->marks.v);
   for (size_t i = 0; i < p->policies.n; i++) dt__policy_round_end(p->policies.v[i]);
   dt__free(p->policies.v);
+  dt__free(p->scores.v);
   for (size_t i = 0; i < p->classes.n; i++) dt__free(p->classes.v[i].claim_failed);
   dt__free(p->classes.v);
   dt__free(p->class_of_sig.v);

@@ -42,6 +42,7 @@ typedef struct rt_type {
   uint32_t noff;
   rt_off *off;
   double min_price; /* cheapest offering, for option order */
+  const char *family; /* its .../instance-family label, NULL none (catalog-owned) */
   uint32_t rank;    /* position among the types by name: ties compare integers */
   /* launch's memo of the best offering within one claim's masks (claims
   ** holding no reservation); dropped when an availability count changes */
@@ -50,6 +51,13 @@ typedef struct rt_type {
   bool memo_ok;
   int32_t memo_off;
   double memo_price, memo_spot_max;
+  /* the same for the score hook: the best-scored launchable offering */
+  const struct dt_policy *smemo_pol;
+  uint64_t smemo_zmask;
+  uint8_t smemo_ctmask;
+  bool smemo_ok;
+  int32_t smemo_off;
+  double smemo_score, smemo_spot_max;
 } rt_type;
 
 /* A taint's effect, in the order of the names the engine prints. */
@@ -211,6 +219,13 @@ typedef struct rt_claim {
   uint32_t *final;
 } rt_claim;
 
+/* A policy's score(offering) results in one plan, computed when first needed. */
+typedef struct score_cache {
+  const struct dt_policy *pol;
+  double *score;  /* per snapshot offering; NAN excludes */
+  uint8_t *known; /* whether score[i] has been computed */
+} score_cache;
+
 typedef struct rt_binding {
   uint32_t pod, node;
 } rt_binding;
@@ -244,6 +259,8 @@ struct dt_plan {
   dt_sym *slot_key;
   uint32_t ntypes;
   rt_type *types;
+  int32_t *type_at; /* type by name symbol, -1 none; size ntype_at */
+  uint32_t ntype_at;
   uint32_t npools;
   rt_pool *pools; /* weight order */
   DT_VEC(rt_class) classes;
@@ -268,12 +285,16 @@ struct dt_plan {
   DT_VEC(uint32_t) marks; /* manifests' unavailable offerings in force */
   /* policies used by this plan, and the offering snapshot their hooks see */
   DT_VEC(dt_policy *) policies;
+  DT_VEC(struct score_cache) scores; /* each policy's score hook results, per snapshot offering */
   uint32_t *off_base; /* per type: index of its first offering in the snapshot */
   struct dt_hook_offer *snapshot;
   size_t nsnapshot;
   dt_plan_stats stats;
   size_t bound_already; /* pods bound to nodes or in-flight claims before the run */
   int64_t ex_pod;        /* that pod's index in pods, -1 when none is explained or it is not pending */
+  uint32_t early_syms;           /* symbols interned up to the NodePools: messages keep their order (key_before) */
+  struct dt_cluster *cl;         /* an overlay plan's cluster (its specs are the cluster's), else NULL */
+  const struct dt_overlay *ov;
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
 };
 
@@ -282,6 +303,9 @@ void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
 
 bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
                  double spot_max);
+/* The order messages name requirements in, as indices into r->r: keys the
+** catalog and NodePools define in their order, then the others by name. */
+void dt__reqs_order(const dt_plan *p, const dt_reqs *r, uint32_t *idx);
 /* Whether instance type t's labels satisfy the requirements (offerings aside). */
 bool dt__type_labels_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r);
 /* The label slot of key among the instance types' labels, -1 if none carries it. */
@@ -299,6 +323,51 @@ int dt__catalog_compile(const dt_catalog *catalog, dt_compiled_catalog **out, dt
 void dt__catalog_compiled_free(dt_compiled_catalog *cc);
 int dt__plan_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *manifests,
                           const dt_plan_opts *opts, dt_plan **out, dt_error *err);
+
+/*
+** A cluster compiled once for many simulations on it (a disruption pass):
+** the catalog, the NodePools' names, every node (interned labels,
+** allocatable, taints) and every pod spec (requests, labels, ports) are
+** compiled into one base plan whose symbol table each simulation clones.
+** A simulation is an overlay on it: which cluster nodes its view holds and,
+** per pod, whether it stays bound, becomes pending or is left out. It plans
+** what dt_plan_run plans on the same view, decision for decision; only
+** integer work is left per simulation.
+**
+** The pods are the caller's array, which must outlive the cluster; a
+** simulation's view reads that very array. A pod moved between
+** simulations is told with dt__cluster_bind: the cluster keeps what the
+** pods bound to each node name use, so a plan charges its nodes without
+** visiting the pods. Nodes are added in the order of the caller's node ids
+** and may be added between simulations.
+** Overlay plans share the cluster's pod specs and write their per-plan
+** fields (class, selecting groups): one plan runs at a time, and a plan
+** that has finished reads neither. Not for use from several threads.
+*/
+typedef struct dt_cluster dt_cluster;
+typedef enum dt_overlay_pod { DT_OV_BOUND = 0, DT_OV_PENDING = 1, DT_OV_ABSENT = 2 } dt_overlay_pod;
+typedef struct dt_overlay {
+  const uint32_t *node; /* per node of the view: its cluster node id, increasing */
+  const uint8_t *pod;   /* per pod of the cluster: a dt_overlay_pod */
+} dt_overlay;
+int dt__cluster_new(const dt_catalog *catalog, const dt_manifests *m, dt_cluster **out, dt_error *err);
+/* Compile node n (caller-owned, outliving the cluster) as the next node id. */
+int dt__cluster_add_node(dt_cluster *cl, const dt_node *n, dt_error *err);
+/* Compile the pods once, after the first nodes. */
+int dt__cluster_set_pods(dt_cluster *cl, const dt_podspec *pods, size_t n, dt_error *err);
+/* Pod `pod` of the array is now bound to node name `node` (the caller has
+** set its node_name so): every change of a pod's node goes through here. */
+int dt__cluster_bind(dt_cluster *cl, size_t pod, const char *node);
+void dt__cluster_free(dt_cluster *cl);
+/* Plan view (whose pods are the cluster's array) as the overlay says. */
+int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_manifests *view, const dt_overlay *ov,
+                         const dt_plan_opts *opts, dt_plan **out, dt_error *err);
+
+/* dt_disrupt_run with every simulation compiled from its own view, as
+** before the cluster was compiled once: the reference the overlay must
+** match byte for byte (spec/unit.c compares them). */
+int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts,
+                            dt_disruption **out, dt_error *err);
 
 /* Whether the caller asked the run to stop (dt_plan_opts.cancel). */
 static inline bool dt__cancelled(const dt_plan *p) { return p->opts.cancel && *p->opts.cancel; }

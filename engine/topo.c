@@ -92,8 +92,11 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   for (size_t i = 0; i < nns && n < 64; i++) nsv[n++] = dt__sym(&p->syms, ns[i]);
   dt_buf sig = {0}, desc = {0};
   dt__buf_printf(&sig, "%d|%d|%d|", kind, dom, sel->present);
+  uint32_t order[64], *idx = r.n <= 64 ? order : dt__arena_alloc(a, r.n * sizeof *idx);
+  if (!idx) return DT_ENOMEM;
+  dt__reqs_order(p, &r, idx); /* named alike whatever the interning order */
   for (uint32_t i = 0; i < r.n; i++) {
-    dt__req_describe(&p->syms, &r.r[i], &desc);
+    dt__req_describe(&p->syms, &r.r[idx[i]], &desc);
     if (i + 1 < r.n) dt__buf_puts(&desc, ", ");
   }
   dt__buf_puts(&sig, desc.p ? desc.p : "");

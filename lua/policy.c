@@ -39,7 +39,7 @@
 #include <string.h>
 
 const char *const dt__hook_names[DT_HOOK_N] = {"price",  "rank",           "consolidation_order", "approve",
-                                               "budget", "on_interruption", "scale_in"};
+                                               "budget", "on_interruption", "scale_in",           "score"};
 
 /* Names a policy table may export besides the hooks. */
 static const char *const k_meta_names[] = {"selftest", "name", "description", "version", NULL};
@@ -72,6 +72,8 @@ struct dt_policy {
   uint64_t seed, decision;
   int offers;
   size_t noffers;
+  int rank_claim, rank_list; /* rank's argument tables, refilled for every call of a round */
+  size_t rank_n;             /* entries rank_list holds */
   /* the current call's budget */
   uint64_t instr;
   double t0;
@@ -488,8 +490,8 @@ static int state_open(dt_policy *p, const char *text, size_t len, state *s, dt_e
     bool meta = false;
     for (const char *const *m = k_meta_names; *m; m++) meta |= !strcmp(k, *m);
     if (h < 0 && !meta) {
-      rc = dt__err(err, DT_EINVAL, "%s: unknown hook '%s'%s; known hooks: price, rank, consolidation_order, approve, "
-                   "budget, on_interruption, scale_in, selftest",
+      rc = dt__err(err, DT_EINVAL, "%s: unknown hook '%s'%s; known hooks: price, score, rank, consolidation_order, "
+                   "approve, budget, on_interruption, scale_in, selftest",
                    p->path ? p->path : p->chunk, k, suggest(k));
       lua_pop(L, 2);
       goto fail;
@@ -696,7 +698,10 @@ int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_off
 
 void dt__policy_round_end(dt_policy *p) {
   if (p->s.L && p->offers != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->offers);
-  p->offers = LUA_NOREF;
+  if (p->s.L && p->rank_claim != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->rank_claim);
+  if (p->s.L && p->rank_list != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->rank_list);
+  p->offers = p->rank_claim = p->rank_list = LUA_NOREF;
+  p->rank_n = 0;
   if (p->s.L) lua_gc(p->s.L, LUA_GCCOLLECT);
 }
 
@@ -729,13 +734,26 @@ int dt__policy_price(dt_policy *p, double *out) {
   return succeeded(p, DT_HOOK_PRICE, rc);
 }
 
-/* rank's arguments, in protected mode: the claim and its offerings. */
+/* A table kept in the registry for the round (*ref), created on first use. */
+static void round_table(lua_State *L, int *ref, int narr, int nrec) {
+  if (*ref != LUA_NOREF) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, *ref);
+    return;
+  }
+  lua_createtable(L, narr, nrec);
+  lua_pushvalue(L, -1);
+  *ref = luaL_ref(L, LUA_REGISTRYINDEX);
+}
+
+/* rank's arguments, in protected mode: the claim and its offerings. The two
+** tables are the round's, refilled for each call (the offerings' own tables
+** are the round's snapshot): a policy copies what it keeps. */
 static int build_rank(lua_State *L) {
   const dt_hook_claim *claim = lua_touserdata(L, 1);
   const uint32_t *idx = lua_touserdata(L, 2);
   size_t n = (size_t)lua_tointeger(L, 3);
   dt_policy *p = self(L);
-  lua_createtable(L, 0, 7);
+  round_table(L, &p->rank_claim, 0, 7);
   lua_pushstring(L, claim->node_pool);
   lua_setfield(L, -2, "nodePool");
   lua_pushinteger(L, (lua_Integer)claim->pods);
@@ -749,11 +767,16 @@ static int build_rank(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)claim->nodes_in_pool);
   lua_setfield(L, -2, "nodesInPool");
   lua_rawgeti(L, LUA_REGISTRYINDEX, p->offers);
-  lua_createtable(L, (int)n, 0);
+  round_table(L, &p->rank_list, (int)n, 0);
   for (size_t i = 0; i < n; i++) {
     lua_rawgeti(L, -2, (lua_Integer)idx[i] + 1);
     lua_rawseti(L, -2, (lua_Integer)i + 1);
   }
+  for (size_t i = n; i < p->rank_n; i++) { /* what a longer list left */
+    lua_pushnil(L);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  p->rank_n = n;
   lua_remove(L, -2);
   return 2;
 }
@@ -789,6 +812,60 @@ int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *id
 }
 
 
+
+/* score over a batch, run as the hook under call(): upvalue-free, its
+** arguments are the out array, the indices and their count. Returns the
+** 1-based position of the first result of the wrong type (0: none) and
+** that result's description. */
+static int score_batch(lua_State *L) {
+  double *out = lua_touserdata(L, 1);
+  const uint32_t *idx = lua_touserdata(L, 2);
+  size_t n = (size_t)lua_tointeger(L, 3);
+  dt_policy *p = self(L);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_SCORE]); /* 4 */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, p->offers);               /* 5 */
+  for (size_t i = 0; i < n; i++) {
+    lua_pushvalue(L, 4);
+    lua_rawgeti(L, 5, (lua_Integer)idx[i] + 1);
+    lua_call(L, 1, 1);
+    int t = lua_type(L, -1);
+    if (t == LUA_TNIL) {
+      out[i] = NAN;
+    } else if (t == LUA_TNUMBER && isfinite(lua_tonumber(L, -1))) {
+      out[i] = lua_tonumber(L, -1);
+    } else {
+      const char *what = t == LUA_TNUMBER ? "not finite" : lua_typename(L, t);
+      lua_rawgeti(L, 5, (lua_Integer)idx[i] + 1);
+      lua_getfield(L, -1, "instanceType");
+      lua_getfield(L, -2, "zone");
+      lua_getfield(L, -3, "capacityType");
+      lua_pushinteger(L, (lua_Integer)i + 1);
+      lua_pushfstring(L, "the score of %s %s %s is %s", lua_tostring(L, -4), lua_tostring(L, -3), lua_tostring(L, -2),
+                      what);
+      return 2;
+    }
+    lua_pop(L, 1);
+  }
+  lua_pushinteger(L, 0);
+  lua_pushnil(L);
+  return 2;
+}
+
+int dt__policy_score(dt_policy *p, const uint32_t *idx, size_t n, double *score) {
+  if (!dt__policy_has(p, DT_HOOK_SCORE) || p->offers == LUA_NOREF) return -1;
+  lua_State *L = p->s.L;
+  if (!lua_checkstack(L, 8)) return -1;
+  lua_pushcfunction(L, score_batch);
+  lua_pushlightuserdata(L, score);
+  lua_pushlightuserdata(L, (void *)idx);
+  lua_pushinteger(L, (lua_Integer)n);
+  if (call(p, "score", DT_HOOK_SCORE, 3, 2)) return -1;
+  int rc = 0;
+  lua_Integer bad = lua_tointeger(L, -2);
+  if (bad > 0) rc = bad_result(p, DT_HOOK_SCORE, "%s; expected a finite number or nil", lua_tostring(L, -1));
+  lua_pop(L, 2);
+  return succeeded(p, DT_HOOK_SCORE, rc);
+}
 
 /* The result of an ordering hook (on top of the stack): a list of entries
 ** (tables with a "name") or names. names[k] names entry k, read before the
@@ -1096,6 +1173,9 @@ static int validate(dt_policy *p, dt_error *err) {
   if (!rc && dt__policy_has(p, DT_HOOK_RANK) && dt__policy_rank(p, &claim, idx, ng, out))
     rc = dt__err(err, DT_EINVAL, "%s: rank hook failed on the golden input: %s", who,
                  p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
+  if (!rc && dt__policy_has(p, DT_HOOK_SCORE) && dt__policy_score(p, idx, ng, out))
+    rc = dt__err(err, DT_EINVAL, "%s: score hook failed on the golden input: %s", who,
+                 p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   if (!rc && dt__policy_has(p, DT_HOOK_SCALE_IN)) {
     static const char *const la[] = {"app", "web", "tier", "spot"}, *const lb[] = {"app", "web"};
     const dt_hook_vm vms[] = {{"web-0", "Running", 0, 100, true, false, la, 2},
@@ -1176,7 +1256,7 @@ static void describe_hooks(dt_policy *p) {
 static dt_policy *policy_new(const char *path, const char *name, const dt_policy_limits *lim) {
   dt_policy *p = dt__calloc(1, sizeof *p);
   if (!p) return NULL;
-  p->offers = LUA_NOREF;
+  p->offers = p->rank_claim = p->rank_list = LUA_NOREF;
   if (lim) p->lim = *lim;
   if (!p->lim.memory_bytes) p->lim.memory_bytes = 64u << 20;
   if (!p->lim.instructions) p->lim.instructions = 50000000;
@@ -1216,8 +1296,10 @@ static int load_text(dt_policy *p, const char *text, size_t len, dt_error *err) 
   memcpy(disabled, p->disabled, sizeof disabled);
   memset(p->fails, 0, sizeof p->fails);
   memset(p->disabled, 0, sizeof p->disabled);
-  int offers = p->offers;
-  p->offers = LUA_NOREF;
+  int offers = p->offers, rank_claim = p->rank_claim, rank_list = p->rank_list; /* the old state's round */
+  size_t rank_n = p->rank_n;
+  p->offers = p->rank_claim = p->rank_list = LUA_NOREF;
+  p->rank_n = 0;
   rc = validate(p, err);
   bool oom = dt__alloc_failed(0);
   if (rc) {
@@ -1226,14 +1308,14 @@ static int load_text(dt_policy *p, const char *text, size_t len, dt_error *err) 
     p->s = old;
     memcpy(p->fails, fails, sizeof fails);
     memcpy(p->disabled, disabled, sizeof disabled);
-    p->offers = offers;
+    p->offers = offers, p->rank_claim = rank_claim, p->rank_list = rank_list, p->rank_n = rank_n;
     return load_failed(p, rc, oom, err);
   }
   char *copy = dt__strndup(text, len);
   if (!copy) {
     state_close(&p->s);
     p->s = old;
-    p->offers = offers;
+    p->offers = offers, p->rank_claim = rank_claim, p->rank_list = rank_list, p->rank_n = rank_n;
     return dt__err(err, DT_ENOMEM, "out of memory");
   }
   if (old.L) {

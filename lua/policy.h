@@ -15,6 +15,7 @@ enum {
   DT_HOOK_BUDGET,
   DT_HOOK_ON_INTERRUPTION,
   DT_HOOK_SCALE_IN,
+  DT_HOOK_SCORE,
   DT_HOOK_N
 };
 
@@ -55,6 +56,12 @@ int dt__policy_price(dt_policy *p, double *out);
 /* rank(claim, offerings): idx[] indexes the round's snapshot; score[i] is the
 ** score (lower wins) or NAN to exclude. Returns 0 or -1 (defaults apply). */
 int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *idx, size_t n, double *score);
+
+/* score(offering), once for each of n offerings (idx[] indexes the round's
+** snapshot): score[i] is the score (lower wins) or NAN to exclude. One
+** protected call and one budget for the batch. Returns 0 or -1 (defaults
+** apply). */
+int dt__policy_score(dt_policy *p, const uint32_t *idx, size_t n, double *score);
 
 /* A VM and its pool as the scale_in hook sees them. labels holds nlabels
 ** key, value pairs (2 * nlabels strings). */

@@ -6,7 +6,10 @@ workloads). Copy it as the starting point of your own policy: every hook is
 optional, and a hook you delete falls back to the same built-in default.
 
   price(offerings)        -> prices (nil makes an offering unavailable)
-  rank(claim, offerings)  -> scores, lower wins; nil excludes an offering
+  score(offering)         -> a score, lower wins; nil excludes the offering
+  rank(claim, offerings)  -> scores for one claim (only when the choice needs
+                             the claim: score is computed once per offering,
+                             rank once per node launched)
 ]]
 
 local policy = {}
@@ -21,20 +24,12 @@ end
 
 -- Reserved capacity first while it lasts (it is already paid for), then the
 -- cheapest; dovetail breaks ties by instance type name, then zone.
-function policy.rank(_, offerings)
-  local out = {}
-  for i, o in ipairs(offerings) do
-    out[i] = (o.capacityType == "reserved" and 0 or 1e9) + o.price
-  end
-  return out
+function policy.score(o)
+  return (o.capacityType == "reserved" and 0 or 1e9) + o.price
 end
 
 function policy.selftest()
-  local s = policy.rank({}, {
-    { capacityType = "on-demand", price = 0.1 },
-    { capacityType = "reserved", price = 0.2 },
-  })
-  return s[2] < s[1]
+  return policy.score({ capacityType = "reserved", price = 0.2 }) < policy.score({ capacityType = "on-demand", price = 0.1 })
 end
 
 return policy

@@ -10,13 +10,8 @@ local rank_of = {}
 for i, f in ipairs(FAMILIES) do rank_of[f] = i end
 
 return {
-  rank = function(_, offerings)
-    local out = {}
-    for i, o in ipairs(offerings) do
-      local r = rank_of[o.family or ""] or (#FAMILIES + 1)
-      out[i] = r * 1e6 + o.price
-    end
-    return out
+  score = function(o)
+    return (rank_of[o.family or ""] or (#FAMILIES + 1)) * 1e6 + o.price
   end,
 
   selftest = function()

@@ -9,11 +9,7 @@ cheapest".
 local order = { reserved = 0, spot = 1, ["on-demand"] = 2 }
 
 return {
-  rank = function(_, offerings)
-    local out = {}
-    for i, o in ipairs(offerings) do out[i] = order[o.capacityType] * 1e9 + o.price end
-    return out
-  end,
+  score = function(o) return order[o.capacityType] * 1e9 + o.price end,
 
   selftest = function()
     local s = order.spot * 1e9 + 0.5 < order["on-demand"] * 1e9 + 0.1

@@ -7,9 +7,5 @@ because they are already paid for. Without spot, fall back to on-demand.
 local weight = { reserved = 0, spot = 1, ["on-demand"] = 2 }
 
 return {
-  rank = function(_, offerings)
-    local out = {}
-    for i, o in ipairs(offerings) do out[i] = weight[o.capacityType] * 1e9 + o.price end
-    return out
-  end,
+  score = function(o) return weight[o.capacityType] * 1e9 + o.price end,
 }

@@ -172,6 +172,88 @@ describe("a failing hook", function()
   end)
 end)
 
+describe("the score hook", function()
+  it("chooses the offering a new node launches on", function()
+    local p = plan_with([[return { score = function(o)
+  return (o.instanceType == "medium" and o.capacityType == "on-demand") and 0 or 1 + o.price end }]])
+    assert.are.equal(0, #p.policyErrors)
+    assert.are.equal("medium", p.nodeClaims[1].instanceType)
+    assert.are.equal("on-demand", p.nodeClaims[1].capacityType)
+  end)
+
+  it("excludes an offering with nil; excluding every one leaves the pod unschedulable with the reason", function()
+    local p = plan_with("return { score = function(o) if o.capacityType ~= 'spot' then return o.price end end }")
+    assert.are.equal("on-demand", p.nodeClaims[1].capacityType)
+    p = plan_with("return { score = function(o) if o.instanceType == 'golden' then return 1 end end }")
+    assert.are.equal(0, #p.nodeClaims)
+    assert.matches("the score hook of policy .* excluded every offering that fits", p.unschedulable[1].reason)
+  end)
+
+  it("falls back to the default when it fails, and reports which offering it scored wrong", function()
+    local p = plan_with("return { score = function(o) if o.zone == 'test-1a' then return 'x' end return o.price end }")
+    assert.are.equal("spot", p.nodeClaims[1].capacityType)
+    assert.are.equal("score", p.policyErrors[1].hook)
+    assert.matches("the score of small test%-1a [%a-]+ is string; expected a finite number or nil", p.policyErrors[1].error)
+    p = plan_with("return { score = function(o) if o.zone == 'test-1a' then error('boom') end return o.price end }")
+    assert.are.equal("spot", p.nodeClaims[1].capacityType)
+    assert.matches(":1: boom", p.policyErrors[1].error, 1, true)
+  end)
+
+  it("gives way to rank when a policy defines both", function()
+    local p = plan_with([[return {
+  score = function(o) return o.instanceType == "large" and 0 or 1 end,
+  rank = function(_, offs) local out = {} for i, o in ipairs(offs) do out[i] = o.instanceType == "medium" and 0 or 1 end return out end }]])
+    assert.are.equal("medium", p.nodeClaims[1].instanceType)
+  end)
+
+  it("decides as a rank returning the same scores, on benchmark-shaped workloads", function()
+    local cpus, mems = { "100m", "250m", "500m", "1", "1500m" }, { "100Mi", "256Mi", "512Mi", "1Gi", "2Gi", "4Gi" }
+    local items = { h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", { "spot", "on-demand" } } } }) }
+    local seed = 7
+    local function rand(n)
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed % n + 1
+    end
+    for i = 1, 300 do
+      local extra
+      if i % 5 == 1 then
+        extra = "  topologySpreadConstraints:\n    - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, " ..
+          "whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}"
+      elseif i % 5 == 2 then
+        extra = "  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n" ..
+          "        - {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: web}}}"
+      end
+      local pod = h.pod("p" .. i, { cpu = cpus[rand(5)], memory = mems[rand(6)], extra = extra })
+      if extra then pod = pod:gsub("namespace: default", "namespace: default\n  labels: {app: web}") end
+      items[#items + 1] = pod
+    end
+    local m = h.docs(table.unpack(items))
+    -- a preference that is not the price order: families, spot only in zone a, some types excluded
+    local work = [[
+local W = { m5 = 1, c5 = 3, r5 = 2, m6i = 1, c6i = 3 }
+local function s(o)
+  if o.instanceType:find("metal", 1, true) then return nil end
+  local fam = o.family or ""
+  local v = (W[fam] or 5) * 10 + o.price
+  if o.capacityType == "spot" and not o.zone:find("a$") then v = v + 100 end
+  return v
+end
+]]
+    local score = h.write(work .. "return { score = s }")
+    local rank = h.write(work .. [[return { rank = function(_, offs)
+  local out = {} for i, o in ipairs(offs) do out[i] = s(o) end return out end }]])
+    for _, packing in ipairs { "cost", "ffd" } do
+      local none = assert(dt.plan { manifests = m, format = "json", packing = packing })
+      local by_score = assert(dt.plan { manifests = m, format = "json", packing = packing, policy = score })
+      local by_rank = assert(dt.plan { manifests = m, format = "json", packing = packing, policy = rank })
+      assert.are_not.equal(none, by_score)
+      assert.are.equal(by_rank, by_score)
+    end
+    os.remove(score)
+    os.remove(rank)
+  end)
+end)
+
 describe("hot swap", function()
   it("is a no-op for an unchanged file", function()
     local path = policy_file("return { rank = function(_, o) local s = {} for i, x in ipairs(o) do s[i] = x.price end return s end }")

@@ -8,12 +8,16 @@
 **   api:  the public API's contracts (errors filled, NULL-safe frees).
 **   lp:   the simplex on LPs whose optimum is known (degenerate,
 **         infeasible, unbounded, warm-started).
+**   overlay: a disruption pass on a cluster compiled once decides as one
+**         compiling every simulation, byte for byte.
 */
 #include "dovetail.h"
 #include "schedule.h"
 
 #include <math.h>
 
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,9 +363,199 @@ static void test_lp(void) {
         "a bad warm basis falls back to a cold start");
 }
 
+/*
+** overlay: a disruption pass plans each simulation as an overlay of the
+** cluster compiled once (dt__plan_run_overlay). Its output must be the
+** pass's output with every simulation compiled from its own view
+** (dt__disrupt_run_rebuild), byte for byte, on clusters that exercise what
+** the overlay keeps: custom labels in varying orders, node selectors on
+** them, host ports, DaemonSet pods, topology spread and anti-affinity,
+** do-not-disrupt pods, PDBs, a static pool, drifted nodes, claims in
+** flight with nominated pods, and commands that move pods between
+** simulations.
+*/
+static uint64_t ov_rng;
+static unsigned ov_next(unsigned n) {
+  ov_rng = ov_rng * 6364136223846793005ull + 1442695040888963407ull;
+  return (unsigned)(ov_rng >> 33) % n;
+}
+
+static void ov_put(char **b, size_t *len, size_t *cap, const char *fmt, ...) {
+  va_list ap;
+  for (;;) {
+    va_start(ap, fmt);
+    int n = vsnprintf(*b + *len, *cap - *len, fmt, ap);
+    va_end(ap);
+    if (n >= 0 && (size_t)n < *cap - *len) {
+      *len += (size_t)n;
+      return;
+    }
+    *cap = *cap * 2 + (size_t)n + 1;
+    *b = realloc(*b, *cap);
+  }
+}
+
+static char *ov_cluster(unsigned seed, size_t *len) {
+  static const char *types[] = {"m5.large", "m5.xlarge", "c5.xlarge", "r5.large", "m5.2xlarge", "c5.2xlarge"};
+  static const char *zones[] = {"us-east-1a", "us-east-1b", "us-east-1c"};
+  size_t cap = 1 << 16;
+  char *b = malloc(cap);
+  *len = 0;
+  ov_rng = seed * 7919u + 1;
+  ov_put(&b, len, &cap, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
+         "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},\"spec\":{"
+         "\"disruption\":{\"budgets\":[{\"nodes\":\"%s\"}]},\"template\":{\"spec\":{\"requirements\":["
+         "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
+         "{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"on-demand\"%s]},"
+         "{\"key\":\"karpenter.k8s.aws/instance-category\",\"operator\":\"In\",\"values\":[\"c\",\"m\",\"r\"]}]}}}}",
+         ov_next(2) ? "50%" : "100%", ov_next(2) ? ",\"spot\"" : "");
+  bool stat = ov_next(3) == 0;
+  if (stat)
+    ov_put(&b, len, &cap, ",{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"fixed\"},"
+           "\"spec\":{\"replicas\":%u,\"template\":{\"spec\":{\"requirements\":["
+           "{\"key\":\"node.kubernetes.io/instance-type\",\"operator\":\"In\",\"values\":[\"m5.large\"]}]}}}}",
+           1 + ov_next(3));
+  unsigned nn = 8 + ov_next(40), pods = 0;
+  for (unsigned i = 0; i < nn; i++) {
+    bool fixed = stat && i % 7 == 3, claim = !fixed && ov_next(8) == 0, team = ov_next(3) == 0;
+    const char *type = fixed ? "m5.large" : types[ov_next(6)], *zone = zones[ov_next(3)];
+    const char *ct = !fixed && ov_next(4) == 0 ? "spot" : "on-demand";
+    char extra[200] = "";
+    if (team) /* custom labels, in either order */
+      snprintf(extra, sizeof extra, ov_next(2) ? ",\"team\":\"t%u\",\"env\":\"e%u\"" : ",\"env\":\"e%u\",\"team\":\"t%u\"",
+               ov_next(2), ov_next(2));
+    char ann[300] = "";
+    size_t an = 0;
+    if (ov_next(10) == 0) an += (size_t)snprintf(ann + an, sizeof ann - an, "\"dovetail.dev/nodepool-hash\":\"0000000000000000\"");
+    if (claim) an += (size_t)snprintf(ann + an, sizeof ann - an, "%s\"dovetail.dev/pods\":\"default/w-%u,default/nom-%u\"",
+                                      an ? "," : "", i, i);
+    if (ov_next(15) == 0) an += (size_t)snprintf(ann + an, sizeof ann - an, "%s\"karpenter.sh/do-not-disrupt\":\"true\"", an ? "," : "");
+    ov_put(&b, len, &cap, ",{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":\"n-%u\","
+           "\"creationTimestamp\":\"2026-11-%02uT00:00:00Z\",\"annotations\":{%s},\"labels\":{"
+           "\"node.kubernetes.io/instance-type\":\"%s\",\"topology.kubernetes.io/zone\":\"%s\","
+           "\"karpenter.sh/capacity-type\":\"%s\",\"karpenter.sh/nodepool\":\"%s\",\"kubernetes.io/arch\":\"amd64\"%s}}%s}",
+           claim ? "karpenter.sh/v1" : "v1", claim ? "NodeClaim" : "Node", i, 1 + ov_next(20), ann, type, zone, ct,
+           fixed ? "fixed" : "default", extra,
+           ov_next(12) == 0 ? ",\"spec\":{\"taints\":[{\"key\":\"dedicated\",\"value\":\"x\",\"effect\":\"NoSchedule\"}]}" : "");
+    unsigned np = ov_next(9);
+    for (unsigned k = 0; k < np; k++, pods++) {
+      unsigned kind = ov_next(12), app = ov_next(5);
+      char spec[600] = "", meta[400] = "";
+      size_t sn = 0, mn = 0;
+      if (kind == 0) /* a DaemonSet's pod */
+        mn += (size_t)snprintf(meta + mn, sizeof meta - mn, ",\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"ds\"}]");
+      if (kind == 1 && team) /* selects the node's own custom labels, in another order */
+        sn += (size_t)snprintf(spec + sn, sizeof spec - sn, ",\"nodeSelector\":{\"env\":\"e%u\",\"team\":\"t%u\"}",
+                               ov_next(2), ov_next(2));
+      if (kind == 2)
+        sn += (size_t)snprintf(spec + sn, sizeof spec - sn, ",\"topologySpreadConstraints\":[{\"maxSkew\":1,"
+                               "\"topologyKey\":\"topology.kubernetes.io/zone\",\"whenUnsatisfiable\":\"DoNotSchedule\","
+                               "\"labelSelector\":{\"matchLabels\":{\"app\":\"a%u\"}}}]", app);
+      if (kind == 3)
+        sn += (size_t)snprintf(spec + sn, sizeof spec - sn, ",\"affinity\":{\"podAntiAffinity\":{"
+                               "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":"
+                               "\"kubernetes.io/hostname\",\"labelSelector\":{\"matchLabels\":{\"app\":\"a%u\"}}}]}}", app);
+      if (kind == 4)
+        mn += (size_t)snprintf(meta + mn, sizeof meta - mn, ",\"annotations\":{\"karpenter.sh/do-not-disrupt\":\"true\"}");
+      if (kind == 5)
+        mn += (size_t)snprintf(meta + mn, sizeof meta - mn, ",\"annotations\":{\"controller.kubernetes.io/pod-deletion-cost\":\"%u\"}",
+                               ov_next(1000));
+      if (kind == 6) sn += (size_t)snprintf(spec + sn, sizeof spec - sn, ",\"tolerations\":[{\"operator\":\"Exists\"}]");
+      ov_put(&b, len, &cap, ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-%u\",\"namespace\":\"default\","
+             "\"labels\":{\"app\":\"a%u\"}%s},\"spec\":{\"nodeName\":\"n-%u\"%s,\"containers\":[{\"name\":\"c\","
+             "%s\"resources\":{\"requests\":{\"cpu\":\"%um\",\"memory\":\"%uMi\"}}}]}}",
+             pods, app, meta, i, spec, kind == 7 ? "\"ports\":[{\"containerPort\":80,\"hostPort\":8080}]," : "",
+             50 + ov_next(900), 64 + ov_next(2000));
+    }
+    if (claim) /* pending pods nominated to the claim */
+      ov_put(&b, len, &cap, ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"nom-%u\",\"namespace\":\"default\"},"
+             "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"300m\"}}}]}}", i);
+  }
+  if (ov_next(2))
+    ov_put(&b, len, &cap, ",{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\",\"metadata\":{\"name\":\"pdb\","
+           "\"namespace\":\"default\"},\"spec\":{\"maxUnavailable\":%u,\"selector\":{\"matchLabels\":{\"app\":\"a%u\"}}}}",
+           ov_next(3), ov_next(5));
+  ov_put(&b, len, &cap, "]}");
+  return b;
+}
+
+/* One pass both ways on manifests m; 1 when the outputs are equal. */
+static int ov_same(const dt_catalog *c, const dt_manifests *m, const char *what, unsigned seed, int spot_to_spot) {
+  dt_error err = {0};
+  dt_disrupt_opts o = {0};
+  dt_time_parse("2026-11-23T12:00:00Z", &o.now, NULL);
+  o.seed = seed;
+  o.spot_to_spot = spot_to_spot;
+  dt_disruption *a = NULL, *r = NULL;
+  int ra = dt_disrupt_run(c, m, &o, &a, &err), rr = dt__disrupt_run_rebuild(c, m, &o, &r, &err);
+  char *ta = ra ? NULL : dt_disrupt_render(a, DT_FORMAT_JSON, NULL);
+  char *tr = rr ? NULL : dt_disrupt_render(r, DT_FORMAT_JSON, NULL);
+  int same = ra == rr && (ra || (ta && tr && !strcmp(ta, tr)));
+  if (!same) {
+    printf("overlay differs on %s (seed %u):\n", what, seed);
+    for (size_t i = 0; ta && tr && ta[i]; i++)
+      if (ta[i] != tr[i]) {
+        printf("  overlay: ...%.300s\n  rebuild: ...%.300s\n", ta + (i > 200 ? i - 200 : 0), tr + (i > 200 ? i - 200 : 0));
+        break;
+      }
+  }
+  dt_free(ta);
+  dt_free(tr);
+  dt_disrupt_free(a);
+  dt_disrupt_free(r);
+  return same;
+}
+
+static void test_overlay(void) {
+  dt_error err = {0};
+  dt_catalog *c = NULL;
+  if (dt_catalog_load_default(&c, &err)) {
+    CHECK(0, "the bundled catalog loads: %s", err.msg);
+    return;
+  }
+  unsigned bad = 0, runs = 0, commands = 0;
+  for (unsigned seed = 1; seed <= 60; seed++) {
+    size_t len;
+    char *text = ov_cluster(seed, &len);
+    dt_manifests *m = dt_manifests_new();
+    if (dt_manifests_add_buffer(m, "cluster.json", text, len, &err)) {
+      CHECK(0, "generated cluster %u parses: %s", seed, err.msg);
+    } else {
+      for (int s2s = 0; s2s < 2; s2s++, runs++) bad += !ov_same(c, m, "a generated cluster", seed, s2s);
+      dt_disruption *d = NULL;
+      dt_disrupt_opts o = {0};
+      dt_time_parse("2026-11-23T12:00:00Z", &o.now, NULL);
+      if (!dt_disrupt_run(c, m, &o, &d, &err)) {
+        dt_disrupt_stats st;
+        dt_disrupt_stats_get(d, &st);
+        commands += (unsigned)st.commands;
+      }
+      dt_disrupt_free(d);
+    }
+    dt_manifests_free(m);
+    free(text);
+  }
+  static const char *files[] = {"examples/disrupt.yaml", "examples/simulate/cluster.yaml", "spec/fixtures/cluster-dump.yaml"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    dt_manifests *m = dt_manifests_new();
+    if (dt_manifests_add_file(m, files[i], &err)) {
+      CHECK(0, "%s loads: %s", files[i], err.msg);
+    } else {
+      for (int s2s = 0; s2s < 2; s2s++, runs++) bad += !ov_same(c, m, files[i], 0, s2s);
+    }
+    dt_manifests_free(m);
+  }
+  CHECK(bad == 0, "a disruption pass on the compiled cluster decides as one compiling every simulation (%u of %u differ)",
+        bad, runs);
+  CHECK(commands > 60, "the generated clusters make commands that move pods between simulations (%u)", commands);
+  printf("overlay: %u passes compared, %u commands\n", runs, commands);
+  dt_catalog_free(c);
+}
+
 int main(void) {
   test_api();
   test_lp();
+  test_overlay();
   CHECK(!strcmp(dt_strerror(DT_ENOMEM), "out of memory") && !strcmp(dt_strerror(12345), "unknown error"),
         "dt_strerror");
   test_oom(1, 0);
