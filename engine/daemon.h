@@ -14,7 +14,7 @@
 #include "httpd.h"
 #include "internal.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <uv.h>
 

@@ -13,7 +13,7 @@
 */
 #include "schedule.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 */
 #include "schedule.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <stdlib.h>
 #include <string.h>

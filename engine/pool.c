@@ -15,7 +15,7 @@
 */
 #include "model.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <math.h>
 #include <stdlib.h>

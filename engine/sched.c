@@ -22,7 +22,7 @@
 */
 #include "schedule.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -15,7 +15,7 @@
 #include "model.h"
 #include "store.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <stdio.h>
 
