@@ -91,7 +91,7 @@ $(LIBSO): $(ENGINE_OBJ)
 CMD_OBJ := $(BUILD)/engine/main.o $(BUILD)/engine/catalogcmd.o $(BUILD)/engine/serve.o $(BUILD)/engine/controller.o \
 	 $(BUILD)/engine/ctl_store.o $(BUILD)/engine/ctl_launch.o $(BUILD)/engine/ctl_claims.o $(BUILD)/engine/ctl_disrupt.o \
 	 $(BUILD)/engine/ctl_vmpools.o $(BUILD)/engine/httpd.o $(BUILD)/engine/httpc.o \
-	 $(BUILD)/providers/fakecloud.o $(BUILD)/providers/advisor.o
+	 $(BUILD)/providers/sim.o $(BUILD)/providers/http.o $(BUILD)/providers/fakecloud.o $(BUILD)/providers/advisor.o
 SIM_OBJ := $(BUILD)/engine/simulate.o $(BUILD)/engine/sim_scenario.o $(BUILD)/engine/sim_report.o \
 	   $(BUILD)/engine/sim_main.o
 $(BIN): $(CMD_OBJ) $(SIM_OBJ) $(BUILD)/engine/sim_fault.o $(LIBA)

@@ -694,6 +694,7 @@ int dt__ctl_start_virtual(const dt_ctl_config *c, dt_error *err) {
   D.cat = c->cat;
   D.policy = c->policy;
   D.cloud = c->cloud;
+  D.prov = D.cloud ? &dt__provider_virtual : &dt__provider_sim;
   D.obs = c->obs;
   D.start_seed = c->seed;
   D.jitter = c->seed;

@@ -12,6 +12,7 @@
 
 #include "daemon.h"
 #include "model.h"
+#include "provider.h"
 
 /* A launch under way: the claim, its offering, its attempts. */
 typedef struct launch_ctx {

@@ -1,14 +1,12 @@
 /*
 ** ctl_launch.c: the controller's hand on the cloud. Unavailable offerings
 ** (marks with a TTL), launches as contexts that go out a slice per loop turn
-** with retries, backoff and a circuit per offering, deletes, and the http
-** provider's poll of instances and catalog. The providers: `sim` (in
-** process), `http` (the REST contract over libcurl) and the simulator's
-** cloud (ctl.h).
+** with a failed state and backoff per offering, deletes, and what the
+** providers answer: launch outcomes, the cloud's instances and catalog.
+** The providers themselves are behind provider.h.
 */
 #define _GNU_SOURCE
 #include "controller.h"
-#include "httpc.h"
 #include "model.h"
 #include "store.h"
 
@@ -66,15 +64,6 @@ void expire_marks(void) {
   }
 }
 
-/* The sim cloud: launches succeed unless the offering is listed by --sim-ice. */
-static int sim_launch(const char *type, const char *zone, const char *ct, char *id, size_t n) {
-  char k[600];
-  snprintf(k, sizeof k, "%s/%s/%s", type, zone, ct);
-  for (size_t i = 0; i < D.sim_ice.n; i++)
-    if (!strcmp(D.sim_ice.v[i], k)) return -1;
-  snprintf(id, n, "i-%016llx", (unsigned long long)dt__hash64(k, strlen(k)) ^ (unsigned long long)++D.seq);
-  return 0;
-}
 
 /* ------------------------------------------------------------ provider */
 
@@ -128,12 +117,6 @@ static void claim_initialized(const char *claim) {
   }
   obj_put(key, o);
   cJSON_Delete(o);
-}
-
-static void on_circuit_close(uv_timer_t *t) {
-  (void)t;
-  logf_("info", "circuit", "closed: launches resume");
-  arm_batch();
 }
 
 static void on_again(uv_timer_t *t) {
@@ -206,7 +189,7 @@ void on_node_up(uv_timer_t *t) {
 }
 
 /* The outcome of a launch: launched (id), insufficient capacity, or failed (msg). */
-static void launch_done(launch_ctx *lc, dt_launch_outcome outcome, const char *id, const char *msg) {
+void dt__ctl_launched(launch_ctx *lc, dt_launch_outcome outcome, const char *id, const char *msg) {
   char subj[800], reason[1200];
   snprintf(subj, sizeof subj, "NodeClaim %s", lc->claim);
   if (outcome == DT_LAUNCH_OK) {
@@ -256,101 +239,14 @@ static void launch_done(launch_ctx *lc, dt_launch_outcome outcome, const char *i
   lc_done(lc);
 }
 
-static void http_launch(launch_ctx *lc);
 
-static void on_retry(uv_timer_t *t) { http_launch(t->data); }
 
-static void on_launch_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
-  (void)etag;
-  launch_ctx *lc = ud;
-  if (status == 201) {
-    cJSON *o = cJSON_ParseWithLength(body, len);
-    const char *id = dt__jstr(o, "id");
-    char idb[200];
-    snprintf(idb, sizeof idb, "%s", id ? id : "");
-    cJSON_Delete(o);
-    if (idb[0]) {
-      launch_done(lc, DT_LAUNCH_OK, idb, NULL);
-      return;
-    }
-    err = "201 without an instance id";
-  } else if (status == 409) {
-    launch_done(lc, DT_LAUNCH_NO_CAPACITY, NULL, NULL);
-    return;
-  }
-  char msg[300];
-  snprintf(msg, sizeof msg, "%s", err ? err : "");
-  if (!err) snprintf(msg, sizeof msg, "HTTP %ld", status);
-  /* 4xx other than 409 will not get better by retrying */
-  bool retry = status == 0 || status >= 500 || status == 429;
-  if (++D.consecutive_failures >= 5 && D.circuit_until <= wall()) {
-    D.circuit_until = wall() + 30;
-    tm_start(&D.circuit_timer, on_circuit_close, 30000, 0);
-    logf_("error", "circuit", "open for 30s after %u consecutive provider failures (last: %s)", D.consecutive_failures, msg);
-  }
-  if (retry && lc->attempt < D.retries && D.circuit_until <= wall()) {
-    /* jittered exponential backoff: 500 ms x 2^attempt x [0.5, 1.5) */
-    D.jitter = D.jitter * 6364136223846793005ull + 1442695040888963407ull;
-    double j = 0.5 + (double)(D.jitter >> 11) / 9007199254740992.0;
-    uint64_t delay = (uint64_t)(500.0 * (double)(1u << lc->attempt) * j);
-    logf_("warn", "retry", "NodeClaim %s: %s; retry %d in %llu ms", lc->claim, msg, lc->attempt + 1,
-          (unsigned long long)delay);
-    tm_start(&lc->retry, on_retry, delay, 0);
-    return;
-  }
-  launch_done(lc, DT_LAUNCH_FAILED, NULL, msg);
-}
 
-/* The most a spot launch may cost: the NodePool's dovetail.dev/spot-max-price,
-** else the type's on-demand price (Cluster API's default); < 0 unknown. */
-static double spot_max_price(const char *pool, const char *type) {
-  char key[KEY_MAX + 16];
-  snprintf(key, sizeof key, "NodePool//%s", pool);
-  int at = obj_find(key);
-  cJSON *np = at >= 0 ? cJSON_Parse(D.objs.v[at].json) : NULL;
-  const char *v = dt__jstr(jget(jget(np, "metadata"), "annotations"), "dovetail.dev/spot-max-price");
-  double max = v ? strtod(v, NULL) : -1;
-  cJSON_Delete(np);
-  for (size_t i = 0; max < 0 && i < dt_catalog_size(D.cat); i++) {
-    dt_type_info t;
-    if (!dt_catalog_type(D.cat, i, &t) && !strcmp(t.name, type)) max = t.on_demand_price;
-  }
-  return max;
-}
 
-static void http_launch(launch_ctx *lc) {
-  if (D.circuit_until > wall()) {
-    launch_done(lc, DT_LAUNCH_FAILED, NULL, "the provider circuit is open");
-    return;
-  }
-  lc->attempt++;
-  cJSON *b = cJSON_CreateObject();
-  cJSON_AddStringToObject(b, "cluster", D.cluster);
-  cJSON_AddStringToObject(b, "claim", lc->claim);
-  cJSON_AddStringToObject(b, "instanceType", lc->type);
-  cJSON_AddStringToObject(b, "zone", lc->zone);
-  cJSON_AddStringToObject(b, "capacityType", lc->ct);
-  cJSON_AddStringToObject(b, "nodePool", lc->pool);
-  if (!strcmp(lc->ct, "spot")) {
-    /* the cloud-neutral parts of a spot request, for a provider to map
-    ** (AWS: MaxPrice, InstanceInterruptionBehavior; IBM: availability
-    ** class spot, preemption action) */
-    double max = spot_max_price(lc->pool, lc->type);
-    if (max >= 0) cJSON_AddNumberToObject(b, "maxPrice", max);
-    cJSON_AddStringToObject(b, "interruptionBehavior", "terminate");
-  }
-  char *body = cJSON_PrintUnformatted(b);
-  cJSON_Delete(b);
-  char url[1200];
-  snprintf(url, sizeof url, "%s/instances", D.cloud_url);
-  if (!body || dt__httpc_request("POST", url, body, NULL, (long)D.timeout_ms, on_launch_reply, lc))
-    launch_done(lc, DT_LAUNCH_FAILED, NULL, "cannot start the request");
-  free(body);
-}
 
 void on_cloud_answer(uv_timer_t *t) {
   launch_ctx *lc = t->data;
-  launch_done(lc, lc->outcome, lc->id, "the cloud refused the launch");
+  dt__ctl_launched(lc, lc->outcome, lc->id, "the cloud refused the launch");
 }
 
 /* A launch of claim as this offering, not started yet; NULL out of memory. */
@@ -371,45 +267,30 @@ launch_ctx *launch_new(const char *claim, const char *type, const char *zone, co
   return lc;
 }
 
-/* Send the launch to the provider; its outcome comes to launch_done. */
-void launch_start(launch_ctx *lc) {
-  if (D.cloud_url) {
-    http_launch(lc);
-    return;
-  }
-  if (D.cloud) { /* the answer comes after the cloud's latency and the node's start-up */
-    int64_t delay = 0;
-    lc->outcome = D.cloud->launch(D.cloud->ud, lc->claim, lc->type, lc->zone, lc->ct, lc->id, sizeof lc->id, &delay,
-                                  &lc->startup_ms);
-    tm_start(&lc->retry, on_cloud_answer, delay > 0 ? (uint64_t)delay : 0, 0);
-    return;
-  }
-  char id[64];
-  if (sim_launch(lc->type, lc->zone, lc->ct, id, sizeof id))
-    launch_done(lc, DT_LAUNCH_NO_CAPACITY, NULL, NULL);
-  else
-    launch_done(lc, DT_LAUNCH_OK, id, NULL);
+/* Send the launch to the provider; its outcome comes to dt__ctl_launched. */
+void launch_start(launch_ctx *lc) { D.prov->launch(lc); }
+
+/* The simulator's cloud (ctl.h): it answers at once what will happen; the
+** answer arrives after its latency, the node after its start-up. */
+static void virtual_launch(launch_ctx *lc) {
+  int64_t delay = 0;
+  lc->outcome =
+      D.cloud->launch(D.cloud->ud, lc->claim, lc->type, lc->zone, lc->ct, lc->id, sizeof lc->id, &delay, &lc->startup_ms);
+  tm_start(&lc->retry, on_cloud_answer, delay > 0 ? (uint64_t)delay : 0, 0);
 }
+
+static void virtual_terminate(const char *id) {
+  if (D.cloud->terminate) D.cloud->terminate(D.cloud->ud, id);
+}
+
+const dt_provider dt__provider_virtual = {"virtual", virtual_launch, virtual_terminate, NULL};
 
 void launch_claim(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
   launch_ctx *lc = launch_new(claim, type, zone, ct, pool);
   if (lc) launch_start(lc);
 }
 
-static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
-  (void)body, (void)len, (void)etag;
-  char *id = ud;
-  if (status != 200 && status != 404) logf_("warn", "delete", "instance %s: %s", id, err ? err : "unexpected status");
-  dt__free(id);
-}
 
-/* Ask the http provider to delete instance id; the answer is only logged. */
-static void http_delete(const char *id) {
-  char url[1200];
-  snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
-  char *idc = dt__strdup(id);
-  if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
-}
 
 static instance *inst_by_id(const char *id) {
   for (size_t i = 0; i < D.insts.n; i++)
@@ -439,7 +320,7 @@ static bool poll_unknown(const cJSON *in, const char *id, const char *claim, con
     return false;
   }
   log_decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
-  http_delete(id);
+  D.prov->terminate(id);
   return false;
 }
 
@@ -459,7 +340,7 @@ static bool poll_known(instance *kin, const char *id, const char *claim, const c
     if (!strcmp(act, "drain")) mark_unavailable(kin->ct, kin->type, kin->zone, "stopped by preemption", D.preempt_ttl);
     snprintf(reason, sizeof reason, "stopped by preemption: delete it and replace NodeClaim %s", claim);
     log_decision("interruption", subj, reason);
-    http_delete(id);
+    D.prov->terminate(id);
     drop_claim(claim);
     D.events++;
     return true;
@@ -513,17 +394,14 @@ static bool reconcile_claims(void) {
   return changed;
 }
 
-/* Poll the cloud's instance list: adopt instances of claims we hold, delete
-** orphans, replace instances stopped by preemption (IBM-style polled
+
+
+
+/* The cloud's instance list, polled: adopt instances of claims we hold,
+** delete orphans, replace instances stopped by preemption (IBM-style polled
 ** interruptions), note stopped ones, forget what the cloud no longer has. */
-static void on_instances(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
-  (void)ud, (void)etag;
-  if (status != 200) {
-    logf_("warn", "poll", "GET /instances: %s", err ? err : "unexpected status");
-    return;
-  }
-  cJSON *o = cJSON_ParseWithLength(body, len);
-  const cJSON *list = jget(o, "instances"), *in;
+void dt__ctl_instances(const cJSON *list) {
+  const cJSON *in;
   bool changed = false;
   cJSON_ArrayForEach(in, list) {
     const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state");
@@ -537,27 +415,16 @@ static void on_instances(void *ud, long status, const char *body, size_t len, co
   }
   changed |= forget_missing(list);
   if (!D.ready) changed |= reconcile_claims();
-  cJSON_Delete(o);
   if (changed) {
     journal_flush();
     arm_batch();
   }
 }
 
-static void on_catalog(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
-  (void)ud;
-  if (status == 304) return;
-  if (status != 200) {
-    logf_("warn", "catalog", "GET /catalog: %s", err ? err : "unexpected status");
-    return;
-  }
-  dt_catalog *c = NULL;
-  dt_error e = {0};
-  if (dt_catalog_load_buffer("cloud:/catalog", body, len, &c, &e)) {
-    logf_("error", "catalog", "the cloud's catalog is invalid, keeping the current one: %s", e.msg);
-    return;
-  }
-  if (D.planning) { /* the round on the thread pool reads the catalog: swap after it */
+/* A catalog the provider fetched: the round on the thread pool reads the
+** current one, so a new one waits for its end. */
+void dt__ctl_catalog(dt_catalog *c, const char *etag, size_t bytes) {
+  if (D.planning) {
     dt_catalog_free(D.next_cat);
     D.next_cat = c;
   } else {
@@ -565,19 +432,12 @@ static void on_catalog(void *ud, long status, const char *body, size_t len, cons
     D.cat = c;
   }
   snprintf(D.catalog_etag, sizeof D.catalog_etag, "%s", etag ? etag : "");
-  logf_("info", "catalog", "refreshed from the cloud (%zu bytes, ETag %s)", len, D.catalog_etag);
+  logf_("info", "catalog", "refreshed from the cloud (%zu bytes, ETag %s)", bytes, D.catalog_etag);
 }
 
 void on_poll_timer(uv_timer_t *t) {
   (void)t;
-  char url[1200];
-  snprintf(url, sizeof url, "%s/instances?cluster=%s", D.cloud_url, D.cluster);
-  if (dt__httpc_request("GET", url, NULL, NULL, (long)D.timeout_ms, on_instances, NULL))
-    logf_("error", "poll", "cannot start GET /instances");
-  snprintf(url, sizeof url, "%s/catalog", D.cloud_url);
-  if (dt__httpc_request("GET", url, NULL, D.catalog_etag[0] ? D.catalog_etag : NULL, (long)D.timeout_ms, on_catalog,
-                        NULL))
-    logf_("error", "catalog", "cannot start GET /catalog");
+  if (D.prov->poll) D.prov->poll();
 }
 
 /* Delete a claim this daemon launched: its instance through the provider,
@@ -587,11 +447,7 @@ void delete_instance(const char *claim, const char *why) {
   snprintf(copy, sizeof copy, "%s", claim);
   snprintf(subj, sizeof subj, "NodeClaim %s", copy);
   for (size_t i = 0; i < D.insts.n; i++)
-    if (!strcmp(D.insts.v[i].claim, copy) && D.cloud_url) {
-      http_delete(D.insts.v[i].id);
-    } else if (!strcmp(D.insts.v[i].claim, copy) && D.cloud && D.cloud->terminate) {
-      D.cloud->terminate(D.cloud->ud, D.insts.v[i].id);
-    }
+    if (!strcmp(D.insts.v[i].claim, copy)) D.prov->terminate(D.insts.v[i].id);
   log_decision("disrupt", subj, why);
   drop_claim(copy);
   D.deleted++;

@@ -141,6 +141,7 @@ typedef struct dtd {
   uint64_t vseq;
   dt_packing packing;
   const dt_ctl_cloud *cloud; /* a simulated cloud in place of sim/http */
+  const struct dt_provider *prov; /* where launches and deletes go (provider.h) */
   const dt_ctl_observer *obs;
   bool quiet;                /* no log lines (the simulator keeps its own record) */
   char last_decision[1600];  /* "kind subject: reason" of the newest decision */

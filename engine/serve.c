@@ -6,6 +6,7 @@
 */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "provider.h"
 #include "httpc.h"
 #include "httpd.h"
 #include "store.h"
@@ -820,6 +821,7 @@ static int loop_open(void) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
     return 1;
   }
+  D.prov = D.cloud_url ? &dt__provider_http : &dt__provider_sim;
   D.ready = !D.cloud_url;
   uv_signal_init(D.loop, &D.sighup);
   uv_signal_init(D.loop, &D.sigterm);
