@@ -224,8 +224,8 @@ static void round_run(uv_work_t *req) {
     return;
   }
   for (size_t i = 0; i < w->n && !w->rc; i++)
-    w->rc = *w->o.cancel ? DT_ECANCELED
-                         : dt_manifests_add_buffer(w->m, w->key[i], w->json[i], strlen(w->json[i]), &w->err);
+    w->rc =
+        *w->o.cancel ? DT_ECANCELED : dt_manifests_add_buffer(w->m, w->key[i], w->json[i], strlen(w->json[i]), &w->err);
   if (w->rc) return;
   if (D.pdir) {
     dt_policy_dir_sync(D.pdir, w->m);
@@ -234,8 +234,9 @@ static void round_run(uv_work_t *req) {
   }
   double t0 = dt__now_ms();
   if (w->disrupt) {
-    dt_disrupt_opts o = {w->o.now, w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names,
-                         w->o.npool_policies, w->o.cancel};
+    dt_disrupt_opts o = {
+        w->o.now,   w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names, w->o.npool_policies,
+        w->o.cancel};
     dt_disruption *r = NULL;
     if ((w->rc = dt_disrupt_run(D.cat, w->m, &o, &r, &w->err))) return;
     w->ms = dt__now_ms() - t0;
@@ -575,8 +576,12 @@ bool forget(const char *key, const char *claim) {
 const char *interruption_action(const char *kind, const instance *in, const char *state, const char *def) {
   static char act[32];
   snprintf(act, sizeof act, "%s", def);
-  const dt_hook_field f[] = {{"kind", DT_HF_STRING, kind, 0},          {"instanceId", DT_HF_STRING, in->id, 0}, {"nodeClaim", DT_HF_STRING, in->claim, 0},
-                             {"instanceType", DT_HF_STRING, in->type, 0}, {"zone", DT_HF_STRING, in->zone, 0},     {"capacityType", DT_HF_STRING, in->ct, 0},
+  const dt_hook_field f[] = {{"kind", DT_HF_STRING, kind, 0},
+                             {"instanceId", DT_HF_STRING, in->id, 0},
+                             {"nodeClaim", DT_HF_STRING, in->claim, 0},
+                             {"instanceType", DT_HF_STRING, in->type, 0},
+                             {"zone", DT_HF_STRING, in->zone, 0},
+                             {"capacityType", DT_HF_STRING, in->ct, 0},
                              {"state", DT_HF_STRING, state ? state : "", 0}};
   const dt_hook_rec ev = {f, 7};
   dt__policy_on_interruption(D.policy, &ev, act, sizeof act);
@@ -609,13 +614,17 @@ void handle_event(cJSON *e, char *action, size_t n) {
                 (!strcmp(state, "stopping") || !strcmp(state, "stopped") || !strcmp(state, "shutting-down") ||
                  !strcmp(state, "terminated")));
   snprintf(action, n, "noted");
-  const char *kind = spot ? "spot-interruption" : !strcmp(dtype, "EC2 Instance Rebalance Recommendation") ? "rebalance"
-                     : !strcmp(dtype, "AWS Health Event") ? "scheduled-change" : "state-change";
+  const char *kind = spot                                                      ? "spot-interruption"
+                     : !strcmp(dtype, "EC2 Instance Rebalance Recommendation") ? "rebalance"
+                     : !strcmp(dtype, "AWS Health Event")                      ? "scheduled-change"
+                                                                               : "state-change";
   const char *act = interruption_action(kind, in, state, drain ? (spot ? "drain" : "keep-offering") : "ignore");
   drain = strcmp(act, "ignore") != 0;
   if (!drain) {
     snprintf(reason, sizeof reason, "%s: no action%s", dtype,
-             !strcmp(kind, "rebalance") ? " (as Karpenter)" : D.policy ? " (policy on_interruption)" : "");
+             !strcmp(kind, "rebalance") ? " (as Karpenter)"
+             : D.policy                 ? " (policy on_interruption)"
+                                        : "");
     log_decision("event", subj, reason);
     return;
   }

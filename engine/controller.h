@@ -84,7 +84,8 @@ void launch_group(uint64_t group);
 void nominate(const dt_plan *p);
 void pod_event(cJSON *o);
 void put_in(cJSON *o, const char *field, const char *key, const char *v);
-void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct, const char *pods, const char *olds, const char *why, uint64_t group);
+void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct,
+                  const char *pods, const char *olds, const char *why, uint64_t group);
 void replacement_done(const char *claim, bool ok);
 void set_annotation(cJSON *o, const char *k, const char *v);
 
@@ -104,7 +105,8 @@ void on_cloud_answer(uv_timer_t *t);
 void on_node_up(uv_timer_t *t);
 
 /* ctl_store.c */
-int add_instance(const char *id, const char *claim, const char *type, const char *zone, const char *ct, const char *pool, double price, int64_t launched);
+int add_instance(const char *id, const char *claim, const char *type, const char *zone, const char *ct,
+                 const char *pool, double price, int64_t launched);
 void inst_free(instance *in);
 const instance *inst_of(const char *claim);
 void inst_remove(size_t i);

@@ -215,7 +215,7 @@ void replacement_done(const char *claim, bool ok) {
 /* Launch a claim named name of this offering, carrying pods, to replace
 ** the claims in olds (comma-separated) for why. */
 void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct,
-                         const char *pods, const char *olds, const char *why, uint64_t group) {
+                  const char *pods, const char *olds, const char *why, uint64_t group) {
   if (!pool || !type || !zone || !ct) return; /* a command without its offering: nothing to launch */
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "apiVersion", "karpenter.sh/v1");
@@ -248,8 +248,8 @@ void replace_with(const char *name, const char *pool, const char *type, const ch
   }
   char subj[KEY_MAX], reason[1200];
   snprintf(subj, sizeof subj, "NodeClaim %s", olds);
-  snprintf(reason, sizeof reason, "%s: launching replacement NodeClaim %s (%s in %s, %s) before deleting", why, name, type,
-           zone, ct);
+  snprintf(reason, sizeof reason, "%s: launching replacement NodeClaim %s (%s in %s, %s) before deleting", why, name,
+           type, zone, ct);
   log_decision("replace", subj, reason);
 }
 

@@ -52,7 +52,8 @@ bool carry_out(const cJSON *c) {
     snprintf(subj, sizeof subj, "NodeClaim %s", name ? name : "?");
     if (!name || !inst_of(name) || being_replaced(name)) {
       snprintf(why, sizeof why, "%s %s: %s", reason, action,
-               name && inst_of(name) ? "already being replaced" : "not a claim this daemon launched; left to its owner");
+               name && inst_of(name) ? "already being replaced"
+                                     : "not a claim this daemon launched; left to its owner");
       log_decision("disrupt-skipped", subj, why);
       continue;
     }
@@ -130,8 +131,9 @@ static bool startup_timeouts(void) {
     }
     char claim[KEY_MAX], why[600];
     snprintf(claim, sizeof claim, "%s", in->claim);
-    snprintf(why, sizeof why, "Unhealthy: NodeClaim %s launched %llds ago as %s and has not initialized (startup timeout %llds)",
-             claim, (long long)(now - in->launched), in->id, (long long)D.startup_timeout_s);
+    snprintf(why, sizeof why,
+             "Unhealthy: NodeClaim %s launched %llds ago as %s and has not initialized (startup timeout %llds)", claim,
+             (long long)(now - in->launched), in->id, (long long)D.startup_timeout_s);
     D.remediations++;
     delete_instance(claim, why); /* removes instance i */
     replacement_done(claim, false);
@@ -167,8 +169,9 @@ static bool remediate(void) {
     bool dup = false;
     for (size_t k = 0; k < sick.n; k++) dup |= sick.v[k] == in;
     if (dup) continue;
-    snprintf(reasons[sick.n], sizeof reasons[0], "Unhealthy: the cloud reports instance %s stopped or deallocated for %llds",
-             in->id, (long long)(now - in->down_since));
+    snprintf(reasons[sick.n], sizeof reasons[0],
+             "Unhealthy: the cloud reports instance %s stopped or deallocated for %llds", in->id,
+             (long long)(now - in->down_since));
     if (!dt__vec_push(&sick, in)) dt__vec_push(&whys, reasons[sick.n - 1]);
   }
   bool acted = false;
@@ -182,8 +185,8 @@ static bool remediate(void) {
     if (bad > max) {
       char subj[KEY_MAX], why[400];
       snprintf(subj, sizeof subj, "NodePool %s", in->pool);
-      snprintf(why, sizeof why, "%zu of %zu nodes unhealthy, more than maxUnhealthy %llu%s: remediation stops", bad, total,
-               (unsigned long long)D.max_unhealthy, D.max_unhealthy_pct ? "%" : "");
+      snprintf(why, sizeof why, "%zu of %zu nodes unhealthy, more than maxUnhealthy %llu%s: remediation stops", bad,
+               total, (unsigned long long)D.max_unhealthy, D.max_unhealthy_pct ? "%" : "");
       log_decision("remediation-paused", subj, why);
       D.remediation_paused++;
       for (size_t k = i; k < sick.n; k++) /* once per pool */

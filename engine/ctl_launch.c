@@ -52,8 +52,7 @@ void expire_marks(void) {
       continue;
     }
     cJSON *o = cJSON_Parse(D.objs.v[i].json);
-    const char *e = dt__jstr(jget(o, "spec"),
-                                                                          "expiresAt");
+    const char *e = dt__jstr(jget(o, "spec"), "expiresAt");
     int64_t t = 0;
     bool gone = e && !dt_time_parse(e, &t, NULL) && t <= now;
     cJSON_Delete(o);
@@ -64,9 +63,7 @@ void expire_marks(void) {
   }
 }
 
-
 /* ------------------------------------------------------------ provider */
-
 
 void lc_free(uv_handle_t *h) {
   launch_ctx *lc = h->data;
@@ -239,11 +236,6 @@ void dt__ctl_launched(launch_ctx *lc, dt_launch_outcome outcome, const char *id,
   lc_done(lc);
 }
 
-
-
-
-
-
 void on_cloud_answer(uv_timer_t *t) {
   launch_ctx *lc = t->data;
   dt__ctl_launched(lc, lc->outcome, lc->id, "the cloud refused the launch");
@@ -274,8 +266,8 @@ void launch_start(launch_ctx *lc) { D.prov->launch(lc); }
 ** answer arrives after its latency, the node after its start-up. */
 static void virtual_launch(launch_ctx *lc) {
   int64_t delay = 0;
-  lc->outcome =
-      D.cloud->launch(D.cloud->ud, lc->claim, lc->type, lc->zone, lc->ct, lc->id, sizeof lc->id, &delay, &lc->startup_ms);
+  lc->outcome = D.cloud->launch(D.cloud->ud, lc->claim, lc->type, lc->zone, lc->ct, lc->id, sizeof lc->id, &delay,
+                                &lc->startup_ms);
   tm_start(&lc->retry, on_cloud_answer, delay > 0 ? (uint64_t)delay : 0, 0);
 }
 
@@ -289,8 +281,6 @@ void launch_claim(const char *claim, const char *type, const char *zone, const c
   launch_ctx *lc = launch_new(claim, type, zone, ct, pool);
   if (lc) launch_start(lc);
 }
-
-
 
 static instance *inst_by_id(const char *id) {
   for (size_t i = 0; i < D.insts.n; i++)
@@ -315,8 +305,11 @@ static bool poll_unknown(const cJSON *in, const char *id, const char *claim, con
   if (!D.ready || !state || !strcmp(state, "terminated")) return false;
   const char *owner = dt__jstr(in, "cluster");
   if (!owner || strcmp(owner, D.cluster) || !D.state_valid) {
-    logf_("warn", "unaccounted", "instance %s: the cloud has an instance this daemon cannot account for (%s); left alone",
-          id, !owner ? "no cluster tag" : strcmp(owner, D.cluster) ? "another cluster's" : "no state file");
+    logf_("warn", "unaccounted",
+          "instance %s: the cloud has an instance this daemon cannot account for (%s); left alone", id,
+          !owner                     ? "no cluster tag"
+          : strcmp(owner, D.cluster) ? "another cluster's"
+                                     : "no state file");
     return false;
   }
   log_decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
@@ -393,9 +386,6 @@ static bool reconcile_claims(void) {
   if (D.objs.n) arm_batch();
   return changed;
 }
-
-
-
 
 /* The cloud's instance list, polled: adopt instances of claims we hold,
 ** delete orphans, replace instances stopped by preemption (IBM-style polled

@@ -238,8 +238,7 @@ static void on_state_timer(uv_timer_t *t) {
 /* Applied objects are written within 50 ms, many applies in one write;
 ** launches and instance changes are written at once (save_state). */
 void state_dirty(void) {
-  if (D.state_path && !tm_active(&D.state_timer))
-    tm_start(&D.state_timer, on_state_timer, 50, 0);
+  if (D.state_path && !tm_active(&D.state_timer)) tm_start(&D.state_timer, on_state_timer, 50, 0);
 }
 
 void inst_free(instance *in) {
@@ -252,15 +251,22 @@ void inst_free(instance *in) {
 }
 
 int add_instance(const char *id, const char *claim, const char *type, const char *zone, const char *ct,
-                        const char *pool, double price, int64_t launched) {
+                 const char *pool, double price, int64_t launched) {
   for (size_t i = 0; id && i < D.insts.n; i++)
     if (!strcmp(D.insts.v[i].id, id)) return 0; /* adopted by a poll while its launch reply was on the way */
   /* A provider may leave fields out (GET /instances without nodePool): an
   ** instance is only ever adopted with an id and a claim. */
   if (!id || !claim) return DT_EINVAL;
-  instance in = {dt__strdup(id),         dt__strdup(claim),    dt__strdup(type ? type : ""),
-                 dt__strdup(zone ? zone : ""), dt__strdup(ct ? ct : ""), dt__strdup(pool ? pool : ""),
-                 price,                  launched, 0, true};
+  instance in = {dt__strdup(id),
+                 dt__strdup(claim),
+                 dt__strdup(type ? type : ""),
+                 dt__strdup(zone ? zone : ""),
+                 dt__strdup(ct ? ct : ""),
+                 dt__strdup(pool ? pool : ""),
+                 price,
+                 launched,
+                 0,
+                 true};
   if (!in.id || !in.claim || !in.type || !in.zone || !in.ct || !in.pool || dt__vec_push(&D.insts, in)) {
     inst_free(&in);
     return DT_ENOMEM;
@@ -274,7 +280,8 @@ int add_instance(const char *id, const char *claim, const char *type, const char
 void inst_remove(size_t i) {
   journal_del("uninst", "id", D.insts.v[i].id);
   const instance *in = &D.insts.v[i];
-  if (D.obs && D.obs->instance) D.obs->instance(D.obs->ud, false, in->id, in->claim, in->type, in->zone, in->ct, in->pool);
+  if (D.obs && D.obs->instance)
+    D.obs->instance(D.obs->ud, false, in->id, in->claim, in->type, in->zone, in->ct, in->pool);
   inst_free(&D.insts.v[i]);
   D.insts.v[i] = D.insts.v[--D.insts.n];
 }
@@ -334,8 +341,10 @@ static int replay(dt_error *err) {
     bool bad = !r || replay_one(r);
     cJSON_Delete(r);
     if (bad && !D.recover) {
-      rc = dt__err(err, DT_EINVAL, "%s:%zu: a damaged record; nothing was changed. Start with --recover to keep the "
-                   "%zu records before it and drop the rest", path, line, applied);
+      rc = dt__err(err, DT_EINVAL,
+                   "%s:%zu: a damaged record; nothing was changed. Start with --recover to keep the "
+                   "%zu records before it and drop the rest",
+                   path, line, applied);
     } else if (bad) {
       size_t rest = 1;
       for (char *q = nl + 1; q < text + len; q++) rest += *q == '\n';
@@ -380,8 +389,8 @@ int load_state(dt_error *err) {
     char key[KEY_MAX + 16];
     snprintf(key, sizeof key, "NodeClaim//%s", claim);
     if (obj_find(key) < 0) continue; /* its claim is gone: forget it */
-    add_instance(dt__jstr(o, "id"), claim, dt__jstr(o, "instanceType"), dt__jstr(o, "zone"), dt__jstr(o, "capacityType"),
-                 dt__jstr(o, "nodePool"), cJSON_GetNumberValue(jget(o, "price")),
+    add_instance(dt__jstr(o, "id"), claim, dt__jstr(o, "instanceType"), dt__jstr(o, "zone"),
+                 dt__jstr(o, "capacityType"), dt__jstr(o, "nodePool"), cJSON_GetNumberValue(jget(o, "price")),
                  dt__to_i64(cJSON_GetNumberValue(jget(o, "launched"))));
   }
   cJSON_Delete(root);
@@ -415,7 +424,8 @@ const instance *node_instance(const cJSON *node) {
   for (size_t i = 0; i < D.insts.n; i++) {
     const instance *in = &D.insts.v[i];
     size_t pl = pid ? strlen(pid) : 0, il = strlen(in->id);
-    if ((name && !strcmp(name, in->claim)) || (pid && pl > il && pid[pl - il - 1] == '/' && !strcmp(pid + pl - il, in->id)))
+    if ((name && !strcmp(name, in->claim)) ||
+        (pid && pl > il && pid[pl - il - 1] == '/' && !strcmp(pid + pl - il, in->id)))
       return in;
   }
   return NULL;

@@ -48,7 +48,8 @@ static size_t pool_actions(const cJSON *pool, const char *kind, bool remove) {
     }
     snprintf(subj, sizeof subj, "VirtualMachine %s/%s", dt__jstr(pool, "namespace"), dt__jstr(a, "name"));
     char why[900];
-    snprintf(why, sizeof why, "%s%s%s: %s", kind, what ? " " : "", what ? what : "", dt__jstr(a, "reason") ? dt__jstr(a, "reason") : "");
+    snprintf(why, sizeof why, "%s%s%s: %s", kind, what ? " " : "", what ? what : "",
+             dt__jstr(a, "reason") ? dt__jstr(a, "reason") : "");
     log_decision("vmpool", subj, why);
     n++;
   }
@@ -112,4 +113,3 @@ void converge_pools(void) {
   dt_pools_free(r);
   dt_manifests_free(m);
 }
-

@@ -90,7 +90,7 @@ static int cmd_check(int argc, char **argv) {
     }
     printf("%s: ok\n", argv[i]);
     if (explain) {
-      static const char *all[] = {"price", "score", "rank", "consolidation_order", "approve", "budget",
+      static const char *all[] = {"price",           "score",    "rank",    "consolidation_order", "approve", "budget",
                                   "on_interruption", "scale_in", "selftest"};
       const char *h = dt_policy_hooks(p);
       for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
@@ -293,8 +293,15 @@ static int plan_run(planargs *pa) {
     dt_policy_dir_apply(pdir, &opts->pool_policies, &opts->pool_policy_names, &opts->npool_policies);
   }
   if (pa->cmd == CMD_DISRUPT) {
-    dt_disrupt_opts d = {opts->now, opts->seed, opts->policy, pa->spot_to_spot, pa->explain,
-                         opts->pool_policies, opts->pool_policy_names, opts->npool_policies, NULL};
+    dt_disrupt_opts d = {opts->now,
+                         opts->seed,
+                         opts->policy,
+                         pa->spot_to_spot,
+                         pa->explain,
+                         opts->pool_policies,
+                         opts->pool_policy_names,
+                         opts->npool_policies,
+                         NULL};
     if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto done;
     text = dt_disrupt_render(dis, pa->fmt, &len);
   } else if (pool) {

@@ -33,7 +33,7 @@ extern const dt_provider dt__provider_sim, dt__provider_http, dt__provider_virtu
 
 /* The controller's entry points for the cloud's answers (on the loop). */
 void dt__ctl_launched(struct launch_ctx *lc, dt_launch_outcome outcome, const char *id, const char *msg);
-void dt__ctl_instances(const cJSON *list); /* the instances array of GET /instances */
+void dt__ctl_instances(const cJSON *list);                           /* the instances array of GET /instances */
 void dt__ctl_catalog(dt_catalog *c, const char *etag, size_t bytes); /* a new catalog, now the controller's */
 
 #endif

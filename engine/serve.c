@@ -217,7 +217,6 @@ static int path_segment(const char *s, size_t n, char *out, size_t cap) {
   return 0;
 }
 
-
 static int delete_object(h2o_req_t *req, const char *p, size_t len) {
   /* /v1/objects/{kind}/{ns}/{name}; ns "-" for cluster-scoped objects */
   char seg[3][260], key[KEY_MAX * 2];
@@ -231,8 +230,9 @@ static int delete_object(h2o_req_t *req, const char *p, size_t len) {
     at = end + 1;
   }
   if (!ok || nseg != 3)
-    return respond_error(req, 400, "expected /v1/objects/{kind}/{namespace}/{name} (namespace - for cluster-scoped; "
-                                   "names are percent-decoded and hold no /)");
+    return respond_error(req, 400,
+                         "expected /v1/objects/{kind}/{namespace}/{name} (namespace - for cluster-scoped; "
+                         "names are percent-decoded and hold no /)");
   const char *kind = seg[0], *ns = seg[1], *name = seg[2];
   snprintf(key, sizeof key, "%s/%s/%s", kind, strcmp(ns, "-") ? ns : "", name);
   if (!forget(key, NULL)) return respond_error(req, 404, "no such object");
@@ -337,44 +337,63 @@ static int get_metrics(h2o_req_t *req) {
   dt_buf b = {0};
   size_t marks = 0;
   for (size_t i = 0; i < D.objs.n; i++) marks += !strncmp(D.objs.v[i].key, "UnavailableOffering/", 20);
-  dt__buf_printf(&b, "# HELP dovetail_pending_pods Pods the last plan could not place.\n# TYPE dovetail_pending_pods gauge\n"
-                     "dovetail_pending_pods %llu\n", (unsigned long long)D.pending);
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_pending_pods Pods the last plan could not place.\n# TYPE dovetail_pending_pods gauge\n"
+      "dovetail_pending_pods %llu\n",
+      (unsigned long long)D.pending);
   dt__buf_puts(&b, "# HELP dovetail_claims_launched_total NodeClaims launched, by capacity type.\n"
                    "# TYPE dovetail_claims_launched_total counter\n");
   static const char *cts[3] = {"reserved", "spot", "on-demand"};
   for (int i = 0; i < 3; i++)
     dt__buf_printf(&b, "dovetail_claims_launched_total{capacity_type=\"%s\"} %llu\n", cts[i],
                    (unsigned long long)D.launched[i]);
-  dt__buf_puts(&b, "# HELP dovetail_plan_duration_seconds Time to plan a round.\n# TYPE dovetail_plan_duration_seconds histogram\n");
+  dt__buf_puts(
+      &b,
+      "# HELP dovetail_plan_duration_seconds Time to plan a round.\n# TYPE dovetail_plan_duration_seconds histogram\n");
   for (int i = 0; i < 8; i++)
     dt__buf_printf(&b, "dovetail_plan_duration_seconds_bucket{le=\"%g\"} %llu\n", k_buckets[i],
                    (unsigned long long)D.plan_buckets[i]);
-  dt__buf_printf(&b, "dovetail_plan_duration_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_plan_duration_seconds_sum %.6f\n"
-                     "dovetail_plan_duration_seconds_count %llu\n",
+  dt__buf_printf(&b,
+                 "dovetail_plan_duration_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_plan_duration_seconds_sum %.6f\n"
+                 "dovetail_plan_duration_seconds_count %llu\n",
                  (unsigned long long)D.plans, D.plan_ms_sum, (unsigned long long)D.plans);
-  dt__buf_printf(&b, "# HELP dovetail_hourly_cost Hourly cost of the last plan's new claims.\n# TYPE dovetail_hourly_cost gauge\n"
-                     "dovetail_hourly_cost %.6f\n", D.cost);
-  dt__buf_printf(&b, "# HELP dovetail_unavailable_offerings Offerings marked unavailable.\n"
-                     "# TYPE dovetail_unavailable_offerings gauge\ndovetail_unavailable_offerings %zu\n", marks);
-  dt__buf_printf(&b, "# HELP dovetail_policy_reloads_total Policy reloads, by result.\n# TYPE dovetail_policy_reloads_total counter\n"
-                     "dovetail_policy_reloads_total{result=\"ok\"} %llu\ndovetail_policy_reloads_total{result=\"error\"} %llu\n",
-                 (unsigned long long)D.reloads_ok, (unsigned long long)D.reloads_failed);
-  dt__buf_printf(&b, "# HELP dovetail_provider_requests_total Provider launches, by outcome.\n"
-                     "# TYPE dovetail_provider_requests_total counter\n"
-                     "dovetail_provider_requests_total{outcome=\"ok\"} %llu\n"
-                     "dovetail_provider_requests_total{outcome=\"insufficient_capacity\"} %llu\n"
-                     "dovetail_provider_requests_total{outcome=\"error\"} %llu\n",
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_hourly_cost Hourly cost of the last plan's new claims.\n# TYPE dovetail_hourly_cost gauge\n"
+      "dovetail_hourly_cost %.6f\n",
+      D.cost);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_unavailable_offerings Offerings marked unavailable.\n"
+                 "# TYPE dovetail_unavailable_offerings gauge\ndovetail_unavailable_offerings %zu\n",
+                 marks);
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_policy_reloads_total Policy reloads, by result.\n# TYPE dovetail_policy_reloads_total counter\n"
+      "dovetail_policy_reloads_total{result=\"ok\"} %llu\ndovetail_policy_reloads_total{result=\"error\"} %llu\n",
+      (unsigned long long)D.reloads_ok, (unsigned long long)D.reloads_failed);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_provider_requests_total Provider launches, by outcome.\n"
+                 "# TYPE dovetail_provider_requests_total counter\n"
+                 "dovetail_provider_requests_total{outcome=\"ok\"} %llu\n"
+                 "dovetail_provider_requests_total{outcome=\"insufficient_capacity\"} %llu\n"
+                 "dovetail_provider_requests_total{outcome=\"error\"} %llu\n",
                  (unsigned long long)D.provider_ok, (unsigned long long)D.provider_ice,
                  (unsigned long long)D.provider_err);
-  dt__buf_printf(&b, "# HELP dovetail_interruption_events_total Events posted.\n# TYPE dovetail_interruption_events_total counter\n"
-                     "dovetail_interruption_events_total %llu\n", (unsigned long long)D.events);
-  dt__buf_printf(&b, "# HELP dovetail_nodes_deleted_total NodeClaims deleted by disruption and remediation.\n"
-                     "# TYPE dovetail_nodes_deleted_total counter\ndovetail_nodes_deleted_total %llu\n",
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_interruption_events_total Events posted.\n# TYPE dovetail_interruption_events_total counter\n"
+      "dovetail_interruption_events_total %llu\n",
+      (unsigned long long)D.events);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_nodes_deleted_total NodeClaims deleted by disruption and remediation.\n"
+                 "# TYPE dovetail_nodes_deleted_total counter\ndovetail_nodes_deleted_total %llu\n",
                  (unsigned long long)D.deleted);
-  dt__buf_printf(&b, "# HELP dovetail_remediations_total Unhealthy nodes replaced.\n"
-                     "# TYPE dovetail_remediations_total counter\ndovetail_remediations_total %llu\n"
-                     "# HELP dovetail_remediation_paused_total Passes where maxUnhealthy stopped remediation.\n"
-                     "# TYPE dovetail_remediation_paused_total counter\ndovetail_remediation_paused_total %llu\n",
+  dt__buf_printf(&b,
+                 "# HELP dovetail_remediations_total Unhealthy nodes replaced.\n"
+                 "# TYPE dovetail_remediations_total counter\ndovetail_remediations_total %llu\n"
+                 "# HELP dovetail_remediation_paused_total Passes where maxUnhealthy stopped remediation.\n"
+                 "# TYPE dovetail_remediation_paused_total counter\ndovetail_remediation_paused_total %llu\n",
                  (unsigned long long)D.remediations, (unsigned long long)D.remediation_paused);
   dt__buf_puts(&b, "# HELP dovetail_vmpool_actions_total VirtualMachinePool actions carried out, by kind.\n"
                    "# TYPE dovetail_vmpool_actions_total counter\n");
@@ -391,8 +410,9 @@ static int get_metrics(h2o_req_t *req) {
   for (int i = 0; i < 8; i++)
     dt__buf_printf(&b, "dovetail_loop_lag_seconds_bucket{le=\"%g\"} %llu\n", k_lag_buckets[i],
                    (unsigned long long)D.lag_buckets[i]);
-  dt__buf_printf(&b, "dovetail_loop_lag_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_loop_lag_seconds_sum %.6f\n"
-                     "dovetail_loop_lag_seconds_count %llu\n",
+  dt__buf_printf(&b,
+                 "dovetail_loop_lag_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_loop_lag_seconds_sum %.6f\n"
+                 "dovetail_loop_lag_seconds_count %llu\n",
                  (unsigned long long)D.lag_count, D.lag_sum, (unsigned long long)D.lag_count);
   respond(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);
   dt__free(b.p);
@@ -431,7 +451,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   if (path_is(req, "/v1/objects") && method_is(req, "PUT")) return put_objects(req);
   const char *rest;
   size_t rlen;
-  if (dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen) && method_is(req, "DELETE")) return delete_object(req, rest, rlen);
+  if (dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen) && method_is(req, "DELETE"))
+    return delete_object(req, rest, rlen);
   if (path_is(req, "/v1/events") && method_is(req, "POST")) return post_event(req);
   if (path_is(req, "/v1/objects") || path_is(req, "/v1/events") || dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen))
     return respond_error(req, 405, "method not allowed: PUT /v1/objects, DELETE /v1/objects/..., POST /v1/events");
@@ -460,7 +481,8 @@ static const char *g_listen = "127.0.0.1:8080", *g_catalog, *g_token_file;
 
 static const opt k_opts[] = {
     {"listen", O_STR, false, &g_listen, "HOST:PORT   HTTP API (default 127.0.0.1:8080; port 0 picks one, logged)"},
-    {"catalog", O_STR, false, &g_catalog, "NAME|FILE  instance catalog: aws-us-east-1 (default), azure-eastus, or a file"},
+    {"catalog", O_STR, false, &g_catalog,
+     "NAME|FILE  instance catalog: aws-us-east-1 (default), azure-eastus, or a file"},
     {"policy", O_STR, false, &D.policy_path, "FILE        a Lua policy, watched and hot-reloaded (also on SIGHUP)"},
     {"policy-dir", O_STR, false, &D.policy_dir,
      "DIR     where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (reloaded when changed)"},
@@ -477,11 +499,14 @@ static const opt k_opts[] = {
      "DUR  a launched claim whose node has not initialized after DUR is deleted (default 15m)"},
     {"max-unhealthy", O_COUNT_PCT, true, &D.max_unhealthy,
      "N|P%  remediation stops when more of a pool's nodes are unhealthy (default 100%)"},
-    {"token-file", O_STR, false, &g_token_file, "FILE    require Authorization: Bearer <token> (except /healthz, /readyz)"},
+    {"token-file", O_STR, false, &g_token_file,
+     "FILE    require Authorization: Bearer <token> (except /healthz, /readyz)"},
     {"body-limit", O_SIZE, false, &D.body_limit, "BYTES   largest request body (default 16 MiB)"},
     {"log-format", O_STR, true, &D.log_format, "json|logfmt"},
-    {"sim-ice", O_LIST, false, &D.sim_ice, "TYPE/ZONE/CT  the sim provider reports insufficient capacity for it (repeatable)"},
-    {"provider", O_STR, false, &D.provider, "sim|http  the cloud: in-process (default) or the REST contract over libcurl"},
+    {"sim-ice", O_LIST, false, &D.sim_ice,
+     "TYPE/ZONE/CT  the sim provider reports insufficient capacity for it (repeatable)"},
+    {"provider", O_STR, false, &D.provider,
+     "sim|http  the cloud: in-process (default) or the REST contract over libcurl"},
     {"cloud-url", O_STR, false, &D.cloud_url, "URL      the http provider's base URL (e.g. a dovetail fakecloud)"},
     {"cluster", O_STR, false, &D.cluster, "NAME       tags instances, filters GET /instances (default dovetail)"},
     {"poll", O_DUR_MS, true, &D.poll_ms, "DUR           instance and catalog polling (default 60s)"},
@@ -551,8 +576,12 @@ static int opt_set(const opt *o, const char *v, bool apply, char *why, size_t n)
     return 0;
   }
   }
-  static const char *const expect[] = {"", "a duration such as 1s, 500ms or 3m", "a duration such as 30s or 5m",
-                                       "an integer from 0 to 100", "a byte count from 1", "",
+  static const char *const expect[] = {"",
+                                       "a duration such as 1s, 500ms or 3m",
+                                       "a duration such as 30s or 5m",
+                                       "an integer from 0 to 100",
+                                       "a byte count from 1",
+                                       "",
                                        "a count or a percentage such as 3 or 40%"};
   snprintf(why, n, "--%s: expected %s, got \"%s\"", o->name, expect[o->kind], v);
   return -1;
@@ -809,8 +838,8 @@ static int loop_open(void) {
     return 1;
   }
   D.port = D.http.port;
-  uv_timer_t *timers[] = {&D.idle, &D.max, &D.debounce, &D.poll, &D.circuit_timer, &D.again,
-                          &D.state_timer, &D.disrupt, &D.requeue, &D.lag, &D.launch_tick};
+  uv_timer_t *timers[] = {&D.idle,        &D.max,     &D.debounce, &D.poll, &D.circuit_timer, &D.again,
+                          &D.state_timer, &D.disrupt, &D.requeue,  &D.lag,  &D.launch_tick};
   for (size_t i = 0; i < sizeof timers / sizeof *timers; i++) uv_timer_init(D.loop, timers[i]);
   D.jitter = (uint64_t)wall();
   D.start_seed = (uint64_t)wall() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
@@ -852,10 +881,10 @@ static void loop_close(void) {
   for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight(); i++) uv_run(D.loop, UV_RUN_ONCE);
   save_state();
   dt__httpd_close(&D.http);
-  uv_handle_t *handles[] = {(uv_handle_t *)&D.idle,        (uv_handle_t *)&D.max,       (uv_handle_t *)&D.debounce,
-                            (uv_handle_t *)&D.poll,        (uv_handle_t *)&D.again,     (uv_handle_t *)&D.state_timer,
-                            (uv_handle_t *)&D.disrupt,     (uv_handle_t *)&D.circuit_timer,
-                            (uv_handle_t *)&D.requeue,     (uv_handle_t *)&D.lag,       (uv_handle_t *)&D.launch_tick};
+  uv_handle_t *handles[] = {(uv_handle_t *)&D.idle,    (uv_handle_t *)&D.max,           (uv_handle_t *)&D.debounce,
+                            (uv_handle_t *)&D.poll,    (uv_handle_t *)&D.again,         (uv_handle_t *)&D.state_timer,
+                            (uv_handle_t *)&D.disrupt, (uv_handle_t *)&D.circuit_timer, (uv_handle_t *)&D.requeue,
+                            (uv_handle_t *)&D.lag,     (uv_handle_t *)&D.launch_tick};
   for (size_t i = 0; i < sizeof handles / sizeof *handles; i++) uv_close(handles[i], on_close_noop);
   dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);

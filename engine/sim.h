@@ -29,10 +29,10 @@ typedef struct spod {
   int64_t arrive, life; /* ms; life < 0: stays */
   int64_t cpu, mem;     /* requests, milli-units */
   int state;
-  int32_t claim;        /* while running */
-  int64_t since;        /* pending since, or running since */
-  double run_ms;        /* time spent running */
-  const char *owner;    /* a scenario's Deployment, or NULL */
+  int32_t claim;     /* while running */
+  int64_t since;     /* pending since, or running since */
+  double run_ms;     /* time spent running */
+  const char *owner; /* a scenario's Deployment, or NULL */
 } spod;
 
 typedef struct sclaim {
@@ -92,8 +92,8 @@ typedef struct reason_count {
 /* The inputs every run shares. */
 typedef struct inputs {
   const char *catalog;
-  cJSON *cluster;   /* documents */
-  cJSON *scenario;  /* events, sorted by time */
+  cJSON *cluster;  /* documents */
+  cJSON *scenario; /* events, sorted by time */
   DT_VEC(int64_t) scen_at;
   /* the trace, as columns */
   DT_VEC(int64_t) t_arrive, t_life, t_cpu, t_mem;
@@ -122,7 +122,7 @@ typedef struct run {
   DT_VEC(outage) outages;
   DT_VEC(deployment) deps;
   DT_VEC(spool) npools;
-  bool check_budgets; /* false when a policy's budget hook decides them */
+  bool check_budgets;   /* false when a policy's budget hook decides them */
   DT_VEC(double) waits; /* seconds, every pending episode that ended */
   size_t waits_seen;    /* waits before this step */
   DT_VEC(sample) series;
@@ -133,7 +133,7 @@ typedef struct run {
   size_t arrivals, departed, launches, disruptions, interruptions, live_nodes[DT_CT_N];
   size_t policy_errors_before;
   char last_decision[1600];
-  char violation[1200]; /* the first invariant broken, or "" */
+  char violation[1200];  /* the first invariant broken, or "" */
   int64_t fail_startups; /* launches whose nodes will never initialize */
 } run;
 

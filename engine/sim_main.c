@@ -19,7 +19,8 @@ static const char *k_sim_usage =
     "usage: dovetail simulate -f CLUSTER.yaml [--trace FILE.csv[.gz]] [--scenario FILE.yaml] [options]\n"
     "Replay a cluster on a virtual clock through the daemon's own controller, with a simulated cloud.\n"
     "  -f, --filename FILE   the cluster to start from (NodePools, Nodes, pods, VM pools); repeatable\n"
-    "  --trace FILE          pod arrivals: arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored\n"
+    "  --trace FILE          pod arrivals: "
+    "arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored\n"
     "                        (the Azure 2017 trace's format; .gz read as is)\n"
     "  --trace-limit N       only the first N arrivals\n"
     "  --scenario FILE       timed events: apply, delete, scale, unavailable, interrupt, price, pods, failStartup\n"
@@ -73,14 +74,22 @@ static int sim_option(const char *a, const char *val, inputs *in, simargs *o) {
   char *end;
   if (!strcmp(a, "-f") || !strcmp(a, "--filename")) return dt__vec_push(&o->files, val) ? 2 : 0;
   if (!strcmp(a, "--policy")) return dt__vec_push(&o->policies, val) ? 2 : 0;
-  if (!strcmp(a, "--trace")) o->trace = val;
-  else if (!strcmp(a, "--scenario")) o->scenario = val;
-  else if (!strcmp(a, "--catalog")) in->catalog = val;
-  else if (!strcmp(a, "--policy-dir")) in->cfg.policy_dir = val;
-  else if (!strcmp(a, "--out")) o->out = val;
-  else if (!strcmp(a, "--report")) o->report = val;
-  else if (!strcmp(a, "--spot-advisor")) o->advisor = val;
-  else if (!strcmp(a, "-o") || !strcmp(a, "--output")) o->format = val;
+  if (!strcmp(a, "--trace"))
+    o->trace = val;
+  else if (!strcmp(a, "--scenario"))
+    o->scenario = val;
+  else if (!strcmp(a, "--catalog"))
+    in->catalog = val;
+  else if (!strcmp(a, "--policy-dir"))
+    in->cfg.policy_dir = val;
+  else if (!strcmp(a, "--out"))
+    o->out = val;
+  else if (!strcmp(a, "--report"))
+    o->report = val;
+  else if (!strcmp(a, "--spot-advisor"))
+    o->advisor = val;
+  else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+    o->format = val;
   else if (!strcmp(a, "--packing")) {
     if (strcmp(val, "cost") && strcmp(val, "ffd")) {
       fprintf(stderr, "dovetail simulate: --packing: expected cost or ffd, got \"%s\"\n", val);
@@ -161,7 +170,8 @@ static int sim_args(int argc, char **argv, inputs *in, simargs *o) {
       continue;
     }
     if (!val) {
-      fprintf(stderr, "dovetail simulate: %s option %s\n", a[0] == '-' ? "incomplete or unknown" : "unexpected argument", a);
+      fprintf(stderr, "dovetail simulate: %s option %s\n",
+              a[0] == '-' ? "incomplete or unknown" : "unexpected argument", a);
       return sim_usage(stderr, 2);
     }
     i++;
@@ -217,8 +227,9 @@ static int read_advisor(inputs *in, const char *advisor, dt_error *err) {
   size_t len = 0;
   int rc = advisor ? dt__read_file(advisor, &buf, &len, err) : 0;
   if (!rc) {
-    in->advisor = advisor ? cJSON_ParseWithLength(buf, len)
-                          : cJSON_ParseWithLength(dt__bundled_advisor, (size_t)(dt__bundled_advisor_end - dt__bundled_advisor));
+    in->advisor =
+        advisor ? cJSON_ParseWithLength(buf, len)
+                : cJSON_ParseWithLength(dt__bundled_advisor, (size_t)(dt__bundled_advisor_end - dt__bundled_advisor));
     if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(in->advisor, "instanceTypes")))
       rc = dt__err(err, DT_EINVAL, "%s: expected {\"instanceTypes\": {TYPE: {\"r\": BUCKET}}}",
                    advisor ? advisor : "the bundled spot advisor data");
@@ -235,12 +246,12 @@ static run *make_runs(const inputs *in, const simargs *o, size_t *nruns) {
   if (o->baseline) runs[k++] = (run){.in = in, .label = "baseline (ffd)", .packing = DT_PACKING_FFD};
   for (size_t i = 0; i < o->policies.n; i++) {
     const char *base = strrchr(o->policies.v[i], '/');
-    runs[k++] = (run){.in = in, .label = base ? base + 1 : o->policies.v[i], .policy_path = o->policies.v[i],
-                      .packing = o->packing};
+    runs[k++] = (run){
+        .in = in, .label = base ? base + 1 : o->policies.v[i], .policy_path = o->policies.v[i], .packing = o->packing};
   }
   if (!o->policies.n && !o->baseline)
-    runs[k++] = (run){.in = in, .label = o->packing == DT_PACKING_FFD ? "built-in (ffd)" : "built-in (cost)",
-                      .packing = o->packing};
+    runs[k++] = (run){
+        .in = in, .label = o->packing == DT_PACKING_FFD ? "built-in (ffd)" : "built-in (cost)", .packing = o->packing};
   *nruns = n;
   return runs;
 }
@@ -314,8 +325,8 @@ int dt__simulate_main(int argc, char **argv) {
       getrusage(RUSAGE_SELF, &ru);
       double wall_s = (dt__now_ms() - w0) / 1000;
       fprintf(stderr, "%s: %.0f simulated s in %.1f s wall (%.0fx real time), %zu pods, peak RSS %ld MiB\n",
-              runs[i].label, (double)in.duration_ms / 1000, wall_s, wall_s > 0 ? (double)in.duration_ms / 1000 / wall_s : 0,
-              runs[i].arrivals, ru.ru_maxrss / 1024);
+              runs[i].label, (double)in.duration_ms / 1000, wall_s,
+              wall_s > 0 ? (double)in.duration_ms / 1000 / wall_s : 0, runs[i].arrivals, ru.ru_maxrss / 1024);
     }
     if (!rc) {
       ss[i] = summarize(&runs[i]);
@@ -337,4 +348,3 @@ done:
   dt__free(in.t_arrive.v), dt__free(in.t_life.v), dt__free(in.t_cpu.v), dt__free(in.t_mem.v), dt__free(in.scen_at.v);
   return rc ? 1 : 0;
 }
-

@@ -53,7 +53,8 @@ cJSON *run_json(run *r, const summary *s) {
   cJSON_AddNumberToObject(sm, "nodesLaunched", (double)s->launches);
   cJSON_AddNumberToObject(sm, "disruptions", (double)s->disruptions);
   cJSON *byr = cJSON_AddObjectToObject(sm, "disruptionsByReason");
-  for (size_t i = 0; i < r->reasons.n; i++) cJSON_AddNumberToObject(byr, r->reasons.v[i].reason, (double)r->reasons.v[i].n);
+  for (size_t i = 0; i < r->reasons.n; i++)
+    cJSON_AddNumberToObject(byr, r->reasons.v[i].reason, (double)r->reasons.v[i].n);
   cJSON_AddNumberToObject(sm, "interruptions", (double)s->interruptions);
   cJSON_AddNumberToObject(sm, "pendingAtEnd", (double)s->pending_end);
   cJSON_AddNumberToObject(sm, "policyErrors", (double)s->policy_errors);
@@ -125,8 +126,10 @@ static void html_chart(dt_buf *b, const char *title, const char *unit, series_fn
   if (ymax <= 0) ymax = 1;
   double mag = pow(10, floor(log10(ymax))), fr = ymax / mag; /* a round top: 1, 2, 2.5 or 5 x 10^k */
   ymax = mag * (fr <= 1 ? 1 : fr <= 2 ? 2 : fr <= 2.5 ? 2.5 : fr <= 5 ? 5 : 10);
-  dt__buf_printf(b, "<figure class=\"chart\"><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" "
-                    "role=\"img\" aria-label=\"%s\">\n", W, H, title);
+  dt__buf_printf(b,
+                 "<figure class=\"chart\"><svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" "
+                 "role=\"img\" aria-label=\"%s\">\n",
+                 W, H, title);
   /* each chart carries its style, so one can be cut out as an SVG file */
   dt__buf_puts(b, "<style>text{font:10px system-ui,sans-serif;fill:#222}.title{font-weight:600;font-size:13px}"
                   ".grid{stroke:#ddd}.ylab{text-anchor:end}.xlab{text-anchor:middle}</style>\n"
@@ -143,14 +146,15 @@ static void html_chart(dt_buf *b, const char *title, const char *unit, series_fn
                    g == 4 ? " style=\"text-anchor:end\"" : "", th);
   }
   for (size_t i = 0; i < n; i++) {
-    dt__buf_printf(b, "<text x=\"%.0f\" y=\"18\" style=\"text-anchor:end;fill:%s\">", W - R - 150.0 * (double)(n - 1 - i),
-                   k_colors[i % 6]);
+    dt__buf_printf(b, "<text x=\"%.0f\" y=\"18\" style=\"text-anchor:end;fill:%s\">",
+                   W - R - 150.0 * (double)(n - 1 - i), k_colors[i % 6]);
     html_escape(b, runs[i].label);
     dt__buf_puts(b, "</text>\n");
   }
   for (size_t i = 0; i < n; i++) {
-    dt__buf_printf(b, "<polyline class=\"series\" data-run=\"%zu\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", i,
-                   k_colors[i % 6]);
+    dt__buf_printf(
+        b, "<polyline class=\"series\" data-run=\"%zu\" fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", i,
+        k_colors[i % 6]);
     for (size_t k = 0; k < runs[i].series.n; k++) {
       const sample *s = &runs[i].series.v[k];
       double x = L + (W - L - R) * (double)s->t / tmax, y = T + (H - T - B) * (1 - f(s) / ymax);
@@ -163,36 +167,46 @@ static void html_chart(dt_buf *b, const char *title, const char *unit, series_fn
 
 static void html_escape(dt_buf *b, const char *s) {
   for (; *s; s++) {
-    if (*s == '<') dt__buf_puts(b, "&lt;");
-    else if (*s == '>') dt__buf_puts(b, "&gt;");
-    else if (*s == '&') dt__buf_puts(b, "&amp;");
-    else if (*s == '"') dt__buf_puts(b, "&quot;");
-    else dt__buf_putc(b, *s);
+    if (*s == '<')
+      dt__buf_puts(b, "&lt;");
+    else if (*s == '>')
+      dt__buf_puts(b, "&gt;");
+    else if (*s == '&')
+      dt__buf_puts(b, "&amp;");
+    else if (*s == '"')
+      dt__buf_puts(b, "&quot;");
+    else
+      dt__buf_putc(b, *s);
   }
 }
 
 int write_report(const char *path, run *runs, const summary *ss, size_t n, dt_error *err) {
   dt_buf b = {0};
-  dt__buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dovetail simulate</title>\n"
-                   "<style>body{font:14px system-ui,sans-serif;margin:24px;color:#222}"
-                   "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}"
-                   "th:first-child,td:first-child{text-align:left}.charts{margin-top:18px;display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:12px}"
-                   "figure{margin:0}svg{width:100%;height:auto}"
-                   ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:middle}</style>\n"
-                   "</head><body>\n<h1>dovetail simulate</h1>\n");
+  dt__buf_puts(&b,
+               "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>dovetail simulate</title>\n"
+               "<style>body{font:14px system-ui,sans-serif;margin:24px;color:#222}"
+               "table{border-collapse:collapse}td,th{padding:4px 10px;border-bottom:1px solid #ddd;text-align:right}"
+               "th:first-child,td:first-child{text-align:left}.charts{margin-top:18px;display:grid;grid-template-"
+               "columns:repeat(auto-fill,minmax(520px,1fr));gap:12px}"
+               "figure{margin:0}svg{width:100%;height:auto}"
+               ".swatch{display:inline-block;width:12px;height:12px;margin-right:6px;vertical-align:middle}</style>\n"
+               "</head><body>\n<h1>dovetail simulate</h1>\n");
   const sample *last = runs[0].series.n ? &runs[0].series.v[runs[0].series.n - 1] : NULL;
   dt__buf_printf(&b, "<p>%.1f simulated hours, seed %llu, %zu pods.</p>\n", last ? (double)last->t / 3600 : 0.0,
                  (unsigned long long)runs[0].in->seed, ss[0].pods);
-  dt__buf_puts(&b, "<table id=\"summary\"><thead><tr><th>run</th><th>cost ($)</th><th>$ per pod-hour</th><th>p50 pending (s)</th>"
-                   "<th>p99 pending (s)</th><th>nodes launched</th><th>disruptions</th><th>interruptions</th>"
-                   "<th>pending at end</th><th>policy errors</th></tr></thead><tbody>\n");
+  dt__buf_puts(
+      &b,
+      "<table id=\"summary\"><thead><tr><th>run</th><th>cost ($)</th><th>$ per pod-hour</th><th>p50 pending (s)</th>"
+      "<th>p99 pending (s)</th><th>nodes launched</th><th>disruptions</th><th>interruptions</th>"
+      "<th>pending at end</th><th>policy errors</th></tr></thead><tbody>\n");
   for (size_t i = 0; i < n; i++) {
     dt__buf_printf(&b, "<tr><td><span class=\"swatch\" style=\"background:%s\"></span>", k_colors[i % 6]);
     html_escape(&b, runs[i].label);
-    dt__buf_printf(&b, "</td><td>%.2f</td><td>%.4f</td><td>%.0f</td><td>%.0f</td><td>%zu</td><td>%zu</td><td>%zu</td>"
-                       "<td>%zu</td><td>%zu</td></tr>\n",
-                   ss[i].cost, ss[i].cost_per_pod_hour, ss[i].wait_p50, ss[i].wait_p99, ss[i].launches, ss[i].disruptions,
-                   ss[i].interruptions, ss[i].pending_end, ss[i].policy_errors);
+    dt__buf_printf(&b,
+                   "</td><td>%.2f</td><td>%.4f</td><td>%.0f</td><td>%.0f</td><td>%zu</td><td>%zu</td><td>%zu</td>"
+                   "<td>%zu</td><td>%zu</td></tr>\n",
+                   ss[i].cost, ss[i].cost_per_pod_hour, ss[i].wait_p50, ss[i].wait_p99, ss[i].launches,
+                   ss[i].disruptions, ss[i].interruptions, ss[i].pending_end, ss[i].policy_errors);
   }
   dt__buf_puts(&b, "</tbody></table>\n<div class=\"charts\">\n");
   html_chart(&b, "Hourly cost ($/h)", "", f_hourly, runs, n);
@@ -221,4 +235,3 @@ int write_report(const char *path, run *runs, const summary *ss, size_t n, dt_er
   }
   return 0;
 }
-

@@ -134,7 +134,8 @@ void interrupt_claim(run *r, uint32_t ci) {
   if (!c->live) return;
   cJSON *e = cJSON_CreateObject();
   bool spot = !strcmp(c->ct, "spot");
-  cJSON_AddStringToObject(e, "detail-type", spot ? "EC2 Spot Instance Interruption Warning" : "EC2 Instance State-change Notification");
+  cJSON_AddStringToObject(e, "detail-type",
+                          spot ? "EC2 Spot Instance Interruption Warning" : "EC2 Instance State-change Notification");
   cJSON *det = cJSON_AddObjectToObject(e, "detail");
   cJSON_AddStringToObject(det, "instance-id", c->id);
   if (!spot) cJSON_AddStringToObject(det, "state", "stopping");
@@ -204,7 +205,8 @@ void scenario_event(run *r, uint32_t idx) {
     if (dt__vec_push(&r->outages, o)) violate(r, "out of memory");
   }
   if ((v = jget(ev, "interrupt"))) {
-    const char *claim = dt__jstr(v, "nodeClaim"), *type = dt__jstr(v, "instanceType"), *ct = dt__jstr(v, "capacityType");
+    const char *claim = dt__jstr(v, "nodeClaim"), *type = dt__jstr(v, "instanceType"),
+               *ct = dt__jstr(v, "capacityType");
     const cJSON *cnt = jget(v, "count");
     int64_t want = cJSON_IsNumber(cnt) ? dt__to_i64(cnt->valuedouble) : 1;
     for (size_t i = 0; i < r->claims.n && want > 0; i++) {
@@ -224,7 +226,8 @@ void scenario_event(run *r, uint32_t idx) {
       dt_ctype *t = &r->cat->types[i];
       if (strcmp(t->name, type)) continue;
       for (size_t k = 0; k < t->noff; k++)
-        if ((!zone || !strcmp(t->off[k].zone, zone)) && (cti < 0 || t->off[k].ct == cti)) t->off[k].price = pr->valuedouble;
+        if ((!zone || !strcmp(t->off[k].zone, zone)) && (cti < 0 || t->off[k].ct == cti))
+          t->off[k].price = pr->valuedouble;
     }
   }
   if ((v = jget(ev, "failStartup"))) { /* the next launches' nodes never initialize */
@@ -283,7 +286,8 @@ int read_trace(inputs *in, const char *path, size_t limit, dt_error *err) {
   char line[512];
   size_t lineno = 0;
   int rc = 0;
-  while (!rc && gzgets(g, line, sizeof line) && (!limit || in->t_arrive.n < limit)) rc = trace_line(in, path, ++lineno, line, err);
+  while (!rc && gzgets(g, line, sizeof line) && (!limit || in->t_arrive.n < limit))
+    rc = trace_line(in, path, ++lineno, line, err);
   gzclose(g);
   return rc;
 }
@@ -318,8 +322,10 @@ int read_scenario(inputs *in, const char *path, dt_error *err) {
       bool ok = false;
       for (size_t k = 0; k < sizeof known / sizeof *known; k++) ok |= !strcmp(f->string, known[k]);
       if (!ok) {
-        rc = dt__err(err, DT_EINVAL, "%s: events[%d].%s: unknown field (at, apply, delete, scale, unavailable, interrupt, "
-                                     "price, pods, failStartup)", path, i, f->string);
+        rc = dt__err(err, DT_EINVAL,
+                     "%s: events[%d].%s: unknown field (at, apply, delete, scale, unavailable, interrupt, "
+                     "price, pods, failStartup)",
+                     path, i, f->string);
         cJSON_Delete(events);
         return rc;
       }

@@ -186,14 +186,17 @@ static void on_instance(void *ud, bool added, const char *id, const char *claim,
     r->launches++;
     if (cti >= 0) r->live_nodes[cti]++;
     if (cti == DT_CT_SPOT) { /* the cloud decides now when it takes this one back */
-      const cJSON *e = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r->in->advisor, "instanceTypes"), type);
+      const cJSON *e =
+          cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r->in->advisor, "instanceTypes"), type);
       int bucket = e ? (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "r")) : 0;
       if (bucket < 0 || bucket > 4) bucket = 0;
       const cJSON *ph = cJSON_GetObjectItemCaseSensitive(e, "perHour"); /* a what-if rate, given directly */
-      double per_hour = cJSON_IsNumber(ph) && ph->valuedouble > 0 ? ph->valuedouble : -log(1 - k_bucket_month[bucket]) / 730.0;
+      double per_hour =
+          cJSON_IsNumber(ph) && ph->valuedouble > 0 ? ph->valuedouble : -log(1 - k_bucket_month[bucket]) / 730.0;
       double hours = -log(uniform(r->in->seed, id)) / per_hour;
       int64_t at_ms = r->now + (int64_t)(hours * HOUR_MS);
-      if (at_ms - WARNING_MS < r->t0 + r->in->duration_ms) ev_push(r, at_ms - WARNING_MS, EV_WARN, (uint32_t)r->claims.n - 1);
+      if (at_ms - WARNING_MS < r->t0 + r->in->duration_ms)
+        ev_push(r, at_ms - WARNING_MS, EV_WARN, (uint32_t)r->claims.n - 1);
     }
     return;
   }
@@ -210,7 +213,8 @@ static void on_instance(void *ud, bool added, const char *id, const char *claim,
   c->pods.n = 0;
   /* a node with pods goes only by a command that names it */
   if (busy && !strstr(r->last_decision, claim))
-    violate(r, "NodeClaim %s was deleted with pods on it, and no decision names it (last: %s)", claim, r->last_decision);
+    violate(r, "NodeClaim %s was deleted with pods on it, and no decision names it (last: %s)", claim,
+            r->last_decision);
   c->live = false;
   c->removed = r->now;
   r->hourly -= c->price;
@@ -248,7 +252,8 @@ static void on_running(void *ud, const char *claim, const char *pods) {
   }
   if (r->in->check && (c->used_cpu > c->alloc_cpu || c->used_mem > c->alloc_mem || c->used_pods > c->alloc_pods) &&
       c->alloc_cpu)
-    violate(r, "NodeClaim %s (%s) holds %lldm cpu, %lld MiB, %lld pods: more than its allocatable %lldm, %lld MiB, %lld",
+    violate(r,
+            "NodeClaim %s (%s) holds %lldm cpu, %lld MiB, %lld pods: more than its allocatable %lldm, %lld MiB, %lld",
             claim, c->type, (long long)c->used_cpu, (long long)(c->used_mem / 1000 / 1048576), (long long)c->used_pods,
             (long long)c->alloc_cpu, (long long)(c->alloc_mem / 1000 / 1048576), (long long)c->alloc_pods);
 }
@@ -300,8 +305,8 @@ static void budget_check(run *r, const char *names, unsigned reason, const char 
   }
   int64_t most = dt__budget_nodes(np, reason, r->now / 1000, nodes);
   if (disrupting > most)
-    violate(r, "NodePool %s: %lld of its %lld nodes disrupting at once, more than its %s budget of %lld (last: %s)", pool,
-            (long long)disrupting, (long long)nodes, word, (long long)most, r->last_decision);
+    violate(r, "NodePool %s: %lld of its %lld nodes disrupting at once, more than its %s budget of %lld (last: %s)",
+            pool, (long long)disrupting, (long long)nodes, word, (long long)most, r->last_decision);
 }
 
 static void on_decision(void *ud, const char *kind, const char *subject, const char *reason) {
@@ -310,9 +315,10 @@ static void on_decision(void *ud, const char *kind, const char *subject, const c
   char word[48];
   reason_word(reason, word, sizeof word);
   const char *names = !strncmp(subject, "NodeClaim ", 10) ? subject + 10 : NULL;
-  unsigned bit = !strcmp(word, "Empty") ? DT_REASON_EMPTY
-                 : !strcmp(word, "Drifted") ? DT_REASON_DRIFTED
-                 : !strcmp(word, "Underutilized") ? DT_REASON_UNDERUTILIZED : 0;
+  unsigned bit = !strcmp(word, "Empty")           ? DT_REASON_EMPTY
+                 : !strcmp(word, "Drifted")       ? DT_REASON_DRIFTED
+                 : !strcmp(word, "Underutilized") ? DT_REASON_UNDERUTILIZED
+                                                  : 0;
   if (names && !strcmp(kind, "disrupt-aborted")) { /* its replacement failed: the node stays, untainted */
     int32_t ci = map_get(r, true, dt__sym_find(&r->names, names));
     if (ci >= 0) r->claims.v[ci].disrupting = false;
@@ -418,12 +424,12 @@ void pod_requests(const cJSON *o, int64_t *cpu, int64_t *mem) {
   *cpu = *mem = 0;
   const cJSON *c;
   cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "spec"), "containers")) {
-    const cJSON *req =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "resources"), "requests");
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "resources"), "requests");
     char tmp[64];
     const char *v;
     int64_t q;
-    if ((v = dt__scalar(cJSON_GetObjectItemCaseSensitive(req, "cpu"), tmp, sizeof tmp)) && !dt_quantity_parse(v, &q, NULL))
+    if ((v = dt__scalar(cJSON_GetObjectItemCaseSensitive(req, "cpu"), tmp, sizeof tmp)) &&
+        !dt_quantity_parse(v, &q, NULL))
       *cpu += q;
     if ((v = dt__scalar(cJSON_GetObjectItemCaseSensitive(req, "memory"), tmp, sizeof tmp)) &&
         !dt_quantity_parse(v, &q, NULL))
@@ -581,9 +587,9 @@ static void progress(const run *r, size_t k, size_t nruns, double wall0) {
   double rate = el > 0 ? (double)(r->now - r->t0) / 1000 / el : 0;
   double eta = done > 0 ? el / done - el : 0;
   int64_t st = (r->now - r->t0) / 1000;
-  fprintf(stderr, "\rsimulate: %s (%zu/%zu) %lldd%02lldh%02lldm %3.0f%%  %.0fx real time  ETA %.0fs   ", r->label, k + 1,
-          nruns, (long long)(st / 86400), (long long)(st % 86400 / 3600), (long long)(st % 3600 / 60), done * 100, rate,
-          eta);
+  fprintf(stderr, "\rsimulate: %s (%zu/%zu) %lldd%02lldh%02lldm %3.0f%%  %.0fx real time  ETA %.0fs   ", r->label,
+          k + 1, nruns, (long long)(st / 86400), (long long)(st % 86400 / 3600), (long long)(st % 3600 / 60),
+          done * 100, rate, eta);
   fflush(stderr);
 }
 
@@ -669,8 +675,10 @@ void run_free(run *r) {
     sclaim *c = &r->claims.v[i];
     dt__free(c->id), dt__free(c->type), dt__free(c->zone), dt__free(c->ct), dt__free(c->pool), dt__free(c->pods.v);
   }
-  for (size_t i = 0; i < r->outages.n; i++) dt__free(r->outages.v[i].type), dt__free(r->outages.v[i].zone), dt__free(r->outages.v[i].ct);
-  for (size_t i = 0; i < r->deps.n; i++) dt__free(r->deps.v[i].ns), dt__free(r->deps.v[i].name), cJSON_Delete(r->deps.v[i].tmpl);
+  for (size_t i = 0; i < r->outages.n; i++)
+    dt__free(r->outages.v[i].type), dt__free(r->outages.v[i].zone), dt__free(r->outages.v[i].ct);
+  for (size_t i = 0; i < r->deps.n; i++)
+    dt__free(r->deps.v[i].ns), dt__free(r->deps.v[i].name), cJSON_Delete(r->deps.v[i].tmpl);
   for (size_t i = 0; i < r->npools.n; i++) dt__free(r->npools.v[i].name), dt_manifests_free(r->npools.v[i].m);
   dt__free(r->npools.v);
   dt__free(r->claims.v), dt__free(r->pods.v), dt__free(r->heap.v), dt__free(r->outages.v), dt__free(r->deps.v);
@@ -679,4 +687,3 @@ void run_free(run *r) {
   dt_policy_free(r->policy);
   dt_catalog_free(r->cat);
 }
-

@@ -232,9 +232,9 @@ static const char *check_options(lua_State *L, int mode) {
       int whole;
       lua_tointegerx(L, -1, &whole); /* a float with an exact integer value, such as 2^31 * 1.0, is fine */
       if (!whole)
-        msg = lua_pushfstring(L, "%s: expected %s, got %f", k_opts[i].key,
-                              !strcmp(k_opts[i].key, "now") ? "whole Unix seconds" : k_opts[i].want,
-                              lua_tonumber(L, -1));
+        msg =
+            lua_pushfstring(L, "%s: expected %s, got %f", k_opts[i].key,
+                            !strcmp(k_opts[i].key, "now") ? "whole Unix seconds" : k_opts[i].want, lua_tonumber(L, -1));
     } else if (t == LUA_TUSERDATA) {
       dt_policy **pp = luaL_testudata(L, -1, POLICY_MT);
       if (!pp)
@@ -326,8 +326,9 @@ static int job_options(lua_State *L, job *j) {
   lua_pop(L, 4);
   lua_getfield(L, 1, "format");
   j->fmt = lua_tostring(L, -1); /* stays on the stack until we return */
-  j->f = j->fmt && !strcmp(j->fmt, "yaml") ? DT_FORMAT_YAML : j->fmt && !strcmp(j->fmt, "table") ? DT_FORMAT_TABLE
-                                                                                                  : DT_FORMAT_JSON;
+  j->f = j->fmt && !strcmp(j->fmt, "yaml")    ? DT_FORMAT_YAML
+         : j->fmt && !strcmp(j->fmt, "table") ? DT_FORMAT_TABLE
+                                              : DT_FORMAT_JSON;
   return 0;
 }
 
@@ -372,8 +373,8 @@ static int job_inputs(lua_State *L, job *j) {
 static int job_run(lua_State *L, job *j, int *nret) {
   dt_plan_opts *o = &j->opts;
   if (j->mode == RUN_DISRUPT) {
-    dt_disrupt_opts d = {o->now, o->seed, o->policy, 0, NULL, o->pool_policies, o->pool_policy_names,
-                         o->npool_policies, NULL};
+    dt_disrupt_opts d = {o->now, o->seed, o->policy, 0, NULL, o->pool_policies, o->pool_policy_names, o->npool_policies,
+                         NULL};
     lua_getfield(L, 1, "spot_to_spot");
     d.spot_to_spot = lua_toboolean(L, -1);
     lua_getfield(L, 1, "explain");
@@ -434,8 +435,10 @@ static int run(lua_State *L, int mode) {
   if (bad) {
     char msg[300];
     snprintf(msg, sizeof msg, "unknown option %s (dovetail.%s takes %s)", bad,
-             mode == RUN_POOL ? "pool" : mode == RUN_DISRUPT ? "disrupt" : "plan",
-             mode == RUN_POOL ? "manifests, files, now, seed, format, policy"
+             mode == RUN_POOL      ? "pool"
+             : mode == RUN_DISRUPT ? "disrupt"
+                                   : "plan",
+             mode == RUN_POOL      ? "manifests, files, now, seed, format, policy"
              : mode == RUN_DISRUPT ? "manifests, files, catalog, catalog_text, now, seed, format, policy, policy_dir, "
                                      "spot_to_spot, explain"
                                    : "manifests, files, catalog, catalog_text, now, seed, format, packing, policy, "
@@ -527,8 +530,8 @@ static const char *read_req(lua_State *L, int idx, dt_symtab *t, dt_arena *a, dt
   if (ty == LUA_TTABLE)
     for (lua_pushnil(L); lua_next(L, -2); count++) lua_pop(L, 1);
   if (count != n)
-    return lua_pushfstring(L, "requirement %d: values: expected a list of strings, got a table with keys other than 1..%d",
-                           idx, (int)n);
+    return lua_pushfstring(
+        L, "requirement %d: values: expected a list of strings, got a table with keys other than 1..%d", idx, (int)n);
   if ((o == DT_OP_IN || o == DT_OP_NOTIN) && n == 0)
     return lua_pushfstring(L, "requirement %d: values: %s needs at least one value", idx, dt__op_name(o));
   if ((o == DT_OP_EXISTS || o == DT_OP_DOESNOTEXIST) && n != 0)
@@ -544,7 +547,8 @@ static const char *read_req(lua_State *L, int idx, dt_symtab *t, dt_arena *a, dt
     lua_pop(L, 1);
     if (!v || (o >= DT_OP_GT && (!vals[i] || !t->isnum[vals[i]]))) {
       dt__free(vals);
-      return v ? lua_pushfstring(L, "requirement %d: values[1]: %s needs an integer, got \"%s\"", idx, dt__op_name(o), v)
+      return v ? lua_pushfstring(L, "requirement %d: values[1]: %s needs an integer, got \"%s\"", idx, dt__op_name(o),
+                                 v)
                : lua_pushfstring(L, "requirement %d: values[%d]: expected a string, got %s", idx, (int)i + 1,
                                  lua_typename(L, ty));
     }
@@ -555,9 +559,7 @@ static const char *read_req(lua_State *L, int idx, dt_symtab *t, dt_arena *a, dt
   return NULL;
 }
 
-static int cmp_cstr(const void *x, const void *y) {
-  return strcmp(*(const char *const *)x, *(const char *const *)y);
-}
+static int cmp_cstr(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
 
 /* dt.intersect(a, b) -> {key=, operator=, values=sorted, gte=, lte=}, compatible; or nil, message */
 static int l_intersect(lua_State *L) {
@@ -615,16 +617,11 @@ static int l_intersect(lua_State *L) {
 }
 
 static const luaL_Reg k_funcs[] = {
-    {"plan", l_plan},
-    {"pool", l_pool},
-    {"disrupt", l_disrupt},
-    {"milli", l_milli},
-    {"quantity", l_quantity},
-    {"format_quantity", l_format_quantity},
-    {"intersect", l_intersect},
-    {"policy", l_policy},
-    {"check", l_check},
-    {NULL, NULL},
+    {"plan", l_plan},           {"pool", l_pool},
+    {"disrupt", l_disrupt},     {"milli", l_milli},
+    {"quantity", l_quantity},   {"format_quantity", l_format_quantity},
+    {"intersect", l_intersect}, {"policy", l_policy},
+    {"check", l_check},         {NULL, NULL},
 };
 
 static const luaL_Reg k_policy_methods[] = {

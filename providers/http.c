@@ -51,7 +51,8 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
   if (++D.consecutive_failures >= 5 && D.circuit_until <= wall()) {
     D.circuit_until = wall() + 30;
     tm_start(&D.circuit_timer, on_circuit_close, 30000, 0);
-    logf_("error", "circuit", "open for 30s after %u consecutive provider failures (last: %s)", D.consecutive_failures, msg);
+    logf_("error", "circuit", "open for 30s after %u consecutive provider failures (last: %s)", D.consecutive_failures,
+          msg);
   }
   if (retry && lc->attempt < D.retries && D.circuit_until <= wall()) {
     /* jittered exponential backoff: 500 ms x 2^attempt x [0.5, 1.5) */
