@@ -36,6 +36,7 @@
 #include "model.h"
 #include "store.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -267,6 +268,7 @@ static void on_launch_tick(uv_timer_t *t);
 
 static void round_done(uv_work_t *req, int status) {
   round_work *w = req->data;
+  assert(D.planning); /* one round at a time, and this is it */
   D.planning = false;
   if (D.reload_pending) { /* the policy is free again: the new one decides from the next round */
     D.reload_pending = false;

@@ -10,6 +10,7 @@
 #include "model.h"
 #include "store.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -40,7 +41,9 @@ void store_rehash(void) {
 
 int obj_find(const char *key) {
   dt_sym s = dt__sym_find(&D.keys, key);
-  return s && s < D.slot.n ? D.slot.v[s] : -1;
+  int at = s && s < D.slot.n ? D.slot.v[s] : -1;
+  assert(at < 0 || ((size_t)at < D.objs.n && !strcmp(D.objs.v[at].key, key))); /* the map points at its object */
+  return at;
 }
 
 int obj_put_text(const char *key, char *json);

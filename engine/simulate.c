@@ -26,6 +26,7 @@
 #define _GNU_SOURCE
 #include "sim.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,7 @@ static int ev_push(run *r, int64_t t, int kind, uint32_t idx) {
 }
 
 static sevent ev_pop(run *r) {
+  assert(r->heap.n > 0);
   sevent top = r->heap.v[0];
   r->heap.v[0] = r->heap.v[--r->heap.n];
   for (size_t i = 0;;) {
@@ -115,6 +117,7 @@ int32_t map_get(const run *r, bool claim, dt_sym s) {
 /* Cost accrues at the hourly rate of the live instances. */
 static void accrue(run *r) {
   int64_t now = dt__ctl_now_ms();
+  assert(now >= r->last_cost_t); /* the virtual clock never goes back */
   if (now > r->last_cost_t) r->cost += r->hourly * (double)(now - r->last_cost_t) / HOUR_MS;
   r->last_cost_t = now;
   r->now = now;
