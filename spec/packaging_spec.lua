@@ -7,8 +7,10 @@ local h = require "helper"
 -- and without the flags of the make that runs the specs: dpkg-buildpackage,
 -- the compiler and the packaged programs are built without sanitizers.
 -- Returns the output (stdout and stderr) and the exit code.
+-- (make exports a variable set on its command line, so SANITIZE=1 is in the
+-- environment too.)
 local CLEAN_ENV = "env -u LD_PRELOAD -u ASAN_OPTIONS -u UBSAN_OPTIONS -u MAKEFLAGS -u MFLAGS -u MAKELEVEL " ..
-  "-u LUA_PATH_5_4 -u LUA_CPATH_5_4 "
+  "-u SANITIZE -u DOVETAIL_BUILD -u LUA_PATH_5_4 -u LUA_CPATH_5_4 "
 
 local function q(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
 
