@@ -2553,6 +2553,39 @@ fail:
   return failed(x);
 }
 
+static int claim_object(mctx *x, const cJSON *o) { return node(x, o, true); }
+static int node_object(mctx *x, const cJSON *o) { return node(x, o, false); }
+static int workload_object(mctx *x, const cJSON *o) { return workload(x, o, false); }
+static int daemonset_object(mctx *x, const cJSON *o) { return workload(x, o, true); }
+
+/* The kinds dovetail reads: an apiVersion ending in "/" names a group (any
+** version of it), any other one exactly. Other kinds are noted and skipped. */
+typedef struct reader {
+  const char *kind, *api;
+  int (*read)(mctx *x, const cJSON *o);
+} reader;
+
+static const reader k_readers[] = {
+    {"NodePool", "karpenter.sh/", nodepool},
+    {"NodeClaim", "karpenter.sh/", claim_object},
+    {"Pod", "v1", pod},
+    {"Node", "v1", node_object},
+    {"Deployment", "apps/", workload_object},
+    {"ReplicaSet", "apps/", workload_object},
+    {"StatefulSet", "apps/", workload_object},
+    {"DaemonSet", "apps/", daemonset_object},
+    {"RuntimeClass", "node.k8s.io/", runtime_class},
+    {"UnavailableOffering", "dovetail.dev/", unavailable},
+    {"PodDisruptionBudget", "policy/", pdb},
+    {"VirtualMachinePool", "pool.kubevirt.io/", vmpool},
+    {"VirtualMachine", "kubevirt.io/", vm},
+    {"KubeVirt", "kubevirt.io/", kubevirt},
+    {"PersistentVolume", "v1", persistent_volume},
+    {"StorageClass", "storage.k8s.io/", storage_class},
+    {"PersistentVolumeClaim", "v1", volume},
+    {"DataVolume", "cdi.kubevirt.io/", volume},
+};
+
 static int object(mctx *x, const cJSON *o, size_t docno) {
   if (!cJSON_IsObject(o)) {
     if (cJSON_IsNull(o)) return 0; /* empty document */
@@ -2577,25 +2610,12 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
     return 0;
   }
   if (!api) return bad(x, "apiVersion", "missing");
-  if (!strcmp(kind, "NodePool") && !strncmp(api, "karpenter.sh/", 13)) return nodepool(x, o);
-  if (!strcmp(kind, "NodeClaim") && !strncmp(api, "karpenter.sh/", 13)) return node(x, o, true);
-  if (!strcmp(kind, "Pod") && !strcmp(api, "v1")) return pod(x, o);
-  if (!strcmp(kind, "Node") && !strcmp(api, "v1")) return node(x, o, false);
-  if ((!strcmp(kind, "Deployment") || !strcmp(kind, "ReplicaSet") || !strcmp(kind, "StatefulSet")) &&
-      !strncmp(api, "apps/", 5))
-    return workload(x, o, false);
-  if (!strcmp(kind, "DaemonSet") && !strncmp(api, "apps/", 5)) return workload(x, o, true);
-  if (!strcmp(kind, "RuntimeClass") && !strncmp(api, "node.k8s.io/", 12)) return runtime_class(x, o);
-  if (!strcmp(kind, "UnavailableOffering") && !strncmp(api, "dovetail.dev/", 13)) return unavailable(x, o);
-  if (!strcmp(kind, "PodDisruptionBudget") && !strncmp(api, "policy/", 7)) return pdb(x, o);
-  if (!strcmp(kind, "VirtualMachinePool") && !strncmp(api, "pool.kubevirt.io/", 17)) return vmpool(x, o);
-  if (!strcmp(kind, "VirtualMachine") && !strncmp(api, "kubevirt.io/", 12)) return vm(x, o);
-  if (!strcmp(kind, "KubeVirt") && !strncmp(api, "kubevirt.io/", 12)) return kubevirt(x, o);
-  if (!strcmp(kind, "PersistentVolume") && !strcmp(api, "v1")) return persistent_volume(x, o);
-  if (!strcmp(kind, "StorageClass") && !strncmp(api, "storage.k8s.io/", 15)) return storage_class(x, o);
-  if ((!strcmp(kind, "PersistentVolumeClaim") && !strcmp(api, "v1")) ||
-      (!strcmp(kind, "DataVolume") && !strncmp(api, "cdi.kubevirt.io/", 16)))
-    return volume(x, o);
+  for (size_t i = 0; i < sizeof k_readers / sizeof *k_readers; i++) {
+    const reader *r = &k_readers[i];
+    size_t al = strlen(r->api);
+    if (!strcmp(kind, r->kind) && (r->api[al - 1] == '/' ? !strncmp(api, r->api, al) : !strcmp(api, r->api)))
+      return r->read(x, o);
+  }
   const char *nm = get_str(get(o, "metadata"), "name");
   dt__buf_printf(&x->m->notes, "%s: %s %s (%s): not used by plan, skipped\n", x->file, kind,
                  nm ? nm : "(unnamed)", api);
