@@ -45,6 +45,11 @@ static int oom(mctx *x) {
   return dt__err(x->err, DT_ENOMEM, "%s: out of memory", x->file);
 }
 
+/* Whether v is a whole number from lo to hi (Kubernetes' integer fields). */
+static bool is_int_in(const cJSON *v, double lo, double hi) {
+  return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi && v->valuedouble == floor(v->valuedouble);
+}
+
 static const cJSON *get(const cJSON *o, const char *k) {
   return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
 }
@@ -373,8 +378,7 @@ static int parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *o
     if (mv && !cJSON_IsNull(mv)) {
       snprintf(f, sizeof f, "%s[%zu].minValues", field, i);
       if (!allow_min_values) return bad(x, f, "only NodePool requirements take minValues");
-      if (!cJSON_IsNumber(mv) || mv->valuedouble < 1 || mv->valuedouble > 50 ||
-          mv->valuedouble != floor(mv->valuedouble))
+      if (!is_int_in(mv, 1, 50))
         return bad(x, f, "expected an integer from 1 to 50");
       q->min_values = (int)mv->valuedouble;
       if (q->op == DT_OP_IN && (size_t)q->min_values > q->n)
@@ -822,8 +826,7 @@ static int nodepool(mctx *x, const cJSON *o) {
   const cJSON *w = get(spec, "weight");
   rc = DT_EINVAL;
   if (w && !cJSON_IsNull(w)) {
-    if (!cJSON_IsNumber(w) || w->valuedouble < 0 || w->valuedouble > 100 ||
-        w->valuedouble != floor(w->valuedouble)) {
+    if (!is_int_in(w, 0, 100)) {
       bad(x, "spec.weight", "expected an integer from 0 to 100");
       goto fail;
     }
@@ -1155,8 +1158,7 @@ static int parse_podterms(mctx *x, const cJSON *arr, const char *field, bool wei
     if (weighted) {
       const cJSON *w = get(t, "weight");
       snprintf(f, sizeof f, "%s[%zu].weight", field, i);
-      if (!cJSON_IsNumber(w) || w->valuedouble < 1 || w->valuedouble > 100)
-        return bad(x, f, "expected an integer from 1 to 100");
+      if (!is_int_in(w, 1, 100)) return bad(x, f, "expected an integer from 1 to 100");
       d->weight = (int)w->valuedouble;
       term = get(t, "podAffinityTerm");
       snprintf(f, sizeof f, "%s[%zu].podAffinityTerm", field, i);
@@ -1189,13 +1191,12 @@ static int parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspe
     const cJSON *ms = get(t, "maxSkew"), *md = get(t, "minDomains");
     const char *key = get_str(t, "topologyKey"), *wu = get_str(t, "whenUnsatisfiable");
     snprintf(f, sizeof f, "%s[%zu].maxSkew", field, i);
-    if (!cJSON_IsNumber(ms) || ms->valuedouble < 1 || ms->valuedouble != floor(ms->valuedouble))
+    if (!is_int_in(ms, 1, 1e308))
       return bad(x, f, "expected an integer >= 1");
     d->max_skew = ms->valuedouble > 1e6 ? 1000000 : (int)ms->valuedouble;
     if (md && !cJSON_IsNull(md)) {
       snprintf(f, sizeof f, "%s[%zu].minDomains", field, i);
-      if (!cJSON_IsNumber(md) || md->valuedouble < 1 || md->valuedouble != floor(md->valuedouble))
-        return bad(x, f, "expected an integer >= 1");
+      if (!is_int_in(md, 1, 1e308)) return bad(x, f, "expected an integer >= 1");
       d->min_domains = md->valuedouble > 1e6 ? 1000000 : (int)md->valuedouble;
     }
     snprintf(f, sizeof f, "%s[%zu].topologyKey", field, i);
@@ -1339,8 +1340,7 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
       char g[500];
       const cJSON *w = get(t, "weight");
       snprintf(g, sizeof g, "%s[%zu].weight", f, i);
-      if (!cJSON_IsNumber(w) || w->valuedouble < 1 || w->valuedouble > 100)
-        return bad(x, g, "expected an integer from 1 to 100");
+      if (!is_int_in(w, 1, 100)) return bad(x, g, "expected an integer from 1 to 100");
       p->pref[i].weight = (int)w->valuedouble;
       p->npref++;
       snprintf(g, sizeof g, "%s[%zu].preference.matchExpressions", f, i);
@@ -1476,8 +1476,7 @@ static int workload(mctx *x, const cJSON *o, bool daemonset) {
   const cJSON *r = daemonset ? NULL : get(spec, "replicas");
   int64_t replicas = 1;
   if (r && !cJSON_IsNull(r)) {
-    if (!cJSON_IsNumber(r) || r->valuedouble < 0 || r->valuedouble != floor(r->valuedouble) ||
-        r->valuedouble > MAX_REPLICAS)
+    if (!is_int_in(r, 0, MAX_REPLICAS))
       return bad(x, "spec.replicas", "expected an integer from 0 to %d", MAX_REPLICAS);
     replicas = (int64_t)r->valuedouble;
   }
@@ -1887,7 +1886,7 @@ static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *
       const cJSON *d = get(cpu, dims[i]);
       snprintf(f, sizeof f, "%s.spec.domain.cpu.%s", path, dims[i]);
       if (!d || cJSON_IsNull(d)) continue;
-      if (!cJSON_IsNumber(d) || d->valuedouble < 1 || d->valuedouble > 4096 || d->valuedouble != floor(d->valuedouble))
+      if (!is_int_in(d, 1, 4096))
         rc = bad(x, f, "expected an integer from 1 to 4096");
       else
         vcpus *= (int64_t)d->valuedouble;
@@ -1968,7 +1967,7 @@ static int vmpool(mctx *x, const cJSON *o) {
   if (cJSON_IsNumber(gen)) p.generation = dt__to_i64(gen->valuedouble);
   const cJSON *r = get(spec, "replicas");
   if (r && !cJSON_IsNull(r)) {
-    if (!cJSON_IsNumber(r) || r->valuedouble < 0 || r->valuedouble != floor(r->valuedouble) || r->valuedouble > MAX_REPLICAS) {
+    if (!is_int_in(r, 0, MAX_REPLICAS)) {
       rc = bad(x, "spec.replicas", "expected an integer from 0 to %d", MAX_REPLICAS);
       goto fail;
     }
@@ -2112,7 +2111,7 @@ static int vmpool(mctx *x, const cJSON *o) {
     p.autoheal = true;
     const cJSON *t = get(ah, "startUpFailureThreshold");
     if (t && !cJSON_IsNull(t)) {
-      if (!cJSON_IsNumber(t) || t->valuedouble < 1 || t->valuedouble != floor(t->valuedouble) || t->valuedouble > 1e6) {
+      if (!is_int_in(t, 1, 1e6)) {
         rc = bad(x, "spec.autohealing.startUpFailureThreshold", "expected an integer of at least 1");
         goto fail;
       }

@@ -69,6 +69,23 @@ describe("bad manifests", function()
     assert.matches('Gt needs an integer, got "four"', err_of(np), 1, true)
   end)
 
+  it("rejects a weight that is not a whole number, as the API server does", function()
+    local err = err_of([[
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: c}]
+  affinity:
+    podAntiAffinity:
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 1.5
+          podAffinityTerm: {topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: a}}}
+]])
+    assert.matches("Pod default/p: spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: "
+      .. "expected an integer from 1 to 100", err, 1, true)
+  end)
+
   it("rejects an object without a name", function()
     assert.matches("Pod (unnamed): metadata.name: missing", err_of("apiVersion: v1\nkind: Pod\nspec: {}\n"), 1, true)
   end)
