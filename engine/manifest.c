@@ -50,6 +50,18 @@ static bool is_int_in(const cJSON *v, double lo, double hi) {
   return cJSON_IsNumber(v) && v->valuedouble >= lo && v->valuedouble <= hi && v->valuedouble == floor(v->valuedouble);
 }
 
+/* A list field's preamble: 1 when it is absent or null (no list); an error
+** naming the field when it is not a list; else 0, with *n its length and *v
+** zeroed room for as many elements of size bytes. */
+static int list_room(mctx *x, const cJSON *arr, const char *field, const char *what, size_t size, void **v,
+                     size_t *n) {
+  *n = 0;
+  if (!arr || cJSON_IsNull(arr)) return 1;
+  if (!cJSON_IsArray(arr)) return bad(x, field, "expected %s", what);
+  *n = (size_t)cJSON_GetArraySize(arr);
+  return (*v = dt__calloc(*n ? *n : 1, size)) ? 0 : oom(x);
+}
+
 static const cJSON *get(const cJSON *o, const char *k) {
   return cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, k) : NULL;
 }
@@ -322,11 +334,9 @@ static int parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out
 
 static int parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *out,
                        bool allow_min_values) {
-  if (!arr || cJSON_IsNull(arr)) return 0;
-  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list of requirements");
-  size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
-  out->v = dt__calloc(n ? n : 1, sizeof *out->v);
-  if (!out->v) return oom(x);
+  size_t n, i = 0;
+  int lr = list_room(x, arr, field, "a list of requirements", sizeof *out->v, (void **)&out->v, &n);
+  if (lr) return lr > 0 ? 0 : lr;
   char f[300], tmp[64];
   for (const cJSON *r = arr->child; r; r = r->next, i++) {
     dt_mreq *q = &out->v[out->n++];
@@ -389,11 +399,9 @@ static int parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *o
 }
 
 static int parse_taints(mctx *x, const cJSON *arr, const char *field, dt_taint **out, size_t *nout) {
-  if (!arr || cJSON_IsNull(arr)) return 0;
-  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list of taints");
-  size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
-  *out = dt__calloc(n ? n : 1, sizeof **out);
-  if (!*out) return oom(x);
+  size_t n, i = 0;
+  int lr = list_room(x, arr, field, "a list of taints", sizeof **out, (void **)out, &n);
+  if (lr) return lr > 0 ? 0 : lr;
   char f[300];
   for (const cJSON *t = arr->child; t; t = t->next, i++) {
     dt_taint *d = &(*out)[(*nout)++];
@@ -413,11 +421,9 @@ static int parse_taints(mctx *x, const cJSON *arr, const char *field, dt_taint *
 }
 
 static int parse_tolerations(mctx *x, const cJSON *arr, const char *field, dt_podspec *p) {
-  if (!arr || cJSON_IsNull(arr)) return 0;
-  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list of tolerations");
-  size_t n = (size_t)cJSON_GetArraySize(arr), i = 0;
-  p->tol = dt__calloc(n ? n : 1, sizeof *p->tol);
-  if (!p->tol) return oom(x);
+  size_t n, i = 0;
+  int lr = list_room(x, arr, field, "a list of tolerations", sizeof *p->tol, (void **)&p->tol, &n);
+  if (lr) return lr > 0 ? 0 : lr;
   char f[300];
   for (const cJSON *t = arr->child; t; t = t->next, i++) {
     dt_toleration *d = &p->tol[p->ntol++];
@@ -1092,11 +1098,9 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
 }
 
 static int parse_strs(mctx *x, const cJSON *arr, const char *field, char ***out, size_t *n) {
-  if (!arr || cJSON_IsNull(arr)) return 0;
-  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list of strings");
-  size_t cnt = (size_t)cJSON_GetArraySize(arr);
-  *out = dt__calloc(cnt ? cnt : 1, sizeof **out);
-  if (!*out) return oom(x);
+  size_t cnt;
+  int lr = list_room(x, arr, field, "a list of strings", sizeof **out, (void **)out, &cnt);
+  if (lr) return lr > 0 ? 0 : lr;
   for (const cJSON *c = arr->child; c; c = c->next) {
     if (!cJSON_IsString(c)) return bad(x, field, "expected a list of strings");
     if (!((*out)[(*n)++] = dt__strdup(c->valuestring))) return oom(x);
@@ -1146,11 +1150,9 @@ static int parse_selector(mctx *x, const cJSON *o, const char *field, dt_selecto
 
 static int parse_podterms(mctx *x, const cJSON *arr, const char *field, bool weighted, dt_podterm **out,
                           size_t *n) {
-  if (!arr || cJSON_IsNull(arr)) return 0;
-  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list");
-  size_t cnt = (size_t)cJSON_GetArraySize(arr), i = 0;
-  *out = dt__calloc(cnt ? cnt : 1, sizeof **out);
-  if (!*out) return oom(x);
+  size_t cnt, i = 0;
+  int lr = list_room(x, arr, field, "a list", sizeof **out, (void **)out, &cnt);
+  if (lr) return lr > 0 ? 0 : lr;
   char f[400];
   for (const cJSON *t = arr->child; t; t = t->next, i++) {
     dt_podterm *d = &(*out)[(*n)++];
@@ -1180,11 +1182,9 @@ static int parse_podterms(mctx *x, const cJSON *arr, const char *field, bool wei
 }
 
 static int parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspec *p) {
-  if (!arr || cJSON_IsNull(arr)) return 0;
-  if (!cJSON_IsArray(arr)) return bad(x, field, "expected a list");
-  size_t cnt = (size_t)cJSON_GetArraySize(arr), i = 0;
-  p->spread = dt__calloc(cnt ? cnt : 1, sizeof *p->spread);
-  if (!p->spread) return oom(x);
+  size_t cnt, i = 0;
+  int lr = list_room(x, arr, field, "a list", sizeof *p->spread, (void **)&p->spread, &cnt);
+  if (lr) return lr > 0 ? 0 : lr;
   char f[400];
   for (const cJSON *t = arr->child; t; t = t->next, i++) {
     dt_spread *d = &p->spread[p->nspread++];
