@@ -292,288 +292,332 @@ static int64_t heal_delay(const dt_vmpool *p, int64_t attempt) {
 
 static int cmp_index(const void *a, const void *b) { return cmp_i64(*(const int64_t *)a, *(const int64_t *)b); }
 
-static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int64_t *used, size_t nused,
-                    cJSON *out) {
-  const dt_vmpool *p = &x->m->vmpools.v[pi];
-  int64_t now = x->o->now;
-  cJSON *po = dt__json_put(out, NULL, cJSON_CreateObject());
+/* One pool's round: what every phase reads and writes. */
+typedef struct poolrun {
+  ctx *x;
+  size_t pi;
+  const dt_vmpool *p;
+  int64_t now;
+  cJSON *po, *figures, *jcreate, *jdelete, *jupdate, *jheal, *jdetached, *jwait;
+  pvm *act;      /* the pool's VMs (selector matched) */
+  bool *healing; /* by VM index: re-created by autohealing this round */
+  size_t nact, ndel, nready, nunavail;
+  int64_t count, diff, creates_left, deletes_left;
+  char tmp[700];
+} poolrun;
+
+/* The pool's result object, its lists and the VMs it owns (those whose
+** labels left the selector are released). */
+static int pool_open(poolrun *r, const size_t *vms, size_t nvms, cJSON *out) {
+  const dt_vmpool *p = r->p;
+  ctx *x = r->x;
+  cJSON *po = r->po = dt__json_put(out, NULL, cJSON_CreateObject());
   dt__json_put_str(po, "name", p->name);
   dt__json_put_str(po, "namespace", p->ns);
-  char hex[17], why[600], tmp[700];
+  char hex[17];
   dt__json_put_str(po, "templateHash", hash_hex(p->hash, hex));
-  cJSON *jcreate = cJSON_CreateArray(), *jdelete = cJSON_CreateArray(), *jupdate = cJSON_CreateArray();
-  cJSON *jheal = cJSON_CreateArray(), *jdetached = cJSON_CreateArray(), *jwait = cJSON_CreateArray();
-  cJSON *figures = dt__json_put(po, "status", cJSON_CreateObject());
-  dt__json_put(po, "create", jcreate);
-  dt__json_put(po, "delete", jdelete);
-  dt__json_put(po, "update", jupdate);
-  dt__json_put(po, "heal", jheal);
-  dt__json_put(po, "detached", jdetached);
-  dt__json_put(po, "waiting", jwait);
+  r->jcreate = cJSON_CreateArray(), r->jdelete = cJSON_CreateArray(), r->jupdate = cJSON_CreateArray();
+  r->jheal = cJSON_CreateArray(), r->jdetached = cJSON_CreateArray(), r->jwait = cJSON_CreateArray();
+  r->figures = dt__json_put(po, "status", cJSON_CreateObject());
+  dt__json_put(po, "create", r->jcreate);
+  dt__json_put(po, "delete", r->jdelete);
+  dt__json_put(po, "update", r->jupdate);
+  dt__json_put(po, "heal", r->jheal);
+  dt__json_put(po, "detached", r->jdetached);
+  dt__json_put(po, "waiting", r->jwait);
   dt__json_put(po, "notes", cJSON_CreateArray());
-  dt_pools_stats *st = &x->r->stats;
-
-  /* Owned VMs: released when their labels leave the selector. */
-  pvm *act = dt__calloc(nvms ? nvms : 1, sizeof *act);
-  bool *healing = dt__calloc(x->m->vms.n ? x->m->vms.n : 1, 1);
-  if (!act || !healing) {
-    dt__free(act);
-    dt__free(healing);
-    return DT_ENOMEM;
-  }
-  size_t nact = 0, ndel = 0, nready = 0, nunavail = 0;
+  r->act = dt__calloc(nvms ? nvms : 1, sizeof *r->act);
+  r->healing = dt__calloc(x->m->vms.n ? x->m->vms.n : 1, 1);
+  if (!r->act || !r->healing) return DT_ENOMEM;
   for (size_t k = 0; k < nvms; k++) {
     const dt_vm *v = &x->m->vms.v[vms[k]];
     if (!dt__selector_match(&p->selector, v->labels.v, v->nmeta_labels)) {
-      action(jdetached, v->name,
+      action(r->jdetached, v->name,
              "labels no longer match spec.selector: released from the pool; its name stays taken until it is "
              "deleted or re-attached");
-      st->detached++;
+      x->r->stats.detached++;
       continue;
     }
-    act[nact++].v = v;
-    ndel += v->deleting != 0;
-    nready += !unavailable(v);
-    nunavail += unavailable(v);
+    r->act[r->nact++].v = v;
+    r->ndel += v->deleting != 0;
+    r->nready += !unavailable(v);
+    r->nunavail += unavailable(v);
   }
-  int64_t count = (int64_t)nact, diff = p->replicas - count;
-  dt__json_put_num(figures, "replicas", (double)p->replicas);
-  dt__json_put_num(figures, "current", (double)count);
-  dt__json_put_num(figures, "ready", (double)nready);
-  dt__json_put_num(figures, "unavailable", (double)nunavail);
+  r->count = (int64_t)r->nact, r->diff = p->replicas - r->count;
+  dt__json_put_num(r->figures, "replicas", (double)p->replicas);
+  dt__json_put_num(r->figures, "current", (double)r->count);
+  dt__json_put_num(r->figures, "ready", (double)r->nready);
+  dt__json_put_num(r->figures, "unavailable", (double)r->nunavail);
+  r->creates_left = p->burst, r->deletes_left = p->burst;
+  return 0;
+}
 
-  int64_t creates_left = p->burst, deletes_left = p->burst;
-
-  /* 1. Autohealing. */
-  size_t nheal = 0;
-  if (p->autoheal) {
-    for (size_t k = 0; k < nact; k++) {
-      const dt_vm *v = act[k].v;
-      if (!failing(p, v, now, why, sizeof why)) continue;
-      int64_t attempt = 1;
-      if (v->healed_at && v->heal_attempt > 0 && now - v->healed_at <= 2 * p->heal_cap) attempt = v->heal_attempt + 1;
-      int64_t next = attempt > 1 ? v->healed_at + heal_delay(p, attempt) : now;
-      cJSON *a;
-      if (next > now || deletes_left <= 0 || creates_left <= 0) {
-        snprintf(tmp, sizeof tmp, "%s; attempt %lld waits %s", why, (long long)attempt,
-                 next > now ? "for its backoff" : "for the burst limit");
-        a = action(jheal, v->name, tmp);
-        dt__json_put_str(a, "action", "wait");
-      } else {
-        snprintf(tmp, sizeof tmp, "%s: delete and re-create (attempt %lld)", why, (long long)attempt);
-        a = action(jheal, v->name, tmp);
-        dt__json_put_str(a, "action", "recreate");
-        dt__json_put(a, "preserveState", cJSON_CreateBool(p->preserve != DT_PRESERVE_DISABLED));
-        dt__json_put(a, "object", vm_object(p, v->name, v->index, attempt, now));
-        healing[v - x->m->vms.v] = true;
-        deletes_left--;
-        creates_left--;
-        nheal++;
-      }
-      dt__json_put_num(a, "attempt", (double)attempt);
-      dt__json_put_num(a, "failures", (double)v->fail_count);
-      put_time(a, "nextAllowed", next > now ? next : now);
-      st->heal++;
-    }
-  }
-
-  int64_t mu_scale = max_unavailable(p, p->replicas > count ? p->replicas : count);
-  int64_t mu_update = max_unavailable(p, p->replicas);
-  dt__json_put_num(figures, "maxUnavailable", (double)mu_update);
-  int rc = 0;
-
-  if (p->paused) {
-    note(po, "paused: no scaling or updates (autohealing still runs)");
-    goto done;
-  }
-
-  /* 2. Scale out: the lowest free indexes, skipping names any VM holds. */
-  if (diff > 0) {
-    int64_t want = diff < creates_left ? diff : creates_left;
-    int64_t idx = 0;
-    size_t u = 0;
-    for (int64_t made = 0; made < want; idx++) {
-      while (u < nused && used[u] < idx) u++;
-      if (u < nused && used[u] == idx) continue;
-      char name[600];
-      snprintf(name, sizeof name, "%s-%lld", p->name, (long long)idx);
-      snprintf(tmp, sizeof tmp, "scale out %lld → %lld: lowest free index", (long long)count, (long long)p->replicas);
-      cJSON *a = action(jcreate, name, tmp);
-      cJSON *reuse = NULL;
-      for (size_t d = 0; d < p->ndv; d++) {
-        char key[1300];
-        snprintf(key, sizeof key, "%s/%s-%lld", p->ns, p->dv[d], (long long)idx);
-        if (!dt__sym_find(&x->volumes, key)) continue;
-        if (!reuse) reuse = dt__json_put(a, "reusesVolumes", cJSON_CreateArray());
-        dt__json_put(reuse, NULL, cJSON_CreateString(strchr(key, '/') + 1));
-      }
-      dt__json_put(a, "object", vm_object(p, name, idx, 0, now));
-      dt_pool_create pc = {pi, idx};
-      if (dt__vec_push(&x->r->creates, pc)) rc = DT_ENOMEM;
-      made++;
-      st->create++;
-    }
-    if (diff > want) {
-      snprintf(tmp, sizeof tmp, "%lld more VMs wait for the next round (burst limit %lld per round)",
-               (long long)(diff - want), (long long)p->burst);
-      wait_count(jwait, "burst", diff - want, tmp);
-      st->waiting++;
-    }
-  }
-
-  /* 3. Scale in. VMs already being deleted count toward it. */
-  if (diff < 0) {
-    int64_t remove = -diff - (int64_t)ndel;
-    if (ndel) note(po, "%zu VMs are already being deleted and count toward the scale-in", ndel);
-    if (remove > 0 && p->scale_in == DT_STRAT_UNMANAGED) {
-      note(po, "scaleInStrategy unmanaged: %lld VMs above replicas are left to the user", (long long)remove);
-    } else if (remove > 0) {
-      bool opp = p->scale_in == DT_STRAT_OPPORTUNISTIC;
-      size_t nc = 0;
-      pvm *cand = dt__calloc(nact ? nact : 1, sizeof *cand);
-      if (!cand) {
-        rc = DT_ENOMEM;
-        goto done;
-      }
-      for (size_t k = 0; k < nact; k++) {
-        const dt_vm *v = act[k].v;
-        if (v->deleting || healing[v - x->m->vms.v] || (opp && !v->halted)) continue;
-        cand[nc++].v = v;
-      }
-      order_vms(cand, nc, &p->scale_sel, x->o->seed ^ dt__hash64(p->name, strlen(p->name)));
-      size_t *ord = dt__malloc((nc ? nc : 1) * sizeof *ord);
-      dt_hook_vm *hv = dt__calloc(nc ? nc : 1, sizeof *hv);
-      const char **lab = NULL;
-      bool hooked = false;
-      if (!ord || !hv) rc = DT_ENOMEM;
-      if (!rc && dt__policy_has(x->o->policy, DT_HOOK_SCALE_IN)) {
-        size_t nl = 0;
-        for (size_t k = 0; k < nc; k++) nl += cand[k].v->labels.n;
-        if (!(lab = dt__calloc(nl ? 2 * nl : 1, sizeof *lab))) rc = DT_ENOMEM;
-        for (size_t k = 0, at = 0; !rc && k < nc; k++) {
-          const dt_vm *v = cand[k].v;
-          hv[k] = (dt_hook_vm){v->name, v->status, v->index, v->created, v->ready, v->halted, lab + 2 * at, 0};
-          for (size_t q = 0; q < v->labels.n; q++) {
-            /* metadata labels first; a template label of the same key does not override */
-            if (dt__kv_get(v->labels.v, q, v->labels.v[q].key)) continue;
-            lab[2 * at] = v->labels.v[q].key;
-            lab[2 * at + 1] = v->labels.v[q].val;
-            at++;
-            hv[k].nlabels++;
-          }
-        }
-        dt_hook_pool hp = {p->ns, p->name, p->replicas, count, remove};
-        if (!rc) hooked = dt__policy_scale_in(x->o->policy, &hp, hv, nc, ord) == 0;
-      } else if (!rc) {
-        for (size_t k = 0; k < nc; k++) ord[k] = k;
-      }
-      int64_t left = mu_scale - (int64_t)nunavail;
-      size_t take = (size_t)remove < nc ? (size_t)remove : nc;
-      for (size_t k = 0; !rc && k < take; k++) {
-        const pvm *c = &cand[ord[k]];
-        char sel[300];
-        why_selected(&p->scale_sel, c, sel, sizeof sel);
-        bool free_slot = unavailable(c->v);
-        if (deletes_left <= 0 || (!free_slot && left <= 0)) {
-          snprintf(tmp, sizeof tmp, "scale in %lld → %lld (%s%s): waits for %s", (long long)count,
-                   (long long)p->replicas, sel, hooked ? ", order from the scale_in hook" : "",
-                   deletes_left <= 0 ? "the burst limit" : "maxUnavailable");
-          cJSON *a = action(jwait, c->v->name, tmp);
-          dt__json_put_str(a, "for", deletes_left <= 0 ? "burst" : "maxUnavailable");
-          st->waiting++;
-          continue;
-        }
-        if (!free_slot) left--;
-        deletes_left--;
-        snprintf(tmp, sizeof tmp, "scale in %lld → %lld: %s%s", (long long)count, (long long)p->replicas, sel,
-                 hooked ? ", order from the scale_in hook" : "");
-        cJSON *a = action(jdelete, c->v->name, tmp);
-        dt__json_put(a, "preserveState", cJSON_CreateBool(p->preserve != DT_PRESERVE_DISABLED));
-        st->del++;
-      }
-      if (opp && (size_t)remove > nc) {
-        snprintf(tmp, sizeof tmp, "scaleInStrategy opportunistic: %lld more VMs are deleted once they halt",
-                 (long long)((size_t)remove - nc));
-        wait_count(jwait, "halt", (int64_t)((size_t)remove - nc), tmp);
-        st->waiting++;
-      }
-      dt__free(lab);
-      dt__free(hv);
-      dt__free(ord);
-      dt__free(cand);
-    }
-  }
-
-  /* 4. Updates, once the pool is at its replica count (as KubeVirt). */
-  {
-    size_t nout = 0;
-    pvm *out_of = dt__calloc(nact ? nact : 1, sizeof *out_of);
-    if (!out_of) {
-      rc = DT_ENOMEM;
-      goto done;
-    }
-    for (size_t k = 0; k < nact; k++) {
-      const dt_vm *v = act[k].v;
-      if (v->deleting || healing[v - x->m->vms.v] || current(p, v)) continue;
-      out_of[nout++].v = v;
-    }
-    dt__json_put_num(figures, "outdated", (double)nout);
-    if (!nout) {
-    } else if (diff != 0) {
-      note(po, "%zu outdated VMs wait until the pool is at its replica count", nout);
-    } else if (p->update == DT_STRAT_UNMANAGED) {
-      note(po, "updateStrategy unmanaged: %zu outdated VMs are left to the user", nout);
+/* 1. Autohealing: failing VMs re-created, with backoff between attempts. */
+static void pool_heal(poolrun *r) {
+  const dt_vmpool *p = r->p;
+  int64_t now = r->now;
+  char why[600];
+  for (size_t k = 0; p->autoheal && k < r->nact; k++) {
+    const dt_vm *v = r->act[k].v;
+    if (!failing(p, v, now, why, sizeof why)) continue;
+    int64_t attempt = 1;
+    if (v->healed_at && v->heal_attempt > 0 && now - v->healed_at <= 2 * p->heal_cap) attempt = v->heal_attempt + 1;
+    int64_t next = attempt > 1 ? v->healed_at + heal_delay(p, attempt) : now;
+    cJSON *a;
+    if (next > now || r->deletes_left <= 0 || r->creates_left <= 0) {
+      snprintf(r->tmp, sizeof r->tmp, "%s; attempt %lld waits %s", why, (long long)attempt,
+               next > now ? "for its backoff" : "for the burst limit");
+      a = action(r->jheal, v->name, r->tmp);
+      dt__json_put_str(a, "action", "wait");
     } else {
-      order_vms(out_of, nout, &p->update_sel, x->o->seed ^ dt__hash64(p->name, strlen(p->name)));
-      int64_t left = mu_update - (int64_t)nunavail;
-      int64_t updates_left = p->burst; /* KubeVirt's burst limit holds for updates as for creations */
-      for (size_t k = 0; k < nout; k++) {
-        const dt_vm *v = out_of[k].v;
-        if (updates_left <= 0) {
-          snprintf(tmp, sizeof tmp, "template changed; %zu outdated VMs wait for the next round (burst limit %lld per round)",
-                   nout - k, (long long)p->burst);
-          wait_count(jwait, "burst", (int64_t)(nout - k), tmp);
-          st->waiting++;
-          break;
-        }
-        updates_left--;
-        bool dv_changed = v->dvt_hash != p->dvt_hash;
-        const char *what;
-        if (v->halted) {
-          what = "apply";
-          snprintf(tmp, sizeof tmp, "template changed; halted, the new spec applies at its next start");
-        } else if (p->update == DT_STRAT_OPPORTUNISTIC) {
-          what = "wait-for-halt";
-          snprintf(tmp, sizeof tmp, "template changed; updateStrategy opportunistic: the spec is rewritten and the "
-                                    "running VM picks it up when it next restarts");
-        } else if (!v->ready) {
-          what = dv_changed ? "recreate" : "restart";
-          snprintf(tmp, sizeof tmp, "template changed; not ready, so %s without counting against maxUnavailable",
-                   dv_changed ? "re-created" : "restarted");
-        } else if (left > 0) {
-          left--;
-          what = dv_changed ? "recreate" : "restart";
-          char sel[300];
-          why_selected(&p->update_sel, &out_of[k], sel, sizeof sel);
-          snprintf(tmp, sizeof tmp, "template changed%s; %s", dv_changed ? " (data volumes too: delete and re-create)" : "", sel);
-        } else {
-          snprintf(tmp, sizeof tmp, "template changed; waits for maxUnavailable (%lld)", (long long)mu_update);
-          cJSON *a = action(jwait, v->name, tmp);
-          dt__json_put_str(a, "for", "maxUnavailable");
-          st->waiting++;
-          continue;
-        }
-        cJSON *a = action(jupdate, v->name, tmp);
-        dt__json_put_str(a, "action", what);
-        dt__json_put(a, "object", vm_object(p, v->name, v->index, 0, now)); /* the VM as it is to be */
-        st->update++;
-      }
+      snprintf(r->tmp, sizeof r->tmp, "%s: delete and re-create (attempt %lld)", why, (long long)attempt);
+      a = action(r->jheal, v->name, r->tmp);
+      dt__json_put_str(a, "action", "recreate");
+      dt__json_put(a, "preserveState", cJSON_CreateBool(p->preserve != DT_PRESERVE_DISABLED));
+      dt__json_put(a, "object", vm_object(p, v->name, v->index, attempt, now));
+      r->healing[v - r->x->m->vms.v] = true;
+      r->deletes_left--;
+      r->creates_left--;
     }
-    dt__free(out_of);
+    dt__json_put_num(a, "attempt", (double)attempt);
+    dt__json_put_num(a, "failures", (double)v->fail_count);
+    put_time(a, "nextAllowed", next > now ? next : now);
+    r->x->r->stats.heal++;
   }
-done:
-  dt__free(act);
-  dt__free(healing);
+}
+
+/* 2. Scale out: the lowest free indexes, skipping names any VM holds. */
+static int pool_scale_out(poolrun *r, const int64_t *used, size_t nused) {
+  const dt_vmpool *p = r->p;
+  int64_t want = r->diff < r->creates_left ? r->diff : r->creates_left;
+  int64_t idx = 0;
+  size_t u = 0;
+  int rc = 0;
+  for (int64_t made = 0; made < want; idx++) {
+    while (u < nused && used[u] < idx) u++;
+    if (u < nused && used[u] == idx) continue;
+    char name[600];
+    snprintf(name, sizeof name, "%s-%lld", p->name, (long long)idx);
+    snprintf(r->tmp, sizeof r->tmp, "scale out %lld → %lld: lowest free index", (long long)r->count,
+             (long long)p->replicas);
+    cJSON *a = action(r->jcreate, name, r->tmp);
+    cJSON *reuse = NULL;
+    for (size_t d = 0; d < p->ndv; d++) {
+      char key[1300];
+      snprintf(key, sizeof key, "%s/%s-%lld", p->ns, p->dv[d], (long long)idx);
+      if (!dt__sym_find(&r->x->volumes, key)) continue;
+      if (!reuse) reuse = dt__json_put(a, "reusesVolumes", cJSON_CreateArray());
+      dt__json_put(reuse, NULL, cJSON_CreateString(strchr(key, '/') + 1));
+    }
+    dt__json_put(a, "object", vm_object(p, name, idx, 0, r->now));
+    dt_pool_create pc = {r->pi, idx};
+    if (dt__vec_push(&r->x->r->creates, pc)) rc = DT_ENOMEM;
+    made++;
+    r->x->r->stats.create++;
+  }
+  if (r->diff > want) {
+    snprintf(r->tmp, sizeof r->tmp, "%lld more VMs wait for the next round (burst limit %lld per round)",
+             (long long)(r->diff - want), (long long)p->burst);
+    wait_count(r->jwait, "burst", r->diff - want, r->tmp);
+    r->x->r->stats.waiting++;
+  }
+  return rc;
+}
+
+/* The order scale-in takes candidates in: the scale_in hook's when the
+** policy has one (*hooked), else the pool's selection policy's. */
+static int scale_in_order(poolrun *r, pvm *cand, size_t nc, int64_t remove, size_t *ord, bool *hooked) {
+  const dt_vmpool *p = r->p;
+  const dt_pool_opts *o = r->x->o;
+  *hooked = false;
+  if (!dt__policy_has(o->policy, DT_HOOK_SCALE_IN)) {
+    for (size_t k = 0; k < nc; k++) ord[k] = k;
+    return 0;
+  }
+  size_t nl = 0;
+  for (size_t k = 0; k < nc; k++) nl += cand[k].v->labels.n;
+  dt_hook_vm *hv = dt__calloc(nc ? nc : 1, sizeof *hv);
+  const char **lab = dt__calloc(nl ? 2 * nl : 1, sizeof *lab);
+  int rc = hv && lab ? 0 : DT_ENOMEM;
+  for (size_t k = 0, at = 0; !rc && k < nc; k++) {
+    const dt_vm *v = cand[k].v;
+    hv[k] = (dt_hook_vm){v->name, v->status, v->index, v->created, v->ready, v->halted, lab + 2 * at, 0};
+    for (size_t q = 0; q < v->labels.n; q++) {
+      /* metadata labels first; a template label of the same key does not override */
+      if (dt__kv_get(v->labels.v, q, v->labels.v[q].key)) continue;
+      lab[2 * at] = v->labels.v[q].key;
+      lab[2 * at + 1] = v->labels.v[q].val;
+      at++;
+      hv[k].nlabels++;
+    }
+  }
+  dt_hook_pool hp = {p->ns, p->name, p->replicas, r->count, remove};
+  if (!rc) *hooked = dt__policy_scale_in(o->policy, &hp, hv, nc, ord) == 0;
+  dt__free(lab);
+  dt__free(hv);
+  return rc;
+}
+
+/* 3. Scale in, within maxUnavailable and the burst limit. VMs already being
+** deleted count toward it. */
+static int pool_scale_in(poolrun *r, int64_t mu_scale) {
+  const dt_vmpool *p = r->p;
+  int64_t remove = -r->diff - (int64_t)r->ndel;
+  if (r->ndel) note(r->po, "%zu VMs are already being deleted and count toward the scale-in", r->ndel);
+  if (remove > 0 && p->scale_in == DT_STRAT_UNMANAGED) {
+    note(r->po, "scaleInStrategy unmanaged: %lld VMs above replicas are left to the user", (long long)remove);
+    return 0;
+  }
+  if (remove <= 0) return 0;
+  dt_pools_stats *st = &r->x->r->stats;
+  bool opp = p->scale_in == DT_STRAT_OPPORTUNISTIC, hooked = false;
+  size_t nc = 0;
+  pvm *cand = dt__calloc(r->nact ? r->nact : 1, sizeof *cand);
+  size_t *ord = dt__malloc((r->nact ? r->nact : 1) * sizeof *ord);
+  int rc = cand && ord ? 0 : DT_ENOMEM;
+  for (size_t k = 0; !rc && k < r->nact; k++) {
+    const dt_vm *v = r->act[k].v;
+    if (v->deleting || r->healing[v - r->x->m->vms.v] || (opp && !v->halted)) continue;
+    cand[nc++].v = v;
+  }
+  if (!rc) {
+    order_vms(cand, nc, &p->scale_sel, r->x->o->seed ^ dt__hash64(p->name, strlen(p->name)));
+    rc = scale_in_order(r, cand, nc, remove, ord, &hooked);
+  }
+  int64_t left = mu_scale - (int64_t)r->nunavail;
+  size_t take = (size_t)remove < nc ? (size_t)remove : nc;
+  for (size_t k = 0; !rc && k < take; k++) {
+    const pvm *c = &cand[ord[k]];
+    char sel[300];
+    why_selected(&p->scale_sel, c, sel, sizeof sel);
+    bool free_slot = unavailable(c->v);
+    if (r->deletes_left <= 0 || (!free_slot && left <= 0)) {
+      snprintf(r->tmp, sizeof r->tmp, "scale in %lld → %lld (%s%s): waits for %s", (long long)r->count,
+               (long long)p->replicas, sel, hooked ? ", order from the scale_in hook" : "",
+               r->deletes_left <= 0 ? "the burst limit" : "maxUnavailable");
+      cJSON *a = action(r->jwait, c->v->name, r->tmp);
+      dt__json_put_str(a, "for", r->deletes_left <= 0 ? "burst" : "maxUnavailable");
+      st->waiting++;
+      continue;
+    }
+    if (!free_slot) left--;
+    r->deletes_left--;
+    snprintf(r->tmp, sizeof r->tmp, "scale in %lld → %lld: %s%s", (long long)r->count, (long long)p->replicas, sel,
+             hooked ? ", order from the scale_in hook" : "");
+    cJSON *a = action(r->jdelete, c->v->name, r->tmp);
+    dt__json_put(a, "preserveState", cJSON_CreateBool(p->preserve != DT_PRESERVE_DISABLED));
+    st->del++;
+  }
+  if (!rc && opp && (size_t)remove > nc) {
+    snprintf(r->tmp, sizeof r->tmp, "scaleInStrategy opportunistic: %lld more VMs are deleted once they halt",
+             (long long)((size_t)remove - nc));
+    wait_count(r->jwait, "halt", (int64_t)((size_t)remove - nc), r->tmp);
+    st->waiting++;
+  }
+  dt__free(ord);
+  dt__free(cand);
+  return rc;
+}
+
+/* How one outdated VM is updated (into r->tmp, the action's name into
+** *what), or NULL after recording that it waits for maxUnavailable. */
+static const char *update_one(poolrun *r, const pvm *o, int64_t mu_update, int64_t *left) {
+  const dt_vmpool *p = r->p;
+  const dt_vm *v = o->v;
+  bool dv_changed = v->dvt_hash != p->dvt_hash;
+  if (v->halted) {
+    snprintf(r->tmp, sizeof r->tmp, "template changed; halted, the new spec applies at its next start");
+    return "apply";
+  }
+  if (p->update == DT_STRAT_OPPORTUNISTIC) {
+    snprintf(r->tmp, sizeof r->tmp, "template changed; updateStrategy opportunistic: the spec is rewritten and the "
+                                    "running VM picks it up when it next restarts");
+    return "wait-for-halt";
+  }
+  if (!v->ready) {
+    snprintf(r->tmp, sizeof r->tmp, "template changed; not ready, so %s without counting against maxUnavailable",
+             dv_changed ? "re-created" : "restarted");
+    return dv_changed ? "recreate" : "restart";
+  }
+  if (*left > 0) {
+    (*left)--;
+    char sel[300];
+    why_selected(&p->update_sel, o, sel, sizeof sel);
+    snprintf(r->tmp, sizeof r->tmp, "template changed%s; %s",
+             dv_changed ? " (data volumes too: delete and re-create)" : "", sel);
+    return dv_changed ? "recreate" : "restart";
+  }
+  snprintf(r->tmp, sizeof r->tmp, "template changed; waits for maxUnavailable (%lld)", (long long)mu_update);
+  cJSON *a = action(r->jwait, v->name, r->tmp);
+  dt__json_put_str(a, "for", "maxUnavailable");
+  r->x->r->stats.waiting++;
+  return NULL;
+}
+
+/* 4. Updates, once the pool is at its replica count (as KubeVirt). */
+static int pool_update(poolrun *r, int64_t mu_update) {
+  const dt_vmpool *p = r->p;
+  size_t nout = 0;
+  pvm *out_of = dt__calloc(r->nact ? r->nact : 1, sizeof *out_of);
+  if (!out_of) return DT_ENOMEM;
+  for (size_t k = 0; k < r->nact; k++) {
+    const dt_vm *v = r->act[k].v;
+    if (v->deleting || r->healing[v - r->x->m->vms.v] || current(p, v)) continue;
+    out_of[nout++].v = v;
+  }
+  dt__json_put_num(r->figures, "outdated", (double)nout);
+  if (!nout) {
+  } else if (r->diff != 0) {
+    note(r->po, "%zu outdated VMs wait until the pool is at its replica count", nout);
+  } else if (p->update == DT_STRAT_UNMANAGED) {
+    note(r->po, "updateStrategy unmanaged: %zu outdated VMs are left to the user", nout);
+  } else {
+    order_vms(out_of, nout, &p->update_sel, r->x->o->seed ^ dt__hash64(p->name, strlen(p->name)));
+    int64_t left = mu_update - (int64_t)r->nunavail;
+    int64_t updates_left = p->burst; /* KubeVirt's burst limit holds for updates as for creations */
+    for (size_t k = 0; k < nout; k++) {
+      const dt_vm *v = out_of[k].v;
+      if (updates_left <= 0) {
+        snprintf(r->tmp, sizeof r->tmp,
+                 "template changed; %zu outdated VMs wait for the next round (burst limit %lld per round)", nout - k,
+                 (long long)p->burst);
+        wait_count(r->jwait, "burst", (int64_t)(nout - k), r->tmp);
+        r->x->r->stats.waiting++;
+        break;
+      }
+      updates_left--;
+      const char *what = update_one(r, &out_of[k], mu_update, &left);
+      if (!what) continue;
+      cJSON *a = action(r->jupdate, v->name, r->tmp);
+      dt__json_put_str(a, "action", what);
+      dt__json_put(a, "object", vm_object(p, v->name, v->index, 0, r->now)); /* the VM as it is to be */
+      r->x->r->stats.update++;
+    }
+  }
+  dt__free(out_of);
+  return 0;
+}
+
+/* One pool's round, in KubeVirt's order: heal, then (unless paused) scale
+** out or in, then update. */
+static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int64_t *used, size_t nused,
+                    cJSON *out) {
+  poolrun r = {.x = x, .pi = pi, .p = &x->m->vmpools.v[pi], .now = x->o->now};
+  int rc = pool_open(&r, vms, nvms, out);
+  if (!rc) pool_heal(&r);
+  const dt_vmpool *p = r.p;
+  int64_t mu_scale = max_unavailable(p, p->replicas > r.count ? p->replicas : r.count);
+  int64_t mu_update = max_unavailable(p, p->replicas);
+  if (!rc) dt__json_put_num(r.figures, "maxUnavailable", (double)mu_update);
+  if (!rc && p->paused) {
+    note(r.po, "paused: no scaling or updates (autohealing still runs)");
+  } else if (!rc) {
+    if (r.diff > 0) rc = pool_scale_out(&r, used, nused);
+    if (!rc && r.diff < 0) rc = pool_scale_in(&r, mu_scale);
+    if (!rc) rc = pool_update(&r, mu_update);
+  }
+  dt__free(r.act);
+  dt__free(r.healing);
   return rc;
 }
 
