@@ -632,6 +632,88 @@ static int pool_cmp(const void *a, const void *b, const dt_manifests *m) {
 static const dt_manifests *g_sort_m; /* qsort has no context argument in C11 */
 static int pool_cmp_q(const void *a, const void *b) { return pool_cmp(a, b, g_sort_m); }
 
+/* Group VMs by owning pool (members of pool i: members[start[i] ..
+** start[i + 1]]), and the indexes of "<pool>-<i>" names in use in each
+** pool's namespace, sorted (used[ustart[i] .. ustart[i + 1]]; owned or not:
+** detached and foreign VMs keep their names). A counting sort keeps it
+** linear in the number of VMs; pool symbol k+1 is pool k. */
+static int group_vms(const dt_manifests *m, dt_symtab *pools, size_t *start, size_t *members, size_t *ustart,
+                     int64_t *used, size_t *owner, size_t *namer) {
+  size_t np = m->vmpools.n, nv = m->vms.n;
+  char key[1200];
+  for (size_t i = 0; i < nv; i++) {
+    const dt_vm *v = &m->vms.v[i];
+    owner[i] = namer[i] = SIZE_MAX;
+    if (v->owner) {
+      snprintf(key, sizeof key, "%s/%s", v->ns, v->owner);
+      dt_sym s = dt__sym_find(pools, key);
+      if (s) {
+        owner[i] = s - 1;
+        start[s]++;
+      }
+    }
+    if (v->index >= 0) {
+      const char *dash = strrchr(v->name, '-');
+      snprintf(key, sizeof key, "%s/%.*s", v->ns, (int)(dash - v->name), v->name);
+      dt_sym s = dt__sym_find(pools, key);
+      if (s) {
+        namer[i] = s - 1;
+        ustart[s]++;
+      }
+    }
+  }
+  for (size_t i = 1; i <= np; i++) {
+    start[i] += start[i - 1];
+    ustart[i] += ustart[i - 1];
+  }
+  size_t *fill = dt__calloc(np + 1, sizeof *fill), *ufill = dt__calloc(np + 1, sizeof *ufill);
+  int rc = fill && ufill ? 0 : DT_ENOMEM;
+  for (size_t i = 0; i < nv && !rc; i++) {
+    if (owner[i] != SIZE_MAX) members[start[owner[i]] + fill[owner[i]]++] = i;
+    if (namer[i] != SIZE_MAX) used[ustart[namer[i]] + ufill[namer[i]]++] = m->vms.v[i].index;
+  }
+  dt__free(fill);
+  dt__free(ufill);
+  for (size_t i = 0; i < np && !rc; i++) qsort(used + ustart[i], ustart[i + 1] - ustart[i], sizeof *used, cmp_index);
+  return rc;
+}
+
+/* After the pools: notes on VMs owned by pools not in the input, the
+** policy's errors and the summary. */
+static void pools_tail(cJSON *root, const dt_manifests *m, const size_t *owner, const dt_pool_opts *o,
+                       const dt_pools_stats *st) {
+  char key[1200];
+  for (size_t i = 0; i < m->vms.n; i++)
+    if (m->vms.v[i].owner && owner[i] == SIZE_MAX) {
+      cJSON *notes = cJSON_GetObjectItemCaseSensitive(root, "notes");
+      if (!notes) notes = dt__json_put(root, "notes", cJSON_CreateArray());
+      snprintf(key, sizeof key, "%s: VirtualMachine %s/%s is owned by VirtualMachinePool %s, which is not in the input",
+               m->vms.v[i].file, m->vms.v[i].ns, m->vms.v[i].name, m->vms.v[i].owner);
+      dt__json_put(notes, NULL, cJSON_CreateString(key));
+    }
+  if (o->policy) {
+    const dt_policy_err *pe;
+    size_t ne = dt__policy_errors(o->policy, &pe);
+    cJSON *je = dt__json_put(root, "policyErrors", cJSON_CreateArray());
+    for (size_t i = 0; i < ne; i++) {
+      cJSON *e = dt__json_put(je, NULL, cJSON_CreateObject());
+      dt__json_put_str(e, "policy", dt__policy_name(o->policy));
+      dt__json_put_str(e, "hook", pe[i].hook);
+      dt__json_put_str(e, "message", pe[i].message);
+      dt__json_put_num(e, "count", (double)pe[i].count);
+      dt__json_put(e, "disabled", cJSON_CreateBool(pe[i].disabled));
+    }
+  }
+  cJSON *sum = dt__json_put(root, "summary", cJSON_CreateObject());
+  dt__json_put_num(sum, "pools", (double)st->pools);
+  dt__json_put_num(sum, "create", (double)st->create);
+  dt__json_put_num(sum, "delete", (double)st->del);
+  dt__json_put_num(sum, "update", (double)st->update);
+  dt__json_put_num(sum, "heal", (double)st->heal);
+  dt__json_put_num(sum, "detached", (double)st->detached);
+  dt__json_put_num(sum, "waiting", (double)st->waiting);
+}
+
 int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out, dt_error *err) {
   dt__init();
   double t0 = dt__now_ms();
@@ -660,44 +742,7 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
   }
   for (size_t i = 0; i < m->volumes.n && !rc; i++)
     if (!dt__sym(&x.volumes, m->volumes.v[i])) rc = DT_ENOMEM;
-  /* Group VMs by owning pool, and the indexes of "<pool>-<i>" names in use
-  ** in each pool's namespace (owned or not: detached and foreign VMs keep
-  ** their names). Counting sort keeps it linear in the number of VMs. */
-  for (size_t i = 0; i < nv && !rc; i++) {
-    const dt_vm *v = &m->vms.v[i];
-    owner[i] = namer[i] = SIZE_MAX;
-    if (v->owner) {
-      snprintf(key, sizeof key, "%s/%s", v->ns, v->owner);
-      dt_sym s = dt__sym_find(&pools, key);
-      if (s) {
-        owner[i] = s - 1;
-        start[s]++;
-      }
-    }
-    if (v->index >= 0) {
-      const char *dash = strrchr(v->name, '-');
-      snprintf(key, sizeof key, "%s/%.*s", v->ns, (int)(dash - v->name), v->name);
-      dt_sym s = dt__sym_find(&pools, key);
-      if (s) {
-        namer[i] = s - 1;
-        ustart[s]++;
-      }
-    }
-  }
-  for (size_t i = 1; i <= np && !rc; i++) {
-    start[i] += start[i - 1];
-    ustart[i] += ustart[i - 1];
-  }
-  size_t *fill = dt__calloc(np + 1, sizeof *fill), *ufill = dt__calloc(np + 1, sizeof *ufill);
-  if (!fill || !ufill) rc = DT_ENOMEM;
-  for (size_t i = 0; i < nv && !rc; i++) {
-    if (owner[i] != SIZE_MAX) members[start[owner[i]] + fill[owner[i]]++] = i;
-    if (namer[i] != SIZE_MAX) used[ustart[namer[i]] + ufill[namer[i]]++] = m->vms.v[i].index;
-  }
-  dt__free(fill);
-  dt__free(ufill);
-  for (size_t i = 0; i < np && !rc; i++)
-    qsort(used + ustart[i], ustart[i + 1] - ustart[i], sizeof *used, cmp_index);
+  if (!rc) rc = group_vms(m, &pools, start, members, ustart, used, owner, namer);
   g_sort_m = m;
   if (!rc) qsort(order, np, sizeof *order, pool_cmp_q);
 
@@ -712,36 +757,7 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
     rc = run_pool(&x, i, members + start[i], start[i + 1] - start[i], used + ustart[i], ustart[i + 1] - ustart[i], jp);
     r->stats.pools++;
   }
-  /* Orphans: VMs naming a pool that is not in the input. */
-  for (size_t i = 0; i < nv && !rc; i++)
-    if (m->vms.v[i].owner && owner[i] == SIZE_MAX) {
-      cJSON *notes = cJSON_GetObjectItemCaseSensitive(root, "notes");
-      if (!notes) notes = dt__json_put(root, "notes", cJSON_CreateArray());
-      snprintf(key, sizeof key, "%s: VirtualMachine %s/%s is owned by VirtualMachinePool %s, which is not in the input",
-               m->vms.v[i].file, m->vms.v[i].ns, m->vms.v[i].name, m->vms.v[i].owner);
-      dt__json_put(notes, NULL, cJSON_CreateString(key));
-    }
-  if (!rc && o.policy) {
-    const dt_policy_err *pe;
-    size_t ne = dt__policy_errors(o.policy, &pe);
-    cJSON *je = dt__json_put(root, "policyErrors", cJSON_CreateArray());
-    for (size_t i = 0; i < ne; i++) {
-      cJSON *e = dt__json_put(je, NULL, cJSON_CreateObject());
-      dt__json_put_str(e, "policy", dt__policy_name(o.policy));
-      dt__json_put_str(e, "hook", pe[i].hook);
-      dt__json_put_str(e, "message", pe[i].message);
-      dt__json_put_num(e, "count", (double)pe[i].count);
-      dt__json_put(e, "disabled", cJSON_CreateBool(pe[i].disabled));
-    }
-  }
-  cJSON *sum = dt__json_put(root, "summary", cJSON_CreateObject());
-  dt__json_put_num(sum, "pools", (double)r->stats.pools);
-  dt__json_put_num(sum, "create", (double)r->stats.create);
-  dt__json_put_num(sum, "delete", (double)r->stats.del);
-  dt__json_put_num(sum, "update", (double)r->stats.update);
-  dt__json_put_num(sum, "heal", (double)r->stats.heal);
-  dt__json_put_num(sum, "detached", (double)r->stats.detached);
-  dt__json_put_num(sum, "waiting", (double)r->stats.waiting);
+  if (!rc) pools_tail(root, m, owner, &o, &r->stats);
   if (!rc && (dt__alloc_failed(1) || pools.oom || x.volumes.oom)) rc = DT_ENOMEM;
   dt__symtab_free(&pools);
   dt__symtab_free(&x.volumes);
