@@ -1,0 +1,764 @@
+/*
+** mf_kubevirt.c: KubeVirt read: VirtualMachinePools (strategies, selection
+** policies, autohealing, name generation) and VirtualMachines (their
+** virt-launcher pod, template hashes), and the KubeVirt object's defaults.
+*/
+#include "reader.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const dt__sort_names[5] = {"Random", "Oldest", "Newest", "AscendingOrder", "DescendingOrder"};
+
+#define DEFAULT_BURST 250
+#define DEFAULT_HEAL_THRESHOLD 3
+#define DEFAULT_MIN_FAILING (5 * 60)
+#define DEFAULT_HEAL_BASE 60
+#define DEFAULT_HEAL_FACTOR 2.0
+#define DEFAULT_HEAL_CAP (30 * 60)
+
+static void selpolicy_free(dt_selpolicy *s) {
+  for (size_t i = 0; i < s->n; i++) {
+    mf_selector_free(&s->v[i].labels);
+    mf_mreqs_free(&s->v[i].node);
+  }
+  dt__free(s->v);
+  memset(s, 0, sizeof *s);
+}
+
+void mf_vmpool_free(dt_vmpool *p) {
+  dt__free(p->uid);
+  dt__free(p->ns);
+  dt__free(p->name);
+  mf_selector_free(&p->selector);
+  selpolicy_free(&p->scale_sel);
+  selpolicy_free(&p->update_sel);
+  cJSON_Delete(p->tmpl);
+  mf_strs_free(p->dv, p->ndv);
+  mf_pod_free(&p->launcher);
+}
+
+void mf_vm_free(dt_vm *v) {
+  dt__free(v->ns);
+  dt__free(v->name);
+  dt__free(v->owner);
+  dt__kvs_free(&v->labels);
+  dt__kvs_free(&v->node_selector);
+  dt__free(v->status);
+  dt__free(v->revision);
+  dt__free(v->tmpl_hash);
+}
+
+static uint64_t canon_hash(mctx *x, const cJSON *v, int *rc) {
+  dt_buf b = {0};
+  dt__json_canon(v, &b);
+  uint64_t h = dt__hash64(b.p ? b.p : "", b.len);
+  if (b.oom) *rc = mf_oom(x);
+  dt__free(b.p);
+  return h;
+}
+
+/* One selection entry: {labelSelector, nodeSelectorRequirementMatcher}, or
+** a bare label selector (matchLabels / matchExpressions). */
+static int sel_entry(mctx *x, const cJSON *o, const char *field, dt_selentry *e) {
+  char f[400];
+  if (!cJSON_IsObject(o)) return mf_bad(x, field, "expected a selector");
+  const cJSON *ls = mf_get(o, "labelSelector"), *nm = mf_get(o, "nodeSelectorRequirementMatcher");
+  if (!ls && !nm) return mf_parse_selector(x, o, field, &e->labels);
+  snprintf(f, sizeof f, "%s.labelSelector", field);
+  if (mf_parse_selector(x, ls, f, &e->labels)) return mf_failed(x);
+  if (ls && !e->labels.present) e->labels.present = true;
+  snprintf(f, sizeof f, "%s.nodeSelectorRequirementMatcher", field);
+  return mf_parse_mreqs(x, nm, f, &e->node, false);
+}
+
+static int parse_sort(mctx *x, const cJSON *v, const char *field, int *out) {
+  const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+  for (int i = 0; s && i < 5; i++)
+    if (!strcmp(s, dt__sort_names[i])) {
+      *out = i;
+      return 0;
+    }
+  return mf_bad(x, field, "expected Random, Oldest, Newest, AscendingOrder or DescendingOrder");
+}
+
+/* selectionPolicy: the design's orderedPolicies + basePolicy, and KubeVirt's
+** single selectors + sortPolicy (its selectors become the first entry: a
+** priority, with the base policy behind it, never a filter that runs dry). */
+static int sel_policy(mctx *x, const cJSON *o, const char *field, dt_selpolicy *s) {
+  if (!o || cJSON_IsNull(o)) return 0;
+  char f[400];
+  if (!cJSON_IsObject(o)) return mf_bad(x, field, "expected an object");
+  const cJSON *ord = mf_get(o, "orderedPolicies"), *one = mf_get(o, "selectors");
+  size_t n = (one && !cJSON_IsNull(one) ? 1 : 0) + (cJSON_IsArray(ord) ? (size_t)cJSON_GetArraySize(ord) : 0);
+  if (ord && !cJSON_IsNull(ord) && !cJSON_IsArray(ord)) {
+    snprintf(f, sizeof f, "%s.orderedPolicies", field);
+    return mf_bad(x, f, "expected a list of label selectors");
+  }
+  if (!(s->v = dt__calloc(n ? n : 1, sizeof *s->v))) return mf_oom(x);
+  if (one && !cJSON_IsNull(one)) {
+    snprintf(f, sizeof f, "%s.selectors", field);
+    s->n++;
+    s->selectors_first = true;
+    if (sel_entry(x, one, f, &s->v[0])) return mf_failed(x);
+  }
+  size_t i = 0;
+  for (const cJSON *c = cJSON_IsArray(ord) ? ord->child : NULL; c; c = c->next, i++) {
+    snprintf(f, sizeof f, "%s.orderedPolicies[%zu]", field, i);
+    if (sel_entry(x, c, f, &s->v[s->n++])) return mf_failed(x);
+  }
+  const cJSON *bp = mf_get(o, "basePolicy"), *sp = mf_get(o, "sortPolicy");
+  int b1 = -1, b2 = -1;
+  snprintf(f, sizeof f, "%s.basePolicy", field);
+  if (bp && !cJSON_IsNull(bp) && parse_sort(x, bp, f, &b1)) return mf_failed(x);
+  snprintf(f, sizeof f, "%s.sortPolicy", field);
+  if (sp && !cJSON_IsNull(sp) && parse_sort(x, sp, f, &b2)) return mf_failed(x);
+  if (b1 >= 0 && b2 >= 0 && b1 != b2) return mf_bad(x, f, "disagrees with basePolicy; set one of them");
+  s->base = b1 >= 0 ? b1 : b2 >= 0 ? b2 : DT_SORT_RANDOM;
+  s->base_set = b1 >= 0 || b2 >= 0;
+  return 0;
+}
+
+static int parse_preserve(mctx *x, const cJSON *o, const char *field, int *out) {
+  const cJSON *v = mf_get(o, "statePreservation");
+  if (!v || cJSON_IsNull(v)) return 0;
+  const char *s = cJSON_IsString(v) ? v->valuestring : "";
+  if (!strcmp(s, "Disabled"))
+    *out = DT_PRESERVE_DISABLED;
+  else if (!strcmp(s, "Offline"))
+    *out = DT_PRESERVE_OFFLINE;
+  else if (!strcmp(s, "Online"))
+    *out = DT_PRESERVE_ONLINE;
+  else
+    return mf_bad(x, field, "expected Disabled, Offline or Online");
+  return 0;
+}
+
+/* scaleInStrategy / updateStrategy: at most one of unmanaged, opportunistic
+** and proactive (the admission webhook's rule). */
+static int strategy(mctx *x, const cJSON *o, const char *field, int *strat, int *preserve, dt_selpolicy *sel) {
+  *strat = DT_STRAT_PROACTIVE;
+  if (!o || cJSON_IsNull(o)) return 0;
+  if (!cJSON_IsObject(o)) return mf_bad(x, field, "expected an object");
+  static const char *names[] = {"proactive", "opportunistic", "unmanaged"};
+  int seen = 0;
+  char f[400];
+  for (int i = 0; i < 3; i++) {
+    const cJSON *v = mf_get(o, names[i]);
+    if (!v || cJSON_IsNull(v)) continue;
+    if (seen++) return mf_bad(x, field, "only one strategy can be configured at a time");
+    *strat = i;
+    snprintf(f, sizeof f, "%s.%s", field, names[i]);
+    if (!cJSON_IsObject(v)) return mf_bad(x, f, "expected an object");
+    snprintf(f, sizeof f, "%s.%s.statePreservation", field, names[i]);
+    if (preserve && parse_preserve(x, v, f, preserve)) return mf_failed(x);
+    snprintf(f, sizeof f, "%s.%s.selectionPolicy", field, names[i]);
+    if (i == DT_STRAT_PROACTIVE && sel_policy(x, mf_get(v, "selectionPolicy"), f, sel)) return mf_failed(x);
+  }
+  for (const cJSON *c = o->child; c; c = c->next)
+    if (strcmp(c->string, "proactive") && strcmp(c->string, "opportunistic") && strcmp(c->string, "unmanaged")) {
+      snprintf(f, sizeof f, "%s.%s", field, c->string);
+      return mf_bad(x, f, "unknown strategy (expected proactive, opportunistic or unmanaged)");
+    }
+  return 0;
+}
+
+static bool vmi_runs(const cJSON *vmspec) {
+  const char *rs = mf_get_str(vmspec, "runStrategy");
+  if (rs) return strcmp(rs, "Halted") && strcmp(rs, "Manual");
+  return cJSON_IsTrue(mf_get(vmspec, "running"));
+}
+
+/* The architectures KubeVirt's admission accepts for a VMI (its
+** ValidateVirtualMachineInstancePerArch); returned as static strings. */
+static const char *vm_arch(const char *s) {
+  static const char *const archs[] = {"amd64", "arm64", "s390x"};
+  for (int i = 0; s && i < 3; i++)
+    if (!strcmp(s, archs[i])) return archs[i];
+  return NULL;
+}
+
+/* The virt-launcher pod a VMI template needs: domain requests (memory
+** defaulting to the guest memory, cpu to 100m per vCPU as KubeVirt's default
+** cpuAllocationRatio of 10 gives), with the template's placement fields, and
+** its spec.architecture, which KubeVirt's virt-launcher pods select as
+** kubernetes.io/arch (the cluster's default architecture when unset). */
+static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *p) {
+  char f[400];
+  const cJSON *spec = mf_get(vmi, "spec");
+  snprintf(f, sizeof f, "%s.spec", path);
+  if (!cJSON_IsObject(spec)) return mf_bad(x, f, "missing or not an object");
+  const cJSON *arch = mf_get(spec, "architecture");
+  const char *va = "";
+  if (arch && !cJSON_IsNull(arch) && !(cJSON_IsString(arch) && !*arch->valuestring)) {
+    snprintf(f, sizeof f, "%s.spec.architecture", path);
+    if (!(va = vm_arch(cJSON_GetStringValue(arch))))
+      return mf_bad(x, f, "unsupported architecture %s%s%s (KubeVirt runs amd64, arm64 and s390x)",
+                    cJSON_IsString(arch) ? "\"" : "", cJSON_IsString(arch) ? arch->valuestring : "(not a string)",
+                    cJSON_IsString(arch) ? "\"" : "");
+  }
+  const cJSON *domain = mf_get(spec, "domain");
+  dt_rlist req = {0};
+  snprintf(f, sizeof f, "%s.spec.domain.resources.requests", path);
+  if (mf_parse_rlist(x, mf_get(mf_get(domain, "resources"), "requests"), f, &req, true)) {
+    dt__rlist_free(&req);
+    return mf_failed(x);
+  }
+  int rc = 0;
+  char tmp[64];
+  if (!dt__rlist_get(&req, "memory")) {
+    const char *g = dt__scalar(mf_get(mf_get(domain, "memory"), "guest"), tmp, sizeof tmp);
+    int64_t v;
+    dt_error qe;
+    snprintf(f, sizeof f, "%s.spec.domain.memory.guest", path);
+    if (g && dt_quantity_parse(g, &v, &qe))
+      rc = mf_bad(x, f, "%s", qe.msg);
+    else if (g && dt__rlist_add(&req, "memory", v, DT_RL_SET))
+      rc = mf_oom(x);
+  }
+  if (!rc && !dt__rlist_get(&req, "cpu")) {
+    const cJSON *cpu = mf_get(domain, "cpu");
+    int64_t vcpus = 1;
+    static const char *dims[] = {"cores", "sockets", "threads"};
+    for (int i = 0; i < 3 && !rc; i++) {
+      const cJSON *d = mf_get(cpu, dims[i]);
+      snprintf(f, sizeof f, "%s.spec.domain.cpu.%s", path, dims[i]);
+      if (!d || cJSON_IsNull(d)) continue;
+      if (!mf_is_int_in(d, 1, 4096))
+        rc = mf_bad(x, f, "expected an integer from 1 to 4096");
+      else
+        vcpus *= (int64_t)d->valuedouble;
+    }
+    if (!rc && dt__rlist_add(&req, "cpu", vcpus * 100, DT_RL_SET)) rc = mf_oom(x);
+  }
+  if (rc) {
+    dt__rlist_free(&req);
+    return rc;
+  }
+  /* Placement fields have the same names and shapes in a VMI spec as in a pod spec. */
+  cJSON *pod = cJSON_CreateObject(), *ps = pod ? cJSON_AddObjectToObject(pod, "spec") : NULL;
+  static const char *keep[] = {"nodeSelector", "affinity", "tolerations", "topologySpreadConstraints"};
+  bool ok = ps != NULL;
+  for (int i = 0; i < 4 && ok; i++) {
+    const cJSON *v = mf_get(spec, keep[i]);
+    cJSON *d = v ? cJSON_Duplicate(v, 1) : NULL;
+    if (v && (!d || !cJSON_AddItemToObject(ps, keep[i], d))) {
+      cJSON_Delete(d);
+      ok = false;
+    }
+  }
+  if (!ok) {
+    cJSON_Delete(pod);
+    dt__rlist_free(&req);
+    return mf_oom(x);
+  }
+  snprintf(f, sizeof f, "%s.spec", path);
+  rc = mf_podspec(x, pod, f, p);
+  cJSON_Delete(pod);
+  if (rc) {
+    dt__rlist_free(&req);
+    return rc;
+  }
+  dt__rlist_free(&p->requests);
+  if (dt__rlist_add(&req, "pods", 1000, DT_RL_SET)) {
+    dt__rlist_free(&req);
+    return mf_oom(x);
+  }
+  p->requests = req;
+  p->vm_arch = va;
+  return 0;
+}
+
+static int ann_duration(mctx *x, const cJSON *ann, const char *key, int64_t *out) {
+  const char *s = mf_get_str(ann, key);
+  if (!s) return 0;
+  char f[300];
+  snprintf(f, sizeof f, "metadata.annotations.%s", key);
+  if (dt__duration_parse(s, out) || *out <= 0)
+    return mf_bad(x, f, "expected a positive duration such as 90s, 5m or 1h");
+  return 0;
+}
+
+int mf_vmpool(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
+  const cJSON *spec = mf_get(o, "spec"), *md = mf_get(o, "metadata"), *ann = mf_get(md, "annotations");
+  if (!cJSON_IsObject(spec)) return mf_bad(x, "spec", "missing or not an object");
+  dt_vmpool p = {0};
+  p.file = (char *)x->file;
+  p.seq = x->m->seq++;
+  p.replicas = 1; /* KubeVirt's value for an unset replicas */
+  p.max_unavail = 100;
+  p.max_unavail_pct = true;
+  p.burst = DEFAULT_BURST;
+  p.heal_threshold = DEFAULT_HEAL_THRESHOLD;
+  const char *uid = mf_get_str(md, "uid");
+  if (uid && *uid && !(p.uid = dt__strdup(uid))) return mf_oom(x);
+  p.heal_min_failing = DEFAULT_MIN_FAILING;
+  p.heal_base = DEFAULT_HEAL_BASE;
+  p.heal_factor = DEFAULT_HEAL_FACTOR;
+  p.heal_cap = DEFAULT_HEAL_CAP;
+  p.update_sel.base = DT_SORT_ASCENDING;
+  char tmp[64];
+  int rc = 0;
+  if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name))) goto nomem;
+  const cJSON *gen = mf_get(md, "generation");
+  if (cJSON_IsNumber(gen)) p.generation = dt__to_i64(gen->valuedouble);
+  const cJSON *r = mf_get(spec, "replicas");
+  if (r && !cJSON_IsNull(r)) {
+    if (!mf_is_int_in(r, 0, MAX_REPLICAS)) {
+      rc = mf_bad(x, "spec.replicas", "expected an integer from 0 to %d", MAX_REPLICAS);
+      goto fail;
+    }
+    p.replicas = (int64_t)r->valuedouble;
+  }
+  const cJSON *paused = mf_get(spec, "paused");
+  if (paused && !cJSON_IsNull(paused) && !cJSON_IsBool(paused)) {
+    rc = mf_bad(x, "spec.paused", "expected true or false");
+    goto fail;
+  }
+  p.paused = cJSON_IsTrue(paused);
+  const cJSON *sel = mf_get(spec, "selector");
+  if (!cJSON_IsObject(sel)) {
+    rc = mf_bad(x, "spec.selector", "missing; a VirtualMachinePool needs a label selector");
+    goto fail;
+  }
+  if (mf_parse_selector(x, sel, "spec.selector", &p.selector)) goto fail;
+  const cJSON *tmpl = mf_get(spec, "virtualMachineTemplate");
+  if (!cJSON_IsObject(tmpl)) {
+    rc = mf_bad(x, "spec.virtualMachineTemplate", "missing or not an object");
+    goto fail;
+  }
+  /* The selector must select the VMs the template makes (admission rule). */
+  dt_kvs tl = {0};
+  if (mf_parse_kvs(x, mf_get(mf_get(tmpl, "metadata"), "labels"), "spec.virtualMachineTemplate.metadata.labels", &tl)) {
+    dt__kvs_free(&tl);
+    goto fail;
+  }
+  for (size_t i = 0; i < p.selector.expr.n && !rc; i++) {
+    const dt_mreq *q = &p.selector.expr.v[i];
+    const char *v = NULL;
+    for (size_t k = 0; k < tl.n; k++)
+      if (!strcmp(tl.v[k].key, q->key)) v = tl.v[k].val;
+    bool in = false;
+    for (size_t k = 0; v && k < q->n; k++) in |= !strcmp(q->vals[k], v);
+    bool ok = q->op == DT_OP_IN ? in : q->op == DT_OP_NOTIN ? !in : q->op == DT_OP_EXISTS ? v != NULL : v == NULL;
+    if (!ok)
+      rc = mf_bad(x, "spec.selector", "does not match spec.virtualMachineTemplate.metadata.labels (on %s)", q->key);
+  }
+  dt__kvs_free(&tl);
+  if (rc) goto fail;
+  const cJSON *vmspec = mf_get(tmpl, "spec");
+  if (!cJSON_IsObject(vmspec)) {
+    rc = mf_bad(x, "spec.virtualMachineTemplate.spec", "missing or not an object");
+    goto fail;
+  }
+  const cJSON *vmi = mf_get(vmspec, "template");
+  if (!cJSON_IsObject(vmi)) {
+    rc = mf_bad(x, "spec.virtualMachineTemplate.spec.template", "missing or not an object");
+    goto fail;
+  }
+  p.runs = vmi_runs(vmspec);
+  if (vmi_podspec(x, vmi, "spec.virtualMachineTemplate.spec.template", &p.launcher) ||
+      mf_parse_kvs(x, mf_get(mf_get(vmi, "metadata"), "labels"),
+                   "spec.virtualMachineTemplate.spec.template.metadata.labels", &p.launcher.labels))
+    goto fail;
+  const cJSON *dvt = mf_get(vmspec, "dataVolumeTemplates");
+  if (dvt && !cJSON_IsNull(dvt)) {
+    if (!cJSON_IsArray(dvt)) {
+      rc = mf_bad(x, "spec.virtualMachineTemplate.spec.dataVolumeTemplates", "expected a list");
+      goto fail;
+    }
+    size_t n = (size_t)cJSON_GetArraySize(dvt), i = 0;
+    if (!(p.dv = dt__calloc(n ? n : 1, sizeof *p.dv))) goto nomem;
+    for (const cJSON *d = dvt->child; d; d = d->next, i++) {
+      const char *dn = mf_get_str(mf_get(d, "metadata"), "name");
+      if (!dn || !*dn) {
+        char f[200];
+        snprintf(f, sizeof f, "spec.virtualMachineTemplate.spec.dataVolumeTemplates[%zu].metadata.name", i);
+        rc = mf_bad(x, f, "missing");
+        goto fail;
+      }
+      if (!(p.dv[p.ndv++] = dt__strdup(dn))) goto nomem;
+    }
+  }
+  const cJSON *ng = mf_get(spec, "nameGeneration");
+  if (ng && !cJSON_IsNull(ng)) {
+    if (!cJSON_IsObject(ng)) {
+      rc = mf_bad(x, "spec.nameGeneration", "expected an object");
+      goto fail;
+    }
+    static const struct {
+      const char *key;
+      unsigned bit;
+    } ngf[] = {{"appendIndexToConfigMapRefs", DT_NAMEGEN_CONFIGMAPS}, {"appendIndexToSecretRefs", DT_NAMEGEN_SECRETS}};
+    for (const cJSON *c = ng->child; c; c = c->next) {
+      char f[300];
+      snprintf(f, sizeof f, "spec.nameGeneration.%s", c->string);
+      int k = !strcmp(c->string, ngf[0].key) ? 0 : !strcmp(c->string, ngf[1].key) ? 1 : -1;
+      if (k < 0) {
+        rc = mf_bad(x, f, "unknown field (expected appendIndexToConfigMapRefs or appendIndexToSecretRefs)");
+        goto fail;
+      }
+      if (!cJSON_IsNull(c) && !cJSON_IsBool(c)) {
+        rc = mf_bad(x, f, "expected true or false");
+        goto fail;
+      }
+      if (cJSON_IsTrue(c)) p.name_gen |= ngf[k].bit;
+    }
+  }
+  p.hash = canon_hash(x, tmpl, &rc);
+  if (p.name_gen) { /* the VMs it makes differ with it: part of what makes a VM current */
+    char hx[40];
+    snprintf(hx, sizeof hx, "%016llx/%u", (unsigned long long)p.hash, p.name_gen);
+    p.hash = dt__hash64(hx, strlen(hx));
+  }
+  p.vmi_hash = canon_hash(x, vmi, &rc);
+  p.dvt_hash = canon_hash(x, dvt && !cJSON_IsNull(dvt) ? dvt : NULL, &rc);
+  if (rc || !(p.tmpl = cJSON_Duplicate(tmpl, 1))) goto nomem;
+
+  const cJSON *mu = mf_get(spec, "maxUnavailable");
+  if (mu && !cJSON_IsNull(mu)) {
+    if (cJSON_IsNumber(mu)) {
+      if (mu->valuedouble < 1 || mu->valuedouble != floor(mu->valuedouble) || mu->valuedouble > MAX_REPLICAS) {
+        rc = mf_bad(x, "spec.maxUnavailable", "an integer must be greater than 0");
+        goto fail;
+      }
+      p.max_unavail = (int64_t)mu->valuedouble;
+      p.max_unavail_pct = false;
+    } else {
+      const char *s = cJSON_IsString(mu) ? mu->valuestring : "";
+      size_t len = strlen(s);
+      char *end = NULL;
+      long v = len > 1 && s[len - 1] == '%' ? strtol(s, &end, 10) : -1;
+      if (!end || end != s + len - 1 || v < 1 || v > 100) {
+        rc = mf_bad(x, "spec.maxUnavailable", "expected an integer > 0 or a percentage from 1%% to 100%%, got \"%s\"",
+                    s);
+        goto fail;
+      }
+      p.max_unavail = v;
+    }
+  }
+  if (strategy(x, mf_get(spec, "scaleInStrategy"), "spec.scaleInStrategy", &p.scale_in, &p.preserve, &p.scale_sel) ||
+      strategy(x, mf_get(spec, "updateStrategy"), "spec.updateStrategy", &p.update, NULL, &p.update_sel))
+    goto fail;
+  const cJSON *ah = mf_get(spec, "autohealing");
+  if (ah && !cJSON_IsNull(ah)) {
+    if (!cJSON_IsObject(ah)) {
+      rc = mf_bad(x, "spec.autohealing", "expected an object");
+      goto fail;
+    }
+    p.autoheal = true;
+    const cJSON *t = mf_get(ah, "startUpFailureThreshold");
+    if (t && !cJSON_IsNull(t)) {
+      if (!mf_is_int_in(t, 1, 1e6)) {
+        rc = mf_bad(x, "spec.autohealing.startUpFailureThreshold", "expected an integer of at least 1");
+        goto fail;
+      }
+      p.heal_threshold = (int64_t)t->valuedouble;
+    }
+    const cJSON *d = mf_get(ah, "minFailingToStartDuration");
+    if (d && !cJSON_IsNull(d)) {
+      const char *s = dt__scalar(d, tmp, sizeof tmp);
+      if (!cJSON_IsString(d) || dt__duration_parse(s, &p.heal_min_failing)) {
+        rc = mf_bad(x, "spec.autohealing.minFailingToStartDuration", "expected a duration such as 5m or 300s");
+        goto fail;
+      }
+    }
+  }
+  const char *burst = mf_get_str(ann, "dovetail.dev/burst-replicas");
+  if (burst) {
+    char *end;
+    long v = strtol(burst, &end, 10);
+    if (*end || end == burst || v < 1 || v > MAX_REPLICAS) {
+      rc = mf_bad(x, "metadata.annotations.dovetail.dev/burst-replicas", "expected an integer of at least 1");
+      goto fail;
+    }
+    p.burst = v;
+  }
+  if (ann_duration(x, ann, "dovetail.dev/heal-backoff-base", &p.heal_base) ||
+      ann_duration(x, ann, "dovetail.dev/heal-backoff-cap", &p.heal_cap))
+    goto fail;
+  const char *fac = mf_get_str(ann, "dovetail.dev/heal-backoff-factor");
+  if (fac) {
+    char *end;
+    double v = strtod(fac, &end);
+    if (*end || end == fac || !(v >= 1 && v <= 100)) {
+      rc = mf_bad(x, "metadata.annotations.dovetail.dev/heal-backoff-factor", "expected a number from 1 to 100");
+      goto fail;
+    }
+    p.heal_factor = v;
+  }
+  if (!(p.launcher.ns = dt__strdup(ns)) || !(p.launcher.name = dt__strdup(name))) goto nomem;
+  p.launcher.file = (char *)x->file;
+  if (dt__vec_push(&x->m->vmpools, p)) goto nomem;
+  return 0;
+nomem:
+  mf_oom(x);
+fail:
+  mf_vmpool_free(&p);
+  return mf_failed(x);
+}
+
+/* Strip "-<idx>" from names VMs got by indexing (their own data volumes), so
+** a VM's template compares with the pool's unindexed one. */
+static void deindex(cJSON *o, const char *key, const char *suffix, char **dv, size_t ndv) {
+  cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsString(v)) return;
+  size_t len = strlen(v->valuestring), sl = strlen(suffix);
+  if (len <= sl || strcmp(v->valuestring + len - sl, suffix)) return;
+  for (size_t i = 0; i < ndv; i++)
+    if (!strcmp(dv[i], v->valuestring)) {
+      v->valuestring[len - sl] = 0;
+      return;
+    }
+}
+
+/* The references spec.nameGeneration indexes, as KubeVirt's pool controller
+** (indexVMSpec): a ConfigMap volume's name; a Secret volume's secretName
+** and cloud-init's userData/networkData secret references. For each in the
+** kinds of bits: the name is de-indexed when it ends in suffix, else marked
+** so that it matches no pool template. Returns whether the volume has any. */
+static bool ref_fix(cJSON *o, const char *key, const char *suffix, bool apply) {
+  cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  if (!cJSON_IsString(v)) return false;
+  if (!apply) return true;
+  size_t len = strlen(v->valuestring), sl = strlen(suffix);
+  if (len > sl && !strcmp(v->valuestring + len - sl, suffix)) {
+    v->valuestring[len - sl] = 0;
+  } else {
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s\x01", v->valuestring);
+    cJSON_SetValuestring(v, tmp);
+  }
+  return true;
+}
+
+static bool indexed_refs(cJSON *vol, unsigned bits, const char *suffix, bool apply) {
+  bool any = false;
+  cJSON *cm = cJSON_GetObjectItemCaseSensitive(vol, "configMap");
+  if (cm) any |= ref_fix(cm, "name", suffix, apply && (bits & DT_NAMEGEN_CONFIGMAPS));
+  cJSON *sec = cJSON_GetObjectItemCaseSensitive(vol, "secret");
+  if (sec) any |= ref_fix(sec, "secretName", suffix, apply && (bits & DT_NAMEGEN_SECRETS));
+  static const char *const ci[] = {"cloudInitNoCloud", "cloudInitConfigDrive"};
+  static const char *const refs[] = {"secretRef", "networkDataSecretRef"};
+  for (int i = 0; i < 2; i++)
+    for (int k = 0; k < 2; k++)
+      any |= ref_fix(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(vol, ci[i]), refs[k]), "name",
+                     suffix, apply && (bits & DT_NAMEGEN_SECRETS));
+  return any;
+}
+
+static int vm_hashes(mctx *x, const cJSON *vmspec, dt_vm *v) {
+  int rc = 0;
+  cJSON *vmi = cJSON_Duplicate(mf_get(vmspec, "template"), 1);
+  cJSON *dvt = cJSON_Duplicate(mf_get(vmspec, "dataVolumeTemplates"), 1);
+  char suffix[32];
+  snprintf(suffix, sizeof suffix, "-%lld", (long long)v->index);
+  char *names[64];
+  size_t nn = 0;
+  for (cJSON *d = cJSON_IsArray(dvt) ? dvt->child : NULL; d && nn < 64; d = d->next) {
+    cJSON *mdn = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d, "metadata"), "name");
+    if (cJSON_IsString(mdn)) names[nn++] = mdn->valuestring;
+  }
+  cJSON *vols = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(vmi, "spec"), "volumes");
+  if (v->index >= 0) {
+    for (cJSON *vol = cJSON_IsArray(vols) ? vols->child : NULL; vol; vol = vol->next) {
+      deindex(cJSON_GetObjectItemCaseSensitive(vol, "dataVolume"), "name", suffix, names, nn);
+      deindex(cJSON_GetObjectItemCaseSensitive(vol, "persistentVolumeClaim"), "claimName", suffix, names, nn);
+    }
+    for (size_t i = 0; i < nn; i++) {
+      size_t len = strlen(names[i]), sl = strlen(suffix);
+      if (len > sl && !strcmp(names[i] + len - sl, suffix)) names[i][len - sl] = 0;
+    }
+  }
+  v->vmi_hash = canon_hash(x, vmi, &rc);
+  v->dvt_hash = canon_hash(x, dvt, &rc);
+  /* As the template would be under each spec.nameGeneration setting. */
+  bool refs = false;
+  for (cJSON *vol = cJSON_IsArray(vols) && v->index >= 0 ? vols->child : NULL; vol && !refs; vol = vol->next)
+    refs = indexed_refs(vol, 0, suffix, false);
+  for (unsigned bits = 0; bits < 4; bits++) {
+    v->vmi_hash_ng[bits] = v->vmi_hash;
+    if (!bits || !refs) continue;
+    cJSON *c = cJSON_Duplicate(vmi, 1);
+    if (!c) {
+      rc = mf_oom(x);
+      break;
+    }
+    cJSON *cv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "spec"), "volumes");
+    for (cJSON *vol = cv->child; vol; vol = vol->next) indexed_refs(vol, bits, suffix, true);
+    v->vmi_hash_ng[bits] = canon_hash(x, c, &rc);
+    cJSON_Delete(c);
+  }
+  cJSON_Delete(vmi);
+  cJSON_Delete(dvt);
+  return rc;
+}
+
+static bool one_of(const char *s, const char *const *set) {
+  for (; s && *set; set++)
+    if (!strcmp(s, *set)) return true;
+  return false;
+}
+
+int mf_vm(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
+  const cJSON *md = mf_get(o, "metadata"), *spec = mf_get(o, "spec"), *st = mf_get(o, "status");
+  const cJSON *ann = mf_get(md, "annotations");
+  dt_vm v = {0};
+  v.file = (char *)x->file;
+  v.seq = x->m->seq++;
+  v.created = mf_created_at(o);
+  v.index = -1;
+  if (!(v.ns = dt__strdup(ns)) || !(v.name = dt__strdup(name))) goto nomem;
+  const char *dash = strrchr(name, '-');
+  if (dash && dash[1]) {
+    char *end;
+    long long i = strtoll(dash + 1, &end, 10);
+    if (!*end && dash[1] >= '0' && dash[1] <= '9' && i >= 0) v.index = i;
+  }
+  const char *del = mf_get_str(md, "deletionTimestamp");
+  if (del && dt_time_parse(del, &v.deleting, NULL)) {
+    mf_bad(x, "metadata.deletionTimestamp", "expected an RFC 3339 time");
+    goto fail;
+  }
+  if (del && !v.deleting) v.deleting = 1;
+  const cJSON *owners = mf_get(md, "ownerReferences");
+  for (const cJSON *c = cJSON_IsArray(owners) ? owners->child : NULL; c; c = c->next) {
+    const char *k = mf_get_str(c, "kind"), *n = mf_get_str(c, "name");
+    if (k && n && !strcmp(k, "VirtualMachinePool") && !cJSON_IsFalse(mf_get(c, "controller")) && !v.owner)
+      if (!(v.owner = dt__strdup(n))) goto nomem;
+  }
+  if (mf_parse_kvs(x, mf_get(md, "labels"), "metadata.labels", &v.labels)) goto fail;
+  v.nmeta_labels = v.labels.n;
+  dt_kvs tl = {0};
+  const cJSON *vmi = mf_get(spec, "template");
+  if (mf_parse_kvs(x, mf_get(mf_get(vmi, "metadata"), "labels"), "spec.template.metadata.labels", &tl)) {
+    dt__kvs_free(&tl);
+    goto fail;
+  }
+  if (tl.n) {
+    dt_kv *nv = dt__realloc(v.labels.v, (v.labels.n + tl.n) * sizeof *nv);
+    if (!nv) {
+      dt__kvs_free(&tl);
+      goto nomem;
+    }
+    v.labels.v = nv;
+    memcpy(v.labels.v + v.labels.n, tl.v, tl.n * sizeof *tl.v);
+    v.labels.n += tl.n;
+    dt__free(tl.v);
+  }
+  if (mf_parse_kvs(x, mf_get(mf_get(vmi, "spec"), "nodeSelector"), "spec.template.spec.nodeSelector", &v.node_selector))
+    goto fail;
+  const char *rev = NULL;
+  for (size_t i = 0; i < v.nmeta_labels; i++)
+    if (!strcmp(v.labels.v[i].key, "kubevirt.io/vm-pool-revision-name")) rev = v.labels.v[i].val;
+  const char *th = mf_get_str(ann, "dovetail.dev/template-hash");
+  if ((rev && !(v.revision = dt__strdup(rev))) || (th && !(v.tmpl_hash = dt__strdup(th)))) goto nomem;
+  const char *ha = mf_get_str(ann, "dovetail.dev/heal-attempt"), *hat = mf_get_str(ann, "dovetail.dev/healed-at");
+  if (ha) {
+    char *end;
+    long long a = strtoll(ha, &end, 10);
+    if (*end || end == ha || a < 0 || a > 1000000) {
+      mf_bad(x, "metadata.annotations.dovetail.dev/heal-attempt", "expected a non-negative integer");
+      goto fail;
+    }
+    v.heal_attempt = a;
+  }
+  if (hat && dt_time_parse(hat, &v.healed_at, NULL)) {
+    mf_bad(x, "metadata.annotations.dovetail.dev/healed-at", "expected an RFC 3339 time");
+    goto fail;
+  }
+  bool runs = vmi_runs(spec);
+  v.has_status = cJSON_IsObject(st);
+  const char *ps = mf_get_str(st, "printableStatus");
+  if (ps && !(v.status = dt__strdup(ps))) goto nomem;
+  v.halted = !runs || (ps && !strcmp(ps, "Stopped"));
+  v.ready = cJSON_IsTrue(mf_get(st, "ready"));
+  const cJSON *fc = mf_get(mf_get(st, "startFailure"), "consecutiveFailCount");
+  if (fc && !cJSON_IsNull(fc)) {
+    if (!cJSON_IsNumber(fc) || fc->valuedouble < 0) {
+      mf_bad(x, "status.startFailure.consecutiveFailCount", "expected a non-negative integer");
+      goto fail;
+    }
+    v.fail_count = dt__to_i64(fc->valuedouble);
+  }
+  const cJSON *conds = mf_get(st, "conditions");
+  for (const cJSON *c = cJSON_IsArray(conds) ? conds->child : NULL; c; c = c->next) {
+    const char *t = mf_get_str(c, "type"), *s = mf_get_str(c, "status");
+    if (!t || strcmp(t, "Ready") || !s) continue;
+    if (!strcmp(s, "True")) v.ready = true;
+    const char *ts = mf_get_str(c, "lastProbeTime");
+    if (!ts || !*ts) ts = mf_get_str(c, "lastTransitionTime");
+    if (strcmp(s, "True") && ts) dt_time_parse(ts, &v.not_ready_since, NULL);
+  }
+  if (vm_hashes(x, spec, &v)) goto fail;
+  /* A VM that should run but has no node yet needs capacity: its virt-launcher
+  ** pod joins the pending pods. */
+  static const char *const waiting[] = {
+      "Provisioning", "Pending", "Unschedulable", "ErrorUnschedulable", "WaitingForVolumeBinding", NULL};
+  if (runs && !v.deleting && one_of(ps, waiting) && cJSON_IsObject(vmi)) {
+    dt_podspec p = {0};
+    char pn[600];
+    snprintf(pn, sizeof pn, "virt-launcher-%s", name);
+    p.count = 1;
+    p.file = (char *)x->file;
+    p.seq = v.seq;
+    p.created = v.created;
+    if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(pn))) {
+      mf_pod_free(&p);
+      goto nomem;
+    }
+    if (vmi_podspec(x, vmi, "spec.template", &p) ||
+        mf_parse_kvs(x, mf_get(mf_get(vmi, "metadata"), "labels"), "spec.template.metadata.labels", &p.labels)) {
+      mf_pod_free(&p);
+      goto fail;
+    }
+    if (dt__vec_push(&x->m->pods, p)) {
+      mf_pod_free(&p);
+      goto nomem;
+    }
+  }
+  if (dt__vec_push(&x->m->vms, v)) goto nomem;
+  return 0;
+nomem:
+  mf_oom(x);
+fail:
+  mf_vm_free(&v);
+  return mf_failed(x);
+}
+
+/* KubeVirt's own configuration: the architecture VMs without
+** spec.architecture get (status.defaultArchitecture, the one in force, else
+** spec.configuration.architectureConfiguration.defaultArchitecture; KubeVirt
+** falls back to its operator's architecture, taken here as amd64). */
+int mf_kubevirt(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return DT_EINVAL;
+  const char *field = "status.defaultArchitecture";
+  const cJSON *v = mf_get(mf_get(o, "status"), "defaultArchitecture");
+  if (!cJSON_IsString(v) || !*v->valuestring) {
+    field = "spec.configuration.architectureConfiguration.defaultArchitecture";
+    v = mf_get(mf_get(mf_get(mf_get(o, "spec"), "configuration"), "architectureConfiguration"), "defaultArchitecture");
+  }
+  if (!v || cJSON_IsNull(v) || (cJSON_IsString(v) && !*v->valuestring)) return 0;
+  const char *a = vm_arch(cJSON_GetStringValue(v));
+  if (!a)
+    return mf_bad(x, field, "unsupported architecture %s (KubeVirt runs amd64, arm64 and s390x)",
+                  cJSON_IsString(v) ? v->valuestring : "(not a string)");
+  if (x->m->vm_default_arch && strcmp(x->m->vm_default_arch, a)) {
+    dt__buf_printf(&x->m->notes, "%s: KubeVirt %s/%s: %s %s differs from the %s that %s gives; the first stays\n",
+                   x->file, ns, name, field, a, x->m->vm_default_arch, x->m->vm_default_arch_file);
+    return 0;
+  }
+  if (!x->m->vm_default_arch) {
+    x->m->vm_default_arch = a;
+    x->m->vm_default_arch_file = x->file;
+  }
+  return 0;
+}

@@ -1,0 +1,815 @@
+/*
+** mf_pod.c: the readers of what runs: pods and their specs (requests, node
+** selection, affinity, spread, ports), workloads, DaemonSets, runtime
+** classes, unavailable offerings, nodes and NodeClaims, PodDisruptionBudgets,
+** and the volumes and storage classes that place pods.
+*/
+#include "reader.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Effective requests of a pod spec (KEP-753 sidecars, init max, overhead). */
+static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *out) {
+  dt_rlist sum = {0}, init_max = {0}, sidecars = {0};
+  char f[300];
+  int rc = 0;
+  static const char *lists[] = {"containers", "initContainers"};
+  for (int li = 0; li < 2 && !rc; li++) {
+    const cJSON *cs = mf_get(spec, lists[li]);
+    if (cs && !cJSON_IsArray(cs)) {
+      snprintf(f, sizeof f, "%s.%s", path, lists[li]);
+      rc = mf_bad(x, f, "expected a list");
+      break;
+    }
+    size_t i = 0;
+    for (const cJSON *c = cs ? cs->child : NULL; c && !rc; c = c->next, i++) {
+      dt_rlist req = {0}, lim = {0};
+      const cJSON *res = mf_get(c, "resources");
+      where wr = {path, lists[li], i, ".resources.requests"}, wl = {path, lists[li], i, ".resources.limits"};
+      rc = mf_rlist_at(x, mf_get(res, "requests"), &wr, &req, true);
+      if (!rc) rc = mf_rlist_at(x, mf_get(res, "limits"), &wl, &lim, true);
+      /* A limit without a request defaults the request, as the API server does. */
+      for (size_t k = 0; !rc && k < lim.n; k++) {
+        bool has = false;
+        for (size_t q = 0; q < req.n; q++) has |= strcmp(req.v[q].name, lim.v[k].name) == 0;
+        if (!has && dt__rlist_add(&req, lim.v[k].name, lim.v[k].milli, DT_RL_SET)) rc = mf_oom(x);
+      }
+      const char *rp = mf_get_str(c, "restartPolicy");
+      bool sidecar = li == 1 && rp && strcmp(rp, "Always") == 0;
+      for (size_t k = 0; !rc && k < req.n; k++) {
+        const char *rn = req.v[k].name;
+        int64_t v = req.v[k].milli;
+        if (li == 0) {
+          if (dt__rlist_add(&sum, rn, v, DT_RL_SUM)) rc = mf_oom(x);
+        } else if (sidecar) {
+          if (dt__rlist_add(&sidecars, rn, v, DT_RL_SUM)) rc = mf_oom(x);
+        } else {
+          if (dt__rlist_add(&init_max, rn, dt__rlist_get(&sidecars, rn) + v, DT_RL_MAX)) rc = mf_oom(x);
+        }
+      }
+      if (!rc && sidecar)
+        for (size_t k = 0; k < sidecars.n && !rc; k++)
+          if (dt__rlist_add(&init_max, sidecars.v[k].name, sidecars.v[k].milli, DT_RL_MAX)) rc = mf_oom(x);
+      dt__rlist_free(&req);
+      dt__rlist_free(&lim);
+    }
+  }
+  if (!rc) {
+    for (size_t k = 0; k < sidecars.n && !rc; k++)
+      if (dt__rlist_add(&sum, sidecars.v[k].name, sidecars.v[k].milli, DT_RL_SUM)) rc = mf_oom(x);
+    for (size_t k = 0; k < init_max.n && !rc; k++)
+      if (dt__rlist_add(&sum, init_max.v[k].name, init_max.v[k].milli, DT_RL_MAX)) rc = mf_oom(x);
+    /* Pod-level resources (spec.resources, Kubernetes 1.32+): where set,
+    ** they are the pod's requests for those resources, whatever its
+    ** containers ask; limits stand in for missing requests, as for a
+    ** container. */
+    const cJSON *pres = mf_get(spec, "resources");
+    if (!rc && pres && !cJSON_IsNull(pres)) {
+      dt_rlist preq = {0}, plim = {0};
+      where wr = {path, NULL, 0, ".resources.requests"}, wl = {path, NULL, 0, ".resources.limits"};
+      rc = mf_rlist_at(x, mf_get(pres, "requests"), &wr, &preq, true);
+      if (!rc) rc = mf_rlist_at(x, mf_get(pres, "limits"), &wl, &plim, true);
+      for (size_t k = 0; k < plim.n && !rc; k++)
+        if (!dt__rlist_get(&preq, plim.v[k].name) && dt__rlist_add(&preq, plim.v[k].name, plim.v[k].milli, DT_RL_SET))
+          rc = mf_oom(x);
+      for (size_t k = 0; k < preq.n && !rc; k++)
+        if (dt__rlist_add(&sum, preq.v[k].name, preq.v[k].milli, DT_RL_SET)) rc = mf_oom(x);
+      dt__rlist_free(&preq);
+      dt__rlist_free(&plim);
+    }
+    dt_rlist ovh = {0};
+    where wo = {path, NULL, 0, ".overhead"};
+    if (!rc) rc = mf_rlist_at(x, mf_get(spec, "overhead"), &wo, &ovh, true);
+    for (size_t k = 0; k < ovh.n && !rc; k++)
+      if (dt__rlist_add(&sum, ovh.v[k].name, ovh.v[k].milli, DT_RL_SUM)) rc = mf_oom(x);
+    dt__rlist_free(&ovh);
+    if (!rc && dt__rlist_add(&sum, "pods", 1000, DT_RL_SET)) rc = mf_oom(x);
+    for (size_t k = 0; k < sum.n && !rc; k++) {
+      if (!mf_request_absurd(sum.v[k].name, sum.v[k].milli)) continue;
+      snprintf(f, sizeof f, "%s (total requests).%s", path, sum.v[k].name);
+      rc = mf_check_request(x, f, sum.v[k].name, sum.v[k].milli);
+    }
+  }
+  dt__rlist_free(&init_max);
+  dt__rlist_free(&sidecars);
+  if (rc) {
+    dt__rlist_free(&sum);
+    return rc;
+  }
+  *out = sum;
+  return 0;
+}
+
+static int parse_strs(mctx *x, const cJSON *arr, const char *field, char ***out, size_t *n) {
+  size_t cnt;
+  int lr = mf_list_room(x, arr, field, "a list of strings", sizeof **out, (void **)out, &cnt);
+  if (lr) return lr > 0 ? 0 : lr;
+  for (const cJSON *c = arr->child; c; c = c->next) {
+    if (!cJSON_IsString(c)) return mf_bad(x, field, "expected a list of strings");
+    if (!((*out)[(*n)++] = dt__strdup(c->valuestring))) return mf_oom(x);
+  }
+  return 0;
+}
+
+/* matchLabels become In requirements; matchExpressions keep their operator. */
+int mf_parse_selector(mctx *x, const cJSON *o, const char *field, dt_selector *sel) {
+  if (!o || cJSON_IsNull(o)) return 0;
+  if (!cJSON_IsObject(o)) return mf_bad(x, field, "expected a label selector");
+  sel->present = true;
+  const cJSON *ml = mf_get(o, "matchLabels"), *me = mf_get(o, "matchExpressions");
+  char f[300], tmp[64];
+  size_t n = (ml ? (size_t)cJSON_GetArraySize(ml) : 0);
+  if (me && !cJSON_IsNull(me)) {
+    snprintf(f, sizeof f, "%s.matchExpressions", field);
+    if (mf_parse_mreqs(x, me, f, &sel->expr, false)) return mf_failed(x);
+    for (size_t i = 0; i < sel->expr.n; i++)
+      if (sel->expr.v[i].op > DT_OP_DOESNOTEXIST) {
+        snprintf(f, sizeof f, "%s.matchExpressions[%zu].operator", field, i);
+        return mf_bad(x, f, "label selectors take In, NotIn, Exists or DoesNotExist");
+      }
+  }
+  if (!n) return 0;
+  if (!cJSON_IsObject(ml)) {
+    snprintf(f, sizeof f, "%s.matchLabels", field);
+    return mf_bad(x, f, "expected a map of strings");
+  }
+  dt_mreq *nv = dt__realloc(sel->expr.v, (sel->expr.n + n) * sizeof *nv);
+  if (!nv) return mf_oom(x);
+  sel->expr.v = nv;
+  for (const cJSON *c = ml->child; c; c = c->next) {
+    const char *v = dt__scalar(c, tmp, sizeof tmp);
+    snprintf(f, sizeof f, "%s.matchLabels.%s", field, c->string);
+    if (!v) return mf_bad(x, f, "expected a string");
+    dt_mreq *q = &sel->expr.v[sel->expr.n++];
+    memset(q, 0, sizeof *q);
+    q->op = DT_OP_IN;
+    q->key = dt__strdup(c->string);
+    q->vals = dt__calloc(1, sizeof *q->vals);
+    if (!q->key || !q->vals || !(q->vals[0] = dt__strdup(v))) return mf_oom(x);
+    q->n = 1;
+  }
+  return 0;
+}
+
+static int parse_podterms(mctx *x, const cJSON *arr, const char *field, bool weighted, dt_podterm **out, size_t *n) {
+  size_t cnt, i = 0;
+  int lr = mf_list_room(x, arr, field, "a list", sizeof **out, (void **)out, &cnt);
+  if (lr) return lr > 0 ? 0 : lr;
+  char f[400];
+  for (const cJSON *t = arr->child; t; t = t->next, i++) {
+    dt_podterm *d = &(*out)[(*n)++];
+    const cJSON *term = t;
+    if (weighted) {
+      const cJSON *w = mf_get(t, "weight");
+      snprintf(f, sizeof f, "%s[%zu].weight", field, i);
+      if (!mf_is_int_in(w, 1, 100)) return mf_bad(x, f, "expected an integer from 1 to 100");
+      d->weight = (int)w->valuedouble;
+      term = mf_get(t, "podAffinityTerm");
+      snprintf(f, sizeof f, "%s[%zu].podAffinityTerm", field, i);
+      if (!cJSON_IsObject(term)) return mf_bad(x, f, "missing");
+    } else {
+      snprintf(f, sizeof f, "%s[%zu]", field, i);
+    }
+    char g[500];
+    const char *key = mf_get_str(term, "topologyKey");
+    snprintf(g, sizeof g, "%s.topologyKey", f);
+    if (!key || !*key) return mf_bad(x, g, "missing");
+    if (!(d->key = dt__strdup(key))) return mf_oom(x);
+    snprintf(g, sizeof g, "%s.labelSelector", f);
+    if (mf_parse_selector(x, mf_get(term, "labelSelector"), g, &d->sel)) return mf_failed(x);
+    snprintf(g, sizeof g, "%s.namespaces", f);
+    if (parse_strs(x, mf_get(term, "namespaces"), g, &d->ns, &d->nns)) return mf_failed(x);
+  }
+  return 0;
+}
+
+static int parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspec *p) {
+  size_t cnt, i = 0;
+  int lr = mf_list_room(x, arr, field, "a list", sizeof *p->spread, (void **)&p->spread, &cnt);
+  if (lr) return lr > 0 ? 0 : lr;
+  char f[400];
+  for (const cJSON *t = arr->child; t; t = t->next, i++) {
+    dt_spread *d = &p->spread[p->nspread++];
+    const cJSON *ms = mf_get(t, "maxSkew"), *md = mf_get(t, "minDomains");
+    const char *key = mf_get_str(t, "topologyKey"), *wu = mf_get_str(t, "whenUnsatisfiable");
+    snprintf(f, sizeof f, "%s[%zu].maxSkew", field, i);
+    if (!mf_is_int_in(ms, 1, 1e308)) return mf_bad(x, f, "expected an integer >= 1");
+    d->max_skew = ms->valuedouble > 1e6 ? 1000000 : (int)ms->valuedouble;
+    if (md && !cJSON_IsNull(md)) {
+      snprintf(f, sizeof f, "%s[%zu].minDomains", field, i);
+      if (!mf_is_int_in(md, 1, 1e308)) return mf_bad(x, f, "expected an integer >= 1");
+      d->min_domains = md->valuedouble > 1e6 ? 1000000 : (int)md->valuedouble;
+    }
+    snprintf(f, sizeof f, "%s[%zu].topologyKey", field, i);
+    if (!key || !*key) return mf_bad(x, f, "missing");
+    snprintf(f, sizeof f, "%s[%zu].whenUnsatisfiable", field, i);
+    if (wu && strcmp(wu, "DoNotSchedule") && strcmp(wu, "ScheduleAnyway"))
+      return mf_bad(x, f, "expected DoNotSchedule or ScheduleAnyway");
+    d->anyway = wu && !strcmp(wu, "ScheduleAnyway");
+    if (!(d->key = dt__strdup(key))) return mf_oom(x);
+    snprintf(f, sizeof f, "%s[%zu].labelSelector", field, i);
+    if (mf_parse_selector(x, mf_get(t, "labelSelector"), f, &d->sel)) return mf_failed(x);
+    snprintf(f, sizeof f, "%s[%zu].matchLabelKeys", field, i);
+    if (parse_strs(x, mf_get(t, "matchLabelKeys"), f, &d->match_label_keys, &d->nmlk)) return mf_failed(x);
+  }
+  return 0;
+}
+
+static int parse_ports(mctx *x, const cJSON *spec, const char *path, dt_podspec *p) {
+  static const char *lists[] = {"containers", "initContainers"};
+  char f[400];
+  for (int li = 0; li < 2; li++) {
+    const cJSON *cs = mf_get(spec, lists[li]);
+    size_t ci = 0;
+    for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next, ci++) {
+      const cJSON *ports = mf_get(c, "ports");
+      size_t pi = 0;
+      for (const cJSON *pt = cJSON_IsArray(ports) ? ports->child : NULL; pt; pt = pt->next, pi++) {
+        const cJSON *hp = mf_get(pt, "hostPort");
+        if (!hp || cJSON_IsNull(hp)) continue;
+        snprintf(f, sizeof f, "%s.%s[%zu].ports[%zu].hostPort", path, lists[li], ci, pi);
+        if (!cJSON_IsNumber(hp) || hp->valuedouble < 0 || hp->valuedouble > 65535)
+          return mf_bad(x, f, "expected a port number");
+        if (hp->valuedouble == 0) continue;
+        dt_hostport *np = dt__realloc(p->ports, (p->nports + 1) * sizeof *np);
+        if (!np) return mf_oom(x);
+        p->ports = np;
+        dt_hostport *d = &p->ports[p->nports++];
+        memset(d, 0, sizeof *d);
+        d->port = (int)hp->valuedouble;
+        const char *proto = mf_get_str(pt, "protocol"), *ip = mf_get_str(pt, "hostIP");
+        snprintf(d->proto, sizeof d->proto, "%s", proto ? proto : "TCP");
+        if (!(d->ip = dt__strdup(ip && *ip ? ip : "0.0.0.0"))) return mf_oom(x);
+      }
+    }
+  }
+  return 0;
+}
+
+/* matchFields (every DaemonSet pod has one): metadata.name is the only field
+** Kubernetes allows, and a node's name is its kubernetes.io/hostname label,
+** so each becomes a hostname requirement of the same term. */
+static int match_fields(mctx *x, const cJSON *arr, const char *field, dt_mreqs *term) {
+  dt_mreqs mf = {0};
+  if (mf_parse_mreqs(x, arr, field, &mf, false)) {
+    mf_mreqs_free(&mf);
+    return mf_failed(x);
+  }
+  dt_mreq *nv = mf.n ? dt__realloc(term->v, (term->n + mf.n) * sizeof *nv) : term->v;
+  if (mf.n && !nv) {
+    mf_mreqs_free(&mf);
+    return mf_oom(x);
+  }
+  term->v = nv;
+  for (size_t i = 0; i < mf.n; i++) {
+    if (strcmp(mf.v[i].key, "metadata.name")) {
+      char f[400], key[200];
+      snprintf(f, sizeof f, "%s[%zu].key", field, i);
+      snprintf(key, sizeof key, "%s", mf.v[i].key);
+      for (size_t k = i; k < mf.n; k++) term->v[term->n++] = mf.v[k]; /* freed with the term */
+      dt__free(mf.v);
+      return mf_bad(x, f, "matchFields supports metadata.name only (as Kubernetes), got \"%s\"", key);
+    }
+    char *host = dt__strdup(DT_L_HOSTNAME);
+    if (!host) {
+      for (size_t k = i; k < mf.n; k++) term->v[term->n++] = mf.v[k];
+      dt__free(mf.v);
+      return mf_oom(x);
+    }
+    dt__free(mf.v[i].key);
+    mf.v[i].key = host;
+    term->v[term->n++] = mf.v[i];
+  }
+  dt__free(mf.v);
+  return 0;
+}
+
+int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
+  const cJSON *spec = mf_get(tmpl, "spec");
+  char f[300];
+  if (!cJSON_IsObject(spec)) {
+    snprintf(f, sizeof f, "%s", path);
+    return mf_bad(x, f, "missing or not an object");
+  }
+  if (pod_requests(x, spec, path, &p->requests)) return mf_failed(x);
+  const cJSON *vol;
+  cJSON_ArrayForEach(vol, mf_get(spec, "volumes")) {
+    const char *cn = mf_get_str(mf_get(vol, "persistentVolumeClaim"), "claimName");
+    if (!cn) continue;
+    char **nv = dt__realloc(p->pvcs, (p->npvcs + 1) * sizeof *nv);
+    if (!nv) return mf_oom(x);
+    p->pvcs = nv;
+    if (!(p->pvcs[p->npvcs] = dt__strdup(cn))) return mf_oom(x);
+    p->npvcs++;
+  }
+  /* field names are written out only for fields that are there */
+  if (mf_get(spec, "nodeSelector")) {
+    snprintf(f, sizeof f, "%s.nodeSelector", path);
+    if (mf_parse_kvs(x, mf_get(spec, "nodeSelector"), f, &p->node_selector)) return mf_failed(x);
+  }
+  if (mf_get(spec, "tolerations")) {
+    snprintf(f, sizeof f, "%s.tolerations", path);
+    if (mf_parse_tolerations(x, mf_get(spec, "tolerations"), f, p)) return mf_failed(x);
+  }
+  const cJSON *terms =
+      mf_get(mf_get(mf_get(mf_get(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
+             "nodeSelectorTerms");
+  if (terms && !cJSON_IsNull(terms)) {
+    snprintf(f, sizeof f, "%s.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
+             path);
+    if (!cJSON_IsArray(terms)) return mf_bad(x, f, "expected a list");
+    size_t n = (size_t)cJSON_GetArraySize(terms), i = 0;
+    p->terms = dt__calloc(n ? n : 1, sizeof *p->terms);
+    if (!p->terms) return mf_oom(x);
+    for (const cJSON *t = terms->child; t; t = t->next, i++) {
+      char g[400];
+      snprintf(g, sizeof g, "%s[%zu].matchExpressions", f, i);
+      p->nterms++;
+      if (mf_parse_mreqs(x, mf_get(t, "matchExpressions"), g, &p->terms[i], false)) return mf_failed(x);
+      snprintf(g, sizeof g, "%s[%zu].matchFields", f, i);
+      if (match_fields(x, mf_get(t, "matchFields"), g, &p->terms[i])) return mf_failed(x);
+    }
+  }
+  const cJSON *na = mf_get(mf_get(spec, "affinity"), "nodeAffinity");
+  const cJSON *pref = mf_get(na, "preferredDuringSchedulingIgnoredDuringExecution");
+  if (pref && !cJSON_IsNull(pref)) {
+    snprintf(f, sizeof f, "%s.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
+    if (!cJSON_IsArray(pref)) return mf_bad(x, f, "expected a list");
+    size_t n = (size_t)cJSON_GetArraySize(pref), i = 0;
+    p->pref = dt__calloc(n ? n : 1, sizeof *p->pref);
+    if (!p->pref) return mf_oom(x);
+    for (const cJSON *t = pref->child; t; t = t->next, i++) {
+      char g[500];
+      const cJSON *w = mf_get(t, "weight");
+      snprintf(g, sizeof g, "%s[%zu].weight", f, i);
+      if (!mf_is_int_in(w, 1, 100)) return mf_bad(x, g, "expected an integer from 1 to 100");
+      p->pref[i].weight = (int)w->valuedouble;
+      p->npref++;
+      snprintf(g, sizeof g, "%s[%zu].preference.matchExpressions", f, i);
+      if (mf_parse_mreqs(x, mf_get(mf_get(t, "preference"), "matchExpressions"), g, &p->pref[i].reqs, false))
+        return mf_failed(x);
+    }
+  }
+  const cJSON *aff = mf_get(mf_get(spec, "affinity"), "podAffinity");
+  const cJSON *anti = mf_get(mf_get(spec, "affinity"), "podAntiAffinity");
+  char g[400];
+  if (aff || anti) {
+    snprintf(g, sizeof g, "%s.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution", path);
+    if (parse_podterms(x, mf_get(aff, "requiredDuringSchedulingIgnoredDuringExecution"), g, false, &p->aff, &p->naff))
+      return mf_failed(x);
+    snprintf(g, sizeof g, "%s.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
+    if (parse_podterms(x, mf_get(aff, "preferredDuringSchedulingIgnoredDuringExecution"), g, true, &p->paff, &p->npaff))
+      return mf_failed(x);
+    snprintf(g, sizeof g, "%s.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution", path);
+    if (parse_podterms(x, mf_get(anti, "requiredDuringSchedulingIgnoredDuringExecution"), g, false, &p->anti,
+                       &p->nanti))
+      return mf_failed(x);
+    snprintf(g, sizeof g, "%s.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
+    if (parse_podterms(x, mf_get(anti, "preferredDuringSchedulingIgnoredDuringExecution"), g, true, &p->panti,
+                       &p->npanti))
+      return mf_failed(x);
+  }
+  if (mf_get(spec, "topologySpreadConstraints")) {
+    snprintf(g, sizeof g, "%s.topologySpreadConstraints", path);
+    if (parse_spreads(x, mf_get(spec, "topologySpreadConstraints"), g, p)) return mf_failed(x);
+  }
+  if (parse_ports(x, spec, path, p)) return mf_failed(x);
+  const char *rc = mf_get_str(spec, "runtimeClassName");
+  if (rc && *rc && !(p->runtime_class = dt__strdup(rc))) return mf_oom(x);
+  const cJSON *ovh = mf_get(spec, "overhead");
+  p->has_overhead = ovh && cJSON_IsObject(ovh) && ovh->child;
+  const char *nn = mf_get_str(spec, "nodeName");
+  if (nn && *nn && !(p->node_name = dt__strdup(nn))) return mf_oom(x);
+  return 0;
+}
+
+/* What disruption needs of a bound pod: do-not-disrupt ("true" or a
+** duration from the pod's start), deletion cost, priority, DaemonSet owner. */
+static int pod_disruption(mctx *x, const cJSON *o, dt_podspec *p) {
+  const cJSON *md = mf_get(o, "metadata"), *ann = mf_get(md, "annotations");
+  const char *dnd = mf_get_str(ann, "karpenter.sh/do-not-disrupt");
+  if (dnd && !strcmp(dnd, "true")) {
+    p->dnd = true;
+  } else if (dnd && *dnd) {
+    int64_t d, start = p->created;
+    const char *ts = mf_get_str(mf_get(o, "status"), "startTime");
+    if (ts) dt_time_parse(ts, &start, NULL);
+    if (dt__duration_parse(dnd, &d))
+      dt__buf_printf(&x->m->notes,
+                     "%s: %s: metadata.annotations.karpenter.sh/do-not-disrupt: \"%s\" is neither \"true\" "
+                     "nor a duration; ignored (as Karpenter)\n",
+                     x->file, x->obj, dnd);
+    else
+      p->dnd_until = start + d;
+  }
+  const char *dc = mf_get_str(ann, "controller.kubernetes.io/pod-deletion-cost");
+  if (dc) {
+    char *end;
+    long long v = strtoll(dc, &end, 10);
+    if (*end || end == dc)
+      return mf_bad(x, "metadata.annotations.controller.kubernetes.io/pod-deletion-cost", "expected an integer");
+    p->deletion_cost = v;
+  }
+  const cJSON *pr = mf_get(mf_get(o, "spec"), "priority");
+  if (cJSON_IsNumber(pr)) p->priority = dt__to_i64(pr->valuedouble);
+  const cJSON *owners = mf_get(md, "ownerReferences");
+  for (const cJSON *c = cJSON_IsArray(owners) ? owners->child : NULL; c; c = c->next) {
+    const char *k = mf_get_str(c, "kind");
+    if (k && !strcmp(k, "DaemonSet")) p->daemon = true;
+  }
+  const cJSON *mirror = mf_get(ann, "kubernetes.io/config.mirror");
+  if (mirror) p->daemon = true; /* static pods stay with their node */
+  return 0;
+}
+
+/* Pods of all inputs together stay within DT_MAX_PODS, so a few small
+** workloads cannot ask for gigabytes. */
+static int count_pods(mctx *x, int64_t n, const char *field) {
+  if (x->m->npods + n > DT_MAX_PODS)
+    return mf_bad(x, field, "%lld pods in all inputs together would exceed %d (the limit on pods)",
+                  (long long)(x->m->npods + n), DT_MAX_PODS);
+  x->m->npods += n;
+  return 0;
+}
+
+int mf_pod(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
+  const char *phase = mf_get_str(mf_get(o, "status"), "phase");
+  if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) return 0;
+  /* A pod without a node is planned only when Karpenter's provisioner would
+  ** plan it: not gated, not nominated to a node by the kube-scheduler, not
+  ** being deleted, not a DaemonSet's or a Node's (those come with their node). */
+  const cJSON *spec = mf_get(o, "spec"), *md = mf_get(o, "metadata");
+  if (!mf_get_str(spec, "nodeName")) {
+    const cJSON *gates = mf_get(spec, "schedulingGates");
+    const char *skip = cJSON_GetArraySize(gates) > 0                          ? "scheduling-gated"
+                       : mf_get_str(mf_get(o, "status"), "nominatedNodeName") ? "nominated to a node"
+                       : mf_get_str(md, "deletionTimestamp")                  ? "being deleted"
+                                                                              : NULL;
+    const cJSON *ow;
+    cJSON_ArrayForEach(ow, mf_get(md, "ownerReferences")) {
+      const char *k = mf_get_str(ow, "kind");
+      if (!skip && k && (!strcmp(k, "DaemonSet") || !strcmp(k, "Node"))) skip = "owned by a DaemonSet or a Node";
+    }
+    if (skip) {
+      dt__buf_printf(&x->m->notes, "%s: %s: %s, not provisioned (as Karpenter)\n", x->file, x->obj, skip);
+      return 0;
+    }
+  }
+  dt_podspec p = {0};
+  p.count = 1;
+  p.file = (char *)x->file;
+  p.seq = x->m->seq++;
+  p.created = mf_created_at(o);
+  if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name))) goto nomem;
+  if (mf_parse_kvs(x, mf_get(mf_get(o, "metadata"), "labels"), "metadata.labels", &p.labels) ||
+      mf_podspec(x, o, "spec", &p) || pod_disruption(x, o, &p) || count_pods(x, 1, "metadata.name"))
+    goto fail;
+  if (dt__vec_push(&x->m->pods, p)) goto nomem;
+  return 0;
+nomem:
+  mf_oom(x);
+fail:
+  mf_pod_free(&p);
+  return mf_failed(x);
+}
+
+int mf_workload(mctx *x, const cJSON *o, bool daemonset) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
+  const cJSON *spec = mf_get(o, "spec");
+  const cJSON *r = daemonset ? NULL : mf_get(spec, "replicas");
+  int64_t replicas = 1;
+  if (r && !cJSON_IsNull(r)) {
+    if (!mf_is_int_in(r, 0, MAX_REPLICAS))
+      return mf_bad(x, "spec.replicas", "expected an integer from 0 to %d", MAX_REPLICAS);
+    replicas = (int64_t)r->valuedouble;
+  }
+  const cJSON *tmpl = mf_get(spec, "template");
+  if (!cJSON_IsObject(tmpl)) return mf_bad(x, "spec.template", "missing or not an object");
+  dt_podspec p = {0};
+  p.count = replicas;
+  p.file = (char *)x->file;
+  p.seq = x->m->seq++;
+  p.created = mf_created_at(o);
+  char owner[600];
+  snprintf(owner, sizeof owner, "%s/%s", x->kind, name);
+  if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name)) || !(p.owner = dt__strdup(owner))) goto nomem;
+  if (mf_parse_kvs(x, mf_get(mf_get(tmpl, "metadata"), "labels"), "spec.template.metadata.labels", &p.labels) ||
+      mf_podspec(x, tmpl, "spec.template.spec", &p) ||
+      mf_parse_selector(x, mf_get(spec, "selector"), "spec.selector", &p.sel))
+    goto fail;
+  /* A ReplicaSet a Deployment owns: the Deployment counts its replicas. */
+  const cJSON *ow;
+  cJSON_ArrayForEach(ow, mf_get(mf_get(o, "metadata"), "ownerReferences")) {
+    const char *k = mf_get_str(ow, "kind"), *on = mf_get_str(ow, "name");
+    char parent[600];
+    snprintf(parent, sizeof parent, "%s/%s", k ? k : "", on ? on : "");
+    if (!daemonset && k && on && !strcmp(k, "Deployment") && !p.parent && !(p.parent = dt__strdup(parent))) goto nomem;
+  }
+  if (replicas == 0) {
+    mf_pod_free(&p);
+    return 0;
+  }
+  if (!daemonset && count_pods(x, replicas, "spec.replicas")) goto fail;
+  if (daemonset ? dt__vec_push(&x->m->daemonsets, p) : dt__vec_push(&x->m->pods, p)) goto nomem;
+  return 0;
+nomem:
+  mf_oom(x);
+fail:
+  mf_pod_free(&p);
+  return mf_failed(x);
+}
+
+int mf_unavailable(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name)) return mf_failed(x);
+  const cJSON *spec = mf_get(o, "spec");
+  const char *ct = mf_get_str(spec, "capacityType"), *it = mf_get_str(spec, "instanceType"),
+             *zone = mf_get_str(spec, "zone");
+  dt_mark mk = {0};
+  mk.ct = ct ? dt__ct_parse(ct) : -1;
+  if (mk.ct < 0) return mf_bad(x, "spec.capacityType", "expected on-demand, spot or reserved");
+  if (!it || !*it) return mf_bad(x, "spec.instanceType", "missing");
+  if (!zone || !*zone) return mf_bad(x, "spec.zone", "missing");
+  const char *exp = mf_get_str(spec, "expiresAt"), *at = mf_get_str(spec, "markedAt"), *ttl = mf_get_str(spec, "ttl");
+  if (exp) {
+    if (dt_time_parse(exp, &mk.expires, NULL)) return mf_bad(x, "spec.expiresAt", "expected an RFC 3339 time");
+  } else {
+    int64_t t0, d = 180; /* Karpenter's AWS provider keeps ICE marks 3 minutes */
+    if (!at || dt_time_parse(at, &t0, NULL))
+      return mf_bad(x, "spec.markedAt", "expected an RFC 3339 time (or give spec.expiresAt)");
+    if (ttl && dt__duration_parse(ttl, &d)) return mf_bad(x, "spec.ttl", "expected a duration such as 3m or 1h");
+    mk.expires = t0 + d;
+  }
+  mk.file = (char *)x->file;
+  mk.instance_type = dt__strdup(it);
+  mk.zone = dt__strdup(zone);
+  mk.name = dt__strdup(name);
+  if (!mk.instance_type || !mk.zone || !mk.name || dt__vec_push(&x->m->marks, mk)) {
+    dt__free(mk.instance_type);
+    dt__free(mk.zone);
+    dt__free(mk.name);
+    return mf_oom(x);
+  }
+  return 0;
+}
+
+int mf_runtime_class(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name)) return mf_failed(x);
+  dt_runtimeclass rc = {0};
+  if (!(rc.name = dt__strdup(name))) return mf_oom(x);
+  if (mf_parse_rlist(x, mf_get(mf_get(o, "overhead"), "podFixed"), "overhead.podFixed", &rc.overhead, true) ||
+      dt__vec_push(&x->m->runtime_classes, rc)) {
+    dt__free(rc.name);
+    dt__rlist_free(&rc.overhead);
+    return x->code ? x->code : mf_oom(x);
+  }
+  return 0;
+}
+
+int mf_node(mctx *x, const cJSON *o, bool is_claim) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name)) return mf_failed(x);
+  dt_node n = {0};
+  n.file = (char *)x->file;
+  n.kind = (char *)(is_claim ? "NodeClaim" : "Node");
+  n.seq = x->m->seq++;
+  const cJSON *md = mf_get(o, "metadata"), *spec = mf_get(o, "spec"), *st = mf_get(o, "status");
+  if (!(n.name = dt__strdup(name))) goto nomem;
+  if (mf_parse_kvs(x, mf_get(md, "labels"), "metadata.labels", &n.labels) ||
+      mf_parse_rlist(x, mf_get(st, "allocatable"), "status.allocatable", &n.allocatable, false) ||
+      mf_parse_taints(x, mf_get(spec, "taints"), "spec.taints", &n.taints, &n.ntaints))
+    goto fail;
+  n.created = mf_created_at(o);
+  n.ready = true;
+  const char *del = mf_get_str(md, "deletionTimestamp");
+  if (del && (dt_time_parse(del, &n.deleting, NULL) || !n.deleting)) n.deleting = 1;
+  const cJSON *ann = mf_get(md, "annotations");
+  const char *dnd = mf_get_str(ann, "karpenter.sh/do-not-disrupt");
+  n.dnd = dnd && !strcmp(dnd, "true");
+  const char *ph = mf_get_str(ann, "dovetail.dev/nodepool-hash");
+  if (ph && !(n.pool_hash = dt__strdup(ph))) goto nomem;
+  bool claim_init = false;
+  const cJSON *conds = mf_get(st, "conditions");
+  for (const cJSON *c = cJSON_IsArray(conds) ? conds->child : NULL; c; c = c->next) {
+    const char *t = mf_get_str(c, "type"), *cs = mf_get_str(c, "status");
+    if (t && cs && !strcmp(t, "Ready")) n.ready = !strcmp(cs, "True");
+    if (t && cs && !strcmp(t, "Initialized")) claim_init = !strcmp(cs, "True");
+  }
+  const char *lpe = mf_get_str(st, "lastPodEventTime");
+  if (lpe) dt_time_parse(lpe, &n.last_pod_event, NULL);
+  if (is_claim) {
+    if (!(n.claim_name = dt__strdup(name))) goto nomem;
+    const char *pid = mf_get_str(st, "providerID");
+    if (pid && *pid && !(n.provider_id = dt__strdup(pid))) goto nomem;
+    const char *nn = mf_get_str(st, "nodeName");
+    if (nn && *nn && !(n.node_name = dt__strdup(nn))) goto nomem;
+    /* Requirements with a single In value become labels (our own claims
+    ** carry both; a claim from a cluster may only have requirements). */
+    dt_mreqs reqs = {0};
+    if (mf_parse_mreqs(x, mf_get(spec, "requirements"), "spec.requirements", &reqs, true)) {
+      mf_mreqs_free(&reqs);
+      goto fail;
+    }
+    for (size_t i = 0; i < reqs.n; i++) {
+      if (reqs.v[i].op != DT_OP_IN || reqs.v[i].n != 1) continue;
+      bool has = false;
+      for (size_t k = 0; k < n.labels.n; k++) has |= strcmp(n.labels.v[k].key, reqs.v[i].key) == 0;
+      if (has) continue;
+      dt_kv *nv = dt__realloc(n.labels.v, (n.labels.n + 1) * sizeof *nv);
+      if (!nv) {
+        mf_mreqs_free(&reqs);
+        goto nomem;
+      }
+      n.labels.v = nv;
+      nv[n.labels.n].key = dt__strdup(reqs.v[i].key);
+      nv[n.labels.n].val = dt__strdup(reqs.v[i].vals[0]);
+      n.labels.n++;
+      if (!nv[n.labels.n - 1].key || !nv[n.labels.n - 1].val) {
+        mf_mreqs_free(&reqs);
+        goto nomem;
+      }
+    }
+    mf_mreqs_free(&reqs);
+    const char *pods = mf_get_str(mf_get(md, "annotations"), DT_A_PODS);
+    for (const char *s = pods; s && *s;) {
+      const char *e = strchr(s, ',');
+      size_t len = e ? (size_t)(e - s) : strlen(s);
+      while (len && (*s == ' ')) s++, len--;
+      while (len && s[len - 1] == ' ') len--;
+      if (len) {
+        char **np = dt__realloc(n.pods, (n.npods + 1) * sizeof *np);
+        if (!np) goto nomem;
+        n.pods = np;
+        if (!(np[n.npods] = dt__strndup(s, len))) goto nomem;
+        if (!strchr(np[n.npods], '/')) {
+          n.npods++;
+          mf_bad(x, "metadata.annotations." DT_A_PODS, "expected namespace/name entries, got \"%.*s\"", (int)len, s);
+          goto fail;
+        }
+        n.npods++;
+      }
+      s = e ? e + 1 : NULL;
+    }
+    /* In flight until the node registers; a claim from the cluster with
+    ** Initialized=True counts as initialized. */
+    n.initialized = claim_init;
+  } else {
+    const cJSON *u = mf_get(spec, "unschedulable");
+    n.unschedulable = cJSON_IsTrue(u);
+    const char *pid = mf_get_str(spec, "providerID");
+    if (pid && *pid && !(n.provider_id = dt__strdup(pid))) goto nomem;
+    n.initialized = true;
+    if (n.allocatable.n == 0) {
+      /* A Node without status.allocatable only makes sense if its instance
+      ** type is in the catalog; the scheduler derives it then. */
+    }
+  }
+  if (dt__vec_push(&x->m->nodes, n)) goto nomem;
+  return 0;
+nomem:
+  mf_oom(x);
+fail:
+  mf_node_free(&n);
+  return mf_failed(x);
+}
+
+static int topo_push(mctx *x, dt_topo_obj *t) {
+  if (dt__vec_push(&x->m->topo, *t)) {
+    mf_topo_free(t);
+    return mf_oom(x);
+  }
+  return 0;
+}
+
+int mf_volume(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
+  char key[600];
+  snprintf(key, sizeof key, "%s/%s", ns, name);
+  char *s = dt__strdup(key);
+  if (!s || dt__vec_push(&x->m->volumes, s)) {
+    dt__free(s);
+    return mf_oom(x);
+  }
+  if (strcmp(x->kind, "PersistentVolumeClaim")) return 0;
+  const cJSON *spec = mf_get(o, "spec");
+  const char *vn = mf_get_str(spec, "volumeName"), *sc = mf_get_str(spec, "storageClassName");
+  dt_topo_obj t = {"PVC", dt__strdup(key), vn && *vn ? dt__strdup(vn) : NULL, sc && *sc ? dt__strdup(sc) : NULL, false,
+                   {0}};
+  if (!t.key || (vn && *vn && !t.volume) || (sc && *sc && !t.storage_class)) {
+    mf_topo_free(&t);
+    return mf_oom(x);
+  }
+  return topo_push(x, &t);
+}
+
+/* A PersistentVolume: where it can be attached (its required node affinity). */
+int mf_persistent_volume(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name)) return mf_failed(x);
+  dt_topo_obj t = {"PV", dt__strdup(name), NULL, NULL, false, {0}};
+  if (!t.key) return mf_oom(x);
+  const cJSON *terms = mf_get(mf_get(mf_get(mf_get(o, "spec"), "nodeAffinity"), "required"), "nodeSelectorTerms");
+  if (cJSON_GetArraySize(terms) > 1)
+    dt__buf_printf(&x->m->notes, "%s: %s: spec.nodeAffinity has %d terms; pods follow the first\n", x->file, x->obj,
+                   cJSON_GetArraySize(terms));
+  if (terms && terms->child &&
+      mf_parse_mreqs(x, mf_get(terms->child, "matchExpressions"),
+                     "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions", &t.term, false)) {
+    mf_topo_free(&t);
+    return mf_failed(x);
+  }
+  return topo_push(x, &t);
+}
+
+/* A StorageClass: WaitForFirstConsumer and its allowedTopologies (each
+** label's values; one term, as Karpenter reads the first). */
+int mf_storage_class(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name)) return mf_failed(x);
+  const char *mode = mf_get_str(o, "volumeBindingMode");
+  dt_topo_obj t = {"SC", dt__strdup(name), NULL, NULL, mode && !strcmp(mode, "WaitForFirstConsumer"), {0}};
+  if (!t.key) return mf_oom(x);
+  const cJSON *at = mf_get(o, "allowedTopologies");
+  if (at && at->child) {
+    cJSON *exprs = cJSON_CreateArray(), *e;
+    cJSON_ArrayForEach(e, mf_get(at->child, "matchLabelExpressions")) {
+      cJSON *r = cJSON_CreateObject();
+      cJSON_AddStringToObject(r, "key", mf_get_str(e, "key") ? mf_get_str(e, "key") : "");
+      cJSON_AddStringToObject(r, "operator", "In");
+      cJSON_AddItemToObject(r, "values", cJSON_Duplicate(mf_get(e, "values"), true));
+      cJSON_AddItemToArray(exprs, r);
+    }
+    int rc = mf_parse_mreqs(x, exprs, "allowedTopologies[0].matchLabelExpressions", &t.term, false);
+    cJSON_Delete(exprs);
+    if (rc) {
+      mf_topo_free(&t);
+      return mf_failed(x);
+    }
+  }
+  return topo_push(x, &t);
+}
+
+void mf_pdb_free(dt_pdb *p) {
+  dt__free(p->ns);
+  dt__free(p->name);
+  mf_selector_free(&p->sel);
+}
+
+static int int_or_pct(mctx *x, const cJSON *v, const char *field, int64_t *out, bool *pct) {
+  if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble == floor(v->valuedouble)) {
+    *out = (int64_t)v->valuedouble;
+    return 0;
+  }
+  const char *s = cJSON_IsString(v) ? v->valuestring : "";
+  size_t len = strlen(s);
+  char *end;
+  long long n = strtoll(s, &end, 10);
+  if (len > 1 && s[len - 1] == '%' && end == s + len - 1 && n >= 0 && n <= 100) {
+    *out = n;
+    *pct = true;
+    return 0;
+  }
+  return mf_bad(x, field, "expected a non-negative integer or a percentage");
+}
+
+int mf_pdb(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
+  const cJSON *spec = mf_get(o, "spec");
+  dt_pdb p = {0};
+  p.file = (char *)x->file;
+  p.allowed = -1;
+  if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name))) goto nomem;
+  if (mf_parse_selector(x, mf_get(spec, "selector"), "spec.selector", &p.sel)) goto fail;
+  const cJSON *mn = mf_get(spec, "minAvailable"), *mx = mf_get(spec, "maxUnavailable");
+  if (mn && !cJSON_IsNull(mn) && mx && !cJSON_IsNull(mx)) {
+    mf_bad(x, "spec", "minAvailable and maxUnavailable are exclusive");
+    goto fail;
+  }
+  if (mn && !cJSON_IsNull(mn)) {
+    p.has_min = true;
+    if (int_or_pct(x, mn, "spec.minAvailable", &p.min_avail, &p.min_pct)) goto fail;
+  }
+  if (mx && !cJSON_IsNull(mx)) {
+    p.has_max = true;
+    if (int_or_pct(x, mx, "spec.maxUnavailable", &p.max_unavail, &p.max_pct)) goto fail;
+  }
+  const cJSON *da = mf_get(mf_get(o, "status"), "disruptionsAllowed");
+  if (cJSON_IsNumber(da)) p.allowed = dt__to_i64(da->valuedouble);
+  if (dt__vec_push(&x->m->pdbs, p)) goto nomem;
+  return 0;
+nomem:
+  mf_oom(x);
+fail:
+  mf_pdb_free(&p);
+  return mf_failed(x);
+}

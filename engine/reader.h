@@ -1,0 +1,133 @@
+/*
+** reader.h: what the manifest readers share (internal). manifest.c holds the
+** field parsers and the table of readers; mf_nodepool.c, mf_pod.c and
+** mf_kubevirt.c read their kinds. The names below map to dt__mf_ symbols.
+*/
+#ifndef DT_READER_H
+#define DT_READER_H
+
+#include "model.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+
+/* Requests above these are typing mistakes, not workloads. */
+#define MAX_CPU_MILLI (1000000LL * 1000)            /* 1,000,000 cores */
+#define MAX_BYTES_MILLI (((int64_t)1 << 50) * 1000) /* 1 PiB */
+#define MAX_REPLICAS DT_MAX_REPLICAS
+
+typedef struct mctx {
+  dt_manifests *m;
+  const char *file; /* owned by m->files */
+  const char *kind;
+  char obj[512]; /* "Pod default/web" */
+  dt_error *err;
+  int code; /* the error being reported: DT_ENOMEM stays once it happened */
+} mctx;
+
+/* Where a field is, as "PATH.LIST[I]TAIL" (or "PATHTAIL" without a list):
+** written out only when an error names it. */
+typedef struct where {
+  const char *path, *list;
+  size_t i;
+  const char *tail;
+} where;
+
+#define mf_bad dt__mf_bad
+#define mf_check_duplicate dt__mf_check_duplicate
+#define mf_check_request dt__mf_check_request
+#define mf_created_at dt__mf_created_at
+#define mf_failed dt__mf_failed
+#define mf_get dt__mf_get
+#define mf_get_str dt__mf_get_str
+#define mf_is_int_in dt__mf_is_int_in
+#define mf_kubevirt dt__mf_kubevirt
+#define mf_list_room dt__mf_list_room
+#define mf_meta dt__mf_meta
+#define mf_mreqs_free dt__mf_mreqs_free
+#define mf_node dt__mf_node
+#define mf_node_free dt__mf_node_free
+#define mf_nodepool dt__mf_nodepool
+#define mf_oom dt__mf_oom
+#define mf_parse_duration_or_never dt__mf_parse_duration_or_never
+#define mf_parse_kvs dt__mf_parse_kvs
+#define mf_parse_mreqs dt__mf_parse_mreqs
+#define mf_parse_rlist dt__mf_parse_rlist
+#define mf_parse_selector dt__mf_parse_selector
+#define mf_parse_taints dt__mf_parse_taints
+#define mf_parse_tolerations dt__mf_parse_tolerations
+#define mf_pdb dt__mf_pdb
+#define mf_pdb_free dt__mf_pdb_free
+#define mf_persistent_volume dt__mf_persistent_volume
+#define mf_pod dt__mf_pod
+#define mf_pod_free dt__mf_pod_free
+#define mf_podspec dt__mf_podspec
+#define mf_pool_free dt__mf_pool_free
+#define mf_request_absurd dt__mf_request_absurd
+#define mf_rlist_at dt__mf_rlist_at
+#define mf_runtime_class dt__mf_runtime_class
+#define mf_selector_free dt__mf_selector_free
+#define mf_storage_class dt__mf_storage_class
+#define mf_strs_free dt__mf_strs_free
+#define mf_topo_free dt__mf_topo_free
+#define mf_unavailable dt__mf_unavailable
+#define mf_vm dt__mf_vm
+#define mf_vm_free dt__mf_vm_free
+#define mf_vmpool dt__mf_vmpool
+#define mf_vmpool_free dt__mf_vmpool_free
+#define mf_volume dt__mf_volume
+#define mf_workload dt__mf_workload
+
+/* manifest.c */
+int mf_bad(mctx *x, const char *field, const char *fmt, ...) DT_PRINTF(3, 4);
+int mf_check_duplicate(mctx *x, const char *ns, const char *name);
+int mf_check_request(mctx *x, const char *field, const char *res, int64_t v);
+int64_t mf_created_at(const cJSON *o);
+int mf_failed(const mctx *x);
+const cJSON *mf_get(const cJSON *o, const char *k);
+const char *mf_get_str(const cJSON *o, const char *k);
+bool mf_is_int_in(const cJSON *v, double lo, double hi);
+int mf_list_room(mctx *x, const cJSON *arr, const char *field, const char *what, size_t size, void **v, size_t *n);
+int mf_meta(mctx *x, const cJSON *o, const char **ns, const char **name, bool namespaced);
+void mf_mreqs_free(dt_mreqs *r);
+void mf_node_free(dt_node *n);
+int mf_oom(mctx *x);
+int mf_parse_duration_or_never(mctx *x, const cJSON *v, const char *field, int64_t *out);
+int mf_parse_kvs(mctx *x, const cJSON *o, const char *field, dt_kvs *out);
+int mf_parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *out, bool allow_min_values);
+int mf_parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out, bool is_request);
+int mf_parse_taints(mctx *x, const cJSON *arr, const char *field, dt_taint **out, size_t *nout);
+int mf_parse_tolerations(mctx *x, const cJSON *arr, const char *field, dt_podspec *p);
+void mf_pod_free(dt_podspec *p);
+void mf_pool_free(dt_nodepool *p);
+bool mf_request_absurd(const char *res, int64_t v);
+int mf_rlist_at(mctx *x, const cJSON *o, const where *w, dt_rlist *out, bool is_request);
+void mf_selector_free(dt_selector *s);
+void mf_strs_free(char **v, size_t n);
+void mf_topo_free(dt_topo_obj *t);
+
+/* mf_nodepool.c */
+int mf_nodepool(mctx *x, const cJSON *o);
+
+/* mf_pod.c */
+int mf_node(mctx *x, const cJSON *o, bool is_claim);
+int mf_parse_selector(mctx *x, const cJSON *o, const char *field, dt_selector *sel);
+int mf_pdb(mctx *x, const cJSON *o);
+void mf_pdb_free(dt_pdb *p);
+int mf_persistent_volume(mctx *x, const cJSON *o);
+int mf_pod(mctx *x, const cJSON *o);
+int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p);
+int mf_runtime_class(mctx *x, const cJSON *o);
+int mf_storage_class(mctx *x, const cJSON *o);
+int mf_unavailable(mctx *x, const cJSON *o);
+int mf_volume(mctx *x, const cJSON *o);
+int mf_workload(mctx *x, const cJSON *o, bool daemonset);
+
+/* mf_kubevirt.c */
+int mf_kubevirt(mctx *x, const cJSON *o);
+int mf_vm(mctx *x, const cJSON *o);
+void mf_vm_free(dt_vm *v);
+int mf_vmpool(mctx *x, const cJSON *o);
+void mf_vmpool_free(dt_vmpool *p);
+
+#endif
