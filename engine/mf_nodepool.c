@@ -349,6 +349,163 @@ static int nodeclass_ref(mctx *x, const cJSON *ref, bool v1beta1, dt_nodepool *p
   return 0;
 }
 
+/* spec.weight, and spec.replicas, which makes the pool static (Karpenter's
+** static capacity): it keeps that many NodeClaims whatever the pods, takes
+** no weight, and of the limits only nodes (its CRD's rules). */
+static int pool_size(mctx *x, const cJSON *spec, dt_nodepool *p) {
+  const cJSON *w = mf_get(spec, "weight");
+  if (w && !cJSON_IsNull(w)) {
+    if (!mf_is_int_in(w, 0, 100)) return mf_bad(x, "spec.weight", "expected an integer from 0 to 100");
+    p->weight = (int)w->valuedouble;
+  }
+  p->replicas = -1;
+  const cJSON *rep = mf_get(spec, "replicas");
+  if (rep && !cJSON_IsNull(rep)) {
+    if (!mf_is_int_in(rep, 0, MAX_REPLICAS))
+      return mf_bad(x, "spec.replicas", "expected a whole number of nodes from 0 to %lld", (long long)MAX_REPLICAS);
+    p->replicas = (int64_t)rep->valuedouble;
+    if (w && !cJSON_IsNull(w))
+      return mf_bad(x, "spec.weight",
+                    "a static NodePool (spec.replicas set) takes no weight: pods never choose it by priority");
+  }
+  return 0;
+}
+
+/* A static pool's limits (nodes only), and taint keys and values that are
+** qualified names. */
+static int pool_limits_taints(mctx *x, const dt_nodepool *p) {
+  char f[300];
+  for (size_t i = 0; p->replicas >= 0 && i < p->limits.n; i++)
+    if (strcmp(p->limits.v[i].name, "nodes")) {
+      snprintf(f, sizeof f, "spec.limits.%s", p->limits.v[i].name);
+      return mf_bad(x, f, "a static NodePool (spec.replicas set) takes only limits.nodes");
+    }
+  for (size_t i = 0; i < p->ntaints + p->nstartup; i++) {
+    const dt_taint *t = i < p->ntaints ? &p->taints[i] : &p->startup[i - p->ntaints];
+    const char *list = i < p->ntaints ? "taints" : "startupTaints";
+    size_t k = i < p->ntaints ? i : i - p->ntaints;
+    snprintf(f, sizeof f, "spec.template.spec.%s[%zu].%s", list, k, qualified_name(t->key) ? "value" : "key");
+    if (!qualified_name(t->key) || (t->value[0] && !qualified_name(t->value)))
+      return mf_bad(x, f,
+                    "\"%.100s\" is not a valid taint %s (an optional DNS prefix and '/', then letters, digits, '-', "
+                    "'_' and '.', starting and ending with a letter or digit)",
+                    qualified_name(t->key) ? t->value : t->key, qualified_name(t->key) ? "value" : "key");
+  }
+  return 0;
+}
+
+/* dovetail's annotations: dovetail.dev/spot-max-price and dovetail.dev/policy. */
+static int pool_annotations(mctx *x, const cJSON *o, dt_nodepool *p) {
+  p->spot_max = -1;
+  const cJSON *ann = mf_get(mf_get(o, "metadata"), "annotations");
+  const cJSON *mp = mf_get(ann, "dovetail.dev/spot-max-price");
+  if (mp && !cJSON_IsNull(mp)) {
+    char tmp[64], *end;
+    const char *v = dt__scalar(mp, tmp, sizeof tmp);
+    double d = v ? strtod(v, &end) : -1;
+    if (!v || *end || !(d >= 0) || !isfinite(d))
+      return mf_bad(x, "metadata.annotations.dovetail.dev/spot-max-price",
+                    "expected a price in $/hour, such as \"0.05\"");
+    p->spot_max = d;
+  }
+  const char *pn = mf_get_str(ann, "dovetail.dev/policy");
+  if (pn && *pn && !(p->policy = dt__strdup(pn))) return mf_oom(x);
+  return 0;
+}
+
+/* Control planes on spot lose etcd quorum when several are interrupted at
+** once: a NodePool is one by its template label or by a requirement that
+** its nodes carry the role (In or Exists), and then it must not allow spot. */
+static int control_plane_spot(mctx *x, const dt_nodepool *p) {
+  const char *role = NULL;
+  for (size_t i = 0; i < p->labels.n && !role; i++)
+    if (!strcmp(p->labels.v[i].key, "node-role.kubernetes.io/control-plane") ||
+        !strcmp(p->labels.v[i].key, "node-role.kubernetes.io/master"))
+      role = p->labels.v[i].key;
+  for (size_t i = 0; i < p->reqs.n && !role; i++)
+    if ((!strcmp(p->reqs.v[i].key, "node-role.kubernetes.io/control-plane") ||
+         !strcmp(p->reqs.v[i].key, "node-role.kubernetes.io/master")) &&
+        (p->reqs.v[i].op == DT_OP_IN || p->reqs.v[i].op == DT_OP_EXISTS))
+      role = p->reqs.v[i].key;
+  if (!role) return 0;
+  bool spot_ok = true;
+  for (size_t k = 0; k < p->reqs.n; k++) {
+    const dt_mreq *q = &p->reqs.v[k];
+    if (strcmp(q->key, DT_L_CAPACITY_TYPE)) continue;
+    bool listed = false;
+    for (size_t j = 0; j < q->n; j++) listed |= !strcmp(q->vals[j], "spot");
+    if ((q->op == DT_OP_IN && !listed) || (q->op == DT_OP_NOTIN && listed) || q->op == DT_OP_DOESNOTEXIST)
+      spot_ok = false;
+  }
+  if (!spot_ok) return 0;
+  return mf_bad(x, "spec.template.spec.requirements",
+                "a control-plane NodePool (%s) must not allow spot capacity: interruptions of several "
+                "control-plane nodes lose etcd quorum; add karpenter.sh/capacity-type In [on-demand]",
+                role);
+}
+
+/* What the NodeClaims it makes carry: its uid (ownerReferences), the
+** template's annotations and terminationGracePeriod. */
+static int claim_template(mctx *x, const cJSON *o, const cJSON *tmpl, dt_nodepool *p) {
+  const cJSON *tspec = mf_get(tmpl, "spec");
+  const cJSON *tg = mf_get(tspec, "terminationGracePeriod");
+  const char *uid = mf_get_str(mf_get(o, "metadata"), "uid"), *tgp = mf_get_str(tspec, "terminationGracePeriod");
+  if (tg && !cJSON_IsNull(tg) && (!tgp || !whole_duration(tgp)))
+    return mf_bad(x, "spec.template.spec.terminationGracePeriod",
+                  "expected a duration in hours, minutes and seconds such as 24h, "
+                  "1h30m or 90s (Karpenter's pattern: no Never, no units below a second)");
+  if ((uid && !(p->uid = dt__strdup(uid))) || (tgp && !(p->termination_grace = dt__strdup(tgp)))) return mf_oom(x);
+  return mf_parse_kvs(x, mf_get(mf_get(tmpl, "metadata"), "annotations"), "spec.template.metadata.annotations",
+                      &p->annotations);
+}
+
+/* Contradictions: requirements on one key (and template labels) that no
+** value can satisfy make a NodePool that can never launch anything. */
+static int contradictions(mctx *x, const dt_nodepool *p) {
+  dt_symtab st = {0};
+  dt_arena ar = {0};
+  char f[300];
+  int rc = 0;
+  for (size_t i = 0; i < p->reqs.n && !rc; i++) {
+    const dt_mreq *a = &p->reqs.v[i];
+    dt_req acc;
+    dt_sym vals[64];
+    size_t nv = a->n < 64 ? a->n : 64;
+    for (size_t k = 0; k < nv; k++) vals[k] = dt__sym(&st, a->vals[k]);
+    dt__req_make(&ar, &acc, dt__sym(&st, a->key), a->op, vals, (uint32_t)nv, &st);
+    dt_buf why = {0};
+    dt__buf_printf(&why, "%s %s", a->key, dt__op_name(a->op));
+    for (size_t j = 0; j < p->reqs.n + p->labels.n && !rc; j++) {
+      dt_req b;
+      if (j < p->reqs.n) {
+        if (j == i || strcmp(p->reqs.v[j].key, a->key)) continue;
+        const dt_mreq *q = &p->reqs.v[j];
+        size_t n2 = q->n < 64 ? q->n : 64;
+        for (size_t k = 0; k < n2; k++) vals[k] = dt__sym(&st, q->vals[k]);
+        dt__req_make(&ar, &b, acc.key, q->op, vals, (uint32_t)n2, &st);
+        dt__buf_printf(&why, " and %s", dt__op_name(q->op));
+      } else {
+        const dt_kv *l = &p->labels.v[j - p->reqs.n];
+        if (strcmp(l->key, a->key)) continue;
+        vals[0] = dt__sym(&st, l->val);
+        dt__req_make(&ar, &b, acc.key, DT_OP_IN, vals, 1, &st);
+        dt__buf_printf(&why, " and template label %s=%s", l->key, l->val);
+      }
+      bool ok = dt__req_intersects(&st, &acc, &b);
+      dt__req_intersect(&ar, &st, &acc, &b, &acc);
+      if (!ok) {
+        snprintf(f, sizeof f, "spec.template.spec.requirements[%zu]", i);
+        rc = mf_bad(x, f, "contradictory requirements: %s leave no value for %s", why.p ? why.p : a->key, a->key);
+      }
+    }
+    dt__free(why.p);
+  }
+  int soom = st.oom || ar.oom;
+  dt__symtab_free(&st);
+  dt__arena_free(&ar);
+  return !rc && soom ? mf_oom(x) : rc;
+}
+
 int mf_nodepool(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name) || nodepool_validate(x, o))
@@ -357,188 +514,27 @@ int mf_nodepool(mctx *x, const cJSON *o) {
   dt_nodepool p = {0};
   p.file = (char *)x->file;
   p.seq = x->m->seq++;
-  int rc = DT_ENOMEM;
-  if (!(p.name = dt__strdup(name))) {
-    rc = mf_oom(x);
-    goto fail;
-  }
   const cJSON *spec = mf_get(o, "spec");
   const cJSON *tmpl = mf_get(spec, "template");
   const cJSON *tspec = mf_get(tmpl, "spec");
-  const cJSON *w = mf_get(spec, "weight");
-  rc = DT_EINVAL;
-  if (w && !cJSON_IsNull(w)) {
-    if (!mf_is_int_in(w, 0, 100)) {
-      mf_bad(x, "spec.weight", "expected an integer from 0 to 100");
-      goto fail;
-    }
-    p.weight = (int)w->valuedouble;
-  }
-  /* spec.replicas makes the pool static (Karpenter's static capacity): it
-  ** keeps that many NodeClaims whatever the pods, takes no weight, and of
-  ** the limits only nodes (its CRD's rules). */
-  p.replicas = -1;
-  const cJSON *rep = mf_get(spec, "replicas");
-  if (rep && !cJSON_IsNull(rep)) {
-    if (!cJSON_IsNumber(rep) || rep->valuedouble < 0 || rep->valuedouble > MAX_REPLICAS ||
-        rep->valuedouble != floor(rep->valuedouble)) {
-      mf_bad(x, "spec.replicas", "expected a whole number of nodes from 0 to %lld", (long long)MAX_REPLICAS);
-      goto fail;
-    }
-    p.replicas = (int64_t)rep->valuedouble;
-    if (w && !cJSON_IsNull(w)) {
-      mf_bad(x, "spec.weight",
-             "a static NodePool (spec.replicas set) takes no weight: pods never choose it by priority");
-      goto fail;
-    }
-  }
-  if (mf_parse_kvs(x, mf_get(mf_get(tmpl, "metadata"), "labels"), "spec.template.metadata.labels", &p.labels) ||
-      mf_parse_mreqs(x, mf_get(tspec, "requirements"), "spec.template.spec.requirements", &p.reqs, true) ||
-      mf_parse_taints(x, mf_get(tspec, "taints"), "spec.template.spec.taints", &p.taints, &p.ntaints) ||
-      mf_parse_taints(x, mf_get(tspec, "startupTaints"), "spec.template.spec.startupTaints", &p.startup, &p.nstartup) ||
-      mf_parse_rlist(x, mf_get(spec, "limits"), "spec.limits", &p.limits, false))
-    goto fail;
-  for (size_t i = 0; p.replicas >= 0 && i < p.limits.n; i++)
-    if (strcmp(p.limits.v[i].name, "nodes")) {
-      char f[300];
-      snprintf(f, sizeof f, "spec.limits.%s", p.limits.v[i].name);
-      mf_bad(x, f, "a static NodePool (spec.replicas set) takes only limits.nodes");
-      goto fail;
-    }
-  for (size_t i = 0; i < p.ntaints + p.nstartup; i++) {
-    const dt_taint *t = i < p.ntaints ? &p.taints[i] : &p.startup[i - p.ntaints];
-    const char *list = i < p.ntaints ? "taints" : "startupTaints";
-    size_t k = i < p.ntaints ? i : i - p.ntaints;
-    char f[300];
-    snprintf(f, sizeof f, "spec.template.spec.%s[%zu].%s", list, k, qualified_name(t->key) ? "value" : "key");
-    if (!qualified_name(t->key) || (t->value[0] && !qualified_name(t->value))) {
-      mf_bad(x, f,
-             "\"%.100s\" is not a valid taint %s (an optional DNS prefix and '/', then letters, digits, '-', '_' "
-             "and '.', starting and ending with a letter or digit)",
-             qualified_name(t->key) ? t->value : t->key, qualified_name(t->key) ? "value" : "key");
-      goto fail;
-    }
-  }
-  p.spot_max = -1;
-  const cJSON *mp = mf_get(mf_get(mf_get(o, "metadata"), "annotations"), "dovetail.dev/spot-max-price");
-  if (mp && !cJSON_IsNull(mp)) {
-    char tmp[64], *end;
-    const char *v = dt__scalar(mp, tmp, sizeof tmp);
-    double d = v ? strtod(v, &end) : -1;
-    if (!v || *end || !(d >= 0) || !isfinite(d)) {
-      mf_bad(x, "metadata.annotations.dovetail.dev/spot-max-price", "expected a price in $/hour, such as \"0.05\"");
-      goto fail;
-    }
-    p.spot_max = d;
-  }
-  const char *pn = mf_get_str(mf_get(mf_get(o, "metadata"), "annotations"), "dovetail.dev/policy");
-  if (pn && *pn && !(p.policy = dt__strdup(pn))) {
-    rc = mf_oom(x);
-    goto fail;
-  }
-  /* Control planes on spot lose etcd quorum when several are interrupted at
-  ** once: a NodePool is one by its template label or by a requirement that
-  ** its nodes carry the role (In or Exists). */
-  const char *role = NULL;
-  for (size_t i = 0; i < p.labels.n && !role; i++)
-    if (!strcmp(p.labels.v[i].key, "node-role.kubernetes.io/control-plane") ||
-        !strcmp(p.labels.v[i].key, "node-role.kubernetes.io/master"))
-      role = p.labels.v[i].key;
-  for (size_t i = 0; i < p.reqs.n && !role; i++)
-    if ((!strcmp(p.reqs.v[i].key, "node-role.kubernetes.io/control-plane") ||
-         !strcmp(p.reqs.v[i].key, "node-role.kubernetes.io/master")) &&
-        (p.reqs.v[i].op == DT_OP_IN || p.reqs.v[i].op == DT_OP_EXISTS))
-      role = p.reqs.v[i].key;
-  if (role) {
-    bool spot_ok = true;
-    for (size_t k = 0; k < p.reqs.n; k++) {
-      const dt_mreq *q = &p.reqs.v[k];
-      if (strcmp(q->key, DT_L_CAPACITY_TYPE)) continue;
-      bool listed = false;
-      for (size_t j = 0; j < q->n; j++) listed |= !strcmp(q->vals[j], "spot");
-      if ((q->op == DT_OP_IN && !listed) || (q->op == DT_OP_NOTIN && listed) || q->op == DT_OP_DOESNOTEXIST)
-        spot_ok = false;
-    }
-    if (spot_ok) {
-      mf_bad(x, "spec.template.spec.requirements",
-             "a control-plane NodePool (%s) must not allow spot capacity: interruptions of several "
-             "control-plane nodes lose etcd quorum; add karpenter.sh/capacity-type In [on-demand]",
-             role);
-      goto fail;
-    }
-  }
-  if (nodepool_disruption(x, spec, &p, v1beta1)) goto fail;
-  if (nodeclass_ref(x, mf_get(tspec, "nodeClassRef"), v1beta1, &p)) goto fail;
-  /* What the NodeClaims it makes carry: its uid (ownerReferences), the
-  ** template's annotations and terminationGracePeriod. */
-  const cJSON *tg = mf_get(tspec, "terminationGracePeriod");
-  const char *uid = mf_get_str(mf_get(o, "metadata"), "uid"), *tgp = mf_get_str(tspec, "terminationGracePeriod");
-  if (tg && !cJSON_IsNull(tg) && (!tgp || !whole_duration(tgp))) {
-    mf_bad(x, "spec.template.spec.terminationGracePeriod",
-           "expected a duration in hours, minutes and seconds such as 24h, "
-           "1h30m or 90s (Karpenter's pattern: no Never, no units below a second)");
-    goto fail;
-  }
-  if ((uid && !(p.uid = dt__strdup(uid))) || (tgp && !(p.termination_grace = dt__strdup(tgp)))) {
-    rc = mf_oom(x);
-    goto fail;
-  }
-  if (mf_parse_kvs(x, mf_get(mf_get(tmpl, "metadata"), "annotations"), "spec.template.metadata.annotations",
-                   &p.annotations))
-    goto fail;
-  /* Contradictions: requirements on one key (and template labels) that no
-  ** value can satisfy make a NodePool that can never launch anything. */
-  {
-    dt_symtab st = {0};
-    dt_arena ar = {0};
-    char f[300];
-    rc = 0;
-    for (size_t i = 0; i < p.reqs.n && !rc; i++) {
-      const dt_mreq *a = &p.reqs.v[i];
-      dt_req acc;
-      dt_sym vals[64];
-      size_t nv = a->n < 64 ? a->n : 64;
-      for (size_t k = 0; k < nv; k++) vals[k] = dt__sym(&st, a->vals[k]);
-      dt__req_make(&ar, &acc, dt__sym(&st, a->key), a->op, vals, (uint32_t)nv, &st);
-      dt_buf why = {0};
-      dt__buf_printf(&why, "%s %s", a->key, dt__op_name(a->op));
-      for (size_t j = 0; j < p.reqs.n + p.labels.n && !rc; j++) {
-        dt_req b;
-        if (j < p.reqs.n) {
-          if (j == i || strcmp(p.reqs.v[j].key, a->key)) continue;
-          const dt_mreq *q = &p.reqs.v[j];
-          size_t n2 = q->n < 64 ? q->n : 64;
-          for (size_t k = 0; k < n2; k++) vals[k] = dt__sym(&st, q->vals[k]);
-          dt__req_make(&ar, &b, acc.key, q->op, vals, (uint32_t)n2, &st);
-          dt__buf_printf(&why, " and %s", dt__op_name(q->op));
-        } else {
-          const dt_kv *l = &p.labels.v[j - p.reqs.n];
-          if (strcmp(l->key, a->key)) continue;
-          vals[0] = dt__sym(&st, l->val);
-          dt__req_make(&ar, &b, acc.key, DT_OP_IN, vals, 1, &st);
-          dt__buf_printf(&why, " and template label %s=%s", l->key, l->val);
-        }
-        bool ok = dt__req_intersects(&st, &acc, &b);
-        dt__req_intersect(&ar, &st, &acc, &b, &acc);
-        if (!ok) {
-          snprintf(f, sizeof f, "spec.template.spec.requirements[%zu]", i);
-          rc = mf_bad(x, f, "contradictory requirements: %s leave no value for %s", why.p ? why.p : a->key, a->key);
-        }
-      }
-      dt__free(why.p);
-    }
-    int soom = st.oom || ar.oom;
-    dt__symtab_free(&st);
-    dt__arena_free(&ar);
-    if (!rc && soom) rc = mf_oom(x);
-    if (rc) goto fail;
-  }
-  if (dt__vec_push(&x->m->pools, p)) {
-    rc = mf_oom(x);
-    goto fail;
-  }
-  return 0;
-fail:
+  int rc = !(p.name = dt__strdup(name)) ? mf_oom(x) : pool_size(x, spec, &p);
+  if (!rc && (mf_parse_kvs(x, mf_get(mf_get(tmpl, "metadata"), "labels"), "spec.template.metadata.labels", &p.labels) ||
+              mf_parse_mreqs(x, mf_get(tspec, "requirements"), "spec.template.spec.requirements", &p.reqs, true) ||
+              mf_parse_taints(x, mf_get(tspec, "taints"), "spec.template.spec.taints", &p.taints, &p.ntaints) ||
+              mf_parse_taints(x, mf_get(tspec, "startupTaints"), "spec.template.spec.startupTaints", &p.startup,
+                              &p.nstartup) ||
+              mf_parse_rlist(x, mf_get(spec, "limits"), "spec.limits", &p.limits, false)))
+    rc = mf_failed(x);
+  if (!rc) rc = pool_limits_taints(x, &p);
+  if (!rc) rc = pool_annotations(x, o, &p);
+  if (!rc) rc = control_plane_spot(x, &p);
+  if (!rc &&
+      (nodepool_disruption(x, spec, &p, v1beta1) || nodeclass_ref(x, mf_get(tspec, "nodeClassRef"), v1beta1, &p)))
+    rc = mf_failed(x);
+  if (!rc) rc = claim_template(x, o, tmpl, &p);
+  if (!rc) rc = contradictions(x, &p);
+  if (!rc && dt__vec_push(&x->m->pools, p)) rc = mf_oom(x);
+  if (!rc) return 0;
   mf_pool_free(&p);
-  return rc ? rc : DT_EINVAL;
+  return rc;
 }
