@@ -282,6 +282,156 @@ static int ann_duration(mctx *x, const cJSON *ann, const char *key, int64_t *out
   return 0;
 }
 
+/* replicas, paused, and a selector that selects what the template makes
+** (KubeVirt's admission rule). */
+static int vmpool_selection(mctx *x, const cJSON *spec, const cJSON *tmpl, dt_vmpool *p) {
+  const cJSON *r = mf_get(spec, "replicas");
+  if (r && !cJSON_IsNull(r)) {
+    if (!mf_is_int_in(r, 0, MAX_REPLICAS))
+      return mf_bad(x, "spec.replicas", "expected an integer from 0 to %d", MAX_REPLICAS);
+    p->replicas = (int64_t)r->valuedouble;
+  }
+  const cJSON *paused = mf_get(spec, "paused");
+  if (paused && !cJSON_IsNull(paused) && !cJSON_IsBool(paused))
+    return mf_bad(x, "spec.paused", "expected true or false");
+  p->paused = cJSON_IsTrue(paused);
+  const cJSON *sel = mf_get(spec, "selector");
+  if (!cJSON_IsObject(sel)) return mf_bad(x, "spec.selector", "missing; a VirtualMachinePool needs a label selector");
+  if (mf_parse_selector(x, sel, "spec.selector", &p->selector)) return mf_failed(x);
+  if (!cJSON_IsObject(tmpl)) return mf_bad(x, "spec.virtualMachineTemplate", "missing or not an object");
+  dt_kvs tl = {0};
+  int rc = 0;
+  if (mf_parse_kvs(x, mf_get(mf_get(tmpl, "metadata"), "labels"), "spec.virtualMachineTemplate.metadata.labels", &tl))
+    rc = mf_failed(x);
+  for (size_t i = 0; i < p->selector.expr.n && !rc; i++) {
+    const dt_mreq *q = &p->selector.expr.v[i];
+    const char *v = NULL;
+    for (size_t k = 0; k < tl.n; k++)
+      if (!strcmp(tl.v[k].key, q->key)) v = tl.v[k].val;
+    bool in = false;
+    for (size_t k = 0; v && k < q->n; k++) in |= !strcmp(q->vals[k], v);
+    bool ok = q->op == DT_OP_IN ? in : q->op == DT_OP_NOTIN ? !in : q->op == DT_OP_EXISTS ? v != NULL : v == NULL;
+    if (!ok)
+      rc = mf_bad(x, "spec.selector", "does not match spec.virtualMachineTemplate.metadata.labels (on %s)", q->key);
+  }
+  dt__kvs_free(&tl);
+  return rc;
+}
+
+/* The VM template: its VMI (the virt-launcher pod's spec) and the names of
+** its data volume templates. */
+static int vmpool_template(mctx *x, const cJSON *tmpl, dt_vmpool *p, const cJSON **vmi_out, const cJSON **dvt_out) {
+  const cJSON *vmspec = mf_get(tmpl, "spec");
+  if (!cJSON_IsObject(vmspec)) return mf_bad(x, "spec.virtualMachineTemplate.spec", "missing or not an object");
+  const cJSON *vmi = *vmi_out = mf_get(vmspec, "template");
+  if (!cJSON_IsObject(vmi)) return mf_bad(x, "spec.virtualMachineTemplate.spec.template", "missing or not an object");
+  p->runs = vmi_runs(vmspec);
+  if (vmi_podspec(x, vmi, "spec.virtualMachineTemplate.spec.template", &p->launcher) ||
+      mf_parse_kvs(x, mf_get(mf_get(vmi, "metadata"), "labels"),
+                   "spec.virtualMachineTemplate.spec.template.metadata.labels", &p->launcher.labels))
+    return mf_failed(x);
+  const cJSON *dvt = *dvt_out = mf_get(vmspec, "dataVolumeTemplates");
+  if (!dvt || cJSON_IsNull(dvt)) return 0;
+  if (!cJSON_IsArray(dvt)) return mf_bad(x, "spec.virtualMachineTemplate.spec.dataVolumeTemplates", "expected a list");
+  size_t n = (size_t)cJSON_GetArraySize(dvt), i = 0;
+  if (!(p->dv = dt__calloc(n ? n : 1, sizeof *p->dv))) return mf_oom(x);
+  for (const cJSON *d = dvt->child; d; d = d->next, i++) {
+    const char *dn = mf_get_str(mf_get(d, "metadata"), "name");
+    if (!dn || !*dn) {
+      char f[200];
+      snprintf(f, sizeof f, "spec.virtualMachineTemplate.spec.dataVolumeTemplates[%zu].metadata.name", i);
+      return mf_bad(x, f, "missing");
+    }
+    if (!(p->dv[p->ndv++] = dt__strdup(dn))) return mf_oom(x);
+  }
+  return 0;
+}
+
+/* spec.nameGeneration: which references get the VM's index appended. */
+static int name_generation(mctx *x, const cJSON *spec, dt_vmpool *p) {
+  const cJSON *ng = mf_get(spec, "nameGeneration");
+  if (!ng || cJSON_IsNull(ng)) return 0;
+  if (!cJSON_IsObject(ng)) return mf_bad(x, "spec.nameGeneration", "expected an object");
+  static const struct {
+    const char *key;
+    unsigned bit;
+  } ngf[] = {{"appendIndexToConfigMapRefs", DT_NAMEGEN_CONFIGMAPS}, {"appendIndexToSecretRefs", DT_NAMEGEN_SECRETS}};
+  for (const cJSON *c = ng->child; c; c = c->next) {
+    char f[300];
+    snprintf(f, sizeof f, "spec.nameGeneration.%s", c->string);
+    int k = !strcmp(c->string, ngf[0].key) ? 0 : !strcmp(c->string, ngf[1].key) ? 1 : -1;
+    if (k < 0) return mf_bad(x, f, "unknown field (expected appendIndexToConfigMapRefs or appendIndexToSecretRefs)");
+    if (!cJSON_IsNull(c) && !cJSON_IsBool(c)) return mf_bad(x, f, "expected true or false");
+    if (cJSON_IsTrue(c)) p->name_gen |= ngf[k].bit;
+  }
+  return 0;
+}
+
+/* spec.maxUnavailable: a count, or a percentage of replicas. */
+static int max_unavailable(mctx *x, const cJSON *spec, dt_vmpool *p) {
+  const cJSON *mu = mf_get(spec, "maxUnavailable");
+  if (!mu || cJSON_IsNull(mu)) return 0;
+  if (cJSON_IsNumber(mu)) {
+    if (!mf_is_int_in(mu, 1, MAX_REPLICAS))
+      return mf_bad(x, "spec.maxUnavailable", "an integer must be greater than 0");
+    p->max_unavail = (int64_t)mu->valuedouble;
+    p->max_unavail_pct = false;
+    return 0;
+  }
+  const char *s = cJSON_IsString(mu) ? mu->valuestring : "";
+  size_t len = strlen(s);
+  char *end = NULL;
+  long v = len > 1 && s[len - 1] == '%' ? strtol(s, &end, 10) : -1;
+  if (!end || end != s + len - 1 || v < 1 || v > 100)
+    return mf_bad(x, "spec.maxUnavailable", "expected an integer > 0 or a percentage from 1%% to 100%%, got \"%s\"", s);
+  p->max_unavail = v;
+  return 0;
+}
+
+/* spec.autohealing: on when present; its threshold and failing duration. */
+static int autohealing(mctx *x, const cJSON *spec, dt_vmpool *p) {
+  const cJSON *ah = mf_get(spec, "autohealing");
+  if (!ah || cJSON_IsNull(ah)) return 0;
+  if (!cJSON_IsObject(ah)) return mf_bad(x, "spec.autohealing", "expected an object");
+  p->autoheal = true;
+  const cJSON *t = mf_get(ah, "startUpFailureThreshold");
+  if (t && !cJSON_IsNull(t)) {
+    if (!mf_is_int_in(t, 1, 1e6))
+      return mf_bad(x, "spec.autohealing.startUpFailureThreshold", "expected an integer of at least 1");
+    p->heal_threshold = (int64_t)t->valuedouble;
+  }
+  const cJSON *d = mf_get(ah, "minFailingToStartDuration");
+  char tmp[64];
+  if (d && !cJSON_IsNull(d) &&
+      (!cJSON_IsString(d) || dt__duration_parse(dt__scalar(d, tmp, sizeof tmp), &p->heal_min_failing)))
+    return mf_bad(x, "spec.autohealing.minFailingToStartDuration", "expected a duration such as 5m or 300s");
+  return 0;
+}
+
+/* dovetail's annotations: the burst limit and the heal backoff. */
+static int vmpool_annotations(mctx *x, const cJSON *ann, dt_vmpool *p) {
+  const char *burst = mf_get_str(ann, "dovetail.dev/burst-replicas");
+  if (burst) {
+    char *end;
+    long v = strtol(burst, &end, 10);
+    if (*end || end == burst || v < 1 || v > MAX_REPLICAS)
+      return mf_bad(x, "metadata.annotations.dovetail.dev/burst-replicas", "expected an integer of at least 1");
+    p->burst = v;
+  }
+  if (ann_duration(x, ann, "dovetail.dev/heal-backoff-base", &p->heal_base) ||
+      ann_duration(x, ann, "dovetail.dev/heal-backoff-cap", &p->heal_cap))
+    return mf_failed(x);
+  const char *fac = mf_get_str(ann, "dovetail.dev/heal-backoff-factor");
+  if (fac) {
+    char *end;
+    double v = strtod(fac, &end);
+    if (*end || end == fac || !(v >= 1 && v <= 100))
+      return mf_bad(x, "metadata.annotations.dovetail.dev/heal-backoff-factor", "expected a number from 1 to 100");
+    p->heal_factor = v;
+  }
+  return 0;
+}
+
 int mf_vmpool(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
@@ -302,203 +452,35 @@ int mf_vmpool(mctx *x, const cJSON *o) {
   p.heal_factor = DEFAULT_HEAL_FACTOR;
   p.heal_cap = DEFAULT_HEAL_CAP;
   p.update_sel.base = DT_SORT_ASCENDING;
-  char tmp[64];
-  int rc = 0;
-  if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name))) goto nomem;
   const cJSON *gen = mf_get(md, "generation");
   if (cJSON_IsNumber(gen)) p.generation = dt__to_i64(gen->valuedouble);
-  const cJSON *r = mf_get(spec, "replicas");
-  if (r && !cJSON_IsNull(r)) {
-    if (!mf_is_int_in(r, 0, MAX_REPLICAS)) {
-      rc = mf_bad(x, "spec.replicas", "expected an integer from 0 to %d", MAX_REPLICAS);
-      goto fail;
+  const cJSON *tmpl = mf_get(spec, "virtualMachineTemplate"), *vmi = NULL, *dvt = NULL;
+  int rc = !(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name)) ? mf_oom(x) : 0;
+  if (!rc) rc = vmpool_selection(x, spec, tmpl, &p);
+  if (!rc) rc = vmpool_template(x, tmpl, &p, &vmi, &dvt);
+  if (!rc) rc = name_generation(x, spec, &p);
+  if (!rc) {
+    p.hash = canon_hash(x, tmpl, &rc);
+    if (p.name_gen) { /* the VMs it makes differ with it: part of what makes a VM current */
+      char hx[40];
+      snprintf(hx, sizeof hx, "%016llx/%u", (unsigned long long)p.hash, p.name_gen);
+      p.hash = dt__hash64(hx, strlen(hx));
     }
-    p.replicas = (int64_t)r->valuedouble;
+    p.vmi_hash = canon_hash(x, vmi, &rc);
+    p.dvt_hash = canon_hash(x, dvt && !cJSON_IsNull(dvt) ? dvt : NULL, &rc);
+    if (rc || !(p.tmpl = cJSON_Duplicate(tmpl, 1))) rc = mf_oom(x);
   }
-  const cJSON *paused = mf_get(spec, "paused");
-  if (paused && !cJSON_IsNull(paused) && !cJSON_IsBool(paused)) {
-    rc = mf_bad(x, "spec.paused", "expected true or false");
-    goto fail;
-  }
-  p.paused = cJSON_IsTrue(paused);
-  const cJSON *sel = mf_get(spec, "selector");
-  if (!cJSON_IsObject(sel)) {
-    rc = mf_bad(x, "spec.selector", "missing; a VirtualMachinePool needs a label selector");
-    goto fail;
-  }
-  if (mf_parse_selector(x, sel, "spec.selector", &p.selector)) goto fail;
-  const cJSON *tmpl = mf_get(spec, "virtualMachineTemplate");
-  if (!cJSON_IsObject(tmpl)) {
-    rc = mf_bad(x, "spec.virtualMachineTemplate", "missing or not an object");
-    goto fail;
-  }
-  /* The selector must select the VMs the template makes (admission rule). */
-  dt_kvs tl = {0};
-  if (mf_parse_kvs(x, mf_get(mf_get(tmpl, "metadata"), "labels"), "spec.virtualMachineTemplate.metadata.labels", &tl)) {
-    dt__kvs_free(&tl);
-    goto fail;
-  }
-  for (size_t i = 0; i < p.selector.expr.n && !rc; i++) {
-    const dt_mreq *q = &p.selector.expr.v[i];
-    const char *v = NULL;
-    for (size_t k = 0; k < tl.n; k++)
-      if (!strcmp(tl.v[k].key, q->key)) v = tl.v[k].val;
-    bool in = false;
-    for (size_t k = 0; v && k < q->n; k++) in |= !strcmp(q->vals[k], v);
-    bool ok = q->op == DT_OP_IN ? in : q->op == DT_OP_NOTIN ? !in : q->op == DT_OP_EXISTS ? v != NULL : v == NULL;
-    if (!ok)
-      rc = mf_bad(x, "spec.selector", "does not match spec.virtualMachineTemplate.metadata.labels (on %s)", q->key);
-  }
-  dt__kvs_free(&tl);
-  if (rc) goto fail;
-  const cJSON *vmspec = mf_get(tmpl, "spec");
-  if (!cJSON_IsObject(vmspec)) {
-    rc = mf_bad(x, "spec.virtualMachineTemplate.spec", "missing or not an object");
-    goto fail;
-  }
-  const cJSON *vmi = mf_get(vmspec, "template");
-  if (!cJSON_IsObject(vmi)) {
-    rc = mf_bad(x, "spec.virtualMachineTemplate.spec.template", "missing or not an object");
-    goto fail;
-  }
-  p.runs = vmi_runs(vmspec);
-  if (vmi_podspec(x, vmi, "spec.virtualMachineTemplate.spec.template", &p.launcher) ||
-      mf_parse_kvs(x, mf_get(mf_get(vmi, "metadata"), "labels"),
-                   "spec.virtualMachineTemplate.spec.template.metadata.labels", &p.launcher.labels))
-    goto fail;
-  const cJSON *dvt = mf_get(vmspec, "dataVolumeTemplates");
-  if (dvt && !cJSON_IsNull(dvt)) {
-    if (!cJSON_IsArray(dvt)) {
-      rc = mf_bad(x, "spec.virtualMachineTemplate.spec.dataVolumeTemplates", "expected a list");
-      goto fail;
-    }
-    size_t n = (size_t)cJSON_GetArraySize(dvt), i = 0;
-    if (!(p.dv = dt__calloc(n ? n : 1, sizeof *p.dv))) goto nomem;
-    for (const cJSON *d = dvt->child; d; d = d->next, i++) {
-      const char *dn = mf_get_str(mf_get(d, "metadata"), "name");
-      if (!dn || !*dn) {
-        char f[200];
-        snprintf(f, sizeof f, "spec.virtualMachineTemplate.spec.dataVolumeTemplates[%zu].metadata.name", i);
-        rc = mf_bad(x, f, "missing");
-        goto fail;
-      }
-      if (!(p.dv[p.ndv++] = dt__strdup(dn))) goto nomem;
-    }
-  }
-  const cJSON *ng = mf_get(spec, "nameGeneration");
-  if (ng && !cJSON_IsNull(ng)) {
-    if (!cJSON_IsObject(ng)) {
-      rc = mf_bad(x, "spec.nameGeneration", "expected an object");
-      goto fail;
-    }
-    static const struct {
-      const char *key;
-      unsigned bit;
-    } ngf[] = {{"appendIndexToConfigMapRefs", DT_NAMEGEN_CONFIGMAPS}, {"appendIndexToSecretRefs", DT_NAMEGEN_SECRETS}};
-    for (const cJSON *c = ng->child; c; c = c->next) {
-      char f[300];
-      snprintf(f, sizeof f, "spec.nameGeneration.%s", c->string);
-      int k = !strcmp(c->string, ngf[0].key) ? 0 : !strcmp(c->string, ngf[1].key) ? 1 : -1;
-      if (k < 0) {
-        rc = mf_bad(x, f, "unknown field (expected appendIndexToConfigMapRefs or appendIndexToSecretRefs)");
-        goto fail;
-      }
-      if (!cJSON_IsNull(c) && !cJSON_IsBool(c)) {
-        rc = mf_bad(x, f, "expected true or false");
-        goto fail;
-      }
-      if (cJSON_IsTrue(c)) p.name_gen |= ngf[k].bit;
-    }
-  }
-  p.hash = canon_hash(x, tmpl, &rc);
-  if (p.name_gen) { /* the VMs it makes differ with it: part of what makes a VM current */
-    char hx[40];
-    snprintf(hx, sizeof hx, "%016llx/%u", (unsigned long long)p.hash, p.name_gen);
-    p.hash = dt__hash64(hx, strlen(hx));
-  }
-  p.vmi_hash = canon_hash(x, vmi, &rc);
-  p.dvt_hash = canon_hash(x, dvt && !cJSON_IsNull(dvt) ? dvt : NULL, &rc);
-  if (rc || !(p.tmpl = cJSON_Duplicate(tmpl, 1))) goto nomem;
-
-  const cJSON *mu = mf_get(spec, "maxUnavailable");
-  if (mu && !cJSON_IsNull(mu)) {
-    if (cJSON_IsNumber(mu)) {
-      if (mu->valuedouble < 1 || mu->valuedouble != floor(mu->valuedouble) || mu->valuedouble > MAX_REPLICAS) {
-        rc = mf_bad(x, "spec.maxUnavailable", "an integer must be greater than 0");
-        goto fail;
-      }
-      p.max_unavail = (int64_t)mu->valuedouble;
-      p.max_unavail_pct = false;
-    } else {
-      const char *s = cJSON_IsString(mu) ? mu->valuestring : "";
-      size_t len = strlen(s);
-      char *end = NULL;
-      long v = len > 1 && s[len - 1] == '%' ? strtol(s, &end, 10) : -1;
-      if (!end || end != s + len - 1 || v < 1 || v > 100) {
-        rc = mf_bad(x, "spec.maxUnavailable", "expected an integer > 0 or a percentage from 1%% to 100%%, got \"%s\"",
-                    s);
-        goto fail;
-      }
-      p.max_unavail = v;
-    }
-  }
-  if (strategy(x, mf_get(spec, "scaleInStrategy"), "spec.scaleInStrategy", &p.scale_in, &p.preserve, &p.scale_sel) ||
-      strategy(x, mf_get(spec, "updateStrategy"), "spec.updateStrategy", &p.update, NULL, &p.update_sel))
-    goto fail;
-  const cJSON *ah = mf_get(spec, "autohealing");
-  if (ah && !cJSON_IsNull(ah)) {
-    if (!cJSON_IsObject(ah)) {
-      rc = mf_bad(x, "spec.autohealing", "expected an object");
-      goto fail;
-    }
-    p.autoheal = true;
-    const cJSON *t = mf_get(ah, "startUpFailureThreshold");
-    if (t && !cJSON_IsNull(t)) {
-      if (!mf_is_int_in(t, 1, 1e6)) {
-        rc = mf_bad(x, "spec.autohealing.startUpFailureThreshold", "expected an integer of at least 1");
-        goto fail;
-      }
-      p.heal_threshold = (int64_t)t->valuedouble;
-    }
-    const cJSON *d = mf_get(ah, "minFailingToStartDuration");
-    if (d && !cJSON_IsNull(d)) {
-      const char *s = dt__scalar(d, tmp, sizeof tmp);
-      if (!cJSON_IsString(d) || dt__duration_parse(s, &p.heal_min_failing)) {
-        rc = mf_bad(x, "spec.autohealing.minFailingToStartDuration", "expected a duration such as 5m or 300s");
-        goto fail;
-      }
-    }
-  }
-  const char *burst = mf_get_str(ann, "dovetail.dev/burst-replicas");
-  if (burst) {
-    char *end;
-    long v = strtol(burst, &end, 10);
-    if (*end || end == burst || v < 1 || v > MAX_REPLICAS) {
-      rc = mf_bad(x, "metadata.annotations.dovetail.dev/burst-replicas", "expected an integer of at least 1");
-      goto fail;
-    }
-    p.burst = v;
-  }
-  if (ann_duration(x, ann, "dovetail.dev/heal-backoff-base", &p.heal_base) ||
-      ann_duration(x, ann, "dovetail.dev/heal-backoff-cap", &p.heal_cap))
-    goto fail;
-  const char *fac = mf_get_str(ann, "dovetail.dev/heal-backoff-factor");
-  if (fac) {
-    char *end;
-    double v = strtod(fac, &end);
-    if (*end || end == fac || !(v >= 1 && v <= 100)) {
-      rc = mf_bad(x, "metadata.annotations.dovetail.dev/heal-backoff-factor", "expected a number from 1 to 100");
-      goto fail;
-    }
-    p.heal_factor = v;
-  }
-  if (!(p.launcher.ns = dt__strdup(ns)) || !(p.launcher.name = dt__strdup(name))) goto nomem;
+  if (!rc) rc = max_unavailable(x, spec, &p);
+  if (!rc &&
+      (strategy(x, mf_get(spec, "scaleInStrategy"), "spec.scaleInStrategy", &p.scale_in, &p.preserve, &p.scale_sel) ||
+       strategy(x, mf_get(spec, "updateStrategy"), "spec.updateStrategy", &p.update, NULL, &p.update_sel)))
+    rc = mf_failed(x);
+  if (!rc) rc = autohealing(x, spec, &p);
+  if (!rc) rc = vmpool_annotations(x, ann, &p);
+  if (!rc && (!(p.launcher.ns = dt__strdup(ns)) || !(p.launcher.name = dt__strdup(name)))) rc = mf_oom(x);
   p.launcher.file = (char *)x->file;
-  if (dt__vec_push(&x->m->vmpools, p)) goto nomem;
-  return 0;
-nomem:
-  mf_oom(x);
-fail:
+  if (!rc && dt__vec_push(&x->m->vmpools, p)) rc = mf_oom(x);
+  if (!rc) return 0;
   mf_vmpool_free(&p);
   return mf_failed(x);
 }
