@@ -155,29 +155,28 @@ typedef struct ctx {
 
 #define BAD(...) dt__err(x->err, DT_EINVAL, __VA_ARGS__)
 
-static int num_field(ctx *x, const cJSON *obj, const char *field, const char *what, size_t idx,
-                     const char *tname, double *out, bool required) {
+static int num_field(ctx *x, const cJSON *obj, const char *field, const char *what, size_t idx, const char *tname,
+                     double *out, bool required) {
   const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, field);
   if (!it || cJSON_IsNull(it)) {
-    if (required)
-      return BAD("%s: instanceTypes[%zu] (%s): %s: missing (%s)", x->file, idx, tname, field, what);
+    if (required) return BAD("%s: instanceTypes[%zu] (%s): %s: missing (%s)", x->file, idx, tname, field, what);
     return 1;
   }
   if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble))
-    return BAD("%s: instanceTypes[%zu] (%s): %s: expected a number (%s)", x->file, idx, tname, field,
-               what);
+    return BAD("%s: instanceTypes[%zu] (%s): %s: expected a number (%s)", x->file, idx, tname, field, what);
   *out = it->valuedouble;
   return 0;
 }
 
-static int quantity_field(ctx *x, const cJSON *it, size_t idx, const char *tname, const char *field,
-                          int64_t *out) {
+static int quantity_field(ctx *x, const cJSON *it, size_t idx, const char *tname, const char *field, int64_t *out) {
   char tmp[64];
   const char *s = dt__scalar(it, tmp, sizeof tmp);
   dt_error qe;
   if (!s || dt_quantity_parse(s, out, &qe) || *out < 0)
     return BAD("%s: instanceTypes[%zu] (%s): %s: %s", x->file, idx, tname, field,
-               !s ? "expected a quantity" : *out < 0 ? "must not be negative" : qe.msg);
+               !s         ? "expected a quantity"
+               : *out < 0 ? "must not be negative"
+                          : qe.msg);
   return 0;
 }
 
@@ -209,8 +208,7 @@ static int push_offer(dt_ctype *t, dt_coffer o) {
   return 0;
 }
 
-static int parse_available(ctx *x, const cJSON *a, size_t idx, const char *tname, size_t oi,
-                           int64_t *out) {
+static int parse_available(ctx *x, const cJSON *a, size_t idx, const char *tname, size_t oi, int64_t *out) {
   if (!a || cJSON_IsTrue(a)) {
     *out = -1;
     return 0;
@@ -219,8 +217,7 @@ static int parse_available(ctx *x, const cJSON *a, size_t idx, const char *tname
     *out = 0;
     return 0;
   }
-  if (cJSON_IsNumber(a) && a->valuedouble >= 0 && a->valuedouble == floor(a->valuedouble) &&
-      a->valuedouble < 1e12) {
+  if (cJSON_IsNumber(a) && a->valuedouble >= 0 && a->valuedouble == floor(a->valuedouble) && a->valuedouble < 1e12) {
     *out = (int64_t)a->valuedouble;
     return 0;
   }
@@ -229,31 +226,37 @@ static int parse_available(ctx *x, const cJSON *a, size_t idx, const char *tname
              x->file, idx, tname, oi);
 }
 
-static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctype *t) {
-  const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
-  if (!cJSON_IsObject(j)) return BAD("%s: instanceTypes[%zu]: expected an object", x->file, idx);
-  if (!cJSON_IsString(name) || !*name->valuestring)
-    return BAD("%s: instanceTypes[%zu]: name: missing or not a string", x->file, idx);
-  const char *tn = name->valuestring;
-  t->name = dt__strdup(tn);
-  if (!t->name) return DT_ENOMEM;
-  double cpu = 0, mem = 0, pods = 110, gpu = 0, od = -1, spot = -1;
+/* One catalog entry as read, shared by the steps of parse_type. */
+typedef struct tin {
+  const cJSON *j;
+  size_t idx;
+  const char *tn, *gn; /* its name, its GPU's name */
+  const cJSON *fam;
+  double cpu, mem, pods, gpu, od, spot;
+  bool aws, azure;
+  int64_t cpu_m, eph; /* millicores; ephemeral storage, bytes */
+} tin;
+
+/* The numbers: vCPUs, memory, pods, GPUs and prices, each in range. */
+static int type_numbers(ctx *x, tin *in) {
+  const cJSON *j = in->j;
+  size_t idx = in->idx;
+  const char *tn = in->tn;
+  in->pods = 110, in->od = -1, in->spot = -1;
   int rc;
-  if ((rc = num_field(x, j, "cpu", "vCPUs", idx, tn, &cpu, true)) < 0) return rc;
-  if ((rc = num_field(x, j, "memoryMiB", "memory in MiB", idx, tn, &mem, true)) < 0) return rc;
-  if ((rc = num_field(x, j, "maxPods", "pods per node", idx, tn, &pods, false)) < 0) return rc;
-  if ((rc = num_field(x, j, "gpu", "GPU count", idx, tn, &gpu, false)) < 0) return rc;
-  if ((rc = num_field(x, j, "onDemandPrice", "$/hour", idx, tn, &od, false)) < 0) return rc;
-  if ((rc = num_field(x, j, "spotPrice", "$/hour", idx, tn, &spot, false)) < 0) return rc;
+  if ((rc = num_field(x, j, "cpu", "vCPUs", idx, tn, &in->cpu, true)) < 0) return rc;
+  if ((rc = num_field(x, j, "memoryMiB", "memory in MiB", idx, tn, &in->mem, true)) < 0) return rc;
+  if ((rc = num_field(x, j, "maxPods", "pods per node", idx, tn, &in->pods, false)) < 0) return rc;
+  if ((rc = num_field(x, j, "gpu", "GPU count", idx, tn, &in->gpu, false)) < 0) return rc;
+  if ((rc = num_field(x, j, "onDemandPrice", "$/hour", idx, tn, &in->od, false)) < 0) return rc;
+  if ((rc = num_field(x, j, "spotPrice", "$/hour", idx, tn, &in->spot, false)) < 0) return rc;
+  double cpu = in->cpu, mem = in->mem, pods = in->pods, gpu = in->gpu, od = in->od, spot = in->spot;
   if (cpu <= 0 || cpu > 100000)
-    return BAD("%s: instanceTypes[%zu] (%s): cpu: expected 0 < cpu <= 100000, got %g", x->file, idx,
-               tn, cpu);
+    return BAD("%s: instanceTypes[%zu] (%s): cpu: expected 0 < cpu <= 100000, got %g", x->file, idx, tn, cpu);
   if (mem <= 0 || mem > 1e9)
-    return BAD("%s: instanceTypes[%zu] (%s): memoryMiB: expected a positive size, got %g", x->file,
-               idx, tn, mem);
+    return BAD("%s: instanceTypes[%zu] (%s): memoryMiB: expected a positive size, got %g", x->file, idx, tn, mem);
   if (pods < 1 || pods > 1e6 || pods != floor(pods))
-    return BAD("%s: instanceTypes[%zu] (%s): maxPods: expected a positive integer, got %g", x->file,
-               idx, tn, pods);
+    return BAD("%s: instanceTypes[%zu] (%s): maxPods: expected a positive integer, got %g", x->file, idx, tn, pods);
   if (gpu < 0 || gpu != floor(gpu) || gpu > 1e6)
     return BAD("%s: instanceTypes[%zu] (%s): gpu: expected a count from 0 to 1000000", x->file, idx, tn);
   if (od > DT_MAX_PRICE || spot > DT_MAX_PRICE)
@@ -261,52 +264,47 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
                od > DT_MAX_PRICE ? "onDemandPrice" : "spotPrice", DT_MAX_PRICE);
   if (cJSON_GetObjectItemCaseSensitive(j, "onDemandPrice") && od < 0)
     return BAD("%s: instanceTypes[%zu] (%s): onDemandPrice: must not be negative", x->file, idx, tn);
-  if (cJSON_GetObjectItemCaseSensitive(j, "spotPrice") && !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "spotPrice")) && spot < 0)
+  if (cJSON_GetObjectItemCaseSensitive(j, "spotPrice") &&
+      !cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(j, "spotPrice")) && spot < 0)
     return BAD("%s: instanceTypes[%zu] (%s): spotPrice: must not be negative", x->file, idx, tn);
-  t->od_price = od;
-  const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "arch");
-  t->arch = dt__strdup(cJSON_IsString(arch) ? arch->valuestring : "amd64");
-  if (!t->arch) return DT_ENOMEM;
-  const cJSON *fam = cJSON_GetObjectItemCaseSensitive(j, "family");
-  const cJSON *gname = cJSON_GetObjectItemCaseSensitive(j, "gpuName");
-  const char *gn = cJSON_IsString(gname) ? gname->valuestring : NULL;
-  bool aws = strcmp(c->provider, "aws") == 0, azure = strcmp(c->provider, "azure") == 0;
-  t->src.cpu = cpu;
-  t->src.memory_mib = mem;
-  t->src.gpu = (int64_t)gpu;
-  t->src.eph_bytes = -1;
-  if ((cJSON_IsString(fam) && !(t->src.family = dt__strdup(fam->valuestring))) ||
-      (gn && !(t->src.gpu_name = dt__strdup(gn))))
-    return DT_ENOMEM;
+  return 0;
+}
 
-  /* Capacity. */
-  int64_t cpu_m = (int64_t)llround(cpu * 1000);
+/* Capacity: cpu, memory as the provider's nodes report it, pods, the OS
+** disk, GPUs and the extended resources device plugins advertise. */
+static int type_capacity(ctx *x, tin *in, dt_ctype *t) {
+  const cJSON *j = in->j;
+  size_t idx = in->idx;
+  const char *tn = in->tn;
+  double mem = in->mem;
+  in->cpu_m = (int64_t)llround(in->cpu * 1000);
   int64_t mem_b;
-  if (aws) {
+  if (in->aws) {
     int64_t m = (int64_t)mem;
     if (strcmp(t->arch, "arm64") == 0) m -= 64;
     m -= (int64_t)ceil((double)m * 0.075);
     mem_b = m * MIB;
-  } else if (azure) {
+  } else if (in->azure) {
     int64_t b = (int64_t)(mem / 1024) * GIB; /* whole GiB, as Karpenter's Azure provider */
     mem_b = b - (int64_t)ceil((double)b * 0.075);
   } else {
     mem_b = (int64_t)llround(mem * (double)MIB);
   }
-  int64_t eph = azure ? 128000000000LL : 20 * GIB; /* the OS disk: Azure's 128 GB default, AWS's 20 GiB */
+  in->eph = in->azure ? 128000000000LL : 20 * GIB; /* the OS disk: Azure's 128 GB default, AWS's 20 GiB */
   const cJSON *eph_j = cJSON_GetObjectItemCaseSensitive(j, "ephemeralStorage");
   if (eph_j && !cJSON_IsNull(eph_j)) {
     int64_t v;
     if (quantity_field(x, eph_j, idx, tn, "ephemeralStorage", &v)) return DT_EINVAL;
-    if (v > INT64_MAX / 2)
-      return BAD("%s: instanceTypes[%zu] (%s): ephemeralStorage: too large", x->file, idx, tn);
-    eph = t->src.eph_bytes = v / 1000 + (v % 1000 != 0);
+    if (v > INT64_MAX / 2) return BAD("%s: instanceTypes[%zu] (%s): ephemeralStorage: too large", x->file, idx, tn);
+    in->eph = t->src.eph_bytes = v / 1000 + (v % 1000 != 0);
   }
-  if (dt__rlist_add(&t->capacity, "cpu", cpu_m, DT_RL_SET) || dt__rlist_add(&t->capacity, "memory", mem_b * 1000, DT_RL_SET) ||
-      dt__rlist_add(&t->capacity, "pods", (int64_t)pods * 1000, DT_RL_SET) ||
-      dt__rlist_add(&t->capacity, "ephemeral-storage", eph * 1000, DT_RL_SET))
+  if (dt__rlist_add(&t->capacity, "cpu", in->cpu_m, DT_RL_SET) ||
+      dt__rlist_add(&t->capacity, "memory", mem_b * 1000, DT_RL_SET) ||
+      dt__rlist_add(&t->capacity, "pods", (int64_t)in->pods * 1000, DT_RL_SET) ||
+      dt__rlist_add(&t->capacity, "ephemeral-storage", in->eph * 1000, DT_RL_SET))
     return DT_ENOMEM;
-  if (gpu > 0 && dt__rlist_add(&t->capacity, gpu_resource(gn), (int64_t)gpu * 1000, DT_RL_SET)) return DT_ENOMEM;
+  if (in->gpu > 0 && dt__rlist_add(&t->capacity, gpu_resource(in->gn), (int64_t)in->gpu * 1000, DT_RL_SET))
+    return DT_ENOMEM;
   /* Extended resources a device plugin advertises (aws.amazon.com/neuron,
   ** amd.com/gpu, ...): whole devices, allocatable as they are. */
   const cJSON *ext = cJSON_GetObjectItemCaseSensitive(j, "extendedResources");
@@ -316,17 +314,24 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
     if (!cJSON_IsNumber(e) || e->valuedouble < 0 || e->valuedouble > 1e6 || e->valuedouble != floor(e->valuedouble) ||
         !strchr(e->string, '/'))
       return BAD("%s: instanceTypes[%zu] (%s): extendedResources.%s: expected a device count from 0 to 1000000 under a "
-                 "domain-qualified name (such as aws.amazon.com/neuron)", x->file, idx, tn, e->string);
+                 "domain-qualified name (such as aws.amazon.com/neuron)",
+                 x->file, idx, tn, e->string);
     if (dt__rlist_add(&t->capacity, e->string, (int64_t)e->valuedouble * 1000, DT_RL_SET)) return DT_ENOMEM;
   }
+  return 0;
+}
 
+/* Overhead (explicit, or the provider's formula) and the allocatable left. */
+static int type_allocatable(ctx *x, tin *in, dt_ctype *t) {
+  const cJSON *j = in->j;
+  size_t idx = in->idx;
+  const char *tn = in->tn;
   /* Overhead: explicit, or the provider's formula. */
   int64_t oh_cpu = 0, oh_mem = 0, oh_eph = 0;
   const cJSON *oh = cJSON_GetObjectItemCaseSensitive(j, "overhead");
   if (oh && !cJSON_IsNull(oh)) {
     if (!cJSON_IsObject(oh))
-      return BAD("%s: instanceTypes[%zu] (%s): overhead: expected an object of quantities", x->file,
-                 idx, tn);
+      return BAD("%s: instanceTypes[%zu] (%s): overhead: expected an object of quantities", x->file, idx, tn);
     for (const cJSON *o = oh->child; o; o = o->next) {
       int64_t v;
       char field[128];
@@ -343,13 +348,13 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
     t->src.oh_cpu = oh_cpu;
     t->src.oh_mem = oh_mem;
     t->src.oh_eph = oh_eph;
-  } else if (aws) {
-    oh_cpu = aws_kube_reserved_cpu_m(cpu_m);
-    oh_mem = ((11 * (int64_t)pods + 255) * MIB + 100 * MIB) * 1000;
-    oh_eph = (GIB + (int64_t)ceil((double)eph * 10 / 100)) * 1000;
-  } else if (azure) {
-    oh_cpu = azure_kube_reserved_cpu_m(cpu);
-    oh_mem = (azure_kube_reserved_mem_mib(mem / 1024) * MIB + 750 * MIB) * 1000;
+  } else if (in->aws) {
+    oh_cpu = aws_kube_reserved_cpu_m(in->cpu_m);
+    oh_mem = ((11 * (int64_t)in->pods + 255) * MIB + 100 * MIB) * 1000;
+    oh_eph = (GIB + (int64_t)ceil((double)in->eph * 10 / 100)) * 1000;
+  } else if (in->azure) {
+    oh_cpu = azure_kube_reserved_cpu_m(in->cpu);
+    oh_mem = (azure_kube_reserved_mem_mib(in->mem / 1024) * MIB + 750 * MIB) * 1000;
   }
   for (size_t i = 0; i < t->capacity.n; i++) {
     const char *rn = t->capacity.v[i].name;
@@ -360,19 +365,27 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
     if (v < 0) v = 0;
     if (dt__rlist_add(&t->allocatable, rn, v, DT_RL_SET)) return DT_ENOMEM;
   }
+  return 0;
+}
 
-  /* Labels. */
+/* Labels: Karpenter's well-known ones, the provider's (karpenter.k8s.aws/
+** on AWS, dovetail.dev/ elsewhere) and the entry's own. */
+static int type_labels(ctx *x, const dt_catalog *c, tin *in, dt_ctype *t) {
+  const cJSON *j = in->j, *fam = in->fam;
+  size_t idx = in->idx;
+  const char *tn = in->tn, *gn = in->gn;
+  double cpu = in->cpu, mem = in->mem, gpu = in->gpu;
   char tmp[64];
-  const char *pfx = aws ? "karpenter.k8s.aws/" : "dovetail.dev/";
+  const char *pfx = in->aws ? "karpenter.k8s.aws/" : "dovetail.dev/";
   char key[128];
-#define LABEL(k, v)                                                                                \
-  do {                                                                                             \
-    if (kvs_set(&t->labels, (k), (v))) return DT_ENOMEM;                                           \
+#define LABEL(k, v)                                                                                                    \
+  do {                                                                                                                 \
+    if (kvs_set(&t->labels, (k), (v))) return DT_ENOMEM;                                                               \
   } while (0)
-#define PLABEL(k, v)                                                                               \
-  do {                                                                                             \
-    snprintf(key, sizeof key, "%s%s", pfx, (k));                                                   \
-    LABEL(key, (v));                                                                               \
+#define PLABEL(k, v)                                                                                                   \
+  do {                                                                                                                 \
+    snprintf(key, sizeof key, "%s%s", pfx, (k));                                                                       \
+    LABEL(key, (v));                                                                                                   \
   } while (0)
   LABEL(DT_L_INSTANCE_TYPE, tn);
   LABEL(DT_L_ARCH, t->arch);
@@ -411,28 +424,31 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
     return BAD("%s: instanceTypes[%zu] (%s): labels: expected an object", x->file, idx, tn);
   for (const cJSON *l = labels ? labels->child : NULL; l; l = l->next) {
     const char *v = dt__scalar(l, tmp, sizeof tmp);
-    if (!v)
-      return BAD("%s: instanceTypes[%zu] (%s): labels.%s: expected a string", x->file, idx, tn,
-                 l->string);
+    if (!v) return BAD("%s: instanceTypes[%zu] (%s): labels.%s: expected a string", x->file, idx, tn, l->string);
     LABEL(l->string, v);
     if (kvs_set(&t->src.labels, l->string, v)) return DT_ENOMEM;
   }
 #undef LABEL
 #undef PLABEL
+  return 0;
+}
 
-  /* Offerings: explicit, or on-demand (and spot, when priced) per zone. */
+/* Offerings: explicit, or on-demand (and spot, when priced) per zone. */
+static int type_offerings(ctx *x, dt_catalog *c, const tin *in, dt_ctype *t) {
+  const cJSON *j = in->j;
+  size_t idx = in->idx;
+  const char *tn = in->tn;
+  double od = in->od, spot = in->spot;
   const cJSON *offs = cJSON_GetObjectItemCaseSensitive(j, "offerings");
   if (offs && !cJSON_IsNull(offs)) {
-    if (!cJSON_IsArray(offs))
-      return BAD("%s: instanceTypes[%zu] (%s): offerings: expected an array", x->file, idx, tn);
+    if (!cJSON_IsArray(offs)) return BAD("%s: instanceTypes[%zu] (%s): offerings: expected an array", x->file, idx, tn);
     size_t oi = 0;
     for (const cJSON *o = offs->child; o; o = o->next, oi++) {
       const cJSON *z = cJSON_GetObjectItemCaseSensitive(o, "zone");
       const cJSON *ct = cJSON_GetObjectItemCaseSensitive(o, "capacityType");
       const cJSON *pr = cJSON_GetObjectItemCaseSensitive(o, "price");
       if (!cJSON_IsString(z))
-        return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].zone: missing or not a string",
-                   x->file, idx, tn, oi);
+        return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].zone: missing or not a string", x->file, idx, tn, oi);
       int cti = cJSON_IsString(ct) ? dt__ct_parse(ct->valuestring) : DT_CT_ON_DEMAND;
       if (cti < 0 || (ct && !cJSON_IsString(ct)))
         return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].capacityType: expected on-demand, "
@@ -440,8 +456,7 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
                    x->file, idx, tn, oi);
       double price;
       if (pr && !cJSON_IsNull(pr)) {
-        if (!cJSON_IsNumber(pr) || !isfinite(pr->valuedouble) || pr->valuedouble < 0 ||
-            pr->valuedouble > DT_MAX_PRICE)
+        if (!cJSON_IsNumber(pr) || !isfinite(pr->valuedouble) || pr->valuedouble < 0 || pr->valuedouble > DT_MAX_PRICE)
           return BAD("%s: instanceTypes[%zu] (%s): offerings[%zu].price: expected a number from 0 to %g $/hour",
                      x->file, idx, tn, oi, DT_MAX_PRICE);
         price = pr->valuedouble;
@@ -456,8 +471,7 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
       }
       if (add_zone(c, z->valuestring)) return DT_ENOMEM;
       dt_coffer co = {c->zones[find_zone(c, z->valuestring)], cti, price, -1, NULL};
-      if (parse_available(x, cJSON_GetObjectItemCaseSensitive(o, "available"), idx, tn, oi,
-                          &co.available))
+      if (parse_available(x, cJSON_GetObjectItemCaseSensitive(o, "available"), idx, tn, oi, &co.available))
         return DT_EINVAL;
       const cJSON *rid = cJSON_GetObjectItemCaseSensitive(o, "reservationID");
       if (cti == DT_CT_RESERVED) {
@@ -473,8 +487,7 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
   } else {
     const cJSON *zs = cJSON_GetObjectItemCaseSensitive(j, "zones");
     if (zs && !cJSON_IsArray(zs))
-      return BAD("%s: instanceTypes[%zu] (%s): zones: expected an array of zone names", x->file, idx,
-                 tn);
+      return BAD("%s: instanceTypes[%zu] (%s): zones: expected an array of zone names", x->file, idx, tn);
     if (od < 0)
       return BAD("%s: instanceTypes[%zu] (%s): onDemandPrice: missing (needed to derive offerings; "
                  "or give offerings[] with prices)",
@@ -485,8 +498,7 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
       const char *zn;
       if (zs) {
         if (!cJSON_IsString(z))
-          return BAD("%s: instanceTypes[%zu] (%s): zones[%zu]: expected a string", x->file, idx, tn,
-                     zi);
+          return BAD("%s: instanceTypes[%zu] (%s): zones[%zu]: expected a string", x->file, idx, tn, zi);
         zn = z->valuestring;
         z = z->next;
       } else {
@@ -505,6 +517,36 @@ static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctyp
   return 0;
 }
 
+static int parse_type(ctx *x, dt_catalog *c, const cJSON *j, size_t idx, dt_ctype *t) {
+  const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
+  if (!cJSON_IsObject(j)) return BAD("%s: instanceTypes[%zu]: expected an object", x->file, idx);
+  if (!cJSON_IsString(name) || !*name->valuestring)
+    return BAD("%s: instanceTypes[%zu]: name: missing or not a string", x->file, idx);
+  tin in = {.j = j, .idx = idx, .tn = name->valuestring};
+  if (!(t->name = dt__strdup(in.tn))) return DT_ENOMEM;
+  int rc = type_numbers(x, &in);
+  if (rc) return rc;
+  t->od_price = in.od;
+  const cJSON *arch = cJSON_GetObjectItemCaseSensitive(j, "arch");
+  t->arch = dt__strdup(cJSON_IsString(arch) ? arch->valuestring : "amd64");
+  if (!t->arch) return DT_ENOMEM;
+  in.fam = cJSON_GetObjectItemCaseSensitive(j, "family");
+  const cJSON *gname = cJSON_GetObjectItemCaseSensitive(j, "gpuName");
+  in.gn = cJSON_IsString(gname) ? gname->valuestring : NULL;
+  in.aws = strcmp(c->provider, "aws") == 0, in.azure = strcmp(c->provider, "azure") == 0;
+  t->src.cpu = in.cpu;
+  t->src.memory_mib = in.mem;
+  t->src.gpu = (int64_t)in.gpu;
+  t->src.eph_bytes = -1;
+  if ((cJSON_IsString(in.fam) && !(t->src.family = dt__strdup(in.fam->valuestring))) ||
+      (in.gn && !(t->src.gpu_name = dt__strdup(in.gn))))
+    return DT_ENOMEM;
+  if ((rc = type_capacity(x, &in, t)) || (rc = type_allocatable(x, &in, t)) || (rc = type_labels(x, c, &in, t)) ||
+      (rc = type_offerings(x, c, &in, t)))
+    return rc;
+  return 0;
+}
+
 static int parse_reservations(ctx *x, dt_catalog *c, const cJSON *rs) {
   if (!rs || cJSON_IsNull(rs)) return 0;
   if (!cJSON_IsArray(rs)) return BAD("%s: reservations: expected an array", x->file);
@@ -517,35 +559,29 @@ static int parse_reservations(ctx *x, dt_catalog *c, const cJSON *rs) {
     if (!cJSON_IsString(id) || !*id->valuestring)
       return BAD("%s: reservations[%zu].id: missing or not a string", x->file, i);
     if (!cJSON_IsString(it))
-      return BAD("%s: reservations[%zu] (%s).instanceType: missing or not a string", x->file, i,
-                 id->valuestring);
+      return BAD("%s: reservations[%zu] (%s).instanceType: missing or not a string", x->file, i, id->valuestring);
     if (!cJSON_IsString(z))
-      return BAD("%s: reservations[%zu] (%s).zone: missing or not a string", x->file, i,
-                 id->valuestring);
-    if (!cJSON_IsNumber(n) || n->valuedouble != floor(n->valuedouble) || n->valuedouble < 0 ||
-        n->valuedouble > 1e9)
-      return BAD("%s: reservations[%zu] (%s).count: expected an integer >= 0", x->file, i,
-                 id->valuestring);
+      return BAD("%s: reservations[%zu] (%s).zone: missing or not a string", x->file, i, id->valuestring);
+    if (!cJSON_IsNumber(n) || n->valuedouble != floor(n->valuedouble) || n->valuedouble < 0 || n->valuedouble > 1e9)
+      return BAD("%s: reservations[%zu] (%s).count: expected an integer >= 0", x->file, i, id->valuestring);
     dt_sym ts = dt__sym_find(&x->names, it->valuestring);
     dt_ctype *t = ts ? &c->types[ts - 1] : NULL;
     if (!t)
-      return BAD("%s: reservations[%zu] (%s).instanceType: unknown instance type \"%s\"", x->file, i,
-                 id->valuestring, it->valuestring);
+      return BAD("%s: reservations[%zu] (%s).instanceType: unknown instance type \"%s\"", x->file, i, id->valuestring,
+                 it->valuestring);
     int zi = find_zone(c, z->valuestring);
     if (zi < 0)
-      return BAD("%s: reservations[%zu] (%s).zone: unknown zone \"%s\"", x->file, i, id->valuestring,
-                 z->valuestring);
+      return BAD("%s: reservations[%zu] (%s).zone: unknown zone \"%s\"", x->file, i, id->valuestring, z->valuestring);
     /* Ordered as on-demand (so consolidation can move between reservation
     ** sizes); the scheduler treats it as already paid when selecting. */
-    dt_coffer co = {c->zones[zi], DT_CT_RESERVED, t->od_price >= 0 ? t->od_price : 0,
-                    (int64_t)n->valuedouble, dt__strdup(id->valuestring)};
+    dt_coffer co = {c->zones[zi], DT_CT_RESERVED, t->od_price >= 0 ? t->od_price : 0, (int64_t)n->valuedouble,
+                    dt__strdup(id->valuestring)};
     if (!co.reservation || push_offer(t, co)) return DT_ENOMEM;
   }
   return 0;
 }
 
-int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_catalog **out,
-                           dt_error *err) {
+int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_catalog **out, dt_error *err) {
   ctx cx = {name, err, {0}}, *x = &cx;
   cJSON *docs = NULL;
   int rc = dt__doc_parse(name, buf, len, &docs, err);
@@ -588,10 +624,10 @@ int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_cat
     BAD("%s: provider: expected a string (aws, azure, kwok or generic)", name);
     goto fail;
   }
-  c->provider = dt__strdup(cJSON_IsString(prov) ? prov->valuestring
-                           : looks_aws(c->region) ? "aws"
+  c->provider = dt__strdup(cJSON_IsString(prov)                                                   ? prov->valuestring
+                           : looks_aws(c->region)                                                 ? "aws"
                            : looks_azure(c->region, cJSON_GetObjectItemCaseSensitive(j, "zones")) ? "azure"
-                                                  : "generic");
+                                                                                                  : "generic");
   rc = DT_ENOMEM;
   if ((region && !c->region) || !c->provider) goto fail;
   const cJSON *zs = cJSON_GetObjectItemCaseSensitive(j, "zones");
@@ -890,4 +926,3 @@ int dt_catalog_type(const dt_catalog *c, size_t index, dt_type_info *out) {
   out->offerings = t->noff;
   return 0;
 }
-
