@@ -11,6 +11,28 @@ local function slurp(path)
   return s
 end
 
+-- Whether process pid still runs (a zombie has stopped running: its parent
+-- is gone, and the reaper may take its time).
+local function alive(pid)
+  local stat = io.open("/proc/" .. pid .. "/stat")
+  if stat then
+    local s = stat:read("a") or ""
+    stat:close()
+    return s:match("^%d+ %b() (%a)") ~= "Z"
+  end
+  return os.execute("kill -0 " .. pid .. " 2>/dev/null") == true
+end
+
+-- Wait until process pid has stopped, up to seconds of wall time (a loaded
+-- machine under the sanitizers is slow, and only a failing spec waits that long).
+local function wait_gone(pid, seconds, what)
+  local deadline = os.time() + seconds
+  while alive(pid) do
+    if os.time() > deadline then error(what .. " (pid " .. pid .. ") still runs after " .. seconds .. " s") end
+    sleep(0.05)
+  end
+end
+
 -- Start `dovetail <args>` in the background and wait for the address it
 -- logs; returns {port, pid, log, stop()}.
 local function spawn(args, what)
@@ -19,7 +41,7 @@ local function spawn(args, what)
   local pid = p:read("l")
   p:close()
   local port
-  local deadline = os.time() + 15
+  local deadline = os.time() + 30
   repeat
     port = slurp(log):match("http://127%.0%.0%.1:(%d+)")
     if port then break end
@@ -27,12 +49,16 @@ local function spawn(args, what)
   until os.time() > deadline
   assert(port, what .. " did not start: " .. slurp(log))
   local d = { port = port, pid = pid, log = log }
+  -- SIGTERM, and wait until it has stopped (a graceful stop finishes the
+  -- provider calls in flight for up to 10 s; the state is written last).
   function d.stop()
     os.execute("kill -TERM " .. pid .. " 2>/dev/null")
-    for _ = 1, 100 do
-      if not os.execute("kill -0 " .. pid .. " 2>/dev/null") then break end
-      sleep(0.05)
-    end
+    wait_gone(pid, 40, what .. " stopped with SIGTERM")
+  end
+  -- SIGKILL, and wait until it is gone.
+  function d.kill()
+    os.execute("kill -KILL " .. pid .. " 2>/dev/null")
+    wait_gone(pid, 40, what .. " killed with SIGKILL")
   end
   return d
 end
@@ -41,11 +67,13 @@ local function start(args)
   return spawn("serve --listen 127.0.0.1:0 --batch-idle 50ms --batch-max 500ms " .. (args or ""), "the daemon")
 end
 
--- curl: returns body, HTTP status.
+-- curl: returns body, HTTP status. A request that gets no answer in a minute
+-- fails the spec instead of hanging the suite.
 local function http(d, method, path, body, extra)
   local out = os.tmpname()
   -- curl is not ours: keep the sanitizer runtime (LD_PRELOAD under SANITIZE=1) out of it
-  local cmd = "env -u LD_PRELOAD curl -s -o " .. out .. " -w '%{http_code}' -X " .. method .. " " .. (extra or "")
+  local cmd = "env -u LD_PRELOAD curl -s --max-time 60 -o " .. out .. " -w '%{http_code}' -X " .. method .. " "
+    .. (extra or "")
   if body then
     local f = h.write(body)
     cmd = cmd .. " --data-binary @" .. f
@@ -53,18 +81,43 @@ local function http(d, method, path, body, extra)
   local p = io.popen(cmd .. " http://127.0.0.1:" .. d.port .. path)
   local code = tonumber(p:read("a"))
   p:close()
-  return slurp(out), code
+  local text = slurp(out)
+  os.remove(out)
+  return text, code
 end
 
--- Wait until fn() is true (up to 15 s of wall time: a loaded machine under
--- the sanitizers is slow, and only a failing spec waits that long).
-local function eventually(fn, what)
-  local deadline = os.time() + 15
+-- Wait until fn() is true (by default up to 15 s of wall time: a loaded
+-- machine under the sanitizers is slow, and only a failing spec waits that long).
+local function eventually(fn, what, seconds)
+  local deadline = os.time() + (seconds or 15)
   repeat
     if fn() then return end
     sleep(0.05)
   until os.time() > deadline
   error("timed out waiting for " .. what)
+end
+
+-- A number field of /v1/state.
+local function state_number(d, field)
+  local s = http(d, "GET", "/v1/state")
+  return tonumber(s:match('"' .. field .. '":%s*(%d+)')) or error("no " .. field .. " in " .. s)
+end
+
+-- Wait until the daemon has dispatched n more rounds (provisioning rounds
+-- and disruption passes: /v1/state's "rounds"). A round is dispatched only
+-- when none runs, so when round r + n + 1 starts, the n before it are done.
+local function rounds(d, n, what)
+  local target = state_number(d, "rounds") + n + 1
+  eventually(function() return state_number(d, "rounds") >= target end, what or (n .. " more rounds"), 15 + n)
+end
+
+-- The provisioning rounds the daemon has logged: {pending, scheduled, new claims, unschedulable} each.
+local function logged_rounds(d)
+  local out = {}
+  for p, s, c, u in slurp(d.log):gmatch('"msg":"round %d+: (%d+) pending pods, (%d+) scheduled, (%d+) new claims, (%d+) unschedulable') do
+    out[#out + 1] = { pending = tonumber(p), scheduled = tonumber(s), claims = tonumber(c), unschedulable = tonumber(u) }
+  end
+  return out
 end
 
 local quickstart = slurp("examples/quickstart.yaml")
@@ -175,12 +228,16 @@ spec:
     d.stop()
     assert.matches('"instances":[{"id":"' .. id, slurp(state), 1, true)
     d = start("--state " .. state)
-    sleep(0.8) -- a batch window and then some
+    -- the first round after the restart plans what the state holds: it must launch nothing
+    eventually(function() return #logged_rounds(d) >= 1 end, "a round after the restart")
+    local first = logged_rounds(d)[1]
+    assert.equal(0, first.claims, "no new claim for pods the adopted instance holds")
     local s = http(d, "GET", "/v1/state")
     assert.matches(id, s, 1, true)
     local n = 0
     for _ in s:gmatch('"id":%s*"i%-') do n = n + 1 end
     assert.equal(1, n, "no second launch for the same pods")
+    assert.matches('dovetail_claims_launched_total{capacity_type="spot"} 0\n', (http(d, "GET", "/metrics")), 1, true)
     d.stop()
     os.remove(state)
   end)
@@ -222,7 +279,8 @@ return {
   end,
 }
 ]])
-    local d = launched("--policy " .. pol)
+    -- no disruption pass: one running when the event comes would hold the policy and queue it
+    local d = launched("--disrupt-interval 0 --policy " .. pol)
     local id = http(d, "GET", "/v1/state"):match('"id":%s*"(i%-%x+)"')
     local body = http(d, "POST", "/v1/events", '{"detail-type":"EC2 Spot Instance Interruption Warning",'
       .. '"detail":{"instance-id":"' .. id .. '"}}')
@@ -235,7 +293,7 @@ return {
   it("converges and stays put: one launch and no deletion over many disruption intervals", function()
     local d = launched("--disrupt-interval 200ms")
     local id = http(d, "GET", "/v1/state"):match('"id":%s*"(i%-%x+)"')
-    sleep(1.5) -- seven disruption passes and as many requeue chances
+    rounds(d, 7, "seven disruption passes") -- and as many requeue chances
     local metrics = http(d, "GET", "/metrics")
     assert.matches('dovetail_claims_launched_total{capacity_type="spot"} 1\n', metrics, 1, true)
     assert.matches('dovetail_claims_launched_total{capacity_type="on-demand"} 0\n', metrics, 1, true)
@@ -264,7 +322,8 @@ return {
     os.remove(cat)
   end)
 
-  -- A Node registered for the quickstart's claim, Ready=False since `since` seconds ago.
+  -- A Node registered for the quickstart's claim, Ready=False since `since`
+  -- seconds ago; returns its name and its lastTransitionTime.
   local function not_ready(d, since)
     local claim = http(d, "GET", "/v1/state"):match('"nodeClaim":%s*"([%w-]+)"')
     local t = os.date("!%Y-%m-%dT%H:%M:%SZ", os.time() - since)
@@ -272,16 +331,28 @@ return {
       metadata = { name = claim, labels = { ["karpenter.sh/nodepool"] = "default" } },
       status = { conditions = h.array { { type = "Ready", status = "False", lastTransitionTime = t } } } }))
     assert.equal(200, code)
-    return claim
+    return claim, t
+  end
+
+  -- Seconds since the epoch of an RFC 3339 UTC time with whole seconds.
+  local function epoch(t)
+    local y, mo, dd, hh, mi, ss = assert(t:match("^(%d+)%-(%d+)%-(%d+)T(%d+):(%d+):(%d+)Z$"))
+    y, mo = tonumber(y), tonumber(mo)
+    if mo <= 2 then y = y - 1 end -- days from the civil date (Howard Hinnant's algorithm)
+    local era = y // 400
+    local yoe = y - era * 400
+    local doy = (153 * (mo + (mo > 2 and -3 or 9)) + 2) // 5 + tonumber(dd) - 1
+    local days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+    return days * 86400 + tonumber(hh) * 3600 + tonumber(mi) * 60 + tonumber(ss)
   end
 
   it("replaces a NotReady node after the timeout and not before, launching first", function()
-    -- lastTransitionTime has whole seconds, so the node may have been NotReady
-    -- for up to a second already: 5s leaves a loaded machine three to spare.
-    local d = launched("--unhealthy-timeout 5s --disrupt-interval 200ms")
-    local claim = not_ready(d, 0)
-    sleep(1)
-    assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"replace"'), "not before the timeout")
+    -- "Not before" is read off the daemon's own record, not off how long this
+    -- spec slept: the replace decision carries the time it was made, which must
+    -- be at least the timeout after the node's lastTransitionTime (both whole
+    -- seconds of the same clock), however slow the machine.
+    local d = launched("--unhealthy-timeout 3s --disrupt-interval 200ms")
+    local claim, since = not_ready(d, 0)
     eventually(function() return not http(d, "GET", "/v1/state"):find('"' .. claim .. '"', 1, true) end,
       "the unhealthy node replaced")
     local decisions = http(d, "GET", "/v1/decisions")
@@ -289,6 +360,8 @@ return {
     local l = decisions:find('"kind":%s*"launch"', r)
     local del = decisions:find('"kind":%s*"disrupt",%s*"subject":%s*"NodeClaim ' .. claim:gsub("%-", "%%-"), l)
     assert.is_truthy(r and l and del, "replace, then launch, then delete: " .. decisions)
+    local at = decisions:match('"time":%s*"([^"]+)",%s*"kind":%s*"replace"')
+    assert.is_true(epoch(at) - epoch(since) >= 3, "replaced at " .. at .. ", NotReady since " .. since .. ", timeout 3s")
     assert.matches("Unhealthy: node " .. claim .. " Ready=False", decisions, 1, true)
     assert.matches("dovetail_remediations_total 1\n", (http(d, "GET", "/metrics")), 1, true)
     assert.matches('"id":%s*"i%-', (http(d, "GET", "/v1/state")))
@@ -400,7 +473,11 @@ return {
     http(d, "PUT", "/v1/objects", pool)
     eventually(function() return http(d, "GET", "/metrics"):match('dovetail_vms{vmpool="web",state="Provisioning"} 4') end,
       "four VMs created in all")
-    sleep(1)
+    -- the round that created them places their pods; then five disruption
+    -- passes (a second of them) in which nothing more may happen
+    eventually(function() return http(d, "GET", "/metrics"):find("dovetail_pending_pods 0\n", 1, true) end,
+      "the new VMs' pods placed")
+    rounds(d, 5, "five disruption passes")
     local metrics = http(d, "GET", "/metrics")
     assert.matches('dovetail_vmpool_actions_total{vmpool="default/web",action="create"} 4\n', metrics, 1, true)
     assert.matches('dovetail_vmpool_actions_total{vmpool="default/web",action="delete"} 0\n', metrics, 1, true)
