@@ -54,12 +54,13 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
     logf_("error", "circuit", "open for 30s after %u consecutive provider failures (last: %s)", D.consecutive_failures,
           msg);
   }
-  if (retry && lc->attempt < D.retries && D.circuit_until <= wall()) {
-    /* jittered exponential backoff: 500 ms x 2^attempt x [0.5, 1.5) */
+  /* lc->attempt counts the requests sent (http_launch counts each): after
+  ** the first, retry n = attempt of --retries, 500 ms x 2^(n-1) x [0.5, 1.5) */
+  if (retry && lc->attempt <= D.retries && D.circuit_until <= wall()) {
     D.jitter = D.jitter * 6364136223846793005ull + 1442695040888963407ull;
     double j = 0.5 + (double)(D.jitter >> 11) / 9007199254740992.0;
-    uint64_t delay = (uint64_t)(500.0 * (double)(1u << lc->attempt) * j);
-    logf_("warn", "retry", "NodeClaim %s: %s; retry %d in %llu ms", lc->claim, msg, lc->attempt + 1,
+    uint64_t delay = (uint64_t)(500.0 * (double)(1u << (lc->attempt - 1)) * j);
+    logf_("warn", "retry", "NodeClaim %s: %s; retry %d in %llu ms", lc->claim, msg, lc->attempt,
           (unsigned long long)delay);
     tm_start(&lc->retry, on_retry, delay, 0);
     return;

@@ -106,8 +106,10 @@ describe("kubectl habits", function()
   end)
 
   it("judges a cluster now by default, and byte-reproducibly with --now", function()
+    local before = os.date("!%Y")
     local out = h.cli("plan -o json examples/quickstart.yaml")
-    assert.are.equal(os.date("!%Y"), out:match('"now": "(%d%d%d%d)'))
+    local year = out:match('"now": "(%d%d%d%d)')
+    assert.is_true(year == before or year == os.date("!%Y"), year) -- the run may cross midnight of New Year
     local _, err, code = h.cli("plan")
     assert.are.equal(2, code)
     assert.matches("no input: give FILE..., -f FILE or - for standard input", err, 1, true)
