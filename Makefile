@@ -88,9 +88,13 @@ $(LIBSO): $(ENGINE_OBJ)
 	$(CC) -shared $(SANFLAGS) $(LDFLAGS) -Wl,-soname,libdovetail.so.0 -o $@ $^ $(LDLIBS)
 
 # The daemon (serve.c) links h2o and libuv; the library does not need them.
-CMD_OBJ := $(BUILD)/engine/main.o $(BUILD)/engine/catalogcmd.o $(BUILD)/engine/serve.o $(BUILD)/engine/controller.o $(BUILD)/engine/httpd.o $(BUILD)/engine/httpc.o \
-	 $(BUILD)/providers/fakecloud.o $(BUILD)/providers/advisor.o
-$(BIN): $(CMD_OBJ) $(BUILD)/engine/simulate.o $(LIBA)
+CMD_OBJ := $(BUILD)/engine/main.o $(BUILD)/engine/catalogcmd.o $(BUILD)/engine/serve.o $(BUILD)/engine/controller.o \
+	 $(BUILD)/engine/ctl_store.o $(BUILD)/engine/ctl_launch.o $(BUILD)/engine/ctl_claims.o $(BUILD)/engine/ctl_disrupt.o \
+	 $(BUILD)/engine/ctl_vmpools.o $(BUILD)/engine/httpd.o $(BUILD)/engine/httpc.o \
+	 $(BUILD)/providers/sim.o $(BUILD)/providers/http.o $(BUILD)/providers/fakecloud.o $(BUILD)/providers/advisor.o
+SIM_OBJ := $(BUILD)/engine/simulate.o $(BUILD)/engine/sim_scenario.o $(BUILD)/engine/sim_report.o \
+	   $(BUILD)/engine/sim_main.o
+$(BIN): $(CMD_OBJ) $(SIM_OBJ) $(BUILD)/engine/sim_fault.o $(LIBA)
 	$(CC) $(SANFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv -lcurl -lz
 
 $(BUILD)/providers/advisor.o: providers/advisor.S providers/catalogs/aws-spot-advisor-us-east-1.json
@@ -99,11 +103,11 @@ $(BUILD)/providers/advisor.o: providers/advisor.S providers/catalogs/aws-spot-ad
 
 # The command again, with the simulator's invariant checks breakable on
 # purpose (DOVETAIL_SIM_FAULT): the specs show that --check catches each.
-$(BUILD)/engine/simulate-faults.o: engine/simulate.c
+$(BUILD)/engine/sim_fault-on.o: engine/sim_fault.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DDT_SIM_FAULTS -c $< -o $@
 
-$(BUILD)/dovetail-faults: $(CMD_OBJ) $(BUILD)/engine/simulate-faults.o $(LIBA)
+$(BUILD)/dovetail-faults: $(CMD_OBJ) $(SIM_OBJ) $(BUILD)/engine/sim_fault-on.o $(LIBA)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS) -lh2o -luv -lcurl -lz
 
 # The Lua module links the engine statically: `require "dovetail"` needs

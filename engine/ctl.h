@@ -19,9 +19,9 @@
 
 /* Launch outcomes, as the provider reports them. */
 typedef enum dt_launch_outcome {
-  DT_LAUNCH_OK = 0,           /* launched: the instance id is set */
-  DT_LAUNCH_NO_CAPACITY = 1,  /* insufficient capacity for the offering */
-  DT_LAUNCH_FAILED = 2        /* any other failure */
+  DT_LAUNCH_OK = 0,          /* launched: the instance id is set */
+  DT_LAUNCH_NO_CAPACITY = 1, /* insufficient capacity for the offering */
+  DT_LAUNCH_FAILED = 2       /* any other failure */
 } dt_launch_outcome;
 
 /* A simulated cloud. launch decides a launch's outcome now, says after how
@@ -30,8 +30,8 @@ typedef enum dt_launch_outcome {
 ** startup timeout then takes the claim back). */
 typedef struct dt_ctl_cloud {
   void *ud;
-  dt_launch_outcome (*launch)(void *ud, const char *claim, const char *type, const char *zone, const char *ct,
-                              char *id, size_t idn, int64_t *delay_ms, int64_t *startup_ms);
+  dt_launch_outcome (*launch)(void *ud, const char *claim, const char *type, const char *zone, const char *ct, char *id,
+                              size_t idn, int64_t *delay_ms, int64_t *startup_ms);
   void (*terminate)(void *ud, const char *id); /* the controller deleted the instance */
 } dt_ctl_cloud;
 
@@ -49,13 +49,13 @@ typedef struct dt_ctl_observer {
 /* Settings of a controller on the virtual clock; zero fields take serve's
 ** defaults. */
 typedef struct dt_ctl_config {
-  int64_t start_ms;       /* the virtual clock's start, Unix milliseconds */
+  int64_t start_ms; /* the virtual clock's start, Unix milliseconds */
   uint64_t seed;
   uint64_t idle_ms, max_ms, disrupt_ms;
   int64_t ttl_s, preempt_ttl_s, unhealthy_s, startup_timeout_s;
   dt_packing packing;
-  dt_catalog *cat;       /* borrowed */
-  dt_policy *policy;     /* borrowed; NULL for the built-ins */
+  dt_catalog *cat;        /* borrowed */
+  dt_policy *policy;      /* borrowed; NULL for the built-ins */
   const char *policy_dir; /* NodePools' own policies; NULL: none */
   const dt_ctl_cloud *cloud;
   const dt_ctl_observer *obs;
@@ -74,7 +74,7 @@ int dt__ctl_apply(const cJSON *o, dt_error *err); /* store (or replace) one obje
 ** caller knows which, else every claim is looked at) */
 bool dt__ctl_delete(const char *key, const char *claim);
 void dt__ctl_event(cJSON *e, char *action, size_t n); /* an interruption event (EventBridge shape) */
-size_t dt__ctl_count(const char *kind_prefix);       /* stored objects whose key starts so */
+size_t dt__ctl_count(const char *kind_prefix);        /* stored objects whose key starts so */
 /* Read a stored object, parsed (caller frees), or NULL. */
 cJSON *dt__ctl_get(const char *key);
 

@@ -14,7 +14,7 @@
 #include "httpd.h"
 #include "internal.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <uv.h>
 
@@ -51,7 +51,7 @@ typedef struct pool_count {
 } pool_count;
 
 typedef struct failing {
-  char *key; /* "type/zone/capacity-type" */
+  char *key;      /* "type/zone/capacity-type" */
   unsigned count; /* launches in a row that failed */
 } failing;
 
@@ -84,7 +84,7 @@ typedef struct dtd {
   int64_t circuit_until;
   unsigned consecutive_failures;
   bool ready;
-  bool state_valid; /* a state file this daemon can trust was read or written */
+  bool state_valid;        /* a state file this daemon can trust was read or written */
   bool replaying, recover; /* reading the journal back; --recover: past a damaged record */
   dt_buf jbuf;             /* journal records not yet appended */
   size_t jsize, snapshot_size;
@@ -105,13 +105,13 @@ typedef struct dtd {
   DT_VEC(instance) insts;
   DT_VEC(replacing) replacing; /* replacements launching before the claims they replace go */
   DT_VEC(failing) failing;     /* offerings whose launches keep failing */
-  cJSON *decisions; /* recent, newest last */
+  cJSON *decisions;            /* recent, newest last */
   char *last_plan, *last_pools;
   DT_VEC(pool_count) vm_actions; /* per VirtualMachinePool: create, delete, update, heal */
   size_t pools_waiting;
   bool planning, round_pending, reload_pending; /* a round on the thread pool; what waits for it */
   volatile int cancel;                          /* set on the loop: the round on the pool stops early */
-  DT_VEC(cJSON *) queued;                      /* events that need the policy, queued during a round */
+  DT_VEC(cJSON *) queued;                       /* events that need the policy, queued during a round */
   char pool_errors[1200];                       /* the last round's NodePool policy errors */
   dt_catalog *next_cat;                         /* a refreshed catalog waiting for the round to end */
   uint64_t round, seq, groups;
@@ -120,18 +120,18 @@ typedef struct dtd {
   double plan_ms_sum, cost;
   uint64_t plan_buckets[8], plans, pending, launched[3], reloads_ok, reloads_failed, provider_ok, provider_ice;
   uint64_t events, deleted, remediations, remediation_paused;
-  int64_t preempt_ttl;           /* unavailable marks for polled preemptions, seconds */
-  int64_t unhealthy_s;           /* a node NotReady (or its instance stopped) this long is replaced */
-  int64_t startup_timeout_s;     /* a launched claim not initialized this long is deleted */
-  uint64_t max_unhealthy;        /* remediation stops above this many unhealthy nodes of a pool */
-  bool max_unhealthy_pct;        /* ... or this percentage */
-  uv_timer_t requeue, lag;       /* pending pods planned again; the loop's lag measured */
-  uv_timer_t launch_tick;        /* a round's launches, a slice per loop turn */
+  int64_t preempt_ttl;                   /* unavailable marks for polled preemptions, seconds */
+  int64_t unhealthy_s;                   /* a node NotReady (or its instance stopped) this long is replaced */
+  int64_t startup_timeout_s;             /* a launched claim not initialized this long is deleted */
+  uint64_t max_unhealthy;                /* remediation stops above this many unhealthy nodes of a pool */
+  bool max_unhealthy_pct;                /* ... or this percentage */
+  uv_timer_t requeue, lag;               /* pending pods planned again; the loop's lag measured */
+  uv_timer_t launch_tick;                /* a round's launches, a slice per loop turn */
   DT_VEC(struct launch_ctx *) to_launch; /* launches of claims written ahead, not started yet */
-  uint64_t requeue_ms;           /* the requeue backoff, doubling to 5 minutes */
+  uint64_t requeue_ms;                   /* the requeue backoff, doubling to 5 minutes */
   uint64_t lag_buckets[8], lag_count;
   double lag_sum, lag_expect;
-  dt_policy_dir *pdir;           /* NodePools' own policies */
+  dt_policy_dir *pdir; /* NodePools' own policies */
   const char *policy_dir;
   char config_result[600];
   /* the clock: libuv's, or a virtual one (dovetail simulate) */
@@ -140,10 +140,11 @@ typedef struct dtd {
   DT_VEC(struct vtimer) vt;
   uint64_t vseq;
   dt_packing packing;
-  const dt_ctl_cloud *cloud; /* a simulated cloud in place of sim/http */
+  const dt_ctl_cloud *cloud;      /* a simulated cloud in place of sim/http */
+  const struct dt_provider *prov; /* where launches and deletes go (provider.h) */
   const dt_ctl_observer *obs;
-  bool quiet;                /* no log lines (the simulator keeps its own record) */
-  char last_decision[1600];  /* "kind subject: reason" of the newest decision */
+  bool quiet;               /* no log lines (the simulator keeps its own record) */
+  char last_decision[1600]; /* "kind subject: reason" of the newest decision */
 } dtd;
 
 /* The one controller of the process. */
@@ -181,7 +182,7 @@ void logf_(const char *level, const char *event, const char *fmt, ...) DT_PRINTF
 
 /* the store: objects in (a round follows the batch window), out */
 int obj_put(const char *key, const cJSON *o);
-int obj_put_text(const char *key, char *json); /* json: cJSON's text, owned by the store from here */
+int obj_put_text(const char *key, char *json);   /* json: cJSON's text, owned by the store from here */
 bool forget(const char *key, const char *claim); /* delete; a Pod leaves its claim */
 void arm_batch(void);
 
@@ -194,8 +195,8 @@ void state_dirty(void);
 void on_disrupt(uv_timer_t *t);    /* remediation, then a disruption pass */
 void on_poll_timer(uv_timer_t *t); /* the http provider's instances and catalog */
 void handle_event(cJSON *e, char *action, size_t n);
-void reload(const char *why); /* the policy file again; the old one stays on error */
-void ctl_free(void);          /* everything the controller holds */
+void reload(const char *why);     /* the policy file again; the old one stays on error */
+void ctl_free(void);              /* everything the controller holds */
 void launch_waiting(size_t most); /* up to most of the round's waiting launches (SIZE_MAX: all) */
 
 #endif

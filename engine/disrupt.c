@@ -32,7 +32,7 @@
 */
 #include "schedule.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -359,6 +359,17 @@ static bool budget_active(const dt_budget *b, int64_t now) {
   return hit >= 0 && hit <= now;
 }
 
+int64_t dt__budget_nodes(const dt_nodepool *p, unsigned reason, int64_t now, int64_t nodes) {
+  int64_t v = INT64_MAX;
+  for (size_t k = 0; k < p->nbudgets; k++) {
+    const dt_budget *bu = &p->budgets[k];
+    if (!(bu->reasons & reason) || !budget_active(bu, now)) continue;
+    int64_t n = scaled(bu->nodes, bu->pct, nodes);
+    if (n < v) v = n;
+  }
+  return v;
+}
+
 static int budgets(state *st) {
   const dt_manifests *m = st->m;
   st->pb = dt__arena_alloc(&st->arena, (m->pools.n ? m->pools.n : 1) * sizeof *st->pb);
@@ -379,13 +390,7 @@ static int budgets(state *st) {
     const dt_nodepool *p = &m->pools.v[pi];
     poolbudget *b = &st->pb[pi];
     for (int r = 0; r < 3; r++) {
-      int64_t v = INT64_MAX;
-      for (size_t k = 0; k < p->nbudgets; k++) {
-        const dt_budget *bu = &p->budgets[k];
-        if (!(bu->reasons & (1u << r)) || !budget_active(bu, st->o.now)) continue;
-        int64_t n = scaled(bu->nodes, bu->pct, b->nodes);
-        if (n < v) v = n;
-      }
+      int64_t v = dt__budget_nodes(p, 1u << r, st->o.now, b->nodes);
       if (dt__policy_has(st->o.policy, DT_HOOK_BUDGET)) {
         int64_t a = v == INT64_MAX ? -1 : (v - b->disrupting > 0 ? v - b->disrupting : 0);
         const dt_hook_field f[] = {{"now", DT_HF_NUMBER, NULL, (double)st->o.now},
@@ -1672,3 +1677,5 @@ void dt_disrupt_free(dt_disruption *d) {
   cJSON_Delete(d->root);
   dt__free(d);
 }
+
+const cJSON *dt__disrupt_doc(const dt_disruption *d) { return d->root; }

@@ -627,7 +627,26 @@ static void indent_to(dt_buf *b, int depth) {
   for (int i = 0; i < depth; i++) dt__buf_puts(b, "  ");
 }
 
-void dt__json_pretty(const cJSON *n, dt_buf *b, int depth) {
+/* A container on one line: {"k": v, "k2": v2} or [a, b]. */
+static void json_line(const cJSON *n, dt_buf *b) {
+  bool obj = cJSON_IsObject(n);
+  if (!obj && !cJSON_IsArray(n)) {
+    json_scalar(n, b);
+    return;
+  }
+  dt__buf_putc(b, obj ? '{' : '[');
+  for (const cJSON *c = n->child; c; c = c->next) {
+    if (c != n->child) dt__buf_puts(b, ", ");
+    if (obj) {
+      dt__buf_json_str(b, c->string);
+      dt__buf_puts(b, ": ");
+    }
+    json_line(c, b);
+  }
+  dt__buf_putc(b, obj ? '}' : ']');
+}
+
+void dt__json_styled(const cJSON *n, const cJSON *parent, dt_buf *b, int depth, dt_json_inline on_one_line) {
   bool obj = cJSON_IsObject(n);
   if (!obj && !cJSON_IsArray(n)) {
     json_scalar(n, b);
@@ -637,6 +656,10 @@ void dt__json_pretty(const cJSON *n, dt_buf *b, int depth) {
     dt__buf_puts(b, obj ? "{}" : "[]");
     return;
   }
+  if (on_one_line && on_one_line(n, parent)) {
+    json_line(n, b);
+    return;
+  }
   dt__buf_putc(b, obj ? '{' : '[');
   for (const cJSON *c = n->child; c; c = c->next) {
     indent_to(b, depth + 1);
@@ -644,12 +667,14 @@ void dt__json_pretty(const cJSON *n, dt_buf *b, int depth) {
       dt__buf_json_str(b, c->string);
       dt__buf_puts(b, ": ");
     }
-    dt__json_pretty(c, b, depth + 1);
+    dt__json_styled(c, n, b, depth + 1, on_one_line);
     if (c->next) dt__buf_putc(b, ',');
   }
   indent_to(b, depth);
   dt__buf_putc(b, obj ? '}' : ']');
 }
+
+void dt__json_pretty(const cJSON *n, dt_buf *b, int depth) { dt__json_styled(n, NULL, b, depth, NULL); }
 
 /* ------------------------------------------------------ result documents */
 

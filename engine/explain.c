@@ -13,7 +13,7 @@
 */
 #include "schedule.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -1006,6 +1006,8 @@ static void render_text(const cJSON *d, dt_buf *b) {
     }
   }
 }
+
+const cJSON *dt__plan_explain_doc(const dt_plan *plan) { return plan && plan->ex ? plan->ex->doc : NULL; }
 
 char *dt_plan_explain_render(const dt_plan *plan, dt_format format, size_t *len) {
   if (!plan || !plan->ex || !plan->ex->doc) return NULL;

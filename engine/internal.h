@@ -246,6 +246,10 @@ void dt__cron_free(dt_cron *c);
 ** (two-space indent, keys in tree order) for output. */
 void dt__json_canon(const cJSON *n, dt_buf *b);
 void dt__json_pretty(const cJSON *n, dt_buf *b, int depth);
+/* Pretty, but the containers on_one_line picks (given the container and
+** its parent) written on one line: {"k": v, "k2": v2}, [a, b]. */
+typedef bool (*dt_json_inline)(const cJSON *n, const cJSON *parent);
+void dt__json_styled(const cJSON *n, const cJSON *parent, dt_buf *b, int depth, dt_json_inline on_one_line);
 uint64_t dt__hash64(const char *s, size_t n); /* FNV-1a */
 
 /* Building result documents: attach v under key (arrays ignore the key);
@@ -255,5 +259,13 @@ cJSON *dt__json_put(cJSON *parent, const char *key, cJSON *v);
 void dt__json_put_str(cJSON *o, const char *key, const char *v);
 void dt__json_put_num(cJSON *o, const char *key, double v);
 void dt__doc_write(const cJSON *root, dt_format format, dt_buf *b);
+
+/* The results as the documents their JSON is written from (for the Lua
+** module, which builds its tables from them): the plan's is the caller's
+** to free (NULL when out of memory), the others belong to their result. */
+cJSON *dt__plan_doc(const dt_plan *plan);
+const cJSON *dt__plan_explain_doc(const dt_plan *plan); /* NULL without explain */
+const cJSON *dt__disrupt_doc(const dt_disruption *d);
+const cJSON *dt__pools_doc(const dt_pools *r);
 
 #endif

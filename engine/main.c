@@ -90,7 +90,7 @@ static int cmd_check(int argc, char **argv) {
     }
     printf("%s: ok\n", argv[i]);
     if (explain) {
-      static const char *all[] = {"price", "score", "rank", "consolidation_order", "approve", "budget",
+      static const char *all[] = {"price",           "score",    "rank",    "consolidation_order", "approve", "budget",
                                   "on_interruption", "scale_in", "selftest"};
       const char *h = dt_policy_hooks(p);
       for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) {
@@ -149,114 +149,122 @@ static const char *k_usage_pool =
     "exit status: 0 decided, 1 bad input, 2 bad usage\n";
 
 /* plan, pool and disrupt share their options; pool ignores the catalog and packing. */
-static int cmd_plan(int argc, char **argv, int cmd) {
-  bool pool = cmd == CMD_POOL;
-  const char *explain = NULL;
-  int spot_to_spot = 0;
-  const char *catalog_path = NULL, *out = NULL, *policy_path = NULL, *policy_dir = "policies";
-  dt_plan_opts opts = {0};
+/* plan, disrupt and pool: the command line, once read. */
+typedef struct planargs {
+  int cmd;
+  const char *explain, *catalog, *out, *policy, *policy_dir;
+  bool spot_to_spot;
+  const char **files;
+  int nfiles;
+  dt_plan_opts opts;
+  dt_format fmt;
+} planargs;
+
+static const char *cmd_name(int cmd) { return cmd == CMD_DISRUPT ? "disrupt" : cmd == CMD_POOL ? "pool" : "plan"; }
+
+/* One option that takes a value (v, the next argument, or NULL); 1 when it
+** took it, 0 when it took only itself, -1 when a is not such an option, 2
+** after saying what is wrong. */
+static int plan_option(planargs *pa, const char *a, const char *v) {
   dt_error err = {0};
-  const char **files = calloc((size_t)argc + 1, sizeof *files);
-  int nfiles = 0;
-  if (!files) return 2;
+  if (!strcmp(a, "--timings")) {
+    pa->opts.timings = 1;
+    return 0;
+  }
+  if (!strcmp(a, "--spot-to-spot") && pa->cmd == CMD_DISRUPT) {
+    pa->spot_to_spot = true;
+    return 0;
+  }
+  if (!v) return -1;
+  if (!strcmp(a, "-f") || !strcmp(a, "--unavailable")) /* kubectl's -f FILE; UnavailableOffering objects */
+    pa->files[pa->nfiles++] = v;
+  else if (!strcmp(a, "--policy"))
+    pa->policy = v;
+  else if (!strcmp(a, "--explain") && pa->cmd != CMD_POOL)
+    pa->explain = v;
+  else if (!strcmp(a, "--policy-dir"))
+    pa->policy_dir = v;
+  else if (!strcmp(a, "--catalog"))
+    pa->catalog = v;
+  else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
+    pa->out = v;
+  else if (!strcmp(a, "--now")) {
+    if (dt_time_parse(v, &pa->opts.now, &err)) {
+      fprintf(stderr, "dovetail: --now: %s\n", err.msg);
+      return 2;
+    }
+  } else if (!strcmp(a, "--seed")) {
+    char *end;
+    pa->opts.seed = strtoull(v, &end, 10);
+    if (*end || !*v) {
+      fprintf(stderr, "dovetail: --seed: expected a non-negative integer, got \"%s\"\n", v);
+      return 2;
+    }
+  } else if (!strcmp(a, "--packing")) {
+    if (strcmp(v, "ffd") && strcmp(v, "cost")) {
+      fprintf(stderr, "dovetail: --packing: expected ffd or cost, got \"%s\"\n", v);
+      return 2;
+    }
+    pa->opts.packing = !strcmp(v, "ffd") ? DT_PACKING_FFD : DT_PACKING_COST;
+  } else {
+    return -1;
+  }
+  return 1;
+}
+
+/* The command line into pa; -1 to go on, else the exit status. */
+static int plan_args(planargs *pa, int argc, char **argv) {
   bool now_set = false;
   for (int i = 0; i < argc; i++) {
-    const char *a = argv[i];
-    const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     /* kubectl's spellings: -oyaml, -o=yaml, --output=yaml */
     if (!strncmp(a, "--output=", 9) || !strncmp(a, "-o=", 3) || (!strncmp(a, "-o", 2) && a[2] && a[2] != '=')) {
-      out = strchr(a, '=') ? strchr(a, '=') + 1 : a + 2;
+      pa->out = strchr(a, '=') ? strchr(a, '=') + 1 : a + 2;
       continue;
     }
-    if (!strcmp(a, "-f") && v) { /* kubectl's -f FILE, repeatable */
-      files[nfiles++] = v;
-      i++;
-      continue;
-    }
-    if (!strcmp(a, "--policy") && v) {
-      policy_path = v;
-      i++;
-    } else if (!strcmp(a, "--explain") && v && cmd != CMD_POOL) {
-      explain = v;
-      i++;
-    } else if (!strcmp(a, "--spot-to-spot") && cmd == CMD_DISRUPT) {
-      spot_to_spot = 1;
-    } else if (!strcmp(a, "--policy-dir") && v) {
-      policy_dir = v;
-      i++;
-    } else if (!strcmp(a, "--unavailable") && v) {
-      files[nfiles++] = v; /* UnavailableOffering objects, read like any manifest */
-      i++;
-    } else if (!strcmp(a, "--catalog") && v) {
-      catalog_path = v;
-      i++;
-    } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && v) {
-      out = v;
-      i++;
-    } else if (!strcmp(a, "--now") && v) {
-      if (dt_time_parse(v, &opts.now, &err)) {
-        fprintf(stderr, "dovetail: --now: %s\n", err.msg);
-        free(files);
-        return 2;
-      }
-      now_set = true;
-      i++;
-    } else if (!strcmp(a, "--seed") && v) {
-      char *end;
-      opts.seed = strtoull(v, &end, 10);
-      if (*end || !*v) {
-        fprintf(stderr, "dovetail: --seed: expected a non-negative integer, got \"%s\"\n", v);
-        free(files);
-        return 2;
-      }
-      i++;
-    } else if (!strcmp(a, "--packing") && v) {
-      if (!strcmp(v, "ffd"))
-        opts.packing = DT_PACKING_FFD;
-      else if (!strcmp(v, "cost"))
-        opts.packing = DT_PACKING_COST;
-      else {
-        fprintf(stderr, "dovetail: --packing: expected ffd or cost, got \"%s\"\n", v);
-        free(files);
-        return 2;
-      }
-      i++;
-    } else if (!strcmp(a, "--timings")) {
-      opts.timings = 1;
+    int took = plan_option(pa, a, v);
+    if (took == 2) return 2;
+    if (took >= 0) {
+      now_set |= !strcmp(a, "--now");
+      i += took;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-      fputs(cmd == CMD_DISRUPT ? k_usage_disrupt : cmd == CMD_POOL ? k_usage_pool : k_usage_plan, stdout);
-      free(files);
+      fputs(pa->cmd == CMD_DISRUPT ? k_usage_disrupt : pa->cmd == CMD_POOL ? k_usage_pool : k_usage_plan, stdout);
       return 0;
     } else if (a[0] == '-' && a[1]) {
       fprintf(stderr, "dovetail: unknown or incomplete option %s (dovetail %s --help lists them)\n", a,
-              cmd == CMD_DISRUPT ? "disrupt" : cmd == CMD_POOL ? "pool" : "plan");
-      free(files);
+              cmd_name(pa->cmd));
       return 2;
     } else {
-      files[nfiles++] = a;
+      pa->files[pa->nfiles++] = a;
     }
   }
-  if (!now_set) opts.now = (int64_t)time(NULL); /* a real cluster is judged now, not in 2000 */
-  dt_format fmt = isatty(1) ? DT_FORMAT_TABLE : DT_FORMAT_JSON;
-  if (out) {
-    if (!strcmp(out, "json"))
-      fmt = DT_FORMAT_JSON;
-    else if (!strcmp(out, "yaml"))
-      fmt = DT_FORMAT_YAML;
-    else if (!strcmp(out, "table"))
-      fmt = DT_FORMAT_TABLE;
+  if (!now_set) pa->opts.now = (int64_t)time(NULL); /* a real cluster is judged now, not in 2000 */
+  pa->fmt = isatty(1) ? DT_FORMAT_TABLE : DT_FORMAT_JSON;
+  if (pa->out) {
+    if (!strcmp(pa->out, "json"))
+      pa->fmt = DT_FORMAT_JSON;
+    else if (!strcmp(pa->out, "yaml"))
+      pa->fmt = DT_FORMAT_YAML;
+    else if (!strcmp(pa->out, "table"))
+      pa->fmt = DT_FORMAT_TABLE;
     else {
-      fprintf(stderr, "dovetail: -o: expected json, yaml or table, got \"%s\"\n", out);
-      free(files);
+      fprintf(stderr, "dovetail: -o: expected json, yaml or table, got \"%s\"\n", pa->out);
       return 2;
     }
   }
-  if (!nfiles) {
+  if (!pa->nfiles) {
     fprintf(stderr, "dovetail: no input: give FILE..., -f FILE or - for standard input (dovetail %s --help)\n",
-            cmd == CMD_DISRUPT ? "disrupt" : cmd == CMD_POOL ? "pool" : "plan");
-    free(files);
+            cmd_name(pa->cmd));
     return 2;
   }
+  return -1;
+}
+
+/* Read, run and print; 0, or 1 after saying why. */
+static int plan_run(planargs *pa) {
+  bool pool = pa->cmd == CMD_POOL;
+  dt_plan_opts *opts = &pa->opts;
+  dt_error err = {0};
   int rc = 1;
   dt_catalog *cat = NULL;
   dt_manifests *m = NULL;
@@ -267,39 +275,47 @@ static int cmd_plan(int argc, char **argv, int cmd) {
   char *text = NULL;
   size_t len;
   double t0 = now_ms();
-  if (!pool && dt_catalog_load_named(catalog_path, &cat, &err)) goto done;
+  if (!pool && dt_catalog_load_named(pa->catalog, &cat, &err)) goto done;
   if (!(m = dt_manifests_new())) {
     snprintf(err.msg, sizeof err.msg, "out of memory");
     goto done;
   }
-  for (int i = 0; i < nfiles; i++)
-    if (dt_manifests_add_file(m, files[i], &err)) goto done;
+  for (int i = 0; i < pa->nfiles; i++)
+    if (dt_manifests_add_file(m, pa->files[i], &err)) goto done;
   fputs(dt_manifests_notes(m), stderr);
-  if (policy_path && dt_policy_load_file(policy_path, NULL, &opts.policy, &err)) goto done;
+  if (pa->policy && dt_policy_load_file(pa->policy, NULL, &opts->policy, &err)) goto done;
   if (!pool) {
     /* NodePools' own policies: one that is missing or broken is reported
     ** and its pools fall back to the built-ins; the run goes on */
-    if (dt_policy_dir_open(policy_dir, &pdir, &err)) goto done;
+    if (dt_policy_dir_open(pa->policy_dir, &pdir, &err)) goto done;
     dt_policy_dir_sync(pdir, m);
     fputs(dt_policy_dir_errors(pdir), stderr);
-    dt_policy_dir_apply(pdir, &opts.pool_policies, &opts.pool_policy_names, &opts.npool_policies);
+    dt_policy_dir_apply(pdir, &opts->pool_policies, &opts->pool_policy_names, &opts->npool_policies);
   }
-  if (cmd == CMD_DISRUPT) {
-    dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, spot_to_spot, explain,
-                         opts.pool_policies, opts.pool_policy_names, opts.npool_policies, NULL};
+  if (pa->cmd == CMD_DISRUPT) {
+    dt_disrupt_opts d = {opts->now,
+                         opts->seed,
+                         opts->policy,
+                         pa->spot_to_spot,
+                         pa->explain,
+                         opts->pool_policies,
+                         opts->pool_policy_names,
+                         opts->npool_policies,
+                         NULL};
     if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto done;
-    text = dt_disrupt_render(dis, fmt, &len);
+    text = dt_disrupt_render(dis, pa->fmt, &len);
   } else if (pool) {
-    dt_pool_opts po = {opts.now, opts.seed, opts.policy};
+    dt_pool_opts po = {opts->now, opts->seed, opts->policy};
     if (dt_pools_run(m, &po, &pools, &err)) goto done;
-    text = dt_pools_render(pools, fmt, &len);
+    text = dt_pools_render(pools, pa->fmt, &len);
   } else {
-    opts.parse_ms = now_ms() - t0;
-    opts.explain = explain;
-    if (dt_plan_run(cat, m, &opts, &plan, &err)) goto done;
+    opts->parse_ms = now_ms() - t0;
+    opts->explain = pa->explain;
+    if (dt_plan_run(cat, m, opts, &plan, &err)) goto done;
     /* --explain prints that pod's explanation instead of the plan: text
     ** unless -o asks for the document */
-    text = explain ? dt_plan_explain_render(plan, out ? fmt : DT_FORMAT_TABLE, &len) : dt_plan_render(plan, fmt, &len);
+    text = pa->explain ? dt_plan_explain_render(plan, pa->out ? pa->fmt : DT_FORMAT_TABLE, &len)
+                       : dt_plan_render(plan, pa->fmt, &len);
   }
   if (!text) {
     snprintf(err.msg, sizeof err.msg, "out of memory rendering the plan");
@@ -316,11 +332,20 @@ done:
   dt_plan_free(plan);
   dt_pools_free(pools);
   dt_disrupt_free(dis);
-  dt_policy_free(opts.policy);
+  dt_policy_free(opts->policy);
   dt_policy_dir_free(pdir);
   dt_manifests_free(m);
   dt_catalog_free(cat);
-  free(files);
+  return rc;
+}
+
+static int cmd_plan(int argc, char **argv, int cmd) {
+  planargs pa = {.cmd = cmd, .policy_dir = "policies"};
+  pa.files = calloc((size_t)argc + 1, sizeof *pa.files);
+  if (!pa.files) return 2;
+  int rc = plan_args(&pa, argc, argv);
+  if (rc < 0) rc = plan_run(&pa);
+  free(pa.files);
   return rc;
 }
 

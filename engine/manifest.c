@@ -244,6 +244,13 @@ static int parse_kvs(mctx *x, const cJSON *o, const char *field, dt_kvs *out) {
   return 0;
 }
 
+/* Whether check_request would refuse v: the hot path asks this first and
+** formats the field's name only for the message. */
+static bool request_absurd(const char *res, int64_t v) {
+  return v < 0 || (v > MAX_CPU_MILLI && !strcmp(res, "cpu")) ||
+         (v > MAX_BYTES_MILLI && (!strcmp(res, "memory") || !strcmp(res, "ephemeral-storage")));
+}
+
 static int check_request(mctx *x, const char *field, const char *res, int64_t v) {
   if (v < 0) return bad(x, field, "must not be negative");
   if (strcmp(res, "cpu") == 0 && v > MAX_CPU_MILLI)
@@ -253,30 +260,59 @@ static int check_request(mctx *x, const char *field, const char *res, int64_t v)
   return 0;
 }
 
-/* A map of quantities (requests, limits, allocatable). */
-static int parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out, bool is_request) {
+/* Where a field is, as "PATH.LIST[I]TAIL" (or "PATHTAIL" without a list):
+** written out only when an error names it. */
+typedef struct where {
+  const char *path, *list;
+  size_t i;
+  const char *tail;
+} where;
+
+static void where_fmt(const where *w, char *out, size_t n) {
+  if (w->list)
+    snprintf(out, n, "%s.%s[%zu]%s", w->path, w->list, w->i, w->tail);
+  else
+    snprintf(out, n, "%s%s", w->path, w->tail);
+}
+
+/* A map of quantities (requests, limits, allocatable) at w. */
+static int rlist_at(mctx *x, const cJSON *o, const where *w, dt_rlist *out, bool is_request) {
   if (!o || cJSON_IsNull(o)) return 0;
-  if (!cJSON_IsObject(o)) return bad(x, field, "expected a map of quantities");
-  char tmp[64], f[300];
+  char field[300], tmp[64], f[400];
+  if (!cJSON_IsObject(o)) {
+    where_fmt(w, field, sizeof field);
+    return bad(x, field, "expected a map of quantities");
+  }
   for (const cJSON *c = o->child; c; c = c->next) {
-    snprintf(f, sizeof f, "%s.%s", field, c->string);
     const char *s = dt__scalar(c, tmp, sizeof tmp);
-    if (!s || cJSON_IsBool(c)) return bad(x, f, "expected a quantity such as 500m or 1Gi");
     int64_t v;
     dt_error qe;
-    int rc = dt_quantity_parse(s, &v, &qe);
+    int rc = s && !cJSON_IsBool(c) ? dt_quantity_parse(s, &v, &qe) : DT_EINVAL;
     /* Limits and capacities beyond what int64 milli-units hold are
     ** "unlimited" in practice (9.2 PB of memory). */
     if (rc == DT_ERANGE && !is_request && s[0] != '-') {
       v = INT64_MAX;
       rc = 0;
     }
-    if (rc) return bad(x, f, "%s", qe.msg);
-    if (is_request && check_request(x, f, c->string, v)) return failed(x);
-    if (!is_request && v < 0) return bad(x, f, "must not be negative");
+    if (rc || (is_request && request_absurd(c->string, v)) || (!is_request && v < 0)) {
+      where_fmt(w, field, sizeof field);
+      snprintf(f, sizeof f, "%s.%s", field, c->string);
+      if (!s || cJSON_IsBool(c)) return bad(x, f, "expected a quantity such as 500m or 1Gi");
+      if (rc) return bad(x, f, "%s", qe.msg);
+      if (is_request) {
+        check_request(x, f, c->string, v);
+        return failed(x);
+      }
+      return bad(x, f, "must not be negative");
+    }
     if (dt__rlist_add(out, c->string, v, DT_RL_SET)) return oom(x);
   }
   return 0;
+}
+
+static int parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out, bool is_request) {
+  where w = {field, NULL, 0, ""};
+  return rlist_at(x, o, &w, out, is_request);
 }
 
 static int parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *out,
@@ -977,10 +1013,9 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
     for (const cJSON *c = cs ? cs->child : NULL; c && !rc; c = c->next, i++) {
       dt_rlist req = {0}, lim = {0};
       const cJSON *res = get(c, "resources");
-      snprintf(f, sizeof f, "%s.%s[%zu].resources.requests", path, lists[li], i);
-      rc = parse_rlist(x, get(res, "requests"), f, &req, true);
-      snprintf(f, sizeof f, "%s.%s[%zu].resources.limits", path, lists[li], i);
-      if (!rc) rc = parse_rlist(x, get(res, "limits"), f, &lim, true);
+      where wr = {path, lists[li], i, ".resources.requests"}, wl = {path, lists[li], i, ".resources.limits"};
+      rc = rlist_at(x, get(res, "requests"), &wr, &req, true);
+      if (!rc) rc = rlist_at(x, get(res, "limits"), &wl, &lim, true);
       /* A limit without a request defaults the request, as the API server does. */
       for (size_t k = 0; !rc && k < lim.n; k++) {
         bool has = false;
@@ -1019,10 +1054,9 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
     const cJSON *pres = get(spec, "resources");
     if (!rc && pres && !cJSON_IsNull(pres)) {
       dt_rlist preq = {0}, plim = {0};
-      snprintf(f, sizeof f, "%s.resources.requests", path);
-      rc = parse_rlist(x, get(pres, "requests"), f, &preq, true);
-      snprintf(f, sizeof f, "%s.resources.limits", path);
-      if (!rc) rc = parse_rlist(x, get(pres, "limits"), f, &plim, true);
+      where wr = {path, NULL, 0, ".resources.requests"}, wl = {path, NULL, 0, ".resources.limits"};
+      rc = rlist_at(x, get(pres, "requests"), &wr, &preq, true);
+      if (!rc) rc = rlist_at(x, get(pres, "limits"), &wl, &plim, true);
       for (size_t k = 0; k < plim.n && !rc; k++)
         if (!dt__rlist_get(&preq, plim.v[k].name) && dt__rlist_add(&preq, plim.v[k].name, plim.v[k].milli, DT_RL_SET))
           rc = oom(x);
@@ -1032,13 +1066,14 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
       dt__rlist_free(&plim);
     }
     dt_rlist ovh = {0};
-    snprintf(f, sizeof f, "%s.overhead", path);
-    if (!rc) rc = parse_rlist(x, get(spec, "overhead"), f, &ovh, true);
+    where wo = {path, NULL, 0, ".overhead"};
+    if (!rc) rc = rlist_at(x, get(spec, "overhead"), &wo, &ovh, true);
     for (size_t k = 0; k < ovh.n && !rc; k++)
       if (dt__rlist_add(&sum, ovh.v[k].name, ovh.v[k].milli, DT_RL_SUM)) rc = oom(x);
     dt__rlist_free(&ovh);
     if (!rc && dt__rlist_add(&sum, "pods", 1000, DT_RL_SET)) rc = oom(x);
     for (size_t k = 0; k < sum.n && !rc; k++) {
+      if (!request_absurd(sum.v[k].name, sum.v[k].milli)) continue;
       snprintf(f, sizeof f, "%s (total requests).%s", path, sum.v[k].name);
       rc = check_request(x, f, sum.v[k].name, sum.v[k].milli);
     }
@@ -1265,10 +1300,15 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
     if (!(p->pvcs[p->npvcs] = dt__strdup(cn))) return oom(x);
     p->npvcs++;
   }
-  snprintf(f, sizeof f, "%s.nodeSelector", path);
-  if (parse_kvs(x, get(spec, "nodeSelector"), f, &p->node_selector)) return failed(x);
-  snprintf(f, sizeof f, "%s.tolerations", path);
-  if (parse_tolerations(x, get(spec, "tolerations"), f, p)) return failed(x);
+  /* field names are written out only for fields that are there */
+  if (get(spec, "nodeSelector")) {
+    snprintf(f, sizeof f, "%s.nodeSelector", path);
+    if (parse_kvs(x, get(spec, "nodeSelector"), f, &p->node_selector)) return failed(x);
+  }
+  if (get(spec, "tolerations")) {
+    snprintf(f, sizeof f, "%s.tolerations", path);
+    if (parse_tolerations(x, get(spec, "tolerations"), f, p)) return failed(x);
+  }
   const cJSON *terms = get(get(get(get(spec, "affinity"), "nodeAffinity"),
                                "requiredDuringSchedulingIgnoredDuringExecution"),
                            "nodeSelectorTerms");
@@ -1311,6 +1351,7 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
   const cJSON *aff = get(get(spec, "affinity"), "podAffinity");
   const cJSON *anti = get(get(spec, "affinity"), "podAntiAffinity");
   char g[400];
+  if (aff || anti) {
   snprintf(g, sizeof g, "%s.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution", path);
   if (parse_podterms(x, get(aff, "requiredDuringSchedulingIgnoredDuringExecution"), g, false, &p->aff, &p->naff))
     return failed(x);
@@ -1323,8 +1364,11 @@ static int podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) 
   snprintf(g, sizeof g, "%s.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
   if (parse_podterms(x, get(anti, "preferredDuringSchedulingIgnoredDuringExecution"), g, true, &p->panti, &p->npanti))
     return failed(x);
-  snprintf(g, sizeof g, "%s.topologySpreadConstraints", path);
-  if (parse_spreads(x, get(spec, "topologySpreadConstraints"), g, p)) return failed(x);
+  }
+  if (get(spec, "topologySpreadConstraints")) {
+    snprintf(g, sizeof g, "%s.topologySpreadConstraints", path);
+    if (parse_spreads(x, get(spec, "topologySpreadConstraints"), g, p)) return failed(x);
+  }
   if (parse_ports(x, spec, path, p)) return failed(x);
   const char *rc = get_str(spec, "runtimeClassName");
   if (rc && *rc && !(p->runtime_class = dt__strdup(rc))) return oom(x);

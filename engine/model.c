@@ -7,6 +7,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Capacity types, as Karpenter's karpenter.sh/capacity-type names them. */
+const char *const dt__ct_names[DT_CT_N] = {"reserved", "spot", "on-demand"};
+
+int dt__ct_parse(const char *s) {
+  for (int i = 0; i < DT_CT_N; i++)
+    if (strcmp(s, dt__ct_names[i]) == 0) return i;
+  return -1;
+}
+
 int dt__rlist_add(dt_rlist *r, const char *name, int64_t milli, dt_rlist_mode mode) {
   for (size_t i = 0; i < r->n; i++)
     if (strcmp(r->v[i].name, name) == 0) {

@@ -172,6 +172,12 @@ typedef struct dt_nodepool {
   size_t seq;
 } dt_nodepool;
 
+/* The most of p's nodes its budgets let be disrupted at once for reason (a
+** DT_REASON_* bit) at now (Unix seconds) when it has nodes: the least of
+** the active budgets that name the reason, percentages rounded up;
+** INT64_MAX when none applies. */
+int64_t dt__budget_nodes(const dt_nodepool *p, unsigned reason, int64_t now, int64_t nodes);
+
 /* A label selector: matchLabels (as In) and matchExpressions. A selector
 ** that is absent matches nothing; an empty one matches everything. */
 typedef struct dt_selector {
@@ -186,10 +192,11 @@ const char *dt__kv_get(const dt_kv *kv, size_t n, const char *key);
 bool dt__mreq_match(const dt_mreq *q, const dt_kv *kv, size_t n);
 bool dt__selector_match(const dt_selector *s, const dt_kv *kv, size_t n);
 
-/* A plan's NodeClaims as YAML for the daemon, which launches each on the
-** offering planned: the instance-type requirement names that type alone
-** (dt_plan_render's lists every type the claim may launch). */
-char *dt__plan_render_launched(const dt_plan *plan, size_t *len);
+/* A plan's new NodeClaims as documents (a JSON array) for the daemon, which
+** launches each on the offering planned: the instance-type requirement names
+** that type alone (dt_plan_render's lists every type the claim may launch).
+** NULL when out of memory. */
+cJSON *dt__plan_launched_claims(const dt_plan *plan);
 
 /* NodeClaims that a Node in the same input stands for (its status.nodeName
 ** is the Node's name, or their provider IDs agree): out[i] is that Node's

@@ -5,7 +5,7 @@
 */
 #include "schedule.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -15,136 +15,148 @@ static const rt_off *claim_off(const dt_plan *p, const rt_claim *k) {
   return &p->types[k->type].off[k->off];
 }
 
-static void json_requests(const dt_plan *p, dt_buf *b, const int64_t *v, const char *indent) {
-  dt__buf_puts(b, "{");
-  int first = 1;
+/* A preformatted number (a price, milliseconds): printed as written. */
+static void put_raw(cJSON *o, const char *key, const char *text) { dt__json_put(o, key, cJSON_CreateRaw(text)); }
+
+static cJSON *claim_doc(const dt_plan *p, const rt_claim *k) {
+  const rt_type *t = &p->types[k->type];
+  const rt_off *o = claim_off(p, k);
+  char tmp[700];
+  cJSON *c = cJSON_CreateObject();
+  dt__json_put_str(c, "name", dt__sym_str(&p->syms, k->name));
+  dt__json_put_str(c, "nodePool", p->pools[k->pool].src->name);
+  dt__json_put_str(c, "instanceType", t->src->name);
+  dt__json_put_str(c, "zone", dt__sym_str(&p->syms, p->zones[o->zone]));
+  dt__json_put_str(c, "capacityType", dt__ct_names[o->ct]);
+  dt__fmt_price(tmp, sizeof tmp, o->price);
+  put_raw(c, "price", tmp);
+  if (o->resv) dt__json_put_str(c, "reservationID", dt__sym_str(&p->syms, o->resv));
+  cJSON *req = dt__json_put(c, "requests", cJSON_CreateObject());
   for (uint32_t r = 0; r < p->nres; r++) {
-    if (!v[r]) continue;
-    char q[64];
-    dt__fmt_quantity(q, sizeof q, p->res_names[r], v[r]);
-    dt__buf_printf(b, "%s\n%s  ", first ? "" : ",", indent);
-    dt__buf_json_str(b, p->res_names[r]);
-    dt__buf_puts(b, ": ");
-    dt__buf_json_str(b, q);
-    first = 0;
+    if (!k->used[r]) continue;
+    dt__fmt_quantity(tmp, sizeof tmp, p->res_names[r], k->used[r]);
+    dt__json_put_str(req, p->res_names[r], tmp);
   }
-  dt__buf_printf(b, "%s}", first ? "" : "\n      ");
+  cJSON *pods = dt__json_put(c, "pods", cJSON_CreateArray());
+  for (size_t j = 0; j < k->pods.n; j++) {
+    dt__pod_name(p, &p->pods[k->pods.v[j]], tmp, sizeof tmp);
+    dt__json_put_str(pods, NULL, tmp);
+  }
+  cJSON *opts = dt__json_put(c, "instanceTypeOptions", cJSON_CreateArray());
+  for (uint32_t j = 0; j < k->nfinal; j++) dt__json_put_str(opts, NULL, p->types[k->final[j]].src->name);
+  return c;
 }
 
-static void render_json(const dt_plan *p, dt_buf *b) {
-  char tmp[700], price[64];
-  dt__fmt_time(p->opts.now ? p->opts.now : 946684800, tmp, sizeof tmp);
-  dt__buf_printf(b, "{\n  \"apiVersion\": \"dovetail.dev/v1alpha1\",\n  \"kind\": \"Plan\",\n  \"now\": \"%s\",\n", tmp);
-  dt__buf_puts(b, "  \"nodeClaims\": [");
-  int first = 1;
-  for (size_t i = 0; i < p->claims.n; i++) {
-    const rt_claim *k = p->claims.v[i];
-    if (k->type < 0) continue;
-    const rt_type *t = &p->types[k->type];
-    const rt_off *o = claim_off(p, k);
-    dt__buf_puts(b, first ? "\n    {\n" : ",\n    {\n");
-    first = 0;
-    dt__buf_puts(b, "      \"name\": ");
-    dt__buf_json_str(b, dt__sym_str(&p->syms, k->name));
-    dt__buf_puts(b, ",\n      \"nodePool\": ");
-    dt__buf_json_str(b, p->pools[k->pool].src->name);
-    dt__buf_puts(b, ",\n      \"instanceType\": ");
-    dt__buf_json_str(b, t->src->name);
-    dt__buf_puts(b, ",\n      \"zone\": ");
-    dt__buf_json_str(b, dt__sym_str(&p->syms, p->zones[o->zone]));
-    dt__buf_printf(b, ",\n      \"capacityType\": \"%s\"", dt__ct_names[o->ct]);
-    dt__fmt_price(price, sizeof price, o->price);
-    dt__buf_printf(b, ",\n      \"price\": %s", price);
-    if (o->resv) {
-      dt__buf_puts(b, ",\n      \"reservationID\": ");
-      dt__buf_json_str(b, dt__sym_str(&p->syms, o->resv));
-    }
-    dt__buf_puts(b, ",\n      \"requests\": ");
-    json_requests(p, b, k->used, "      ");
-    dt__buf_puts(b, ",\n      \"pods\": [");
-    for (size_t j = 0; j < k->pods.n; j++) {
-      dt__pod_name(p, &p->pods[k->pods.v[j]], tmp, sizeof tmp);
-      dt__buf_puts(b, j ? ", " : "");
-      dt__buf_json_str(b, tmp);
-    }
-    dt__buf_puts(b, "],\n      \"instanceTypeOptions\": [");
-    for (uint32_t j = 0; j < k->nfinal; j++) {
-      dt__buf_puts(b, j ? ", " : "");
-      dt__buf_json_str(b, p->types[k->final[j]].src->name);
-    }
-    dt__buf_puts(b, "]\n    }");
-  }
-  dt__buf_puts(b, first ? "],\n" : "\n  ],\n");
-  dt__buf_puts(b, "  \"bindings\": [");
-  for (size_t i = 0; i < p->bindings.n; i++) {
-    const rt_binding *bd = &p->bindings.v[i];
-    dt__pod_name(p, &p->pods[bd->pod], tmp, sizeof tmp);
-    dt__buf_puts(b, i ? ",\n    {\"pod\": " : "\n    {\"pod\": ");
-    dt__buf_json_str(b, tmp);
-    dt__buf_puts(b, ", \"node\": ");
-    dt__buf_json_str(b, p->nodes[bd->node].src->name);
-    dt__buf_puts(b, "}");
-  }
-  dt__buf_puts(b, p->bindings.n ? "\n  ],\n" : "],\n");
-  dt__buf_puts(b, "  \"unschedulable\": [");
-  for (size_t i = 0; i < p->unsched.n; i++) {
-    const rt_unsched *u = &p->unsched.v[i];
-    dt__pod_name(p, &p->pods[u->pod], tmp, sizeof tmp);
-    dt__buf_puts(b, i ? ",\n    {\"pod\": " : "\n    {\"pod\": ");
-    dt__buf_json_str(b, tmp);
-    dt__buf_puts(b, ", \"reason\": ");
-    dt__buf_json_str(b, u->reason);
-    dt__buf_puts(b, "}");
-  }
-  dt__buf_puts(b, p->unsched.n ? "\n  ],\n" : "],\n");
-  dt__buf_puts(b, "  \"unavailableOfferings\": [");
-  for (size_t i = 0; i < p->marks.n; i++) {
-    const dt_mark *mk = &p->manifests->marks.v[p->marks.v[i]];
-    dt__fmt_time(mk->expires, tmp, sizeof tmp);
-    dt__buf_printf(b, "%s{\"capacityType\": \"%s\", \"instanceType\": ", i ? ",\n    " : "\n    ", dt__ct_names[mk->ct]);
-    dt__buf_json_str(b, mk->instance_type);
-    dt__buf_puts(b, ", \"zone\": ");
-    dt__buf_json_str(b, mk->zone);
-    dt__buf_printf(b, ", \"expiresAt\": \"%s\"}", tmp);
-  }
-  dt__buf_puts(b, p->marks.n ? "\n  ],\n" : "],\n");
-  dt__buf_puts(b, "  \"policyErrors\": [");
-  size_t nerr = 0;
-  for (size_t i = 0; i < p->policies.n; i++) {
-    const dt_policy_err *e;
-    size_t n = dt__policy_errors(p->policies.v[i], &e);
-    for (size_t k = 0; k < n; k++, nerr++) {
-      dt__buf_puts(b, nerr ? ",\n    {\"policy\": " : "\n    {\"policy\": ");
-      dt__buf_json_str(b, dt__policy_name(p->policies.v[i]));
-      dt__buf_printf(b, ", \"hook\": \"%s\", \"count\": %zu, \"disabled\": %s, \"error\": ", e[k].hook, e[k].count,
-                     e[k].disabled ? "true" : "false");
-      dt__buf_json_str(b, e[k].message);
-      dt__buf_puts(b, "}");
-    }
-  }
-  dt__buf_puts(b, nerr ? "\n  ],\n" : "],\n");
-  dt__buf_puts(b, "  \"notes\": [");
-  for (size_t i = 0; i < p->notes.n; i++) {
-    dt__buf_puts(b, i ? ",\n    " : "\n    ");
-    dt__buf_json_str(b, p->notes.v[i]);
-  }
-  dt__buf_puts(b, p->notes.n ? "\n  ],\n" : "],\n");
-  /* Summary. */
+static cJSON *summary_doc(const dt_plan *p) {
   size_t by_ct[DT_CT_N] = {0};
   for (size_t i = 0; i < p->claims.n; i++)
     if (p->claims.v[i]->type >= 0) by_ct[claim_off(p, p->claims.v[i])->ct]++;
-  dt__fmt_price(price, sizeof price, p->stats.hourly_cost);
-  dt__buf_printf(b,
-                 "  \"summary\": {\n    \"pods\": %zu,\n    \"scheduled\": %zu,\n    \"unschedulable\": %zu,\n"
-                 "    \"alreadyBound\": %zu,\n    \"nodes\": %zu,\n    \"existingNodes\": %u,\n"
-                 "    \"hourlyCost\": %s,\n    \"nodesByCapacityType\": {\"on-demand\": %zu, \"spot\": %zu, "
-                 "\"reserved\": %zu}",
-                 p->stats.pods, p->stats.scheduled, p->stats.unschedulable, p->bound_already, p->stats.nodes,
-                 p->nnodes, price, by_ct[DT_CT_ON_DEMAND], by_ct[DT_CT_SPOT], by_ct[DT_CT_RESERVED]);
-  if (p->opts.timings)
-    dt__buf_printf(b, ",\n    \"timings\": {\"parseMs\": %.3f, \"scheduleMs\": %.3f}", p->opts.parse_ms,
-                   p->stats.schedule_ms);
-  dt__buf_puts(b, "\n  }\n}\n");
+  char tmp[64];
+  cJSON *s = cJSON_CreateObject();
+  dt__json_put_num(s, "pods", (double)p->stats.pods);
+  dt__json_put_num(s, "scheduled", (double)p->stats.scheduled);
+  dt__json_put_num(s, "unschedulable", (double)p->stats.unschedulable);
+  dt__json_put_num(s, "alreadyBound", (double)p->bound_already);
+  dt__json_put_num(s, "nodes", (double)p->stats.nodes);
+  dt__json_put_num(s, "existingNodes", (double)p->nnodes);
+  dt__fmt_price(tmp, sizeof tmp, p->stats.hourly_cost);
+  put_raw(s, "hourlyCost", tmp);
+  cJSON *ct = dt__json_put(s, "nodesByCapacityType", cJSON_CreateObject());
+  dt__json_put_num(ct, "on-demand", (double)by_ct[DT_CT_ON_DEMAND]);
+  dt__json_put_num(ct, "spot", (double)by_ct[DT_CT_SPOT]);
+  dt__json_put_num(ct, "reserved", (double)by_ct[DT_CT_RESERVED]);
+  if (p->opts.timings) {
+    cJSON *t = dt__json_put(s, "timings", cJSON_CreateObject());
+    snprintf(tmp, sizeof tmp, "%.3f", p->opts.parse_ms);
+    put_raw(t, "parseMs", tmp);
+    snprintf(tmp, sizeof tmp, "%.3f", p->stats.schedule_ms);
+    put_raw(t, "scheduleMs", tmp);
+  }
+  return s;
+}
+
+cJSON *dt__plan_doc(const dt_plan *p) {
+  dt__init();
+  dt__alloc_failed(1);
+  char tmp[700];
+  cJSON *d = cJSON_CreateObject();
+  dt__json_put_str(d, "apiVersion", "dovetail.dev/v1alpha1");
+  dt__json_put_str(d, "kind", "Plan");
+  dt__fmt_time(p->opts.now ? p->opts.now : 946684800, tmp, sizeof tmp);
+  dt__json_put_str(d, "now", tmp);
+  cJSON *claims = dt__json_put(d, "nodeClaims", cJSON_CreateArray());
+  for (size_t i = 0; i < p->claims.n; i++)
+    if (p->claims.v[i]->type >= 0) dt__json_put(claims, NULL, claim_doc(p, p->claims.v[i]));
+  cJSON *bs = dt__json_put(d, "bindings", cJSON_CreateArray());
+  for (size_t i = 0; i < p->bindings.n; i++) {
+    const rt_binding *bd = &p->bindings.v[i];
+    cJSON *e = dt__json_put(bs, NULL, cJSON_CreateObject());
+    dt__pod_name(p, &p->pods[bd->pod], tmp, sizeof tmp);
+    dt__json_put_str(e, "pod", tmp);
+    dt__json_put_str(e, "node", p->nodes[bd->node].src->name);
+  }
+  cJSON *us = dt__json_put(d, "unschedulable", cJSON_CreateArray());
+  for (size_t i = 0; i < p->unsched.n; i++) {
+    cJSON *e = dt__json_put(us, NULL, cJSON_CreateObject());
+    dt__pod_name(p, &p->pods[p->unsched.v[i].pod], tmp, sizeof tmp);
+    dt__json_put_str(e, "pod", tmp);
+    dt__json_put_str(e, "reason", p->unsched.v[i].reason);
+  }
+  cJSON *ms = dt__json_put(d, "unavailableOfferings", cJSON_CreateArray());
+  for (size_t i = 0; i < p->marks.n; i++) {
+    const dt_mark *mk = &p->manifests->marks.v[p->marks.v[i]];
+    cJSON *e = dt__json_put(ms, NULL, cJSON_CreateObject());
+    dt__json_put_str(e, "capacityType", dt__ct_names[mk->ct]);
+    dt__json_put_str(e, "instanceType", mk->instance_type);
+    dt__json_put_str(e, "zone", mk->zone);
+    dt__fmt_time(mk->expires, tmp, sizeof tmp);
+    dt__json_put_str(e, "expiresAt", tmp);
+  }
+  cJSON *pe = dt__json_put(d, "policyErrors", cJSON_CreateArray());
+  for (size_t i = 0; i < p->policies.n; i++) {
+    const dt_policy_err *e;
+    size_t n = dt__policy_errors(p->policies.v[i], &e);
+    for (size_t k = 0; k < n; k++) {
+      cJSON *x = dt__json_put(pe, NULL, cJSON_CreateObject());
+      dt__json_put_str(x, "policy", dt__policy_name(p->policies.v[i]));
+      dt__json_put_str(x, "hook", e[k].hook);
+      dt__json_put_num(x, "count", (double)e[k].count);
+      dt__json_put(x, "disabled", cJSON_CreateBool(e[k].disabled));
+      dt__json_put_str(x, "error", e[k].message);
+    }
+  }
+  cJSON *notes = dt__json_put(d, "notes", cJSON_CreateArray());
+  for (size_t i = 0; i < p->notes.n; i++) dt__json_put_str(notes, NULL, p->notes.v[i]);
+  dt__json_put(d, "summary", summary_doc(p));
+  if (dt__alloc_failed(1)) {
+    cJSON_Delete(d);
+    return NULL;
+  }
+  return d;
+}
+
+/* How the plan's JSON reads: lists of names, and each binding, unschedulable
+** pod, mark and policy error on one line; the rest one field per line. */
+static bool plan_one_line(const cJSON *n, const cJSON *parent) {
+  static const char *const lines[] = {"pods", "instanceTypeOptions", "nodesByCapacityType", "timings"};
+  static const char *const rows[] = {"bindings", "unschedulable", "unavailableOfferings", "policyErrors"};
+  const char *key = n->string, *pkey = parent ? parent->string : NULL;
+  for (size_t i = 0; key && i < sizeof lines / sizeof *lines; i++)
+    if (!strcmp(key, lines[i])) return true;
+  for (size_t i = 0; pkey && cJSON_IsArray(parent) && i < sizeof rows / sizeof *rows; i++)
+    if (!strcmp(pkey, rows[i])) return true;
+  return false;
+}
+
+static void render_json(const dt_plan *p, dt_buf *b) {
+  cJSON *d = dt__plan_doc(p);
+  if (!d) {
+    b->oom = 1;
+    return;
+  }
+  dt__json_styled(d, NULL, b, 0, plan_one_line);
+  dt__buf_putc(b, '\n');
+  cJSON_Delete(d);
 }
 
 /* ------------------------------------------------------------- YAML */
@@ -478,22 +490,32 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k, bool launched) {
   return d;
 }
 
-static int render_yaml(const dt_plan *p, dt_buf *b, bool launched) {
+/* The plan's new NodeClaims as documents; NULL when out of memory. */
+static cJSON *claim_docs(const dt_plan *p, bool launched) {
   dt__init();
   dt__alloc_failed(1);
   cJSON *docs = cJSON_CreateArray();
-  if (!docs) return DT_ENOMEM;
+  if (!docs) return NULL;
   for (size_t i = 0; i < p->claims.n; i++) {
     if (p->claims.v[i]->type < 0) continue;
     cJSON *d = claim_yaml(p, p->claims.v[i], launched);
     if (!d) {
       cJSON_Delete(docs);
-      return DT_ENOMEM;
+      return NULL;
     }
     cJSON_AddItemToArray(docs, d);
   }
-  int rc = dt__alloc_failed(1) ? DT_ENOMEM : 0;
-  if (!rc && docs->child) rc = dt__yaml_emit(docs, b);
+  if (dt__alloc_failed(1)) {
+    cJSON_Delete(docs);
+    return NULL;
+  }
+  return docs;
+}
+
+static int render_yaml(const dt_plan *p, dt_buf *b, bool launched) {
+  cJSON *docs = claim_docs(p, launched);
+  if (!docs) return DT_ENOMEM;
+  int rc = docs->child ? dt__yaml_emit(docs, b) : 0;
   /* A NodeClaim needs a nodeClassRef (Karpenter's CRD requires it); say so
   ** of the pools that have none rather than print claims that will not apply. */
   for (uint32_t pi = 0; pi < p->npools; pi++) {
@@ -586,11 +608,7 @@ char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len) {
   return dt__buf_take(&b, len);
 }
 
-char *dt__plan_render_launched(const dt_plan *plan, size_t *len) {
-  dt_buf b = {0};
-  if (render_yaml(plan, &b, true)) b.oom = 1;
-  return dt__buf_take(&b, len);
-}
+cJSON *dt__plan_launched_claims(const dt_plan *plan) { return claim_docs(plan, true); }
 
 size_t dt_plan_binding_count(const dt_plan *p) { return p->bindings.n; }
 

@@ -15,7 +15,7 @@
 */
 #include "model.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -812,6 +812,8 @@ const dt_pool_create *dt__pools_creates(const dt_pools *r, size_t *n) {
 }
 
 void dt_pools_stats_get(const dt_pools *r, dt_pools_stats *out) { *out = r->stats; }
+
+const cJSON *dt__pools_doc(const dt_pools *r) { return r->root; }
 
 void dt_pools_free(dt_pools *r) {
   if (!r) return;

@@ -29,7 +29,7 @@
 */
 #include "schedule.h"
 
-#include "../lua/policy.h"
+#include "hooks.h"
 
 #include <assert.h>
 #include <math.h>

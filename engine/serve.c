@@ -6,6 +6,7 @@
 */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "provider.h"
 #include "httpc.h"
 #include "httpd.h"
 #include "store.h"
@@ -216,7 +217,6 @@ static int path_segment(const char *s, size_t n, char *out, size_t cap) {
   return 0;
 }
 
-
 static int delete_object(h2o_req_t *req, const char *p, size_t len) {
   /* /v1/objects/{kind}/{ns}/{name}; ns "-" for cluster-scoped objects */
   char seg[3][260], key[KEY_MAX * 2];
@@ -230,8 +230,9 @@ static int delete_object(h2o_req_t *req, const char *p, size_t len) {
     at = end + 1;
   }
   if (!ok || nseg != 3)
-    return respond_error(req, 400, "expected /v1/objects/{kind}/{namespace}/{name} (namespace - for cluster-scoped; "
-                                   "names are percent-decoded and hold no /)");
+    return respond_error(req, 400,
+                         "expected /v1/objects/{kind}/{namespace}/{name} (namespace - for cluster-scoped; "
+                         "names are percent-decoded and hold no /)");
   const char *kind = seg[0], *ns = seg[1], *name = seg[2];
   snprintf(key, sizeof key, "%s/%s/%s", kind, strcmp(ns, "-") ? ns : "", name);
   if (!forget(key, NULL)) return respond_error(req, 404, "no such object");
@@ -336,44 +337,63 @@ static int get_metrics(h2o_req_t *req) {
   dt_buf b = {0};
   size_t marks = 0;
   for (size_t i = 0; i < D.objs.n; i++) marks += !strncmp(D.objs.v[i].key, "UnavailableOffering/", 20);
-  dt__buf_printf(&b, "# HELP dovetail_pending_pods Pods the last plan could not place.\n# TYPE dovetail_pending_pods gauge\n"
-                     "dovetail_pending_pods %llu\n", (unsigned long long)D.pending);
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_pending_pods Pods the last plan could not place.\n# TYPE dovetail_pending_pods gauge\n"
+      "dovetail_pending_pods %llu\n",
+      (unsigned long long)D.pending);
   dt__buf_puts(&b, "# HELP dovetail_claims_launched_total NodeClaims launched, by capacity type.\n"
                    "# TYPE dovetail_claims_launched_total counter\n");
   static const char *cts[3] = {"reserved", "spot", "on-demand"};
   for (int i = 0; i < 3; i++)
     dt__buf_printf(&b, "dovetail_claims_launched_total{capacity_type=\"%s\"} %llu\n", cts[i],
                    (unsigned long long)D.launched[i]);
-  dt__buf_puts(&b, "# HELP dovetail_plan_duration_seconds Time to plan a round.\n# TYPE dovetail_plan_duration_seconds histogram\n");
+  dt__buf_puts(
+      &b,
+      "# HELP dovetail_plan_duration_seconds Time to plan a round.\n# TYPE dovetail_plan_duration_seconds histogram\n");
   for (int i = 0; i < 8; i++)
     dt__buf_printf(&b, "dovetail_plan_duration_seconds_bucket{le=\"%g\"} %llu\n", k_buckets[i],
                    (unsigned long long)D.plan_buckets[i]);
-  dt__buf_printf(&b, "dovetail_plan_duration_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_plan_duration_seconds_sum %.6f\n"
-                     "dovetail_plan_duration_seconds_count %llu\n",
+  dt__buf_printf(&b,
+                 "dovetail_plan_duration_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_plan_duration_seconds_sum %.6f\n"
+                 "dovetail_plan_duration_seconds_count %llu\n",
                  (unsigned long long)D.plans, D.plan_ms_sum, (unsigned long long)D.plans);
-  dt__buf_printf(&b, "# HELP dovetail_hourly_cost Hourly cost of the last plan's new claims.\n# TYPE dovetail_hourly_cost gauge\n"
-                     "dovetail_hourly_cost %.6f\n", D.cost);
-  dt__buf_printf(&b, "# HELP dovetail_unavailable_offerings Offerings marked unavailable.\n"
-                     "# TYPE dovetail_unavailable_offerings gauge\ndovetail_unavailable_offerings %zu\n", marks);
-  dt__buf_printf(&b, "# HELP dovetail_policy_reloads_total Policy reloads, by result.\n# TYPE dovetail_policy_reloads_total counter\n"
-                     "dovetail_policy_reloads_total{result=\"ok\"} %llu\ndovetail_policy_reloads_total{result=\"error\"} %llu\n",
-                 (unsigned long long)D.reloads_ok, (unsigned long long)D.reloads_failed);
-  dt__buf_printf(&b, "# HELP dovetail_provider_requests_total Provider launches, by outcome.\n"
-                     "# TYPE dovetail_provider_requests_total counter\n"
-                     "dovetail_provider_requests_total{outcome=\"ok\"} %llu\n"
-                     "dovetail_provider_requests_total{outcome=\"insufficient_capacity\"} %llu\n"
-                     "dovetail_provider_requests_total{outcome=\"error\"} %llu\n",
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_hourly_cost Hourly cost of the last plan's new claims.\n# TYPE dovetail_hourly_cost gauge\n"
+      "dovetail_hourly_cost %.6f\n",
+      D.cost);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_unavailable_offerings Offerings marked unavailable.\n"
+                 "# TYPE dovetail_unavailable_offerings gauge\ndovetail_unavailable_offerings %zu\n",
+                 marks);
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_policy_reloads_total Policy reloads, by result.\n# TYPE dovetail_policy_reloads_total counter\n"
+      "dovetail_policy_reloads_total{result=\"ok\"} %llu\ndovetail_policy_reloads_total{result=\"error\"} %llu\n",
+      (unsigned long long)D.reloads_ok, (unsigned long long)D.reloads_failed);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_provider_requests_total Provider launches, by outcome.\n"
+                 "# TYPE dovetail_provider_requests_total counter\n"
+                 "dovetail_provider_requests_total{outcome=\"ok\"} %llu\n"
+                 "dovetail_provider_requests_total{outcome=\"insufficient_capacity\"} %llu\n"
+                 "dovetail_provider_requests_total{outcome=\"error\"} %llu\n",
                  (unsigned long long)D.provider_ok, (unsigned long long)D.provider_ice,
                  (unsigned long long)D.provider_err);
-  dt__buf_printf(&b, "# HELP dovetail_interruption_events_total Events posted.\n# TYPE dovetail_interruption_events_total counter\n"
-                     "dovetail_interruption_events_total %llu\n", (unsigned long long)D.events);
-  dt__buf_printf(&b, "# HELP dovetail_nodes_deleted_total NodeClaims deleted by disruption and remediation.\n"
-                     "# TYPE dovetail_nodes_deleted_total counter\ndovetail_nodes_deleted_total %llu\n",
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_interruption_events_total Events posted.\n# TYPE dovetail_interruption_events_total counter\n"
+      "dovetail_interruption_events_total %llu\n",
+      (unsigned long long)D.events);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_nodes_deleted_total NodeClaims deleted by disruption and remediation.\n"
+                 "# TYPE dovetail_nodes_deleted_total counter\ndovetail_nodes_deleted_total %llu\n",
                  (unsigned long long)D.deleted);
-  dt__buf_printf(&b, "# HELP dovetail_remediations_total Unhealthy nodes replaced.\n"
-                     "# TYPE dovetail_remediations_total counter\ndovetail_remediations_total %llu\n"
-                     "# HELP dovetail_remediation_paused_total Passes where maxUnhealthy stopped remediation.\n"
-                     "# TYPE dovetail_remediation_paused_total counter\ndovetail_remediation_paused_total %llu\n",
+  dt__buf_printf(&b,
+                 "# HELP dovetail_remediations_total Unhealthy nodes replaced.\n"
+                 "# TYPE dovetail_remediations_total counter\ndovetail_remediations_total %llu\n"
+                 "# HELP dovetail_remediation_paused_total Passes where maxUnhealthy stopped remediation.\n"
+                 "# TYPE dovetail_remediation_paused_total counter\ndovetail_remediation_paused_total %llu\n",
                  (unsigned long long)D.remediations, (unsigned long long)D.remediation_paused);
   dt__buf_puts(&b, "# HELP dovetail_vmpool_actions_total VirtualMachinePool actions carried out, by kind.\n"
                    "# TYPE dovetail_vmpool_actions_total counter\n");
@@ -390,8 +410,9 @@ static int get_metrics(h2o_req_t *req) {
   for (int i = 0; i < 8; i++)
     dt__buf_printf(&b, "dovetail_loop_lag_seconds_bucket{le=\"%g\"} %llu\n", k_lag_buckets[i],
                    (unsigned long long)D.lag_buckets[i]);
-  dt__buf_printf(&b, "dovetail_loop_lag_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_loop_lag_seconds_sum %.6f\n"
-                     "dovetail_loop_lag_seconds_count %llu\n",
+  dt__buf_printf(&b,
+                 "dovetail_loop_lag_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_loop_lag_seconds_sum %.6f\n"
+                 "dovetail_loop_lag_seconds_count %llu\n",
                  (unsigned long long)D.lag_count, D.lag_sum, (unsigned long long)D.lag_count);
   respond(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);
   dt__free(b.p);
@@ -430,7 +451,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   if (path_is(req, "/v1/objects") && method_is(req, "PUT")) return put_objects(req);
   const char *rest;
   size_t rlen;
-  if (dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen) && method_is(req, "DELETE")) return delete_object(req, rest, rlen);
+  if (dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen) && method_is(req, "DELETE"))
+    return delete_object(req, rest, rlen);
   if (path_is(req, "/v1/events") && method_is(req, "POST")) return post_event(req);
   if (path_is(req, "/v1/objects") || path_is(req, "/v1/events") || dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen))
     return respond_error(req, 405, "method not allowed: PUT /v1/objects, DELETE /v1/objects/..., POST /v1/events");
@@ -459,7 +481,8 @@ static const char *g_listen = "127.0.0.1:8080", *g_catalog, *g_token_file;
 
 static const opt k_opts[] = {
     {"listen", O_STR, false, &g_listen, "HOST:PORT   HTTP API (default 127.0.0.1:8080; port 0 picks one, logged)"},
-    {"catalog", O_STR, false, &g_catalog, "NAME|FILE  instance catalog: aws-us-east-1 (default), azure-eastus, or a file"},
+    {"catalog", O_STR, false, &g_catalog,
+     "NAME|FILE  instance catalog: aws-us-east-1 (default), azure-eastus, or a file"},
     {"policy", O_STR, false, &D.policy_path, "FILE        a Lua policy, watched and hot-reloaded (also on SIGHUP)"},
     {"policy-dir", O_STR, false, &D.policy_dir,
      "DIR     where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (reloaded when changed)"},
@@ -476,11 +499,14 @@ static const opt k_opts[] = {
      "DUR  a launched claim whose node has not initialized after DUR is deleted (default 15m)"},
     {"max-unhealthy", O_COUNT_PCT, true, &D.max_unhealthy,
      "N|P%  remediation stops when more of a pool's nodes are unhealthy (default 100%)"},
-    {"token-file", O_STR, false, &g_token_file, "FILE    require Authorization: Bearer <token> (except /healthz, /readyz)"},
+    {"token-file", O_STR, false, &g_token_file,
+     "FILE    require Authorization: Bearer <token> (except /healthz, /readyz)"},
     {"body-limit", O_SIZE, false, &D.body_limit, "BYTES   largest request body (default 16 MiB)"},
     {"log-format", O_STR, true, &D.log_format, "json|logfmt"},
-    {"sim-ice", O_LIST, false, &D.sim_ice, "TYPE/ZONE/CT  the sim provider reports insufficient capacity for it (repeatable)"},
-    {"provider", O_STR, false, &D.provider, "sim|http  the cloud: in-process (default) or the REST contract over libcurl"},
+    {"sim-ice", O_LIST, false, &D.sim_ice,
+     "TYPE/ZONE/CT  the sim provider reports insufficient capacity for it (repeatable)"},
+    {"provider", O_STR, false, &D.provider,
+     "sim|http  the cloud: in-process (default) or the REST contract over libcurl"},
     {"cloud-url", O_STR, false, &D.cloud_url, "URL      the http provider's base URL (e.g. a dovetail fakecloud)"},
     {"cluster", O_STR, false, &D.cluster, "NAME       tags instances, filters GET /instances (default dovetail)"},
     {"poll", O_DUR_MS, true, &D.poll_ms, "DUR           instance and catalog polling (default 60s)"},
@@ -550,8 +576,12 @@ static int opt_set(const opt *o, const char *v, bool apply, char *why, size_t n)
     return 0;
   }
   }
-  static const char *const expect[] = {"", "a duration such as 1s, 500ms or 3m", "a duration such as 30s or 5m",
-                                       "an integer from 0 to 100", "a byte count from 1", "",
+  static const char *const expect[] = {"",
+                                       "a duration such as 1s, 500ms or 3m",
+                                       "a duration such as 30s or 5m",
+                                       "an integer from 0 to 100",
+                                       "a byte count from 1",
+                                       "",
                                        "a count or a percentage such as 3 or 40%"};
   snprintf(why, n, "--%s: expected %s, got \"%s\"", o->name, expect[o->kind], v);
   return -1;
@@ -702,18 +732,8 @@ static void on_lag(uv_timer_t *t) {
   tm_start(t, on_lag, LAG_EVERY_MS, 0);
 }
 
-int dt__serve_main(int argc0, char **argv0) {
-  signal(SIGPIPE, SIG_IGN);
-  int argc;
-  char **argv;
-  char why[700];
-  int rc = 0;
-  if (config_args(argc0, argv0, &argc, &argv, why, sizeof why)) {
-    fprintf(stderr, "dovetail serve: %s\n", why);
-    return 2;
-  }
-  for (int i = 0; i + 1 < argc0; i++)
-    if (!strcmp(argv0[i], "--config")) g_config_path = argv0[i + 1];
+/* The defaults the options change. */
+static void serve_defaults(void) {
   D.idle_ms = 1000;
   D.max_ms = 10000;
   D.ttl = 180;
@@ -730,6 +750,12 @@ int dt__serve_main(int argc0, char **argv0) {
   D.retries = 3;
   D.disrupt_ms = 10000;
   D.requeue_ms = REQUEUE_BASE_MS;
+}
+
+/* The options (the config file's, then the command line's); -1 to go on,
+** else the exit status. */
+static int serve_args(int argc, char **argv) {
+  char why[700];
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     const opt *o = opt_find(a);
@@ -739,108 +765,93 @@ int dt__serve_main(int argc0, char **argv0) {
     }
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
-      rc = 0;
-      goto out;
+      return 0;
     }
     if (!o || !v) {
       fprintf(stderr, "dovetail serve: %s option %s\n", o ? "incomplete" : "unknown", a);
       usage(stderr);
-      rc = 2;
-      goto out;
+      return 2;
     }
     if (opt_set(o, v, true, why, sizeof why)) {
       fprintf(stderr, "dovetail serve: %s\n", why);
-      rc = 2;
-      goto out;
+      return 2;
     }
     i++;
   }
-  const char *listen = g_listen, *catalog = g_catalog, *token_file = g_token_file;
   if (strcmp(D.provider, "sim") && strcmp(D.provider, "http")) {
     fprintf(stderr, "dovetail serve: --provider: expected sim or http, got \"%s\"\n", D.provider);
-    rc = 2;
-    goto out;
+    return 2;
   }
   if (!strcmp(D.provider, "http") != !!D.cloud_url) {
     fprintf(stderr, "dovetail serve: --provider http and --cloud-url URL go together\n");
-    rc = 2;
-    goto out;
+    return 2;
   }
+  return -1;
+}
+
+/* What the daemon reads before it listens: the catalog, the policies, the
+** token and the state (which must be writable). 0, or 1 after saying why. */
+static int serve_open(void) {
   dt_error err = {0};
-  if (dt_catalog_load_named(catalog, &D.cat, &err)) {
+  if (dt_catalog_load_named(g_catalog, &D.cat, &err) ||
+      (D.policy_path && dt_policy_load_file(D.policy_path, NULL, &D.policy, &err)) ||
+      dt_policy_dir_open(D.policy_dir ? D.policy_dir : "policies", &D.pdir, &err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    rc = 1;
-    goto out;
+    return 1;
   }
-  if (D.policy_path && dt_policy_load_file(D.policy_path, NULL, &D.policy, &err)) {
-    fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    rc = 1;
-    goto out;
-  }
-  if (dt_policy_dir_open(D.policy_dir ? D.policy_dir : "policies", &D.pdir, &err)) {
-    fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    rc = 1;
-    goto out;
-  }
-  if (token_file) {
+  if (g_token_file) {
     char *t;
     size_t len;
-    if (dt__read_file(token_file, &t, &len, &err)) {
+    if (dt__read_file(g_token_file, &t, &len, &err)) {
       fprintf(stderr, "dovetail serve: --token-file: %s\n", err.msg);
-      rc = 1;
-      goto out;
+      return 1;
     }
     while (len && (t[len - 1] == '\n' || t[len - 1] == '\r' || t[len - 1] == ' ')) t[--len] = 0;
     if (!len) {
-      fprintf(stderr, "dovetail serve: --token-file %s is empty\n", token_file);
-      rc = 1;
-      goto out;
+      dt__free(t);
+      fprintf(stderr, "dovetail serve: --token-file %s is empty\n", g_token_file);
+      return 1;
     }
     D.token = t;
   }
   D.decisions = cJSON_CreateArray();
   if (load_state(&err)) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
-    rc = 1;
-    goto out;
+    return 1;
   }
   /* A state that cannot be written stops the start: running on, the daemon
   ** would launch what it cannot remember. */
   if (D.state_path && save_state()) {
     fprintf(stderr, "dovetail serve: --state %s: cannot be written: %s\n", D.state_path, strerror(errno));
-    rc = 1;
-    goto out;
+    return 1;
   }
+  return 0;
+}
+
+/* The loop's handles: the HTTP API, timers, signals, the policy watch.
+** 0, or 1 after saying why. */
+static int loop_open(void) {
   D.loop = uv_default_loop();
   char msg[600];
-  if (dt__httpd_start(&D.http, D.loop, listen, D.body_limit, on_req, msg, sizeof msg)) {
+  if (dt__httpd_start(&D.http, D.loop, g_listen, D.body_limit, on_req, msg, sizeof msg)) {
     fprintf(stderr, "dovetail serve: --listen: %s\n", msg);
-    rc = 1;
-    goto out;
+    return 1;
   }
   D.port = D.http.port;
-  uv_timer_init(D.loop, &D.idle);
-  uv_timer_init(D.loop, &D.poll);
-  uv_timer_init(D.loop, &D.circuit_timer);
+  uv_timer_t *timers[] = {&D.idle,        &D.max,     &D.debounce, &D.poll, &D.circuit_timer, &D.again,
+                          &D.state_timer, &D.disrupt, &D.requeue,  &D.lag,  &D.launch_tick};
+  for (size_t i = 0; i < sizeof timers / sizeof *timers; i++) uv_timer_init(D.loop, timers[i]);
   D.jitter = (uint64_t)wall();
   D.start_seed = (uint64_t)wall() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
-  uv_timer_init(D.loop, &D.again);
-  uv_timer_init(D.loop, &D.state_timer);
-  uv_timer_init(D.loop, &D.disrupt);
-  uv_timer_init(D.loop, &D.requeue);
-  uv_timer_init(D.loop, &D.lag);
-  uv_timer_init(D.loop, &D.launch_tick);
   D.lag_expect = dt__now_ms() + LAG_EVERY_MS;
   tm_start(&D.lag, on_lag, LAG_EVERY_MS, 0);
   if (D.disrupt_ms) tm_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
   if (D.cloud_url && dt__httpc_init(D.loop)) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
-    rc = 1;
-    goto out;
+    return 1;
   }
+  D.prov = D.cloud_url ? &dt__provider_http : &dt__provider_sim;
   D.ready = !D.cloud_url;
-  uv_timer_init(D.loop, &D.max);
-  uv_timer_init(D.loop, &D.debounce);
   uv_signal_init(D.loop, &D.sighup);
   uv_signal_init(D.loop, &D.sigterm);
   uv_signal_init(D.loop, &D.sigint);
@@ -851,41 +862,30 @@ int dt__serve_main(int argc0, char **argv0) {
     char dir[4096];
     snprintf(dir, sizeof dir, "%s", D.policy_path);
     char *slash = strrchr(dir, '/');
-    if (slash) *slash = 0;
-    else snprintf(dir, sizeof dir, ".");
+    if (slash)
+      *slash = 0;
+    else
+      snprintf(dir, sizeof dir, ".");
     uv_fs_event_init(D.loop, &D.watch);
     D.watching = uv_fs_event_start(&D.watch, on_watch, dir, 0) == 0;
   }
-  logf_("info", "listening", "http://%s:%d (catalog %s, %zu objects from state)", D.http.host, D.port,
-        catalog ? catalog : "bundled", D.objs.n);
-  if (D.cloud_url)
-    tm_start(&D.poll, on_poll_timer, 0, D.poll_ms); /* reconcile first, then every poll interval */
-  else if (D.objs.n)
-    arm_batch();
-  uv_run(D.loop, UV_RUN_DEFAULT);
-  while (D.planning) uv_run(D.loop, UV_RUN_ONCE); /* a round on the thread pool finishes first */
-  /* graceful stop: finish the provider calls in flight (up to 10 s) */
-  tm_stop(&D.poll);
-  tm_stop(&D.disrupt);
-  tm_stop(&D.idle);
-  tm_stop(&D.max);
-  tm_stop(&D.requeue);
-  tm_stop(&D.lag);
+  return 0;
+}
+
+/* A graceful stop: the round on the thread pool and the provider calls in
+** flight (up to 10 s) finish, the state is written, the handles close. */
+static void loop_close(void) {
+  while (D.planning) uv_run(D.loop, UV_RUN_ONCE);
+  uv_timer_t *timers[] = {&D.poll, &D.disrupt, &D.idle, &D.max, &D.requeue, &D.lag};
+  for (size_t i = 0; i < sizeof timers / sizeof *timers; i++) tm_stop(timers[i]);
   for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight(); i++) uv_run(D.loop, UV_RUN_ONCE);
   save_state();
-  /* graceful stop: close handles, let in-flight requests finish */
   dt__httpd_close(&D.http);
-  uv_close((uv_handle_t *)&D.idle, on_close_noop);
-  uv_close((uv_handle_t *)&D.max, on_close_noop);
-  uv_close((uv_handle_t *)&D.debounce, on_close_noop);
-  uv_close((uv_handle_t *)&D.poll, on_close_noop);
-  uv_close((uv_handle_t *)&D.again, on_close_noop);
-  uv_close((uv_handle_t *)&D.state_timer, on_close_noop);
-  uv_close((uv_handle_t *)&D.disrupt, on_close_noop);
-  uv_close((uv_handle_t *)&D.circuit_timer, on_close_noop);
-  uv_close((uv_handle_t *)&D.requeue, on_close_noop);
-  uv_close((uv_handle_t *)&D.lag, on_close_noop);
-  uv_close((uv_handle_t *)&D.launch_tick, on_close_noop);
+  uv_handle_t *handles[] = {(uv_handle_t *)&D.idle,    (uv_handle_t *)&D.max,           (uv_handle_t *)&D.debounce,
+                            (uv_handle_t *)&D.poll,    (uv_handle_t *)&D.again,         (uv_handle_t *)&D.state_timer,
+                            (uv_handle_t *)&D.disrupt, (uv_handle_t *)&D.circuit_timer, (uv_handle_t *)&D.requeue,
+                            (uv_handle_t *)&D.lag,     (uv_handle_t *)&D.launch_tick};
+  for (size_t i = 0; i < sizeof handles / sizeof *handles; i++) uv_close(handles[i], on_close_noop);
   dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);
   uv_close((uv_handle_t *)&D.sigterm, on_close_noop);
@@ -893,9 +893,35 @@ int dt__serve_main(int argc0, char **argv0) {
   if (D.watching) uv_close((uv_handle_t *)&D.watch, on_close_noop);
   uv_run(D.loop, UV_RUN_NOWAIT);
   dt__httpd_dispose(&D.http);
-  logf_("info", "stopped", "%llu rounds", (unsigned long long)D.round);
-  rc = 0;
-out:
+}
+
+int dt__serve_main(int argc0, char **argv0) {
+  signal(SIGPIPE, SIG_IGN);
+  int argc;
+  char **argv;
+  char why[700];
+  if (config_args(argc0, argv0, &argc, &argv, why, sizeof why)) {
+    fprintf(stderr, "dovetail serve: %s\n", why);
+    return 2;
+  }
+  for (int i = 0; i + 1 < argc0; i++)
+    if (!strcmp(argv0[i], "--config")) g_config_path = argv0[i + 1];
+  serve_defaults();
+  int rc = serve_args(argc, argv); /* -1: go on; 0 after --help */
+  bool go = rc < 0;
+  if (go) go = !(rc = serve_open());
+  if (go) go = !(rc = loop_open());
+  if (go) {
+    logf_("info", "listening", "http://%s:%d (catalog %s, %zu objects from state)", D.http.host, D.port,
+          g_catalog ? g_catalog : "bundled", D.objs.n);
+    if (D.cloud_url)
+      tm_start(&D.poll, on_poll_timer, 0, D.poll_ms); /* reconcile first, then every poll interval */
+    else if (D.objs.n)
+      arm_batch();
+    uv_run(D.loop, UV_RUN_DEFAULT);
+    loop_close();
+    logf_("info", "stopped", "%llu rounds", (unsigned long long)D.round);
+  }
   ctl_free();
   free_args(argc, argv); /* options point into them until here */
   free_args(g_hup_argc, g_hup_argv);

@@ -46,8 +46,8 @@ static void push_json(lua_State *L, const cJSON *j) {
     }
   } else if (cJSON_IsString(j)) {
     lua_pushstring(L, j->valuestring);
-  } else if (cJSON_IsNumber(j)) {
-    double d = j->valuedouble;
+  } else if (cJSON_IsNumber(j) || cJSON_IsRaw(j)) { /* raw: a number written as the JSON shows it (prices) */
+    double d = cJSON_IsRaw(j) ? strtod(j->valuestring, NULL) : j->valuedouble;
     if (d == floor(d) && fabs(d) < 9e15)
       lua_pushinteger(L, (lua_Integer)d);
     else
@@ -232,9 +232,9 @@ static const char *check_options(lua_State *L, int mode) {
       int whole;
       lua_tointegerx(L, -1, &whole); /* a float with an exact integer value, such as 2^31 * 1.0, is fine */
       if (!whole)
-        msg = lua_pushfstring(L, "%s: expected %s, got %f", k_opts[i].key,
-                              !strcmp(k_opts[i].key, "now") ? "whole Unix seconds" : k_opts[i].want,
-                              lua_tonumber(L, -1));
+        msg =
+            lua_pushfstring(L, "%s: expected %s, got %f", k_opts[i].key,
+                            !strcmp(k_opts[i].key, "now") ? "whole Unix seconds" : k_opts[i].want, lua_tonumber(L, -1));
     } else if (t == LUA_TUSERDATA) {
       dt_policy **pp = luaL_testudata(L, -1, POLICY_MT);
       if (!pp)
@@ -261,29 +261,184 @@ static const char *check_options(lua_State *L, int mode) {
   return NULL;
 }
 
-/* Push a rendered result: the text itself when a format was asked for,
-** else the JSON as a table. Non-zero on allocation failure. */
-static int push_result(lua_State *L, const char *fmt, const char *text, size_t len) {
-  if (fmt) {
+/* Push a result: the text rendered in the format asked for, or, without
+** one, a table built from the document its JSON is written from. */
+static void push_result(lua_State *L, const char *text, size_t len, const cJSON *doc) {
+  if (text)
     lua_pushlstring(L, text, len);
-    return 0;
+  else
+    push_json(L, doc);
+}
+
+/* One call of plan, disrupt or pool: its options, inputs and results. */
+typedef struct job {
+  int mode;
+  dt_plan_opts opts;
+  dt_error err;
+  const char *fmt; /* the format asked for (kept on the Lua stack), or NULL: a table */
+  dt_format f;
+  dt_catalog *cat;
+  dt_manifests *m;
+  dt_plan *plan;
+  dt_pools *pools;
+  dt_disruption *dis;
+  dt_policy *owned; /* loaded here from a path */
+  dt_policy_dir *pdir;
+  char *text;       /* the result as text, when a format was asked for */
+  const cJSON *doc; /* else the result as a document */
+  cJSON *plan_doc;
+  size_t len;
+} job;
+
+static void job_free(job *j) {
+  dt_free(j->text);
+  cJSON_Delete(j->plan_doc);
+  dt_plan_free(j->plan);
+  dt_pools_free(j->pools);
+  dt_disrupt_free(j->dis);
+  dt_manifests_free(j->m);
+  dt_catalog_free(j->cat);
+  dt_policy_free(j->owned);
+  dt_policy_dir_free(j->pdir);
+}
+
+static int job_fail(job *j, const char *msg) {
+  snprintf(j->err.msg, sizeof j->err.msg, "%s", msg);
+  return DT_EINVAL;
+}
+
+/* now, seed, packing, timings and format (left on the stack). */
+static int job_options(lua_State *L, job *j) {
+  lua_getfield(L, 1, "now");
+  if (lua_type(L, -1) == LUA_TNUMBER) {
+    j->opts.now = (int64_t)lua_tointeger(L, -1);
+  } else if (lua_type(L, -1) == LUA_TSTRING && dt_time_parse(lua_tostring(L, -1), &j->opts.now, &j->err)) {
+    char msg[sizeof j->err.msg];
+    snprintf(msg, sizeof msg, "now: %s", j->err.msg);
+    return job_fail(j, msg);
   }
-  cJSON *j = cJSON_ParseWithLength(text, len);
-  if (!j) return 1;
-  push_json(L, j);
-  cJSON_Delete(j);
+  lua_getfield(L, 1, "seed");
+  j->opts.seed = (uint64_t)lua_tointeger(L, -1);
+  lua_getfield(L, 1, "packing");
+  if (lua_isstring(L, -1) && !strcmp(lua_tostring(L, -1), "ffd")) j->opts.packing = DT_PACKING_FFD;
+  lua_getfield(L, 1, "timings");
+  j->opts.timings = lua_toboolean(L, -1);
+  lua_pop(L, 4);
+  lua_getfield(L, 1, "format");
+  j->fmt = lua_tostring(L, -1); /* stays on the stack until we return */
+  j->f = j->fmt && !strcmp(j->fmt, "yaml")    ? DT_FORMAT_YAML
+         : j->fmt && !strcmp(j->fmt, "table") ? DT_FORMAT_TABLE
+                                              : DT_FORMAT_JSON;
   return 0;
 }
 
+/* The policy, the catalog, the manifests and the NodePools' policies. */
+static int job_inputs(lua_State *L, job *j) {
+  bool pool = j->mode == RUN_POOL;
+  lua_getfield(L, 1, "policy");
+  if (lua_isstring(L, -1)) {
+    if (dt_policy_load_file(lua_tostring(L, -1), NULL, &j->owned, &j->err)) return lua_pop(L, 1), DT_EINVAL;
+    j->opts.policy = j->owned;
+  } else if (!lua_isnil(L, -1)) {
+    j->opts.policy = *(dt_policy **)lua_touserdata(L, -1);
+  }
+  lua_getfield(L, 1, "catalog");
+  lua_getfield(L, 1, "catalog_text");
+  int rc = 0;
+  if (pool) {
+    rc = 0;
+  } else if (lua_isstring(L, -1)) {
+    size_t len;
+    const char *s = lua_tolstring(L, -1, &len);
+    rc = dt_catalog_load_buffer("catalog_text", s, len, &j->cat, &j->err);
+  } else {
+    rc = dt_catalog_load_named(lua_isstring(L, -2) ? lua_tostring(L, -2) : NULL, &j->cat, &j->err);
+  }
+  lua_pop(L, 3);
+  if (rc) return rc;
+  if (!(j->m = dt_manifests_new())) return job_fail(j, "out of memory");
+  if ((rc = add_manifests(L, j->m, &j->err))) return rc;
+  lua_getfield(L, 1, "policy_dir");
+  if (!pool && lua_isstring(L, -1)) { /* NodePools' own policies; errors go with the result's notes */
+    if ((rc = dt_policy_dir_open(lua_tostring(L, -1), &j->pdir, &j->err))) return lua_pop(L, 1), rc;
+    dt_policy_dir_sync(j->pdir, j->m);
+    dt_policy_dir_apply(j->pdir, &j->opts.pool_policies, &j->opts.pool_policy_names, &j->opts.npool_policies);
+  }
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* Run it; the result as text or a document in j, an explanation (plan with
+** explain) pushed already (*nret 1). */
+static int job_run(lua_State *L, job *j, int *nret) {
+  dt_plan_opts *o = &j->opts;
+  if (j->mode == RUN_DISRUPT) {
+    dt_disrupt_opts d = {o->now, o->seed, o->policy, 0, NULL, o->pool_policies, o->pool_policy_names, o->npool_policies,
+                         NULL};
+    lua_getfield(L, 1, "spot_to_spot");
+    d.spot_to_spot = lua_toboolean(L, -1);
+    lua_getfield(L, 1, "explain");
+    d.explain = lua_tostring(L, -1); /* stays on the stack until we return */
+    if (dt_disrupt_run(j->cat, j->m, &d, &j->dis, &j->err)) return DT_EINVAL;
+    if (j->fmt)
+      j->text = dt_disrupt_render(j->dis, j->f, &j->len);
+    else
+      j->doc = dt__disrupt_doc(j->dis);
+  } else if (j->mode == RUN_POOL) {
+    dt_pool_opts po = {o->now, o->seed, o->policy};
+    if (dt_pools_run(j->m, &po, &j->pools, &j->err)) return DT_EINVAL;
+    if (j->fmt)
+      j->text = dt_pools_render(j->pools, j->f, &j->len);
+    else
+      j->doc = dt__pools_doc(j->pools);
+  } else {
+    lua_getfield(L, 1, "explain");
+    o->explain = lua_tostring(L, -1); /* stays on the stack until we return */
+    if (dt_plan_run(j->cat, j->m, o, &j->plan, &j->err)) return DT_EINVAL;
+    if (o->explain) { /* the explanation first, the plan second */
+      size_t len = 0;
+      char *ex = j->fmt ? dt_plan_explain_render(j->plan, j->f, &len) : NULL;
+      const cJSON *exdoc = j->fmt ? NULL : dt__plan_explain_doc(j->plan);
+      if (!ex && !exdoc) return job_fail(j, "out of memory");
+      push_result(L, ex, len, exdoc);
+      dt_free(ex);
+      *nret = 1;
+    }
+    if (j->fmt)
+      j->text = dt_plan_render(j->plan, j->f, &j->len);
+    else
+      j->doc = j->plan_doc = dt__plan_doc(j->plan);
+  }
+  return !j->text && !j->doc ? job_fail(j, "out of memory") : 0;
+}
+
+/* What the CLI prints on standard error (skipped objects, policy_dir's
+** load errors) as the result table's inputNotes. */
+static void push_notes(lua_State *L, const job *j) {
+  const char *notes[2] = {dt_manifests_notes(j->m), j->pdir ? dt_policy_dir_errors(j->pdir) : ""};
+  if (!*notes[0] && !*notes[1]) return;
+  lua_newtable(L);
+  lua_Integer n = 0;
+  for (int i = 0; i < 2; i++)
+    for (const char *at = notes[i], *nl; *at; at = *nl ? nl + 1 : nl) {
+      nl = strchr(at, '\n');
+      if (!nl) nl = at + strlen(at);
+      lua_pushlstring(L, at, (size_t)(nl - at));
+      lua_rawseti(L, -2, ++n);
+    }
+  lua_setfield(L, -2, "inputNotes");
+}
+
 static int run(lua_State *L, int mode) {
-  bool pool = mode == RUN_POOL;
   luaL_checktype(L, 1, LUA_TTABLE);
   const char *bad = unknown_option(L, mode);
   if (bad) {
     char msg[300];
     snprintf(msg, sizeof msg, "unknown option %s (dovetail.%s takes %s)", bad,
-             mode == RUN_POOL ? "pool" : mode == RUN_DISRUPT ? "disrupt" : "plan",
-             mode == RUN_POOL ? "manifests, files, now, seed, format, policy"
+             mode == RUN_POOL      ? "pool"
+             : mode == RUN_DISRUPT ? "disrupt"
+                                   : "plan",
+             mode == RUN_POOL      ? "manifests, files, now, seed, format, policy"
              : mode == RUN_DISRUPT ? "manifests, files, catalog, catalog_text, now, seed, format, policy, policy_dir, "
                                      "spot_to_spot, explain"
                                    : "manifests, files, catalog, catalog_text, now, seed, format, packing, policy, "
@@ -293,162 +448,18 @@ static int run(lua_State *L, int mode) {
   if ((bad = check_options(L, mode))) return push_fail(L, bad);
   /* From here on every option has its type. */
   double t0 = dt__now_ms();
-  dt_plan_opts opts = {0};
-  dt_error err = {0};
-  lua_getfield(L, 1, "now");
-  if (lua_type(L, -1) == LUA_TNUMBER) {
-    opts.now = (int64_t)lua_tointeger(L, -1);
-  } else if (lua_type(L, -1) == LUA_TSTRING) {
-    if (dt_time_parse(lua_tostring(L, -1), &opts.now, &err)) {
-      lua_pushfstring(L, "now: %s", err.msg);
-      return push_fail(L, lua_tostring(L, -1));
-    }
-  }
-  lua_pop(L, 1);
-  lua_getfield(L, 1, "seed");
-  opts.seed = (uint64_t)lua_tointeger(L, -1);
-  lua_pop(L, 1);
-  lua_getfield(L, 1, "packing");
-  if (lua_isstring(L, -1) && !strcmp(lua_tostring(L, -1), "ffd")) opts.packing = DT_PACKING_FFD;
-  lua_pop(L, 1);
-  lua_getfield(L, 1, "timings");
-  opts.timings = lua_toboolean(L, -1);
-  lua_pop(L, 1);
-  lua_getfield(L, 1, "format");
-  const char *fmt = lua_tostring(L, -1); /* stays on the stack until we return */
-  dt_format f = DT_FORMAT_JSON;
-  if (fmt && !strcmp(fmt, "yaml"))
-    f = DT_FORMAT_YAML;
-  else if (fmt && !strcmp(fmt, "table"))
-    f = DT_FORMAT_TABLE;
-
-  dt_catalog *cat = NULL;
-  dt_manifests *m = NULL;
-  dt_plan *plan = NULL;
-  dt_pools *pools = NULL;
-  dt_disruption *dis = NULL;
-  char *text = NULL;
+  job j = {.mode = mode};
   int nret = 0;
-  dt_policy *owned = NULL; /* loaded here from a path */
-  dt_policy_dir *pdir = NULL;
-  lua_getfield(L, 1, "policy");
-  if (lua_isstring(L, -1)) {
-    if (dt_policy_load_file(lua_tostring(L, -1), NULL, &owned, &err)) {
-      lua_pop(L, 1);
-      return push_fail(L, err.msg);
-    }
-    opts.policy = owned;
-  } else if (!lua_isnil(L, -1)) {
-    opts.policy = *(dt_policy **)lua_touserdata(L, -1);
-  }
-  lua_pop(L, 1);
-  lua_getfield(L, 1, "catalog");
-  lua_getfield(L, 1, "catalog_text");
-  int rc;
-  if (pool) {
-    rc = 0;
-  } else if (lua_isstring(L, -1)) {
-    size_t len;
-    const char *s = lua_tolstring(L, -1, &len);
-    rc = dt_catalog_load_buffer("catalog_text", s, len, &cat, &err);
-  } else {
-    rc = dt_catalog_load_named(lua_isstring(L, -2) ? lua_tostring(L, -2) : NULL, &cat, &err);
-  }
-  lua_pop(L, 2);
-  if (rc) goto fail;
-  if (!(m = dt_manifests_new())) {
-    snprintf(err.msg, sizeof err.msg, "out of memory");
-    goto fail;
-  }
-  if (add_manifests(L, m, &err)) goto fail;
-  lua_getfield(L, 1, "policy_dir");
-  if (!pool && lua_isstring(L, -1)) { /* NodePools' own policies; errors go with the result's notes */
-    if (dt_policy_dir_open(lua_tostring(L, -1), &pdir, &err)) {
-      lua_pop(L, 1);
-      goto fail;
-    }
-    dt_policy_dir_sync(pdir, m);
-    dt_policy_dir_apply(pdir, &opts.pool_policies, &opts.pool_policy_names, &opts.npool_policies);
-  }
-  lua_pop(L, 1);
-  opts.parse_ms = dt__now_ms() - t0; /* catalog, manifests and policies, as the CLI counts it */
-  size_t len, len2;
-  if (mode == RUN_DISRUPT) {
-    dt_disrupt_opts d = {opts.now, opts.seed, opts.policy, 0, NULL,
-                         opts.pool_policies, opts.pool_policy_names, opts.npool_policies, NULL};
-    lua_getfield(L, 1, "spot_to_spot");
-    d.spot_to_spot = lua_toboolean(L, -1);
-    lua_getfield(L, 1, "explain");
-    d.explain = lua_tostring(L, -1); /* stays on the stack until we return */
-    if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto fail;
-    text = dt_disrupt_render(dis, f, &len);
-  } else if (pool) {
-    dt_pool_opts po = {opts.now, opts.seed, opts.policy};
-    if (dt_pools_run(m, &po, &pools, &err)) goto fail;
-    text = dt_pools_render(pools, f, &len);
-  } else {
-    lua_getfield(L, 1, "explain");
-    opts.explain = lua_tostring(L, -1); /* stays on the stack until we return */
-    if (dt_plan_run(cat, m, &opts, &plan, &err)) goto fail;
-    text = dt_plan_render(plan, f, &len);
-    if (opts.explain && text) { /* the explanation first, the plan second */
-      char *ex = dt_plan_explain_render(plan, f == DT_FORMAT_TABLE ? DT_FORMAT_TABLE : f, &len2);
-      if (!ex) {
-        snprintf(err.msg, sizeof err.msg, "out of memory");
-        goto fail;
-      }
-      if (push_result(L, fmt, ex, len2)) {
-        dt_free(ex);
-        snprintf(err.msg, sizeof err.msg, "out of memory");
-        goto fail;
-      }
-      dt_free(ex);
-      nret = 1;
-    }
-  }
-  if (!text) {
-    snprintf(err.msg, sizeof err.msg, "out of memory");
-    goto fail;
-  }
-  if (push_result(L, fmt, text, len)) {
-    snprintf(err.msg, sizeof err.msg, "out of memory");
-    goto fail;
-  }
-  if (!fmt) { /* what the CLI prints on standard error: skipped objects, policy_dir's load errors */
-    const char *notes[2] = {dt_manifests_notes(m), pdir ? dt_policy_dir_errors(pdir) : ""};
-    if (*notes[0] || *notes[1]) {
-      lua_newtable(L);
-      lua_Integer n = 0;
-      for (int i = 0; i < 2; i++)
-        for (const char *at = notes[i], *nl; *at; at = *nl ? nl + 1 : nl) {
-          nl = strchr(at, '\n');
-          if (!nl) nl = at + strlen(at);
-          lua_pushlstring(L, at, (size_t)(nl - at));
-          lua_rawseti(L, -2, ++n);
-        }
-      lua_setfield(L, -2, "inputNotes");
-    }
-  }
-  nret++;
-  dt_free(text);
-  dt_plan_free(plan);
-  dt_pools_free(pools);
-  dt_disrupt_free(dis);
-  dt_manifests_free(m);
-  dt_catalog_free(cat);
-  dt_policy_free(owned);
-  dt_policy_dir_free(pdir);
-  return nret;
+  if (job_options(L, &j) || job_inputs(L, &j)) goto fail;
+  j.opts.parse_ms = dt__now_ms() - t0; /* catalog, manifests and policies, as the CLI counts it */
+  if (job_run(L, &j, &nret)) goto fail;
+  push_result(L, j.text, j.len, j.doc);
+  if (!j.fmt) push_notes(L, &j);
+  job_free(&j);
+  return nret + 1;
 fail:
-  dt_free(text);
-  dt_plan_free(plan);
-  dt_pools_free(pools);
-  dt_disrupt_free(dis);
-  dt_manifests_free(m);
-  dt_catalog_free(cat);
-  dt_policy_free(owned);
-  dt_policy_dir_free(pdir);
-  return push_fail(L, err.msg);
+  job_free(&j);
+  return push_fail(L, j.err.msg);
 }
 
 static int l_plan(lua_State *L) { return run(L, RUN_PLAN); }
@@ -519,8 +530,8 @@ static const char *read_req(lua_State *L, int idx, dt_symtab *t, dt_arena *a, dt
   if (ty == LUA_TTABLE)
     for (lua_pushnil(L); lua_next(L, -2); count++) lua_pop(L, 1);
   if (count != n)
-    return lua_pushfstring(L, "requirement %d: values: expected a list of strings, got a table with keys other than 1..%d",
-                           idx, (int)n);
+    return lua_pushfstring(
+        L, "requirement %d: values: expected a list of strings, got a table with keys other than 1..%d", idx, (int)n);
   if ((o == DT_OP_IN || o == DT_OP_NOTIN) && n == 0)
     return lua_pushfstring(L, "requirement %d: values: %s needs at least one value", idx, dt__op_name(o));
   if ((o == DT_OP_EXISTS || o == DT_OP_DOESNOTEXIST) && n != 0)
@@ -536,7 +547,8 @@ static const char *read_req(lua_State *L, int idx, dt_symtab *t, dt_arena *a, dt
     lua_pop(L, 1);
     if (!v || (o >= DT_OP_GT && (!vals[i] || !t->isnum[vals[i]]))) {
       dt__free(vals);
-      return v ? lua_pushfstring(L, "requirement %d: values[1]: %s needs an integer, got \"%s\"", idx, dt__op_name(o), v)
+      return v ? lua_pushfstring(L, "requirement %d: values[1]: %s needs an integer, got \"%s\"", idx, dt__op_name(o),
+                                 v)
                : lua_pushfstring(L, "requirement %d: values[%d]: expected a string, got %s", idx, (int)i + 1,
                                  lua_typename(L, ty));
     }
@@ -547,9 +559,7 @@ static const char *read_req(lua_State *L, int idx, dt_symtab *t, dt_arena *a, dt
   return NULL;
 }
 
-static int cmp_cstr(const void *x, const void *y) {
-  return strcmp(*(const char *const *)x, *(const char *const *)y);
-}
+static int cmp_cstr(const void *x, const void *y) { return strcmp(*(const char *const *)x, *(const char *const *)y); }
 
 /* dt.intersect(a, b) -> {key=, operator=, values=sorted, gte=, lte=}, compatible; or nil, message */
 static int l_intersect(lua_State *L) {
@@ -607,16 +617,11 @@ static int l_intersect(lua_State *L) {
 }
 
 static const luaL_Reg k_funcs[] = {
-    {"plan", l_plan},
-    {"pool", l_pool},
-    {"disrupt", l_disrupt},
-    {"milli", l_milli},
-    {"quantity", l_quantity},
-    {"format_quantity", l_format_quantity},
-    {"intersect", l_intersect},
-    {"policy", l_policy},
-    {"check", l_check},
-    {NULL, NULL},
+    {"plan", l_plan},           {"pool", l_pool},
+    {"disrupt", l_disrupt},     {"milli", l_milli},
+    {"quantity", l_quantity},   {"format_quantity", l_format_quantity},
+    {"intersect", l_intersect}, {"policy", l_policy},
+    {"check", l_check},         {NULL, NULL},
 };
 
 static const luaL_Reg k_policy_methods[] = {

@@ -29,7 +29,7 @@
 ** with file:line, and after max_failures consecutive failures the hook is
 ** disabled until the policy is reloaded.
 */
-#include "policy.h"
+#include "../engine/hooks.h"
 
 #include <lauxlib.h>
 #include <lua.h>

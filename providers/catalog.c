@@ -26,14 +26,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-const char *const dt__ct_names[DT_CT_N] = {"reserved", "spot", "on-demand"};
-
-int dt__ct_parse(const char *s) {
-  for (int i = 0; i < DT_CT_N; i++)
-    if (strcmp(s, dt__ct_names[i]) == 0) return i;
-  return -1;
-}
-
 #define MIB (1024LL * 1024)
 #define GIB (1024LL * MIB)
 

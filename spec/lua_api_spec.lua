@@ -439,3 +439,35 @@ describe("option tables", function()
     assert.equal("catalog_text: give catalog or catalog_text, not both", err)
   end)
 end)
+
+describe("results as tables", function()
+  -- A table result is built from the document the JSON is written from:
+  -- the two agree field for field, for every kind of result.
+  local json = require "dkjson"
+  local function plain(v) -- dkjson marks arrays with a metatable; compare the data
+    if type(v) ~= "table" then return v end
+    local t = {}
+    for k, x in pairs(v) do t[k] = plain(x) end
+    return t
+  end
+  local function agree(fn, opts)
+    local tbl = assert(fn(opts))
+    tbl.inputNotes = nil -- what the CLI prints on standard error, beside the result
+    opts.format = "json"
+    local text = assert(fn(opts))
+    assert.same(plain(json.decode(text)), tbl)
+    return tbl
+  end
+
+  it("agree with the JSON for plan, explain, disrupt and pool", function()
+    local t = agree(dt.plan, { files = { "spec/fixtures/cluster-dump.yaml" }, now = NOW })
+    assert.is_true(#t.bindings > 0 and #t.nodeClaims > 0)
+    t = assert(dt.plan { files = { QUICKSTART }, now = NOW, timings = true }) -- times differ run to run
+    assert.equal("number", type(t.summary.timings.scheduleMs))
+    agree(dt.disrupt, { files = { "examples/disrupt.yaml" }, now = NOW })
+    agree(dt.pool, { files = { "examples/vm-pool.yaml" }, now = NOW })
+    local ex = assert(dt.plan { files = { QUICKSTART }, now = NOW, explain = "shop/web-0" })
+    local ex_text = assert(dt.plan { files = { QUICKSTART }, now = NOW, explain = "shop/web-0", format = "json" })
+    assert.same(plain(json.decode(ex_text)), ex)
+  end)
+end)

@@ -188,27 +188,35 @@ arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored
   end)
 
   describe("catches a broken invariant (a test build breaks each on purpose)", function()
+    local five = "0,0,1000,1024,3600,3600,0\n0,0,1000,1024,3600,3600,0\n0,0,1000,1024,3600,3600,0\n" ..
+      "0,0,1000,1024,3600,3600,0\n0,0,1000,1024,3600,3600,0\n"
+    -- four pods of 3 cpu, a node each, all gone at 30 minutes: four empty nodes at once, and
+    -- the NodePool's default budget (10%, rounded up) lets one go per pass
+    local four = "0,0,3000,1024,1800,1800,0\n60,1,3000,1024,1740,1740,0\n120,2,3000,1024,1680,1680,0\n" ..
+      "180,3,3000,1024,1620,1620,0\n"
     local faults = {
-      ["lose-pod"] = "pods: %d+ arrived, but",
-      overcommit = "more than its allocatable",
-      ["silent-delete"] = "was deleted with pods on it, and no decision names it",
-      cost = "the cost integral",
+      ["lose-pod"] = { "pods: %d+ arrived, but", five },
+      overcommit = { "more than its allocatable", five },
+      ["silent-delete"] = { "was deleted with pods on it, and no decision names it", five },
+      cost = { "the cost integral", five },
+      -- the controller is given the NodePool without its budgets
+      budget = { "NodePool od: 2 of its 4 nodes disrupting at once, more than its Empty budget of 1", four },
     }
-    for fault, message in pairs(faults) do
+    for fault, case in pairs(faults) do
+      local message, rows = case[1], case[2]
       it(fault, function()
-        local trace = h.write("0,0,1000,1024,3600,3600,0\n0,0,1000,1024,3600,3600,0\n0,0,1000,1024,3600,3600,0\n" ..
-          "0,0,1000,1024,3600,3600,0\n0,0,1000,1024,3600,3600,0\n")
+        local trace = h.write(rows)
         local bin = h.bin:gsub("dovetail$", "dovetail-faults")
         local errf = os.tmpname()
         local ok, _, code = os.execute("DOVETAIL_SIM_FAULT=" .. fault .. " " .. bin .. " simulate -f " .. od ..
-          " --trace " .. trace .. " --duration 30m --check >/dev/null 2>" .. errf)
+          " --trace " .. trace .. " --duration 1h --disrupt-interval 1m --check >/dev/null 2>" .. errf)
         local err = h.slurp(errf)
         assert.is_falsy(ok)
         assert.are.equal(1, code)
         assert.truthy(err:match("invariant broken at 2026%-01%-01T[%d:]+Z %(%+%d+s%): .*" .. message), err)
         -- the same run without the fault holds every invariant
         local _, _, code2 = os.execute(bin .. " simulate -f " .. od .. " --trace " .. trace ..
-          " --duration 30m --check >/dev/null 2>&1")
+          " --duration 1h --disrupt-interval 1m --check >/dev/null 2>&1")
         assert.are.equal(0, code2)
       end)
     end

@@ -1,11 +1,18 @@
 /*
-** policy.h: the policy runtime's interface to the scheduler (internal).
-** The public half is in engine/dovetail.h (dt_policy_*).
+** hooks.h: the hooks the engine calls (internal). The engine declares them;
+** lua/policy.c implements them on Lua policy files (the public half,
+** dt_policy_*, is in dovetail.h). So the engine includes nothing of lua/,
+** and lua/ includes only the engine's headers.
+**
+** The hooks are functions bound at link time rather than a table of
+** callbacks: there is one implementation, and the hot paths (price, score,
+** rank per offering) pay no indirection. Another policy language would
+** implement the same functions.
 */
-#ifndef DT_POLICY_H
-#define DT_POLICY_H
+#ifndef DT_HOOKS_H
+#define DT_HOOKS_H
 
-#include "../engine/internal.h"
+#include "internal.h"
 
 enum {
   DT_HOOK_PRICE,

@@ -1,0 +1,295 @@
+/*
+** ctl_claims.c: NodeClaims in the store. Pods nominated to the claims a
+** round launched, claims that come up (their pods may run) or go (their
+** pods are pending again), and replacements that launch before the claims
+** they replace are deleted, one group per disruption command.
+*/
+#define _GNU_SOURCE
+#include "controller.h"
+#include "httpc.h"
+#include "model.h"
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* The stored NodeClaim named claim, parsed; NULL when there is none. */
+cJSON *claim_get(const char *claim) {
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  return at < 0 ? NULL : cJSON_Parse(D.objs.v[at].json);
+}
+
+/* Store o as the NodeClaim named claim, and free it. */
+void claim_put(const char *claim, cJSON *o) {
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  if (o) obj_put(key, o);
+  cJSON_Delete(o);
+}
+
+/* o.field.key = v, creating the field's object. */
+void put_in(cJSON *o, const char *field, const char *key, const char *v) {
+  cJSON *f = jget(o, field);
+  if (!cJSON_IsObject(f)) {
+    cJSON_DeleteItemFromObjectCaseSensitive(o, field);
+    f = cJSON_AddObjectToObject(o, field);
+  }
+  cJSON_DeleteItemFromObjectCaseSensitive(f, key);
+  cJSON_AddStringToObject(f, key, v);
+}
+
+void set_annotation(cJSON *o, const char *k, const char *v) {
+  cJSON *md = jget(o, "metadata");
+  if (md) put_in(md, "annotations", k, v);
+}
+
+/* The time of the claim's last pod event, which consolidateAfter counts from. */
+void pod_event(cJSON *o) {
+  char ts[40];
+  dt__fmt_time(wall(), ts, sizeof ts);
+  put_in(o, "status", "lastPodEventTime", ts);
+}
+
+typedef struct binding {
+  const char *node;
+  char *pod;
+} binding;
+
+static int binding_cmp(const void *a, const void *b) {
+  const binding *x = a, *y = b;
+  int c = strcmp(x->node, y->node);
+  return c ? c : strcmp(x->pod, y->pod);
+}
+
+/*
+** Pods a round binds to in-flight claims are nominated to them, as
+** Karpenter nominates pods to the NodeClaims that will hold them: the pods
+** go into the claim's dovetail.dev/pods, so the next round does not plan
+** them again and a disruption pass counts them on the claim.
+*/
+
+void nominate(const dt_plan *p) {
+  size_t n = dt_plan_binding_count(p);
+  binding *bs = dt__calloc(n ? n : 1, sizeof *bs);
+  if (!bs) return;
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    char pod[600];
+    const char *node;
+    if (dt_plan_binding(p, i, pod, sizeof pod, &node)) continue;
+    char key[KEY_MAX + 16];
+    snprintf(key, sizeof key, "NodeClaim//%s", node);
+    if (obj_find(key) < 0 || !(bs[k].pod = dt__strdup(pod))) continue; /* a Node: the kube-scheduler binds */
+    bs[k++].node = node;
+  }
+  qsort(bs, k, sizeof *bs, binding_cmp);
+  for (size_t i = 0; i < k;) {
+    size_t j = i;
+    cJSON *o = claim_get(bs[i].node);
+    const char *cur = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
+    dt_buf b = {0};
+    dt__buf_puts(&b, cur ? cur : "");
+    for (; j < k && !strcmp(bs[j].node, bs[i].node); j++) {
+      if (b.len) dt__buf_putc(&b, ',');
+      dt__buf_puts(&b, bs[j].pod);
+    }
+    if (o && !b.oom) {
+      set_annotation(o, DT_A_PODS, b.p ? b.p : "");
+      pod_event(o);
+      char why[200];
+      snprintf(why, sizeof why, "%zu pending pods nominated to it", j - i);
+      log_decision("nominate", bs[i].node, why);
+      claim_put(bs[i].node, o);
+      claim_running(bs[i].node);
+    } else {
+      cJSON_Delete(o);
+    }
+    dt__free(b.p);
+    i = j;
+  }
+  for (size_t i = 0; i < k; i++) dt__free(bs[i].pod);
+  dt__free(bs);
+}
+
+/*
+** Replacements are launched before the nodes they replace are deleted
+** (Karpenter's order): the old claims are tainted karpenter.sh/disrupted
+** (no new pods, no second command) while the replacement launches; once it
+** has launched and initialized, they are deleted; if it fails, they are
+** untainted and stay.
+*/
+
+static void taint_disrupted(const char *claim, bool on) {
+  cJSON *o = claim_get(claim);
+  if (!o) return;
+  cJSON *spec = jget(o, "spec");
+  if (!spec) spec = cJSON_AddObjectToObject(o, "spec");
+  cJSON *ts = jget(spec, "taints");
+  if (!cJSON_IsArray(ts)) {
+    cJSON_DeleteItemFromObjectCaseSensitive(spec, "taints");
+    ts = cJSON_AddArrayToObject(spec, "taints");
+  }
+  int at = -1, i = 0;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, ts) {
+    if (dt__jstr(t, "key") && !strcmp(dt__jstr(t, "key"), "karpenter.sh/disrupted")) at = i;
+    i++;
+  }
+  if (on && at < 0) {
+    cJSON *nt = cJSON_CreateObject();
+    cJSON_AddStringToObject(nt, "key", "karpenter.sh/disrupted");
+    cJSON_AddStringToObject(nt, "effect", "NoSchedule");
+    cJSON_AddItemToArray(ts, nt);
+  } else if (!on && at >= 0) {
+    cJSON_DeleteItemFromArray(ts, at);
+  }
+  claim_put(claim, o);
+}
+
+bool being_replaced(const char *claim) {
+  for (size_t i = 0; i < D.replacing.n; i++) {
+    const char *s = D.replacing.v[i].olds;
+    size_t n = strlen(claim);
+    for (const char *q = strstr(s, claim); q; q = strstr(q + 1, claim))
+      if ((q == s || q[-1] == ',') && (q[n] == 0 || q[n] == ',')) return true;
+  }
+  return false;
+}
+
+/* The replacement claim launched (ok) or failed: carry out or abort. */
+void replacement_done(const char *claim, bool ok) {
+  int at = -1;
+  for (size_t i = 0; i < D.replacing.n && at < 0; i++)
+    if (!strcmp(D.replacing.v[i].claim, claim)) at = (int)i;
+  if (at < 0) return;
+  replacing *r = &D.replacing.v[at];
+  uint64_t group = r->group;
+  size_t waiting = 0, members = 0;
+  r->launched = ok;
+  for (size_t i = 0; i < D.replacing.n; i++) {
+    waiting += D.replacing.v[i].group == group && !D.replacing.v[i].launched;
+    members += D.replacing.v[i].group == group;
+  }
+  if (ok && waiting) return; /* the command's other replacements are still on their way */
+  /* every replacement of the command has launched, or one failed: the old
+  ** claims go, or stay untainted (replacements already up stay as capacity) */
+  char *olds = r->olds, *why = r->why;
+  r->olds = r->why = NULL;
+  for (char *s = olds, *e; s && *s; s = e ? e + 1 : NULL) {
+    e = strchr(s, ',');
+    if (e) *e = 0;
+    char subj[KEY_MAX], reason[900];
+    snprintf(subj, sizeof subj, "NodeClaim %s", s);
+    if (ok) {
+      snprintf(reason, sizeof reason, "%s: replaced by NodeClaim %s%s, which has launched; deleted", why, claim,
+               members > 1 ? " and the command's other replacements" : "");
+      delete_instance(s, reason);
+    } else {
+      snprintf(reason, sizeof reason, "%s: replacement NodeClaim %s failed to launch; the node stays", why, claim);
+      log_decision("disrupt-aborted", subj, reason);
+      taint_disrupted(s, false);
+    }
+  }
+  dt__free(olds);
+  dt__free(why);
+  for (size_t i = 0; i < D.replacing.n;) {
+    replacing *q = &D.replacing.v[i];
+    if (q->group != group) {
+      i++;
+      continue;
+    }
+    dt__free(q->claim), dt__free(q->olds), dt__free(q->why);
+    D.replacing.v[i] = D.replacing.v[--D.replacing.n];
+  }
+  state_dirty();
+  arm_batch();
+}
+
+/* Launch a claim named name of this offering, carrying pods, to replace
+** the claims in olds (comma-separated) for why. */
+void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct,
+                  const char *pods, const char *olds, const char *why, uint64_t group) {
+  if (!pool || !type || !zone || !ct) return; /* a command without its offering: nothing to launch */
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "apiVersion", "karpenter.sh/v1");
+  cJSON_AddStringToObject(o, "kind", "NodeClaim");
+  cJSON *md = cJSON_AddObjectToObject(o, "metadata");
+  cJSON_AddStringToObject(md, "name", name);
+  cJSON *lab = cJSON_AddObjectToObject(md, "labels");
+  cJSON_AddStringToObject(lab, "karpenter.sh/nodepool", pool);
+  cJSON_AddStringToObject(lab, "node.kubernetes.io/instance-type", type);
+  cJSON_AddStringToObject(lab, "topology.kubernetes.io/zone", zone);
+  cJSON_AddStringToObject(lab, "karpenter.sh/capacity-type", ct);
+  if (!strcmp(ct, "spot")) cJSON_AddStringToObject(lab, "cluster.x-k8s.io/interruptible", "true");
+  set_annotation(o, DT_A_PODS, pods);
+  set_annotation(o, "dovetail.dev/replaces", olds);
+  pod_event(o);
+  replacing r = {dt__strdup(name), dt__strdup(olds), dt__strdup(why), group, false};
+  if (!r.claim || !r.olds || !r.why || dt__vec_push(&D.replacing, r)) {
+    dt__free(r.claim), dt__free(r.olds), dt__free(r.why);
+    cJSON_Delete(o);
+    return;
+  }
+  claim_put(name, o);
+  for (const char *s = olds; *s;) {
+    const char *e = strchr(s, ',');
+    char one[KEY_MAX];
+    snprintf(one, sizeof one, "%.*s", (int)(e ? e - s : (ptrdiff_t)strlen(s)), s);
+    taint_disrupted(one, true);
+    if (!e) break;
+    s = e + 1;
+  }
+  char subj[KEY_MAX], reason[1200];
+  snprintf(subj, sizeof subj, "NodeClaim %s", olds);
+  snprintf(reason, sizeof reason, "%s: launching replacement NodeClaim %s (%s in %s, %s) before deleting", why, name,
+           type, zone, ct);
+  log_decision("replace", subj, reason);
+}
+
+/* Launch the replacements of a command, written ahead first. Each is staged
+** before any launches: a launch may answer at once, and the old claims go
+** only when all of them are up. */
+void launch_group(uint64_t group) {
+  journal_flush();
+  DT_VEC(char *) names = {0};
+  for (size_t i = 0; i < D.replacing.n; i++) {
+    char *n = D.replacing.v[i].group == group ? dt__strdup(D.replacing.v[i].claim) : NULL;
+    if (n && dt__vec_push(&names, n)) dt__free(n);
+  }
+  for (size_t i = 0; i < names.n; i++) {
+    bool staged = false; /* still: an earlier one may have failed and ended the group */
+    for (size_t k = 0; k < D.replacing.n && !staged; k++) staged = !strcmp(D.replacing.v[k].claim, names.v[i]);
+    cJSON *o = staged ? claim_get(names.v[i]) : NULL;
+    const cJSON *lab = jget(jget(o, "metadata"), "labels");
+    const char *type = dt__jstr(lab, DT_L_INSTANCE_TYPE), *zone = dt__jstr(lab, DT_L_ZONE);
+    const char *ct = dt__jstr(lab, DT_L_CAPACITY_TYPE), *pool = dt__jstr(lab, DT_L_NODEPOOL);
+    if (type && zone && ct && pool) launch_claim(names.v[i], type, zone, ct, pool);
+    cJSON_Delete(o);
+    dt__free(names.v[i]);
+  }
+  dt__free(names.v);
+}
+
+/* The pods nominated to a claim, or "" (owned by the caller). */
+char *claim_pods(const char *claim) {
+  cJSON *o = claim_get(claim);
+  const char *p = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
+  char *s = dt__strdup(p ? p : "");
+  cJSON_Delete(o);
+  return s;
+}
+
+/* Tell the observer which pods may run on an initialized claim now. */
+void claim_running(const char *claim) {
+  if (!D.obs || !D.obs->running || !inst_of(claim)) return;
+  char *p = claim_pods(claim);
+  if (p) D.obs->running(D.obs->ud, claim, p);
+  dt__free(p);
+}

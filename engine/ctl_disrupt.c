@@ -1,0 +1,229 @@
+/*
+** ctl_disrupt.c: taking nodes away. A disruption pass's commands carried
+** out (a delete, or replacements launched first), health remediation of
+** nodes NotReady or instances stopped past --unhealthy-timeout (stopped
+** above maxUnhealthy), claims that never initialized deleted after
+** --startup-timeout, and the timer that runs all of it every
+** --disrupt-interval.
+*/
+#define _GNU_SOURCE
+#include "controller.h"
+#include "httpc.h"
+#include "model.h"
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A name for a replacement claim, unique in the store. */
+static void replacement_name(const char *pool, const char *seed, char *out, size_t n) {
+  for (uint64_t k = 0;; k++) {
+    char buf[KEY_MAX + 40];
+    snprintf(buf, sizeof buf, "%s/%llu/%llu", seed, (unsigned long long)D.start_seed, (unsigned long long)(D.seq + k));
+    uint64_t h = dt__hash64(buf, strlen(buf));
+    static const char digits[] = "0123456789bcdfghjklmnpqrstvwxz";
+    char suf[6];
+    for (int i = 0; i < 5; i++, h /= 30) suf[i] = digits[h % 30];
+    suf[5] = 0;
+    snprintf(out, n, "%s-%s", pool, suf);
+    cJSON *o = claim_get(out);
+    cJSON_Delete(o);
+    if (!o) break;
+  }
+  D.seq++;
+}
+
+/* One disruption command: claims this daemon launched only; a replacement
+** is launched first and the nodes go once it is up (one replacement; a
+** command with several deletes first and lets the next round launch them). */
+bool carry_out(const cJSON *c) {
+  const char *reason = dt__jstr(c, "reason"), *action = dt__jstr(c, "action");
+  const cJSON *n, *repl = jget(c, "replacements");
+  dt_buf olds = {0}, pods = {0};
+  bool any = false;
+  cJSON_ArrayForEach(n, jget(c, "nodes")) {
+    const char *name = dt__jstr(n, "name");
+    char subj[KEY_MAX], why[900];
+    snprintf(subj, sizeof subj, "NodeClaim %s", name ? name : "?");
+    if (!name || !inst_of(name) || being_replaced(name)) {
+      snprintf(why, sizeof why, "%s %s: %s", reason, action,
+               name && inst_of(name) ? "already being replaced"
+                                     : "not a claim this daemon launched; left to its owner");
+      log_decision("disrupt-skipped", subj, why);
+      continue;
+    }
+    if (olds.len) dt__buf_putc(&olds, ',');
+    dt__buf_puts(&olds, name);
+    char *p = claim_pods(name);
+    if (p && *p) {
+      if (pods.len) dt__buf_putc(&pods, ',');
+      dt__buf_puts(&pods, p);
+    }
+    dt__free(p);
+  }
+  if (olds.len && !olds.oom && !pods.oom) {
+    any = true;
+    char why[600];
+    if (cJSON_GetArraySize(repl) >= 1) {
+      /* every replacement launches, each with the pods the pass placed on
+      ** it; the old claims go once all are up (pods the pass put on other
+      ** nodes are planned again then) */
+      uint64_t group = ++D.groups;
+      const cJSON *r;
+      snprintf(why, sizeof why, "%s (saves $%s/h)", reason, dt__jstr(c, "savings") ? dt__jstr(c, "savings") : "?");
+      cJSON_ArrayForEach(r, repl) {
+        char name[KEY_MAX];
+        const char *pool = dt__jstr(r, "nodePool") ? dt__jstr(r, "nodePool") : "replacement";
+        replacement_name(pool, olds.p, name, sizeof name);
+        const cJSON *its = jget(r, "pods"), *q;
+        dt_buf mine = {0};
+        cJSON_ArrayForEach(q, its) {
+          if (!cJSON_IsString(q)) continue;
+          if (mine.len) dt__buf_putc(&mine, ',');
+          dt__buf_puts(&mine, q->valuestring);
+        }
+        const char *carry = cJSON_IsArray(its) ? (mine.p ? mine.p : "") : pods.p ? pods.p : "";
+        if (!mine.oom)
+          replace_with(name, pool, dt__jstr(r, "instanceType"), dt__jstr(r, "zone"), dt__jstr(r, "capacityType"), carry,
+                       olds.p, why, group);
+        dt__free(mine.p);
+      }
+      launch_group(group);
+    } else {
+      for (char *s = olds.p, *e; s && *s; s = e ? e + 1 : NULL) {
+        e = strchr(s, ',');
+        if (e) *e = 0;
+        const instance *in = inst_of(s);
+        snprintf(why, sizeof why, "%s: %s (instance %s)", reason, action, in ? in->id : "?");
+        delete_instance(s, why);
+      }
+    }
+  }
+  dt__free(olds.p);
+  dt__free(pods.p);
+  return any;
+}
+
+/*
+** Health remediation, as Cluster API's MachineHealthCheck: a node whose
+** Ready condition has been False or Unknown for --unhealthy-timeout, or
+** whose instance the cloud reports stopped or deallocated for as long, is
+** replaced through the launch-before-delete path; when more of a pool's
+** nodes are unhealthy than --max-unhealthy allows, remediation stops for
+** that pool (a mass failure is not fixed by replacing everything).
+*/
+/* Claims launched longer ago than --startup-timeout whose nodes never
+** initialized are deleted (Karpenter's registration timeout); their pods are
+** planned again, and a replacement that never came up ends its command. */
+static bool startup_timeouts(void) {
+  int64_t now = wall();
+  bool acted = false;
+  for (size_t i = 0; i < D.insts.n;) {
+    const instance *in = &D.insts.v[i];
+    if (in->initialized || !D.startup_timeout_s || now - in->launched < D.startup_timeout_s) {
+      i++;
+      continue;
+    }
+    char claim[KEY_MAX], why[600];
+    snprintf(claim, sizeof claim, "%s", in->claim);
+    snprintf(why, sizeof why,
+             "Unhealthy: NodeClaim %s launched %llds ago as %s and has not initialized (startup timeout %llds)", claim,
+             (long long)(now - in->launched), in->id, (long long)D.startup_timeout_s);
+    D.remediations++;
+    delete_instance(claim, why); /* removes instance i */
+    replacement_done(claim, false);
+    acted = true;
+  }
+  return acted;
+}
+
+static bool remediate(void) {
+  int64_t now = wall();
+  DT_VEC(const instance *) sick = {0};
+  DT_VEC(const char *) whys = {0};
+  static char reasons[64][300];
+  for (size_t i = 0; i < D.objs.n; i++) {
+    if (strncmp(D.objs.v[i].key, "Node//", 6)) continue;
+    cJSON *o = cJSON_Parse(D.objs.v[i].json);
+    const cJSON *c;
+    cJSON_ArrayForEach(c, jget(jget(o, "status"), "conditions")) {
+      const char *t = dt__jstr(c, "type"), *s = dt__jstr(c, "status"), *lt = dt__jstr(c, "lastTransitionTime");
+      int64_t since = 0;
+      if (!t || strcmp(t, "Ready") || !s || !strcmp(s, "True") || !lt || dt_time_parse(lt, &since, NULL)) continue;
+      const instance *in = node_instance(o);
+      if (!in || now - since < D.unhealthy_s || sick.n >= 64) continue;
+      snprintf(reasons[sick.n], sizeof reasons[0], "Unhealthy: node %s Ready=%s for %llds (timeout %llds)",
+               dt__jstr(jget(o, "metadata"), "name"), s, (long long)(now - since), (long long)D.unhealthy_s);
+      if (!dt__vec_push(&sick, in)) dt__vec_push(&whys, reasons[sick.n - 1]);
+    }
+    cJSON_Delete(o);
+  }
+  for (size_t i = 0; i < D.insts.n && sick.n < 64; i++) {
+    const instance *in = &D.insts.v[i];
+    if (!in->down_since || now - in->down_since < D.unhealthy_s) continue;
+    bool dup = false;
+    for (size_t k = 0; k < sick.n; k++) dup |= sick.v[k] == in;
+    if (dup) continue;
+    snprintf(reasons[sick.n], sizeof reasons[0],
+             "Unhealthy: the cloud reports instance %s stopped or deallocated for %llds", in->id,
+             (long long)(now - in->down_since));
+    if (!dt__vec_push(&sick, in)) dt__vec_push(&whys, reasons[sick.n - 1]);
+  }
+  bool acted = false;
+  for (size_t i = 0; i < sick.n && whys.n == sick.n; i++) {
+    const instance *in = sick.v[i];
+    if (!in || being_replaced(in->claim)) continue;
+    size_t total = 0, bad = 0;
+    for (size_t k = 0; k < D.insts.n; k++) total += !strcmp(D.insts.v[k].pool, in->pool);
+    for (size_t k = 0; k < sick.n; k++) bad += sick.v[k] && !strcmp(sick.v[k]->pool, in->pool);
+    size_t max = D.max_unhealthy_pct ? total * D.max_unhealthy / 100 : D.max_unhealthy;
+    if (bad > max) {
+      char subj[KEY_MAX], why[400];
+      snprintf(subj, sizeof subj, "NodePool %s", in->pool);
+      snprintf(why, sizeof why, "%zu of %zu nodes unhealthy, more than maxUnhealthy %llu%s: remediation stops", bad,
+               total, (unsigned long long)D.max_unhealthy, D.max_unhealthy_pct ? "%" : "");
+      log_decision("remediation-paused", subj, why);
+      D.remediation_paused++;
+      for (size_t k = i; k < sick.n; k++) /* once per pool */
+        if (sick.v[k] && !strcmp(sick.v[k]->pool, in->pool) && k != i) sick.v[k] = NULL;
+      continue;
+    }
+    char name[KEY_MAX], *pods = claim_pods(in->claim);
+    char claim[KEY_MAX], type[200], zone[200], ct[40], pool[300];
+    snprintf(claim, sizeof claim, "%s", in->claim);
+    snprintf(type, sizeof type, "%s", in->type), snprintf(zone, sizeof zone, "%s", in->zone);
+    snprintf(ct, sizeof ct, "%s", in->ct), snprintf(pool, sizeof pool, "%s", in->pool);
+    replacement_name(pool, claim, name, sizeof name);
+    D.remediations++;
+    replace_with(name, pool, type, zone, ct, pods ? pods : "", claim, whys.v[i], ++D.groups);
+    launch_group(D.groups); /* may move D.insts */
+    dt__free(pods);
+    for (size_t k = i + 1; k < sick.n; k++) sick.v[k] = NULL; /* pointers into D.insts are stale now */
+    acted = true;
+    break; /* one at a time; the next pass takes the next */
+  }
+  dt__free(sick.v);
+  dt__free(whys.v);
+  return acted;
+}
+
+/* Every --disrupt-interval: health remediation, then one disruption pass
+** over the cluster the daemon holds, its commands carried out on the claims
+** it launched. */
+
+void on_disrupt(uv_timer_t *t) {
+  (void)t;
+  if (!D.ready || D.batch_open || D.planning) return; /* provisioning first, as Karpenter's pending-pods rule */
+  expire_marks();
+  bool timed_out = startup_timeouts();
+  if (remediate() || timed_out) {
+    journal_flush();
+    arm_batch();
+  }
+  dispatch(true); /* the pass runs on the thread pool; round_done carries out its commands */
+}

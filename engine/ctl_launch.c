@@ -1,0 +1,444 @@
+/*
+** ctl_launch.c: the controller's hand on the cloud. Unavailable offerings
+** (marks with a TTL), launches as contexts that go out a slice per loop turn
+** with a failed state and backoff per offering, deletes, and what the
+** providers answer: launch outcomes, the cloud's instances and catalog.
+** The providers themselves are behind provider.h.
+*/
+#define _GNU_SOURCE
+#include "controller.h"
+#include "model.h"
+#include "store.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Mark an offering unavailable for the TTL (an UnavailableOffering object). */
+void mark_unavailable(const char *ct, const char *type, const char *zone, const char *why, int64_t ttl) {
+  char ts[40], name[600], key[800];
+  dt__fmt_time(wall() + ttl, ts, sizeof ts);
+  snprintf(name, sizeof name, "%s.%s.%s", ct, type, zone);
+  cJSON *o = cJSON_CreateObject();
+  cJSON_AddStringToObject(o, "apiVersion", "dovetail.dev/v1alpha1");
+  cJSON_AddStringToObject(o, "kind", "UnavailableOffering");
+  cJSON_AddObjectToObject(o, "metadata");
+  cJSON_AddStringToObject(jget(o, "metadata"), "name", name);
+  cJSON *sp = cJSON_AddObjectToObject(o, "spec");
+  cJSON_AddStringToObject(sp, "capacityType", ct);
+  cJSON_AddStringToObject(sp, "instanceType", type);
+  cJSON_AddStringToObject(sp, "zone", zone);
+  cJSON_AddStringToObject(sp, "expiresAt", ts);
+  snprintf(key, sizeof key, "UnavailableOffering//%s", name);
+  obj_put(key, o);
+  cJSON_Delete(o);
+  char subj[700];
+  snprintf(subj, sizeof subj, "%s/%s/%s", type, zone, ct);
+  char reason[700];
+  snprintf(reason, sizeof reason, "%s; unavailable until %s", why, ts);
+  log_decision("unavailable", subj, reason);
+}
+
+/* Drop marks whose time has come. */
+void expire_marks(void) {
+  int64_t now = wall();
+  for (size_t i = 0; i < D.objs.n;) {
+    if (strncmp(D.objs.v[i].key, "UnavailableOffering/", 20)) {
+      i++;
+      continue;
+    }
+    cJSON *o = cJSON_Parse(D.objs.v[i].json);
+    const char *e = dt__jstr(jget(o, "spec"), "expiresAt");
+    int64_t t = 0;
+    bool gone = e && !dt_time_parse(e, &t, NULL) && t <= now;
+    cJSON_Delete(o);
+    if (gone)
+      obj_del(D.objs.v[i].key);
+    else
+      i++;
+  }
+}
+
+/* ------------------------------------------------------------ provider */
+
+void lc_free(uv_handle_t *h) {
+  launch_ctx *lc = h->data;
+  dt__free(lc->claim);
+  dt__free(lc->type);
+  dt__free(lc->zone);
+  dt__free(lc->ct);
+  dt__free(lc->pool);
+  dt__free(lc);
+}
+
+void lc_done(launch_ctx *lc) { tm_close(&lc->retry, lc_free); }
+
+static void drop_claim(const char *claim) {
+  char key[800];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  obj_del(key);
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].claim, claim)) {
+      inst_remove(i);
+      break;
+    }
+}
+
+/* A launched claim is a node from now on: Initialized and Ready, created
+** now (disruption considers it, consolidateAfter counts from here). */
+static void claim_initialized(const char *claim) {
+  char key[800], ts[40];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  if (at < 0) return;
+  cJSON *o = cJSON_Parse(D.objs.v[at].json);
+  if (!o) return;
+  dt__fmt_time(wall(), ts, sizeof ts);
+  cJSON *md = jget(o, "metadata");
+  cJSON_DeleteItemFromObjectCaseSensitive(md, "creationTimestamp");
+  cJSON_AddStringToObject(md, "creationTimestamp", ts);
+  cJSON *st = jget(o, "status");
+  if (!st) st = cJSON_AddObjectToObject(o, "status");
+  cJSON_DeleteItemFromObjectCaseSensitive(st, "conditions");
+  cJSON *cs = cJSON_AddArrayToObject(st, "conditions");
+  static const char *types[] = {"Initialized", "Ready"};
+  for (int i = 0; i < 2; i++) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", types[i]);
+    cJSON_AddStringToObject(c, "status", "True");
+    cJSON_AddItemToArray(cs, c);
+  }
+  obj_put(key, o);
+  cJSON_Delete(o);
+}
+
+static void on_again(uv_timer_t *t) {
+  (void)t;
+  if (D.circuit_until <= wall()) arm_batch();
+}
+
+/*
+** An offering whose launches keep failing (not for capacity: errors, after
+** their retries) goes into a failed state with backoff, as Cluster API does
+** with a machine that keeps failing: after FAILS_BEFORE_BACKOFF in a row it
+** is marked unavailable for 30 s, doubling per further failure up to 10 min,
+** so the next rounds launch elsewhere instead of failing every 2 s. A launch
+** that succeeds clears the count.
+*/
+#define FAILS_BEFORE_BACKOFF 3
+
+static int fail_find(const launch_ctx *lc, bool add) {
+  char k[600];
+  snprintf(k, sizeof k, "%s/%s/%s", lc->type, lc->zone, lc->ct);
+  for (size_t i = 0; i < D.failing.n; i++)
+    if (!strcmp(D.failing.v[i].key, k)) return (int)i;
+  if (!add) return -1;
+  failing f = {dt__strdup(k), 0};
+  if (!f.key || dt__vec_push(&D.failing, f)) {
+    dt__free(f.key);
+    return -1;
+  }
+  return (int)D.failing.n - 1;
+}
+
+static void launch_failed_again(const launch_ctx *lc) {
+  int at = fail_find(lc, true);
+  if (at < 0) return;
+  unsigned n = ++D.failing.v[at].count;
+  if (n < FAILS_BEFORE_BACKOFF) return;
+  int64_t ttl = 30;
+  for (unsigned i = FAILS_BEFORE_BACKOFF; i < n && ttl < 600; i++) ttl *= 2;
+  if (ttl > 600) ttl = 600;
+  char why[200];
+  snprintf(why, sizeof why, "%u launches in a row failed; backing off %llds", n, (long long)ttl);
+  mark_unavailable(lc->ct, lc->type, lc->zone, why, ttl);
+}
+
+static void launch_succeeded(const launch_ctx *lc) {
+  int at = fail_find(lc, false);
+  if (at < 0) return;
+  dt__free(D.failing.v[at].key);
+  D.failing.v[at] = D.failing.v[--D.failing.n];
+}
+
+/* A launched claim's node registered and initialized: it takes pods, and a
+** replacement lets the nodes it replaces go. */
+static void node_up(const char *claim) {
+  instance *in = NULL;
+  for (size_t i = 0; i < D.insts.n && !in; i++)
+    if (!strcmp(D.insts.v[i].claim, claim)) in = &D.insts.v[i];
+  if (!in) return; /* deleted while it started */
+  in->initialized = true;
+  claim_initialized(claim);
+  claim_running(claim);
+  replacement_done(claim, true);
+}
+
+void on_node_up(uv_timer_t *t) {
+  launch_ctx *lc = t->data;
+  node_up(lc->claim);
+  state_dirty();
+  lc_done(lc);
+}
+
+/* The outcome of a launch: launched (id), insufficient capacity, or failed (msg). */
+void dt__ctl_launched(launch_ctx *lc, dt_launch_outcome outcome, const char *id, const char *msg) {
+  char subj[800], reason[1200];
+  snprintf(subj, sizeof subj, "NodeClaim %s", lc->claim);
+  if (outcome == DT_LAUNCH_OK) {
+    D.provider_ok++;
+    D.consecutive_failures = 0;
+    int cti = !strcmp(lc->ct, "reserved") ? 0 : !strcmp(lc->ct, "spot") ? 1 : 2;
+    D.launched[cti]++;
+    launch_succeeded(lc);
+    add_instance(id, lc->claim, lc->type, lc->zone, lc->ct, lc->pool, 0, wall());
+    snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, lc->type, lc->zone, lc->ct,
+             lc->pool);
+    log_decision("launch", subj, reason);
+    if (D.cloud && lc->startup_ms) { /* its node comes up later, or never (the startup timeout then acts) */
+      for (size_t i = 0; i < D.insts.n; i++)
+        if (!strcmp(D.insts.v[i].claim, lc->claim)) D.insts.v[i].initialized = false;
+      state_dirty();
+      if (lc->startup_ms > 0) {
+        tm_start(&lc->retry, on_node_up, (uint64_t)lc->startup_ms, 0);
+        return;
+      }
+      lc_done(lc);
+      return;
+    }
+    node_up(lc->claim);
+  } else if (outcome == DT_LAUNCH_NO_CAPACITY) {
+    D.provider_ice++;
+    D.consecutive_failures = 0;
+    snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: InsufficientCapacity", lc->type, lc->zone, lc->ct);
+    log_decision("launch-failed", subj, reason);
+    mark_unavailable(lc->ct, lc->type, lc->zone, "insufficient capacity at launch", D.ttl);
+    drop_claim(lc->claim);
+    replacement_done(lc->claim, false);
+    arm_batch();
+  } else {
+    D.provider_err++;
+    snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: %s; its pods wait for the next round", lc->type,
+             lc->zone, lc->ct, msg);
+    log_decision("launch-failed", subj, reason);
+    launch_failed_again(lc);
+    drop_claim(lc->claim);
+    replacement_done(lc->claim, false);
+    tm_start(&D.again, on_again, 2000, 0);
+  }
+  /* The claim was written ahead; its outcome joins the round's one write. A
+  ** crash before it finds the claim at restart and adopts its instance. */
+  state_dirty();
+  lc_done(lc);
+}
+
+void on_cloud_answer(uv_timer_t *t) {
+  launch_ctx *lc = t->data;
+  dt__ctl_launched(lc, lc->outcome, lc->id, "the cloud refused the launch");
+}
+
+/* A launch of claim as this offering, not started yet; NULL out of memory. */
+launch_ctx *launch_new(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
+  launch_ctx *lc = dt__calloc(1, sizeof *lc);
+  if (!lc) return NULL;
+  lc->claim = dt__strdup(claim);
+  lc->type = dt__strdup(type);
+  lc->zone = dt__strdup(zone);
+  lc->ct = dt__strdup(ct);
+  lc->pool = dt__strdup(pool);
+  tm_init(&lc->retry);
+  lc->retry.data = lc;
+  if (!lc->claim || !lc->type || !lc->zone || !lc->ct || !lc->pool) {
+    lc_done(lc);
+    return NULL;
+  }
+  return lc;
+}
+
+/* Send the launch to the provider; its outcome comes to dt__ctl_launched. */
+void launch_start(launch_ctx *lc) { D.prov->launch(lc); }
+
+/* The simulator's cloud (ctl.h): it answers at once what will happen; the
+** answer arrives after its latency, the node after its start-up. */
+static void virtual_launch(launch_ctx *lc) {
+  int64_t delay = 0;
+  lc->outcome = D.cloud->launch(D.cloud->ud, lc->claim, lc->type, lc->zone, lc->ct, lc->id, sizeof lc->id, &delay,
+                                &lc->startup_ms);
+  tm_start(&lc->retry, on_cloud_answer, delay > 0 ? (uint64_t)delay : 0, 0);
+}
+
+static void virtual_terminate(const char *id) {
+  if (D.cloud->terminate) D.cloud->terminate(D.cloud->ud, id);
+}
+
+const dt_provider dt__provider_virtual = {"virtual", virtual_launch, virtual_terminate, NULL};
+
+void launch_claim(const char *claim, const char *type, const char *zone, const char *ct, const char *pool) {
+  launch_ctx *lc = launch_new(claim, type, zone, ct, pool);
+  if (lc) launch_start(lc);
+}
+
+static instance *inst_by_id(const char *id) {
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].id, id)) return &D.insts.v[i];
+  return NULL;
+}
+
+/* An instance the cloud has that this daemon does not hold: adopted when
+** its claim is in the store, deleted as an orphan when it carries this
+** cluster's name and a trusted state file says what the daemon holds, else
+** left alone (a lost or foreign state must never cost a fleet). True when
+** the books changed. */
+static bool poll_unknown(const cJSON *in, const char *id, const char *claim, const char *state) {
+  char key[800];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  if (obj_find(key) >= 0) {
+    add_instance(id, claim, dt__jstr(in, "instanceType"), dt__jstr(in, "zone"), dt__jstr(in, "capacityType"),
+                 dt__jstr(in, "nodePool"), 0, wall());
+    log_decision("adopt", id, "the cloud has an instance for a claim we hold");
+    return true;
+  }
+  if (!D.ready || !state || !strcmp(state, "terminated")) return false;
+  const char *owner = dt__jstr(in, "cluster");
+  if (!owner || strcmp(owner, D.cluster) || !D.state_valid) {
+    logf_("warn", "unaccounted",
+          "instance %s: the cloud has an instance this daemon cannot account for (%s); left alone", id,
+          !owner                     ? "no cluster tag"
+          : strcmp(owner, D.cluster) ? "another cluster's"
+                                     : "no state file");
+    return false;
+  }
+  log_decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
+  D.prov->terminate(id);
+  return false;
+}
+
+/* An instance of ours as the cloud reports it: stopped by preemption, it is
+** replaced (the policy's on_interruption may keep its offering available);
+** stopped or deallocated otherwise (still billed), unhealthy from this poll
+** on (remediated after the timeout). True when the books changed. */
+static bool poll_known(instance *kin, const char *id, const char *claim, const char *state, const char *why) {
+  /* while a round holds the policy, a preemption waits for the next poll */
+  const char *act = state && !strcmp(state, "stopped") && why && !strcmp(why, "stopped_by_preemption") && !D.planning
+                        ? interruption_action("preemption", kin, state, "drain")
+                        : "ignore";
+  if (strcmp(act, "ignore")) {
+    char subj[300], reason[600];
+    snprintf(subj, sizeof subj, "instance %s", id);
+    /* "keep-offering": replace the node, leave the offering available */
+    if (!strcmp(act, "drain")) mark_unavailable(kin->ct, kin->type, kin->zone, "stopped by preemption", D.preempt_ttl);
+    snprintf(reason, sizeof reason, "stopped by preemption: delete it and replace NodeClaim %s", claim);
+    log_decision("interruption", subj, reason);
+    D.prov->terminate(id);
+    drop_claim(claim);
+    D.events++;
+    return true;
+  }
+  bool down = state && (!strcmp(state, "stopped") || !strcmp(state, "deallocated") || !strcmp(state, "stopping"));
+  if (down && !kin->down_since) kin->down_since = wall();
+  if (!down) kin->down_since = 0;
+  return false;
+}
+
+/* Instances the cloud no longer has are forgotten: their pods are pending
+** again. True when there were any. */
+static bool forget_missing(const cJSON *list) {
+  bool changed = false;
+  for (size_t i = 0; i < D.insts.n;) {
+    bool seen = false;
+    const cJSON *in;
+    cJSON_ArrayForEach(in, list) seen |= !strcmp(dt__jstr(in, "id") ? dt__jstr(in, "id") : "", D.insts.v[i].id);
+    if (seen) {
+      i++;
+      continue;
+    }
+    log_decision("forget", D.insts.v[i].id, "the cloud no longer has this instance; its pods are pending again");
+    char claim[600];
+    snprintf(claim, sizeof claim, "%s", D.insts.v[i].claim);
+    drop_claim(claim);
+    changed = true;
+  }
+  return changed;
+}
+
+/* The first poll after a start: claims held without an instance were
+** launched by nobody; their pods are planned again. Then the daemon is ready. */
+static bool reconcile_claims(void) {
+  bool changed = false;
+  for (size_t i = 0; i < D.objs.n;) {
+    bool has = strncmp(D.objs.v[i].key, "NodeClaim//", 11) != 0; /* only claims need an instance */
+    const char *claim = has ? NULL : D.objs.v[i].key + 11;
+    for (size_t k = 0; k < D.insts.n && !has; k++) has = !strcmp(D.insts.v[k].claim, claim);
+    if (has) {
+      i++;
+      continue;
+    }
+    logf_("info", "reconcile", "NodeClaim %s has no instance: its pods are planned again", claim);
+    obj_del(D.objs.v[i].key);
+    changed = true;
+  }
+  D.ready = true;
+  logf_("info", "ready", "reconciled with the cloud: %zu instances", D.insts.n);
+  if (D.objs.n) arm_batch();
+  return changed;
+}
+
+/* The cloud's instance list, polled: adopt instances of claims we hold,
+** delete orphans, replace instances stopped by preemption (IBM-style polled
+** interruptions), note stopped ones, forget what the cloud no longer has. */
+void dt__ctl_instances(const cJSON *list) {
+  const cJSON *in;
+  bool changed = false;
+  cJSON_ArrayForEach(in, list) {
+    const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state");
+    if (!id || !claim) continue;
+    instance *kin = inst_by_id(id);
+    if (!kin && poll_unknown(in, id, claim, state)) { /* adopted: reported on as one of ours from now */
+      changed = true;
+      kin = inst_by_id(id);
+    }
+    if (kin) changed |= poll_known(kin, id, claim, state, dt__jstr(in, "statusReason"));
+  }
+  changed |= forget_missing(list);
+  if (!D.ready) changed |= reconcile_claims();
+  if (changed) {
+    journal_flush();
+    arm_batch();
+  }
+}
+
+/* A catalog the provider fetched: the round on the thread pool reads the
+** current one, so a new one waits for its end. */
+void dt__ctl_catalog(dt_catalog *c, const char *etag, size_t bytes) {
+  if (D.planning) {
+    dt_catalog_free(D.next_cat);
+    D.next_cat = c;
+  } else {
+    dt_catalog_free(D.cat);
+    D.cat = c;
+  }
+  snprintf(D.catalog_etag, sizeof D.catalog_etag, "%s", etag ? etag : "");
+  logf_("info", "catalog", "refreshed from the cloud (%zu bytes, ETag %s)", bytes, D.catalog_etag);
+}
+
+void on_poll_timer(uv_timer_t *t) {
+  (void)t;
+  if (D.prov->poll) D.prov->poll();
+}
+
+/* Delete a claim this daemon launched: its instance through the provider,
+** the claim from the store; its pods are planned again. */
+void delete_instance(const char *claim, const char *why) {
+  char subj[KEY_MAX], copy[KEY_MAX];
+  snprintf(copy, sizeof copy, "%s", claim);
+  snprintf(subj, sizeof subj, "NodeClaim %s", copy);
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].claim, copy)) D.prov->terminate(D.insts.v[i].id);
+  log_decision("disrupt", subj, why);
+  drop_claim(copy);
+  D.deleted++;
+}

@@ -1,0 +1,435 @@
+/*
+** ctl_store.c: the controller's books. The object store (objects as JSON
+** text by kind/namespace/name, found through an interned key map), the
+** instances it launched, and the state file that keeps both across
+** restarts: a snapshot plus an append-only journal, one fsync per batch.
+*/
+#define _GNU_SOURCE
+#include "controller.h"
+#include "httpc.h"
+#include "model.h"
+#include "store.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void journal_put(const char *key, const char *json);
+static void journal_del(const char *op, const char *field, const char *v);
+
+/*
+** The object store: objects by key in a vector, found through an interned
+** key -> slot map, so applying 20,000 objects one by one is linear. Keys of
+** deleted objects stay interned (slot -1) until dead keys outnumber live
+** ones; then the map is rebuilt.
+*/
+void store_rehash(void) {
+  dt__symtab_free(&D.keys);
+  D.slot.n = 0;
+  for (size_t i = 0; i < D.objs.n; i++) {
+    dt_sym s = dt__sym(&D.keys, D.objs.v[i].key);
+    while (!D.keys.oom && D.slot.n <= s)
+      if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;
+    if (!D.keys.oom) D.slot.v[s] = (int32_t)i;
+  }
+}
+
+int obj_find(const char *key) {
+  dt_sym s = dt__sym_find(&D.keys, key);
+  int at = s && s < D.slot.n ? D.slot.v[s] : -1;
+  assert(at < 0 || ((size_t)at < D.objs.n && !strcmp(D.objs.v[at].key, key))); /* the map points at its object */
+  return at;
+}
+
+int obj_put_text(const char *key, char *json);
+
+int obj_put(const char *key, const cJSON *o) {
+  char *json = cJSON_PrintUnformatted(o);
+  return json ? obj_put_text(key, json) : DT_ENOMEM;
+}
+
+/* Store json (compact JSON from cJSON, which the store now owns) under key. */
+int obj_put_text(const char *key, char *json) {
+  journal_put(key, json);
+  int at = obj_find(key);
+  if (at >= 0) {
+    free(D.objs.v[at].json);
+    D.objs.v[at].json = json;
+    return 0;
+  }
+  obj ob = {dt__strdup(key), json};
+  dt_sym s = dt__sym(&D.keys, key);
+  while (!D.keys.oom && D.slot.n <= s)
+    if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;
+  if (!ob.key || D.keys.oom || dt__vec_push(&D.objs, ob)) {
+    dt__free(ob.key);
+    free(json);
+    return DT_ENOMEM;
+  }
+  D.slot.v[s] = (int32_t)(D.objs.n - 1);
+  D.sorted = false;
+  return 0;
+}
+
+bool obj_del(const char *key) {
+  int at = obj_find(key);
+  if (at < 0) return false;
+  journal_del("del", "key", key);
+  D.slot.v[dt__sym_find(&D.keys, key)] = -1;
+  dt__free(D.objs.v[at].key);
+  free(D.objs.v[at].json);
+  D.objs.v[at] = D.objs.v[--D.objs.n];
+  if ((size_t)at < D.objs.n) D.slot.v[dt__sym_find(&D.keys, D.objs.v[at].key)] = at;
+  D.sorted = false;
+  if (D.keys.n > 1024 && D.keys.n > 2 * D.objs.n) store_rehash();
+  return true;
+}
+
+int key_cmp(const void *a, const void *b) { return strcmp(((const obj *)a)->key, ((const obj *)b)->key); }
+
+/* All objects as one manifest set (in key order, so rounds are deterministic). */
+dt_manifests *manifests(dt_error *err) {
+  if (D.objs.n && !D.sorted) {
+    qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
+    store_rehash();
+    D.sorted = true;
+  }
+  dt_manifests *m = dt_manifests_new();
+  if (!m) {
+    snprintf(err->msg, sizeof err->msg, "out of memory");
+    return NULL;
+  }
+  for (size_t i = 0; i < D.objs.n; i++)
+    if (dt_manifests_add_buffer(m, D.objs.v[i].key, D.objs.v[i].json, strlen(D.objs.v[i].json), err)) {
+      dt_manifests_free(m);
+      return NULL;
+    }
+  return m;
+}
+
+/* ------------------------------------------------------------ state file */
+
+/*
+** State is a snapshot (STATE: every object and instance, written whole:
+** write, fsync, rename) and a journal beside it (STATE.journal: one JSON
+** line per change since the snapshot, appended and fsynced once per batch).
+** A round costs one small append and one fsync, however many claims it
+** launches; the snapshot is rewritten (compaction) when the journal has
+** grown past the snapshot's size, and at a clean stop. At start the
+** snapshot is read, then the journal replayed: a last line cut short by a
+** crash is dropped with a note; a damaged line before it stops the start,
+** unless --recover, which keeps what came before it and says what was lost.
+*/
+static void inst_json(dt_buf *b, const instance *in) {
+  dt__buf_puts(b, "{\"id\":");
+  dt__buf_json_str(b, in->id);
+  dt__buf_puts(b, ",\"claim\":");
+  dt__buf_json_str(b, in->claim);
+  dt__buf_puts(b, ",\"instanceType\":");
+  dt__buf_json_str(b, in->type);
+  dt__buf_puts(b, ",\"zone\":");
+  dt__buf_json_str(b, in->zone);
+  dt__buf_puts(b, ",\"capacityType\":");
+  dt__buf_json_str(b, in->ct);
+  dt__buf_puts(b, ",\"nodePool\":");
+  dt__buf_json_str(b, in->pool);
+  dt__buf_printf(b, ",\"launched\":%lld}", (long long)in->launched);
+}
+
+/* Record a change for the journal (nothing while replaying or without --state). */
+static void journal_put(const char *key, const char *json) {
+  if (!D.state_path || D.replaying) return;
+  dt__buf_puts(&D.jbuf, "{\"op\":\"put\",\"key\":");
+  dt__buf_json_str(&D.jbuf, key);
+  dt__buf_puts(&D.jbuf, ",\"obj\":");
+  dt__buf_puts(&D.jbuf, json);
+  dt__buf_puts(&D.jbuf, "}\n");
+}
+
+static void journal_del(const char *op, const char *field, const char *v) {
+  if (!D.state_path || D.replaying) return;
+  dt__buf_printf(&D.jbuf, "{\"op\":\"%s\",\"%s\":", op, field);
+  dt__buf_json_str(&D.jbuf, v);
+  dt__buf_puts(&D.jbuf, "}\n");
+}
+
+static void journal_inst(const instance *in) {
+  if (!D.state_path || D.replaying) return;
+  dt__buf_puts(&D.jbuf, "{\"op\":\"inst\",\"inst\":");
+  inst_json(&D.jbuf, in);
+  dt__buf_puts(&D.jbuf, "}\n");
+}
+
+int save_state(void);
+
+/* Append the changes recorded since the last flush, then fsync: the one
+** write a batch costs. */
+int journal_flush(void) {
+  if (!D.state_path) return 0;
+  tm_stop(&D.state_timer);
+  if (!D.jbuf.len) return 0;
+  if (D.jbuf.oom || D.jsize + D.jbuf.len > D.snapshot_size + (1u << 20)) return save_state(); /* compaction */
+  char path[4200];
+  snprintf(path, sizeof path, "%s.journal", D.state_path);
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+  bool ok = fd >= 0 && write(fd, D.jbuf.p, D.jbuf.len) == (ssize_t)D.jbuf.len && fsync(fd) == 0;
+  if (fd >= 0) ok &= close(fd) == 0;
+  if (!ok) {
+    logf_("error", "state", "cannot append to %s: %s", path, strerror(errno));
+    return DT_EIO;
+  }
+  D.jsize += D.jbuf.len;
+  D.jbuf.len = 0;
+  return 0;
+}
+
+/* The snapshot: everything, written whole; the journal starts again empty. */
+int save_state(void) {
+  if (!D.state_path) return 0;
+  tm_stop(&D.state_timer);
+  /* objects are kept as JSON text: the file is their concatenation */
+  dt_buf b = {0};
+  dt__buf_puts(&b, "{\"objects\":[");
+  for (size_t i = 0; i < D.objs.n; i++) {
+    if (i) dt__buf_putc(&b, ',');
+    dt__buf_puts(&b, D.objs.v[i].json);
+  }
+  dt__buf_puts(&b, "],\"instances\":[");
+  for (size_t i = 0; i < D.insts.n; i++) {
+    if (i) dt__buf_putc(&b, ',');
+    inst_json(&b, &D.insts.v[i]);
+  }
+  dt__buf_puts(&b, "]}\n");
+  if (b.oom) {
+    dt__free(b.p);
+    return DT_ENOMEM;
+  }
+  char tmp[4200];
+  snprintf(tmp, sizeof tmp, "%s.tmp", D.state_path);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  bool ok = fd >= 0 && write(fd, b.p, b.len) == (ssize_t)b.len && fsync(fd) == 0;
+  if (fd >= 0) ok &= close(fd) == 0;
+  ok = ok && rename(tmp, D.state_path) == 0;
+  size_t size = b.len;
+  dt__free(b.p);
+  if (!ok) {
+    logf_("error", "state", "cannot write %s: %s", D.state_path, strerror(errno));
+    unlink(tmp);
+    return DT_EIO;
+  }
+  /* the snapshot holds every change: the journal starts over */
+  snprintf(tmp, sizeof tmp, "%s.journal", D.state_path);
+  if (truncate(tmp, 0) && errno != ENOENT) logf_("error", "state", "cannot truncate %s: %s", tmp, strerror(errno));
+  D.jbuf.len = 0;
+  D.jbuf.oom = 0;
+  D.jsize = 0;
+  D.snapshot_size = size;
+  D.state_valid = true;
+  return 0;
+}
+
+static void on_state_timer(uv_timer_t *t) {
+  (void)t;
+  journal_flush();
+}
+
+/* Applied objects are written within 50 ms, many applies in one write;
+** launches and instance changes are written at once (save_state). */
+void state_dirty(void) {
+  if (D.state_path && !tm_active(&D.state_timer)) tm_start(&D.state_timer, on_state_timer, 50, 0);
+}
+
+void inst_free(instance *in) {
+  dt__free(in->id);
+  dt__free(in->claim);
+  dt__free(in->type);
+  dt__free(in->zone);
+  dt__free(in->ct);
+  dt__free(in->pool);
+}
+
+int add_instance(const char *id, const char *claim, const char *type, const char *zone, const char *ct,
+                 const char *pool, double price, int64_t launched) {
+  for (size_t i = 0; id && i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].id, id)) return 0; /* adopted by a poll while its launch reply was on the way */
+  /* A provider may leave fields out (GET /instances without nodePool): an
+  ** instance is only ever adopted with an id and a claim. */
+  if (!id || !claim) return DT_EINVAL;
+  instance in = {dt__strdup(id),
+                 dt__strdup(claim),
+                 dt__strdup(type ? type : ""),
+                 dt__strdup(zone ? zone : ""),
+                 dt__strdup(ct ? ct : ""),
+                 dt__strdup(pool ? pool : ""),
+                 price,
+                 launched,
+                 0,
+                 true};
+  if (!in.id || !in.claim || !in.type || !in.zone || !in.ct || !in.pool || dt__vec_push(&D.insts, in)) {
+    inst_free(&in);
+    return DT_ENOMEM;
+  }
+  journal_inst(&D.insts.v[D.insts.n - 1]);
+  if (D.obs && D.obs->instance) D.obs->instance(D.obs->ud, true, in.id, in.claim, in.type, in.zone, in.ct, in.pool);
+  return 0;
+}
+
+/* Forget instance i (swap-remove: indices after it move). */
+void inst_remove(size_t i) {
+  journal_del("uninst", "id", D.insts.v[i].id);
+  const instance *in = &D.insts.v[i];
+  if (D.obs && D.obs->instance)
+    D.obs->instance(D.obs->ud, false, in->id, in->claim, in->type, in->zone, in->ct, in->pool);
+  inst_free(&D.insts.v[i]);
+  D.insts.v[i] = D.insts.v[--D.insts.n];
+}
+
+/* Apply one journal record; -1 when it is not one. */
+static int replay_one(const cJSON *r) {
+  const char *op = dt__jstr(r, "op");
+  char key[KEY_MAX];
+  const char *why;
+  if (!op) return -1;
+  if (!strcmp(op, "put")) {
+    const cJSON *o = jget(r, "obj");
+    if (!cJSON_IsObject(o) || obj_key(o, key, sizeof key, &why)) return -1;
+    return obj_put(key, o) == DT_ENOMEM ? -1 : 0;
+  }
+  if (!strcmp(op, "del") && dt__jstr(r, "key")) {
+    obj_del(dt__jstr(r, "key"));
+    return 0;
+  }
+  const cJSON *in = jget(r, "inst");
+  if (!strcmp(op, "inst") && dt__jstr(in, "id") && dt__jstr(in, "claim"))
+    return add_instance(dt__jstr(in, "id"), dt__jstr(in, "claim"), dt__jstr(in, "instanceType"), dt__jstr(in, "zone"),
+                        dt__jstr(in, "capacityType"), dt__jstr(in, "nodePool"), 0,
+                        dt__to_i64(cJSON_GetNumberValue(jget(in, "launched")))) == DT_ENOMEM
+               ? -1
+               : 0;
+  if (!strcmp(op, "uninst") && dt__jstr(r, "id")) {
+    for (size_t i = 0; i < D.insts.n; i++)
+      if (!strcmp(D.insts.v[i].id, dt__jstr(r, "id"))) {
+        inst_remove(i);
+        break;
+      }
+    return 0;
+  }
+  return -1;
+}
+
+/* Replay STATE.journal over the snapshot just read. */
+static int replay(dt_error *err) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s.journal", D.state_path);
+  if (access(path, F_OK)) return 0;
+  char *text;
+  size_t len;
+  if (dt__read_file(path, &text, &len, err)) return DT_EIO;
+  D.replaying = true;
+  size_t line = 0, applied = 0;
+  int rc = 0;
+  for (char *s = text; s < text + len && !rc;) {
+    char *nl = memchr(s, '\n', (size_t)(text + len - s));
+    line++;
+    if (!nl) { /* the last record, cut short by a crash: never acknowledged */
+      logf_("warn", "state", "%s:%zu: an incomplete last record (a crash while writing it) is dropped", path, line);
+      break;
+    }
+    cJSON *r = cJSON_ParseWithLength(s, (size_t)(nl - s));
+    bool bad = !r || replay_one(r);
+    cJSON_Delete(r);
+    if (bad && !D.recover) {
+      rc = dt__err(err, DT_EINVAL,
+                   "%s:%zu: a damaged record; nothing was changed. Start with --recover to keep the "
+                   "%zu records before it and drop the rest",
+                   path, line, applied);
+    } else if (bad) {
+      size_t rest = 1;
+      for (char *q = nl + 1; q < text + len; q++) rest += *q == '\n';
+      logf_("warn", "recover", "%s:%zu: a damaged record; kept the %zu records before it, dropped it and the %zu after",
+            path, line, applied, rest - 1);
+      break;
+    }
+    applied++;
+    s = nl + 1;
+  }
+  D.replaying = false;
+  dt__free(text);
+  return rc;
+}
+
+/* Read the state back. A file whose shape is wrong stops the start: read as
+** empty, it would make every running instance look like an orphan. The
+** sim provider's instance list is the state's own, so reconciling adopts
+** every instance whose claim is in the store and forgets the rest. */
+int load_state(dt_error *err) {
+  if (!D.state_path || access(D.state_path, F_OK)) return 0;
+  char *text;
+  size_t len;
+  if (dt__read_file(D.state_path, &text, &len, err)) return DT_EIO;
+  cJSON *root = cJSON_ParseWithLength(text, len);
+  dt__free(text);
+  const char *path = D.state_path;
+  if (!root) return dt__err(err, DT_EINVAL, "%s: not a dovetail state file (invalid JSON)", path);
+  int rc = dt__state_check(path, root, err);
+  if (rc) {
+    cJSON_Delete(root);
+    return rc;
+  }
+  const cJSON *objs = jget(root, "objects"), *insts = jget(root, "instances"), *o;
+  cJSON_ArrayForEach(o, objs) {
+    char key[KEY_MAX];
+    const char *why;
+    if (!obj_key(o, key, sizeof key, &why)) obj_put(key, o);
+  }
+  cJSON_ArrayForEach(o, insts) {
+    const char *claim = dt__jstr(o, "claim");
+    char key[KEY_MAX + 16];
+    snprintf(key, sizeof key, "NodeClaim//%s", claim);
+    if (obj_find(key) < 0) continue; /* its claim is gone: forget it */
+    add_instance(dt__jstr(o, "id"), claim, dt__jstr(o, "instanceType"), dt__jstr(o, "zone"),
+                 dt__jstr(o, "capacityType"), dt__jstr(o, "nodePool"), cJSON_GetNumberValue(jget(o, "price")),
+                 dt__to_i64(cJSON_GetNumberValue(jget(o, "launched"))));
+  }
+  cJSON_Delete(root);
+  D.state_valid = true;
+  rc = replay(err);
+  if (rc) return rc;
+  for (size_t i = 0; i < D.insts.n;) { /* instances whose claim is gone are forgotten */
+    char key[KEY_MAX + 16];
+    snprintf(key, sizeof key, "NodeClaim//%s", D.insts.v[i].claim);
+    if (obj_find(key) < 0)
+      inst_remove(i);
+    else
+      i++;
+  }
+  logf_("info", "state", "read %s: %zu objects, %zu instances", D.state_path, D.objs.n, D.insts.n);
+  return 0;
+}
+
+void arm_batch(void);
+
+const instance *inst_of(const char *claim) {
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].claim, claim)) return &D.insts.v[i];
+  return NULL;
+}
+/* The Node registered for a claim: by name, or by the provider ID that ends
+** with its instance id. */
+const instance *node_instance(const cJSON *node) {
+  const char *name = dt__jstr(jget(node, "metadata"), "name");
+  const char *pid = dt__jstr(jget(node, "spec"), "providerID");
+  for (size_t i = 0; i < D.insts.n; i++) {
+    const instance *in = &D.insts.v[i];
+    size_t pl = pid ? strlen(pid) : 0, il = strlen(in->id);
+    if ((name && !strcmp(name, in->claim)) ||
+        (pid && pl > il && pid[pl - il - 1] == '/' && !strcmp(pid + pl - il, in->id)))
+      return in;
+  }
+  return NULL;
+}

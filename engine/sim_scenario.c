@@ -1,0 +1,351 @@
+/*
+** sim_scenario.c: the simulator's workload. The trace (CSV, gzip or not: one
+** pod per row with its shape and lifetime) and the scenario (timed events:
+** apply, delete, scale, offerings unavailable, interruptions, price changes,
+** pods, nodes that never start), read and checked, then played into the
+** controller as the cluster would: a Deployment becomes its pods.
+*/
+#define _GNU_SOURCE
+#include "sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+static const cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+
+static int64_t dur_ms(const cJSON *v, int64_t def) {
+  char tmp[64];
+  const char *s = dt__scalar(v, tmp, sizeof tmp);
+  int64_t d;
+  if (!s) return def;
+  if (!dt__duration_parse(s, &d)) return d * 1000;
+  char *end;
+  double x = strtod(s, &end);
+  return *end ? def : (int64_t)(x * 1000); /* a bare number: seconds */
+}
+
+static void deployment_scale(run *r, deployment *d, int64_t want) {
+  for (int64_t i = d->replicas; i < want; i++) {
+    char name[400];
+    snprintf(name, sizeof name, "%s-%lld", d->name, (long long)i);
+    int64_t cpu, mem;
+    cJSON *o = pod_object(d->ns, name, 0, 0, d->tmpl);
+    pod_requests(o, &cpu, &mem);
+    track(r, d->ns, name, cpu, mem, -1, d->name);
+    dt_error err = {0};
+    if (dt__ctl_apply(o, &err)) violate(r, "Deployment %s/%s: %s", d->ns, d->name, err.msg);
+    cJSON_Delete(o);
+  }
+  for (int64_t i = d->replicas - 1; i >= want; i--) {
+    char full[800];
+    snprintf(full, sizeof full, "%s/%s-%lld", d->ns, d->name, (long long)i);
+    int32_t pi = map_get(r, false, dt__sym_find(&r->names, full));
+    if (pi >= 0) depart(r, (uint32_t)pi);
+  }
+  d->replicas = want;
+}
+
+static deployment *deployment_find(run *r, const char *ns, const char *name) {
+  for (size_t i = 0; i < r->deps.n; i++)
+    if (!strcmp(r->deps.v[i].ns, ns) && !strcmp(r->deps.v[i].name, name)) return &r->deps.v[i];
+  return NULL;
+}
+
+/* A NodePool applied: its budgets, parsed as the controller parses them,
+** replace what was known of it. One the controller refuses is not kept. */
+static void record_pool(run *r, const char *name, const cJSON *o) {
+  char *text = cJSON_PrintUnformatted(o);
+  dt_manifests *m = text ? dt_manifests_new() : NULL;
+  dt_error err = {0};
+  bool ok = m && !dt_manifests_add_buffer(m, "NodePool", text, strlen(text), &err) && m->pools.n == 1;
+  cJSON_free(text);
+  if (!ok) {
+    dt_manifests_free(m);
+    return;
+  }
+  for (size_t i = 0; i < r->npools.n; i++)
+    if (!strcmp(r->npools.v[i].name, name)) {
+      dt_manifests_free(r->npools.v[i].m);
+      r->npools.v[i].m = m;
+      return;
+    }
+  spool p = {dt__strdup(name), m};
+  if (!p.name || dt__vec_push(&r->npools, p)) {
+    dt__free(p.name);
+    dt_manifests_free(m);
+    violate(r, "out of memory");
+  }
+}
+
+/* Apply one object as the cluster would: Deployments become their pods
+** (the simulator plays the ReplicaSet controller), Pods are followed. */
+void apply_object(run *r, const cJSON *o) {
+  const char *kind = dt__jstr(o, "kind");
+  const cJSON *md = jget(o, "metadata");
+  const char *ns = dt__jstr(md, "namespace") ? dt__jstr(md, "namespace") : "default";
+  const char *name = dt__jstr(md, "name");
+  if (kind && name && !strcmp(kind, "Deployment")) {
+    deployment *d = deployment_find(r, ns, name);
+    if (!d) {
+      deployment z = {dt__strdup(ns), dt__strdup(name), NULL, 0};
+      if (!z.ns || !z.name || dt__vec_push(&r->deps, z)) {
+        dt__free(z.ns), dt__free(z.name);
+        violate(r, "out of memory");
+        return;
+      }
+      d = &r->deps.v[r->deps.n - 1];
+    }
+    cJSON_Delete(d->tmpl);
+    d->tmpl = cJSON_Duplicate(jget(jget(o, "spec"), "template"), true);
+    const cJSON *rep = jget(jget(o, "spec"), "replicas");
+    deployment_scale(r, d, cJSON_IsNumber(rep) ? dt__to_i64(rep->valuedouble) : 1);
+    return;
+  }
+  if (kind && name && !strcmp(kind, "Pod") && !dt__jstr(jget(o, "spec"), "nodeName")) {
+    int64_t cpu, mem;
+    pod_requests(o, &cpu, &mem);
+    track(r, ns, name, cpu, mem, -1, NULL);
+  }
+  cJSON *unbudgeted = NULL;
+  if (kind && name && !strcmp(kind, "NodePool")) {
+    record_pool(r, name, o);
+    if (FAULT("budget")) { /* the controller is told of no budget; the checker keeps the pool's */
+      unbudgeted = cJSON_Duplicate(o, true);
+      cJSON *spec = cJSON_GetObjectItemCaseSensitive(unbudgeted, "spec");
+      cJSON *d = cJSON_GetObjectItemCaseSensitive(spec, "disruption");
+      if (!d && spec) d = cJSON_AddObjectToObject(spec, "disruption");
+      cJSON_DeleteItemFromObjectCaseSensitive(d, "budgets");
+      cJSON *all = cJSON_CreateObject();
+      cJSON_AddStringToObject(all, "nodes", "100%");
+      cJSON_AddItemToArray(cJSON_AddArrayToObject(d, "budgets"), all);
+      if (unbudgeted) o = unbudgeted;
+    }
+  }
+  dt_error err = {0};
+  if (dt__ctl_apply(o, &err)) violate(r, "%s %s: %s", kind ? kind : "object", name ? name : "?", err.msg);
+  cJSON_Delete(unbudgeted);
+}
+
+void interrupt_claim(run *r, uint32_t ci) {
+  sclaim *c = &r->claims.v[ci];
+  if (!c->live) return;
+  cJSON *e = cJSON_CreateObject();
+  bool spot = !strcmp(c->ct, "spot");
+  cJSON_AddStringToObject(e, "detail-type",
+                          spot ? "EC2 Spot Instance Interruption Warning" : "EC2 Instance State-change Notification");
+  cJSON *det = cJSON_AddObjectToObject(e, "detail");
+  cJSON_AddStringToObject(det, "instance-id", c->id);
+  if (!spot) cJSON_AddStringToObject(det, "state", "stopping");
+  char action[32];
+  r->interruptions++;
+  dt__ctl_event(e, action, sizeof action);
+  cJSON_Delete(e);
+}
+
+void scenario_event(run *r, uint32_t idx) {
+  const cJSON *ev = cJSON_GetArrayItem(r->in->scenario, (int)idx);
+  const cJSON *v;
+  if ((v = jget(ev, "apply"))) {
+    if (cJSON_IsArray(v)) {
+      const cJSON *o;
+      cJSON_ArrayForEach(o, v) apply_object(r, o);
+    } else {
+      apply_object(r, v);
+    }
+  }
+  if ((v = jget(ev, "delete")) && cJSON_IsString(v)) {
+    const char *key = v->valuestring;
+    char kind[64], ns[300], name[300];
+    if (sscanf(key, "%63[^/]/%299[^/]/%299s", kind, ns, name) == 3) {
+      char full[700];
+      snprintf(full, sizeof full, "%s/%s", ns, name);
+      deployment *d = !strcmp(kind, "Deployment") ? deployment_find(r, ns, name) : NULL;
+      int32_t pi = !strcmp(kind, "Pod") ? map_get(r, false, dt__sym_find(&r->names, full)) : -1;
+      if (d) {
+        deployment_scale(r, d, 0);
+      } else if (pi >= 0) {
+        depart(r, (uint32_t)pi);
+      } else {
+        snprintf(r->last_decision, sizeof r->last_decision, "scenario delete %s", key);
+        dt__ctl_delete(key, NULL);
+      }
+    }
+  }
+  if ((v = jget(ev, "scale"))) {
+    const char *kind = dt__jstr(v, "kind"), *name = dt__jstr(v, "name");
+    const char *ns = dt__jstr(v, "namespace") ? dt__jstr(v, "namespace") : "default";
+    const cJSON *rep = jget(v, "replicas");
+    int64_t want = cJSON_IsNumber(rep) ? dt__to_i64(rep->valuedouble) : 0;
+    deployment *d = kind && name && !strcmp(kind, "Deployment") ? deployment_find(r, ns, name) : NULL;
+    if (d) {
+      deployment_scale(r, d, want);
+    } else if (kind && name) {
+      char key[800];
+      snprintf(key, sizeof key, "%s/%s/%s", kind, ns, name);
+      cJSON *o = dt__ctl_get(key);
+      cJSON *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+      if (spec) {
+        cJSON_DeleteItemFromObjectCaseSensitive(spec, "replicas");
+        cJSON_AddNumberToObject(spec, "replicas", (double)want);
+        apply_object(r, o);
+      } else {
+        violate(r, "scenario: scale %s: no such object", key);
+      }
+      cJSON_Delete(o);
+    }
+  }
+  if ((v = jget(ev, "unavailable"))) {
+    outage o = {dt__jstr(v, "instanceType") ? dt__strdup(dt__jstr(v, "instanceType")) : NULL,
+                dt__jstr(v, "zone") ? dt__strdup(dt__jstr(v, "zone")) : NULL,
+                dt__jstr(v, "capacityType") ? dt__strdup(dt__jstr(v, "capacityType")) : NULL, r->now,
+                r->now + dur_ms(jget(v, "for"), r->in->duration_ms)};
+    if (dt__vec_push(&r->outages, o)) violate(r, "out of memory");
+  }
+  if ((v = jget(ev, "interrupt"))) {
+    const char *claim = dt__jstr(v, "nodeClaim"), *type = dt__jstr(v, "instanceType"),
+               *ct = dt__jstr(v, "capacityType");
+    const cJSON *cnt = jget(v, "count");
+    int64_t want = cJSON_IsNumber(cnt) ? dt__to_i64(cnt->valuedouble) : 1;
+    for (size_t i = 0; i < r->claims.n && want > 0; i++) {
+      const sclaim *c = &r->claims.v[i];
+      if (!c->live || (claim && strcmp(dt__sym_str(&r->names, c->name), claim)) || (type && strcmp(c->type, type)) ||
+          (ct && strcmp(c->ct, ct)))
+        continue;
+      interrupt_claim(r, (uint32_t)i);
+      want--;
+    }
+  }
+  if ((v = jget(ev, "price"))) {
+    const char *type = dt__jstr(v, "instanceType"), *zone = dt__jstr(v, "zone"), *ct = dt__jstr(v, "capacityType");
+    const cJSON *pr = jget(v, "price");
+    int cti = ct ? dt__ct_parse(ct) : -1;
+    for (size_t i = 0; type && cJSON_IsNumber(pr) && i < r->cat->ntypes; i++) {
+      dt_ctype *t = &r->cat->types[i];
+      if (strcmp(t->name, type)) continue;
+      for (size_t k = 0; k < t->noff; k++)
+        if ((!zone || !strcmp(t->off[k].zone, zone)) && (cti < 0 || t->off[k].ct == cti))
+          t->off[k].price = pr->valuedouble;
+    }
+  }
+  if ((v = jget(ev, "failStartup"))) { /* the next launches' nodes never initialize */
+    const cJSON *cnt = jget(v, "count");
+    r->fail_startups += cJSON_IsNumber(cnt) ? dt__to_i64(cnt->valuedouble) : 1;
+  }
+  if ((v = jget(ev, "pods"))) { /* a burst of bare pods */
+    const char *ns = dt__jstr(v, "namespace") ? dt__jstr(v, "namespace") : "default";
+    const char *base = dt__jstr(v, "name") ? dt__jstr(v, "name") : "burst";
+    const cJSON *cnt = jget(v, "count");
+    int64_t n = cJSON_IsNumber(cnt) ? dt__to_i64(cnt->valuedouble) : 1, cpu = 0, mem = 0;
+    char tmp[64];
+    const char *q;
+    if ((q = dt__scalar(jget(v, "cpu"), tmp, sizeof tmp))) dt_quantity_parse(q, &cpu, NULL);
+    if ((q = dt__scalar(jget(v, "memory"), tmp, sizeof tmp))) dt_quantity_parse(q, &mem, NULL);
+    int64_t life = dur_ms(jget(v, "lifetime"), -1);
+    for (int64_t i = 0; i < n; i++) {
+      char name[400];
+      snprintf(name, sizeof name, "%s-%lld", base, (long long)i);
+      track(r, ns, name, cpu, mem, life, NULL);
+      cJSON *o = pod_object(ns, name, cpu, mem, NULL);
+      dt_error err = {0};
+      if (dt__ctl_apply(o, &err)) violate(r, "pod %s/%s: %s", ns, name, err.msg);
+      cJSON_Delete(o);
+    }
+  }
+}
+
+/* One CSV line of the trace: arrival_s,batch,cpu_millicores,memory_MiB,
+** duration_s,duration_hi_s,censored. A pod lives for the middle of its
+** duration bin; a censored one (still running when the trace ended) stays. */
+static int trace_line(inputs *in, const char *file, size_t lineno, char *line, dt_error *err) {
+  while (*line == ' ') line++;
+  if (!*line || *line == '#' || *line == '\n' || *line == '\r' || !strncmp(line, "arrival_s", 9)) return 0;
+  double f[7];
+  int n = sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6]);
+  if (n != 7)
+    return dt__err(err, DT_EINVAL,
+                   "%s:%zu: expected arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored", file,
+                   lineno);
+  for (int i = 0; i < 7; i++)
+    if (!(f[i] >= 0 && f[i] < 1e12))
+      return dt__err(err, DT_EINVAL, "%s:%zu: field %d: expected a number >= 0, got %g", file, lineno, i + 1, f[i]);
+  if (f[2] <= 0 || f[3] <= 0) return dt__err(err, DT_EINVAL, "%s:%zu: cpu and memory must be > 0", file, lineno);
+  if (in->t_arrive.n && (int64_t)(f[0] * 1000) < in->t_arrive.v[in->t_arrive.n - 1])
+    return dt__err(err, DT_EINVAL, "%s:%zu: arrivals must be in time order", file, lineno);
+  int64_t life = f[6] != 0 ? -1 : (int64_t)((f[4] + (f[5] > f[4] ? f[5] : f[4])) / 2 * 1000);
+  if (dt__vec_push(&in->t_arrive, (int64_t)(f[0] * 1000)) || dt__vec_push(&in->t_life, life) ||
+      dt__vec_push(&in->t_cpu, (int64_t)f[2]) || dt__vec_push(&in->t_mem, (int64_t)f[3] * 1048576 * 1000))
+    return dt__err(err, DT_ENOMEM, "out of memory reading %s", file);
+  return 0;
+}
+int read_trace(inputs *in, const char *path, size_t limit, dt_error *err) {
+  gzFile g = gzopen(path, "rb"); /* plain text or gzip */
+  if (!g) return dt__err(err, DT_EIO, "--trace %s: cannot open", path);
+  char line[512];
+  size_t lineno = 0;
+  int rc = 0;
+  while (!rc && gzgets(g, line, sizeof line) && (!limit || in->t_arrive.n < limit))
+    rc = trace_line(in, path, ++lineno, line, err);
+  gzclose(g);
+  return rc;
+}
+int read_scenario(inputs *in, const char *path, dt_error *err) {
+  char *buf;
+  size_t len;
+  cJSON *docs = NULL;
+  int rc = dt__read_file(path, &buf, &len, err);
+  if (rc) return rc;
+  rc = dt__doc_parse(path, buf, len, &docs, err);
+  dt__free(buf);
+  if (rc) return rc;
+  const cJSON *d = cJSON_GetArrayItem(docs, 0);
+  cJSON *events = cJSON_DetachItemFromObjectCaseSensitive((cJSON *)d, "events");
+  cJSON_Delete(docs);
+  if (!cJSON_IsArray(events)) {
+    cJSON_Delete(events);
+    return dt__err(err, DT_EINVAL, "%s: expected a map with events: [...]", path);
+  }
+  static const char *const known[] = {"at",        "apply", "delete", "scale",      "unavailable",
+                                      "interrupt", "price", "pods",   "failStartup"};
+  int i = 0;
+  const cJSON *e;
+  int64_t prev = 0;
+  cJSON_ArrayForEach(e, events) {
+    if (!cJSON_IsObject(e)) {
+      cJSON_Delete(events);
+      return dt__err(err, DT_EINVAL, "%s: events[%d]: expected a map", path, i);
+    }
+    const cJSON *f;
+    cJSON_ArrayForEach(f, e) {
+      bool ok = false;
+      for (size_t k = 0; k < sizeof known / sizeof *known; k++) ok |= !strcmp(f->string, known[k]);
+      if (!ok) {
+        rc = dt__err(err, DT_EINVAL,
+                     "%s: events[%d].%s: unknown field (at, apply, delete, scale, unavailable, interrupt, "
+                     "price, pods, failStartup)",
+                     path, i, f->string);
+        cJSON_Delete(events);
+        return rc;
+      }
+    }
+    int64_t at = dur_ms(jget(e, "at"), -1);
+    if (at < 0) {
+      cJSON_Delete(events);
+      return dt__err(err, DT_EINVAL, "%s: events[%d].at: expected a duration from the start (30s, 10m, 2h)", path, i);
+    }
+    if (at < prev) {
+      cJSON_Delete(events);
+      return dt__err(err, DT_EINVAL, "%s: events[%d].at: events must be in time order", path, i);
+    }
+    prev = at;
+    if (dt__vec_push(&in->scen_at, at)) {
+      cJSON_Delete(events);
+      return dt__err(err, DT_ENOMEM, "out of memory");
+    }
+    i++;
+  }
+  in->scenario = events;
+  return 0;
+}

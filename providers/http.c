@@ -1,0 +1,170 @@
+/*
+** http.c: the `http` provider, the REST contract over libcurl on the loop:
+** POST /instances launches (201 with an id; 409 insufficient capacity),
+** DELETE /instances/ID deletes, GET /instances?cluster= and GET /catalog
+** (with its ETag) are polled. Failed launches are retried with jittered
+** exponential backoff (--retries); after five failures in a row the
+** circuit opens for 30 s and launches fail at once.
+*/
+#define _GNU_SOURCE
+#include "../engine/controller.h"
+#include "../engine/httpc.h"
+#include "../engine/store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void http_launch(launch_ctx *lc);
+
+static void on_retry(uv_timer_t *t) { http_launch(t->data); }
+
+static void on_circuit_close(uv_timer_t *t) {
+  (void)t;
+  logf_("info", "circuit", "closed: launches resume");
+  arm_batch();
+}
+
+static void on_launch_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)etag;
+  launch_ctx *lc = ud;
+  if (status == 201) {
+    cJSON *o = cJSON_ParseWithLength(body, len);
+    const char *id = dt__jstr(o, "id");
+    char idb[200];
+    snprintf(idb, sizeof idb, "%s", id ? id : "");
+    cJSON_Delete(o);
+    if (idb[0]) {
+      dt__ctl_launched(lc, DT_LAUNCH_OK, idb, NULL);
+      return;
+    }
+    err = "201 without an instance id";
+  } else if (status == 409) {
+    dt__ctl_launched(lc, DT_LAUNCH_NO_CAPACITY, NULL, NULL);
+    return;
+  }
+  char msg[300];
+  snprintf(msg, sizeof msg, "%s", err ? err : "");
+  if (!err) snprintf(msg, sizeof msg, "HTTP %ld", status);
+  /* 4xx other than 409 will not get better by retrying */
+  bool retry = status == 0 || status >= 500 || status == 429;
+  if (++D.consecutive_failures >= 5 && D.circuit_until <= wall()) {
+    D.circuit_until = wall() + 30;
+    tm_start(&D.circuit_timer, on_circuit_close, 30000, 0);
+    logf_("error", "circuit", "open for 30s after %u consecutive provider failures (last: %s)", D.consecutive_failures,
+          msg);
+  }
+  if (retry && lc->attempt < D.retries && D.circuit_until <= wall()) {
+    /* jittered exponential backoff: 500 ms x 2^attempt x [0.5, 1.5) */
+    D.jitter = D.jitter * 6364136223846793005ull + 1442695040888963407ull;
+    double j = 0.5 + (double)(D.jitter >> 11) / 9007199254740992.0;
+    uint64_t delay = (uint64_t)(500.0 * (double)(1u << lc->attempt) * j);
+    logf_("warn", "retry", "NodeClaim %s: %s; retry %d in %llu ms", lc->claim, msg, lc->attempt + 1,
+          (unsigned long long)delay);
+    tm_start(&lc->retry, on_retry, delay, 0);
+    return;
+  }
+  dt__ctl_launched(lc, DT_LAUNCH_FAILED, NULL, msg);
+}
+
+/* The most a spot launch may cost: the NodePool's dovetail.dev/spot-max-price,
+** else the type's on-demand price (Cluster API's default); < 0 unknown. */
+static double spot_max_price(const char *pool, const char *type) {
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodePool//%s", pool);
+  int at = obj_find(key);
+  cJSON *np = at >= 0 ? cJSON_Parse(D.objs.v[at].json) : NULL;
+  const char *v = dt__jstr(jget(jget(np, "metadata"), "annotations"), "dovetail.dev/spot-max-price");
+  double max = v ? strtod(v, NULL) : -1;
+  cJSON_Delete(np);
+  for (size_t i = 0; max < 0 && i < dt_catalog_size(D.cat); i++) {
+    dt_type_info t;
+    if (!dt_catalog_type(D.cat, i, &t) && !strcmp(t.name, type)) max = t.on_demand_price;
+  }
+  return max;
+}
+
+static void http_launch(launch_ctx *lc) {
+  if (D.circuit_until > wall()) {
+    dt__ctl_launched(lc, DT_LAUNCH_FAILED, NULL, "the provider circuit is open");
+    return;
+  }
+  lc->attempt++;
+  cJSON *b = cJSON_CreateObject();
+  cJSON_AddStringToObject(b, "cluster", D.cluster);
+  cJSON_AddStringToObject(b, "claim", lc->claim);
+  cJSON_AddStringToObject(b, "instanceType", lc->type);
+  cJSON_AddStringToObject(b, "zone", lc->zone);
+  cJSON_AddStringToObject(b, "capacityType", lc->ct);
+  cJSON_AddStringToObject(b, "nodePool", lc->pool);
+  if (!strcmp(lc->ct, "spot")) {
+    /* the cloud-neutral parts of a spot request, for a provider to map
+    ** (AWS: MaxPrice, InstanceInterruptionBehavior; IBM: availability
+    ** class spot, preemption action) */
+    double max = spot_max_price(lc->pool, lc->type);
+    if (max >= 0) cJSON_AddNumberToObject(b, "maxPrice", max);
+    cJSON_AddStringToObject(b, "interruptionBehavior", "terminate");
+  }
+  char *body = cJSON_PrintUnformatted(b);
+  cJSON_Delete(b);
+  char url[1200];
+  snprintf(url, sizeof url, "%s/instances", D.cloud_url);
+  if (!body || dt__httpc_request("POST", url, body, NULL, (long)D.timeout_ms, on_launch_reply, lc))
+    dt__ctl_launched(lc, DT_LAUNCH_FAILED, NULL, "cannot start the request");
+  free(body);
+}
+
+static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)body, (void)len, (void)etag;
+  char *id = ud;
+  if (status != 200 && status != 404) logf_("warn", "delete", "instance %s: %s", id, err ? err : "unexpected status");
+  dt__free(id);
+}
+
+/* Ask the http provider to delete instance id; the answer is only logged. */
+static void http_delete(const char *id) {
+  char url[1200];
+  snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
+  char *idc = dt__strdup(id);
+  if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+}
+
+static void on_instances(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)ud, (void)etag;
+  if (status != 200) {
+    logf_("warn", "poll", "GET /instances: %s", err ? err : "unexpected status");
+    return;
+  }
+  cJSON *o = cJSON_ParseWithLength(body, len);
+  dt__ctl_instances(jget(o, "instances"));
+  cJSON_Delete(o);
+}
+
+static void on_catalog(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+  (void)ud;
+  if (status == 304) return;
+  if (status != 200) {
+    logf_("warn", "catalog", "GET /catalog: %s", err ? err : "unexpected status");
+    return;
+  }
+  dt_catalog *c = NULL;
+  dt_error e = {0};
+  if (dt_catalog_load_buffer("cloud:/catalog", body, len, &c, &e)) {
+    logf_("error", "catalog", "the cloud's catalog is invalid, keeping the current one: %s", e.msg);
+    return;
+  }
+  dt__ctl_catalog(c, etag, len);
+}
+
+static void http_poll(void) {
+  char url[1200];
+  snprintf(url, sizeof url, "%s/instances?cluster=%s", D.cloud_url, D.cluster);
+  if (dt__httpc_request("GET", url, NULL, NULL, (long)D.timeout_ms, on_instances, NULL))
+    logf_("error", "poll", "cannot start GET /instances");
+  snprintf(url, sizeof url, "%s/catalog", D.cloud_url);
+  if (dt__httpc_request("GET", url, NULL, D.catalog_etag[0] ? D.catalog_etag : NULL, (long)D.timeout_ms, on_catalog,
+                        NULL))
+    logf_("error", "catalog", "cannot start GET /catalog");
+}
+
+const dt_provider dt__provider_http = {"http", http_launch, http_delete, http_poll};
