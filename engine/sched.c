@@ -2994,6 +2994,10 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
   double t0 = dt__now_ms();
   int rc;
   if (cl) {
+    /* one chunk for what an overlay allocates most: its nodes, a name index, the types */
+    dt__arena_reserve(&p->arena, manifests->nodes.n * (sizeof(rt_node) + 4 * sizeof(int32_t)) +
+                                     cl->base->ntypes * (sizeof(rt_type) + 8 * sizeof(rt_off)) +
+                                     cl->base->syms.n * sizeof(int32_t) + (1u << 20));
     p->cl = cl;
     p->ov = ov;
     p->opts.explain = NULL; /* explain.c reads the manifests' own pods */
