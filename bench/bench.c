@@ -47,6 +47,14 @@ static uint64_t next(void) {
   return z ^ (z >> 31);
 }
 
+/* CPU time of this process, ms: on a shared machine the wall time of a
+** single-threaded run grows with the load, this does not. */
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
 static double peak_rss_mib(void) {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);
@@ -675,18 +683,20 @@ static int disrupt_bench(dt_catalog *aws, size_t n) {
   dt_disruption *d;
   dt_disrupt_opts o = {0};
   dt_time_parse("2026-11-23T12:00:00Z", &o.now, NULL);
+  double c0 = cpu_ms();
   if (dt_disrupt_run(aws, m, &o, &d, &err)) {
     fprintf(stderr, "bench: %s\n", err.msg);
     return 1;
   }
+  double cpu = cpu_ms() - c0;
   dt_disrupt_stats st;
   dt_disrupt_stats_get(d, &st);
   char name[64];
   snprintf(name, sizeof name, "disrupt-%zuk-nodes", n / 1000);
   printf("%-24s %7zu nodes, %zu pods: %zu commands, %zu nodes disrupted, saves $%.2f/h, %zu simulations, pass %.0f ms "
-         "(target < %s), parse %.0f ms, rss %.0f MiB\n",
-         name, n, n * 10, st.commands, st.disrupted, st.savings, st.simulations, st.run_ms,
-         n <= 1000 ? "1 s" : "15 s", parse, peak_rss_mib());
+         "(%.0f ms of CPU; target < %s), parse %.0f ms, rss %.0f MiB\n",
+         name, n, n * 10, st.commands, st.disrupted, st.savings, st.simulations, st.run_ms, cpu,
+         n <= 1000 ? "1 s" : "1.5 s", parse, peak_rss_mib());
   dt_disrupt_free(d);
   dt_manifests_free(m);
   free(b);

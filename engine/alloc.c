@@ -164,6 +164,12 @@ void *dt__arena_alloc(dt_arena *a, size_t n) {
   return p;
 }
 
+void dt__arena_reserve(dt_arena *a, size_t n) {
+  if (a->head) return;
+  void *p = dt__arena_alloc(a, n);
+  if (p) a->used = 0; /* the first chunk, empty again */
+}
+
 char *dt__arena_strdup(dt_arena *a, const char *s) {
   size_t n = strlen(s);
   char *p = dt__arena_alloc(a, n + 1);

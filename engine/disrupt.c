@@ -11,8 +11,18 @@
 ** so one pass prints what a run of Karpenter's loops would issue.
 **
 ** Every consolidation decision is a real scheduling simulation: the
-** candidates' pods become pending and dt_plan_run places them on the other
+** candidates' pods become pending and the scheduler places them on the other
 ** nodes and at most one new claim, with every scheduling constraint.
+**
+** A pass runs a hundred simulations or more on clusters of thousands of
+** nodes, each of which differs from the last by a few nodes. So the cluster
+** is compiled once per pass (dt__cluster_new: names interned, nodes and pod
+** specs compiled, what the pods bound to each node use summed) and each
+** simulation plans an overlay of it: which nodes its view holds, which pods
+** are pending or left out. A command's moves and replacements are told to
+** the cluster (dt__cluster_bind, dt__cluster_add_node). The overlay decides
+** as compiling the view from scratch would, byte for byte; spec/unit.c
+** compares the two (dt__disrupt_run_rebuild) on generated clusters.
 **
 ** Static NodePools (spec.replicas) follow Karpenter's static capacity: never
 ** consolidated (emptiness or underutilization), drift replaced one for one

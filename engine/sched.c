@@ -18,12 +18,20 @@
 **     the types a pod skipped over before the first that fits cannot fit
 **     once the pod is added;
 **   - a claim that cannot fit even the smallest pod still queued is closed
-**     and leaves the search.
+**     and leaves the search;
+**   - a disruption pass's simulations plan overlays of one compiled cluster
+**     (dt__plan_run_overlay, at the end of this file): nodes, pod specs and
+**     names are compiled once, and a bound pod's use reaches its node
+**     through a per-name sum, so a simulation does integer work per node,
+**     not string work per pod;
+**   - a policy's score hook is called once per offering and plan, and each
+**     claim's best offering by score is found natively (score_pick).
 */
 #include "schedule.h"
 
 #include "hooks.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2522,12 +2530,60 @@ static int launch_fixed(dt_plan *p, rt_claim *k) {
   return launch_claim(p, k, &k->opt[0], 1, bo >= 0 ? (int32_t)ti : -1, bo);
 }
 
+/*
+** The types of a pool ordered by their cheapest launchable offering under
+** one claim's masks (then by name), for the claims that hold no
+** reservation: those share type_best's prices, so a claim's launchable
+** types in price order are this order filtered, not a sort of their own.
+** Kept for a few mask sets at a time, until an availability count changes.
+*/
+typedef struct type_order {
+  uint32_t pool;
+  uint64_t zmask, gen;
+  uint8_t ctmask;
+  uint32_t n;
+  uint32_t *types; /* arena */
+} type_order;
+
+#define TYPE_ORDERS 8
+
+static const type_order *type_order_for(dt_plan *p, const rt_claim *k, type_order *cache, uint32_t *ncache,
+                                        uint32_t *next, double *price) {
+  for (uint32_t i = 0; i < *ncache; i++) {
+    const type_order *o = &cache[i];
+    if (o->pool == k->pool && o->zmask == k->zmask && o->ctmask == k->ctmask && o->gen == p->avail_gen) return o;
+  }
+  const rt_pool *pl = &p->pools[k->pool];
+  type_order *o = &cache[*ncache < TYPE_ORDERS ? (*ncache)++ : (*next)++ % TYPE_ORDERS];
+  *o = (type_order){k->pool, k->zmask, p->avail_gen, k->ctmask, 0, A(p, (pl->ntypes ? pl->ntypes : 1) * sizeof(uint32_t))};
+  if (!o->types) return NULL;
+  for (uint32_t i = 0; i < pl->ntypes; i++) {
+    double ch;
+    if (type_best(p, k, pl->types[i], &ch) < 0) continue;
+    price[o->n] = ch;
+    o->types[o->n++] = pl->types[i];
+  }
+  if (sort_by_price(p, o->types, price, o->n)) return NULL;
+  return o;
+}
+
 static int launch(dt_plan *p) {
   uint32_t most = 1;
   for (size_t ci = 0; ci < p->claims.n; ci++)
     if (p->claims.v[ci]->nopt > most) most = p->claims.v[ci]->nopt;
+  for (uint32_t pi = 0; pi < p->npools; pi++)
+    if (p->pools[pi].ntypes > most) most = p->pools[pi].ntypes;
   double *price = dt__malloc(most * sizeof *price);
-  if (!price) return DT_ENOMEM;
+  uint8_t *member = dt__calloc(p->ntypes ? p->ntypes : 1, 1);
+  uint32_t *sorted = dt__malloc(most * sizeof *sorted);
+  if (!price || !member || !sorted) {
+    dt__free(price);
+    dt__free(member);
+    dt__free(sorted);
+    return DT_ENOMEM;
+  }
+  type_order orders[TYPE_ORDERS];
+  uint32_t norders = 0, next_order = 0;
   for (uint32_t t = 0; t < p->ntypes; t++) p->types[t].memo_ok = p->types[t].smemo_ok = false;
   /* A claim like the one before it (same options, masks and contents, no
   ** reservation, no availability count changed since) has the same
@@ -2581,7 +2637,24 @@ static int launch(dt_plan *p) {
       price[n] = cheapest;
       fin[n++] = k->opt[i];
     }
-    if ((rc = sort_by_price(p, fin, price, n))) break;
+    const type_order *ord = NULL;
+    if (n > 1 && !k->held.n && !(ord = type_order_for(p, k, orders, &norders, &next_order, price))) {
+      rc = DT_ENOMEM;
+      break;
+    }
+    uint32_t j = 0;
+    if (ord) { /* the shared order, filtered to this claim's types (every one is in it) */
+      for (uint32_t i = 0; i < n; i++) member[fin[i]] = 1;
+      for (uint32_t i = 0; i < ord->n && j < n; i++)
+        if (member[ord->types[i]]) sorted[j++] = ord->types[i];
+      for (uint32_t i = 0; i < n; i++) member[fin[i]] = 0;
+      assert(j == n);
+      if (j == n) memcpy(fin, sorted, n * sizeof *fin);
+    }
+    if (j != n && n > 1) { /* its own prices, sorted (the shared order's build reused the array) */
+      for (uint32_t i = 0; ord && i < n; i++) type_best(p, k, fin[i], &price[i]);
+      if ((rc = sort_by_price(p, fin, price, n))) break;
+    }
     k->final = fin;
     k->nfinal = n < 600 ? n : 600;
     if (!k->held.n) {
@@ -2597,6 +2670,8 @@ static int launch(dt_plan *p) {
     rc = launch_claim(p, k, fin, n, bt, bo);
   }
   dt__free(price);
+  dt__free(member);
+  dt__free(sorted);
   return rc;
 }
 
@@ -2919,6 +2994,10 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
   double t0 = dt__now_ms();
   int rc;
   if (cl) {
+    /* one chunk for what an overlay allocates most: its nodes, a name index, the types */
+    dt__arena_reserve(&p->arena, manifests->nodes.n * (sizeof(rt_node) + 4 * sizeof(int32_t)) +
+                                     cl->base->ntypes * (sizeof(rt_type) + 8 * sizeof(rt_off)) +
+                                     cl->base->syms.n * sizeof(int32_t) + (1u << 20));
     p->cl = cl;
     p->ov = ov;
     p->opts.explain = NULL; /* explain.c reads the manifests' own pods */

@@ -74,6 +74,13 @@ struct dt_policy {
   size_t noffers;
   int rank_claim, rank_list; /* rank's argument tables, refilled for every call of a round */
   size_t rank_n;             /* entries rank_list holds */
+  /* what the offers table was built from: a round with the same offerings
+  ** reuses it (building thousands of tables is most of a round's cost) */
+  dt_hook_offer *snap;
+  char *snap_str;
+  size_t nsnap;
+  bool snap_valid;
+  size_t gc_floor; /* bytes in use after the last full collection */
   /* the current call's budget */
   uint64_t instr;
   double t0;
@@ -675,11 +682,80 @@ static int build_offers(lua_State *L) {
   return 1;
 }
 
+static bool str_same(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+/* Whether offers[0..n) are the offerings the offers table was built from. */
+static bool snapshot_same(const dt_policy *p, const dt_hook_offer *o, size_t n) {
+  if (!p->snap_valid || p->offers == LUA_NOREF || n != p->nsnap) return false;
+  for (size_t i = 0; i < n; i++) {
+    const dt_hook_offer *a = &o[i], *b = &p->snap[i];
+    if (memcmp(&a->price, &b->price, sizeof a->price) || memcmp(&a->on_demand_price, &b->on_demand_price, sizeof a->price) ||
+        a->available != b->available || a->cpu_milli != b->cpu_milli || a->memory_bytes != b->memory_bytes ||
+        a->gpus != b->gpus || !str_same(a->instance_type, b->instance_type) || !str_same(a->zone, b->zone) ||
+        !str_same(a->capacity_type, b->capacity_type) || !str_same(a->reservation, b->reservation) ||
+        !str_same(a->family, b->family) || !str_same(a->arch, b->arch))
+      return false;
+  }
+  return true;
+}
+
+/* Keep a copy of offers[0..n), strings included; false when out of memory. */
+static bool snapshot_keep(dt_policy *p, const dt_hook_offer *o, size_t n) {
+  size_t bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    const char *s[6] = {o[i].instance_type, o[i].zone, o[i].capacity_type, o[i].reservation, o[i].family, o[i].arch};
+    for (int k = 0; k < 6; k++) bytes += s[k] ? strlen(s[k]) + 1 : 0;
+  }
+  dt_hook_offer *snap = dt__malloc((n ? n : 1) * sizeof *snap);
+  char *str = dt__malloc(bytes ? bytes : 1), *at = str;
+  if (!snap || !str) {
+    dt__free(snap);
+    dt__free(str);
+    return false;
+  }
+  for (size_t i = 0; i < n; i++) {
+    snap[i] = o[i];
+    const char **s[6] = {&snap[i].instance_type, &snap[i].zone, &snap[i].capacity_type, &snap[i].reservation,
+                         &snap[i].family, &snap[i].arch};
+    for (int k = 0; k < 6; k++) {
+      if (!*s[k]) continue;
+      size_t len = strlen(*s[k]) + 1;
+      memcpy(at, *s[k], len);
+      *s[k] = at;
+      at += len;
+    }
+  }
+  dt__free(p->snap);
+  dt__free(p->snap_str);
+  p->snap = snap;
+  p->snap_str = str;
+  p->nsnap = n;
+  p->snap_valid = true;
+  return true;
+}
+
+/* Let go of the round's tables (the offerings and rank's arguments). */
+static void snapshot_release(dt_policy *p) {
+  if (p->s.L && p->offers != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->offers);
+  if (p->s.L && p->rank_claim != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->rank_claim);
+  if (p->s.L && p->rank_list != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->rank_list);
+  p->offers = p->rank_claim = p->rank_list = LUA_NOREF;
+  p->rank_n = 0;
+  p->snap_valid = false;
+}
+
+/*
+** A round's offerings are the same tables as the last round's while the
+** offerings are the same (a disruption pass's simulations, a daemon's rounds
+** between catalog refreshes): hooks treat them as read-only, and a policy
+** that writes into them sees its writes again.
+*/
 int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_offer *offers, size_t n) {
   p->now = now;
   p->seed = seed;
   p->decision = 0;
-  dt__policy_round_end(p);
+  if (snapshot_same(p, offers, n)) return 0;
+  snapshot_release(p);
   lua_State *L = p->s.L;
   /* built in protected mode: the sandbox's memory cap may refuse it */
   lua_pushcfunction(L, build_offers);
@@ -693,16 +769,19 @@ int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_off
   p->offers = (int)lua_tointeger(L, -1);
   lua_pop(L, 1);
   p->noffers = n;
+  snapshot_keep(p, offers, n); /* without a copy the next round builds again */
   return 0;
 }
 
+/* The end of a plan's round: garbage is collected once it has grown past
+** what was live after the last collection (at least 4 MiB more), not after
+** every round: a full collection walks the kept offerings each time. */
 void dt__policy_round_end(dt_policy *p) {
-  if (p->s.L && p->offers != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->offers);
-  if (p->s.L && p->rank_claim != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->rank_claim);
-  if (p->s.L && p->rank_list != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->rank_list);
-  p->offers = p->rank_claim = p->rank_list = LUA_NOREF;
-  p->rank_n = 0;
-  if (p->s.L) lua_gc(p->s.L, LUA_GCCOLLECT);
+  if (!p->s.L) return;
+  size_t slack = p->gc_floor > (4u << 20) ? p->gc_floor : (4u << 20);
+  if (p->s.m->used <= p->gc_floor + slack) return;
+  lua_gc(p->s.L, LUA_GCCOLLECT);
+  p->gc_floor = p->s.m->used;
 }
 
 int dt__policy_price(dt_policy *p, double *out) {
@@ -1234,7 +1313,9 @@ static int validate(dt_policy *p, dt_error *err) {
       rc = dt__err(err, DT_EINVAL, "%s: on_interruption hook failed on the golden input: %s", who,
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
-  dt__policy_round_end(p);
+  snapshot_release(p); /* the golden offerings are no plan's */
+  lua_gc(L, LUA_GCCOLLECT);
+  p->gc_floor = p->s.m->used;
   /* validation failures are load errors, not plan errors */
   while (p->errs.n > before) dt__free((void *)p->errs.v[--p->errs.n].message);
   memset(p->fails, 0, sizeof p->fails);
@@ -1297,9 +1378,10 @@ static int load_text(dt_policy *p, const char *text, size_t len, dt_error *err) 
   memset(p->fails, 0, sizeof p->fails);
   memset(p->disabled, 0, sizeof p->disabled);
   int offers = p->offers, rank_claim = p->rank_claim, rank_list = p->rank_list; /* the old state's round */
-  size_t rank_n = p->rank_n;
+  size_t rank_n = p->rank_n, gc_floor = p->gc_floor;
   p->offers = p->rank_claim = p->rank_list = LUA_NOREF;
   p->rank_n = 0;
+  p->snap_valid = false; /* the kept copy describes the old state's table; validation replaces it */
   rc = validate(p, err);
   bool oom = dt__alloc_failed(0);
   if (rc) {
@@ -1309,6 +1391,7 @@ static int load_text(dt_policy *p, const char *text, size_t len, dt_error *err) 
     memcpy(p->fails, fails, sizeof fails);
     memcpy(p->disabled, disabled, sizeof disabled);
     p->offers = offers, p->rank_claim = rank_claim, p->rank_list = rank_list, p->rank_n = rank_n;
+    p->gc_floor = gc_floor; /* the old tables are released when the next round builds its own */
     return load_failed(p, rc, oom, err);
   }
   char *copy = dt__strndup(text, len);
@@ -1316,6 +1399,7 @@ static int load_text(dt_policy *p, const char *text, size_t len, dt_error *err) 
     state_close(&p->s);
     p->s = old;
     p->offers = offers, p->rank_claim = rank_claim, p->rank_list = rank_list, p->rank_n = rank_n;
+    p->gc_floor = gc_floor;
     return dt__err(err, DT_ENOMEM, "out of memory");
   }
   if (old.L) {
@@ -1404,7 +1488,9 @@ const char *dt_policy_hooks(const dt_policy *p) { return p->hooks; }
 
 void dt_policy_free(dt_policy *p) {
   if (!p) return;
-  dt__policy_round_end(p);
+  snapshot_release(p);
+  dt__free(p->snap);
+  dt__free(p->snap_str);
   state_close(&p->s);
   dt__policy_clear_errors(p);
   dt__free(p->errs.v);

@@ -199,6 +199,18 @@ describe("the score hook", function()
     assert.matches(":1: boom", p.policyErrors[1].error, 1, true)
   end)
 
+  it("sees each plan's offerings when one policy serves many plans (the tables are kept while they are the same)", function()
+    local path = policy_file("return { score = function(o) return -o.price end }") -- the dearest wins
+    local pol = assert(dt.policy(path))
+    local m = h.docs(h.nodepool("default"), h.pod("a", { cpu = "1" }))
+    local cheap_large = h.small_catalog:gsub('"onDemandPrice": 0.40, "spotPrice": 0.15', '"onDemandPrice": 0.01, "spotPrice": 0.01')
+    for _ = 1, 2 do
+      assert.are.equal("large", assert(dt.plan { manifests = m, catalog_text = h.small_catalog, policy = pol }).nodeClaims[1].instanceType)
+      assert.are_not.equal("large", assert(dt.plan { manifests = m, catalog_text = cheap_large, policy = pol }).nodeClaims[1].instanceType)
+    end
+    os.remove(path)
+  end)
+
   it("gives way to rank when a policy defines both", function()
     local p = plan_with([[return {
   score = function(o) return o.instanceType == "large" and 0 or 1 end,

@@ -467,6 +467,10 @@ static char *ov_cluster(unsigned seed, size_t *len) {
              pods, app, meta, i, spec, kind == 7 ? "\"ports\":[{\"containerPort\":80,\"hostPort\":8080}]," : "",
              50 + ov_next(900), 64 + ov_next(2000));
     }
+    if (i > 0 && ov_next(10) == 0) /* a NodeClaim that the Node before it stands for (one machine) */
+      ov_put(&b, len, &cap, ",{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\",\"metadata\":{\"name\":\"c-%u\","
+             "\"labels\":{\"karpenter.sh/nodepool\":\"default\"}},\"status\":{\"nodeName\":\"n-%u\"}}",
+             i, i - 1);
     if (claim) /* pending pods nominated to the claim */
       ov_put(&b, len, &cap, ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"nom-%u\",\"namespace\":\"default\"},"
              "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"300m\"}}}]}}", i);
@@ -480,9 +484,11 @@ static char *ov_cluster(unsigned seed, size_t *len) {
 }
 
 /* One pass both ways on manifests m; 1 when the outputs are equal. */
-static int ov_same(const dt_catalog *c, const dt_manifests *m, const char *what, unsigned seed, int spot_to_spot) {
+static int ov_same(const dt_catalog *c, const dt_manifests *m, const char *what, unsigned seed, int spot_to_spot,
+                   dt_policy *pol) {
   dt_error err = {0};
   dt_disrupt_opts o = {0};
+  o.policy = pol;
   dt_time_parse("2026-11-23T12:00:00Z", &o.now, NULL);
   o.seed = seed;
   o.spot_to_spot = spot_to_spot;
@@ -513,6 +519,15 @@ static void test_overlay(void) {
     CHECK(0, "the bundled catalog loads: %s", err.msg);
     return;
   }
+  /* a policy whose score and consolidation order change what the simulations launch and try */
+  static const char *k_ov_policy =
+      "return {\n"
+      "  score = function(o) return (o.capacityType == 'spot' and 2 or 1) * o.price * (o.family == 'c5' and 0.8 or 1) end,\n"
+      "  consolidation_order = function(c) local o = {} for i = #c, 1, -1 do o[#o + 1] = c[i] end return o end,\n"
+      "}\n";
+  dt_policy *pol = NULL;
+  CHECK(dt_policy_load_buffer("overlay.lua", k_ov_policy, strlen(k_ov_policy), NULL, &pol, &err) == 0,
+        "the overlay spec's policy loads: %s", err.msg);
   unsigned bad = 0, runs = 0, commands = 0;
   for (unsigned seed = 1; seed <= 60; seed++) {
     size_t len;
@@ -521,7 +536,8 @@ static void test_overlay(void) {
     if (dt_manifests_add_buffer(m, "cluster.json", text, len, &err)) {
       CHECK(0, "generated cluster %u parses: %s", seed, err.msg);
     } else {
-      for (int s2s = 0; s2s < 2; s2s++, runs++) bad += !ov_same(c, m, "a generated cluster", seed, s2s);
+      for (int s2s = 0; s2s < 2; s2s++, runs++) bad += !ov_same(c, m, "a generated cluster", seed, s2s, NULL);
+      if (seed % 3 == 0 && pol) bad += !ov_same(c, m, "a generated cluster with a policy", seed, 0, pol), runs++;
       dt_disruption *d = NULL;
       dt_disrupt_opts o = {0};
       dt_time_parse("2026-11-23T12:00:00Z", &o.now, NULL);
@@ -541,7 +557,7 @@ static void test_overlay(void) {
     if (dt_manifests_add_file(m, files[i], &err)) {
       CHECK(0, "%s loads: %s", files[i], err.msg);
     } else {
-      for (int s2s = 0; s2s < 2; s2s++, runs++) bad += !ov_same(c, m, files[i], 0, s2s);
+      for (int s2s = 0; s2s < 2; s2s++, runs++) bad += !ov_same(c, m, files[i], 0, s2s, NULL);
     }
     dt_manifests_free(m);
   }
@@ -549,6 +565,7 @@ static void test_overlay(void) {
         bad, runs);
   CHECK(commands > 60, "the generated clusters make commands that move pods between simulations (%u)", commands);
   printf("overlay: %u passes compared, %u commands\n", runs, commands);
+  dt_policy_free(pol);
   dt_catalog_free(c);
 }
 
