@@ -88,7 +88,7 @@ $(LIBSO): $(ENGINE_OBJ)
 	$(CC) -shared $(SANFLAGS) $(LDFLAGS) -Wl,-soname,libdovetail.so.0 -o $@ $^ $(LDLIBS)
 
 # The daemon (serve.c) links h2o and libuv; the library does not need them.
-CMD_OBJ := $(BUILD)/engine/main.o $(BUILD)/engine/catalogcmd.o $(BUILD)/engine/serve.o $(BUILD)/engine/controller.o \
+CMD_OBJ := $(BUILD)/engine/main.o $(BUILD)/engine/catalogcmd.o $(BUILD)/engine/serve.o $(BUILD)/engine/api.o $(BUILD)/engine/controller.o \
 	 $(BUILD)/engine/ctl_store.o $(BUILD)/engine/ctl_launch.o $(BUILD)/engine/ctl_claims.o $(BUILD)/engine/ctl_disrupt.o \
 	 $(BUILD)/engine/ctl_vmpools.o $(BUILD)/engine/httpd.o $(BUILD)/engine/httpc.o \
 	 $(BUILD)/providers/sim.o $(BUILD)/providers/http.o $(BUILD)/providers/fakecloud.o $(BUILD)/providers/advisor.o

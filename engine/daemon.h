@@ -199,4 +199,7 @@ void reload(const char *why);     /* the policy file again; the old one stays on
 void ctl_free(void);              /* everything the controller holds */
 void launch_waiting(size_t most); /* up to most of the round's waiting launches (SIZE_MAX: all) */
 
+/* the HTTP API (api.c): every request of the daemon's listener */
+int dt__serve_on_req(h2o_handler_t *self, h2o_req_t *req);
+
 #endif

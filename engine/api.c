@@ -1,0 +1,420 @@
+/*
+** api.c: the daemon's HTTP API (h2o on libuv): objects in (PUT, DELETE,
+** watch-style events), the plan, the state, decisions, pools, metrics and
+** health out, with a bearer token when --token-file is given. Handlers run
+** on the loop and hand the controller its changes; large bodies are parsed
+** on the thread pool.
+*/
+#define _GNU_SOURCE
+#include "daemon.h"
+#include "httpd.h"
+#include "store.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define respond dt__httpd_respond
+#define respond_error dt__httpd_error
+#define path_is dt__httpd_path
+#define method_is dt__httpd_method
+
+static bool authorized(h2o_req_t *req) {
+  if (!D.token) return true;
+  ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_AUTHORIZATION, -1);
+  if (i < 0) return false;
+  const h2o_iovec_t *v = &req->headers.entries[i].value;
+  size_t tl = strlen(D.token);
+  return v->len == tl + 7 && !memcmp(v->base, "Bearer ", 7) && !memcmp(v->base + 7, D.token, tl);
+}
+
+static void store_one(const cJSON *o, void *ud) {
+  char key[KEY_MAX];
+  const char *why;
+  if (!obj_key(o, key, sizeof key, &why) && !obj_put(key, o)) (*(size_t *)ud)++;
+}
+
+/* Objects read and keyed: store them all (one batch), answer, start the window. */
+static int store_objects(h2o_req_t *req, cJSON *docs) {
+  size_t n = 0;
+  dt__each_object(docs, store_one, &n);
+  char msg[100];
+  snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", n);
+  logf_("debug", "apply", "%zu objects applied", n);
+  D.requeue_ms = REQUEUE_BASE_MS;
+  state_dirty();
+  arm_batch();
+  return respond(req, 200, "application/json", msg, strlen(msg));
+}
+
+/*
+** A large body (a whole cluster at once) is read on the thread pool, so the
+** loop keeps serving while 20,000 objects are parsed and checked; the
+** answer follows when they are stored. If the client goes away first, the
+** objects are still stored (they were valid) and nobody is answered.
+*/
+#define PUT_ASYNC_BYTES (256u << 10)
+
+typedef struct put_work put_work;
+typedef struct put_holder {
+  put_work *w; /* NULL once the work is done */
+} put_holder;
+
+struct put_work {
+  uv_work_t req;
+  h2o_req_t *hreq; /* NULL when the client went away */
+  put_holder *holder;
+  char *body;
+  size_t len;
+  cJSON *docs;
+  DT_VEC(char *) keys, texts; /* each object's key and compact JSON */
+  dt_error err;
+  int rc;
+};
+
+static void put_gone(void *p) {
+  put_holder *h = p;
+  if (h->w) h->w->hreq = NULL;
+}
+
+static void print_one(const cJSON *o, void *ud) {
+  put_work *w = ud;
+  char key[KEY_MAX];
+  const char *why;
+  if (w->rc || obj_key(o, key, sizeof key, &why)) return;
+  char *k = dt__strdup(key), *json = cJSON_PrintUnformatted(o);
+  if (!k || !json || dt__vec_push(&w->keys, k) || dt__vec_push(&w->texts, json)) {
+    dt__free(k);
+    free(json);
+    w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
+  }
+}
+
+/* On the thread pool: read, check, key and print every object. */
+static void put_run(uv_work_t *r) {
+  put_work *w = r->data;
+  w->rc = dt__request_objects(w->body, w->len, &w->docs, &w->err);
+  if (!w->rc) dt__each_object(w->docs, print_one, w);
+}
+
+static void put_done(uv_work_t *r, int status) {
+  put_work *w = r->data;
+  if (w->hreq) w->holder->w = NULL;
+  if (status) {
+    if (w->hreq) respond_error(w->hreq, 503, "the request was cancelled");
+  } else if (w->rc) {
+    if (w->hreq) respond_error(w->hreq, 400, w->err.msg);
+  } else {
+    for (size_t i = 0; i < w->keys.n; i++) {
+      obj_put_text(w->keys.v[i], w->texts.v[i]);
+      w->texts.v[i] = NULL;
+    }
+    D.requeue_ms = REQUEUE_BASE_MS;
+    state_dirty();
+    arm_batch();
+    char msg[100];
+    snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", w->keys.n);
+    if (w->hreq) respond(w->hreq, 200, "application/json", msg, strlen(msg));
+  }
+  for (size_t i = 0; i < w->keys.n; i++) {
+    dt__free(w->keys.v[i]);
+    free(w->texts.v[i]);
+  }
+  dt__free(w->keys.v);
+  dt__free(w->texts.v);
+  cJSON_Delete(w->docs);
+  dt__free(w->body);
+  dt__free(w);
+}
+
+static int put_objects(h2o_req_t *req) {
+  dt_error err = {0};
+  cJSON *docs = NULL;
+  if (req->entity.len >= PUT_ASYNC_BYTES) {
+    put_work *w = dt__calloc(1, sizeof *w);
+    put_holder *h = h2o_mem_alloc_shared(&req->pool, sizeof *h, put_gone);
+    if (!w || !(w->body = dt__malloc(req->entity.len))) {
+      dt__free(w);
+      return respond_error(req, 503, "out of memory");
+    }
+    memcpy(w->body, req->entity.base, req->entity.len);
+    w->len = req->entity.len;
+    w->hreq = req;
+    w->holder = h;
+    h->w = w;
+    w->req.data = w;
+    if (uv_queue_work(D.loop, &w->req, put_run, put_done) == 0) return 0;
+    h->w = NULL;
+    dt__free(w->body);
+    dt__free(w);
+    return respond_error(req, 503, "cannot queue the request");
+  }
+  if (dt__request_objects(req->entity.base, req->entity.len, &docs, &err)) return respond_error(req, 400, err.msg);
+  int rc = store_objects(req, docs);
+  cJSON_Delete(docs);
+  return rc;
+}
+
+/* Percent-decode one path segment into out; -1 when it is malformed or
+** decodes to a '/' (names never hold one: "%2F" is not a separator). */
+static int path_segment(const char *s, size_t n, char *out, size_t cap) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    int c = (unsigned char)s[i];
+    if (c == '%') {
+      if (i + 2 >= n) return -1;
+      char hex[3] = {s[i + 1], s[i + 2], 0}, *end;
+      c = (int)strtol(hex, &end, 16);
+      if (*end || c == 0) return -1;
+      i += 2;
+    }
+    if (c == '/' || k + 1 >= cap) return -1;
+    out[k++] = (char)c;
+  }
+  out[k] = 0;
+  return 0;
+}
+
+static int delete_object(h2o_req_t *req, const char *p, size_t len) {
+  /* /v1/objects/{kind}/{ns}/{name}; ns "-" for cluster-scoped objects */
+  char seg[3][260], key[KEY_MAX * 2];
+  int nseg = 0;
+  bool ok = true;
+  for (size_t at = 0; ok && at <= len;) {
+    const char *slash = memchr(p + at, '/', len - at);
+    size_t end = slash ? (size_t)(slash - p) : len;
+    ok = nseg < 3 && !path_segment(p + at, end - at, seg[nseg], sizeof seg[nseg]) && seg[nseg][0];
+    nseg++;
+    at = end + 1;
+  }
+  if (!ok || nseg != 3)
+    return respond_error(req, 400,
+                         "expected /v1/objects/{kind}/{namespace}/{name} (namespace - for cluster-scoped; "
+                         "names are percent-decoded and hold no /)");
+  const char *kind = seg[0], *ns = seg[1], *name = seg[2];
+  snprintf(key, sizeof key, "%s/%s/%s", kind, strcmp(ns, "-") ? ns : "", name);
+  if (!forget(key, NULL)) return respond_error(req, 404, "no such object");
+  logf_("info", "delete", "%s", key);
+  state_dirty();
+  if (strcmp(kind, "Pod")) arm_batch(); /* a pod that goes leaves nothing to provision */
+  return respond(req, 200, "application/json", "{\"deleted\":1}\n", 14);
+}
+
+/* Interruption events: EventBridge shapes (AWS) by instance id. While a
+** round holds the policy, an event is queued and handled when it ends. */
+static int post_event(h2o_req_t *req) {
+  cJSON *e = cJSON_ParseWithLength(req->entity.base, req->entity.len);
+  if (!e) return respond_error(req, 400, "expected a JSON event");
+  if (!dt__jstr(e, "detail-type") || !dt__jstr(jget(e, "detail"), "instance-id")) {
+    cJSON_Delete(e);
+    return respond_error(req, 400, "expected detail-type and detail.instance-id");
+  }
+  char action[32], body[100];
+  if (D.planning && D.policy) {
+    if (dt__vec_push(&D.queued, e)) {
+      cJSON_Delete(e);
+      return respond_error(req, 503, "out of memory queueing the event");
+    }
+    return respond(req, 202, "application/json", "{\"action\":\"queued\"}\n", 20);
+  }
+  handle_event(e, action, sizeof action);
+  cJSON_Delete(e);
+  snprintf(body, sizeof body, "{\"action\":\"%s\"}\n", action);
+  return respond(req, 200, "application/json", body, strlen(body));
+}
+
+static int get_state(h2o_req_t *req) {
+  cJSON *s = cJSON_CreateObject();
+  cJSON *insts = cJSON_AddArrayToObject(s, "instances"), *marks = cJSON_AddArrayToObject(s, "unavailableOfferings");
+  for (size_t i = 0; i < D.insts.n; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "id", D.insts.v[i].id);
+    cJSON_AddStringToObject(o, "nodeClaim", D.insts.v[i].claim);
+    cJSON_AddStringToObject(o, "instanceType", D.insts.v[i].type);
+    cJSON_AddStringToObject(o, "zone", D.insts.v[i].zone);
+    cJSON_AddStringToObject(o, "capacityType", D.insts.v[i].ct);
+    cJSON_AddItemToArray(insts, o);
+  }
+  for (size_t i = 0; i < D.objs.n; i++) {
+    if (strncmp(D.objs.v[i].key, "UnavailableOffering/", 20)) continue;
+    cJSON *o = cJSON_Parse(D.objs.v[i].json);
+    cJSON *spec = cJSON_DetachItemFromObjectCaseSensitive(o, "spec");
+    if (spec) cJSON_AddItemToArray(marks, spec);
+    cJSON_Delete(o);
+  }
+  cJSON_AddNumberToObject(s, "objects", (double)D.objs.n);
+  cJSON_AddNumberToObject(s, "rounds", (double)D.round);
+  cJSON *pol = cJSON_AddObjectToObject(s, "policy");
+  cJSON_AddStringToObject(pol, "path", D.policy_path ? D.policy_path : "");
+  cJSON_AddStringToObject(pol, "hooks", D.policy ? dt_policy_hooks(D.policy) : "");
+  cJSON_AddStringToObject(pol, "lastReload", D.reload_result);
+  cJSON_AddStringToObject(pol, "nodePoolPolicyErrors", D.pool_errors);
+  cJSON_AddStringToObject(s, "lastConfigReload", D.config_result);
+  cJSON *rep = cJSON_AddArrayToObject(s, "replacing");
+  for (size_t i = 0; i < D.replacing.n; i++) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "nodeClaim", D.replacing.v[i].claim);
+    cJSON_AddStringToObject(o, "replaces", D.replacing.v[i].olds);
+    cJSON_AddStringToObject(o, "reason", D.replacing.v[i].why);
+    cJSON_AddItemToArray(rep, o);
+  }
+  char *text = cJSON_Print(s);
+  cJSON_Delete(s);
+  respond(req, 200, "application/json", text ? text : "{}", text ? strlen(text) : 2);
+  free(text);
+  return 0;
+}
+
+/* VMs by owning pool and status (status.printableStatus; "Pending" until a
+** node runs them). */
+static void vm_gauge(dt_buf *b) {
+  typedef struct vmc {
+    char key[KEY_MAX + 64];
+    size_t n;
+  } vmc;
+  DT_VEC(vmc) c = {0};
+  for (size_t i = 0; i < D.objs.n; i++) {
+    if (strncmp(D.objs.v[i].key, "VirtualMachine/", 15)) continue;
+    cJSON *o = cJSON_Parse(D.objs.v[i].json);
+    const cJSON *ow = jget(jget(o, "metadata"), "ownerReferences");
+    const char *pool = ow && ow->child ? dt__jstr(ow->child, "name") : NULL;
+    const char *st = dt__jstr(jget(o, "status"), "printableStatus");
+    vmc k = {{0}, 1};
+    snprintf(k.key, sizeof k.key, "vmpool=\"%s\",state=\"%s\"", pool ? pool : "", st ? st : "Pending");
+    cJSON_Delete(o);
+    bool found = false;
+    for (size_t j = 0; j < c.n && !found; j++)
+      if (!strcmp(c.v[j].key, k.key)) c.v[j].n++, found = true;
+    if (!found && dt__vec_push(&c, k)) break;
+  }
+  for (size_t j = 0; j < c.n; j++) dt__buf_printf(b, "dovetail_vms{%s} %zu\n", c.v[j].key, c.v[j].n);
+  dt__free(c.v);
+}
+
+static int get_metrics(h2o_req_t *req) {
+  dt_buf b = {0};
+  size_t marks = 0;
+  for (size_t i = 0; i < D.objs.n; i++) marks += !strncmp(D.objs.v[i].key, "UnavailableOffering/", 20);
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_pending_pods Pods the last plan could not place.\n# TYPE dovetail_pending_pods gauge\n"
+      "dovetail_pending_pods %llu\n",
+      (unsigned long long)D.pending);
+  dt__buf_puts(&b, "# HELP dovetail_claims_launched_total NodeClaims launched, by capacity type.\n"
+                   "# TYPE dovetail_claims_launched_total counter\n");
+  static const char *cts[3] = {"reserved", "spot", "on-demand"};
+  for (int i = 0; i < 3; i++)
+    dt__buf_printf(&b, "dovetail_claims_launched_total{capacity_type=\"%s\"} %llu\n", cts[i],
+                   (unsigned long long)D.launched[i]);
+  dt__buf_puts(
+      &b,
+      "# HELP dovetail_plan_duration_seconds Time to plan a round.\n# TYPE dovetail_plan_duration_seconds histogram\n");
+  for (int i = 0; i < 8; i++)
+    dt__buf_printf(&b, "dovetail_plan_duration_seconds_bucket{le=\"%g\"} %llu\n", k_buckets[i],
+                   (unsigned long long)D.plan_buckets[i]);
+  dt__buf_printf(&b,
+                 "dovetail_plan_duration_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_plan_duration_seconds_sum %.6f\n"
+                 "dovetail_plan_duration_seconds_count %llu\n",
+                 (unsigned long long)D.plans, D.plan_ms_sum, (unsigned long long)D.plans);
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_hourly_cost Hourly cost of the last plan's new claims.\n# TYPE dovetail_hourly_cost gauge\n"
+      "dovetail_hourly_cost %.6f\n",
+      D.cost);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_unavailable_offerings Offerings marked unavailable.\n"
+                 "# TYPE dovetail_unavailable_offerings gauge\ndovetail_unavailable_offerings %zu\n",
+                 marks);
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_policy_reloads_total Policy reloads, by result.\n# TYPE dovetail_policy_reloads_total counter\n"
+      "dovetail_policy_reloads_total{result=\"ok\"} %llu\ndovetail_policy_reloads_total{result=\"error\"} %llu\n",
+      (unsigned long long)D.reloads_ok, (unsigned long long)D.reloads_failed);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_provider_requests_total Provider launches, by outcome.\n"
+                 "# TYPE dovetail_provider_requests_total counter\n"
+                 "dovetail_provider_requests_total{outcome=\"ok\"} %llu\n"
+                 "dovetail_provider_requests_total{outcome=\"insufficient_capacity\"} %llu\n"
+                 "dovetail_provider_requests_total{outcome=\"error\"} %llu\n",
+                 (unsigned long long)D.provider_ok, (unsigned long long)D.provider_ice,
+                 (unsigned long long)D.provider_err);
+  dt__buf_printf(
+      &b,
+      "# HELP dovetail_interruption_events_total Events posted.\n# TYPE dovetail_interruption_events_total counter\n"
+      "dovetail_interruption_events_total %llu\n",
+      (unsigned long long)D.events);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_nodes_deleted_total NodeClaims deleted by disruption and remediation.\n"
+                 "# TYPE dovetail_nodes_deleted_total counter\ndovetail_nodes_deleted_total %llu\n",
+                 (unsigned long long)D.deleted);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_remediations_total Unhealthy nodes replaced.\n"
+                 "# TYPE dovetail_remediations_total counter\ndovetail_remediations_total %llu\n"
+                 "# HELP dovetail_remediation_paused_total Passes where maxUnhealthy stopped remediation.\n"
+                 "# TYPE dovetail_remediation_paused_total counter\ndovetail_remediation_paused_total %llu\n",
+                 (unsigned long long)D.remediations, (unsigned long long)D.remediation_paused);
+  dt__buf_puts(&b, "# HELP dovetail_vmpool_actions_total VirtualMachinePool actions carried out, by kind.\n"
+                   "# TYPE dovetail_vmpool_actions_total counter\n");
+  static const char *vk[4] = {"create", "delete", "update", "heal"};
+  for (int i = 0; i < 4; i++)
+    for (size_t k = 0; k < D.vm_actions.n; k++)
+      dt__buf_printf(&b, "dovetail_vmpool_actions_total{vmpool=\"%s\",action=\"%s\"} %llu\n", D.vm_actions.v[k].pool,
+                     vk[i], (unsigned long long)D.vm_actions.v[k].n[i]);
+  dt__buf_puts(&b, "# HELP dovetail_vms VirtualMachines in the store, by pool and printable status.\n"
+                   "# TYPE dovetail_vms gauge\n");
+  vm_gauge(&b);
+  dt__buf_puts(&b, "# HELP dovetail_loop_lag_seconds How late the event loop ran a 100 ms timer.\n"
+                   "# TYPE dovetail_loop_lag_seconds histogram\n");
+  for (int i = 0; i < 8; i++)
+    dt__buf_printf(&b, "dovetail_loop_lag_seconds_bucket{le=\"%g\"} %llu\n", k_lag_buckets[i],
+                   (unsigned long long)D.lag_buckets[i]);
+  dt__buf_printf(&b,
+                 "dovetail_loop_lag_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_loop_lag_seconds_sum %.6f\n"
+                 "dovetail_loop_lag_seconds_count %llu\n",
+                 (unsigned long long)D.lag_count, D.lag_sum, (unsigned long long)D.lag_count);
+  respond(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);
+  dt__free(b.p);
+  return 0;
+}
+
+int dt__serve_on_req(h2o_handler_t *self, h2o_req_t *req) {
+  (void)self;
+  bool probe = path_is(req, "/healthz") || path_is(req, "/readyz");
+  if (probe && !method_is(req, "GET") && !method_is(req, "HEAD"))
+    return respond_error(req, 405, "method not allowed: this endpoint answers GET");
+  if (path_is(req, "/healthz")) return respond(req, 200, "text/plain", "ok\n", 3);
+  if (path_is(req, "/readyz"))
+    return D.ready ? respond(req, 200, "text/plain", "ready\n", 6)
+                   : respond(req, 503, "text/plain", "reconciling with the cloud\n", 27);
+  if (!authorized(req)) return respond_error(req, 401, "a bearer token is required");
+  /* the read endpoints answer GET (and HEAD, which h2o answers without a body) */
+  bool read = path_is(req, "/metrics") || path_is(req, "/v1/plan") || path_is(req, "/v1/state") ||
+              path_is(req, "/v1/decisions") || path_is(req, "/v1/pools");
+  if (read && !method_is(req, "GET") && !method_is(req, "HEAD"))
+    return respond_error(req, 405, "method not allowed: this endpoint answers GET");
+  if (path_is(req, "/metrics")) return get_metrics(req);
+  if (path_is(req, "/v1/plan"))
+    return D.last_plan ? respond(req, 200, "application/json", D.last_plan, strlen(D.last_plan))
+                       : respond_error(req, 503, "no plan yet: apply objects first");
+  if (path_is(req, "/v1/state")) return get_state(req);
+  if (path_is(req, "/v1/pools"))
+    return D.last_pools ? respond(req, 200, "application/json", D.last_pools, strlen(D.last_pools))
+                        : respond_error(req, 503, "no pool round yet: apply a VirtualMachinePool first");
+  if (path_is(req, "/v1/decisions")) {
+    char *t = cJSON_Print(D.decisions);
+    respond(req, 200, "application/json", t ? t : "[]", t ? strlen(t) : 2);
+    free(t);
+    return 0;
+  }
+  if (path_is(req, "/v1/objects") && method_is(req, "PUT")) return put_objects(req);
+  const char *rest;
+  size_t rlen;
+  if (dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen) && method_is(req, "DELETE"))
+    return delete_object(req, rest, rlen);
+  if (path_is(req, "/v1/events") && method_is(req, "POST")) return post_event(req);
+  if (path_is(req, "/v1/objects") || path_is(req, "/v1/events") || dt__httpd_prefix(req, "/v1/objects/", &rest, &rlen))
+    return respond_error(req, 405, "method not allowed: PUT /v1/objects, DELETE /v1/objects/..., POST /v1/events");
+  return respond_error(req, 404, "no such endpoint");
+}
