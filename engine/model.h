@@ -12,6 +12,9 @@
 enum { DT_CT_RESERVED = 0, DT_CT_SPOT = 1, DT_CT_ON_DEMAND = 2, DT_CT_N = 3 };
 extern const char *const dt__ct_names[DT_CT_N];
 int dt__ct_parse(const char *s); /* -1 if unknown */
+/* The extended resource a GPU of this name is advertised as by its device
+** plugin (nvidia.com/gpu when the name says nothing else). */
+const char *dt__gpu_resource(const char *gpu_name);
 
 /* Default spot discount when a spot offering has no published price: the IBM
 ** Cloud provider's default (spot = on-demand x 0.6). */
