@@ -29,7 +29,7 @@
 ** with file:line, and after max_failures consecutive failures the hook is
 ** disabled until the policy is reloaded.
 */
-#include "../engine/hooks.h"
+#include "policy_int.h"
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -43,51 +43,6 @@ const char *const dt__hook_names[DT_HOOK_N] = {"price",  "rank",           "cons
 
 /* Names a policy table may export besides the hooks. */
 static const char *const k_meta_names[] = {"selftest", "name", "description", "version", NULL};
-
-typedef struct mem {
-  size_t used, cap;
-} mem;
-
-typedef struct state {
-  lua_State *L;
-  mem *m;
-  int ref[DT_HOOK_N];
-  int selftest;
-  int randomseed; /* the math library's own, kept at load */
-  int name_key;   /* the string "name", for raw reads of results */
-} state;
-
-struct dt_policy {
-  char *path, *chunk;
-  char *text;
-  size_t len;
-  dt_policy_limits lim;
-  state s;
-  unsigned fails[DT_HOOK_N];
-  bool disabled[DT_HOOK_N];
-  DT_VEC(dt_policy_err) errs;
-  char hooks[256];
-  /* the current round */
-  int64_t now;
-  uint64_t seed, decision;
-  int offers;
-  size_t noffers;
-  int rank_claim, rank_list; /* rank's argument tables, refilled for every call of a round */
-  size_t rank_n;             /* entries rank_list holds */
-  /* what the offers table was built from: a round with the same offerings
-  ** reuses it (building thousands of tables is most of a round's cost) */
-  dt_hook_offer *snap;
-  char *snap_str;
-  size_t nsnap;
-  bool snap_valid;
-  size_t gc_floor; /* bytes in use after the last full collection */
-  /* the current call's budget */
-  uint64_t instr;
-  double t0;
-  bool tripped;
-  dt_buf log;
-  jmp_buf *panic; /* where a panic returns to, while C is in the state */
-};
 
 /* ------------------------------------------------------------ sandbox */
 
@@ -105,13 +60,13 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
   return np;
 }
 
-static dt_policy *self(lua_State *L) { return *(dt_policy **)lua_getextraspace(L); }
+dt_policy *pl_self(lua_State *L) { return *(dt_policy **)lua_getextraspace(L); }
 
 #define HOOK_EVERY 1000
 #define CALL_COST 20 /* instructions charged per function call */
 
 static void count_hook(lua_State *L, lua_Debug *ar) {
-  dt_policy *p = self(L);
+  dt_policy *p = pl_self(L);
   if (!p) return;
   if (!p->tripped) {
     if (ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL) {
@@ -134,19 +89,19 @@ static void count_hook(lua_State *L, lua_Debug *ar) {
   luaL_error(L, "%s", msg);
 }
 
-static void budget_start(dt_policy *p, lua_State *L) {
+void pl_budget_start(dt_policy *p, lua_State *L) {
   p->instr = 0;
   p->tripped = false;
   p->t0 = dt__now_ms();
   lua_sethook(L, count_hook, LUA_MASKCOUNT | LUA_MASKCALL, HOOK_EVERY);
 }
 
-static void budget_stop(lua_State *L) { lua_sethook(L, NULL, 0, 0); }
+void pl_budget_stop(lua_State *L) { lua_sethook(L, NULL, 0, 0); }
 
 /* Charge work a C function is about to do in a loop the hook cannot see;
 ** an error when it would not fit in what is left of the call's budget. */
 static void charge(lua_State *L, double work, const char *what) {
-  dt_policy *p = self(L);
+  dt_policy *p = pl_self(L);
   double left = p && p->lim.instructions > p->instr ? (double)(p->lim.instructions - p->instr) : 0;
   if (work > left) {
     char msg[160];
@@ -278,14 +233,14 @@ static void wrap(lua_State *L, const char *fname, lua_CFunction guard) {
 }
 
 static int l_now(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)self(L)->now);
+  lua_pushinteger(L, (lua_Integer)pl_self(L)->now);
   return 1;
 }
 
 static int l_log(lua_State *L) {
   const char *level = luaL_checkstring(L, 1);
   const char *msg = luaL_checkstring(L, 2);
-  dt_policy *p = self(L);
+  dt_policy *p = pl_self(L);
   if (p->log.len < 65536) {
     lua_Debug ar;
     int line = lua_getstack(L, 1, &ar) && lua_getinfo(L, "l", &ar) ? ar.currentline : 0;
@@ -302,7 +257,7 @@ static int l_milli(lua_State *L) {
   return 1;
 }
 
-static int traceback(lua_State *L) {
+int pl_traceback(lua_State *L) {
   const char *msg = lua_tostring(L, 1);
   if (!msg) msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
   luaL_traceback(L, L, msg, 1);
@@ -313,7 +268,7 @@ static int traceback(lua_State *L) {
 ** one; if something does not, the policy is switched off rather than the
 ** process aborted: back to the C entry that was in the state. */
 static int panic(lua_State *L) {
-  dt_policy *p = self(L);
+  dt_policy *p = pl_self(L);
   if (p && p->panic) longjmp(*p->panic, 1);
   return 0; /* no entry to return to: Lua aborts */
 }
@@ -372,7 +327,7 @@ static int open_sandbox(lua_State *L) {
 
 /* ------------------------------------------------------------- errors */
 
-static void record(dt_policy *p, const char *hook, const char *msg, bool disabled) {
+void pl_record(dt_policy *p, const char *hook, const char *msg, bool disabled) {
   for (size_t i = 0; i < p->errs.n; i++)
     if (!strcmp(p->errs.v[i].hook, hook) && !strcmp(p->errs.v[i].message, msg)) {
       p->errs.v[i].count++;
@@ -455,15 +410,15 @@ static int state_open(dt_policy *p, const char *text, size_t len, state *s, dt_e
     return dt__err(err, DT_ENOMEM, "%s: cannot set up the sandbox", p->chunk);
   }
   int rc = 0;
-  lua_pushcfunction(L, traceback);
+  lua_pushcfunction(L, pl_traceback);
   int status = luaL_loadbufferx(L, text, len, p->chunk, "t");
   if (status != LUA_OK) {
     rc = dt__err(err, DT_EINVAL, "%s", lua_tostring(L, -1));
     goto fail;
   }
-  budget_start(p, L);
+  pl_budget_start(p, L);
   status = lua_pcall(L, 0, 1, -2);
-  budget_stop(L);
+  pl_budget_stop(L);
   if (status != LUA_OK) {
     rc = dt__err(err, DT_EINVAL, "%s", lua_tostring(L, -1));
     goto fail;
@@ -527,698 +482,6 @@ fail:
   return rc;
 }
 
-/* ------------------------------------------------------------- calling */
-
-/* Seed math.random for one decision with the library's own randomseed. */
-static int reseed(lua_State *L) {
-  dt_policy *p = self(L);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.randomseed);
-  lua_pushinteger(L, (lua_Integer)(p->seed & 0x7fffffffffffffffull));
-  lua_pushinteger(L, (lua_Integer)p->decision++);
-  lua_call(L, 2, 0);
-  return 0;
-}
-
-static void failed(dt_policy *p, const char *what, int hook, const char *msg) {
-  bool disable = false;
-  if (hook >= 0 && ++p->fails[hook] >= p->lim.max_failures) {
-    p->disabled[hook] = true;
-    disable = true;
-  }
-  record(p, what, msg ? msg : "error", disable);
-}
-
-/* Call the function under nargs arguments (pushed after it) with the
-** budget and a traceback; leaves nres results or records the error. The
-** consecutive-failure count is reset by succeeded(), once the results have
-** been checked too. */
-static int call(dt_policy *p, const char *what, int hook, int nargs, int nres) {
-  lua_State *L = p->s.L;
-  int base = lua_gettop(L) - nargs; /* the function */
-  lua_pushcfunction(L, traceback);
-  lua_insert(L, base);
-  lua_pushcfunction(L, reseed);
-  if (lua_pcall(L, 0, 0, 0) != LUA_OK) lua_pop(L, 1); /* out of memory: the previous seed stays */
-  jmp_buf jb;
-  int status;
-  budget_start(p, L);
-  if (setjmp(jb) == 0) {
-    p->panic = &jb;
-    status = lua_pcall(L, nargs, nres, base);
-  } else {
-    status = -1;
-  }
-  p->panic = NULL;
-  budget_stop(L);
-  if (status == -1) {
-    /* the state cannot be trusted after a panic: every hook is off until the
-    ** policy is reloaded */
-    for (int i = 0; i < DT_HOOK_N; i++) p->disabled[i] = true;
-    lua_settop(L, 0);
-    record(p, what, "internal error in the policy runtime; the policy is disabled until reloaded", true);
-    return -1;
-  }
-  lua_remove(L, base);
-  if (status == LUA_OK) return 0;
-  failed(p, what, hook, lua_tostring(L, -1));
-  lua_pop(L, 1);
-  return -1;
-}
-
-/* A hook's result passed its checks: its failures are no longer consecutive. */
-static int succeeded(dt_policy *p, int hook, int rc) {
-  if (rc == 0 && hook >= 0) p->fails[hook] = 0;
-  return rc;
-}
-
-/* A result of the wrong shape: recorded as the hook's failure. */
-static int bad_result(dt_policy *p, int hook, const char *fmt, ...) DT_PRINTF(3, 4);
-static int bad_result(dt_policy *p, int hook, const char *fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  /* file:line of the hook's definition, as a runtime error would carry */
-  int line = 0;
-  lua_State *L = p->s.L;
-  lua_Debug ar;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[hook]);
-  if (lua_getinfo(L, ">S", &ar)) line = ar.linedefined;
-  int n = snprintf(msg, sizeof msg, "%s:%d: hook %s: ", p->path ? p->path : p->chunk, line, dt__hook_names[hook]);
-  vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
-  va_end(ap);
-  failed(p, dt__hook_names[hook], hook, msg);
-  return -1;
-}
-
-bool dt__policy_has(const dt_policy *p, int hook) {
-  return p && p->s.L && p->s.ref[hook] != LUA_NOREF && !p->disabled[hook];
-}
-
-/* Run a builder of hook arguments in protected mode (the sandbox's memory
-** cap may refuse what it allocates): f(a, b, n) leaves nres values on the
-** stack, or the error is recorded under `what` and nothing is left. */
-static int protected_build(dt_policy *p, const char *what, lua_CFunction f, const void *a, const void *b,
-                           lua_Integer n, int nres) {
-  lua_State *L = p->s.L;
-  lua_pushcfunction(L, f);
-  lua_pushlightuserdata(L, (void *)a);
-  lua_pushlightuserdata(L, (void *)b);
-  lua_pushinteger(L, n);
-  if (lua_pcall(L, 3, nres, 0) == LUA_OK) return 0;
-  record(p, what, lua_tostring(L, -1), false);
-  lua_pop(L, 1);
-  return -1;
-}
-
-static void push_offer(lua_State *L, const dt_hook_offer *o) {
-  lua_createtable(L, 0, 12);
-  lua_pushstring(L, o->instance_type);
-  lua_setfield(L, -2, "instanceType");
-  lua_pushstring(L, o->zone);
-  lua_setfield(L, -2, "zone");
-  lua_pushstring(L, o->capacity_type);
-  lua_setfield(L, -2, "capacityType");
-  if (o->reservation) {
-    lua_pushstring(L, o->reservation);
-    lua_setfield(L, -2, "reservationID");
-  }
-  if (isfinite(o->price)) {
-    lua_pushnumber(L, o->price);
-    lua_setfield(L, -2, "price");
-  }
-  if (o->on_demand_price >= 0) {
-    lua_pushnumber(L, o->on_demand_price);
-    lua_setfield(L, -2, "onDemandPrice");
-  }
-  if (o->available >= 0) {
-    lua_pushinteger(L, (lua_Integer)o->available);
-    lua_setfield(L, -2, "available");
-  }
-  lua_pushinteger(L, (lua_Integer)o->cpu_milli);
-  lua_setfield(L, -2, "cpuMilli");
-  lua_pushinteger(L, (lua_Integer)o->memory_bytes);
-  lua_setfield(L, -2, "memoryBytes");
-  lua_pushinteger(L, (lua_Integer)o->gpus);
-  lua_setfield(L, -2, "gpus");
-  if (o->family) {
-    lua_pushstring(L, o->family);
-    lua_setfield(L, -2, "family");
-  }
-  if (o->arch) {
-    lua_pushstring(L, o->arch);
-    lua_setfield(L, -2, "arch");
-  }
-}
-
-static int build_offers(lua_State *L) {
-  const dt_hook_offer *o = lua_touserdata(L, 1);
-  size_t n = (size_t)lua_tointeger(L, 2);
-  lua_createtable(L, (int)n, 0);
-  for (size_t i = 0; i < n; i++) {
-    push_offer(L, &o[i]);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  lua_pushinteger(L, luaL_ref(L, LUA_REGISTRYINDEX));
-  return 1;
-}
-
-static bool str_same(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
-
-/* Whether offers[0..n) are the offerings the offers table was built from. */
-static bool snapshot_same(const dt_policy *p, const dt_hook_offer *o, size_t n) {
-  if (!p->snap_valid || p->offers == LUA_NOREF || n != p->nsnap) return false;
-  for (size_t i = 0; i < n; i++) {
-    const dt_hook_offer *a = &o[i], *b = &p->snap[i];
-    if (memcmp(&a->price, &b->price, sizeof a->price) || memcmp(&a->on_demand_price, &b->on_demand_price, sizeof a->price) ||
-        a->available != b->available || a->cpu_milli != b->cpu_milli || a->memory_bytes != b->memory_bytes ||
-        a->gpus != b->gpus || !str_same(a->instance_type, b->instance_type) || !str_same(a->zone, b->zone) ||
-        !str_same(a->capacity_type, b->capacity_type) || !str_same(a->reservation, b->reservation) ||
-        !str_same(a->family, b->family) || !str_same(a->arch, b->arch))
-      return false;
-  }
-  return true;
-}
-
-/* Keep a copy of offers[0..n), strings included; false when out of memory. */
-static bool snapshot_keep(dt_policy *p, const dt_hook_offer *o, size_t n) {
-  size_t bytes = 0;
-  for (size_t i = 0; i < n; i++) {
-    const char *s[6] = {o[i].instance_type, o[i].zone, o[i].capacity_type, o[i].reservation, o[i].family, o[i].arch};
-    for (int k = 0; k < 6; k++) bytes += s[k] ? strlen(s[k]) + 1 : 0;
-  }
-  dt_hook_offer *snap = dt__malloc((n ? n : 1) * sizeof *snap);
-  char *str = dt__malloc(bytes ? bytes : 1), *at = str;
-  if (!snap || !str) {
-    dt__free(snap);
-    dt__free(str);
-    return false;
-  }
-  for (size_t i = 0; i < n; i++) {
-    snap[i] = o[i];
-    const char **s[6] = {&snap[i].instance_type, &snap[i].zone, &snap[i].capacity_type, &snap[i].reservation,
-                         &snap[i].family, &snap[i].arch};
-    for (int k = 0; k < 6; k++) {
-      if (!*s[k]) continue;
-      size_t len = strlen(*s[k]) + 1;
-      memcpy(at, *s[k], len);
-      *s[k] = at;
-      at += len;
-    }
-  }
-  dt__free(p->snap);
-  dt__free(p->snap_str);
-  p->snap = snap;
-  p->snap_str = str;
-  p->nsnap = n;
-  p->snap_valid = true;
-  return true;
-}
-
-/* Let go of the round's tables (the offerings and rank's arguments). */
-static void snapshot_release(dt_policy *p) {
-  if (p->s.L && p->offers != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->offers);
-  if (p->s.L && p->rank_claim != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->rank_claim);
-  if (p->s.L && p->rank_list != LUA_NOREF) luaL_unref(p->s.L, LUA_REGISTRYINDEX, p->rank_list);
-  p->offers = p->rank_claim = p->rank_list = LUA_NOREF;
-  p->rank_n = 0;
-  p->snap_valid = false;
-}
-
-/*
-** A round's offerings are the same tables as the last round's while the
-** offerings are the same (a disruption pass's simulations, a daemon's rounds
-** between catalog refreshes): hooks treat them as read-only, and a policy
-** that writes into them sees its writes again.
-*/
-int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_offer *offers, size_t n) {
-  p->now = now;
-  p->seed = seed;
-  p->decision = 0;
-  if (snapshot_same(p, offers, n)) return 0;
-  snapshot_release(p);
-  lua_State *L = p->s.L;
-  /* built in protected mode: the sandbox's memory cap may refuse it */
-  lua_pushcfunction(L, build_offers);
-  lua_pushlightuserdata(L, (void *)offers);
-  lua_pushinteger(L, (lua_Integer)n);
-  if (lua_pcall(L, 2, 1, 0) != LUA_OK) {
-    record(p, "round", lua_tostring(L, -1), false);
-    lua_pop(L, 1);
-    return -1;
-  }
-  p->offers = (int)lua_tointeger(L, -1);
-  lua_pop(L, 1);
-  p->noffers = n;
-  snapshot_keep(p, offers, n); /* without a copy the next round builds again */
-  return 0;
-}
-
-/* The end of a plan's round: garbage is collected once it has grown past
-** what was live after the last collection (at least 4 MiB more), not after
-** every round: a full collection walks the kept offerings each time. */
-void dt__policy_round_end(dt_policy *p) {
-  if (!p->s.L) return;
-  size_t slack = p->gc_floor > (4u << 20) ? p->gc_floor : (4u << 20);
-  if (p->s.m->used <= p->gc_floor + slack) return;
-  lua_gc(p->s.L, LUA_GCCOLLECT);
-  p->gc_floor = p->s.m->used;
-}
-
-int dt__policy_price(dt_policy *p, double *out) {
-  if (!dt__policy_has(p, DT_HOOK_PRICE) || p->offers == LUA_NOREF) return -1;
-  lua_State *L = p->s.L;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_PRICE]);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->offers);
-  if (call(p, "price", DT_HOOK_PRICE, 1, 1)) return -1;
-  int rc = 0;
-  if (!lua_istable(L, -1)) {
-    rc = bad_result(p, DT_HOOK_PRICE, "expected a table of prices, got %s", luaL_typename(L, -1));
-  } else {
-    for (size_t i = 0; i < p->noffers && !rc; i++) {
-      int t = lua_rawgeti(L, -1, (lua_Integer)i + 1);
-      if (t == LUA_TNIL) {
-        out[i] = NAN;
-      } else if (t == LUA_TNUMBER) {
-        double v = lua_tonumber(L, -1);
-        if (!isfinite(v) || v < 0)
-          rc = bad_result(p, DT_HOOK_PRICE, "price %zu is %g; prices must be finite and >= 0", i + 1, v);
-        out[i] = v;
-      } else {
-        rc = bad_result(p, DT_HOOK_PRICE, "price %zu is a %s; expected a number or nil", i + 1, lua_typename(L, t));
-      }
-      lua_pop(L, 1);
-    }
-  }
-  lua_pop(L, 1);
-  return succeeded(p, DT_HOOK_PRICE, rc);
-}
-
-/* A table kept in the registry for the round (*ref), created on first use. */
-static void round_table(lua_State *L, int *ref, int narr, int nrec) {
-  if (*ref != LUA_NOREF) {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, *ref);
-    return;
-  }
-  lua_createtable(L, narr, nrec);
-  lua_pushvalue(L, -1);
-  *ref = luaL_ref(L, LUA_REGISTRYINDEX);
-}
-
-/* rank's arguments, in protected mode: the claim and its offerings. The two
-** tables are the round's, refilled for each call (the offerings' own tables
-** are the round's snapshot): a policy copies what it keeps. */
-static int build_rank(lua_State *L) {
-  const dt_hook_claim *claim = lua_touserdata(L, 1);
-  const uint32_t *idx = lua_touserdata(L, 2);
-  size_t n = (size_t)lua_tointeger(L, 3);
-  dt_policy *p = self(L);
-  round_table(L, &p->rank_claim, 0, 7);
-  lua_pushstring(L, claim->node_pool);
-  lua_setfield(L, -2, "nodePool");
-  lua_pushinteger(L, (lua_Integer)claim->pods);
-  lua_setfield(L, -2, "pods");
-  lua_pushinteger(L, (lua_Integer)claim->cpu_milli);
-  lua_setfield(L, -2, "cpuMilli");
-  lua_pushinteger(L, (lua_Integer)claim->memory_bytes);
-  lua_setfield(L, -2, "memoryBytes");
-  lua_pushinteger(L, (lua_Integer)claim->spot_in_pool);
-  lua_setfield(L, -2, "spotNodesInPool");
-  lua_pushinteger(L, (lua_Integer)claim->nodes_in_pool);
-  lua_setfield(L, -2, "nodesInPool");
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->offers);
-  round_table(L, &p->rank_list, (int)n, 0);
-  for (size_t i = 0; i < n; i++) {
-    lua_rawgeti(L, -2, (lua_Integer)idx[i] + 1);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  for (size_t i = n; i < p->rank_n; i++) { /* what a longer list left */
-    lua_pushnil(L);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  p->rank_n = n;
-  lua_remove(L, -2);
-  return 2;
-}
-
-int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *idx, size_t n, double *score) {
-  if (!dt__policy_has(p, DT_HOOK_RANK) || p->offers == LUA_NOREF) return -1;
-  lua_State *L = p->s.L;
-  if (!lua_checkstack(L, 8)) return -1;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_RANK]);
-  if (protected_build(p, "rank", build_rank, claim, idx, (lua_Integer)n, 2)) {
-    lua_pop(L, 1);
-    return -1;
-  }
-  if (call(p, "rank", DT_HOOK_RANK, 2, 1)) return -1;
-  int rc = 0;
-  if (!lua_istable(L, -1)) {
-    rc = bad_result(p, DT_HOOK_RANK, "expected a table of scores, got %s", luaL_typename(L, -1));
-  } else {
-    for (size_t i = 0; i < n && !rc; i++) {
-      int t = lua_rawgeti(L, -1, (lua_Integer)i + 1);
-      if (t == LUA_TNIL)
-        score[i] = NAN;
-      else if (t == LUA_TNUMBER && isfinite(lua_tonumber(L, -1)))
-        score[i] = lua_tonumber(L, -1);
-      else
-        rc = bad_result(p, DT_HOOK_RANK, "score %zu is %s; expected a finite number or nil", i + 1,
-                        t == LUA_TNUMBER ? "not finite" : lua_typename(L, t));
-      lua_pop(L, 1);
-    }
-  }
-  lua_pop(L, 1);
-  return succeeded(p, DT_HOOK_RANK, rc);
-}
-
-
-
-/* score over a batch, run as the hook under call(): upvalue-free, its
-** arguments are the out array, the indices and their count. Returns the
-** 1-based position of the first result of the wrong type (0: none) and
-** that result's description. */
-static int score_batch(lua_State *L) {
-  double *out = lua_touserdata(L, 1);
-  const uint32_t *idx = lua_touserdata(L, 2);
-  size_t n = (size_t)lua_tointeger(L, 3);
-  dt_policy *p = self(L);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_SCORE]); /* 4 */
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->offers);               /* 5 */
-  for (size_t i = 0; i < n; i++) {
-    lua_pushvalue(L, 4);
-    lua_rawgeti(L, 5, (lua_Integer)idx[i] + 1);
-    lua_call(L, 1, 1);
-    int t = lua_type(L, -1);
-    if (t == LUA_TNIL) {
-      out[i] = NAN;
-    } else if (t == LUA_TNUMBER && isfinite(lua_tonumber(L, -1))) {
-      out[i] = lua_tonumber(L, -1);
-    } else {
-      const char *what = t == LUA_TNUMBER ? "not finite" : lua_typename(L, t);
-      lua_rawgeti(L, 5, (lua_Integer)idx[i] + 1);
-      lua_getfield(L, -1, "instanceType");
-      lua_getfield(L, -2, "zone");
-      lua_getfield(L, -3, "capacityType");
-      lua_pushinteger(L, (lua_Integer)i + 1);
-      lua_pushfstring(L, "the score of %s %s %s is %s", lua_tostring(L, -4), lua_tostring(L, -3), lua_tostring(L, -2),
-                      what);
-      return 2;
-    }
-    lua_pop(L, 1);
-  }
-  lua_pushinteger(L, 0);
-  lua_pushnil(L);
-  return 2;
-}
-
-int dt__policy_score(dt_policy *p, const uint32_t *idx, size_t n, double *score) {
-  if (!dt__policy_has(p, DT_HOOK_SCORE) || p->offers == LUA_NOREF) return -1;
-  lua_State *L = p->s.L;
-  if (!lua_checkstack(L, 8)) return -1;
-  lua_pushcfunction(L, score_batch);
-  lua_pushlightuserdata(L, score);
-  lua_pushlightuserdata(L, (void *)idx);
-  lua_pushinteger(L, (lua_Integer)n);
-  if (call(p, "score", DT_HOOK_SCORE, 3, 2)) return -1;
-  int rc = 0;
-  lua_Integer bad = lua_tointeger(L, -2);
-  if (bad > 0) rc = bad_result(p, DT_HOOK_SCORE, "%s; expected a finite number or nil", lua_tostring(L, -1));
-  lua_pop(L, 2);
-  return succeeded(p, DT_HOOK_SCORE, rc);
-}
-
-/* The result of an ordering hook (on top of the stack): a list of entries
-** (tables with a "name") or names. names[k] names entry k, read before the
-** call since the hook may reorder its argument in place. order[] gets the
-** hook's order, then the entries it left out. Pops the result. */
-static int read_order(dt_policy *p, int hook, const char *const *names_in, size_t n, size_t *order) {
-  lua_State *L = p->s.L;
-  int rc = 0;
-  size_t got = 0;
-  bool *taken = dt__calloc(n ? n : 1, sizeof *taken);
-  dt_symtab names = {0}; /* names are unique: symbol k+1 is entry k */
-  for (size_t k = 0; k < n && taken; k++)
-    if (dt__sym(&names, names_in[k]) != k + 1) names.oom = 1;
-  if (!taken || names.oom) {
-    for (size_t i = 0; i < n; i++) order[i] = i;
-    dt__free(taken);
-    dt__symtab_free(&names);
-    lua_pop(L, 1);
-    return -1;
-  }
-  if (!lua_istable(L, -1)) {
-    rc = bad_result(p, hook, "expected a list of entries or their names, got %s", luaL_typename(L, -1));
-  } else {
-    for (lua_Integer i = 1; !rc; i++) {
-      int t = lua_rawgeti(L, -1, i);
-      if (t == LUA_TNIL) {
-        lua_pop(L, 1);
-        break;
-      }
-      if (t == LUA_TTABLE) { /* raw: no metamethod runs once the budget has stopped */
-        lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.name_key);
-        t = lua_rawget(L, -2);
-        lua_remove(L, -2);
-      }
-      if (t != LUA_TSTRING) {
-        rc = bad_result(p, hook, "entry %lld is %s; expected an entry or its name", (long long)i, lua_typename(L, t));
-        lua_pop(L, 1);
-        break;
-      }
-      const char *nm = lua_tostring(L, -1);
-      dt_sym sy = dt__sym_find(&names, nm);
-      size_t at = sy ? (size_t)sy - 1 : n;
-      if (at == n)
-        rc = bad_result(p, hook, "entry %lld names %s, which is not a candidate", (long long)i, nm);
-      else if (taken[at])
-        rc = bad_result(p, hook, "entry %lld names %s twice", (long long)i, nm);
-      else {
-        taken[at] = true;
-        order[got++] = at;
-      }
-      lua_pop(L, 1);
-    }
-  }
-  if (!rc) {
-    for (size_t k = 0; k < n; k++)
-      if (!taken[k]) order[got++] = k;
-  } else {
-    for (size_t i = 0; i < n; i++) order[i] = i;
-  }
-  dt__free(taken);
-  dt__symtab_free(&names);
-  lua_pop(L, 1);
-  return rc;
-}
-
-static void push_rec(lua_State *L, const dt_hook_rec *r) {
-  lua_createtable(L, 0, (int)r->nf);
-  for (size_t i = 0; i < r->nf; i++) {
-    const dt_hook_field *f = &r->f[i];
-    if (f->kind == DT_HF_STRING && f->s)
-      lua_pushstring(L, f->s);
-    else if (f->kind == DT_HF_BOOL)
-      lua_pushboolean(L, f->num != 0);
-    else if (f->kind == DT_HF_NUMBER && f->num == floor(f->num) && fabs(f->num) < 9e15)
-      lua_pushinteger(L, (lua_Integer)f->num);
-    else if (f->kind == DT_HF_NUMBER)
-      lua_pushnumber(L, f->num);
-    else
-      continue;
-    lua_setfield(L, -2, f->key);
-  }
-}
-
-/* Builds a list of records (and optionally one record before it) in
-** protected mode. */
-static int build_recs(lua_State *L) {
-  const dt_hook_rec *one = lua_touserdata(L, 1);
-  const dt_hook_rec *recs = lua_touserdata(L, 2);
-  size_t n = (size_t)lua_tointeger(L, 3);
-  if (one) push_rec(L, one);
-  lua_createtable(L, (int)n, 0);
-  for (size_t i = 0; i < n; i++) {
-    push_rec(L, &recs[i]);
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  if (one) lua_setfield(L, -2, "nodes");
-  return 1;
-}
-
-static int push_recs(dt_policy *p, const char *what, const dt_hook_rec *one, const dt_hook_rec *recs, size_t n) {
-  return protected_build(p, what, build_recs, one, recs, (lua_Integer)n, 1);
-}
-
-int dt__policy_consolidation_order(dt_policy *p, const dt_hook_rec *recs, size_t n, size_t *order) {
-  for (size_t i = 0; i < n; i++) order[i] = i;
-  if (!dt__policy_has(p, DT_HOOK_CONSOLIDATION_ORDER)) return -1;
-  lua_State *L = p->s.L;
-  if (!lua_checkstack(L, 8)) return -1;
-  if (push_recs(p, "consolidation_order", NULL, recs, n)) return -1;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_CONSOLIDATION_ORDER]);
-  lua_pushvalue(L, -2); /* keep the list below for read_order */
-  if (call(p, "consolidation_order", DT_HOOK_CONSOLIDATION_ORDER, 1, 1)) {
-    lua_pop(L, 1);
-    return -1;
-  }
-  const char **names = dt__malloc((n ? n : 1) * sizeof *names);
-  for (size_t k = 0; names && k < n; k++) {
-    names[k] = "";
-    for (size_t f = 0; f < recs[k].nf; f++)
-      if (!strcmp(recs[k].f[f].key, "name")) names[k] = recs[k].f[f].s;
-  }
-  int rc = names ? read_order(p, DT_HOOK_CONSOLIDATION_ORDER, names, n, order) : -1;
-  if (!names) lua_pop(L, 1);
-  dt__free(names);
-  lua_pop(L, 1);
-  return succeeded(p, DT_HOOK_CONSOLIDATION_ORDER, rc);
-}
-
-int dt__policy_approve(dt_policy *p, const dt_hook_rec *cmd, const dt_hook_rec *nodes, size_t n, bool *ok) {
-  *ok = true;
-  if (!dt__policy_has(p, DT_HOOK_APPROVE)) return -1;
-  lua_State *L = p->s.L;
-  if (!lua_checkstack(L, 8)) return -1;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_APPROVE]);
-  if (push_recs(p, "approve", cmd, nodes, n)) {
-    lua_pop(L, 1);
-    return -1;
-  }
-  if (call(p, "approve", DT_HOOK_APPROVE, 1, 1)) return -1;
-  int rc = 0;
-  if (lua_isnil(L, -1) || lua_isboolean(L, -1))
-    *ok = lua_isnil(L, -1) || lua_toboolean(L, -1);
-  else
-    rc = bad_result(p, DT_HOOK_APPROVE, "expected true, false or nil, got %s", luaL_typename(L, -1));
-  lua_pop(L, 1);
-  return succeeded(p, DT_HOOK_APPROVE, rc);
-}
-
-/* Two strings, in protected mode. */
-static int build_strings(lua_State *L) {
-  lua_pushstring(L, lua_touserdata(L, 1));
-  lua_pushstring(L, lua_touserdata(L, 2));
-  return 2;
-}
-
-int dt__policy_budget(dt_policy *p, const char *pool, const char *reason, const dt_hook_rec *ctx, int64_t *allowed) {
-  if (!dt__policy_has(p, DT_HOOK_BUDGET)) return -1;
-  lua_State *L = p->s.L;
-  if (!lua_checkstack(L, 8)) return -1;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_BUDGET]);
-  if (protected_build(p, "budget", build_strings, pool, reason, 0, 2)) {
-    lua_pop(L, 1);
-    return -1;
-  }
-  if (push_recs(p, "budget", NULL, ctx, 1)) {
-    lua_pop(L, 3);
-    return -1;
-  }
-  lua_rawgeti(L, -1, 1); /* the ctx record itself */
-  lua_remove(L, -2);
-  if (call(p, "budget", DT_HOOK_BUDGET, 3, 1)) return -1;
-  int rc = 0;
-  if (lua_isinteger(L, -1) && lua_tointeger(L, -1) >= 0)
-    *allowed = (int64_t)lua_tointeger(L, -1);
-  else if (lua_type(L, -1) == LUA_TNUMBER && lua_tonumber(L, -1) == HUGE_VAL)
-    *allowed = -1;
-  else if (!lua_isnil(L, -1))
-    rc = bad_result(p, DT_HOOK_BUDGET, "expected a non-negative integer, math.huge or nil, got %s",
-                    lua_type(L, -1) == LUA_TNUMBER ? "a negative or fractional number" : luaL_typename(L, -1));
-  lua_pop(L, 1);
-  return succeeded(p, DT_HOOK_BUDGET, rc);
-}
-
-int dt__policy_on_interruption(dt_policy *p, const dt_hook_rec *event, char *action, size_t n) {
-  if (!dt__policy_has(p, DT_HOOK_ON_INTERRUPTION)) return -1;
-  lua_State *L = p->s.L;
-  if (!lua_checkstack(L, 8)) return -1;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_ON_INTERRUPTION]);
-  if (push_recs(p, "on_interruption", NULL, event, 1)) {
-    lua_pop(L, 1);
-    return -1;
-  }
-  lua_rawgeti(L, -1, 1);
-  lua_remove(L, -2);
-  if (call(p, "on_interruption", DT_HOOK_ON_INTERRUPTION, 1, 1)) return -1;
-  int rc = 0;
-  const char *a = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
-  if (a && (!strcmp(a, "drain") || !strcmp(a, "keep-offering") || !strcmp(a, "ignore")))
-    snprintf(action, n, "%s", a);
-  else if (!lua_isnil(L, -1))
-    rc = bad_result(p, DT_HOOK_ON_INTERRUPTION, "expected \"drain\", \"keep-offering\", \"ignore\" or nil, got %s",
-                    a ? a : luaL_typename(L, -1));
-  lua_pop(L, 1);
-  return succeeded(p, DT_HOOK_ON_INTERRUPTION, rc);
-}
-
-/* Builds scale_in's arguments in protected mode (the memory cap may refuse). */
-static int build_vms(lua_State *L) {
-  const dt_hook_pool *pool = lua_touserdata(L, 1);
-  const dt_hook_vm *vms = lua_touserdata(L, 2);
-  size_t n = (size_t)lua_tointeger(L, 3);
-  lua_createtable(L, 0, 5);
-  lua_pushstring(L, pool->ns);
-  lua_setfield(L, -2, "namespace");
-  lua_pushstring(L, pool->name);
-  lua_setfield(L, -2, "name");
-  lua_pushinteger(L, (lua_Integer)pool->replicas);
-  lua_setfield(L, -2, "replicas");
-  lua_pushinteger(L, (lua_Integer)pool->current);
-  lua_setfield(L, -2, "current");
-  lua_pushinteger(L, (lua_Integer)pool->remove);
-  lua_setfield(L, -2, "remove");
-  lua_createtable(L, (int)n, 0);
-  for (size_t i = 0; i < n; i++) {
-    const dt_hook_vm *v = &vms[i];
-    lua_createtable(L, 0, 7);
-    lua_pushstring(L, v->name);
-    lua_setfield(L, -2, "name");
-    lua_pushinteger(L, (lua_Integer)v->index);
-    lua_setfield(L, -2, "index");
-    lua_pushinteger(L, (lua_Integer)v->created);
-    lua_setfield(L, -2, "created");
-    lua_pushboolean(L, v->ready);
-    lua_setfield(L, -2, "ready");
-    lua_pushboolean(L, v->halted);
-    lua_setfield(L, -2, "halted");
-    lua_pushstring(L, v->status ? v->status : "");
-    lua_setfield(L, -2, "status");
-    lua_createtable(L, 0, (int)v->nlabels);
-    for (size_t k = 0; k < v->nlabels; k++) {
-      lua_pushstring(L, v->labels[2 * k + 1]);
-      lua_setfield(L, -2, v->labels[2 * k]);
-    }
-    lua_setfield(L, -2, "labels");
-    lua_rawseti(L, -2, (lua_Integer)i + 1);
-  }
-  return 2;
-}
-
-int dt__policy_scale_in(dt_policy *p, const dt_hook_pool *pool, const dt_hook_vm *vms, size_t n, size_t *order) {
-  for (size_t i = 0; i < n; i++) order[i] = i;
-  if (!dt__policy_has(p, DT_HOOK_SCALE_IN)) return -1;
-  lua_State *L = p->s.L;
-  if (!lua_checkstack(L, 8)) return -1;
-  lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_SCALE_IN]);
-  if (protected_build(p, "scale_in", build_vms, pool, vms, (lua_Integer)n, 2)) {
-    lua_pop(L, 1);
-    return -1;
-  }
-  lua_pushvalue(L, -1); /* keep the vms table to map results back */
-  lua_insert(L, -4);
-  if (call(p, "scale_in", DT_HOOK_SCALE_IN, 2, 1)) {
-    lua_pop(L, 1);
-    return -1;
-  }
-  const char **names = dt__malloc((n ? n : 1) * sizeof *names);
-  for (size_t k = 0; names && k < n; k++) names[k] = vms[k].name;
-  int rc = names ? read_order(p, DT_HOOK_SCALE_IN, names, n, order) : -1;
-  if (!names) lua_pop(L, 1);
-  dt__free(names);
-  lua_pop(L, 1); /* the vms table */
-  return succeeded(p, DT_HOOK_SCALE_IN, rc);
-}
-
 /* ------------------------------------------------------------ validate */
 
 /* The policy's own selftest(), then each hook on a small golden input. */
@@ -1227,7 +490,7 @@ static int validate(dt_policy *p, dt_error *err) {
   const char *who = p->path ? p->path : p->chunk;
   if (p->s.selftest != LUA_NOREF) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.selftest);
-    if (call(p, "selftest", -1, 0, 1))
+    if (pl_call(p, "selftest", -1, 0, 1))
       return dt__err(err, DT_EINVAL, "%s: selftest failed: %s", who, p->errs.n ? p->errs.v[p->errs.n - 1].message : "");
     bool ok = lua_isnil(L, -1) || lua_toboolean(L, -1);
     lua_pop(L, 1);
@@ -1313,7 +576,7 @@ static int validate(dt_policy *p, dt_error *err) {
       rc = dt__err(err, DT_EINVAL, "%s: on_interruption hook failed on the golden input: %s", who,
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
-  snapshot_release(p); /* the golden offerings are no plan's */
+  pl_snapshot_release(p); /* the golden offerings are no plan's */
   lua_gc(L, LUA_GCCOLLECT);
   p->gc_floor = p->s.m->used;
   /* validation failures are load errors, not plan errors */
@@ -1488,7 +751,7 @@ const char *dt_policy_hooks(const dt_policy *p) { return p->hooks; }
 
 void dt_policy_free(dt_policy *p) {
   if (!p) return;
-  snapshot_release(p);
+  pl_snapshot_release(p);
   dt__free(p->snap);
   dt__free(p->snap_str);
   state_close(&p->s);

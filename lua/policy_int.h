@@ -1,0 +1,76 @@
+/*
+** policy_int.h: what the policy runtime's two halves share (internal):
+** policy.c loads a policy into its sandbox, validates it and keeps its
+** errors; hooks.c builds each hook's arguments, calls it under its budget
+** and checks its results.
+*/
+#ifndef DT_POLICY_INT_H
+#define DT_POLICY_INT_H
+
+#include "../engine/hooks.h"
+
+#include <lua.h>
+#include <setjmp.h>
+
+typedef struct mem {
+  size_t used, cap;
+} mem;
+
+typedef struct state {
+  lua_State *L;
+  mem *m;
+  int ref[DT_HOOK_N];
+  int selftest;
+  int randomseed; /* the math library's own, kept at load */
+  int name_key;   /* the string "name", for raw reads of results */
+} state;
+
+struct dt_policy {
+  char *path, *chunk;
+  char *text;
+  size_t len;
+  dt_policy_limits lim;
+  state s;
+  unsigned fails[DT_HOOK_N];
+  bool disabled[DT_HOOK_N];
+  DT_VEC(dt_policy_err) errs;
+  char hooks[256];
+  /* the current round */
+  int64_t now;
+  uint64_t seed, decision;
+  int offers;
+  size_t noffers;
+  int rank_claim, rank_list; /* rank's argument tables, refilled for every call of a round */
+  size_t rank_n;             /* entries rank_list holds */
+  /* what the offers table was built from: a round with the same offerings
+  ** reuses it (building thousands of tables is most of a round's cost) */
+  dt_hook_offer *snap;
+  char *snap_str;
+  size_t nsnap;
+  bool snap_valid;
+  size_t gc_floor; /* bytes in use after the last full collection */
+  /* the current call's budget */
+  uint64_t instr;
+  double t0;
+  bool tripped;
+  dt_buf log;
+  jmp_buf *panic; /* where a panic returns to, while C is in the state */
+};
+
+#define pl_budget_start dt__pl_budget_start
+#define pl_budget_stop dt__pl_budget_stop
+#define pl_call dt__pl_call
+#define pl_record dt__pl_record
+#define pl_self dt__pl_self
+#define pl_snapshot_release dt__pl_snapshot_release
+#define pl_traceback dt__pl_traceback
+
+void pl_budget_start(dt_policy *p, lua_State *L);
+void pl_budget_stop(lua_State *L);
+int pl_call(dt_policy *p, const char *what, int hook, int nargs, int nres);
+void pl_record(dt_policy *p, const char *hook, const char *msg, bool disabled);
+dt_policy *pl_self(lua_State *L);
+void pl_snapshot_release(dt_policy *p);
+int pl_traceback(lua_State *L); /* the message handler of every protected call */
+
+#endif
