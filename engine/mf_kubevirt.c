@@ -587,6 +587,68 @@ static bool one_of(const char *s, const char *const *set) {
   return false;
 }
 
+/* dovetail's heal annotations on a VM: its last attempt and when. */
+static int vm_heal_annotations(mctx *x, const cJSON *ann, dt_vm *v) {
+  const char *ha = mf_get_str(ann, "dovetail.dev/heal-attempt"), *hat = mf_get_str(ann, "dovetail.dev/healed-at");
+  if (ha) {
+    char *end;
+    long long a = strtoll(ha, &end, 10);
+    if (*end || end == ha || a < 0 || a > 1000000)
+      return mf_bad(x, "metadata.annotations.dovetail.dev/heal-attempt", "expected a non-negative integer");
+    v->heal_attempt = a;
+  }
+  if (hat && dt_time_parse(hat, &v->healed_at, NULL))
+    return mf_bad(x, "metadata.annotations.dovetail.dev/healed-at", "expected an RFC 3339 time");
+  return 0;
+}
+
+/* What the VM's status says: printable status, halted, ready (and since when
+** not), start failures in a row. */
+static int vm_status(mctx *x, const cJSON *spec, const cJSON *st, dt_vm *v) {
+  v->has_status = cJSON_IsObject(st);
+  const char *ps = mf_get_str(st, "printableStatus");
+  if (ps && !(v->status = dt__strdup(ps))) return mf_oom(x);
+  v->halted = !vmi_runs(spec) || (ps && !strcmp(ps, "Stopped"));
+  v->ready = cJSON_IsTrue(mf_get(st, "ready"));
+  const cJSON *fc = mf_get(mf_get(st, "startFailure"), "consecutiveFailCount");
+  if (fc && !cJSON_IsNull(fc)) {
+    if (!cJSON_IsNumber(fc) || fc->valuedouble < 0)
+      return mf_bad(x, "status.startFailure.consecutiveFailCount", "expected a non-negative integer");
+    v->fail_count = dt__to_i64(fc->valuedouble);
+  }
+  const cJSON *conds = mf_get(st, "conditions");
+  for (const cJSON *c = cJSON_IsArray(conds) ? conds->child : NULL; c; c = c->next) {
+    const char *t = mf_get_str(c, "type"), *s = mf_get_str(c, "status");
+    if (!t || strcmp(t, "Ready") || !s) continue;
+    if (!strcmp(s, "True")) v->ready = true;
+    const char *ts = mf_get_str(c, "lastProbeTime");
+    if (!ts || !*ts) ts = mf_get_str(c, "lastTransitionTime");
+    if (strcmp(s, "True") && ts) dt_time_parse(ts, &v->not_ready_since, NULL);
+  }
+  return 0;
+}
+
+/* The virt-launcher pod of a VM waiting for a node, among the pending pods. */
+static int vm_launcher(mctx *x, const char *ns, const char *name, const cJSON *vmi, const dt_vm *v) {
+  dt_podspec p = {0};
+  char pn[600];
+  snprintf(pn, sizeof pn, "virt-launcher-%s", name);
+  p.count = 1;
+  p.file = (char *)x->file;
+  p.seq = v->seq;
+  p.created = v->created;
+  int rc = 0;
+  if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(pn)))
+    rc = mf_oom(x);
+  else if (vmi_podspec(x, vmi, "spec.template", &p) ||
+           mf_parse_kvs(x, mf_get(mf_get(vmi, "metadata"), "labels"), "spec.template.metadata.labels", &p.labels))
+    rc = mf_failed(x);
+  else if (dt__vec_push(&x->m->pods, p))
+    rc = mf_oom(x);
+  if (rc) mf_pod_free(&p);
+  return rc;
+}
+
 int mf_vm(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
@@ -642,70 +704,15 @@ int mf_vm(mctx *x, const cJSON *o) {
     if (!strcmp(v.labels.v[i].key, "kubevirt.io/vm-pool-revision-name")) rev = v.labels.v[i].val;
   const char *th = mf_get_str(ann, "dovetail.dev/template-hash");
   if ((rev && !(v.revision = dt__strdup(rev))) || (th && !(v.tmpl_hash = dt__strdup(th)))) goto nomem;
-  const char *ha = mf_get_str(ann, "dovetail.dev/heal-attempt"), *hat = mf_get_str(ann, "dovetail.dev/healed-at");
-  if (ha) {
-    char *end;
-    long long a = strtoll(ha, &end, 10);
-    if (*end || end == ha || a < 0 || a > 1000000) {
-      mf_bad(x, "metadata.annotations.dovetail.dev/heal-attempt", "expected a non-negative integer");
-      goto fail;
-    }
-    v.heal_attempt = a;
-  }
-  if (hat && dt_time_parse(hat, &v.healed_at, NULL)) {
-    mf_bad(x, "metadata.annotations.dovetail.dev/healed-at", "expected an RFC 3339 time");
-    goto fail;
-  }
-  bool runs = vmi_runs(spec);
-  v.has_status = cJSON_IsObject(st);
-  const char *ps = mf_get_str(st, "printableStatus");
-  if (ps && !(v.status = dt__strdup(ps))) goto nomem;
-  v.halted = !runs || (ps && !strcmp(ps, "Stopped"));
-  v.ready = cJSON_IsTrue(mf_get(st, "ready"));
-  const cJSON *fc = mf_get(mf_get(st, "startFailure"), "consecutiveFailCount");
-  if (fc && !cJSON_IsNull(fc)) {
-    if (!cJSON_IsNumber(fc) || fc->valuedouble < 0) {
-      mf_bad(x, "status.startFailure.consecutiveFailCount", "expected a non-negative integer");
-      goto fail;
-    }
-    v.fail_count = dt__to_i64(fc->valuedouble);
-  }
-  const cJSON *conds = mf_get(st, "conditions");
-  for (const cJSON *c = cJSON_IsArray(conds) ? conds->child : NULL; c; c = c->next) {
-    const char *t = mf_get_str(c, "type"), *s = mf_get_str(c, "status");
-    if (!t || strcmp(t, "Ready") || !s) continue;
-    if (!strcmp(s, "True")) v.ready = true;
-    const char *ts = mf_get_str(c, "lastProbeTime");
-    if (!ts || !*ts) ts = mf_get_str(c, "lastTransitionTime");
-    if (strcmp(s, "True") && ts) dt_time_parse(ts, &v.not_ready_since, NULL);
-  }
+  if (vm_heal_annotations(x, ann, &v) || vm_status(x, spec, st, &v)) goto fail;
   if (vm_hashes(x, spec, &v)) goto fail;
   /* A VM that should run but has no node yet needs capacity: its virt-launcher
   ** pod joins the pending pods. */
   static const char *const waiting[] = {
       "Provisioning", "Pending", "Unschedulable", "ErrorUnschedulable", "WaitingForVolumeBinding", NULL};
-  if (runs && !v.deleting && one_of(ps, waiting) && cJSON_IsObject(vmi)) {
-    dt_podspec p = {0};
-    char pn[600];
-    snprintf(pn, sizeof pn, "virt-launcher-%s", name);
-    p.count = 1;
-    p.file = (char *)x->file;
-    p.seq = v.seq;
-    p.created = v.created;
-    if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(pn))) {
-      mf_pod_free(&p);
-      goto nomem;
-    }
-    if (vmi_podspec(x, vmi, "spec.template", &p) ||
-        mf_parse_kvs(x, mf_get(mf_get(vmi, "metadata"), "labels"), "spec.template.metadata.labels", &p.labels)) {
-      mf_pod_free(&p);
-      goto fail;
-    }
-    if (dt__vec_push(&x->m->pods, p)) {
-      mf_pod_free(&p);
-      goto nomem;
-    }
-  }
+  if (vmi_runs(spec) && !v.deleting && one_of(v.status, waiting) && cJSON_IsObject(vmi) &&
+      vm_launcher(x, ns, name, vmi, &v))
+    goto fail;
   if (dt__vec_push(&x->m->vms, v)) goto nomem;
   return 0;
 nomem:
