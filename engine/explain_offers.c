@@ -13,18 +13,21 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum {
-  W_POOL_REQ, W_REQ, W_SMALL, W_OPTIONS, W_ZONE, W_CT, W_TOPO, W_UNAVAILABLE, W_SPOT, W_RESERVED, W_ORDER, W_N
-};
-static const char *const k_why[W_N] = {
-    "excluded by the NodePool's requirements", "excluded by the requirements of the pods on the claim",
-    "too small for the claim's pods", "not among the claim's instance-type options",
-    "zone not allowed by a requirement", "capacity type not allowed by a requirement",
-    "excluded by topology spread or (anti-)affinity", "unavailable", "spot price above the maximum",
-    "reserved capacity the claim did not hold", "launch order"};
-static const char *const k_why_key[W_N] = {"nodePoolRequirement", "podRequirement", "tooSmall", "notAnOption",
-                                           "zone", "capacityType", "topology", "unavailable", "spotMaxPrice",
-                                           "reservation", "launchOrder"};
+enum { W_POOL_REQ, W_REQ, W_SMALL, W_OPTIONS, W_ZONE, W_CT, W_TOPO, W_UNAVAILABLE, W_SPOT, W_RESERVED, W_ORDER, W_N };
+static const char *const k_why[W_N] = {"excluded by the NodePool's requirements",
+                                       "excluded by the requirements of the pods on the claim",
+                                       "too small for the claim's pods",
+                                       "not among the claim's instance-type options",
+                                       "zone not allowed by a requirement",
+                                       "capacity type not allowed by a requirement",
+                                       "excluded by topology spread or (anti-)affinity",
+                                       "unavailable",
+                                       "spot price above the maximum",
+                                       "reserved capacity the claim did not hold",
+                                       "launch order"};
+static const char *const k_why_key[W_N] = {
+    "nodePoolRequirement", "podRequirement", "tooSmall",    "notAnOption", "zone", "capacityType", "topology",
+    "unavailable",         "spotMaxPrice",   "reservation", "launchOrder"};
 
 const char *ex_str(const cJSON *o, const char *k);
 
@@ -117,7 +120,8 @@ static int offering_why(const dt_plan *p, const rt_claim *k, const rt_class *c, 
   }
   if (!(k->zmask >> of->zone & 1) || !(k->ctmask >> of->ct & 1)) {
     bool zone_too = !(k->zmask >> of->zone & 1);
-    dt__buf_printf(b, "the topology constraints of the claim's pods keep it to %s ", zone_too ? "zones" : "capacity types");
+    dt__buf_printf(b, "the topology constraints of the claim's pods keep it to %s ",
+                   zone_too ? "zones" : "capacity types");
     bool first = true;
     for (uint32_t z = 0; zone_too && z < p->nzones; z++)
       if (k->zmask >> z & 1) {
@@ -231,7 +235,8 @@ static int cheaper(dt_plan *p, const rt_claim *k, const rt_class *c, cJSON *doc)
     const char *zone = dt__sym_str(&p->syms, p->zones[of->zone]);
     /* the same type, capacity type, price and reason in several zones: one entry */
     cJSON *e = last[w];
-    if (e && !strcmp(ex_str(e, "instanceType"), t->src->name) && !strcmp(ex_str(e, "capacityType"), dt__ct_names[of->ct]) &&
+    if (e && !strcmp(ex_str(e, "instanceType"), t->src->name) &&
+        !strcmp(ex_str(e, "capacityType"), dt__ct_names[of->ct]) &&
         cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "price")) == v[i].price &&
         !strcmp(ex_str(e, "why"), b.p ? b.p : "")) {
       dt__json_put(cJSON_GetObjectItemCaseSensitive(e, "zones"), NULL, cJSON_CreateString(zone));
@@ -270,6 +275,73 @@ static bool claim_has(const rt_claim *k, uint32_t podi) {
   return false;
 }
 
+/* A pod that is not pending: bound to a node, or carried by an in-flight
+** claim; it was not planned. */
+static int explain_not_pending(dt_plan *p, cJSON *doc) {
+  const dt_explain *ex = p->ex;
+  char tmp[1400];
+  const dt_podspec *d = &p->manifests->pods.v[ex->spec];
+  if (ex->kind == EX_BOUND) {
+    int64_t req[DT_RES_MAX] = {0};
+    for (size_t i = 0; i < d->requests.n; i++)
+      for (uint32_t r = 0; r < p->nres; r++)
+        if (!strcmp(p->res_names[r], d->requests.v[i].name)) req[r] = d->requests.v[i].milli;
+    put_requests(p, doc, "requests", req);
+  }
+  dt__json_put_str(doc, "outcome", ex->kind == EX_BOUND ? "bound" : "inFlight");
+  dt__json_put_str(doc, "node", ex->node);
+  snprintf(tmp, sizeof tmp,
+           ex->kind == EX_BOUND
+               ? "already bound to node %s (spec.nodeName): not a pending pod, so not planned; it uses "
+                 "that node's room"
+               : "already carried by in-flight NodeClaim %s (its dovetail.dev/pods annotation): not "
+                 "planned again, it uses that claim's room",
+           ex->node);
+  dt__json_put_str(doc, "summary", tmp);
+  return p->arena.oom ? DT_ENOMEM : 0;
+}
+
+/* A pod on a new claim: the claim, its offering and the rule that chose it,
+** then the cheaper offerings and why not. */
+static int explain_new_claim(dt_plan *p, cJSON *doc, const rt_claim *k, const rt_class *c) {
+  const dt_explain *ex = p->ex;
+  char tmp[1400];
+  const rt_type *t = &p->types[k->type];
+  const rt_off *of = &t->off[k->off];
+  const rt_pool *pl = &p->pools[k->pool];
+  dt__json_put_str(doc, "outcome", "newNodeClaim");
+  const char *how = k->repacked ? "cost-aware packing re-packed first-fit's claims of this NodePool and put it on"
+                    : ex->claim_at == k && ex->new_claim ? "it opened"
+                                                         : "it joined";
+  snprintf(tmp, sizeof tmp, "%s NodeClaim %s of NodePool %s: %s in %s, %s, $", how, dt__sym_str(&p->syms, k->name),
+           pl->src->name, t->src->name, dt__sym_str(&p->syms, p->zones[of->zone]), dt__ct_names[of->ct]);
+  char pr[64];
+  dt__fmt_price(pr, sizeof pr, of->price);
+  snprintf(tmp + strlen(tmp), sizeof tmp - strlen(tmp), "%s/hour", pr);
+  dt__json_put_str(doc, "summary", tmp);
+  cJSON *nc = dt__json_put(doc, "nodeClaim", cJSON_CreateObject());
+  dt__json_put_str(nc, "name", dt__sym_str(&p->syms, k->name));
+  dt__json_put_str(nc, "nodePool", pl->src->name);
+  dt__json_put_num(nc, "nodePoolWeight", pl->src->weight);
+  dt__json_put_str(nc, "instanceType", t->src->name);
+  dt__json_put_str(nc, "zone", dt__sym_str(&p->syms, p->zones[of->zone]));
+  dt__json_put_str(nc, "capacityType", dt__ct_names[of->ct]);
+  put_price(nc, "price", of->price);
+  if (of->resv) dt__json_put_str(nc, "reservationID", dt__sym_str(&p->syms, of->resv));
+  dt__json_put_num(nc, "pods", (double)k->pods.n);
+  put_requests(p, nc, "requests", k->used);
+  dt__json_put_num(nc, "instanceTypeOptions", (double)k->nfinal);
+  dt__json_put(nc, "repacked", cJSON_CreateBool(k->repacked));
+  const char *rule = of->ct == DT_CT_RESERVED                    ? "reserved capacity while it lasts"
+                     : dt__policy_has(pl->policy, DT_HOOK_RANK)  ? "the policy's rank hook"
+                     : dt__policy_has(pl->policy, DT_HOOK_SCORE) ? "the policy's score hook"
+                                                                 : "the cheapest available offering of the types "
+                                                                   "that hold the claim's pods; ties by instance "
+                                                                   "type, then zone";
+  dt__json_put_str(nc, "chosenBy", rule);
+  return cheaper(p, k, c, doc);
+}
+
 int dt__explain_finish(dt_plan *p) {
   dt_explain *ex = p->ex;
   cJSON *doc = ex->doc = cJSON_CreateObject();
@@ -280,26 +352,7 @@ int dt__explain_finish(dt_plan *p) {
   dt__fmt_time(p->opts.now ? p->opts.now : 946684800, tmp, sizeof tmp);
   dt__json_put_str(doc, "now", tmp);
   dt__json_put_str(doc, "pod", ex->pod);
-  if (ex->kind != EX_PENDING) {
-    const dt_podspec *d = &p->manifests->pods.v[ex->spec];
-    if (ex->kind == EX_BOUND) {
-      int64_t req[DT_RES_MAX] = {0};
-      for (size_t i = 0; i < d->requests.n; i++)
-        for (uint32_t r = 0; r < p->nres; r++)
-          if (!strcmp(p->res_names[r], d->requests.v[i].name)) req[r] = d->requests.v[i].milli;
-      put_requests(p, doc, "requests", req);
-    }
-    dt__json_put_str(doc, "outcome", ex->kind == EX_BOUND ? "bound" : "inFlight");
-    dt__json_put_str(doc, "node", ex->node);
-    snprintf(tmp, sizeof tmp,
-             ex->kind == EX_BOUND ? "already bound to node %s (spec.nodeName): not a pending pod, so not planned; it uses "
-                                    "that node's room"
-                                  : "already carried by in-flight NodeClaim %s (its dovetail.dev/pods annotation): not "
-                                    "planned again, it uses that claim's room",
-             ex->node);
-    dt__json_put_str(doc, "summary", tmp);
-    return p->arena.oom ? DT_ENOMEM : 0;
-  }
+  if (ex->kind != EX_PENDING) return explain_not_pending(p, doc);
   uint32_t podi = (uint32_t)p->ex_pod;
   const rt_spec *s = &p->specs[ex->spec];
   put_requests(p, doc, "requests", s->req);
@@ -341,55 +394,27 @@ int dt__explain_finish(dt_plan *p) {
     const dt_node *n = p->nodes[node].src;
     dt__json_put_str(doc, "outcome", n->claim_name ? "inFlightNodeClaim" : "existingNode");
     dt__json_put_str(doc, "node", n->name);
-    snprintf(tmp, sizeof tmp, "bound to %s %s: existing nodes and in-flight NodeClaims are tried before any new "
-                              "NodeClaim (Karpenter's order), and it is the first in that order with room for it",
+    snprintf(tmp, sizeof tmp,
+             "bound to %s %s: existing nodes and in-flight NodeClaims are tried before any new "
+             "NodeClaim (Karpenter's order), and it is the first in that order with room for it",
              n->claim_name ? "in-flight NodeClaim" : "node", n->name);
     dt__json_put_str(doc, "summary", tmp);
-    const cJSON *pools = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "lastTry"), "nodePools");
+    const cJSON *pools =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "lastTry"), "nodePools");
     const char *would = NULL;
     for (const cJSON *e = pools ? pools->child : NULL; e && !would; e = e->next)
-      if (cJSON_GetObjectItemCaseSensitive(e, "opens")) would = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
+      if (cJSON_GetObjectItemCaseSensitive(e, "opens"))
+        would = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "name"));
     if (would)
-      snprintf(tmp, sizeof tmp, "existing capacity comes first; a new NodeClaim would have come from NodePool %s", would);
+      snprintf(tmp, sizeof tmp, "existing capacity comes first; a new NodeClaim would have come from NodePool %s",
+               would);
     else
-      snprintf(tmp, sizeof tmp, "existing capacity comes first; besides, no NodePool could open a NodeClaim for it "
-                                "(see lastTry.nodePools)");
+      snprintf(tmp, sizeof tmp,
+               "existing capacity comes first; besides, no NodePool could open a NodeClaim for it "
+               "(see lastTry.nodePools)");
     dt__json_put_str(doc, "whyNotNewNodeClaim", tmp);
   } else if (k) {
-    const rt_type *t = &p->types[k->type];
-    const rt_off *of = &t->off[k->off];
-    const rt_pool *pl = &p->pools[k->pool];
-    dt__json_put_str(doc, "outcome", "newNodeClaim");
-    const char *how = k->repacked ? "cost-aware packing re-packed first-fit's claims of this NodePool and put it on"
-                      : ex->claim_at == k && ex->new_claim ? "it opened"
-                                                           : "it joined";
-    snprintf(tmp, sizeof tmp, "%s NodeClaim %s of NodePool %s: %s in %s, %s, $", how, dt__sym_str(&p->syms, k->name),
-             pl->src->name, t->src->name, dt__sym_str(&p->syms, p->zones[of->zone]), dt__ct_names[of->ct]);
-    char pr[64];
-    dt__fmt_price(pr, sizeof pr, of->price);
-    snprintf(tmp + strlen(tmp), sizeof tmp - strlen(tmp), "%s/hour", pr);
-    dt__json_put_str(doc, "summary", tmp);
-    cJSON *nc = dt__json_put(doc, "nodeClaim", cJSON_CreateObject());
-    dt__json_put_str(nc, "name", dt__sym_str(&p->syms, k->name));
-    dt__json_put_str(nc, "nodePool", pl->src->name);
-    dt__json_put_num(nc, "nodePoolWeight", pl->src->weight);
-    dt__json_put_str(nc, "instanceType", t->src->name);
-    dt__json_put_str(nc, "zone", dt__sym_str(&p->syms, p->zones[of->zone]));
-    dt__json_put_str(nc, "capacityType", dt__ct_names[of->ct]);
-    put_price(nc, "price", of->price);
-    if (of->resv) dt__json_put_str(nc, "reservationID", dt__sym_str(&p->syms, of->resv));
-    dt__json_put_num(nc, "pods", (double)k->pods.n);
-    put_requests(p, nc, "requests", k->used);
-    dt__json_put_num(nc, "instanceTypeOptions", (double)k->nfinal);
-    dt__json_put(nc, "repacked", cJSON_CreateBool(k->repacked));
-    const char *rule = of->ct == DT_CT_RESERVED ? "reserved capacity while it lasts"
-                       : dt__policy_has(pl->policy, DT_HOOK_RANK)  ? "the policy's rank hook"
-                       : dt__policy_has(pl->policy, DT_HOOK_SCORE) ? "the policy's score hook"
-                                                                   : "the cheapest available offering of the types "
-                                                                     "that hold the claim's pods; ties by instance "
-                                                                     "type, then zone";
-    dt__json_put_str(nc, "chosenBy", rule);
-    if (cheaper(p, k, c, doc)) return DT_ENOMEM;
+    if (explain_new_claim(p, doc, k, c)) return DT_ENOMEM;
   } else {
     dt__json_put_str(doc, "outcome", "unschedulable");
     dt__json_put_str(doc, "summary", unsched ? unsched : "not placed");
