@@ -97,18 +97,19 @@ static void basic_values(int m, const double *inv, const double *d, double *xb) 
 }
 
 int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
-                        const double *d, double *y, double *x, double *obj, int *warm) {
+                        const double *d, double *y, double *x, double *obj, int *warm, double *inv) {
   if (m <= 0 || n < 0) return -1;
   lp L = {m, n, start, row, val, c, 0};
   for (int j = 0; j < n; j++) L.bigm = fmax(L.bigm, c[j]);
   L.bigm = (L.bigm + 1) * 1e6;
   size_t mm = (size_t)m * (size_t)m;
-  double *binv = dt__malloc(mm * sizeof *binv), *scratch = dt__malloc(mm * sizeof *scratch),
+  double *binv = inv ? inv : dt__malloc(mm * sizeof *binv), *scratch = dt__malloc(mm * sizeof *scratch),
+         *fresh = dt__malloc(mm * sizeof *fresh),
          *xb = dt__malloc((size_t)m * sizeof *xb), *u = dt__malloc((size_t)m * sizeof *u),
          *col = dt__malloc((size_t)m * sizeof *col), *cb = dt__malloc((size_t)m * sizeof *cb);
   int *basis = dt__malloc((size_t)m * sizeof *basis);
   int rc = 0;
-  if (!binv || !scratch || !xb || !u || !col || !cb || !basis) {
+  if (!binv || !scratch || !fresh || !xb || !u || !col || !cb || !basis) {
     rc = DT_ENOMEM;
     goto out;
   }
@@ -118,10 +119,13 @@ int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const do
     warm_ok = (e >= 0 && e < n) || (e < 0 && -1 - e < 2 * m);
     basis[r] = e >= 0 ? e : -1 - e < m ? n + (-1 - e) : n + m + (-1 - e - m);
   }
-  if (warm_ok && (warm_ok = invert(&L, basis, scratch, binv, col))) {
+  /* The caller's inverse, when it has one for this basis (inv[0] not NaN),
+  ** saves inverting it again. */
+  if (warm_ok && !(inv && !isnan(inv[0])) && !invert(&L, basis, scratch, binv, col)) warm_ok = false;
+  if (warm_ok) {
     basic_values(m, binv, d, xb);
     for (int r = 0; r < m && warm_ok; r++) {
-      warm_ok = xb[r] >= -1e-9;
+      warm_ok = xb[r] >= -1e-7 * (1 + fabs(d[r]));
       if (xb[r] < 0) xb[r] = 0;
     }
   }
@@ -134,22 +138,15 @@ int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const do
     }
   }
   int stalled = 0, since = 0;
+  bool bland = false;
   long limit = 50L * (n + m) + 1000;
   for (long iter = 0; iter < limit; iter++) {
-    if (since >= LP_REFRESH) { /* a fresh inverse; keep the old one if this one fails */
-      double *fresh = dt__malloc(mm * sizeof *fresh);
-      if (!fresh) {
-        rc = DT_ENOMEM;
-        goto out;
-      }
+    if (since >= LP_REFRESH && since >= m) { /* a fresh inverse; keep the old one if this one fails */
       if (invert(&L, basis, scratch, fresh, col)) {
-        dt__free(binv);
-        binv = fresh;
+        memcpy(binv, fresh, mm * sizeof *binv);
         basic_values(m, binv, d, xb);
         for (int r = 0; r < m; r++)
           if (xb[r] < 0) xb[r] = 0;
-      } else {
-        dt__free(fresh);
       }
       since = 0;
     }
@@ -160,10 +157,11 @@ int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const do
       if (cb[k] != 0)
         for (int r = 0; r < m; r++) y[r] += cb[k] * binv[(size_t)k * m + r];
     /* entering column: most negative reduced cost (Dantzig); after a run
-    ** of degenerate pivots, the first one (Bland), which cannot cycle */
+    ** of degenerate pivots, the first one (Bland), which cannot cycle, and
+    ** Bland's rule from then on */
     int enter = -1;
     double best = 0;
-    bool bland = stalled > 2 * m;
+    bland = bland || stalled > 2 * m;
     for (int j = 0; j < n + m; j++) {
       double cj = cost_of(&L, j), rc_ = cj;
       if (j < n)
@@ -230,7 +228,9 @@ int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const do
       warm[r] = basis[r] < n ? basis[r] : basis[r] < n + m ? -1 - (basis[r] - n) : -1 - m - (basis[r] - n - m);
   *obj = z;
 out:
-  dt__free(binv);
+  if (inv && rc) inv[0] = NAN; /* no inverse to hand back */
+  if (!inv) dt__free(binv);
+  dt__free(fresh);
   dt__free(scratch);
   dt__free(xb);
   dt__free(u);
@@ -260,7 +260,7 @@ int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const doub
         }
     }
     start[n] = k;
-    rc = dt__lp_cover_sparse(m, n, start, row, val, c, d, y, x, obj, warm);
+    rc = dt__lp_cover_sparse(m, n, start, row, val, c, d, y, x, obj, warm, NULL);
   }
   dt__free(start);
   dt__free(row);

@@ -329,10 +329,12 @@ void dt__explain_free(struct dt_explain *ex);
 /* lp.c: minimise c.x subject to A x >= d, x >= 0; the warm form starts from
 ** (and returns) a basis of m entries. A dense (m x n, row-major) or by
 ** columns (column j's non-zeros at start[j]..start[j+1] of row[] and val[]).
-** Returns 0, -1 when the LP is infeasible or unbounded, or DT_ENOMEM. */
+** inv (NULL, or m x m of the caller's) holds the basis' inverse between
+** warm solves: NaN in inv[0] when it holds none. Returns 0, -1 when the LP
+** is infeasible or unbounded, or DT_ENOMEM. */
 #define DT_LP_COLD INT32_MIN
 int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
-                        const double *d, double *y, double *x, double *obj, int *basis);
+                        const double *d, double *y, double *x, double *obj, int *basis, double *inv);
 int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
                  double *obj);
 int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
