@@ -1119,7 +1119,12 @@ static int greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shapes
         a[(size_t)q * nc + i] = v > 0 ? v / scale[q] : 0;
       }
     }
-    bool have_lp = dt__lp_cover((int)nrows, (int)nc, a, c, d, y, NULL, &lp) == 0;
+    int lrc = dt__lp_cover((int)nrows, (int)nc, a, c, d, y, NULL, &lp);
+    if (lrc == DT_ENOMEM) {
+      rc = DT_ENOMEM;
+      goto out;
+    }
+    bool have_lp = lrc == 0;
     for (uint32_t q = 0; have_lp && q < nrows; q++) w[rows[q]] = y[q] / scale[q];
     for (uint32_t i = 0; i < nc; i++) {
       double v = 0;
