@@ -3,15 +3,18 @@
 **
 **   minimise  sum_j c_j x_j   subject to  sum_j a_rj x_j >= d_r (each row r),  x >= 0
 **
-** Three LPs have this form: the covering LP (rows are resources, columns
-** instance types), the pattern LP of column generation (rows are pod shapes,
-** columns node patterns) and the dual of a knapsack's relaxation. Columns
-** outnumber rows, and a pattern holds few of the shapes, so columns are
-** sparse (compressed by column) and a revised simplex keeps an explicit
-** m x m basis inverse: an iteration prices every column through its non-zeros
-** and updates the inverse in O(m^2). The inverse is computed afresh from the
-** basis every LP_REFRESH pivots, so rounding error cannot build up over the
-** hundreds of pivots a pattern LP of hundreds of shapes takes. Big-M
+** Two LPs have this form: the covering LP (rows are resources, columns
+** instance types) and the pattern LP of column generation (rows are pod
+** shapes, columns node patterns; a knapsack's relaxation has its own simplex
+** in pack.c). Columns outnumber rows, and a pattern holds few of the shapes,
+** so columns are sparse (compressed by column) and a revised simplex keeps an
+** explicit m x m basis inverse: an iteration prices every column through its
+** non-zeros and updates the inverse in O(m^2). The inverse is computed afresh
+** from the basis every max(LP_REFRESH, m) pivots (O(m^3), so O(m^2) a pivot
+** on average), and rounding error cannot build up over the hundreds of
+** pivots an LP of many shapes takes. Once a run of degenerate pivots starts,
+** Bland's rule chooses for the rest of the solve: switching back to the
+** largest reduced cost can cycle. Big-M
 ** artificials give the first basis, or a basis passed in (column generation
 ** adds columns to a solved LP, whose basis stays feasible). Callers need the
 ** duals y (what a unit of each row is worth at the optimum) and, for column
