@@ -16,6 +16,11 @@
 **                        three lower bounds: the covering LP, the assignment
 **                        LP (glpsol) and the pattern LP (GLPK's library,
 **                        column generation with exact knapsack pricing).
+**   many-*               the same four catalog cases on the many-shape
+**                        workload (bench/workload-many-shapes.json: 5,968
+**                        pods in 217 shapes, exact counts); the pattern LP
+**                        with partial pricing and 5 minutes of CPU, reported
+**                        as optimal or as a bound with its gap.
 **
 ** Each line reports pods, nodes, $/h, the LP lower bound ratio (fractional
 ** nodes covering summed cpu, memory and pods, solved by glpsol when it is
