@@ -16,6 +16,11 @@
 **                        three lower bounds: the covering LP, the assignment
 **                        LP (glpsol) and the pattern LP (GLPK's library,
 **                        column generation with exact knapsack pricing).
+**   many-*               the same four catalog cases on the many-shape
+**                        workload (bench/workload-many-shapes.json: 5,968
+**                        pods in 217 shapes, exact counts); the pattern LP
+**                        with partial pricing and 5 minutes of CPU, reported
+**                        as optimal or as a bound with its gap.
 **
 ** Each line reports pods, nodes, $/h, the LP lower bound ratio (fractional
 ** nodes covering summed cpu, memory and pods, solved by glpsol when it is
@@ -36,6 +41,13 @@
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Process CPU time: budgets that hold on a busy machine. */
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
@@ -250,28 +262,49 @@ static char *diverse_pods(int n, size_t *len, double *C, double *M) {
 
 /* The Azure VM request shapes, read from the JSON copied into bench/. */
 /* The shapes drawn by the last azure_pods call, for the assignment bound. */
-static int g_nshapes, g_shape_cpu[32], g_shape_mem[32];
-static long g_shape_drawn[32];
+#define MAX_SHAPES 1024
+static int g_nshapes, g_shape_cpu[MAX_SHAPES], g_shape_mem[MAX_SHAPES];
+static long g_shape_drawn[MAX_SHAPES];
 
-static char *azure_pods(const char *shapes_path, int n, const char *extra_reqs, size_t *len, double *C, double *M) {
-  FILE *sf = fopen(shapes_path, "r");
-  if (!sf) return NULL;
-  char line[512];
-  int cpu_m[32], mem_mi[32], count[32], ns = 0, c = -1, m = -1;
-  long total = 0;
-  while (fgets(line, sizeof line, sf) && ns < 32) {
-    int v;
-    if (sscanf(line, " \"cpu_millicores\": %d", &v) == 1) c = v;
-    if (sscanf(line, " \"memory_MiB\": %d", &v) == 1) m = v;
-    if (sscanf(line, " \"count\": %d", &v) == 1 && c > 0 && m > 0) {
-      cpu_m[ns] = c;
-      mem_mi[ns] = m;
-      count[ns++] = v;
-      total += v;
-      c = m = -1;
+/* The shapes of a workload file: each "cpu_millicores", then its
+** "memory_MiB" and "count", in order; *ns of them, their total returned. */
+static long read_shapes(const char *path, int *cpu_m, int *mem_mi, int *count, int *ns) {
+  FILE *sf = fopen(path, "r");
+  if (!sf) return -1;
+  char *text = NULL;
+  size_t cap = 0, len = 0, got;
+  char chunk[65536];
+  while ((got = fread(chunk, 1, sizeof chunk, sf)) > 0) {
+    if (len + got + 1 > cap) {
+      cap = 2 * (len + got + 1);
+      text = realloc(text, cap);
     }
+    memcpy(text + len, chunk, got);
+    len += got;
   }
   fclose(sf);
+  if (!text) return -1;
+  text[len] = 0;
+  long total = 0;
+  *ns = 0;
+  for (const char *q = text; (q = strstr(q, "\"cpu_millicores\":")) && *ns < MAX_SHAPES;) {
+    const char *mq = strstr(q, "\"memory_MiB\":"), *cq = strstr(q, "\"count\":");
+    if (!mq || !cq) break;
+    cpu_m[*ns] = atoi(q + strlen("\"cpu_millicores\":"));
+    mem_mi[*ns] = atoi(mq + strlen("\"memory_MiB\":"));
+    count[*ns] = atoi(cq + strlen("\"count\":"));
+    total += count[(*ns)++];
+    q = cq;
+  }
+  free(text);
+  return total;
+}
+
+static char *azure_pods(const char *shapes_path, int n, const char *extra_reqs, size_t *len, double *C, double *M) {
+  static int cpu_m[MAX_SHAPES], mem_mi[MAX_SHAPES], count[MAX_SHAPES];
+  int ns;
+  long total = read_shapes(shapes_path, cpu_m, mem_mi, count, &ns);
+  if (total <= 0) return NULL;
   char *buf;
   FILE *f = open_memstream(&buf, len);
   fprintf(f,
@@ -279,7 +312,8 @@ static char *azure_pods(const char *shapes_path, int n, const char *extra_reqs, 
           "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
           "\"spec\":{\"template\":{\"spec\":{\"requirements\":["
           "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
-          "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"}%s]}}}}",
+          "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"},"
+          "{\"key\":\"karpenter.k8s.aws/instance-accelerator-count\",\"operator\":\"DoesNotExist\"}%s]}}}}",
           extra_reqs);
   rng = 42;
   *C = *M = 0;
@@ -289,10 +323,19 @@ static char *azure_pods(const char *shapes_path, int n, const char *extra_reqs, 
     g_shape_mem[i] = mem_mi[i];
     g_shape_drawn[i] = 0;
   }
+  /* n > 0: a resample of n pods; otherwise every shape's exact count. */
+  int exact = n <= 0, s = 0;
+  long left_in_shape = count[0];
+  if (exact) n = (int)total;
   for (int i = 0; i < n; i++) {
-    long r = (long)(next() % (uint64_t)total);
-    int s = 0;
-    while (r >= count[s]) r -= count[s++];
+    if (exact) {
+      while (!left_in_shape) left_in_shape = count[++s];
+      left_in_shape--;
+    } else {
+      long r = (long)(next() % (uint64_t)total);
+      s = 0;
+      while (r >= count[s]) r -= count[s++];
+    }
     g_shape_drawn[s]++;
     *C += cpu_m[s] / 1000.0;
     *M += mem_mi[s] / 1024.0;
@@ -402,9 +445,41 @@ static double assignment_bound(dt_catalog *aws, int subset, int spot) {
 ** plan from below; only the rounding of columns to whole nodes is relaxed.
 ** Solved here with GLPK by column generation, each type's best column an
 ** exact integer knapsack (glp_intopt), independent of the engine's own.
-** Returns Farley's bound obj / max(value/price), exact at the optimum.
+** Returns Farley's bound obj / max(value/price), exact at the optimum; *st
+** says whether it is the LP's optimum (every knapsack of the last round
+** proven, none improving) or a bound, then with the last master's value
+** (the LP optimum lies between the two).
 */
-static double pattern_bound(dt_catalog *aws, int subset, int spot) {
+typedef struct bound_status {
+  bool optimal;
+  double master; /* the last restricted master's optimum: the LP's is at most this */
+  int rounds, unproven;
+  double ms;
+} bound_status;
+
+/* GLPK's branch and bound calls this: the best bound of its open nodes, so a
+** search its time limit cuts short still bounds the knapsack from above. */
+static void mip_bound_cb(glp_tree *tree, void *info) {
+  double *bnd = info;
+  int best = glp_ios_best_node(tree);
+  if (best) {
+    double b = glp_ios_node_bound(tree, best);
+    if (b < *bnd) *bnd = b;
+  }
+}
+
+typedef struct ratio_ix {
+  double ratio;
+  size_t i;
+} ratio_ix;
+
+static int cmp_ratio_desc(const void *a, const void *b) {
+  const ratio_ix *x = a, *y = b;
+  if (x->ratio != y->ratio) return x->ratio > y->ratio ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static double pattern_bound(dt_catalog *aws, int subset, int spot, bound_status *st) {
   size_t k;
   lp_type *ty = bound_types(aws, subset, spot, 1.0, 1048576.0, &k); /* millicores, MiB: the shapes' units */
   /* Drop types a no dearer type holds at least as much of everything as. */
@@ -422,8 +497,10 @@ static double pattern_bound(dt_catalog *aws, int subset, int spot) {
   glp_set_obj_dir(lp, GLP_MIN);
   glp_add_rows(lp, ns);
   for (int s = 0; s < ns; s++) glp_set_row_bnds(lp, s + 1, GLP_LO, (double)g_shape_drawn[s], 0);
-  int ind[40];
-  double val[40];
+  int *ind = calloc((size_t)ns + 2, sizeof *ind);
+  double *val = calloc((size_t)ns + 2, sizeof *val), *pi = calloc((size_t)ns + 1, sizeof *pi);
+  double t_start = cpu_ms();
+  *st = (bound_status){0};
   /* Start: each shape alone on its cheapest type per pod. */
   for (int s = 0; s < ns; s++) {
     double best = INFINITY;
@@ -464,29 +541,55 @@ static double pattern_bound(dt_catalog *aws, int subset, int spot) {
   glp_init_iocp(&ip);
   ip.msg_lev = GLP_MSG_OFF;
   ip.tm_lim = 500; /* ms per knapsack */
-  double bound = NAN;
-  for (int iter = 0; iter < 500; iter++) {
+  double bound = NAN, mip_bnd;
+  ip.cb_func = mip_bound_cb;
+  ip.cb_info = &mip_bnd;
+  /* Few shapes: every type priced exactly each round. Hundreds: partial
+  ** pricing (types by their relaxation's value per dollar, at most 16 new
+  ** patterns a round), 300 ms a knapsack, 5 minutes of CPU in all; then the bound
+  ** is Farley's and reported with its gap. */
+  bool many = ns > 48;
+  ip.tm_lim = many ? 300 : 500;
+  ratio_ix *order = calloc(nk ? nk : 1, sizeof *order);
+  double *ubs = calloc(nk ? nk : 1, sizeof *ubs);
+  for (int iter = 0; iter < 5000 && cpu_ms() - t_start < 300e3; iter++) {
     if (glp_simplex(lp, &sp) || glp_get_status(lp) != GLP_OPT) break;
-    double obj = glp_get_obj_val(lp), pi[32], most = 0;
+    double obj = glp_get_obj_val(lp), most = 0;
+    int unproven = 0;
+    st->rounds = iter + 1;
+    st->master = obj;
     for (int s = 0; s < ns; s++) pi[s] = glp_get_row_dual(lp, s + 1);
     int added = 0;
+    /* The knapsack's LP relaxation bounds it; the integer search runs only
+    ** when that bound could pay for the node, and if its time runs out the
+    ** best bound of its open nodes stands in for it (valid, a little weaker). */
+    size_t nq = 0;
     for (size_t i = 0; i < nk; i++) {
       for (int s = 0; s < ns; s++) glp_set_obj_coef(kp[i], s + 1, pi[s] > 0 ? pi[s] : 0);
-      /* The knapsack's LP relaxation bounds it; the integer search runs only
-      ** when that bound could pay for the node, and if its time runs out the
-      ** relaxation stands in for it in the bound (valid, a little weaker). */
-      if (glp_simplex(kp[i], &sp) || glp_get_status(kp[i]) != GLP_OPT) continue;
-      double ub = glp_get_obj_val(kp[i]);
-      if (ub <= ty[i].price * (1 + 1e-9)) {
-        if (ub / ty[i].price > most) most = ub / ty[i].price;
+      ubs[i] = glp_simplex(kp[i], &sp) || glp_get_status(kp[i]) != GLP_OPT ? INFINITY : glp_get_obj_val(kp[i]);
+      if (ubs[i] <= ty[i].price * (1 + 1e-9))
+        most = fmax(most, ubs[i] / ty[i].price);
+      else
+        order[nq++] = (ratio_ix){ubs[i] / ty[i].price, i};
+    }
+    if (many) qsort(order, nq, sizeof *order, cmp_ratio_desc);
+    for (size_t q = 0; q < nq; q++) {
+      size_t i = order[q].i;
+      double ub = ubs[i];
+      if (many && added >= 16) { /* the rest unpriced this round: their relaxations bound them */
+        most = fmax(most, ub / ty[i].price);
+        unproven++;
         continue;
       }
-      int irc = glp_intopt(kp[i], &ip), st = glp_mip_status(kp[i]);
-      if (st != GLP_OPT && st != GLP_FEAS) {
-        if (ub / ty[i].price > most) most = ub / ty[i].price;
+      mip_bnd = ub;
+      int irc = glp_intopt(kp[i], &ip), mst = glp_mip_status(kp[i]);
+      if (mst != GLP_OPT && mst != GLP_FEAS) {
+        most = fmax(most, fmin(ub, mip_bnd) / ty[i].price);
+        unproven++;
         continue;
       }
-      double v = glp_mip_obj_val(kp[i]), proven = irc == 0 && st == GLP_OPT ? v : ub;
+      double v = glp_mip_obj_val(kp[i]), proven = irc == 0 && mst == GLP_OPT ? v : fmax(v, fmin(ub, mip_bnd));
+      unproven += !(irc == 0 && mst == GLP_OPT);
       if (proven / ty[i].price > most) most = proven / ty[i].price;
       if (v <= ty[i].price * (1 + 1e-9)) continue;
       int n = 0;
@@ -502,8 +605,23 @@ static double pattern_bound(dt_catalog *aws, int subset, int spot) {
     }
     double lb = most > 1 ? obj / most : obj;
     if (isnan(bound) || lb > bound) bound = lb;
-    if (!added) break;
+    st->unproven = unproven;
+    if (!added && unproven && ip.tm_lim < 20000) { /* nothing found in time: look longer */
+      ip.tm_lim *= 4;
+      continue;
+    }
+    if (!added) {
+      st->optimal = !unproven;
+      if (st->optimal) bound = obj;
+      break;
+    }
   }
+  st->ms = cpu_ms() - t_start;
+  free(order);
+  free(ubs);
+  free(ind);
+  free(val);
+  free(pi);
   for (size_t i = 0; i < nk; i++) glp_delete_prob(kp[i]);
   free(kp);
   glp_delete_prob(lp);
@@ -511,7 +629,9 @@ static double pattern_bound(dt_catalog *aws, int subset, int spot) {
   return bound;
 }
 
-static int peak_hour(dt_catalog *aws, const char *shapes) {
+/* A workload on the full catalog and on the subset, on-demand and with spot:
+** n pods resampled from the shapes file, or (n = 0) its exact counts. */
+static int catalog_pairs(dt_catalog *aws, const char *shapes, const char *prefix, int n) {
   /* The requirements that select the subset and the capacity types. */
   static const char *subset_reqs =
       ",{\"key\":\"karpenter.k8s.aws/instance-category\",\"operator\":\"In\",\"values\":[\"c\",\"m\",\"r\"]}"
@@ -525,12 +645,14 @@ static int peak_hour(dt_catalog *aws, const char *shapes) {
     for (int spot = 0; spot < 2; spot++) {
       char reqs[1024], name[64];
       snprintf(reqs, sizeof reqs, "%s%s", subset ? subset_reqs : "", spot ? both : od);
-      snprintf(name, sizeof name, "peak-%s-%s", subset ? "cmr5-32" : "full", spot ? "spot" : "od");
+      snprintf(name, sizeof name, "%s-%s-%s", prefix, subset ? "cmr5-32" : "full", spot ? "spot" : "od");
       size_t len;
       double C, M;
-      char *pods = azure_pods(shapes, 5968, reqs, &len, &C, &M);
+      char *pods = azure_pods(shapes, n, reqs, &len, &C, &M);
       if (!pods) return 1;
-      double bound = aws_bound(aws, C, M, 5968, subset, spot);
+      long npods = 0;
+      for (int s = 0; s < g_nshapes; s++) npods += g_shape_drawn[s];
+      double bound = aws_bound(aws, C, M, (double)npods, subset, spot);
       result ffd, cost;
       char n1[80], n2[80];
       snprintf(n1, sizeof n1, "%s/ffd", name);
@@ -546,11 +668,21 @@ static int peak_hour(dt_catalog *aws, const char *shapes) {
         }
       report(&ffd);
       report(&cost);
-      double tight = assignment_bound(aws, subset, spot), pat = pattern_bound(aws, subset, spot);
-      printf("%-24s ffd %.3fx -> cost %.3fx of the covering LP ($%.2f/h); %.3fx -> %.3fx of the assignment LP "
-             "($%.2f/h); %.3fx -> %.3fx of the pattern LP ($%.2f/h); scheduling time %.2fx ffd\n",
-             name, ffd.cost / bound, cost.cost / bound, bound, ffd.cost / tight, cost.cost / tight, tight,
-             ffd.cost / pat, cost.cost / pat, pat, cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
+      bound_status bs;
+      double tight = assignment_bound(aws, subset, spot), pat = pattern_bound(aws, subset, spot, &bs);
+      /* The pattern LP is at least the assignment LP: when pricing was cut
+      ** short, the larger of the two bounds stands. */
+      if (!bs.optimal && tight > pat) pat = tight;
+      char status[160];
+      if (bs.optimal)
+        snprintf(status, sizeof status, "optimal, %d rounds, %.0f s", bs.rounds, bs.ms / 1e3);
+      else
+        snprintf(status, sizeof status, "a bound: the LP is within [%.2f, %.2f], gap %.2f%%, %d knapsacks unproven, %d rounds, %.0f s",
+                 pat, bs.master, 100 * (bs.master / pat - 1), bs.unproven, bs.rounds, bs.ms / 1e3);
+      printf("%-24s %d shapes; ffd %.3fx -> cost %.3fx of the covering LP ($%.2f/h); %.3fx -> %.3fx of the assignment LP "
+             "($%.2f/h); %.3fx -> %.3fx of the pattern LP ($%.2f/h, %s); scheduling time %.2fx ffd\n",
+             name, g_nshapes, ffd.cost / bound, cost.cost / bound, bound, ffd.cost / tight, cost.cost / tight, tight,
+             ffd.cost / pat, cost.cost / pat, pat, status, cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
       free(pods);
     }
   return rc;
@@ -719,7 +851,7 @@ int main(int argc, char **argv) {
   }
   free(ctext);
   static const int sizes[] = {1000, 5000, 20000};
-  const char *only = getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | policy | peak | pool | disrupt | azure */
+  const char *only = getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | policy | peak | many | pool | disrupt | azure */
   if (only && !strcmp(only, "pool")) return pool_bench();
   if (only && !strcmp(only, "disrupt")) { /* without a filter it runs last: peak RSS is per process */
     dt_catalog *aws;
@@ -866,8 +998,18 @@ int main(int argc, char **argv) {
       fprintf(stderr, "bench: %s\n", err.msg);
       return 1;
     }
-    rc |= peak_hour(aws, "bench/workload-azure-vm-2017-peak-hour.json");
+    rc |= catalog_pairs(aws, "bench/workload-azure-vm-2017-peak-hour.json", "peak", 5968);
     dt_catalog_free(aws);
+  }
+  if (!only || !strcmp(only, "many")) {
+    dt_catalog *aws;
+    if (dt_catalog_load_default(&aws, &err)) {
+      fprintf(stderr, "bench: %s\n", err.msg);
+      return 1;
+    }
+    rc |= catalog_pairs(aws, "bench/workload-many-shapes.json", "many", 0);
+    dt_catalog_free(aws);
+    if (only) return rc;
   }
   if (!only) rc |= pool_bench();
   if (only && strcmp(only, "azure")) return rc;

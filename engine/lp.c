@@ -3,15 +3,22 @@
 **
 **   minimise  sum_j c_j x_j   subject to  sum_j a_rj x_j >= d_r (each row r),  x >= 0
 **
-** Three LPs have this form: the covering LP (rows are resources, columns
-** instance types), the pattern LP of column generation (rows are pod shapes,
-** columns node patterns) and the dual of a knapsack's relaxation. Rows are
-** few (at most 64) and columns many, so a revised simplex with an explicit
-** m x m basis inverse is the right tool: each iteration prices every column
-** once. Big-M artificials give the first basis, or a basis passed in (column
-** generation adds columns to a solved LP, whose basis stays feasible).
-** Callers need the duals y (what a unit of each row is worth at the optimum)
-** and, for column generation, the primal x.
+** Two LPs have this form: the covering LP (rows are resources, columns
+** instance types) and the pattern LP of column generation (rows are pod
+** shapes, columns node patterns; a knapsack's relaxation has its own simplex
+** in pack.c). Columns outnumber rows, and a pattern holds few of the shapes,
+** so columns are sparse (compressed by column) and a revised simplex keeps an
+** explicit m x m basis inverse: an iteration prices every column through its
+** non-zeros and updates the inverse in O(m^2). The inverse is computed afresh
+** from the basis every max(LP_REFRESH, m) pivots (O(m^3), so O(m^2) a pivot
+** on average), and rounding error cannot build up over the hundreds of
+** pivots an LP of many shapes takes. Once a run of degenerate pivots starts,
+** Bland's rule chooses for the rest of the solve: switching back to the
+** largest reduced cost can cycle. Big-M
+** artificials give the first basis, or a basis passed in (column generation
+** adds columns to a solved LP, whose basis stays feasible). Callers need the
+** duals y (what a unit of each row is worth at the optimum) and, for column
+** generation, the primal x.
 */
 #include "schedule.h"
 
@@ -19,114 +26,165 @@
 #include <stdbool.h>
 #include <string.h>
 
-#define LP_MAXM 64
+#define LP_REFRESH 64 /* pivots between fresh inverses */
 
-/* B^-1 of the basis' columns by Gauss-Jordan with partial pivoting; false
-** when singular. */
-static bool invert(int m, double (*b)[LP_MAXM], double (*inv)[LP_MAXM]) {
+/* The LP being solved: columns 0..n-1 structural (sparse), n..n+m-1 the rows'
+** surplus (-e_r, cost 0), n+m..n+2m-1 their artificials (+e_r, cost bigm). */
+typedef struct lp {
+  int m, n;
+  const int *start, *row;
+  const double *val, *c;
+  double bigm;
+} lp;
+
+static double cost_of(const lp *L, int j) { return j < L->n ? L->c[j] : j < L->n + L->m ? 0.0 : L->bigm; }
+
+/* Column j as a dense vector into v[m]. */
+static void column(const lp *L, int j, double *v) {
+  memset(v, 0, (size_t)L->m * sizeof *v);
+  if (j < L->n)
+    for (int k = L->start[j]; k < L->start[j + 1]; k++) v[L->row[k]] += L->val[k];
+  else if (j < L->n + L->m)
+    v[j - L->n] = -1;
+  else
+    v[j - L->n - L->m] = 1;
+}
+
+/* inv = B^-1 for the basis' columns by Gauss-Jordan with partial pivoting;
+** b is m x m scratch. False when singular. */
+static bool invert(const lp *L, const int *basis, double *b, double *inv, double *col) {
+  int m = L->m;
+  for (int k = 0; k < m; k++) {
+    column(L, basis[k], col);
+    for (int r = 0; r < m; r++) b[(size_t)r * m + k] = col[r];
+  }
   for (int r = 0; r < m; r++)
-    for (int k = 0; k < m; k++) inv[r][k] = r == k;
-  for (int col = 0; col < m; col++) {
-    int piv = col;
-    for (int r = col + 1; r < m; r++)
-      if (fabs(b[r][col]) > fabs(b[piv][col])) piv = r;
-    if (fabs(b[piv][col]) < 1e-12) return false;
+    for (int k = 0; k < m; k++) inv[(size_t)r * m + k] = r == k;
+  for (int cc = 0; cc < m; cc++) {
+    int piv = cc;
+    for (int r = cc + 1; r < m; r++)
+      if (fabs(b[(size_t)r * m + cc]) > fabs(b[(size_t)piv * m + cc])) piv = r;
+    if (fabs(b[(size_t)piv * m + cc]) < 1e-12) return false;
+    if (piv != cc)
+      for (int k = 0; k < m; k++) {
+        double t = b[(size_t)cc * m + k];
+        b[(size_t)cc * m + k] = b[(size_t)piv * m + k];
+        b[(size_t)piv * m + k] = t;
+        t = inv[(size_t)cc * m + k];
+        inv[(size_t)cc * m + k] = inv[(size_t)piv * m + k];
+        inv[(size_t)piv * m + k] = t;
+      }
+    double f = b[(size_t)cc * m + cc];
     for (int k = 0; k < m; k++) {
-      double t = b[col][k];
-      b[col][k] = b[piv][k];
-      b[piv][k] = t;
-      t = inv[col][k];
-      inv[col][k] = inv[piv][k];
-      inv[piv][k] = t;
-    }
-    double f = b[col][col];
-    for (int k = 0; k < m; k++) {
-      b[col][k] /= f;
-      inv[col][k] /= f;
+      b[(size_t)cc * m + k] /= f;
+      inv[(size_t)cc * m + k] /= f;
     }
     for (int r = 0; r < m; r++) {
-      if (r == col || b[r][col] == 0) continue;
-      double g = b[r][col];
+      double g = b[(size_t)r * m + cc];
+      if (r == cc || g == 0) continue;
       for (int k = 0; k < m; k++) {
-        b[r][k] -= g * b[col][k];
-        inv[r][k] -= g * inv[col][k];
+        b[(size_t)r * m + k] -= g * b[(size_t)cc * m + k];
+        inv[(size_t)r * m + k] -= g * inv[(size_t)cc * m + k];
       }
     }
   }
   return true;
 }
 
-/* Solve; y[m] receives the duals, x[n] (when not NULL) the primal, *obj the
-** optimum. basis (when not NULL) carries a starting basis in and the final
-** one out, m entries: j < n a column, -1 - r row r's surplus, -1 - m - r its
-** artificial; DT_LP_COLD in basis[0] asks for the usual start. Column
-** generation passes the last basis back with more columns: it stays
-** feasible, so the simplex starts where it stopped. Returns 0, or -1 when
-** the LP is infeasible (some demanded row no column covers). */
-int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
-                      double *obj, int *warm) {
-  if (m <= 0 || m > LP_MAXM) return -1;
-  /* Columns: n structural, m surplus (-e_r, cost 0), m artificial (+e_r, cost M). */
-  double bigm = 0;
-  for (int j = 0; j < n; j++) bigm = fmax(bigm, c[j]);
-  bigm = (bigm + 1) * 1e6;
-  int basis[LP_MAXM];
-  double binv[LP_MAXM][LP_MAXM], xb[LP_MAXM];
-#define COLV(j, r) ((j) < n ? a[(size_t)(r) * n + (j)] : (j) < n + m ? ((j) - n == (r) ? -1.0 : 0.0) : ((j) - n - m == (r) ? 1.0 : 0.0))
-#define COST(j) ((j) < n ? c[j] : (j) < n + m ? 0.0 : bigm)
+/* xb = B^-1 d (demands below 0 count as 0). */
+static void basic_values(int m, const double *inv, const double *d, double *xb) {
+  for (int r = 0; r < m; r++) {
+    xb[r] = 0;
+    for (int k = 0; k < m; k++) xb[r] += inv[(size_t)r * m + k] * (d[k] > 0 ? d[k] : 0);
+  }
+}
+
+int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
+                        const double *d, double *y, double *x, double *obj, int *warm, double *inv) {
+  if (m <= 0 || n < 0) return -1;
+  lp L = {m, n, start, row, val, c, 0};
+  for (int j = 0; j < n; j++) L.bigm = fmax(L.bigm, c[j]);
+  L.bigm = (L.bigm + 1) * 1e6;
+  size_t mm = (size_t)m * (size_t)m;
+  double *binv = inv ? inv : dt__malloc(mm * sizeof *binv), *scratch = dt__malloc(mm * sizeof *scratch),
+         *fresh = dt__malloc(mm * sizeof *fresh),
+         *xb = dt__malloc((size_t)m * sizeof *xb), *u = dt__malloc((size_t)m * sizeof *u),
+         *col = dt__malloc((size_t)m * sizeof *col), *cb = dt__malloc((size_t)m * sizeof *cb);
+  int *basis = dt__malloc((size_t)m * sizeof *basis);
+  int rc = 0;
+  if (!binv || !scratch || !fresh || !xb || !u || !col || !cb || !basis) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
   bool warm_ok = warm && warm[0] != DT_LP_COLD;
   for (int r = 0; r < m && warm_ok; r++) {
     int e = warm[r];
-    basis[r] = e >= 0 ? e : -1 - e < m ? n + (-1 - e) : n + m + (-1 - e - m);
     warm_ok = (e >= 0 && e < n) || (e < 0 && -1 - e < 2 * m);
+    basis[r] = e >= 0 ? e : -1 - e < m ? n + (-1 - e) : n + m + (-1 - e - m);
   }
+  /* The caller's inverse, when it has one for this basis (inv[0] not NaN),
+  ** saves inverting it again. */
+  if (warm_ok && !(inv && !isnan(inv[0])) && !invert(&L, basis, scratch, binv, col)) warm_ok = false;
   if (warm_ok) {
-    double bm[LP_MAXM][LP_MAXM];
-    for (int r = 0; r < m; r++)
-      for (int k = 0; k < m; k++) bm[r][k] = COLV(basis[k], r);
-    warm_ok = invert(m, bm, binv);
+    basic_values(m, binv, d, xb);
     for (int r = 0; r < m && warm_ok; r++) {
-      xb[r] = 0;
-      for (int k = 0; k < m; k++) xb[r] += binv[r][k] * (d[k] > 0 ? d[k] : 0);
-      warm_ok = xb[r] >= -1e-9;
+      warm_ok = xb[r] >= -1e-7 * (1 + fabs(d[r]));
       if (xb[r] < 0) xb[r] = 0;
     }
   }
   if (!warm_ok) {
-    memset(binv, 0, sizeof binv);
+    memset(binv, 0, mm * sizeof *binv);
     for (int r = 0; r < m; r++) {
       basis[r] = n + m + r; /* artificial */
-      binv[r][r] = 1;
+      binv[(size_t)r * m + r] = 1;
       xb[r] = d[r] > 0 ? d[r] : 0;
     }
   }
-  int stalled = 0;
-  for (int iter = 0; iter < 50 * (n + m); iter++) {
-    /* duals y = c_B B^-1 */
-    for (int r = 0; r < m; r++) {
-      y[r] = 0;
-      for (int k = 0; k < m; k++) y[r] += COST(basis[k]) * binv[k][r];
+  int stalled = 0, since = 0;
+  bool bland = false;
+  long limit = 50L * (n + m) + 1000;
+  for (long iter = 0; iter < limit; iter++) {
+    if (since >= LP_REFRESH && since >= m) { /* a fresh inverse; keep the old one if this one fails */
+      if (invert(&L, basis, scratch, fresh, col)) {
+        memcpy(binv, fresh, mm * sizeof *binv);
+        basic_values(m, binv, d, xb);
+        for (int r = 0; r < m; r++)
+          if (xb[r] < 0) xb[r] = 0;
+      }
+      since = 0;
     }
+    /* duals y = c_B B^-1 */
+    for (int k = 0; k < m; k++) cb[k] = cost_of(&L, basis[k]);
+    for (int r = 0; r < m; r++) y[r] = 0;
+    for (int k = 0; k < m; k++)
+      if (cb[k] != 0)
+        for (int r = 0; r < m; r++) y[r] += cb[k] * binv[(size_t)k * m + r];
     /* entering column: most negative reduced cost (Dantzig); after a run
-    ** of degenerate pivots, the first one (Bland), which cannot cycle */
+    ** of degenerate pivots, the first one (Bland), which cannot cycle, and
+    ** Bland's rule from then on */
     int enter = -1;
     double best = 0;
-    bool bland = stalled > 2 * m;
+    bland = bland || stalled > 2 * m;
     for (int j = 0; j < n + m; j++) {
-      double rc = COST(j);
-      for (int r = 0; r < m; r++) rc -= y[r] * COLV(j, r);
-      if (rc < -1e-9 * (1 + fabs(COST(j))) && rc < best) {
-        best = rc;
+      double cj = cost_of(&L, j), rc_ = cj;
+      if (j < n)
+        for (int k = start[j]; k < start[j + 1]; k++) rc_ -= y[row[k]] * val[k];
+      else
+        rc_ += y[j - n];
+      if (rc_ < -1e-9 * (1 + fabs(cj)) && rc_ < best) {
+        best = rc_;
         enter = j;
         if (bland) break;
       }
     }
     if (enter < 0) break;
     /* direction u = B^-1 a_enter */
-    double u[LP_MAXM];
-    for (int r = 0; r < m; r++) {
-      u[r] = 0;
-      for (int k = 0; k < m; k++) u[r] += binv[r][k] * COLV(enter, k);
+    memset(u, 0, (size_t)m * sizeof *u);
+    if (enter < n) {
+      for (int k = start[enter]; k < start[enter + 1]; k++)
+        for (int r = 0; r < m; r++) u[r] += binv[(size_t)r * m + row[k]] * val[k];
+    } else {
+      for (int r = 0; r < m; r++) u[r] = -binv[(size_t)r * m + (enter - n)];
     }
     int leave = -1;
     double ratio = INFINITY;
@@ -138,35 +196,79 @@ int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const doub
           leave = r;
         }
       }
-    if (leave < 0) return -1; /* unbounded: cannot happen with non-negative costs */
+    if (leave < 0) { /* unbounded: cannot happen with non-negative costs */
+      rc = -1;
+      goto out;
+    }
     stalled = ratio <= 1e-12 ? stalled + 1 : 0;
     /* pivot */
     double piv = u[leave];
-    for (int k = 0; k < m; k++) binv[leave][k] /= piv;
+    double *lr = &binv[(size_t)leave * m];
+    for (int k = 0; k < m; k++) lr[k] /= piv;
     xb[leave] /= piv;
     for (int r = 0; r < m; r++) {
       if (r == leave || u[r] == 0) continue;
-      double f = u[r];
-      for (int k = 0; k < m; k++) binv[r][k] -= f * binv[leave][k];
+      double f = u[r], *br = &binv[(size_t)r * m];
+      for (int k = 0; k < m; k++) br[k] -= f * lr[k];
       xb[r] -= f * xb[leave];
     }
     basis[leave] = enter;
+    since++;
   }
   double z = 0;
   if (x)
     for (int j = 0; j < n; j++) x[j] = 0;
   for (int r = 0; r < m; r++) {
-    if (basis[r] >= n + m && xb[r] > 1e-9) return -1; /* an artificial stayed: infeasible */
-    z += COST(basis[r]) * xb[r];
+    if (basis[r] >= n + m && xb[r] > 1e-9) { /* an artificial stayed: infeasible */
+      rc = -1;
+      goto out;
+    }
+    z += cost_of(&L, basis[r]) * xb[r];
     if (x && basis[r] < n) x[basis[r]] = xb[r];
   }
-#undef COLV
-#undef COST
   if (warm)
     for (int r = 0; r < m; r++)
       warm[r] = basis[r] < n ? basis[r] : basis[r] < n + m ? -1 - (basis[r] - n) : -1 - m - (basis[r] - n - m);
   *obj = z;
-  return 0;
+out:
+  if (inv && rc) inv[0] = NAN; /* no inverse to hand back */
+  if (!inv) dt__free(binv);
+  dt__free(fresh);
+  dt__free(scratch);
+  dt__free(xb);
+  dt__free(u);
+  dt__free(col);
+  dt__free(cb);
+  dt__free(basis);
+  return rc;
+}
+
+/* The dense forms: a is m x n, row-major. */
+int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
+                      double *obj, int *warm) {
+  if (m <= 0 || n < 0) return -1;
+  size_t nz = 0;
+  for (size_t k = 0; k < (size_t)m * (size_t)n; k++) nz += a[k] != 0;
+  int *start = dt__malloc(((size_t)n + 1) * sizeof *start), *row = dt__malloc((nz ? nz : 1) * sizeof *row);
+  double *val = dt__malloc((nz ? nz : 1) * sizeof *val);
+  int rc = DT_ENOMEM;
+  if (start && row && val) {
+    int k = 0;
+    for (int j = 0; j < n; j++) {
+      start[j] = k;
+      for (int r = 0; r < m; r++)
+        if (a[(size_t)r * n + j] != 0) {
+          row[k] = r;
+          val[k++] = a[(size_t)r * n + j];
+        }
+    }
+    start[n] = k;
+    rc = dt__lp_cover_sparse(m, n, start, row, val, c, d, y, x, obj, warm, NULL);
+  }
+  dt__free(start);
+  dt__free(row);
+  dt__free(val);
+  return rc;
 }
 
 int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,

@@ -8,16 +8,21 @@
 ** constraints, group by group (same pool, same requirements):
 **
 **   D. column generation over node patterns (below): the pattern LP's whole
-**      nodes, then the rest by rounding or by the greedy plans;
+**      nodes, then the rest by the cheapest of three roundings (solving
+**      again for what is left, rounding the last LP up, the greedy plans);
+**      a group of more than CG_MAXS shapes in parts of at most CG_MAXS
+**      shapes dealt out in turn, each solved so;
 **   A. each shape alone on its cheapest type per pod;
 **   B. greedy: open nodes one at a time, for each of the types with the best
 **      reduced cost under the covering LP's duals fill a node largest pod
 **      first, keep the type with the lowest price per unit of value;
 **   C. the same valuing pods at plan A's per-pod prices.
 **
-** D runs for groups of up to CG_MAXS shapes; A, B and C when it cannot run
-** or lands more than 1% above its LP. Every node shrinks to the cheapest type
-** that holds it.
+** A, B and C run when D fails or lands more than 1% above its LP. Every node
+** shrinks to the cheapest type that holds it; at the same price, to a type
+** without devices (GPUs, Neuron) the pods do not ask for. The work is
+** bounded by a count of pricing rounds per group (CG_BUDGET), not by the
+** clock, so the same input always gives the same plan.
 **
 ** The result replaces first-fit's claims only when it is strictly cheaper,
 ** so it is never worse. In a pool with limits it is charged as first-fit
@@ -46,6 +51,7 @@ typedef struct cand {
   uint32_t type;
   double price;
   double reduced;
+  bool unwanted; /* carries devices (GPUs, Neuron, ...) no pod of the group asks for */
 } cand;
 
 static int cmp_cand(const void *a, const void *b) {
@@ -273,10 +279,11 @@ static int homogeneous(const dt_plan *p, const rt_pool *pl, const shape *shapes,
 ** solution is rounded by taking whole nodes and solving again for the rest.
 ** ---------------------------------------------------------------------- */
 
-#define CG_MAXS 48         /* shapes per group; past this, the greedy plans alone */
+#define CG_MAXS 64         /* shapes one pattern LP takes; a group of more is solved in parts */
 #define CG_ITERS 60        /* pricing rounds for the first LP */
 #define CG_ITERS_REST 60   /* ... and for each LP of what its whole nodes leave */
 #define CG_ADD 6           /* patterns added per round */
+#define CG_BUDGET 2000     /* pricing rounds per group, its rounding's included */
 #define CG_ENOUGH 12       /* improving patterns that end a round's pricing */
 #define CG_KNAPS 32        /* knapsacks per round at most */
 #define CG_GAP 0.002       /* stop pricing when the LP is this close to its bound */
@@ -287,13 +294,16 @@ typedef struct knap {
   const dt_plan *p;
   const int64_t *cap;
   uint32_t k;                     /* shapes worth something, in search order */
-  const int64_t *req[CG_MAXS];
-  double val[CG_MAXS];
-  int64_t lim[CG_MAXS];
-  uint32_t shape[CG_MAXS];
-  double suf[CG_MAXS + 1][DT_RES_MAX]; /* best value per unit of r from position i on */
+  const int64_t **req;            /* these arrays: ns entries (suf: ns + 1), from knap_ws */
+  double *val, *dens;
+  int64_t *lim;
+  uint32_t *shape;
+  double (*suf)[DT_RES_MAX]; /* best value per unit of r from position i on */
   int64_t used[DT_RES_MAX];
-  int64_t cur[CG_MAXS], best[CG_MAXS];
+  int64_t *cur, *best;
+  double *tab, *rv, *rub, *rx; /* knap_lp's tableau (DT_RES_MAX x (ns + DT_RES_MAX)) and vectors */
+  uint8_t *rat;
+  int64_t *rcnt;
   double bestv;
   long budget;
   bool have_lam;
@@ -335,11 +345,104 @@ static void knap_dfs(knap *K, uint32_t i, double value) {
   K->cur[i] = 0;
 }
 
+/*
+** The knapsack's LP relaxation: maximise v.x subject to A x <= 1 (one row
+** per resource, scaled by capacity) and 0 <= x_i <= ub_i. Rows are few (the
+** resources the pods ask for), so a primal simplex with bounded variables on
+** a full tableau of nr rows by k + nr columns (the last nr the rows' slacks)
+** costs O(nr (k + nr)) a pivot. x[k] receives the solution and lam[nr] the
+** rows' duals, the price of a unit of each resource. False when it did not
+** reach the optimum within its pivots (x and lam are then unusable).
+*/
+static bool knap_relax(uint32_t nr, uint32_t k, double *T, const double *v, const double *ub, double *x, double *lam,
+                       int32_t *basis, uint8_t *at_ub, double *b) {
+  uint32_t N = k + nr;
+  for (uint32_t r = 0; r < nr; r++) {
+    for (uint32_t j = k; j < N; j++) T[(size_t)r * N + j] = j - k == r;
+    basis[r] = (int32_t)(k + r);
+    b[r] = 1;
+  }
+  for (uint32_t j = 0; j < k; j++) at_ub[j] = 0;
+#define OBJ(j) ((j) < k ? v[j] : 0.0)
+#define UB(j) ((j) < k ? ub[j] : INFINITY)
+  bool done = false;
+  int stalled = 0;
+  for (uint32_t iter = 0; iter < 20 * N + 100 && !done; iter++) {
+    /* entering: the largest gain (Dantzig), or after a run of degenerate
+    ** pivots the first that gains (Bland) */
+    int32_t e = -1;
+    double gain = 1e-12, de = 0;
+    for (uint32_t j = 0; j < N; j++) {
+      bool basic = false;
+      for (uint32_t r = 0; r < nr && !basic; r++) basic = basis[r] == (int32_t)j;
+      if (basic) continue;
+      double d = OBJ(j);
+      for (uint32_t r = 0; r < nr; r++) d -= OBJ((uint32_t)basis[r]) * T[(size_t)r * N + j];
+      bool up = j < k && at_ub[j];
+      double g = up ? -d : d;
+      if (g > gain) {
+        gain = g;
+        e = (int32_t)j;
+        de = d;
+        if (stalled > (int)(2 * nr)) break;
+      }
+    }
+    if (e < 0) {
+      done = true;
+      break;
+    }
+    double sgn = de > 0 ? 1 : -1; /* raise from 0, or lower from its bound */
+    double t = UB((uint32_t)e);
+    int32_t leave = -1;
+    bool leave_up = false;
+    for (uint32_t r = 0; r < nr; r++) {
+      double alpha = sgn * T[(size_t)r * N + (uint32_t)e];
+      if (alpha > 1e-12) {
+        double q = b[r] / alpha;
+        if (q < t) t = q, leave = (int32_t)r, leave_up = false;
+      } else if (alpha < -1e-12 && isfinite(UB((uint32_t)basis[r]))) {
+        double q = (UB((uint32_t)basis[r]) - b[r]) / -alpha;
+        if (q < t) t = q, leave = (int32_t)r, leave_up = true;
+      }
+    }
+    if (!isfinite(t)) return false; /* unbounded: an item that needs nothing and has no limit */
+    stalled = t <= 1e-12 ? stalled + 1 : 0;
+    for (uint32_t r = 0; r < nr; r++) b[r] -= sgn * t * T[(size_t)r * N + (uint32_t)e];
+    if (leave < 0) { /* the entering variable reaches its other bound first */
+      at_ub[e] = !at_ub[e];
+      continue;
+    }
+    uint32_t L = (uint32_t)leave, out = (uint32_t)basis[L];
+    double enter_val = sgn > 0 ? ((uint32_t)e < k && at_ub[e] ? ub[e] : 0) + t : UB((uint32_t)e) - t;
+    if (out < k) at_ub[out] = leave_up;
+    double piv = T[(size_t)L * N + (uint32_t)e];
+    for (uint32_t j = 0; j < N; j++) T[(size_t)L * N + j] /= piv;
+    for (uint32_t r = 0; r < nr; r++) {
+      double f = T[(size_t)r * N + (uint32_t)e];
+      if (r == L || f == 0) continue;
+      for (uint32_t j = 0; j < N; j++) T[(size_t)r * N + j] -= f * T[(size_t)L * N + j];
+    }
+    basis[L] = e;
+    b[L] = enter_val;
+    if ((uint32_t)e < k) at_ub[e] = 0;
+  }
+  if (!done) return false;
+  for (uint32_t j = 0; j < k; j++) x[j] = at_ub[j] ? ub[j] : 0;
+  for (uint32_t r = 0; r < nr; r++) {
+    if ((uint32_t)basis[r] < k) x[basis[r]] = b[r];
+    lam[r] = 0;
+  }
+  for (uint32_t r = 0; r < nr; r++)
+    for (uint32_t i = 0; i < nr; i++) lam[r] += OBJ((uint32_t)basis[i]) * T[(size_t)i * N + k + r];
+#undef OBJ
+#undef UB
+  return true;
+}
+
 /* For a node too large to search: the knapsack's LP relaxation, rounded
-** down and topped up densest first. The LP is solved as its dual, a covering
-** LP (price each resource and each shape's bound so that every shape's
-** price is covered), whose duals are the fractional counts. On a large node
-** rounding loses at most a few pods' worth. */
+** down and topped up densest first; its resource prices then give the
+** search a Lagrangian bound. On a large node rounding loses at most a few
+** pods' worth. */
 static void knap_lp(knap *K) {
   const dt_plan *p = K->p;
   uint32_t res[DT_RES_MAX], nr = 0, k = K->k;
@@ -348,29 +451,25 @@ static void knap_lp(knap *K) {
     for (uint32_t i = 0; i < k && !used; i++) used = K->req[i][r] > 0;
     if (used && K->cap[r] > 0) res[nr++] = r;
   }
-  uint32_t n = nr + k;
-  double *a = dt__calloc((size_t)k * n, sizeof *a), c[DT_RES_MAX + CG_MAXS], d[CG_MAXS], y[CG_MAXS], obj,
-         top = 0;
-  if (!a) return;
+  if (!nr || !k) return;
+  uint32_t N = k + nr;
+  double top = 0, lam[DT_RES_MAX], b[DT_RES_MAX];
+  int32_t basis[DT_RES_MAX];
+  double *T = K->tab, *v = K->rv, *ub = K->rub, *x = K->rx;
   for (uint32_t i = 0; i < k; i++) top = fmax(top, K->val[i]);
-  for (uint32_t q = 0; q < nr; q++) c[q] = 1; /* resource columns scaled by capacity */
   for (uint32_t i = 0; i < k; i++) {
-    for (uint32_t q = 0; q < nr; q++) a[(size_t)i * n + q] = (double)K->req[i][res[q]] / (double)K->cap[res[q]];
-    a[(size_t)i * n + nr + i] = 1;
-    c[nr + i] = (double)K->lim[i];
-    d[i] = K->val[i] / top;
+    for (uint32_t q = 0; q < nr; q++) T[(size_t)q * N + i] = (double)K->req[i][res[q]] / (double)K->cap[res[q]];
+    v[i] = K->val[i] / top;
+    ub[i] = (double)K->lim[i];
   }
-  double x[DT_RES_MAX + CG_MAXS];
-  int rc = dt__lp_cover((int)k, (int)n, a, c, d, y, x, &obj);
-  dt__free(a);
-  if (rc) return;
+  if (!knap_relax(nr, k, T, v, ub, x, lam, basis, K->rat, b)) return;
   memset(K->lam, 0, sizeof K->lam);
-  for (uint32_t q = 0; q < nr; q++) K->lam[res[q]] = x[q] * top / (double)K->cap[res[q]];
+  for (uint32_t q = 0; q < nr; q++) K->lam[res[q]] = fmax(lam[q], 0) * top / (double)K->cap[res[q]];
   K->have_lam = true;
-  int64_t used[DT_RES_MAX] = {0}, cnt[CG_MAXS];
+  int64_t used[DT_RES_MAX] = {0}, *cnt = K->rcnt;
   double value = 0;
   for (uint32_t i = 0; i < k; i++) {
-    cnt[i] = (int64_t)floor(y[i] + 1e-9);
+    cnt[i] = (int64_t)floor(x[i] + 1e-9);
     if (cnt[i] > K->lim[i]) cnt[i] = K->lim[i];
     if (cnt[i] < 0) cnt[i] = 0;
     for (uint32_t r = 0; r < p->nres; r++) used[r] += cnt[i] * K->req[i][r];
@@ -392,13 +491,13 @@ static void knap_lp(knap *K) {
 ** node of capacity cap holds: counts into out[ns], the value returned. A
 ** bounded depth-first search, densest shape first and most copies first, so
 ** the budget cuts it short only after a good answer is in hand. */
-static double knapsack(const dt_plan *p, const shape *sh, size_t ns, const double *pi, const int64_t *lim,
+static double knapsack(knap *Kp, const dt_plan *p, const shape *sh, size_t ns, const double *pi, const int64_t *lim,
                        const int64_t *cap, int64_t *out) {
-  knap K;
+  knap K = *Kp; /* the workspace's arrays; the rest is this search's */
   K.p = p;
   K.cap = cap;
   K.k = 0;
-  double dens[CG_MAXS];
+  double *dens = K.dens;
   for (size_t s = 0; s < ns; s++) {
     if (pi[s] <= 0 || lim[s] <= 0) continue;
     double size = 0;
@@ -427,8 +526,8 @@ static double knapsack(const dt_plan *p, const shape *sh, size_t ns, const doubl
     }
   }
   memset(K.used, 0, sizeof K.used);
-  memset(K.cur, 0, sizeof K.cur);
-  memset(K.best, 0, sizeof K.best);
+  memset(K.cur, 0, ns * sizeof *K.cur);
+  memset(K.best, 0, ns * sizeof *K.best);
   K.bestv = 0;
   K.budget = KNAP_BUDGET;
   K.have_lam = false;
@@ -439,13 +538,55 @@ static double knapsack(const dt_plan *p, const shape *sh, size_t ns, const doubl
     if (K.have_lam) {
       K.budget = KNAP_BUDGET_LP;
       memset(K.used, 0, sizeof K.used);
-      memset(K.cur, 0, sizeof K.cur);
+      memset(K.cur, 0, ns * sizeof *K.cur);
       knap_dfs(&K, 0, 0);
     }
   }
   memset(out, 0, ns * sizeof *out);
   for (uint32_t i = 0; i < K.k; i++) out[K.shape[i]] = K.best[i];
   return K.bestv;
+}
+
+/* The knapsack's arrays for ns shapes, in one allocation. */
+static int knap_init(knap *K, size_t ns) {
+  memset(K, 0, sizeof *K);
+  size_t n = ns ? ns : 1;
+  K->req = dt__malloc(n * sizeof *K->req);
+  K->val = dt__malloc(n * sizeof *K->val);
+  K->dens = dt__malloc(n * sizeof *K->dens);
+  K->lim = dt__malloc(n * sizeof *K->lim);
+  K->cur = dt__malloc(n * sizeof *K->cur);
+  K->best = dt__malloc(n * sizeof *K->best);
+  K->shape = dt__malloc(n * sizeof *K->shape);
+  K->suf = dt__malloc((n + 1) * sizeof *K->suf);
+  K->tab = dt__malloc(DT_RES_MAX * (n + DT_RES_MAX) * sizeof *K->tab);
+  K->rv = dt__malloc(n * sizeof *K->rv);
+  K->rub = dt__malloc(n * sizeof *K->rub);
+  K->rx = dt__malloc(n * sizeof *K->rx);
+  K->rat = dt__malloc(n * sizeof *K->rat);
+  K->rcnt = dt__malloc(n * sizeof *K->rcnt);
+  return K->req && K->val && K->dens && K->lim && K->cur && K->best && K->shape && K->suf && K->tab && K->rv &&
+                 K->rub && K->rx && K->rat && K->rcnt
+             ? 0
+             : DT_ENOMEM;
+}
+
+static void knap_close(knap *K) {
+  dt__free(K->req);
+  dt__free(K->val);
+  dt__free(K->dens);
+  dt__free(K->lim);
+  dt__free(K->cur);
+  dt__free(K->best);
+  dt__free(K->shape);
+  dt__free(K->suf);
+  dt__free(K->tab);
+  dt__free(K->rv);
+  dt__free(K->rub);
+  dt__free(K->rx);
+  dt__free(K->rat);
+  dt__free(K->rcnt);
+  memset(K, 0, sizeof *K);
 }
 
 typedef struct colset {
@@ -481,6 +622,10 @@ typedef struct cg_ctx {
   uint32_t nc;
   const uint32_t *front; /* the candidates no cheaper one holds at least as much as */
   uint32_t nfront;
+  knap *K;         /* the knapsacks' workspace */
+  int64_t *got;    /* take_node's counts, ns */
+  int64_t *single; /* round_rest's one-shape node, ns */
+  long *rounds_left; /* pricing rounds the group may still spend (CG_BUDGET) */
 } cg_ctx;
 
 typedef struct priced {
@@ -500,46 +645,81 @@ static int cmp_priced(const void *a, const void *b) {
 static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, double *lp_obj) {
   const dt_plan *p = g->p;
   size_t ns = g->ns;
-  uint32_t rows[CG_MAXS], m = 0;
-  for (size_t s = 0; s < ns; s++)
-    if (dem[s] > 0) rows[m++] = (uint32_t)s;
-  if (!m) return 0;
   int rc = 0;
-  double *a = NULL, *c = NULL, *x = NULL;
+  uint32_t m = 0;
+  int32_t *rowof = dt__malloc(ns * sizeof *rowof);
+  int *basis = dt__malloc(ns * sizeof *basis), *start = NULL, *row = NULL;
+  double *d = dt__malloc(ns * sizeof *d), *y = dt__malloc(ns * sizeof *y), *pi = dt__malloc(ns * sizeof *pi);
+  double *val = NULL, *c = NULL, *x = NULL, *inv = NULL;
   priced *pr = dt__malloc((g->nfront ? g->nfront : 1) * sizeof *pr),
          *queue = dt__malloc((g->nfront ? g->nfront : 1) * sizeof *queue);
   int64_t *cnt = dt__malloc(ns * (g->nfront + 1) * sizeof *cnt);
-  if (!pr || !queue || !cnt) {
+  size_t built = 0, nz = 0, capz = 0, capn = 0; /* columns in the sparse matrix so far */
+  if (!rowof || !basis || !d || !y || !pi || !pr || !queue || !cnt) {
     rc = DT_ENOMEM;
     goto out;
   }
-  int basis[CG_MAXS]; /* each iteration starts from the last one's basis */
-  basis[0] = DT_LP_COLD;
+  for (size_t s = 0; s < ns; s++) rowof[s] = dem[s] > 0 ? (int32_t)m++ : -1;
+  if (!m) goto out;
+  if (!(inv = dt__malloc((size_t)m * m * sizeof *inv))) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  inv[0] = NAN;
+  for (uint32_t q = 0; q < m; q++) d[q] = 1;
+  basis[0] = DT_LP_COLD; /* each iteration starts from the last one's basis */
   for (int iter = 0; iter < iters; iter++) {
+    /* Columns only ever join: add the new ones' non-zeros, scaled by demand. */
     size_t n = cols->n;
-    double *na = dt__realloc(a, (size_t)m * n * sizeof *a + 1), *nc_ = NULL, *nx = NULL;
-    if (na) a = na;
-    if (na) nc_ = dt__realloc(c, n * sizeof *c + 1);
-    if (nc_) c = nc_;
-    if (nc_) nx = dt__realloc(x, n * sizeof *x + 1);
-    if (!na || !nc_ || !nx) {
-      rc = DT_ENOMEM;
-      goto out;
+    if (n + 1 > capn) {
+      size_t nn = 2 * n + 16;
+      int *ns_ = dt__realloc(start, (nn + 1) * sizeof *start);
+      if (ns_) start = ns_;
+      double *nc_ = ns_ ? dt__realloc(c, nn * sizeof *c) : NULL;
+      if (nc_) c = nc_;
+      double *nx = nc_ ? dt__realloc(x, nn * sizeof *x) : NULL;
+      if (!nx) {
+        rc = DT_ENOMEM;
+        goto out;
+      }
+      x = nx;
+      capn = nn;
     }
-    x = nx;
-    for (size_t j = 0; j < n; j++) {
-      c[j] = g->by_price[cols->type.v[j]].price;
-      for (uint32_t q = 0; q < m; q++) a[(size_t)q * n + j] = (double)cols->cnt.v[j * ns + rows[q]] / (double)dem[rows[q]];
+    for (; built < n; built++) {
+      start[built] = (int)nz;
+      c[built] = g->by_price[cols->type.v[built]].price;
+      for (size_t s = 0; s < ns; s++) {
+        int64_t k = cols->cnt.v[built * ns + s];
+        if (!k || rowof[s] < 0) continue;
+        if (nz + 1 > capz) {
+          size_t nn = 2 * capz + 64;
+          int *nr = dt__realloc(row, nn * sizeof *row);
+          if (nr) row = nr;
+          double *nv = nr ? dt__realloc(val, nn * sizeof *val) : NULL;
+          if (!nv) {
+            rc = DT_ENOMEM;
+            goto out;
+          }
+          val = nv;
+          capz = nn;
+        }
+        row[nz] = rowof[s];
+        val[nz++] = (double)(k < dem[s] ? k : dem[s]) / (double)dem[s];
+      }
     }
-    double d[CG_MAXS], y[CG_MAXS], obj, pi[CG_MAXS] = {0};
-    for (uint32_t q = 0; q < m; q++) d[q] = 1;
-    if (dt__lp_cover_warm((int)m, (int)n, a, c, d, y, x, &obj, basis)) {
-      rc = DT_EINVAL;
+    start[n] = (int)nz;
+    double obj;
+    int lrc = dt__lp_cover_sparse((int)m, (int)n, start, row, val, c, d, y, x, &obj, basis, inv);
+    if (lrc) {
+      rc = lrc == DT_ENOMEM ? DT_ENOMEM : DT_EINVAL;
       goto out;
     }
     memcpy(cols->x.v, x, n * sizeof *x);
     *lp_obj = obj;
-    for (uint32_t q = 0; q < m; q++) pi[rows[q]] = y[q] > 0 ? y[q] / (double)dem[rows[q]] : 0;
+    for (size_t s = 0; s < ns; s++) pi[s] = rowof[s] >= 0 && y[rowof[s]] > 0 ? y[rowof[s]] / (double)dem[s] : 0;
+    /* The group's pricing budget spent, this LP's solution stands. */
+    if (*g->rounds_left <= 0) break;
+    --*g->rounds_left;
     /* Pricing: each undominated type's best pattern at these prices. */
     double maxr[DT_RES_MAX];
     for (uint32_t r = 0; r < p->nres; r++) {
@@ -570,7 +750,7 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, d
         break;
       }
       const cand *cd = &g->by_price[queue[q].type];
-      double v = knapsack(p, g->sh, ns, pi, dem, g->pl->eff[cd->type], &cnt[(size_t)np * ns]);
+      double v = knapsack(g->K, p, g->sh, ns, pi, dem, g->pl->eff[cd->type], &cnt[(size_t)np * ns]);
       done++;
       most = fmax(most, v / cd->price);
       if (v > cd->price * (1 + 1e-7)) pr[np++] = (priced){queue[q].type, cd->price / v};
@@ -593,10 +773,18 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, d
     if (cols->n == before) break; /* nothing new: the LP is as good as pricing can tell */
   }
 out:
+  dt__free(inv);
+  dt__free(rowof);
+  dt__free(basis);
+  dt__free(d);
+  dt__free(y);
+  dt__free(pi);
   dt__free(pr);
   dt__free(queue);
   dt__free(cnt);
-  dt__free(a);
+  dt__free(start);
+  dt__free(row);
+  dt__free(val);
   dt__free(c);
   dt__free(x);
   return rc;
@@ -604,7 +792,7 @@ out:
 
 /* Take one node holding min(cnt, rem) of each shape; false when empty. */
 static int take_node(const cg_ctx *g, const int64_t *cnt, int64_t *rem, size_t *left, packing *out, bool *took) {
-  int64_t got[CG_MAXS];
+  int64_t *got = g->got;
   int64_t used[DT_RES_MAX] = {0};
   size_t any = 0;
   *took = false;
@@ -650,13 +838,30 @@ static int take_whole(const cg_ctx *g, const colset *cols, int64_t *rem, size_t 
   return rc;
 }
 
+/* What is left, one shape at a time on the cheapest type that holds it. */
+static int finish_alone(const cg_ctx *g, int64_t *rem, size_t left, packing *out) {
+  static const int64_t zero[DT_RES_MAX];
+  int rc = 0;
+  for (size_t s = 0; s < g->ns && !rc && left; s++)
+    while (rem[s] > 0 && !rc) {
+      int64_t *cnt = g->single, bk = 0;
+      memset(cnt, 0, g->ns * sizeof *cnt);
+      for (uint32_t i = 0; i < g->nc && !bk; i++)
+        bk = fit_count(g->p, g->pl->eff[g->by_price[i].type], zero, g->sh[s].req, rem[s]);
+      if (!bk) return DT_EINVAL;
+      cnt[s] = bk;
+      bool took;
+      rc = take_node(g, cnt, rem, &left, out, &took);
+    }
+  return rc;
+}
+
 /* Round the rest: solve again for what is left and take its whole nodes;
 ** when none is whole, round the largest fraction up. */
 static int round_rest(const cg_ctx *g, colset *cols, int64_t *rem, size_t left, packing *out) {
   size_t ns = g->ns;
   int rc = 0;
   uint32_t *ord = NULL;
-  static const int64_t zero[DT_RES_MAX];
   for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
     double obj;
     if ((rc = cg_lp(g, rem, cols, CG_ITERS_REST, &obj))) break;
@@ -689,22 +894,36 @@ static int round_rest(const cg_ctx *g, colset *cols, int64_t *rem, size_t left, 
       if (!rc && !took) break;
     }
   }
-  /* Whatever the rounds left: one shape at a time on the cheapest type. */
-  for (size_t s = 0; s < ns && !rc && left; s++)
-    while (rem[s] > 0 && !rc) {
-      int64_t cnt[CG_MAXS] = {0}, bk = 0;
-      for (uint32_t i = 0; i < g->nc && !bk; i++)
-        bk = fit_count(g->p, g->pl->eff[g->by_price[i].type], zero, g->sh[s].req, rem[s]);
-      if (!bk) {
-        rc = DT_EINVAL;
-        break;
-      }
-      cnt[s] = bk;
-      bool took;
-      rc = take_node(g, cnt, rem, &left, out, &took);
-    }
+  if (!rc) rc = finish_alone(g, rem, left, out);
   dt__free(ord);
   return rc;
+}
+
+/* Round the last LP up: one node of each pattern with a fractional part,
+** largest part first (ties by age), each cut to what is left, so patterns
+** later in the order shrink to what the earlier ones left them. */
+static int round_up(const cg_ctx *g, const colset *cols, int64_t *rem, size_t left, packing *out) {
+  uint32_t *ord = dt__malloc(cols->n * sizeof *ord + 1), no = 0;
+  if (!ord) return DT_ENOMEM;
+  for (uint32_t j = 0; j < cols->n; j++) {
+    double f = cols->x.v[j] - floor(cols->x.v[j] + 1e-9);
+    if (f <= 1e-9) continue;
+    uint32_t i = no++;
+    while (i > 0) {
+      double fo = cols->x.v[ord[i - 1]] - floor(cols->x.v[ord[i - 1]] + 1e-9);
+      if (fo >= f) break;
+      ord[i] = ord[i - 1];
+      i--;
+    }
+    ord[i] = j;
+  }
+  int rc = 0;
+  for (uint32_t q = 0; q < no && !rc && left; q++) {
+    bool took;
+    rc = take_node(g, &cols->cnt.v[(size_t)ord[q] * g->ns], rem, &left, out, &took);
+  }
+  dt__free(ord);
+  return rc ? rc : finish_alone(g, rem, left, out);
 }
 
 static int greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, cand *cands,
@@ -716,18 +935,25 @@ static int greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shapes
 ** fractional solution of a few nodes can lose to a greedy fill. */
 static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
   size_t ns = g->ns;
-  int64_t rem[CG_MAXS];
+  int64_t *rem = dt__malloc(ns * sizeof *rem), *rest = dt__malloc(ns * sizeof *rest),
+          *cnt = dt__malloc(ns * sizeof *cnt);
+  shape *sub = dt__malloc(ns * sizeof *sub);
   size_t left = 0;
-  for (size_t s = 0; s < ns; s++) left += (size_t)(rem[s] = (int64_t)g->sh[s].pods.n);
   colset cols = {0};
-  packing tail[4];
+  packing tail[5];
   memset(tail, 0, sizeof tail);
   int rc = 0;
   uint32_t *ord = NULL;
+  if (!rem || !rest || !cnt || !sub) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  for (size_t s = 0; s < ns; s++) left += (size_t)(rem[s] = (int64_t)g->sh[s].pods.n);
   /* Seed: each shape alone on the type holding it most cheaply per pod. */
   for (size_t s = 0; s < ns && !rc; s++) {
-    int64_t cnt[CG_MAXS] = {0}, bk = 0;
+    int64_t bk = 0;
     double per_pod;
+    memset(cnt, 0, ns * sizeof *cnt);
     int32_t bt = best_alone(g->p, g->pl, g->by_price, g->nc, g->sh[s].req, rem[s], &bk, &per_pod);
     if (bt < 0) rc = DT_EINVAL;
     cnt[s] = bk;
@@ -739,10 +965,10 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
   if (!rc) rc = take_whole(g, &cols, rem, &left, out, ord, &any);
   if (rc || !left) goto out;
   {
-    int64_t rest[CG_MAXS];
     memcpy(rest, rem, ns * sizeof *rem);
-    if ((rc = round_rest(g, &cols, rest, left, &tail[3])) == DT_EINVAL) rc = 0;
-    shape sub[CG_MAXS];
+    if ((rc = round_up(g, &cols, rest, left, &tail[4])) == DT_EINVAL) rc = 0;
+    memcpy(rest, rem, ns * sizeof *rem);
+    if (!rc && (rc = round_rest(g, &cols, rest, left, &tail[3])) == DT_EINVAL) rc = 0;
     for (size_t s = 0; s < ns; s++) {
       sub[s] = g->sh[s];
       sub[s].pods.n = (size_t)rem[s];
@@ -750,7 +976,7 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
     if (!rc) rc = greedy_plans(g->p, g->pl, sub, ns, cands, g->by_price, g->nc, tail);
     if (rc) goto out;
     int best = -1;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
       size_t placed = 0;
       for (size_t q = 0; q < tail[i].count.n; q++) placed += (size_t)tail[i].count.v[q];
       if (placed == left && (best < 0 || tail[i].cost < tail[best].cost - 1e-9)) best = i;
@@ -765,9 +991,62 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
     }
   }
 out:
-  for (int i = 0; i < 4; i++) packing_free(&tail[i]);
+  for (int i = 0; i < 5; i++) packing_free(&tail[i]);
   dt__free(ord);
+  dt__free(rem);
+  dt__free(rest);
+  dt__free(cnt);
+  dt__free(sub);
   colset_free(&cols);
+  return rc;
+}
+
+/*
+** A group of more than CG_MAXS shapes: column generation on parts of at most
+** CG_MAXS shapes each, dealt out in turn from the group's order (largest
+** first), so that every part holds large and small, cpu-heavy and
+** memory-heavy shapes in about the group's proportions and finds the pods
+** that complement each other within itself. Pods of different parts never
+** share a node; on hundreds of shapes that costs about what rounding does
+** (the bench reports both against the whole group's pattern LP), and a
+** pattern LP of m shapes costs O(m^2) a pivot. The parts share the group's
+** pricing budget; *lp_obj is the sum of their LPs (not a bound on the whole).
+*/
+static int colgen_parts(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
+  size_t ns = g->ns, nparts = (ns + CG_MAXS - 1) / CG_MAXS;
+  int64_t *row = dt__calloc(ns, sizeof *row);
+  shape *dealt = dt__malloc(ns * sizeof *dealt);
+  size_t *orig = dt__malloc(ns * sizeof *orig);
+  int rc = !row || !dealt || !orig ? DT_ENOMEM : 0;
+  for (size_t part = 0, w = 0; part < nparts && !rc; part++)
+    for (size_t s = part; s < ns; s += nparts) {
+      dealt[w] = g->sh[s];
+      orig[w++] = s;
+    }
+  *lp_obj = 0;
+  long share = *g->rounds_left / (long)nparts;
+  for (size_t part = 0, off = 0; part < nparts && !rc; part++) {
+    cg_ctx sub = *g;
+    long left = share;
+    sub.rounds_left = &left;
+    sub.sh = dealt + off;
+    sub.ns = (ns - part + nparts - 1) / nparts; /* shapes part, part + nparts, ... */
+    packing pk = {0};
+    double lp = 0;
+    rc = colgen(&sub, cands, &pk, &lp);
+    *lp_obj += lp;
+    for (size_t node = 0; node < pk.nodes && !rc; node++) {
+      memset(row, 0, ns * sizeof *row);
+      for (size_t q = 0; q < sub.ns; q++) row[orig[off + q]] = pk.count.v[node * sub.ns + q];
+      uint32_t c = pk.type.v[node];
+      rc = packing_add(out, c, row, ns, g->by_price[c].price);
+    }
+    packing_free(&pk);
+    off += sub.ns;
+  }
+  dt__free(row);
+  dt__free(dealt);
+  dt__free(orig);
   return rc;
 }
 
@@ -787,9 +1066,12 @@ static uint32_t undominated(const dt_plan *p, const rt_pool *pl, const cand *by_
   return nf;
 }
 
+/* Cheapest first; at the same price, a type without devices the pods do
+** not ask for before one with them. */
 static int cmp_by_price(const void *a, const void *b) {
   const cand *x = a, *y = b;
   if (x->price != y->price) return x->price < y->price ? -1 : 1;
+  if (x->unwanted != y->unwanted) return x->unwanted ? 1 : -1;
   return x->type < y->type ? -1 : x->type > y->type;
 }
 
@@ -837,7 +1119,12 @@ static int greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shapes
         a[(size_t)q * nc + i] = v > 0 ? v / scale[q] : 0;
       }
     }
-    bool have_lp = dt__lp_cover((int)nrows, (int)nc, a, c, d, y, NULL, &lp) == 0;
+    int lrc = dt__lp_cover((int)nrows, (int)nc, a, c, d, y, NULL, &lp);
+    if (lrc == DT_ENOMEM) {
+      rc = DT_ENOMEM;
+      goto out;
+    }
+    bool have_lp = lrc == 0;
     for (uint32_t q = 0; have_lp && q < nrows; q++) w[rows[q]] = y[q] / scale[q];
     for (uint32_t i = 0; i < nc; i++) {
       double v = 0;
@@ -939,7 +1226,14 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
     if (!dt__type_ok(p, t, &k0->reqs, k0->zmask, k0->ctmask, pl->spot_max)) continue;
     double pr = offer_price(t, k0->zmask, k0->ctmask, true, pl->spot_max);
     if (!isfinite(pr) || pr <= 0) continue;
-    cands[nc++] = (cand){pl->types[i], pr, 0};
+    bool unwanted = false; /* devices are the domain-qualified resources */
+    for (uint32_t r = DT_R_EPH + 1; r < m && !unwanted; r++) {
+      if (!strchr(p->res_names[r], '/')) continue;
+      bool asked = false;
+      for (size_t s = 0; s < ns && !asked; s++) asked = shapes.v[s].req[r] > 0;
+      unwanted = !asked && t->cap[r] > 0;
+    }
+    cands[nc++] = (cand){pl->types[i], pr, 0, unwanted};
   }
   if (!nc) goto out;
   memcpy(by_price, cands, nc * sizeof *cands);
@@ -947,15 +1241,23 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   /* Plan D: column generation over node patterns, for groups of few enough
   ** shapes; otherwise (or if it fails) the greedy plans A, B and C. */
   bool have_d = false;
-  if (ns <= CG_MAXS) {
-    if (!(front = dt__malloc(nc * sizeof *front))) {
-      rc = DT_ENOMEM;
-      goto out;
-    }
-    cg_ctx g = {p, pl, shapes.v, ns, by_price, nc, front, 0};
-    g.nfront = undominated(p, pl, by_price, nc, front);
+  {
+    knap K;
+    size_t most = ns < CG_MAXS ? ns : CG_MAXS; /* shapes in one pattern LP */
+    int64_t *got = dt__malloc(most * sizeof *got), *single = dt__malloc(most * sizeof *single);
+    front = dt__malloc(nc * sizeof *front);
+    rc = knap_init(&K, most);
+    if (!rc && (!got || !single || !front)) rc = DT_ENOMEM;
+    long rounds_left = CG_BUDGET;
+    cg_ctx g = {p, pl, shapes.v, ns, by_price, nc, front, 0, &K, got, single, &rounds_left};
     double lp_obj = 0;
-    rc = colgen(&g, cands, &plans[3], &lp_obj);
+    if (!rc) {
+      g.nfront = undominated(p, pl, by_price, nc, front);
+      rc = ns <= CG_MAXS ? colgen(&g, cands, &plans[3], &lp_obj) : colgen_parts(&g, cands, &plans[3], &lp_obj);
+    }
+    knap_close(&K);
+    dt__free(got);
+    dt__free(single);
     /* Within 1% of the LP there is little for the greedy plans to find. */
     have_d = !rc && plans[3].cost <= lp_obj * 1.01;
     if (rc == DT_EINVAL) rc = 0;

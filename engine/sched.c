@@ -2425,15 +2425,26 @@ static int hook_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n,
   return 0;
 }
 
+/* Whether type t has devices (domain-qualified resources: GPUs, Neuron)
+** that what used[] asks for leaves idle. */
+static bool idle_devices(const dt_plan *p, uint32_t t, const int64_t *used) {
+  for (uint32_t r = DT_R_EPH + 1; used && r < p->nres; r++)
+    if (p->types[t].alloc[r] > 0 && used[r] <= 0 && strchr(p->res_names[r], '/')) return true;
+  return false;
+}
+
 /* Whether offering o of type t beats offering bo of type bt (bt < 0: none
 ** yet) under the default rank: reserved while available, then cheapest, then
-** instance type name, then zone name. */
-static bool off_better(const dt_plan *p, uint32_t t, uint32_t o, int32_t bt, int32_t bo) {
+** (used not NULL) a type without devices used[] leaves idle, then instance
+** type name, then zone name. */
+static bool off_better(const dt_plan *p, uint32_t t, uint32_t o, int32_t bt, int32_t bo, const int64_t *used) {
   if (bt < 0) return true;
   const rt_off *of = &p->types[t].off[o], *bof = &p->types[bt].off[bo];
   bool rr = of->ct == DT_CT_RESERVED, br = bof->ct == DT_CT_RESERVED;
   if (rr != br) return rr;
   if (of->price != bof->price) return of->price < bof->price;
+  if (t != (uint32_t)bt && idle_devices(p, t, used) != idle_devices(p, (uint32_t)bt, used))
+    return !idle_devices(p, t, used);
   if (t != (uint32_t)bt) return p->types[t].rank < p->types[bt].rank;
   return p->zone_rank[of->zone] < p->zone_rank[bof->zone];
 }
@@ -2460,7 +2471,7 @@ static int32_t type_best(dt_plan *p, const rt_claim *k, uint32_t ti, double *che
       if (!held) continue;
     }
     if (of->price < ch) ch = of->price;
-    if (off_better(p, ti, o, bo < 0 ? -1 : (int32_t)ti, bo)) bo = (int32_t)o;
+    if (off_better(p, ti, o, bo < 0 ? -1 : (int32_t)ti, bo, NULL)) bo = (int32_t)o;
   }
   if (memo) {
     t->memo_ok = true;
@@ -2630,7 +2641,7 @@ static int launch(dt_plan *p) {
       double cheapest;
       int32_t o = type_best(p, k, k->opt[i], &cheapest);
       if (o < 0) continue;
-      if (off_better(p, k->opt[i], (uint32_t)o, bt, bo)) {
+      if (off_better(p, k->opt[i], (uint32_t)o, bt, bo, k->used)) {
         bt = (int32_t)k->opt[i];
         bo = o;
       }
@@ -2806,7 +2817,7 @@ static int static_claims(dt_plan *p) {
         for (uint32_t o = 0; o < t->noff; o++) {
           const rt_off *of = &t->off[o];
           if (!off_ok(of, zm, cm, pl->spot_max) || (of->avail >= 0 && of->avail - of->held <= 0)) continue;
-          if (off_better(p, opt[i], o, bt, bo)) {
+          if (off_better(p, opt[i], o, bt, bo, NULL)) {
             bt = (int32_t)opt[i];
             bo = (int32_t)o;
           }

@@ -395,9 +395,15 @@ void dt__explain_outcome(dt_plan *p, bool placed, size_t nbindings, size_t nclai
 int dt__explain_finish(dt_plan *p);
 void dt__explain_free(struct dt_explain *ex);
 
-/* lp.c: minimise c.x subject to A x >= d, x >= 0 (m <= 64 rows); the warm
-** form starts from (and returns) a basis. */
+/* lp.c: minimise c.x subject to A x >= d, x >= 0; the warm form starts from
+** (and returns) a basis of m entries. A dense (m x n, row-major) or by
+** columns (column j's non-zeros at start[j]..start[j+1] of row[] and val[]).
+** inv (NULL, or m x m of the caller's) holds the basis' inverse between
+** warm solves: NaN in inv[0] when it holds none. Returns 0, -1 when the LP
+** is infeasible or unbounded, or DT_ENOMEM. */
 #define DT_LP_COLD INT32_MIN
+int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
+                        const double *d, double *y, double *x, double *obj, int *basis, double *inv);
 int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
                  double *obj);
 int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,

@@ -149,6 +149,42 @@ describe("cost-aware packing", function()
     assert.are.equal(h.plan(m, { format = "json" }), h.plan(m, { format = "json" }))
   end)
 
+  -- Inferentia has no GPU count (in Karpenter's labels too), so "instance-gpu-count
+  -- DoesNotExist" admits it; a pod that asks for no device pays for one only when the type
+  -- with it is the cheapest for the pod's cpu and memory anyway.
+  local function accel_catalog(inf_price)
+    return ([[
+{ "region": "test-1", "provider": "generic", "zones": ["test-1a"],
+  "instanceTypes": [
+    { "name": "inf", "family": "inf", "arch": "amd64", "cpu": 4, "memoryMiB": 8192, "maxPods": 20,
+      "onDemandPrice": %s, "overhead": { "cpu": "0", "memory": "0" },
+      "extendedResources": { "aws.amazon.com/neuron": 1 },
+      "labels": { "karpenter.k8s.aws/instance-accelerator-count": "1" } },
+    { "name": "plain", "family": "m", "arch": "amd64", "cpu": 4, "memoryMiB": 8192, "maxPods": 20,
+      "onDemandPrice": 0.20, "overhead": { "cpu": "0", "memory": "0" } }
+  ] }
+]]):format(inf_price)
+  end
+  local function no_gpu_pods()
+    local out = { h.nodepool("default", { requirements = { { "karpenter.k8s.aws/instance-gpu-count", "DoesNotExist" } } }) }
+    for i = 1, 6 do out[#out + 1] = h.pod("p" .. i, { cpu = "1", memory = "1Gi" }) end
+    return h.docs(table.unpack(out))
+  end
+
+  it("puts pods that ask for no device on a type without one when an accelerator type costs the same", function()
+    for _, packing in ipairs { "ffd", "cost" } do
+      local p = h.plan(no_gpu_pods(), { packing = packing, catalog_text = accel_catalog("0.20") })
+      assert.are.equal(2, #p.nodeClaims)
+      for _, c in ipairs(p.nodeClaims) do assert.are.equal("plain", c.instanceType, packing) end
+    end
+  end)
+
+  it("puts them on an accelerator type only when it is the cheapest for their cpu and memory", function()
+    local p = h.plan(no_gpu_pods(), { catalog_text = accel_catalog("0.19") })
+    for _, c in ipairs(p.nodeClaims) do assert.are.equal("inf", c.instanceType) end
+    assert.are.equal(0.38, p.summary.hourlyCost)
+  end)
+
   it("rejects an unknown packing mode", function()
     local _, err, code = h.cli("plan --packing best examples/quickstart.yaml")
     assert.are.equal(2, code)

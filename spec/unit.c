@@ -263,6 +263,60 @@ static void test_oom(int with_err, int with_policy) {
   printf("oom (err %d, policy %d): %ld allocation points exercised\n", with_err, with_policy, n);
 }
 
+/* A plan whose cost packing has more than 64 shapes in one group (solved in
+** parts): plain pods of 66 shapes, one of each, in a pool of type a. */
+static int plan_many_shapes(void) {
+  char *text = malloc(66 * 200 + 512);
+  if (!text) return DT_ENOMEM;
+  int len = sprintf(text, "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: open}\n"
+                          "spec:\n  template:\n    spec:\n      requirements: [{key: node.kubernetes.io/instance-type, "
+                          "operator: In, values: [a]}]\n");
+  for (int i = 0; i < 66; i++)
+    len += sprintf(text + len,
+                   "---\napiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\n"
+                   "spec: {containers: [{name: c, resources: {requests: {cpu: %dm, memory: %dMi}}}]}\n",
+                   i, 50 + 5 * i, 64 + 24 * i);
+  dt_catalog *c = NULL;
+  dt_manifests *m = NULL;
+  dt_plan *p = NULL;
+  int rc = dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, NULL);
+  if (!rc && !(m = dt_manifests_new())) rc = DT_ENOMEM;
+  if (!rc) rc = dt_manifests_add_buffer(m, "m", text, (size_t)len, NULL);
+  dt_plan_opts po = {0};
+  if (!rc) rc = dt_plan_run(c, m, &po, &p, NULL);
+  dt_plan_stats st;
+  if (!rc) {
+    dt_plan_stats_get(p, &st);
+    if (st.scheduled != 66) rc = DT_EINVAL;
+  }
+  dt_plan_free(p);
+  dt_manifests_free(m);
+  dt_catalog_free(c);
+  free(text);
+  return rc;
+}
+
+static void test_oom_many_shapes(void) {
+  CHECK(plan_many_shapes() == 0, "a plan of 66 shapes succeeds");
+  dt_set_allocator(f_malloc, f_realloc, free);
+  long n;
+  int bad = 0;
+  for (n = 0; n < 400000; n++) {
+    budget = n;
+    int rc = plan_many_shapes();
+    if (rc == 0) break;
+    if (rc != DT_ENOMEM && !bad) {
+      bad = 1;
+      CHECK(0, "allocation %ld failed with %d (%s) instead of DT_ENOMEM (66 shapes)", n, rc, dt_strerror(rc));
+    }
+  }
+  budget = -1;
+  dt_set_allocator(NULL, NULL, NULL);
+  CHECK(!bad, "every injected allocation failure reports DT_ENOMEM (66 shapes)");
+  CHECK(n > 100 && n < 400000, "the 66-shape plan completes once enough allocations succeed (%ld)", n);
+  printf("oom (66 shapes): %ld allocation points exercised\n", n);
+}
+
 static void test_api(void) {
   dt_error err = {0};
   int64_t v;
@@ -579,6 +633,7 @@ int main(void) {
   test_oom(0, 0);
   test_oom(1, 1);
   test_oom(0, 1);
+  test_oom_many_shapes();
   printf("unit: %d passed, %d failed\n", passed, failed);
   return failed != 0;
 }
