@@ -156,6 +156,9 @@ SAN_ENV := $(if $(filter 1,$(SANITIZE)),LD_PRELOAD="$$($(CC) -print-file-name=li
 
 test: .deps-ok
 	@$(MAKE) --no-print-directory all $(BUILD)/unit $(BUILD)/embed $(BUILD)/dovetail-faults
+	@# the benchmarks are built too, so that a change that breaks them fails here
+	@test -f /usr/include/glpk.h || $(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory $(BUILD)/bench $(BUILD)/load
 	@rm -f $(BUILD)/results.txt
 	@echo "== C unit tests"; \
 	  if ASAN_OPTIONS=detect_leaks=1 ./$(BUILD)/unit > $(BUILD)/unit.out 2>&1; then :; fi; \

@@ -44,13 +44,6 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Process CPU time: budgets that hold on a busy machine. */
-static double cpu_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static uint64_t rng;
 static uint64_t next(void) {
   uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
