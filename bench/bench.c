@@ -22,6 +22,10 @@
 **                        with partial pricing and 5 minutes of CPU, reported
 **                        as optimal or as a bound with its gap.
 **
+** DOVETAIL_BENCH_DUMP=DIR writes each peak-* and many-* case's manifests to
+** DIR/CASE.json for `dovetail plan`; DOVETAIL_BENCH_NO_PATTERN=1 skips the
+** pattern LP (the assignment LP stands in) when only the plans are wanted.
+**
 ** Each line reports pods, nodes, $/h, the LP lower bound ratio (fractional
 ** nodes covering summed cpu, memory and pods, solved by glpsol when it is
 ** installed), parse and scheduling milliseconds, pods/s and peak RSS.
@@ -643,6 +647,16 @@ static int catalog_pairs(dt_catalog *aws, const char *shapes, const char *prefix
       double C, M;
       char *pods = azure_pods(shapes, n, reqs, &len, &C, &M);
       if (!pods) return 1;
+      const char *dir = getenv("DOVETAIL_BENCH_DUMP"); /* each case's manifests, for `dovetail plan` */
+      if (dir) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s.json", dir, name);
+        FILE *f = fopen(path, "w");
+        if (f) {
+          fwrite(pods, 1, len, f);
+          fclose(f);
+        }
+      }
       long npods = 0;
       for (int s = 0; s < g_nshapes; s++) npods += g_shape_drawn[s];
       double bound = aws_bound(aws, C, M, (double)npods, subset, spot);
@@ -662,7 +676,11 @@ static int catalog_pairs(dt_catalog *aws, const char *shapes, const char *prefix
       report(&ffd);
       report(&cost);
       bound_status bs;
-      double tight = assignment_bound(aws, subset, spot), pat = pattern_bound(aws, subset, spot, &bs);
+      /* DOVETAIL_BENCH_NO_PATTERN=1 skips the pattern LP (minutes on many shapes): the assignment LP stands in. */
+      const char *nopat = getenv("DOVETAIL_BENCH_NO_PATTERN");
+      double tight = assignment_bound(aws, subset, spot);
+      double pat = nopat && *nopat == '1' ? (bs = (bound_status){.optimal = 0, .master = tight}, tight)
+                                          : pattern_bound(aws, subset, spot, &bs);
       /* The pattern LP is at least the assignment LP: when pricing was cut
       ** short, the larger of the two bounds stands. */
       if (!bs.optimal && tight > pat) pat = tight;
