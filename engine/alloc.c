@@ -23,13 +23,29 @@ static void (*g_free)(void *) = free;
 ** only "failed" (cJSON) can be told apart from bad input. */
 static _Thread_local int t_alloc_failed;
 
+/* While set, cJSON allocates from this arena and frees nothing: a parse
+** tree read once and dropped whole costs no malloc and no free per node
+** (the per-node frees of a large tree also leave glibc tens of thousands of
+** small chunks to consolidate at the next large allocation). */
+static _Thread_local dt_arena *t_cj_arena;
+
+static void *arena_take(dt_arena *a, size_t n);
+
 static void *cj_malloc(size_t n) {
-  void *p = g_malloc(n ? n : 1);
+  void *p = t_cj_arena ? arena_take(t_cj_arena, n ? n : 1) : g_malloc(n ? n : 1);
   if (!p) t_alloc_failed = 1;
   return p;
 }
 
-static void cj_free(void *p) { g_free(p); }
+static void cj_free(void *p) {
+  if (!t_cj_arena) g_free(p);
+}
+
+dt_arena *dt__cj_arena(dt_arena *a) {
+  dt_arena *old = t_cj_arena;
+  t_cj_arena = a;
+  return old;
+}
 
 static pthread_once_t g_hooks_once = PTHREAD_ONCE_INIT;
 
@@ -143,6 +159,13 @@ struct dt_arena_chunk {
 };
 
 void *dt__arena_alloc(dt_arena *a, size_t n) {
+  void *p = arena_take(a, n);
+  if (p) memset(p, 0, n);
+  return p;
+}
+
+/* n bytes, 16-byte aligned, not cleared. */
+static void *arena_take(dt_arena *a, size_t n) {
   n = (n + 15) & ~(size_t)15;
   if (!a->head || a->used + n > a->cap) {
     size_t cap = n > 65536 ? n : 65536;
@@ -160,7 +183,6 @@ void *dt__arena_alloc(dt_arena *a, size_t n) {
   }
   void *p = (char *)a->head->data + a->used;
   a->used += n;
-  memset(p, 0, n);
   return p;
 }
 
@@ -212,6 +234,16 @@ void dt__buf_putn(dt_buf *b, const char *s, size_t n) {
 }
 
 void dt__buf_puts(dt_buf *b, const char *s) { dt__buf_putn(b, s, strlen(s)); }
+
+void dt__sig_u32(dt_buf *b, uint32_t v) { dt__buf_putn(b, (const char *)&v, sizeof v); }
+
+void dt__sig_i64(dt_buf *b, int64_t v) { dt__buf_putn(b, (const char *)&v, sizeof v); }
+
+void dt__sig_str(dt_buf *b, const char *s) {
+  size_t n = s ? strlen(s) : 0;
+  dt__sig_u32(b, s ? (uint32_t)n : UINT32_MAX);
+  if (n) dt__buf_putn(b, s, n);
+}
 
 void dt__buf_putc(dt_buf *b, char c) { dt__buf_putn(b, &c, 1); }
 

@@ -473,6 +473,14 @@ int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt
   return parse_yaml(name, buf, len, out, err);
 }
 
+int dt__doc_parse_in(dt_arena *a, const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
+  dt_arena *old = dt__cj_arena(a);
+  int rc = dt__doc_parse(name, buf, len, out, err);
+  dt__cj_arena(old);
+  if (!rc && a->oom) rc = dt__err(err, DT_ENOMEM, "%s: out of memory parsing", name);
+  return rc;
+}
+
 /* ------------------------------------------------------------ emitting */
 
 /* Every event set-up is checked: libyaml refuses a scalar that is not

@@ -59,6 +59,10 @@ void dt__arena_reserve(dt_arena *a, size_t n);  /* a first chunk of at least n b
 char *dt__arena_strdup(dt_arena *a, const char *s);
 void dt__arena_free(dt_arena *a);
 
+/* Make cJSON allocate from a (NULL: the heap again) in this thread, frees
+** doing nothing meanwhile; returns the arena it replaces. */
+dt_arena *dt__cj_arena(dt_arena *a);
+
 /* A growable string. On allocation failure oom is set and further writes are
 ** dropped, so a renderer checks once at the end. Owner frees p with dt__free. */
 typedef struct dt_buf {
@@ -194,6 +198,14 @@ bool dt__reqs_equal(const dt_reqs *x, const dt_reqs *y);
 /* Describe a requirement for messages: "zone In [a, b]". */
 void dt__req_describe(const dt_symtab *t, const dt_req *r, dt_buf *b);
 
+/* Signatures: values appended as raw bytes, interned by length (dt__symn),
+** so that equal signatures mean equal values and building one costs no
+** formatting. */
+void dt__sig_u32(dt_buf *b, uint32_t v);
+void dt__sig_i64(dt_buf *b, int64_t v);
+void dt__sig_str(dt_buf *b, const char *s); /* NULL and "" differ */
+void dt__req_sig(const dt_req *r, dt_buf *b); /* every field, all values */
+
 /* -------------------------------------------------------------- YAML/JSON */
 
 /*
@@ -204,6 +216,9 @@ void dt__req_describe(const dt_symtab *t, const dt_req *r, dt_buf *b);
 ** and column.
 */
 int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err);
+/* As dt__doc_parse, every node in a: the tree is dropped with a
+** (dt__arena_free), never with cJSON_Delete, and no node may outlive a. */
+int dt__doc_parse_in(dt_arena *a, const char *name, const char *buf, size_t len, cJSON **out, dt_error *err);
 
 /* A JSON number as an integer, clamped to +-9e18 (NaN is 0): converting a
 ** double past int64 is undefined behaviour, and inputs may hold 1e300. */

@@ -561,12 +561,16 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
 int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len,
                             dt_error *err) {
   cJSON *docs = NULL;
-  int rc = dt__doc_parse(name, buf, len, &docs, err);
-  if (rc) return rc;
+  dt_arena tree = {0}; /* the parse tree, read once and dropped whole */
+  int rc = dt__doc_parse_in(&tree, name, buf, len, &docs, err);
+  if (rc) {
+    dt__arena_free(&tree);
+    return rc;
+  }
   char *file = dt__strdup(name);
   if (!file || dt__vec_push(&m->files, file)) {
     dt__free(file);
-    cJSON_Delete(docs);
+    dt__arena_free(&tree);
     return dt__err(err, DT_ENOMEM, "out of memory");
   }
   /* Remember where we were, so a bad file adds nothing. */
@@ -580,7 +584,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   size_t docno = 1;
   rc = 0;
   for (const cJSON *d = docs->child; d && !rc; d = d->next, docno++) rc = object(&x, d, docno);
-  cJSON_Delete(docs);
+  dt__arena_free(&tree);
   if (rc) {
     m->npods = npods;
     m->vm_default_arch = varch;

@@ -286,6 +286,16 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+void dt__req_sig(const dt_req *r, dt_buf *b) {
+  dt__sig_u32(b, r->key);
+  dt__sig_u32(b, (uint32_t)r->complement | (uint32_t)r->has_gte << 8 | (uint32_t)r->has_lte << 16);
+  dt__sig_u32(b, (uint32_t)r->min_values);
+  if (r->has_gte) dt__sig_i64(b, r->gte);
+  if (r->has_lte) dt__sig_i64(b, r->lte);
+  dt__sig_u32(b, r->n);
+  if (r->n) dt__buf_putn(b, (const char *)r->v, r->n * sizeof *r->v);
+}
+
 void dt__req_describe(const dt_symtab *t, const dt_req *r, dt_buf *b) {
   dt__buf_puts(b, dt__sym_str(t, r->key));
   dt_op op = dt__req_operator(r);

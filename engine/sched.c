@@ -1114,30 +1114,39 @@ static int class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   for (uint32_t i = 0; i < s->nsel; i++) inverse |= p->groups.v[s->sel[i]].kind == TG_ANTI;
   /* Signature. */
   dt_buf sig = {0};
-  dt__buf_printf(&sig, "%d|", rx->tol_pref);
-  for (uint32_t r = 0; r < p->nres; r++) dt__buf_printf(&sig, "%lld,", (long long)s->req[r]);
-  dt__buf_putc(&sig, '|');
-  for (uint32_t k = 0; k < reqs.n; k++) {
-    dt__req_describe(&p->syms, &reqs.r[k], &sig);
-    dt__buf_putc(&sig, ';');
+  dt__sig_i64(&sig, rx->tol_pref);
+  dt__buf_putn(&sig, (const char *)s->req, p->nres * sizeof *s->req);
+  dt__sig_u32(&sig, reqs.n);
+  for (uint32_t k = 0; k < reqs.n; k++) dt__req_sig(&reqs.r[k], &sig);
+  dt__sig_u32(&sig, (uint32_t)d->ntol);
+  for (size_t k = 0; k < d->ntol; k++) {
+    dt__sig_str(&sig, d->tol[k].key ? d->tol[k].key : "");
+    dt__sig_str(&sig, d->tol[k].op);
+    dt__sig_str(&sig, d->tol[k].value);
+    dt__sig_str(&sig, d->tol[k].effect ? d->tol[k].effect : "");
   }
-  dt__buf_putc(&sig, '|');
-  for (size_t k = 0; k < d->ntol; k++)
-    dt__buf_printf(&sig, "%s/%s/%s/%s;", d->tol[k].key ? d->tol[k].key : "", d->tol[k].op, d->tol[k].value,
-                   d->tol[k].effect ? d->tol[k].effect : "");
-  dt__buf_putc(&sig, '|');
-  for (uint32_t k = 0; k < ntc; k++)
-    dt__buf_printf(&sig, "%u/%u/%d/%d/%d/%d;", tcs[k].group, tcs[k].kind, tcs[k].self, tcs[k].owner, tcs[k].max_skew,
-                   tcs[k].min_domains);
-  dt__buf_putc(&sig, '|');
-  for (uint32_t k = 0; k < s->nsel; k++) dt__buf_printf(&sig, "%u,", s->sel[k]);
-  dt__buf_putc(&sig, '|');
-  for (uint32_t k = 0; k < s->nports; k++)
-    dt__buf_printf(&sig, "%d/%u/%u,", s->ports[k].port, s->ports[k].proto, s->ports[k].ip);
+  dt__sig_u32(&sig, ntc);
+  for (uint32_t k = 0; k < ntc; k++) {
+    const rt_tc *t = &tcs[k];
+    dt__sig_u32(&sig, t->group);
+    dt__sig_u32(&sig, t->kind);
+    dt__sig_i64(&sig, t->self);
+    dt__sig_i64(&sig, t->owner);
+    dt__sig_i64(&sig, t->max_skew);
+    dt__sig_i64(&sig, t->min_domains);
+  }
+  dt__sig_u32(&sig, s->nsel);
+  if (s->nsel) dt__buf_putn(&sig, (const char *)s->sel, s->nsel * sizeof *s->sel);
+  dt__sig_u32(&sig, s->nports);
+  for (uint32_t k = 0; k < s->nports; k++) {
+    dt__sig_i64(&sig, s->ports[k].port);
+    dt__sig_u32(&sig, s->ports[k].proto);
+    dt__sig_u32(&sig, s->ports[k].ip);
+  }
   /* Pods whose requests, requirements, tolerations, topology constraints,
   ** selecting groups and host ports agree share a class, whatever spec
   ** they come from: the class is all the scheduler reads. */
-  dt_sym cs = sig.p && !sig.oom ? dt__sym(&p->class_sigs, sig.p) : 0;
+  dt_sym cs = sig.p && !sig.oom ? dt__symn(&p->class_sigs, sig.p, sig.len) : 0;
   dt__free(sig.p);
   if (!cs) return DT_ENOMEM;
   while (p->class_of_sig.n <= cs)

@@ -91,29 +91,38 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
     nsv[n++] = own_ns;
   for (size_t i = 0; i < nns && n < 64; i++) nsv[n++] = dt__sym(&p->syms, ns[i]);
   dt_buf sig = {0}, desc = {0};
-  dt__buf_printf(&sig, "%d|%d|%d|", kind, dom, sel->present);
-  uint32_t order[64], *idx = r.n <= 64 ? order : dt__arena_alloc(a, r.n * sizeof *idx);
-  if (!idx) return DT_ENOMEM;
-  dt__reqs_order(p, &r, idx); /* named alike whatever the interning order */
-  for (uint32_t i = 0; i < r.n; i++) {
-    dt__req_describe(&p->syms, &r.r[idx[i]], &desc);
-    if (i + 1 < r.n) dt__buf_puts(&desc, ", ");
-  }
-  dt__buf_puts(&sig, desc.p ? desc.p : "");
-  dt__buf_putc(&sig, '|');
-  for (uint32_t i = 0; i < n; i++) dt__buf_printf(&sig, "%u,", nsv[i]);
+  dt__sig_u32(&sig, (uint32_t)kind | (uint32_t)dom << 8 | (uint32_t)sel->present << 16);
+  dt__sig_u32(&sig, r.n);
+  for (uint32_t i = 0; i < r.n; i++) dt__req_sig(&r.r[i], &sig);
+  dt__sig_u32(&sig, n);
+  dt__buf_putn(&sig, (const char *)nsv, n * sizeof *nsv);
   int rc = -1;
-  if (sig.oom || desc.oom || !sig.p) {
+  if (sig.oom || !sig.p) {
     rc = DT_ENOMEM;
     goto out;
   }
-  dt_sym gs = dt__sym(&p->group_sigs, sig.p);
+  dt_sym gs = dt__symn(&p->group_sigs, sig.p, sig.len);
   if (!gs) {
     rc = DT_ENOMEM;
     goto out;
   }
   if (gs <= p->groups.n) {
     rc = (int)gs - 1; /* symbols are dense: the n-th new signature is group n-1 */
+    goto out;
+  }
+  /* A new group: its selector in words, named alike whatever the interning order. */
+  uint32_t order[64], *idx = r.n <= 64 ? order : dt__arena_alloc(a, r.n * sizeof *idx);
+  if (!idx) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  dt__reqs_order(p, &r, idx);
+  for (uint32_t i = 0; i < r.n; i++) {
+    dt__req_describe(&p->syms, &r.r[idx[i]], &desc);
+    if (i + 1 < r.n) dt__buf_puts(&desc, ", ");
+  }
+  if (desc.oom) {
+    rc = DT_ENOMEM;
     goto out;
   }
   rt_group g;

@@ -182,4 +182,25 @@ spec:
     assert.are.equal(1, #p.nodeClaims)
     assert.are.equal(1, #p.unschedulable)
   end)
+  it("keeps pods apart whose requirements differ only past the twelfth value", function()
+    -- Each pod allows twelve made-up types and one real one; pods that shared
+    -- a class would share its requirements and land on a type one of them
+    -- does not allow.
+    local function pod(name, last)
+      local vals = {}
+      for i = 1, 12 do vals[#vals + 1] = '"a' .. i .. '"' end
+      vals[#vals + 1] = '"' .. last .. '"'
+      return h.pod(name, {
+        cpu = "1",
+        extra = "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n"
+          .. "        nodeSelectorTerms:\n          - matchExpressions:\n"
+          .. "              - {key: node.kubernetes.io/instance-type, operator: In, values: ["
+          .. table.concat(vals, ", ") .. "]}",
+      })
+    end
+    local p = plan(h.nodepool("default"), pod("a", "medium"), pod("b", "large"))
+    local got = pods_of(p)
+    table.sort(got)
+    assert.are.same({ "large:default/b", "medium:default/a" }, got)
+  end)
 end)
