@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
@@ -234,6 +235,26 @@ void dt__buf_putn(dt_buf *b, const char *s, size_t n) {
 }
 
 void dt__buf_puts(dt_buf *b, const char *s) { dt__buf_putn(b, s, strlen(s)); }
+
+const char dt__join_end[] = "";
+
+size_t dt__join_(char *dst, size_t cap, ...) {
+  va_list ap;
+  va_start(ap, cap);
+  size_t len = 0;
+  for (const char *s = va_arg(ap, const char *); s != dt__join_end; s = va_arg(ap, const char *)) {
+    if (!s) s = "(null)";
+    size_t n = strlen(s);
+    if (len + 1 < cap) {
+      size_t room = cap - 1 - len;
+      memcpy(dst + len, s, n < room ? n : room);
+    }
+    len += n;
+  }
+  va_end(ap);
+  if (cap) dst[len < cap - 1 ? len : cap - 1] = 0;
+  return len;
+}
 
 void dt__sig_u32(dt_buf *b, uint32_t v) { dt__buf_putn(b, (const char *)&v, sizeof v); }
 

@@ -242,7 +242,7 @@ int mf_parse_kvs(mctx *x, const cJSON *o, const char *field, dt_kvs *out) {
     const char *v = dt__scalar(c, tmp, sizeof tmp);
     if (!v || cJSON_IsNull(c)) {
       char f[300];
-      snprintf(f, sizeof f, "%s.%s", field, c->string);
+      dt__join(f, sizeof f, field, ".", c->string);
       return mf_bad(x, f, "expected a string");
     }
     out->v[out->n].key = dt__strdup(c->string);
@@ -273,7 +273,7 @@ static void where_fmt(const where *w, char *out, size_t n) {
   if (w->list)
     snprintf(out, n, "%s.%s[%zu]%s", w->path, w->list, w->i, w->tail);
   else
-    snprintf(out, n, "%s%s", w->path, w->tail);
+    dt__join(out, n, w->path, w->tail);
 }
 
 /* A map of quantities (requests, limits, allocatable) at w. */
@@ -297,7 +297,7 @@ int mf_rlist_at(mctx *x, const cJSON *o, const where *w, dt_rlist *out, bool is_
     }
     if (rc || (is_request && mf_request_absurd(c->string, v)) || (!is_request && v < 0)) {
       where_fmt(w, field, sizeof field);
-      snprintf(f, sizeof f, "%s.%s", field, c->string);
+      dt__join(f, sizeof f, field, ".", c->string);
       if (!s || cJSON_IsBool(c)) return mf_bad(x, f, "expected a quantity such as 500m or 1Gi");
       if (rc) return mf_bad(x, f, "%s", qe.msg);
       if (is_request) {
@@ -440,7 +440,7 @@ int mf_meta(mctx *x, const cJSON *o, const char **ns, const char **name, bool na
   *ns = namespaced ? mf_get_str(md, "namespace") : NULL;
   if (namespaced && (!*ns || !**ns)) *ns = "default";
   if (!*name || !**name) {
-    snprintf(x->obj, sizeof x->obj, "%s (unnamed)", x->kind);
+    dt__join(x->obj, sizeof x->obj, x->kind, " (unnamed)");
     return mf_bad(x, "metadata.name", "missing");
   }
   /* Kubernetes' own bounds (DNS subdomain names, DNS label namespaces):
@@ -451,15 +451,15 @@ int mf_meta(mctx *x, const cJSON *o, const char **ns, const char **name, bool na
                                : mf_bad(x, "metadata.namespace", "longer than 63 characters");
   }
   if (namespaced)
-    snprintf(x->obj, sizeof x->obj, "%s %s/%s", x->kind, *ns, *name);
+    dt__join(x->obj, sizeof x->obj, x->kind, " ", *ns, "/", *name);
   else
-    snprintf(x->obj, sizeof x->obj, "%s %s", x->kind, *name);
+    dt__join(x->obj, sizeof x->obj, x->kind, " ", *name);
   return 0;
 }
 
 int mf_check_duplicate(mctx *x, const char *ns, const char *name) {
   char key[600];
-  snprintf(key, sizeof key, "%s/%s/%s", x->kind, ns ? ns : "", name);
+  dt__join(key, sizeof key, x->kind, "/", ns ? ns : "", "/", name);
   dt_manifests *m = x->m;
   dt_sym s = dt__sym(&m->seen, key);
   if (!s) return mf_oom(x);
@@ -536,7 +536,7 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
                    nm ? " " : "", nm ? nm : "");
   }
   x->kind = kind;
-  snprintf(x->obj, sizeof x->obj, "%s", kind);
+  dt__join(x->obj, sizeof x->obj, kind);
   size_t klen = strlen(kind);
   if (klen >= 4 && strcmp(kind + klen - 4, "List") == 0 && mf_get(o, "items")) {
     const cJSON *items = mf_get(o, "items");

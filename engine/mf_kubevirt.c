@@ -68,10 +68,10 @@ static int sel_entry(mctx *x, const cJSON *o, const char *field, dt_selentry *e)
   if (!cJSON_IsObject(o)) return mf_bad(x, field, "expected a selector");
   const cJSON *ls = mf_get(o, "labelSelector"), *nm = mf_get(o, "nodeSelectorRequirementMatcher");
   if (!ls && !nm) return mf_parse_selector(x, o, field, &e->labels);
-  snprintf(f, sizeof f, "%s.labelSelector", field);
+  dt__join(f, sizeof f, field, ".labelSelector");
   if (mf_parse_selector(x, ls, f, &e->labels)) return mf_failed(x);
   if (ls && !e->labels.present) e->labels.present = true;
-  snprintf(f, sizeof f, "%s.nodeSelectorRequirementMatcher", field);
+  dt__join(f, sizeof f, field, ".nodeSelectorRequirementMatcher");
   return mf_parse_mreqs(x, nm, f, &e->node, false);
 }
 
@@ -95,12 +95,12 @@ static int sel_policy(mctx *x, const cJSON *o, const char *field, dt_selpolicy *
   const cJSON *ord = mf_get(o, "orderedPolicies"), *one = mf_get(o, "selectors");
   size_t n = (one && !cJSON_IsNull(one) ? 1 : 0) + (cJSON_IsArray(ord) ? (size_t)cJSON_GetArraySize(ord) : 0);
   if (ord && !cJSON_IsNull(ord) && !cJSON_IsArray(ord)) {
-    snprintf(f, sizeof f, "%s.orderedPolicies", field);
+    dt__join(f, sizeof f, field, ".orderedPolicies");
     return mf_bad(x, f, "expected a list of label selectors");
   }
   if (!(s->v = dt__calloc(n ? n : 1, sizeof *s->v))) return mf_oom(x);
   if (one && !cJSON_IsNull(one)) {
-    snprintf(f, sizeof f, "%s.selectors", field);
+    dt__join(f, sizeof f, field, ".selectors");
     s->n++;
     s->selectors_first = true;
     if (sel_entry(x, one, f, &s->v[0])) return mf_failed(x);
@@ -112,9 +112,9 @@ static int sel_policy(mctx *x, const cJSON *o, const char *field, dt_selpolicy *
   }
   const cJSON *bp = mf_get(o, "basePolicy"), *sp = mf_get(o, "sortPolicy");
   int b1 = -1, b2 = -1;
-  snprintf(f, sizeof f, "%s.basePolicy", field);
+  dt__join(f, sizeof f, field, ".basePolicy");
   if (bp && !cJSON_IsNull(bp) && parse_sort(x, bp, f, &b1)) return mf_failed(x);
-  snprintf(f, sizeof f, "%s.sortPolicy", field);
+  dt__join(f, sizeof f, field, ".sortPolicy");
   if (sp && !cJSON_IsNull(sp) && parse_sort(x, sp, f, &b2)) return mf_failed(x);
   if (b1 >= 0 && b2 >= 0 && b1 != b2) return mf_bad(x, f, "disagrees with basePolicy; set one of them");
   s->base = b1 >= 0 ? b1 : b2 >= 0 ? b2 : DT_SORT_RANDOM;
@@ -151,16 +151,16 @@ static int strategy(mctx *x, const cJSON *o, const char *field, int *strat, int 
     if (!v || cJSON_IsNull(v)) continue;
     if (seen++) return mf_bad(x, field, "only one strategy can be configured at a time");
     *strat = i;
-    snprintf(f, sizeof f, "%s.%s", field, names[i]);
+    dt__join(f, sizeof f, field, ".", names[i]);
     if (!cJSON_IsObject(v)) return mf_bad(x, f, "expected an object");
-    snprintf(f, sizeof f, "%s.%s.statePreservation", field, names[i]);
+    dt__join(f, sizeof f, field, ".", names[i], ".statePreservation");
     if (preserve && parse_preserve(x, v, f, preserve)) return mf_failed(x);
-    snprintf(f, sizeof f, "%s.%s.selectionPolicy", field, names[i]);
+    dt__join(f, sizeof f, field, ".", names[i], ".selectionPolicy");
     if (i == DT_STRAT_PROACTIVE && sel_policy(x, mf_get(v, "selectionPolicy"), f, sel)) return mf_failed(x);
   }
   for (const cJSON *c = o->child; c; c = c->next)
     if (strcmp(c->string, "proactive") && strcmp(c->string, "opportunistic") && strcmp(c->string, "unmanaged")) {
-      snprintf(f, sizeof f, "%s.%s", field, c->string);
+      dt__join(f, sizeof f, field, ".", c->string);
       return mf_bad(x, f, "unknown strategy (expected proactive, opportunistic or unmanaged)");
     }
   return 0;
@@ -189,12 +189,12 @@ static const char *vm_arch(const char *s) {
 static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *p) {
   char f[400];
   const cJSON *spec = mf_get(vmi, "spec");
-  snprintf(f, sizeof f, "%s.spec", path);
+  dt__join(f, sizeof f, path, ".spec");
   if (!cJSON_IsObject(spec)) return mf_bad(x, f, "missing or not an object");
   const cJSON *arch = mf_get(spec, "architecture");
   const char *va = "";
   if (arch && !cJSON_IsNull(arch) && !(cJSON_IsString(arch) && !*arch->valuestring)) {
-    snprintf(f, sizeof f, "%s.spec.architecture", path);
+    dt__join(f, sizeof f, path, ".spec.architecture");
     if (!(va = vm_arch(cJSON_GetStringValue(arch))))
       return mf_bad(x, f, "unsupported architecture %s%s%s (KubeVirt runs amd64, arm64 and s390x)",
                     cJSON_IsString(arch) ? "\"" : "", cJSON_IsString(arch) ? arch->valuestring : "(not a string)",
@@ -202,7 +202,7 @@ static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *
   }
   const cJSON *domain = mf_get(spec, "domain");
   dt_rlist req = {0};
-  snprintf(f, sizeof f, "%s.spec.domain.resources.requests", path);
+  dt__join(f, sizeof f, path, ".spec.domain.resources.requests");
   if (mf_parse_rlist(x, mf_get(mf_get(domain, "resources"), "requests"), f, &req, true)) {
     dt__rlist_free(&req);
     return mf_failed(x);
@@ -213,7 +213,7 @@ static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *
     const char *g = dt__scalar(mf_get(mf_get(domain, "memory"), "guest"), tmp, sizeof tmp);
     int64_t v;
     dt_error qe;
-    snprintf(f, sizeof f, "%s.spec.domain.memory.guest", path);
+    dt__join(f, sizeof f, path, ".spec.domain.memory.guest");
     if (g && dt_quantity_parse(g, &v, &qe))
       rc = mf_bad(x, f, "%s", qe.msg);
     else if (g && dt__rlist_add(&req, "memory", v, DT_RL_SET))
@@ -225,7 +225,7 @@ static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *
     static const char *dims[] = {"cores", "sockets", "threads"};
     for (int i = 0; i < 3 && !rc; i++) {
       const cJSON *d = mf_get(cpu, dims[i]);
-      snprintf(f, sizeof f, "%s.spec.domain.cpu.%s", path, dims[i]);
+      dt__join(f, sizeof f, path, ".spec.domain.cpu.", dims[i]);
       if (!d || cJSON_IsNull(d)) continue;
       if (!mf_is_int_in(d, 1, 4096))
         rc = mf_bad(x, f, "expected an integer from 1 to 4096");
@@ -255,7 +255,7 @@ static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *
     dt__rlist_free(&req);
     return mf_oom(x);
   }
-  snprintf(f, sizeof f, "%s.spec", path);
+  dt__join(f, sizeof f, path, ".spec");
   rc = mf_podspec(x, pod, f, p);
   cJSON_Delete(pod);
   if (rc) {
@@ -276,7 +276,7 @@ static int ann_duration(mctx *x, const cJSON *ann, const char *key, int64_t *out
   const char *s = mf_get_str(ann, key);
   if (!s) return 0;
   char f[300];
-  snprintf(f, sizeof f, "metadata.annotations.%s", key);
+  dt__join(f, sizeof f, "metadata.annotations.", key);
   if (dt__duration_parse(s, out) || *out <= 0)
     return mf_bad(x, f, "expected a positive duration such as 90s, 5m or 1h");
   return 0;
@@ -358,7 +358,7 @@ static int name_generation(mctx *x, const cJSON *spec, dt_vmpool *p) {
   } ngf[] = {{"appendIndexToConfigMapRefs", DT_NAMEGEN_CONFIGMAPS}, {"appendIndexToSecretRefs", DT_NAMEGEN_SECRETS}};
   for (const cJSON *c = ng->child; c; c = c->next) {
     char f[300];
-    snprintf(f, sizeof f, "spec.nameGeneration.%s", c->string);
+    dt__join(f, sizeof f, "spec.nameGeneration.", c->string);
     int k = !strcmp(c->string, ngf[0].key) ? 0 : !strcmp(c->string, ngf[1].key) ? 1 : -1;
     if (k < 0) return mf_bad(x, f, "unknown field (expected appendIndexToConfigMapRefs or appendIndexToSecretRefs)");
     if (!cJSON_IsNull(c) && !cJSON_IsBool(c)) return mf_bad(x, f, "expected true or false");
@@ -513,7 +513,7 @@ static bool ref_fix(cJSON *o, const char *key, const char *suffix, bool apply) {
     v->valuestring[len - sl] = 0;
   } else {
     char tmp[600];
-    snprintf(tmp, sizeof tmp, "%s\x01", v->valuestring);
+    dt__join(tmp, sizeof tmp, v->valuestring, "\x01");
     cJSON_SetValuestring(v, tmp);
   }
   return true;
@@ -632,7 +632,7 @@ static int vm_status(mctx *x, const cJSON *spec, const cJSON *st, dt_vm *v) {
 static int vm_launcher(mctx *x, const char *ns, const char *name, const cJSON *vmi, const dt_vm *v) {
   dt_podspec p = {0};
   char pn[600];
-  snprintf(pn, sizeof pn, "virt-launcher-%s", name);
+  dt__join(pn, sizeof pn, "virt-launcher-", name);
   p.count = 1;
   p.file = (char *)x->file;
   p.seq = v->seq;

@@ -163,7 +163,7 @@ static int known_fields(mctx *x, const cJSON *o, const char *path, const char *c
     }
     if (ok) continue;
     char f[300];
-    snprintf(f, sizeof f, "%s%s%s", path, *path ? "." : "", c->string);
+    dt__join(f, sizeof f, path, *path ? "." : "", c->string);
     return near ? mf_bad(x, f, "unknown field (did you mean %s?)", near) : mf_bad(x, f, "unknown field");
   }
   return 0;
@@ -257,7 +257,7 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
   for (size_t i = 0; i < sizeof k_nodepool_fields / sizeof k_nodepool_fields[0]; i++) {
     const cJSON *at = o;
     char path[64];
-    snprintf(path, sizeof path, "%s", k_nodepool_fields[i].path);
+    dt__join(path, sizeof path, k_nodepool_fields[i].path);
     for (char *save = NULL, *t = strtok_r(path, ".", &save); t && at; t = strtok_r(NULL, ".", &save))
       at = mf_get(at, t);
     if (cJSON_IsObject(at) && known_fields(x, at, k_nodepool_fields[i].path, k_nodepool_fields[i].keys))
@@ -269,7 +269,7 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
   cJSON_ArrayForEach(c, labels) {
     const char *why = restricted_label(c->string);
     char f[400];
-    snprintf(f, sizeof f, "spec.template.metadata.labels.%s", c->string);
+    dt__join(f, sizeof f, "spec.template.metadata.labels.", c->string);
     if (why) return mf_bad(x, f, "label %s %s", c->string, why);
     if (strlen(c->string) > 316 || !qualified_name(c->string))
       return mf_bad(x, f,
@@ -329,14 +329,14 @@ static int nodeclass_ref(mctx *x, const cJSON *ref, bool v1beta1, dt_nodepool *p
   static const char *const keys[] = {"group", "kind", "name"};
   const char *vals[] = {group, kind, name};
   for (int i = 0; i < 3; i++) {
-    snprintf(f, sizeof f, "%s.%s", field, keys[i]);
+    dt__join(f, sizeof f, field, ".", keys[i]);
     const cJSON *v = mf_get(ref, keys[i]);
     if (!vals[i] || !*vals[i] || (v && !cJSON_IsString(v)))
       return mf_bad(x, f, "%s a non-empty string (Karpenter's NodeClaims require group, kind and name)",
                     v ? "expected" : "missing: expected");
   }
   if (strchr(group, '/')) {
-    snprintf(f, sizeof f, "%s.group", field);
+    dt__join(f, sizeof f, field, ".group");
     return mf_bad(x, f, "\"%s\" is an API group without a version: no '/'", group);
   }
   cJSON *c = cJSON_CreateObject();
@@ -377,7 +377,7 @@ static int pool_limits_taints(mctx *x, const dt_nodepool *p) {
   char f[300];
   for (size_t i = 0; p->replicas >= 0 && i < p->limits.n; i++)
     if (strcmp(p->limits.v[i].name, "nodes")) {
-      snprintf(f, sizeof f, "spec.limits.%s", p->limits.v[i].name);
+      dt__join(f, sizeof f, "spec.limits.", p->limits.v[i].name);
       return mf_bad(x, f, "a static NodePool (spec.replicas set) takes only limits.nodes");
     }
   for (size_t i = 0; i < p->ntaints + p->nstartup; i++) {

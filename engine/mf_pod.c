@@ -21,7 +21,7 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
   for (int li = 0; li < 2 && !rc; li++) {
     const cJSON *cs = mf_get(spec, lists[li]);
     if (cs && !cJSON_IsArray(cs)) {
-      snprintf(f, sizeof f, "%s.%s", path, lists[li]);
+      dt__join(f, sizeof f, path, ".", lists[li]);
       rc = mf_bad(x, f, "expected a list");
       break;
     }
@@ -90,7 +90,7 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
     if (!rc && dt__rlist_add(&sum, "pods", 1000, DT_RL_SET)) rc = mf_oom(x);
     for (size_t k = 0; k < sum.n && !rc; k++) {
       if (!mf_request_absurd(sum.v[k].name, sum.v[k].milli)) continue;
-      snprintf(f, sizeof f, "%s (total requests).%s", path, sum.v[k].name);
+      dt__join(f, sizeof f, path, " (total requests).", sum.v[k].name);
       rc = mf_check_request(x, f, sum.v[k].name, sum.v[k].milli);
     }
   }
@@ -124,7 +124,7 @@ int mf_parse_selector(mctx *x, const cJSON *o, const char *field, dt_selector *s
   char f[300], tmp[64];
   size_t n = (ml ? (size_t)cJSON_GetArraySize(ml) : 0);
   if (me && !cJSON_IsNull(me)) {
-    snprintf(f, sizeof f, "%s.matchExpressions", field);
+    dt__join(f, sizeof f, field, ".matchExpressions");
     if (mf_parse_mreqs(x, me, f, &sel->expr, false)) return mf_failed(x);
     for (size_t i = 0; i < sel->expr.n; i++)
       if (sel->expr.v[i].op > DT_OP_DOESNOTEXIST) {
@@ -134,7 +134,7 @@ int mf_parse_selector(mctx *x, const cJSON *o, const char *field, dt_selector *s
   }
   if (!n) return 0;
   if (!cJSON_IsObject(ml)) {
-    snprintf(f, sizeof f, "%s.matchLabels", field);
+    dt__join(f, sizeof f, field, ".matchLabels");
     return mf_bad(x, f, "expected a map of strings");
   }
   dt_mreq *nv = dt__realloc(sel->expr.v, (sel->expr.n + n) * sizeof *nv);
@@ -142,7 +142,7 @@ int mf_parse_selector(mctx *x, const cJSON *o, const char *field, dt_selector *s
   sel->expr.v = nv;
   for (const cJSON *c = ml->child; c; c = c->next) {
     const char *v = dt__scalar(c, tmp, sizeof tmp);
-    snprintf(f, sizeof f, "%s.matchLabels.%s", field, c->string);
+    dt__join(f, sizeof f, field, ".matchLabels.", c->string);
     if (!v) return mf_bad(x, f, "expected a string");
     dt_mreq *q = &sel->expr.v[sel->expr.n++];
     memset(q, 0, sizeof *q);
@@ -176,12 +176,12 @@ static int parse_podterms(mctx *x, const cJSON *arr, const char *field, bool wei
     }
     char g[500];
     const char *key = mf_get_str(term, "topologyKey");
-    snprintf(g, sizeof g, "%s.topologyKey", f);
+    dt__join(g, sizeof g, f, ".topologyKey");
     if (!key || !*key) return mf_bad(x, g, "missing");
     if (!(d->key = dt__strdup(key))) return mf_oom(x);
-    snprintf(g, sizeof g, "%s.labelSelector", f);
+    dt__join(g, sizeof g, f, ".labelSelector");
     if (mf_parse_selector(x, mf_get(term, "labelSelector"), g, &d->sel)) return mf_failed(x);
-    snprintf(g, sizeof g, "%s.namespaces", f);
+    dt__join(g, sizeof g, f, ".namespaces");
     if (parse_strs(x, mf_get(term, "namespaces"), g, &d->ns, &d->nns)) return mf_failed(x);
   }
   return 0;
@@ -242,7 +242,7 @@ static int parse_ports(mctx *x, const cJSON *spec, const char *path, dt_podspec 
         memset(d, 0, sizeof *d);
         d->port = (int)hp->valuedouble;
         const char *proto = mf_get_str(pt, "protocol"), *ip = mf_get_str(pt, "hostIP");
-        snprintf(d->proto, sizeof d->proto, "%s", proto ? proto : "TCP");
+        dt__join(d->proto, sizeof d->proto, proto ? proto : "TCP");
         if (!(d->ip = dt__strdup(ip && *ip ? ip : "0.0.0.0"))) return mf_oom(x);
       }
     }
@@ -269,7 +269,7 @@ static int match_fields(mctx *x, const cJSON *arr, const char *field, dt_mreqs *
     if (strcmp(mf.v[i].key, "metadata.name")) {
       char f[400], key[200];
       snprintf(f, sizeof f, "%s[%zu].key", field, i);
-      snprintf(key, sizeof key, "%s", mf.v[i].key);
+      dt__join(key, sizeof key, mf.v[i].key);
       for (size_t k = i; k < mf.n; k++) term->v[term->n++] = mf.v[k]; /* freed with the term */
       dt__free(mf.v);
       return mf_bad(x, f, "matchFields supports metadata.name only (as Kubernetes), got \"%s\"", key);
@@ -292,7 +292,7 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   const cJSON *spec = mf_get(tmpl, "spec");
   char f[300];
   if (!cJSON_IsObject(spec)) {
-    snprintf(f, sizeof f, "%s", path);
+    dt__join(f, sizeof f, path);
     return mf_bad(x, f, "missing or not an object");
   }
   if (pod_requests(x, spec, path, &p->requests)) return mf_failed(x);
@@ -308,19 +308,18 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   }
   /* field names are written out only for fields that are there */
   if (mf_get(spec, "nodeSelector")) {
-    snprintf(f, sizeof f, "%s.nodeSelector", path);
+    dt__join(f, sizeof f, path, ".nodeSelector");
     if (mf_parse_kvs(x, mf_get(spec, "nodeSelector"), f, &p->node_selector)) return mf_failed(x);
   }
   if (mf_get(spec, "tolerations")) {
-    snprintf(f, sizeof f, "%s.tolerations", path);
+    dt__join(f, sizeof f, path, ".tolerations");
     if (mf_parse_tolerations(x, mf_get(spec, "tolerations"), f, p)) return mf_failed(x);
   }
   const cJSON *terms =
       mf_get(mf_get(mf_get(mf_get(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
              "nodeSelectorTerms");
   if (terms && !cJSON_IsNull(terms)) {
-    snprintf(f, sizeof f, "%s.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms",
-             path);
+    dt__join(f, sizeof f, path, ".affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
     if (!cJSON_IsArray(terms)) return mf_bad(x, f, "expected a list");
     size_t n = (size_t)cJSON_GetArraySize(terms), i = 0;
     p->terms = dt__calloc(n ? n : 1, sizeof *p->terms);
@@ -337,7 +336,7 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   const cJSON *na = mf_get(mf_get(spec, "affinity"), "nodeAffinity");
   const cJSON *pref = mf_get(na, "preferredDuringSchedulingIgnoredDuringExecution");
   if (pref && !cJSON_IsNull(pref)) {
-    snprintf(f, sizeof f, "%s.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
+    dt__join(f, sizeof f, path, ".affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution");
     if (!cJSON_IsArray(pref)) return mf_bad(x, f, "expected a list");
     size_t n = (size_t)cJSON_GetArraySize(pref), i = 0;
     p->pref = dt__calloc(n ? n : 1, sizeof *p->pref);
@@ -358,23 +357,23 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   const cJSON *anti = mf_get(mf_get(spec, "affinity"), "podAntiAffinity");
   char g[400];
   if (aff || anti) {
-    snprintf(g, sizeof g, "%s.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution", path);
+    dt__join(g, sizeof g, path, ".affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution");
     if (parse_podterms(x, mf_get(aff, "requiredDuringSchedulingIgnoredDuringExecution"), g, false, &p->aff, &p->naff))
       return mf_failed(x);
-    snprintf(g, sizeof g, "%s.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
+    dt__join(g, sizeof g, path, ".affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution");
     if (parse_podterms(x, mf_get(aff, "preferredDuringSchedulingIgnoredDuringExecution"), g, true, &p->paff, &p->npaff))
       return mf_failed(x);
-    snprintf(g, sizeof g, "%s.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution", path);
+    dt__join(g, sizeof g, path, ".affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution");
     if (parse_podterms(x, mf_get(anti, "requiredDuringSchedulingIgnoredDuringExecution"), g, false, &p->anti,
                        &p->nanti))
       return mf_failed(x);
-    snprintf(g, sizeof g, "%s.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution", path);
+    dt__join(g, sizeof g, path, ".affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution");
     if (parse_podterms(x, mf_get(anti, "preferredDuringSchedulingIgnoredDuringExecution"), g, true, &p->panti,
                        &p->npanti))
       return mf_failed(x);
   }
   if (mf_get(spec, "topologySpreadConstraints")) {
-    snprintf(g, sizeof g, "%s.topologySpreadConstraints", path);
+    dt__join(g, sizeof g, path, ".topologySpreadConstraints");
     if (parse_spreads(x, mf_get(spec, "topologySpreadConstraints"), g, p)) return mf_failed(x);
   }
   if (parse_ports(x, spec, path, p)) return mf_failed(x);
@@ -498,7 +497,7 @@ int mf_workload(mctx *x, const cJSON *o, bool daemonset) {
   p.seq = x->m->seq++;
   p.created = mf_created_at(o);
   char owner[600];
-  snprintf(owner, sizeof owner, "%s/%s", x->kind, name);
+  dt__join(owner, sizeof owner, x->kind, "/", name);
   if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name)) || !(p.owner = dt__strdup(owner))) goto nomem;
   if (mf_parse_kvs(x, mf_get(mf_get(tmpl, "metadata"), "labels"), "spec.template.metadata.labels", &p.labels) ||
       mf_podspec(x, tmpl, "spec.template.spec", &p) ||
@@ -509,7 +508,7 @@ int mf_workload(mctx *x, const cJSON *o, bool daemonset) {
   cJSON_ArrayForEach(ow, mf_get(mf_get(o, "metadata"), "ownerReferences")) {
     const char *k = mf_get_str(ow, "kind"), *on = mf_get_str(ow, "name");
     char parent[600];
-    snprintf(parent, sizeof parent, "%s/%s", k ? k : "", on ? on : "");
+    dt__join(parent, sizeof parent, k ? k : "", "/", on ? on : "");
     if (!daemonset && k && on && !strcmp(k, "Deployment") && !p.parent && !(p.parent = dt__strdup(parent))) goto nomem;
   }
   if (replicas == 0) {
@@ -693,7 +692,7 @@ int mf_volume(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
   char key[600];
-  snprintf(key, sizeof key, "%s/%s", ns, name);
+  dt__join(key, sizeof key, ns, "/", name);
   char *s = dt__strdup(key);
   if (!s || dt__vec_push(&x->m->volumes, s)) {
     dt__free(s);
