@@ -22,6 +22,9 @@
 **                        with partial pricing and 5 minutes of CPU, reported
 **                        as optimal or as a bound with its gap.
 **
+** DOVETAIL_BENCH_ONLY=million adds azure-1m (the same shapes, 1,000,000
+** pods) and compares its time per pod with azure-100k's.
+**
 ** DOVETAIL_BENCH_DUMP=DIR writes each peak-* and many-* case's manifests to
 ** DIR/CASE.json for `dovetail plan`; DOVETAIL_BENCH_NO_PATTERN=1 skips the
 ** pattern LP (the assignment LP stands in) when only the plans are wanted.
@@ -1023,7 +1026,7 @@ int main(int argc, char **argv) {
     if (only) return rc;
   }
   if (!only) rc |= pool_bench();
-  if (only && strcmp(only, "azure")) return rc;
+  if (only && strcmp(only, "azure") && strcmp(only, "million")) return rc;
   /* (b) 100,000 real-shape pods on the bundled AWS catalog. */
   dt_catalog *aws;
   if (dt_catalog_load_default(&aws, &err)) {
@@ -1043,6 +1046,19 @@ int main(int argc, char **argv) {
   rc |= run("azure-100k", aws, pods, len, bound, &r);
   report(&r);
   free(pods);
+  if (only && !strcmp(only, "million")) {
+    /* The same shapes, ten times as many: scheduling time per pod against
+    ** 100,000's, and the peak RSS per pod (the JSON text included). */
+    pods = azure_pods(shapes, 1000000, "", &len, &C, &M);
+    if (!pods) return 1;
+    result big;
+    rc |= run("azure-1m", aws, pods, len, aws_bound(aws, C, M, 1000000, 0, 1), &big);
+    free(pods);
+    report(&big);
+    printf("azure-1m                 time per pod vs 100k: parse %.2fx, schedule %.2fx; peak RSS %.0f bytes per pod\n",
+           (big.parse_ms / 1e6) / (r.parse_ms / 1e5), (big.sched_ms / 1e6) / (r.sched_ms / 1e5),
+           peak_rss_mib() * 1048576.0 / 1e6);
+  }
   if (!only) {
     rc |= disrupt_bench(aws, 1000);
     rc |= disrupt_bench(aws, 10000);
