@@ -3039,6 +3039,7 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
   p->stats.scheduled += p->bindings.n;
   p->stats.unschedulable = p->unsched.n;
   p->stats.schedule_ms = dt__now_ms() - t0;
+  if (!cl && !cc && (rc = dt__plan_result_build(p))) goto fail;
   *out = p;
   return 0;
 fail:
@@ -3321,5 +3322,6 @@ void dt_plan_free(dt_plan *p) {
   dt__free(p->notes.v);
   dt__symtab_free(&p->syms);
   dt__arena_free(&p->arena);
+  dt__arena_free(&p->res.arena);
   dt__free(p);
 }

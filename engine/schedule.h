@@ -235,7 +235,24 @@ typedef struct rt_unsched {
   const char *reason; /* arena */
 } rt_unsched;
 
+/* A plan's decisions as the public accessors give them (plan.c builds them
+** once the run is done; the renderings read them). Everything lives in
+** arena, apart from the solver's working state. */
+typedef struct dt_binding_info {
+  const char *pod, *node;
+} dt_binding_info;
+
+typedef struct dt_plan_result {
+  dt_arena arena;
+  bool built;
+  size_t nclaims, nbindings, nunsched;
+  dt_claim_info *claims;
+  dt_binding_info *bindings;
+  dt_unschedulable_info *unsched;
+} dt_plan_result;
+
 struct dt_plan {
+  dt_plan_result res; /* built by dt_plan_run, not by the overlay and compiled runs of a disruption pass */
   dt_arena arena;
   dt_symtab syms;
   int32_t *node_at; /* node by name symbol (node_by_name) */
@@ -297,6 +314,9 @@ struct dt_plan {
   const struct dt_overlay *ov;
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
 };
+
+/* Build p->res from the solved plan (plan.c); 0 or DT_ENOMEM. */
+int dt__plan_result_build(dt_plan *p);
 
 /* Pod display name "ns/name" into buf. */
 void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
