@@ -1591,9 +1591,8 @@ static int disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const d
     }
   }
   r->stats.simulations = st.sims;
-  if (!rc && r->arena.oom) rc = DT_ENOMEM;
+  if (!rc && (dt__alloc_failed(1) || r->arena.oom || st.arena.oom || st.types.oom)) rc = DT_ENOMEM;
   if (!rc) rc = dt__disrupt_doc_build(r, st.o.now);
-  if (!rc && (dt__alloc_failed(1) || st.arena.oom || st.types.oom)) rc = DT_ENOMEM;
   for (size_t i = 0; i < st.nodes.n; i++) dt__free(st.nodes.v[i].pods.v);
   dt__free(st.nodes.v);
   dt__symtab_free(&st.types);

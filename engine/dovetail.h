@@ -403,6 +403,20 @@ typedef struct dt_pool_action_info {
 
 DT_EXPORT size_t dt_pools_action_count(const dt_pools *r);
 DT_EXPORT int dt_pools_action(const dt_pools *r, size_t i, dt_pool_action_info *out);
+
+/* A pool of the round: its figures and its actions, which are actions
+** first_action .. first_action + nactions - 1 of dt_pools_action. */
+typedef struct dt_pool_info {
+  const char *ns, *name;
+  int64_t replicas;        /* spec.replicas */
+  int64_t current, ready, unavailable; /* its VMs (selector matched), ready ones, and the others */
+  int64_t max_unavailable; /* the updates' maxUnavailable */
+  int64_t outdated;        /* VMs whose template changed; -1 when not looked at (a paused pool) */
+  size_t first_action, nactions;
+} dt_pool_info;
+
+DT_EXPORT size_t dt_pools_pool_count(const dt_pools *r);
+DT_EXPORT int dt_pools_pool(const dt_pools *r, size_t i, dt_pool_info *out);
 DT_EXPORT void dt_pools_free(dt_pools *r);
 
 /* ------------------------------------------------------------------------

@@ -10,7 +10,7 @@
 #ifndef DT_RESULT_H
 #define DT_RESULT_H
 
-#include "internal.h"
+#include "model.h"
 
 /* One NodePool's disruption budget for one reason, as the pass began. */
 typedef struct dt_budget_rec {
@@ -39,5 +39,51 @@ struct dt_disruption {
 
 /* Build d->root from the result; 0 or DT_ENOMEM. */
 int dt__disrupt_doc_build(dt_disruption *d, int64_t now);
+
+/* One action of a pool's round: the public part and what the document
+** adds to it. */
+typedef struct dt_pool_act {
+  dt_pool_action_info info;
+  const char *wait_for;          /* the waiting list's "for": "burst", "maxUnavailable", "halt"; NULL */
+  int8_t preserve;               /* preserveState: -1 absent, else 0 or 1 */
+  bool healed;                   /* a heal: attempt, failures and nextAllowed are given */
+  int64_t attempt, failures, next_allowed;
+  size_t nreuses;
+  const char **reuses;           /* reusesVolumes, NULL when none were found */
+  cJSON *object;                 /* the VirtualMachine as it is to be (owned by the result); NULL none */
+} dt_pool_act;
+
+/* One pool of the round, with its actions acts[first .. first + n). */
+typedef struct dt_pool_rec {
+  dt_pool_info info;
+  const char *template_hash;
+  bool has_max_unavailable, has_outdated;
+  DT_VEC(const char *) notes;
+} dt_pool_rec;
+
+typedef struct dt_pool_error_rec {
+  const char *policy, *hook, *message;
+  int64_t count;
+  bool disabled;
+} dt_pool_error_rec;
+
+struct dt_pools {
+  dt_arena arena;
+  DT_VEC(dt_pool_rec) pools;
+  DT_VEC(dt_pool_act) acts;
+  DT_VEC(const char *) notes;  /* VMs owned by pools not in the input */
+  DT_VEC(dt_pool_error_rec) policy_errors;
+  bool has_policy_errors;      /* a policy was given */
+  DT_VEC(dt_pool_create) creates; /* for dt_plan_run: VMs that will need capacity */
+  cJSON *root;                 /* the document, built from the above by dt__pools_doc_build */
+  dt_pools_stats stats;
+};
+
+/* Build r->root from the result; 0 or DT_ENOMEM. */
+int dt__pools_doc_build(dt_pools *r, int64_t now);
+
+/* The VirtualMachine object of action i (creations, updates, re-creating
+** heals), owned by r; NULL when the action has none or i is past the end. */
+const cJSON *dt__pools_action_object(const dt_pools *r, size_t i);
 
 #endif
