@@ -399,6 +399,13 @@ typedef struct dt_pool_action_info {
   const char *action; /* "recreate", "wait", "restart", "apply", "wait-for-halt"; NULL when the list says it */
   const char *reason; /* why, as the renderings print it */
   int64_t count;      /* VMs the action stands for: 1, or the count of VMs waiting */
+  const char *wait_for; /* DT_POOL_WAITING: "burst", "maxUnavailable" or "halt"; else NULL */
+  int preserve_state; /* deletions and re-creating heals: 0 or 1 (the pool's preserve policy); else -1 */
+  int64_t attempt;    /* DT_POOL_HEAL: the healing attempt (1 first); else 0 */
+  int64_t failures;   /* DT_POOL_HEAL: the VM's consecutive start failures */
+  int64_t next_allowed; /* DT_POOL_HEAL: Unix seconds from which the attempt may run */
+  size_t nreuses;
+  const char *const *reuses_volumes; /* DT_POOL_CREATE: data volumes already there that the VM takes over */
 } dt_pool_action_info;
 
 DT_EXPORT size_t dt_pools_action_count(const dt_pools *r);
@@ -412,6 +419,7 @@ typedef struct dt_pool_info {
   int64_t current, ready, unavailable; /* its VMs (selector matched), ready ones, and the others */
   int64_t max_unavailable; /* the updates' maxUnavailable */
   int64_t outdated;        /* VMs whose template changed; -1 when not looked at (a paused pool) */
+  const char *template_hash; /* the hash its VMs are stamped with (dovetail.dev/template-hash) */
   size_t first_action, nactions;
 } dt_pool_info;
 

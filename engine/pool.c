@@ -285,8 +285,13 @@ static const char *rstr(ctx *x, const char *s) { return s ? dt__arena_strdup(&x-
 ** is returned and the run fails at its end. */
 static dt_pool_act *action(poolrun *r, dt_pool_list list, const char *vm, const char *reason) {
   ctx *x = r->x;
-  dt_pool_act a = {.info = {r->rec->info.ns, r->rec->info.name, list, rstr(x, vm), NULL, rstr(x, reason), 1},
-                   .preserve = -1};
+  dt_pool_act a = {.info = {.ns = r->rec->info.ns,
+                            .pool = r->rec->info.name,
+                            .list = list,
+                            .vm = rstr(x, vm),
+                            .reason = rstr(x, reason),
+                            .count = 1,
+                            .preserve_state = -1}};
   if (dt__vec_push(&x->r->acts, a)) {
     x->r->arena.oom = 1;
     x->scratch = a;
@@ -307,7 +312,7 @@ static void put_object(poolrun *r, dt_pool_act *a, cJSON *o) {
 /* VMs held back without names: so many wait for the burst limit or a halt. */
 static void wait_count(poolrun *r, const char *what, int64_t count, const char *reason) {
   dt_pool_act *a = action(r, DT_POOL_WAITING, NULL, reason);
-  a->wait_for = what;
+  a->info.wait_for = what;
   a->info.count = count;
 }
 
@@ -328,8 +333,12 @@ static int pool_open(poolrun *r, const size_t *vms, size_t nvms) {
   const dt_vmpool *p = r->p;
   ctx *x = r->x;
   char hex[17];
-  dt_pool_rec rec = {{rstr(x, p->ns), rstr(x, p->name), p->replicas, 0, 0, 0, 0, -1, x->r->acts.n, 0},
-                     rstr(x, hash_hex(p->hash, hex)), false, false, {0}};
+  dt_pool_rec rec = {.info = {.ns = rstr(x, p->ns),
+                              .name = rstr(x, p->name),
+                              .replicas = p->replicas,
+                              .outdated = -1,
+                              .template_hash = rstr(x, hash_hex(p->hash, hex)),
+                              .first_action = x->r->acts.n}};
   if (x->r->arena.oom || dt__vec_push(&x->r->pools, rec)) return DT_ENOMEM;
   r->rec = &x->r->pools.v[x->r->pools.n - 1];
   r->act = dt__calloc(nvms ? nvms : 1, sizeof *r->act);
@@ -378,16 +387,15 @@ static void pool_heal(poolrun *r) {
       snprintf(r->tmp, sizeof r->tmp, "%s: delete and re-create (attempt %lld)", why, (long long)attempt);
       a = action(r, DT_POOL_HEAL, v->name, r->tmp);
       a->info.action = "recreate";
-      a->preserve = p->preserve != DT_PRESERVE_DISABLED;
+      a->info.preserve_state = p->preserve != DT_PRESERVE_DISABLED;
       put_object(r, a, vm_object(p, v->name, v->index, attempt, now));
       r->healing[v - r->x->m->vms.v] = true;
       r->deletes_left--;
       r->creates_left--;
     }
-    a->healed = true;
-    a->attempt = attempt;
-    a->failures = v->fail_count;
-    a->next_allowed = next > now ? next : now;
+    a->info.attempt = attempt;
+    a->info.failures = v->fail_count;
+    a->info.next_allowed = next > now ? next : now;
     r->x->r->stats.heal++;
   }
 }
@@ -412,7 +420,8 @@ static int pool_scale_out(poolrun *r, const int64_t *used, size_t nused) {
       snprintf(key, sizeof key, "%s/%s-%lld", p->ns, p->dv[d], (long long)idx);
       if (!dt__sym_find(&r->x->volumes, key)) continue;
       if (!a->reuses && !(a->reuses = dt__arena_alloc(&r->x->r->arena, p->ndv * sizeof *a->reuses))) break;
-      a->reuses[a->nreuses++] = rstr(r->x, strchr(key, '/') + 1);
+      a->reuses[a->info.nreuses++] = rstr(r->x, strchr(key, '/') + 1);
+      a->info.reuses_volumes = a->reuses;
     }
     put_object(r, a, vm_object(p, name, idx, 0, r->now));
     dt_pool_create pc = {r->pi, idx};
@@ -500,7 +509,8 @@ static int pool_scale_in(poolrun *r, int64_t mu_scale) {
       snprintf(r->tmp, sizeof r->tmp, "scale in %lld → %lld (%s%s): waits for %s", (long long)r->count,
                (long long)p->replicas, sel, hooked ? ", order from the scale_in hook" : "",
                r->deletes_left <= 0 ? "the burst limit" : "maxUnavailable");
-      action(r, DT_POOL_WAITING, c->v->name, r->tmp)->wait_for = r->deletes_left <= 0 ? "burst" : "maxUnavailable";
+      action(r, DT_POOL_WAITING, c->v->name, r->tmp)->info.wait_for =
+          r->deletes_left <= 0 ? "burst" : "maxUnavailable";
       st->waiting++;
       continue;
     }
@@ -508,7 +518,7 @@ static int pool_scale_in(poolrun *r, int64_t mu_scale) {
     r->deletes_left--;
     snprintf(r->tmp, sizeof r->tmp, "scale in %lld → %lld: %s%s", (long long)r->count, (long long)p->replicas, sel,
              hooked ? ", order from the scale_in hook" : "");
-    action(r, DT_POOL_DELETE, c->v->name, r->tmp)->preserve = p->preserve != DT_PRESERVE_DISABLED;
+    action(r, DT_POOL_DELETE, c->v->name, r->tmp)->info.preserve_state = p->preserve != DT_PRESERVE_DISABLED;
     st->del++;
   }
   if (!rc && opp && (size_t)remove > nc) {
@@ -551,7 +561,7 @@ static const char *update_one(poolrun *r, const pvm *o, int64_t mu_update, int64
     return dv_changed ? "recreate" : "restart";
   }
   snprintf(r->tmp, sizeof r->tmp, "template changed; waits for maxUnavailable (%lld)", (long long)mu_update);
-  action(r, DT_POOL_WAITING, v->name, r->tmp)->wait_for = "maxUnavailable";
+  action(r, DT_POOL_WAITING, v->name, r->tmp)->info.wait_for = "maxUnavailable";
   r->x->r->stats.waiting++;
   return NULL;
 }

@@ -20,26 +20,27 @@ static void put_time(cJSON *o, const char *k, int64_t t) {
 /* An action as the document writes it: a count of VMs waiting is {for,
 ** count, reason}; a VM's action has its name and reason, then what it has
 ** of action, reusesVolumes, preserveState, object, for and the heal's
-** figures, in that order. */
-static cJSON *action_doc(const dt_pool_act *a) {
+** figures (attempt, failures, nextAllowed), in that order. */
+static cJSON *action_doc(const dt_pool_act *act) {
+  const dt_pool_action_info *a = &act->info;
   cJSON *o = cJSON_CreateObject();
-  if (!a->info.vm) {
+  if (!a->vm) {
     dt__json_put_str(o, "for", a->wait_for);
-    dt__json_put_num(o, "count", (double)a->info.count);
-    dt__json_put_str(o, "reason", a->info.reason);
+    dt__json_put_num(o, "count", (double)a->count);
+    dt__json_put_str(o, "reason", a->reason);
     return o;
   }
-  dt__json_put_str(o, "name", a->info.vm);
-  dt__json_put_str(o, "reason", a->info.reason);
-  if (a->info.action) dt__json_put_str(o, "action", a->info.action);
-  if (a->reuses) {
+  dt__json_put_str(o, "name", a->vm);
+  dt__json_put_str(o, "reason", a->reason);
+  if (a->action) dt__json_put_str(o, "action", a->action);
+  if (a->reuses_volumes) {
     cJSON *rv = dt__json_put(o, "reusesVolumes", cJSON_CreateArray());
-    for (size_t i = 0; i < a->nreuses; i++) dt__json_put_str(rv, NULL, a->reuses[i]);
+    for (size_t i = 0; i < a->nreuses; i++) dt__json_put_str(rv, NULL, a->reuses_volumes[i]);
   }
-  if (a->preserve >= 0) dt__json_put(o, "preserveState", cJSON_CreateBool(a->preserve));
-  if (a->object) dt__json_put(o, "object", cJSON_Duplicate(a->object, 1));
+  if (a->preserve_state >= 0) dt__json_put(o, "preserveState", cJSON_CreateBool(a->preserve_state));
+  if (act->object) dt__json_put(o, "object", cJSON_Duplicate(act->object, 1));
   if (a->wait_for) dt__json_put_str(o, "for", a->wait_for);
-  if (a->healed) {
+  if (a->attempt > 0) {
     dt__json_put_num(o, "attempt", (double)a->attempt);
     dt__json_put_num(o, "failures", (double)a->failures);
     put_time(o, "nextAllowed", a->next_allowed);
@@ -54,7 +55,7 @@ static cJSON *pool_doc(const dt_pools *r, const dt_pool_rec *p) {
   cJSON *po = cJSON_CreateObject();
   dt__json_put_str(po, "name", in->name);
   dt__json_put_str(po, "namespace", in->ns);
-  dt__json_put_str(po, "templateHash", p->template_hash);
+  dt__json_put_str(po, "templateHash", in->template_hash);
   cJSON *st = dt__json_put(po, "status", cJSON_CreateObject());
   dt__json_put_num(st, "replicas", (double)in->replicas);
   dt__json_put_num(st, "current", (double)in->current);

@@ -44,19 +44,13 @@ int dt__disrupt_doc_build(dt_disruption *d, int64_t now);
 ** adds to it. */
 typedef struct dt_pool_act {
   dt_pool_action_info info;
-  const char *wait_for;          /* the waiting list's "for": "burst", "maxUnavailable", "halt"; NULL */
-  int8_t preserve;               /* preserveState: -1 absent, else 0 or 1 */
-  bool healed;                   /* a heal: attempt, failures and nextAllowed are given */
-  int64_t attempt, failures, next_allowed;
-  size_t nreuses;
-  const char **reuses;           /* reusesVolumes, NULL when none were found */
+  const char **reuses;           /* info.reuses_volumes, NULL when none were found */
   cJSON *object;                 /* the VirtualMachine as it is to be (owned by the result); NULL none */
 } dt_pool_act;
 
 /* One pool of the round, with its actions acts[first .. first + n). */
 typedef struct dt_pool_rec {
   dt_pool_info info;
-  const char *template_hash;
   bool has_max_unavailable, has_outdated;
   DT_VEC(const char *) notes;
 } dt_pool_rec;

@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/internal.h"
+#include "../engine/result.h"
 
 static void push_number(lua_State *L, double d) {
   if (d == floor(d) && fabs(d) < 9e15)
@@ -563,6 +563,68 @@ static int job_run(lua_State *L, job *j, int *nret) {
   return !j->text && !j->doc ? job_fail(j, "out of memory") : 0;
 }
 
+static const char *const k_pool_lists[] = {"create", "delete", "update", "heal", "detached", "waiting", NULL};
+
+static void push_pool_action(lua_State *L, const dt_pools *r, size_t i, const dt_pool_action_info *a) {
+  luaL_checkstack(L, 4, "out of stack");
+  lua_createtable(L, 0, 6);
+  if (!a->vm) { /* a count of VMs waiting */
+    set_str(L, "for", a->wait_for);
+    push_number(L, (double)a->count);
+    lua_setfield(L, -2, "count");
+    set_str(L, "reason", a->reason);
+    return;
+  }
+  set_str(L, "name", a->vm);
+  set_str(L, "reason", a->reason);
+  if (a->action) set_str(L, "action", a->action);
+  if (a->reuses_volumes) set_strs(L, "reusesVolumes", a->reuses_volumes, a->nreuses);
+  if (a->preserve_state >= 0) {
+    lua_pushboolean(L, a->preserve_state);
+    lua_setfield(L, -2, "preserveState");
+  }
+  const cJSON *obj = dt__pools_action_object(r, i);
+  if (obj) {
+    push_json(L, obj);
+    lua_setfield(L, -2, "object");
+  }
+  if (a->wait_for) set_str(L, "for", a->wait_for);
+  if (a->attempt > 0) {
+    char ts[40];
+    push_number(L, (double)a->attempt);
+    lua_setfield(L, -2, "attempt");
+    push_number(L, (double)a->failures);
+    lua_setfield(L, -2, "failures");
+    dt__fmt_time(a->next_allowed, ts, sizeof ts);
+    set_str(L, "nextAllowed", ts);
+  }
+}
+
+/* The pools: each pool's figures and notes from the document, its lists of
+** actions from the accessors. */
+static void set_pool_decisions(lua_State *L, const dt_pools *r, const cJSON *doc) {
+  const cJSON *pj = cJSON_GetObjectItemCaseSensitive(doc, "pools");
+  lua_createtable(L, (int)dt_pools_pool_count(r), 0);
+  pj = pj ? pj->child : NULL;
+  dt_pool_info pi;
+  for (size_t k = 0; pj && !dt_pools_pool(r, k, &pi); k++, pj = pj->next) {
+    push_json_except(L, pj, k_pool_lists);
+    for (int l = DT_POOL_CREATE; l <= DT_POOL_WAITING; l++) {
+      lua_newtable(L);
+      lua_Integer n = 0;
+      dt_pool_action_info a;
+      for (size_t i = pi.first_action; i < pi.first_action + pi.nactions; i++)
+        if (!dt_pools_action(r, i, &a) && (int)a.list == l) {
+          push_pool_action(L, r, i, &a);
+          lua_rawseti(L, -2, ++n);
+        }
+      lua_setfield(L, -2, k_pool_lists[l]);
+    }
+    lua_rawseti(L, -2, (lua_Integer)k + 1);
+  }
+  lua_setfield(L, -2, "pools");
+}
+
 /* The job's result: text, or the document's table with the decisions from
 ** the accessors. */
 static void push_job_result(lua_State *L, const job *j) {
@@ -576,6 +638,10 @@ static void push_job_result(lua_State *L, const job *j) {
   } else if (j->dis) {
     push_json_except(L, j->doc, disrupt_decisions);
     set_disrupt_decisions(L, j->dis);
+  } else if (j->pools) {
+    static const char *const pools[] = {"pools", NULL};
+    push_json_except(L, j->doc, pools);
+    set_pool_decisions(L, j->pools, j->doc);
   } else {
     push_json(L, j->doc);
   }
