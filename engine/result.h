@@ -29,11 +29,11 @@ struct dt_disruption {
   DT_VEC(dt_blocked_info) blocked;
   DT_VEC(dt_budget_rec) budgets;
   bool has_budgets;
-  const char *explain_node;      /* --explain's node, NULL when none was asked for */
-  DT_VEC(const char *) explain;  /* that node's steps */
+  const char *explain_node;     /* --explain's node, NULL when none was asked for */
+  DT_VEC(const char *) explain; /* that node's steps */
   DT_VEC(dt_hook_error_rec) policy_errors;
-  bool has_policy_errors;        /* a policy was given */
-  cJSON *root;                   /* the document, built from the above by dt__disrupt_doc_build */
+  bool has_policy_errors; /* a policy was given */
+  cJSON *root;            /* the document, built from the above by dt__disrupt_doc_build */
   dt_disrupt_stats stats;
 };
 
@@ -44,8 +44,8 @@ int dt__disrupt_doc_build(dt_disruption *d, int64_t now);
 ** adds to it. */
 typedef struct dt_pool_act {
   dt_pool_action_info info;
-  const char **reuses;           /* info.reuses_volumes, NULL when none were found */
-  cJSON *object;                 /* the VirtualMachine as it is to be (owned by the result); NULL none */
+  const char **reuses; /* info.reuses_volumes, NULL when none were found */
+  cJSON *object;       /* the VirtualMachine as it is to be (owned by the result); NULL none */
 } dt_pool_act;
 
 /* One pool of the round, with its actions acts[first .. first + n). */
@@ -65,11 +65,11 @@ struct dt_pools {
   dt_arena arena;
   DT_VEC(dt_pool_rec) pools;
   DT_VEC(dt_pool_act) acts;
-  DT_VEC(const char *) notes;  /* VMs owned by pools not in the input */
+  DT_VEC(const char *) notes; /* VMs owned by pools not in the input */
   DT_VEC(dt_pool_error_rec) policy_errors;
-  bool has_policy_errors;      /* a policy was given */
+  bool has_policy_errors;         /* a policy was given */
   DT_VEC(dt_pool_create) creates; /* for dt_plan_run: VMs that will need capacity */
-  cJSON *root;                 /* the document, built from the above by dt__pools_doc_build */
+  cJSON *root;                    /* the document, built from the above by dt__pools_doc_build */
   dt_pools_stats stats;
 };
 

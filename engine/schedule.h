@@ -1,5 +1,5 @@
 /*
-** schedule.h: the compiled run model shared by the scheduler (sched.c) and the
+** schedule.h: the compiled run model shared by the scheduler (sched*.c) and the
 ** renderer (plan.c). Everything here lives in the plan's arena and symbol
 ** table; nothing is freed individually.
 */
@@ -392,7 +392,7 @@ int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, co
 /* Whether the caller asked the run to stop (dt_plan_opts.cancel). */
 static inline bool dt__cancelled(const dt_plan *p) { return p->opts.cancel && *p->opts.cancel; }
 
-/* sched.c, for explain.c: the scheduler's own tests, each read-only. */
+/* sched_solve.c, for explain.c: the scheduler's own tests, each read-only. */
 bool dt__x_tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, uint32_t n, bool prefer_ok,
                      const rt_taint **which);
 bool dt__x_compatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod, const dt_req **bad);
