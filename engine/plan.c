@@ -80,7 +80,6 @@ int dt__plan_result_build(dt_plan *p) {
   for (size_t i = 0; r->unsched && i < p->unsched.n; i++)
     r->unsched[r->nunsched++] =
         (dt_unschedulable_info){res_pod(p, p->unsched.v[i].pod), res_str(p, p->unsched.v[i].reason)};
-  r->built = true;
   return a->oom ? DT_ENOMEM : 0;
 }
 

@@ -244,7 +244,6 @@ typedef struct dt_binding_info {
 
 typedef struct dt_plan_result {
   dt_arena arena;
-  bool built;
   size_t nclaims, nbindings, nunsched;
   dt_claim_info *claims;
   dt_binding_info *bindings;
