@@ -194,7 +194,8 @@ typedef struct round_work {
   dt_error err;
   dt_manifests *m;
   dt_plan *p;
-  cJSON *claims; /* the plan's NodeClaims, parsed from its YAML; or the pass's result */
+  cJSON *claims; /* the plan's NodeClaims as they launch (one per dt_plan_claim, in its order) */
+  dt_disruption *dis; /* or the disruption pass's result */
   char *json_text;
   size_t json_len;
   double ms;
@@ -211,6 +212,7 @@ static void round_free(round_work *w) {
   dt_plan_free(w->p);
   dt_manifests_free(w->m);
   cJSON_Delete(w->claims);
+  dt_disrupt_free(w->dis);
   dt_free(w->json_text);
   dt__free(w->pool_errors);
   dt__free(w);
@@ -238,14 +240,8 @@ static void round_run(uv_work_t *req) {
     dt_disrupt_opts o = {
         w->o.now,   w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names, w->o.npool_policies,
         w->o.cancel};
-    dt_disruption *r = NULL;
-    if ((w->rc = dt_disrupt_run(D.cat, w->m, &o, &r, &w->err))) return;
+    if ((w->rc = dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err))) return;
     w->ms = dt__now_ms() - t0;
-    char *text = dt_disrupt_render(r, DT_FORMAT_JSON, NULL);
-    w->claims = text ? cJSON_Parse(text) : NULL;
-    if (!w->claims) w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory rendering the disruption pass");
-    dt_free(text);
-    dt_disrupt_free(r);
     return;
   }
   w->rc = dt_plan_run(D.cat, w->m, &w->o, &w->p, &w->err);
@@ -292,8 +288,8 @@ static void round_done(uv_work_t *req, int status) {
   snprintf(D.pool_errors, sizeof D.pool_errors, "%s", w->pool_errors ? w->pool_errors : "");
   if (w->disrupt) {
     bool changed = false;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, jget(w->claims, "commands")) changed |= carry_out(c);
+    dt_command_info c;
+    for (size_t i = 0; !dt_disrupt_command(w->dis, i, &c); i++) changed |= carry_out(&c);
     if (changed) {
       journal_flush();
       arm_batch();
@@ -313,18 +309,16 @@ static void round_done(uv_work_t *req, int status) {
   D.last_plan = w->json_text;
   w->json_text = NULL;
   D.pending = st.unschedulable;
-  /* Launch every new claim; the applyable YAML carries the pods they take. */
+  /* Launch every new claim as the plan decided it; the stored NodeClaim
+  ** (its applyable YAML) carries the pods it takes. */
   typedef struct claim {
     const char *name, *type, *zone, *ct, *pool;
   } claim;
   DT_VEC(claim) cs = {0};
-  const cJSON *c;
-  cJSON_ArrayForEach(c, w->claims) {
-    const cJSON *lab = jget(jget(c, "metadata"), "labels");
-    claim k = {dt__jstr(jget(c, "metadata"), "name"), dt__jstr(lab, "node.kubernetes.io/instance-type"),
-               dt__jstr(lab, "topology.kubernetes.io/zone"), dt__jstr(lab, "karpenter.sh/capacity-type"),
-               dt__jstr(lab, "karpenter.sh/nodepool")};
-    if (!k.name || !k.type || !k.zone || !k.ct || !k.pool) continue;
+  const cJSON *c = w->claims->child;
+  dt_claim_info ci;
+  for (size_t i = 0; c && !dt_plan_claim(w->p, i, &ci); i++, c = c->next) {
+    claim k = {ci.name, ci.instance_type, ci.zone, ci.capacity_type, ci.nodepool};
     char key[KEY_MAX + 16];
     snprintf(key, sizeof key, "NodeClaim//%s", k.name);
     obj_put(key, c); /* in flight from now: the next round does not launch its pods again */

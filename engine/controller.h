@@ -90,7 +90,7 @@ void replacement_done(const char *claim, bool ok);
 void set_annotation(cJSON *o, const char *k, const char *v);
 
 /* ctl_disrupt.c */
-bool carry_out(const cJSON *c);
+bool carry_out(const dt_command_info *c);
 
 /* ctl_launch.c */
 void delete_instance(const char *claim, const char *why);

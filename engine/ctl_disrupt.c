@@ -41,56 +41,46 @@ static void replacement_name(const char *pool, const char *seed, char *out, size
 /* One disruption command: claims this daemon launched only; a replacement
 ** is launched first and the nodes go once it is up (one replacement; a
 ** command with several deletes first and lets the next round launch them). */
-bool carry_out(const cJSON *c) {
-  const char *reason = dt__jstr(c, "reason"), *action = dt__jstr(c, "action");
-  const cJSON *n, *repl = jget(c, "replacements");
-  dt_buf olds = {0}, pods = {0};
+bool carry_out(const dt_command_info *c) {
+  const char *reason = c->reason, *action = c->action;
+  dt_buf olds = {0};
   bool any = false;
-  cJSON_ArrayForEach(n, jget(c, "nodes")) {
-    const char *name = dt__jstr(n, "name");
+  for (size_t k = 0; k < c->nnodes; k++) {
+    const char *name = c->nodes[k].name;
     char subj[KEY_MAX], why[900];
-    snprintf(subj, sizeof subj, "NodeClaim %s", name ? name : "?");
-    if (!name || !inst_of(name) || being_replaced(name)) {
+    snprintf(subj, sizeof subj, "NodeClaim %s", name);
+    if (!inst_of(name) || being_replaced(name)) {
       snprintf(why, sizeof why, "%s %s: %s", reason, action,
-               name && inst_of(name) ? "already being replaced"
-                                     : "not a claim this daemon launched; left to its owner");
+               inst_of(name) ? "already being replaced" : "not a claim this daemon launched; left to its owner");
       log_decision("disrupt-skipped", subj, why);
       continue;
     }
     if (olds.len) dt__buf_putc(&olds, ',');
     dt__buf_puts(&olds, name);
-    char *p = claim_pods(name);
-    if (p && *p) {
-      if (pods.len) dt__buf_putc(&pods, ',');
-      dt__buf_puts(&pods, p);
-    }
-    dt__free(p);
   }
-  if (olds.len && !olds.oom && !pods.oom) {
+  if (olds.len && !olds.oom) {
     any = true;
     char why[600];
-    if (cJSON_GetArraySize(repl) >= 1) {
+    if (c->nreplacements >= 1) {
       /* every replacement launches, each with the pods the pass placed on
       ** it; the old claims go once all are up (pods the pass put on other
       ** nodes are planned again then) */
       uint64_t group = ++D.groups;
-      const cJSON *r;
-      snprintf(why, sizeof why, "%s (saves $%s/h)", reason, dt__jstr(c, "savings") ? dt__jstr(c, "savings") : "?");
-      cJSON_ArrayForEach(r, repl) {
+      char savings[64];
+      dt__fmt_price(savings, sizeof savings, c->savings);
+      snprintf(why, sizeof why, "%s (saves $%s/h)", reason, savings);
+      for (size_t k = 0; k < c->nreplacements; k++) {
+        const dt_claim_info *r = &c->replacements[k];
         char name[KEY_MAX];
-        const char *pool = dt__jstr(r, "nodePool") ? dt__jstr(r, "nodePool") : "replacement";
-        replacement_name(pool, olds.p, name, sizeof name);
-        const cJSON *its = jget(r, "pods"), *q;
+        replacement_name(r->nodepool, olds.p, name, sizeof name);
         dt_buf mine = {0};
-        cJSON_ArrayForEach(q, its) {
-          if (!cJSON_IsString(q)) continue;
+        for (size_t q = 0; q < r->npods; q++) {
           if (mine.len) dt__buf_putc(&mine, ',');
-          dt__buf_puts(&mine, q->valuestring);
+          dt__buf_puts(&mine, r->pods[q]);
         }
-        const char *carry = cJSON_IsArray(its) ? (mine.p ? mine.p : "") : pods.p ? pods.p : "";
         if (!mine.oom)
-          replace_with(name, pool, dt__jstr(r, "instanceType"), dt__jstr(r, "zone"), dt__jstr(r, "capacityType"), carry,
-                       olds.p, why, group);
+          replace_with(name, r->nodepool, r->instance_type, r->zone, r->capacity_type, mine.p ? mine.p : "", olds.p,
+                       why, group);
         dt__free(mine.p);
       }
       launch_group(group);
@@ -105,7 +95,6 @@ bool carry_out(const cJSON *c) {
     }
   }
   dt__free(olds.p);
-  dt__free(pods.p);
   return any;
 }
 

@@ -8,6 +8,7 @@
 #include "controller.h"
 #include "httpc.h"
 #include "model.h"
+#include "result.h"
 #include "store.h"
 
 #include <errno.h>
@@ -18,38 +19,34 @@
 #include <time.h>
 #include <unistd.h>
 
-static void vm_key(const cJSON *pool, const cJSON *a, char *out, size_t n) {
-  snprintf(out, n, "VirtualMachine/%s/%s", dt__jstr(pool, "namespace") ? dt__jstr(pool, "namespace") : "default",
-           dt__jstr(a, "name") ? dt__jstr(a, "name") : "");
-}
-
-/* Carry out one kind of pool action: its VM objects go into the store, or
-** out of it. */
-static size_t pool_actions(const cJSON *pool, const char *kind, bool remove) {
-  const cJSON *a;
+/* Carry out the actions of one list of a pool: VM objects go into the
+** store, or out of it. */
+static size_t pool_actions(const dt_pools *r, const dt_pool_info *pool, dt_pool_list list) {
+  static const char *const k_list[] = {"create", "delete", "update", "heal"};
   size_t n = 0;
-  cJSON_ArrayForEach(a, jget(pool, kind)) {
+  for (size_t i = pool->first_action; i < pool->first_action + pool->nactions; i++) {
+    dt_pool_action_info a;
+    if (dt_pools_action(r, i, &a) || a.list != list) continue;
+    if (a.action && !strcmp(a.action, "wait")) continue; /* a heal waiting for its backoff */
     char key[KEY_MAX + 32], subj[KEY_MAX + 32];
-    vm_key(pool, a, key, sizeof key);
-    const cJSON *obj = jget(a, "object");
-    const char *what = dt__jstr(a, "action");
-    if (what && !strcmp(what, "wait")) continue; /* a heal waiting for its backoff */
-    if (remove) {
+    snprintf(key, sizeof key, "VirtualMachine/%s/%s", a.ns, a.vm ? a.vm : "");
+    const cJSON *obj = dt__pools_action_object(r, i);
+    if (list == DT_POOL_DELETE) {
       obj_del(key);
     } else if (obj) {
       cJSON *copy = cJSON_Duplicate(obj, true);
       /* a VM created (or re-created) here runs nowhere yet: Provisioning, so
       ** its virt-launcher pod joins this round's pending pods */
-      if (copy && strcmp(kind, "update")) put_in(copy, "status", "printableStatus", "Provisioning");
+      if (copy && list != DT_POOL_UPDATE) put_in(copy, "status", "printableStatus", "Provisioning");
       if (copy) obj_put(key, copy);
       cJSON_Delete(copy);
     } else {
       continue;
     }
-    snprintf(subj, sizeof subj, "VirtualMachine %s/%s", dt__jstr(pool, "namespace"), dt__jstr(a, "name"));
+    snprintf(subj, sizeof subj, "VirtualMachine %s/%s", a.ns, a.vm);
     char why[900];
-    snprintf(why, sizeof why, "%s%s%s: %s", kind, what ? " " : "", what ? what : "",
-             dt__jstr(a, "reason") ? dt__jstr(a, "reason") : "");
+    snprintf(why, sizeof why, "%s%s%s: %s", k_list[list], a.action ? " " : "", a.action ? a.action : "",
+             a.reason ? a.reason : "");
     log_decision("vmpool", subj, why);
     n++;
   }
@@ -80,14 +77,10 @@ void converge_pools(void) {
     dt_manifests_free(m);
     return;
   }
-  size_t len;
-  char *text = dt_pools_render(r, DT_FORMAT_JSON, &len);
-  cJSON *doc = text ? cJSON_ParseWithLength(text, len) : NULL;
-  const cJSON *pool;
-  cJSON_ArrayForEach(pool, jget(doc, "pools")) {
+  dt_pool_info pool;
+  for (size_t k = 0; !dt_pools_pool(r, k, &pool); k++) {
     char name[KEY_MAX];
-    snprintf(name, sizeof name, "%s/%s", dt__jstr(pool, "namespace") ? dt__jstr(pool, "namespace") : "",
-             dt__jstr(pool, "name") ? dt__jstr(pool, "name") : "");
+    snprintf(name, sizeof name, "%s/%s", pool.ns, pool.name);
     pool_count *pc = NULL;
     for (size_t i = 0; i < D.vm_actions.n && !pc; i++)
       if (!strcmp(D.vm_actions.v[i].pool, name)) pc = &D.vm_actions.v[i];
@@ -99,12 +92,13 @@ void converge_pools(void) {
       }
       pc = &D.vm_actions.v[D.vm_actions.n - 1];
     }
-    pc->n[0] += pool_actions(pool, "create", false);
-    pc->n[1] += pool_actions(pool, "delete", true);
-    pc->n[2] += pool_actions(pool, "update", false);
-    pc->n[3] += pool_actions(pool, "heal", false);
+    pc->n[0] += pool_actions(r, &pool, DT_POOL_CREATE);
+    pc->n[1] += pool_actions(r, &pool, DT_POOL_DELETE);
+    pc->n[2] += pool_actions(r, &pool, DT_POOL_UPDATE);
+    pc->n[3] += pool_actions(r, &pool, DT_POOL_HEAL);
   }
-  cJSON_Delete(doc);
+  size_t len;
+  char *text = dt_pools_render(r, DT_FORMAT_JSON, &len); /* served at /v1/pools */
   dt_pools_stats ps;
   dt_pools_stats_get(r, &ps);
   D.pools_waiting = ps.waiting; /* held back (burst, maxUnavailable): the requeue timer comes back */

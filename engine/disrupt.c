@@ -33,6 +33,7 @@
 #include "schedule.h"
 
 #include "hooks.h"
+#include "result.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -64,11 +65,6 @@ typedef struct poolbudget {
   double cost, disruption; /* pool totals for Balanced */
 } poolbudget;
 
-struct dt_disruption {
-  cJSON *root;
-  dt_disrupt_stats stats;
-};
-
 typedef struct state {
   const dt_catalog *cat;
   dt_compiled_catalog *cc; /* the catalog compiled once for every simulation of the pass (rebuild mode) */
@@ -84,8 +80,7 @@ typedef struct state {
   int64_t *pdb_allowed;
   int32_t *pod_pdb; /* per pod: the PDB covering it, -1 none, -2 several */
   dt_symtab types;  /* catalog type name -> index + 1 */
-  cJSON *commands, *blocked, *explain;
-  dt_disruption *r;
+  dt_disruption *r; /* the result: commands, blocked nodes, budgets, explain steps */
   uint64_t sims;
   int rc;
 } state;
@@ -95,10 +90,16 @@ static const char *const k_reason[3] = {"Empty", "Drifted", "Underutilized"};
 /* ------------------------------------------------------------ output */
 
 
-static void put_price(cJSON *o, const char *k, double v) {
-  char tmp[64];
-  dt__fmt_price(tmp, sizeof tmp, v);
-  dt__json_put(o, k, cJSON_CreateRaw(tmp));
+/* A string for the result: copied into its arena (NULL stays NULL). */
+static const char *rstr(state *st, const char *s) { return s ? dt__arena_strdup(&st->r->arena, s) : NULL; }
+
+static bool explaining(const state *st, size_t i) {
+  return st->r->explain_node && !strcmp(st->nodes.v[i].n->name, st->o.explain);
+}
+
+static void explain_step(state *st, const char *msg) {
+  const char *s = rstr(st, msg);
+  if (!s || dt__vec_push(&st->r->explain, s)) st->r->arena.oom = 1;
 }
 
 /* Record why node i stays, and the step for --explain. */
@@ -109,21 +110,21 @@ static void why(state *st, size_t i, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(d->why, sizeof d->why, fmt, ap);
   va_end(ap);
-  if (!st->explain || strcmp(d->n->name, st->o.explain)) return;
-  const cJSON *last = st->explain->child ? st->explain->child->prev : NULL; /* cJSON keeps the tail at child->prev */
-  if (last && cJSON_IsString(last) && !strcmp(last->valuestring, d->why)) return; /* methods repeat themselves */
-  dt__json_put(st->explain, NULL, cJSON_CreateString(d->why));
+  if (!explaining(st, i)) return;
+  const dt_disruption *r = st->r;
+  if (r->explain.n && !strcmp(r->explain.v[r->explain.n - 1], d->why)) return; /* methods repeat themselves */
+  explain_step(st, d->why);
 }
 
 static void step(state *st, size_t i, const char *fmt, ...) DT_PRINTF(3, 4);
 static void step(state *st, size_t i, const char *fmt, ...) {
-  if (!st->explain || strcmp(st->nodes.v[i].n->name, st->o.explain)) return;
+  if (!explaining(st, i)) return;
   char msg[600];
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  dt__json_put(st->explain, NULL, cJSON_CreateString(msg));
+  explain_step(st, msg);
 }
 
 /* ------------------------------------------------------------ the model */
@@ -385,7 +386,7 @@ static int budgets(state *st) {
     b->cost += d->price > 0 ? d->price : 0;
     b->disruption += d->cost;
   }
-  cJSON *jb = dt__json_put(st->r->root, "budgets", cJSON_CreateArray());
+  st->r->has_budgets = true;
   for (size_t pi = 0; pi < m->pools.n; pi++) {
     const dt_nodepool *p = &m->pools.v[pi];
     poolbudget *b = &st->pb[pi];
@@ -402,16 +403,9 @@ static int budgets(state *st) {
           v = a < 0 ? INT64_MAX : a + b->disrupting;
       }
       b->value[r] = v;
-      cJSON *e = dt__json_put(jb, NULL, cJSON_CreateObject());
-      dt__json_put_str(e, "nodePool", p->name);
-      dt__json_put_str(e, "reason", k_reason[r]);
       int64_t allowed = v == INT64_MAX ? -1 : (v - b->disrupting > 0 ? v - b->disrupting : 0);
-      if (allowed < 0)
-        dt__json_put_str(e, "allowed", "unlimited");
-      else
-        dt__json_put_num(e, "allowed", (double)allowed);
-      dt__json_put_num(e, "nodes", (double)b->nodes);
-      dt__json_put_num(e, "disrupting", (double)b->disrupting);
+      dt_budget_rec e = {rstr(st, p->name), k_reason[r], allowed, b->nodes, b->disrupting};
+      if (!e.nodepool || dt__vec_push(&st->r->budgets, e)) return DT_ENOMEM;
     }
   }
   return 0;
@@ -849,19 +843,17 @@ static bool balanced_ok(state *st, const uint32_t *cands, size_t n, double savin
 
 /* ------------------------------------------------------------ commands */
 
-static cJSON *node_json(state *st, uint32_t i) {
+static dt_disrupt_node_info node_info(state *st, uint32_t i) {
   const dnode *d = &st->nodes.v[i];
-  cJSON *o = cJSON_CreateObject();
-  dt__json_put_str(o, "name", d->n->name);
-  dt__json_put_str(o, "nodePool", st->m->pools.v[d->pool].name);
-  if (d->type) dt__json_put_str(o, "instanceType", d->type);
-  if (d->zone) dt__json_put_str(o, "zone", d->zone);
-  if (d->ct >= 0) dt__json_put_str(o, "capacityType", dt__ct_names[d->ct]);
-  put_price(o, "price", d->price > 0 ? d->price : 0);
   size_t np = 0;
   for (size_t k = 0; k < d->pods.n; k++) np += !st->pods[d->pods.v[k]].daemon;
-  dt__json_put_num(o, "pods", (double)np);
-  return o;
+  return (dt_disrupt_node_info){rstr(st, d->n->name),
+                                rstr(st, st->m->pools.v[d->pool].name),
+                                rstr(st, d->type),
+                                rstr(st, d->zone),
+                                d->ct >= 0 ? dt__ct_names[d->ct] : NULL,
+                                d->price > 0 ? d->price : 0,
+                                np};
 }
 
 /* Apply a command to the state: nodes go, their pods move where the
@@ -869,17 +861,22 @@ static cJSON *node_json(state *st, uint32_t i) {
 static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const char *reason, const char *detail,
                  const verdict *v) {
   const dt_plan *p = s ? s->plan : NULL;
-  cJSON *c = dt__json_put(st->commands, NULL, cJSON_CreateObject());
-  dt__json_put_str(c, "reason", reason);
+  dt_arena *ra = &st->r->arena;
   bool replace = s && s->nclaims > 0;
-  dt__json_put_str(c, "action", replace ? "replace" : "delete");
-  cJSON *jn = dt__json_put(c, "nodes", cJSON_CreateArray());
+  dt_command_info c = {rstr(st, reason), replace ? "replace" : "delete", rstr(st, detail), 0, n, NULL, 0, NULL};
+  dt_disrupt_node_info *nodes = dt__arena_alloc(ra, n * sizeof *nodes + 1);
+  if (!nodes) return DT_ENOMEM;
+  c.nodes = nodes;
   double price = 0;
   for (size_t k = 0; k < n; k++) {
-    dt__json_put(jn, NULL, node_json(st, cands[k]));
+    nodes[k] = node_info(st, cands[k]);
     price += st->nodes.v[cands[k]].price > 0 ? st->nodes.v[cands[k]].price : 0;
   }
-  cJSON *jr = dt__json_put(c, "replacements", cJSON_CreateArray());
+  size_t nrepl = 0;
+  for (size_t i = 0; p && i < p->claims.n; i++) nrepl += p->claims.v[i]->type >= 0;
+  dt_claim_info *repl = dt__arena_alloc(ra, nrepl * sizeof *repl + 1);
+  if (!repl) return DT_ENOMEM;
+  c.replacements = repl;
   double newp = 0;
   /* replacements: every new claim of the simulation */
   for (size_t i = 0; p && i < p->claims.n; i++) {
@@ -901,30 +898,31 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
       pr = b;
     }
     newp += pr;
-    cJSON *o = dt__json_put(jr, NULL, cJSON_CreateObject());
-    dt__json_put_str(o, "apiVersion", "karpenter.sh/v1");
-    dt__json_put_str(o, "kind", "NodeClaim");
     const char *cname = dt__sym_str(&p->syms, k->name);
-    dt__json_put_str(o, "name", cname);
-    dt__json_put_str(o, "nodePool", p->pools[k->pool].src->name);
-    dt__json_put_str(o, "instanceType", tname);
-    dt__json_put_str(o, "zone", zone);
-    dt__json_put_str(o, "capacityType", dt__ct_names[ct]);
-    put_price(o, "price", pr);
-    cJSON *moved = dt__json_put(o, "pods", cJSON_CreateArray()); /* the candidates' pods it takes */
+    dt_claim_info *o = &repl[c.nreplacements++];
+    *o = (dt_claim_info){.name = rstr(st, cname),
+                         .nodepool = rstr(st, p->pools[k->pool].src->name),
+                         .instance_type = rstr(st, tname),
+                         .zone = rstr(st, zone),
+                         .capacity_type = dt__ct_names[ct],
+                         .price = pr};
+    const char **moved = dt__arena_alloc(ra, k->pods.n * sizeof *moved + 1); /* the candidates' pods it takes */
+    if (!moved) return DT_ENOMEM;
+    o->pods = moved;
     for (size_t j = 0; j < k->pods.n; j++) {
       const rt_pod *pod = &p->pods[k->pods.v[j]];
       char pname[700];
       if (!s->moving[pod->spec]) continue;
       dt__pod_name(p, pod, pname, sizeof pname);
-      dt__json_put(moved, NULL, cJSON_CreateString(pname));
+      moved[o->npods++] = rstr(st, pname);
     }
-    cJSON *opts = dt__json_put(o, "instanceTypeOptions", cJSON_CreateArray());
-    if (v && v->replace && k == s->claim)
-      for (uint32_t q = 0; q < v->nopt; q++) dt__json_put(opts, NULL, cJSON_CreateString(p->types[v->opt[q]].src->name));
-    else
-      for (uint32_t q = 0; q < k->nfinal && q < 600; q++)
-        dt__json_put(opts, NULL, cJSON_CreateString(p->types[k->final[q]].src->name));
+    bool chosen = v && v->replace && k == s->claim;
+    size_t nopt = chosen ? v->nopt : k->nfinal < 600 ? k->nfinal : 600;
+    const char **opts = dt__arena_alloc(ra, nopt * sizeof *opts + 1);
+    if (!opts) return DT_ENOMEM;
+    o->instance_type_options = opts;
+    o->noptions = nopt;
+    for (size_t q = 0; q < nopt; q++) opts[q] = rstr(st, p->types[chosen ? v->opt[q] : k->final[q]].src->name);
     /* The replacement joins the cluster in flight. It outlives the
     ** simulation's plan, so strings from the plan's symbols are copied. */
     dt_node *nn = dt__arena_alloc(&st->arena, sizeof *nn);
@@ -970,8 +968,8 @@ static int apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     if (dt__vec_push(&st->nodes.v[target].pods, sp)) return DT_ENOMEM;
     node_cost(st, &st->nodes.v[target]);
   }
-  put_price(c, "savings", price - newp);
-  if (detail) dt__json_put_str(c, "detail", detail);
+  c.savings = price - newp;
+  if (dt__vec_push(&st->r->commands, c)) return DT_ENOMEM;
   for (size_t k = 0; k < n; k++) {
     dnode *d = &st->nodes.v[cands[k]];
     d->removed = true;
@@ -1556,16 +1554,9 @@ static int disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const d
   dt_disruption *r = st.r = dt__calloc(1, sizeof *r);
   if (!r) return dt__err(err, DT_ENOMEM, "out of memory");
   dt__alloc_failed(1);
-  cJSON *root = r->root = cJSON_CreateObject();
-  dt__json_put_str(root, "apiVersion", "dovetail.dev/v1alpha1");
-  dt__json_put_str(root, "kind", "Disruption");
-  char tmp[40];
-  dt__fmt_time(st.o.now, tmp, sizeof tmp);
-  dt__json_put_str(root, "now", tmp);
-  st.commands = dt__json_put(root, "commands", cJSON_CreateArray());
-  st.blocked = cJSON_CreateArray();
-  if (st.o.explain) st.explain = cJSON_CreateArray();
-  int rc = build(&st);
+  if (st.o.explain) r->explain_node = dt__arena_strdup(&r->arena, st.o.explain);
+  int rc = st.o.explain && !r->explain_node ? DT_ENOMEM : 0;
+  if (!rc) rc = build(&st);
   if (!rc) rc = cluster(&st);
   if (!rc) rc = budgets(&st);
   if (!rc) rc = static_scale_down(&st);
@@ -1574,44 +1565,34 @@ static int disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const d
   if (!rc) rc = replace_each(&st, true);
   if (!rc) rc = multi_node(&st);
   if (!rc) rc = single_node(&st);
-  dt__json_put(root, "blocked", st.blocked);
   for (size_t i = 0; !rc && i < st.nodes.n; i++) {
     const dnode *d = &st.nodes.v[i];
     if (d->extra || d->removed) continue;
-    cJSON *b = dt__json_put(st.blocked, NULL, cJSON_CreateObject());
-    dt__json_put_str(b, "node", d->n->name);
-    dt__json_put_str(b, "reason", d->why[0] ? d->why : "nothing to do: not empty, drifted or expired, and no cheaper arrangement "
-                                              "was found");
+    dt_blocked_info b = {rstr(&st, d->n->name),
+                         rstr(&st, d->why[0] ? d->why
+                                             : "nothing to do: not empty, drifted or expired, and no cheaper "
+                                               "arrangement was found")};
+    if (dt__vec_push(&r->blocked, b)) rc = DT_ENOMEM;
     r->stats.blocked++;
   }
   for (size_t i = 0; i < st.nodes.n; i++) r->stats.nodes += !st.nodes.v[i].extra; /* a paired claim is its Node */
-  if (st.explain) {
+  if (!rc && r->explain_node) {
     bool found = false;
     for (size_t i = 0; i < m->nodes.n && !found; i++) found = !strcmp(m->nodes.v[i].name, st.o.explain);
-    if (!found) dt__json_put(st.explain, NULL, cJSON_CreateString("no such node in the input"));
-    cJSON *e = dt__json_put(root, "explain", cJSON_CreateObject());
-    dt__json_put_str(e, "node", st.o.explain);
-    dt__json_put(e, "steps", st.explain);
+    if (!found) explain_step(&st, "no such node in the input");
   }
   if (!rc && st.o.policy) {
     const dt_policy_err *pe;
     size_t ne = dt__policy_errors(st.o.policy, &pe);
-    cJSON *je = dt__json_put(root, "policyErrors", cJSON_CreateArray());
-    for (size_t i = 0; i < ne; i++) {
-      cJSON *e = dt__json_put(je, NULL, cJSON_CreateObject());
-      dt__json_put_str(e, "hook", pe[i].hook);
-      dt__json_put_str(e, "message", pe[i].message);
+    r->has_policy_errors = true;
+    for (size_t i = 0; i < ne && !rc; i++) {
+      dt_hook_error_rec e = {rstr(&st, pe[i].hook), rstr(&st, pe[i].message)};
+      if (dt__vec_push(&r->policy_errors, e)) rc = DT_ENOMEM;
     }
   }
   r->stats.simulations = st.sims;
-  cJSON *sum = dt__json_put(root, "summary", cJSON_CreateObject());
-  dt__json_put_num(sum, "nodes", (double)r->stats.nodes);
-  dt__json_put_num(sum, "commands", (double)r->stats.commands);
-  dt__json_put_num(sum, "disrupted", (double)r->stats.disrupted);
-  dt__json_put_num(sum, "blocked", (double)r->stats.blocked);
-  put_price(sum, "savings", r->stats.savings);
-  dt__json_put_num(sum, "simulations", (double)st.sims);
-  if (!rc && (dt__alloc_failed(1) || st.arena.oom || st.types.oom)) rc = DT_ENOMEM;
+  if (!rc && (dt__alloc_failed(1) || r->arena.oom || st.arena.oom || st.types.oom)) rc = DT_ENOMEM;
+  if (!rc) rc = dt__disrupt_doc_build(r, st.o.now);
   for (size_t i = 0; i < st.nodes.n; i++) dt__free(st.nodes.v[i].pods.v);
   dt__free(st.nodes.v);
   dt__symtab_free(&st.types);
@@ -1637,45 +1618,3 @@ int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, co
   return disrupt_run(catalog, m, opts, true, out, err);
 }
 
-char *dt_disrupt_render(const dt_disruption *d, dt_format format, size_t *len) {
-  dt_buf b = {0};
-  dt__init();
-  if (format == DT_FORMAT_TABLE) {
-    const cJSON *cs = cJSON_GetObjectItemCaseSensitive(d->root, "commands");
-    for (const cJSON *c = cs ? cs->child : NULL; c; c = c->next) {
-      dt__buf_printf(&b, "%-13s %-8s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "reason")),
-                     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(c, "action")));
-      const cJSON *ns = cJSON_GetObjectItemCaseSensitive(c, "nodes");
-      for (const cJSON *n = ns ? ns->child : NULL; n; n = n->next)
-        dt__buf_printf(&b, " %s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "name")));
-      const cJSON *rs = cJSON_GetObjectItemCaseSensitive(c, "replacements");
-      for (const cJSON *n = rs ? rs->child : NULL; n; n = n->next)
-        dt__buf_printf(&b, " -> %s %s", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "instanceType")),
-                       cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(n, "capacityType")));
-      const cJSON *sv = cJSON_GetObjectItemCaseSensitive(c, "savings");
-      dt__buf_printf(&b, "  saves $%s/h\n", sv && sv->valuestring ? sv->valuestring : "0");
-    }
-    const cJSON *bl = cJSON_GetObjectItemCaseSensitive(d->root, "blocked");
-    for (const cJSON *x = bl ? bl->child : NULL; x; x = x->next)
-      dt__buf_printf(&b, "left alone    %s: %s\n", cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, "node")),
-                     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(x, "reason")));
-    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(d->root, "explain"), "steps");
-    for (const cJSON *x = ex ? ex->child : NULL; x; x = x->next) dt__buf_printf(&b, "explain: %s\n", x->valuestring);
-    const dt_disrupt_stats *s = &d->stats;
-    dt__buf_printf(&b, "%zu commands, %zu of %zu nodes disrupted, saves $%.4f/hour\n", s->commands, s->disrupted,
-                   s->nodes, s->savings);
-  } else {
-    dt__doc_write(d->root, format, &b);
-  }
-  return dt__buf_take(&b, len);
-}
-
-void dt_disrupt_stats_get(const dt_disruption *d, dt_disrupt_stats *out) { *out = d->stats; }
-
-void dt_disrupt_free(dt_disruption *d) {
-  if (!d) return;
-  cJSON_Delete(d->root);
-  dt__free(d);
-}
-
-const cJSON *dt__disrupt_doc(const dt_disruption *d) { return d->root; }

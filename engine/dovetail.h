@@ -290,10 +290,59 @@ DT_EXPORT void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out);
 
 /* The plan's bindings of pending pods to existing nodes and in-flight
 ** claims, in plan order: pod i as "namespace/name" into pod (n bytes), and
-** *node the node's name (owned by the manifests). Returns DT_ERANGE past
-** the end. */
+** *node the node's name (owned by the plan, valid until dt_plan_free).
+** Returns DT_ERANGE past the end. */
 DT_EXPORT size_t dt_plan_binding_count(const dt_plan *plan);
 DT_EXPORT int dt_plan_binding(const dt_plan *plan, size_t i, char *pod, size_t n, const char **node);
+
+/*
+** Reading a plan's decisions, as sqlite3_column_*: a count, and a get by
+** index that fills a caller's struct. The struct's strings and arrays point
+** into the plan's own result arena: they stay valid, unchanged, until
+** dt_plan_free, and the caller never frees them. The getters return 0, or
+** DT_ERANGE (out untouched) when i is past the count. They read what the
+** plan's renderings print, in the same order: dt_plan_claim(plan, i) is the
+** i-th entry of the JSON's nodeClaims and the i-th NodeClaim of the YAML.
+*/
+
+/* A resource of a claim: its name ("cpu", "memory", "pods", an extended
+** resource), the canonical quantity the plan prints ("1500m", "512Mi") and
+** the value times 1000 (as dt_quantity_parse gives it). */
+typedef struct dt_resource_info {
+  const char *name;
+  const char *quantity;
+  int64_t milli;
+} dt_resource_info;
+
+/* A new node claim: the offering it launches as and the pods it takes. */
+typedef struct dt_claim_info {
+  const char *name;           /* the NodeClaim's metadata.name */
+  const char *nodepool;
+  const char *instance_type;
+  const char *zone;
+  const char *capacity_type;  /* "on-demand", "spot" or "reserved" */
+  const char *reservation_id; /* the capacity reservation launched into; NULL unless reserved */
+  double price;               /* $/hour of the offering */
+  size_t npods;
+  const char *const *pods;    /* "namespace/name", in the order the plan placed them */
+  size_t nrequests;
+  const dt_resource_info *requests; /* what its pods request, resources not requested left out */
+  size_t noptions;
+  const char *const *instance_type_options; /* the types it may launch as, cheapest first */
+} dt_claim_info;
+
+DT_EXPORT size_t dt_plan_claim_count(const dt_plan *plan);
+DT_EXPORT int dt_plan_claim(const dt_plan *plan, size_t i, dt_claim_info *out);
+
+/* A pending pod the plan could place nowhere, and why (the message the
+** renderings print). */
+typedef struct dt_unschedulable_info {
+  const char *pod; /* "namespace/name" */
+  const char *reason;
+} dt_unschedulable_info;
+
+DT_EXPORT size_t dt_plan_unschedulable_count(const dt_plan *plan);
+DT_EXPORT int dt_plan_unschedulable(const dt_plan *plan, size_t i, dt_unschedulable_info *out);
 
 DT_EXPORT void dt_plan_free(dt_plan *plan);
 
@@ -324,6 +373,58 @@ typedef struct dt_pools_stats {
 } dt_pools_stats;
 
 DT_EXPORT void dt_pools_stats_get(const dt_pools *r, dt_pools_stats *out);
+
+/*
+** Reading the pool actions, as the plan's claims are read (see "Reading a
+** plan's decisions"): strings point into the result and stay valid until
+** dt_pools_free; the getters return 0 or DT_ERANGE past the count. Actions
+** come pool by pool (pools by namespace, then name), each pool's in the
+** order they were decided: heals, then creations or deletions, then updates,
+** with the VMs detached and those left waiting among them.
+*/
+typedef enum dt_pool_list {
+  DT_POOL_CREATE = 0,   /* a VM to create (its object in the result) */
+  DT_POOL_DELETE = 1,   /* a VM to delete */
+  DT_POOL_UPDATE = 2,   /* an outdated VM to update: action says how */
+  DT_POOL_HEAL = 3,     /* a failing VM: action "recreate", or "wait" for its backoff or the burst limit */
+  DT_POOL_DETACHED = 4, /* a VM whose labels left the selector: released from the pool */
+  DT_POOL_WAITING = 5   /* a VM (or, vm NULL, a number of VMs) held back for the burst limit or maxUnavailable */
+} dt_pool_list;
+
+typedef struct dt_pool_action_info {
+  const char *ns;     /* the pool's namespace */
+  const char *pool;   /* the VirtualMachinePool's name */
+  dt_pool_list list;  /* which of the pool's lists the action is in */
+  const char *vm;     /* the VirtualMachine's name; NULL for a count of VMs waiting */
+  const char *action; /* "recreate", "wait", "restart", "apply", "wait-for-halt"; NULL when the list says it */
+  const char *reason; /* why, as the renderings print it */
+  int64_t count;      /* VMs the action stands for: 1, or the count of VMs waiting */
+  const char *wait_for; /* DT_POOL_WAITING: "burst", "maxUnavailable" or "halt"; else NULL */
+  int preserve_state; /* deletions and re-creating heals: 0 or 1 (the pool's preserve policy); else -1 */
+  int64_t attempt;    /* DT_POOL_HEAL: the healing attempt (1 first); else 0 */
+  int64_t failures;   /* DT_POOL_HEAL: the VM's consecutive start failures */
+  int64_t next_allowed; /* DT_POOL_HEAL: Unix seconds from which the attempt may run */
+  size_t nreuses;
+  const char *const *reuses_volumes; /* DT_POOL_CREATE: data volumes already there that the VM takes over */
+} dt_pool_action_info;
+
+DT_EXPORT size_t dt_pools_action_count(const dt_pools *r);
+DT_EXPORT int dt_pools_action(const dt_pools *r, size_t i, dt_pool_action_info *out);
+
+/* A pool of the round: its figures and its actions, which are actions
+** first_action .. first_action + nactions - 1 of dt_pools_action. */
+typedef struct dt_pool_info {
+  const char *ns, *name;
+  int64_t replicas;        /* spec.replicas */
+  int64_t current, ready, unavailable; /* its VMs (selector matched), ready ones, and the others */
+  int64_t max_unavailable; /* the updates' maxUnavailable */
+  int64_t outdated;        /* VMs whose template changed; -1 when not looked at (a paused pool) */
+  const char *template_hash; /* the hash its VMs are stamped with (dovetail.dev/template-hash) */
+  size_t first_action, nactions;
+} dt_pool_info;
+
+DT_EXPORT size_t dt_pools_pool_count(const dt_pools *r);
+DT_EXPORT int dt_pools_pool(const dt_pools *r, size_t i, dt_pool_info *out);
 DT_EXPORT void dt_pools_free(dt_pools *r);
 
 /* ------------------------------------------------------------------------
@@ -362,6 +463,52 @@ typedef struct dt_disrupt_stats {
 } dt_disrupt_stats;
 
 DT_EXPORT void dt_disrupt_stats_get(const dt_disruption *d, dt_disrupt_stats *out);
+
+/*
+** Reading a disruption pass's decisions, as a plan's (see "Reading a plan's
+** decisions"): strings and arrays point into the result and stay valid
+** until dt_disrupt_free; the getters return 0 or DT_ERANGE past the count.
+** Commands come in the order the pass made them, which is the order to
+** carry them out in.
+*/
+
+/* A node a command takes away. */
+typedef struct dt_disrupt_node_info {
+  const char *name;
+  const char *nodepool;
+  const char *instance_type; /* NULL when the node does not say */
+  const char *zone;          /* NULL when the node does not say */
+  const char *capacity_type; /* NULL when the node does not say */
+  double price;              /* $/hour of its offering; 0 when unknown */
+  size_t pods;               /* pods on it, DaemonSet pods aside */
+} dt_disrupt_node_info;
+
+/* A command: nodes to delete, or to replace by the replacements (new node
+** claims, launched first). A replacement is a dt_claim_info whose pods are
+** the pods of the command's nodes it takes; its requests are empty and its
+** reservation_id NULL. */
+typedef struct dt_command_info {
+  const char *reason; /* "Empty", "Drifted", "Expired", "Underutilized", ... */
+  const char *action; /* "delete" or "replace" */
+  const char *detail; /* more on the reason; NULL when none */
+  double savings;     /* $/hour: the nodes' prices less the replacements' */
+  size_t nnodes;
+  const dt_disrupt_node_info *nodes;
+  size_t nreplacements;
+  const dt_claim_info *replacements;
+} dt_command_info;
+
+DT_EXPORT size_t dt_disrupt_command_count(const dt_disruption *d);
+DT_EXPORT int dt_disrupt_command(const dt_disruption *d, size_t i, dt_command_info *out);
+
+/* A node the pass left alone, and why. */
+typedef struct dt_blocked_info {
+  const char *node;
+  const char *reason;
+} dt_blocked_info;
+
+DT_EXPORT size_t dt_disrupt_blocked_count(const dt_disruption *d);
+DT_EXPORT int dt_disrupt_blocked(const dt_disruption *d, size_t i, dt_blocked_info *out);
 DT_EXPORT void dt_disrupt_free(dt_disruption *d);
 
 /* Parse an RFC 3339 timestamp ("2026-11-22T10:00:00Z", offsets allowed) into

@@ -1,7 +1,7 @@
 /*
 ** explain.c: `dovetail plan --explain POD`, why one pod went where it went.
 **
-** The scheduler calls in around every try of that pod (sched.c, solve):
+** The scheduler calls in around every try of that pod (sched_solve.c, solve):
 ** before the try, every existing node, every claim opened so far and every
 ** NodePool is asked, with the same tests the scheduler runs and without
 ** changing any state, whether it takes the pod and if not why; after the
@@ -193,7 +193,7 @@ static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_bu
 }
 
 /* Whether a reserved offering the options could launch is still free;
-** *any tells whether the options have one at all (reserve() in sched.c). */
+** *any tells whether the options have one at all (reserve() in sched_solve.c). */
 static bool reservation_free(const dt_plan *p, const rt_pool *pl, const uint32_t *opt, uint32_t n, uint64_t zm,
                              uint8_t cm, const rt_claim *k, bool *any) {
   *any = false;

@@ -284,9 +284,11 @@ void dt__json_put_str(cJSON *o, const char *key, const char *v);
 void dt__json_put_num(cJSON *o, const char *key, double v);
 void dt__doc_write(const cJSON *root, dt_format format, dt_buf *b);
 
-/* The results as the documents their JSON is written from (for the Lua
-** module, which builds its tables from them): the plan's is the caller's
-** to free (NULL when out of memory), the others belong to their result. */
+/* The results as the documents their JSON is written from, each built from
+** the result's typed structs (for the Lua module, which builds its tables'
+** figures and notes from them, and their decisions from the accessors):
+** the plan's is the caller's to free (NULL when out of memory), the others
+** belong to their result. */
 cJSON *dt__plan_doc(const dt_plan *plan);
 const cJSON *dt__plan_explain_doc(const dt_plan *plan); /* NULL without explain */
 const cJSON *dt__disrupt_doc(const dt_disruption *d);

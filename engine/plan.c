@@ -1,6 +1,11 @@
 /*
-** plan.c: rendering a plan as JSON (for tools), YAML (applyable NodeClaims)
-** or a table (for people). Rendering only reads the plan; the same plan
+** plan.c: a plan's results and their renderings. Once the solver is done,
+** dt__plan_result_build copies its decisions (new claims, bindings,
+** unschedulable pods) into plain structs in the result's own arena; the
+** public accessors hand those out, and the JSON document and the table are
+** written from them, through cJSON and the one styled JSON writer. The YAML
+** NodeClaims still read the solver's requirements (the claims' label
+** requirements are not results yet). Rendering only reads; the same plan
 ** renders byte-identically every time.
 */
 #include "schedule.h"
@@ -18,39 +23,100 @@ static const rt_off *claim_off(const dt_plan *p, const rt_claim *k) {
 /* A preformatted number (a price, milliseconds): printed as written. */
 static void put_raw(cJSON *o, const char *key, const char *text) { dt__json_put(o, key, cJSON_CreateRaw(text)); }
 
-static cJSON *claim_doc(const dt_plan *p, const rt_claim *k) {
+/* ------------------------------------------------------------ results */
+
+static const char *res_str(dt_plan *p, const char *s) { return dt__arena_strdup(&p->res.arena, s); }
+
+static const char *res_pod(dt_plan *p, uint32_t pod) {
+  char tmp[700];
+  dt__pod_name(p, &p->pods[pod], tmp, sizeof tmp);
+  return res_str(p, tmp);
+}
+
+/* Claim k as the accessors give it; strings in the result's arena. */
+static void claim_info(dt_plan *p, const rt_claim *k, dt_claim_info *c) {
+  dt_arena *a = &p->res.arena;
   const rt_type *t = &p->types[k->type];
   const rt_off *o = claim_off(p, k);
-  char tmp[700];
-  cJSON *c = cJSON_CreateObject();
-  dt__json_put_str(c, "name", dt__sym_str(&p->syms, k->name));
-  dt__json_put_str(c, "nodePool", p->pools[k->pool].src->name);
-  dt__json_put_str(c, "instanceType", t->src->name);
-  dt__json_put_str(c, "zone", dt__sym_str(&p->syms, p->zones[o->zone]));
-  dt__json_put_str(c, "capacityType", dt__ct_names[o->ct]);
-  dt__fmt_price(tmp, sizeof tmp, o->price);
-  put_raw(c, "price", tmp);
-  if (o->resv) dt__json_put_str(c, "reservationID", dt__sym_str(&p->syms, o->resv));
-  cJSON *req = dt__json_put(c, "requests", cJSON_CreateObject());
-  for (uint32_t r = 0; r < p->nres; r++) {
+  char tmp[64];
+  c->name = res_str(p, dt__sym_str(&p->syms, k->name));
+  c->nodepool = res_str(p, p->pools[k->pool].src->name);
+  c->instance_type = res_str(p, t->src->name);
+  c->zone = res_str(p, dt__sym_str(&p->syms, p->zones[o->zone]));
+  c->capacity_type = dt__ct_names[o->ct];
+  c->reservation_id = o->resv ? res_str(p, dt__sym_str(&p->syms, o->resv)) : NULL;
+  c->price = o->price;
+  dt_resource_info *req = dt__arena_alloc(a, p->nres * sizeof *req + 1);
+  for (uint32_t r = 0; req && r < p->nres; r++) {
     if (!k->used[r]) continue;
     dt__fmt_quantity(tmp, sizeof tmp, p->res_names[r], k->used[r]);
-    dt__json_put_str(req, p->res_names[r], tmp);
+    req[c->nrequests++] = (dt_resource_info){res_str(p, p->res_names[r]), res_str(p, tmp), k->used[r]};
   }
-  cJSON *pods = dt__json_put(c, "pods", cJSON_CreateArray());
-  for (size_t j = 0; j < k->pods.n; j++) {
-    dt__pod_name(p, &p->pods[k->pods.v[j]], tmp, sizeof tmp);
-    dt__json_put_str(pods, NULL, tmp);
+  c->requests = req;
+  const char **pods = dt__arena_alloc(a, k->pods.n * sizeof *pods + 1);
+  for (size_t j = 0; pods && j < k->pods.n; j++) pods[j] = res_pod(p, k->pods.v[j]);
+  c->pods = pods;
+  c->npods = pods ? k->pods.n : 0;
+  const char **opts = dt__arena_alloc(a, k->nfinal * sizeof *opts + 1);
+  for (uint32_t j = 0; opts && j < k->nfinal; j++) opts[j] = res_str(p, p->types[k->final[j]].src->name);
+  c->instance_type_options = opts;
+  c->noptions = opts ? k->nfinal : 0;
+}
+
+int dt__plan_result_build(dt_plan *p) {
+  dt_plan_result *r = &p->res;
+  dt_arena *a = &r->arena;
+  size_t n = 0;
+  for (size_t i = 0; i < p->claims.n; i++) n += p->claims.v[i]->type >= 0;
+  r->claims = dt__arena_alloc(a, n * sizeof *r->claims + 1);
+  for (size_t i = 0; r->claims && i < p->claims.n; i++)
+    if (p->claims.v[i]->type >= 0) claim_info(p, p->claims.v[i], &r->claims[r->nclaims++]);
+  r->bindings = dt__arena_alloc(a, p->bindings.n * sizeof *r->bindings + 1);
+  for (size_t i = 0; r->bindings && i < p->bindings.n; i++) {
+    const rt_binding *bd = &p->bindings.v[i];
+    r->bindings[r->nbindings++] = (dt_binding_info){res_pod(p, bd->pod), res_str(p, p->nodes[bd->node].src->name)};
   }
-  cJSON *opts = dt__json_put(c, "instanceTypeOptions", cJSON_CreateArray());
-  for (uint32_t j = 0; j < k->nfinal; j++) dt__json_put_str(opts, NULL, p->types[k->final[j]].src->name);
+  r->unsched = dt__arena_alloc(a, p->unsched.n * sizeof *r->unsched + 1);
+  for (size_t i = 0; r->unsched && i < p->unsched.n; i++)
+    r->unsched[r->nunsched++] =
+        (dt_unschedulable_info){res_pod(p, p->unsched.v[i].pod), res_str(p, p->unsched.v[i].reason)};
+  return a->oom ? DT_ENOMEM : 0;
+}
+
+/* ------------------------------------------------------------- JSON */
+
+static void put_price(cJSON *o, const char *key, double v) {
+  char tmp[64];
+  dt__fmt_price(tmp, sizeof tmp, v);
+  put_raw(o, key, tmp);
+}
+
+static void put_strs(cJSON *o, const char *key, const char *const *v, size_t n) {
+  cJSON *arr = dt__json_put(o, key, cJSON_CreateArray());
+  for (size_t i = 0; i < n; i++) dt__json_put_str(arr, NULL, v[i]);
+}
+
+/* A new claim as the plan's JSON writes it (and the daemon's /v1/plan). */
+static cJSON *claim_doc(const dt_claim_info *k) {
+  cJSON *c = cJSON_CreateObject();
+  dt__json_put_str(c, "name", k->name);
+  dt__json_put_str(c, "nodePool", k->nodepool);
+  dt__json_put_str(c, "instanceType", k->instance_type);
+  dt__json_put_str(c, "zone", k->zone);
+  dt__json_put_str(c, "capacityType", k->capacity_type);
+  put_price(c, "price", k->price);
+  if (k->reservation_id) dt__json_put_str(c, "reservationID", k->reservation_id);
+  cJSON *req = dt__json_put(c, "requests", cJSON_CreateObject());
+  for (size_t r = 0; r < k->nrequests; r++) dt__json_put_str(req, k->requests[r].name, k->requests[r].quantity);
+  put_strs(c, "pods", k->pods, k->npods);
+  put_strs(c, "instanceTypeOptions", k->instance_type_options, k->noptions);
   return c;
 }
 
 static cJSON *summary_doc(const dt_plan *p) {
   size_t by_ct[DT_CT_N] = {0};
-  for (size_t i = 0; i < p->claims.n; i++)
-    if (p->claims.v[i]->type >= 0) by_ct[claim_off(p, p->claims.v[i])->ct]++;
+  for (size_t i = 0; i < p->res.nclaims; i++)
+    for (int ct = 0; ct < DT_CT_N; ct++) by_ct[ct] += !strcmp(p->res.claims[i].capacity_type, dt__ct_names[ct]);
   char tmp[64];
   cJSON *s = cJSON_CreateObject();
   dt__json_put_num(s, "pods", (double)p->stats.pods);
@@ -84,23 +150,20 @@ cJSON *dt__plan_doc(const dt_plan *p) {
   dt__json_put_str(d, "kind", "Plan");
   dt__fmt_time(p->opts.now ? p->opts.now : 946684800, tmp, sizeof tmp);
   dt__json_put_str(d, "now", tmp);
+  const dt_plan_result *r = &p->res;
   cJSON *claims = dt__json_put(d, "nodeClaims", cJSON_CreateArray());
-  for (size_t i = 0; i < p->claims.n; i++)
-    if (p->claims.v[i]->type >= 0) dt__json_put(claims, NULL, claim_doc(p, p->claims.v[i]));
+  for (size_t i = 0; i < r->nclaims; i++) dt__json_put(claims, NULL, claim_doc(&r->claims[i]));
   cJSON *bs = dt__json_put(d, "bindings", cJSON_CreateArray());
-  for (size_t i = 0; i < p->bindings.n; i++) {
-    const rt_binding *bd = &p->bindings.v[i];
+  for (size_t i = 0; i < r->nbindings; i++) {
     cJSON *e = dt__json_put(bs, NULL, cJSON_CreateObject());
-    dt__pod_name(p, &p->pods[bd->pod], tmp, sizeof tmp);
-    dt__json_put_str(e, "pod", tmp);
-    dt__json_put_str(e, "node", p->nodes[bd->node].src->name);
+    dt__json_put_str(e, "pod", r->bindings[i].pod);
+    dt__json_put_str(e, "node", r->bindings[i].node);
   }
   cJSON *us = dt__json_put(d, "unschedulable", cJSON_CreateArray());
-  for (size_t i = 0; i < p->unsched.n; i++) {
+  for (size_t i = 0; i < r->nunsched; i++) {
     cJSON *e = dt__json_put(us, NULL, cJSON_CreateObject());
-    dt__pod_name(p, &p->pods[p->unsched.v[i].pod], tmp, sizeof tmp);
-    dt__json_put_str(e, "pod", tmp);
-    dt__json_put_str(e, "reason", p->unsched.v[i].reason);
+    dt__json_put_str(e, "pod", r->unsched[i].pod);
+    dt__json_put_str(e, "reason", r->unsched[i].reason);
   }
   cJSON *ms = dt__json_put(d, "unavailableOfferings", cJSON_CreateArray());
   for (size_t i = 0; i < p->marks.n; i++) {
@@ -526,11 +589,8 @@ static int render_yaml(const dt_plan *p, dt_buf *b, bool launched) {
                         "one, so its NodeClaims above do not apply as they are\n", p->pools[pi].src->name);
   }
   /* Pods that fit nowhere are reported as comments, so nothing is lost. */
-  for (size_t i = 0; i < p->unsched.n; i++) {
-    char tmp[700];
-    dt__pod_name(p, &p->pods[p->unsched.v[i].pod], tmp, sizeof tmp);
-    dt__buf_printf(b, "# unschedulable %s: %s\n", tmp, p->unsched.v[i].reason);
-  }
+  for (size_t i = 0; i < p->res.nunsched; i++)
+    dt__buf_printf(b, "# unschedulable %s: %s\n", p->res.unsched[i].pod, p->res.unsched[i].reason);
   cJSON_Delete(docs);
   return rc;
 }
@@ -542,56 +602,56 @@ static void pad(dt_buf *b, const char *s, size_t w) {
   for (size_t n = strlen(s); n < w; n++) dt__buf_putc(b, ' ');
 }
 
+/* A claim's request of resource name, 0 when it asks for none. */
+static int64_t request_of(const dt_claim_info *k, const char *name) {
+  for (size_t r = 0; r < k->nrequests; r++)
+    if (!strcmp(k->requests[r].name, name)) return k->requests[r].milli;
+  return 0;
+}
+
+enum { NC = 9 };
+
+static void table_row(const dt_claim_info *k, char cell[NC][128]) {
+  snprintf(cell[0], 128, "%s", k->nodepool);
+  snprintf(cell[1], 128, "%s", k->name);
+  snprintf(cell[2], 128, "%s", k->instance_type);
+  snprintf(cell[3], 128, "%s", k->zone);
+  snprintf(cell[4], 128, "%s", k->capacity_type);
+  dt__fmt_price(cell[5], 128, k->price);
+  dt__fmt_quantity(cell[6], 128, "cpu", request_of(k, "cpu"));
+  snprintf(cell[7], 128, "%.1fGi", (double)request_of(k, "memory") / 1000.0 / 1073741824.0);
+  snprintf(cell[8], 128, "%zu", k->npods);
+}
+
 static void render_table(const dt_plan *p, dt_buf *b) {
   static const char *head[] = {"NODEPOOL", "NAME", "INSTANCE TYPE", "ZONE", "CAPACITY", "$/HOUR", "CPU", "MEMORY", "PODS"};
-  enum { NC = 9 };
+  const dt_plan_result *r = &p->res;
   size_t w[NC];
   for (int i = 0; i < NC; i++) w[i] = strlen(head[i]);
   char cell[NC][128];
-#define ROW(k)                                                                                            \
-  do {                                                                                                    \
-    const rt_off *o_ = claim_off(p, k);                                                                   \
-    snprintf(cell[0], 128, "%s", p->pools[(k)->pool].src->name);                                          \
-    snprintf(cell[1], 128, "%s", dt__sym_str(&p->syms, (k)->name));                                       \
-    snprintf(cell[2], 128, "%s", p->types[(k)->type].src->name);                                          \
-    snprintf(cell[3], 128, "%s", dt__sym_str(&p->syms, p->zones[o_->zone]));                              \
-    snprintf(cell[4], 128, "%s", dt__ct_names[o_->ct]);                                                    \
-    dt__fmt_price(cell[5], 128, o_->price);                                                               \
-    dt__fmt_quantity(cell[6], 128, "cpu", (k)->used[DT_R_CPU]);                                           \
-    snprintf(cell[7], 128, "%.1fGi", (double)(k)->used[DT_R_MEM] / 1000.0 / 1073741824.0);            \
-    snprintf(cell[8], 128, "%zu", (k)->pods.n);                                                           \
-  } while (0)
-  for (size_t i = 0; i < p->claims.n; i++) {
-    const rt_claim *k = p->claims.v[i];
-    if (k->type < 0) continue;
-    ROW(k);
+  for (size_t i = 0; i < r->nclaims; i++) {
+    table_row(&r->claims[i], cell);
     for (int c = 0; c < NC; c++)
       if (strlen(cell[c]) > w[c]) w[c] = strlen(cell[c]);
   }
   if (p->stats.nodes) {
     for (int c = 0; c < NC; c++) pad(b, head[c], c + 1 < NC ? w[c] + 2 : 0);
     dt__buf_putc(b, '\n');
-    for (size_t i = 0; i < p->claims.n; i++) {
-      const rt_claim *k = p->claims.v[i];
-      if (k->type < 0) continue;
-      ROW(k);
+    for (size_t i = 0; i < r->nclaims; i++) {
+      table_row(&r->claims[i], cell);
       for (int c = 0; c < NC; c++) pad(b, cell[c], c + 1 < NC ? w[c] + 2 : 0);
       dt__buf_putc(b, '\n');
     }
     dt__buf_putc(b, '\n');
   }
-#undef ROW
-  char price[64], tmp[700];
+  char price[64];
   dt__fmt_price(price, sizeof price, p->stats.hourly_cost);
   dt__buf_printf(b, "%zu new node%s, $%s/hour; %zu of %zu pending pods scheduled (%zu on existing nodes)\n",
                  p->stats.nodes, p->stats.nodes == 1 ? "" : "s", price, p->stats.scheduled, p->stats.pods,
-                 p->bindings.n);
-  if (p->unsched.n) {
-    dt__buf_printf(b, "%zu unschedulable:\n", p->unsched.n);
-    for (size_t i = 0; i < p->unsched.n; i++) {
-      dt__pod_name(p, &p->pods[p->unsched.v[i].pod], tmp, sizeof tmp);
-      dt__buf_printf(b, "  %s: %s\n", tmp, p->unsched.v[i].reason);
-    }
+                 r->nbindings);
+  if (r->nunsched) {
+    dt__buf_printf(b, "%zu unschedulable:\n", r->nunsched);
+    for (size_t i = 0; i < r->nunsched; i++) dt__buf_printf(b, "  %s: %s\n", r->unsched[i].pod, r->unsched[i].reason);
   }
   for (size_t i = 0; i < p->notes.n; i++) dt__buf_printf(b, "note: %s\n", p->notes.v[i]);
 }
@@ -610,12 +670,27 @@ char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len) {
 
 cJSON *dt__plan_launched_claims(const dt_plan *plan) { return claim_docs(plan, true); }
 
-size_t dt_plan_binding_count(const dt_plan *p) { return p->bindings.n; }
+size_t dt_plan_binding_count(const dt_plan *p) { return p->res.nbindings; }
 
 int dt_plan_binding(const dt_plan *p, size_t i, char *pod, size_t n, const char **node) {
-  if (i >= p->bindings.n) return DT_ERANGE;
-  const rt_binding *bd = &p->bindings.v[i];
-  dt__pod_name(p, &p->pods[bd->pod], pod, n);
-  *node = p->nodes[bd->node].src->name;
+  if (i >= p->res.nbindings) return DT_ERANGE;
+  if (n) snprintf(pod, n, "%s", p->res.bindings[i].pod);
+  *node = p->res.bindings[i].node;
+  return 0;
+}
+
+size_t dt_plan_claim_count(const dt_plan *p) { return p->res.nclaims; }
+
+int dt_plan_claim(const dt_plan *p, size_t i, dt_claim_info *out) {
+  if (i >= p->res.nclaims) return DT_ERANGE;
+  *out = p->res.claims[i];
+  return 0;
+}
+
+size_t dt_plan_unschedulable_count(const dt_plan *p) { return p->res.nunsched; }
+
+int dt_plan_unschedulable(const dt_plan *p, size_t i, dt_unschedulable_info *out) {
+  if (i >= p->res.nunsched) return DT_ERANGE;
+  *out = p->res.unsched[i];
   return 0;
 }

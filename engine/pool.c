@@ -16,6 +16,7 @@
 #include "model.h"
 
 #include "hooks.h"
+#include "result.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -28,12 +29,6 @@ typedef struct pvm {
   int calm;     /* Random: 0 halted, 1 not ready, 2 running and ready */
   uint64_t rnd; /* Random: the seeded key */
 } pvm;
-
-struct dt_pools {
-  cJSON *root;
-  DT_VEC(dt_pool_create) creates; /* for dt_plan_run: VMs that will need capacity */
-  dt_pools_stats stats;
-};
 
 /* ------------------------------------------------------------ matching */
 
@@ -121,6 +116,7 @@ typedef struct ctx {
   const dt_pool_opts *o;
   dt_pools *r;
   dt_symtab volumes; /* "ns/name" of PVCs and DataVolumes */
+  dt_pool_act scratch; /* written instead of an action that found no memory (the run then fails) */
 } ctx;
 
 
@@ -129,31 +125,6 @@ static void put_time(cJSON *o, const char *k, int64_t t) {
   char tmp[40];
   dt__fmt_time(t, tmp, sizeof tmp);
   dt__json_put_str(o, k, tmp);
-}
-
-static cJSON *action(cJSON *list, const char *name, const char *reason) {
-  cJSON *a = dt__json_put(list, NULL, cJSON_CreateObject());
-  dt__json_put_str(a, "name", name);
-  dt__json_put_str(a, "reason", reason);
-  return a;
-}
-
-/* VMs held back without names: so many wait for the burst limit or a halt. */
-static void wait_count(cJSON *list, const char *what, int64_t count, const char *reason) {
-  cJSON *a = dt__json_put(list, NULL, cJSON_CreateObject());
-  dt__json_put_str(a, "for", what);
-  dt__json_put_num(a, "count", (double)count);
-  dt__json_put_str(a, "reason", reason);
-}
-
-static void note(cJSON *pool, const char *fmt, ...) DT_PRINTF(2, 3);
-static void note(cJSON *pool, const char *fmt, ...) {
-  char msg[600];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  dt__json_put(cJSON_GetObjectItemCaseSensitive(pool, "notes"), NULL, cJSON_CreateString(msg));
 }
 
 static void suffix_name(cJSON *o, const char *key, const dt_vmpool *p, int64_t idx, bool only_dv) {
@@ -298,7 +269,7 @@ typedef struct poolrun {
   size_t pi;
   const dt_vmpool *p;
   int64_t now;
-  cJSON *po, *figures, *jcreate, *jdelete, *jupdate, *jheal, *jdetached, *jwait;
+  dt_pool_rec *rec; /* the pool's record in the result (pools are added only before a pool's round) */
   pvm *act;      /* the pool's VMs (selector matched) */
   bool *healing; /* by VM index: re-created by autohealing this round */
   size_t nact, ndel, nready, nunavail;
@@ -306,33 +277,77 @@ typedef struct poolrun {
   char tmp[700];
 } poolrun;
 
-/* The pool's result object, its lists and the VMs it owns (those whose
+/* A string for the result, in its arena (NULL stays NULL). */
+static const char *rstr(ctx *x, const char *s) { return s ? dt__arena_strdup(&x->r->arena, s) : NULL; }
+
+/* A new action of the pool's round in list; vm NULL for a count of VMs. The
+** pointer is good until the next action. Out of memory, the scratch action
+** is returned and the run fails at its end. */
+static dt_pool_act *action(poolrun *r, dt_pool_list list, const char *vm, const char *reason) {
+  ctx *x = r->x;
+  dt_pool_act a = {.info = {.ns = r->rec->info.ns,
+                            .pool = r->rec->info.name,
+                            .list = list,
+                            .vm = rstr(x, vm),
+                            .reason = rstr(x, reason),
+                            .count = 1,
+                            .preserve_state = -1}};
+  if (dt__vec_push(&x->r->acts, a)) {
+    x->r->arena.oom = 1;
+    x->scratch = a;
+    return &x->scratch;
+  }
+  r->rec->info.nactions++;
+  return &x->r->acts.v[x->r->acts.n - 1];
+}
+
+/* The VM object of action a (owned by the result from here). */
+static void put_object(poolrun *r, dt_pool_act *a, cJSON *o) {
+  if (a == &r->x->scratch)
+    cJSON_Delete(o);
+  else
+    a->object = o;
+}
+
+/* VMs held back without names: so many wait for the burst limit or a halt. */
+static void wait_count(poolrun *r, const char *what, int64_t count, const char *reason) {
+  dt_pool_act *a = action(r, DT_POOL_WAITING, NULL, reason);
+  a->info.wait_for = what;
+  a->info.count = count;
+}
+
+static void note(poolrun *r, const char *fmt, ...) DT_PRINTF(2, 3);
+static void note(poolrun *r, const char *fmt, ...) {
+  char msg[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const char *s = rstr(r->x, msg);
+  if (!s || dt__vec_push(&r->rec->notes, s)) r->x->r->arena.oom = 1;
+}
+
+/* The pool's record in the result and the VMs it owns (those whose
 ** labels left the selector are released). */
-static int pool_open(poolrun *r, const size_t *vms, size_t nvms, cJSON *out) {
+static int pool_open(poolrun *r, const size_t *vms, size_t nvms) {
   const dt_vmpool *p = r->p;
   ctx *x = r->x;
-  cJSON *po = r->po = dt__json_put(out, NULL, cJSON_CreateObject());
-  dt__json_put_str(po, "name", p->name);
-  dt__json_put_str(po, "namespace", p->ns);
   char hex[17];
-  dt__json_put_str(po, "templateHash", hash_hex(p->hash, hex));
-  r->jcreate = cJSON_CreateArray(), r->jdelete = cJSON_CreateArray(), r->jupdate = cJSON_CreateArray();
-  r->jheal = cJSON_CreateArray(), r->jdetached = cJSON_CreateArray(), r->jwait = cJSON_CreateArray();
-  r->figures = dt__json_put(po, "status", cJSON_CreateObject());
-  dt__json_put(po, "create", r->jcreate);
-  dt__json_put(po, "delete", r->jdelete);
-  dt__json_put(po, "update", r->jupdate);
-  dt__json_put(po, "heal", r->jheal);
-  dt__json_put(po, "detached", r->jdetached);
-  dt__json_put(po, "waiting", r->jwait);
-  dt__json_put(po, "notes", cJSON_CreateArray());
+  dt_pool_rec rec = {.info = {.ns = rstr(x, p->ns),
+                              .name = rstr(x, p->name),
+                              .replicas = p->replicas,
+                              .outdated = -1,
+                              .template_hash = rstr(x, hash_hex(p->hash, hex)),
+                              .first_action = x->r->acts.n}};
+  if (x->r->arena.oom || dt__vec_push(&x->r->pools, rec)) return DT_ENOMEM;
+  r->rec = &x->r->pools.v[x->r->pools.n - 1];
   r->act = dt__calloc(nvms ? nvms : 1, sizeof *r->act);
   r->healing = dt__calloc(x->m->vms.n ? x->m->vms.n : 1, 1);
   if (!r->act || !r->healing) return DT_ENOMEM;
   for (size_t k = 0; k < nvms; k++) {
     const dt_vm *v = &x->m->vms.v[vms[k]];
     if (!dt__selector_match(&p->selector, v->labels.v, v->nmeta_labels)) {
-      action(r->jdetached, v->name,
+      action(r, DT_POOL_DETACHED, v->name,
              "labels no longer match spec.selector: released from the pool; its name stays taken until it is "
              "deleted or re-attached");
       x->r->stats.detached++;
@@ -344,10 +359,9 @@ static int pool_open(poolrun *r, const size_t *vms, size_t nvms, cJSON *out) {
     r->nunavail += unavailable(v);
   }
   r->count = (int64_t)r->nact, r->diff = p->replicas - r->count;
-  dt__json_put_num(r->figures, "replicas", (double)p->replicas);
-  dt__json_put_num(r->figures, "current", (double)r->count);
-  dt__json_put_num(r->figures, "ready", (double)r->nready);
-  dt__json_put_num(r->figures, "unavailable", (double)r->nunavail);
+  r->rec->info.current = r->count;
+  r->rec->info.ready = (int64_t)r->nready;
+  r->rec->info.unavailable = (int64_t)r->nunavail;
   r->creates_left = p->burst, r->deletes_left = p->burst;
   return 0;
 }
@@ -363,25 +377,25 @@ static void pool_heal(poolrun *r) {
     int64_t attempt = 1;
     if (v->healed_at && v->heal_attempt > 0 && now - v->healed_at <= 2 * p->heal_cap) attempt = v->heal_attempt + 1;
     int64_t next = attempt > 1 ? v->healed_at + heal_delay(p, attempt) : now;
-    cJSON *a;
+    dt_pool_act *a;
     if (next > now || r->deletes_left <= 0 || r->creates_left <= 0) {
       snprintf(r->tmp, sizeof r->tmp, "%s; attempt %lld waits %s", why, (long long)attempt,
                next > now ? "for its backoff" : "for the burst limit");
-      a = action(r->jheal, v->name, r->tmp);
-      dt__json_put_str(a, "action", "wait");
+      a = action(r, DT_POOL_HEAL, v->name, r->tmp);
+      a->info.action = "wait";
     } else {
       snprintf(r->tmp, sizeof r->tmp, "%s: delete and re-create (attempt %lld)", why, (long long)attempt);
-      a = action(r->jheal, v->name, r->tmp);
-      dt__json_put_str(a, "action", "recreate");
-      dt__json_put(a, "preserveState", cJSON_CreateBool(p->preserve != DT_PRESERVE_DISABLED));
-      dt__json_put(a, "object", vm_object(p, v->name, v->index, attempt, now));
+      a = action(r, DT_POOL_HEAL, v->name, r->tmp);
+      a->info.action = "recreate";
+      a->info.preserve_state = p->preserve != DT_PRESERVE_DISABLED;
+      put_object(r, a, vm_object(p, v->name, v->index, attempt, now));
       r->healing[v - r->x->m->vms.v] = true;
       r->deletes_left--;
       r->creates_left--;
     }
-    dt__json_put_num(a, "attempt", (double)attempt);
-    dt__json_put_num(a, "failures", (double)v->fail_count);
-    put_time(a, "nextAllowed", next > now ? next : now);
+    a->info.attempt = attempt;
+    a->info.failures = v->fail_count;
+    a->info.next_allowed = next > now ? next : now;
     r->x->r->stats.heal++;
   }
 }
@@ -400,16 +414,16 @@ static int pool_scale_out(poolrun *r, const int64_t *used, size_t nused) {
     snprintf(name, sizeof name, "%s-%lld", p->name, (long long)idx);
     snprintf(r->tmp, sizeof r->tmp, "scale out %lld → %lld: lowest free index", (long long)r->count,
              (long long)p->replicas);
-    cJSON *a = action(r->jcreate, name, r->tmp);
-    cJSON *reuse = NULL;
+    dt_pool_act *a = action(r, DT_POOL_CREATE, name, r->tmp);
     for (size_t d = 0; d < p->ndv; d++) {
       char key[1300];
       snprintf(key, sizeof key, "%s/%s-%lld", p->ns, p->dv[d], (long long)idx);
       if (!dt__sym_find(&r->x->volumes, key)) continue;
-      if (!reuse) reuse = dt__json_put(a, "reusesVolumes", cJSON_CreateArray());
-      dt__json_put(reuse, NULL, cJSON_CreateString(strchr(key, '/') + 1));
+      if (!a->reuses && !(a->reuses = dt__arena_alloc(&r->x->r->arena, p->ndv * sizeof *a->reuses))) break;
+      a->reuses[a->info.nreuses++] = rstr(r->x, strchr(key, '/') + 1);
+      a->info.reuses_volumes = a->reuses;
     }
-    dt__json_put(a, "object", vm_object(p, name, idx, 0, r->now));
+    put_object(r, a, vm_object(p, name, idx, 0, r->now));
     dt_pool_create pc = {r->pi, idx};
     if (dt__vec_push(&r->x->r->creates, pc)) rc = DT_ENOMEM;
     made++;
@@ -418,7 +432,7 @@ static int pool_scale_out(poolrun *r, const int64_t *used, size_t nused) {
   if (r->diff > want) {
     snprintf(r->tmp, sizeof r->tmp, "%lld more VMs wait for the next round (burst limit %lld per round)",
              (long long)(r->diff - want), (long long)p->burst);
-    wait_count(r->jwait, "burst", r->diff - want, r->tmp);
+    wait_count(r, "burst", r->diff - want, r->tmp);
     r->x->r->stats.waiting++;
   }
   return rc;
@@ -463,9 +477,9 @@ static int scale_in_order(poolrun *r, pvm *cand, size_t nc, int64_t remove, size
 static int pool_scale_in(poolrun *r, int64_t mu_scale) {
   const dt_vmpool *p = r->p;
   int64_t remove = -r->diff - (int64_t)r->ndel;
-  if (r->ndel) note(r->po, "%zu VMs are already being deleted and count toward the scale-in", r->ndel);
+  if (r->ndel) note(r, "%zu VMs are already being deleted and count toward the scale-in", r->ndel);
   if (remove > 0 && p->scale_in == DT_STRAT_UNMANAGED) {
-    note(r->po, "scaleInStrategy unmanaged: %lld VMs above replicas are left to the user", (long long)remove);
+    note(r, "scaleInStrategy unmanaged: %lld VMs above replicas are left to the user", (long long)remove);
     return 0;
   }
   if (remove <= 0) return 0;
@@ -495,8 +509,8 @@ static int pool_scale_in(poolrun *r, int64_t mu_scale) {
       snprintf(r->tmp, sizeof r->tmp, "scale in %lld → %lld (%s%s): waits for %s", (long long)r->count,
                (long long)p->replicas, sel, hooked ? ", order from the scale_in hook" : "",
                r->deletes_left <= 0 ? "the burst limit" : "maxUnavailable");
-      cJSON *a = action(r->jwait, c->v->name, r->tmp);
-      dt__json_put_str(a, "for", r->deletes_left <= 0 ? "burst" : "maxUnavailable");
+      action(r, DT_POOL_WAITING, c->v->name, r->tmp)->info.wait_for =
+          r->deletes_left <= 0 ? "burst" : "maxUnavailable";
       st->waiting++;
       continue;
     }
@@ -504,14 +518,13 @@ static int pool_scale_in(poolrun *r, int64_t mu_scale) {
     r->deletes_left--;
     snprintf(r->tmp, sizeof r->tmp, "scale in %lld → %lld: %s%s", (long long)r->count, (long long)p->replicas, sel,
              hooked ? ", order from the scale_in hook" : "");
-    cJSON *a = action(r->jdelete, c->v->name, r->tmp);
-    dt__json_put(a, "preserveState", cJSON_CreateBool(p->preserve != DT_PRESERVE_DISABLED));
+    action(r, DT_POOL_DELETE, c->v->name, r->tmp)->info.preserve_state = p->preserve != DT_PRESERVE_DISABLED;
     st->del++;
   }
   if (!rc && opp && (size_t)remove > nc) {
     snprintf(r->tmp, sizeof r->tmp, "scaleInStrategy opportunistic: %lld more VMs are deleted once they halt",
              (long long)((size_t)remove - nc));
-    wait_count(r->jwait, "halt", (int64_t)((size_t)remove - nc), r->tmp);
+    wait_count(r, "halt", (int64_t)((size_t)remove - nc), r->tmp);
     st->waiting++;
   }
   dt__free(ord);
@@ -548,8 +561,7 @@ static const char *update_one(poolrun *r, const pvm *o, int64_t mu_update, int64
     return dv_changed ? "recreate" : "restart";
   }
   snprintf(r->tmp, sizeof r->tmp, "template changed; waits for maxUnavailable (%lld)", (long long)mu_update);
-  cJSON *a = action(r->jwait, v->name, r->tmp);
-  dt__json_put_str(a, "for", "maxUnavailable");
+  action(r, DT_POOL_WAITING, v->name, r->tmp)->info.wait_for = "maxUnavailable";
   r->x->r->stats.waiting++;
   return NULL;
 }
@@ -565,12 +577,13 @@ static int pool_update(poolrun *r, int64_t mu_update) {
     if (v->deleting || r->healing[v - r->x->m->vms.v] || current(p, v)) continue;
     out_of[nout++].v = v;
   }
-  dt__json_put_num(r->figures, "outdated", (double)nout);
+  r->rec->has_outdated = true;
+  r->rec->info.outdated = (int64_t)nout;
   if (!nout) {
   } else if (r->diff != 0) {
-    note(r->po, "%zu outdated VMs wait until the pool is at its replica count", nout);
+    note(r, "%zu outdated VMs wait until the pool is at its replica count", nout);
   } else if (p->update == DT_STRAT_UNMANAGED) {
-    note(r->po, "updateStrategy unmanaged: %zu outdated VMs are left to the user", nout);
+    note(r, "updateStrategy unmanaged: %zu outdated VMs are left to the user", nout);
   } else {
     order_vms(out_of, nout, &p->update_sel, r->x->o->seed ^ dt__hash64(p->name, strlen(p->name)));
     int64_t left = mu_update - (int64_t)r->nunavail;
@@ -581,16 +594,16 @@ static int pool_update(poolrun *r, int64_t mu_update) {
         snprintf(r->tmp, sizeof r->tmp,
                  "template changed; %zu outdated VMs wait for the next round (burst limit %lld per round)", nout - k,
                  (long long)p->burst);
-        wait_count(r->jwait, "burst", (int64_t)(nout - k), r->tmp);
+        wait_count(r, "burst", (int64_t)(nout - k), r->tmp);
         r->x->r->stats.waiting++;
         break;
       }
       updates_left--;
       const char *what = update_one(r, &out_of[k], mu_update, &left);
       if (!what) continue;
-      cJSON *a = action(r->jupdate, v->name, r->tmp);
-      dt__json_put_str(a, "action", what);
-      dt__json_put(a, "object", vm_object(p, v->name, v->index, 0, r->now)); /* the VM as it is to be */
+      dt_pool_act *a = action(r, DT_POOL_UPDATE, v->name, r->tmp);
+      a->info.action = what;
+      put_object(r, a, vm_object(p, v->name, v->index, 0, r->now)); /* the VM as it is to be */
       r->x->r->stats.update++;
     }
   }
@@ -600,17 +613,19 @@ static int pool_update(poolrun *r, int64_t mu_update) {
 
 /* One pool's round, in KubeVirt's order: heal, then (unless paused) scale
 ** out or in, then update. */
-static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int64_t *used, size_t nused,
-                    cJSON *out) {
+static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int64_t *used, size_t nused) {
   poolrun r = {.x = x, .pi = pi, .p = &x->m->vmpools.v[pi], .now = x->o->now};
-  int rc = pool_open(&r, vms, nvms, out);
+  int rc = pool_open(&r, vms, nvms);
   if (!rc) pool_heal(&r);
   const dt_vmpool *p = r.p;
   int64_t mu_scale = max_unavailable(p, p->replicas > r.count ? p->replicas : r.count);
   int64_t mu_update = max_unavailable(p, p->replicas);
-  if (!rc) dt__json_put_num(r.figures, "maxUnavailable", (double)mu_update);
+  if (!rc) {
+    r.rec->has_max_unavailable = true;
+    r.rec->info.max_unavailable = mu_update;
+  }
   if (!rc && p->paused) {
-    note(r.po, "paused: no scaling or updates (autohealing still runs)");
+    note(&r, "paused: no scaling or updates (autohealing still runs)");
   } else if (!rc) {
     if (r.diff > 0) rc = pool_scale_out(&r, used, nused);
     if (!rc && r.diff < 0) rc = pool_scale_in(&r, mu_scale);
@@ -678,40 +693,29 @@ static int group_vms(const dt_manifests *m, dt_symtab *pools, size_t *start, siz
   return rc;
 }
 
-/* After the pools: notes on VMs owned by pools not in the input, the
-** policy's errors and the summary. */
-static void pools_tail(cJSON *root, const dt_manifests *m, const size_t *owner, const dt_pool_opts *o,
-                       const dt_pools_stats *st) {
+/* After the pools: notes on VMs owned by pools not in the input, and the
+** policy's errors. */
+static void pools_tail(ctx *x, const size_t *owner) {
+  const dt_manifests *m = x->m;
+  dt_pools *r = x->r;
   char key[1200];
   for (size_t i = 0; i < m->vms.n; i++)
     if (m->vms.v[i].owner && owner[i] == SIZE_MAX) {
-      cJSON *notes = cJSON_GetObjectItemCaseSensitive(root, "notes");
-      if (!notes) notes = dt__json_put(root, "notes", cJSON_CreateArray());
       snprintf(key, sizeof key, "%s: VirtualMachine %s/%s is owned by VirtualMachinePool %s, which is not in the input",
                m->vms.v[i].file, m->vms.v[i].ns, m->vms.v[i].name, m->vms.v[i].owner);
-      dt__json_put(notes, NULL, cJSON_CreateString(key));
+      const char *s = rstr(x, key);
+      if (!s || dt__vec_push(&r->notes, s)) r->arena.oom = 1;
     }
-  if (o->policy) {
+  if (x->o->policy) {
     const dt_policy_err *pe;
-    size_t ne = dt__policy_errors(o->policy, &pe);
-    cJSON *je = dt__json_put(root, "policyErrors", cJSON_CreateArray());
+    size_t ne = dt__policy_errors(x->o->policy, &pe);
+    r->has_policy_errors = true;
     for (size_t i = 0; i < ne; i++) {
-      cJSON *e = dt__json_put(je, NULL, cJSON_CreateObject());
-      dt__json_put_str(e, "policy", dt__policy_name(o->policy));
-      dt__json_put_str(e, "hook", pe[i].hook);
-      dt__json_put_str(e, "message", pe[i].message);
-      dt__json_put_num(e, "count", (double)pe[i].count);
-      dt__json_put(e, "disabled", cJSON_CreateBool(pe[i].disabled));
+      dt_pool_error_rec e = {rstr(x, dt__policy_name(x->o->policy)), rstr(x, pe[i].hook), rstr(x, pe[i].message),
+                             (int64_t)pe[i].count, pe[i].disabled};
+      if (dt__vec_push(&r->policy_errors, e)) r->arena.oom = 1;
     }
   }
-  cJSON *sum = dt__json_put(root, "summary", cJSON_CreateObject());
-  dt__json_put_num(sum, "pools", (double)st->pools);
-  dt__json_put_num(sum, "create", (double)st->create);
-  dt__json_put_num(sum, "delete", (double)st->del);
-  dt__json_put_num(sum, "update", (double)st->update);
-  dt__json_put_num(sum, "heal", (double)st->heal);
-  dt__json_put_num(sum, "detached", (double)st->detached);
-  dt__json_put_num(sum, "waiting", (double)st->waiting);
 }
 
 int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out, dt_error *err) {
@@ -722,7 +726,7 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
   *out = NULL;
   dt_pools *r = dt__calloc(1, sizeof *r);
   if (!r) return dt__err(err, DT_ENOMEM, "out of memory");
-  ctx x = {m, &o, r, {0}};
+  ctx x = {.m = m, .o = &o, .r = r};
   size_t np = m->vmpools.n, nv = m->vms.n;
   size_t *order = dt__malloc((np ? np : 1) * sizeof *order);
   size_t *start = dt__calloc(np + 1, sizeof *start), *members = dt__malloc((nv ? nv : 1) * sizeof *members);
@@ -746,19 +750,14 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
   g_sort_m = m;
   if (!rc) qsort(order, np, sizeof *order, pool_cmp_q);
 
-  cJSON *root = r->root = cJSON_CreateObject();
-  dt__json_put_str(root, "apiVersion", "dovetail.dev/v1alpha1");
-  dt__json_put_str(root, "kind", "PoolActions");
-  put_time(root, "now", o.now);
-  cJSON *jp = dt__json_put(root, "pools", cJSON_CreateArray());
-  if (!jp) rc = DT_ENOMEM;
   for (size_t k = 0; k < np && !rc; k++) {
     size_t i = order[k];
-    rc = run_pool(&x, i, members + start[i], start[i + 1] - start[i], used + ustart[i], ustart[i + 1] - ustart[i], jp);
+    rc = run_pool(&x, i, members + start[i], start[i + 1] - start[i], used + ustart[i], ustart[i + 1] - ustart[i]);
     r->stats.pools++;
   }
-  if (!rc) pools_tail(root, m, owner, &o, &r->stats);
-  if (!rc && (dt__alloc_failed(1) || pools.oom || x.volumes.oom)) rc = DT_ENOMEM;
+  if (!rc) pools_tail(&x, owner);
+  if (!rc && (dt__alloc_failed(1) || pools.oom || x.volumes.oom || r->arena.oom)) rc = DT_ENOMEM;
+  if (!rc) rc = dt__pools_doc_build(r, o.now);
   dt__symtab_free(&pools);
   dt__symtab_free(&x.volumes);
   dt__free(order);
@@ -777,107 +776,3 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
   return 0;
 }
 
-/* ------------------------------------------------------------ render */
-
-static void table_list(dt_buf *b, const cJSON *pool, const char *list, const char *verb) {
-  const cJSON *l = cJSON_GetObjectItemCaseSensitive(pool, list);
-  for (const cJSON *a = l ? l->child : NULL; a; a = a->next) {
-    const char *name = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "name"));
-    const char *act = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "action"));
-    const char *why = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(a, "reason"));
-    dt__buf_printf(b, "  %-13s %-28s %s\n", act ? act : verb, name ? name : "-", why ? why : "");
-  }
-}
-
-char *dt_pools_render(const dt_pools *r, dt_format format, size_t *len) {
-  dt_buf b = {0};
-  dt__init();
-  if (format == DT_FORMAT_TABLE) {
-    for (const cJSON *p = cJSON_GetObjectItemCaseSensitive(r->root, "pools")->child; p; p = p->next) {
-      const cJSON *s = cJSON_GetObjectItemCaseSensitive(p, "status");
-      dt__buf_printf(&b, "pool %s/%s: %d of %d replicas, %d ready, maxUnavailable %d\n",
-                     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "namespace")),
-                     cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "name")),
-                     (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(s, "current")),
-                     (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(s, "replicas")),
-                     (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(s, "ready")),
-                     (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(s, "maxUnavailable")));
-      table_list(&b, p, "heal", "heal");
-      table_list(&b, p, "detached", "detach");
-      table_list(&b, p, "create", "create");
-      table_list(&b, p, "delete", "delete");
-      table_list(&b, p, "update", "update");
-      table_list(&b, p, "waiting", "wait");
-      const cJSON *n = cJSON_GetObjectItemCaseSensitive(p, "notes");
-      for (const cJSON *c = n ? n->child : NULL; c; c = c->next) dt__buf_printf(&b, "  note: %s\n", c->valuestring);
-    }
-    const dt_pools_stats *s = &r->stats;
-    dt__buf_printf(&b, "%zu pools: %zu create, %zu delete, %zu update, %zu heal, %zu detached, %zu waiting\n",
-                   s->pools, s->create, s->del, s->update, s->heal, s->detached, s->waiting);
-  } else if (format == DT_FORMAT_YAML) {
-    /* the VirtualMachines to apply, as plan -o yaml prints NodeClaims: each
-    ** creation, update and re-creating heal's object (the actions and their
-    ** reasons stay in -o json and the table) */
-    cJSON *docs = cJSON_CreateArray();
-    dt_buf unowned = {0};
-    static const char *const kinds[] = {"create", "update", "heal"};
-    for (const cJSON *pl = cJSON_GetObjectItemCaseSensitive(r->root, "pools")->child; pl && docs; pl = pl->next) {
-      bool told = false;
-      for (size_t k = 0; k < 3; k++) {
-        const cJSON *a;
-        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(pl, kinds[k])) {
-          const cJSON *obj = cJSON_GetObjectItemCaseSensitive(a, "object");
-          if (!obj) continue;
-          const cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-          const cJSON *own = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(md, "ownerReferences"), 0);
-          if (!own || cJSON_GetObjectItemCaseSensitive(own, "uid")) {
-            if (!cJSON_AddItemReferenceToArray(docs, (cJSON *)obj)) b.oom = 1;
-            continue;
-          }
-          /* The API server refuses an ownerReference without the owner's
-          ** uid: a pool that has none (not read from a cluster) owns
-          ** nothing it can apply, and a comment says so. */
-          cJSON *copy = cJSON_Duplicate(obj, 1);
-          if (!copy || !cJSON_AddItemToArray(docs, copy)) {
-            cJSON_Delete(copy);
-            b.oom = 1;
-            continue;
-          }
-          cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(copy, "metadata"), "ownerReferences");
-          if (!told)
-            dt__buf_printf(&unowned,
-                           "# VirtualMachinePool %s/%s has no metadata.uid, so its VMs above carry no ownerReferences "
-                           "(the API server takes an owner only with its uid); read the pool from the cluster "
-                           "(kubectl get -o yaml) to have them owned\n",
-                           cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pl, "namespace")),
-                           cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pl, "name")));
-          told = true;
-        }
-      }
-    }
-    if (!docs || (docs->child && dt__yaml_emit(docs, &b))) b.oom = 1;
-    if (unowned.oom) b.oom = 1;
-    if (unowned.p) dt__buf_puts(&b, unowned.p);
-    dt__free(unowned.p);
-    cJSON_Delete(docs);
-  } else {
-    dt__doc_write(r->root, format, &b);
-  }
-  return dt__buf_take(&b, len);
-}
-
-const dt_pool_create *dt__pools_creates(const dt_pools *r, size_t *n) {
-  *n = r->creates.n;
-  return r->creates.v;
-}
-
-void dt_pools_stats_get(const dt_pools *r, dt_pools_stats *out) { *out = r->stats; }
-
-const cJSON *dt__pools_doc(const dt_pools *r) { return r->root; }
-
-void dt_pools_free(dt_pools *r) {
-  if (!r) return;
-  cJSON_Delete(r->root);
-  dt__free(r->creates.v);
-  dt__free(r);
-}

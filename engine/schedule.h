@@ -1,5 +1,5 @@
 /*
-** schedule.h: the compiled run model shared by the scheduler (sched.c) and the
+** schedule.h: the compiled run model shared by the scheduler (sched*.c) and the
 ** renderer (plan.c). Everything here lives in the plan's arena and symbol
 ** table; nothing is freed individually.
 */
@@ -235,7 +235,23 @@ typedef struct rt_unsched {
   const char *reason; /* arena */
 } rt_unsched;
 
+/* A plan's decisions as the public accessors give them (plan.c builds them
+** once the run is done; the renderings read them). Everything lives in
+** arena, apart from the solver's working state. */
+typedef struct dt_binding_info {
+  const char *pod, *node;
+} dt_binding_info;
+
+typedef struct dt_plan_result {
+  dt_arena arena;
+  size_t nclaims, nbindings, nunsched;
+  dt_claim_info *claims;
+  dt_binding_info *bindings;
+  dt_unschedulable_info *unsched;
+} dt_plan_result;
+
 struct dt_plan {
+  dt_plan_result res; /* built by dt_plan_run, not by the overlay and compiled runs of a disruption pass */
   dt_arena arena;
   dt_symtab syms;
   int32_t *node_at; /* node by name symbol (node_by_name) */
@@ -297,6 +313,9 @@ struct dt_plan {
   const struct dt_overlay *ov;
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
 };
+
+/* Build p->res from the solved plan (plan.c); 0 or DT_ENOMEM. */
+int dt__plan_result_build(dt_plan *p);
 
 /* Pod display name "ns/name" into buf. */
 void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
@@ -372,7 +391,7 @@ int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, co
 /* Whether the caller asked the run to stop (dt_plan_opts.cancel). */
 static inline bool dt__cancelled(const dt_plan *p) { return p->opts.cancel && *p->opts.cancel; }
 
-/* sched.c, for explain.c: the scheduler's own tests, each read-only. */
+/* sched_solve.c, for explain.c: the scheduler's own tests, each read-only. */
 bool dt__x_tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, uint32_t n, bool prefer_ok,
                      const rt_taint **which);
 bool dt__x_compatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod, const dt_req **bad);

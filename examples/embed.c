@@ -1,6 +1,7 @@
 /*
 ** embed.c: libdovetail from C. Plans examples/quickstart.yaml on the bundled
-** catalog and prints the figures.
+** catalog and prints the figures, each new claim and unschedulable pod as
+** the plan's accessors give them, and the NodeClaims to apply.
 **
 **   cc examples/embed.c $(pkg-config --cflags --libs dovetail) -o embed   (installed)
 **   make examples/embed && ./examples/embed                                 (in the tree)
@@ -24,6 +25,14 @@ int main(int argc, char **argv) {
   dt_plan_stats_get(plan, &st);
   printf("%zu pods: %zu scheduled on %zu new nodes for $%.4f/hour, %zu unschedulable\n", st.pods,
          st.scheduled, st.nodes, st.hourly_cost, st.unschedulable);
+  /* The decisions, read as sqlite3_column_* reads a row: the strings belong
+  ** to the plan and live until dt_plan_free. */
+  dt_claim_info c;
+  for (size_t i = 0; dt_plan_claim(plan, i, &c) == 0; i++)
+    printf("claim %s: %s in %s (%s, $%g/hour) for %zu pods of NodePool %s\n", c.name, c.instance_type, c.zone,
+           c.capacity_type, c.price, c.npods, c.nodepool);
+  dt_unschedulable_info u;
+  for (size_t i = 0; dt_plan_unschedulable(plan, i, &u) == 0; i++) printf("unschedulable %s: %s\n", u.pod, u.reason);
   char *yaml = dt_plan_render(plan, DT_FORMAT_YAML, NULL);
   if (yaml) fputs(yaml, stdout);
   dt_free(yaml);

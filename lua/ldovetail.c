@@ -21,7 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/internal.h"
+#include "../engine/result.h"
+
+static void push_number(lua_State *L, double d) {
+  if (d == floor(d) && fabs(d) < 9e15)
+    lua_pushinteger(L, (lua_Integer)d);
+  else
+    lua_pushnumber(L, d);
+}
 
 static int push_fail(lua_State *L, const char *msg) {
   luaL_pushfail(L);
@@ -29,11 +36,24 @@ static int push_fail(lua_State *L, const char *msg) {
   return 2;
 }
 
-static void push_json(lua_State *L, const cJSON *j) {
+/* Push document j as a table, leaving out the members named in skip (a
+** NULL-terminated list, or NULL). */
+static void push_json_except(lua_State *L, const cJSON *j, const char *const *skip);
+
+static void push_json(lua_State *L, const cJSON *j) { push_json_except(L, j, NULL); }
+
+static bool skipped(const char *key, const char *const *skip) {
+  for (; skip && *skip; skip++)
+    if (!strcmp(key, *skip)) return true;
+  return false;
+}
+
+static void push_json_except(lua_State *L, const cJSON *j, const char *const *skip) {
   luaL_checkstack(L, 4, "plan too deeply nested");
   if (cJSON_IsObject(j)) {
     lua_createtable(L, 0, cJSON_GetArraySize(j));
     for (const cJSON *c = j->child; c; c = c->next) {
+      if (skipped(c->string, skip)) continue;
       push_json(L, c);
       lua_setfield(L, -2, c->string);
     }
@@ -47,11 +67,7 @@ static void push_json(lua_State *L, const cJSON *j) {
   } else if (cJSON_IsString(j)) {
     lua_pushstring(L, j->valuestring);
   } else if (cJSON_IsNumber(j) || cJSON_IsRaw(j)) { /* raw: a number written as the JSON shows it (prices) */
-    double d = cJSON_IsRaw(j) ? strtod(j->valuestring, NULL) : j->valuedouble;
-    if (d == floor(d) && fabs(d) < 9e15)
-      lua_pushinteger(L, (lua_Integer)d);
-    else
-      lua_pushnumber(L, d);
+    push_number(L, cJSON_IsRaw(j) ? strtod(j->valuestring, NULL) : j->valuedouble);
   } else if (cJSON_IsBool(j)) {
     lua_pushboolean(L, cJSON_IsTrue(j));
   } else {
@@ -270,6 +286,141 @@ static void push_result(lua_State *L, const char *text, size_t len, const cJSON 
     push_json(L, doc);
 }
 
+/* ------------------------------------------------------------ decisions */
+
+/*
+** The decisions of a result (a plan's claims, bindings and unschedulable
+** pods; a pass's commands and blocked nodes) come from the public
+** accessors, not from the document: the tables they make are the ones
+** docs/lua.md shows, field for field, numbers as the JSON writes them.
+*/
+static void set_str(lua_State *L, const char *k, const char *v) {
+  lua_pushstring(L, v);
+  lua_setfield(L, -2, k);
+}
+
+/* A price as the JSON prints it (six significant digits), read back. */
+static void set_price(lua_State *L, const char *k, double v) {
+  char tmp[64];
+  dt__fmt_price(tmp, sizeof tmp, v);
+  push_number(L, strtod(tmp, NULL));
+  lua_setfield(L, -2, k);
+}
+
+static void set_strs(lua_State *L, const char *k, const char *const *v, size_t n) {
+  lua_createtable(L, (int)n, 0);
+  for (size_t i = 0; i < n; i++) {
+    lua_pushstring(L, v[i]);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, k);
+}
+
+/* A new claim of a plan, or (replacement) a command's replacement. */
+static void push_claim(lua_State *L, const dt_claim_info *c, bool replacement) {
+  luaL_checkstack(L, 4, "out of stack");
+  lua_createtable(L, 0, 10);
+  if (replacement) {
+    set_str(L, "apiVersion", "karpenter.sh/v1");
+    set_str(L, "kind", "NodeClaim");
+  }
+  set_str(L, "name", c->name);
+  set_str(L, "nodePool", c->nodepool);
+  set_str(L, "instanceType", c->instance_type);
+  set_str(L, "zone", c->zone);
+  set_str(L, "capacityType", c->capacity_type);
+  set_price(L, "price", c->price);
+  if (!replacement) {
+    if (c->reservation_id) set_str(L, "reservationID", c->reservation_id);
+    lua_createtable(L, 0, (int)c->nrequests);
+    for (size_t r = 0; r < c->nrequests; r++) set_str(L, c->requests[r].name, c->requests[r].quantity);
+    lua_setfield(L, -2, "requests");
+  }
+  set_strs(L, "pods", c->pods, c->npods);
+  set_strs(L, "instanceTypeOptions", c->instance_type_options, c->noptions);
+}
+
+/* A table of {a = .., b = ..} pairs, one per entry: the plan's bindings and
+** unschedulable pods, the pass's blocked nodes. */
+static void push_pair(lua_State *L, const char *ka, const char *a, const char *kb, const char *b) {
+  lua_createtable(L, 0, 2);
+  set_str(L, ka, a);
+  set_str(L, kb, b);
+}
+
+static void set_plan_decisions(lua_State *L, const dt_plan *p) {
+  size_t n = dt_plan_claim_count(p);
+  lua_createtable(L, (int)n, 0);
+  dt_claim_info c;
+  for (size_t i = 0; !dt_plan_claim(p, i, &c); i++) {
+    push_claim(L, &c, false);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "nodeClaims");
+  lua_createtable(L, (int)dt_plan_binding_count(p), 0);
+  char pod[1024];
+  const char *node;
+  for (size_t i = 0; !dt_plan_binding(p, i, pod, sizeof pod, &node); i++) {
+    push_pair(L, "pod", pod, "node", node);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "bindings");
+  lua_createtable(L, (int)dt_plan_unschedulable_count(p), 0);
+  dt_unschedulable_info u;
+  for (size_t i = 0; !dt_plan_unschedulable(p, i, &u); i++) {
+    push_pair(L, "pod", u.pod, "reason", u.reason);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "unschedulable");
+}
+
+static void push_command(lua_State *L, const dt_command_info *c) {
+  luaL_checkstack(L, 4, "out of stack");
+  lua_createtable(L, 0, 6);
+  set_str(L, "reason", c->reason);
+  set_str(L, "action", c->action);
+  if (c->detail) set_str(L, "detail", c->detail);
+  lua_createtable(L, (int)c->nnodes, 0);
+  for (size_t k = 0; k < c->nnodes; k++) {
+    const dt_disrupt_node_info *d = &c->nodes[k];
+    lua_createtable(L, 0, 7);
+    set_str(L, "name", d->name);
+    set_str(L, "nodePool", d->nodepool);
+    if (d->instance_type) set_str(L, "instanceType", d->instance_type);
+    if (d->zone) set_str(L, "zone", d->zone);
+    if (d->capacity_type) set_str(L, "capacityType", d->capacity_type);
+    set_price(L, "price", d->price);
+    push_number(L, (double)d->pods);
+    lua_setfield(L, -2, "pods");
+    lua_rawseti(L, -2, (lua_Integer)k + 1);
+  }
+  lua_setfield(L, -2, "nodes");
+  lua_createtable(L, (int)c->nreplacements, 0);
+  for (size_t k = 0; k < c->nreplacements; k++) {
+    push_claim(L, &c->replacements[k], true);
+    lua_rawseti(L, -2, (lua_Integer)k + 1);
+  }
+  lua_setfield(L, -2, "replacements");
+  set_price(L, "savings", c->savings);
+}
+
+static void set_disrupt_decisions(lua_State *L, const dt_disruption *d) {
+  lua_createtable(L, (int)dt_disrupt_command_count(d), 0);
+  dt_command_info c;
+  for (size_t i = 0; !dt_disrupt_command(d, i, &c); i++) {
+    push_command(L, &c);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "commands");
+  lua_createtable(L, (int)dt_disrupt_blocked_count(d), 0);
+  dt_blocked_info b;
+  for (size_t i = 0; !dt_disrupt_blocked(d, i, &b); i++) {
+    push_pair(L, "node", b.node, "reason", b.reason);
+    lua_rawseti(L, -2, (lua_Integer)i + 1);
+  }
+  lua_setfield(L, -2, "blocked");
+}
+
 /* One call of plan, disrupt or pool: its options, inputs and results. */
 typedef struct job {
   int mode;
@@ -412,6 +563,90 @@ static int job_run(lua_State *L, job *j, int *nret) {
   return !j->text && !j->doc ? job_fail(j, "out of memory") : 0;
 }
 
+static const char *const k_pool_lists[] = {"create", "delete", "update", "heal", "detached", "waiting", NULL};
+
+static void push_pool_action(lua_State *L, const dt_pools *r, size_t i, const dt_pool_action_info *a) {
+  luaL_checkstack(L, 4, "out of stack");
+  lua_createtable(L, 0, 6);
+  if (!a->vm) { /* a count of VMs waiting */
+    set_str(L, "for", a->wait_for);
+    push_number(L, (double)a->count);
+    lua_setfield(L, -2, "count");
+    set_str(L, "reason", a->reason);
+    return;
+  }
+  set_str(L, "name", a->vm);
+  set_str(L, "reason", a->reason);
+  if (a->action) set_str(L, "action", a->action);
+  if (a->reuses_volumes) set_strs(L, "reusesVolumes", a->reuses_volumes, a->nreuses);
+  if (a->preserve_state >= 0) {
+    lua_pushboolean(L, a->preserve_state);
+    lua_setfield(L, -2, "preserveState");
+  }
+  const cJSON *obj = dt__pools_action_object(r, i);
+  if (obj) {
+    push_json(L, obj);
+    lua_setfield(L, -2, "object");
+  }
+  if (a->wait_for) set_str(L, "for", a->wait_for);
+  if (a->attempt > 0) {
+    char ts[40];
+    push_number(L, (double)a->attempt);
+    lua_setfield(L, -2, "attempt");
+    push_number(L, (double)a->failures);
+    lua_setfield(L, -2, "failures");
+    dt__fmt_time(a->next_allowed, ts, sizeof ts);
+    set_str(L, "nextAllowed", ts);
+  }
+}
+
+/* The pools: each pool's figures and notes from the document, its lists of
+** actions from the accessors. */
+static void set_pool_decisions(lua_State *L, const dt_pools *r, const cJSON *doc) {
+  const cJSON *pj = cJSON_GetObjectItemCaseSensitive(doc, "pools");
+  lua_createtable(L, (int)dt_pools_pool_count(r), 0);
+  pj = pj ? pj->child : NULL;
+  dt_pool_info pi;
+  for (size_t k = 0; pj && !dt_pools_pool(r, k, &pi); k++, pj = pj->next) {
+    push_json_except(L, pj, k_pool_lists);
+    for (int l = DT_POOL_CREATE; l <= DT_POOL_WAITING; l++) {
+      lua_newtable(L);
+      lua_Integer n = 0;
+      dt_pool_action_info a;
+      for (size_t i = pi.first_action; i < pi.first_action + pi.nactions; i++)
+        if (!dt_pools_action(r, i, &a) && (int)a.list == l) {
+          push_pool_action(L, r, i, &a);
+          lua_rawseti(L, -2, ++n);
+        }
+      lua_setfield(L, -2, k_pool_lists[l]);
+    }
+    lua_rawseti(L, -2, (lua_Integer)k + 1);
+  }
+  lua_setfield(L, -2, "pools");
+}
+
+/* The job's result: text, or the document's table with the decisions from
+** the accessors. */
+static void push_job_result(lua_State *L, const job *j) {
+  static const char *const plan_decisions[] = {"nodeClaims", "bindings", "unschedulable", NULL};
+  static const char *const disrupt_decisions[] = {"commands", "blocked", NULL};
+  if (j->text) {
+    lua_pushlstring(L, j->text, j->len);
+  } else if (j->plan) {
+    push_json_except(L, j->doc, plan_decisions);
+    set_plan_decisions(L, j->plan);
+  } else if (j->dis) {
+    push_json_except(L, j->doc, disrupt_decisions);
+    set_disrupt_decisions(L, j->dis);
+  } else if (j->pools) {
+    static const char *const pools[] = {"pools", NULL};
+    push_json_except(L, j->doc, pools);
+    set_pool_decisions(L, j->pools, j->doc);
+  } else {
+    push_json(L, j->doc);
+  }
+}
+
 /* What the CLI prints on standard error (skipped objects, policy_dir's
 ** load errors) as the result table's inputNotes. */
 static void push_notes(lua_State *L, const job *j) {
@@ -453,7 +688,7 @@ static int run(lua_State *L, int mode) {
   if (job_options(L, &j) || job_inputs(L, &j)) goto fail;
   j.opts.parse_ms = dt__now_ms() - t0; /* catalog, manifests and policies, as the CLI counts it */
   if (job_run(L, &j, &nret)) goto fail;
-  push_result(L, j.text, j.len, j.doc);
+  push_job_result(L, &j);
   if (!j.fmt) push_notes(L, &j);
   job_free(&j);
   return nret + 1;

@@ -21,6 +21,11 @@ describe("examples", function()
     local out, ok = run(build .. "/embed examples/quickstart.yaml")
     assert.is_true(ok, out)
     assert.matches("16 pods: 16 scheduled on 1 new nodes", out, 1, true)
+    -- the claim as dt_plan_claim gives it, the same as the plan's JSON says
+    local plan = assert(require("dovetail").plan { files = { "examples/quickstart.yaml" } })
+    local c = plan.nodeClaims[1]
+    assert.matches(("claim %s: %s in %s (%s, $%s/hour) for 16 pods of NodePool %s\n"):format(c.name, c.instanceType,
+      c.zone, c.capacityType, c.price, c.nodePool), out, 1, true)
     assert.matches("kind: NodeClaim", out, 1, true)
   end)
 

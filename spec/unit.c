@@ -10,6 +10,10 @@
 **         infeasible, unbounded, warm-started).
 **   overlay: a disruption pass on a cluster compiled once decides as one
 **         compiling every simulation, byte for byte.
+**   results: the typed results' accessors (plan claims and unschedulable
+**         pods, disruption commands and blocked nodes, pool actions) give
+**         what the JSON renderings print, in their order, and outlive the
+**         inputs they were computed from.
 */
 #include "dovetail.h"
 #include "schedule.h"
@@ -623,8 +627,227 @@ static void test_overlay(void) {
   dt_catalog_free(c);
 }
 
+/* ------------------------------------------------------------ results */
+
+static const char *jstr(const cJSON *o, const char *k) {
+  return cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(o, k));
+}
+
+static bool same_str(const char *a, const char *b) { return a && b && !strcmp(a, b); }
+
+/* v[0..n) are the strings of JSON array arr, in order. */
+static bool same_strs(const cJSON *arr, const char *const *v, size_t n) {
+  if (!cJSON_IsArray(arr) || (size_t)cJSON_GetArraySize(arr) != n) return false;
+  size_t i = 0;
+  for (const cJSON *c = arr->child; c; c = c->next, i++)
+    if (!same_str(c->valuestring, v[i])) return false;
+  return true;
+}
+
+/* A price as the JSON writes it. */
+static bool same_price(const cJSON *j, double v) {
+  char tmp[64];
+  snprintf(tmp, sizeof tmp, "%.6g", v);
+  double w = strtod(tmp, NULL);
+  return cJSON_IsNumber(j) && fabs(j->valuedouble - w) < 1e-12;
+}
+
+static void test_plan_results(const dt_catalog *c, dt_manifests *m) {
+  dt_error err = {0};
+  dt_plan_opts o = {0};
+  o.now = 1795341600;
+  dt_plan *p = NULL;
+  CHECK(dt_plan_run(c, m, &o, &p, &err) == 0, "plan: %s", err.msg);
+  if (!p) return;
+  char *text = dt_plan_render(p, DT_FORMAT_JSON, NULL);
+  cJSON *doc = cJSON_Parse(text);
+  dt_free(text);
+  dt_plan_stats st;
+  dt_plan_stats_get(p, &st);
+  const cJSON *jc = cJSON_GetObjectItemCaseSensitive(doc, "nodeClaims");
+  size_t n = dt_plan_claim_count(p);
+  CHECK(n > 0 && n == st.nodes && n == (size_t)cJSON_GetArraySize(jc), "one claim per new node (%zu, %zu)", n,
+        st.nodes);
+  size_t pods = 0;
+  dt_claim_info k;
+  for (size_t i = 0; !dt_plan_claim(p, i, &k); i++) {
+    const cJSON *j = cJSON_GetArrayItem(jc, (int)i);
+    CHECK(same_str(k.name, jstr(j, "name")) && same_str(k.nodepool, jstr(j, "nodePool")) &&
+              same_str(k.instance_type, jstr(j, "instanceType")) && same_str(k.zone, jstr(j, "zone")) &&
+              same_str(k.capacity_type, jstr(j, "capacityType")),
+          "claim %zu is the JSON's nodeClaims[%zu] (%s)", i, i, k.name ? k.name : "NULL");
+    CHECK(same_price(cJSON_GetObjectItemCaseSensitive(j, "price"), k.price) && k.price > 0, "claim %zu's price", i);
+    CHECK(same_strs(cJSON_GetObjectItemCaseSensitive(j, "pods"), k.pods, k.npods) && k.npods > 0,
+          "claim %zu's pods", i);
+    CHECK(same_strs(cJSON_GetObjectItemCaseSensitive(j, "instanceTypeOptions"), k.instance_type_options, k.noptions) &&
+              k.noptions > 0,
+          "claim %zu's options", i);
+    const cJSON *req = cJSON_GetObjectItemCaseSensitive(j, "requests");
+    bool reqs = k.nrequests == (size_t)cJSON_GetArraySize(req);
+    for (size_t r = 0; r < k.nrequests; r++) {
+      int64_t milli = 0;
+      reqs &= same_str(k.requests[r].quantity, jstr(req, k.requests[r].name)) &&
+              dt_quantity_parse(k.requests[r].quantity, &milli, NULL) == 0 &&
+              (milli == k.requests[r].milli || !strcmp(k.requests[r].name, "memory"));
+    }
+    CHECK(reqs, "claim %zu's requests", i);
+    CHECK((k.reservation_id != NULL) == !strcmp(k.capacity_type, "reserved"), "claim %zu's reservation", i);
+    pods += k.npods;
+  }
+  dt_claim_info untouched = {.name = "kept"};
+  CHECK(dt_plan_claim(p, n, &untouched) == DT_ERANGE && !strcmp(untouched.name, "kept"),
+        "a claim past the count is DT_ERANGE and leaves out alone");
+  const cJSON *ju = cJSON_GetObjectItemCaseSensitive(doc, "unschedulable");
+  size_t nu = dt_plan_unschedulable_count(p);
+  CHECK(nu == st.unschedulable && nu == (size_t)cJSON_GetArraySize(ju) && nu > 0, "unschedulable pods (%zu)", nu);
+  dt_unschedulable_info u;
+  bool huge = false;
+  for (size_t i = 0; !dt_plan_unschedulable(p, i, &u); i++) {
+    const cJSON *j = cJSON_GetArrayItem(ju, (int)i);
+    CHECK(same_str(u.pod, jstr(j, "pod")) && same_str(u.reason, jstr(j, "reason")) && *u.reason,
+          "unschedulable %zu is the JSON's", i);
+    huge |= !strcmp(u.pod, "default/huge");
+  }
+  CHECK(huge, "the pod asking for 64 cpu is unschedulable");
+  CHECK(dt_plan_unschedulable(p, nu, &u) == DT_ERANGE, "unschedulable past the count");
+  CHECK(pods + dt_plan_binding_count(p) + nu == st.pods,
+        "every pending pod is on a claim, bound or unschedulable (%zu + %zu + %zu of %zu)", pods,
+        dt_plan_binding_count(p), nu, st.pods);
+  cJSON_Delete(doc);
+  /* the results live in the plan: the inputs may go first */
+  dt_manifests_free(m);
+  CHECK(dt_plan_claim(p, 0, &k) == 0 && k.name && strlen(k.name) > 0 && k.npods && strchr(k.pods[0], '/'),
+        "claims outlive the manifests");
+  dt_plan_free(p);
+}
+
+static void test_disrupt_results(const dt_catalog *c, const dt_manifests *m) {
+  dt_error err = {0};
+  dt_disrupt_opts o = {0};
+  o.now = 1795341600;
+  dt_disruption *d = NULL;
+  CHECK(dt_disrupt_run(c, m, &o, &d, &err) == 0, "disrupt: %s", err.msg);
+  if (!d) return;
+  char *text = dt_disrupt_render(d, DT_FORMAT_JSON, NULL);
+  cJSON *doc = cJSON_Parse(text);
+  dt_free(text);
+  dt_disrupt_stats st;
+  dt_disrupt_stats_get(d, &st);
+  const cJSON *jc = cJSON_GetObjectItemCaseSensitive(doc, "commands");
+  size_t n = dt_disrupt_command_count(d), nodes = 0;
+  CHECK(n > 0 && n == st.commands && n == (size_t)cJSON_GetArraySize(jc), "commands (%zu)", n);
+  dt_command_info k;
+  for (size_t i = 0; !dt_disrupt_command(d, i, &k); i++) {
+    const cJSON *j = cJSON_GetArrayItem(jc, (int)i);
+    CHECK(same_str(k.reason, jstr(j, "reason")) && same_str(k.action, jstr(j, "action")) &&
+              (k.detail ? same_str(k.detail, jstr(j, "detail")) : !jstr(j, "detail")) &&
+              same_price(cJSON_GetObjectItemCaseSensitive(j, "savings"), k.savings),
+          "command %zu is the JSON's commands[%zu]", i, i);
+    const cJSON *jn = cJSON_GetObjectItemCaseSensitive(j, "nodes");
+    bool same = k.nnodes == (size_t)cJSON_GetArraySize(jn) && k.nnodes > 0;
+    for (size_t q = 0; same && q < k.nnodes; q++) {
+      const cJSON *x = cJSON_GetArrayItem(jn, (int)q);
+      same = same_str(k.nodes[q].name, jstr(x, "name")) && same_str(k.nodes[q].nodepool, jstr(x, "nodePool")) &&
+             (double)k.nodes[q].pods == cJSON_GetObjectItemCaseSensitive(x, "pods")->valuedouble;
+    }
+    CHECK(same, "command %zu's nodes", i);
+    const cJSON *jr = cJSON_GetObjectItemCaseSensitive(j, "replacements");
+    same = k.nreplacements == (size_t)cJSON_GetArraySize(jr) && !strcmp(k.action, k.nreplacements ? "replace" : "delete");
+    for (size_t q = 0; same && q < k.nreplacements; q++) {
+      const cJSON *x = cJSON_GetArrayItem(jr, (int)q);
+      const dt_claim_info *r = &k.replacements[q];
+      same = same_str(r->name, jstr(x, "name")) && same_str(r->instance_type, jstr(x, "instanceType")) &&
+             same_strs(cJSON_GetObjectItemCaseSensitive(x, "pods"), r->pods, r->npods) && !r->nrequests &&
+             !r->reservation_id;
+    }
+    CHECK(same, "command %zu's replacements", i);
+    nodes += k.nnodes;
+  }
+  CHECK(nodes == st.disrupted, "the commands' nodes are the disrupted ones");
+  CHECK(dt_disrupt_command(d, n, &k) == DT_ERANGE, "a command past the count");
+  const cJSON *jb = cJSON_GetObjectItemCaseSensitive(doc, "blocked");
+  size_t nb = dt_disrupt_blocked_count(d);
+  CHECK(nb == st.blocked && nb == (size_t)cJSON_GetArraySize(jb) && nb + nodes == st.nodes,
+        "every node is disrupted or blocked (%zu + %zu of %zu)", nodes, nb, st.nodes);
+  dt_blocked_info b;
+  for (size_t i = 0; !dt_disrupt_blocked(d, i, &b); i++) {
+    const cJSON *j = cJSON_GetArrayItem(jb, (int)i);
+    CHECK(same_str(b.node, jstr(j, "node")) && same_str(b.reason, jstr(j, "reason")), "blocked %zu is the JSON's", i);
+  }
+  CHECK(dt_disrupt_blocked(d, nb, &b) == DT_ERANGE, "blocked past the count");
+  cJSON_Delete(doc);
+  dt_disrupt_free(d);
+}
+
+static void test_pool_results(const dt_manifests *m) {
+  static const char *const lists[] = {"create", "delete", "update", "heal", "detached", "waiting"};
+  dt_error err = {0};
+  dt_pool_opts o = {1795341600, 1, NULL};
+  dt_pools *r = NULL;
+  CHECK(dt_pools_run(m, &o, &r, &err) == 0, "pool: %s", err.msg);
+  if (!r) return;
+  char *text = dt_pools_render(r, DT_FORMAT_JSON, NULL);
+  cJSON *doc = cJSON_Parse(text);
+  dt_free(text);
+  dt_pools_stats st;
+  dt_pools_stats_get(r, &st);
+  const cJSON *jp = cJSON_GetObjectItemCaseSensitive(doc, "pools");
+  CHECK(dt_pools_pool_count(r) == st.pools && st.pools == 1 && cJSON_GetArraySize(jp) == 1, "one pool");
+  dt_pool_info pi;
+  size_t seen = 0, by_list[6] = {0};
+  for (size_t k = 0; !dt_pools_pool(r, k, &pi); k++) {
+    const cJSON *j = cJSON_GetArrayItem(jp, (int)k);
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
+    CHECK(same_str(pi.ns, jstr(j, "namespace")) && same_str(pi.name, jstr(j, "name")) && pi.replicas == 3 &&
+              (double)pi.current == cJSON_GetObjectItemCaseSensitive(s, "current")->valuedouble &&
+              (double)pi.max_unavailable == cJSON_GetObjectItemCaseSensitive(s, "maxUnavailable")->valuedouble,
+          "pool %zu is the JSON's pools[%zu]", k, k);
+    CHECK(pi.first_action == seen, "a pool's actions follow the previous pool's");
+    /* each list of the JSON, in order, is the pool's actions of that list */
+    int at[6] = {0};
+    for (size_t i = pi.first_action; i < pi.first_action + pi.nactions; i++) {
+      dt_pool_action_info a;
+      CHECK(dt_pools_action(r, i, &a) == 0, "action %zu", i);
+      const cJSON *x = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(j, lists[a.list]), at[a.list]++);
+      CHECK(x && same_str(a.ns, pi.ns) && same_str(a.pool, pi.name) && same_str(a.reason, jstr(x, "reason")) &&
+                (a.vm ? same_str(a.vm, jstr(x, "name")) && a.count == 1 : a.count > 1) &&
+                (a.action ? same_str(a.action, jstr(x, "action")) : !jstr(x, "action")),
+            "action %zu is the JSON's %s[%d]", i, lists[a.list], at[a.list] - 1);
+      by_list[a.list]++;
+    }
+    for (int l = 0; l < 6; l++)
+      CHECK(at[l] == cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, lists[l])), "every %s action", lists[l]);
+    seen += pi.nactions;
+  }
+  CHECK(seen == dt_pools_action_count(r) && by_list[DT_POOL_CREATE] == st.create && by_list[DT_POOL_HEAL] == st.heal &&
+            st.create > 0 && st.heal > 0,
+        "the actions add up to the summary (%zu create, %zu heal)", st.create, st.heal);
+  dt_pool_action_info a;
+  CHECK(dt_pools_action(r, seen, &a) == DT_ERANGE && dt_pools_pool(r, 1, &pi) == DT_ERANGE, "past the counts");
+  cJSON_Delete(doc);
+  dt_pools_free(r);
+}
+
+static void test_results(void) {
+  dt_error err = {0};
+  dt_catalog *c = NULL;
+  dt_manifests *m = dt_manifests_new();
+  CHECK(dt_catalog_load_buffer("catalog", k_catalog, strlen(k_catalog), &c, &err) == 0, "catalog: %s", err.msg);
+  CHECK(m && dt_manifests_add_buffer(m, "manifests", k_manifests, strlen(k_manifests), &err) == 0, "manifests: %s",
+        err.msg);
+  if (c && m) {
+    test_disrupt_results(c, m);
+    test_pool_results(m);
+    test_plan_results(c, m); /* frees m */
+  } else {
+    dt_manifests_free(m);
+  }
+  dt_catalog_free(c);
+}
+
 int main(void) {
   test_api();
+  test_results();
   test_lp();
   test_overlay();
   CHECK(!strcmp(dt_strerror(DT_ENOMEM), "out of memory") && !strcmp(dt_strerror(12345), "unknown error"),

@@ -1,0 +1,624 @@
+/*
+** sched_compile.c: the first half of compiling a run: the catalog (types,
+** offerings, zones, the names ranked), the offering snapshot the policy
+** hooks see and its price hook, unavailable-offering marks, the NodePools
+** (requirements, taints, compatible types in price order) and the nodes
+** (labels, allocatable, what their pods use). Everything goes into the
+** plan's arena and symbol table; a compiled cluster (sched.c) keeps this
+** work for many simulations.
+*/
+#include "sched_int.h"
+
+/* ------------------------------------------------------------ compile */
+
+typedef struct name_key {
+  const char *name;
+  uint32_t idx;
+} name_key;
+
+static int cmp_name_key(const void *a, const void *b) {
+  const name_key *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* Types' and zones' positions by name, so that ties in the hot loops compare
+** integers. */
+static int rank_names(dt_plan *p) {
+  size_t n = p->ntypes > p->nzones ? p->ntypes : p->nzones;
+  name_key *k = dt__malloc((n ? n : 1) * sizeof *k);
+  if (!k) return DT_ENOMEM;
+  for (uint32_t i = 0; i < p->ntypes; i++) k[i] = (name_key){p->types[i].src->name, i};
+  qsort(k, p->ntypes, sizeof *k, cmp_name_key);
+  for (uint32_t i = 0; i < p->ntypes; i++) p->types[k[i].idx].rank = i;
+  for (uint32_t i = 0; i < p->nzones; i++) k[i] = (name_key){dt__sym_str(&p->syms, p->zones[i]), i};
+  qsort(k, p->nzones, sizeof *k, cmp_name_key);
+  for (uint32_t i = 0; i < p->nzones; i++) p->zone_rank[k[i].idx] = (uint8_t)i;
+  dt__free(k);
+  return 0;
+}
+
+int dt__sched_compile_catalog(dt_plan *p, dt_error *err) {
+  const dt_catalog *c = p->catalog;
+  if (c->nzones > 64) return dt__err(err, DT_ERANGE, "%s: %zu zones; dovetail supports at most 64", c->name, c->nzones);
+  p->nzones = (uint32_t)c->nzones;
+  for (size_t i = 0; i < c->nzones; i++) p->zones[i] = dt__sym(&p->syms, c->zones[i]);
+  /* Type keys: every label key any type carries. */
+  for (size_t i = 0; i < c->ntypes; i++)
+    for (size_t k = 0; k < c->types[i].labels.n; k++) dt__sym(&p->syms, c->types[i].labels.v[k].key);
+  p->nkeyslot = p->syms.n + 1;
+  p->keyslot = A(p, p->nkeyslot * sizeof *p->keyslot);
+  if (!p->keyslot) return DT_ENOMEM;
+  memset(p->keyslot, 0xff, p->nkeyslot * sizeof *p->keyslot);
+  p->slot_key = A(p, p->nkeyslot * sizeof *p->slot_key);
+  if (!p->slot_key) return DT_ENOMEM;
+  for (size_t i = 0; i < c->ntypes; i++)
+    for (size_t k = 0; k < c->types[i].labels.n; k++) {
+      dt_sym s = dt__sym(&p->syms, c->types[i].labels.v[k].key);
+      if (p->keyslot[s] < 0) {
+        p->keyslot[s] = (int16_t)p->nslots;
+        p->slot_key[p->nslots++] = s;
+      }
+    }
+  p->ntypes = (uint32_t)c->ntypes;
+  p->types = A(p, (c->ntypes ? c->ntypes : 1) * sizeof *p->types);
+  if (!p->types) return DT_ENOMEM;
+  for (size_t i = 0; i < c->ntypes; i++) {
+    const dt_ctype *ct = &c->types[i];
+    rt_type *t = &p->types[i];
+    t->src = ct;
+    t->name = dt__sym(&p->syms, ct->name);
+    int rc;
+    if ((rc = rlist_vec(p, &ct->capacity, t->cap, err)) || (rc = rlist_vec(p, &ct->allocatable, t->alloc, err)))
+      return rc;
+    t->lv = A(p, (p->nslots ? p->nslots : 1) * sizeof *t->lv);
+    t->off = A(p, (ct->noff ? ct->noff : 1) * sizeof *t->off);
+    if (!t->lv || !t->off) return DT_ENOMEM;
+    for (size_t k = 0; k < ct->labels.n; k++)
+      t->lv[p->keyslot[dt__sym(&p->syms, ct->labels.v[k].key)]] = dt__sym(&p->syms, ct->labels.v[k].val);
+    t->noff = (uint32_t)ct->noff;
+    for (size_t k = 0; k < ct->labels.n; k++) /* for the hooks' snapshot: the last such label */
+      if (strstr(ct->labels.v[k].key, "/instance-family")) t->family = ct->labels.v[k].val;
+    t->min_price = INFINITY;
+    for (size_t k = 0; k < ct->noff; k++) {
+      const dt_coffer *o = &ct->off[k];
+      rt_off *r = &t->off[k];
+      dt_sym z = dt__sym(&p->syms, o->zone);
+      for (uint32_t zi = 0; zi < p->nzones; zi++)
+        if (p->zones[zi] == z) r->zone = (uint8_t)zi;
+      r->ct = (uint8_t)o->ct;
+      r->price = o->price;
+      r->cap = o->ct == DT_CT_SPOT && ct->od_price >= 0 ? ct->od_price : INFINITY;
+      r->avail = o->available;
+      r->gone = o->available == 0 ? OFF_CATALOG : OFF_OK;
+      r->resv = o->reservation ? dt__sym(&p->syms, o->reservation) : 0;
+      if (r->avail != 0 && o->price < t->min_price) t->min_price = o->price;
+    }
+  }
+  /* types by name symbol; the first of a name wins, as a scan would find it */
+  p->ntype_at = p->syms.n;
+  p->type_at = A(p, (p->ntype_at ? p->ntype_at : 1) * sizeof *p->type_at);
+  if (!p->type_at) return DT_ENOMEM;
+  memset(p->type_at, 0xff, p->ntype_at * sizeof *p->type_at);
+  for (uint32_t i = p->ntypes; i-- > 0;) p->type_at[p->types[i].name] = (int32_t)i;
+  return rank_names(p);
+}
+
+static const rt_type *find_type(const dt_plan *p, const char *name);
+
+/* The offerings as policy hooks see them, in catalog order. */
+int dt__sched_build_snapshot(dt_plan *p) {
+  size_t n = 0;
+  p->off_base = A(p, (p->ntypes + 1) * sizeof *p->off_base);
+  if (!p->off_base) return DT_ENOMEM;
+  for (uint32_t t = 0; t < p->ntypes; t++) {
+    p->off_base[t] = (uint32_t)n;
+    n += p->types[t].noff;
+  }
+  p->snapshot = A(p, (n ? n : 1) * sizeof *p->snapshot);
+  if (!p->snapshot) return DT_ENOMEM;
+  for (uint32_t t = 0; t < p->ntypes; t++) {
+    const rt_type *ty = &p->types[t];
+    const char *family = ty->family;
+    for (uint32_t o = 0; o < ty->noff; o++) {
+      const rt_off *of = &ty->off[o];
+      p->snapshot[p->off_base[t] + o] = (dt_hook_offer){ty->src->name,
+                                                        dt__sym_str(&p->syms, p->zones[of->zone]),
+                                                        dt__ct_names[of->ct],
+                                                        of->resv ? dt__sym_str(&p->syms, of->resv) : NULL,
+                                                        of->price,
+                                                        ty->src->od_price,
+                                                        of->avail,
+                                                        ty->alloc[DT_R_CPU],
+                                                        ty->alloc[DT_R_MEM] / 1000,
+                                                        0,
+                                                        family,
+                                                        ty->src->arch};
+    }
+  }
+  p->nsnapshot = n;
+  return 0;
+}
+
+int dt__sched_use_policy(dt_plan *p, dt_policy *pol) {
+  for (size_t i = 0; i < p->policies.n; i++)
+    if (p->policies.v[i] == pol) return 0;
+  if (dt__vec_push(&p->policies, pol)) return DT_ENOMEM;
+  dt__policy_clear_errors(pol);
+  /* a failed snapshot leaves the hooks unused: defaults apply */
+  dt__policy_round(pol, p->opts.now, p->opts.seed, p->snapshot, p->nsnapshot);
+  return 0;
+}
+
+/* The price hook of the plan's policy re-prices every offering once. */
+int dt__sched_apply_price_hook(dt_plan *p) {
+  dt_policy *pol = p->opts.policy;
+  if (!dt__policy_has(pol, DT_HOOK_PRICE)) return 0;
+  int rc = dt__sched_use_policy(p, pol);
+  if (rc) return rc;
+  double *out = dt__malloc((p->nsnapshot ? p->nsnapshot : 1) * sizeof *out);
+  if (!out) return DT_ENOMEM;
+  if (dt__policy_price(pol, out) == 0) {
+    for (uint32_t t = 0; t < p->ntypes; t++) {
+      rt_type *ty = &p->types[t];
+      ty->min_price = INFINITY;
+      for (uint32_t o = 0; o < ty->noff; o++) {
+        double v = out[p->off_base[t] + o];
+        if (isnan(v)) {
+          if (ty->off[o].avail != 0) ty->off[o].gone = OFF_PRICE_HOOK;
+          ty->off[o].avail = 0;
+        } else
+          ty->off[o].price = v;
+        if (ty->off[o].avail != 0 && ty->off[o].price < ty->min_price) ty->min_price = ty->off[o].price;
+      }
+    }
+  }
+  dt__free(out);
+  return 0;
+}
+
+/* Unavailable offerings still within their TTL at opts.now. */
+int dt__sched_apply_marks(dt_plan *p) {
+  const dt_manifests *m = p->manifests;
+  int64_t now = p->opts.now;
+  for (size_t i = 0; i < m->marks.n; i++) {
+    const dt_mark *mk = &m->marks.v[i];
+    if (mk->expires <= now) continue; /* expired marks vanish by the clock */
+    rt_type *t = (rt_type *)find_type(p, mk->instance_type);
+    dt_sym z = dt__sym_find(&p->syms, mk->zone);
+    bool hit = false;
+    for (uint32_t o = 0; t && z && o < t->noff; o++)
+      if (t->off[o].ct == mk->ct && p->zones[t->off[o].zone] == z) {
+        if (t->off[o].avail != 0) t->off[o].gone = OFF_MARK;
+        t->off[o].avail = 0;
+        hit = true;
+      }
+    if (!hit) {
+      note(p, "%s: UnavailableOffering %s names no offering in the catalog (%s %s %s)", mk->file, mk->name,
+           dt__ct_names[mk->ct], mk->instance_type, mk->zone);
+      continue;
+    }
+    if (dt__vec_push(&p->marks, (uint32_t)i)) return DT_ENOMEM;
+    /* the cheapest available offering may have changed */
+    t->min_price = INFINITY;
+    for (uint32_t o = 0; o < t->noff; o++)
+      if (t->off[o].avail != 0 && t->off[o].price < t->min_price) t->min_price = t->off[o].price;
+  }
+  return 0;
+}
+
+static const rt_type *find_type(const dt_plan *p, const char *name) {
+  dt_sym s = dt__sym_find(&p->syms, name);
+  return s && s < p->ntype_at && p->type_at[s] >= 0 ? &p->types[p->type_at[s]] : NULL;
+}
+
+/* Sort keys carry what the comparison needs: qsort has no context argument
+** in C11 and the core keeps no global state. */
+typedef struct price_key {
+  double price;
+  uint32_t rank; /* the type's position by name */
+  uint32_t idx;
+} price_key;
+
+static int cmp_price_key(const void *a, const void *b) {
+  const price_key *x = a, *y = b;
+  if (x->price != y->price) return x->price < y->price ? -1 : 1;
+  return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* Order types[0..n) (indices into p->types) by price[i], then name. */
+int dt__sched_sort_by_price(dt_plan *p, uint32_t *types, const double *price, uint32_t n) {
+  if (n < 2) return 0;
+  price_key *k = dt__malloc(n * sizeof *k);
+  if (!k) return DT_ENOMEM;
+  for (uint32_t i = 0; i < n; i++) k[i] = (price_key){price[i], p->types[types[i]].rank, types[i]};
+  qsort(k, n, sizeof *k, cmp_price_key);
+  for (uint32_t i = 0; i < n; i++) types[i] = k[i].idx;
+  dt__free(k);
+  return 0;
+}
+
+static int cmp_pool(const void *a, const void *b) {
+  const rt_pool *x = a, *y = b;
+  if (x->src->weight != y->src->weight) return x->src->weight > y->src->weight ? -1 : 1;
+  return -strcmp(x->src->name, y->src->name); /* ties: name descending, as Karpenter */
+}
+
+int dt__sched_compile_mreqs(dt_plan *p, const dt_mreqs *m, dt_reqs *out) {
+  for (size_t k = 0; k < m->n; k++) {
+    dt_req q;
+    if (compile_mreq(p, &m->v[k], &q)) return DT_ENOMEM;
+    dt__reqs_add(&p->arena, &p->syms, out, &q, out);
+  }
+  return 0;
+}
+
+int dt__sched_compile_selector_kvs(dt_plan *p, const dt_kvs *kv, dt_reqs *out) {
+  for (size_t k = 0; k < kv->n; k++) {
+    dt_req q;
+    dt_sym v = dt__sym(&p->syms, kv->v[k].val), key = dt__sym(&p->syms, kv->v[k].key);
+    if (!interruptible(p, key, DT_OP_IN, &v, 1, &q)) dt__req_make(&p->arena, &q, key, DT_OP_IN, &v, 1, &p->syms);
+    dt__reqs_add(&p->arena, &p->syms, out, &q, out);
+  }
+  return 0;
+}
+
+rt_port *dt__sched_compile_ports(dt_plan *p, const dt_podspec *s) {
+  rt_port *out = A(p, (s->nports ? s->nports : 1) * sizeof *out);
+  for (size_t i = 0; out && i < s->nports; i++)
+    out[i] = (rt_port){s->ports[i].port, dt__sym(&p->syms, s->ports[i].proto), dt__sym(&p->syms, s->ports[i].ip)};
+  return out;
+}
+
+static bool port_conflict(const dt_plan *p, const rt_port *a, const rt_port *b) {
+  if (a->port != b->port || a->proto != b->proto) return false;
+  dt_sym any = dt__sym_find(&p->syms, "0.0.0.0");
+  return a->ip == b->ip || a->ip == any || b->ip == any;
+}
+
+bool dt__sched_ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb) {
+  for (uint32_t i = 0; i < na; i++)
+    for (size_t k = 0; k < nb; k++)
+      if (port_conflict(p, &a[i], &b[k])) return true;
+  return false;
+}
+
+/*
+** DaemonSet overhead per (NodePool, instance type), as Karpenter's daemon
+** overhead groups: a DaemonSet counts when it tolerates the pool's taints
+** (PreferNoSchedule implicitly) and one of its node-affinity alternatives is
+** compatible with the pool's requirements and the type. Claims then pack
+** against allocatable minus that overhead.
+*/
+static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_error *err) {
+  const dt_manifests *m = p->manifests;
+  pl->eff = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->eff);
+  if (!pl->eff) return DT_ENOMEM;
+  for (uint32_t t = 0; t < p->ntypes; t++) pl->eff[t] = p->types[t].alloc;
+  if (!m->daemonsets.n) return 0;
+  int64_t(*over)[DT_RES_MAX] = A(p, p->ntypes * sizeof *over);
+  if (!over) return DT_ENOMEM;
+  bool any = false;
+  for (size_t d = 0; d < m->daemonsets.n; d++) {
+    const dt_podspec *ds = &m->daemonsets.v[d];
+    if (!tolerates(p, ds, pl->taints, pl->ntaints, true, NULL)) continue;
+    int64_t req[DT_RES_MAX] = {0};
+    int rc = rlist_vec(p, &ds->requests, req, err);
+    if (rc) return rc;
+    size_t nalt = ds->nterms ? ds->nterms : 1;
+    bool used = false;
+    for (uint32_t t = 0; t < pl->ntypes; t++) {
+      const rt_type *ty = &p->types[pl->types[t]];
+      bool ok = false;
+      for (size_t a = 0; a < nalt && !ok; a++) {
+        dt_reqs r = {0};
+        dt__sched_compile_selector_kvs(p, &ds->node_selector, &r);
+        if (ds->nterms && dt__sched_compile_mreqs(p, &ds->terms[a], &r)) return DT_ENOMEM;
+        const dt_req *bad;
+        if (!compatible(p, &pl->reqs, &r, &bad)) continue;
+        dt_reqs mr;
+        dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &r, &mr);
+        uint64_t z2;
+        uint8_t c2;
+        masks(p, &mr, &z2, &c2);
+        ok = dt__type_ok(p, ty, &mr, z2 & zm, c2 & cm, pl->spot_max);
+      }
+      if (!ok) continue;
+      for (uint32_t r = 0; r < DT_RES_MAX; r++) over[pl->types[t]][r] += req[r];
+      used = any = true;
+    }
+    if (used && ds->nports) {
+      rt_port *np = A(p, (pl->nds_ports + ds->nports) * sizeof *np);
+      rt_port *dp = dt__sched_compile_ports(p, ds);
+      if (!np || !dp) return DT_ENOMEM;
+      if (pl->nds_ports) memcpy(np, pl->ds_ports, pl->nds_ports * sizeof *np);
+      memcpy(np + pl->nds_ports, dp, ds->nports * sizeof *np);
+      pl->ds_ports = np;
+      pl->nds_ports += (uint32_t)ds->nports;
+    }
+  }
+  if (!any) return 0;
+  for (uint32_t t = 0; t < pl->ntypes; t++) {
+    uint32_t ti = pl->types[t];
+    int64_t *e = A(p, sizeof(int64_t) * DT_RES_MAX);
+    if (!e) return DT_ENOMEM;
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) e[r] = p->types[ti].alloc[r] - over[ti][r];
+    pl->eff[ti] = e;
+  }
+  return 0;
+}
+
+int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
+  const dt_manifests *m = p->manifests;
+  p->npools = (uint32_t)m->pools.n;
+  p->pools = A(p, (p->npools ? p->npools : 1) * sizeof *p->pools);
+  if (!p->pools) return DT_ENOMEM;
+  for (uint32_t i = 0; i < p->npools; i++) p->pools[i].src = &m->pools.v[i];
+  qsort(p->pools, p->npools, sizeof *p->pools, cmp_pool);
+  for (uint32_t i = 0; i < p->npools; i++) {
+    rt_pool *pl = &p->pools[i];
+    const dt_nodepool *np = pl->src;
+    pl->name = dt__sym(&p->syms, np->name);
+    pl->replicas = np->replicas;
+    pl->spot_max = np->spot_max >= 0 ? np->spot_max : INFINITY;
+    pl->policy = p->opts.policy;
+    if (np->policy) {
+      pl->policy = NULL;
+      for (size_t k = 0; k < p->opts.npool_policies; k++)
+        if (!strcmp(p->opts.pool_policy_names[k], np->policy)) pl->policy = p->opts.pool_policies[k];
+      /* A missing policy costs this pool its hooks, never the plan: the
+      ** built-in defaults decide for it and the note says why. */
+      if (!pl->policy)
+        note(p,
+             "%s: NodePool %s: metadata.annotations.dovetail.dev/policy: no policy named \"%s\" was loaded (is it "
+             "in the policy directory, and does it pass dovetail check?); the built-in defaults decide for this pool",
+             np->file, np->name, np->policy);
+    }
+    dt_reqs r = {0};
+    for (size_t k = 0; k < np->reqs.n; k++) {
+      dt_req q;
+      if (compile_mreq(p, &np->reqs.v[k], &q)) return DT_ENOMEM;
+      dt__reqs_add(&p->arena, &p->syms, &r, &q, &r);
+    }
+    for (size_t k = 0; k < np->labels.n; k++) {
+      dt_req q;
+      dt_sym v = dt__sym(&p->syms, np->labels.v[k].val);
+      dt__req_make(&p->arena, &q, dt__sym(&p->syms, np->labels.v[k].key), DT_OP_IN, &v, 1, &p->syms);
+      dt__reqs_add(&p->arena, &p->syms, &r, &q, &r);
+    }
+    dt_req q;
+    dt__req_make(&p->arena, &q, p->k_pool, DT_OP_IN, &pl->name, 1, &p->syms);
+    dt__reqs_add(&p->arena, &p->syms, &r, &q, &r);
+    pl->reqs = r;
+    pl->ntaints = (uint32_t)np->ntaints;
+    pl->taints = compile_taints(p, np->taints, np->ntaints);
+    uint64_t zm;
+    uint8_t cm;
+    masks(p, &r, &zm, &cm);
+    pl->types = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->types);
+    if (!pl->types || !pl->taints) return DT_ENOMEM;
+    for (uint32_t t = 0; t < p->ntypes; t++)
+      if (dt__type_ok(p, &p->types[t], &r, zm, cm, pl->spot_max)) pl->types[pl->ntypes++] = t;
+    {
+      double *pr = dt__malloc((pl->ntypes ? pl->ntypes : 1) * sizeof *pr);
+      if (!pr) return DT_ENOMEM;
+      for (uint32_t t = 0; t < pl->ntypes; t++) pr[t] = p->types[pl->types[t]].min_price;
+      int src = dt__sched_sort_by_price(p, pl->types, pr, pl->ntypes);
+      dt__free(pr);
+      if (src) return src;
+    }
+    if (pl->ntypes == 0) note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
+    for (size_t k = 0; k < np->reqs.n; k++) pl->has_min_values |= np->reqs.v[k].min_values > 0;
+    for (uint32_t k = 0; k < pl->ntaints; k++)
+      pl->has_prefer_taint |= pl->taints[k].effect == DT_TAINT_PREFER_NO_SCHEDULE;
+    p->any_prefer_taint |= pl->has_prefer_taint;
+    for (uint32_t t = 0; t < pl->ntypes; t++) {
+      const rt_type *ty = &p->types[pl->types[t]];
+      for (uint32_t o = 0; o < ty->noff; o++)
+        if (off_ok(&ty->off[o], zm, cm, pl->spot_max)) {
+          pl->has_reserved |= ty->off[o].ct == DT_CT_RESERVED;
+          p->universe_z |= 1ull << ty->off[o].zone;
+          p->universe_c |= (uint8_t)(1u << ty->off[o].ct);
+        }
+    }
+    int drc = daemon_overhead(p, pl, zm, cm, err);
+    if (drc) return drc;
+    for (uint32_t k = 0; k < DT_RES_MAX; k++) pl->remaining[k] = INT64_MAX;
+    pl->nodes_remaining = -1;
+    for (size_t k = 0; k < np->limits.n; k++) {
+      if (strcmp(np->limits.v[k].name, "nodes") == 0) {
+        pl->nodes_remaining = np->limits.v[k].milli / 1000;
+        pl->has_limits = true;
+        continue;
+      }
+      int ri = res_index(p, np->limits.v[k].name, err);
+      if (ri < 0) return ri;
+      pl->remaining[ri] = np->limits.v[k].milli;
+      pl->has_limits = true;
+    }
+  }
+  if (!p->cl) p->early_syms = p->syms.n; /* an overlay has its cluster's: what every view interns alike */
+  return 0;
+}
+
+/* Nodes in the order existing capacity is tried: initialized first, then by
+** name; nodes of the same name in input order. */
+static int cmp_node(const void *a, const void *b) {
+  const rt_node *x = a, *y = b;
+  if (x->src->initialized != y->src->initialized) return x->src->initialized ? -1 : 1;
+  int c = strcmp(x->src->name, y->src->name);
+  return c ? c : (x->src > y->src) - (x->src < y->src);
+}
+
+int dt__sched_compile_node(dt_plan *p, const dt_node *n, rt_node *r, node_facts *f, dt_error *err) {
+  memset(r, 0, sizeof *r);
+  memset(f, 0, sizeof *f);
+  f->type = -1;
+  const char *own = dt__kv_get(n->labels.v, n->labels.n, DT_L_NODEPOOL);
+  f->own = own ? dt__sym(&p->syms, own) : 0;
+  r->src = n;
+  r->name = dt__sym(&p->syms, n->name);
+  r->nlabels = (uint32_t)n->labels.n;
+  r->lk = A(p, (n->labels.n + 1) * sizeof *r->lk);
+  r->lval = A(p, (n->labels.n + 1) * sizeof *r->lval);
+  if (!r->lk || !r->lval) return DT_ENOMEM;
+  const char *itype = NULL, *pool = NULL;
+  for (size_t k = 0; k < n->labels.n; k++) {
+    r->lk[k] = dt__sym(&p->syms, n->labels.v[k].key);
+    r->lval[k] = dt__sym(&p->syms, n->labels.v[k].val);
+    if (!strcmp(n->labels.v[k].key, DT_L_INSTANCE_TYPE)) itype = n->labels.v[k].val;
+    if (!strcmp(n->labels.v[k].key, DT_L_NODEPOOL)) pool = n->labels.v[k].val;
+  }
+  f->itype = itype;
+  f->pool = pool ? dt__sym(&p->syms, pool) : 0;
+  const rt_type *t = itype ? find_type(p, itype) : NULL;
+  f->type = t ? (int32_t)(t - p->types) : -1;
+  if (n->allocatable.n) {
+    int rc = rlist_vec(p, &n->allocatable, r->alloc, err);
+    if (rc) return rc;
+    if (!r->alloc[DT_R_PODS]) r->alloc[DT_R_PODS] = 110 * 1000;
+  } else if (!t) {
+    f->skip = true;
+    return 0;
+  } else {
+    memcpy(r->alloc, t->alloc, sizeof r->alloc);
+  }
+  r->ntaints = (uint32_t)n->ntaints;
+  r->taints = compile_taints(p, n->taints, n->ntaints);
+  if (!r->taints) return DT_ENOMEM;
+  r->zone = r->ct = -1;
+  for (uint32_t k = 0; k < r->nlabels; k++) {
+    if (r->lk[k] == p->k_zone)
+      for (uint32_t z = 0; z < p->nzones; z++)
+        if (p->zones[z] == r->lval[k]) r->zone = (int)z;
+    if (r->lk[k] == p->k_ct)
+      for (int c = 0; c < DT_CT_N; c++)
+        if (p->ct_sym[c] == r->lval[k]) r->ct = c;
+  }
+  return 0;
+}
+
+/* A static pool counts every NodeClaim and Node of its own, whatever the
+** catalog knows of them; those being deleted only against limits. */
+void dt__sched_count_static(dt_plan *p, const dt_node *n, dt_sym own) {
+  for (uint32_t k = 0; own && k < p->npools; k++)
+    if (p->pools[k].replicas >= 0 && p->pools[k].name == own) {
+      p->pools[k].static_all++;
+      p->pools[k].static_have += !n->deleting;
+    }
+}
+
+void dt__sched_skipped_node(dt_plan *p, const dt_node *n, const char *itype) {
+  note(p, "%s: %s %s has no status.allocatable and %s; skipped", n->file, n->kind, n->name,
+       itype ? "its instance type is not in the catalog" : "no instance-type label");
+}
+
+void dt__sched_node_pool(dt_plan *p, rt_node *r, dt_sym pool) {
+  r->pool = -1;
+  for (uint32_t k = 0; pool && k < p->npools; k++)
+    if (p->pools[k].name == pool) r->pool = (int)k;
+}
+
+/* What the nodes, sorted, hold of reservations and of their pools' limits;
+** type[i] is node i's instance type (-1 unknown), or NULL to look it up. */
+void dt__sched_charge_nodes(dt_plan *p, const int32_t *type) {
+  /* Nodes and in-flight claims in a capacity reservation hold one unit each:
+  ** a plan never launches into a reservation more than it has left. */
+  for (uint32_t i = 0; i < p->nnodes; i++) {
+    const rt_node *r = &p->nodes[i];
+    for (uint32_t k = 0; k < r->nlabels; k++) {
+      if (r->lk[k] != p->k_resv) continue;
+      bool found = false;
+      for (uint32_t t = 0; t < p->ntypes && !found; t++)
+        for (uint32_t o = 0; o < p->types[t].noff && !found; o++) {
+          rt_off *of = &p->types[t].off[o];
+          if (of->ct == DT_CT_RESERVED && of->resv == r->lval[k]) {
+            if (of->avail > 0) of->avail--;
+            found = true;
+          }
+        }
+    }
+  }
+  /* Existing nodes count against their pool's limits (by capacity when we
+  ** know the type, else by allocatable). */
+  for (uint32_t i = 0; i < p->nnodes; i++) {
+    rt_node *r = &p->nodes[i];
+    if (r->pool < 0) continue;
+    rt_pool *pl = &p->pools[r->pool];
+    bool limited = false;
+    for (uint32_t k = 0; k < p->nres; k++) limited |= pl->remaining[k] != INT64_MAX;
+    if (limited) {
+      const rt_type *t = NULL;
+      if (type)
+        t = type[i] >= 0 ? &p->types[type[i]] : NULL;
+      else
+        for (uint32_t k = 0; k < r->nlabels; k++)
+          if (r->lk[k] == p->k_type) t = find_type(p, dt__sym_str(&p->syms, r->lval[k]));
+      for (uint32_t k = 0; k < p->nres; k++)
+        if (pl->remaining[k] != INT64_MAX) pl->remaining[k] -= t ? t->cap[k] : r->alloc[k];
+    }
+    if (pl->nodes_remaining > 0) pl->nodes_remaining--;
+  }
+}
+
+int dt__sched_compile_nodes_overlay(dt_plan *p, dt_error *err);
+
+int dt__sched_compile_nodes(dt_plan *p, dt_error *err) {
+  if (p->ov) return dt__sched_compile_nodes_overlay(p, err);
+  const dt_manifests *m = p->manifests;
+  p->nodes = A(p, (m->nodes.n ? m->nodes.n : 1) * sizeof *p->nodes);
+  if (!p->nodes) return DT_ENOMEM;
+  /* A Node that a NodeClaim in the input already stands for is the same
+  ** capacity: keep the Node (it is registered), drop the claim. */
+  int32_t *paired = A(p, (m->nodes.n ? m->nodes.n : 1) * sizeof *paired);
+  if (!paired || dt__claims_paired(m, paired)) return DT_ENOMEM;
+  for (size_t i = 0; i < m->nodes.n; i++) {
+    const dt_node *n = &m->nodes.v[i];
+    if (paired[i] >= 0) continue;
+    rt_node *r = &p->nodes[p->nnodes];
+    node_facts f;
+    int rc = dt__sched_compile_node(p, n, r, &f, err);
+    if (rc) return rc;
+    dt__sched_count_static(p, n, f.own);
+    if (f.skip) {
+      dt__sched_skipped_node(p, n, f.itype);
+      continue;
+    }
+    dt__sched_node_pool(p, r, f.pool);
+    p->nnodes++;
+  }
+  qsort(p->nodes, p->nnodes, sizeof *p->nodes, cmp_node);
+  dt__sched_charge_nodes(p, NULL);
+  return 0;
+}
+
+/* Node index by name symbol: a node's name, or the node name a NodeClaim
+** carries; the first node of a name in the plan's order wins. Built on
+** first use. */
+int32_t dt__sched_node_by_sym(dt_plan *p, dt_sym s) {
+  if (!p->node_at) {
+    uint32_t n = 0;
+    dt_sym *alias = A(p, (p->nnodes ? p->nnodes : 1) * sizeof *alias);
+    if (!alias) return -1;
+    for (uint32_t i = 0; i < p->nnodes; i++) {
+      const dt_node *d = p->nodes[i].src;
+      alias[i] = d->node_name ? dt__sym(&p->syms, d->node_name) : 0;
+      if (p->nodes[i].name > n) n = p->nodes[i].name;
+      if (alias[i] > n) n = alias[i];
+    }
+    p->node_at = A(p, ((size_t)n + 1) * sizeof *p->node_at);
+    if (!p->node_at) return -1;
+    p->nnode_at = n + 1;
+    for (uint32_t i = 0; i <= n; i++) p->node_at[i] = -1;
+    for (uint32_t i = p->nnodes; i-- > 0;) { /* the first node of a name wins */
+      if (alias[i]) p->node_at[alias[i]] = (int32_t)i;
+      p->node_at[p->nodes[i].name] = (int32_t)i;
+    }
+  }
+  return s && s < p->nnode_at ? p->node_at[s] : -1;
+}
+
+int32_t dt__sched_node_by_name(dt_plan *p, const char *name) {
+  dt__sched_node_by_sym(p, 0); /* the index first: it interns the claims' node names */
+  return dt__sched_node_by_sym(p, dt__sym_find(&p->syms, name));
+}

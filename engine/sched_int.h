@@ -1,0 +1,345 @@
+/*
+** sched_int.h: what the scheduler's files share (sched.c, sched_compile.c,
+** sched_pods.c, sched_solve.c, sched_launch.c): the arena macro, the small
+** predicates every phase calls (static inline, so the hot loops keep them
+** inlined), the types more than one phase reads, and the functions one
+** phase calls in another. Private to the scheduler; schedule.h is what the
+** rest of the engine sees.
+*/
+#ifndef DT_SCHED_INT_H
+#define DT_SCHED_INT_H
+
+#include "schedule.h"
+
+#include "hooks.h"
+
+#include <assert.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define A(p, n) dt__arena_alloc(&(p)->arena, (n))
+
+/* ------------------------------------------------------------ helpers */
+
+static inline int res_index(dt_plan *p, const char *name, dt_error *err) {
+  /* the base resources are the first four of every plan (plan_begin): most
+  ** requests name only them, so they are found without a scan */
+  if (p->nres >= 4) switch (name[0]) {
+    case 'c':
+      if (!strcmp(name, "cpu")) return DT_R_CPU;
+      break;
+    case 'm':
+      if (!strcmp(name, "memory")) return DT_R_MEM;
+      break;
+    case 'p':
+      if (!strcmp(name, "pods")) return DT_R_PODS;
+      break;
+    case 'e':
+      if (!strcmp(name, "ephemeral-storage")) return DT_R_EPH;
+      break;
+    default: break;
+    }
+  for (uint32_t i = 0; i < p->nres; i++)
+    if (strcmp(p->res_names[i], name) == 0) return (int)i;
+  if (p->nres == DT_RES_MAX)
+    return dt__err(err, DT_ERANGE, "more than %d distinct resource names (at \"%s\")", DT_RES_MAX, name);
+  p->res_names[p->nres] = dt__arena_strdup(&p->arena, name);
+  if (!p->res_names[p->nres]) return DT_ENOMEM;
+  return (int)p->nres++;
+}
+
+static inline int rlist_vec(dt_plan *p, const dt_rlist *r, int64_t *out, dt_error *err) {
+  for (size_t i = 0; i < r->n; i++) {
+    int k = res_index(p, r->v[i].name, err);
+    if (k < 0) return k;
+    out[k] = r->v[i].milli;
+  }
+  return 0;
+}
+
+static inline dt_taint_effect taint_effect(const char *e) {
+  return strcmp(e, "PreferNoSchedule") == 0 ? DT_TAINT_PREFER_NO_SCHEDULE
+         : strcmp(e, "NoExecute") == 0      ? DT_TAINT_NO_EXECUTE
+                                            : DT_TAINT_NO_SCHEDULE;
+}
+
+static inline rt_taint *compile_taints(dt_plan *p, const dt_taint *t, size_t n) {
+  rt_taint *out = A(p, (n ? n : 1) * sizeof *out);
+  if (!out) return NULL;
+  for (size_t i = 0; i < n; i++) {
+    out[i].key = dt__sym(&p->syms, t[i].key);
+    out[i].value = dt__sym(&p->syms, t[i].value);
+    out[i].effect = (uint8_t)taint_effect(t[i].effect);
+  }
+  return out;
+}
+
+/* Whether the pod tolerates every taint. PreferNoSchedule taints block too
+** unless prefer_ok: Karpenter avoids them until the last relaxation step. */
+static inline bool tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, uint32_t n, bool prefer_ok,
+                             const rt_taint **which) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (t[i].effect == DT_TAINT_PREFER_NO_SCHEDULE && prefer_ok) continue;
+    const char *key = dt__sym_str(&p->syms, t[i].key);
+    const char *val = dt__sym_str(&p->syms, t[i].value);
+    static const char *eff[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
+    bool ok = false;
+    for (size_t k = 0; k < s->ntol && !ok; k++) {
+      const dt_toleration *o = &s->tol[k];
+      if (o->effect && strcmp(o->effect, eff[t[i].effect])) continue;
+      if (!o->key) {
+        ok = strcmp(o->op, "Exists") == 0;
+        continue;
+      }
+      if (strcmp(o->key, key)) continue;
+      ok = strcmp(o->op, "Exists") == 0 || strcmp(o->value, val) == 0;
+    }
+    if (!ok) {
+      if (which) *which = &t[i];
+      return false;
+    }
+  }
+  return true;
+}
+
+/*
+** cluster.x-k8s.io/interruptible is "true" on every spot offering and absent
+** on the others (Cluster API): a requirement on it is a requirement on the
+** capacity type, so it holds for new claims, existing nodes and DaemonSets
+** alike. Returns whether r was one and has been rewritten.
+*/
+static inline bool interruptible(dt_plan *p, dt_sym key, dt_op op, const dt_sym *vals, uint32_t n, dt_req *out) {
+  if (key != p->k_interruptible) return false;
+  bool has_true = false;
+  for (uint32_t i = 0; i < n; i++) has_true |= !strcmp(dt__sym_str(&p->syms, vals[i]), "true");
+  dt_sym spot = p->ct_sym[DT_CT_SPOT], none = dt__sym(&p->syms, "(no such capacity type)");
+  bool want_spot = op == DT_OP_EXISTS || (op == DT_OP_IN && has_true);
+  bool no_spot = op == DT_OP_DOESNOTEXIST || (op == DT_OP_NOTIN && has_true);
+  if (want_spot)
+    dt__req_make(&p->arena, out, p->k_ct, DT_OP_IN, &spot, 1, &p->syms);
+  else if (no_spot)
+    dt__req_make(&p->arena, out, p->k_ct, DT_OP_NOTIN, &spot, 1, &p->syms);
+  else if (op == DT_OP_NOTIN)
+    dt__req_make(&p->arena, out, p->k_ct, DT_OP_EXISTS, NULL, 0, &p->syms); /* excludes only other values */
+  else
+    dt__req_make(&p->arena, out, p->k_ct, DT_OP_IN, &none, 1, &p->syms); /* a value no offering has */
+  return true;
+}
+
+static inline int compile_mreq(dt_plan *p, const dt_mreq *m, dt_req *out) {
+  dt_sym stack[32];
+  dt_sym *vals = m->n <= 32 ? stack : A(p, m->n * sizeof *vals);
+  if (!vals) return DT_ENOMEM;
+  for (size_t i = 0; i < m->n; i++) vals[i] = dt__sym(&p->syms, m->vals[i]);
+  dt_sym key = dt__sym(&p->syms, m->key);
+  if (!interruptible(p, key, m->op, vals, (uint32_t)m->n, out))
+    dt__req_make(&p->arena, out, key, m->op, vals, (uint32_t)m->n, &p->syms);
+  out->min_values = m->min_values;
+  return 0;
+}
+
+static inline int16_t slot_of(const dt_plan *p, dt_sym key) { return key < p->nkeyslot ? p->keyslot[key] : -1; }
+
+/* Allowed zones and capacity types of a requirement set. */
+static inline void masks(const dt_plan *p, const dt_reqs *r, uint64_t *zmask, uint8_t *ctmask) {
+  const dt_req *z = dt__reqs_get(r, p->k_zone), *c = dt__reqs_get(r, p->k_ct);
+  *zmask = 0;
+  for (uint32_t i = 0; i < p->nzones; i++)
+    if (!z || dt__req_has(&p->syms, z, p->zones[i])) *zmask |= 1ull << i;
+  *ctmask = 0;
+  for (int i = 0; i < DT_CT_N; i++)
+    if (!c || dt__req_has(&p->syms, c, p->ct_sym[i])) *ctmask |= (uint8_t)(1u << i);
+}
+
+/* An offering a claim may launch: available, in its zones and capacity
+** types, and for spot not above the pool's maxPrice. */
+static inline bool off_ok(const rt_off *o, uint64_t zmask, uint8_t ctmask, double spot_max) {
+  return o->avail != 0 && (zmask >> o->zone & 1) && (ctmask >> o->ct & 1) && dt__spot_ok(o, spot_max);
+}
+
+static inline bool fits(const dt_plan *p, const int64_t *alloc, const int64_t *used, const int64_t *req) {
+  /* Written as a difference: req may be a sentinel as large as INT64_MAX. */
+  for (uint32_t r = 0; r < p->nres; r++)
+    if (req[r] > alloc[r] - used[r]) return false;
+  return true;
+}
+
+/* Whether spec si is left out of this plan (an overlay's absent pod). */
+static inline bool spec_absent(const dt_plan *p, uint32_t si) { return p->ov && p->ov->pod[si] == DT_OV_ABSENT; }
+
+static inline bool is_well_known(const dt_plan *p, dt_sym key) {
+  return key == p->k_zone || key == p->k_ct || key == p->k_type || key == p->k_pool || key == p->k_hostname ||
+         key == p->k_resv || key == p->k_arch || key == p->k_os || key == p->k_region || slot_of(p, key) >= 0;
+}
+
+/*
+** Karpenter's Requirements.Compatible with AllowUndefinedWellKnownLabels: a
+** custom label the pod requires must be defined by the node side unless the
+** pod only excludes it; shared keys must intersect. On failure *bad is the
+** pod's offending requirement.
+*/
+static inline bool compatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod, const dt_req **bad) {
+  for (uint32_t i = 0; i < pod->n; i++) {
+    const dt_req *in = &pod->r[i];
+    const dt_req *ex = dt__reqs_get(node, in->key);
+    if (!ex) {
+      dt_op op = dt__req_operator(in);
+      /* A new node's hostname is a placeholder of its own (as Karpenter's
+      ** NodeClaims carry): a pod that names hosts fits existing nodes only. */
+      bool names_host = in->key == p->k_hostname && !in->complement;
+      if (names_host || (!is_well_known(p, in->key) && op != DT_OP_NOTIN && op != DT_OP_DOESNOTEXIST)) {
+        *bad = in;
+        return false;
+      }
+      continue;
+    }
+    if (!dt__req_intersects(&p->syms, ex, in)) {
+      *bad = in;
+      return false;
+    }
+  }
+  return true;
+}
+
+/*
+** The order requirements are named in messages: keys interned before any
+** node or pod (the well-known ones, the catalog's, the NodePools') in that
+** order, then the others by name. A plan's interning order past the pools
+** depends on which nodes its view holds, so a message must not.
+*/
+static inline bool key_before(const dt_plan *p, dt_sym a, dt_sym b) {
+  bool ea = a < p->early_syms, eb = b < p->early_syms;
+  if (ea || eb) return ea && eb ? a < b : ea;
+  return strcmp(dt__sym_str(&p->syms, a), dt__sym_str(&p->syms, b)) < 0;
+}
+
+/* compatible()'s offending requirement as messages name it: the first, in
+** key_before's order, of those the node side refuses. */
+static inline const dt_req *first_incompatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod) {
+  const dt_req *first = NULL, *bad;
+  for (uint32_t i = 0; i < pod->n; i++) {
+    const dt_reqs one = {1, &pod->r[i]};
+    if (!compatible(p, node, &one, &bad) && (!first || key_before(p, bad->key, first->key))) first = bad;
+  }
+  return first;
+}
+
+static inline const char *arena_buf(dt_plan *p, dt_buf *b) {
+  const char *s = dt__arena_strdup(&p->arena, b->p ? b->p : "");
+  dt__free(b->p);
+  memset(b, 0, sizeof *b);
+  return s;
+}
+
+static inline void note(dt_plan *p, const char *fmt, ...) DT_PRINTF(2, 3);
+static inline void note(dt_plan *p, const char *fmt, ...) {
+  char tmp[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  char *s = dt__arena_strdup(&p->arena, tmp);
+  if (s && dt__vec_push(&p->notes, s)) p->arena.oom = 1;
+}
+
+static inline uint64_t node_zmask(const rt_node *n) { return n->zone >= 0 ? 1ull << n->zone : 0; }
+static inline uint8_t node_cmask(const rt_node *n) { return n->ct >= 0 ? (uint8_t)(1u << n->ct) : 0; }
+
+/* ------------------------------------------------------------ shared types */
+
+/*
+** One node compiled on its own: interned labels, allocatable (its own, or
+** its instance type's), taints, zone and capacity type. What depends on the
+** plan's NodePools (which pool owns it) is left to the caller. *skip is set
+** when the node has neither allocatable nor a known instance type.
+*/
+typedef struct node_facts {
+  dt_sym own;   /* its first karpenter.sh/nodepool label (static pools count it) */
+  dt_sym pool;  /* its last one (the pool it belongs to) */
+  int32_t type; /* the instance type its last instance-type label names, -1 none */
+  const char *itype;
+  bool skip;
+} node_facts;
+
+/* A node of a compiled cluster (dt__cluster_new, in sched.c). */
+typedef struct cnode {
+  rt_node node; /* compiled in the base; pool, use and ports are each plan's */
+  node_facts f;
+  bool may_pair; /* a NodeClaim that may stand for a Node of the view (by nodeName or providerID) */
+} cnode;
+
+/* What the pods bound to one node name use, summed (a node takes the use of
+** its name and of its alias). */
+typedef struct name_use {
+  int64_t used[DT_RES_MAX];
+  int64_t pods;  /* sum of the pods' counts */
+  int64_t specs; /* pod specs */
+  bool listed;   /* in used_names */
+} name_use;
+
+struct dt_cluster {
+  dt_plan *base; /* the catalog and NodePools compiled; every name below interned */
+  DT_VEC(cnode) nodes;
+  DT_VEC(uint32_t) byname; /* node ids by name, ties by id */
+  const dt_podspec *pods;
+  uint32_t npods;
+  rt_spec *specs;            /* per pod, in the base's arena */
+  dt_sym *pod_node;          /* per pod: its node name's symbol (dt__cluster_bind keeps it) */
+  DT_VEC(name_use) use;      /* by node name symbol */
+  DT_VEC(dt_sym) used_names; /* symbols with a use entry, each once */
+  /* the few pods a plan must visit one by one (spec ids, ascending) */
+  DT_VEC(uint32_t) rc_missing; /* RuntimeClass not in the input (a note) */
+  DT_VEC(uint32_t) termed;     /* spread or pod (anti-)affinity terms: topology groups */
+  DT_VEC(uint32_t) owned;      /* workloads: replicas, selectors */
+  bool ported;                 /* some pod has host ports */
+  bool has_pods;
+};
+
+/* ------------------------------------------------- across the phases */
+
+/* sched_compile.c */
+int dt__sched_apply_marks(dt_plan *p);
+int dt__sched_apply_price_hook(dt_plan *p);
+int dt__sched_build_snapshot(dt_plan *p);
+void dt__sched_charge_nodes(dt_plan *p, const int32_t *type);
+int dt__sched_compile_catalog(dt_plan *p, dt_error *err);
+int dt__sched_compile_mreqs(dt_plan *p, const dt_mreqs *m, dt_reqs *out);
+int dt__sched_compile_node(dt_plan *p, const dt_node *n, rt_node *r, node_facts *f, dt_error *err);
+int dt__sched_compile_nodes(dt_plan *p, dt_error *err);
+int dt__sched_compile_pools(dt_plan *p, dt_error *err);
+rt_port *dt__sched_compile_ports(dt_plan *p, const dt_podspec *s);
+int dt__sched_compile_selector_kvs(dt_plan *p, const dt_kvs *kv, dt_reqs *out);
+void dt__sched_count_static(dt_plan *p, const dt_node *n, dt_sym own);
+int32_t dt__sched_node_by_name(dt_plan *p, const char *name);
+int32_t dt__sched_node_by_sym(dt_plan *p, dt_sym s);
+void dt__sched_node_pool(dt_plan *p, rt_node *r, dt_sym pool);
+bool dt__sched_ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb);
+void dt__sched_skipped_node(dt_plan *p, const dt_node *n, const char *itype);
+int dt__sched_sort_by_price(dt_plan *p, uint32_t *types, const double *price, uint32_t n);
+int dt__sched_use_policy(dt_plan *p, dt_policy *pol);
+
+/* sched_pods.c */
+int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx);
+int dt__sched_compile_pods(dt_plan *p, dt_error *err);
+int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc_missing, dt_error *err);
+void dt__sched_runtime_class_note(dt_plan *p, const dt_podspec *d);
+int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n);
+
+/* sched_solve.c */
+bool dt__sched_pool_ok(dt_plan *p, rt_class *c, uint32_t pi);
+int dt__sched_solve(dt_plan *p);
+int dt__sched_unschedulable(dt_plan *p, uint32_t podi, const char *reason);
+
+/* sched_launch.c */
+int dt__sched_hook_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n, int32_t *bt, int32_t *bo,
+                        const char **excluded);
+int dt__sched_launch(dt_plan *p);
+bool dt__sched_off_better(const dt_plan *p, uint32_t t, uint32_t o, int32_t bt, int32_t bo, const int64_t *used);
+
+/* sched.c */
+int dt__sched_cluster_specs(dt_plan *p);
+int dt__sched_compile_nodes_overlay(dt_plan *p, dt_error *err);
+void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound);
+
+#endif

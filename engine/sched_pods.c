@@ -1,0 +1,535 @@
+/*
+** sched_pods.c: the second half of compiling a run: the pending pods in
+** Karpenter's queue order, their specs (requests, labels, ports, volume
+** topology), the topology groups their terms name, and the classes that
+** pods with the same requests and constraints share (a class is what the
+** solver tests against claims and nodes, once per pair).
+*/
+#include "sched_int.h"
+
+typedef struct pod_key {
+  int64_t cpu, mem, created;
+  rt_pod pod;
+} pod_key;
+
+/* Karpenter's queue order: cpu descending, memory descending, creation
+** time, then input order (Karpenter uses the UID, which we do not have). */
+static int cmp_pod(const void *a, const void *b) {
+  const pod_key *x = a, *y = b;
+  if (x->cpu != y->cpu) return x->cpu > y->cpu ? -1 : 1;
+  if (x->mem != y->mem) return x->mem > y->mem ? -1 : 1;
+  if (x->created != y->created) return x->created < y->created ? -1 : 1;
+  if (x->pod.seq != y->pod.seq) return x->pod.seq < y->pod.seq ? -1 : 1;
+  return x->pod.ordinal < y->pod.ordinal ? -1 : x->pod.ordinal > y->pod.ordinal;
+}
+
+static int cmp_u8_weight(const dt_podterm *t, uint8_t a, uint8_t b) {
+  return t[a].weight != t[b].weight ? (t[a].weight > t[b].weight ? -1 : 1) : (a < b ? -1 : 1);
+}
+
+/* Indices of weighted terms, heaviest first (stable). */
+static uint8_t *weight_order(dt_plan *p, const dt_podterm *t, size_t n) {
+  uint8_t *o = A(p, n ? n : 1);
+  if (!o) return NULL;
+  for (size_t i = 0; i < n && i < 255; i++) o[i] = (uint8_t)i;
+  for (size_t i = 1; i < n && i < 255; i++)
+    for (size_t k = i; k > 0 && cmp_u8_weight(t, o[k], o[k - 1]) < 0; k--) {
+      uint8_t x = o[k];
+      o[k] = o[k - 1];
+      o[k - 1] = x;
+    }
+  return o;
+}
+
+static uint8_t *pref_order(dt_plan *p, const dt_prefterm *t, size_t n) {
+  uint8_t *o = A(p, n ? n : 1);
+  if (!o) return NULL;
+  for (size_t i = 0; i < n && i < 255; i++) o[i] = (uint8_t)i;
+  for (size_t i = 1; i < n && i < 255; i++)
+    for (size_t k = i; k > 0 && t[o[k]].weight > t[o[k - 1]].weight; k--) {
+      uint8_t x = o[k];
+      o[k] = o[k - 1];
+      o[k - 1] = x;
+    }
+  return o;
+}
+
+static int cmp_label(const void *a, const void *b) {
+  const dt_sym *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
+/* The group of one term (spread or affinity); -1 when its key is not modelled. */
+static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, const dt_selector *sel, char *const *ns,
+                      size_t nns, char *const *mlk, size_t nmlk) {
+  const char *vals[32];
+  size_t n = 0;
+  for (size_t i = 0; i < nmlk && n < 16; i++)
+    for (uint32_t k = 0; k < s->nlabels; k++)
+      if (!strcmp(dt__sym_str(&p->syms, s->lk[k]), mlk[i])) {
+        vals[2 * n] = mlk[i];
+        vals[2 * n + 1] = dt__sym_str(&p->syms, s->lv[k]);
+        n++;
+      }
+  int g = dt__topo_group(p, kind, key, sel, ns, nns, s->ns, vals, n);
+  if (g == -1)
+    note(p,
+         "%s: pod %s/%s: topology key %s is not modelled (zone, hostname and capacity type are); the constraint is "
+         "ignored",
+         s->src->file, s->src->ns, s->src->name, key);
+  return g;
+}
+
+/* Create every group any pod refers to, so each spec's selected-by list is complete. */
+static int build_groups(dt_plan *p) {
+  /* an overlay visits only the pods with terms */
+  uint32_t n = p->ov ? (uint32_t)p->cl->termed.n : p->nspecs;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t i = p->ov ? p->cl->termed.v[k] : k;
+    const rt_spec *s = &p->specs[i];
+    const dt_podspec *d = s->src;
+    if (spec_absent(p, i)) continue;
+    for (size_t t = 0; t < d->nspread; t++)
+      if (term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0, d->spread[t].match_label_keys,
+                     d->spread[t].nmlk) == DT_ENOMEM)
+        return DT_ENOMEM;
+    const dt_podterm *lists[4] = {d->aff, d->paff, d->anti, d->panti};
+    size_t ns[4] = {d->naff, d->npaff, d->nanti, d->npanti};
+    for (int l = 0; l < 4; l++)
+      for (size_t t = 0; t < ns[l]; t++)
+        if (term_group(p, s, l < 2 ? TG_AFF : TG_ANTI, lists[l][t].key, &lists[l][t].sel, lists[l][t].ns,
+                       lists[l][t].nns, NULL, 0) == DT_ENOMEM)
+          return DT_ENOMEM;
+  }
+  if (p->ov && !p->cl->termed.n) return 0; /* no pod has terms: no group, now or later, and every nsel stays 0 */
+  return dt__topo_select(p);
+}
+
+static bool spec_selected_by(const rt_spec *s, uint32_t g) {
+  for (uint32_t i = 0; i < s->nsel; i++)
+    if (s->sel[i] == g) return true;
+  return false;
+}
+
+/*
+** The class of a spec under a relaxation state: its requirements, its
+** topology constraints and its tolerations, interned by signature so pods
+** with the same constraints share failure caches. Returns the class index
+** or a negative error.
+*/
+int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
+  rt_spec *s = &p->specs[si];
+  const dt_podspec *d = s->src;
+  if (!rx->term && !rx->paff && !rx->panti && !rx->pref && !rx->anyway && !rx->tol_pref && s->base_class >= 0)
+    return s->base_class;
+  dt_reqs reqs = {0};
+  dt__sched_compile_selector_kvs(p, &d->node_selector, &reqs);
+  if (d->vm_arch && !dt__kv_get(d->node_selector.v, d->node_selector.n, DT_L_ARCH)) {
+    /* KubeVirt's virt-launcher pod selects the VMI's architecture (the
+    ** cluster's default when unset); the VMI's own nodeSelector wins */
+    const char *a = *d->vm_arch ? d->vm_arch : p->manifests->vm_default_arch ? p->manifests->vm_default_arch : "amd64";
+    dt_kvs one = {1, &(dt_kv){(char *)DT_L_ARCH, (char *)a}};
+    dt__sched_compile_selector_kvs(p, &one, &reqs);
+  }
+  if (d->nterms && dt__sched_compile_mreqs(p, &d->terms[rx->term], &reqs)) return DT_ENOMEM;
+  for (uint32_t v = 0; v < s->nvol; v++)
+    if (dt__sched_compile_mreqs(p, s->vol[v], &reqs)) return DT_ENOMEM;
+  if (rx->pref < d->npref && dt__sched_compile_mreqs(p, &d->pref[s->pref_order[rx->pref]].reqs, &reqs))
+    return DT_ENOMEM;
+  /* Topology constraints. */
+  rt_tc tcs[256];
+  uint32_t ntc = 0;
+  uint32_t anyway_seen = 0;
+  for (size_t t = 0; t < d->nspread && ntc < 256; t++) {
+    if (d->spread[t].anyway && anyway_seen++ < rx->anyway) continue;
+    int g = term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0, d->spread[t].match_label_keys,
+                       d->spread[t].nmlk);
+    if (g == DT_ENOMEM) return g;
+    if (g < 0) continue;
+    tcs[ntc++] = (rt_tc){(uint32_t)g,
+                         TG_SPREAD,
+                         spec_selected_by(s, (uint32_t)g),
+                         false,
+                         d->spread[t].max_skew,
+                         d->spread[t].min_domains};
+  }
+  struct {
+    const dt_podterm *t;
+    size_t n;
+    const uint8_t *order;
+    uint8_t dropped;
+    int kind;
+    bool required;
+  } lists[4] = {{d->aff, d->naff, NULL, 0, TG_AFF, true},
+                {d->paff, d->npaff, s->paff_order, rx->paff, TG_AFF, false},
+                {d->anti, d->nanti, NULL, 0, TG_ANTI, true},
+                {d->panti, d->npanti, s->panti_order, rx->panti, TG_ANTI, false}};
+  for (int l = 0; l < 4; l++)
+    for (size_t k = lists[l].dropped; k < lists[l].n && ntc < 256; k++) {
+      const dt_podterm *t = &lists[l].t[lists[l].order ? lists[l].order[k] : k];
+      int g = term_group(p, s, lists[l].kind, t->key, &t->sel, t->ns, t->nns, NULL, 0);
+      if (g == DT_ENOMEM) return g;
+      if (g < 0) continue;
+      tcs[ntc++] = (rt_tc){(uint32_t)g,
+                           (uint8_t)lists[l].kind,
+                           spec_selected_by(s, (uint32_t)g),
+                           lists[l].required && lists[l].kind == TG_ANTI,
+                           0,
+                           0};
+    }
+  bool inverse = false;
+  for (uint32_t i = 0; i < s->nsel; i++) inverse |= p->groups.v[s->sel[i]].kind == TG_ANTI;
+  /* Signature. */
+  dt_buf sig = {0};
+  dt__sig_i64(&sig, rx->tol_pref);
+  dt__buf_putn(&sig, (const char *)s->req, p->nres * sizeof *s->req);
+  dt__sig_u32(&sig, reqs.n);
+  for (uint32_t k = 0; k < reqs.n; k++) dt__req_sig(&reqs.r[k], &sig);
+  dt__sig_u32(&sig, (uint32_t)d->ntol);
+  for (size_t k = 0; k < d->ntol; k++) {
+    dt__sig_str(&sig, d->tol[k].key ? d->tol[k].key : "");
+    dt__sig_str(&sig, d->tol[k].op);
+    dt__sig_str(&sig, d->tol[k].value);
+    dt__sig_str(&sig, d->tol[k].effect ? d->tol[k].effect : "");
+  }
+  dt__sig_u32(&sig, ntc);
+  for (uint32_t k = 0; k < ntc; k++) {
+    const rt_tc *t = &tcs[k];
+    dt__sig_u32(&sig, t->group);
+    dt__sig_u32(&sig, t->kind);
+    dt__sig_i64(&sig, t->self);
+    dt__sig_i64(&sig, t->owner);
+    dt__sig_i64(&sig, t->max_skew);
+    dt__sig_i64(&sig, t->min_domains);
+  }
+  dt__sig_u32(&sig, s->nsel);
+  if (s->nsel) dt__buf_putn(&sig, (const char *)s->sel, s->nsel * sizeof *s->sel);
+  dt__sig_u32(&sig, s->nports);
+  for (uint32_t k = 0; k < s->nports; k++) {
+    dt__sig_i64(&sig, s->ports[k].port);
+    dt__sig_u32(&sig, s->ports[k].proto);
+    dt__sig_u32(&sig, s->ports[k].ip);
+  }
+  /* Pods whose requests, requirements, tolerations, topology constraints,
+  ** selecting groups and host ports agree share a class, whatever spec
+  ** they come from: the class is all the scheduler reads. */
+  dt_sym cs = sig.p && !sig.oom ? dt__symn(&p->class_sigs, sig.p, sig.len) : 0;
+  dt__free(sig.p);
+  if (!cs) return DT_ENOMEM;
+  while (p->class_of_sig.n <= cs)
+    if (dt__vec_push(&p->class_of_sig, UINT32_MAX)) return DT_ENOMEM;
+  if (p->class_of_sig.v[cs] != UINT32_MAX) return (int)p->class_of_sig.v[cs];
+  rt_class c;
+  memset(&c, 0, sizeof c);
+  memcpy(c.req, s->req, sizeof c.req);
+  c.reqs = reqs;
+  c.spec = d;
+  c.spec_idx = si;
+  c.tol_pref = rx->tol_pref;
+  c.ntc = ntc;
+  c.tc = A(p, (ntc ? ntc : 1) * sizeof *c.tc);
+  c.pool_ok = A(p, p->npools ? p->npools : 1);
+  if (!c.tc || !c.pool_ok) return DT_ENOMEM;
+  memcpy(c.tc, tcs, ntc * sizeof *tcs);
+  memset(c.pool_ok, 0xff, p->npools);
+  masks(p, &reqs, &c.elig_z, &c.elig_c);
+  c.topo = ntc > 0 || inverse;
+  p->class_of_sig.v[cs] = (uint32_t)p->classes.n;
+  if (dt__vec_push(&p->classes, c)) return DT_ENOMEM;
+  return (int)p->classes.n - 1;
+}
+
+/*
+** How many pods of each workload still need a node: its replicas, less the
+** pods in the input that its selector matches in its namespace (a running
+** Deployment is not planned again, as its ReplicaSet controller counts),
+** and nothing for a ReplicaSet whose owning Deployment is in the input
+** (the Deployment counts them once). A Pod's own entry is 1. Arena-owned.
+*/
+static const dt_podspec *g_ns_specs; /* qsort has no context argument in C11 */
+static int ns_cmp(const void *a, const void *b) {
+  const dt_podspec *x = &g_ns_specs[*(const uint32_t *)a], *y = &g_ns_specs[*(const uint32_t *)b];
+  int c = strcmp(x->ns, y->ns);
+  return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int64_t *replicas_wanted(dt_plan *p) {
+  const dt_manifests *m = p->manifests;
+  int64_t *want = A(p, (p->nspecs ? p->nspecs : 1) * sizeof *want);
+  if (!want) return NULL;
+  dt_symtab owners = {0}; /* "Deployment/ns/name" of the workloads in the input */
+  uint32_t *byns = NULL;
+  size_t nplain = 0;
+  /* an overlay visits only the workloads: every other spec wants its count */
+  uint32_t nvisit = p->ov ? (uint32_t)p->cl->owned.n : p->nspecs;
+  for (uint32_t k = 0; k < nvisit; k++) {
+    uint32_t si = p->ov ? p->cl->owned.v[k] : k;
+    const dt_podspec *d = &m->pods.v[si];
+    want[si] = spec_absent(p, si) ? 0 : d->count;
+    if (spec_absent(p, si)) continue;
+    char k[800];
+    if (d->owner && !strncmp(d->owner, "Deployment/", 11)) {
+      snprintf(k, sizeof k, "Deployment/%s/%s", d->ns, d->name);
+      dt__sym(&owners, k);
+    }
+  }
+  for (uint32_t k = 0; k < nvisit; k++) {
+    uint32_t si = p->ov ? p->cl->owned.v[k] : k;
+    const dt_podspec *d = &m->pods.v[si];
+    if (!d->owner || spec_absent(p, si)) continue;
+    char k[800];
+    if (d->parent) {
+      snprintf(k, sizeof k, "Deployment/%s/%s", d->ns, d->parent + 11);
+      if (dt__sym_find(&owners, k)) {
+        want[si] = 0;
+        continue;
+      }
+    }
+    if (!d->sel.present) continue;
+    if (!byns) { /* the Pods, sorted by namespace, built once for the first selector */
+      byns = dt__malloc((p->nspecs ? p->nspecs : 1) * sizeof *byns);
+      if (!byns) {
+        owners.oom = 1;
+        break;
+      }
+      for (uint32_t q = 0; q < p->nspecs; q++)
+        if (!m->pods.v[q].owner && !spec_absent(p, q)) byns[nplain++] = q;
+      g_ns_specs = m->pods.v;
+      qsort(byns, nplain, sizeof *byns, ns_cmp);
+    }
+    size_t lo = 0, hi = nplain; /* the first Pod of d's namespace */
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (strcmp(m->pods.v[byns[mid]].ns, d->ns) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    int64_t have = 0;
+    for (size_t q = lo; q < nplain && have < d->count && !strcmp(m->pods.v[byns[q]].ns, d->ns); q++) {
+      const dt_podspec *o = &m->pods.v[byns[q]];
+      if (dt__selector_match(&d->sel, o->labels.v, o->labels.n)) have++;
+    }
+    want[si] = d->count - have;
+  }
+  bool oom = owners.oom;
+  dt__symtab_free(&owners);
+  dt__free(byns);
+  return oom ? NULL : want;
+}
+
+/*
+** Volume topology, as Karpenter's: a pod's PersistentVolumeClaim bound to a
+** PersistentVolume brings the volume's required node affinity; one not yet
+** bound whose StorageClass waits for the first consumer brings the class's
+** allowed topologies. Either is a term the pod's node must also meet (a
+** pod whose volume is in us-east-1d is planned in us-east-1d). The index
+** in topo is built from m->topo ("KIND:key" -> index + 1).
+*/
+static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *d, rt_spec *s) {
+  const dt_manifests *m = p->manifests;
+  if (!d->npvcs || !m->topo.n) return 0;
+  if (!(s->vol = A(p, d->npvcs * sizeof *s->vol))) return DT_ENOMEM;
+  for (size_t i = 0; i < d->npvcs; i++) {
+    char k[700];
+    snprintf(k, sizeof k, "PVC:%s/%s", d->ns, d->pvcs[i]);
+    dt_sym c = dt__sym_find(topo, k);
+    if (!c) continue; /* not in the input: nothing known of where it is */
+    const dt_topo_obj *pvc = &m->topo.v[c - 1], *where = NULL;
+    if (pvc->volume) {
+      snprintf(k, sizeof k, "PV:%s", pvc->volume);
+      dt_sym v = dt__sym_find(topo, k);
+      where = v ? &m->topo.v[v - 1] : NULL;
+    } else if (pvc->storage_class) {
+      snprintf(k, sizeof k, "SC:%s", pvc->storage_class);
+      dt_sym v = dt__sym_find(topo, k);
+      where = v && m->topo.v[v - 1].wait_for_consumer ? &m->topo.v[v - 1] : NULL;
+    }
+    if (where && where->term.n) s->vol[s->nvol++] = &where->term;
+  }
+  return 0;
+}
+
+/* One pod spec compiled on its own: requests (with its RuntimeClass's
+** overhead), interned labels sorted by key, term orders, host ports.
+** *rc_missing tells that its RuntimeClass is not in the input. */
+int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc_missing, dt_error *err) {
+  const dt_manifests *m = p->manifests;
+  int rc;
+  s->src = d;
+  s->base_class = -1;
+  *rc_missing = false;
+  if ((rc = rlist_vec(p, &d->requests, s->req, err))) return rc;
+  if (d->runtime_class && !d->has_overhead) {
+    bool found = false;
+    for (size_t k = 0; k < m->runtime_classes.n && !found; k++)
+      if (!strcmp(m->runtime_classes.v[k].name, d->runtime_class)) {
+        int64_t o[DT_RES_MAX] = {0};
+        if ((rc = rlist_vec(p, &m->runtime_classes.v[k].overhead, o, err))) return rc;
+        for (uint32_t r = 0; r < DT_RES_MAX; r++) s->req[r] += o[r];
+        found = true;
+      }
+    *rc_missing = !found;
+  }
+  s->ns = dt__sym(&p->syms, d->ns);
+  s->nlabels = (uint32_t)d->labels.n;
+  dt_sym *kv = A(p, (d->labels.n ? d->labels.n : 1) * 2 * sizeof *kv);
+  s->lk = A(p, (d->labels.n ? d->labels.n : 1) * sizeof *s->lk);
+  s->lv = A(p, (d->labels.n ? d->labels.n : 1) * sizeof *s->lv);
+  if (!kv || !s->lk || !s->lv) return DT_ENOMEM;
+  for (size_t k = 0; k < d->labels.n; k++) {
+    kv[2 * k] = dt__sym(&p->syms, d->labels.v[k].key);
+    kv[2 * k + 1] = dt__sym(&p->syms, d->labels.v[k].val);
+  }
+  qsort(kv, d->labels.n, 2 * sizeof *kv, cmp_label);
+  for (size_t k = 0; k < d->labels.n; k++) {
+    s->lk[k] = kv[2 * k];
+    s->lv[k] = kv[2 * k + 1];
+  }
+  s->paff_order = weight_order(p, d->paff, d->npaff);
+  s->panti_order = weight_order(p, d->panti, d->npanti);
+  s->pref_order = pref_order(p, d->pref, d->npref);
+  s->nports = (uint32_t)d->nports;
+  s->ports = dt__sched_compile_ports(p, d);
+  if (!s->paff_order || !s->panti_order || !s->pref_order || !s->ports) return DT_ENOMEM;
+  return 0;
+}
+
+void dt__sched_runtime_class_note(dt_plan *p, const dt_podspec *d) {
+  note(p, "%s: pod %s/%s: RuntimeClass %s is not in the input; its overhead is not counted", d->file, d->ns, d->name,
+       d->runtime_class);
+}
+
+/* Volume topology of every spec, indexed by m->topo. */
+int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
+  const dt_manifests *m = p->manifests;
+  int rc = 0;
+  dt_symtab topo = {0}; /* "PVC:ns/name", "PV:name", "SC:name" -> index + 1 in m->topo */
+  for (size_t i = 0; i < m->topo.n && !topo.oom; i++) {
+    char k[700];
+    snprintf(k, sizeof k, "%s:%s", m->topo.v[i].kind, m->topo.v[i].key);
+    dt__sym(&topo, k); /* kinds and names are unique (duplicates are refused), so object i is symbol i + 1 */
+  }
+  for (uint32_t si = 0; si < n && !rc; si++) rc = volume_topology(p, &topo, specs[si].src, &specs[si]);
+  if (topo.oom) rc = DT_ENOMEM;
+  dt__symtab_free(&topo);
+  return rc;
+}
+
+int dt__sched_cluster_specs(dt_plan *p);
+void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound);
+
+int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
+  const dt_manifests *m = p->manifests;
+  int rc = 0;
+  if (p->ov) {
+    if ((rc = dt__sched_cluster_specs(p))) return rc;
+  } else {
+    p->nspecs = (uint32_t)m->pods.n;
+    p->specs = A(p, (m->pods.n ? m->pods.n : 1) * sizeof *p->specs);
+    if (!p->specs) return DT_ENOMEM;
+    for (uint32_t si = 0; si < p->nspecs; si++) p->specs[si].src = &m->pods.v[si];
+    if ((rc = dt__sched_volume_topologies(p, p->specs, p->nspecs))) return rc;
+    for (uint32_t si = 0; si < p->nspecs; si++) {
+      bool missing;
+      if ((rc = dt__sched_compile_spec(p, &m->pods.v[si], &p->specs[si], &missing, err))) return rc;
+      if (missing) dt__sched_runtime_class_note(p, &m->pods.v[si]);
+    }
+  }
+  if ((rc = build_groups(p))) return rc;
+
+  int64_t *want = replicas_wanted(p);
+  if (!want) return DT_ENOMEM;
+
+  /* Pods an in-flight claim already carries (dovetail.dev/pods). */
+  dt_symtab claimed = {0};
+  DT_VEC(int32_t) claimed_node = {0};
+  for (uint32_t i = 0; i < p->nnodes; i++)
+    for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
+      dt_sym sy = dt__sym(&claimed, p->nodes[i].src->pods[k]);
+      while (claimed_node.n <= sy)
+        if (dt__vec_push(&claimed_node, -1)) break;
+      if (sy && sy < claimed_node.n) claimed_node.v[sy] = (int32_t)i;
+    }
+  /* An overlay's nodes take their bound pods' use from the per-name sums;
+  ** the pods themselves are visited only when something else needs them. */
+  bool scan = true;
+  if (p->ov) dt__sched_overlay_use(p, &scan, &p->bound_already);
+  DT_VEC(rt_pod) pods = {0};
+  for (uint32_t si = 0; si < p->nspecs && !rc; si++) {
+    if (p->ov && p->ov->pod[si] != DT_OV_PENDING && (!scan || p->ov->pod[si] == DT_OV_ABSENT)) continue;
+    const dt_podspec *d = &m->pods.v[si];
+    rt_spec *s = &p->specs[si];
+    if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
+      int32_t n = p->ov ? dt__sched_node_by_sym(p, p->cl->pod_node[si]) : dt__sched_node_by_name(p, d->node_name);
+      if (n < 0) {
+        note(p, "%s: pod %s/%s is bound to node %s, which is not in the input; ignored", d->file, d->ns, d->name,
+             d->node_name);
+      } else {
+        rt_node *nd = &p->nodes[n];
+        if (!p->ov)
+          for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r] * d->count;
+        for (uint32_t k = 0; k < s->nports && !rc; k++)
+          if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
+        if (!rc) rc = dt__topo_record(p, si, NULL, (uint32_t)n, node_zmask(nd), node_cmask(nd), (int32_t)d->count, -1);
+      }
+      if (!p->ov) p->bound_already += (size_t)d->count;
+      continue;
+    }
+    rt_relax none = {0};
+    s->base_class = -1; /* an overlay's specs are the cluster's: the last plan's class means nothing here */
+    int ci = dt__sched_class_for(p, si, &none);
+    if (ci < 0) {
+      rc = ci;
+      break;
+    }
+    s->base_class = ci;
+    int64_t nwant = p->ov && !d->owner ? d->count : want[si]; /* an overlay's want holds only its workloads */
+    for (int64_t o = 0; o < nwant; o++) {
+      rt_pod pod = {(uint32_t)ci, si, d->owner ? o : -1, d->seq};
+      if (claimed.n) {
+        char name[600];
+        dt__pod_name(p, &pod, name, sizeof name);
+        dt_sym c = dt__sym_find(&claimed, name);
+        if (c && c < claimed_node.n && claimed_node.v[c] >= 0) {
+          rt_node *nd = &p->nodes[claimed_node.v[c]];
+          for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r];
+          for (uint32_t k = 0; k < s->nports && !rc; k++)
+            if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
+          if (!rc)
+            rc = dt__topo_record(p, si, &p->classes.v[ci], (uint32_t)claimed_node.v[c], node_zmask(nd), node_cmask(nd),
+                                 1, pod.ordinal);
+          p->bound_already++;
+          continue;
+        }
+      }
+      if (dt__vec_push(&pods, pod)) {
+        rc = DT_ENOMEM;
+        break;
+      }
+    }
+  }
+  dt__symtab_free(&claimed);
+  dt__free(claimed_node.v);
+  if (rc) {
+    dt__free(pods.v);
+    return rc;
+  }
+  p->npods = (uint32_t)pods.n;
+  p->pods = A(p, (pods.n ? pods.n : 1) * sizeof *p->pods);
+  pod_key *keys = dt__malloc((pods.n ? pods.n : 1) * sizeof *keys);
+  if (!p->pods || !keys) {
+    dt__free(keys);
+    dt__free(pods.v);
+    return DT_ENOMEM;
+  }
+  for (uint32_t i = 0; i < p->npods; i++) {
+    const rt_spec *s = &p->specs[pods.v[i].spec];
+    keys[i] = (pod_key){s->req[DT_R_CPU], s->req[DT_R_MEM], s->src->created, pods.v[i]};
+  }
+  qsort(keys, p->npods, sizeof *keys, cmp_pod);
+  for (uint32_t i = 0; i < p->npods; i++) p->pods[i] = keys[i].pod;
+  dt__free(keys);
+  dt__free(pods.v);
+  return 0;
+}

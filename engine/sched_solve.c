@@ -1,0 +1,795 @@
+/*
+** sched_solve.c: placing pods, first-fit-decreasing as Karpenter's
+** scheduler: each pod tries existing and in-flight nodes, then the claims
+** opened in this run (least loaded first), then a new claim from each
+** NodePool by weight, relaxing its preferences in Karpenter's order when
+** nothing takes it; a pod nothing takes gets the reason people read. The
+** scheduler's own tests are exported read-only to explain.c at the end.
+*/
+#include "sched_int.h"
+
+/* ---------------------------------------------------------- scheduling */
+
+enum { FIT = 0, FAIL_NOW = 1, FAIL_EVER = 2 };
+
+typedef struct run {
+  dt_plan *p;
+  bool reserved_error;         /* the last attempt hit a ReservedOfferingError */
+  DT_VEC(rt_claim *) order;    /* open claims, (pods, idx) ascending */
+  int64_t *minsuf;             /* per queue position: component-wise min of the rest */
+  int64_t failmin[DT_RES_MAX]; /* min over pods that failed in this pass */
+  uint32_t pos, qlen;
+  /* the last topology failure, for the unschedulable reason */
+  int32_t topo_fail_class;
+  uint32_t topo_fail;
+} run;
+
+bool dt__sched_pool_ok(dt_plan *p, rt_class *c, uint32_t pi) {
+  if (c->pool_ok[pi] < 0) {
+    rt_pool *pl = &p->pools[pi];
+    const dt_req *bad;
+    c->pool_ok[pi] = (int8_t)(tolerates(p, c->spec, pl->taints, pl->ntaints, c->tol_pref, NULL) &&
+                              compatible(p, &pl->reqs, &c->reqs, &bad) &&
+                              !dt__sched_ports_conflict(p, p->specs[c->spec_idx].ports, p->specs[c->spec_idx].nports,
+                                                        pl->ds_ports, pl->nds_ports));
+  }
+  return c->pool_ok[pi];
+}
+
+static int node_fits(run *R, uint32_t ni, rt_class *c, uint64_t *Z, uint8_t *C) {
+  dt_plan *p = R->p;
+  rt_node *n = &p->nodes[ni];
+  if (n->src->unschedulable) return FAIL_EVER;
+  /* A registered Node that is not Ready takes no new pods (the kubelet's
+  ** not-ready taint); an in-flight NodeClaim is not Ready yet by nature. */
+  if (!n->src->ready && !n->src->claim_name) return FAIL_EVER;
+  if (!fits(p, n->alloc, n->used, c->req)) return FAIL_EVER;
+  if (!tolerates(p, c->spec, n->taints, n->ntaints, c->tol_pref, NULL)) return FAIL_EVER;
+  for (uint32_t i = 0; i < c->reqs.n; i++) {
+    const dt_req *r = &c->reqs.r[i];
+    dt_sym v = 0;
+    for (uint32_t k = 0; k < n->nlabels; k++)
+      if (n->lk[k] == r->key) v = n->lval[k];
+    if (!dt__req_has(&p->syms, r, v)) return FAIL_EVER;
+  }
+  const rt_spec *s = &p->specs[c->spec_idx];
+  if (dt__sched_ports_conflict(p, s->ports, s->nports, n->ports.v, n->ports.n)) return FAIL_EVER;
+  *Z = node_zmask(n);
+  *C = node_cmask(n);
+  if (c->topo) {
+    uint32_t why;
+    int t = dt__topo_check(p, c, ni, Z, C, &why);
+    if (t) return t;
+  }
+  return FIT;
+}
+
+static bool class_failed(rt_class *c, uint32_t idx) {
+  uint32_t w = idx / 64;
+  return w < c->nfail_words && (c->claim_failed[w] >> (idx % 64) & 1);
+}
+
+static int set_failed(rt_class *c, uint32_t idx) {
+  uint32_t w = idx / 64;
+  if (w >= c->nfail_words) {
+    uint32_t nw = w + 1 > c->nfail_words * 2 ? w + 1 : c->nfail_words * 2;
+    uint64_t *b = dt__realloc(c->claim_failed, nw * sizeof *b);
+    if (!b) return DT_ENOMEM;
+    memset(b + c->nfail_words, 0, (nw - c->nfail_words) * sizeof *b);
+    c->claim_failed = b;
+    c->nfail_words = nw;
+  }
+  c->claim_failed[w] |= 1ull << (idx % 64);
+  return 0;
+}
+
+static bool claim_before(const rt_claim *a, const rt_claim *b) {
+  return a->pods.n != b->pods.n ? a->pods.n < b->pods.n : a->idx < b->idx;
+}
+
+/* Karpenter's strict minValues: the options must keep N distinct values. */
+bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, uint32_t n) {
+  for (uint32_t i = 0; i < r->n; i++) {
+    int32_t need = r->r[i].min_values;
+    if (need <= 0) continue;
+    dt_sym key = r->r[i].key;
+    int16_t slot = slot_of(p, key);
+    dt_sym seen[64];
+    int32_t nseen = 0;
+    for (uint32_t k = 0; k < n && nseen < need; k++) {
+      dt_sym v = key == p->k_type ? p->types[opt[k]].name : slot >= 0 ? p->types[opt[k]].lv[slot] : 0;
+      if (!v) continue;
+      bool dup = false;
+      for (int32_t q = 0; q < nseen && !dup; q++) dup = seen[q] == v;
+      if (!dup && nseen < 64) seen[nseen++] = v;
+    }
+    if (nseen < need) return false;
+  }
+  return true;
+}
+
+/* Options of k that fit used + req under requirements nr and masks. */
+static uint32_t filter_options(dt_plan *p, const rt_pool *pl, const uint32_t *opt, uint32_t nopt, const int64_t *used,
+                               const int64_t *req, const dt_reqs *nr, uint64_t zm, uint8_t cm, uint32_t *out) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < nopt; i++) {
+    const rt_type *t = &p->types[opt[i]];
+    if (fits(p, pl->eff[opt[i]], used, req) && dt__type_ok(p, t, nr, zm, cm, pl->spot_max)) {
+      if (out) out[n] = opt[i];
+      n++;
+    }
+  }
+  return n;
+}
+
+/*
+** Karpenter's reservation manager (reservationmanager.go, nodeclaim.go
+** offeringsToReserve): a claim holds one unit of every reserved offering any
+** of its options could launch on, because the launch, not the scheduler,
+** picks the type; units it can no longer use are released. Strict mode: a
+** claim that could use a reservation but holds none (the units are held by
+** other claims), or that would lose all the reservations it held, is a
+** ReservedOfferingError — the pod waits for the next plan rather than falling
+** through to another offering or a lower-weight NodePool.
+** Returns 0 and sets *ok, or DT_ENOMEM.
+*/
+static int reserve(dt_plan *p, rt_claim *k, const uint32_t *opt, uint32_t nopt, uint64_t zm, uint8_t cm, bool *ok) {
+  const rt_pool *pl = &p->pools[k->pool];
+  *ok = true;
+  if (!pl->has_reserved) return 0;
+  DT_VEC(uint32_t) want = {0};
+  bool compatible_exists = false;
+  for (uint32_t i = 0; i < nopt; i++) {
+    const rt_type *t = &p->types[opt[i]];
+    for (uint32_t o = 0; o < t->noff; o++) {
+      const rt_off *of = &t->off[o];
+      if (of->ct != DT_CT_RESERVED || !off_ok(of, zm, cm, pl->spot_max)) continue;
+      compatible_exists = true;
+      if (dt__vec_push(&want, p->off_base[opt[i]] + o)) {
+        dt__free(want.v);
+        return DT_ENOMEM;
+      }
+    }
+  }
+  /* What k keeps, and what it can newly take. */
+  DT_VEC(uint32_t) next = {0};
+  int rc = 0;
+  for (size_t i = 0; i < want.n && !rc; i++) {
+    uint32_t g = want.v[i];
+    bool has = false;
+    for (size_t h = 0; h < k->held.n && !has; h++) has = k->held.v[h] == g;
+    rt_off *of = NULL;
+    for (uint32_t t = 0; t < p->ntypes && !of; t++)
+      if (g >= p->off_base[t] && g < p->off_base[t] + p->types[t].noff) of = &p->types[t].off[g - p->off_base[t]];
+    if (has || of->avail < 0 || of->avail - of->held > 0)
+      if (dt__vec_push(&next, g)) rc = DT_ENOMEM;
+  }
+  if (!rc && ((compatible_exists && !next.n) || (k->had_reserved && !next.n))) *ok = false;
+  if (!rc && *ok) {
+    /* release what is no longer compatible, take what is new */
+    for (size_t h = 0; h < k->held.n; h++) {
+      bool keep = false;
+      for (size_t i = 0; i < next.n && !keep; i++) keep = next.v[i] == k->held.v[h];
+      if (keep) continue;
+      for (uint32_t t = 0; t < p->ntypes; t++)
+        if (k->held.v[h] >= p->off_base[t] && k->held.v[h] < p->off_base[t] + p->types[t].noff)
+          p->types[t].off[k->held.v[h] - p->off_base[t]].held--;
+    }
+    for (size_t i = 0; i < next.n; i++) {
+      bool had = false;
+      for (size_t h = 0; h < k->held.n && !had; h++) had = k->held.v[h] == next.v[i];
+      if (had) continue;
+      for (uint32_t t = 0; t < p->ntypes; t++)
+        if (next.v[i] >= p->off_base[t] && next.v[i] < p->off_base[t] + p->types[t].noff)
+          p->types[t].off[next.v[i] - p->off_base[t]].held++;
+    }
+    dt__free(k->held.v);
+    k->held.v = next.v;
+    k->held.n = next.n;
+    k->held.cap = next.cap;
+    next.v = NULL;
+    k->had_reserved |= k->held.n > 0;
+  }
+  dt__free(next.v);
+  dt__free(want.v);
+  return rc;
+}
+
+/* Try to add a pod of class ci to claim k. */
+static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) {
+  dt_plan *p = R->p;
+  rt_class *c = &p->classes.v[ci];
+  rt_pool *pl = &p->pools[k->pool];
+  *res = FAIL_EVER;
+  if (!dt__sched_pool_ok(p, c, k->pool)) return 0;
+  const rt_spec *s = &p->specs[c->spec_idx];
+  if (dt__sched_ports_conflict(p, s->ports, s->nports, k->ports.v, k->ports.n)) return 0;
+  dt_reqs nr = k->reqs;
+  uint64_t zm = k->zmask;
+  uint8_t cm = k->ctmask;
+  bool changed = false;
+  if (c->reqs.n) {
+    const dt_req *bad;
+    if (!compatible(p, &k->reqs, &c->reqs, &bad)) return 0;
+    dt__reqs_merge(&p->arena, &p->syms, &k->reqs, &c->reqs, &nr);
+    changed = !dt__reqs_equal(&nr, &k->reqs);
+    if (changed) {
+      uint64_t z2;
+      uint8_t c2;
+      masks(p, &nr, &z2, &c2);
+      zm &= z2;
+      cm &= c2;
+    }
+  }
+  /* Resources first: no option fitting is final for this claim and class,
+  ** whatever topology says, and it is the cheap test. */
+  uint32_t first = 0;
+  while (first < k->nopt && !fits(p, pl->eff[k->opt[first]], k->used, c->req)) first++;
+  if (first == k->nopt) return 0;
+  /* A static claim's type and offering were chosen before any pod: a pod
+  ** takes it as it is or not at all. */
+  if (k->fixed && changed && (!dt__type_labels_ok(p, &p->types[k->opt[0]], &nr) || !zm || !cm)) return 0;
+  if (c->topo) {
+    uint32_t why;
+    int t = dt__topo_check(p, c, p->nnodes + k->idx, &zm, &cm, &why);
+    if (t) {
+      *res = t;
+      R->topo_fail_class = (int32_t)ci;
+      R->topo_fail = why;
+      return 0;
+    }
+    changed |= zm != k->zmask || cm != k->ctmask;
+  }
+  if (k->fixed) {
+    if (!zm || !cm) {
+      *res = FAIL_NOW;
+      return 0;
+    }
+    k->reqs = nr;
+  } else if (!changed && !pl->has_min_values && !pl->has_reserved) {
+    k->opt += first;
+    k->nopt -= first;
+  } else {
+    uint32_t keep = filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, NULL);
+    if (!keep) {
+      *res = c->topo ? FAIL_NOW : FAIL_EVER;
+      return 0;
+    }
+    uint32_t *opt = A(p, keep * sizeof *opt);
+    if (!opt) return DT_ENOMEM;
+    filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, opt);
+    if (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, keep)) return 0;
+    int64_t sum[DT_RES_MAX];
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) sum[r] = k->used[r] + c->req[r];
+    uint32_t nfit = 0;
+    for (uint32_t i = 0; i < keep; i++) /* reservations follow the types that fit the new sum */
+      if (fits(p, pl->eff[opt[i]], sum, (int64_t[DT_RES_MAX]){0})) opt[nfit++] = opt[i];
+    keep = nfit;
+    bool rok;
+    int rrc = reserve(p, k, opt, keep, zm, cm, &rok);
+    if (rrc) return rrc;
+    if (!rok) {
+      *res = FAIL_NOW;
+      R->reserved_error = true;
+      return 0;
+    }
+    k->opt = opt;
+    k->nopt = keep;
+    k->reqs = nr;
+    k->zmask = zm;
+    k->ctmask = cm;
+  }
+  for (uint32_t r = 0; r < p->nres; r++) k->used[r] += c->req[r];
+  if (dt__vec_push(&k->pods, podi)) return DT_ENOMEM;
+  for (uint32_t q = 0; q < s->nports; q++)
+    if (dt__vec_push(&k->ports, s->ports[q])) return DT_ENOMEM;
+  int rc = dt__topo_record(p, p->pods[podi].spec, c, p->nnodes + k->idx, k->zmask, k->ctmask, 1, p->pods[podi].ordinal);
+  if (rc) return rc;
+  *res = FIT;
+  return 0;
+}
+
+/* Keep R->order sorted after claim at position i gained a pod. */
+static void reorder(run *R, size_t i) {
+  rt_claim **o = R->order.v;
+  while (i + 1 < R->order.n && claim_before(o[i + 1], o[i])) {
+    rt_claim *t = o[i];
+    o[i] = o[i + 1];
+    o[i + 1] = t;
+    i++;
+  }
+}
+
+/* Whether no option of k can take even the smallest pod still to try. */
+static bool claim_full(run *R, rt_claim *k) {
+  dt_plan *p = R->p;
+  int64_t mn[DT_RES_MAX];
+  memcpy(mn, R->failmin, sizeof mn);
+  if (R->pos + 1 < R->qlen) {
+    const int64_t *q = &R->minsuf[(size_t)(R->pos + 1) * p->nres];
+    for (uint32_t r = 0; r < p->nres; r++) mn[r] = q[r] < mn[r] ? q[r] : mn[r];
+  }
+  for (uint32_t i = 0; i < k->nopt; i++)
+    if (fits(p, p->pools[k->pool].eff[k->opt[i]], k->used, mn)) return false;
+  return true;
+}
+
+static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
+  dt_plan *p = R->p;
+  *res = FAIL_EVER;
+  for (uint32_t pi = 0; pi < p->npools; pi++) {
+    rt_class *c = &p->classes.v[ci];
+    rt_pool *pl = &p->pools[pi];
+    if (pl->replicas >= 0 || !dt__sched_pool_ok(p, c, pi) || pl->nodes_remaining == 0 || !pl->ntypes) continue;
+    dt_reqs nr;
+    dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &c->reqs, &nr);
+    uint64_t zm;
+    uint8_t cm;
+    masks(p, &nr, &zm, &cm);
+    uint32_t host = p->nnodes + (uint32_t)p->claims.n;
+    if (c->topo) {
+      uint32_t why;
+      int t = dt__topo_check(p, c, host, &zm, &cm, &why);
+      if (t) {
+        if (*res == FAIL_EVER || t == FAIL_NOW) *res = FAIL_NOW; /* a new claim may work later */
+        R->topo_fail_class = (int32_t)ci;
+        R->topo_fail = why;
+        continue;
+      }
+    }
+    uint32_t *opt = A(p, pl->ntypes * sizeof *opt), n = 0;
+    if (!opt) return DT_ENOMEM;
+    static const int64_t zero[DT_RES_MAX];
+    for (uint32_t i = 0; i < pl->ntypes; i++) {
+      const rt_type *t = &p->types[pl->types[i]];
+      if (pl->has_limits) {
+        bool over = false;
+        for (uint32_t r = 0; r < p->nres && !over; r++)
+          over = pl->remaining[r] != INT64_MAX && t->cap[r] > pl->remaining[r];
+        if (over) continue;
+      }
+      if (fits(p, pl->eff[pl->types[i]], zero, c->req) && dt__type_ok(p, t, &nr, zm, cm, pl->spot_max))
+        opt[n++] = pl->types[i];
+    }
+    if (!n || (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, n))) continue;
+    rt_claim *k = A(p, sizeof *k);
+    if (!k) return DT_ENOMEM;
+    k->pool = pi;
+    bool rok;
+    int rrc = reserve(p, k, opt, n, zm, cm, &rok);
+    if (rrc) return rrc;
+    if (!rok) {
+      /* A reservation this pool could use is held by other claims: the pod
+      ** waits rather than falling through to a lower-weight NodePool. */
+      R->reserved_error = true;
+      *res = FAIL_NOW;
+      return 0;
+    }
+    k->pool = pi;
+    k->idx = (uint32_t)p->claims.n;
+    k->reqs = nr;
+    k->zmask = zm;
+    k->ctmask = cm;
+    k->opt = opt;
+    k->nopt = n;
+    k->type = k->off = -1;
+    for (uint32_t r = 0; r < p->nres; r++) k->used[r] = c->req[r];
+    /* In the plan's list first, so dt_plan_free releases k's vectors on any failure. */
+    if (dt__vec_push(&p->claims, k) || dt__vec_push(&k->pods, podi) || dt__vec_push(&R->order, k)) return DT_ENOMEM;
+    const rt_spec *s = &p->specs[c->spec_idx];
+    for (uint32_t q = 0; q < s->nports; q++)
+      if (dt__vec_push(&k->ports, s->ports[q])) return DT_ENOMEM;
+    int rc = dt__topo_record(p, p->pods[podi].spec, c, host, zm, cm, 1, p->pods[podi].ordinal);
+    if (rc) return rc;
+    reorder(R, R->order.n - 1);
+    /* Limits are charged pessimistically: the largest capacity among the
+    ** claim's options, as Karpenter's subtractMax. */
+    if (pl->has_limits) {
+      for (uint32_t r = 0; r < p->nres; r++) {
+        if (pl->remaining[r] == INT64_MAX) continue;
+        int64_t mx = 0;
+        for (uint32_t i = 0; i < n; i++) mx = p->types[opt[i]].cap[r] > mx ? p->types[opt[i]].cap[r] : mx;
+        pl->remaining[r] -= mx;
+      }
+      if (pl->nodes_remaining > 0) pl->nodes_remaining--;
+    }
+    *res = FIT;
+    return 0;
+  }
+  return 0;
+}
+
+/* Why NodePool pi cannot open a claim for class c, appended to b. */
+static void diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) {
+  const rt_spec *s = &p->specs[c->spec_idx];
+  rt_pool *pl = &p->pools[pi];
+  const char *pn = pl->src->name;
+  const rt_taint *t = NULL;
+  const dt_req *bad = NULL;
+  if (!tolerates(p, c->spec, pl->taints, pl->ntaints, true, &t)) {
+    static const char *eff[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
+    dt__buf_printf(b, "NodePool %s has taint %s=%s:%s that the pod does not tolerate", pn,
+                   dt__sym_str(&p->syms, t->key), dt__sym_str(&p->syms, t->value), eff[t->effect]);
+    return;
+  }
+  if (!compatible(p, &pl->reqs, &c->reqs, &bad)) {
+    bad = first_incompatible(p, &pl->reqs, &c->reqs);
+    const dt_req *ex = dt__reqs_get(&pl->reqs, bad->key);
+    dt__buf_puts(b, "pod requires ");
+    dt__req_describe(&p->syms, bad, b);
+    if (ex) {
+      dt__buf_printf(b, " but NodePool %s allows ", pn);
+      dt__req_describe(&p->syms, ex, b);
+    } else if (bad->key == p->k_hostname) {
+      dt__buf_printf(b,
+                     ": a new node of NodePool %s gets a hostname of its own, so only an existing node named so "
+                     "qualifies",
+                     pn);
+    } else {
+      dt__buf_printf(b, " but NodePool %s does not define label %s", pn, dt__sym_str(&p->syms, bad->key));
+    }
+    return;
+  }
+  if (dt__sched_ports_conflict(p, s->ports, s->nports, pl->ds_ports, pl->nds_ports)) {
+    dt__buf_printf(b, "a host port of the pod conflicts with a DaemonSet on NodePool %s", pn);
+    return;
+  }
+  if (pl->replicas >= 0) {
+    dt__buf_printf(b,
+                   "NodePool %s is static (spec.replicas %lld): pods open no NodeClaims on it, and none of its "
+                   "nodes has room",
+                   pn, (long long)pl->replicas);
+    return;
+  }
+  if (pl->nodes_remaining == 0) {
+    dt__buf_printf(b, "NodePool %s has reached its nodes limit", pn);
+    return;
+  }
+  dt_reqs nr;
+  dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &c->reqs, &nr);
+  uint64_t zm;
+  uint8_t cm;
+  masks(p, &nr, &zm, &cm);
+  /* Largest allocatable per resource among the types allowed. */
+  int64_t best[DT_RES_MAX] = {0};
+  const rt_type *bt[DT_RES_MAX] = {0};
+  uint32_t allowed = 0;
+  bool limited = false;
+  for (uint32_t i = 0; i < pl->ntypes; i++) {
+    const rt_type *ty = &p->types[pl->types[i]];
+    if (!dt__type_ok(p, ty, &nr, zm, cm, pl->spot_max)) continue;
+    allowed++;
+    bool over = false;
+    for (uint32_t r = 0; r < p->nres && pl->has_limits; r++)
+      over |= pl->remaining[r] != INT64_MAX && ty->cap[r] > pl->remaining[r];
+    if (over) {
+      limited = true;
+      continue;
+    }
+    const int64_t *e = pl->eff[pl->types[i]];
+    for (uint32_t r = 0; r < p->nres; r++)
+      if (e[r] > best[r] || !bt[r]) {
+        best[r] = e[r];
+        bt[r] = ty;
+      }
+  }
+  if (!allowed) {
+    dt__buf_printf(b, "no instance type in NodePool %s satisfies the pod's requirements", pn);
+    uint32_t *idx = c->reqs.n ? A(p, c->reqs.n * sizeof *idx) : NULL;
+    if (idx) {
+      dt__reqs_order(p, &c->reqs, idx);
+      dt__buf_puts(b, " (");
+      for (uint32_t k = 0; k < c->reqs.n; k++) {
+        if (k) dt__buf_puts(b, ", ");
+        dt__req_describe(&p->syms, &c->reqs.r[idx[k]], b);
+      }
+      dt__buf_puts(b, ")");
+    }
+    if (!(cm & ~(1u << DT_CT_RESERVED)) || !zm)
+      dt__buf_puts(b, " with an available offering in the allowed zones and capacity types");
+    return;
+  }
+  if (limited && !bt[0]) {
+    dt__buf_printf(b, "NodePool %s limits leave no room for another node", pn);
+    return;
+  }
+  bool said = false;
+  for (uint32_t r = 0; r < p->nres; r++) {
+    if (c->req[r] <= best[r]) continue;
+    char need[64], have[64], cap[64];
+    dt__fmt_quantity(need, sizeof need, p->res_names[r], c->req[r]);
+    dt__fmt_quantity(have, sizeof have, p->res_names[r], best[r]);
+    dt__fmt_quantity(cap, sizeof cap, p->res_names[r], bt[r] ? bt[r]->cap[r] : 0);
+    if (!best[r])
+      dt__buf_printf(b, "%sno instance type in NodePool %s has %s", said ? ", and " : "", pn, p->res_names[r]);
+    else
+      dt__buf_printf(b,
+                     "%sno instance type in NodePool %s has %s %s; the largest allowed (%s) has %s allocatable of %s",
+                     said ? ", and " : "", pn, need, p->res_names[r], dt__sym_str(&p->syms, bt[r]->name), have, cap);
+    said = true;
+  }
+  if (limited && said) dt__buf_puts(b, " within its limits");
+  if (said && pl->src && p->manifests->daemonsets.n) dt__buf_puts(b, " after DaemonSet overhead");
+  if (!said) {
+    if (pl->has_min_values) {
+      dt__buf_printf(b, "NodePool %s couldn't meet minValues for the pod's requirements", pn);
+      return;
+    }
+    dt__buf_printf(b, "no single instance type in NodePool %s fits all of the pod's requests (", pn);
+    for (uint32_t r = 0, first = 1; r < p->nres; r++) {
+      if (!c->req[r] || r == DT_R_PODS) continue;
+      char q[64];
+      dt__fmt_quantity(q, sizeof q, p->res_names[r], c->req[r]);
+      dt__buf_printf(b, "%s%s %s", first ? "" : ", ", p->res_names[r], q);
+      first = 0;
+    }
+    dt__buf_puts(b, limited ? ") within its limits" : ")");
+  }
+}
+
+/* A reason a person can act on, per NodePool, for a pod that fits nowhere. */
+static const char *diagnose(dt_plan *p, rt_class *c) {
+  dt_buf b = {0};
+  if (p->npools == 0) {
+    dt__buf_puts(&b, "no NodePool in the input, and no existing node fits");
+    return arena_buf(p, &b);
+  }
+  for (uint32_t pi = 0; pi < p->npools; pi++) {
+    if (pi) dt__buf_puts(&b, "; ");
+    diagnose_pool(p, c, pi, &b);
+  }
+  return arena_buf(p, &b);
+}
+
+int dt__sched_unschedulable(dt_plan *p, uint32_t podi, const char *reason) {
+  rt_unsched u = {podi, reason};
+  return dt__vec_push(&p->unsched, u);
+}
+
+/* One relaxation step, in Karpenter's order; false when nothing is left. */
+static bool relax(const dt_plan *p, const rt_spec *s, rt_relax *rx) {
+  const dt_podspec *d = s->src;
+  if (d->nterms > (size_t)rx->term + 1) {
+    rx->term++;
+    return true;
+  }
+  if (rx->paff < d->npaff) {
+    rx->paff++;
+    return true;
+  }
+  if (rx->panti < d->npanti) {
+    rx->panti++;
+    return true;
+  }
+  if (rx->pref < d->npref) {
+    rx->pref++;
+    return true;
+  }
+  size_t anyway = 0;
+  for (size_t i = 0; i < d->nspread; i++) anyway += d->spread[i].anyway;
+  if (rx->anyway < anyway) {
+    rx->anyway++;
+    return true;
+  }
+  if (!rx->tol_pref && p->any_prefer_taint) {
+    rx->tol_pref = 1;
+    return true;
+  }
+  return false;
+}
+
+/* Place one pod of class ci; *placed tells whether it went somewhere. */
+static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
+  dt_plan *p = R->p;
+  int rc = 0, res;
+  *placed = false;
+  /* 1. existing and in-flight nodes, in order */
+  bool all_ever = true;
+  for (uint32_t i = p->classes.v[ci].node_cursor; i < p->nnodes; i++) {
+    rt_class *c = &p->classes.v[ci];
+    uint64_t Z;
+    uint8_t C;
+    res = node_fits(R, i, c, &Z, &C);
+    if (res == FIT) {
+      rt_node *n = &p->nodes[i];
+      for (uint32_t r = 0; r < p->nres; r++) n->used[r] += c->req[r];
+      const rt_spec *s = &p->specs[c->spec_idx];
+      for (uint32_t q = 0; q < s->nports; q++)
+        if (dt__vec_push(&n->ports, s->ports[q])) return DT_ENOMEM;
+      rt_binding bnd = {podi, i};
+      if (dt__vec_push(&p->bindings, bnd)) return DT_ENOMEM;
+      *placed = true;
+      return dt__topo_record(p, p->pods[podi].spec, c, i, Z, C, 1, p->pods[podi].ordinal);
+    }
+    if (res == FAIL_NOW) all_ever = false;
+    if (all_ever) c->node_cursor = i + 1;
+  }
+  /* 1b. static pools' claims: in flight before any pod, as existing capacity */
+  for (uint32_t i = 0; i < p->nfixed; i++) {
+    rt_claim *k = p->claims.v[i];
+    if (class_failed(&p->classes.v[ci], k->idx)) continue;
+    if ((rc = claim_add(R, k, ci, podi, &res))) return rc;
+    if (res == FIT) {
+      *placed = true;
+      return 0;
+    }
+    if (res == FAIL_EVER && (rc = set_failed(&p->classes.v[ci], k->idx))) return rc;
+  }
+  /* 2. claims opened in this run, least loaded first */
+  for (size_t i = 0; i < R->order.n && !rc; i++) {
+    rt_claim *k = R->order.v[i];
+    if (class_failed(&p->classes.v[ci], k->idx)) continue;
+    rc = claim_add(R, k, ci, podi, &res);
+    if (rc) return rc;
+    if (res == FIT) {
+      reorder(R, i);
+      *placed = true;
+      return 0;
+    }
+    if (res != FAIL_EVER) continue;
+    rc = set_failed(&p->classes.v[ci], k->idx);
+    if (!rc && claim_full(R, k)) {
+      k->closed = true;
+      memmove(&R->order.v[i], &R->order.v[i + 1], (R->order.n - i - 1) * sizeof *R->order.v);
+      R->order.n--;
+      i--;
+    }
+  }
+  if (rc) return rc;
+  /* 3. a new claim from each NodePool, by weight */
+  if (p->classes.v[ci].no_new_claim) return 0;
+  rc = new_claim(R, ci, podi, &res);
+  if (rc) return rc;
+  if (res == FIT) {
+    *placed = true;
+    return 0;
+  }
+  if (res == FAIL_EVER) p->classes.v[ci].no_new_claim = true;
+  return 0;
+}
+
+int dt__sched_solve(dt_plan *p) {
+  run R;
+  memset(&R, 0, sizeof R);
+  R.p = p;
+  int rc = 0;
+  uint32_t *queue = dt__malloc((p->npods ? p->npods : 1) * sizeof *queue);
+  uint32_t *next = dt__malloc((p->npods ? p->npods : 1) * sizeof *next);
+  int32_t *last_class = dt__malloc((p->npods ? p->npods : 1) * sizeof *last_class);
+  R.minsuf = dt__malloc(((size_t)p->npods + 1) * p->nres * sizeof *R.minsuf);
+  if (!queue || !next || !R.minsuf || !last_class) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  for (uint32_t i = 0; i < p->npods; i++) queue[i] = i;
+  uint32_t qn = p->npods, pass = 0;
+  /*
+  ** Karpenter's queue: a pod that fails goes to the back; the run stops
+  ** when a whole pass places nothing. Pods whose constraints depend on
+  ** others (affinity, spread) converge this way.
+  */
+  for (;; pass++) {
+    if (dt__cancelled(p)) {
+      rc = DT_ECANCELED;
+      goto out;
+    }
+    R.qlen = qn;
+    for (uint32_t i = qn; i-- > 0;) {
+      const int64_t *q = p->specs[p->pods[queue[i]].spec].req;
+      int64_t *m = &R.minsuf[(size_t)i * p->nres];
+      for (uint32_t r = 0; r < p->nres; r++) m[r] = i + 1 < qn && m[p->nres + r] < q[r] ? m[p->nres + r] : q[r];
+    }
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) R.failmin[r] = INT64_MAX;
+    uint32_t nn = 0;
+    for (R.pos = 0; R.pos < qn; R.pos++) {
+      if ((R.pos & 255) == 255 && dt__cancelled(p)) {
+        rc = DT_ECANCELED;
+        goto out;
+      }
+      uint32_t podi = queue[R.pos];
+      const rt_pod *pod = &p->pods[podi];
+      rt_relax rx;
+      memset(&rx, 0, sizeof rx);
+      bool placed = false;
+      int ci = (int)pod->cls;
+      for (;;) {
+        R.topo_fail_class = -1;
+        R.reserved_error = false;
+        /* --explain: recorded before and after, never changing the try */
+        bool ex = p->ex_pod == (int64_t)podi;
+        size_t nb = p->bindings.n, nk = p->claims.n;
+        if (ex) dt__explain_attempt(p, (uint32_t)ci, &rx, R.order.v, R.order.n, pass, R.pos, qn);
+        if ((rc = try_place(&R, (uint32_t)ci, podi, &placed)) != 0) goto out;
+        if (ex) dt__explain_outcome(p, placed, nb, nk, R.order.v, R.order.n);
+        /* Deferred for a reservation: not relaxed, as Karpenter's trySchedule. */
+        if (placed || R.reserved_error || !relax(p, &p->specs[pod->spec], &rx)) break;
+        if ((ci = dt__sched_class_for(p, pod->spec, &rx)) < 0) {
+          rc = ci;
+          goto out;
+        }
+      }
+      if (placed) continue;
+      last_class[podi] = R.reserved_error ? -1 - ci : ci;
+      next[nn++] = podi;
+      const int64_t *q = p->specs[pod->spec].req;
+      for (uint32_t r = 0; r < p->nres; r++) R.failmin[r] = q[r] < R.failmin[r] ? q[r] : R.failmin[r];
+    }
+    bool progress = nn < qn;
+    uint32_t *t = queue;
+    queue = next;
+    next = t;
+    qn = nn;
+    if (!qn || !progress) break;
+  }
+  /* Whatever is left is unschedulable: explain with the relaxed class. */
+  {
+    const char **reason = dt__calloc(p->classes.n ? p->classes.n : 1, sizeof *reason);
+    if (!reason) {
+      rc = DT_ENOMEM;
+      goto out;
+    }
+    for (uint32_t i = 0; i < qn && !rc; i++) {
+      uint32_t podi = queue[i];
+      int ci = last_class[podi];
+      if (ci < 0) {
+        rc = dt__sched_unschedulable(
+            p, podi,
+            "deferred: a capacity reservation this pod's NodePool can use is held by other node claims of "
+            "this plan; plan again once they launch (feed their NodeClaims back as input)");
+        continue;
+      }
+      rt_class *c = &p->classes.v[ci];
+      if (!reason[ci]) {
+        /* Re-run the last attempt's topology check on a fresh host to find
+        ** the constraint that failed, if topology is what blocks it. */
+        const char *why = NULL;
+        if (c->topo) {
+          for (uint32_t pi = 0; pi < p->npools && !why; pi++) {
+            if (!dt__sched_pool_ok(p, c, pi)) continue;
+            dt_reqs nr;
+            dt__reqs_merge(&p->arena, &p->syms, &p->pools[pi].reqs, &c->reqs, &nr);
+            uint64_t zm;
+            uint8_t cm;
+            masks(p, &nr, &zm, &cm);
+            uint32_t f;
+            if (dt__topo_check(p, c, p->nnodes + (uint32_t)p->claims.n, &zm, &cm, &f)) {
+              dt_buf b = {0};
+              dt__topo_explain(p, c, f, &b);
+              why = arena_buf(p, &b);
+            }
+          }
+        }
+        reason[ci] = why ? why : diagnose(p, c);
+      }
+      rc = dt__sched_unschedulable(p, podi, reason[ci]);
+    }
+    dt__free(reason);
+  }
+out:
+  dt__free(queue);
+  dt__free(next);
+  dt__free(last_class);
+  dt__free(R.minsuf);
+  dt__free(R.order.v);
+  return rc;
+}
+
+/* ------------------------------------------------------- for explain.c */
+
+bool dt__x_tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, uint32_t n, bool prefer_ok,
+                     const rt_taint **which) {
+  return tolerates(p, s, t, n, prefer_ok, which);
+}
+bool dt__x_compatible(const dt_plan *p, const dt_reqs *node, const dt_reqs *pod, const dt_req **bad) {
+  return compatible(p, node, pod, bad);
+}
+void dt__x_masks(const dt_plan *p, const dt_reqs *r, uint64_t *zmask, uint8_t *ctmask) { masks(p, r, zmask, ctmask); }
+bool dt__x_fits(const dt_plan *p, const int64_t *alloc, const int64_t *used, const int64_t *req) {
+  return fits(p, alloc, used, req);
+}
+int16_t dt__x_slot(const dt_plan *p, dt_sym key) { return slot_of(p, key); }
+bool dt__x_ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb) {
+  return dt__sched_ports_conflict(p, a, na, b, nb);
+}
+void dt__x_diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) { diagnose_pool(p, c, pi, b); }
+int dt__x_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) { return dt__sched_class_for(p, si, rx); }
