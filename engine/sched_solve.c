@@ -16,6 +16,8 @@ typedef struct run {
   dt_plan *p;
   bool reserved_error;         /* the last attempt hit a ReservedOfferingError */
   DT_VEC(rt_claim *) order;    /* open claims, (pods, idx) ascending */
+  uint32_t *nfailed;           /* per class: how many claims in order it can never join */
+  size_t nfailed_cap;
   int64_t *minsuf;             /* per queue position: component-wise min of the rest */
   int64_t failmin[DT_RES_MAX]; /* min over pods that failed in this pass */
   uint32_t pos, qlen;
@@ -615,8 +617,17 @@ static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
     }
     if (res == FAIL_EVER && (rc = set_failed(&p->classes.v[ci], k->idx))) return rc;
   }
-  /* 2. claims opened in this run, least loaded first */
-  for (size_t i = 0; i < R->order.n && !rc; i++) {
+  if (p->classes.n > R->nfailed_cap) { /* relaxing a pod's preferences makes classes */
+    size_t cap = p->classes.n * 2;
+    uint32_t *nf = dt__realloc(R->nfailed, cap * sizeof *nf);
+    if (!nf) return DT_ENOMEM;
+    memset(nf + R->nfailed_cap, 0, (cap - R->nfailed_cap) * sizeof *nf);
+    R->nfailed = nf;
+    R->nfailed_cap = cap;
+  }
+  /* 2. claims opened in this run, least loaded first (none to try when the
+  ** class can join none of them: pods sorted largest first meet that often) */
+  for (size_t i = 0; i < R->order.n && R->nfailed[ci] < R->order.n && !rc; i++) {
     rt_claim *k = R->order.v[i];
     if (class_failed(&p->classes.v[ci], k->idx)) continue;
     rc = claim_add(R, k, ci, podi, &res);
@@ -628,8 +639,10 @@ static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
     }
     if (res != FAIL_EVER) continue;
     rc = set_failed(&p->classes.v[ci], k->idx);
+    R->nfailed[ci]++;
     if (!rc && claim_full(R, k)) {
       k->closed = true;
+      for (size_t c = 0; c < p->classes.n; c++) R->nfailed[c] -= class_failed(&p->classes.v[c], k->idx);
       memmove(&R->order.v[i], &R->order.v[i + 1], (R->order.n - i - 1) * sizeof *R->order.v);
       R->order.n--;
       i--;
@@ -771,6 +784,7 @@ out:
   dt__free(last_class);
   dt__free(R.minsuf);
   dt__free(R.order.v);
+  dt__free(R.nfailed);
   return rc;
 }
 
