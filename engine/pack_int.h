@@ -1,0 +1,109 @@
+/*
+** pack_int.h: what the cost packer's two files share: pod shapes, candidate
+** instance types, packings under construction and the small helpers both
+** use. pack.c groups claims, runs the greedy plans and materialises the
+** chosen packing; pack_cg.c solves the pattern LP by column generation and
+** rounds it.
+*/
+#ifndef DT_PACK_INT_H
+#define DT_PACK_INT_H
+
+#include "schedule.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct shape {
+  int64_t req[DT_RES_MAX];
+  DT_VEC(uint32_t) pods;
+  size_t next; /* pods handed out so far */
+} shape;
+
+typedef DT_VEC(rt_claim *) claim_vec;
+
+typedef struct cand {
+  uint32_t type;
+  double price;
+  double reduced;
+  bool unwanted; /* carries devices (GPUs, Neuron, ...) no pod of the group asks for */
+} cand;
+
+/* A packing under construction: per node, a type and per-shape counts. */
+typedef struct packing {
+  size_t nodes;
+  DT_VEC(uint32_t) type;  /* candidate index per node */
+  DT_VEC(int64_t) count;  /* nodes x shapes */
+  double cost;
+} packing;
+
+static inline bool fits_in(const dt_plan *p, const int64_t *alloc, const int64_t *used) {
+  for (uint32_t r = 0; r < p->nres; r++)
+    if (used[r] > alloc[r]) return false;
+  return true;
+}
+
+/* How many pods of shape s fit in alloc after used. */
+static inline int64_t fit_count(const dt_plan *p, const int64_t *alloc, const int64_t *used, const int64_t *req, int64_t cap) {
+  int64_t cnt = cap;
+  for (uint32_t r = 0; r < p->nres && cnt > 0; r++)
+    if (req[r] > 0) {
+      int64_t room = alloc[r] - used[r];
+      int64_t f = room > 0 ? room / req[r] : 0;
+      if (f < cnt) cnt = f;
+    }
+  return cnt;
+}
+
+static inline void packing_free(packing *k) {
+  dt__free(k->type.v);
+  dt__free(k->count.v);
+  memset(k, 0, sizeof *k);
+}
+
+static inline int packing_add(packing *k, uint32_t cand, const int64_t *counts, size_t nshapes, double price) {
+  if (dt__vec_push(&k->type, cand)) return DT_ENOMEM;
+  for (size_t s = 0; s < nshapes; s++)
+    if (dt__vec_push(&k->count, counts[s])) return DT_ENOMEM;
+  k->nodes++;
+  k->cost += price;
+  return 0;
+}
+
+/* The cheapest candidate (price order) that holds used; -1 if none. */
+static inline int32_t cheapest_fit(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, const int64_t *used) {
+  for (uint32_t i = 0; i < nc; i++)
+    if (fits_in(p, pl->eff[by_price[i].type], used)) return (int32_t)i;
+  return -1;
+}
+
+/* The candidate (index into by_price) holding up to n pods of shape req at
+** the lowest price per pod: *k pods, *per_pod each; -1 if none holds one. */
+static inline int32_t best_alone(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, const int64_t *req,
+                          int64_t n, int64_t *k, double *per_pod) {
+  static const int64_t zero[DT_RES_MAX];
+  int32_t bt = -1;
+  *k = 0;
+  *per_pod = INFINITY;
+  for (uint32_t i = 0; i < nc; i++) {
+    int64_t c = fit_count(p, pl->eff[by_price[i].type], zero, req, n);
+    if (c > 0 && by_price[i].price / (double)c < *per_pod) {
+      *per_pod = by_price[i].price / (double)c;
+      bt = (int32_t)i;
+      *k = c;
+    }
+  }
+  return bt;
+}
+
+/* The greedy plans A, B and C (pack.c) into plans[0..2]. */
+int dt__pack_greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, cand *cands,
+                          const cand *by_price, uint32_t nc, packing *plans);
+
+/* Plan D (pack_cg.c): the pattern LP by column generation over the
+** candidates (by_price: cheapest first), rounded to whole nodes, into out;
+** *lp_obj the LP's cost. DT_EINVAL when it cannot be solved. */
+int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, const cand *by_price,
+                    uint32_t nc, cand *cands, packing *out, double *lp_obj);
+
+#endif
