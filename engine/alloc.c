@@ -200,6 +200,19 @@ char *dt__arena_strdup(dt_arena *a, const char *s) {
   return p;
 }
 
+void dt__arena_reset(dt_arena *a) {
+  if (!a->head) return;
+  dt_arena_chunk *keep = a->head, *c = keep->next; /* the newest is the largest */
+  while (c) {
+    dt_arena_chunk *n = c->next;
+    dt__free(c);
+    c = n;
+  }
+  keep->next = NULL;
+  a->used = 0;
+  a->cap = keep->cap;
+}
+
 void dt__arena_free(dt_arena *a) {
   dt_arena_chunk *c = a->head;
   while (c) {

@@ -473,6 +473,117 @@ int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt
   return parse_yaml(name, buf, len, out, err);
 }
 
+/* ------------------------------------------------------ a List, item by item */
+
+static size_t json_ws(const char *b, size_t i, size_t n) {
+  while (i < n && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r')) i++;
+  return i;
+}
+
+/* The end of the string opening at b[i] ('"'), or 0; *esc set when it holds an escape. */
+static size_t json_str_end(const char *b, size_t i, size_t n, bool *esc) {
+  for (i++; i < n; i++) {
+    if (b[i] == '\\') {
+      *esc = true;
+      i++;
+    } else if (b[i] == '"') {
+      return i + 1;
+    } else if ((unsigned char)b[i] < 0x20) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+/* The end of the value starting at b[i], or 0 when it is cut short or
+** unbalanced (its grammar is cJSON's to check). */
+static size_t json_value_end(const char *b, size_t i, size_t n) {
+  if (i >= n) return 0;
+  bool esc = false;
+  if (b[i] == '"') return json_str_end(b, i, n, &esc);
+  if (b[i] != '{' && b[i] != '[') {
+    size_t j = i;
+    while (j < n && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' &&
+           b[j] != '\r')
+      j++;
+    return j > i ? j : 0;
+  }
+  int depth = 0;
+  for (; i < n; i++) {
+    char c = b[i];
+    if (c == '"') {
+      size_t e = json_str_end(b, i, n, &esc);
+      if (!e) return 0;
+      i = e - 1;
+    } else if (c == '{' || c == '[') {
+      depth++;
+    } else if (c == '}' || c == ']') {
+      if (--depth == 0) return i + 1;
+    }
+  }
+  return 0;
+}
+
+int dt__json_list_each(const char *buf, size_t len, int (*fn)(void *arg, const char *item, size_t n), void *arg) {
+  if (len > (size_t)DT_MAX_INPUT_BYTES) return 0;
+  size_t i = 0;
+  if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB && (unsigned char)buf[2] == 0xBF)
+    i = 3;
+  i = json_ws(buf, i, len);
+  if (i >= len || buf[i] != '{') return 0;
+  const char *why;
+  json_prescan(buf + i, len - i, &why);
+  if (why) return 0;
+  /* The top level: a "kind" ending in List, an "items" array, each key once. */
+  size_t items = 0, kind = 0, kind_end = 0;
+  i = json_ws(buf, i + 1, len);
+  while (i < len && buf[i] != '}') {
+    bool esc = false;
+    size_t ke = json_str_end(buf, i, len, &esc);
+    if (buf[i] != '"' || !ke || esc) return 0;
+    const char *key = buf + i + 1;
+    size_t klen = ke - i - 2;
+    i = json_ws(buf, ke, len);
+    if (i >= len || buf[i] != ':') return 0;
+    i = json_ws(buf, i + 1, len);
+    size_t ve = json_value_end(buf, i, len);
+    if (!ve) return 0;
+    if (klen == 4 && !memcmp(key, "kind", 4)) {
+      bool vesc = false;
+      if (kind || buf[i] != '"' || json_str_end(buf, i, len, &vesc) != ve || vesc) return 0;
+      kind = i + 1;
+      kind_end = ve - 1;
+    } else if (klen == 5 && !memcmp(key, "items", 5)) {
+      if (items || buf[i] != '[') return 0;
+      items = i;
+    }
+    i = json_ws(buf, ve, len);
+    if (i < len && buf[i] == ',') {
+      i = json_ws(buf, i + 1, len);
+      if (i < len && buf[i] == '}') return 0; /* a trailing comma: cJSON's to report */
+    } else if (i >= len || buf[i] != '}') {
+      return 0;
+    }
+  }
+  if (i >= len || !kind || !items || kind_end - kind < 4 || memcmp(buf + kind_end - 4, "List", 4)) return 0;
+  if (json_ws(buf, i + 1, len) != len) return 0;
+  /* The items, each handed over as its own text. */
+  i = json_ws(buf, items + 1, len);
+  while (i < len && buf[i] != ']') {
+    size_t ve = json_value_end(buf, i, len);
+    if (!ve) return 0;
+    if (fn(arg, buf + i, ve - i)) return -1;
+    i = json_ws(buf, ve, len);
+    if (i < len && buf[i] == ',') {
+      i = json_ws(buf, i + 1, len);
+      if (i < len && buf[i] == ']') return 0; /* a trailing comma: cJSON's to report */
+    } else if (i >= len || buf[i] != ']') {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 int dt__doc_parse_in(dt_arena *a, const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
   dt_arena *old = dt__cj_arena(a);
   int rc = dt__doc_parse(name, buf, len, out, err);

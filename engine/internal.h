@@ -58,6 +58,7 @@ void *dt__arena_alloc(dt_arena *a, size_t n);   /* zeroed, 16-byte aligned */
 void dt__arena_reserve(dt_arena *a, size_t n);  /* a first chunk of at least n bytes (no-op once allocated) */
 char *dt__arena_strdup(dt_arena *a, const char *s);
 void dt__arena_free(dt_arena *a);
+void dt__arena_reset(dt_arena *a); /* empty again, its largest chunk kept */
 
 /* Make cJSON allocate from a (NULL: the heap again) in this thread, frees
 ** doing nothing meanwhile; returns the arena it replaces. */
@@ -227,6 +228,13 @@ int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt
 /* As dt__doc_parse, every node in a: the tree is dropped with a
 ** (dt__arena_free), never with cJSON_Delete, and no node may outlive a. */
 int dt__doc_parse_in(dt_arena *a, const char *name, const char *buf, size_t len, cJSON **out, dt_error *err);
+/* A JSON document that is one List object (kind ending in "List", an
+** "items" array, each top-level key once): fn gets each item's text in
+** order, to parse on its own, so the whole tree is never in memory. Returns
+** 1 when every item was handed over, -1 when fn returned non-zero, and 0
+** when buf is not such a List or its structure is broken (then possibly
+** after some items: parse it whole, which says what is wrong). */
+int dt__json_list_each(const char *buf, size_t len, int (*fn)(void *arg, const char *item, size_t n), void *arg);
 
 /* A JSON number as an integer, clamped to +-9e18 (NaN is 0): converting a
 ** double past int64 is undefined behaviour, and inputs may hold 1e300. */

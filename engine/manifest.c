@@ -558,61 +558,112 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
   return 0;
 }
 
+/* Where a file's objects start, so a bad file adds nothing. */
+typedef struct mark_t {
+  size_t np, npod, nn, ns, nl, nds, nrc, nmk, nvp, nvm, nvol, npdb, ntopo;
+  int64_t npods;
+  const char *varch, *varch_file;
+} mark_t;
+
+static mark_t mark_of(const dt_manifests *m) {
+  return (mark_t){m->pools.n,   m->pods.n, m->nodes.n,   m->seen_file.n, m->notes.len, m->daemonsets.n, m->runtime_classes.n,
+                  m->marks.n,   m->vmpools.n, m->vms.n,  m->volumes.n,   m->pdbs.n,    m->topo.n,       m->npods,
+                  m->vm_default_arch, m->vm_default_arch_file};
+}
+
+static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
+  m->npods = k->npods;
+  m->vm_default_arch = k->varch;
+  m->vm_default_arch_file = k->varch_file;
+  while (m->pools.n > k->np) mf_pool_free(&m->pools.v[--m->pools.n]);
+  while (m->pods.n > k->npod) mf_pod_free(&m->pods.v[--m->pods.n]);
+  while (m->nodes.n > k->nn) mf_node_free(&m->nodes.v[--m->nodes.n]);
+  while (m->daemonsets.n > k->nds) mf_pod_free(&m->daemonsets.v[--m->daemonsets.n]);
+  while (m->pdbs.n > k->npdb) mf_pdb_free(&m->pdbs.v[--m->pdbs.n]);
+  while (m->vmpools.n > k->nvp) mf_vmpool_free(&m->vmpools.v[--m->vmpools.n]);
+  while (m->vms.n > k->nvm) mf_vm_free(&m->vms.v[--m->vms.n]);
+  while (m->volumes.n > k->nvol) dt__free(m->volumes.v[--m->volumes.n]);
+  while (m->topo.n > k->ntopo) mf_topo_free(&m->topo.v[--m->topo.n]);
+  while (m->marks.n > k->nmk) {
+    dt_mark *mk = &m->marks.v[--m->marks.n];
+    dt__free(mk->instance_type);
+    dt__free(mk->zone);
+    dt__free(mk->name);
+  }
+  while (m->runtime_classes.n > k->nrc) {
+    dt_runtimeclass *r = &m->runtime_classes.v[--m->runtime_classes.n];
+    dt__free(r->name);
+    dt__rlist_free(&r->overhead);
+  }
+  for (size_t i = 0; i < m->seen_file.n; i++)
+    if (i >= k->ns || m->seen_file.v[i] == file) m->seen_file.v[i] = NULL;
+  m->notes.len = k->nl;
+  if (m->notes.p) m->notes.p[k->nl] = 0;
+}
+
+/* A JSON List read item by item: each item parsed on its own into an arena
+** emptied after it, so memory holds one item's tree, not the whole file's. */
+typedef struct streamed {
+  mctx *x;
+  dt_arena tree;
+  int rc;         /* an item's reader failed: the file's error */
+  bool whole;     /* an item cJSON refuses: parse the file whole, which says where */
+} streamed;
+
+static int stream_item(void *arg, const char *text, size_t n) {
+  streamed *st = arg;
+  dt__arena_reset(&st->tree);
+  dt_arena *old = dt__cj_arena(&st->tree);
+  const char *end = NULL;
+  cJSON *o = cJSON_ParseWithLengthOpts(text, n, &end, false);
+  dt__cj_arena(old);
+  if (!o || end != text + n || st->tree.oom) {
+    st->whole = true;
+    return 1;
+  }
+  /* After a reader failed, the rest is only parsed: malformed JSON anywhere
+  ** is the file's error, as when it is parsed whole. */
+  if (!st->rc && object(st->x, o, 1)) st->rc = mf_failed(st->x);
+  return 0;
+}
+
 int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len,
                             dt_error *err) {
-  cJSON *docs = NULL;
-  dt_arena tree = {0}; /* the parse tree, read once and dropped whole */
-  int rc = dt__doc_parse_in(&tree, name, buf, len, &docs, err);
-  if (rc) {
-    dt__arena_free(&tree);
-    return rc;
-  }
+  dt__init();
   char *file = dt__strdup(name);
   if (!file || dt__vec_push(&m->files, file)) {
     dt__free(file);
-    dt__arena_free(&tree);
     return dt__err(err, DT_ENOMEM, "out of memory");
   }
-  /* Remember where we were, so a bad file adds nothing. */
-  size_t np = m->pools.n, npod = m->pods.n, nn = m->nodes.n, ns = m->seen_file.n, nl = m->notes.len;
-  size_t nds = m->daemonsets.n, nrc = m->runtime_classes.n, nmk = m->marks.n;
-  size_t nvp = m->vmpools.n, nvm = m->vms.n, nvol = m->volumes.n, npdb = m->pdbs.n, ntopo = m->topo.n;
-  int64_t npods = m->npods;
-  const char *varch = m->vm_default_arch, *varch_file = m->vm_default_arch_file;
+  mark_t at = mark_of(m);
   mctx x = {m, file, NULL, {0}, err, 0};
   if (err) err->code = 0;
-  size_t docno = 1;
-  rc = 0;
-  for (const cJSON *d = docs->child; d && !rc; d = d->next, docno++) rc = object(&x, d, docno);
-  dt__arena_free(&tree);
+  int rc = 0;
+  streamed st = {&x, {0}, 0, false};
+  int how = dt__json_list_each(buf, len, stream_item, &st);
+  dt__arena_free(&st.tree);
+  if (how == 1 && !st.rc) return 0;
+  if (how == 1) {
+    rc = st.rc;
+  } else {
+    roll_back(m, &at, file); /* what items before read, if any: read again below */
+    x = (mctx){m, file, NULL, {0}, err, 0};
+    if (err) err->code = 0;
+    cJSON *docs = NULL;
+    dt_arena tree = {0}; /* the parse tree, read once and dropped whole */
+    rc = dt__doc_parse_in(&tree, name, buf, len, &docs, err);
+    if (rc) {
+      dt__arena_free(&tree);
+      m->files.n--;
+      dt__free(file);
+      return rc;
+    }
+    size_t docno = 1;
+    for (const cJSON *d = docs->child; d && !rc; d = d->next, docno++) rc = object(&x, d, docno);
+    dt__arena_free(&tree);
+  }
   if (rc) {
-    m->npods = npods;
-    m->vm_default_arch = varch;
-    m->vm_default_arch_file = varch_file;
-    while (m->pools.n > np) mf_pool_free(&m->pools.v[--m->pools.n]);
-    while (m->pods.n > npod) mf_pod_free(&m->pods.v[--m->pods.n]);
-    while (m->nodes.n > nn) mf_node_free(&m->nodes.v[--m->nodes.n]);
-    while (m->daemonsets.n > nds) mf_pod_free(&m->daemonsets.v[--m->daemonsets.n]);
-    while (m->pdbs.n > npdb) mf_pdb_free(&m->pdbs.v[--m->pdbs.n]);
-    while (m->vmpools.n > nvp) mf_vmpool_free(&m->vmpools.v[--m->vmpools.n]);
-    while (m->vms.n > nvm) mf_vm_free(&m->vms.v[--m->vms.n]);
-    while (m->volumes.n > nvol) dt__free(m->volumes.v[--m->volumes.n]);
-    while (m->topo.n > ntopo) mf_topo_free(&m->topo.v[--m->topo.n]);
-    while (m->marks.n > nmk) {
-      dt_mark *mk = &m->marks.v[--m->marks.n];
-      dt__free(mk->instance_type);
-      dt__free(mk->zone);
-      dt__free(mk->name);
-    }
-    while (m->runtime_classes.n > nrc) {
-      dt_runtimeclass *r = &m->runtime_classes.v[--m->runtime_classes.n];
-      dt__free(r->name);
-      dt__rlist_free(&r->overhead);
-    }
-    for (size_t i = 0; i < m->seen_file.n; i++)
-      if (i >= ns || m->seen_file.v[i] == file) m->seen_file.v[i] = NULL;
-    m->notes.len = nl;
-    if (m->notes.p) m->notes.p[nl] = 0;
+    roll_back(m, &at, file);
     if (x.code == DT_ENOMEM || (err && err->code == DT_ENOMEM)) rc = DT_ENOMEM;
     if (rc == DT_ENOMEM && err && !err->msg[0]) mf_oom(&x);
     return rc;
