@@ -285,6 +285,16 @@ static void round_done(uv_work_t *req, int status) {
     return;
   }
   if (w->pool_errors && *w->pool_errors) logf_("error", "policy", "%s", w->pool_errors);
+  if (D.policy && *dt_policy_log(D.policy)) { /* its dovetail.log lines, one log line each */
+    const char *l = dt_policy_log(D.policy);
+    while (*l) {
+      const char *e = strchr(l, '\n');
+      int n = e ? (int)(e - l) : (int)strlen(l);
+      logf_("info", "policy", "%.*s", n, l);
+      l += n + (e != NULL);
+    }
+    dt_policy_log_clear(D.policy);
+  }
   snprintf(D.pool_errors, sizeof D.pool_errors, "%s", w->pool_errors ? w->pool_errors : "");
   if (w->disrupt) {
     bool changed = false;

@@ -56,7 +56,7 @@ DT_EXPORT const char *dt_strerror(int code);
 #define DT_MAX_ALIAS_NODES 100000     /* nodes YAML aliases may copy, per file */
 #define DT_MAX_REPLICAS    1000000    /* replicas of one workload or VM pool */
 #define DT_MAX_PODS        2000000    /* pods of all inputs together, replicas expanded */
-#define DT_MAX_TYPES       10000      /* instance types in one catalog (AWS has about 900 per region) */
+#define DT_MAX_TYPES       10000      /* instance types in one catalog (AWS us-east-1 has about 1,400) */
 #define DT_MAX_PRICE       1e6        /* $/hour of one offering */
 
 /* An error description. Filled by functions that fail; msg is always
@@ -253,6 +253,12 @@ DT_EXPORT void dt_policy_dir_free(dt_policy_dir *d);
 
 /* The hooks the policy overrides, space-separated ("price rank"). Owned by p. */
 DT_EXPORT const char *dt_policy_hooks(const dt_policy *p);
+
+/* The lines the policy wrote with dovetail.log since it was loaded or the
+** log was last cleared, each "file:line: level: message\n" ("" when none;
+** at most 64 KiB are kept). Owned by p, valid until the next call into p. */
+DT_EXPORT const char *dt_policy_log(const dt_policy *p);
+DT_EXPORT void dt_policy_log_clear(dt_policy *p);
 
 DT_EXPORT void dt_policy_free(dt_policy *p);
 

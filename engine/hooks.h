@@ -135,7 +135,5 @@ void dt__policy_clear_errors(dt_policy *p);
 ** reload would change something). */
 bool dt__policy_file_changed(const dt_policy *p);
 
-/* Log lines written by dovetail.log during the last rounds. */
-const char *dt__policy_log(const dt_policy *p);
 
 #endif

@@ -317,6 +317,7 @@ static int plan_run(planargs *pa) {
     text = pa->explain ? dt_plan_explain_render(plan, pa->out ? pa->fmt : DT_FORMAT_TABLE, &len)
                        : dt_plan_render(plan, pa->fmt, &len);
   }
+  fputs(dt_policy_log(opts->policy), stderr); /* what the policy said with dovetail.log */
   if (!text) {
     snprintf(err.msg, sizeof err.msg, "out of memory rendering the plan");
     goto done;

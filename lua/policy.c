@@ -350,7 +350,13 @@ size_t dt__policy_errors(const dt_policy *p, const dt_policy_err **out) {
 
 const char *dt__policy_name(const dt_policy *p) { return p->path ? p->path : p->chunk; }
 
-const char *dt__policy_log(const dt_policy *p) { return p->log.p ? p->log.p : ""; }
+const char *dt_policy_log(const dt_policy *p) { return p && p->log.p ? p->log.p : ""; }
+
+void dt_policy_log_clear(dt_policy *p) {
+  if (!p) return;
+  p->log.len = 0;
+  if (p->log.p) p->log.p[0] = 0;
+}
 
 /* -------------------------------------------------------------- state */
 
@@ -583,6 +589,7 @@ static int validate(dt_policy *p, dt_error *err) {
   while (p->errs.n > before) dt__free((void *)p->errs.v[--p->errs.n].message);
   memset(p->fails, 0, sizeof p->fails);
   memset(p->disabled, 0, sizeof p->disabled);
+  dt_policy_log_clear(p); /* what it logged on the golden input is no plan's either */
   return rc;
 }
 

@@ -464,4 +464,25 @@ describe("shipped policies", function()
     os.execute("rm -rf " .. dir)
     os.remove(m)
   end)
+  it("prints what dovetail.log wrote during the run, with file and line, and nothing from loading", function()
+    local path = h.write([[
+return {
+  score = function(o)
+    dovetail.log("info", "scored " .. o.instanceType)
+    return o.price
+  end,
+}
+]])
+    local out, err, code = h.cli("plan -o json --policy " .. path .. " examples/quickstart.yaml")
+    assert.are.equal(0, code, err)
+    assert.truthy(out:match('"nodeClaims"'))
+    local lines = {}
+    for l in err:gmatch("[^\n]+") do lines[#lines + 1] = l end
+    assert.is_true(#lines > 1)
+    for _, l in ipairs(lines) do
+      assert.matches("^" .. path:gsub("%p", "%%%0") .. ":3: info: scored [%w.-]+$", l)
+    end
+    -- loading ran the hook on a golden input with an arm64 type; this amd64 plan never scores it
+    assert.is_nil(err:match("c6g%.xlarge"))
+  end)
 end)
