@@ -138,13 +138,13 @@ deps:
 	DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends \
 	  build-essential pkg-config liblua5.4-dev lua5.4 libuv1-dev libcurl4-openssl-dev \
 	  libcjson-dev libyaml-dev libh2o-dev libssl-dev zlib1g-dev curl lua-busted lua-check glpk-utils libglpk-dev \
-	  clang libclang-rt-dev tzdata debhelper dpkg-dev fakeroot luarocks lua-yaml >/dev/null
+	  clang libclang-rt-dev tzdata debhelper dpkg-dev fakeroot luarocks lua-yaml chromium >/dev/null
 
 # Build on demand when the toolchain's libraries are missing (fresh machine).
 .deps-ok:
 	@if ! pkg-config --exists lua5.4 libcjson yaml-0.1 libuv libcurl 2>/dev/null || ! test -f /usr/include/h2o.h \
 	    || ! command -v busted >/dev/null || ! command -v curl >/dev/null \
-	    || ! command -v dh >/dev/null || ! command -v luarocks >/dev/null; then \
+	    || ! command -v dh >/dev/null || ! command -v luarocks >/dev/null || ! command -v chromium >/dev/null; then \
 	  $(MAKE) --no-print-directory deps; fi
 	@touch $@
 

@@ -6,7 +6,7 @@ _dovetail() {
   prev=${COMP_WORDS[COMP_CWORD-1]}
   cmd=${COMP_WORDS[1]}
   if [ "$COMP_CWORD" -eq 1 ]; then
-    COMPREPLY=($(compgen -W "plan disrupt pool catalog serve fakecloud check version --version --help" -- "$cur"))
+    COMPREPLY=($(compgen -W "plan disrupt pool catalog serve fakecloud simulate check version --version --help" -- "$cur"))
     return
   fi
   case $prev in
@@ -21,7 +21,8 @@ _dovetail() {
     --provider) COMPREPLY=($(compgen -W "sim http" -- "$cur")); return ;;
     --log-format) COMPREPLY=($(compgen -W "json logfmt" -- "$cur")); return ;;
     --policy-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --policy|--unavailable|--state|--config|--token-file|-f) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+    --policy|--unavailable|--state|--config|--token-file|-f|--filename|--trace|--scenario|--out|--report|--spot-advisor)
+      COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   local opts
   case $cmd in
@@ -31,6 +32,7 @@ _dovetail() {
     catalog) opts="--catalog -o --output --type --zone --capacity-type --min-cpu --max-price --convert --help" ;;
     serve) opts="$(dovetail serve --help 2>/dev/null | sed -n 's/^  \(--[a-z-]*\).*/\1/p' | tr '\n' ' ')" ;;
     fakecloud) opts="--listen --catalog --ice --help" ;;
+    simulate) opts="$(dovetail simulate --help 2>/dev/null | grep -o -- '--[a-z-]*' | sort -u | tr '\n' ' ') -f -o" ;;
     check) opts="--explain --help" ;;
   esac
   if [[ $cur == -* ]]; then
