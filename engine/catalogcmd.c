@@ -73,12 +73,7 @@ static cJSON *quantities(const dt_rlist *r) {
   return o;
 }
 
-static int64_t gpus(const dt_ctype *t) {
-  int64_t n = 0;
-  for (size_t i = 0; i < t->capacity.n; i++)
-    if (strchr(t->capacity.v[i].name, '/')) n += t->capacity.v[i].milli / 1000;
-  return n;
-}
+static int64_t gpus(const dt_ctype *t) { return dt__ctype_gpus(t); }
 
 static char *render_json(const dt_catalog *c, filter *f, size_t *len) {
   dt__alloc_failed(1);

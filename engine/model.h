@@ -93,6 +93,10 @@ typedef struct dt_ctype {
   } src;
 } dt_ctype;
 
+/* The GPUs a type has: its extended resources whose name says gpu
+** (nvidia.com/gpu, amd.com/gpu, ...); Neuron and other devices are not. */
+int64_t dt__ctype_gpus(const dt_ctype *t);
+
 struct dt_catalog {
   char *name;     /* file name, for messages */
   char *region;

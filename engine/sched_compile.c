@@ -131,7 +131,7 @@ int dt__sched_build_snapshot(dt_plan *p) {
                                                         of->avail,
                                                         ty->alloc[DT_R_CPU],
                                                         ty->alloc[DT_R_MEM] / 1000,
-                                                        0,
+                                                        dt__ctype_gpus(ty->src),
                                                         family,
                                                         ty->src->arch};
     }

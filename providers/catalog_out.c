@@ -177,6 +177,15 @@ char *dt__catalog_json(const dt_catalog *c, dt__offer_keep keep, void *ud, size_
 
 char *dt_catalog_json(const dt_catalog *c, size_t *len) { return c ? dt__catalog_json(c, NULL, NULL, len) : NULL; }
 
+int64_t dt__ctype_gpus(const dt_ctype *t) {
+  int64_t n = 0;
+  for (size_t i = 0; i < t->capacity.n; i++) {
+    const char *slash = strchr(t->capacity.v[i].name, '/');
+    if (slash && strstr(t->capacity.v[i].name, "gpu")) n += t->capacity.v[i].milli / 1000;
+  }
+  return n;
+}
+
 int dt_catalog_type(const dt_catalog *c, size_t index, dt_type_info *out) {
   if (!c || index >= c->ntypes) return DT_EINVAL;
   const dt_ctype *t = &c->types[index];
@@ -186,8 +195,7 @@ int dt_catalog_type(const dt_catalog *c, size_t index, dt_type_info *out) {
   out->cpu_milli = dt__rlist_get(&t->allocatable, "cpu");
   out->memory_bytes = dt__rlist_get(&t->allocatable, "memory") / 1000;
   out->pods = dt__rlist_get(&t->allocatable, "pods") / 1000;
-  for (size_t i = 0; i < t->capacity.n; i++)
-    if (strchr(t->capacity.v[i].name, '/')) out->gpus += t->capacity.v[i].milli / 1000;
+  out->gpus = dt__ctype_gpus(t);
   out->on_demand_price = t->od_price;
   out->cheapest_price = -1;
   for (size_t i = 0; i < t->noff; i++)

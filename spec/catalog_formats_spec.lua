@@ -191,6 +191,28 @@ describe("dovetail catalog", function()
     assert.are.equal(0, #none.instanceTypes)
   end)
 
+  it("counts GPUs, not Neuron or other devices, as gpus (and so do policies' offerings)", function()
+    local doc = listing("--type inf1.6xlarge --type p3.2xlarge")
+    local gpus = {}
+    for _, t in ipairs(doc.instanceTypes) do gpus[t.name] = t.gpus end
+    assert.are.same({ ["inf1.6xlarge"] = 0, ["p3.2xlarge"] = 1 }, gpus)
+    local pol = h.write([[
+return { score = function(o)
+  if o.instanceType == "p3.2xlarge" or o.instanceType == "inf1.6xlarge" then
+    dovetail.log("info", o.instanceType .. " " .. o.gpus)
+  end
+  return o.price
+end }
+]])
+    local m = h.write(h.docs(h.nodepool("default", { requirements = {
+      { "node.kubernetes.io/instance-type", "In", { "p3.2xlarge", "inf1.6xlarge" } } } }),
+      h.pod("p", { cpu = "1" })))
+    local _, err, code = h.cli("plan -o json --now 2026-11-23T00:00:00Z --policy " .. pol .. " " .. m)
+    assert.are.equal(0, code, err)
+    assert.matches("info: p3.2xlarge 1\n", err, 1, true)
+    assert.matches("info: inf1.6xlarge 0\n", err, 1, true)
+  end)
+
   it("prints a table for people, and answers --help", function()
     local out, err, code = h.cli("catalog -o table --catalog azure-eastus --type Standard_D2s_v5")
     assert.are.equal(0, code, err)
