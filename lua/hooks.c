@@ -432,7 +432,7 @@ int dt__policy_score(dt_policy *p, const uint32_t *idx, size_t n, double *score)
 }
 
 /* The result of an ordering hook (on top of the stack): a list of entries
-** (tables with a "name") or names. names[k] names entry k, read before the
+** (tables with a "name") or names, or nil for the given order. names[k] names entry k, read before the
 ** call since the hook may reorder its argument in place. order[] gets the
 ** hook's order, then the entries it left out. Pops the result. */
 static int read_order(dt_policy *p, int hook, const char *const *names_in, size_t n, size_t *order) {
@@ -450,8 +450,10 @@ static int read_order(dt_policy *p, int hook, const char *const *names_in, size_
     lua_pop(L, 1);
     return -1;
   }
-  if (!lua_istable(L, -1)) {
-    rc = bad_result(p, hook, "expected a list of entries or their names, got %s", luaL_typename(L, -1));
+  if (lua_isnil(L, -1)) {
+    /* nil keeps dovetail's order, as nil means "the default" in every hook */
+  } else if (!lua_istable(L, -1)) {
+    rc = bad_result(p, hook, "expected a list of entries or their names, or nil, got %s", luaL_typename(L, -1));
   } else {
     for (lua_Integer i = 1; !rc; i++) {
       int t = lua_rawgeti(L, -1, i);

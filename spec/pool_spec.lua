@@ -298,6 +298,16 @@ return {
     os.remove(path)
   end)
 
+  it("a scale_in hook returning nil keeps the engine's order, as nil does in every hook", function()
+    local path = h.write("return { scale_in = function() return nil end }\n")
+    local items = { pool({ replicas = 1, scaleInStrategy = { proactive = { selectionPolicy = { basePolicy = "AscendingOrder" } } } }),
+      vm("web-0"), vm("web-1"), vm("web-2") }
+    local p, r = run(items, { policy = path })
+    assert.same({ "web-0", "web-1" }, names(p.delete))
+    assert.is_true(r.policyErrors == nil or #r.policyErrors == 0)
+    os.remove(path)
+  end)
+
   it("a failing scale_in hook keeps the engine's order and is reported", function()
     local path = h.write([[
 local calls = 0
