@@ -18,6 +18,9 @@ typedef struct run {
   DT_VEC(rt_claim *) order;    /* open claims, (pods, idx) ascending */
   uint32_t *nfailed;           /* per class: how many claims in order it can never join */
   size_t nfailed_cap;
+  DT_VEC(uint32_t) at;         /* per claim (by idx): its position in order */
+  DT_VEC(uint64_t) open;       /* per claim (by idx): a bit set while it is in order */
+  DT_VEC(uint64_t) cand;       /* scratch: (position << 32 | idx) of the claims a class may join */
   int64_t *minsuf;             /* per queue position: component-wise min of the rest */
   int64_t failmin[DT_RES_MAX]; /* min over pods that failed in this pass */
   uint32_t pos, qlen;
@@ -298,8 +301,31 @@ static void reorder(run *R, size_t i) {
     rt_claim *t = o[i];
     o[i] = o[i + 1];
     o[i + 1] = t;
+    R->at.v[o[i]->idx] = (uint32_t)i;
+    R->at.v[t->idx] = (uint32_t)(i + 1);
     i++;
   }
+}
+
+/* Claim k joins the end of the order. */
+static int order_push(run *R, rt_claim *k) {
+  if (dt__vec_push(&R->order, k)) return DT_ENOMEM;
+  while (R->at.n <= k->idx)
+    if (dt__vec_push(&R->at, 0u)) return DT_ENOMEM;
+  while (R->open.n <= k->idx / 64)
+    if (dt__vec_push(&R->open, (uint64_t)0)) return DT_ENOMEM;
+  R->at.v[k->idx] = (uint32_t)(R->order.n - 1);
+  R->open.v[k->idx / 64] |= 1ull << (k->idx % 64);
+  return 0;
+}
+
+/* The claim at position i leaves the order. */
+static void order_remove(run *R, size_t i) {
+  rt_claim *k = R->order.v[i];
+  R->open.v[k->idx / 64] &= ~(1ull << (k->idx % 64));
+  memmove(&R->order.v[i], &R->order.v[i + 1], (R->order.n - i - 1) * sizeof *R->order.v);
+  R->order.n--;
+  for (size_t j = i; j < R->order.n; j++) R->at.v[R->order.v[j]->idx] = (uint32_t)j;
 }
 
 /* Whether no option of k can take even the smallest pod still to try. */
@@ -377,7 +403,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
     k->type = k->off = -1;
     for (uint32_t r = 0; r < p->nres; r++) k->used[r] = c->req[r];
     /* In the plan's list first, so dt_plan_free releases k's vectors on any failure. */
-    if (dt__vec_push(&p->claims, k) || dt__vec_push(&k->pods, podi) || dt__vec_push(&R->order, k)) return DT_ENOMEM;
+    if (dt__vec_push(&p->claims, k) || dt__vec_push(&k->pods, podi) || order_push(R, k)) return DT_ENOMEM;
     const rt_spec *s = &p->specs[c->spec_idx];
     for (uint32_t q = 0; q < s->nports; q++)
       if (dt__vec_push(&k->ports, s->ports[q])) return DT_ENOMEM;
@@ -580,6 +606,38 @@ static bool relax(const dt_plan *p, const rt_spec *s, rt_relax *rx) {
   return false;
 }
 
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* Try the claim at position i of the order for a pod of class ci: *placed
+** on a fit; *gone when it failed for good and can take no pod still to
+** come, and so left the order. */
+static int try_open_claim(run *R, uint32_t ci, uint32_t podi, size_t i, bool *placed, bool *gone) {
+  dt_plan *p = R->p;
+  rt_claim *k = R->order.v[i];
+  int res;
+  *gone = false;
+  int rc = claim_add(R, k, ci, podi, &res);
+  if (rc) return rc;
+  if (res == FIT) {
+    reorder(R, i);
+    *placed = true;
+    return 0;
+  }
+  if (res != FAIL_EVER) return 0;
+  if ((rc = set_failed(&p->classes.v[ci], k->idx))) return rc;
+  R->nfailed[ci]++;
+  if (claim_full(R, k)) {
+    k->closed = true;
+    for (size_t c = 0; c < p->classes.n; c++) R->nfailed[c] -= class_failed(&p->classes.v[c], k->idx);
+    order_remove(R, i);
+    *gone = true;
+  }
+  return 0;
+}
+
 /* Place one pod of class ci; *placed tells whether it went somewhere. */
 static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
   dt_plan *p = R->p;
@@ -625,30 +683,35 @@ static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
     R->nfailed = nf;
     R->nfailed_cap = cap;
   }
-  /* 2. claims opened in this run, least loaded first (none to try when the
-  ** class can join none of them: pods sorted largest first meet that often) */
-  for (size_t i = 0; i < R->order.n && R->nfailed[ci] < R->order.n && !rc; i++) {
-    rt_claim *k = R->order.v[i];
-    if (class_failed(&p->classes.v[ci], k->idx)) continue;
-    rc = claim_add(R, k, ci, podi, &res);
-    if (rc) return rc;
-    if (res == FIT) {
-      reorder(R, i);
-      *placed = true;
-      return 0;
+  /* 2. claims opened in this run, least loaded first, skipping those the
+  ** class can never join: none to try when it can join none (pods sorted
+  ** largest first meet that often); when it can join few, those few are
+  ** found through the bitmaps and tried in the order's order. */
+  rt_class *cl = &p->classes.v[ci];
+  size_t n = R->order.n;
+  if (n >= 64 && (size_t)R->nfailed[ci] * 4 >= n * 3) {
+    R->cand.n = 0;
+    for (size_t w = 0; w < R->open.n; w++) {
+      uint64_t bits = R->open.v[w] & ~(w < cl->nfail_words ? cl->claim_failed[w] : 0);
+      for (; bits; bits &= bits - 1) {
+        uint32_t idx = (uint32_t)(w * 64 + (size_t)__builtin_ctzll(bits));
+        if (dt__vec_push(&R->cand, (uint64_t)R->at.v[idx] << 32 | idx)) return DT_ENOMEM;
+      }
     }
-    if (res != FAIL_EVER) continue;
-    rc = set_failed(&p->classes.v[ci], k->idx);
-    R->nfailed[ci]++;
-    if (!rc && claim_full(R, k)) {
-      k->closed = true;
-      for (size_t c = 0; c < p->classes.n; c++) R->nfailed[c] -= class_failed(&p->classes.v[c], k->idx);
-      memmove(&R->order.v[i], &R->order.v[i + 1], (R->order.n - i - 1) * sizeof *R->order.v);
-      R->order.n--;
-      i--;
+    qsort(R->cand.v, R->cand.n, sizeof *R->cand.v, cmp_u64);
+    for (size_t q = 0; q < R->cand.n; q++) {
+      bool gone;
+      uint32_t idx = (uint32_t)R->cand.v[q];
+      if ((rc = try_open_claim(R, ci, podi, R->at.v[idx], placed, &gone)) || *placed) return rc;
+    }
+  } else {
+    for (size_t i = 0; i < R->order.n && R->nfailed[ci] < R->order.n; i++) {
+      if (class_failed(cl, R->order.v[i]->idx)) continue;
+      bool gone;
+      if ((rc = try_open_claim(R, ci, podi, i, placed, &gone)) || *placed) return rc;
+      if (gone) i--;
     }
   }
-  if (rc) return rc;
   /* 3. a new claim from each NodePool, by weight */
   if (p->classes.v[ci].no_new_claim) return 0;
   rc = new_claim(R, ci, podi, &res);
@@ -785,6 +848,9 @@ out:
   dt__free(R.minsuf);
   dt__free(R.order.v);
   dt__free(R.nfailed);
+  dt__free(R.at.v);
+  dt__free(R.open.v);
+  dt__free(R.cand.v);
   return rc;
 }
 
