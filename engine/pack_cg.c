@@ -42,6 +42,7 @@ typedef struct knap {
   double bestv;
   long budget;
   bool have_lam;
+  double *lsuf; /* with have_lam: from position i on, what the shapes earn above their price at lam */
   double lam[DT_RES_MAX]; /* the LP relaxation's price of a unit of each resource */
 } knap;
 
@@ -58,12 +59,7 @@ static void knap_dfs(knap *K, uint32_t i, double value) {
   if (K->have_lam) { /* Lagrangian bound at the LP's resource prices */
     double lb = 0;
     for (uint32_t r = 0; r < K->p->nres; r++) lb += K->lam[r] * (double)(K->cap[r] - K->used[r]);
-    for (uint32_t j = i; j < K->k; j++) {
-      double net = K->val[j];
-      for (uint32_t r = 0; r < K->p->nres; r++) net -= K->lam[r] * (double)K->req[j][r];
-      if (net > 0) lb += net * (double)K->lim[j];
-    }
-    bound = fmin(bound, lb);
+    bound = fmin(bound, lb + K->lsuf[i]);
   }
   if (value + bound <= K->bestv * (1 + 1e-12)) return;
   const int64_t *req = K->req[i];
@@ -201,6 +197,12 @@ static void knap_lp(knap *K) {
   memset(K->lam, 0, sizeof K->lam);
   for (uint32_t q = 0; q < nr; q++) K->lam[res[q]] = fmax(lam[q], 0) * top / (double)K->cap[res[q]];
   K->have_lam = true;
+  K->lsuf[k] = 0;
+  for (uint32_t j = k; j-- > 0;) {
+    double net = K->val[j];
+    for (uint32_t r = 0; r < p->nres; r++) net -= K->lam[r] * (double)K->req[j][r];
+    K->lsuf[j] = K->lsuf[j + 1] + (net > 0 ? net * (double)K->lim[j] : 0);
+  }
   int64_t used[DT_RES_MAX] = {0}, *cnt = K->rcnt;
   double value = 0;
   for (uint32_t i = 0; i < k; i++) {
@@ -300,8 +302,9 @@ static int knap_init(knap *K, size_t ns) {
   K->rx = dt__malloc(n * sizeof *K->rx);
   K->rat = dt__malloc(n * sizeof *K->rat);
   K->rcnt = dt__malloc(n * sizeof *K->rcnt);
+  K->lsuf = dt__malloc((n + 1) * sizeof *K->lsuf);
   return K->req && K->val && K->dens && K->lim && K->cur && K->best && K->shape && K->suf && K->tab && K->rv &&
-                 K->rub && K->rx && K->rat && K->rcnt
+                 K->rub && K->rx && K->rat && K->rcnt && K->lsuf
              ? 0
              : DT_ENOMEM;
 }
@@ -321,6 +324,7 @@ static void knap_close(knap *K) {
   dt__free(K->rx);
   dt__free(K->rat);
   dt__free(K->rcnt);
+  dt__free(K->lsuf);
   memset(K, 0, sizeof *K);
 }
 
