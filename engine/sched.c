@@ -757,6 +757,11 @@ typedef struct name_use {
   bool listed;   /* in used_names */
 } name_use;
 
+typedef struct claim_on {
+  uint32_t node; /* cluster node id */
+  int32_t next;  /* the next entry of the same name, -1 none */
+} claim_on;
+
 struct dt_cluster {
   dt_plan *base; /* the catalog and NodePools compiled; every name below interned */
   DT_VEC(cnode) nodes;
@@ -773,6 +778,13 @@ struct dt_cluster {
   DT_VEC(uint32_t) owned;      /* workloads: replicas, selectors */
   bool ported;                 /* some pod has host ports */
   bool has_pods;
+  /* Pod names the nodes carry (dovetail.dev/pods), each with the nodes that
+  ** name it: built on the first overlay that looks one up, extended as nodes
+  ** are added, so a simulation does not intern every nominated name again. */
+  dt_symtab claimed;
+  DT_VEC(int32_t) claimed_head; /* per name symbol: its first entry in claimed_on, -1 none */
+  DT_VEC(claim_on) claimed_on;
+  uint32_t claimed_upto;        /* nodes [0, claimed_upto) are in the index */
 };
 
 static int compile_node(dt_plan *p, const dt_node *n, rt_node *r, node_facts *f, dt_error *err) {
@@ -1343,6 +1355,60 @@ static int volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
 static int cluster_specs(dt_plan *p);
 static void overlay_use(dt_plan *p, bool *scan, size_t *bound);
 
+/*
+** The pod names the plan's nodes carry (dovetail.dev/pods): a name is on
+** the last node in plan order that carries it. A plan interns its nodes'
+** names; an overlay whose nodes carry its cluster's very lists looks them up
+** in the cluster's index instead (claims_ix_cluster), which holds the same
+** names with every node that carries each, so the answer is the same.
+*/
+typedef struct claims_ix {
+  dt_symtab own;                /* a plan's own index: name -> its node */
+  DT_VEC(int32_t) own_node;
+  const struct dt_cluster *cl;  /* or the cluster's index, through p->ov_at */
+  bool any;                     /* some node carries a name */
+} claims_ix;
+
+static int claims_ix_cluster(dt_plan *p, claims_ix *ix);
+
+static int claims_ix_build(dt_plan *p, claims_ix *ix) {
+  memset(ix, 0, sizeof *ix);
+  if (p->ov) {
+    int rc = claims_ix_cluster(p, ix);
+    if (rc || ix->cl) return rc;
+  }
+  for (uint32_t i = 0; i < p->nnodes; i++)
+    for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
+      dt_sym sy = dt__sym(&ix->own, p->nodes[i].src->pods[k]);
+      while (ix->own_node.n <= sy)
+        if (dt__vec_push(&ix->own_node, -1)) break;
+      if (sy && sy < ix->own_node.n) ix->own_node.v[sy] = (int32_t)i;
+    }
+  ix->any = ix->own.n > 0;
+  return 0;
+}
+
+/* The plan node that carries pod `name`, -1 none. */
+static int32_t claims_ix_node(const dt_plan *p, const claims_ix *ix, const char *name) {
+  if (!ix->cl) {
+    dt_sym c = dt__sym_find(&ix->own, name);
+    return c && c < ix->own_node.n ? ix->own_node.v[c] : -1;
+  }
+  const dt_cluster *cl = ix->cl;
+  dt_sym c = dt__sym_find(&cl->claimed, name);
+  int32_t best = -1;
+  for (int32_t e = c && c < cl->claimed_head.n ? cl->claimed_head.v[c] : -1; e >= 0; e = cl->claimed_on.v[e].next) {
+    int32_t at = p->ov_at[cl->claimed_on.v[e].node];
+    if (at > best) best = at;
+  }
+  return best;
+}
+
+static void claims_ix_free(claims_ix *ix) {
+  dt__symtab_free(&ix->own);
+  dt__free(ix->own_node.v);
+}
+
 static int compile_pods(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
   int rc = 0;
@@ -1366,15 +1432,8 @@ static int compile_pods(dt_plan *p, dt_error *err) {
   if (!want) return DT_ENOMEM;
 
   /* Pods an in-flight claim already carries (dovetail.dev/pods). */
-  dt_symtab claimed = {0};
-  DT_VEC(int32_t) claimed_node = {0};
-  for (uint32_t i = 0; i < p->nnodes; i++)
-    for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
-      dt_sym sy = dt__sym(&claimed, p->nodes[i].src->pods[k]);
-      while (claimed_node.n <= sy)
-        if (dt__vec_push(&claimed_node, -1)) break;
-      if (sy && sy < claimed_node.n) claimed_node.v[sy] = (int32_t)i;
-    }
+  claims_ix claimed;
+  if ((rc = claims_ix_build(p, &claimed))) return rc;
   /* An overlay's nodes take their bound pods' use from the per-name sums;
   ** the pods themselves are visited only when something else needs them. */
   bool scan = true;
@@ -1411,18 +1470,18 @@ static int compile_pods(dt_plan *p, dt_error *err) {
     int64_t nwant = p->ov && !d->owner ? d->count : want[si]; /* an overlay's want holds only its workloads */
     for (int64_t o = 0; o < nwant; o++) {
       rt_pod pod = {(uint32_t)ci, si, d->owner ? o : -1, d->seq};
-      if (claimed.n) {
+      if (claimed.any) {
         char name[600];
         dt__pod_name(p, &pod, name, sizeof name);
-        dt_sym c = dt__sym_find(&claimed, name);
-        if (c && c < claimed_node.n && claimed_node.v[c] >= 0) {
-          rt_node *nd = &p->nodes[claimed_node.v[c]];
+        int32_t cn = claims_ix_node(p, &claimed, name);
+        if (cn >= 0) {
+          rt_node *nd = &p->nodes[cn];
           for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r];
           for (uint32_t k = 0; k < s->nports && !rc; k++)
             if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
           if (!rc)
-            rc = dt__topo_record(p, si, &p->classes.v[ci], (uint32_t)claimed_node.v[c], node_zmask(nd), node_cmask(nd),
-                                 1, pod.ordinal);
+            rc = dt__topo_record(p, si, &p->classes.v[ci], (uint32_t)cn, node_zmask(nd), node_cmask(nd), 1,
+                                 pod.ordinal);
           p->bound_already++;
           continue;
         }
@@ -1433,8 +1492,7 @@ static int compile_pods(dt_plan *p, dt_error *err) {
       }
     }
   }
-  dt__symtab_free(&claimed);
-  dt__free(claimed_node.v);
+  claims_ix_free(&claimed);
   if (rc) {
     dt__free(pods.v);
     return rc;
@@ -3193,6 +3251,9 @@ void dt__cluster_free(dt_cluster *cl) {
   dt__free(cl->rc_missing.v);
   dt__free(cl->termed.v);
   dt__free(cl->owned.v);
+  dt__symtab_free(&cl->claimed);
+  dt__free(cl->claimed_head.v);
+  dt__free(cl->claimed_on.v);
   dt__free(cl);
 }
 
@@ -3206,7 +3267,9 @@ static int compile_nodes_overlay(dt_plan *p, dt_error *err) {
   p->nodes = A(p, (nv ? nv : 1) * sizeof *p->nodes);
   int32_t *type = A(p, (nv ? nv : 1) * sizeof *type);
   int32_t *at = A(p, (cl->nodes.n ? cl->nodes.n : 1) * sizeof *at);
-  if (!p->nodes || !type || !at) return DT_ENOMEM;
+  p->ov_at = A(p, (cl->nodes.n ? cl->nodes.n : 1) * sizeof *p->ov_at);
+  if (!p->nodes || !type || !at || !p->ov_at) return DT_ENOMEM;
+  memset(p->ov_at, 0xff, cl->nodes.n * sizeof *p->ov_at);
   bool pairs = false;
   for (size_t i = 0; i < nv; i++) pairs |= cl->nodes.v[p->ov->node[i]].may_pair;
   int32_t *paired = NULL;
@@ -3231,6 +3294,7 @@ static int compile_nodes_overlay(dt_plan *p, dt_error *err) {
       uint32_t id = cl->byname.v[k];
       int32_t vi = at[id];
       if (vi < 0 || m->nodes.v[vi].initialized != (bool)init) continue;
+      p->ov_at[id] = (int32_t)p->nnodes;
       rt_node *r = &p->nodes[p->nnodes];
       *r = cl->nodes.v[id].node;
       r->src = &m->nodes.v[vi];
@@ -3238,6 +3302,36 @@ static int compile_nodes_overlay(dt_plan *p, dt_error *err) {
       type[p->nnodes++] = cl->nodes.v[id].f.type;
     }
   charge_nodes(p, type);
+  return 0;
+}
+
+/* The cluster's index of the names its nodes carry, brought up to its
+** nodes; ix->cl stays NULL when a node of the view carries other names than
+** its cluster node (the plan then builds its own). */
+static int claims_ix_cluster(dt_plan *p, claims_ix *ix) {
+  dt_cluster *cl = p->cl;
+  bool any = false;
+  for (uint32_t id = 0; id < cl->nodes.n; id++) {
+    int32_t at = p->ov_at[id];
+    if (at < 0) continue;
+    const dt_node *v = p->nodes[at].src, *c = cl->nodes.v[id].node.src;
+    if (v->pods != c->pods || v->npods != c->npods) return 0;
+    any |= v->npods > 0;
+  }
+  for (; cl->claimed_upto < cl->nodes.n; cl->claimed_upto++) {
+    const dt_node *n = cl->nodes.v[cl->claimed_upto].node.src;
+    for (size_t k = 0; k < n->npods; k++) {
+      dt_sym sy = dt__sym(&cl->claimed, n->pods[k]);
+      if (cl->claimed.oom) return DT_ENOMEM;
+      while (cl->claimed_head.n <= sy)
+        if (dt__vec_push(&cl->claimed_head, -1)) return DT_ENOMEM;
+      claim_on e = {cl->claimed_upto, cl->claimed_head.v[sy]};
+      if (dt__vec_push(&cl->claimed_on, e)) return DT_ENOMEM;
+      cl->claimed_head.v[sy] = (int32_t)cl->claimed_on.n - 1;
+    }
+  }
+  ix->cl = cl;
+  ix->any = any;
   return 0;
 }
 

@@ -239,6 +239,7 @@ struct dt_plan {
   dt_arena arena;
   dt_symtab syms;
   int32_t *node_at; /* node by name symbol (node_by_name) */
+  int32_t *ov_at;   /* an overlay plan's node index per cluster node id, -1 when not in the view */
   uint32_t nnode_at;
   const dt_catalog *catalog;
   const dt_manifests *manifests;
