@@ -188,7 +188,8 @@ typedef struct round_work {
   uv_work_t req;
   bool disrupt; /* a disruption pass rather than a provisioning round */
   size_t n;
-  char **key, **json; /* the store, copied */
+  char **key, **json; /* the store, copied; json NULL for a pod the cache keeps */
+  uint64_t *gen;
   dt_plan_opts o;
   int rc;
   dt_error err;
@@ -208,6 +209,7 @@ static void round_free(round_work *w) {
   }
   dt__free(w->key);
   dt__free(w->json);
+  dt__free(w->gen);
   dt_plan_free(w->p);
   dt_manifests_free(w->m);
   cJSON_Delete(w->claims);
@@ -225,9 +227,11 @@ static void round_run(uv_work_t *req) {
     return;
   }
   for (size_t i = 0; i < w->n && !w->rc; i++)
-    w->rc =
-        *w->o.cancel ? DT_ECANCELED : dt_manifests_add_buffer(w->m, w->key[i], w->json[i], strlen(w->json[i]), &w->err);
+    w->rc = *w->o.cancel ? DT_ECANCELED
+                         : dt__manifests_add_cached(w->m, D.podcache, w->key[i], w->gen[i], w->json[i],
+                                                    w->json[i] ? strlen(w->json[i]) : 0, &w->err);
   if (w->rc) return;
+  dt__podcache_sweep(D.podcache); /* the last round's manifests are freed: only this one's pods stay */
   if (D.pdir) {
     dt_policy_dir_sync(D.pdir, w->m);
     w->pool_errors = dt__strdup(dt_policy_dir_errors(D.pdir));
@@ -388,17 +392,24 @@ void dispatch(bool disrupt) {
     store_rehash();
     D.sorted = true;
   }
-  round_work *w = dt__calloc(1, sizeof *w);
+  if (!D.podcache) D.podcache = dt__podcache_new();
+  round_work *w = D.podcache ? dt__calloc(1, sizeof *w) : NULL;
   if (w) {
     w->key = dt__calloc(D.objs.n + 1, sizeof *w->key);
     w->json = dt__calloc(D.objs.n + 1, sizeof *w->json);
+    w->gen = dt__calloc(D.objs.n + 1, sizeof *w->gen);
   }
-  bool ok = w && w->key && w->json;
+  bool ok = w && w->key && w->json && w->gen;
+  /* No round runs now (D.planning is false), so the cache can be asked:
+  ** a pod it keeps at this version is not copied. */
   for (size_t i = 0; ok && i < D.objs.n; i++) {
-    w->key[i] = dt__strdup(D.objs.v[i].key);
-    w->json[i] = dt__strdup(D.objs.v[i].json);
+    const obj *ob = &D.objs.v[i];
+    bool kept = dt__podcache_has(D.podcache, ob->key, ob->gen);
+    w->key[i] = dt__strdup(ob->key);
+    w->json[i] = kept ? NULL : dt__strdup(ob->json);
+    w->gen[i] = ob->gen;
     w->n = i + 1;
-    ok = w->key[i] && w->json[i];
+    ok = w->key[i] && (kept || w->json[i]);
   }
   if (!ok) {
     logf_("error", "plan", "out of memory copying the store; the round is skipped");
@@ -680,6 +691,7 @@ void ctl_free(void) {
   dt_catalog_free(D.cat);
   dt_catalog_free(D.next_cat);
   dt__free(D.vt.v);
+  dt__podcache_free(D.podcache);
   memset(&D, 0, sizeof D);
 }
 

@@ -60,9 +60,10 @@ int obj_put_text(const char *key, char *json) {
   if (at >= 0) {
     free(D.objs.v[at].json);
     D.objs.v[at].json = json;
+    D.objs.v[at].gen = ++D.obj_gen;
     return 0;
   }
-  obj ob = {dt__strdup(key), json};
+  obj ob = {dt__strdup(key), json, ++D.obj_gen};
   dt_sym s = dt__sym(&D.keys, key);
   while (!D.keys.oom && D.slot.n <= s)
     if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;
