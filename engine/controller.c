@@ -34,6 +34,7 @@
 #include "controller.h"
 #include "httpc.h"
 #include "model.h"
+#include "schedule.h"
 #include "store.h"
 
 #include <assert.h>
@@ -252,7 +253,11 @@ static void round_run(uv_work_t *req) {
     dt_disrupt_free(r);
     return;
   }
-  w->rc = dt_plan_run(D.cat, w->m, &w->o, &w->p, &w->err);
+  /* the catalog compiled once for the rounds on it: the same plan, without
+  ** compiling every instance type again (dispatch drops it when D.cat changes) */
+  if (!D.cc && dt__catalog_compile(D.cat, &D.cc, NULL)) D.cc = NULL;
+  w->rc = D.cc ? dt__plan_run_compiled(D.cat, D.cc, w->m, &w->o, &w->p, &w->err)
+               : dt_plan_run(D.cat, w->m, &w->o, &w->p, &w->err);
   if (w->rc) return;
   if (*w->o.cancel) { /* a new policy came while it planned: its result is not carried out */
     w->rc = DT_ECANCELED;
@@ -387,10 +392,11 @@ static void on_launch_tick(uv_timer_t *t) {
 
 /* Copy the store and queue the work (a round, or a disruption pass). */
 void dispatch(bool disrupt) {
-  if (D.objs.n && !D.sorted) {
-    qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
-    store_rehash();
-    D.sorted = true;
+  store_sort();
+  if (D.cc_stale) {
+    dt__catalog_compiled_free(D.cc);
+    D.cc = NULL;
+    D.cc_stale = false;
   }
   if (!D.podcache) D.podcache = dt__podcache_new();
   round_work *w = D.podcache ? dt__calloc(1, sizeof *w) : NULL;
@@ -455,6 +461,7 @@ static void after_round(void) {
     dt_catalog_free(D.cat);
     D.cat = D.next_cat;
     D.next_cat = NULL;
+    D.cc_stale = true;
   }
   if (D.reload_pending) {
     D.reload_pending = false;
@@ -688,6 +695,7 @@ void ctl_free(void) {
   dt__free(D.jbuf.p);
   dt_policy_dir_free(D.pdir);
   dt_policy_free(D.policy);
+  dt__catalog_compiled_free(D.cc); /* before the catalog it was compiled from */
   dt_catalog_free(D.cat);
   dt_catalog_free(D.next_cat);
   dt__free(D.vt.v);
@@ -757,6 +765,8 @@ bool dt__ctl_delete(const char *key, const char *claim) {
 }
 
 void dt__ctl_event(cJSON *e, char *action, size_t n) { handle_event(e, action, n); }
+
+void dt__ctl_catalog_changed(void) { D.cc_stale = true; }
 
 size_t dt__ctl_count(const char *prefix) {
   size_t n = 0, len = strlen(prefix);

@@ -29,6 +29,7 @@ typedef struct obj {
   char *key;    /* Kind/namespace/name */
   char *json;   /* the object, compact JSON */
   uint64_t gen; /* changes with every put of the object (rounds keep parsed pods by it) */
+  dt_sym sym;   /* its key in D.keys */
 } obj;
 
 typedef struct instance {
@@ -106,6 +107,8 @@ typedef struct dtd {
   bool sorted;          /* objs in key order */
   uint64_t obj_gen;     /* the last obj.gen given */
   dt_podcache *podcache; /* parsed pods, kept from round to round; only a round uses it */
+  struct dt_compiled_catalog *cc; /* D.cat compiled for rounds (a round makes it, on first use) */
+  bool cc_stale;                  /* D.cat changed: the next dispatch drops cc */
   DT_VEC(instance) insts;
   DT_VEC(replacing) replacing; /* replacements launching before the claims they replace go */
   DT_VEC(failing) failing;     /* offerings whose launches keep failing */

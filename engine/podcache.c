@@ -29,10 +29,18 @@ typedef struct pc_entry {
   uint64_t gen;
   bool live, used;
   char *file;   /* the object name: the kept pod's file */
+  char *seen;   /* its duplicate-detection key, "Pod/ns/name" as the reader makes it */
   char *text;   /* what was read, for a set that must read it again */
   size_t len;
   dt_podspec pod;
 } pc_entry;
+
+/* The reader's duplicate-detection key of a pod (mf_check_duplicate). */
+static char *seen_key(const dt_podspec *p) {
+  char key[600];
+  snprintf(key, sizeof key, "Pod/%s/%s", p->ns ? p->ns : "", p->name);
+  return dt__strdup(key);
+}
 
 struct dt_podcache {
   dt_symtab names;         /* object name -> entry (by symbol) */
@@ -46,6 +54,7 @@ static void entry_drop(pc_entry *e) {
   if (!e->live) return;
   dt__mf_pod_free(&e->pod);
   dt__free(e->file);
+  dt__free(e->seen);
   dt__free(e->text);
   memset(e, 0, sizeof *e);
 }
@@ -73,11 +82,9 @@ bool dt__podcache_has(const dt_podcache *c, const char *name, uint64_t gen) {
 ** (the caller reads the text, for the reader's error). */
 static int add_kept(dt_manifests *m, pc_entry *e) {
   if (m->npods + 1 > DT_MAX_PODS) return 1;
-  char key[600];
-  snprintf(key, sizeof key, "Pod/%s/%s", e->pod.ns ? e->pod.ns : "", e->pod.name);
-  dt_sym s = dt__sym_find(&m->seen, key);
+  dt_sym s = dt__sym_find(&m->seen, e->seen);
   if (s && s < m->seen_file.n && m->seen_file.v[s]) return 1;
-  if (!(s = dt__sym(&m->seen, key))) return DT_ENOMEM;
+  if (!s && !(s = dt__sym(&m->seen, e->seen))) return DT_ENOMEM;
   while (m->seen_file.n <= s)
     if (dt__vec_push(&m->seen_file, (const char *)NULL)) return DT_ENOMEM;
   dt_podspec p = e->pod;
@@ -124,10 +131,13 @@ static int keep(dt_podcache *c, dt_manifests *m, const char *name, uint64_t gen,
   pc_entry *e = &c->by_sym.v[s];
   bool was_live = e->live;
   entry_drop(e);
+  dt_podspec *p = &m->pods.v[m->pods.n - 1];
   e->file = dt__strdup(name);
+  e->seen = seen_key(p);
   e->text = dt__malloc(len + 1);
-  if (!e->file || !e->text || (!was_live && dt__vec_push(&c->live, (uint32_t)s))) {
+  if (!e->file || !e->seen || !e->text || (!was_live && dt__vec_push(&c->live, (uint32_t)s))) {
     dt__free(e->file);
+    dt__free(e->seen);
     dt__free(e->text);
     memset(e, 0, sizeof *e);
     if (was_live) { /* no longer live: out of the live list */
@@ -141,7 +151,6 @@ static int keep(dt_podcache *c, dt_manifests *m, const char *name, uint64_t gen,
   e->len = len;
   e->gen = gen;
   e->live = e->used = true;
-  dt_podspec *p = &m->pods.v[m->pods.n - 1];
   e->pod = *p;
   e->pod.file = e->file;
   p->borrowed = true; /* the cache owns it now; the set keeps its file */
