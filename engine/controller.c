@@ -191,6 +191,7 @@ typedef struct round_work {
   size_t n;
   char **key, **json; /* the store, copied; json NULL for a pod the cache keeps */
   uint64_t *gen;
+  uint32_t *kept; /* the cache's entry for a pod it keeps at this version, else 0 */
   dt_plan_opts o;
   int rc;
   dt_error err;
@@ -211,6 +212,7 @@ static void round_free(round_work *w) {
   dt__free(w->key);
   dt__free(w->json);
   dt__free(w->gen);
+  dt__free(w->kept);
   dt_plan_free(w->p);
   dt_manifests_free(w->m);
   cJSON_Delete(w->claims);
@@ -229,7 +231,7 @@ static void round_run(uv_work_t *req) {
   }
   for (size_t i = 0; i < w->n && !w->rc; i++)
     w->rc = *w->o.cancel ? DT_ECANCELED
-                         : dt__manifests_add_cached(w->m, D.podcache, w->key[i], w->gen[i], w->json[i],
+                         : dt__manifests_add_cached(w->m, D.podcache, w->key[i], w->gen[i], w->kept[i], w->json[i],
                                                     w->json[i] ? strlen(w->json[i]) : 0, &w->err);
   if (w->rc) return;
   dt__podcache_sweep(D.podcache); /* the last round's manifests are freed: only this one's pods stay */
@@ -404,16 +406,18 @@ void dispatch(bool disrupt) {
     w->key = dt__calloc(D.objs.n + 1, sizeof *w->key);
     w->json = dt__calloc(D.objs.n + 1, sizeof *w->json);
     w->gen = dt__calloc(D.objs.n + 1, sizeof *w->gen);
+    w->kept = dt__calloc(D.objs.n + 1, sizeof *w->kept);
   }
-  bool ok = w && w->key && w->json && w->gen;
+  bool ok = w && w->key && w->json && w->gen && w->kept;
   /* No round runs now (D.planning is false), so the cache can be asked:
   ** a pod it keeps at this version is not copied. */
   for (size_t i = 0; ok && i < D.objs.n; i++) {
     const obj *ob = &D.objs.v[i];
-    bool kept = dt__podcache_has(D.podcache, ob->key, ob->gen);
+    uint32_t kept = strncmp(ob->key, "Pod/", 4) ? 0 : dt__podcache_find(D.podcache, ob->key, ob->gen);
     w->key[i] = dt__strdup(ob->key);
     w->json[i] = kept ? NULL : dt__strdup(ob->json);
     w->gen[i] = ob->gen;
+    w->kept[i] = kept;
     w->n = i + 1;
     ok = w->key[i] && (kept || w->json[i]);
   }

@@ -442,10 +442,13 @@ struct dt_manifests {
 typedef struct dt_podcache dt_podcache;
 dt_podcache *dt__podcache_new(void);
 void dt__podcache_free(dt_podcache *c);
-/* Whether name at version gen is kept: an add may then pass no text. */
-bool dt__podcache_has(const dt_podcache *c, const char *name, uint64_t gen);
-int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, const char *buf,
-                             size_t len, dt_error *err);
+/* The entry that keeps name at version gen, 0 when none: an add given it
+** may pass no text. It stays valid until the next sweep. */
+uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen);
+/* Add object name at version gen to m, as dt_manifests_add_buffer adds buf;
+** kept: dt__podcache_find's answer for it, or 0. */
+int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, uint32_t kept,
+                             const char *buf, size_t len, dt_error *err);
 void dt__podcache_sweep(dt_podcache *c);
 /* The pod reader's free (mf_pod.c). */
 void dt__mf_pod_free(dt_podspec *p);

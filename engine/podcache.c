@@ -68,14 +68,9 @@ void dt__podcache_free(dt_podcache *c) {
   dt__free(c);
 }
 
-static pc_entry *entry_of(const dt_podcache *c, const char *name) {
-  dt_sym s = dt__sym_find(&c->names, name);
-  return s && s < c->by_sym.n && c->by_sym.v[s].live ? &c->by_sym.v[s] : NULL;
-}
-
-bool dt__podcache_has(const dt_podcache *c, const char *name, uint64_t gen) {
-  const pc_entry *e = c ? entry_of(c, name) : NULL;
-  return e && e->gen == gen;
+uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen) {
+  dt_sym s = c ? dt__sym_find(&c->names, name) : 0;
+  return s && s < c->by_sym.n && c->by_sym.v[s].live && c->by_sym.v[s].gen == gen ? s : 0;
 }
 
 /* Add e's pod to m as the pod reader would; 1 when m would refuse it
@@ -157,10 +152,10 @@ static int keep(dt_podcache *c, dt_manifests *m, const char *name, uint64_t gen,
   return 0;
 }
 
-int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, const char *buf,
-                             size_t len, dt_error *err) {
-  pc_entry *e = entry_of(c, name);
-  if (e && e->gen == gen) {
+int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, uint32_t kept,
+                             const char *buf, size_t len, dt_error *err) {
+  pc_entry *e = kept && kept < c->by_sym.n ? &c->by_sym.v[kept] : NULL;
+  if (e && e->live && e->gen == gen) {
     int rc = add_kept(m, e);
     if (rc <= 0) return rc == DT_ENOMEM ? dt__err(err, rc, "out of memory") : 0;
     return dt_manifests_add_buffer(m, name, e->text, e->len, err);
