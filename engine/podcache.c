@@ -170,6 +170,34 @@ int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, 
   return 0;
 }
 
+/* The names of entries dropped stay interned until they outnumber the live
+** ones; then the table is made again from the live names (entries move to
+** their new symbols: no handle from dt__podcache_find outlives a sweep). */
+static void renumber(dt_podcache *c) {
+  dt_symtab names = {0};
+  DT_VEC(pc_entry) by_sym = {0};
+  for (size_t i = 0; i < c->live.n; i++) {
+    pc_entry *e = &c->by_sym.v[c->live.v[i]];
+    dt_sym s = dt__sym(&names, e->file);
+    while (!names.oom && by_sym.n <= s) {
+      pc_entry z;
+      memset(&z, 0, sizeof z);
+      if (dt__vec_push(&by_sym, z)) names.oom = 1;
+    }
+    if (names.oom) { /* keep the old table */
+      dt__symtab_free(&names);
+      dt__free(by_sym.v);
+      return;
+    }
+    by_sym.v[s] = *e;
+  }
+  for (size_t i = 0; i < c->live.n; i++) c->live.v[i] = dt__sym_find(&names, c->by_sym.v[c->live.v[i]].file);
+  dt__symtab_free(&c->names);
+  dt__free(c->by_sym.v);
+  c->names = names;
+  c->by_sym.v = by_sym.v, c->by_sym.n = by_sym.n, c->by_sym.cap = by_sym.cap;
+}
+
 void dt__podcache_sweep(dt_podcache *c) {
   for (size_t i = 0; i < c->live.n;) {
     pc_entry *e = &c->by_sym.v[c->live.v[i]];
@@ -181,4 +209,5 @@ void dt__podcache_sweep(dt_podcache *c) {
     entry_drop(e);
     c->live.v[i] = c->live.v[--c->live.n];
   }
+  if (c->names.n > 4096 && c->names.n > 4 * (c->live.n + 1)) renumber(c);
 }

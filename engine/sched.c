@@ -23,7 +23,8 @@
 **     (dt__plan_run_overlay, at the end of this file): nodes, pod specs and
 **     names are compiled once, and a bound pod's use reaches its node
 **     through a per-name sum, so a simulation does integer work per node,
-**     not string work per pod;
+**     not string work per pod; the pod names in-flight claims carry
+**     (dovetail.dev/pods) are indexed once per cluster, not per simulation;
 **   - a policy's score hook is called once per offering and plan, and each
 **     claim's best offering by score is found natively (score_pick).
 */
