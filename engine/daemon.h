@@ -102,11 +102,11 @@ typedef struct dtd {
   dt_policy *policy;
   /* state */
   DT_VEC(obj) objs;
-  dt_symtab keys;       /* object keys, interned */
-  DT_VEC(int32_t) slot; /* key symbol -> index in objs, -1 when deleted */
-  bool sorted;          /* objs in key order */
-  uint64_t obj_gen;     /* the last obj.gen given */
-  dt_podcache *podcache; /* parsed pods, kept from round to round; only a round uses it */
+  dt_symtab keys;                 /* object keys, interned */
+  DT_VEC(int32_t) slot;           /* key symbol -> index in objs, -1 when deleted */
+  bool sorted;                    /* objs in key order */
+  uint64_t obj_gen;               /* the last obj.gen given */
+  dt_podcache *podcache;          /* parsed pods, kept from round to round; only a round uses it */
   struct dt_compiled_catalog *cc; /* D.cat compiled for rounds (a round makes it, on first use) */
   bool cc_stale;                  /* D.cat changed: the next dispatch drops cc */
   DT_VEC(instance) insts;

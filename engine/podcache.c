@@ -28,9 +28,9 @@
 typedef struct pc_entry {
   uint64_t gen;
   bool live, used;
-  char *file;   /* the object name: the kept pod's file */
-  char *seen;   /* its duplicate-detection key, "Pod/ns/name" as the reader makes it */
-  char *text;   /* what was read, for a set that must read it again */
+  char *file; /* the object name: the kept pod's file */
+  char *seen; /* its duplicate-detection key, "Pod/ns/name" as the reader makes it */
+  char *text; /* what was read, for a set that must read it again */
   size_t len;
   dt_podspec pod;
 } pc_entry;
