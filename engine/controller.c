@@ -9,7 +9,11 @@
 **
 ** Objects applied through the API are kept as JSON text keyed by
 ** kind/namespace/name; a round parses them into a dt_manifests, plans, and
-** launches the new NodeClaims. Launched claims go back into the store (with
+** launches the new NodeClaims. What does not change between rounds is not
+** done again: a Pod object keeps its parsed form from round to round while
+** its version (obj.gen) is the same (podcache.c), and the catalog stays
+** compiled until it changes (D.cc); a round's manifests and plan are what
+** reading and compiling everything afresh would give. Launched claims go back into the store (with
 ** the pods nominated to them), so the next round sees them as in-flight
 ** capacity and a disruption pass counts the pods on them. State is a
 ** snapshot plus an append-only journal, one fsync per batch, read back at
@@ -34,6 +38,7 @@
 #include "controller.h"
 #include "httpc.h"
 #include "model.h"
+#include "schedule.h"
 #include "store.h"
 
 #include <assert.h>
@@ -188,7 +193,9 @@ typedef struct round_work {
   uv_work_t req;
   bool disrupt; /* a disruption pass rather than a provisioning round */
   size_t n;
-  char **key, **json; /* the store, copied */
+  char **key, **json; /* the store, copied; json NULL for a pod the cache keeps */
+  uint64_t *gen;
+  uint32_t *kept; /* the cache's entry for a pod it keeps at this version, else 0 */
   dt_plan_opts o;
   int rc;
   dt_error err;
@@ -209,6 +216,8 @@ static void round_free(round_work *w) {
   }
   dt__free(w->key);
   dt__free(w->json);
+  dt__free(w->gen);
+  dt__free(w->kept);
   dt_plan_free(w->p);
   dt_manifests_free(w->m);
   cJSON_Delete(w->claims);
@@ -227,9 +236,11 @@ static void round_run(uv_work_t *req) {
     return;
   }
   for (size_t i = 0; i < w->n && !w->rc; i++)
-    w->rc =
-        *w->o.cancel ? DT_ECANCELED : dt_manifests_add_buffer(w->m, w->key[i], w->json[i], strlen(w->json[i]), &w->err);
+    w->rc = *w->o.cancel ? DT_ECANCELED
+                         : dt__manifests_add_cached(w->m, D.podcache, w->key[i], w->gen[i], w->kept[i], w->json[i],
+                                                    w->json[i] ? strlen(w->json[i]) : 0, &w->err);
   if (w->rc) return;
+  dt__podcache_sweep(D.podcache); /* the last round's manifests are freed: only this one's pods stay */
   if (D.pdir) {
     dt_policy_dir_sync(D.pdir, w->m);
     w->pool_errors = dt__strdup(dt_policy_dir_errors(D.pdir));
@@ -244,7 +255,11 @@ static void round_run(uv_work_t *req) {
     w->ms = dt__now_ms() - t0;
     return;
   }
-  w->rc = dt_plan_run(D.cat, w->m, &w->o, &w->p, &w->err);
+  /* the catalog compiled once for the rounds on it: the same plan, without
+  ** compiling every instance type again (dispatch drops it when D.cat changes) */
+  if (!D.cc && dt__catalog_compile(D.cat, &D.cc, NULL)) D.cc = NULL;
+  w->rc = D.cc ? dt__plan_run_compiled(D.cat, D.cc, w->m, &w->o, true, &w->p, &w->err)
+               : dt_plan_run(D.cat, w->m, &w->o, &w->p, &w->err);
   if (w->rc) return;
   if (*w->o.cancel) { /* a new policy came while it planned: its result is not carried out */
     w->rc = DT_ECANCELED;
@@ -387,22 +402,32 @@ static void on_launch_tick(uv_timer_t *t) {
 
 /* Copy the store and queue the work (a round, or a disruption pass). */
 void dispatch(bool disrupt) {
-  if (D.objs.n && !D.sorted) {
-    qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
-    store_rehash();
-    D.sorted = true;
+  store_sort();
+  if (D.cc_stale) {
+    dt__catalog_compiled_free(D.cc);
+    D.cc = NULL;
+    D.cc_stale = false;
   }
-  round_work *w = dt__calloc(1, sizeof *w);
+  if (!D.podcache) D.podcache = dt__podcache_new();
+  round_work *w = D.podcache ? dt__calloc(1, sizeof *w) : NULL;
   if (w) {
     w->key = dt__calloc(D.objs.n + 1, sizeof *w->key);
     w->json = dt__calloc(D.objs.n + 1, sizeof *w->json);
+    w->gen = dt__calloc(D.objs.n + 1, sizeof *w->gen);
+    w->kept = dt__calloc(D.objs.n + 1, sizeof *w->kept);
   }
-  bool ok = w && w->key && w->json;
+  bool ok = w && w->key && w->json && w->gen && w->kept;
+  /* No round runs now (D.planning is false), so the cache can be asked:
+  ** a pod it keeps at this version is not copied. */
   for (size_t i = 0; ok && i < D.objs.n; i++) {
-    w->key[i] = dt__strdup(D.objs.v[i].key);
-    w->json[i] = dt__strdup(D.objs.v[i].json);
+    const obj *ob = &D.objs.v[i];
+    uint32_t kept = strncmp(ob->key, "Pod/", 4) ? 0 : dt__podcache_find(D.podcache, ob->key, ob->gen);
+    w->key[i] = dt__strdup(ob->key);
+    w->json[i] = kept ? NULL : dt__strdup(ob->json);
+    w->gen[i] = ob->gen;
+    w->kept[i] = kept;
     w->n = i + 1;
-    ok = w->key[i] && w->json[i];
+    ok = w->key[i] && (kept || w->json[i]);
   }
   if (!ok) {
     logf_("error", "plan", "out of memory copying the store; the round is skipped");
@@ -448,6 +473,7 @@ static void after_round(void) {
     dt_catalog_free(D.cat);
     D.cat = D.next_cat;
     D.next_cat = NULL;
+    D.cc_stale = true;
   }
   if (D.reload_pending) {
     D.reload_pending = false;
@@ -681,9 +707,11 @@ void ctl_free(void) {
   dt__free(D.jbuf.p);
   dt_policy_dir_free(D.pdir);
   dt_policy_free(D.policy);
+  dt__catalog_compiled_free(D.cc); /* before the catalog it was compiled from */
   dt_catalog_free(D.cat);
   dt_catalog_free(D.next_cat);
   dt__free(D.vt.v);
+  dt__podcache_free(D.podcache);
   memset(&D, 0, sizeof D);
 }
 
@@ -749,6 +777,8 @@ bool dt__ctl_delete(const char *key, const char *claim) {
 }
 
 void dt__ctl_event(cJSON *e, char *action, size_t n) { handle_event(e, action, n); }
+
+void dt__ctl_catalog_changed(void) { D.cc_stale = true; }
 
 size_t dt__ctl_count(const char *prefix) {
   size_t n = 0, len = strlen(prefix);

@@ -64,6 +64,7 @@ typedef struct launch_ctx {
 #define obj_del dt__ctl_obj_del
 #define obj_find dt__ctl_obj_find
 #define store_rehash dt__ctl_store_rehash
+#define store_sort dt__ctl_store_sort
 #define converge_pools dt__ctl_converge_pools
 
 /* controller.c */
@@ -117,6 +118,7 @@ const instance *node_instance(const cJSON *node);
 bool obj_del(const char *key);
 int obj_find(const char *key);
 void store_rehash(void);
+void store_sort(void);
 
 /* ctl_vmpools.c */
 void converge_pools(void);

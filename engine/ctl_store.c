@@ -36,7 +36,21 @@ void store_rehash(void) {
     while (!D.keys.oom && D.slot.n <= s)
       if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;
     if (!D.keys.oom) D.slot.v[s] = (int32_t)i;
+    D.objs.v[i].sym = s;
   }
+}
+
+/* The store in key order (rounds are deterministic); the map follows the
+** objects to their new slots by the symbols they keep. */
+void store_sort(void) {
+  if (!D.objs.n || D.sorted) return;
+  qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
+  if (D.keys.oom) {
+    store_rehash();
+  } else {
+    for (size_t i = 0; i < D.objs.n; i++) D.slot.v[D.objs.v[i].sym] = (int32_t)i;
+  }
+  D.sorted = true;
 }
 
 int obj_find(const char *key) {
@@ -60,10 +74,11 @@ int obj_put_text(const char *key, char *json) {
   if (at >= 0) {
     free(D.objs.v[at].json);
     D.objs.v[at].json = json;
+    D.objs.v[at].gen = ++D.obj_gen;
     return 0;
   }
-  obj ob = {dt__strdup(key), json};
-  dt_sym s = dt__sym(&D.keys, key);
+  obj ob = {dt__strdup(key), json, ++D.obj_gen, 0};
+  dt_sym s = ob.sym = dt__sym(&D.keys, key);
   while (!D.keys.oom && D.slot.n <= s)
     if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;
   if (!ob.key || D.keys.oom || dt__vec_push(&D.objs, ob)) {
@@ -94,11 +109,7 @@ int key_cmp(const void *a, const void *b) { return strcmp(((const obj *)a)->key,
 
 /* All objects as one manifest set (in key order, so rounds are deterministic). */
 dt_manifests *manifests(dt_error *err) {
-  if (D.objs.n && !D.sorted) {
-    qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
-    store_rehash();
-    D.sorted = true;
-  }
+  store_sort();
   dt_manifests *m = dt_manifests_new();
   if (!m) {
     snprintf(err->msg, sizeof err->msg, "out of memory");

@@ -13,6 +13,7 @@
 #include "ctl.h"
 #include "httpd.h"
 #include "internal.h"
+#include "model.h"
 
 #include "hooks.h"
 
@@ -25,8 +26,10 @@
 #define REQUEUE_MAX_MS 300000
 
 typedef struct obj {
-  char *key;  /* Kind/namespace/name */
-  char *json; /* the object, compact JSON */
+  char *key;    /* Kind/namespace/name */
+  char *json;   /* the object, compact JSON */
+  uint64_t gen; /* changes with every put of the object (rounds keep parsed pods by it) */
+  dt_sym sym;   /* its key in D.keys */
 } obj;
 
 typedef struct instance {
@@ -99,9 +102,13 @@ typedef struct dtd {
   dt_policy *policy;
   /* state */
   DT_VEC(obj) objs;
-  dt_symtab keys;       /* object keys, interned */
-  DT_VEC(int32_t) slot; /* key symbol -> index in objs, -1 when deleted */
-  bool sorted;          /* objs in key order */
+  dt_symtab keys;                 /* object keys, interned */
+  DT_VEC(int32_t) slot;           /* key symbol -> index in objs, -1 when deleted */
+  bool sorted;                    /* objs in key order */
+  uint64_t obj_gen;               /* the last obj.gen given */
+  dt_podcache *podcache;          /* parsed pods, kept from round to round; only a round uses it */
+  struct dt_compiled_catalog *cc; /* D.cat compiled for rounds (a round makes it, on first use) */
+  bool cc_stale;                  /* D.cat changed: the next dispatch drops cc */
   DT_VEC(instance) insts;
   DT_VEC(replacing) replacing; /* replacements launching before the claims they replace go */
   DT_VEC(failing) failing;     /* offerings whose launches keep failing */

@@ -635,7 +635,7 @@ static int simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
     rc = dt__plan_run_overlay(st->cat, st->cl, &s->view, &ov, &po, &s->plan, &err);
   } else {
     if (!st->cc && dt__catalog_compile(st->cat, &st->cc, NULL)) st->cc = NULL; /* compiled per run then */
-    rc = st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, &s->plan, &err)
+    rc = st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, false, &s->plan, &err)
                 : dt_plan_run(st->cat, &s->view, &po, &s->plan, &err);
   }
   if (rc == DT_ECANCELED) return rc;

@@ -185,7 +185,8 @@ dt_manifests *dt_manifests_new(void) { return dt__calloc(1, sizeof(dt_manifests)
 void dt_manifests_free(dt_manifests *m) {
   if (!m) return;
   for (size_t i = 0; i < m->pools.n; i++) mf_pool_free(&m->pools.v[i]);
-  for (size_t i = 0; i < m->pods.n; i++) mf_pod_free(&m->pods.v[i]);
+  for (size_t i = 0; i < m->pods.n; i++)
+    if (!m->pods.v[i].borrowed) mf_pod_free(&m->pods.v[i]);
   for (size_t i = 0; i < m->daemonsets.n; i++) mf_pod_free(&m->daemonsets.v[i]);
   for (size_t i = 0; i < m->runtime_classes.n; i++) {
     dt__free(m->runtime_classes.v[i].name);

@@ -277,6 +277,7 @@ typedef struct dt_podspec {
   ** "s390x"), "" for the cluster's default, NULL for any other pod */
   const char *vm_arch;
   size_t seq;
+  bool borrowed; /* a kept pod's copy (podcache.c): its owner frees it, not the set */
 } dt_podspec;
 
 /* An existing Node, or an in-flight NodeClaim. */
@@ -433,5 +434,27 @@ struct dt_manifests {
   size_t seq;
   int64_t npods; /* pods with replicas expanded, against DT_MAX_PODS */
 };
+
+/*
+** Parsed pods kept from one manifest set to the next (podcache.c): an
+** object is added as dt_manifests_add_buffer adds it, but a Pod whose name
+** and version (gen, which the caller changes with every change of the text)
+** were read before is added from its parsed form. The sets borrow the kept
+** pods: the cache outlives them. dt__podcache_sweep drops what no add used
+** since the last sweep; call it only when the sets made before are freed.
+*/
+typedef struct dt_podcache dt_podcache;
+dt_podcache *dt__podcache_new(void);
+void dt__podcache_free(dt_podcache *c);
+/* The entry that keeps name at version gen, 0 when none: an add given it
+** may pass no text. It stays valid until the next sweep. */
+uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen);
+/* Add object name at version gen to m, as dt_manifests_add_buffer adds buf;
+** kept: dt__podcache_find's answer for it, or 0. */
+int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, uint32_t kept,
+                             const char *buf, size_t len, dt_error *err);
+void dt__podcache_sweep(dt_podcache *c);
+/* The pod reader's free (mf_pod.c). */
+void dt__mf_pod_free(dt_podspec *p);
 
 #endif

@@ -23,7 +23,8 @@
 **     (dt__plan_run_overlay, at the end of this file): nodes, pod specs and
 **     names are compiled once, and a bound pod's use reaches its node
 **     through a per-name sum, so a simulation does integer work per node,
-**     not string work per pod;
+**     not string work per pod; the pod names in-flight claims carry
+**     (dovetail.dev/pods) are indexed once per cluster, not per simulation;
 **   - a policy's score hook is called once per offering and plan, and each
 **     claim's best offering by score is found natively (score_pick).
 **
@@ -316,8 +317,12 @@ static int copy_compiled(dt_plan *p, const dt_plan *b) {
   return 0;
 }
 
+/* results: the typed results (dt_plan_claim and friends) are built, as a
+** caller outside the engine reads them; a disruption pass's simulations
+** read the solver's state and skip them. */
 static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt_cluster *cl, const dt_overlay *ov,
-                    const dt_manifests *manifests, const dt_plan_opts *opts, dt_plan **out, dt_error *err) {
+                    bool results, const dt_manifests *manifests, const dt_plan_opts *opts, dt_plan **out,
+                    dt_error *err) {
   *out = NULL;
   dt_plan *p = dt__calloc(1, sizeof *p);
   if (!p) return dt__err(err, DT_ENOMEM, "out of memory");
@@ -363,7 +368,7 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
   p->stats.scheduled += p->bindings.n;
   p->stats.unschedulable = p->unsched.n;
   p->stats.schedule_ms = dt__now_ms() - t0;
-  if (!cl && !cc && (rc = dt__plan_result_build(p))) goto fail;
+  if (results && (rc = dt__plan_result_build(p))) goto fail;
   *out = p;
   return 0;
 fail:
@@ -381,12 +386,12 @@ fail:
 
 int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_plan_opts *opts, dt_plan **out,
                 dt_error *err) {
-  return plan_run(catalog, NULL, NULL, NULL, manifests, opts, out, err);
+  return plan_run(catalog, NULL, NULL, NULL, true, manifests, opts, out, err);
 }
 
 int dt__plan_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *manifests,
-                          const dt_plan_opts *opts, dt_plan **out, dt_error *err) {
-  return plan_run(catalog, cc, NULL, NULL, manifests, opts, out, err);
+                          const dt_plan_opts *opts, bool results, dt_plan **out, dt_error *err) {
+  return plan_run(catalog, cc, NULL, NULL, results, manifests, opts, out, err);
 }
 
 int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_manifests *view, const dt_overlay *ov,
@@ -395,7 +400,7 @@ int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_man
     *out = NULL;
     return dt__err(err, DT_EINVAL, "internal: an overlay's view must hold the cluster's pods and no VM pools");
   }
-  return plan_run(catalog, NULL, cl, ov, view, opts, out, err);
+  return plan_run(catalog, NULL, cl, ov, false, view, opts, out, err);
 }
 
 /* ------------------------------------------------------------ the cluster */
@@ -519,6 +524,9 @@ void dt__cluster_free(dt_cluster *cl) {
   dt__free(cl->rc_missing.v);
   dt__free(cl->termed.v);
   dt__free(cl->owned.v);
+  dt__symtab_free(&cl->claimed);
+  dt__free(cl->claimed_head.v);
+  dt__free(cl->claimed_on.v);
   dt__free(cl);
 }
 
@@ -532,7 +540,9 @@ int dt__sched_compile_nodes_overlay(dt_plan *p, dt_error *err) {
   p->nodes = A(p, (nv ? nv : 1) * sizeof *p->nodes);
   int32_t *type = A(p, (nv ? nv : 1) * sizeof *type);
   int32_t *at = A(p, (cl->nodes.n ? cl->nodes.n : 1) * sizeof *at);
-  if (!p->nodes || !type || !at) return DT_ENOMEM;
+  p->ov_at = A(p, (cl->nodes.n ? cl->nodes.n : 1) * sizeof *p->ov_at);
+  if (!p->nodes || !type || !at || !p->ov_at) return DT_ENOMEM;
+  memset(p->ov_at, 0xff, cl->nodes.n * sizeof *p->ov_at);
   bool pairs = false;
   for (size_t i = 0; i < nv; i++) pairs |= cl->nodes.v[p->ov->node[i]].may_pair;
   int32_t *paired = NULL;
@@ -557,6 +567,7 @@ int dt__sched_compile_nodes_overlay(dt_plan *p, dt_error *err) {
       uint32_t id = cl->byname.v[k];
       int32_t vi = at[id];
       if (vi < 0 || m->nodes.v[vi].initialized != (bool)init) continue;
+      p->ov_at[id] = (int32_t)p->nnodes;
       rt_node *r = &p->nodes[p->nnodes];
       *r = cl->nodes.v[id].node;
       r->src = &m->nodes.v[vi];
@@ -564,6 +575,33 @@ int dt__sched_compile_nodes_overlay(dt_plan *p, dt_error *err) {
       type[p->nnodes++] = cl->nodes.v[id].f.type;
     }
   dt__sched_charge_nodes(p, type);
+  return 0;
+}
+
+int dt__sched_claims_ix_cluster(dt_plan *p, claims_ix *ix) {
+  dt_cluster *cl = p->cl;
+  bool any = false;
+  for (uint32_t id = 0; id < cl->nodes.n; id++) {
+    int32_t at = p->ov_at[id];
+    if (at < 0) continue;
+    const dt_node *v = p->nodes[at].src, *c = cl->nodes.v[id].node.src;
+    if (v->pods != c->pods || v->npods != c->npods) return 0;
+    any |= v->npods > 0;
+  }
+  for (; cl->claimed_upto < cl->nodes.n; cl->claimed_upto++) {
+    const dt_node *n = cl->nodes.v[cl->claimed_upto].node.src;
+    for (size_t k = 0; k < n->npods; k++) {
+      dt_sym sy = dt__sym(&cl->claimed, n->pods[k]);
+      if (cl->claimed.oom) return DT_ENOMEM;
+      while (cl->claimed_head.n <= sy)
+        if (dt__vec_push(&cl->claimed_head, -1)) return DT_ENOMEM;
+      claim_on e = {cl->claimed_upto, cl->claimed_head.v[sy]};
+      if (dt__vec_push(&cl->claimed_on, e)) return DT_ENOMEM;
+      cl->claimed_head.v[sy] = (int32_t)cl->claimed_on.n - 1;
+    }
+  }
+  ix->cl = cl;
+  ix->any = any;
   return 0;
 }
 

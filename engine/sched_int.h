@@ -271,6 +271,31 @@ typedef struct cnode {
 
 /* What the pods bound to one node name use, summed (a node takes the use of
 ** its name and of its alias). */
+typedef struct claim_on {
+  uint32_t node; /* cluster node id */
+  int32_t next;  /* the next entry of the same name, -1 none */
+} claim_on;
+
+/*
+** The pod names the plan's nodes carry (dovetail.dev/pods): a name is on
+** the last node in plan order that carries it. A plan interns its nodes'
+** names; an overlay whose nodes carry its cluster's very lists looks them up
+** in the cluster's index instead (dt__sched_claims_ix_cluster), which holds
+** the same names with every node that carries each, so the answer is the
+** same.
+*/
+typedef struct claims_ix {
+  dt_symtab own; /* a plan's own index: name -> its node */
+  DT_VEC(int32_t) own_node;
+  const struct dt_cluster *cl; /* or the cluster's index, through p->ov_at */
+  bool any;                    /* some node carries a name */
+} claims_ix;
+
+/* The cluster's index of the names its nodes carry, brought up to its
+** nodes; ix->cl stays NULL when a node of the view carries other names than
+** its cluster node (the plan then builds its own). */
+int dt__sched_claims_ix_cluster(dt_plan *p, claims_ix *ix);
+
 typedef struct name_use {
   int64_t used[DT_RES_MAX];
   int64_t pods;  /* sum of the pods' counts */
@@ -294,6 +319,13 @@ struct dt_cluster {
   DT_VEC(uint32_t) owned;      /* workloads: replicas, selectors */
   bool ported;                 /* some pod has host ports */
   bool has_pods;
+  /* Pod names the nodes carry (dovetail.dev/pods), each with the nodes that
+  ** name it: built on the first overlay that looks one up, extended as nodes
+  ** are added, so a simulation does not intern every nominated name again. */
+  dt_symtab claimed;
+  DT_VEC(int32_t) claimed_head; /* per name symbol: its first entry in claimed_on, -1 none */
+  DT_VEC(claim_on) claimed_on;
+  uint32_t claimed_upto;        /* nodes [0, claimed_upto) are in the index */
 };
 
 /* ------------------------------------------------- across the phases */

@@ -419,6 +419,44 @@ int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
 int dt__sched_cluster_specs(dt_plan *p);
 void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound);
 
+static int claims_ix_build(dt_plan *p, claims_ix *ix) {
+  memset(ix, 0, sizeof *ix);
+  if (p->ov) {
+    int rc = dt__sched_claims_ix_cluster(p, ix);
+    if (rc || ix->cl) return rc;
+  }
+  for (uint32_t i = 0; i < p->nnodes; i++)
+    for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
+      dt_sym sy = dt__sym(&ix->own, p->nodes[i].src->pods[k]);
+      while (ix->own_node.n <= sy)
+        if (dt__vec_push(&ix->own_node, -1)) break;
+      if (sy && sy < ix->own_node.n) ix->own_node.v[sy] = (int32_t)i;
+    }
+  ix->any = ix->own.n > 0;
+  return 0;
+}
+
+/* The plan node that carries pod `name`, -1 none. */
+static int32_t claims_ix_node(const dt_plan *p, const claims_ix *ix, const char *name) {
+  if (!ix->cl) {
+    dt_sym c = dt__sym_find(&ix->own, name);
+    return c && c < ix->own_node.n ? ix->own_node.v[c] : -1;
+  }
+  const dt_cluster *cl = ix->cl;
+  dt_sym c = dt__sym_find(&cl->claimed, name);
+  int32_t best = -1;
+  for (int32_t e = c && c < cl->claimed_head.n ? cl->claimed_head.v[c] : -1; e >= 0; e = cl->claimed_on.v[e].next) {
+    int32_t at = p->ov_at[cl->claimed_on.v[e].node];
+    if (at > best) best = at;
+  }
+  return best;
+}
+
+static void claims_ix_free(claims_ix *ix) {
+  dt__symtab_free(&ix->own);
+  dt__free(ix->own_node.v);
+}
+
 int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
   int rc = 0;
@@ -442,15 +480,8 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   if (!want) return DT_ENOMEM;
 
   /* Pods an in-flight claim already carries (dovetail.dev/pods). */
-  dt_symtab claimed = {0};
-  DT_VEC(int32_t) claimed_node = {0};
-  for (uint32_t i = 0; i < p->nnodes; i++)
-    for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
-      dt_sym sy = dt__sym(&claimed, p->nodes[i].src->pods[k]);
-      while (claimed_node.n <= sy)
-        if (dt__vec_push(&claimed_node, -1)) break;
-      if (sy && sy < claimed_node.n) claimed_node.v[sy] = (int32_t)i;
-    }
+  claims_ix claimed;
+  if ((rc = claims_ix_build(p, &claimed))) return rc;
   /* An overlay's nodes take their bound pods' use from the per-name sums;
   ** the pods themselves are visited only when something else needs them. */
   bool scan = true;
@@ -487,18 +518,18 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     int64_t nwant = p->ov && !d->owner ? d->count : want[si]; /* an overlay's want holds only its workloads */
     for (int64_t o = 0; o < nwant; o++) {
       rt_pod pod = {(uint32_t)ci, si, d->owner ? o : -1, d->seq};
-      if (claimed.n) {
+      if (claimed.any) {
         char name[600];
         dt__pod_name(p, &pod, name, sizeof name);
-        dt_sym c = dt__sym_find(&claimed, name);
-        if (c && c < claimed_node.n && claimed_node.v[c] >= 0) {
-          rt_node *nd = &p->nodes[claimed_node.v[c]];
+        int32_t cn = claims_ix_node(p, &claimed, name);
+        if (cn >= 0) {
+          rt_node *nd = &p->nodes[cn];
           for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r];
           for (uint32_t k = 0; k < s->nports && !rc; k++)
             if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
           if (!rc)
-            rc = dt__topo_record(p, si, &p->classes.v[ci], (uint32_t)claimed_node.v[c], node_zmask(nd), node_cmask(nd),
-                                 1, pod.ordinal);
+            rc = dt__topo_record(p, si, &p->classes.v[ci], (uint32_t)cn, node_zmask(nd), node_cmask(nd), 1,
+                                 pod.ordinal);
           p->bound_already++;
           continue;
         }
@@ -509,8 +540,7 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
       }
     }
   }
-  dt__symtab_free(&claimed);
-  dt__free(claimed_node.v);
+  claims_ix_free(&claimed);
   if (rc) {
     dt__free(pods.v);
     return rc;

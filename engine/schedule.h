@@ -255,6 +255,7 @@ struct dt_plan {
   dt_arena arena;
   dt_symtab syms;
   int32_t *node_at; /* node by name symbol (node_by_name) */
+  int32_t *ov_at;   /* an overlay plan's node index per cluster node id, -1 when not in the view */
   uint32_t nnode_at;
   const dt_catalog *catalog;
   const dt_manifests *manifests;
@@ -334,14 +335,16 @@ int dt__pack_improve(dt_plan *p);
 bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, uint32_t n);
 
 /* A catalog compiled once for many runs on it (sched.c): dt__plan_run_compiled
-** gives the same plan as dt_plan_run without compiling the catalog again.
+** gives the same plan as dt_plan_run without compiling the catalog again,
+** its typed results built when results is true (a daemon's round) and not
+** for a disruption pass's simulations, which read the solver's state.
 ** The compiled catalog must outlive the plans and not be shared between
 ** threads. */
 typedef struct dt_compiled_catalog dt_compiled_catalog;
 int dt__catalog_compile(const dt_catalog *catalog, dt_compiled_catalog **out, dt_error *err);
 void dt__catalog_compiled_free(dt_compiled_catalog *cc);
 int dt__plan_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *manifests,
-                          const dt_plan_opts *opts, dt_plan **out, dt_error *err);
+                          const dt_plan_opts *opts, bool results, dt_plan **out, dt_error *err);
 
 /*
 ** A cluster compiled once for many simulations on it (a disruption pass):

@@ -229,6 +229,7 @@ void scenario_event(run *r, uint32_t idx) {
         if ((!zone || !strcmp(t->off[k].zone, zone)) && (cti < 0 || t->off[k].ct == cti))
           t->off[k].price = pr->valuedouble;
     }
+    dt__ctl_catalog_changed();
   }
   if ((v = jget(ev, "failStartup"))) { /* the next launches' nodes never initialize */
     const cJSON *cnt = jget(v, "count");

@@ -1,0 +1,213 @@
+/*
+** podcache.c: parsed pods kept from one manifest set to the next. The
+** controller reads its whole store into a dt_manifests every round; most
+** objects are pods whose text has not changed since the last round, and
+** reading them (JSON, then the pod reader) was most of a round's work. A
+** pod read once is kept here, by object name and the version the caller
+** gave its text, and a later set that meets the same name and version adds
+** the parsed pod instead of reading the text again.
+**
+** What a set holds is what dt_manifests_add_buffer would give, byte for
+** byte: an object is kept only when reading it added exactly one pod, one
+** sequence number and one duplicate-detection entry, and nothing else (no
+** note, no other object, no VM default); adding it from here takes the next
+** sequence number, records the duplicate entry and counts the pod against
+** DT_MAX_PODS as the reader does. A set that would refuse it (a duplicate,
+** the pod limit) reads the kept text instead, so the error is the reader's.
+**
+** Ownership: a set borrows a kept pod (its podspec is marked borrowed and
+** dt_manifests_free leaves it), so the cache must outlive every set that
+** used it. dt__podcache_sweep drops what no add used since the last sweep;
+** call it when the sets made before that are freed.
+*/
+#include "model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct pc_entry {
+  uint64_t gen;
+  bool live, used;
+  char *file; /* the object name: the kept pod's file */
+  char *seen; /* its duplicate-detection key, "Pod/ns/name" as the reader makes it */
+  char *text; /* what was read, for a set that must read it again */
+  size_t len;
+  dt_podspec pod;
+} pc_entry;
+
+/* The reader's duplicate-detection key of a pod (mf_check_duplicate). */
+static char *seen_key(const dt_podspec *p) {
+  char key[600];
+  snprintf(key, sizeof key, "Pod/%s/%s", p->ns ? p->ns : "", p->name);
+  return dt__strdup(key);
+}
+
+struct dt_podcache {
+  dt_symtab names;         /* object name -> entry (by symbol) */
+  DT_VEC(pc_entry) by_sym; /* indexed by name symbol */
+  DT_VEC(uint32_t) live;   /* symbols of the live entries */
+};
+
+dt_podcache *dt__podcache_new(void) { return dt__calloc(1, sizeof(dt_podcache)); }
+
+static void entry_drop(pc_entry *e) {
+  if (!e->live) return;
+  dt__mf_pod_free(&e->pod);
+  dt__free(e->file);
+  dt__free(e->seen);
+  dt__free(e->text);
+  memset(e, 0, sizeof *e);
+}
+
+void dt__podcache_free(dt_podcache *c) {
+  if (!c) return;
+  for (size_t i = 0; i < c->live.n; i++) entry_drop(&c->by_sym.v[c->live.v[i]]);
+  dt__free(c->by_sym.v);
+  dt__free(c->live.v);
+  dt__symtab_free(&c->names);
+  dt__free(c);
+}
+
+uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen) {
+  dt_sym s = c ? dt__sym_find(&c->names, name) : 0;
+  return s && s < c->by_sym.n && c->by_sym.v[s].live && c->by_sym.v[s].gen == gen ? s : 0;
+}
+
+/* Add e's pod to m as the pod reader would; 1 when m would refuse it
+** (the caller reads the text, for the reader's error). */
+static int add_kept(dt_manifests *m, pc_entry *e) {
+  if (m->npods + 1 > DT_MAX_PODS) return 1;
+  dt_sym s = dt__sym_find(&m->seen, e->seen);
+  if (s && s < m->seen_file.n && m->seen_file.v[s]) return 1;
+  if (!s && !(s = dt__sym(&m->seen, e->seen))) return DT_ENOMEM;
+  while (m->seen_file.n <= s)
+    if (dt__vec_push(&m->seen_file, (const char *)NULL)) return DT_ENOMEM;
+  dt_podspec p = e->pod;
+  p.seq = m->seq;
+  p.borrowed = true;
+  if (dt__vec_push(&m->pods, p)) return DT_ENOMEM;
+  m->seen_file.v[s] = e->file;
+  m->seq++;
+  m->npods++;
+  e->used = true;
+  return 0;
+}
+
+/* What m holds, to tell what reading one object added. */
+typedef struct counts {
+  size_t pools, pods, nodes, daemonsets, rcs, marks, vmpools, vms, volumes, pdbs, topo, notes, seq;
+  int64_t npods;
+  const char *varch;
+} counts;
+
+static counts count(const dt_manifests *m) {
+  return (counts){m->pools.n, m->pods.n,    m->nodes.n, m->daemonsets.n, m->runtime_classes.n,
+                  m->marks.n, m->vmpools.n, m->vms.n,   m->volumes.n,    m->pdbs.n,
+                  m->topo.n,  m->notes.len, m->seq,     m->npods,        m->vm_default_arch};
+}
+
+/* Whether reading one object took a before to a after by one plain pod. */
+static bool one_pod(const counts *a, const counts *b) {
+  return b->pods == a->pods + 1 && b->npods == a->npods + 1 && b->seq == a->seq + 1 && b->pools == a->pools &&
+         b->nodes == a->nodes && b->daemonsets == a->daemonsets && b->rcs == a->rcs && b->marks == a->marks &&
+         b->vmpools == a->vmpools && b->vms == a->vms && b->volumes == a->volumes && b->pdbs == a->pdbs &&
+         b->topo == a->topo && b->notes == a->notes && b->varch == a->varch;
+}
+
+/* Keep the pod that reading name's text just added to m. */
+static int keep(dt_podcache *c, dt_manifests *m, const char *name, uint64_t gen, const char *buf, size_t len) {
+  dt_sym s = dt__sym(&c->names, name);
+  if (!s) return DT_ENOMEM;
+  while (c->by_sym.n <= s) {
+    pc_entry z;
+    memset(&z, 0, sizeof z);
+    if (dt__vec_push(&c->by_sym, z)) return DT_ENOMEM;
+  }
+  pc_entry *e = &c->by_sym.v[s];
+  bool was_live = e->live;
+  entry_drop(e);
+  dt_podspec *p = &m->pods.v[m->pods.n - 1];
+  e->file = dt__strdup(name);
+  e->seen = seen_key(p);
+  e->text = dt__malloc(len + 1);
+  if (!e->file || !e->seen || !e->text || (!was_live && dt__vec_push(&c->live, (uint32_t)s))) {
+    dt__free(e->file);
+    dt__free(e->seen);
+    dt__free(e->text);
+    memset(e, 0, sizeof *e);
+    if (was_live) { /* no longer live: out of the live list */
+      for (size_t i = 0; i < c->live.n; i++)
+        if (c->live.v[i] == s) c->live.v[i] = c->live.v[--c->live.n];
+    }
+    return DT_ENOMEM;
+  }
+  memcpy(e->text, buf, len);
+  e->text[len] = 0;
+  e->len = len;
+  e->gen = gen;
+  e->live = e->used = true;
+  e->pod = *p;
+  e->pod.file = e->file;
+  p->borrowed = true; /* the cache owns it now; the set keeps its file */
+  return 0;
+}
+
+int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, uint32_t kept,
+                             const char *buf, size_t len, dt_error *err) {
+  pc_entry *e = kept && kept < c->by_sym.n ? &c->by_sym.v[kept] : NULL;
+  if (e && e->live && e->gen == gen) {
+    int rc = add_kept(m, e);
+    if (rc <= 0) return rc == DT_ENOMEM ? dt__err(err, rc, "out of memory") : 0;
+    return dt_manifests_add_buffer(m, name, e->text, e->len, err);
+  }
+  if (!buf) return dt__err(err, DT_EINVAL, "internal: %s is not kept and no text was given", name);
+  counts a = count(m);
+  int rc = dt_manifests_add_buffer(m, name, buf, len, err);
+  if (rc) return rc;
+  counts b = count(m);
+  if (strncmp(name, "Pod/", 4) || !one_pod(&a, &b)) return 0;
+  if (keep(c, m, name, gen, buf, len)) return 0; /* out of memory: read again next time */
+  return 0;
+}
+
+/* The names of entries dropped stay interned until they outnumber the live
+** ones; then the table is made again from the live names (entries move to
+** their new symbols: no handle from dt__podcache_find outlives a sweep). */
+static void renumber(dt_podcache *c) {
+  dt_symtab names = {0};
+  DT_VEC(pc_entry) by_sym = {0};
+  for (size_t i = 0; i < c->live.n; i++) {
+    pc_entry *e = &c->by_sym.v[c->live.v[i]];
+    dt_sym s = dt__sym(&names, e->file);
+    while (!names.oom && by_sym.n <= s) {
+      pc_entry z;
+      memset(&z, 0, sizeof z);
+      if (dt__vec_push(&by_sym, z)) names.oom = 1;
+    }
+    if (names.oom) { /* keep the old table */
+      dt__symtab_free(&names);
+      dt__free(by_sym.v);
+      return;
+    }
+    by_sym.v[s] = *e;
+  }
+  for (size_t i = 0; i < c->live.n; i++) c->live.v[i] = dt__sym_find(&names, c->by_sym.v[c->live.v[i]].file);
+  dt__symtab_free(&c->names);
+  dt__free(c->by_sym.v);
+  c->names = names;
+  c->by_sym.v = by_sym.v, c->by_sym.n = by_sym.n, c->by_sym.cap = by_sym.cap;
+}
+
+void dt__podcache_sweep(dt_podcache *c) {
+  for (size_t i = 0; i < c->live.n;) {
+    pc_entry *e = &c->by_sym.v[c->live.v[i]];
+    if (e->used) {
+      e->used = false;
+      i++;
+      continue;
+    }
+    entry_drop(e);
+    c->live.v[i] = c->live.v[--c->live.n];
+  }
+  if (c->names.n > 4096 && c->names.n > 4 * (c->live.n + 1)) renumber(c);
+}
