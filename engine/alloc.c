@@ -189,7 +189,7 @@ static void *arena_take(dt_arena *a, size_t n) {
 
 void dt__arena_reserve(dt_arena *a, size_t n) {
   if (a->head) return;
-  void *p = dt__arena_alloc(a, n);
+  void *p = arena_take(a, n); /* not cleared: what is carved from it later is */
   if (p) a->used = 0; /* the first chunk, empty again */
 }
 

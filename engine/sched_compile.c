@@ -120,6 +120,7 @@ int dt__sched_build_snapshot(dt_plan *p) {
   for (uint32_t t = 0; t < p->ntypes; t++) {
     const rt_type *ty = &p->types[t];
     const char *family = ty->family;
+    int64_t gpus = ty->noff ? dt__ctype_gpus(ty->src) : 0;
     for (uint32_t o = 0; o < ty->noff; o++) {
       const rt_off *of = &ty->off[o];
       p->snapshot[p->off_base[t] + o] = (dt_hook_offer){ty->src->name,
@@ -131,7 +132,7 @@ int dt__sched_build_snapshot(dt_plan *p) {
                                                         of->avail,
                                                         ty->alloc[DT_R_CPU],
                                                         ty->alloc[DT_R_MEM] / 1000,
-                                                        dt__ctype_gpus(ty->src),
+                                                        gpus,
                                                         family,
                                                         ty->src->arch};
     }
