@@ -1610,6 +1610,15 @@ static int disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const d
 
 int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts, dt_disruption **out,
                    dt_error *err) {
+  if (opts && opts->explain && m) { /* as plan --explain: a node not in the input is an error */
+    bool found = false;
+    for (size_t i = 0; i < m->nodes.n && !found; i++) found = !strcmp(m->nodes.v[i].name, opts->explain);
+    if (!found) {
+      *out = NULL;
+      return dt__err(err, DT_EINVAL, "explain: no node %s in the input (it takes a Node or a NodeClaim by name)",
+                     opts->explain);
+    }
+  }
   return disrupt_run(catalog, m, opts, false, out, err);
 }
 

@@ -434,6 +434,12 @@ describe("dovetail disrupt (CLI)", function()
     assert.matches("explain: multi%-node consolidation", out)
   end)
 
+  it("refuses to explain a node that is not in the input, as plan does for a pod", function()
+    local _, err, code = cli("-o table --explain nosuch " .. path)
+    assert.equal(1, code)
+    assert.matches("explain: no node nosuch in the input", err, 1, true)
+  end)
+
   it("rejects bad input naming the file and the field", function()
     local bad = h.write(h.list({ pool({ disruption = { budgets = { { nodes = "x" } } } }) }))
     local _, err, code = cli(bad)
