@@ -60,7 +60,12 @@ static cJSON *make_scalar(const char *s, size_t n, bool plain) {
     if (is_number(s, n)) {
       cJSON *num = cJSON_CreateNumber(strtod(s, NULL));
       if (num) {
-        num->valuestring = dt__strndup(s, n);
+        /* cJSON's own allocator, as cJSON_Delete frees it (an arena's, while parsing into one) */
+        num->valuestring = cJSON_malloc(n + 1);
+        if (num->valuestring) {
+          memcpy(num->valuestring, s, n);
+          num->valuestring[n] = 0;
+        }
         if (!num->valuestring) {
           cJSON_Delete(num);
           return NULL;
