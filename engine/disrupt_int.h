@@ -1,0 +1,132 @@
+/*
+** disrupt_int.h: what the disruption pass's files share. disrupt.c builds
+** the model of the cluster (nodes, their prices and pods, budgets,
+** candidates) and runs the methods in order; disrupt_sim.c simulates
+** removing candidates (an overlay plan of the cluster compiled once),
+** applies Karpenter's price rule and turns a decision into a command, and
+** calls the policy's hooks; disrupt_methods.c holds the methods themselves
+** (static NodePools' scale-down, emptiness, drift and expiry, multi- and
+** single-node consolidation).
+*/
+#ifndef DT_DISRUPT_INT_H
+#define DT_DISRUPT_INT_H
+
+#include "schedule.h"
+
+#include "hooks.h"
+#include "result.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MULTI_MAX 100       /* candidates a multi-node command may take */
+#define SPOT_TO_SPOT_MIN 15 /* cheaper spot options single-node spot-to-spot needs */
+#define BALANCED_K 2.0      /* Balanced approves a move scoring >= 1/k */
+
+typedef struct dnode {
+  dt_node *n; /* the manifest node, or a replacement made by this pass */
+  int pool;   /* NodePool index, -1 when none in the input manages it */
+  int ct;     /* capacity type, -1 unknown */
+  const char *type, *zone;
+  double price; /* $/h of its offering; reserved at the on-demand price; < 0 unknown */
+  bool removed, extra;
+  bool pending; /* removed by a command that replaces it (still counted by a static pool) */
+  bool empty;
+  double cost;           /* RescheduleDisruptionCost: 1 + sum of positive pod eviction costs */
+  DT_VEC(uint32_t) pods; /* bound pods (indices into st.pods) */
+  char why[400];         /* why it stays, the last reason recorded */
+  char drift[300];       /* why it drifted, "" when it has not */
+} dnode;
+
+typedef struct poolbudget {
+  int64_t nodes, disrupting;
+  int64_t value[3];        /* per reason bit index: Empty, Drifted, Underutilized; INT64_MAX unlimited */
+  double cost, disruption; /* pool totals for Balanced */
+} poolbudget;
+
+typedef struct state {
+  const dt_catalog *cat;
+  dt_compiled_catalog *cc; /* the catalog compiled once for every simulation of the pass (rebuild mode) */
+  dt_cluster *cl;          /* the cluster compiled once: each simulation is an overlay on it */
+  bool rebuild;            /* compile every simulation's view from scratch (the reference the overlay matches) */
+  const dt_manifests *m;
+  dt_disrupt_opts o;
+  dt_arena arena;
+  dt_podspec *pods; /* bound pods, shallow copies (node_name re-pointed as pods move) */
+  size_t npods;
+  DT_VEC(dnode) nodes;
+  poolbudget *pb;
+  int64_t *pdb_allowed;
+  int32_t *pod_pdb; /* per pod: the PDB covering it, -1 none, -2 several */
+  dt_symtab types;  /* catalog type name -> index + 1 */
+  dt_disruption *r; /* the result: commands, blocked nodes, budgets, explain steps */
+  uint64_t sims;
+  int rc;
+} state;
+
+static const char *const k_reason[3] = {"Empty", "Drifted", "Underutilized"};
+
+typedef struct cand {
+  uint32_t node;
+  double ratio; /* price / disruption cost: cheapest to disrupt per dollar first */
+} cand;
+
+typedef DT_VEC(cand) candvec;
+
+typedef struct sim {
+  dt_plan *plan;
+  dt_manifests view;
+  uint32_t *view_node; /* view node -> dnode */
+  size_t nview;
+  uint32_t *view_pod; /* view pod -> st pod */
+  bool *moving;       /* per view pod */
+  size_t nclaims;
+  const rt_claim *claim; /* the single new claim, when nclaims == 1 */
+  dt_nodepool *pools;    /* the view's NodePools: static ones hold what they have, or one more */
+  uint8_t *ovpod;        /* an overlay's pods (st->pods itself is the view's): bound, pending or absent */
+  char fail[500];
+} sim;
+
+typedef struct verdict {
+  bool ok;
+  bool replace;
+  bool free_reserved; /* the candidates are not all reserved: a reserved unit costs nothing more */
+  double savings, new_price;
+  int ct;
+  uint32_t nopt;
+  uint32_t opt[600]; /* the options the price rule keeps, price order */
+  double best[600];  /* each one's cheapest compatible offering */
+  char reason[500];
+} verdict;
+
+int64_t dt__dr_age(const state *st, const dt_node *n);
+void dt__dr_node_cost(state *st, dnode *d);
+const char *dt__dr_rstr(state *st, const char *s);
+void dt__dr_step(state *st, size_t i, const char *fmt, ...);
+int64_t dt__dr_allowed(state *st, int pool, int reason_bit);
+bool dt__dr_eligible(state *st, size_t i, bool check_pods);
+double dt__dr_eviction_cost(const dt_podspec *p);
+bool dt__dr_node_matches_pool(const dt_node *n, const dt_nodepool *p, char *out, size_t len);
+bool dt__dr_settled(state *st, size_t i);
+void dt__dr_why(state *st, size_t i, const char *fmt, ...);
+int dt__dr_budgets(state *st);
+int dt__dr_build(state *st);
+void dt__dr_explain_step(state *st, const char *msg);
+int dt__dr_apply(state *st, const uint32_t *cands, size_t n, const sim *s, const char *reason, const char *detail,
+                 const verdict *v);
+bool dt__dr_approve_hook(state *st, const uint32_t *cands, size_t n, const char *action, double savings, double price,
+                         char *out, size_t len);
+bool dt__dr_balanced_ok(state *st, const uint32_t *cands, size_t n, double savings, char *out, size_t len);
+int dt__dr_order_hook(state *st, cand *c, size_t n);
+void dt__dr_price_rule(state *st, const sim *s, const uint32_t *cands, size_t n, bool single, verdict *v);
+void dt__dr_sim_free(sim *s);
+int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidation, int spool, int64_t swant, sim *s);
+int dt__dr_emptiness(state *st);
+int dt__dr_multi_node(state *st);
+int dt__dr_replace_each(state *st, bool expiry);
+int dt__dr_single_node(state *st);
+int dt__dr_static_scale_down(state *st);
+
+#endif

@@ -1,0 +1,547 @@
+/*
+** disrupt_sim.c: a disruption pass's simulations (see disrupt.c): the
+** candidates removed from an overlay of the cluster compiled once and their
+** pods planned again; Karpenter's price rule on the result; a decision made
+** into a command; the policy's ordering and approval hooks.
+*/
+#include "disrupt_int.h"
+
+/* ------------------------------------------------------------ simulation */
+
+void dt__dr_sim_free(sim *s) {
+  dt_plan_free(s->plan);
+  dt__free(s->pools);
+  dt__free(s->view.nodes.v);
+  if (!s->ovpod) dt__free(s->view.pods.v);
+  dt__free(s->ovpod);
+  dt__free(s->view_node);
+  dt__free(s->view_pod);
+  dt__free(s->moving);
+  memset(s, 0, sizeof *s);
+}
+
+/* Re-schedule the pods of the nodes in cands[0..n) onto every other node and
+** new claims. Static NodePools plan no claims of their own in the view, but
+** pool spool gets swant (the replacement of a static node the command
+** removes). Returns 0 with s->fail set when a pod fits nowhere. */
+int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidation, int spool, int64_t swant, sim *s) {
+  memset(s, 0, sizeof *s);
+  bool *in = dt__calloc(st->nodes.n ? st->nodes.n : 1, 1);
+  if (!in) return DT_ENOMEM;
+  for (size_t k = 0; k < n; k++) in[cands[k]] = true;
+  s->view = *st->m;
+  s->view.vmpools.n = 0; /* pools are planned by dovetail plan, not here */
+  s->view.nodes.v = dt__malloc((st->nodes.n ? st->nodes.n : 1) * sizeof *s->view.nodes.v);
+  s->view_node = dt__malloc((st->nodes.n ? st->nodes.n : 1) * sizeof *s->view_node);
+  if (st->cl) /* the view's pods are st->pods, each bound, pending or absent */
+    s->ovpod = dt__malloc(st->npods ? st->npods : 1);
+  else
+    s->view.pods.v = dt__malloc((st->npods ? st->npods : 1) * sizeof *s->view.pods.v);
+  s->view_pod = dt__malloc((st->npods ? st->npods : 1) * sizeof *s->view_pod);
+  s->moving = dt__calloc(st->npods ? st->npods : 1, 1);
+  if (!s->view.nodes.v || !s->view_node || !(s->view.pods.v || s->ovpod) || !s->view_pod || !s->moving) {
+    dt__free(in);
+    return DT_ENOMEM;
+  }
+  size_t nn = 0, np = 0;
+  for (size_t i = 0; i < st->nodes.n; i++) {
+    const dnode *d = &st->nodes.v[i];
+    if (d->removed || in[i]) continue;
+    dt_node copy = *d->n;
+    /* Consolidation does not move pods onto nodes still inside their own
+    ** consolidateAfter window (Karpenter's IsConsolidationSimulation). */
+    if (consolidation && d->pool >= 0 && d->n->initialized) {
+      const dt_nodepool *p = &st->m->pools.v[d->pool];
+      int64_t since = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
+      if (p->consolidate_after > 0 && since && st->o.now - since < p->consolidate_after) copy.unschedulable = true;
+    }
+    s->view_node[nn] = (uint32_t)i;
+    s->view.nodes.v[nn++] = copy;
+  }
+  s->nview = nn;
+  bool *on = dt__calloc(st->npods ? st->npods : 1, 1);
+  if (!on) {
+    dt__free(in);
+    return DT_ENOMEM;
+  }
+  for (size_t k = 0; k < n; k++) {
+    const dnode *d = &st->nodes.v[cands[k]];
+    for (size_t j = 0; j < d->pods.n; j++) on[d->pods.v[j]] = true;
+  }
+  for (size_t i = 0; i < st->npods && s->ovpod; i++) { /* an overlay: pods keep their places in st->pods */
+    bool mv = on[i];
+    /* every pod of the state names its node (bound or nominated) */
+    s->ovpod[i] = !mv                  ? DT_OV_BOUND
+                  : st->pods[i].daemon ? DT_OV_ABSENT /* DaemonSet pods go with their node */
+                                       : DT_OV_PENDING;
+    s->moving[i] = mv;
+    s->view_pod[i] = (uint32_t)i;
+  }
+  if (s->ovpod) {
+    s->view.pods.v = st->pods;
+    np = st->npods;
+  }
+  for (size_t i = 0; i < st->npods && !s->ovpod; i++) {
+    dt_podspec p = st->pods[i];
+    bool mv = on[i];
+    if (mv && p.daemon) continue; /* DaemonSet pods go with their node */
+    if (mv) p.node_name = NULL;
+    s->moving[np] = mv;
+    s->view_pod[np] = (uint32_t)i;
+    s->view.pods.v[np++] = p;
+  }
+  dt__free(in);
+  dt__free(on);
+  s->view.nodes.n = s->view.nodes.cap = nn;
+  s->view.pods.n = s->view.pods.cap = np;
+  bool any_static = false;
+  for (size_t k = 0; k < st->m->pools.n; k++) any_static |= st->m->pools.v[k].replicas >= 0;
+  if (any_static) {
+    if (!(s->pools = dt__malloc(st->m->pools.n * sizeof *s->pools))) return DT_ENOMEM;
+    memcpy(s->pools, st->m->pools.v, st->m->pools.n * sizeof *s->pools);
+    s->view.pools.v = s->pools;
+    for (size_t k = 0; k < st->m->pools.n; k++) {
+      if (s->pools[k].replicas < 0) continue;
+      int64_t have = 0; /* as the plan counts a static pool's claims */
+      for (size_t i = 0; i < nn; i++) {
+        const char *own = dt__kv_get(s->view.nodes.v[i].labels.v, s->view.nodes.v[i].labels.n, DT_L_NODEPOOL);
+        have += own && !s->view.nodes.v[i].deleting && !strcmp(own, s->pools[k].name);
+      }
+      s->pools[k].replicas = have + ((int)k == spool ? swant : 0);
+    }
+  }
+  dt_plan_opts po = {0};
+  po.now = st->o.now;
+  po.seed = st->o.seed + st->sims;
+  po.packing = DT_PACKING_FFD;
+  po.policy = st->o.policy;
+  po.pool_policies = st->o.pool_policies;
+  po.pool_policy_names = st->o.pool_policy_names;
+  po.npool_policies = st->o.npool_policies;
+  po.cancel = st->o.cancel;
+  dt_error err = {0};
+  st->sims++;
+  int rc;
+  if (st->cl) {
+    const dt_overlay ov = {s->view_node, s->ovpod};
+    rc = dt__plan_run_overlay(st->cat, st->cl, &s->view, &ov, &po, &s->plan, &err);
+  } else {
+    if (!st->cc && dt__catalog_compile(st->cat, &st->cc, NULL)) st->cc = NULL; /* compiled per run then */
+    rc = st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, false, &s->plan, &err)
+                : dt_plan_run(st->cat, &s->view, &po, &s->plan, &err);
+  }
+  if (rc == DT_ECANCELED) return rc;
+  if (rc) {
+    if (rc != DT_ENOMEM) snprintf(s->fail, sizeof s->fail, "simulation failed: %s", err.msg);
+    return rc == DT_ENOMEM ? rc : 0;
+  }
+  const dt_plan *p = s->plan;
+  for (size_t i = 0; i < p->unsched.n && !s->fail[0]; i++) {
+    const rt_pod *pod = &p->pods[p->unsched.v[i].pod];
+    if (!s->moving[pod->spec]) continue;
+    const dt_podspec *ps = &s->view.pods.v[pod->spec];
+    snprintf(s->fail, sizeof s->fail, "would not fit: pod %s/%s: %s", ps->ns, ps->name, p->unsched.v[i].reason);
+  }
+  /* A decision must not rest on a node that has not initialized. */
+  for (size_t i = 0; i < p->bindings.n && !s->fail[0]; i++) {
+    const rt_pod *pod = &p->pods[p->bindings.v[i].pod];
+    const rt_node *nd = &p->nodes[p->bindings.v[i].node];
+    if (!s->moving[pod->spec] || nd->src->initialized) continue;
+    snprintf(s->fail, sizeof s->fail, "would land on %s, which has not initialized", nd->src->name);
+  }
+  for (size_t i = 0; i < p->claims.n; i++)
+    if (p->claims.v[i]->type >= 0) {
+      s->nclaims++;
+      s->claim = p->claims.v[i];
+    }
+  return 0;
+}
+
+/* Whether the claim may launch offering o of type t: available, or a
+** reserved unit the claim itself holds or launched into (the simulation
+** counted it out of the reservation for this very claim). */
+static bool claim_may(const dt_plan *p, const rt_claim *k, const rt_type *t, uint32_t o) {
+  const rt_off *of = &t->off[o];
+  if (of->avail != 0) return true;
+  if (of->ct != DT_CT_RESERVED) return false;
+  uint32_t ti = (uint32_t)(t - p->types), g = p->off_base[ti] + o;
+  if (k->type >= 0 && (uint32_t)k->type == ti && k->off >= 0 && (uint32_t)k->off == o) return true;
+  for (size_t h = 0; h < k->held.n; h++)
+    if (k->held.v[h] == g) return true;
+  return false;
+}
+
+/* The capacity type a claim would launch with: reserved while a compatible
+** reservation lasts, then spot, then on-demand (Karpenter's precedence). */
+static int launch_ct(const dt_plan *p, const rt_claim *k) {
+  for (int ct = 0; ct < DT_CT_N; ct++) {
+    if (!(k->ctmask >> ct & 1)) continue;
+    for (uint32_t i = 0; i < k->nfinal; i++) {
+      const rt_type *t = &p->types[k->final[i]];
+      for (uint32_t o = 0; o < t->noff; o++)
+        if (t->off[o].ct == ct && (k->zmask >> t->off[o].zone & 1) && claim_may(p, k, t, o)) return ct;
+    }
+  }
+  return DT_CT_ON_DEMAND;
+}
+
+/* The most expensive compatible offering of type t in capacity type ct
+** (WorstLaunchPrice), and the cheapest (for savings). A reserved unit costs
+** its on-demand price when reserved nodes are being replaced, and nothing
+** when on-demand or spot nodes move into it: it is already paid for, so
+** the capacity-reservation design always prefers the move. */
+static void launch_prices(const dt_plan *p, const rt_claim *k, const rt_type *t, int ct, bool free_reserved,
+                          double *worst, double *best, int *best_zone) {
+  *worst = -1;
+  *best = INFINITY;
+  for (uint32_t o = 0; o < t->noff; o++) {
+    const rt_off *of = &t->off[o];
+    if (of->ct != ct || !(k->zmask >> of->zone & 1) || !claim_may(p, k, t, o)) continue;
+    double pr = of->ct != DT_CT_RESERVED ? of->price
+                : free_reserved          ? 0
+                : t->src->od_price >= 0  ? t->src->od_price
+                                         : of->price;
+    if (pr > *worst) *worst = pr;
+    if (pr < *best) {
+      *best = pr;
+      *best_zone = of->zone;
+    }
+  }
+}
+
+/* An option by its cheapest offering; ties keep their order. */
+typedef struct ranked {
+  double price;
+  uint32_t pos, opt;
+} ranked;
+
+static int ranked_cmp(const void *a, const void *b) {
+  const ranked *x = a, *y = b;
+  if (x->price != y->price) return x->price < y->price ? -1 : 1;
+  return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+/* Karpenter's price rule for one new claim replacing nodes costing `price`. */
+void dt__dr_price_rule(state *st, const sim *s, const uint32_t *cands, size_t n, bool single, verdict *v) {
+  const dt_plan *p = s->plan;
+  const rt_claim *k = s->claim;
+  double price = 0;
+  bool all_spot = true, all_reserved = true;
+  for (size_t i = 0; i < n; i++) {
+    price += st->nodes.v[cands[i]].price;
+    all_spot &= st->nodes.v[cands[i]].ct == DT_CT_SPOT;
+    all_reserved &= st->nodes.v[cands[i]].ct == DT_CT_RESERVED;
+  }
+  v->free_reserved = !all_reserved;
+  int ct = launch_ct(p, k);
+  v->ct = ct;
+  if (all_spot && ct == DT_CT_SPOT && !st->o.spot_to_spot) {
+    snprintf(v->reason, sizeof v->reason,
+             "spot-to-spot consolidation is disabled (Karpenter's default; "
+             "--spot-to-spot enables it)");
+    return;
+  }
+  /* filterOutSameInstanceType: replacing m nodes by one of a type being
+  ** removed only pays below the cheapest such candidate */
+  double same_cap = INFINITY;
+  if (!single)
+    for (size_t i = 0; i < n; i++)
+      for (uint32_t o = 0; o < k->nfinal; o++) {
+        const dnode *d = &st->nodes.v[cands[i]];
+        if (d->type && !strcmp(p->types[k->final[o]].src->name, d->type) && d->price < same_cap) same_cap = d->price;
+      }
+  double cheapest_worst = INFINITY;
+  v->nopt = 0;
+  v->new_price = INFINITY;
+  for (uint32_t o = 0; o < k->nfinal && v->nopt < 600; o++) {
+    const rt_type *t = &p->types[k->final[o]];
+    double worst, best;
+    int bz = 0;
+    launch_prices(p, k, t, ct, v->free_reserved, &worst, &best, &bz);
+    if (worst < 0) continue;
+    if (worst < cheapest_worst) cheapest_worst = worst;
+    if (!(worst < price) || best >= same_cap) continue;
+    v->best[v->nopt] = best;
+    v->opt[v->nopt++] = k->final[o];
+    if (best < v->new_price) v->new_price = best;
+  }
+  if (!v->nopt) {
+    snprintf(v->reason, sizeof v->reason,
+             "not cheaper: the replacement's worst-case %s price is $%.4f/h, the node%s cost $%.4f/h", dt__ct_names[ct],
+             cheapest_worst == INFINITY ? 0 : cheapest_worst, n > 1 ? "s" : "", price);
+    return;
+  }
+  if (all_spot && ct == DT_CT_SPOT && single) {
+    if (v->nopt < SPOT_TO_SPOT_MIN) {
+      snprintf(v->reason, sizeof v->reason,
+               "spot-to-spot: only %u spot options are cheaper than the node; %d are needed", v->nopt,
+               SPOT_TO_SPOT_MIN);
+      return;
+    }
+    /* launch with the 15 cheapest, so the launch does not re-trigger consolidation */
+    ranked *r = dt__malloc(v->nopt * sizeof *r);
+    if (r) {
+      for (uint32_t i = 0; i < v->nopt; i++) r[i] = (ranked){v->best[i], i, v->opt[i]};
+      qsort(r, v->nopt, sizeof *r, ranked_cmp);
+      for (uint32_t i = 0; i < SPOT_TO_SPOT_MIN; i++) {
+        v->opt[i] = r[i].opt;
+        v->best[i] = r[i].price;
+      }
+      dt__free(r);
+      v->nopt = SPOT_TO_SPOT_MIN;
+    }
+  }
+  v->ok = true;
+  v->replace = true;
+  v->savings = price - v->new_price;
+}
+
+/* Balanced: a move is approved when (savings / pool cost) / (disruption /
+** pool disruption) >= 1/k, k = 2. */
+bool dt__dr_balanced_ok(state *st, const uint32_t *cands, size_t n, double savings, char *out, size_t len) {
+  for (size_t i = 0; i < n; i++) {
+    int pi = st->nodes.v[cands[i]].pool;
+    if (st->m->pools.v[pi].consolidation != DT_CONSOL_BALANCED) continue;
+    double src = 0, all = 0, dis = 0;
+    for (size_t j = 0; j < n; j++) {
+      all += st->nodes.v[cands[j]].price;
+      if (st->nodes.v[cands[j]].pool == pi) {
+        src += st->nodes.v[cands[j]].price;
+        dis += st->nodes.v[cands[j]].cost;
+      }
+    }
+    double share = all > 0 ? savings * src / all : 0;
+    const poolbudget *b = &st->pb[pi];
+    double score = share <= 0 ? 0 : dis <= 0 ? INFINITY : (share / b->cost) / (dis / b->disruption);
+    if (score < 1.0 / BALANCED_K) {
+      snprintf(out, len, "Balanced: score %.3f < %.2f (savings $%.4f/h of $%.4f/h, disruption %.1f of %.1f)", score,
+               1.0 / BALANCED_K, share, b->cost, dis, b->disruption);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------ commands */
+
+static dt_disrupt_node_info node_info(state *st, uint32_t i) {
+  const dnode *d = &st->nodes.v[i];
+  size_t np = 0;
+  for (size_t k = 0; k < d->pods.n; k++) np += !st->pods[d->pods.v[k]].daemon;
+  return (dt_disrupt_node_info){dt__dr_rstr(st, d->n->name),
+                                dt__dr_rstr(st, st->m->pools.v[d->pool].name),
+                                dt__dr_rstr(st, d->type),
+                                dt__dr_rstr(st, d->zone),
+                                d->ct >= 0 ? dt__ct_names[d->ct] : NULL,
+                                d->price > 0 ? d->price : 0,
+                                np};
+}
+
+/* Apply a command to the state: nodes go, their pods move where the
+** simulation put them, replacements join in flight. */
+int dt__dr_apply(state *st, const uint32_t *cands, size_t n, const sim *s, const char *reason, const char *detail,
+                 const verdict *v) {
+  const dt_plan *p = s ? s->plan : NULL;
+  dt_arena *ra = &st->r->arena;
+  bool replace = s && s->nclaims > 0;
+  dt_command_info c = {
+      dt__dr_rstr(st, reason), replace ? "replace" : "delete", dt__dr_rstr(st, detail), 0, n, NULL, 0, NULL};
+  dt_disrupt_node_info *nodes = dt__arena_alloc(ra, n * sizeof *nodes + 1);
+  if (!nodes) return DT_ENOMEM;
+  c.nodes = nodes;
+  double price = 0;
+  for (size_t k = 0; k < n; k++) {
+    nodes[k] = node_info(st, cands[k]);
+    price += st->nodes.v[cands[k]].price > 0 ? st->nodes.v[cands[k]].price : 0;
+  }
+  size_t nrepl = 0;
+  for (size_t i = 0; p && i < p->claims.n; i++) nrepl += p->claims.v[i]->type >= 0;
+  dt_claim_info *repl = dt__arena_alloc(ra, nrepl * sizeof *repl + 1);
+  if (!repl) return DT_ENOMEM;
+  c.replacements = repl;
+  double newp = 0;
+  /* replacements: every new claim of the simulation */
+  for (size_t i = 0; p && i < p->claims.n; i++) {
+    const rt_claim *k = p->claims.v[i];
+    if (k->type < 0) continue;
+    const rt_type *t = &p->types[k->type];
+    const rt_off *of = &t->off[k->off];
+    const char *tname = t->src->name, *zone = dt__sym_str(&p->syms, p->zones[of->zone]);
+    int ct = of->ct;
+    double pr = of->price;
+    if (v && v->replace && k == s->claim) { /* the price rule's choice: its cheapest remaining option */
+      const rt_type *bt = &p->types[v->opt[0]];
+      double w, b;
+      int bz = of->zone;
+      launch_prices(p, k, bt, v->ct, v->free_reserved, &w, &b, &bz);
+      tname = bt->src->name;
+      zone = dt__sym_str(&p->syms, p->zones[bz]);
+      ct = v->ct;
+      pr = b;
+    }
+    newp += pr;
+    const char *cname = dt__sym_str(&p->syms, k->name);
+    dt_claim_info *o = &repl[c.nreplacements++];
+    *o = (dt_claim_info){.name = dt__dr_rstr(st, cname),
+                         .nodepool = dt__dr_rstr(st, p->pools[k->pool].src->name),
+                         .instance_type = dt__dr_rstr(st, tname),
+                         .zone = dt__dr_rstr(st, zone),
+                         .capacity_type = dt__ct_names[ct],
+                         .price = pr};
+    const char **moved = dt__arena_alloc(ra, k->pods.n * sizeof *moved + 1); /* the candidates' pods it takes */
+    if (!moved) return DT_ENOMEM;
+    o->pods = moved;
+    for (size_t j = 0; j < k->pods.n; j++) {
+      const rt_pod *pod = &p->pods[k->pods.v[j]];
+      char pname[700];
+      if (!s->moving[pod->spec]) continue;
+      dt__pod_name(p, pod, pname, sizeof pname);
+      moved[o->npods++] = dt__dr_rstr(st, pname);
+    }
+    bool chosen = v && v->replace && k == s->claim;
+    size_t nopt = chosen ? v->nopt : k->nfinal < 600 ? k->nfinal : 600;
+    const char **opts = dt__arena_alloc(ra, nopt * sizeof *opts + 1);
+    if (!opts) return DT_ENOMEM;
+    o->instance_type_options = opts;
+    o->noptions = nopt;
+    for (size_t q = 0; q < nopt; q++) opts[q] = dt__dr_rstr(st, p->types[chosen ? v->opt[q] : k->final[q]].src->name);
+    /* The replacement joins the cluster in flight. It outlives the
+    ** simulation's plan, so strings from the plan's symbols are copied. */
+    dt_node *nn = dt__arena_alloc(&st->arena, sizeof *nn);
+    dt_kv *lab = dt__arena_alloc(&st->arena, 4 * sizeof *lab);
+    zone = dt__arena_strdup(&st->arena, zone);
+    if (!nn || !lab || !zone) return DT_ENOMEM;
+    lab[0] = (dt_kv){DT_L_INSTANCE_TYPE, (char *)tname};
+    lab[1] = (dt_kv){DT_L_ZONE, (char *)zone};
+    lab[2] = (dt_kv){DT_L_CAPACITY_TYPE, (char *)dt__ct_names[ct]};
+    lab[3] = (dt_kv){DT_L_NODEPOOL, (char *)p->pools[k->pool].src->name};
+    nn->name = nn->claim_name = dt__arena_strdup(&st->arena, cname);
+    nn->kind = "NodeClaim";
+    nn->file = "(replacement)";
+    nn->labels = (dt_kvs){4, lab};
+    nn->ready = true;
+    nn->created = st->o.now;
+    dnode d = {0};
+    d.n = nn;
+    d.extra = true;
+    d.pool = (int)(p->pools[k->pool].src - st->m->pools.v);
+    d.type = tname;
+    d.zone = zone;
+    d.ct = ct;
+    d.price = pr;
+    if (!nn->name || dt__vec_push(&st->nodes, d)) return DT_ENOMEM;
+    if (st->cl && dt__cluster_add_node(st->cl, nn, NULL)) return DT_ENOMEM; /* its node id is its index */
+    uint32_t di = (uint32_t)st->nodes.n - 1;
+    for (size_t q = 0; q < k->pods.n; q++) {
+      uint32_t sp = s->view_pod[p->pods[k->pods.v[q]].spec];
+      st->pods[sp].node_name = nn->name;
+      if (st->cl && dt__cluster_bind(st->cl, sp, nn->name)) return DT_ENOMEM;
+      if (dt__vec_push(&st->nodes.v[di].pods, sp)) return DT_ENOMEM;
+    }
+  }
+  /* pods that moved onto existing nodes */
+  for (size_t i = 0; p && i < p->bindings.n; i++) {
+    uint32_t vp = p->pods[p->bindings.v[i].pod].spec;
+    if (!s->moving[vp]) continue;
+    uint32_t target = s->view_node[p->nodes[p->bindings.v[i].node].src - s->view.nodes.v];
+    uint32_t sp = s->view_pod[vp];
+    st->pods[sp].node_name = st->nodes.v[target].n->name;
+    if (st->cl && dt__cluster_bind(st->cl, sp, st->pods[sp].node_name)) return DT_ENOMEM;
+    if (dt__vec_push(&st->nodes.v[target].pods, sp)) return DT_ENOMEM;
+    dt__dr_node_cost(st, &st->nodes.v[target]);
+  }
+  c.savings = price - newp;
+  if (dt__vec_push(&st->r->commands, c)) return DT_ENOMEM;
+  for (size_t k = 0; k < n; k++) {
+    dnode *d = &st->nodes.v[cands[k]];
+    d->removed = true;
+    st->pb[d->pool].disrupting++;
+    for (size_t q = 0; q < d->pods.n; q++) {
+      int32_t b = st->pod_pdb[d->pods.v[q]];
+      if (b >= 0 && st->pdb_allowed[b] > 0 && !st->pods[d->pods.v[q]].daemon) st->pdb_allowed[b]--;
+    }
+    dt__dr_step(st, cands[k], "%s: %s", reason, replace ? "replaced" : "deleted");
+  }
+  st->r->stats.commands++;
+  st->r->stats.disrupted += n;
+  st->r->stats.savings += price - newp;
+  return 0;
+}
+
+/* ------------------------------------------------------------ hooks */
+
+typedef struct noderec {
+  dt_hook_field f[8];
+} noderec;
+
+static void node_rec(state *st, uint32_t i, noderec *r, dt_hook_rec *out) {
+  const dnode *d = &st->nodes.v[i];
+  size_t np = 0;
+  for (size_t k = 0; k < d->pods.n; k++) np += !st->pods[d->pods.v[k]].daemon;
+  r->f[0] = (dt_hook_field){"name", DT_HF_STRING, d->n->name, 0};
+  r->f[1] = (dt_hook_field){"nodePool", DT_HF_STRING, d->pool >= 0 ? st->m->pools.v[d->pool].name : "", 0};
+  r->f[2] = (dt_hook_field){"instanceType", DT_HF_STRING, d->type ? d->type : "", 0};
+  r->f[3] = (dt_hook_field){"capacityType", DT_HF_STRING, d->ct >= 0 ? dt__ct_names[d->ct] : "", 0};
+  r->f[4] = (dt_hook_field){"price", DT_HF_NUMBER, NULL, d->price > 0 ? d->price : 0};
+  r->f[5] = (dt_hook_field){"pods", DT_HF_NUMBER, NULL, (double)np};
+  r->f[6] = (dt_hook_field){"disruptionCost", DT_HF_NUMBER, NULL, d->cost};
+  r->f[7] = (dt_hook_field){"age", DT_HF_NUMBER, NULL, (double)dt__dr_age(st, d->n)};
+  *out = (dt_hook_rec){r->f, 8};
+}
+
+/* consolidation_order: the policy may reorder the candidates. */
+int dt__dr_order_hook(state *st, cand *c, size_t n) {
+  if (!n || !dt__policy_has(st->o.policy, DT_HOOK_CONSOLIDATION_ORDER)) return 0;
+  noderec *nr = dt__malloc(n * sizeof *nr);
+  dt_hook_rec *recs = dt__malloc(n * sizeof *recs);
+  size_t *order = dt__malloc(n * sizeof *order);
+  cand *copy = dt__malloc(n * sizeof *copy);
+  int rc = 0;
+  if (!nr || !recs || !order || !copy) {
+    rc = DT_ENOMEM;
+  } else {
+    for (size_t k = 0; k < n; k++) node_rec(st, c[k].node, &nr[k], &recs[k]);
+    if (dt__policy_consolidation_order(st->o.policy, recs, n, order) == 0) {
+      memcpy(copy, c, n * sizeof *c);
+      for (size_t k = 0; k < n; k++) c[k] = copy[order[k]];
+    }
+  }
+  dt__free(nr);
+  dt__free(recs);
+  dt__free(order);
+  dt__free(copy);
+  return rc;
+}
+
+/* approve: the policy's verdict on a command the built-in rules accepted. */
+bool dt__dr_approve_hook(state *st, const uint32_t *cands, size_t n, const char *action, double savings, double price,
+                         char *out, size_t len) {
+  if (!dt__policy_has(st->o.policy, DT_HOOK_APPROVE)) return true;
+  noderec *nr = dt__malloc((n ? n : 1) * sizeof *nr);
+  dt_hook_rec *recs = dt__malloc((n ? n : 1) * sizeof *recs);
+  bool ok = true;
+  if (nr && recs) {
+    double dis = 0;
+    int pool = st->nodes.v[cands[0]].pool;
+    for (size_t k = 0; k < n; k++) {
+      node_rec(st, cands[k], &nr[k], &recs[k]);
+      dis += st->nodes.v[cands[k]].cost;
+    }
+    const dt_hook_field f[] = {{"reason", DT_HF_STRING, "Underutilized", 0},
+                               {"action", DT_HF_STRING, action, 0},
+                               {"nodePool", DT_HF_STRING, st->m->pools.v[pool].name, 0},
+                               {"savings", DT_HF_NUMBER, NULL, savings},
+                               {"price", DT_HF_NUMBER, NULL, price},
+                               {"newPrice", DT_HF_NUMBER, NULL, price - savings},
+                               {"disruption", DT_HF_NUMBER, NULL, dis},
+                               {"poolCost", DT_HF_NUMBER, NULL, st->pb[pool].cost},
+                               {"poolDisruption", DT_HF_NUMBER, NULL, st->pb[pool].disruption},
+                               {"now", DT_HF_NUMBER, NULL, (double)st->o.now}};
+    const dt_hook_rec cmd = {f, sizeof f / sizeof f[0]};
+    if (dt__policy_approve(st->o.policy, &cmd, recs, n, &ok) == 0 && !ok)
+      snprintf(out, len, "the policy's approve hook rejected the command (saves $%.4f/h)", savings);
+  }
+  dt__free(nr);
+  dt__free(recs);
+  return ok;
+}
