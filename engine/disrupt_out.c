@@ -11,17 +11,6 @@
 
 #include <string.h>
 
-static void put_price(cJSON *o, const char *k, double v) {
-  char tmp[64];
-  dt__fmt_price(tmp, sizeof tmp, v);
-  dt__json_put(o, k, cJSON_CreateRaw(tmp));
-}
-
-static void put_strs(cJSON *o, const char *key, const char *const *v, size_t n) {
-  cJSON *arr = dt__json_put(o, key, cJSON_CreateArray());
-  for (size_t i = 0; i < n; i++) dt__json_put_str(arr, NULL, v[i]);
-}
-
 static cJSON *node_doc(const dt_disrupt_node_info *d) {
   cJSON *o = cJSON_CreateObject();
   dt__json_put_str(o, "name", d->name);
@@ -29,23 +18,8 @@ static cJSON *node_doc(const dt_disrupt_node_info *d) {
   if (d->instance_type) dt__json_put_str(o, "instanceType", d->instance_type);
   if (d->zone) dt__json_put_str(o, "zone", d->zone);
   if (d->capacity_type) dt__json_put_str(o, "capacityType", d->capacity_type);
-  put_price(o, "price", d->price);
+  dt__json_put_price(o, "price", d->price);
   dt__json_put_num(o, "pods", (double)d->pods);
-  return o;
-}
-
-static cJSON *replacement_doc(const dt_claim_info *k) {
-  cJSON *o = cJSON_CreateObject();
-  dt__json_put_str(o, "apiVersion", "karpenter.sh/v1");
-  dt__json_put_str(o, "kind", "NodeClaim");
-  dt__json_put_str(o, "name", k->name);
-  dt__json_put_str(o, "nodePool", k->nodepool);
-  dt__json_put_str(o, "instanceType", k->instance_type);
-  dt__json_put_str(o, "zone", k->zone);
-  dt__json_put_str(o, "capacityType", k->capacity_type);
-  put_price(o, "price", k->price);
-  put_strs(o, "pods", k->pods, k->npods); /* the candidates' pods it takes */
-  put_strs(o, "instanceTypeOptions", k->instance_type_options, k->noptions);
   return o;
 }
 
@@ -56,8 +30,8 @@ static cJSON *command_doc(const dt_command_info *c) {
   cJSON *jn = dt__json_put(o, "nodes", cJSON_CreateArray());
   for (size_t k = 0; k < c->nnodes; k++) dt__json_put(jn, NULL, node_doc(&c->nodes[k]));
   cJSON *jr = dt__json_put(o, "replacements", cJSON_CreateArray());
-  for (size_t k = 0; k < c->nreplacements; k++) dt__json_put(jr, NULL, replacement_doc(&c->replacements[k]));
-  put_price(o, "savings", c->savings);
+  for (size_t k = 0; k < c->nreplacements; k++) dt__json_put(jr, NULL, dt__claim_doc(&c->replacements[k], true));
+  dt__json_put_price(o, "savings", c->savings);
   if (c->detail) dt__json_put_str(o, "detail", c->detail);
   return o;
 }
@@ -99,7 +73,7 @@ int dt__disrupt_doc_build(dt_disruption *d, int64_t now) {
   if (d->explain_node) {
     cJSON *e = dt__json_put(root, "explain", cJSON_CreateObject());
     dt__json_put_str(e, "node", d->explain_node);
-    put_strs(e, "steps", d->explain.v, d->explain.n);
+    dt__json_put_strs(e, "steps", d->explain.v, d->explain.n);
   }
   if (d->has_policy_errors) {
     cJSON *je = dt__json_put(root, "policyErrors", cJSON_CreateArray());
@@ -115,7 +89,7 @@ int dt__disrupt_doc_build(dt_disruption *d, int64_t now) {
   dt__json_put_num(sum, "commands", (double)st->commands);
   dt__json_put_num(sum, "disrupted", (double)st->disrupted);
   dt__json_put_num(sum, "blocked", (double)st->blocked);
-  put_price(sum, "savings", st->savings);
+  dt__json_put_price(sum, "savings", st->savings);
   dt__json_put_num(sum, "simulations", (double)st->simulations);
   return dt__alloc_failed(1) ? DT_ENOMEM : 0;
 }

@@ -816,6 +816,17 @@ cJSON *dt__json_put(cJSON *parent, const char *key, cJSON *v) {
 
 void dt__json_put_str(cJSON *o, const char *key, const char *v) { dt__json_put(o, key, cJSON_CreateString(v)); }
 
+void dt__json_put_price(cJSON *o, const char *key, double price) {
+  char tmp[64];
+  dt__fmt_price(tmp, sizeof tmp, price);
+  dt__json_put(o, key, cJSON_CreateRaw(tmp));
+}
+
+void dt__json_put_strs(cJSON *o, const char *key, const char *const *v, size_t n) {
+  cJSON *arr = dt__json_put(o, key, cJSON_CreateArray());
+  for (size_t i = 0; i < n; i++) dt__json_put_str(arr, NULL, v[i]);
+}
+
 void dt__json_put_num(cJSON *o, const char *key, double v) { dt__json_put(o, key, cJSON_CreateNumber(v)); }
 
 void dt__doc_write(const cJSON *root, dt_format format, dt_buf *b) {

@@ -289,6 +289,9 @@ uint64_t dt__hash64(const char *s, size_t n); /* FNV-1a */
 ** the end. dt__doc_write renders one document as pretty JSON or YAML. */
 cJSON *dt__json_put(cJSON *parent, const char *key, cJSON *v);
 void dt__json_put_str(cJSON *o, const char *key, const char *v);
+/* A price as dt__fmt_price writes it (a raw JSON number), and a list of strings. */
+void dt__json_put_price(cJSON *o, const char *key, double price);
+void dt__json_put_strs(cJSON *o, const char *key, const char *const *v, size_t n);
 void dt__json_put_num(cJSON *o, const char *key, double v);
 void dt__doc_write(const cJSON *root, dt_format format, dt_buf *b);
 

@@ -85,31 +85,25 @@ int dt__plan_result_build(dt_plan *p) {
 
 /* ------------------------------------------------------------- JSON */
 
-static void put_price(cJSON *o, const char *key, double v) {
-  char tmp[64];
-  dt__fmt_price(tmp, sizeof tmp, v);
-  put_raw(o, key, tmp);
-}
-
-static void put_strs(cJSON *o, const char *key, const char *const *v, size_t n) {
-  cJSON *arr = dt__json_put(o, key, cJSON_CreateArray());
-  for (size_t i = 0; i < n; i++) dt__json_put_str(arr, NULL, v[i]);
-}
-
-/* A new claim as the plan's JSON writes it (and the daemon's /v1/plan). */
-static cJSON *claim_doc(const dt_claim_info *k) {
+cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement) {
   cJSON *c = cJSON_CreateObject();
+  if (replacement) {
+    dt__json_put_str(c, "apiVersion", "karpenter.sh/v1");
+    dt__json_put_str(c, "kind", "NodeClaim");
+  }
   dt__json_put_str(c, "name", k->name);
   dt__json_put_str(c, "nodePool", k->nodepool);
   dt__json_put_str(c, "instanceType", k->instance_type);
   dt__json_put_str(c, "zone", k->zone);
   dt__json_put_str(c, "capacityType", k->capacity_type);
-  put_price(c, "price", k->price);
-  if (k->reservation_id) dt__json_put_str(c, "reservationID", k->reservation_id);
-  cJSON *req = dt__json_put(c, "requests", cJSON_CreateObject());
-  for (size_t r = 0; r < k->nrequests; r++) dt__json_put_str(req, k->requests[r].name, k->requests[r].quantity);
-  put_strs(c, "pods", k->pods, k->npods);
-  put_strs(c, "instanceTypeOptions", k->instance_type_options, k->noptions);
+  dt__json_put_price(c, "price", k->price);
+  if (!replacement) {
+    if (k->reservation_id) dt__json_put_str(c, "reservationID", k->reservation_id);
+    cJSON *req = dt__json_put(c, "requests", cJSON_CreateObject());
+    for (size_t r = 0; r < k->nrequests; r++) dt__json_put_str(req, k->requests[r].name, k->requests[r].quantity);
+  }
+  dt__json_put_strs(c, "pods", k->pods, k->npods);
+  dt__json_put_strs(c, "instanceTypeOptions", k->instance_type_options, k->noptions);
   return c;
 }
 
@@ -152,7 +146,7 @@ cJSON *dt__plan_doc(const dt_plan *p) {
   dt__json_put_str(d, "now", tmp);
   const dt_plan_result *r = &p->res;
   cJSON *claims = dt__json_put(d, "nodeClaims", cJSON_CreateArray());
-  for (size_t i = 0; i < r->nclaims; i++) dt__json_put(claims, NULL, claim_doc(&r->claims[i]));
+  for (size_t i = 0; i < r->nclaims; i++) dt__json_put(claims, NULL, dt__claim_doc(&r->claims[i], false));
   cJSON *bs = dt__json_put(d, "bindings", cJSON_CreateArray());
   for (size_t i = 0; i < r->nbindings; i++) {
     cJSON *e = dt__json_put(bs, NULL, cJSON_CreateObject());

@@ -80,4 +80,9 @@ int dt__pools_doc_build(dt_pools *r, int64_t now);
 ** heals), owned by r; NULL when the action has none or i is past the end. */
 const cJSON *dt__pools_action_object(const dt_pools *r, size_t i);
 
+/* A new claim as a plan's JSON writes it (plan.c), or with replacement as a
+** disruption command's replacement: apiVersion and kind first, and neither
+** a reservation nor requests. */
+cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement);
+
 #endif
