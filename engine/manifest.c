@@ -609,10 +609,12 @@ typedef struct streamed {
   dt_arena tree;
   int rc;         /* an item's reader failed: the file's error */
   bool whole;     /* an item cJSON refuses: parse the file whole, which says where */
+  size_t items;   /* items handed over */
 } streamed;
 
 static int stream_item(void *arg, const char *text, size_t n) {
   streamed *st = arg;
+  st->items++;
   dt__arena_reset(&st->tree);
   dt_arena *old = dt__cj_arena(&st->tree);
   const char *end = NULL;
@@ -640,16 +642,18 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   mctx x = {m, file, NULL, {0}, err, 0};
   if (err) err->code = 0;
   int rc = 0;
-  streamed st = {&x, {0}, 0, false};
+  streamed st = {&x, {0}, 0, false, 0};
   int how = dt__json_list_each(buf, len, stream_item, &st);
   dt__arena_free(&st.tree);
   if (how == 1 && !st.rc) return 0;
   if (how == 1) {
     rc = st.rc;
   } else {
-    roll_back(m, &at, file); /* what items before read, if any: read again below */
-    x = (mctx){m, file, NULL, {0}, err, 0};
-    if (err) err->code = 0;
+    if (st.items) { /* what the items before read: read again below */
+      roll_back(m, &at, file);
+      x = (mctx){m, file, NULL, {0}, err, 0};
+      if (err) err->code = 0;
+    }
     cJSON *docs = NULL;
     dt_arena tree = {0}; /* the parse tree, read once and dropped whole */
     rc = dt__doc_parse_in(&tree, name, buf, len, &docs, err);
