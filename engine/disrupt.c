@@ -493,13 +493,8 @@ static int disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const d
     if (!found) dt__dr_explain_step(&st, "no such node in the input");
   }
   if (!rc && st.o.policy) {
-    const dt_policy_err *pe;
-    size_t ne = dt__policy_errors(st.o.policy, &pe);
     r->has_policy_errors = true;
-    for (size_t i = 0; i < ne && !rc; i++) {
-      dt_hook_error_rec e = {dt__dr_rstr(&st, pe[i].hook), dt__dr_rstr(&st, pe[i].message)};
-      if (dt__vec_push(&r->policy_errors, e)) rc = DT_ENOMEM;
-    }
+    rc = dt__policy_errors_take(st.o.policy, &r->arena, &r->policy_errors);
   }
   r->stats.simulations = st.sims;
   if (!rc && (dt__alloc_failed(1) || r->arena.oom || st.arena.oom || st.types.oom)) rc = DT_ENOMEM;

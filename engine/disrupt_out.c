@@ -75,14 +75,7 @@ int dt__disrupt_doc_build(dt_disruption *d, int64_t now) {
     dt__json_put_str(e, "node", d->explain_node);
     dt__json_put_strs(e, "steps", d->explain.v, d->explain.n);
   }
-  if (d->has_policy_errors) {
-    cJSON *je = dt__json_put(root, "policyErrors", cJSON_CreateArray());
-    for (size_t i = 0; i < d->policy_errors.n; i++) {
-      cJSON *e = dt__json_put(je, NULL, cJSON_CreateObject());
-      dt__json_put_str(e, "hook", d->policy_errors.v[i].hook);
-      dt__json_put_str(e, "message", d->policy_errors.v[i].message);
-    }
-  }
+  if (d->has_policy_errors) dt__json_put_policy_errors(root, d->policy_errors.v, d->policy_errors.n);
   const dt_disrupt_stats *st = &d->stats;
   cJSON *sum = dt__json_put(root, "summary", cJSON_CreateObject());
   dt__json_put_num(sum, "nodes", (double)st->nodes);

@@ -80,6 +80,20 @@ int dt__plan_result_build(dt_plan *p) {
   for (size_t i = 0; r->unsched && i < p->unsched.n; i++)
     r->unsched[r->nunsched++] =
         (dt_unschedulable_info){res_pod(p, p->unsched.v[i].pod), res_str(p, p->unsched.v[i].reason)};
+  for (size_t i = 0; i < p->policies.n; i++)
+    if (dt__policy_errors_take(p->policies.v[i], a, &r->policy_errors)) return DT_ENOMEM;
+  return a->oom ? DT_ENOMEM : 0;
+}
+
+int dt__policy_errors_take(const dt_policy *pol, dt_arena *a, dt_policy_error_vec *v) {
+  const dt_policy_err *e;
+  size_t n = dt__policy_errors(pol, &e);
+  const char *name = dt__arena_strdup(a, dt__policy_name(pol));
+  for (size_t i = 0; i < n; i++) {
+    dt_policy_error_rec r = {name, dt__arena_strdup(a, e[i].hook), dt__arena_strdup(a, e[i].message),
+                             (int64_t)e[i].count, e[i].disabled};
+    if (dt__vec_push(v, r)) return DT_ENOMEM;
+  }
   return a->oom ? DT_ENOMEM : 0;
 }
 
@@ -105,6 +119,19 @@ cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement) {
   dt__json_put_strs(c, "pods", k->pods, k->npods);
   dt__json_put_strs(c, "instanceTypeOptions", k->instance_type_options, k->noptions);
   return c;
+}
+
+/* Every result's policyErrors, one shape for plan, disrupt and pool. */
+void dt__json_put_policy_errors(cJSON *o, const dt_policy_error_rec *v, size_t n) {
+  cJSON *arr = dt__json_put(o, "policyErrors", cJSON_CreateArray());
+  for (size_t i = 0; i < n; i++) {
+    cJSON *e = dt__json_put(arr, NULL, cJSON_CreateObject());
+    dt__json_put_str(e, "policy", v[i].policy);
+    dt__json_put_str(e, "hook", v[i].hook);
+    dt__json_put_str(e, "message", v[i].message);
+    dt__json_put_num(e, "count", (double)v[i].count);
+    dt__json_put(e, "disabled", cJSON_CreateBool(v[i].disabled));
+  }
 }
 
 static cJSON *summary_doc(const dt_plan *p) {
@@ -169,19 +196,7 @@ cJSON *dt__plan_doc(const dt_plan *p) {
     dt__fmt_time(mk->expires, tmp, sizeof tmp);
     dt__json_put_str(e, "expiresAt", tmp);
   }
-  cJSON *pe = dt__json_put(d, "policyErrors", cJSON_CreateArray());
-  for (size_t i = 0; i < p->policies.n; i++) {
-    const dt_policy_err *e;
-    size_t n = dt__policy_errors(p->policies.v[i], &e);
-    for (size_t k = 0; k < n; k++) {
-      cJSON *x = dt__json_put(pe, NULL, cJSON_CreateObject());
-      dt__json_put_str(x, "policy", dt__policy_name(p->policies.v[i]));
-      dt__json_put_str(x, "hook", e[k].hook);
-      dt__json_put_num(x, "count", (double)e[k].count);
-      dt__json_put(x, "disabled", cJSON_CreateBool(e[k].disabled));
-      dt__json_put_str(x, "error", e[k].message);
-    }
-  }
+  dt__json_put_policy_errors(d, p->res.policy_errors.v, p->res.policy_errors.n);
   cJSON *notes = dt__json_put(d, "notes", cJSON_CreateArray());
   for (size_t i = 0; i < p->notes.n; i++) dt__json_put_str(notes, NULL, p->notes.v[i]);
   dt__json_put(d, "summary", summary_doc(p));

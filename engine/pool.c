@@ -707,14 +707,8 @@ static void pools_tail(ctx *x, const size_t *owner) {
       if (!s || dt__vec_push(&r->notes, s)) r->arena.oom = 1;
     }
   if (x->o->policy) {
-    const dt_policy_err *pe;
-    size_t ne = dt__policy_errors(x->o->policy, &pe);
     r->has_policy_errors = true;
-    for (size_t i = 0; i < ne; i++) {
-      dt_pool_error_rec e = {rstr(x, dt__policy_name(x->o->policy)), rstr(x, pe[i].hook), rstr(x, pe[i].message),
-                             (int64_t)pe[i].count, pe[i].disabled};
-      if (dt__vec_push(&r->policy_errors, e)) r->arena.oom = 1;
-    }
+    if (dt__policy_errors_take(x->o->policy, &r->arena, &r->policy_errors)) r->arena.oom = 1;
   }
 }
 

@@ -86,18 +86,7 @@ int dt__pools_doc_build(dt_pools *r, int64_t now) {
     cJSON *notes = dt__json_put(root, "notes", cJSON_CreateArray());
     for (size_t i = 0; i < r->notes.n; i++) dt__json_put_str(notes, NULL, r->notes.v[i]);
   }
-  if (r->has_policy_errors) {
-    cJSON *je = dt__json_put(root, "policyErrors", cJSON_CreateArray());
-    for (size_t i = 0; i < r->policy_errors.n; i++) {
-      const dt_pool_error_rec *pe = &r->policy_errors.v[i];
-      cJSON *e = dt__json_put(je, NULL, cJSON_CreateObject());
-      dt__json_put_str(e, "policy", pe->policy);
-      dt__json_put_str(e, "hook", pe->hook);
-      dt__json_put_str(e, "message", pe->message);
-      dt__json_put_num(e, "count", (double)pe->count);
-      dt__json_put(e, "disabled", cJSON_CreateBool(pe->disabled));
-    }
-  }
+  if (r->has_policy_errors) dt__json_put_policy_errors(root, r->policy_errors.v, r->policy_errors.n);
   const dt_pools_stats *st = &r->stats;
   cJSON *sum = dt__json_put(root, "summary", cJSON_CreateObject());
   dt__json_put_num(sum, "pools", (double)st->pools);

@@ -19,9 +19,22 @@ typedef struct dt_budget_rec {
   int64_t nodes, disrupting;
 } dt_budget_rec;
 
-typedef struct dt_hook_error_rec {
-  const char *hook, *message;
-} dt_hook_error_rec;
+/* A hook's failures in one run, as every result lists them under
+** policyErrors: the policy's file, the hook, the last message, how many
+** calls failed and whether the hook was turned off for the rest of the run. */
+typedef struct dt_policy_error_rec {
+  const char *policy, *hook, *message;
+  int64_t count;
+  bool disabled;
+} dt_policy_error_rec;
+typedef DT_VEC(dt_policy_error_rec) dt_policy_error_vec;
+
+/* Append the failures policy p has on record to v, strings copied into a;
+** DT_ENOMEM or 0. */
+int dt__policy_errors_take(const dt_policy *p, dt_arena *a, dt_policy_error_vec *v);
+
+/* o.policyErrors = the records, each {policy, hook, message, count, disabled}. */
+void dt__json_put_policy_errors(cJSON *o, const dt_policy_error_rec *v, size_t n);
 
 struct dt_disruption {
   dt_arena arena;
@@ -31,7 +44,7 @@ struct dt_disruption {
   bool has_budgets;
   const char *explain_node;     /* --explain's node, NULL when none was asked for */
   DT_VEC(const char *) explain; /* that node's steps */
-  DT_VEC(dt_hook_error_rec) policy_errors;
+  dt_policy_error_vec policy_errors;
   bool has_policy_errors; /* a policy was given */
   cJSON *root;            /* the document, built from the above by dt__disrupt_doc_build */
   dt_disrupt_stats stats;
@@ -55,18 +68,12 @@ typedef struct dt_pool_rec {
   DT_VEC(const char *) notes;
 } dt_pool_rec;
 
-typedef struct dt_pool_error_rec {
-  const char *policy, *hook, *message;
-  int64_t count;
-  bool disabled;
-} dt_pool_error_rec;
-
 struct dt_pools {
   dt_arena arena;
   DT_VEC(dt_pool_rec) pools;
   DT_VEC(dt_pool_act) acts;
   DT_VEC(const char *) notes; /* VMs owned by pools not in the input */
-  DT_VEC(dt_pool_error_rec) policy_errors;
+  dt_policy_error_vec policy_errors;
   bool has_policy_errors;         /* a policy was given */
   DT_VEC(dt_pool_create) creates; /* for dt_plan_run: VMs that will need capacity */
   cJSON *root;                    /* the document, built from the above by dt__pools_doc_build */

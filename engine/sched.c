@@ -685,6 +685,7 @@ void dt_plan_free(dt_plan *p) {
   dt__free(p->notes.v);
   dt__symtab_free(&p->syms);
   dt__arena_free(&p->arena);
+  dt__free(p->res.policy_errors.v);
   dt__arena_free(&p->res.arena);
   dt__free(p);
 }

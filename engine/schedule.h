@@ -7,6 +7,7 @@
 #define DT_SCHED_H
 
 #include "model.h"
+#include "result.h"
 
 #include <math.h>
 
@@ -248,6 +249,7 @@ typedef struct dt_plan_result {
   dt_claim_info *claims;
   dt_binding_info *bindings;
   dt_unschedulable_info *unsched;
+  dt_policy_error_vec policy_errors; /* every policy's, in the order of p->policies */
 } dt_plan_result;
 
 struct dt_plan {

@@ -167,7 +167,7 @@ describe("the policy sandbox", function()
     os.remove(path)
     assert(plan, err)
     assert.equal(1, #plan.nodeClaims, "the plan falls back to the built-in ranking")
-    return plan.policyErrors[1] and plan.policyErrors[1].error
+    return plan.policyErrors[1] and plan.policyErrors[1].message
   end
 
   it("seeds math.random with the library's own function, whatever the policy replaced", function()

@@ -182,6 +182,35 @@ describe("a disruption pass from a script", function()
     assert.is_nil(pass.policyErrors) -- only with a policy
   end)
 
+  it("lists policy errors in one shape in a plan, a disruption pass and a pool round", function()
+    local path = h.write([[
+-- each fails on the cluster's input, not on the golden one a policy is loaded with
+return {
+  score = function(o) if o.zone:match("^zone%-") then return nil end error("boom") end,
+  approve = function(c) if c.now == 0 then return true end error("boom") end,
+  scale_in = function(pool) if pool.replicas == 2 then return nil end error("boom") end,
+}
+]])
+    local plan = assert(dt.plan { files = { QUICKSTART }, now = NOW, policy = path })
+    local pass = assert(dt.disrupt { files = { "examples/disrupt.yaml" }, now = NOW_S, policy = path })
+    local f = assert(io.open("examples/vm-pool.yaml"))
+    local text = f:read("a"):gsub("replicas: 4", "replicas: 1")
+    f:close()
+    local round = assert(dt.pool { manifests = text, now = NOW, policy = path })
+    for what, r in pairs { plan = plan, disrupt = pass, pool = round } do
+      local e = r.policyErrors[1]
+      assert.is_table(e, what)
+      local keys = {}
+      for k in pairs(e) do keys[#keys + 1] = k end
+      table.sort(keys)
+      assert.same({ "count", "disabled", "hook", "message", "policy" }, keys, what)
+      assert.matches(": boom", e.message, 1, true)
+      assert.is_string(e.policy, what)
+      assert.is_true(e.count >= 1, what)
+    end
+    os.remove(path)
+  end)
+
   it("explains one node, and depends on now", function()
     local pass = assert(dt.disrupt { files = { "examples/disrupt.yaml" }, now = NOW_S, explain = "a" })
     assert.equal("a", pass.explain.node)
