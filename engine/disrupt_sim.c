@@ -20,36 +20,15 @@ void dt__dr_sim_free(sim *s) {
   memset(s, 0, sizeof *s);
 }
 
-/* Re-schedule the pods of the nodes in cands[0..n) onto every other node and
-** new claims. Static NodePools plan no claims of their own in the view, but
-** pool spool gets swant (the replacement of a static node the command
-** removes). Returns 0 with s->fail set when a pod fits nowhere. */
-int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidation, int spool, int64_t swant, sim *s) {
-  memset(s, 0, sizeof *s);
-  bool *in = dt__calloc(st->nodes.n ? st->nodes.n : 1, 1);
-  if (!in) return DT_ENOMEM;
-  for (size_t k = 0; k < n; k++) in[cands[k]] = true;
-  s->view = *st->m;
-  s->view.vmpools.n = 0; /* pools are planned by dovetail plan, not here */
-  s->view.nodes.v = dt__malloc((st->nodes.n ? st->nodes.n : 1) * sizeof *s->view.nodes.v);
-  s->view_node = dt__malloc((st->nodes.n ? st->nodes.n : 1) * sizeof *s->view_node);
-  if (st->cl) /* the view's pods are st->pods, each bound, pending or absent */
-    s->ovpod = dt__malloc(st->npods ? st->npods : 1);
-  else
-    s->view.pods.v = dt__malloc((st->npods ? st->npods : 1) * sizeof *s->view.pods.v);
-  s->view_pod = dt__malloc((st->npods ? st->npods : 1) * sizeof *s->view_pod);
-  s->moving = dt__calloc(st->npods ? st->npods : 1, 1);
-  if (!s->view.nodes.v || !s->view_node || !(s->view.pods.v || s->ovpod) || !s->view_pod || !s->moving) {
-    dt__free(in);
-    return DT_ENOMEM;
-  }
-  size_t nn = 0, np = 0;
+/* The view's nodes: the state's, less the removed ones and the candidates
+** (in[]). Consolidation does not move pods onto nodes still inside their own
+** consolidateAfter window (Karpenter's IsConsolidationSimulation). */
+static void view_nodes(const state *st, const bool *in, bool consolidation, sim *s) {
+  size_t nn = 0;
   for (size_t i = 0; i < st->nodes.n; i++) {
     const dnode *d = &st->nodes.v[i];
     if (d->removed || in[i]) continue;
     dt_node copy = *d->n;
-    /* Consolidation does not move pods onto nodes still inside their own
-    ** consolidateAfter window (Karpenter's IsConsolidationSimulation). */
     if (consolidation && d->pool >= 0 && d->n->initialized) {
       const dt_nodepool *p = &st->m->pools.v[d->pool];
       int64_t since = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
@@ -59,21 +38,19 @@ int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
     s->view.nodes.v[nn++] = copy;
   }
   s->nview = nn;
-  bool *on = dt__calloc(st->npods ? st->npods : 1, 1);
-  if (!on) {
-    dt__free(in);
-    return DT_ENOMEM;
-  }
-  for (size_t k = 0; k < n; k++) {
-    const dnode *d = &st->nodes.v[cands[k]];
-    for (size_t j = 0; j < d->pods.n; j++) on[d->pods.v[j]] = true;
-  }
-  for (size_t i = 0; i < st->npods && s->ovpod; i++) { /* an overlay: pods keep their places in st->pods */
+  s->view.nodes.n = s->view.nodes.cap = nn;
+}
+
+/* The view's pods: those on the candidates (on[]) pending again, their
+** DaemonSet pods gone with their node, the rest as they are. On a compiled
+** cluster an overlay marks each pod of st->pods in place; otherwise the
+** pods are copied. */
+static void view_pods(const state *st, const bool *on, sim *s) {
+  size_t np = 0;
+  for (size_t i = 0; i < st->npods && s->ovpod; i++) {
     bool mv = on[i];
     /* every pod of the state names its node (bound or nominated) */
-    s->ovpod[i] = !mv                  ? DT_OV_BOUND
-                  : st->pods[i].daemon ? DT_OV_ABSENT /* DaemonSet pods go with their node */
-                                       : DT_OV_PENDING;
+    s->ovpod[i] = !mv ? DT_OV_BOUND : st->pods[i].daemon ? DT_OV_ABSENT : DT_OV_PENDING;
     s->moving[i] = mv;
     s->view_pod[i] = (uint32_t)i;
   }
@@ -84,32 +61,74 @@ int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
   for (size_t i = 0; i < st->npods && !s->ovpod; i++) {
     dt_podspec p = st->pods[i];
     bool mv = on[i];
-    if (mv && p.daemon) continue; /* DaemonSet pods go with their node */
+    if (mv && p.daemon) continue;
     if (mv) p.node_name = NULL;
     s->moving[np] = mv;
     s->view_pod[np] = (uint32_t)i;
     s->view.pods.v[np++] = p;
   }
-  dt__free(in);
-  dt__free(on);
-  s->view.nodes.n = s->view.nodes.cap = nn;
   s->view.pods.n = s->view.pods.cap = np;
+}
+
+/* Static NodePools plan no claims of their own in the view: each wants the
+** nodes it keeps, and pool spool swant more (the replacement of a static
+** node the command removes). */
+static int view_static_pools(const state *st, int spool, int64_t swant, sim *s) {
   bool any_static = false;
   for (size_t k = 0; k < st->m->pools.n; k++) any_static |= st->m->pools.v[k].replicas >= 0;
-  if (any_static) {
-    if (!(s->pools = dt__malloc(st->m->pools.n * sizeof *s->pools))) return DT_ENOMEM;
-    memcpy(s->pools, st->m->pools.v, st->m->pools.n * sizeof *s->pools);
-    s->view.pools.v = s->pools;
-    for (size_t k = 0; k < st->m->pools.n; k++) {
-      if (s->pools[k].replicas < 0) continue;
-      int64_t have = 0; /* as the plan counts a static pool's claims */
-      for (size_t i = 0; i < nn; i++) {
-        const char *own = dt__kv_get(s->view.nodes.v[i].labels.v, s->view.nodes.v[i].labels.n, DT_L_NODEPOOL);
-        have += own && !s->view.nodes.v[i].deleting && !strcmp(own, s->pools[k].name);
-      }
-      s->pools[k].replicas = have + ((int)k == spool ? swant : 0);
+  if (!any_static) return 0;
+  if (!(s->pools = dt__malloc(st->m->pools.n * sizeof *s->pools))) return DT_ENOMEM;
+  memcpy(s->pools, st->m->pools.v, st->m->pools.n * sizeof *s->pools);
+  s->view.pools.v = s->pools;
+  for (size_t k = 0; k < st->m->pools.n; k++) {
+    if (s->pools[k].replicas < 0) continue;
+    int64_t have = 0; /* as the plan counts a static pool's claims */
+    for (size_t i = 0; i < s->nview; i++) {
+      const char *own = dt__kv_get(s->view.nodes.v[i].labels.v, s->view.nodes.v[i].labels.n, DT_L_NODEPOOL);
+      have += own && !s->view.nodes.v[i].deleting && !strcmp(own, s->pools[k].name);
     }
+    s->pools[k].replicas = have + ((int)k == spool ? swant : 0);
   }
+  return 0;
+}
+
+/* The view of the cluster without cands[0..n): its nodes, pods and static
+** pools in s. */
+static int view_build(state *st, const uint32_t *cands, size_t n, bool consolidation, int spool, int64_t swant,
+                      sim *s) {
+  size_t nn1 = st->nodes.n ? st->nodes.n : 1, np1 = st->npods ? st->npods : 1;
+  s->view = *st->m;
+  s->view.vmpools.n = 0; /* pools are planned by dovetail plan, not here */
+  s->view.pods.v = NULL; /* never the manifests' own: sim_free frees a copy */
+  s->view.nodes.v = dt__malloc(nn1 * sizeof *s->view.nodes.v);
+  s->view_node = dt__malloc(nn1 * sizeof *s->view_node);
+  if (st->cl) /* the view's pods are st->pods, each bound, pending or absent */
+    s->ovpod = dt__malloc(np1);
+  else
+    s->view.pods.v = dt__malloc(np1 * sizeof *s->view.pods.v);
+  s->view_pod = dt__malloc(np1 * sizeof *s->view_pod);
+  s->moving = dt__calloc(np1, 1);
+  bool *in = dt__calloc(nn1, 1), *on = dt__calloc(np1, 1);
+  int rc = 0;
+  if (!s->view.nodes.v || !s->view_node || !(s->view.pods.v || s->ovpod) || !s->view_pod || !s->moving || !in || !on)
+    rc = DT_ENOMEM;
+  for (size_t k = 0; !rc && k < n; k++) {
+    const dnode *d = &st->nodes.v[cands[k]];
+    in[cands[k]] = true;
+    for (size_t j = 0; j < d->pods.n; j++) on[d->pods.v[j]] = true;
+  }
+  if (!rc) {
+    view_nodes(st, in, consolidation, s);
+    view_pods(st, on, s);
+  }
+  dt__free(in);
+  dt__free(on);
+  return rc ? rc : view_static_pools(st, spool, swant, s);
+}
+
+/* Plan the view as Karpenter's simulation does (first-fit, the pass's
+** clock, seed and policies), on the compiled cluster when there is one. */
+static int view_plan(state *st, sim *s, dt_error *err) {
   dt_plan_opts po = {0};
   po.now = st->o.now;
   po.seed = st->o.seed + st->sims;
@@ -119,22 +138,20 @@ int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
   po.pool_policy_names = st->o.pool_policy_names;
   po.npool_policies = st->o.npool_policies;
   po.cancel = st->o.cancel;
-  dt_error err = {0};
   st->sims++;
-  int rc;
   if (st->cl) {
     const dt_overlay ov = {s->view_node, s->ovpod};
-    rc = dt__plan_run_overlay(st->cat, st->cl, &s->view, &ov, &po, &s->plan, &err);
-  } else {
-    if (!st->cc && dt__catalog_compile(st->cat, &st->cc, NULL)) st->cc = NULL; /* compiled per run then */
-    rc = st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, false, &s->plan, &err)
-                : dt_plan_run(st->cat, &s->view, &po, &s->plan, &err);
+    return dt__plan_run_overlay(st->cat, st->cl, &s->view, &ov, &po, &s->plan, err);
   }
-  if (rc == DT_ECANCELED) return rc;
-  if (rc) {
-    if (rc != DT_ENOMEM) snprintf(s->fail, sizeof s->fail, "simulation failed: %s", err.msg);
-    return rc == DT_ENOMEM ? rc : 0;
-  }
+  if (!st->cc && dt__catalog_compile(st->cat, &st->cc, NULL)) st->cc = NULL; /* compiled per run then */
+  return st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, false, &s->plan, err)
+                : dt_plan_run(st->cat, &s->view, &po, &s->plan, err);
+}
+
+/* s->fail: why the simulated plan cannot carry the decision (a moving pod
+** fits nowhere, or lands on a node that has not initialized); the plan's
+** new claims counted. */
+static void view_verdict(sim *s) {
   const dt_plan *p = s->plan;
   for (size_t i = 0; i < p->unsched.n && !s->fail[0]; i++) {
     const rt_pod *pod = &p->pods[p->unsched.v[i].pod];
@@ -142,7 +159,6 @@ int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
     const dt_podspec *ps = &s->view.pods.v[pod->spec];
     snprintf(s->fail, sizeof s->fail, "would not fit: pod %s/%s: %s", ps->ns, ps->name, p->unsched.v[i].reason);
   }
-  /* A decision must not rest on a node that has not initialized. */
   for (size_t i = 0; i < p->bindings.n && !s->fail[0]; i++) {
     const rt_pod *pod = &p->pods[p->bindings.v[i].pod];
     const rt_node *nd = &p->nodes[p->bindings.v[i].node];
@@ -154,6 +170,24 @@ int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
       s->nclaims++;
       s->claim = p->claims.v[i];
     }
+}
+
+/* Re-schedule the pods of the nodes in cands[0..n) onto every other node and
+** new claims. Static NodePools plan no claims of their own in the view, but
+** pool spool gets swant (the replacement of a static node the command
+** removes). Returns 0 with s->fail set when a pod fits nowhere. */
+int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidation, int spool, int64_t swant, sim *s) {
+  memset(s, 0, sizeof *s);
+  int rc = view_build(st, cands, n, consolidation, spool, swant, s);
+  if (rc) return rc;
+  dt_error err = {0};
+  rc = view_plan(st, s, &err);
+  if (rc == DT_ECANCELED || rc == DT_ENOMEM) return rc;
+  if (rc) {
+    snprintf(s->fail, sizeof s->fail, "simulation failed: %s", err.msg);
+    return 0;
+  }
+  view_verdict(s);
   return 0;
 }
 

@@ -361,7 +361,12 @@ int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n);
 /* sched_solve.c */
 bool dt__sched_pool_ok(dt_plan *p, rt_class *c, uint32_t pi);
 int dt__sched_solve(dt_plan *p);
+
+/* sched_diag.c */
 int dt__sched_unschedulable(dt_plan *p, uint32_t podi, const char *reason);
+/* Each pod left in queue[0..qn) unschedulable, with the reason of its last
+** class (last_class[pod]; -1 - class when deferred for a reservation). */
+int dt__sched_report_unschedulable(dt_plan *p, const uint32_t *queue, uint32_t qn, const int32_t *last_class);
 
 /* sched_launch.c */
 int dt__sched_hook_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n, int32_t *bt, int32_t *bo,

@@ -427,153 +427,6 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
   return 0;
 }
 
-/* Why NodePool pi cannot open a claim for class c, appended to b. */
-static void diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) {
-  const rt_spec *s = &p->specs[c->spec_idx];
-  rt_pool *pl = &p->pools[pi];
-  const char *pn = pl->src->name;
-  const rt_taint *t = NULL;
-  const dt_req *bad = NULL;
-  if (!tolerates(p, c->spec, pl->taints, pl->ntaints, true, &t)) {
-    static const char *eff[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
-    dt__buf_printf(b, "NodePool %s has taint %s=%s:%s that the pod does not tolerate", pn,
-                   dt__sym_str(&p->syms, t->key), dt__sym_str(&p->syms, t->value), eff[t->effect]);
-    return;
-  }
-  if (!compatible(p, &pl->reqs, &c->reqs, &bad)) {
-    bad = first_incompatible(p, &pl->reqs, &c->reqs);
-    const dt_req *ex = dt__reqs_get(&pl->reqs, bad->key);
-    dt__buf_puts(b, "pod requires ");
-    dt__req_describe(&p->syms, bad, b);
-    if (ex) {
-      dt__buf_printf(b, " but NodePool %s allows ", pn);
-      dt__req_describe(&p->syms, ex, b);
-    } else if (bad->key == p->k_hostname) {
-      dt__buf_printf(b,
-                     ": a new node of NodePool %s gets a hostname of its own, so only an existing node named so "
-                     "qualifies",
-                     pn);
-    } else {
-      dt__buf_printf(b, " but NodePool %s does not define label %s", pn, dt__sym_str(&p->syms, bad->key));
-    }
-    return;
-  }
-  if (dt__sched_ports_conflict(p, s->ports, s->nports, pl->ds_ports, pl->nds_ports)) {
-    dt__buf_printf(b, "a host port of the pod conflicts with a DaemonSet on NodePool %s", pn);
-    return;
-  }
-  if (pl->replicas >= 0) {
-    dt__buf_printf(b,
-                   "NodePool %s is static (spec.replicas %lld): pods open no NodeClaims on it, and none of its "
-                   "nodes has room",
-                   pn, (long long)pl->replicas);
-    return;
-  }
-  if (pl->nodes_remaining == 0) {
-    dt__buf_printf(b, "NodePool %s has reached its nodes limit", pn);
-    return;
-  }
-  dt_reqs nr;
-  dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &c->reqs, &nr);
-  uint64_t zm;
-  uint8_t cm;
-  masks(p, &nr, &zm, &cm);
-  /* Largest allocatable per resource among the types allowed. */
-  int64_t best[DT_RES_MAX] = {0};
-  const rt_type *bt[DT_RES_MAX] = {0};
-  uint32_t allowed = 0;
-  bool limited = false;
-  for (uint32_t i = 0; i < pl->ntypes; i++) {
-    const rt_type *ty = &p->types[pl->types[i]];
-    if (!dt__type_ok(p, ty, &nr, zm, cm, pl->spot_max)) continue;
-    allowed++;
-    bool over = false;
-    for (uint32_t r = 0; r < p->nres && pl->has_limits; r++)
-      over |= pl->remaining[r] != INT64_MAX && ty->cap[r] > pl->remaining[r];
-    if (over) {
-      limited = true;
-      continue;
-    }
-    const int64_t *e = pl->eff[pl->types[i]];
-    for (uint32_t r = 0; r < p->nres; r++)
-      if (e[r] > best[r] || !bt[r]) {
-        best[r] = e[r];
-        bt[r] = ty;
-      }
-  }
-  if (!allowed) {
-    dt__buf_printf(b, "no instance type in NodePool %s satisfies the pod's requirements", pn);
-    uint32_t *idx = c->reqs.n ? A(p, c->reqs.n * sizeof *idx) : NULL;
-    if (idx) {
-      dt__reqs_order(p, &c->reqs, idx);
-      dt__buf_puts(b, " (");
-      for (uint32_t k = 0; k < c->reqs.n; k++) {
-        if (k) dt__buf_puts(b, ", ");
-        dt__req_describe(&p->syms, &c->reqs.r[idx[k]], b);
-      }
-      dt__buf_puts(b, ")");
-    }
-    if (!(cm & ~(1u << DT_CT_RESERVED)) || !zm)
-      dt__buf_puts(b, " with an available offering in the allowed zones and capacity types");
-    return;
-  }
-  if (limited && !bt[0]) {
-    dt__buf_printf(b, "NodePool %s limits leave no room for another node", pn);
-    return;
-  }
-  bool said = false;
-  for (uint32_t r = 0; r < p->nres; r++) {
-    if (c->req[r] <= best[r]) continue;
-    char need[64], have[64], cap[64];
-    dt__fmt_quantity(need, sizeof need, p->res_names[r], c->req[r]);
-    dt__fmt_quantity(have, sizeof have, p->res_names[r], best[r]);
-    dt__fmt_quantity(cap, sizeof cap, p->res_names[r], bt[r] ? bt[r]->cap[r] : 0);
-    if (!best[r])
-      dt__buf_printf(b, "%sno instance type in NodePool %s has %s", said ? ", and " : "", pn, p->res_names[r]);
-    else
-      dt__buf_printf(b,
-                     "%sno instance type in NodePool %s has %s %s; the largest allowed (%s) has %s allocatable of %s",
-                     said ? ", and " : "", pn, need, p->res_names[r], dt__sym_str(&p->syms, bt[r]->name), have, cap);
-    said = true;
-  }
-  if (limited && said) dt__buf_puts(b, " within its limits");
-  if (said && pl->src && p->manifests->daemonsets.n) dt__buf_puts(b, " after DaemonSet overhead");
-  if (!said) {
-    if (pl->has_min_values) {
-      dt__buf_printf(b, "NodePool %s couldn't meet minValues for the pod's requirements", pn);
-      return;
-    }
-    dt__buf_printf(b, "no single instance type in NodePool %s fits all of the pod's requests (", pn);
-    for (uint32_t r = 0, first = 1; r < p->nres; r++) {
-      if (!c->req[r] || r == DT_R_PODS) continue;
-      char q[64];
-      dt__fmt_quantity(q, sizeof q, p->res_names[r], c->req[r]);
-      dt__buf_printf(b, "%s%s %s", first ? "" : ", ", p->res_names[r], q);
-      first = 0;
-    }
-    dt__buf_puts(b, limited ? ") within its limits" : ")");
-  }
-}
-
-/* A reason a person can act on, per NodePool, for a pod that fits nowhere. */
-static const char *diagnose(dt_plan *p, rt_class *c) {
-  dt_buf b = {0};
-  if (p->npools == 0) {
-    dt__buf_puts(&b, "no NodePool in the input, and no existing node fits");
-    return arena_buf(p, &b);
-  }
-  for (uint32_t pi = 0; pi < p->npools; pi++) {
-    if (pi) dt__buf_puts(&b, "; ");
-    diagnose_pool(p, c, pi, &b);
-  }
-  return arena_buf(p, &b);
-}
-
-int dt__sched_unschedulable(dt_plan *p, uint32_t podi, const char *reason) {
-  rt_unsched u = {podi, reason};
-  return dt__vec_push(&p->unsched, u);
-}
-
 /* One relaxation step, in Karpenter's order; false when nothing is left. */
 static bool relax(const dt_plan *p, const rt_spec *s, rt_relax *rx) {
   const dt_podspec *d = s->src;
@@ -724,6 +577,43 @@ static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
   return 0;
 }
 
+/* For each queue position, the component-wise minimum of the requests of
+** the pods from there to the end of the queue. */
+static void queue_minsuf(run *R, const uint32_t *queue, uint32_t qn) {
+  dt_plan *p = R->p;
+  for (uint32_t i = qn; i-- > 0;) {
+    const int64_t *q = p->specs[p->pods[queue[i]].spec].req;
+    int64_t *m = &R->minsuf[(size_t)i * p->nres];
+    for (uint32_t r = 0; r < p->nres; r++) m[r] = i + 1 < qn && m[p->nres + r] < q[r] ? m[p->nres + r] : q[r];
+  }
+}
+
+/* One pod's attempt in a pass: its class, then its preferences relaxed in
+** Karpenter's order until something takes it or nothing is left to relax.
+** *ci is the class of the last try. */
+static int place_pod(run *R, uint32_t podi, uint32_t pass, uint32_t qn, bool *placed, int *ci) {
+  dt_plan *p = R->p;
+  const rt_pod *pod = &p->pods[podi];
+  rt_relax rx;
+  memset(&rx, 0, sizeof rx);
+  *placed = false;
+  *ci = (int)pod->cls;
+  for (;;) {
+    R->topo_fail_class = -1;
+    R->reserved_error = false;
+    /* --explain: recorded before and after, never changing the try */
+    bool ex = p->ex_pod == (int64_t)podi;
+    size_t nb = p->bindings.n, nk = p->claims.n;
+    if (ex) dt__explain_attempt(p, (uint32_t)*ci, &rx, R->order.v, R->order.n, pass, R->pos, qn);
+    int rc = try_place(R, (uint32_t)*ci, podi, placed);
+    if (rc) return rc;
+    if (ex) dt__explain_outcome(p, *placed, nb, nk, R->order.v, R->order.n);
+    /* Deferred for a reservation: not relaxed, as Karpenter's trySchedule. */
+    if (*placed || R->reserved_error || !relax(p, &p->specs[pod->spec], &rx)) return 0;
+    if ((*ci = dt__sched_class_for(p, pod->spec, &rx)) < 0) return *ci;
+  }
+}
+
 int dt__sched_solve(dt_plan *p) {
   run R;
   memset(&R, 0, sizeof R);
@@ -750,11 +640,7 @@ int dt__sched_solve(dt_plan *p) {
       goto out;
     }
     R.qlen = qn;
-    for (uint32_t i = qn; i-- > 0;) {
-      const int64_t *q = p->specs[p->pods[queue[i]].spec].req;
-      int64_t *m = &R.minsuf[(size_t)i * p->nres];
-      for (uint32_t r = 0; r < p->nres; r++) m[r] = i + 1 < qn && m[p->nres + r] < q[r] ? m[p->nres + r] : q[r];
-    }
+    queue_minsuf(&R, queue, qn);
     for (uint32_t r = 0; r < DT_RES_MAX; r++) R.failmin[r] = INT64_MAX;
     uint32_t nn = 0;
     for (R.pos = 0; R.pos < qn; R.pos++) {
@@ -763,31 +649,13 @@ int dt__sched_solve(dt_plan *p) {
         goto out;
       }
       uint32_t podi = queue[R.pos];
-      const rt_pod *pod = &p->pods[podi];
-      rt_relax rx;
-      memset(&rx, 0, sizeof rx);
-      bool placed = false;
-      int ci = (int)pod->cls;
-      for (;;) {
-        R.topo_fail_class = -1;
-        R.reserved_error = false;
-        /* --explain: recorded before and after, never changing the try */
-        bool ex = p->ex_pod == (int64_t)podi;
-        size_t nb = p->bindings.n, nk = p->claims.n;
-        if (ex) dt__explain_attempt(p, (uint32_t)ci, &rx, R.order.v, R.order.n, pass, R.pos, qn);
-        if ((rc = try_place(&R, (uint32_t)ci, podi, &placed)) != 0) goto out;
-        if (ex) dt__explain_outcome(p, placed, nb, nk, R.order.v, R.order.n);
-        /* Deferred for a reservation: not relaxed, as Karpenter's trySchedule. */
-        if (placed || R.reserved_error || !relax(p, &p->specs[pod->spec], &rx)) break;
-        if ((ci = dt__sched_class_for(p, pod->spec, &rx)) < 0) {
-          rc = ci;
-          goto out;
-        }
-      }
+      bool placed;
+      int ci;
+      if ((rc = place_pod(&R, podi, pass, qn, &placed, &ci))) goto out;
       if (placed) continue;
       last_class[podi] = R.reserved_error ? -1 - ci : ci;
       next[nn++] = podi;
-      const int64_t *q = p->specs[pod->spec].req;
+      const int64_t *q = p->specs[p->pods[podi].spec].req;
       for (uint32_t r = 0; r < p->nres; r++) R.failmin[r] = q[r] < R.failmin[r] ? q[r] : R.failmin[r];
     }
     bool progress = nn < qn;
@@ -797,50 +665,7 @@ int dt__sched_solve(dt_plan *p) {
     qn = nn;
     if (!qn || !progress) break;
   }
-  /* Whatever is left is unschedulable: explain with the relaxed class. */
-  {
-    const char **reason = dt__calloc(p->classes.n ? p->classes.n : 1, sizeof *reason);
-    if (!reason) {
-      rc = DT_ENOMEM;
-      goto out;
-    }
-    for (uint32_t i = 0; i < qn && !rc; i++) {
-      uint32_t podi = queue[i];
-      int ci = last_class[podi];
-      if (ci < 0) {
-        rc = dt__sched_unschedulable(
-            p, podi,
-            "deferred: a capacity reservation this pod's NodePool can use is held by other node claims of "
-            "this plan; plan again once they launch (feed their NodeClaims back as input)");
-        continue;
-      }
-      rt_class *c = &p->classes.v[ci];
-      if (!reason[ci]) {
-        /* Re-run the last attempt's topology check on a fresh host to find
-        ** the constraint that failed, if topology is what blocks it. */
-        const char *why = NULL;
-        if (c->topo) {
-          for (uint32_t pi = 0; pi < p->npools && !why; pi++) {
-            if (!dt__sched_pool_ok(p, c, pi)) continue;
-            dt_reqs nr;
-            dt__reqs_merge(&p->arena, &p->syms, &p->pools[pi].reqs, &c->reqs, &nr);
-            uint64_t zm;
-            uint8_t cm;
-            masks(p, &nr, &zm, &cm);
-            uint32_t f;
-            if (dt__topo_check(p, c, p->nnodes + (uint32_t)p->claims.n, &zm, &cm, &f)) {
-              dt_buf b = {0};
-              dt__topo_explain(p, c, f, &b);
-              why = arena_buf(p, &b);
-            }
-          }
-        }
-        reason[ci] = why ? why : diagnose(p, c);
-      }
-      rc = dt__sched_unschedulable(p, podi, reason[ci]);
-    }
-    dt__free(reason);
-  }
+  rc = dt__sched_report_unschedulable(p, queue, qn, last_class);
 out:
   dt__free(queue);
   dt__free(next);
@@ -871,5 +696,4 @@ int16_t dt__x_slot(const dt_plan *p, dt_sym key) { return slot_of(p, key); }
 bool dt__x_ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb) {
   return dt__sched_ports_conflict(p, a, na, b, nb);
 }
-void dt__x_diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) { diagnose_pool(p, c, pi, b); }
 int dt__x_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) { return dt__sched_class_for(p, si, rx); }
