@@ -276,7 +276,11 @@ static bool opt_same(const opt *o, const char *v) {
 }
 
 static void reload_config(void) {
-  if (!g_config_path) return;
+  if (!g_config_path) {
+    logf_("info", "config", "SIGHUP: started without --config, so no options are re-read%s",
+          D.policy ? "" : " (and there is no --policy to reload)");
+    return;
+  }
   char *argv0[] = {(char *)"--config", (char *)g_config_path};
   int argc;
   char **argv;

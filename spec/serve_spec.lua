@@ -437,6 +437,14 @@ return {
     os.remove(cfg)
   end)
 
+  it("says so when a SIGHUP finds no --config to re-read", function()
+    local d = start("--disrupt-interval 0")
+    os.execute("kill -HUP " .. d.pid)
+    eventually(function() return slurp(d.log):match("started without %-%-config") end, "the SIGHUP logged")
+    assert.matches("no options are re-read (and there is no --policy to reload)", slurp(d.log), 1, true)
+    d.stop()
+  end)
+
   it("stops at a damaged journal record, and --recover keeps what came before it", function()
     local st = h.write('{"objects": [], "instances": []}')
     local j = assert(io.open(st .. ".journal", "w"))
