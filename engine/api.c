@@ -293,6 +293,17 @@ static void vm_gauge(dt_buf *b) {
   dt__free(c.v);
 }
 
+/* A Prometheus histogram of eight cumulative buckets (le[i] and its count),
+** +Inf, the sum and the count. */
+static void histogram(dt_buf *b, const char *name, const char *help, const double *le, const uint64_t *bucket,
+                      uint64_t count, double sum) {
+  dt__buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+  for (int i = 0; i < 8; i++)
+    dt__buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, le[i], (unsigned long long)bucket[i]);
+  dt__buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, (unsigned long long)count,
+                 name, sum, name, (unsigned long long)count);
+}
+
 static int get_metrics(h2o_req_t *req) {
   dt_buf b = {0};
   size_t marks = 0;
@@ -308,16 +319,8 @@ static int get_metrics(h2o_req_t *req) {
   for (int i = 0; i < 3; i++)
     dt__buf_printf(&b, "dovetail_claims_launched_total{capacity_type=\"%s\"} %llu\n", cts[i],
                    (unsigned long long)D.launched[i]);
-  dt__buf_puts(
-      &b,
-      "# HELP dovetail_plan_duration_seconds Time to plan a round.\n# TYPE dovetail_plan_duration_seconds histogram\n");
-  for (int i = 0; i < 8; i++)
-    dt__buf_printf(&b, "dovetail_plan_duration_seconds_bucket{le=\"%g\"} %llu\n", k_buckets[i],
-                   (unsigned long long)D.plan_buckets[i]);
-  dt__buf_printf(&b,
-                 "dovetail_plan_duration_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_plan_duration_seconds_sum %.6f\n"
-                 "dovetail_plan_duration_seconds_count %llu\n",
-                 (unsigned long long)D.plans, D.plan_ms_sum, (unsigned long long)D.plans);
+  histogram(&b, "dovetail_plan_duration_seconds", "Time to plan a round.", k_buckets, D.plan_buckets, D.plans,
+            D.plan_ms_sum);
   dt__buf_printf(
       &b,
       "# HELP dovetail_hourly_cost Hourly cost of the last plan's new claims.\n# TYPE dovetail_hourly_cost gauge\n"
@@ -365,15 +368,8 @@ static int get_metrics(h2o_req_t *req) {
   dt__buf_puts(&b, "# HELP dovetail_vms VirtualMachines in the store, by pool and printable status.\n"
                    "# TYPE dovetail_vms gauge\n");
   vm_gauge(&b);
-  dt__buf_puts(&b, "# HELP dovetail_loop_lag_seconds How late the event loop ran a 100 ms timer.\n"
-                   "# TYPE dovetail_loop_lag_seconds histogram\n");
-  for (int i = 0; i < 8; i++)
-    dt__buf_printf(&b, "dovetail_loop_lag_seconds_bucket{le=\"%g\"} %llu\n", k_lag_buckets[i],
-                   (unsigned long long)D.lag_buckets[i]);
-  dt__buf_printf(&b,
-                 "dovetail_loop_lag_seconds_bucket{le=\"+Inf\"} %llu\ndovetail_loop_lag_seconds_sum %.6f\n"
-                 "dovetail_loop_lag_seconds_count %llu\n",
-                 (unsigned long long)D.lag_count, D.lag_sum, (unsigned long long)D.lag_count);
+  histogram(&b, "dovetail_loop_lag_seconds", "How late the event loop ran a 100 ms timer.", k_lag_buckets,
+            D.lag_buckets, D.lag_count, D.lag_sum);
   respond(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);
   dt__free(b.p);
   return 0;
