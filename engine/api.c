@@ -87,7 +87,7 @@ static void print_one(const cJSON *o, void *ud) {
   char *k = dt__strdup(key), *json = cJSON_PrintUnformatted(o);
   if (!k || !json || dt__vec_push(&w->keys, k) || dt__vec_push(&w->texts, json)) {
     dt__free(k);
-    free(json);
+    cJSON_free(json);
     w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
   }
 }
@@ -120,7 +120,7 @@ static void put_done(uv_work_t *r, int status) {
   }
   for (size_t i = 0; i < w->keys.n; i++) {
     dt__free(w->keys.v[i]);
-    free(w->texts.v[i]);
+    cJSON_free(w->texts.v[i]);
   }
   dt__free(w->keys.v);
   dt__free(w->texts.v);
@@ -263,7 +263,7 @@ static int get_state(h2o_req_t *req) {
   char *text = cJSON_Print(s);
   cJSON_Delete(s);
   respond(req, 200, "application/json", text ? text : "{}", text ? strlen(text) : 2);
-  free(text);
+  cJSON_free(text);
   return 0;
 }
 
@@ -401,7 +401,7 @@ int dt__serve_on_req(h2o_handler_t *self, h2o_req_t *req) {
   if (path_is(req, "/v1/decisions")) {
     char *t = cJSON_Print(D.decisions);
     respond(req, 200, "application/json", t ? t : "[]", t ? strlen(t) : 2);
-    free(t);
+    cJSON_free(t);
     return 0;
   }
   if (path_is(req, "/v1/objects") && method_is(req, "PUT")) return put_objects(req);

@@ -196,8 +196,8 @@ int dt__catalog_main(int argc, char **argv) {
   bool convert = false;
   filter f = {0};
   f.min_cpu = f.max_price = -1;
-  f.types = calloc((size_t)argc + 1, sizeof *f.types);
-  f.zones = calloc((size_t)argc + 1, sizeof *f.zones);
+  f.types = dt__calloc((size_t)argc + 1, sizeof *f.types);
+  f.zones = dt__calloc((size_t)argc + 1, sizeof *f.zones);
   int rc = 2;
   if (!f.types || !f.zones) goto done;
   for (int i = 0; i < argc; i++) {
@@ -283,7 +283,7 @@ int dt__catalog_main(int argc, char **argv) {
   dt__free(text);
   dt_catalog_free(c);
 done:
-  free(f.types);
-  free(f.zones);
+  dt__free(f.types);
+  dt__free(f.zones);
   return rc;
 }

@@ -227,6 +227,25 @@ static void round_free(round_work *w) {
   dt__free(w);
 }
 
+/* The plan's NodeClaims as the daemon launches them, read through the
+** public accessor (one per dt_plan_claim, in its order); NULL when out of
+** memory. */
+static cJSON *launched_claims(const dt_plan *p) {
+  cJSON *arr = cJSON_CreateArray();
+  for (size_t i = 0, n = dt_plan_claim_count(p); arr && i < n; i++) {
+    size_t len = 0;
+    char *text = dt_plan_claim_object(p, i, true, &len);
+    cJSON *o = text ? cJSON_ParseWithLength(text, len) : NULL;
+    dt_free(text);
+    if (!o) {
+      cJSON_Delete(arr);
+      return NULL;
+    }
+    cJSON_AddItemToArray(arr, o);
+  }
+  return arr;
+}
+
 /* On the thread pool: nothing here touches the daemon's state but the
 ** policies, which the loop leaves alone while D.planning. */
 static void round_run(uv_work_t *req) {
@@ -266,7 +285,7 @@ static void round_run(uv_work_t *req) {
     return;
   }
   w->ms = dt__now_ms() - t0;
-  w->claims = dt__plan_launched_claims(w->p); /* each claim as it launches: one instance type */
+  w->claims = launched_claims(w->p); /* each claim as it launches: one instance type */
   w->json_text = dt_plan_render(w->p, DT_FORMAT_JSON, &w->json_len);
   if (!w->claims || !w->json_text) w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory rendering the plan");
 }
@@ -679,7 +698,7 @@ void ctl_free(void) {
   dt__free(D.to_launch.v);
   for (size_t i = 0; i < D.objs.n; i++) {
     dt__free(D.objs.v[i].key);
-    free(D.objs.v[i].json);
+    cJSON_free(D.objs.v[i].json);
   }
   dt__free(D.objs.v);
   dt__symtab_free(&D.keys);

@@ -72,7 +72,7 @@ int obj_put_text(const char *key, char *json) {
   journal_put(key, json);
   int at = obj_find(key);
   if (at >= 0) {
-    free(D.objs.v[at].json);
+    cJSON_free(D.objs.v[at].json);
     D.objs.v[at].json = json;
     D.objs.v[at].gen = ++D.obj_gen;
     return 0;
@@ -83,7 +83,7 @@ int obj_put_text(const char *key, char *json) {
     if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;
   if (!ob.key || D.keys.oom || dt__vec_push(&D.objs, ob)) {
     dt__free(ob.key);
-    free(json);
+    cJSON_free(json);
     return DT_ENOMEM;
   }
   D.slot.v[s] = (int32_t)(D.objs.n - 1);
@@ -97,7 +97,7 @@ bool obj_del(const char *key) {
   journal_del("del", "key", key);
   D.slot.v[dt__sym_find(&D.keys, key)] = -1;
   dt__free(D.objs.v[at].key);
-  free(D.objs.v[at].json);
+  cJSON_free(D.objs.v[at].json);
   D.objs.v[at] = D.objs.v[--D.objs.n];
   if ((size_t)at < D.objs.n) D.slot.v[dt__sym_find(&D.keys, D.objs.v[at].key)] = at;
   D.sorted = false;

@@ -30,11 +30,13 @@ static size_t pool_actions(const dt_pools *r, const dt_pool_info *pool, dt_pool_
     if (a.action && !strcmp(a.action, "wait")) continue; /* a heal waiting for its backoff */
     char key[KEY_MAX + 32], subj[KEY_MAX + 32];
     snprintf(key, sizeof key, "VirtualMachine/%s/%s", a.ns, a.vm ? a.vm : "");
-    const cJSON *obj = dt__pools_action_object(r, i);
+    size_t len = 0;
+    char *text = list == DT_POOL_DELETE ? NULL : dt_pools_action_object(r, i, &len);
     if (list == DT_POOL_DELETE) {
       obj_del(key);
-    } else if (obj) {
-      cJSON *copy = cJSON_Duplicate(obj, true);
+    } else if (text) {
+      cJSON *copy = cJSON_ParseWithLength(text, len);
+      dt_free(text);
       /* a VM created (or re-created) here runs nowhere yet: Provisioning, so
       ** its virt-launcher pod joins this round's pending pods */
       if (copy && list != DT_POOL_UPDATE) put_in(copy, "status", "printableStatus", "Provisioning");

@@ -340,6 +340,13 @@ typedef struct dt_claim_info {
 DT_EXPORT size_t dt_plan_claim_count(const dt_plan *plan);
 DT_EXPORT int dt_plan_claim(const dt_plan *plan, size_t i, dt_claim_info *out);
 
+/* Claim i's NodeClaim object (karpenter.sh/v1) as JSON text, ready for the
+** API server: what `plan -o yaml` prints for it. With launched, the claim
+** as the daemon launches it: its instance-type requirement pinned to the
+** planned type alone (the plan already met its minValues). The caller frees
+** it with dt_free; NULL when i is past the count or out of memory. */
+DT_EXPORT char *dt_plan_claim_object(const dt_plan *plan, size_t i, int launched, size_t *len);
+
 /* A pending pod the plan could place nowhere, and why (the message the
 ** renderings print). */
 typedef struct dt_unschedulable_info {
@@ -416,6 +423,11 @@ typedef struct dt_pool_action_info {
 
 DT_EXPORT size_t dt_pools_action_count(const dt_pools *r);
 DT_EXPORT int dt_pools_action(const dt_pools *r, size_t i, dt_pool_action_info *out);
+
+/* Action i's VirtualMachine as it is to be (creations, updates, re-creating
+** heals) as JSON text, freed by the caller with dt_free; NULL when the
+** action carries no object, i is past the count, or out of memory. */
+DT_EXPORT char *dt_pools_action_object(const dt_pools *r, size_t i, size_t *len);
 
 /* A pool of the round: its figures and its actions, which are actions
 ** first_action .. first_action + nactions - 1 of dt_pools_action. */

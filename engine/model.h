@@ -199,12 +199,6 @@ const char *dt__kv_get(const dt_kv *kv, size_t n, const char *key);
 bool dt__mreq_match(const dt_mreq *q, const dt_kv *kv, size_t n);
 bool dt__selector_match(const dt_selector *s, const dt_kv *kv, size_t n);
 
-/* A plan's new NodeClaims as documents (a JSON array) for the daemon, which
-** launches each on the offering planned: the instance-type requirement names
-** that type alone (dt_plan_render's lists every type the claim may launch).
-** NULL when out of memory. */
-cJSON *dt__plan_launched_claims(const dt_plan *plan);
-
 /* NodeClaims that a Node in the same input stands for (its status.nodeName
 ** is the Node's name, or their provider IDs agree): out[i] is that Node's
 ** index for such a claim i, -1 for everything else. Both are one machine:

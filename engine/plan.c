@@ -69,8 +69,12 @@ int dt__plan_result_build(dt_plan *p) {
   size_t n = 0;
   for (size_t i = 0; i < p->claims.n; i++) n += p->claims.v[i]->type >= 0;
   r->claims = dt__arena_alloc(a, n * sizeof *r->claims + 1);
-  for (size_t i = 0; r->claims && i < p->claims.n; i++)
-    if (p->claims.v[i]->type >= 0) claim_info(p, p->claims.v[i], &r->claims[r->nclaims++]);
+  r->claim_src = dt__arena_alloc(a, n * sizeof *r->claim_src + 1);
+  for (size_t i = 0; r->claims && r->claim_src && i < p->claims.n; i++)
+    if (p->claims.v[i]->type >= 0) {
+      r->claim_src[r->nclaims] = p->claims.v[i];
+      claim_info(p, p->claims.v[i], &r->claims[r->nclaims++]);
+    }
   r->bindings = dt__arena_alloc(a, p->bindings.n * sizeof *r->bindings + 1);
   for (size_t i = 0; r->bindings && i < p->bindings.n; i++) {
     const rt_binding *bd = &p->bindings.v[i];
@@ -677,7 +681,16 @@ char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len) {
   return dt__buf_take(&b, len);
 }
 
-cJSON *dt__plan_launched_claims(const dt_plan *plan) { return claim_docs(plan, true); }
+char *dt_plan_claim_object(const dt_plan *plan, size_t i, int launched, size_t *len) {
+  if (!plan || i >= plan->res.nclaims) return NULL;
+  dt__init();
+  dt__alloc_failed(1);
+  cJSON *d = claim_yaml(plan, plan->res.claim_src[i], launched != 0);
+  char *text = d && !dt__alloc_failed(1) ? cJSON_PrintUnformatted(d) : NULL;
+  cJSON_Delete(d);
+  if (text && len) *len = strlen(text);
+  return text;
+}
 
 size_t dt_plan_binding_count(const dt_plan *p) { return p->res.nbindings; }
 

@@ -204,7 +204,16 @@ int dt_pools_pool(const dt_pools *r, size_t i, dt_pool_info *out) {
   return 0;
 }
 
-const cJSON *dt__pools_action_object(const dt_pools *r, size_t i) { return i < r->acts.n ? r->acts.v[i].object : NULL; }
+static const cJSON *action_object(const dt_pools *r, size_t i) { return i < r->acts.n ? r->acts.v[i].object : NULL; }
+
+char *dt_pools_action_object(const dt_pools *r, size_t i, size_t *len) {
+  const cJSON *o = r ? action_object(r, i) : NULL;
+  if (!o) return NULL;
+  dt__init();
+  char *text = cJSON_PrintUnformatted(o);
+  if (text && len) *len = strlen(text);
+  return text;
+}
 
 const dt_pool_create *dt__pools_creates(const dt_pools *r, size_t *n) {
   *n = r->creates.n;

@@ -83,9 +83,6 @@ struct dt_pools {
 /* Build r->root from the result; 0 or DT_ENOMEM. */
 int dt__pools_doc_build(dt_pools *r, int64_t now);
 
-/* The VirtualMachine object of action i (creations, updates, re-creating
-** heals), owned by r; NULL when the action has none or i is past the end. */
-const cJSON *dt__pools_action_object(const dt_pools *r, size_t i);
 
 /* A new claim as a plan's JSON writes it (plan.c), or with replacement as a
 ** disruption command's replacement: apiVersion and kind first, and neither

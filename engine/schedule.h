@@ -247,6 +247,7 @@ typedef struct dt_plan_result {
   dt_arena arena;
   size_t nclaims, nbindings, nunsched;
   dt_claim_info *claims;
+  const rt_claim **claim_src; /* claims[i]'s claim in the solver, for its NodeClaim object */
   dt_binding_info *bindings;
   dt_unschedulable_info *unsched;
   dt_policy_error_vec policy_errors; /* every policy's, in the order of p->policies */

@@ -583,9 +583,13 @@ static void push_pool_action(lua_State *L, const dt_pools *r, size_t i, const dt
     lua_pushboolean(L, a->preserve_state);
     lua_setfield(L, -2, "preserveState");
   }
-  const cJSON *obj = dt__pools_action_object(r, i);
+  size_t len = 0;
+  char *text = dt_pools_action_object(r, i, &len);
+  cJSON *obj = text ? cJSON_ParseWithLength(text, len) : NULL;
+  dt_free(text);
   if (obj) {
     push_json(L, obj);
+    cJSON_Delete(obj);
     lua_setfield(L, -2, "object");
   }
   if (a->wait_for) set_str(L, "for", a->wait_for);

@@ -69,7 +69,7 @@ static int send_json(h2o_req_t *req, int status, cJSON *o) {
   char *t = cJSON_PrintUnformatted(o);
   cJSON_Delete(o);
   dt__httpd_respond(req, status, "application/json", t ? t : "{}", t ? strlen(t) : 2);
-  free(t);
+  cJSON_free(t);
   return 0;
 }
 

@@ -112,7 +112,7 @@ static void http_launch(launch_ctx *lc) {
   snprintf(url, sizeof url, "%s/instances", D.cloud_url);
   if (!body || dt__httpc_request("POST", url, body, NULL, (long)D.timeout_ms, on_launch_reply, lc))
     dt__ctl_launched(lc, DT_LAUNCH_FAILED, NULL, "cannot start the request");
-  free(body);
+  cJSON_free(body);
 }
 
 static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {

@@ -28,16 +28,16 @@
 
 static int passed, failed;
 
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (cond) {                                                                                    \
-      passed++;                                                                                    \
-    } else {                                                                                       \
-      failed++;                                                                                    \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-    }                                                                                              \
+#define CHECK(cond, ...)                                                                                               \
+  do {                                                                                                                 \
+    if (cond) {                                                                                                        \
+      passed++;                                                                                                        \
+    } else {                                                                                                           \
+      failed++;                                                                                                        \
+      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                                      \
+      printf(__VA_ARGS__);                                                                                             \
+      printf("\n");                                                                                                    \
+    }                                                                                                                  \
   } while (0)
 
 static long budget = -1; /* allocations left before failing; -1 = never fail */
@@ -54,18 +54,18 @@ static void *f_realloc(void *p, size_t n) {
   return realloc(p, n);
 }
 
-static const char *k_catalog =
-    "{\"zones\":[\"z1\",\"z2\"],\"instanceTypes\":["
-    "{\"name\":\"a\",\"cpu\":2,\"memoryMiB\":4096,\"onDemandPrice\":0.1,\"spotPrice\":0.05,"
-    "\"labels\":{\"x\":\"y\"}},"
-    "{\"name\":\"b\",\"cpu\":8,\"memoryMiB\":16384,\"onDemandPrice\":0.4,"
-    "\"offerings\":[{\"zone\":\"z1\",\"capacityType\":\"on-demand\",\"available\":3}]}],"
-    "\"reservations\":[{\"id\":\"r1\",\"instanceType\":\"b\",\"zone\":\"z2\",\"count\":1}]}";
+static const char *k_catalog = "{\"zones\":[\"z1\",\"z2\"],\"instanceTypes\":["
+                               "{\"name\":\"a\",\"cpu\":2,\"memoryMiB\":4096,\"onDemandPrice\":0.1,\"spotPrice\":0.05,"
+                               "\"labels\":{\"x\":\"y\"}},"
+                               "{\"name\":\"b\",\"cpu\":8,\"memoryMiB\":16384,\"onDemandPrice\":0.4,"
+                               "\"offerings\":[{\"zone\":\"z1\",\"capacityType\":\"on-demand\",\"available\":3}]}],"
+                               "\"reservations\":[{\"id\":\"r1\",\"instanceType\":\"b\",\"zone\":\"z2\",\"count\":1}]}";
 
 /* Karpenter's KWOK instance-type list shape, with a legacy offering. */
 static const char *k_kwok =
     "[{\"name\":\"c-2x\",\"architecture\":\"amd64\",\"operatingSystems\":[\"linux\"],"
-    "\"resources\":{\"cpu\":\"2\",\"memory\":\"4Gi\",\"pods\":\"32\",\"ephemeral-storage\":\"20Gi\",\"nvidia.com/gpu\":\"1\"},"
+    "\"resources\":{\"cpu\":\"2\",\"memory\":\"4Gi\",\"pods\":\"32\",\"ephemeral-storage\":\"20Gi\",\"nvidia.com/"
+    "gpu\":\"1\"},"
     "\"offerings\":[{\"Price\":0.05,\"Available\":true,\"Requirements\":["
     "{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"spot\",\"on-demand\"]},"
     "{\"key\":\"topology.kubernetes.io/zone\",\"operator\":\"In\",\"values\":[\"za\",\"zb\"]}]},"
@@ -102,7 +102,8 @@ static const char *k_manifests =
     "      containers: [{name: c, resources: {requests: {cpu: 1, memory: 1Gi}}}]\n"
     "---\napiVersion: pool.kubevirt.io/v1beta1\nkind: VirtualMachinePool\nmetadata: {name: vp}\n"
     "spec:\n  replicas: 3\n  selector: {matchLabels: {app: vp}}\n  autohealing: {}\n"
-    "  scaleInStrategy: {proactive: {selectionPolicy: {orderedPolicies: [{matchLabels: {t: a}}], basePolicy: Random}}}\n"
+    "  scaleInStrategy: {proactive: {selectionPolicy: {orderedPolicies: [{matchLabels: {t: a}}], basePolicy: "
+    "Random}}}\n"
     "  virtualMachineTemplate:\n    metadata: {labels: {app: vp}}\n"
     "    spec:\n      runStrategy: Always\n      dataVolumeTemplates: [{metadata: {name: d}}]\n"
     "      template:\n        spec:\n          tolerations: [{operator: Exists}]\n"
@@ -115,7 +116,8 @@ static const char *k_manifests =
     "---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: d-0}\n"
     "---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: dis}\n"
     "spec:\n  disruption: {budgets: [{nodes: \"50%\"}, {nodes: \"0\", schedule: \"@daily\", duration: 1h}]}\n"
-    "  template:\n    spec:\n      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]\n"
+    "  template:\n    spec:\n      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: "
+    "[on-demand]}]\n"
     "---\napiVersion: v1\nkind: Node\nmetadata:\n  name: m1\n  annotations: {dovetail.dev/nodepool-hash: \"0\"}\n"
     "  labels: {node.kubernetes.io/instance-type: b, topology.kubernetes.io/zone: z1,\n"
     "    karpenter.sh/capacity-type: on-demand, karpenter.sh/nodepool: dis}\n"
@@ -138,7 +140,8 @@ static const char *k_manifests =
     "spec: {selector: {matchLabels: {app: q}}, maxUnavailable: 1}\n"
     /* plain pods in a plain pool: cost packing (column generation) runs */
     "---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: open}\n"
-    "spec:\n  template:\n    spec:\n      requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [a]}]\n"
+    "spec:\n  template:\n    spec:\n      requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: "
+    "[a]}]\n"
     "---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api}\n"
     "spec:\n  replicas: 4\n  template:\n    spec:\n"
     "      containers: [{name: c, resources: {requests: {cpu: 700m, memory: 1Gi}}}]\n"
@@ -152,7 +155,8 @@ static dt_error g_err;
 /* A policy with the hooks a plan, a pool and a disruption pass call. */
 static const char *k_policy =
     "return {\n"
-    "  price = function(offers) local out = {} for i, o in ipairs(offers) do out[i] = o.price * 1.01 end return out end,\n"
+    "  price = function(offers) local out = {} for i, o in ipairs(offers) do out[i] = o.price * 1.01 end return out "
+    "end,\n"
     "  rank = function(claim, offers) local s = {} for i, o in ipairs(offers) do s[i] = o.price end return s end,\n"
     "  scale_in = function(pool, vms) local o = {} for i = #vms, 1, -1 do o[#o + 1] = vms[i] end return o end,\n"
     "  consolidation_order = function(c) local o = {} for i = 1, #c do o[i] = c[i] end return o end,\n"
@@ -255,8 +259,8 @@ static void test_oom(int with_err, int with_policy) {
     if (rc == 0) break;
     if (rc != DT_ENOMEM && !bad) {
       bad = 1;
-      CHECK(0, "allocation %ld failed at stage %d with %d (%s) instead of DT_ENOMEM (err %d, policy %d): %s", n,
-            stage, rc, dt_strerror(rc), with_err, with_policy, with_err ? g_err.msg : "");
+      CHECK(0, "allocation %ld failed at stage %d with %d (%s) instead of DT_ENOMEM (err %d, policy %d): %s", n, stage,
+            rc, dt_strerror(rc), with_err, with_policy, with_err ? g_err.msg : "");
     }
   }
   budget = -1;
@@ -365,7 +369,8 @@ static void test_api(void) {
   CHECK(found, "Standard_D4s_v5 is in the Azure catalog");
   dt_catalog_free(c);
   c = NULL;
-  CHECK(dt_catalog_load_named("gcp-us-central1", &c, &err) == DT_EINVAL && strstr(err.msg, "aws-us-east-1, azure-eastus"),
+  CHECK(dt_catalog_load_named("gcp-us-central1", &c, &err) == DT_EINVAL &&
+            strstr(err.msg, "aws-us-east-1, azure-eastus"),
         "an unknown catalog name lists the bundled ones: %s", err.msg);
   CHECK(dt_catalog_load_named("/no/such/catalog.json", &c, &err) == DT_EIO && strstr(err.msg, "cannot open"),
         "a path that does not exist is reported as a file: %s", err.msg);
@@ -460,7 +465,8 @@ static char *ov_cluster(unsigned seed, size_t *len) {
   char *b = malloc(cap);
   *len = 0;
   ov_rng = seed * 7919u + 1;
-  ov_put(&b, len, &cap, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
+  ov_put(&b, len, &cap,
+         "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
          "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},\"spec\":{"
          "\"disruption\":{\"budgets\":[{\"nodes\":\"%s\"}]},\"template\":{\"spec\":{\"requirements\":["
          "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
@@ -469,7 +475,8 @@ static char *ov_cluster(unsigned seed, size_t *len) {
          ov_next(2) ? "50%" : "100%", ov_next(2) ? ",\"spot\"" : "");
   bool stat = ov_next(3) == 0;
   if (stat)
-    ov_put(&b, len, &cap, ",{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"fixed\"},"
+    ov_put(&b, len, &cap,
+           ",{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"fixed\"},"
            "\"spec\":{\"replicas\":%u,\"template\":{\"spec\":{\"requirements\":["
            "{\"key\":\"node.kubernetes.io/instance-type\",\"operator\":\"In\",\"values\":[\"m5.large\"]}]}}}}",
            1 + ov_next(3));
@@ -480,63 +487,86 @@ static char *ov_cluster(unsigned seed, size_t *len) {
     const char *ct = !fixed && ov_next(4) == 0 ? "spot" : "on-demand";
     char extra[200] = "";
     if (team) /* custom labels, in either order */
-      snprintf(extra, sizeof extra, ov_next(2) ? ",\"team\":\"t%u\",\"env\":\"e%u\"" : ",\"env\":\"e%u\",\"team\":\"t%u\"",
-               ov_next(2), ov_next(2));
+      snprintf(extra, sizeof extra,
+               ov_next(2) ? ",\"team\":\"t%u\",\"env\":\"e%u\"" : ",\"env\":\"e%u\",\"team\":\"t%u\"", ov_next(2),
+               ov_next(2));
     char ann[300] = "";
     size_t an = 0;
-    if (ov_next(10) == 0) an += (size_t)snprintf(ann + an, sizeof ann - an, "\"dovetail.dev/nodepool-hash\":\"0000000000000000\"");
-    if (claim) an += (size_t)snprintf(ann + an, sizeof ann - an, "%s\"dovetail.dev/pods\":\"default/w-%u,default/nom-%u\"",
-                                      an ? "," : "", i, i);
-    if (ov_next(15) == 0) an += (size_t)snprintf(ann + an, sizeof ann - an, "%s\"karpenter.sh/do-not-disrupt\":\"true\"", an ? "," : "");
-    ov_put(&b, len, &cap, ",{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":\"n-%u\","
+    if (ov_next(10) == 0)
+      an += (size_t)snprintf(ann + an, sizeof ann - an, "\"dovetail.dev/nodepool-hash\":\"0000000000000000\"");
+    if (claim)
+      an += (size_t)snprintf(ann + an, sizeof ann - an, "%s\"dovetail.dev/pods\":\"default/w-%u,default/nom-%u\"",
+                             an ? "," : "", i, i);
+    if (ov_next(15) == 0)
+      an += (size_t)snprintf(ann + an, sizeof ann - an, "%s\"karpenter.sh/do-not-disrupt\":\"true\"", an ? "," : "");
+    ov_put(&b, len, &cap,
+           ",{\"apiVersion\":\"%s\",\"kind\":\"%s\",\"metadata\":{\"name\":\"n-%u\","
            "\"creationTimestamp\":\"2026-11-%02uT00:00:00Z\",\"annotations\":{%s},\"labels\":{"
            "\"node.kubernetes.io/instance-type\":\"%s\",\"topology.kubernetes.io/zone\":\"%s\","
-           "\"karpenter.sh/capacity-type\":\"%s\",\"karpenter.sh/nodepool\":\"%s\",\"kubernetes.io/arch\":\"amd64\"%s}}%s}",
+           "\"karpenter.sh/capacity-type\":\"%s\",\"karpenter.sh/nodepool\":\"%s\",\"kubernetes.io/"
+           "arch\":\"amd64\"%s}}%s}",
            claim ? "karpenter.sh/v1" : "v1", claim ? "NodeClaim" : "Node", i, 1 + ov_next(20), ann, type, zone, ct,
            fixed ? "fixed" : "default", extra,
-           ov_next(12) == 0 ? ",\"spec\":{\"taints\":[{\"key\":\"dedicated\",\"value\":\"x\",\"effect\":\"NoSchedule\"}]}" : "");
+           ov_next(12) == 0
+               ? ",\"spec\":{\"taints\":[{\"key\":\"dedicated\",\"value\":\"x\",\"effect\":\"NoSchedule\"}]}"
+               : "");
     unsigned np = ov_next(9);
     for (unsigned k = 0; k < np; k++, pods++) {
       unsigned kind = ov_next(12), app = ov_next(5);
       char spec[600] = "", meta[400] = "";
       size_t sn = 0, mn = 0;
       if (kind == 0) /* a DaemonSet's pod */
-        mn += (size_t)snprintf(meta + mn, sizeof meta - mn, ",\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"ds\"}]");
+        mn += (size_t)snprintf(meta + mn, sizeof meta - mn,
+                               ",\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"ds\"}]");
       if (kind == 1 && team) /* selects the node's own custom labels, in another order */
         sn += (size_t)snprintf(spec + sn, sizeof spec - sn, ",\"nodeSelector\":{\"env\":\"e%u\",\"team\":\"t%u\"}",
                                ov_next(2), ov_next(2));
       if (kind == 2)
-        sn += (size_t)snprintf(spec + sn, sizeof spec - sn, ",\"topologySpreadConstraints\":[{\"maxSkew\":1,"
-                               "\"topologyKey\":\"topology.kubernetes.io/zone\",\"whenUnsatisfiable\":\"DoNotSchedule\","
-                               "\"labelSelector\":{\"matchLabels\":{\"app\":\"a%u\"}}}]", app);
+        sn +=
+            (size_t)snprintf(spec + sn, sizeof spec - sn,
+                             ",\"topologySpreadConstraints\":[{\"maxSkew\":1,"
+                             "\"topologyKey\":\"topology.kubernetes.io/zone\",\"whenUnsatisfiable\":\"DoNotSchedule\","
+                             "\"labelSelector\":{\"matchLabels\":{\"app\":\"a%u\"}}}]",
+                             app);
       if (kind == 3)
-        sn += (size_t)snprintf(spec + sn, sizeof spec - sn, ",\"affinity\":{\"podAntiAffinity\":{"
+        sn += (size_t)snprintf(spec + sn, sizeof spec - sn,
+                               ",\"affinity\":{\"podAntiAffinity\":{"
                                "\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":"
-                               "\"kubernetes.io/hostname\",\"labelSelector\":{\"matchLabels\":{\"app\":\"a%u\"}}}]}}", app);
+                               "\"kubernetes.io/hostname\",\"labelSelector\":{\"matchLabels\":{\"app\":\"a%u\"}}}]}}",
+                               app);
       if (kind == 4)
-        mn += (size_t)snprintf(meta + mn, sizeof meta - mn, ",\"annotations\":{\"karpenter.sh/do-not-disrupt\":\"true\"}");
+        mn += (size_t)snprintf(meta + mn, sizeof meta - mn,
+                               ",\"annotations\":{\"karpenter.sh/do-not-disrupt\":\"true\"}");
       if (kind == 5)
-        mn += (size_t)snprintf(meta + mn, sizeof meta - mn, ",\"annotations\":{\"controller.kubernetes.io/pod-deletion-cost\":\"%u\"}",
-                               ov_next(1000));
-      if (kind == 6) sn += (size_t)snprintf(spec + sn, sizeof spec - sn, ",\"tolerations\":[{\"operator\":\"Exists\"}]");
-      ov_put(&b, len, &cap, ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-%u\",\"namespace\":\"default\","
+        mn +=
+            (size_t)snprintf(meta + mn, sizeof meta - mn,
+                             ",\"annotations\":{\"controller.kubernetes.io/pod-deletion-cost\":\"%u\"}", ov_next(1000));
+      if (kind == 6)
+        sn += (size_t)snprintf(spec + sn, sizeof spec - sn, ",\"tolerations\":[{\"operator\":\"Exists\"}]");
+      ov_put(&b, len, &cap,
+             ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-%u\",\"namespace\":\"default\","
              "\"labels\":{\"app\":\"a%u\"}%s},\"spec\":{\"nodeName\":\"n-%u\"%s,\"containers\":[{\"name\":\"c\","
              "%s\"resources\":{\"requests\":{\"cpu\":\"%um\",\"memory\":\"%uMi\"}}}]}}",
              pods, app, meta, i, spec, kind == 7 ? "\"ports\":[{\"containerPort\":80,\"hostPort\":8080}]," : "",
              50 + ov_next(900), 64 + ov_next(2000));
     }
     if (i > 0 && ov_next(10) == 0) /* a NodeClaim that the Node before it stands for (one machine) */
-      ov_put(&b, len, &cap, ",{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\",\"metadata\":{\"name\":\"c-%u\","
+      ov_put(&b, len, &cap,
+             ",{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodeClaim\",\"metadata\":{\"name\":\"c-%u\","
              "\"labels\":{\"karpenter.sh/nodepool\":\"default\"}},\"status\":{\"nodeName\":\"n-%u\"}}",
              i, i - 1);
     if (claim) /* pending pods nominated to the claim */
-      ov_put(&b, len, &cap, ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"nom-%u\",\"namespace\":\"default\"},"
-             "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"300m\"}}}]}}", i);
+      ov_put(&b, len, &cap,
+             ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"nom-%u\",\"namespace\":\"default\"},"
+             "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"300m\"}}}]}}",
+             i);
   }
   if (ov_next(2))
-    ov_put(&b, len, &cap, ",{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\",\"metadata\":{\"name\":\"pdb\","
-           "\"namespace\":\"default\"},\"spec\":{\"maxUnavailable\":%u,\"selector\":{\"matchLabels\":{\"app\":\"a%u\"}}}}",
-           ov_next(3), ov_next(5));
+    ov_put(
+        &b, len, &cap,
+        ",{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\",\"metadata\":{\"name\":\"pdb\","
+        "\"namespace\":\"default\"},\"spec\":{\"maxUnavailable\":%u,\"selector\":{\"matchLabels\":{\"app\":\"a%u\"}}}}",
+        ov_next(3), ov_next(5));
   ov_put(&b, len, &cap, "]}");
   return b;
 }
@@ -559,7 +589,8 @@ static int ov_same(const dt_catalog *c, const dt_manifests *m, const char *what,
     printf("overlay differs on %s (seed %u):\n", what, seed);
     for (size_t i = 0; ta && tr && ta[i]; i++)
       if (ta[i] != tr[i]) {
-        printf("  overlay: ...%.300s\n  rebuild: ...%.300s\n", ta + (i > 200 ? i - 200 : 0), tr + (i > 200 ? i - 200 : 0));
+        printf("  overlay: ...%.300s\n  rebuild: ...%.300s\n", ta + (i > 200 ? i - 200 : 0),
+               tr + (i > 200 ? i - 200 : 0));
         break;
       }
   }
@@ -580,7 +611,8 @@ static void test_overlay(void) {
   /* a policy whose score and consolidation order change what the simulations launch and try */
   static const char *k_ov_policy =
       "return {\n"
-      "  score = function(o) return (o.capacityType == 'spot' and 2 or 1) * o.price * (o.family == 'c5' and 0.8 or 1) end,\n"
+      "  score = function(o) return (o.capacityType == 'spot' and 2 or 1) * o.price * (o.family == 'c5' and 0.8 or 1) "
+      "end,\n"
       "  consolidation_order = function(c) local o = {} for i = #c, 1, -1 do o[#o + 1] = c[i] end return o end,\n"
       "}\n";
   dt_policy *pol = NULL;
@@ -609,7 +641,8 @@ static void test_overlay(void) {
     dt_manifests_free(m);
     free(text);
   }
-  static const char *files[] = {"examples/disrupt.yaml", "examples/simulate/cluster.yaml", "spec/fixtures/cluster-dump.yaml"};
+  static const char *files[] = {"examples/disrupt.yaml", "examples/simulate/cluster.yaml",
+                                "spec/fixtures/cluster-dump.yaml"};
   for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
     dt_manifests *m = dt_manifests_new();
     if (dt_manifests_add_file(m, files[i], &err)) {
@@ -619,8 +652,9 @@ static void test_overlay(void) {
     }
     dt_manifests_free(m);
   }
-  CHECK(bad == 0, "a disruption pass on the compiled cluster decides as one compiling every simulation (%u of %u differ)",
-        bad, runs);
+  CHECK(bad == 0,
+        "a disruption pass on the compiled cluster decides as one compiling every simulation (%u of %u differ)", bad,
+        runs);
   CHECK(commands > 60, "the generated clusters make commands that move pods between simulations (%u)", commands);
   printf("overlay: %u passes compared, %u commands\n", runs, commands);
   dt_policy_free(pol);
@@ -677,8 +711,8 @@ static void test_plan_results(const dt_catalog *c, dt_manifests *m) {
               same_str(k.capacity_type, jstr(j, "capacityType")),
           "claim %zu is the JSON's nodeClaims[%zu] (%s)", i, i, k.name ? k.name : "NULL");
     CHECK(same_price(cJSON_GetObjectItemCaseSensitive(j, "price"), k.price) && k.price > 0, "claim %zu's price", i);
-    CHECK(same_strs(cJSON_GetObjectItemCaseSensitive(j, "pods"), k.pods, k.npods) && k.npods > 0,
-          "claim %zu's pods", i);
+    CHECK(same_strs(cJSON_GetObjectItemCaseSensitive(j, "pods"), k.pods, k.npods) && k.npods > 0, "claim %zu's pods",
+          i);
     CHECK(same_strs(cJSON_GetObjectItemCaseSensitive(j, "instanceTypeOptions"), k.instance_type_options, k.noptions) &&
               k.noptions > 0,
           "claim %zu's options", i);
@@ -692,11 +726,31 @@ static void test_plan_results(const dt_catalog *c, dt_manifests *m) {
     }
     CHECK(reqs, "claim %zu's requests", i);
     CHECK((k.reservation_id != NULL) == !strcmp(k.capacity_type, "reserved"), "claim %zu's reservation", i);
+    /* its NodeClaim object: as planned, every option; as launched, the planned type alone */
+    for (int launched = 0; launched < 2; launched++) {
+      size_t len = 0;
+      char *obj = dt_plan_claim_object(p, i, launched, &len);
+      cJSON *o = obj ? cJSON_ParseWithLength(obj, len) : NULL;
+      const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata"), *types = NULL, *r;
+      cJSON_ArrayForEach(r, cJSON_GetObjectItemCaseSensitive(
+                                cJSON_GetObjectItemCaseSensitive(o, "spec"),
+                                "requirements")) if (same_str("node.kubernetes.io/instance-type", jstr(r, "key")))
+          types = cJSON_GetObjectItemCaseSensitive(r, "values");
+      CHECK(o && len == strlen(obj) && same_str("NodeClaim", jstr(o, "kind")) && same_str(k.name, jstr(md, "name")) &&
+                same_str(k.nodepool, jstr(cJSON_GetObjectItemCaseSensitive(md, "labels"), "karpenter.sh/nodepool")) &&
+                (launched ? cJSON_GetArraySize(types) == 1 &&
+                                same_str(k.instance_type, cJSON_GetArrayItem(types, 0)->valuestring)
+                          : cJSON_GetArraySize(types) >= 1),
+            "claim %zu's NodeClaim object (launched %d)", i, launched);
+      cJSON_Delete(o);
+      dt_free(obj);
+    }
     pods += k.npods;
   }
   dt_claim_info untouched = {.name = "kept"};
   CHECK(dt_plan_claim(p, n, &untouched) == DT_ERANGE && !strcmp(untouched.name, "kept"),
         "a claim past the count is DT_ERANGE and leaves out alone");
+  CHECK(!dt_plan_claim_object(p, n, 0, NULL), "no object past the count");
   const cJSON *ju = cJSON_GetObjectItemCaseSensitive(doc, "unschedulable");
   size_t nu = dt_plan_unschedulable_count(p);
   CHECK(nu == st.unschedulable && nu == (size_t)cJSON_GetArraySize(ju) && nu > 0, "unschedulable pods (%zu)", nu);
@@ -752,7 +806,8 @@ static void test_disrupt_results(const dt_catalog *c, const dt_manifests *m) {
     }
     CHECK(same, "command %zu's nodes", i);
     const cJSON *jr = cJSON_GetObjectItemCaseSensitive(j, "replacements");
-    same = k.nreplacements == (size_t)cJSON_GetArraySize(jr) && !strcmp(k.action, k.nreplacements ? "replace" : "delete");
+    same =
+        k.nreplacements == (size_t)cJSON_GetArraySize(jr) && !strcmp(k.action, k.nreplacements ? "replace" : "delete");
     for (size_t q = 0; same && q < k.nreplacements; q++) {
       const cJSON *x = cJSON_GetArrayItem(jr, (int)q);
       const dt_claim_info *r = &k.replacements[q];
@@ -813,6 +868,18 @@ static void test_pool_results(const dt_manifests *m) {
                 (a.vm ? same_str(a.vm, jstr(x, "name")) && a.count == 1 : a.count > 1) &&
                 (a.action ? same_str(a.action, jstr(x, "action")) : !jstr(x, "action")),
             "action %zu is the JSON's %s[%d]", i, lists[a.list], at[a.list] - 1);
+      size_t len = 0;
+      char *obj = dt_pools_action_object(r, i, &len);
+      cJSON *o = obj ? cJSON_ParseWithLength(obj, len) : NULL;
+      const cJSON *xo = cJSON_GetObjectItemCaseSensitive(x, "object");
+      CHECK(a.list == DT_POOL_CREATE
+                ? o && same_str("VirtualMachine", jstr(o, "kind")) &&
+                      same_str(a.vm, jstr(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "name")) &&
+                      cJSON_Compare(o, xo, true)
+                : (o != NULL) == (xo != NULL),
+            "action %zu's object is the JSON's", i);
+      cJSON_Delete(o);
+      dt_free(obj);
       by_list[a.list]++;
     }
     for (int l = 0; l < 6; l++)
@@ -823,7 +890,9 @@ static void test_pool_results(const dt_manifests *m) {
             st.create > 0 && st.heal > 0,
         "the actions add up to the summary (%zu create, %zu heal)", st.create, st.heal);
   dt_pool_action_info a;
-  CHECK(dt_pools_action(r, seen, &a) == DT_ERANGE && dt_pools_pool(r, 1, &pi) == DT_ERANGE, "past the counts");
+  CHECK(dt_pools_action(r, seen, &a) == DT_ERANGE && dt_pools_pool(r, 1, &pi) == DT_ERANGE &&
+            !dt_pools_action_object(r, seen, NULL),
+        "past the counts");
   cJSON_Delete(doc);
   dt_pools_free(r);
 }
