@@ -1,8 +1,8 @@
 /*
-** catalog.c: the static/file catalog provider. Reads the JSON catalog shape of
-** DESIGN.md "Inputs", derives offerings when none are given, computes node
-** overhead (explicit, or Karpenter's AWS formulas) and the labels a node of
-** each type carries.
+** catalog.c: the static/file catalog provider. Reads the JSON catalog shape
+** the README's "Catalog format" documents, derives offerings when none are
+** given, computes node overhead (explicit, or Karpenter's AWS formulas) and
+** the labels a node of each type carries.
 **
 ** AWS overhead, as karpenter-provider-aws pkg/providers/instancetype/types.go
 ** (see providers/catalogs/README.md for sources):
