@@ -798,7 +798,7 @@ void dt__json_styled(const cJSON *n, const cJSON *parent, dt_buf *b, int depth, 
   dt__buf_putc(b, obj ? '}' : ']');
 }
 
-void dt__json_pretty(const cJSON *n, dt_buf *b, int depth) { dt__json_styled(n, NULL, b, depth, NULL); }
+static void json_pretty(const cJSON *n, dt_buf *b, int depth) { dt__json_styled(n, NULL, b, depth, NULL); }
 
 /* ------------------------------------------------------ result documents */
 
@@ -836,6 +836,6 @@ void dt__doc_write(const cJSON *root, dt_format format, dt_buf *b) {
     cJSON_Delete(docs);
     return;
   }
-  dt__json_pretty(root, b, 0);
+  json_pretty(root, b, 0);
   dt__buf_putc(b, '\n');
 }

@@ -187,9 +187,7 @@ void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const d
                        dt_req *out);
 bool dt__req_has(const dt_symtab *t, const dt_req *r, dt_sym v);  /* v = 0: the key is absent */
 bool dt__req_intersects(const dt_symtab *t, const dt_req *x, const dt_req *y);
-bool dt__req_is_empty(const dt_req *r); /* concrete and no values (DoesNotExist) */
 dt_op dt__req_operator(const dt_req *r);
-bool dt__req_equal(const dt_req *x, const dt_req *y);
 const dt_req *dt__reqs_get(const dt_reqs *s, dt_sym key);
 /* out = s ∩ {r}; out may alias nothing; arena-owned. */
 void dt__reqs_add(dt_arena *a, const dt_symtab *t, const dt_reqs *s, const dt_req *r, dt_reqs *out);
@@ -274,10 +272,9 @@ int64_t dt__cron_next(const dt_cron *c, int64_t after); /* first hit > after, -1
 void dt__cron_free(dt_cron *c);
 
 /* JSON text: canonical (compact, object keys sorted bytewise, numbers as
-** written), so equal values hash equal whatever their key order; and pretty
-** (two-space indent, keys in tree order) for output. */
+** written), so equal values hash equal whatever their key order; output is
+** pretty (two-space indent, keys in tree order). */
 void dt__json_canon(const cJSON *n, dt_buf *b);
-void dt__json_pretty(const cJSON *n, dt_buf *b, int depth);
 /* Pretty, but the containers on_one_line picks (given the container and
 ** its parent) written on one line: {"k": v, "k2": v2}, [a, b]. */
 typedef bool (*dt_json_inline)(const cJSON *n, const cJSON *parent);

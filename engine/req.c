@@ -174,7 +174,6 @@ dt_op dt__req_operator(const dt_req *r) {
   return r->n ? DT_OP_IN : DT_OP_DOESNOTEXIST;
 }
 
-bool dt__req_is_empty(const dt_req *r) { return !r->complement && r->n == 0; }
 
 bool dt__req_has(const dt_symtab *t, const dt_req *r, dt_sym v) {
   if (!v) {
@@ -223,7 +222,7 @@ bool dt__req_intersects(const dt_symtab *t, const dt_req *x, const dt_req *y) {
          (oy == DT_OP_NOTIN || oy == DT_OP_DOESNOTEXIST);
 }
 
-bool dt__req_equal(const dt_req *x, const dt_req *y) {
+static bool req_equal(const dt_req *x, const dt_req *y) {
   return x->key == y->key && x->complement == y->complement && x->has_gte == y->has_gte &&
          x->has_lte == y->has_lte && (!x->has_gte || x->gte == y->gte) &&
          (!x->has_lte || x->lte == y->lte) && x->n == y->n && x->min_values == y->min_values &&
@@ -278,7 +277,7 @@ void dt__reqs_merge(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_
 bool dt__reqs_equal(const dt_reqs *x, const dt_reqs *y) {
   if (x->n != y->n) return false;
   for (uint32_t i = 0; i < x->n; i++)
-    if (!dt__req_equal(&x->r[i], &y->r[i])) return false;
+    if (!req_equal(&x->r[i], &y->r[i])) return false;
   return true;
 }
 

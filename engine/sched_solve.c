@@ -696,4 +696,3 @@ int16_t dt__x_slot(const dt_plan *p, dt_sym key) { return slot_of(p, key); }
 bool dt__x_ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb) {
   return dt__sched_ports_conflict(p, a, na, b, nb);
 }
-int dt__x_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) { return dt__sched_class_for(p, si, rx); }

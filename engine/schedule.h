@@ -406,7 +406,6 @@ bool dt__x_fits(const dt_plan *p, const int64_t *alloc, const int64_t *used, con
 int16_t dt__x_slot(const dt_plan *p, dt_sym key);
 bool dt__x_ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb);
 void dt__x_diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b);
-int dt__x_class_for(dt_plan *p, uint32_t si, const rt_relax *rx);
 
 /* explain.c: --explain POD. begin finds the pod (DT_EINVAL when it is not
 ** in the plan); attempt records, before each try of that pod, why every
