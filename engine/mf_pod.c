@@ -288,6 +288,19 @@ static int match_fields(mctx *x, const cJSON *arr, const char *field, dt_mreqs *
   return 0;
 }
 
+/* The elements of list field f (v, an array), zeroed, one of size each;
+** NULL with the error recorded when v is not a list or out of memory. */
+static void *list_alloc(mctx *x, const cJSON *v, const char *f, size_t size) {
+  if (!cJSON_IsArray(v)) {
+    mf_bad(x, f, "expected a list");
+    return NULL;
+  }
+  size_t n = (size_t)cJSON_GetArraySize(v);
+  void *e = dt__calloc(n ? n : 1, size);
+  if (!e) mf_oom(x);
+  return e;
+}
+
 int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   const cJSON *spec = mf_get(tmpl, "spec");
   char f[300];
@@ -320,10 +333,8 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
              "nodeSelectorTerms");
   if (terms && !cJSON_IsNull(terms)) {
     dt__join(f, sizeof f, path, ".affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
-    if (!cJSON_IsArray(terms)) return mf_bad(x, f, "expected a list");
-    size_t n = (size_t)cJSON_GetArraySize(terms), i = 0;
-    p->terms = dt__calloc(n ? n : 1, sizeof *p->terms);
-    if (!p->terms) return mf_oom(x);
+    size_t i = 0;
+    if (!(p->terms = list_alloc(x, terms, f, sizeof *p->terms))) return mf_failed(x);
     for (const cJSON *t = terms->child; t; t = t->next, i++) {
       char g[400];
       snprintf(g, sizeof g, "%s[%zu].matchExpressions", f, i);
@@ -337,10 +348,8 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   const cJSON *pref = mf_get(na, "preferredDuringSchedulingIgnoredDuringExecution");
   if (pref && !cJSON_IsNull(pref)) {
     dt__join(f, sizeof f, path, ".affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution");
-    if (!cJSON_IsArray(pref)) return mf_bad(x, f, "expected a list");
-    size_t n = (size_t)cJSON_GetArraySize(pref), i = 0;
-    p->pref = dt__calloc(n ? n : 1, sizeof *p->pref);
-    if (!p->pref) return mf_oom(x);
+    size_t i = 0;
+    if (!(p->pref = list_alloc(x, pref, f, sizeof *p->pref))) return mf_failed(x);
     for (const cJSON *t = pref->child; t; t = t->next, i++) {
       char g[500];
       const cJSON *w = mf_get(t, "weight");
@@ -680,6 +689,14 @@ fail:
   return mf_failed(x);
 }
 
+/* A cluster-scoped object (PersistentVolume, StorageClass): its name read,
+** checked for duplicates and taken as t's key; 0 or the error. */
+static int topo_named(mctx *x, const cJSON *o, dt_topo_obj *t) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name)) return mf_failed(x);
+  return (t->key = dt__strdup(name)) ? 0 : mf_oom(x);
+}
+
 static int topo_push(mctx *x, dt_topo_obj *t) {
   if (dt__vec_push(&x->m->topo, *t)) {
     mf_topo_free(t);
@@ -712,10 +729,9 @@ int mf_volume(mctx *x, const cJSON *o) {
 
 /* A PersistentVolume: where it can be attached (its required node affinity). */
 int mf_persistent_volume(mctx *x, const cJSON *o) {
-  const char *ns, *name;
-  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name)) return mf_failed(x);
-  dt_topo_obj t = {"PV", dt__strdup(name), NULL, NULL, false, {0}};
-  if (!t.key) return mf_oom(x);
+  dt_topo_obj t = {"PV", NULL, NULL, NULL, false, {0}};
+  int rc = topo_named(x, o, &t);
+  if (rc) return rc;
   const cJSON *terms = mf_get(mf_get(mf_get(mf_get(o, "spec"), "nodeAffinity"), "required"), "nodeSelectorTerms");
   if (cJSON_GetArraySize(terms) > 1)
     dt__buf_printf(&x->m->notes, "%s: %s: spec.nodeAffinity has %d terms; pods follow the first\n", x->file, x->obj,
@@ -732,11 +748,10 @@ int mf_persistent_volume(mctx *x, const cJSON *o) {
 /* A StorageClass: WaitForFirstConsumer and its allowedTopologies (each
 ** label's values; one term, as Karpenter reads the first). */
 int mf_storage_class(mctx *x, const cJSON *o) {
-  const char *ns, *name;
-  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name)) return mf_failed(x);
   const char *mode = mf_get_str(o, "volumeBindingMode");
-  dt_topo_obj t = {"SC", dt__strdup(name), NULL, NULL, mode && !strcmp(mode, "WaitForFirstConsumer"), {0}};
-  if (!t.key) return mf_oom(x);
+  dt_topo_obj t = {"SC", NULL, NULL, NULL, mode && !strcmp(mode, "WaitForFirstConsumer"), {0}};
+  int rc = topo_named(x, o, &t);
+  if (rc) return rc;
   const cJSON *at = mf_get(o, "allowedTopologies");
   if (at && at->child) {
     cJSON *exprs = cJSON_CreateArray(), *e;
@@ -747,7 +762,7 @@ int mf_storage_class(mctx *x, const cJSON *o) {
       cJSON_AddItemToObject(r, "values", cJSON_Duplicate(mf_get(e, "values"), true));
       cJSON_AddItemToArray(exprs, r);
     }
-    int rc = mf_parse_mreqs(x, exprs, "allowedTopologies[0].matchLabelExpressions", &t.term, false);
+    rc = mf_parse_mreqs(x, exprs, "allowedTopologies[0].matchLabelExpressions", &t.term, false);
     cJSON_Delete(exprs);
     if (rc) {
       mf_topo_free(&t);
