@@ -674,11 +674,9 @@ int mf_node(mctx *x, const cJSON *o, bool is_claim) {
     n.unschedulable = cJSON_IsTrue(u);
     const char *pid = mf_get_str(spec, "providerID");
     if (pid && *pid && !(n.provider_id = dt__strdup(pid))) goto nomem;
+    /* A Node without status.allocatable gets its instance type's from the
+    ** catalog, when the scheduler compiles it. */
     n.initialized = true;
-    if (n.allocatable.n == 0) {
-      /* A Node without status.allocatable only makes sense if its instance
-      ** type is in the catalog; the scheduler derives it then. */
-    }
   }
   if (dt__vec_push(&x->m->nodes, n)) goto nomem;
   return 0;
