@@ -88,8 +88,10 @@ void *dt__calloc(size_t n, size_t size) {
   }
   size_t total = n * size;
   void *p = g_malloc(total ? total : 1);
-  if (p) memset(p, 0, total);
-  else t_alloc_failed = 1;
+  if (p)
+    memset(p, 0, total);
+  else
+    t_alloc_failed = 1;
   return p;
 }
 
@@ -190,7 +192,7 @@ static void *arena_take(dt_arena *a, size_t n) {
 void dt__arena_reserve(dt_arena *a, size_t n) {
   if (a->head) return;
   void *p = arena_take(a, n); /* not cleared: what is carved from it later is */
-  if (p) a->used = 0; /* the first chunk, empty again */
+  if (p) a->used = 0;         /* the first chunk, empty again */
 }
 
 char *dt__arena_strdup(dt_arena *a, const char *s) {
@@ -448,10 +450,9 @@ int64_t dt__days_from_civil(int64_t y, int m, int d) {
 
 int dt_time_parse(const char *s, int64_t *out, dt_error *err) {
   int y, mo, d, h, mi, se, n = 0;
-  if (!s || sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 ||
-      mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
-    return dt__err(err, DT_EINVAL, "invalid time \"%s\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z",
-                   s ? s : "");
+  if (!s || sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || mo < 1 || mo > 12 ||
+      d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+    return dt__err(err, DT_EINVAL, "invalid time \"%s\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z", s ? s : "");
   const char *p = s + n;
   if (*p == '.') {
     p++;

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#define respond dt__httpd_respond
+#define respond       dt__httpd_respond
 #define respond_error dt__httpd_error
-#define path_is dt__httpd_path
-#define method_is dt__httpd_method
+#define path_is       dt__httpd_path
+#define method_is     dt__httpd_method
 
 static bool authorized(h2o_req_t *req) {
   if (!D.token) return true;
@@ -300,8 +300,8 @@ static void histogram(dt_buf *b, const char *name, const char *help, const doubl
   dt__buf_printf(b, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
   for (int i = 0; i < 8; i++)
     dt__buf_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name, le[i], (unsigned long long)bucket[i]);
-  dt__buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, (unsigned long long)count,
-                 name, sum, name, (unsigned long long)count);
+  dt__buf_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n%s_sum %.6f\n%s_count %llu\n", name, (unsigned long long)count, name,
+                 sum, name, (unsigned long long)count);
 }
 
 static int get_metrics(h2o_req_t *req) {

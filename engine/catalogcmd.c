@@ -109,9 +109,10 @@ static char *render_json(const dt_catalog *c, filter *f, size_t *len) {
       dt__json_put_str(jo, "zone", o->zone);
       dt__json_put_str(jo, "capacityType", dt__ct_names[o->ct]);
       dt__json_put(jo, "price", cJSON_CreateRaw(price));
-      dt__json_put(jo, "available", o->available < 0    ? cJSON_CreateTrue()
-                                    : o->available == 0 ? cJSON_CreateFalse()
-                                                        : cJSON_CreateNumber((double)o->available));
+      dt__json_put(jo, "available",
+                   o->available < 0    ? cJSON_CreateTrue()
+                   : o->available == 0 ? cJSON_CreateFalse()
+                                       : cJSON_CreateNumber((double)o->available));
       if (o->reservation) dt__json_put_str(jo, "reservationID", o->reservation);
       no++;
     }
@@ -155,7 +156,7 @@ static void row(const dt_ctype *t, const dt_coffer *o, char cell[NC][128]) {
 }
 
 static char *render_table(const dt_catalog *c, filter *f, size_t *len) {
-  static const char *head[NC] = {"INSTANCE TYPE", "ARCH", "VCPU", "CPU", "MEMORY", "PODS",
+  static const char *head[NC] = {"INSTANCE TYPE", "ARCH", "VCPU",     "CPU",    "MEMORY",   "PODS",
                                  "GPUS",          "ZONE", "CAPACITY", "$/HOUR", "AVAILABLE"};
   size_t w[NC];
   for (int i = 0; i < NC; i++) w[i] = strlen(head[i]);

@@ -236,8 +236,8 @@ int64_t dt__cron_next(const dt_cron *c, int64_t after) {
 static int parse_fields(const char *spec, dt_cron *c, char *why, size_t n) {
   static const struct {
     const char *name, *expr;
-  } macros[] = {{"@yearly", "0 0 1 1 *"},  {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
-                {"@weekly", "0 0 * * 0"},  {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
+  } macros[] = {{"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
+                {"@weekly", "0 0 * * 0"}, {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
                 {"@hourly", "0 * * * *"}};
   memset(c, 0, sizeof *c);
   while (isspace((unsigned char)*spec)) spec++;
@@ -258,7 +258,8 @@ static int parse_fields(const char *spec, dt_cron *c, char *why, size_t n) {
     f[nf++] = t;
   }
   if (nf != 5) {
-    snprintf(why, n, "expected 5 fields (minute hour day-of-month month day-of-week), got %s", nf > 5 ? "more" : "fewer");
+    snprintf(why, n, "expected 5 fields (minute hour day-of-month month day-of-week), got %s",
+             nf > 5 ? "more" : "fewer");
     return -1;
   }
   uint64_t m;

@@ -19,11 +19,11 @@
 
 #include <uv.h>
 
-#define MAX_DECISIONS 200
-#define KEY_MAX DT_KEY_MAX
-#define obj_key dt__obj_key
+#define MAX_DECISIONS   200
+#define KEY_MAX         DT_KEY_MAX
+#define obj_key         dt__obj_key
 #define REQUEUE_BASE_MS 1000
-#define REQUEUE_MAX_MS 300000
+#define REQUEUE_MAX_MS  300000
 
 typedef struct obj {
   char *key;    /* Kind/namespace/name */
@@ -159,27 +159,27 @@ extern dtd dt__daemon;
 #define D dt__daemon
 
 extern const double dt__plan_buckets[8], dt__lag_buckets[8];
-#define k_buckets dt__plan_buckets
+#define k_buckets     dt__plan_buckets
 #define k_lag_buckets dt__lag_buckets
 
 static inline cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
-#define arm_batch dt__ctl_arm_batch
-#define handle_event dt__ctl_handle_event
-#define load_state dt__ctl_load_state
-#define logf_ dt__ctl_logf_
-#define wall dt__ctl_wall
-#define obj_put dt__ctl_obj_put
-#define obj_put_text dt__ctl_obj_put_text
-#define on_disrupt dt__ctl_on_disrupt
+#define arm_batch     dt__ctl_arm_batch
+#define handle_event  dt__ctl_handle_event
+#define load_state    dt__ctl_load_state
+#define logf_         dt__ctl_logf_
+#define wall          dt__ctl_wall
+#define obj_put       dt__ctl_obj_put
+#define obj_put_text  dt__ctl_obj_put_text
+#define on_disrupt    dt__ctl_on_disrupt
 #define on_poll_timer dt__ctl_on_poll_timer
-#define save_state dt__ctl_save_state
-#define state_dirty dt__ctl_state_dirty
-#define tm_start dt__ctl_tm_start
-#define tm_stop dt__ctl_tm_stop
-#define forget dt__ctl_forget
-#define reload dt__ctl_reload
-#define ctl_free dt__ctl_serve_free
+#define save_state    dt__ctl_save_state
+#define state_dirty   dt__ctl_state_dirty
+#define tm_start      dt__ctl_tm_start
+#define tm_stop       dt__ctl_tm_stop
+#define forget        dt__ctl_forget
+#define reload        dt__ctl_reload
+#define ctl_free      dt__ctl_serve_free
 
 /* the clock: now (Unix seconds), and timers on it */
 int64_t wall(void);

@@ -34,7 +34,6 @@
 
 /* ------------------------------------------------------------ output */
 
-
 /* A string for the result: copied into its arena (NULL stays NULL). */
 const char *dt__dr_rstr(state *st, const char *s) { return s ? dt__arena_strdup(&st->r->arena, s) : NULL; }
 
@@ -154,8 +153,10 @@ static int nominated(state *st, size_t cap) {
     dt_sym sy = dt__sym(&specs, k);
     while (!specs.oom && spec_of.n <= sy)
       if (dt__vec_push(&spec_of, (size_t)0)) specs.oom = 1;
-    if (specs.oom) rc = DT_ENOMEM;
-    else if (!spec_of.v[sy]) spec_of.v[sy] = i + 1;
+    if (specs.oom)
+      rc = DT_ENOMEM;
+    else if (!spec_of.v[sy])
+      spec_of.v[sy] = i + 1;
   }
   for (size_t i = 0; i < m->nodes.n && !rc && specs.n; i++)
     for (size_t k = 0; k < m->nodes.v[i].npods && !rc; k++) {
@@ -404,7 +405,8 @@ bool dt__dr_eligible(state *st, size_t i, bool check_pods) {
     }
     if (st->pod_pdb[pi] >= 0 && st->pdb_allowed[st->pod_pdb[pi]] <= 0) {
       const dt_pdb *b = &st->m->pdbs.v[st->pod_pdb[pi]];
-      dt__dr_why(st, i, "PDB: PodDisruptionBudget %s/%s allows no eviction of pod %s/%s now", b->ns, b->name, p->ns, p->name);
+      dt__dr_why(st, i, "PDB: PodDisruptionBudget %s/%s allows no eviction of pod %s/%s now", b->ns, b->name, p->ns,
+                 p->name);
       return false;
     }
   }
@@ -424,7 +426,7 @@ bool dt__dr_settled(state *st, size_t i) {
   int64_t since = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
   if (since && st->o.now - since < p->consolidate_after) {
     dt__dr_why(st, i, "consolidateAfter %llds not elapsed (%llds since the last pod event)",
-        (long long)p->consolidate_after, (long long)(st->o.now - since));
+               (long long)p->consolidate_after, (long long)(st->o.now - since));
     return false;
   }
   return true;
@@ -481,8 +483,8 @@ static int disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const d
     if (d->extra || d->removed) continue;
     dt_blocked_info b = {dt__dr_rstr(&st, d->n->name),
                          dt__dr_rstr(&st, d->why[0] ? d->why
-                                             : "nothing to do: not empty, drifted or expired, and no cheaper "
-                                               "arrangement was found")};
+                                                    : "nothing to do: not empty, drifted or expired, and no cheaper "
+                                                      "arrangement was found")};
     if (dt__vec_push(&r->blocked, b)) rc = DT_ENOMEM;
     r->stats.blocked++;
   }
@@ -532,4 +534,3 @@ int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, co
                             dt_disruption **out, dt_error *err) {
   return disrupt_run(catalog, m, opts, true, out, err);
 }
-

@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MULTI_MAX 100       /* candidates a multi-node command may take */
-#define SPOT_TO_SPOT_MIN 15 /* cheaper spot options single-node spot-to-spot needs */
-#define BALANCED_K 2.0      /* Balanced approves a move scoring >= 1/k */
+#define MULTI_MAX        100 /* candidates a multi-node command may take */
+#define SPOT_TO_SPOT_MIN 15  /* cheaper spot options single-node spot-to-spot needs */
+#define BALANCED_K       2.0 /* Balanced approves a move scoring >= 1/k */
 
 typedef struct dnode {
   dt_node *n; /* the manifest node, or a replacement made by this pass */

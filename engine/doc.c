@@ -22,10 +22,8 @@ static bool is_null(const char *s, size_t n) {
 }
 
 static int is_bool(const char *s, size_t n) {
-  if ((n == 4 && (!memcmp(s, "true", 4) || !memcmp(s, "True", 4) || !memcmp(s, "TRUE", 4))))
-    return 1;
-  if ((n == 5 && (!memcmp(s, "false", 5) || !memcmp(s, "False", 5) || !memcmp(s, "FALSE", 5))))
-    return 0;
+  if ((n == 4 && (!memcmp(s, "true", 4) || !memcmp(s, "True", 4) || !memcmp(s, "TRUE", 4)))) return 1;
+  if ((n == 5 && (!memcmp(s, "false", 5) || !memcmp(s, "False", 5) || !memcmp(s, "FALSE", 5)))) return 0;
   return -1;
 }
 
@@ -165,8 +163,7 @@ static int parse_json(const char *name, const char *buf, size_t len, cJSON **out
   if (why) {
     int line, col;
     line_col(buf, bad, &line, &col);
-    return dt__err(err, strcmp(why, "invalid UTF-8") ? DT_ELIMIT : DT_EINVAL, "%s:%d:%d: %s", name, line, col,
-                   why);
+    return dt__err(err, strcmp(why, "invalid UTF-8") ? DT_ELIMIT : DT_EINVAL, "%s:%d:%d: %s", name, line, col, why);
   }
   const char *end = NULL;
   dt__alloc_failed(1);
@@ -193,8 +190,7 @@ static int parse_json(const char *name, const char *buf, size_t len, cJSON **out
     int line, col;
     line_col(buf, (size_t)(end - buf), &line, &col);
     cJSON_Delete(doc);
-    return dt__err(err, DT_EINVAL, "%s:%d:%d: malformed JSON: unexpected text after the document",
-                   name, line, col);
+    return dt__err(err, DT_EINVAL, "%s:%d:%d: malformed JSON: unexpected text after the document", name, line, col);
   }
   cJSON *docs = cJSON_CreateArray();
   if (!docs) {
@@ -234,9 +230,9 @@ typedef struct ystate {
   const char *name;
   DT_VEC(level) stack;
   DT_VEC(anchor) anchors;
-  dt_symtab keys;        /* "<mapping id><key>" of mappings past SMALL_MAP keys */
+  dt_symtab keys; /* "<mapping id><key>" of mappings past SMALL_MAP keys */
   uint32_t next_id;
-  uint64_t alias_left;   /* nodes aliases may still copy */
+  uint64_t alias_left; /* nodes aliases may still copy */
   dt_error *err;
 } ystate;
 
@@ -316,8 +312,7 @@ static int attach(ystate *st, cJSON *node, const yaml_mark_t *mark, const char *
     }
     if (lv->nkeys >= DT_MAX_KEYS) {
       cJSON_Delete(node);
-      return yerr(st, mark, DT_ELIMIT, "a mapping with more than %d keys (the limit on keys per mapping)",
-                  DT_MAX_KEYS);
+      return yerr(st, mark, DT_ELIMIT, "a mapping with more than %d keys (the limit on keys per mapping)", DT_MAX_KEYS);
     }
     int dup = seen_key(st, lv, k);
     if (dup) {
@@ -399,18 +394,15 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
         rc = dt__err(err, DT_ENOMEM, "%s: out of memory parsing YAML", name);
         break;
       }
-      rc = dt__err(err, DT_EINVAL, "%s:%zu:%zu: malformed YAML: %s%s%s", name,
-                   (size_t)p.problem_mark.line + 1, (size_t)p.problem_mark.column + 1,
-                   p.problem ? p.problem : "syntax error", p.context ? " " : "",
+      rc = dt__err(err, DT_EINVAL, "%s:%zu:%zu: malformed YAML: %s%s%s", name, (size_t)p.problem_mark.line + 1,
+                   (size_t)p.problem_mark.column + 1, p.problem ? p.problem : "syntax error", p.context ? " " : "",
                    p.context ? p.context : "");
       break;
     }
     yaml_event_type_t type = ev.type;
     const yaml_mark_t *mark = &ev.start_mark;
     switch (type) {
-    case YAML_DOCUMENT_START_EVENT:
-      st.stack.n = 0;
-      break;
+    case YAML_DOCUMENT_START_EVENT: st.stack.n = 0; break;
     case YAML_MAPPING_START_EVENT:
       rc = push(&st, docs, cJSON_CreateObject(), mark, (const char *)ev.data.mapping_start.anchor);
       break;
@@ -437,11 +429,8 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
       }
       break;
     }
-    case YAML_ALIAS_EVENT:
-      rc = alias(&st, mark, (const char *)ev.data.alias.anchor);
-      break;
-    default:
-      break;
+    case YAML_ALIAS_EVENT: rc = alias(&st, mark, (const char *)ev.data.alias.anchor); break;
+    default: break;
     }
     yaml_event_delete(&ev);
     if (rc || type == YAML_STREAM_END_EVENT) break;
@@ -469,12 +458,10 @@ int dt__doc_parse(const char *name, const char *buf, size_t len, cJSON **out, dt
     return dt__err(err, DT_ELIMIT, "%s: larger than %ld bytes (the limit on one input)", name,
                    (long)DT_MAX_INPUT_BYTES);
   size_t i = 0;
-  if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB &&
-      (unsigned char)buf[2] == 0xBF)
+  if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB && (unsigned char)buf[2] == 0xBF)
     i = 3; /* UTF-8 byte order mark */
   while (i < len && isspace((unsigned char)buf[i])) i++;
-  if (i < len && (buf[i] == '{' || buf[i] == '['))
-    return parse_json(name, buf + i, len - i, out, err);
+  if (i < len && (buf[i] == '{' || buf[i] == '[')) return parse_json(name, buf + i, len - i, out, err);
   return parse_yaml(name, buf, len, out, err);
 }
 
@@ -614,9 +601,10 @@ static int emit_scalar(yaml_emitter_t *e, const char *s, yaml_scalar_style_t sty
     return emit_ev(e, yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)s, (int)n, 1, 1, style), &ev);
   dt_buf b = {0};
   dt__buf_utf8(&b, s, n);
-  int rc = b.oom ? -1
-                 : emit_ev(e, yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)b.p, (int)b.len, 1, 1, style),
-                           &ev);
+  int rc =
+      b.oom
+          ? -1
+          : emit_ev(e, yaml_scalar_event_initialize(&ev, NULL, NULL, (yaml_char_t *)b.p, (int)b.len, 1, 1, style), &ev);
   dt__free(b.p);
   return rc;
 }
@@ -630,8 +618,7 @@ static int emit_node(yaml_emitter_t *e, const cJSON *n) {
     return emit_ev(e, yaml_mapping_end_event_initialize(&ev), &ev);
   }
   if (cJSON_IsArray(n)) {
-    if (emit_ev(e, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE), &ev))
-      return -1;
+    if (emit_ev(e, yaml_sequence_start_event_initialize(&ev, NULL, NULL, 1, YAML_BLOCK_SEQUENCE_STYLE), &ev)) return -1;
     for (const cJSON *c = n->child; c; c = c->next)
       if (emit_node(e, c)) return -1;
     return emit_ev(e, yaml_sequence_end_event_initialize(&ev), &ev);

@@ -37,11 +37,11 @@ extern "C" {
 #endif
 
 /* Error codes (negative). */
-#define DT_EINVAL  (-1) /* bad input: manifest, catalog, quantity, option */
-#define DT_ENOMEM  (-2) /* allocation failed */
-#define DT_EIO     (-3) /* a file could not be read */
-#define DT_ERANGE  (-4) /* a number outside what dovetail accepts */
-#define DT_ELIMIT  (-5) /* an input past one of the limits below */
+#define DT_EINVAL    (-1) /* bad input: manifest, catalog, quantity, option */
+#define DT_ENOMEM    (-2) /* allocation failed */
+#define DT_EIO       (-3) /* a file could not be read */
+#define DT_ERANGE    (-4) /* a number outside what dovetail accepts */
+#define DT_ELIMIT    (-5) /* an input past one of the limits below */
 #define DT_ECANCELED (-6) /* the caller's cancel flag stopped a run */
 
 /* A short description of an error code ("out of memory"); never NULL. */
@@ -51,13 +51,13 @@ DT_EXPORT const char *dt_strerror(int code);
 ** size. Each is refused with a message that names the limit and where it was
 ** exceeded. Real clusters stay far inside them. */
 #define DT_MAX_INPUT_BYTES (1024L * 1024 * 1024) /* one manifest, catalog or state file */
-#define DT_MAX_DEPTH       256        /* nesting of mappings and sequences */
-#define DT_MAX_KEYS        65536      /* keys in one mapping */
-#define DT_MAX_ALIAS_NODES 100000     /* nodes YAML aliases may copy, per file */
-#define DT_MAX_REPLICAS    1000000    /* replicas of one workload or VM pool */
-#define DT_MAX_PODS        2000000    /* pods of all inputs together, replicas expanded */
-#define DT_MAX_TYPES       10000      /* instance types in one catalog (AWS us-east-1 has about 1,400) */
-#define DT_MAX_PRICE       1e6        /* $/hour of one offering */
+#define DT_MAX_DEPTH       256                   /* nesting of mappings and sequences */
+#define DT_MAX_KEYS        65536                 /* keys in one mapping */
+#define DT_MAX_ALIAS_NODES 100000                /* nodes YAML aliases may copy, per file */
+#define DT_MAX_REPLICAS    1000000               /* replicas of one workload or VM pool */
+#define DT_MAX_PODS        2000000               /* pods of all inputs together, replicas expanded */
+#define DT_MAX_TYPES       10000                 /* instance types in one catalog (AWS us-east-1 has about 1,400) */
+#define DT_MAX_PRICE       1e6                   /* $/hour of one offering */
 
 /* An error description. Filled by functions that fail; msg is always
 ** NUL-terminated. Caller-owned, usually on the stack. */
@@ -70,7 +70,7 @@ typedef struct dt_error {
 ** dovetail owns. Must be called before any other function. NULL restores the
 ** C library's malloc/realloc/free. */
 DT_EXPORT void dt_set_allocator(void *(*malloc_fn)(size_t), void *(*realloc_fn)(void *, size_t),
-                      void (*free_fn)(void *));
+                                void (*free_fn)(void *));
 
 /* Free memory returned by dovetail (rendered plans, strings). */
 DT_EXPORT void dt_free(void *p);
@@ -98,8 +98,7 @@ DT_EXPORT int dt_catalog_load_file(const char *path, dt_catalog **out, dt_error 
 
 /* Load a catalog from a buffer; name is used in error messages. The buffer is
 ** copied as needed; the caller keeps ownership of buf. */
-DT_EXPORT int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_catalog **out,
-                           dt_error *err);
+DT_EXPORT int dt_catalog_load_buffer(const char *name, const char *buf, size_t len, dt_catalog **out, dt_error *err);
 
 /* Load the bundled catalog (AWS us-east-1, compiled into the library). */
 DT_EXPORT int dt_catalog_load_default(dt_catalog **out, dt_error *err);
@@ -133,8 +132,8 @@ DT_EXPORT size_t dt_catalog_size(const dt_catalog *c);
 typedef struct dt_type_info {
   const char *name;
   const char *arch;
-  int64_t cpu_milli;      /* allocatable, after overhead */
-  int64_t memory_bytes;   /* allocatable, after overhead */
+  int64_t cpu_milli;    /* allocatable, after overhead */
+  int64_t memory_bytes; /* allocatable, after overhead */
   int64_t pods;
   int64_t gpus;
   double on_demand_price; /* < 0 when unknown */
@@ -161,8 +160,7 @@ DT_EXPORT dt_manifests *dt_manifests_new(void);
 DT_EXPORT int dt_manifests_add_file(dt_manifests *m, const char *path, dt_error *err);
 
 /* As dt_manifests_add_file, from a buffer; name labels error messages. */
-DT_EXPORT int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len,
-                            dt_error *err);
+DT_EXPORT int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len, dt_error *err);
 
 /* Notes gathered while parsing (unknown kinds skipped, ...), one per line;
 ** owned by m, valid until the next add or free. Never NULL. */
@@ -189,16 +187,16 @@ typedef enum dt_packing {
 } dt_packing;
 
 typedef struct dt_plan_opts {
-  int64_t now;      /* the clock, Unix seconds; 0 = 2000-01-01T00:00:00Z */
-  uint64_t seed;    /* for decisions that need randomness; names are derived from it */
-  int timings;      /* non-zero: include phase timings (not byte-stable) in the summary */
+  int64_t now;   /* the clock, Unix seconds; 0 = 2000-01-01T00:00:00Z */
+  uint64_t seed; /* for decisions that need randomness; names are derived from it */
+  int timings;   /* non-zero: include phase timings (not byte-stable) in the summary */
   dt_packing packing;
-  double parse_ms;  /* time the caller spent parsing, reported when timings is set */
-  dt_policy *policy;            /* optional: hooks for every NodePool */
+  double parse_ms;                 /* time the caller spent parsing, reported when timings is set */
+  dt_policy *policy;               /* optional: hooks for every NodePool */
   dt_policy *const *pool_policies; /* optional: policies named by NodePools' dovetail.dev/policy */
   const char *const *pool_policy_names;
   size_t npool_policies;
-  const char *explain; /* optional: a pending pod ("namespace/name", or "name" when unique) whose
+  const char *explain;        /* optional: a pending pod ("namespace/name", or "name" when unique) whose
                        ** every step is recorded; see dt_plan_explain_render */
   const volatile int *cancel; /* optional: once *cancel is non-zero (set from another thread), the run
                               ** stops at its next check and returns DT_ECANCELED with nothing decided */
@@ -212,10 +210,10 @@ typedef struct dt_plan dt_plan;
 
 /* Limits of a policy's sandbox; zero fields take the defaults shown. */
 typedef struct dt_policy_limits {
-  size_t memory_bytes;        /* per Lua state: 64 MiB */
-  uint64_t instructions;      /* per hook call: 50,000,000 VM instructions */
-  double wall_ms;             /* per hook call: 250 ms */
-  unsigned max_failures;      /* consecutive failures before a hook is disabled: 5 */
+  size_t memory_bytes;   /* per Lua state: 64 MiB */
+  uint64_t instructions; /* per hook call: 50,000,000 VM instructions */
+  double wall_ms;        /* per hook call: 250 ms */
+  unsigned max_failures; /* consecutive failures before a hook is disabled: 5 */
 } dt_policy_limits;
 
 /* Load and validate a policy: syntax (file:line), the returned table, hook
@@ -226,7 +224,7 @@ DT_EXPORT int dt_policy_load_file(const char *path, const dt_policy_limits *limi
 
 /* As dt_policy_load_file from a buffer; name is used as the chunk name. */
 DT_EXPORT int dt_policy_load_buffer(const char *name, const char *buf, size_t len, const dt_policy_limits *limits,
-                          dt_policy **out, dt_error *err);
+                                    dt_policy **out, dt_error *err);
 
 /* Hot swap: re-read the policy's file, build and validate a new state, and
 ** swap it in atomically. On any error the old state stays in force and the
@@ -248,7 +246,8 @@ typedef struct dt_policy_dir dt_policy_dir;
 DT_EXPORT int dt_policy_dir_open(const char *dir, dt_policy_dir **out, dt_error *err);
 DT_EXPORT void dt_policy_dir_sync(dt_policy_dir *d, const dt_manifests *m);
 DT_EXPORT const char *dt_policy_dir_errors(const dt_policy_dir *d);
-DT_EXPORT void dt_policy_dir_apply(const dt_policy_dir *d, dt_policy *const **policies, const char *const **names, size_t *n);
+DT_EXPORT void dt_policy_dir_apply(const dt_policy_dir *d, dt_policy *const **policies, const char *const **names,
+                                   size_t *n);
 DT_EXPORT void dt_policy_dir_free(dt_policy_dir *d);
 
 /* The hooks the policy overrides, space-separated ("price rank"). Owned by p. */
@@ -267,7 +266,7 @@ DT_EXPORT void dt_policy_free(dt_policy *p);
 ** catalog and manifests are only read and may be shared between threads.
 ** On success *out owns the plan; release it with dt_plan_free. */
 DT_EXPORT int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_plan_opts *opts,
-                dt_plan **out, dt_error *err);
+                          dt_plan **out, dt_error *err);
 
 /* Render a plan. Returns a NUL-terminated string the caller frees with
 ** dt_free, or NULL on allocation failure; *len (if non-NULL) gets its length. */
@@ -284,12 +283,12 @@ DT_EXPORT char *dt_plan_explain_render(const dt_plan *plan, dt_format format, si
 
 /* Figures of a plan. */
 typedef struct dt_plan_stats {
-  size_t pods;          /* pending pods considered */
-  size_t scheduled;     /* placed on new claims or existing nodes */
+  size_t pods;      /* pending pods considered */
+  size_t scheduled; /* placed on new claims or existing nodes */
   size_t unschedulable;
-  size_t nodes;         /* new node claims */
-  double hourly_cost;   /* sum of the chosen offerings' prices */
-  double schedule_ms;   /* wall time of the scheduling phase */
+  size_t nodes;       /* new node claims */
+  double hourly_cost; /* sum of the chosen offerings' prices */
+  double schedule_ms; /* wall time of the scheduling phase */
 } dt_plan_stats;
 
 DT_EXPORT void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out);
@@ -322,7 +321,7 @@ typedef struct dt_resource_info {
 
 /* A new node claim: the offering it launches as and the pods it takes. */
 typedef struct dt_claim_info {
-  const char *name;           /* the NodeClaim's metadata.name */
+  const char *name; /* the NodeClaim's metadata.name */
   const char *nodepool;
   const char *instance_type;
   const char *zone;
@@ -330,7 +329,7 @@ typedef struct dt_claim_info {
   const char *reservation_id; /* the capacity reservation launched into; NULL unless reserved */
   double price;               /* $/hour of the offering */
   size_t npods;
-  const char *const *pods;    /* "namespace/name", in the order the plan placed them */
+  const char *const *pods; /* "namespace/name", in the order the plan placed them */
   size_t nrequests;
   const dt_resource_info *requests; /* what its pods request, resources not requested left out */
   size_t noptions;
@@ -405,17 +404,17 @@ typedef enum dt_pool_list {
 } dt_pool_list;
 
 typedef struct dt_pool_action_info {
-  const char *ns;     /* the pool's namespace */
-  const char *pool;   /* the VirtualMachinePool's name */
-  dt_pool_list list;  /* which of the pool's lists the action is in */
-  const char *vm;     /* the VirtualMachine's name; NULL for a count of VMs waiting */
-  const char *action; /* "recreate", "wait", "restart", "apply", "wait-for-halt"; NULL when the list says it */
-  const char *reason; /* why, as the renderings print it */
-  int64_t count;      /* VMs the action stands for: 1, or the count of VMs waiting */
+  const char *ns;       /* the pool's namespace */
+  const char *pool;     /* the VirtualMachinePool's name */
+  dt_pool_list list;    /* which of the pool's lists the action is in */
+  const char *vm;       /* the VirtualMachine's name; NULL for a count of VMs waiting */
+  const char *action;   /* "recreate", "wait", "restart", "apply", "wait-for-halt"; NULL when the list says it */
+  const char *reason;   /* why, as the renderings print it */
+  int64_t count;        /* VMs the action stands for: 1, or the count of VMs waiting */
   const char *wait_for; /* DT_POOL_WAITING: "burst", "maxUnavailable" or "halt"; else NULL */
-  int preserve_state; /* deletions and re-creating heals: 0 or 1 (the pool's preserve policy); else -1 */
-  int64_t attempt;    /* DT_POOL_HEAL: the healing attempt (1 first); else 0 */
-  int64_t failures;   /* DT_POOL_HEAL: the VM's consecutive start failures */
+  int preserve_state;   /* deletions and re-creating heals: 0 or 1 (the pool's preserve policy); else -1 */
+  int64_t attempt;      /* DT_POOL_HEAL: the healing attempt (1 first); else 0 */
+  int64_t failures;     /* DT_POOL_HEAL: the VM's consecutive start failures */
   int64_t next_allowed; /* DT_POOL_HEAL: Unix seconds from which the attempt may run */
   size_t nreuses;
   const char *const *reuses_volumes; /* DT_POOL_CREATE: data volumes already there that the VM takes over */
@@ -433,11 +432,11 @@ DT_EXPORT char *dt_pools_action_object(const dt_pools *r, size_t i, size_t *len)
 ** first_action .. first_action + nactions - 1 of dt_pools_action. */
 typedef struct dt_pool_info {
   const char *ns, *name;
-  int64_t replicas;        /* spec.replicas */
+  int64_t replicas;                    /* spec.replicas */
   int64_t current, ready, unavailable; /* its VMs (selector matched), ready ones, and the others */
-  int64_t max_unavailable; /* the updates' maxUnavailable */
-  int64_t outdated;        /* VMs whose template changed; -1 when not looked at (a paused pool) */
-  const char *template_hash; /* the hash its VMs are stamped with (dovetail.dev/template-hash) */
+  int64_t max_unavailable;             /* the updates' maxUnavailable */
+  int64_t outdated;                    /* VMs whose template changed; -1 when not looked at (a paused pool) */
+  const char *template_hash;           /* the hash its VMs are stamped with (dovetail.dev/template-hash) */
   size_t first_action, nactions;
 } dt_pool_info;
 
@@ -450,11 +449,11 @@ DT_EXPORT void dt_pools_free(dt_pools *r);
 ** ---------------------------------------------------------------------- */
 
 typedef struct dt_disrupt_opts {
-  int64_t now;          /* the clock, Unix seconds; 0 = 2000-01-01T00:00:00Z */
-  uint64_t seed;        /* names of replacement NodeClaims */
-  dt_policy *policy;    /* optional: consolidation_order, approve and budget hooks (and price, rank) */
-  int spot_to_spot;     /* non-zero: allow spot-to-spot consolidation (Karpenter's feature gate, off) */
-  const char *explain;  /* optional: a node whose every step is recorded in the result's explain[] */
+  int64_t now;                     /* the clock, Unix seconds; 0 = 2000-01-01T00:00:00Z */
+  uint64_t seed;                   /* names of replacement NodeClaims */
+  dt_policy *policy;               /* optional: consolidation_order, approve and budget hooks (and price, rank) */
+  int spot_to_spot;                /* non-zero: allow spot-to-spot consolidation (Karpenter's feature gate, off) */
+  const char *explain;             /* optional: a node whose every step is recorded in the result's explain[] */
   dt_policy *const *pool_policies; /* optional: policies named by NodePools, as dt_plan_opts */
   const char *const *pool_policy_names;
   size_t npool_policies;
@@ -468,15 +467,15 @@ typedef struct dt_disruption dt_disruption;
 ** NodePools' budgets. Pure and deterministic. On success *out owns the
 ** result (dt_disrupt_free). */
 DT_EXPORT int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_disrupt_opts *opts,
-                   dt_disruption **out, dt_error *err);
+                             dt_disruption **out, dt_error *err);
 
 /* Render as JSON, YAML or a table; the caller frees with dt_free. */
 DT_EXPORT char *dt_disrupt_render(const dt_disruption *d, dt_format format, size_t *len);
 
 typedef struct dt_disrupt_stats {
-  size_t nodes;        /* nodes considered */
+  size_t nodes; /* nodes considered */
   size_t commands, disrupted, blocked, simulations;
-  double savings;      /* $/hour */
+  double savings; /* $/hour */
   double run_ms;
 } dt_disrupt_stats;
 

@@ -265,7 +265,8 @@ static bool claim_refuses(dt_plan *p, const rt_claim *k, const rt_class *c, dt_b
   if (!any_fit) {
     int64_t sum[DT_RES_MAX];
     for (uint32_t r = 0; r < DT_RES_MAX; r++) sum[r] = k->used[r] + c->req[r];
-    dt__buf_printf(b, "none of its remaining instance types (%u) holds its pods (%zu) and this one (", k->nopt, k->pods.n);
+    dt__buf_printf(b, "none of its remaining instance types (%u) holds its pods (%zu) and this one (", k->nopt,
+                   k->pods.n);
     for (uint32_t r = 0, first = 1; r < p->nres; r++) {
       if (!sum[r] || r == DT_R_PODS) continue;
       char q[64];
@@ -286,7 +287,8 @@ static bool claim_refuses(dt_plan *p, const rt_claim *k, const rt_class *c, dt_b
   uint32_t *opt = dt__arena_alloc(&p->arena, (k->nopt ? k->nopt : 1) * sizeof *opt), n = 0;
   if (!opt) return false;
   for (uint32_t i = 0; i < k->nopt; i++)
-    if (dt__x_fits(p, pl->eff[k->opt[i]], k->used, c->req) && dt__type_ok(p, &p->types[k->opt[i]], &nr, zm, cm, pl->spot_max))
+    if (dt__x_fits(p, pl->eff[k->opt[i]], k->used, c->req) &&
+        dt__type_ok(p, &p->types[k->opt[i]], &nr, zm, cm, pl->spot_max))
       opt[n++] = k->opt[i];
   if (!n) {
     dt__buf_puts(b, "no instance type that holds it has an available offering in the zones and capacity types the "
@@ -314,8 +316,9 @@ static bool pool_refuses(dt_plan *p, uint32_t pi, rt_class *c, dt_buf *b) {
   if (!dt__x_tolerates(p, c->spec, pl->taints, pl->ntaints, c->tol_pref, &t)) {
     dt__buf_puts(b, "taint ");
     taint_text(p, t, b);
-    dt__buf_puts(b, t->effect == DT_TAINT_PREFER_NO_SCHEDULE ? " is not tolerated (PreferNoSchedule taints are avoided until the last relaxation)"
-                                   : " is not tolerated");
+    dt__buf_puts(b, t->effect == DT_TAINT_PREFER_NO_SCHEDULE
+                        ? " is not tolerated (PreferNoSchedule taints are avoided until the last relaxation)"
+                        : " is not tolerated");
     return true;
   }
   if (!dt__x_compatible(p, &pl->reqs, &c->reqs, &bad) ||
@@ -534,7 +537,9 @@ static void text_list(dt_buf *b, const cJSON *list, const char *key, const char 
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(e, "weight");
     if (w) dt__buf_printf(b, " (weight %d)", (int)w->valuedouble);
     const char *np = ex_str(e, "nodePool");
-    if (np) dt__buf_printf(b, " [NodePool %s, pods: %d]", np, (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "pods")));
+    if (np)
+      dt__buf_printf(b, " [NodePool %s, pods: %d]", np,
+                     (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(e, "pods")));
     const char *why = ex_str(e, "reason"), *takes = ex_str(e, "takes"), *opens = ex_str(e, "opens");
     dt__buf_printf(b, ": %s\n", why ? why : takes ? takes : opens ? opens : "");
   }
@@ -548,7 +553,8 @@ static void render_text(const cJSON *d, dt_buf *b) {
   dt__buf_printf(b, "  result: %s\n", ex_str(d, "summary"));
   const cJSON *q = cJSON_GetObjectItemCaseSensitive(d, "queue");
   if (q)
-    dt__buf_printf(b, "  queue: %d of %d pending pods (cpu, then memory, descending); last tried in pass %d (tries: %d)\n",
+    dt__buf_printf(b,
+                   "  queue: %d of %d pending pods (cpu, then memory, descending); last tried in pass %d (tries: %d)\n",
                    (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(q, "position")),
                    (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(q, "of")),
                    (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(q, "pass")),
@@ -560,10 +566,12 @@ static void render_text(const cJSON *d, dt_buf *b) {
       dt__buf_puts(b, "  relaxed (Karpenter's order):\n");
       for (const cJSON *e = rl->child; e; e = e->next) dt__buf_printf(b, "    %s\n", e->valuestring);
     }
-    text_list(b, cJSON_GetObjectItemCaseSensitive(t, "nodes"), "name", "existing nodes and in-flight NodeClaims, tried first");
+    text_list(b, cJSON_GetObjectItemCaseSensitive(t, "nodes"), "name",
+              "existing nodes and in-flight NodeClaims, tried first");
     const char *m = ex_str(t, "moreNodes");
     if (m) dt__buf_printf(b, "    (%s)\n", m);
-    text_list(b, cJSON_GetObjectItemCaseSensitive(t, "claims"), "claim", "NodeClaims opened earlier in this plan, least loaded first");
+    text_list(b, cJSON_GetObjectItemCaseSensitive(t, "claims"), "claim",
+              "NodeClaims opened earlier in this plan, least loaded first");
     if ((m = ex_str(t, "moreClaims"))) dt__buf_printf(b, "    (%s)\n", m);
     text_list(b, cJSON_GetObjectItemCaseSensitive(t, "nodePools"), "name", "NodePools, by weight");
   }
@@ -572,10 +580,11 @@ static void render_text(const cJSON *d, dt_buf *b) {
   const cJSON *nc = cJSON_GetObjectItemCaseSensitive(d, "nodeClaim");
   if (nc) {
     char pr[64];
-    dt__buf_printf(b, "  launched: %s in %s, %s, $%s/hour; chosen by %s\n", ex_str(nc, "instanceType"), ex_str(nc, "zone"),
-                   ex_str(nc, "capacityType"), ex_price_text(cJSON_GetObjectItemCaseSensitive(nc, "price"), pr, sizeof pr),
-                   ex_str(nc, "chosenBy"));
-    dt__buf_printf(b, "  the claim: pods: %d, requests ", (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(nc, "pods")));
+    dt__buf_printf(b, "  launched: %s in %s, %s, $%s/hour; chosen by %s\n", ex_str(nc, "instanceType"),
+                   ex_str(nc, "zone"), ex_str(nc, "capacityType"),
+                   ex_price_text(cJSON_GetObjectItemCaseSensitive(nc, "price"), pr, sizeof pr), ex_str(nc, "chosenBy"));
+    dt__buf_printf(b, "  the claim: pods: %d, requests ",
+                   (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(nc, "pods")));
     text_requests(b, cJSON_GetObjectItemCaseSensitive(nc, "requests"));
     dt__buf_printf(b, "; %d instance-type options\n",
                    (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(nc, "instanceTypeOptions")));
@@ -593,7 +602,8 @@ static void render_text(const cJSON *d, dt_buf *b) {
         const cJSON *zs = cJSON_GetObjectItemCaseSensitive(o, "zones");
         dt__buf_printf(b, "      %s %s $%s in ", ex_str(o, "instanceType"), ex_str(o, "capacityType"),
                        ex_price_text(cJSON_GetObjectItemCaseSensitive(o, "price"), pr, sizeof pr));
-        for (const cJSON *z = zs->child; z; z = z->next, shown++) dt__buf_printf(b, "%s%s", z == zs->child ? "" : ", ", z->valuestring);
+        for (const cJSON *z = zs->child; z; z = z->next, shown++)
+          dt__buf_printf(b, "%s%s", z == zs->child ? "" : ", ", z->valuestring);
         dt__buf_printf(b, ": %s\n", ex_str(o, "why"));
       }
       if (cnt > shown) dt__buf_printf(b, "      ... and %d more offerings\n", cnt - shown);

@@ -10,8 +10,8 @@
 
 enum { EX_PENDING = 0, EX_BOUND = 1, EX_INFLIGHT = 2 };
 
-#define EX_LIST_MAX 40  /* nodes or claims listed one by one in a try */
-#define EX_OFFERS_MAX 8 /* cheaper offerings listed per reason */
+#define EX_LIST_MAX   40 /* nodes or claims listed one by one in a try */
+#define EX_OFFERS_MAX 8  /* cheaper offerings listed per reason */
 
 typedef struct dt_explain {
   int kind;
@@ -28,10 +28,10 @@ typedef struct dt_explain {
   cJSON *doc;
 } dt_explain;
 
-#define ex_price_text dt__ex_price_text
-#define ex_put_buf dt__ex_put_buf
+#define ex_price_text    dt__ex_price_text
+#define ex_put_buf       dt__ex_put_buf
 #define ex_describe_reqs dt__ex_describe_reqs
-#define ex_str dt__ex_str
+#define ex_str           dt__ex_str
 
 const char *ex_price_text(const cJSON *v, char *out, size_t n);
 void ex_put_buf(cJSON *o, const char *key, dt_buf *b);

@@ -135,5 +135,4 @@ void dt__policy_clear_errors(dt_policy *p);
 ** reload would change something). */
 bool dt__policy_file_changed(const dt_policy *p);
 
-
 #endif

@@ -138,8 +138,8 @@ int dt__httpc_init(uv_loop_t *loop) {
   return 0;
 }
 
-int dt__httpc_request(const char *method, const char *url, const char *body, const char *if_none_match,
-                      long timeout_ms, dt_httpc_cb cb, void *ud) {
+int dt__httpc_request(const char *method, const char *url, const char *body, const char *if_none_match, long timeout_ms,
+                      dt_httpc_cb cb, void *ud) {
   xfer *x = dt__calloc(1, sizeof *x);
   if (!x || !(x->easy = curl_easy_init())) {
     dt__free(x);

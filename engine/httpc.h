@@ -13,8 +13,8 @@ typedef void (*dt_httpc_cb)(void *ud, long status, const char *body, size_t len,
 
 int dt__httpc_init(uv_loop_t *loop);
 /* body may be NULL; if_none_match may be NULL. Returns 0 or -1 (cb not called). */
-int dt__httpc_request(const char *method, const char *url, const char *body, const char *if_none_match,
-                      long timeout_ms, dt_httpc_cb cb, void *ud);
+int dt__httpc_request(const char *method, const char *url, const char *body, const char *if_none_match, long timeout_ms,
+                      dt_httpc_cb cb, void *ud);
 size_t dt__httpc_in_flight(void);
 void dt__httpc_close(void);
 

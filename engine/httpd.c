@@ -23,8 +23,8 @@ static void on_accept(uv_stream_t *listener, int status) {
   h2o_accept(&s->accept, sock);
 }
 
-int dt__httpd_start(dt_httpd *s, uv_loop_t *loop, const char *listen, size_t body_limit, dt_httpd_handler h,
-                    char *err, size_t n) {
+int dt__httpd_start(dt_httpd *s, uv_loop_t *loop, const char *listen, size_t body_limit, dt_httpd_handler h, char *err,
+                    size_t n) {
   const char *colon = strrchr(listen, ':');
   if (!colon) {
     snprintf(err, n, "expected HOST:PORT, got \"%s\"", listen);
@@ -75,10 +75,16 @@ void dt__httpd_dispose(dt_httpd *s) {
 }
 
 int dt__httpd_respond(h2o_req_t *req, int status, const char *ctype, const char *body, size_t len) {
-  const char *reason = status == 200 ? "OK" : status == 201 ? "Created" : status == 304 ? "Not Modified"
-                     : status == 400 ? "Bad Request" : status == 401 ? "Unauthorized" : status == 404 ? "Not Found"
-                     : status == 409 ? "Conflict" : status == 413 ? "Payload Too Large"
-                     : status == 503 ? "Service Unavailable" : "";
+  const char *reason = status == 200   ? "OK"
+                       : status == 201 ? "Created"
+                       : status == 304 ? "Not Modified"
+                       : status == 400 ? "Bad Request"
+                       : status == 401 ? "Unauthorized"
+                       : status == 404 ? "Not Found"
+                       : status == 409 ? "Conflict"
+                       : status == 413 ? "Payload Too Large"
+                       : status == 503 ? "Service Unavailable"
+                                       : "";
   req->res.status = status;
   req->res.reason = reason;
   h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_CONTENT_TYPE, NULL, ctype, strlen(ctype));
@@ -119,4 +125,6 @@ bool dt__httpd_prefix(const h2o_req_t *req, const char *prefix, const char **res
   return true;
 }
 
-bool dt__httpd_method(const h2o_req_t *req, const char *m) { return h2o_memis(req->method.base, req->method.len, m, strlen(m)); }
+bool dt__httpd_method(const h2o_req_t *req, const char *m) {
+  return h2o_memis(req->method.base, req->method.len, m, strlen(m));
+}

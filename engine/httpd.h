@@ -21,8 +21,8 @@ typedef struct dt_httpd {
 typedef int (*dt_httpd_handler)(h2o_handler_t *self, h2o_req_t *req);
 
 /* Listen on HOST:PORT; 0 or -1 with a message in err. */
-int dt__httpd_start(dt_httpd *s, uv_loop_t *loop, const char *listen, size_t body_limit, dt_httpd_handler h,
-                    char *err, size_t n);
+int dt__httpd_start(dt_httpd *s, uv_loop_t *loop, const char *listen, size_t body_limit, dt_httpd_handler h, char *err,
+                    size_t n);
 void dt__httpd_close(dt_httpd *s);
 void dt__httpd_dispose(dt_httpd *s); /* once the loop has closed the listener */
 

@@ -24,7 +24,7 @@
 #define DT_A_PODS "dovetail.dev/pods"
 
 #define DT_STR_(x) #x
-#define DT_STR(x) DT_STR_(x) /* a macro's value as a string literal */
+#define DT_STR(x)  DT_STR_(x) /* a macro's value as a string literal */
 
 /* ---------------------------------------------------------------- memory */
 
@@ -32,7 +32,7 @@ void *dt__malloc(size_t n);
 void *dt__calloc(size_t n, size_t size);
 void *dt__realloc(void *p, size_t n);
 void dt__free(void *p);
-char *dt__strdup(const char *s);  /* caller frees with dt__free */
+char *dt__strdup(const char *s); /* caller frees with dt__free */
 char *dt__strndup(const char *s, size_t n);
 
 /* Install the allocation hooks into cJSON (once per process). */
@@ -54,8 +54,8 @@ typedef struct dt_arena {
   int oom;
 } dt_arena;
 
-void *dt__arena_alloc(dt_arena *a, size_t n);   /* zeroed, 16-byte aligned */
-void dt__arena_reserve(dt_arena *a, size_t n);  /* a first chunk of at least n bytes (no-op once allocated) */
+void *dt__arena_alloc(dt_arena *a, size_t n);  /* zeroed, 16-byte aligned */
+void dt__arena_reserve(dt_arena *a, size_t n); /* a first chunk of at least n bytes (no-op once allocated) */
 char *dt__arena_strdup(dt_arena *a, const char *s);
 void dt__arena_free(dt_arena *a);
 void dt__arena_reset(dt_arena *a); /* empty again, its largest chunk kept */
@@ -76,19 +76,22 @@ void dt__buf_putn(dt_buf *b, const char *s, size_t n);
 void dt__buf_puts(dt_buf *b, const char *s);
 void dt__buf_putc(dt_buf *b, char c);
 void dt__buf_printf(dt_buf *b, const char *fmt, ...) DT_PRINTF(2, 3);
-void dt__buf_json_str(dt_buf *b, const char *s); /* a quoted, escaped JSON string */
-char *dt__buf_take(dt_buf *b, size_t *len);      /* NUL-terminates; NULL if oom */
+void dt__buf_json_str(dt_buf *b, const char *s);       /* a quoted, escaped JSON string */
+char *dt__buf_take(dt_buf *b, size_t *len);            /* NUL-terminates; NULL if oom */
 void dt__buf_utf8(dt_buf *b, const char *s, size_t n); /* invalid UTF-8 bytes become U+FFFD */
-size_t dt__utf8_seq(const char *s, size_t n);   /* length of the UTF-8 sequence at s, 0 if invalid */
-size_t dt__utf8_valid(const char *s, size_t n); /* length of the longest valid UTF-8 prefix */
+size_t dt__utf8_seq(const char *s, size_t n);          /* length of the UTF-8 sequence at s, 0 if invalid */
+size_t dt__utf8_valid(const char *s, size_t n);        /* length of the longest valid UTF-8 prefix */
 
 /* Growable array of fixed-size elements. */
-#define DT_VEC(T) struct { T *v; size_t n, cap; }
+#define DT_VEC(T)                                                                                                      \
+  struct {                                                                                                             \
+    T *v;                                                                                                              \
+    size_t n, cap;                                                                                                     \
+  }
 int dt__vec_grow(void **v, size_t *cap, size_t need, size_t elem);
-#define dt__vec_push(vec, x)                                                               \
-  ((vec)->n < (vec)->cap ||                                                                \
-           dt__vec_grow((void **)&(vec)->v, &(vec)->cap, (vec)->n + 1, sizeof(*(vec)->v)) == 0 \
-       ? ((vec)->v[(vec)->n++] = (x), 0)                                                   \
+#define dt__vec_push(vec, x)                                                                                           \
+  ((vec)->n < (vec)->cap || dt__vec_grow((void **)&(vec)->v, &(vec)->cap, (vec)->n + 1, sizeof(*(vec)->v)) == 0        \
+       ? ((vec)->v[(vec)->n++] = (x), 0)                                                                               \
        : DT_ENOMEM)
 
 /* Read a whole file ("-" = stdin). *out is NUL-terminated, caller frees. */
@@ -101,8 +104,8 @@ int dt__duration_ms_parse(const char *s, int64_t *ms);
 
 /* Monotonic milliseconds, for phase timings only (never in decisions). */
 double dt__now_ms(void);
-void dt__fmt_time(int64_t t, char *out, size_t n); /* RFC 3339, UTC */
-int64_t dt__days_from_civil(int64_t y, int m, int d);           /* days since 1970-01-01 */
+void dt__fmt_time(int64_t t, char *out, size_t n);    /* RFC 3339, UTC */
+int64_t dt__days_from_civil(int64_t y, int m, int d); /* days since 1970-01-01 */
 void dt__civil_from_days(int64_t days, int64_t *y, int *m, int *d);
 
 /* A bundled catalog's bytes by name (providers/catalog.c); -1 if there is
@@ -153,7 +156,14 @@ int dt__symtab_clone(dt_symtab *dst, const dt_symtab *src);
 
 /* Node selector operators as written in manifests. */
 typedef enum dt_op {
-  DT_OP_IN, DT_OP_NOTIN, DT_OP_EXISTS, DT_OP_DOESNOTEXIST, DT_OP_GT, DT_OP_LT, DT_OP_GTE, DT_OP_LTE
+  DT_OP_IN,
+  DT_OP_NOTIN,
+  DT_OP_EXISTS,
+  DT_OP_DOESNOTEXIST,
+  DT_OP_GT,
+  DT_OP_LT,
+  DT_OP_GTE,
+  DT_OP_LTE
 } dt_op;
 
 int dt__op_parse(const char *s, dt_op *op);
@@ -181,18 +191,15 @@ typedef struct dt_reqs {
   dt_req *r;
 } dt_reqs;
 
-void dt__req_make(dt_arena *a, dt_req *out, dt_sym key, dt_op op, const dt_sym *vals, uint32_t n,
-                  const dt_symtab *t);
-void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const dt_req *y,
-                       dt_req *out);
-bool dt__req_has(const dt_symtab *t, const dt_req *r, dt_sym v);  /* v = 0: the key is absent */
+void dt__req_make(dt_arena *a, dt_req *out, dt_sym key, dt_op op, const dt_sym *vals, uint32_t n, const dt_symtab *t);
+void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const dt_req *y, dt_req *out);
+bool dt__req_has(const dt_symtab *t, const dt_req *r, dt_sym v); /* v = 0: the key is absent */
 bool dt__req_intersects(const dt_symtab *t, const dt_req *x, const dt_req *y);
 dt_op dt__req_operator(const dt_req *r);
 const dt_req *dt__reqs_get(const dt_reqs *s, dt_sym key);
 /* out = s ∩ {r}; out may alias nothing; arena-owned. */
 void dt__reqs_add(dt_arena *a, const dt_symtab *t, const dt_reqs *s, const dt_req *r, dt_reqs *out);
-void dt__reqs_merge(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_reqs *y,
-                    dt_reqs *out);
+void dt__reqs_merge(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_reqs *y, dt_reqs *out);
 bool dt__reqs_equal(const dt_reqs *x, const dt_reqs *y);
 /* Describe a requirement for messages: "zone In [a, b]". */
 void dt__req_describe(const dt_symtab *t, const dt_req *r, dt_buf *b);
@@ -210,7 +217,7 @@ size_t dt__join_(char *dst, size_t cap, ...);
 
 void dt__sig_u32(dt_buf *b, uint32_t v);
 void dt__sig_i64(dt_buf *b, int64_t v);
-void dt__sig_str(dt_buf *b, const char *s); /* NULL and "" differ */
+void dt__sig_str(dt_buf *b, const char *s);   /* NULL and "" differ */
 void dt__req_sig(const dt_req *r, dt_buf *b); /* every field, all values */
 
 /* -------------------------------------------------------------- YAML/JSON */
@@ -249,7 +256,6 @@ static inline const char *dt__jstr(const cJSON *o, const char *k) {
 ** item is not a scalar. Numbers without original text are formatted into tmp. */
 const char *dt__scalar(const cJSON *item, char *tmp, size_t n);
 
-
 /* Emit a cJSON tree as YAML into b (block style, keys in tree order). */
 int dt__yaml_emit(const cJSON *docs, dt_buf *b);
 
@@ -268,7 +274,7 @@ typedef struct dt_cron {
   dt_tz *tz; /* NULL: UTC */
 } dt_cron;
 int dt__cron_parse(const char *spec, dt_cron *c, char *why, size_t n); /* 0, or -1 with why */
-int64_t dt__cron_next(const dt_cron *c, int64_t after); /* first hit > after, -1 if none in 5 years */
+int64_t dt__cron_next(const dt_cron *c, int64_t after);                /* first hit > after, -1 if none in 5 years */
 void dt__cron_free(dt_cron *c);
 
 /* JSON text: canonical (compact, object keys sorted bytewise, numbers as

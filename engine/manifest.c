@@ -28,8 +28,7 @@ int mf_bad(mctx *x, const char *field, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   if (x->code != DT_ENOMEM) x->code = DT_EINVAL;
-  return dt__err(x->err, x->code, "%s: %s: %s%s%s", x->file, x->obj, field ? field : "",
-                 field ? ": " : "", msg);
+  return dt__err(x->err, x->code, "%s: %s: %s%s%s", x->file, x->obj, field ? field : "", field ? ": " : "", msg);
 }
 
 int mf_oom(mctx *x) {
@@ -45,8 +44,7 @@ bool mf_is_int_in(const cJSON *v, double lo, double hi) {
 /* A list field's preamble: 1 when it is absent or null (no list); an error
 ** naming the field when it is not a list; else 0, with *n its length and *v
 ** zeroed room for as many elements of size bytes. */
-int mf_list_room(mctx *x, const cJSON *arr, const char *field, const char *what, size_t size, void **v,
-                     size_t *n) {
+int mf_list_room(mctx *x, const cJSON *arr, const char *field, const char *what, size_t size, void **v, size_t *n) {
   *n = 0;
   if (!arr || cJSON_IsNull(arr)) return 1;
   if (!cJSON_IsArray(arr)) return mf_bad(x, field, "expected %s", what);
@@ -317,8 +315,7 @@ int mf_parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out, bo
   return mf_rlist_at(x, o, &w, out, is_request);
 }
 
-int mf_parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *out,
-                       bool allow_min_values) {
+int mf_parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *out, bool allow_min_values) {
   size_t n, i = 0;
   int lr = mf_list_room(x, arr, field, "a list of requirements", sizeof *out->v, (void **)&out->v, &n);
   if (lr) return lr > 0 ? 0 : lr;
@@ -333,8 +330,8 @@ int mf_parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *out,
     if (!q->key) return mf_oom(x);
     snprintf(f, sizeof f, "%s[%zu].operator", field, i);
     if (!op || dt__op_parse(op, &q->op))
-      return mf_bad(x, f, "expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got %s%s%s",
-                 op ? "\"" : "", op ? op : "nothing", op ? "\"" : "");
+      return mf_bad(x, f, "expected In, NotIn, Exists, DoesNotExist, Gt or Lt, got %s%s%s", op ? "\"" : "",
+                    op ? op : "nothing", op ? "\"" : "");
     const cJSON *vals = mf_get(r, "values");
     snprintf(f, sizeof f, "%s[%zu].values", field, i);
     if (vals && !cJSON_IsNull(vals) && !cJSON_IsArray(vals)) return mf_bad(x, f, "expected a list");
@@ -361,7 +358,7 @@ int mf_parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *out,
         if (!*s || *end || errno == ERANGE) {
           snprintf(f, sizeof f, "%s[%zu].values[0]", field, i);
           return errno == ERANGE ? mf_bad(x, f, "%s needs an integer from %lld to %lld, got \"%.100s\"",
-                                       dt__op_name(q->op), (long long)INT64_MIN, (long long)INT64_MAX, s)
+                                          dt__op_name(q->op), (long long)INT64_MIN, (long long)INT64_MAX, s)
                                  : mf_bad(x, f, "%s needs an integer, got \"%.100s\"", dt__op_name(q->op), s);
         }
       }
@@ -373,8 +370,7 @@ int mf_parse_mreqs(mctx *x, const cJSON *arr, const char *field, dt_mreqs *out,
     if (mv && !cJSON_IsNull(mv)) {
       snprintf(f, sizeof f, "%s[%zu].minValues", field, i);
       if (!allow_min_values) return mf_bad(x, f, "only NodePool requirements take minValues");
-      if (!mf_is_int_in(mv, 1, 50))
-        return mf_bad(x, f, "expected an integer from 1 to 50");
+      if (!mf_is_int_in(mv, 1, 50)) return mf_bad(x, f, "expected an integer from 1 to 50");
       q->min_values = (int)mv->valuedouble;
       if (q->op == DT_OP_IN && (size_t)q->min_values > q->n)
         return mf_bad(x, f, "%d is more than the %zu values allowed by In", q->min_values, q->n);
@@ -394,8 +390,7 @@ int mf_parse_taints(mctx *x, const cJSON *arr, const char *field, dt_taint **out
     snprintf(f, sizeof f, "%s[%zu].key", field, i);
     if (!key || !*key) return mf_bad(x, f, "missing or not a string");
     snprintf(f, sizeof f, "%s[%zu].effect", field, i);
-    if (!eff || (strcmp(eff, "NoSchedule") && strcmp(eff, "PreferNoSchedule") &&
-                 strcmp(eff, "NoExecute")))
+    if (!eff || (strcmp(eff, "NoSchedule") && strcmp(eff, "PreferNoSchedule") && strcmp(eff, "NoExecute")))
       return mf_bad(x, f, "expected NoSchedule, PreferNoSchedule or NoExecute");
     d->key = dt__strdup(key);
     d->value = dt__strdup(val ? val : "");
@@ -417,18 +412,15 @@ int mf_parse_tolerations(mctx *x, const cJSON *arr, const char *field, dt_podspe
     snprintf(f, sizeof f, "%s[%zu].operator", field, i);
     if (op && strcmp(op, "Equal") && strcmp(op, "Exists"))
       return mf_bad(x, f, "expected Equal or Exists, got \"%s\"", op);
-    if ((!key || !*key) && (!op || strcmp(op, "Exists")))
-      return mf_bad(x, f, "an empty key needs operator Exists");
+    if ((!key || !*key) && (!op || strcmp(op, "Exists"))) return mf_bad(x, f, "an empty key needs operator Exists");
     snprintf(f, sizeof f, "%s[%zu].effect", field, i);
-    if (eff && *eff && strcmp(eff, "NoSchedule") && strcmp(eff, "PreferNoSchedule") &&
-        strcmp(eff, "NoExecute"))
+    if (eff && *eff && strcmp(eff, "NoSchedule") && strcmp(eff, "PreferNoSchedule") && strcmp(eff, "NoExecute"))
       return mf_bad(x, f, "expected NoSchedule, PreferNoSchedule or NoExecute");
     d->key = key && *key ? dt__strdup(key) : NULL;
     d->op = dt__strdup(op ? op : "Equal");
     d->value = dt__strdup(val ? val : "");
     d->effect = eff && *eff ? dt__strdup(eff) : NULL;
-    if ((key && *key && !d->key) || !d->op || !d->value || (eff && *eff && !d->effect))
-      return mf_oom(x);
+    if ((key && *key && !d->key) || !d->op || !d->value || (eff && *eff && !d->effect)) return mf_oom(x);
   }
   return 0;
 }
@@ -466,8 +458,7 @@ int mf_check_duplicate(mctx *x, const char *ns, const char *name) {
   if (!s) return mf_oom(x);
   while (m->seen_file.n <= s)
     if (dt__vec_push(&m->seen_file, (const char *)NULL)) return mf_oom(x);
-  if (m->seen_file.v[s])
-    return mf_bad(x, "metadata.name", "duplicate object (first defined in %s)", m->seen_file.v[s]);
+  if (m->seen_file.v[s]) return mf_bad(x, "metadata.name", "duplicate object (first defined in %s)", m->seen_file.v[s]);
   m->seen_file.v[s] = x->file;
   return 0;
 }
@@ -486,7 +477,8 @@ int mf_parse_duration_or_never(mctx *x, const cJSON *v, const char *field, int64
     *out = -1;
     return 0;
   }
-  if (!s || dt__duration_parse(s, out)) return mf_bad(x, field, "expected a duration such as 30s, 10m or 720h, or Never");
+  if (!s || dt__duration_parse(s, out))
+    return mf_bad(x, field, "expected a duration such as 30s, 10m or 720h, or Never");
   return 0;
 }
 
@@ -526,15 +518,14 @@ static const reader k_readers[] = {
 static int object(mctx *x, const cJSON *o, size_t docno) {
   if (!cJSON_IsObject(o)) {
     if (cJSON_IsNull(o)) return 0; /* empty document */
-    return dt__err(x->err, DT_EINVAL, "%s: document %zu: expected a Kubernetes object (a map)",
-                   x->file, docno);
+    return dt__err(x->err, DT_EINVAL, "%s: document %zu: expected a Kubernetes object (a map)", x->file, docno);
   }
   const char *kind = mf_get_str(o, "kind");
   const char *api = mf_get_str(o, "apiVersion");
   if (!kind) {
     const char *nm = mf_get_str(mf_get(o, "metadata"), "name");
-    return dt__err(x->err, DT_EINVAL, "%s: document %zu%s%s: kind: missing", x->file, docno,
-                   nm ? " " : "", nm ? nm : "");
+    return dt__err(x->err, DT_EINVAL, "%s: document %zu%s%s: kind: missing", x->file, docno, nm ? " " : "",
+                   nm ? nm : "");
   }
   x->kind = kind;
   dt__join(x->obj, sizeof x->obj, kind);
@@ -554,8 +545,8 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
       return r->read(x, o);
   }
   const char *nm = mf_get_str(mf_get(o, "metadata"), "name");
-  dt__buf_printf(&x->m->notes, "%s: %s %s (%s): not used by plan, skipped\n", x->file, kind,
-                 nm ? nm : "(unnamed)", api);
+  dt__buf_printf(&x->m->notes, "%s: %s %s (%s): not used by plan, skipped\n", x->file, kind, nm ? nm : "(unnamed)",
+                 api);
   return 0;
 }
 
@@ -567,9 +558,10 @@ typedef struct mark_t {
 } mark_t;
 
 static mark_t mark_of(const dt_manifests *m) {
-  return (mark_t){m->pools.n,   m->pods.n, m->nodes.n,   m->seen_file.n, m->notes.len, m->daemonsets.n, m->runtime_classes.n,
-                  m->marks.n,   m->vmpools.n, m->vms.n,  m->volumes.n,   m->pdbs.n,    m->topo.n,       m->npods,
-                  m->vm_default_arch, m->vm_default_arch_file};
+  return (mark_t){m->pools.n,   m->pods.n,       m->nodes.n,           m->seen_file.n,
+                  m->notes.len, m->daemonsets.n, m->runtime_classes.n, m->marks.n,
+                  m->vmpools.n, m->vms.n,        m->volumes.n,         m->pdbs.n,
+                  m->topo.n,    m->npods,        m->vm_default_arch,   m->vm_default_arch_file};
 }
 
 static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
@@ -607,9 +599,9 @@ static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
 typedef struct streamed {
   mctx *x;
   dt_arena tree;
-  int rc;         /* an item's reader failed: the file's error */
-  bool whole;     /* an item cJSON refuses: parse the file whole, which says where */
-  size_t items;   /* items handed over */
+  int rc;       /* an item's reader failed: the file's error */
+  bool whole;   /* an item cJSON refuses: parse the file whole, which says where */
+  size_t items; /* items handed over */
 } streamed;
 
 static int stream_item(void *arg, const char *text, size_t n) {
@@ -630,8 +622,7 @@ static int stream_item(void *arg, const char *text, size_t n) {
   return 0;
 }
 
-int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len,
-                            dt_error *err) {
+int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len, dt_error *err) {
   dt__init();
   char *file = dt__strdup(name);
   if (!file || dt__vec_push(&m->files, file)) {
@@ -685,4 +676,3 @@ int dt_manifests_add_file(dt_manifests *m, const char *path, dt_error *err) {
   dt__free(buf);
   return rc;
 }
-

@@ -13,12 +13,12 @@
 
 const char *const dt__sort_names[5] = {"Random", "Oldest", "Newest", "AscendingOrder", "DescendingOrder"};
 
-#define DEFAULT_BURST 250
+#define DEFAULT_BURST          250
 #define DEFAULT_HEAL_THRESHOLD 3
-#define DEFAULT_MIN_FAILING (5 * 60)
-#define DEFAULT_HEAL_BASE 60
-#define DEFAULT_HEAL_FACTOR 2.0
-#define DEFAULT_HEAL_CAP (30 * 60)
+#define DEFAULT_MIN_FAILING    (5 * 60)
+#define DEFAULT_HEAL_BASE      60
+#define DEFAULT_HEAL_FACTOR    2.0
+#define DEFAULT_HEAL_CAP       (30 * 60)
 
 static void selpolicy_free(dt_selpolicy *s) {
   for (size_t i = 0; i < s->n; i++) {

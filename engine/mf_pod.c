@@ -332,7 +332,8 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
       mf_get(mf_get(mf_get(mf_get(spec, "affinity"), "nodeAffinity"), "requiredDuringSchedulingIgnoredDuringExecution"),
              "nodeSelectorTerms");
   if (terms && !cJSON_IsNull(terms)) {
-    dt__join(f, sizeof f, path, ".affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
+    dt__join(f, sizeof f, path,
+             ".affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms");
     size_t i = 0;
     if (!(p->terms = list_alloc(x, terms, f, sizeof *p->terms))) return mf_failed(x);
     for (const cJSON *t = terms->child; t; t = t->next, i++) {

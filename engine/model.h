@@ -22,14 +22,14 @@ const char *dt__gpu_resource(const char *gpu_name);
 
 /* Well-known label keys. */
 #define DT_L_INSTANCE_TYPE "node.kubernetes.io/instance-type"
-#define DT_L_ZONE "topology.kubernetes.io/zone"
-#define DT_L_REGION "topology.kubernetes.io/region"
+#define DT_L_ZONE          "topology.kubernetes.io/zone"
+#define DT_L_REGION        "topology.kubernetes.io/region"
 #define DT_L_CAPACITY_TYPE "karpenter.sh/capacity-type"
-#define DT_L_ARCH "kubernetes.io/arch"
-#define DT_L_OS "kubernetes.io/os"
-#define DT_L_NODEPOOL "karpenter.sh/nodepool"
-#define DT_L_HOSTNAME "kubernetes.io/hostname"
-#define DT_L_RESERVATION "karpenter.k8s.aws/capacity-reservation-id"
+#define DT_L_ARCH          "kubernetes.io/arch"
+#define DT_L_OS            "kubernetes.io/os"
+#define DT_L_NODEPOOL      "karpenter.sh/nodepool"
+#define DT_L_HOSTNAME      "kubernetes.io/hostname"
+#define DT_L_RESERVATION   "karpenter.k8s.aws/capacity-reservation-id"
 #define DT_L_INTERRUPTIBLE "cluster.x-k8s.io/interruptible"
 
 typedef struct dt_kv {
@@ -74,8 +74,8 @@ typedef struct dt_coffer {
 typedef struct dt_ctype {
   char *name;
   char *arch;
-  dt_kvs labels;      /* every label the type's nodes carry, except zone and capacity type */
-  dt_rlist capacity;  /* cpu, memory, pods, ephemeral-storage, GPUs */
+  dt_kvs labels;     /* every label the type's nodes carry, except zone and capacity type */
+  dt_rlist capacity; /* cpu, memory, pods, ephemeral-storage, GPUs */
   dt_rlist allocatable;
   double od_price; /* < 0: none */
   size_t noff;
@@ -85,10 +85,10 @@ typedef struct dt_ctype {
   struct {
     double cpu, memory_mib;
     int64_t gpu;
-    char *family, *gpu_name; /* NULL when not given */
-    int64_t eph_bytes;       /* ephemeralStorage; -1 when not given */
-    dt_kvs labels;           /* labels given, not the derived ones */
-    bool has_overhead;       /* overhead given; else the provider's formula */
+    char *family, *gpu_name;        /* NULL when not given */
+    int64_t eph_bytes;              /* ephemeralStorage; -1 when not given */
+    dt_kvs labels;                  /* labels given, not the derived ones */
+    bool has_overhead;              /* overhead given; else the provider's formula */
     int64_t oh_cpu, oh_mem, oh_eph; /* milli, when has_overhead */
   } src;
 } dt_ctype;
@@ -98,7 +98,7 @@ typedef struct dt_ctype {
 int64_t dt__ctype_gpus(const dt_ctype *t);
 
 struct dt_catalog {
-  char *name;     /* file name, for messages */
+  char *name; /* file name, for messages */
   char *region;
   char *provider; /* "aws", "azure", "kwok" or "generic" (any other name: as generic) */
   size_t nzones;
@@ -162,20 +162,20 @@ typedef struct dt_nodepool {
   int64_t expire_after;      /* seconds; -1 Never */
   size_t nbudgets;
   dt_budget *budgets;
-  uint64_t hash;             /* of the template, requirements and expireAfter aside (drift) */
+  uint64_t hash; /* of the template, requirements and expireAfter aside (drift) */
   int weight;
-  int64_t replicas;      /* spec.replicas: a static NodePool keeps this many NodeClaims; -1 when unset */
+  int64_t replicas; /* spec.replicas: a static NodePool keeps this many NodeClaims; -1 when unset */
   dt_kvs labels;
   dt_mreqs reqs;
   size_t ntaints, nstartup;
   dt_taint *taints, *startup;
   dt_rlist limits;
-  cJSON *node_class_ref; /* owned; NULL if absent */
-  char *uid;             /* metadata.uid, for the NodeClaims' ownerReferences; NULL if absent */
+  cJSON *node_class_ref;   /* owned; NULL if absent */
+  char *uid;               /* metadata.uid, for the NodeClaims' ownerReferences; NULL if absent */
   char *termination_grace; /* spec.template.spec.terminationGracePeriod as written, NULL if absent */
-  dt_kvs annotations;    /* spec.template.metadata.annotations, carried to the NodeClaims */
-  double spot_max;       /* dovetail.dev/spot-max-price, < 0 when unset */
-  char *policy;          /* dovetail.dev/policy: a policy name, NULL when unset */
+  dt_kvs annotations;      /* spec.template.metadata.annotations, carried to the NodeClaims */
+  double spot_max;         /* dovetail.dev/spot-max-price, < 0 when unset */
+  char *policy;            /* dovetail.dev/policy: a policy name, NULL when unset */
   size_t seq;
 } dt_nodepool;
 
@@ -208,9 +208,9 @@ int dt__claims_paired(const dt_manifests *m, int32_t *out);
 typedef struct dt_podterm {
   int weight; /* preferred terms only */
   dt_selector sel;
-  char *key;  /* topologyKey */
+  char *key; /* topologyKey */
   size_t nns;
-  char **ns;  /* namespaces; empty = the pod's own */
+  char **ns; /* namespaces; empty = the pod's own */
 } dt_podterm;
 
 typedef struct dt_spread {
@@ -243,11 +243,11 @@ typedef struct dt_podspec {
   dt_rlist requests; /* effective requests: max(init) vs sum(containers)+sidecars, + overhead */
   dt_kvs labels;
   dt_kvs node_selector;
-  size_t nterms;     /* required node affinity: OR of terms */
+  size_t nterms; /* required node affinity: OR of terms */
   dt_mreqs *terms;
   size_t ntol;
   dt_toleration *tol;
-  size_t npref;      /* preferred node affinity */
+  size_t npref; /* preferred node affinity */
   dt_prefterm *pref;
   size_t naff, nanti, npaff, npanti; /* pod affinity: required, preferred */
   dt_podterm *aff, *anti, *paff, *panti;
@@ -262,10 +262,10 @@ typedef struct dt_podspec {
   bool dnd;          /* karpenter.sh/do-not-disrupt: "true" */
   int64_t dnd_until; /* do-not-disrupt: a duration from the pod's start; 0 none */
   int64_t deletion_cost, priority;
-  char *claim;       /* bound by a NodeClaim's dovetail.dev/pods annotation */
-  dt_selector sel;   /* a workload's spec.selector: its pods already running count against replicas */
-  char *parent;      /* "Deployment/name" for a ReplicaSet a Deployment owns */
-  char **pvcs;       /* the PersistentVolumeClaims its volumes name */
+  char *claim;     /* bound by a NodeClaim's dovetail.dev/pods annotation */
+  dt_selector sel; /* a workload's spec.selector: its pods already running count against replicas */
+  char *parent;    /* "Deployment/name" for a ReplicaSet a Deployment owns */
+  char **pvcs;     /* the PersistentVolumeClaims its volumes name */
   size_t npvcs;
   /* a virt-launcher pod: the VMI's spec.architecture ("amd64", "arm64",
   ** "s390x"), "" for the cluster's default, NULL for any other pod */
@@ -277,18 +277,18 @@ typedef struct dt_podspec {
 /* An existing Node, or an in-flight NodeClaim. */
 typedef struct dt_node {
   char *name, *file, *kind;
-  char *claim_name; /* for NodeClaims */
-  char *node_name;  /* NodeClaim status.nodeName */
+  char *claim_name;  /* for NodeClaims */
+  char *node_name;   /* NodeClaim status.nodeName */
   char *provider_id; /* Node spec.providerID, NodeClaim status.providerID */
   dt_kvs labels;
   dt_rlist allocatable; /* empty: derive from the catalog's instance type */
   size_t ntaints;
   dt_taint *taints;
   bool unschedulable, initialized;
-  bool ready;          /* Ready condition (true without conditions) */
-  bool dnd;            /* karpenter.sh/do-not-disrupt: "true" */
+  bool ready;                                /* Ready condition (true without conditions) */
+  bool dnd;                                  /* karpenter.sh/do-not-disrupt: "true" */
   int64_t created, deleting, last_pod_event; /* Unix seconds; 0 unknown / not deleting */
-  char *pool_hash;     /* dovetail.dev/nodepool-hash */
+  char *pool_hash;                           /* dovetail.dev/nodepool-hash */
   size_t npods;
   char **pods; /* "ns/name" from the dovetail.dev/pods annotation */
   size_t seq;
@@ -345,34 +345,34 @@ typedef struct dt_vmpool {
   int64_t heal_base, heal_cap;              /* backoff between attempts, seconds */
   double heal_factor;
   int64_t burst;
-  uint64_t hash;      /* the whole virtualMachineTemplate */
-  uint64_t vmi_hash;  /* spec.template of the VM template */
-  uint64_t dvt_hash;  /* spec.dataVolumeTemplates */
-  cJSON *tmpl;        /* owned copy of virtualMachineTemplate, for the VMs to create */
+  uint64_t hash;     /* the whole virtualMachineTemplate */
+  uint64_t vmi_hash; /* spec.template of the VM template */
+  uint64_t dvt_hash; /* spec.dataVolumeTemplates */
+  cJSON *tmpl;       /* owned copy of virtualMachineTemplate, for the VMs to create */
   size_t ndv;
-  char **dv;          /* dataVolumeTemplates names, unindexed */
-  unsigned name_gen;  /* spec.nameGeneration: DT_NAMEGEN_* bits */
-  bool runs;          /* the template's VMs run (runStrategy / running) */
+  char **dv;           /* dataVolumeTemplates names, unindexed */
+  unsigned name_gen;   /* spec.nameGeneration: DT_NAMEGEN_* bits */
+  bool runs;           /* the template's VMs run (runStrategy / running) */
   dt_podspec launcher; /* the virt-launcher pod a VM of the template needs */
   size_t seq;
 } dt_vmpool;
 
 typedef struct dt_vm {
   char *ns, *name, *file;
-  char *owner;          /* controller ownerReference to a VirtualMachinePool, or NULL */
-  dt_kvs labels;        /* metadata.labels, then spec.template.metadata.labels */
-  size_t nmeta_labels;  /* how many of labels are metadata.labels */
-  dt_kvs node_selector; /* spec.template.spec.nodeSelector */
+  char *owner;               /* controller ownerReference to a VirtualMachinePool, or NULL */
+  dt_kvs labels;             /* metadata.labels, then spec.template.metadata.labels */
+  size_t nmeta_labels;       /* how many of labels are metadata.labels */
+  dt_kvs node_selector;      /* spec.template.spec.nodeSelector */
   int64_t created, deleting; /* Unix seconds; deleting 0 when not being deleted */
-  int64_t index;        /* suffix after the last '-', -1 if none */
+  int64_t index;             /* suffix after the last '-', -1 if none */
   bool halted, ready, has_status;
-  char *status;         /* status.printableStatus */
+  char *status; /* status.printableStatus */
   int64_t fail_count;
-  int64_t not_ready_since; /* Ready=False lastTransitionTime, 0 if unknown */
-  char *revision;       /* kubevirt.io/vm-pool-revision-name */
-  char *tmpl_hash;      /* dovetail.dev/template-hash */
+  int64_t not_ready_since;     /* Ready=False lastTransitionTime, 0 if unknown */
+  char *revision;              /* kubevirt.io/vm-pool-revision-name */
+  char *tmpl_hash;             /* dovetail.dev/template-hash */
   uint64_t vmi_hash, dvt_hash; /* de-indexed template and dataVolumeTemplates */
-  uint64_t vmi_hash_ng[4]; /* vmi_hash with ConfigMap ([1]), Secret ([2]) or both ([3]) references
+  uint64_t vmi_hash_ng[4];     /* vmi_hash with ConfigMap ([1]), Secret ([2]) or both ([3]) references
                            ** de-indexed too, for pools with spec.nameGeneration; [0] is vmi_hash */
   int64_t heal_attempt, healed_at;
   size_t seq;
@@ -408,7 +408,7 @@ struct dt_manifests {
   DT_VEC(dt_pdb) pdbs;
   DT_VEC(dt_vmpool) vmpools;
   DT_VEC(dt_vm) vms;
-  DT_VEC(char *) volumes; /* "ns/name" of PersistentVolumeClaims and DataVolumes */
+  DT_VEC(char *) volumes;   /* "ns/name" of PersistentVolumeClaims and DataVolumes */
   DT_VEC(dt_topo_obj) topo; /* PVCs, PVs and StorageClasses: where a pod's volumes can be */
   DT_VEC(dt_mark) marks;
   /* KubeVirt's default architecture (a KubeVirt object's status or

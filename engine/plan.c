@@ -15,10 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-
-static const rt_off *claim_off(const dt_plan *p, const rt_claim *k) {
-  return &p->types[k->type].off[k->off];
-}
+static const rt_off *claim_off(const dt_plan *p, const rt_claim *k) { return &p->types[k->type].off[k->off]; }
 
 /* A preformatted number (a price, milliseconds): printed as written. */
 static void put_raw(cJSON *o, const char *key, const char *text) { dt__json_put(o, key, cJSON_CreateRaw(text)); }
@@ -237,10 +234,7 @@ static void render_json(const dt_plan *p, dt_buf *b) {
 
 /* ------------------------------------------------------------- YAML */
 
-
-static cJSON *add_obj(cJSON *parent, const char *key) {
-  return dt__json_put(parent, key, cJSON_CreateObject());
-}
+static cJSON *add_obj(cJSON *parent, const char *key) { return dt__json_put(parent, key, cJSON_CreateObject()); }
 
 /* ------------------------------------------------- NodeClaim requirements */
 
@@ -372,7 +366,7 @@ static int claim_requirements(const dt_plan *p, const rt_claim *k, cJSON *arr, c
     }
   }
   const dt_req *rt = dt__reqs_get(&k->reqs, p->k_type), *rz = dt__reqs_get(&k->reqs, p->k_zone),
-              *rc_ = dt__reqs_get(&k->reqs, p->k_ct);
+               *rc_ = dt__reqs_get(&k->reqs, p->k_ct);
   if (!rc)
     rc = push_req(&rs, DT_L_INSTANCE_TYPE, "In", types, ntypes, rt && !launched ? rt->min_values : 0) ||
          push_req(&rs, DT_L_ZONE, "In", zones, nzones, rz && !launched ? rz->min_values : 0) ||
@@ -442,8 +436,10 @@ static void custom_labels(const dt_plan *p, const rt_claim *k, cJSON *labels) {
         snprintf(num, sizeof num, "%lld", (long long)v);
         dt_sym s = dt__sym_find(&p->syms, num);
         taken = s && !dt__req_has(&p->syms, r, s);
-        if (!taken) dt__json_put_str(labels, key, num);
-        else v++;
+        if (!taken)
+          dt__json_put_str(labels, key, num);
+        else
+          v++;
       }
     }
   }
@@ -521,7 +517,8 @@ static cJSON *claim_yaml(const dt_plan *p, const rt_claim *k, bool launched) {
     dt__json_put(o, "blockOwnerDeletion", cJSON_CreateTrue());
   }
   cJSON *ann = add_obj(md, "annotations");
-  for (size_t i = 0; i < np->annotations.n; i++) dt__json_put_str(ann, np->annotations.v[i].key, np->annotations.v[i].val);
+  for (size_t i = 0; i < np->annotations.n; i++)
+    dt__json_put_str(ann, np->annotations.v[i].key, np->annotations.v[i].val);
   dt_buf pods = {0};
   char tmp[700];
   for (size_t j = 0; j < k->pods.n; j++) {
@@ -598,8 +595,10 @@ static int render_yaml(const dt_plan *p, dt_buf *b, bool launched) {
     bool used = false;
     for (size_t i = 0; i < p->claims.n && !used; i++) used = p->claims.v[i]->type >= 0 && p->claims.v[i]->pool == pi;
     if (used && !p->pools[pi].src->node_class_ref)
-      dt__buf_printf(b, "# NodePool %s has no spec.template.spec.nodeClassRef: Karpenter's NodeClaim schema requires "
-                        "one, so its NodeClaims above do not apply as they are\n", p->pools[pi].src->name);
+      dt__buf_printf(b,
+                     "# NodePool %s has no spec.template.spec.nodeClassRef: Karpenter's NodeClaim schema requires "
+                     "one, so its NodeClaims above do not apply as they are\n",
+                     p->pools[pi].src->name);
   }
   /* Pods that fit nowhere are reported as comments, so nothing is lost. */
   for (size_t i = 0; i < p->res.nunsched; i++)
@@ -637,7 +636,8 @@ static void table_row(const dt_claim_info *k, char cell[NC][128]) {
 }
 
 static void render_table(const dt_plan *p, dt_buf *b) {
-  static const char *head[] = {"NODEPOOL", "NAME", "INSTANCE TYPE", "ZONE", "CAPACITY", "$/HOUR", "CPU", "MEMORY", "PODS"};
+  static const char *head[] = {"NODEPOOL", "NAME", "INSTANCE TYPE", "ZONE", "CAPACITY",
+                               "$/HOUR",   "CPU",  "MEMORY",        "PODS"};
   const dt_plan_result *r = &p->res;
   size_t w[NC];
   for (int i = 0; i < NC; i++) w[i] = strlen(head[i]);

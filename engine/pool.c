@@ -102,10 +102,12 @@ static void why_selected(const dt_selpolicy *sp, const pvm *c, char *out, size_t
     snprintf(out, n, "%s (created %s)", sp->base == DT_SORT_OLDEST ? "oldest" : "newest", t);
     break;
   case DT_SORT_RANDOM:
-    snprintf(out, n, "base policy Random, %s", c->calm == 0 ? "halted first" : c->calm == 1 ? "not ready first" : "seeded");
+    snprintf(out, n, "base policy Random, %s",
+             c->calm == 0   ? "halted first"
+             : c->calm == 1 ? "not ready first"
+                            : "seeded");
     break;
-  default:
-    snprintf(out, n, "base policy %s (index %lld)", dt__sort_names[sp->base], (long long)c->v->index);
+  default: snprintf(out, n, "base policy %s (index %lld)", dt__sort_names[sp->base], (long long)c->v->index);
   }
 }
 
@@ -115,11 +117,9 @@ typedef struct ctx {
   const dt_manifests *m;
   const dt_pool_opts *o;
   dt_pools *r;
-  dt_symtab volumes; /* "ns/name" of PVCs and DataVolumes */
+  dt_symtab volumes;   /* "ns/name" of PVCs and DataVolumes */
   dt_pool_act scratch; /* written instead of an action that found no memory (the run then fails) */
 } ctx;
-
-
 
 static void put_time(cJSON *o, const char *k, int64_t t) {
   char tmp[40];
@@ -232,8 +232,8 @@ static bool current(const dt_vmpool *p, const dt_vm *v) {
   return v->vmi_hash_ng[p->name_gen & 3] == p->vmi_hash && v->dvt_hash == p->dvt_hash;
 }
 
-static const char *const k_failing[] = {"CrashLoopBackOff", "Unschedulable", "DataVolumeError", "PvcNotFound",
-                                        "ErrImagePull", "ImagePullBackOff", NULL};
+static const char *const k_failing[] = {
+    "CrashLoopBackOff", "Unschedulable", "DataVolumeError", "PvcNotFound", "ErrImagePull", "ImagePullBackOff", NULL};
 
 static bool failing(const dt_vmpool *p, const dt_vm *v, int64_t now, char *why, size_t n) {
   if (v->deleting || v->halted) return false;
@@ -270,8 +270,8 @@ typedef struct poolrun {
   const dt_vmpool *p;
   int64_t now;
   dt_pool_rec *rec; /* the pool's record in the result (pools are added only before a pool's round) */
-  pvm *act;      /* the pool's VMs (selector matched) */
-  bool *healing; /* by VM index: re-created by autohealing this round */
+  pvm *act;         /* the pool's VMs (selector matched) */
+  bool *healing;    /* by VM index: re-created by autohealing this round */
   size_t nact, ndel, nready, nunavail;
   int64_t count, diff, creates_left, deletes_left;
   char tmp[700];
@@ -509,8 +509,7 @@ static int pool_scale_in(poolrun *r, int64_t mu_scale) {
       snprintf(r->tmp, sizeof r->tmp, "scale in %lld → %lld (%s%s): waits for %s", (long long)r->count,
                (long long)p->replicas, sel, hooked ? ", order from the scale_in hook" : "",
                r->deletes_left <= 0 ? "the burst limit" : "maxUnavailable");
-      action(r, DT_POOL_WAITING, c->v->name, r->tmp)->info.wait_for =
-          r->deletes_left <= 0 ? "burst" : "maxUnavailable";
+      action(r, DT_POOL_WAITING, c->v->name, r->tmp)->info.wait_for = r->deletes_left <= 0 ? "burst" : "maxUnavailable";
       st->waiting++;
       continue;
     }
@@ -543,8 +542,9 @@ static const char *update_one(poolrun *r, const pvm *o, int64_t mu_update, int64
     return "apply";
   }
   if (p->update == DT_STRAT_OPPORTUNISTIC) {
-    snprintf(r->tmp, sizeof r->tmp, "template changed; updateStrategy opportunistic: the spec is rewritten and the "
-                                    "running VM picks it up when it next restarts");
+    snprintf(r->tmp, sizeof r->tmp,
+             "template changed; updateStrategy opportunistic: the spec is rewritten and the "
+             "running VM picks it up when it next restarts");
     return "wait-for-halt";
   }
   if (!v->ready) {
@@ -769,4 +769,3 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
   *out = r;
   return 0;
 }
-

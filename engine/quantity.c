@@ -48,12 +48,9 @@ int dt_quantity_parse(const char *s, int64_t *milli, dt_error *err) {
       break;
     }
   }
-  if (!digits)
-    return dt__err(err, DT_EINVAL, "invalid quantity \"%s\": expected a number such as 250m, 1.5Gi or 2",
-                   s);
+  if (!digits) return dt__err(err, DT_EINVAL, "invalid quantity \"%s\": expected a number such as 250m, 1.5Gi or 2", s);
   int p10 = -frac, p2 = 0;
-  if ((*p == 'e' || *p == 'E') &&
-      (p[1] == '-' || p[1] == '+' || (p[1] >= '0' && p[1] <= '9'))) {
+  if ((*p == 'e' || *p == 'E') && (p[1] == '-' || p[1] == '+' || (p[1] >= '0' && p[1] <= '9'))) {
     const char *q = p + 1;
     int eneg = 0, e = 0, ed = 0;
     if (*q == '+' || *q == '-') eneg = *q++ == '-';
@@ -62,8 +59,7 @@ int dt_quantity_parse(const char *s, int64_t *milli, dt_error *err) {
       q++;
       ed++;
     }
-    if (!ed || *q)
-      return dt__err(err, DT_EINVAL, "invalid quantity \"%s\": bad exponent", s);
+    if (!ed || *q) return dt__err(err, DT_EINVAL, "invalid quantity \"%s\": bad exponent", s);
     p10 += eneg ? -e : e;
   } else {
     size_t i;

@@ -12,9 +12,9 @@
 #include <stdbool.h>
 
 /* Requests above these are typing mistakes, not workloads. */
-#define MAX_CPU_MILLI (1000000LL * 1000)            /* 1,000,000 cores */
+#define MAX_CPU_MILLI   (1000000LL * 1000)          /* 1,000,000 cores */
 #define MAX_BYTES_MILLI (((int64_t)1 << 50) * 1000) /* 1 PiB */
-#define MAX_REPLICAS DT_MAX_REPLICAS
+#define MAX_REPLICAS    DT_MAX_REPLICAS
 
 typedef struct mctx {
   dt_manifests *m;
@@ -33,50 +33,50 @@ typedef struct where {
   const char *tail;
 } where;
 
-#define mf_bad dt__mf_bad
-#define mf_check_duplicate dt__mf_check_duplicate
-#define mf_check_request dt__mf_check_request
-#define mf_created_at dt__mf_created_at
-#define mf_failed dt__mf_failed
-#define mf_get dt__mf_get
-#define mf_get_str dt__mf_get_str
-#define mf_is_int_in dt__mf_is_int_in
-#define mf_kubevirt dt__mf_kubevirt
-#define mf_list_room dt__mf_list_room
-#define mf_meta dt__mf_meta
-#define mf_mreqs_free dt__mf_mreqs_free
-#define mf_node dt__mf_node
-#define mf_node_free dt__mf_node_free
-#define mf_nodepool dt__mf_nodepool
-#define mf_oom dt__mf_oom
+#define mf_bad                     dt__mf_bad
+#define mf_check_duplicate         dt__mf_check_duplicate
+#define mf_check_request           dt__mf_check_request
+#define mf_created_at              dt__mf_created_at
+#define mf_failed                  dt__mf_failed
+#define mf_get                     dt__mf_get
+#define mf_get_str                 dt__mf_get_str
+#define mf_is_int_in               dt__mf_is_int_in
+#define mf_kubevirt                dt__mf_kubevirt
+#define mf_list_room               dt__mf_list_room
+#define mf_meta                    dt__mf_meta
+#define mf_mreqs_free              dt__mf_mreqs_free
+#define mf_node                    dt__mf_node
+#define mf_node_free               dt__mf_node_free
+#define mf_nodepool                dt__mf_nodepool
+#define mf_oom                     dt__mf_oom
 #define mf_parse_duration_or_never dt__mf_parse_duration_or_never
-#define mf_parse_kvs dt__mf_parse_kvs
-#define mf_parse_mreqs dt__mf_parse_mreqs
-#define mf_parse_rlist dt__mf_parse_rlist
-#define mf_parse_selector dt__mf_parse_selector
-#define mf_parse_taints dt__mf_parse_taints
-#define mf_parse_tolerations dt__mf_parse_tolerations
-#define mf_pdb dt__mf_pdb
-#define mf_pdb_free dt__mf_pdb_free
-#define mf_persistent_volume dt__mf_persistent_volume
-#define mf_pod dt__mf_pod
-#define mf_pod_free dt__mf_pod_free
-#define mf_podspec dt__mf_podspec
-#define mf_pool_free dt__mf_pool_free
-#define mf_request_absurd dt__mf_request_absurd
-#define mf_rlist_at dt__mf_rlist_at
-#define mf_runtime_class dt__mf_runtime_class
-#define mf_selector_free dt__mf_selector_free
-#define mf_storage_class dt__mf_storage_class
-#define mf_strs_free dt__mf_strs_free
-#define mf_topo_free dt__mf_topo_free
-#define mf_unavailable dt__mf_unavailable
-#define mf_vm dt__mf_vm
-#define mf_vm_free dt__mf_vm_free
-#define mf_vmpool dt__mf_vmpool
-#define mf_vmpool_free dt__mf_vmpool_free
-#define mf_volume dt__mf_volume
-#define mf_workload dt__mf_workload
+#define mf_parse_kvs               dt__mf_parse_kvs
+#define mf_parse_mreqs             dt__mf_parse_mreqs
+#define mf_parse_rlist             dt__mf_parse_rlist
+#define mf_parse_selector          dt__mf_parse_selector
+#define mf_parse_taints            dt__mf_parse_taints
+#define mf_parse_tolerations       dt__mf_parse_tolerations
+#define mf_pdb                     dt__mf_pdb
+#define mf_pdb_free                dt__mf_pdb_free
+#define mf_persistent_volume       dt__mf_persistent_volume
+#define mf_pod                     dt__mf_pod
+#define mf_pod_free                dt__mf_pod_free
+#define mf_podspec                 dt__mf_podspec
+#define mf_pool_free               dt__mf_pool_free
+#define mf_request_absurd          dt__mf_request_absurd
+#define mf_rlist_at                dt__mf_rlist_at
+#define mf_runtime_class           dt__mf_runtime_class
+#define mf_selector_free           dt__mf_selector_free
+#define mf_storage_class           dt__mf_storage_class
+#define mf_strs_free               dt__mf_strs_free
+#define mf_topo_free               dt__mf_topo_free
+#define mf_unavailable             dt__mf_unavailable
+#define mf_vm                      dt__mf_vm
+#define mf_vm_free                 dt__mf_vm_free
+#define mf_vmpool                  dt__mf_vmpool
+#define mf_vmpool_free             dt__mf_vmpool_free
+#define mf_volume                  dt__mf_volume
+#define mf_workload                dt__mf_workload
 
 /* manifest.c */
 int mf_bad(mctx *x, const char *field, const char *fmt, ...) DT_PRINTF(3, 4);

@@ -55,8 +55,7 @@ static bool contains(const dt_req *r, dt_sym v) {
   return false;
 }
 
-void dt__req_make(dt_arena *a, dt_req *out, dt_sym key, dt_op op, const dt_sym *vals, uint32_t n,
-                  const dt_symtab *t) {
+void dt__req_make(dt_arena *a, dt_req *out, dt_sym key, dt_op op, const dt_sym *vals, uint32_t n, const dt_symtab *t) {
   memset(out, 0, sizeof *out);
   out->key = key;
   switch (op) {
@@ -103,8 +102,7 @@ void dt__req_make(dt_arena *a, dt_req *out, dt_sym key, dt_op op, const dt_sym *
   }
 }
 
-void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const dt_req *y,
-                       dt_req *out) {
+void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const dt_req *y, dt_req *out) {
   dt_req r = {0};
   r.key = x->key;
   r.min_values = x->min_values > y->min_values ? x->min_values : y->min_values;
@@ -174,7 +172,6 @@ dt_op dt__req_operator(const dt_req *r) {
   return r->n ? DT_OP_IN : DT_OP_DOESNOTEXIST;
 }
 
-
 bool dt__req_has(const dt_symtab *t, const dt_req *r, dt_sym v) {
   if (!v) {
     /* The label is absent: only NotIn and DoesNotExist accept that. */
@@ -218,15 +215,13 @@ static bool nonempty(const dt_symtab *t, const dt_req *x, const dt_req *y) {
 bool dt__req_intersects(const dt_symtab *t, const dt_req *x, const dt_req *y) {
   if (nonempty(t, x, y)) return true;
   dt_op ox = dt__req_operator(x), oy = dt__req_operator(y);
-  return (ox == DT_OP_NOTIN || ox == DT_OP_DOESNOTEXIST) &&
-         (oy == DT_OP_NOTIN || oy == DT_OP_DOESNOTEXIST);
+  return (ox == DT_OP_NOTIN || ox == DT_OP_DOESNOTEXIST) && (oy == DT_OP_NOTIN || oy == DT_OP_DOESNOTEXIST);
 }
 
 static bool req_equal(const dt_req *x, const dt_req *y) {
-  return x->key == y->key && x->complement == y->complement && x->has_gte == y->has_gte &&
-         x->has_lte == y->has_lte && (!x->has_gte || x->gte == y->gte) &&
-         (!x->has_lte || x->lte == y->lte) && x->n == y->n && x->min_values == y->min_values &&
-         (x->n == 0 || memcmp(x->v, y->v, x->n * sizeof *x->v) == 0);
+  return x->key == y->key && x->complement == y->complement && x->has_gte == y->has_gte && x->has_lte == y->has_lte &&
+         (!x->has_gte || x->gte == y->gte) && (!x->has_lte || x->lte == y->lte) && x->n == y->n &&
+         x->min_values == y->min_values && (x->n == 0 || memcmp(x->v, y->v, x->n * sizeof *x->v) == 0);
 }
 
 const dt_req *dt__reqs_get(const dt_reqs *s, dt_sym key) {
@@ -267,8 +262,7 @@ void dt__reqs_add(dt_arena *a, const dt_symtab *t, const dt_reqs *s, const dt_re
   out->n = k;
 }
 
-void dt__reqs_merge(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_reqs *y,
-                    dt_reqs *out) {
+void dt__reqs_merge(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_reqs *y, dt_reqs *out) {
   dt_reqs cur = *x;
   for (uint32_t i = 0; i < y->n; i++) dt__reqs_add(a, t, &cur, &y->r[i], &cur);
   *out = cur;
@@ -281,9 +275,7 @@ bool dt__reqs_equal(const dt_reqs *x, const dt_reqs *y) {
   return true;
 }
 
-static int cmp_str(const void *a, const void *b) {
-  return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 void dt__req_sig(const dt_req *r, dt_buf *b) {
   dt__sig_u32(b, r->key);

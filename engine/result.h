@@ -83,7 +83,6 @@ struct dt_pools {
 /* Build r->root from the result; 0 or DT_ENOMEM. */
 int dt__pools_doc_build(dt_pools *r, int64_t now);
 
-
 /* A new claim as a plan's JSON writes it (plan.c), or with replacement as a
 ** disruption command's replacement: apiVersion and kind first, and neither
 ** a reservation nor requests. */

@@ -325,7 +325,7 @@ struct dt_cluster {
   dt_symtab claimed;
   DT_VEC(int32_t) claimed_head; /* per name symbol: its first entry in claimed_on, -1 none */
   DT_VEC(claim_on) claimed_on;
-  uint32_t claimed_upto;        /* nodes [0, claimed_upto) are in the index */
+  uint32_t claimed_upto; /* nodes [0, claimed_upto) are in the index */
 };
 
 /* ------------------------------------------------- across the phases */

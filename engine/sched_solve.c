@@ -14,9 +14,9 @@ enum { FIT = 0, FAIL_NOW = 1, FAIL_EVER = 2 };
 
 typedef struct run {
   dt_plan *p;
-  bool reserved_error;         /* the last attempt hit a ReservedOfferingError */
-  DT_VEC(rt_claim *) order;    /* open claims, (pods, idx) ascending */
-  uint32_t *nfailed;           /* per class: how many claims in order it can never join */
+  bool reserved_error;      /* the last attempt hit a ReservedOfferingError */
+  DT_VEC(rt_claim *) order; /* open claims, (pods, idx) ascending */
+  uint32_t *nfailed;        /* per class: how many claims in order it can never join */
   size_t nfailed_cap;
   DT_VEC(uint32_t) at;         /* per claim (by idx): its position in order */
   DT_VEC(uint64_t) open;       /* per claim (by idx): a bit set while it is in order */

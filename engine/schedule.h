@@ -22,7 +22,7 @@ typedef struct rt_off {
   int64_t avail; /* remaining launches, -1 unbounded */
   int64_t held;  /* reserved offerings: units held by claims during the solve */
   dt_sym resv;
-  uint8_t gone;  /* why avail is 0 before any launch: OFF_* (for --explain) */
+  uint8_t gone; /* why avail is 0 before any launch: OFF_* (for --explain) */
 } rt_off;
 
 enum { OFF_OK = 0, OFF_CATALOG = 1, OFF_MARK = 2, OFF_PRICE_HOOK = 3 };
@@ -42,9 +42,9 @@ typedef struct rt_type {
   dt_sym *lv; /* label value per type-key slot, 0 = absent */
   uint32_t noff;
   rt_off *off;
-  double min_price; /* cheapest offering, for option order */
+  double min_price;   /* cheapest offering, for option order */
   const char *family; /* its .../instance-family label, NULL none (catalog-owned) */
-  uint32_t rank;    /* position among the types by name: ties compare integers */
+  uint32_t rank;      /* position among the types by name: ties compare integers */
   /* launch's memo of the best offering within one claim's masks (claims
   ** holding no reservation); dropped when an availability count changes */
   uint64_t memo_zmask;
@@ -83,10 +83,10 @@ typedef DT_VEC(int32_t) dt_i32vec;
 typedef struct rt_group {
   uint8_t kind, dom;
   dt_sym key;
-  bool sel_null;  /* an absent selector matches no pod */
-  dt_reqs sel;    /* over pod labels */
+  bool sel_null; /* an absent selector matches no pod */
+  dt_reqs sel;   /* over pod labels */
   uint32_t nns;
-  dt_sym *ns;     /* namespaces the group counts */
+  dt_sym *ns;                      /* namespaces the group counts */
   int32_t zone[64], ct[DT_CT_N];   /* matching pods per domain */
   int32_t ozone[64], oct[DT_CT_N]; /* pods declaring this anti-affinity (inverse) */
   dt_i32vec host, ohost;           /* per host id: nodes, then claims */
@@ -99,8 +99,8 @@ typedef struct rt_group {
 typedef struct rt_tc {
   uint32_t group;
   uint8_t kind;
-  bool self;    /* the pod matches the group's selector */
-  bool owner;   /* a required anti-affinity the pod declares (recorded as owner) */
+  bool self;  /* the pod matches the group's selector */
+  bool owner; /* a required anti-affinity the pod declares (recorded as owner) */
   int32_t max_skew, min_domains;
 } rt_tc;
 
@@ -126,7 +126,7 @@ typedef struct rt_spec {
   uint32_t nlabels;
   dt_sym *lk, *lv; /* sorted by key */
   uint32_t nsel;
-  uint32_t *sel;   /* groups whose selector matches this pod */
+  uint32_t *sel;                                  /* groups whose selector matches this pod */
   uint8_t *paff_order, *panti_order, *pref_order; /* by weight, heaviest first */
   uint32_t nports;
   rt_port *ports;
@@ -142,20 +142,20 @@ typedef struct rt_pool {
   uint32_t ntaints;
   rt_taint *taints;
   uint32_t ntypes;
-  uint32_t *types; /* compatible, price order */
+  uint32_t *types;     /* compatible, price order */
   const int64_t **eff; /* per catalog type: allocatable minus DaemonSet overhead */
   uint32_t nds_ports;
-  rt_port *ds_ports;  /* host ports of DaemonSets landing on this pool's nodes */
-  double spot_max; /* maxPrice for spot offerings; INFINITY when unset */
-  dt_policy *policy; /* hooks for this pool: its own, or the plan's */
+  rt_port *ds_ports;              /* host ports of DaemonSets landing on this pool's nodes */
+  double spot_max;                /* maxPrice for spot offerings; INFINITY when unset */
+  dt_policy *policy;              /* hooks for this pool: its own, or the plan's */
   size_t launched, launched_spot; /* claims launched so far in this plan */
   bool has_min_values;
   bool has_reserved; /* some type has a reserved offering this pool may launch */
   bool has_prefer_taint;
   bool has_limits;
-  int64_t remaining[DT_RES_MAX]; /* INT64_MAX when unlimited */
-  int64_t nodes_remaining;        /* -1 unlimited */
-  int64_t replicas;               /* static pools (spec.replicas): how many NodeClaims it keeps; -1 dynamic */
+  int64_t remaining[DT_RES_MAX];   /* INT64_MAX when unlimited */
+  int64_t nodes_remaining;         /* -1 unlimited */
+  int64_t replicas;                /* static pools (spec.replicas): how many NodeClaims it keeps; -1 dynamic */
   int64_t static_have, static_all; /* its nodes and claims in the input: not being deleted, and all */
 } rt_pool;
 
@@ -167,14 +167,14 @@ typedef struct rt_class {
   bool tol_pref;
   uint32_t ntc;
   rt_tc *tc;
-  uint64_t elig_z;  /* zones the pod's requirements allow */
+  uint64_t elig_z; /* zones the pod's requirements allow */
   uint8_t elig_c;
-  bool topo;        /* has constraints or is selected by an anti-affinity group */
+  bool topo;              /* has constraints or is selected by an anti-affinity group */
   int8_t *pool_ok;        /* per pool: -1 unknown, 0 no, 1 yes (taints and requirements) */
   uint64_t *claim_failed; /* bitset over claims */
   uint32_t nfail_words;
-  uint32_t node_cursor;   /* existing nodes before it cannot take this class */
-  bool no_new_claim;      /* no pool can open a claim for it (permanent within a run) */
+  uint32_t node_cursor; /* existing nodes before it cannot take this class */
+  bool no_new_claim;    /* no pool can open a claim for it (permanent within a run) */
 } rt_class;
 
 typedef struct rt_pod {
@@ -186,8 +186,8 @@ typedef struct rt_pod {
 typedef struct rt_node {
   const dt_node *src;
   DT_VEC(rt_port) ports;
-  int zone;  /* index, -1 unknown */
-  int ct;    /* -1 unknown */
+  int zone; /* index, -1 unknown */
+  int ct;   /* -1 unknown */
   dt_sym name;
   uint32_t nlabels;
   dt_sym *lk, *lval; /* sorted by key */
@@ -209,9 +209,9 @@ typedef struct rt_claim {
   DT_VEC(uint32_t) held; /* reserved offerings holding a unit for this claim (snapshot indices) */
   bool had_reserved;
   bool closed;
-  bool repacked; /* made by cost-aware packing (pack.c) */
-  bool fixed;          /* a static pool's claim: type and offering chosen before any pod */
-  uint64_t zopen;      /* zones and capacity types its requirements allow (for the NodeClaim's requirements) */
+  bool repacked;  /* made by cost-aware packing (pack.c) */
+  bool fixed;     /* a static pool's claim: type and offering chosen before any pod */
+  uint64_t zopen; /* zones and capacity types its requirements allow (for the NodeClaim's requirements) */
   uint8_t copen;
   /* result */
   int32_t type, off;
@@ -301,19 +301,19 @@ struct dt_plan {
   uint32_t nfixed; /* claims[0..nfixed) are static pools' claims, planned before any pod */
   DT_VEC(rt_binding) bindings;
   DT_VEC(rt_unsched) unsched;
-  DT_VEC(char *) notes; /* arena strings */
+  DT_VEC(char *) notes;   /* arena strings */
   DT_VEC(uint32_t) marks; /* manifests' unavailable offerings in force */
   /* policies used by this plan, and the offering snapshot their hooks see */
   DT_VEC(dt_policy *) policies;
   DT_VEC(struct score_cache) scores; /* each policy's score hook results, per snapshot offering */
-  uint32_t *off_base; /* per type: index of its first offering in the snapshot */
+  uint32_t *off_base;                /* per type: index of its first offering in the snapshot */
   struct dt_hook_offer *snapshot;
   size_t nsnapshot;
   dt_plan_stats stats;
-  size_t bound_already; /* pods bound to nodes or in-flight claims before the run */
+  size_t bound_already;  /* pods bound to nodes or in-flight claims before the run */
   int64_t ex_pod;        /* that pod's index in pods, -1 when none is explained or it is not pending */
-  uint32_t early_syms;           /* symbols interned up to the NodePools: messages keep their order (key_before) */
-  struct dt_cluster *cl;         /* an overlay plan's cluster (its specs are the cluster's), else NULL */
+  uint32_t early_syms;   /* symbols interned up to the NodePools: messages keep their order (key_before) */
+  struct dt_cluster *cl; /* an overlay plan's cluster (its specs are the cluster's), else NULL */
   const struct dt_overlay *ov;
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
 };
@@ -324,8 +324,7 @@ int dt__plan_result_build(dt_plan *p);
 /* Pod display name "ns/name" into buf. */
 void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
 
-bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
-                 double spot_max);
+bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask, double spot_max);
 /* The order messages name requirements in, as indices into r->r: keys the
 ** catalog and NodePools define in their order, then the others by name. */
 void dt__reqs_order(const dt_plan *p, const dt_reqs *r, uint32_t *idx);
@@ -428,19 +427,17 @@ void dt__explain_free(struct dt_explain *ex);
 #define DT_LP_COLD INT32_MIN
 int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
                         const double *d, double *y, double *x, double *obj, int *basis, double *inv);
-int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
-                 double *obj);
+int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x, double *obj);
 int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
                       double *obj, int *basis);
 
 /* topo.c */
-int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns,
-                   size_t nns, dt_sym own_ns, const char *const *mlk_vals, size_t nmlk);
+int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,
+                   dt_sym own_ns, const char *const *mlk_vals, size_t nmlk);
 int dt__topo_select(dt_plan *p);
-int dt__topo_record(dt_plan *p, uint32_t spec, const rt_class *c, uint32_t host, uint64_t Z, uint8_t C,
-                    int32_t count, int64_t ordinal);
-int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t host, uint64_t *Z, uint8_t *C,
-                   uint32_t *fail);
+int dt__topo_record(dt_plan *p, uint32_t spec, const rt_class *c, uint32_t host, uint64_t Z, uint8_t C, int32_t count,
+                    int64_t ordinal);
+int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t host, uint64_t *Z, uint8_t *C, uint32_t *fail);
 void dt__topo_explain(const dt_plan *p, const rt_class *c, uint32_t fail, dt_buf *b);
 
 #endif

@@ -12,12 +12,12 @@ int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why) {
   const char *kind = dt__jstr(o, "kind"), *ns = dt__jstr(md, "namespace"), *name = dt__jstr(md, "name");
   bool cluster = kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
                           !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering"));
-  *why = !kind || !*kind          ? "kind: missing"
-         : strlen(kind) > 63      ? "kind: longer than 63 characters"
-         : !name || !*name        ? "metadata.name: missing"
-         : strlen(name) > 253     ? "metadata.name: longer than 253 characters"
-         : ns && strlen(ns) > 63  ? "metadata.namespace: longer than 63 characters"
-                                  : NULL;
+  *why = !kind || !*kind         ? "kind: missing"
+         : strlen(kind) > 63     ? "kind: longer than 63 characters"
+         : !name || !*name       ? "metadata.name: missing"
+         : strlen(name) > 253    ? "metadata.name: longer than 253 characters"
+         : ns && strlen(ns) > 63 ? "metadata.namespace: longer than 63 characters"
+                                 : NULL;
   if (*why) return -1;
   snprintf(out, n, "%s/%s/%s", kind, cluster ? "" : (ns && *ns ? ns : "default"), name);
   return 0;

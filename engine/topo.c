@@ -62,8 +62,8 @@ static int domain_of(const dt_plan *p, dt_sym key) {
 /* The group for (kind, key, selector, namespaces); created on first use.
 ** Returns the index, -1 for a topology key dovetail does not model, or
 ** DT_ENOMEM. */
-int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns,
-                   size_t nns, dt_sym own_ns, const char *const *mlk_vals, size_t nmlk) {
+int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,
+                   dt_sym own_ns, const char *const *mlk_vals, size_t nmlk) {
   dt_sym k = dt__sym(&p->syms, key);
   int dom = domain_of(p, k);
   if (dom < 0) return -1;
@@ -87,8 +87,7 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   }
   dt_sym nsv[64];
   uint32_t n = 0;
-  if (nns == 0)
-    nsv[n++] = own_ns;
+  if (nns == 0) nsv[n++] = own_ns;
   for (size_t i = 0; i < nns && n < 64; i++) nsv[n++] = dt__sym(&p->syms, ns[i]);
   dt_buf sig = {0}, desc = {0};
   dt__sig_u32(&sig, (uint32_t)kind | (uint32_t)dom << 8 | (uint32_t)sel->present << 16);
@@ -167,8 +166,8 @@ static int popcount64(uint64_t x) { return __builtin_popcountll(x); }
 
 /* Record `count` pods of spec s (class c, may be NULL for bound pods) placed on
 ** host h whose zone may be any of Z and capacity type any of C. */
-int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint64_t Z, uint8_t C,
-                    int32_t count, int64_t ordinal) {
+int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint64_t Z, uint8_t C, int32_t count,
+                    int64_t ordinal) {
   const rt_spec *s = &p->specs[si];
   for (uint32_t i = 0; i < s->nsel; i++) {
     rt_group *g = &p->groups.v[s->sel[i]];
@@ -199,8 +198,8 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
       if (!c->tc[t].owner) continue;
       gi = (int)c->tc[t].group;
     } else {
-      gi = dt__topo_group(p, TG_ANTI, src->anti[t].key, &src->anti[t].sel, src->anti[t].ns, src->anti[t].nns,
-                          s->ns, NULL, 0);
+      gi = dt__topo_group(p, TG_ANTI, src->anti[t].key, &src->anti[t].sel, src->anti[t].ns, src->anti[t].nns, s->ns,
+                          NULL, 0);
       if (gi == DT_ENOMEM) return DT_ENOMEM;
       if (gi < 0) continue;
     }
@@ -240,8 +239,7 @@ static int pick_spread(const int32_t *cnt, int n, uint64_t cand, uint64_t elig, 
 ** host). *fail gets the failing constraint index, or ntc + group index for an
 ** inverse anti-affinity.
 */
-int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, uint64_t *Z, uint8_t *C,
-                   uint32_t *fail) {
+int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, uint64_t *Z, uint8_t *C, uint32_t *fail) {
   uint64_t z = *Z;
   uint8_t ct = *C;
   for (uint32_t i = 0; i < c->ntc; i++) {
@@ -327,14 +325,14 @@ void dt__topo_explain(const dt_plan *p, const rt_class *c, uint32_t fail, dt_buf
   }
   const rt_tc *tc = &c->tc[fail];
   if (tc->kind == TG_SPREAD)
-    dt__buf_printf(b, "topology spread on %s: maxSkew %d would be exceeded in every allowed %s (selector %s)",
-                   key, tc->max_skew, dom_name[g->dom], g->desc);
+    dt__buf_printf(b, "topology spread on %s: maxSkew %d would be exceeded in every allowed %s (selector %s)", key,
+                   tc->max_skew, dom_name[g->dom], g->desc);
   else if (tc->kind == TG_AFF)
     dt__buf_printf(b, "pod affinity on %s: no allowed %s has a pod matching %s", key, dom_name[g->dom], g->desc);
   else if (ex[0])
-    dt__buf_printf(b, "anti-affinity with pod %s on %s: every allowed %s already has a pod matching %s", ex,
-                   key, dom_name[g->dom], g->desc);
-  else
-    dt__buf_printf(b, "anti-affinity on %s: every allowed %s already has a pod matching %s", key,
+    dt__buf_printf(b, "anti-affinity with pod %s on %s: every allowed %s already has a pod matching %s", ex, key,
                    dom_name[g->dom], g->desc);
+  else
+    dt__buf_printf(b, "anti-affinity on %s: every allowed %s already has a pod matching %s", key, dom_name[g->dom],
+                   g->desc);
 }

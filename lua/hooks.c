@@ -102,8 +102,8 @@ bool dt__policy_has(const dt_policy *p, int hook) {
 /* Run a builder of hook arguments in protected mode (the sandbox's memory
 ** cap may refuse what it allocates): f(a, b, n) leaves nres values on the
 ** stack, or the error is recorded under `what` and nothing is left. */
-static int protected_build(dt_policy *p, const char *what, lua_CFunction f, const void *a, const void *b,
-                           lua_Integer n, int nres) {
+static int protected_build(dt_policy *p, const char *what, lua_CFunction f, const void *a, const void *b, lua_Integer n,
+                           int nres) {
   lua_State *L = p->s.L;
   lua_pushcfunction(L, f);
   lua_pushlightuserdata(L, (void *)a);
@@ -174,9 +174,10 @@ static bool snapshot_same(const dt_policy *p, const dt_hook_offer *o, size_t n) 
   if (!p->snap_valid || p->offers == LUA_NOREF || n != p->nsnap) return false;
   for (size_t i = 0; i < n; i++) {
     const dt_hook_offer *a = &o[i], *b = &p->snap[i];
-    if (memcmp(&a->price, &b->price, sizeof a->price) || memcmp(&a->on_demand_price, &b->on_demand_price, sizeof a->price) ||
-        a->available != b->available || a->cpu_milli != b->cpu_milli || a->memory_bytes != b->memory_bytes ||
-        a->gpus != b->gpus || !str_same(a->instance_type, b->instance_type) || !str_same(a->zone, b->zone) ||
+    if (memcmp(&a->price, &b->price, sizeof a->price) ||
+        memcmp(&a->on_demand_price, &b->on_demand_price, sizeof a->price) || a->available != b->available ||
+        a->cpu_milli != b->cpu_milli || a->memory_bytes != b->memory_bytes || a->gpus != b->gpus ||
+        !str_same(a->instance_type, b->instance_type) || !str_same(a->zone, b->zone) ||
         !str_same(a->capacity_type, b->capacity_type) || !str_same(a->reservation, b->reservation) ||
         !str_same(a->family, b->family) || !str_same(a->arch, b->arch))
       return false;
@@ -200,8 +201,8 @@ static bool snapshot_keep(dt_policy *p, const dt_hook_offer *o, size_t n) {
   }
   for (size_t i = 0; i < n; i++) {
     snap[i] = o[i];
-    const char **s[6] = {&snap[i].instance_type, &snap[i].zone, &snap[i].capacity_type, &snap[i].reservation,
-                         &snap[i].family, &snap[i].arch};
+    const char **s[6] = {&snap[i].instance_type, &snap[i].zone,   &snap[i].capacity_type,
+                         &snap[i].reservation,   &snap[i].family, &snap[i].arch};
     for (int k = 0; k < 6; k++) {
       if (!*s[k]) continue;
       size_t len = strlen(*s[k]) + 1;
@@ -374,8 +375,6 @@ int dt__policy_rank(dt_policy *p, const dt_hook_claim *claim, const uint32_t *id
   lua_pop(L, 1);
   return succeeded(p, DT_HOOK_RANK, rc);
 }
-
-
 
 /* score over a batch, run as the hook under pl_call(): upvalue-free, its
 ** arguments are the out array, the indices and their count. Returns the

@@ -38,8 +38,8 @@
 #include <setjmp.h>
 #include <string.h>
 
-const char *const dt__hook_names[DT_HOOK_N] = {"price",  "rank",           "consolidation_order", "approve",
-                                               "budget", "on_interruption", "scale_in",           "score"};
+const char *const dt__hook_names[DT_HOOK_N] = {
+    "price", "rank", "consolidation_order", "approve", "budget", "on_interruption", "scale_in", "score"};
 
 /* Names a policy table may export besides the hooks. */
 static const char *const k_meta_names[] = {"selftest", "name", "description", "version", NULL};
@@ -63,7 +63,7 @@ static void *l_alloc(void *ud, void *ptr, size_t osize, size_t nsize) {
 dt_policy *pl_self(lua_State *L) { return *(dt_policy **)lua_getextraspace(L); }
 
 #define HOOK_EVERY 1000
-#define CALL_COST 20 /* instructions charged per function call */
+#define CALL_COST  20 /* instructions charged per function call */
 
 static void count_hook(lua_State *L, lua_Debug *ar) {
   dt_policy *p = pl_self(L);
@@ -276,7 +276,7 @@ static int panic(lua_State *L) {
 static const luaL_Reg k_dovetail[] = {{"now", l_now}, {"log", l_log}, {"milli", l_milli}, {NULL, NULL}};
 
 static int open_sandbox(lua_State *L) {
-  static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},   {LUA_STRLIBNAME, luaopen_string},
+  static const luaL_Reg libs[] = {{LUA_GNAME, luaopen_base},       {LUA_STRLIBNAME, luaopen_string},
                                   {LUA_TABLIBNAME, luaopen_table}, {LUA_MATHLIBNAME, luaopen_math},
                                   {LUA_UTF8LIBNAME, luaopen_utf8}, {NULL, NULL}};
   for (const luaL_Reg *l = libs; l->name; l++) {
@@ -458,7 +458,8 @@ static int state_open(dt_policy *p, const char *text, size_t len, state *s, dt_e
     bool meta = false;
     for (const char *const *m = k_meta_names; *m; m++) meta |= !strcmp(k, *m);
     if (h < 0 && !meta) {
-      rc = dt__err(err, DT_EINVAL, "%s: unknown hook '%s'%s; known hooks: price, score, rank, consolidation_order, "
+      rc = dt__err(err, DT_EINVAL,
+                   "%s: unknown hook '%s'%s; known hooks: price, score, rank, consolidation_order, "
                    "approve, budget, on_interruption, scale_in, selftest",
                    p->path ? p->path : p->chunk, k, suggest(k));
       lua_pop(L, 2);
@@ -535,14 +536,19 @@ static int validate(dt_policy *p, dt_error *err) {
       rc = dt__err(err, DT_EINVAL, "%s: scale_in hook failed on the golden input: %s", who,
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
-  static const dt_hook_field gn1[] = {{"name", DT_HF_STRING, "node-a", 0},       {"nodePool", DT_HF_STRING, "default", 0},
-                                      {"instanceType", DT_HF_STRING, "m5.large", 0}, {"capacityType", DT_HF_STRING, "on-demand", 0},
-                                      {"price", DT_HF_NUMBER, NULL, 0.096},          {"pods", DT_HF_NUMBER, NULL, 3},
-                                      {"disruptionCost", DT_HF_NUMBER, NULL, 4},     {"age", DT_HF_NUMBER, NULL, 86400}};
-  static const dt_hook_field gn2[] = {{"name", DT_HF_STRING, "node-b", 0},        {"nodePool", DT_HF_STRING, "default", 0},
-                                      {"instanceType", DT_HF_STRING, "c6g.xlarge", 0}, {"capacityType", DT_HF_STRING, "spot", 0},
-                                      {"price", DT_HF_NUMBER, NULL, 0.05},            {"pods", DT_HF_NUMBER, NULL, 1},
-                                      {"disruptionCost", DT_HF_NUMBER, NULL, 2},      {"age", DT_HF_NUMBER, NULL, 3600}};
+  static const dt_hook_field gn1[] = {
+      {"name", DT_HF_STRING, "node-a", 0},           {"nodePool", DT_HF_STRING, "default", 0},
+      {"instanceType", DT_HF_STRING, "m5.large", 0}, {"capacityType", DT_HF_STRING, "on-demand", 0},
+      {"price", DT_HF_NUMBER, NULL, 0.096},          {"pods", DT_HF_NUMBER, NULL, 3},
+      {"disruptionCost", DT_HF_NUMBER, NULL, 4},     {"age", DT_HF_NUMBER, NULL, 86400}};
+  static const dt_hook_field gn2[] = {{"name", DT_HF_STRING, "node-b", 0},
+                                      {"nodePool", DT_HF_STRING, "default", 0},
+                                      {"instanceType", DT_HF_STRING, "c6g.xlarge", 0},
+                                      {"capacityType", DT_HF_STRING, "spot", 0},
+                                      {"price", DT_HF_NUMBER, NULL, 0.05},
+                                      {"pods", DT_HF_NUMBER, NULL, 1},
+                                      {"disruptionCost", DT_HF_NUMBER, NULL, 2},
+                                      {"age", DT_HF_NUMBER, NULL, 3600}};
   const dt_hook_rec gnodes[] = {{gn1, 8}, {gn2, 8}};
   if (!rc && dt__policy_has(p, DT_HOOK_CONSOLIDATION_ORDER)) {
     size_t order[2];
@@ -551,10 +557,14 @@ static int validate(dt_policy *p, dt_error *err) {
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
   if (!rc && dt__policy_has(p, DT_HOOK_APPROVE)) {
-    static const dt_hook_field gc[] = {{"reason", DT_HF_STRING, "Underutilized", 0}, {"action", DT_HF_STRING, "delete", 0},
-                                       {"savings", DT_HF_NUMBER, NULL, 0.146},       {"price", DT_HF_NUMBER, NULL, 0.146},
-                                       {"newPrice", DT_HF_NUMBER, NULL, 0},          {"disruption", DT_HF_NUMBER, NULL, 6},
-                                       {"poolCost", DT_HF_NUMBER, NULL, 1.5},        {"poolDisruption", DT_HF_NUMBER, NULL, 40},
+    static const dt_hook_field gc[] = {{"reason", DT_HF_STRING, "Underutilized", 0},
+                                       {"action", DT_HF_STRING, "delete", 0},
+                                       {"savings", DT_HF_NUMBER, NULL, 0.146},
+                                       {"price", DT_HF_NUMBER, NULL, 0.146},
+                                       {"newPrice", DT_HF_NUMBER, NULL, 0},
+                                       {"disruption", DT_HF_NUMBER, NULL, 6},
+                                       {"poolCost", DT_HF_NUMBER, NULL, 1.5},
+                                       {"poolDisruption", DT_HF_NUMBER, NULL, 40},
                                        {"now", DT_HF_NUMBER, NULL, 0}};
     const dt_hook_rec cmd = {gc, 9};
     bool ok;
@@ -563,7 +573,9 @@ static int validate(dt_policy *p, dt_error *err) {
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
   if (!rc && dt__policy_has(p, DT_HOOK_BUDGET)) {
-    static const dt_hook_field gb[] = {{"now", DT_HF_NUMBER, NULL, 0}, {"nodes", DT_HF_NUMBER, NULL, 10}, {"disrupting", DT_HF_NUMBER, NULL, 0},
+    static const dt_hook_field gb[] = {{"now", DT_HF_NUMBER, NULL, 0},
+                                       {"nodes", DT_HF_NUMBER, NULL, 10},
+                                       {"disrupting", DT_HF_NUMBER, NULL, 0},
                                        {"allowed", DT_HF_NUMBER, NULL, 1}};
     const dt_hook_rec ctx = {gb, 4};
     int64_t a = 1;
@@ -572,9 +584,12 @@ static int validate(dt_policy *p, dt_error *err) {
                    p->errs.n > before ? p->errs.v[p->errs.n - 1].message : "");
   }
   if (!rc && dt__policy_has(p, DT_HOOK_ON_INTERRUPTION)) {
-    static const dt_hook_field ge[] = {{"kind", DT_HF_STRING, "spot-interruption", 0}, {"instanceId", DT_HF_STRING, "i-0123456789abcdef0", 0},
-                                       {"nodeClaim", DT_HF_STRING, "default-abcde", 0}, {"instanceType", DT_HF_STRING, "m5.large", 0},
-                                       {"zone", DT_HF_STRING, "zone-a", 0},             {"capacityType", DT_HF_STRING, "spot", 0},
+    static const dt_hook_field ge[] = {{"kind", DT_HF_STRING, "spot-interruption", 0},
+                                       {"instanceId", DT_HF_STRING, "i-0123456789abcdef0", 0},
+                                       {"nodeClaim", DT_HF_STRING, "default-abcde", 0},
+                                       {"instanceType", DT_HF_STRING, "m5.large", 0},
+                                       {"zone", DT_HF_STRING, "zone-a", 0},
+                                       {"capacityType", DT_HF_STRING, "spot", 0},
                                        {"state", DT_HF_STRING, "", 0}};
     const dt_hook_rec ev = {ge, 7};
     char act[32];

@@ -57,13 +57,13 @@ struct dt_policy {
   jmp_buf *panic; /* where a panic returns to, while C is in the state */
 };
 
-#define pl_budget_start dt__pl_budget_start
-#define pl_budget_stop dt__pl_budget_stop
-#define pl_call dt__pl_call
-#define pl_record dt__pl_record
-#define pl_self dt__pl_self
+#define pl_budget_start     dt__pl_budget_start
+#define pl_budget_stop      dt__pl_budget_stop
+#define pl_call             dt__pl_call
+#define pl_record           dt__pl_record
+#define pl_self             dt__pl_self
 #define pl_snapshot_release dt__pl_snapshot_release
-#define pl_traceback dt__pl_traceback
+#define pl_traceback        dt__pl_traceback
 
 void pl_budget_start(dt_policy *p, lua_State *L);
 void pl_budget_stop(lua_State *L);

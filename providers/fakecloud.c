@@ -28,7 +28,7 @@
 
 typedef struct finst {
   char *id, *cluster, *claim, *type, *zone, *ct, *pool, *state, *reason;
-  double max_price; /* spot: the request's maxPrice, < 0 none */
+  double max_price;   /* spot: the request's maxPrice, < 0 none */
   char *interruption; /* spot: interruptionBehavior, "" none */
 } finst;
 
@@ -119,8 +119,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   if (dt__httpd_path(req, "/catalog") && dt__httpd_method(req, "GET")) {
     ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_IF_NONE_MATCH, -1);
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_ETAG, NULL, F.etag, strlen(F.etag));
-    if (i >= 0 && h2o_memis(req->headers.entries[i].value.base, req->headers.entries[i].value.len, F.etag,
-                            strlen(F.etag)))
+    if (i >= 0 &&
+        h2o_memis(req->headers.entries[i].value.base, req->headers.entries[i].value.len, F.etag, strlen(F.etag)))
       return dt__httpd_respond(req, 304, "application/json", "", 0);
     return dt__httpd_respond(req, 200, "application/json", F.catalog, F.catalog_len);
   }
@@ -152,9 +152,16 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
     char id[40];
     snprintf(id, sizeof id, "i-%016lx", ++F.seq * 0x9e3779b97f4a7c15ul);
     const cJSON *mp = cJSON_GetObjectItemCaseSensitive(b, "maxPrice");
-    finst in = {dt__strdup(id),       dup_json_str(b, "cluster"), dt__strdup(claim),       dt__strdup(type),
-                dt__strdup(zone),     dt__strdup(ct),             dup_json_str(b, "nodePool"), dt__strdup("running"),
-                dt__strdup(""),       cJSON_IsNumber(mp) ? mp->valuedouble : -1,
+    finst in = {dt__strdup(id),
+                dup_json_str(b, "cluster"),
+                dt__strdup(claim),
+                dt__strdup(type),
+                dt__strdup(zone),
+                dt__strdup(ct),
+                dup_json_str(b, "nodePool"),
+                dt__strdup("running"),
+                dt__strdup(""),
+                cJSON_IsNumber(mp) ? mp->valuedouble : -1,
                 dup_json_str(b, "interruptionBehavior")};
     cJSON_Delete(b);
     if (dt__vec_push(&F.insts, in)) return dt__httpd_error(req, 503, "out of memory");
@@ -206,8 +213,10 @@ int dt__fakecloud_main(int argc, char **argv) {
   signal(SIGPIPE, SIG_IGN);
   const char *listen = "127.0.0.1:8081", *catalog = NULL;
   for (int i = 0; i < argc; i++) {
-    if (!strcmp(argv[i], "--listen") && i + 1 < argc) listen = argv[++i];
-    else if (!strcmp(argv[i], "--catalog") && i + 1 < argc) catalog = argv[++i];
+    if (!strcmp(argv[i], "--listen") && i + 1 < argc)
+      listen = argv[++i];
+    else if (!strcmp(argv[i], "--catalog") && i + 1 < argc)
+      catalog = argv[++i];
     else if (!strcmp(argv[i], "--ice") && i + 1 < argc) {
       char *s = dt__strdup(argv[++i]);
       if (!s || dt__vec_push(&F.ice, s)) return 1;

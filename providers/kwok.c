@@ -30,12 +30,14 @@
 #include <string.h>
 
 #define KWOK_GROUP "karpenter.kwok.sh/"
-#define MIB (1024.0 * 1024.0)
+#define MIB        (1024.0 * 1024.0)
 
 #define BAD(...) dt__err(err, DT_EINVAL, __VA_ARGS__)
 
 /* Karpenter's NodeSelectorRequirement members and the offering's, any case. */
-static const cJSON *member(const cJSON *o, const char *k) { return cJSON_IsObject(o) ? cJSON_GetObjectItem(o, k) : NULL; }
+static const cJSON *member(const cJSON *o, const char *k) {
+  return cJSON_IsObject(o) ? cJSON_GetObjectItem(o, k) : NULL;
+}
 
 bool dt__kwok_shape(const cJSON *root) {
   if (!cJSON_IsArray(root)) return false;
@@ -86,8 +88,8 @@ static int req_values(kx *x, const cJSON *reqs, size_t oi, const char *key, cons
     const char *op = cJSON_GetStringValue(member(r, "operator"));
     const cJSON *v = member(r, "values");
     if (!op || strcmp(op, "In"))
-      return BAD("%s: [%zu] (%s): offerings[%zu].Requirements[%zu].operator: expected In for %s, got %s", x->file,
-                 x->i, x->tname, oi, ri, key, op ? op : "nothing");
+      return BAD("%s: [%zu] (%s): offerings[%zu].Requirements[%zu].operator: expected In for %s, got %s", x->file, x->i,
+                 x->tname, oi, ri, key, op ? op : "nothing");
     if (!cJSON_IsArray(v) || !v->child)
       return BAD("%s: [%zu] (%s): offerings[%zu].Requirements[%zu].values: expected a non-empty array of strings",
                  x->file, x->i, x->tname, oi, ri);
@@ -110,17 +112,17 @@ static void add_zone(cJSON *zones, const char *z) {
 
 static int offerings(kx *x, const cJSON *offs, cJSON *out, cJSON *zones, double *od) {
   dt_error *err = x->err;
-  if (!cJSON_IsArray(offs))
-    return BAD("%s: [%zu] (%s): offerings: missing or not an array", x->file, x->i, x->tname);
+  if (!cJSON_IsArray(offs)) return BAD("%s: [%zu] (%s): offerings: missing or not an array", x->file, x->i, x->tname);
   size_t oi = 0;
   for (const cJSON *o = offs->child; o; o = o->next, oi++) {
-    if (!cJSON_IsObject(o)) return BAD("%s: [%zu] (%s): offerings[%zu]: expected an object", x->file, x->i, x->tname, oi);
+    if (!cJSON_IsObject(o))
+      return BAD("%s: [%zu] (%s): offerings[%zu]: expected an object", x->file, x->i, x->tname, oi);
     const cJSON *price = member(o, "Price"), *avail = member(o, "Available"), *reqs = member(o, "Requirements");
     const cJSON *rcap = member(o, "ReservationCapacity");
     if (!cJSON_IsNumber(price) || !isfinite(price->valuedouble) || price->valuedouble < 0 ||
         price->valuedouble > DT_MAX_PRICE)
-      return BAD("%s: [%zu] (%s): offerings[%zu].Price: expected a number from 0 to %g $/hour", x->file, x->i,
-                 x->tname, oi, DT_MAX_PRICE);
+      return BAD("%s: [%zu] (%s): offerings[%zu].Price: expected a number from 0 to %g $/hour", x->file, x->i, x->tname,
+                 oi, DT_MAX_PRICE);
     if (avail && !cJSON_IsBool(avail))
       return BAD("%s: [%zu] (%s): offerings[%zu].Available: expected true or false", x->file, x->i, x->tname, oi);
     if (reqs && !cJSON_IsNull(reqs) && !cJSON_IsArray(reqs))
@@ -130,8 +132,9 @@ static int offerings(kx *x, const cJSON *offs, cJSON *out, cJSON *zones, double 
     const char *res_key = NULL;
     for (const cJSON *r = cJSON_IsArray(reqs) ? reqs->child : NULL; r; r = r->next, ri++) {
       const char *k = cJSON_GetStringValue(member(r, "key"));
-      if (!k) return BAD("%s: [%zu] (%s): offerings[%zu].Requirements[%zu].key: missing or not a string", x->file,
-                         x->i, x->tname, oi, ri);
+      if (!k)
+        return BAD("%s: [%zu] (%s): offerings[%zu].Requirements[%zu].key: missing or not a string", x->file, x->i,
+                   x->tname, oi, ri);
       size_t kl = strlen(k);
       bool rid = kl >= 15 && !strcmp(k + kl - 15, "/reservation-id");
       if (rid) res_key = k;
@@ -183,7 +186,8 @@ static int offerings(kx *x, const cJSON *offs, cJSON *out, cJSON *zones, double 
           dt__json_put_str(no, "reservationID", rids->valuestring);
           if (rcap) dt__json_put_num(no, "available", cJSON_IsFalse(avail) ? 0 : rcap->valuedouble);
         }
-        if (cJSON_IsFalse(avail) && !(cti == DT_CT_RESERVED && rcap)) dt__json_put(no, "available", cJSON_CreateFalse());
+        if (cJSON_IsFalse(avail) && !(cti == DT_CT_RESERVED && rcap))
+          dt__json_put(no, "available", cJSON_CreateFalse());
         add_zone(zones, z->valuestring);
       }
     }
@@ -198,7 +202,9 @@ static int resource(kx *x, const cJSON *it, int64_t *milli) {
   const char *s = dt__scalar(it, tmp, sizeof tmp);
   if (!s || dt_quantity_parse(s, milli, &qe) || *milli < 0)
     return BAD("%s: [%zu] (%s): resources.%s: %s", x->file, x->i, x->tname, it->string,
-               !s ? "expected a quantity" : *milli < 0 ? "must not be negative" : qe.msg);
+               !s           ? "expected a quantity"
+               : *milli < 0 ? "must not be negative"
+                            : qe.msg);
   return 0;
 }
 
