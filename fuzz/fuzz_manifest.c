@@ -1,5 +1,6 @@
 /* Manifests (YAML and JSON) through the reader, a plan on a small catalog,
-** a disruption pass and a pool run, and every render of each. */
+** a disruption pass and a pool run, every render of each, and the objects
+** to apply (each claim's NodeClaim, planned and launched; each VM). */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -31,7 +32,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     dt_plan_opts o = {0};
     o.now = 1795435200;
     dt_plan *p = NULL;
-    if (dt_plan_run(cat, m, &o, &p, &err) == 0) render_all(plan_render, p);
+    if (dt_plan_run(cat, m, &o, &p, &err) == 0) {
+      render_all(plan_render, p);
+      for (size_t i = 0; i < dt_plan_claim_count(p); i++)
+        for (int launched = 0; launched < 2; launched++) dt_free(dt_plan_claim_object(p, i, launched, NULL));
+    }
     dt_plan_free(p);
     dt_disrupt_opts d = {0};
     d.now = o.now;
@@ -41,7 +46,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     dt_pool_opts po = {0};
     po.now = o.now;
     dt_pools *pl = NULL;
-    if (dt_pools_run(m, &po, &pl, &err) == 0) render_all(pools_render, pl);
+    if (dt_pools_run(m, &po, &pl, &err) == 0) {
+      render_all(pools_render, pl);
+      for (size_t i = 0; i < dt_pools_action_count(pl); i++) dt_free(dt_pools_action_object(pl, i, NULL));
+    }
     dt_pools_free(pl);
   }
   dt_manifests_free(m);
