@@ -538,36 +538,6 @@ void reload(const char *why) {
   }
 }
 
-/* Take name out of a claim's nominated pods; true when it was there. A
-** pod that leaves a node is a pod event (consolidateAfter counts again). */
-static bool unnominate(const char *claim, const char *name) {
-  cJSON *o = claim_get(claim);
-  const char *cur = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
-  size_t n = strlen(name);
-  bool found = false;
-  dt_buf b = {0};
-  for (const char *s = cur; s && *s;) {
-    const char *e = strchr(s, ',');
-    size_t len = e ? (size_t)(e - s) : strlen(s);
-    if (len == n && !memcmp(s, name, n)) {
-      found = true;
-    } else {
-      if (b.len) dt__buf_putc(&b, ',');
-      dt__buf_printf(&b, "%.*s", (int)len, s);
-    }
-    s = e ? e + 1 : NULL;
-  }
-  if (found && !b.oom) {
-    set_annotation(o, DT_A_PODS, b.p ? b.p : "");
-    pod_event(o);
-    claim_put(claim, o);
-  } else {
-    cJSON_Delete(o);
-  }
-  dt__free(b.p);
-  return found;
-}
-
 /* Delete a stored object as the API does: a NodeClaim's instance leaves the
 ** books, a Pod leaves the claim it was nominated to (claim, when the caller
 ** knows it, else every claim is looked at). */

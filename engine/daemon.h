@@ -30,6 +30,10 @@ typedef struct obj {
   char *json;   /* the object, compact JSON */
   uint64_t gen; /* changes with every put of the object (rounds keep parsed pods by it) */
   dt_sym sym;   /* its key in D.keys */
+  /* A NodeClaim's nominated pods and last pod event, where its text holds
+  ** them (ctl_claims.c, unnominate): valid while span_gen == gen */
+  uint64_t span_gen;
+  uint32_t pods_at, pods_end, event_at, event_end;
 } obj;
 
 typedef struct instance {

@@ -79,6 +79,7 @@ int dt__sched_compile_catalog(dt_plan *p, dt_error *err) {
     t->noff = (uint32_t)ct->noff;
     for (size_t k = 0; k < ct->labels.n; k++) /* for the hooks' snapshot: the last such label */
       if (strstr(ct->labels.v[k].key, "/instance-family")) t->family = ct->labels.v[k].val;
+    t->gpus = dt__ctype_gpus(ct);
     t->min_price = INFINITY;
     for (size_t k = 0; k < ct->noff; k++) {
       const dt_coffer *o = &ct->off[k];
@@ -120,7 +121,7 @@ int dt__sched_build_snapshot(dt_plan *p) {
   for (uint32_t t = 0; t < p->ntypes; t++) {
     const rt_type *ty = &p->types[t];
     const char *family = ty->family;
-    int64_t gpus = ty->noff ? dt__ctype_gpus(ty->src) : 0;
+    int64_t gpus = ty->gpus;
     for (uint32_t o = 0; o < ty->noff; o++) {
       const rt_off *of = &ty->off[o];
       p->snapshot[p->off_base[t] + o] = (dt_hook_offer){ty->src->name,

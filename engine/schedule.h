@@ -44,6 +44,7 @@ typedef struct rt_type {
   rt_off *off;
   double min_price; /* cheapest offering, for option order */
   const char *family; /* its .../instance-family label, NULL none (catalog-owned) */
+  int64_t gpus;       /* its GPUs (dt__ctype_gpus), counted once when compiled */
   uint32_t rank;    /* position among the types by name: ties compare integers */
   /* launch's memo of the best offering within one claim's masks (claims
   ** holding no reservation); dropped when an availability count changes */
