@@ -75,6 +75,8 @@ static int binding_cmp(const void *a, const void *b) {
 ** them again and a disruption pass counts them on the claim.
 */
 
+static void nominate_to(const char *claim, const binding *bs, size_t n);
+
 void nominate(const dt_plan *p) {
   size_t n = dt_plan_binding_count(p);
   binding *bs = dt__calloc(n ? n : 1, sizeof *bs);
@@ -92,26 +94,8 @@ void nominate(const dt_plan *p) {
   qsort(bs, k, sizeof *bs, binding_cmp);
   for (size_t i = 0; i < k;) {
     size_t j = i;
-    cJSON *o = claim_get(bs[i].node);
-    const char *cur = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
-    dt_buf b = {0};
-    dt__buf_puts(&b, cur ? cur : "");
-    for (; j < k && !strcmp(bs[j].node, bs[i].node); j++) {
-      if (b.len) dt__buf_putc(&b, ',');
-      dt__buf_puts(&b, bs[j].pod);
-    }
-    if (o && !b.oom) {
-      set_annotation(o, DT_A_PODS, b.p ? b.p : "");
-      pod_event(o);
-      char why[200];
-      snprintf(why, sizeof why, "%zu pending pods nominated to it", j - i);
-      log_decision("nominate", bs[i].node, why);
-      claim_put(bs[i].node, o);
-      claim_running(bs[i].node);
-    } else {
-      cJSON_Delete(o);
-    }
-    dt__free(b.p);
+    while (j < k && !strcmp(bs[j].node, bs[i].node)) j++;
+    nominate_to(bs[i].node, bs + i, j - i);
     i = j;
   }
   for (size_t i = 0; i < k; i++) dt__free(bs[i].pod);
@@ -279,6 +263,11 @@ void launch_group(uint64_t group) {
 
 /* The pods nominated to a claim, or "" (owned by the caller). */
 char *claim_pods(const char *claim) {
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  const obj *ob = at < 0 ? NULL : &D.objs.v[at];
+  if (ob && ob->span_gen == ob->gen) return dt__strndup(ob->json + ob->pods_at, ob->pods_end - ob->pods_at);
   cJSON *o = claim_get(claim);
   const char *p = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
   char *s = dt__strdup(p ? p : "");
@@ -417,4 +406,42 @@ bool unnominate(const char *claim, const char *name) {
   cJSON_Delete(o);
   dt__free(b.p);
   return found;
+}
+
+/* Add bs[0..n) (one claim's) to the claim's nominated pods, with a pod
+** event; the claim's text is read and printed only when its spans are not
+** known. */
+static void nominate_to(const char *claim, const binding *bs, size_t n) {
+  char key[KEY_MAX + 16], ts[40], why[200];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  if (at < 0) return;
+  const obj *ob = &D.objs.v[at];
+  bool spans = ob->span_gen == ob->gen;
+  for (size_t j = 0; j < n && spans; j++) spans = plain(bs[j].pod, strlen(bs[j].pod));
+  cJSON *o = spans ? NULL : cJSON_Parse(ob->json);
+  const char *cur = o ? dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS) : NULL;
+  dt_buf b = {0};
+  if (spans)
+    dt__buf_putn(&b, ob->json + ob->pods_at, ob->pods_end - ob->pods_at);
+  else
+    dt__buf_puts(&b, cur ? cur : "");
+  for (size_t j = 0; j < n; j++) {
+    if (b.len) dt__buf_putc(&b, ',');
+    dt__buf_puts(&b, bs[j].pod);
+  }
+  if ((spans || o) && !b.oom) {
+    dt__fmt_time(wall(), ts, sizeof ts);
+    snprintf(why, sizeof why, "%zu pending pods nominated to it", n);
+    log_decision("nominate", claim, why);
+    ob = &D.objs.v[obj_find(key)];
+    if (spans)
+      put_spliced(key, ob->json, ob->pods_at, ob->pods_end, ob->event_at, ob->event_end, b.p ? b.p : "", b.len, ts,
+                  strlen(ts));
+    else
+      put_marked(key, o, b.p ? b.p : "", ts);
+    claim_running(claim);
+  }
+  cJSON_Delete(o);
+  dt__free(b.p);
 }
