@@ -116,6 +116,11 @@ int dt__sched_build_snapshot(dt_plan *p) {
     p->off_base[t] = (uint32_t)n;
     n += p->types[t].noff;
   }
+  p->nsnapshot = n;
+  /* only hooks read the offerings: a plan without a policy leaves them out */
+  bool hooks = p->opts.policy != NULL;
+  for (size_t k = 0; k < p->opts.npool_policies; k++) hooks |= p->opts.pool_policies[k] != NULL;
+  if (!hooks) return 0;
   p->snapshot = A(p, (n ? n : 1) * sizeof *p->snapshot);
   if (!p->snapshot) return DT_ENOMEM;
   for (uint32_t t = 0; t < p->ntypes; t++) {
@@ -138,7 +143,6 @@ int dt__sched_build_snapshot(dt_plan *p) {
                                                         ty->src->arch};
     }
   }
-  p->nsnapshot = n;
   return 0;
 }
 
