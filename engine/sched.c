@@ -70,10 +70,16 @@ void dt__reqs_order(const dt_plan *p, const dt_reqs *r, uint32_t *idx) {
 
 void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n) {
   const dt_podspec *s = &p->manifests->pods.v[pod->spec];
-  if (pod->ordinal < 0)
+  size_t a = strlen(s->ns), b = strlen(s->name);
+  if (pod->ordinal < 0 && a + b + 2 <= n) { /* the common case, without printf */
+    memcpy(buf, s->ns, a);
+    buf[a] = '/';
+    memcpy(buf + a + 1, s->name, b + 1);
+  } else if (pod->ordinal < 0) {
     snprintf(buf, n, "%s/%s", s->ns, s->name);
-  else
+  } else {
     snprintf(buf, n, "%s/%s-%lld", s->ns, s->name, (long long)pod->ordinal);
+  }
 }
 
 /* -------------------------------------------------------------- entry */
