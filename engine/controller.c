@@ -235,6 +235,13 @@ static void round_run(uv_work_t *req) {
     w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
     return;
   }
+  /* the pods' vector at its final size at once, not grown by copies */
+  size_t npods = 0;
+  for (size_t i = 0; i < w->n; i++) npods += !strncmp(w->key[i], "Pod/", 4);
+  if (npods && dt__vec_grow((void **)&w->m->pods.v, &w->m->pods.cap, npods, sizeof *w->m->pods.v)) {
+    w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
+    return;
+  }
   for (size_t i = 0; i < w->n && !w->rc; i++)
     w->rc = *w->o.cancel ? DT_ECANCELED
                          : dt__manifests_add_cached(w->m, D.podcache, w->key[i], w->gen[i], w->kept[i], w->json[i],
@@ -420,8 +427,10 @@ void dispatch(bool disrupt) {
   /* No round runs now (D.planning is false), so the cache can be asked:
   ** a pod it keeps at this version is not copied. */
   for (size_t i = 0; ok && i < D.objs.n; i++) {
-    const obj *ob = &D.objs.v[i];
-    uint32_t kept = strncmp(ob->key, "Pod/", 4) ? 0 : dt__podcache_find(D.podcache, ob->key, ob->gen);
+    obj *ob = &D.objs.v[i];
+    uint32_t kept = strncmp(ob->key, "Pod/", 4)
+                        ? 0
+                        : dt__podcache_find_hinted(D.podcache, ob->key, ob->gen, &ob->pc_hint, &ob->pc_epoch);
     w->key[i] = dt__strdup(ob->key);
     w->json[i] = kept ? NULL : dt__strdup(ob->json);
     w->gen[i] = ob->gen;

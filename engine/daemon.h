@@ -34,6 +34,7 @@ typedef struct obj {
   ** them (ctl_claims.c, unnominate): valid while span_gen == gen */
   uint64_t span_gen;
   uint32_t pods_at, pods_end, event_at, event_end;
+  uint32_t pc_hint, pc_epoch; /* a Pod's entry in the round's pod cache (dt__podcache_find_hinted) */
 } obj;
 
 typedef struct instance {

@@ -449,6 +449,11 @@ void dt__podcache_free(dt_podcache *c);
 /* The entry that keeps name at version gen, 0 when none: an add given it
 ** may pass no text. It stays valid until the next sweep. */
 uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen);
+/* The same, given what an earlier call kept for this very name in *hint and
+** *epoch (zeros at first): while the cache has not renamed its entries
+** since, the name is not looked up again. Both are updated. */
+uint32_t dt__podcache_find_hinted(const dt_podcache *c, const char *name, uint64_t gen, uint32_t *hint,
+                                  uint32_t *epoch);
 /* Add object name at version gen to m, as dt_manifests_add_buffer adds buf;
 ** kept: dt__podcache_find's answer for it, or 0. */
 int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, uint32_t kept,

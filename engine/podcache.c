@@ -46,9 +46,14 @@ struct dt_podcache {
   dt_symtab names;         /* object name -> entry (by symbol) */
   DT_VEC(pc_entry) by_sym; /* indexed by name symbol */
   DT_VEC(uint32_t) live;   /* symbols of the live entries */
+  uint32_t epoch;          /* changes when names get new symbols (renumber); never 0 */
 };
 
-dt_podcache *dt__podcache_new(void) { return dt__calloc(1, sizeof(dt_podcache)); }
+dt_podcache *dt__podcache_new(void) {
+  dt_podcache *c = dt__calloc(1, sizeof(dt_podcache));
+  if (c) c->epoch = 1;
+  return c;
+}
 
 static void entry_drop(pc_entry *e) {
   if (!e->live) return;
@@ -70,6 +75,16 @@ void dt__podcache_free(dt_podcache *c) {
 
 uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen) {
   dt_sym s = c ? dt__sym_find(&c->names, name) : 0;
+  return s && s < c->by_sym.n && c->by_sym.v[s].live && c->by_sym.v[s].gen == gen ? s : 0;
+}
+
+/* A symbol stands for one name until renumber, which changes the epoch. */
+uint32_t dt__podcache_find_hinted(const dt_podcache *c, const char *name, uint64_t gen, uint32_t *hint,
+                                  uint32_t *epoch) {
+  if (!c) return 0;
+  dt_sym s = *hint && *epoch == c->epoch ? *hint : dt__sym_find(&c->names, name);
+  *hint = s;
+  *epoch = s ? c->epoch : 0;
   return s && s < c->by_sym.n && c->by_sym.v[s].live && c->by_sym.v[s].gen == gen ? s : 0;
 }
 
@@ -196,6 +211,7 @@ static void renumber(dt_podcache *c) {
   dt__free(c->by_sym.v);
   c->names = names;
   c->by_sym.v = by_sym.v, c->by_sym.n = by_sym.n, c->by_sym.cap = by_sym.cap;
+  c->epoch = c->epoch == UINT32_MAX ? 1 : c->epoch + 1;
 }
 
 void dt__podcache_sweep(dt_podcache *c) {
