@@ -428,7 +428,7 @@ void dispatch(bool disrupt) {
   ** a pod it keeps at this version is not copied. */
   for (size_t i = 0; ok && i < D.objs.n; i++) {
     obj *ob = &D.objs.v[i];
-    uint32_t kept = strncmp(ob->key, "Pod/", 4)
+    uint32_t kept = !dt__podcache_keeps(ob->key)
                         ? 0
                         : dt__podcache_find_hinted(D.podcache, ob->key, ob->gen, &ob->pc_hint, &ob->pc_epoch);
     w->key[i] = dt__strdup(ob->key);
