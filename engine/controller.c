@@ -258,7 +258,10 @@ static void round_run(uv_work_t *req) {
     dt_disrupt_opts o = {
         w->o.now,   w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names, w->o.npool_policies,
         w->o.cancel};
-    if ((w->rc = dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err))) return;
+    if (!D.cc && dt__catalog_compile(D.cat, &D.cc, NULL)) D.cc = NULL;
+    if ((w->rc = D.cc ? dt__disrupt_run_compiled(D.cat, D.cc, w->m, &o, &w->dis, &w->err)
+                      : dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err)))
+      return;
     w->ms = dt__now_ms() - t0;
     return;
   }

@@ -412,6 +412,11 @@ int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_man
 /* ------------------------------------------------------------ the cluster */
 
 int dt__cluster_new(const dt_catalog *catalog, const dt_manifests *m, dt_cluster **out, dt_error *err) {
+  return dt__cluster_new_compiled(catalog, NULL, m, out, err);
+}
+
+int dt__cluster_new_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
+                             dt_cluster **out, dt_error *err) {
   *out = NULL;
   dt_cluster *cl = dt__calloc(1, sizeof *cl);
   dt_plan *p = dt__calloc(1, sizeof *p);
@@ -423,9 +428,9 @@ int dt__cluster_new(const dt_catalog *catalog, const dt_manifests *m, dt_cluster
   p->catalog = catalog;
   p->manifests = m;
   p->ex_pod = -1;
-  /* the order a plan interns names in: the catalog's, then the pools' */
-  int rc = plan_begin(p);
-  if (!rc) rc = dt__sched_compile_catalog(p, err);
+  /* the order a plan interns names in: the catalog's (or their copy), then the pools' */
+  int rc = cc ? copy_compiled(p, cc->base) : plan_begin(p);
+  if (!rc && !cc) rc = dt__sched_compile_catalog(p, err);
   if (!rc) rc = dt__sched_compile_pools(p, err);
   if (!rc && (p->arena.oom || p->syms.oom)) rc = DT_ENOMEM;
   if (rc) {
