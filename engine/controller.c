@@ -254,6 +254,13 @@ static void round_run(uv_work_t *req) {
     w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
     return;
   }
+  /* the pods' vector at its final size at once, not grown by copies */
+  size_t npods = 0;
+  for (size_t i = 0; i < w->n; i++) npods += !strncmp(w->key[i], "Pod/", 4);
+  if (npods && dt__vec_grow((void **)&w->m->pods.v, &w->m->pods.cap, npods, sizeof *w->m->pods.v)) {
+    w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
+    return;
+  }
   for (size_t i = 0; i < w->n && !w->rc; i++)
     w->rc = *w->o.cancel ? DT_ECANCELED
                          : dt__manifests_add_cached(w->m, D.podcache, w->key[i], w->gen[i], w->kept[i], w->json[i],
@@ -270,7 +277,10 @@ static void round_run(uv_work_t *req) {
     dt_disrupt_opts o = {
         w->o.now,   w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names, w->o.npool_policies,
         w->o.cancel};
-    if ((w->rc = dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err))) return;
+    if (!D.cc && dt__catalog_compile(D.cat, &D.cc, NULL)) D.cc = NULL;
+    if ((w->rc = D.cc ? dt__disrupt_run_compiled(D.cat, D.cc, w->m, &o, &w->dis, &w->err)
+                      : dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err)))
+      return;
     w->ms = dt__now_ms() - t0;
     return;
   }
@@ -439,8 +449,10 @@ void dispatch(bool disrupt) {
   /* No round runs now (D.planning is false), so the cache can be asked:
   ** a pod it keeps at this version is not copied. */
   for (size_t i = 0; ok && i < D.objs.n; i++) {
-    const obj *ob = &D.objs.v[i];
-    uint32_t kept = strncmp(ob->key, "Pod/", 4) ? 0 : dt__podcache_find(D.podcache, ob->key, ob->gen);
+    obj *ob = &D.objs.v[i];
+    uint32_t kept = !dt__podcache_keeps(ob->key)
+                        ? 0
+                        : dt__podcache_find_hinted(D.podcache, ob->key, ob->gen, &ob->pc_hint, &ob->pc_epoch);
     w->key[i] = dt__strdup(ob->key);
     w->json[i] = kept ? NULL : dt__strdup(ob->json);
     w->gen[i] = ob->gen;
@@ -555,36 +567,6 @@ void reload(const char *why) {
     snprintf(D.reload_result, sizeof D.reload_result, "%s: reloaded (hooks: %s)", ts, dt_policy_hooks(D.policy));
     logf_("info", "reload", "%s (%s): reloaded; hooks: %s", D.policy_path, why, dt_policy_hooks(D.policy));
   }
-}
-
-/* Take name out of a claim's nominated pods; true when it was there. A
-** pod that leaves a node is a pod event (consolidateAfter counts again). */
-static bool unnominate(const char *claim, const char *name) {
-  cJSON *o = claim_get(claim);
-  const char *cur = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
-  size_t n = strlen(name);
-  bool found = false;
-  dt_buf b = {0};
-  for (const char *s = cur; s && *s;) {
-    const char *e = strchr(s, ',');
-    size_t len = e ? (size_t)(e - s) : strlen(s);
-    if (len == n && !memcmp(s, name, n)) {
-      found = true;
-    } else {
-      if (b.len) dt__buf_putc(&b, ',');
-      dt__buf_printf(&b, "%.*s", (int)len, s);
-    }
-    s = e ? e + 1 : NULL;
-  }
-  if (found && !b.oom) {
-    set_annotation(o, DT_A_PODS, b.p ? b.p : "");
-    pod_event(o);
-    claim_put(claim, o);
-  } else {
-    cJSON_Delete(o);
-  }
-  dt__free(b.p);
-  return found;
 }
 
 /* Delete a stored object as the API does: a NodeClaim's instance leaves the

@@ -42,6 +42,7 @@ typedef struct launch_ctx {
 #define replace_with dt__ctl_replace_with
 #define replacement_done dt__ctl_replacement_done
 #define set_annotation dt__ctl_set_annotation
+#define unnominate dt__ctl_unnominate
 #define carry_out dt__ctl_carry_out
 #define delete_instance dt__ctl_delete_instance
 #define expire_marks dt__ctl_expire_marks
@@ -89,6 +90,7 @@ void replace_with(const char *name, const char *pool, const char *type, const ch
                   const char *pods, const char *olds, const char *why, uint64_t group);
 void replacement_done(const char *claim, bool ok);
 void set_annotation(cJSON *o, const char *k, const char *v);
+bool unnominate(const char *claim, const char *name);
 
 /* ctl_disrupt.c */
 bool carry_out(const dt_command_info *c);

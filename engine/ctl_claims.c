@@ -75,6 +75,8 @@ static int binding_cmp(const void *a, const void *b) {
 ** them again and a disruption pass counts them on the claim.
 */
 
+static void nominate_to(const char *claim, const binding *bs, size_t n);
+
 void nominate(const dt_plan *p) {
   size_t n = dt_plan_binding_count(p);
   binding *bs = dt__calloc(n ? n : 1, sizeof *bs);
@@ -92,26 +94,8 @@ void nominate(const dt_plan *p) {
   qsort(bs, k, sizeof *bs, binding_cmp);
   for (size_t i = 0; i < k;) {
     size_t j = i;
-    cJSON *o = claim_get(bs[i].node);
-    const char *cur = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
-    dt_buf b = {0};
-    dt__buf_puts(&b, cur ? cur : "");
-    for (; j < k && !strcmp(bs[j].node, bs[i].node); j++) {
-      if (b.len) dt__buf_putc(&b, ',');
-      dt__buf_puts(&b, bs[j].pod);
-    }
-    if (o && !b.oom) {
-      set_annotation(o, DT_A_PODS, b.p ? b.p : "");
-      pod_event(o);
-      char why[200];
-      snprintf(why, sizeof why, "%zu pending pods nominated to it", j - i);
-      log_decision("nominate", bs[i].node, why);
-      claim_put(bs[i].node, o);
-      claim_running(bs[i].node);
-    } else {
-      cJSON_Delete(o);
-    }
-    dt__free(b.p);
+    while (j < k && !strcmp(bs[j].node, bs[i].node)) j++;
+    nominate_to(bs[i].node, bs + i, j - i);
     i = j;
   }
   for (size_t i = 0; i < k; i++) dt__free(bs[i].pod);
@@ -279,6 +263,11 @@ void launch_group(uint64_t group) {
 
 /* The pods nominated to a claim, or "" (owned by the caller). */
 char *claim_pods(const char *claim) {
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  const obj *ob = at < 0 ? NULL : &D.objs.v[at];
+  if (ob && ob->span_gen == ob->gen) return dt__strndup(ob->json + ob->pods_at, ob->pods_end - ob->pods_at);
   cJSON *o = claim_get(claim);
   const char *p = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
   char *s = dt__strdup(p ? p : "");
@@ -292,4 +281,167 @@ void claim_running(const char *claim) {
   char *p = claim_pods(claim);
   if (p) D.obs->running(D.obs->ud, claim, p);
   dt__free(p);
+}
+
+/*
+** Taking a departed pod out of its claim's nominated pods happens once per
+** pod that leaves, on a claim whose text grows with its pods. Reading and
+** printing the claim each time gives text that differs from the stored one
+** only in two string values: the pods annotation, which set_annotation
+** leaves last in the annotations, and status.lastPodEventTime, which
+** pod_event leaves last in the status. So the first change prints the
+** claim once with markers in those places and keeps where they are in the
+** text (obj.span_gen, pods_at..event_end); a later change while the text is
+** the same (its gen unchanged) writes the new values into those places,
+** byte for byte what reading and printing would give. Spans are kept only
+** when both markers occur once and both values are plain text (no byte
+** that JSON escapes), so the text between them is the printer's.
+*/
+#define MARK_PODS "\001pods\001" /* octal: a hex escape would take the "e" of "event" */
+#define MARK_EVENT "\001event\001"
+#define MARK_PODS_JSON "\\u0001pods\\u0001" /* as cJSON prints them */
+#define MARK_EVENT_JSON "\\u0001event\\u0001"
+
+static bool plain(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] < 0x20 || s[i] == '"' || s[i] == '\\') return false;
+  return true;
+}
+
+/* The one occurrence of mark in t, or NULL. */
+static const char *only(const char *t, const char *mark) {
+  const char *at = strstr(t, mark);
+  return at && !strstr(at + 1, mark) ? at : NULL;
+}
+
+/* cur[0..n) without the names equal to name, as a comma list (the reader's
+** own walk: empty names stay). *found tells whether name was there. */
+static void list_without(dt_buf *b, const char *cur, size_t n, const char *name, bool *found) {
+  size_t nl = strlen(name);
+  const char *end = cur + n;
+  for (const char *s = cur; s && s < end;) {
+    const char *e = memchr(s, ',', (size_t)(end - s));
+    size_t len = e ? (size_t)(e - s) : (size_t)(end - s);
+    if (len == nl && !memcmp(s, name, nl)) {
+      *found = true;
+    } else {
+      if (b->len) dt__buf_putc(b, ',');
+      dt__buf_putn(b, s, len);
+    }
+    s = e ? e + 1 : NULL;
+  }
+}
+
+/* Store under key the text t with pods and ev in place of the spans
+** [pa, pe) and [ea, ee) (disjoint), and keep their new places. */
+static void put_spliced(const char *key, const char *t, size_t pa, size_t pe, size_t ea, size_t ee, const char *pods,
+                        size_t np, const char *ev, size_t ne) {
+  size_t n = strlen(t), first_a = pa < ea ? pa : ea, first_e = pa < ea ? pe : ee;
+  size_t second_a = pa < ea ? ea : pa, second_e = pa < ea ? ee : pe;
+  const char *v1 = pa < ea ? pods : ev, *v2 = pa < ea ? ev : pods;
+  size_t n1 = pa < ea ? np : ne, n2 = pa < ea ? ne : np;
+  char *out = dt__malloc(n - (first_e - first_a) - (second_e - second_a) + n1 + n2 + 1), *w = out;
+  if (!out) return; /* out of memory: the claim keeps the pod */
+  memcpy(w, t, first_a), w += first_a;
+  memcpy(w, v1, n1), w += n1;
+  size_t a1 = first_a, e1 = first_a + n1;
+  memcpy(w, t + first_e, second_a - first_e), w += second_a - first_e;
+  size_t a2 = (size_t)(w - out);
+  memcpy(w, v2, n2), w += n2;
+  size_t e2 = (size_t)(w - out);
+  memcpy(w, t + second_e, n - second_e + 1);
+  if (obj_put_text(key, out)) return;
+  obj *ob = &D.objs.v[obj_find(key)];
+  ob->span_gen = ob->gen;
+  ob->pods_at = (uint32_t)(pa < ea ? a1 : a2), ob->pods_end = (uint32_t)(pa < ea ? e1 : e2);
+  ob->event_at = (uint32_t)(pa < ea ? a2 : a1), ob->event_end = (uint32_t)(pa < ea ? e2 : e1);
+}
+
+/* The claim o with pods as its nominated pods and a pod event now, stored
+** under key; its spans kept when the markers allow. */
+static void put_marked(const char *key, cJSON *o, const char *pods, const char *ev) {
+  set_annotation(o, DT_A_PODS, MARK_PODS);
+  put_in(o, "status", "lastPodEventTime", MARK_EVENT);
+  char *t = cJSON_PrintUnformatted(o);
+  const char *mp = t ? only(t, MARK_PODS_JSON) : NULL, *me = t ? only(t, MARK_EVENT_JSON) : NULL;
+  if (mp && me && plain(pods, strlen(pods)) && plain(ev, strlen(ev)) && strlen(t) < UINT32_MAX) {
+    size_t pa = (size_t)(mp - t), ea = (size_t)(me - t);
+    put_spliced(key, t, pa, pa + strlen(MARK_PODS_JSON), ea, ea + strlen(MARK_EVENT_JSON), pods, strlen(pods), ev,
+                strlen(ev));
+    dt__free(t);
+    return;
+  }
+  dt__free(t);
+  set_annotation(o, DT_A_PODS, pods);
+  put_in(o, "status", "lastPodEventTime", ev);
+  obj_put(key, o);
+}
+
+/* Take name out of a claim's nominated pods; true when it was there. A
+** pod that leaves a node is a pod event (consolidateAfter counts again). */
+bool unnominate(const char *claim, const char *name) {
+  char key[KEY_MAX + 16], ts[40];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  if (at < 0) return false;
+  const obj *ob = &D.objs.v[at];
+  bool found = false, spans = ob->span_gen == ob->gen;
+  dt_buf b = {0};
+  cJSON *o = NULL;
+  if (spans) {
+    list_without(&b, ob->json + ob->pods_at, ob->pods_end - ob->pods_at, name, &found);
+  } else {
+    o = cJSON_Parse(ob->json);
+    const char *cur = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
+    if (cur) list_without(&b, cur, strlen(cur), name, &found);
+  }
+  if (found && !b.oom) {
+    dt__fmt_time(wall(), ts, sizeof ts);
+    if (spans)
+      put_spliced(key, ob->json, ob->pods_at, ob->pods_end, ob->event_at, ob->event_end, b.p ? b.p : "", b.len, ts,
+                  strlen(ts));
+    else
+      put_marked(key, o, b.p ? b.p : "", ts);
+  }
+  cJSON_Delete(o);
+  dt__free(b.p);
+  return found;
+}
+
+/* Add bs[0..n) (one claim's) to the claim's nominated pods, with a pod
+** event; the claim's text is read and printed only when its spans are not
+** known. */
+static void nominate_to(const char *claim, const binding *bs, size_t n) {
+  char key[KEY_MAX + 16], ts[40], why[200];
+  snprintf(key, sizeof key, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  if (at < 0) return;
+  const obj *ob = &D.objs.v[at];
+  bool spans = ob->span_gen == ob->gen;
+  for (size_t j = 0; j < n && spans; j++) spans = plain(bs[j].pod, strlen(bs[j].pod));
+  cJSON *o = spans ? NULL : cJSON_Parse(ob->json);
+  const char *cur = o ? dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS) : NULL;
+  dt_buf b = {0};
+  if (spans)
+    dt__buf_putn(&b, ob->json + ob->pods_at, ob->pods_end - ob->pods_at);
+  else
+    dt__buf_puts(&b, cur ? cur : "");
+  for (size_t j = 0; j < n; j++) {
+    if (b.len) dt__buf_putc(&b, ',');
+    dt__buf_puts(&b, bs[j].pod);
+  }
+  if ((spans || o) && !b.oom) {
+    dt__fmt_time(wall(), ts, sizeof ts);
+    snprintf(why, sizeof why, "%zu pending pods nominated to it", n);
+    log_decision("nominate", claim, why);
+    ob = &D.objs.v[obj_find(key)];
+    if (spans)
+      put_spliced(key, ob->json, ob->pods_at, ob->pods_end, ob->event_at, ob->event_end, b.p ? b.p : "", b.len, ts,
+                  strlen(ts));
+    else
+      put_marked(key, o, b.p ? b.p : "", ts);
+    claim_running(claim);
+  }
+  cJSON_Delete(o);
+  dt__free(b.p);
 }

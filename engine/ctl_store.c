@@ -77,7 +77,7 @@ int obj_put_text(const char *key, char *json) {
     D.objs.v[at].gen = ++D.obj_gen;
     return 0;
   }
-  obj ob = {dt__strdup(key), json, ++D.obj_gen, 0};
+  obj ob = {dt__strdup(key), json, ++D.obj_gen, 0, 0, 0, 0, 0, 0, 0, 0};
   dt_sym s = ob.sym = dt__sym(&D.keys, key);
   while (!D.keys.oom && D.slot.n <= s)
     if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;

@@ -30,6 +30,11 @@ typedef struct obj {
   char *json;   /* the object, compact JSON */
   uint64_t gen; /* changes with every put of the object (rounds keep parsed pods by it) */
   dt_sym sym;   /* its key in D.keys */
+  /* A NodeClaim's nominated pods and last pod event, where its text holds
+  ** them (ctl_claims.c, unnominate): valid while span_gen == gen */
+  uint64_t span_gen;
+  uint32_t pods_at, pods_end, event_at, event_end;
+  uint32_t pc_hint, pc_epoch; /* a Pod's entry in the round's pod cache (dt__podcache_find_hinted) */
 } obj;
 
 typedef struct instance {

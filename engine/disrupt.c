@@ -443,7 +443,7 @@ bool dt__dr_settled(state *st, size_t i) {
 static int cluster(state *st) {
   if (st->rebuild) return 0;
   dt_error e = {0};
-  int rc = dt__cluster_new(st->cat, st->m, &st->cl, &e);
+  int rc = dt__cluster_new_compiled(st->cat, st->cc_shared, st->m, &st->cl, &e);
   for (size_t i = 0; !rc && i < st->nodes.n; i++) rc = dt__cluster_add_node(st->cl, st->nodes.v[i].n, &e);
   if (!rc) rc = dt__cluster_set_pods(st->cl, st->pods, st->npods, &e);
   if (rc) {
@@ -453,13 +453,14 @@ static int cluster(state *st) {
   return rc == DT_ENOMEM ? rc : 0;
 }
 
-static int disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts, bool rebuild,
-                       dt_disruption **out, dt_error *err) {
+static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
+                       const dt_disrupt_opts *opts, bool rebuild, dt_disruption **out, dt_error *err) {
   dt__init();
   double t0 = dt__now_ms();
   *out = NULL;
   state st = {0};
   st.cat = catalog;
+  st.cc_shared = cc;
   st.m = m;
   st.rebuild = rebuild;
   if (opts) st.o = *opts;
@@ -527,10 +528,15 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
                      opts->explain);
     }
   }
-  return disrupt_run(catalog, m, opts, false, out, err);
+  return disrupt_run(catalog, NULL, m, opts, false, out, err);
 }
 
 int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts,
                             dt_disruption **out, dt_error *err) {
-  return disrupt_run(catalog, m, opts, true, out, err);
+  return disrupt_run(catalog, NULL, m, opts, true, out, err);
+}
+
+int dt__disrupt_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
+                             const dt_disrupt_opts *opts, dt_disruption **out, dt_error *err) {
+  return disrupt_run(catalog, cc, m, opts, false, out, err);
 }

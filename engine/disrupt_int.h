@@ -48,6 +48,7 @@ typedef struct poolbudget {
 
 typedef struct state {
   const dt_catalog *cat;
+  const struct dt_compiled_catalog *cc_shared; /* the caller's, the cluster starts from; NULL: compiles it */
   dt_compiled_catalog *cc; /* the catalog compiled once for every simulation of the pass (rebuild mode) */
   dt_cluster *cl;          /* the cluster compiled once: each simulation is an overlay on it */
   bool rebuild;            /* compile every simulation's view from scratch (the reference the overlay matches) */

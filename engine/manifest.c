@@ -198,7 +198,8 @@ void dt_manifests_free(dt_manifests *m) {
     dt__free(m->marks.v[i].name);
   }
   dt__free(m->marks.v);
-  for (size_t i = 0; i < m->nodes.n; i++) mf_node_free(&m->nodes.v[i]);
+  for (size_t i = 0; i < m->nodes.n; i++)
+    if (!m->nodes.v[i].borrowed) mf_node_free(&m->nodes.v[i]);
   for (size_t i = 0; i < m->vmpools.n; i++) mf_vmpool_free(&m->vmpools.v[i]);
   for (size_t i = 0; i < m->pdbs.n; i++) mf_pdb_free(&m->pdbs.v[i]);
   dt__free(m->pdbs.v);

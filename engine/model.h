@@ -292,6 +292,7 @@ typedef struct dt_node {
   size_t npods;
   char **pods; /* "ns/name" from the dovetail.dev/pods annotation */
   size_t seq;
+  bool borrowed; /* a kept node's copy (podcache.c): its owner frees it, not the set */
 } dt_node;
 
 typedef struct dt_runtimeclass {
@@ -442,13 +443,23 @@ dt_podcache *dt__podcache_new(void);
 void dt__podcache_free(dt_podcache *c);
 /* The entry that keeps name at version gen, 0 when none: an add given it
 ** may pass no text. It stays valid until the next sweep. */
+/* Whether the cache may keep an object of that store name ("Kind/ns/name"):
+** Pods, and Nodes and NodeClaims (their parsed dt_node, borrowed alike). */
+bool dt__podcache_keeps(const char *name);
+bool dt__podcache_keeps_node(const char *name);
 uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen);
+/* The same, given what an earlier call kept for this very name in *hint and
+** *epoch (zeros at first): while the cache has not renamed its entries
+** since, the name is not looked up again. Both are updated. */
+uint32_t dt__podcache_find_hinted(const dt_podcache *c, const char *name, uint64_t gen, uint32_t *hint,
+                                  uint32_t *epoch);
 /* Add object name at version gen to m, as dt_manifests_add_buffer adds buf;
 ** kept: dt__podcache_find's answer for it, or 0. */
 int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, uint32_t kept,
                              const char *buf, size_t len, dt_error *err);
 void dt__podcache_sweep(dt_podcache *c);
-/* The pod reader's free (mf_pod.c). */
+/* The pod reader's free (mf_pod.c), and the node reader's (manifest.c). */
 void dt__mf_pod_free(dt_podspec *p);
+void dt__mf_node_free(dt_node *n);
 
 #endif

@@ -5,11 +5,12 @@
 ** reading them (JSON, then the pod reader) was most of a round's work. A
 ** pod read once is kept here, by object name and the version the caller
 ** gave its text, and a later set that meets the same name and version adds
-** the parsed pod instead of reading the text again.
+** the parsed pod instead of reading the text again. Nodes and NodeClaims
+** are kept the same way (their dt_node), under the same rules.
 **
 ** What a set holds is what dt_manifests_add_buffer would give, byte for
-** byte: an object is kept only when reading it added exactly one pod, one
-** sequence number and one duplicate-detection entry, and nothing else (no
+** byte: an object is kept only when reading it added exactly one pod (or
+** node), one sequence number and one duplicate-detection entry, and nothing else (no
 ** note, no other object, no VM default); adding it from here takes the next
 ** sequence number, records the duplicate entry and counts the pod against
 ** DT_MAX_PODS as the reader does. A set that would refuse it (a duplicate,
@@ -28,11 +29,13 @@
 typedef struct pc_entry {
   uint64_t gen;
   bool live, used;
-  char *file; /* the object name: the kept pod's file */
-  char *seen; /* its duplicate-detection key, "Pod/ns/name" as the reader makes it */
-  char *text; /* what was read, for a set that must read it again */
+  bool is_node; /* keeps a Node or NodeClaim (node), else a Pod (pod) */
+  char *file;   /* the object name: the kept pod's file */
+  char *seen;   /* its duplicate-detection key, "Pod/ns/name" as the reader makes it */
+  char *text;   /* what was read, for a set that must read it again */
   size_t len;
   dt_podspec pod;
+  dt_node node;
 } pc_entry;
 
 /* The reader's duplicate-detection key of a pod (mf_check_duplicate). */
@@ -42,17 +45,32 @@ static char *seen_key(const dt_podspec *p) {
   return dt__strdup(key);
 }
 
+/* A node's: "Node//name" or "NodeClaim//name" (cluster-scoped). */
+static char *node_seen_key(const dt_node *n) {
+  char key[600];
+  snprintf(key, sizeof key, "%s//%s", n->kind, n->name);
+  return dt__strdup(key);
+}
+
 struct dt_podcache {
   dt_symtab names;         /* object name -> entry (by symbol) */
   DT_VEC(pc_entry) by_sym; /* indexed by name symbol */
   DT_VEC(uint32_t) live;   /* symbols of the live entries */
+  uint32_t epoch;          /* changes when names get new symbols (renumber); never 0 */
 };
 
-dt_podcache *dt__podcache_new(void) { return dt__calloc(1, sizeof(dt_podcache)); }
+dt_podcache *dt__podcache_new(void) {
+  dt_podcache *c = dt__calloc(1, sizeof(dt_podcache));
+  if (c) c->epoch = 1;
+  return c;
+}
 
 static void entry_drop(pc_entry *e) {
   if (!e->live) return;
-  dt__mf_pod_free(&e->pod);
+  if (e->is_node)
+    dt__mf_node_free(&e->node);
+  else
+    dt__mf_pod_free(&e->pod);
   dt__free(e->file);
   dt__free(e->seen);
   dt__free(e->text);
@@ -68,27 +86,50 @@ void dt__podcache_free(dt_podcache *c) {
   dt__free(c);
 }
 
+bool dt__podcache_keeps(const char *name) { return !strncmp(name, "Pod/", 4) || dt__podcache_keeps_node(name); }
+
+bool dt__podcache_keeps_node(const char *name) {
+  return !strncmp(name, "Node/", 5) || !strncmp(name, "NodeClaim/", 10);
+}
+
 uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen) {
   dt_sym s = c ? dt__sym_find(&c->names, name) : 0;
+  return s && s < c->by_sym.n && c->by_sym.v[s].live && c->by_sym.v[s].gen == gen ? s : 0;
+}
+
+/* A symbol stands for one name until renumber, which changes the epoch. */
+uint32_t dt__podcache_find_hinted(const dt_podcache *c, const char *name, uint64_t gen, uint32_t *hint,
+                                  uint32_t *epoch) {
+  if (!c) return 0;
+  dt_sym s = *hint && *epoch == c->epoch ? *hint : dt__sym_find(&c->names, name);
+  *hint = s;
+  *epoch = s ? c->epoch : 0;
   return s && s < c->by_sym.n && c->by_sym.v[s].live && c->by_sym.v[s].gen == gen ? s : 0;
 }
 
 /* Add e's pod to m as the pod reader would; 1 when m would refuse it
 ** (the caller reads the text, for the reader's error). */
 static int add_kept(dt_manifests *m, pc_entry *e) {
-  if (m->npods + 1 > DT_MAX_PODS) return 1;
+  if (!e->is_node && m->npods + 1 > DT_MAX_PODS) return 1;
   dt_sym s = dt__sym_find(&m->seen, e->seen);
   if (s && s < m->seen_file.n && m->seen_file.v[s]) return 1;
   if (!s && !(s = dt__sym(&m->seen, e->seen))) return DT_ENOMEM;
   while (m->seen_file.n <= s)
     if (dt__vec_push(&m->seen_file, (const char *)NULL)) return DT_ENOMEM;
-  dt_podspec p = e->pod;
-  p.seq = m->seq;
-  p.borrowed = true;
-  if (dt__vec_push(&m->pods, p)) return DT_ENOMEM;
+  if (e->is_node) {
+    dt_node n = e->node;
+    n.seq = m->seq;
+    n.borrowed = true;
+    if (dt__vec_push(&m->nodes, n)) return DT_ENOMEM;
+  } else {
+    dt_podspec p = e->pod;
+    p.seq = m->seq;
+    p.borrowed = true;
+    if (dt__vec_push(&m->pods, p)) return DT_ENOMEM;
+    m->npods++;
+  }
   m->seen_file.v[s] = e->file;
   m->seq++;
-  m->npods++;
   e->used = true;
   return 0;
 }
@@ -114,8 +155,17 @@ static bool one_pod(const counts *a, const counts *b) {
          b->topo == a->topo && b->notes == a->notes && b->varch == a->varch;
 }
 
-/* Keep the pod that reading name's text just added to m. */
-static int keep(dt_podcache *c, dt_manifests *m, const char *name, uint64_t gen, const char *buf, size_t len) {
+/* Whether reading one object took a before to a after by one plain node. */
+static bool one_node(const counts *a, const counts *b) {
+  return b->nodes == a->nodes + 1 && b->pods == a->pods && b->npods == a->npods && b->seq == a->seq + 1 &&
+         b->pools == a->pools && b->daemonsets == a->daemonsets && b->rcs == a->rcs && b->marks == a->marks &&
+         b->vmpools == a->vmpools && b->vms == a->vms && b->volumes == a->volumes && b->pdbs == a->pdbs &&
+         b->topo == a->topo && b->notes == a->notes && b->varch == a->varch;
+}
+
+/* Keep the pod (or node) that reading name's text just added to m. */
+static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name, uint64_t gen, const char *buf,
+                size_t len) {
   dt_sym s = dt__sym(&c->names, name);
   if (!s) return DT_ENOMEM;
   while (c->by_sym.n <= s) {
@@ -126,9 +176,10 @@ static int keep(dt_podcache *c, dt_manifests *m, const char *name, uint64_t gen,
   pc_entry *e = &c->by_sym.v[s];
   bool was_live = e->live;
   entry_drop(e);
-  dt_podspec *p = &m->pods.v[m->pods.n - 1];
+  dt_podspec *p = is_node ? NULL : &m->pods.v[m->pods.n - 1];
+  dt_node *n = is_node ? &m->nodes.v[m->nodes.n - 1] : NULL;
   e->file = dt__strdup(name);
-  e->seen = seen_key(p);
+  e->seen = is_node ? node_seen_key(n) : seen_key(p);
   e->text = dt__malloc(len + 1);
   if (!e->file || !e->seen || !e->text || (!was_live && dt__vec_push(&c->live, (uint32_t)s))) {
     dt__free(e->file);
@@ -146,9 +197,16 @@ static int keep(dt_podcache *c, dt_manifests *m, const char *name, uint64_t gen,
   e->len = len;
   e->gen = gen;
   e->live = e->used = true;
-  e->pod = *p;
-  e->pod.file = e->file;
-  p->borrowed = true; /* the cache owns it now; the set keeps its file */
+  e->is_node = is_node;
+  if (is_node) {
+    e->node = *n;
+    e->node.file = e->file;
+    n->borrowed = true; /* the cache owns it now; the set keeps its file */
+  } else {
+    e->pod = *p;
+    e->pod.file = e->file;
+    p->borrowed = true;
+  }
   return 0;
 }
 
@@ -165,8 +223,9 @@ int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, 
   int rc = dt_manifests_add_buffer(m, name, buf, len, err);
   if (rc) return rc;
   counts b = count(m);
-  if (strncmp(name, "Pod/", 4) || !one_pod(&a, &b)) return 0;
-  if (keep(c, m, name, gen, buf, len)) return 0; /* out of memory: read again next time */
+  bool is_node = dt__podcache_keeps_node(name);
+  if (is_node ? !one_node(&a, &b) : strncmp(name, "Pod/", 4) || !one_pod(&a, &b)) return 0;
+  if (keep(c, m, is_node, name, gen, buf, len)) return 0; /* out of memory: read again next time */
   return 0;
 }
 
@@ -196,6 +255,7 @@ static void renumber(dt_podcache *c) {
   dt__free(c->by_sym.v);
   c->names = names;
   c->by_sym.v = by_sym.v, c->by_sym.n = by_sym.n, c->by_sym.cap = by_sym.cap;
+  c->epoch = c->epoch == UINT32_MAX ? 1 : c->epoch + 1;
 }
 
 void dt__podcache_sweep(dt_podcache *c) {

@@ -70,10 +70,16 @@ void dt__reqs_order(const dt_plan *p, const dt_reqs *r, uint32_t *idx) {
 
 void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n) {
   const dt_podspec *s = &p->manifests->pods.v[pod->spec];
-  if (pod->ordinal < 0)
+  size_t a = strlen(s->ns), b = strlen(s->name);
+  if (pod->ordinal < 0 && a + b + 2 <= n) { /* the common case, without printf */
+    memcpy(buf, s->ns, a);
+    buf[a] = '/';
+    memcpy(buf + a + 1, s->name, b + 1);
+  } else if (pod->ordinal < 0) {
     snprintf(buf, n, "%s/%s", s->ns, s->name);
-  else
+  } else {
     snprintf(buf, n, "%s/%s-%lld", s->ns, s->name, (long long)pod->ordinal);
+  }
 }
 
 /* -------------------------------------------------------------- entry */
@@ -406,6 +412,11 @@ int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_man
 /* ------------------------------------------------------------ the cluster */
 
 int dt__cluster_new(const dt_catalog *catalog, const dt_manifests *m, dt_cluster **out, dt_error *err) {
+  return dt__cluster_new_compiled(catalog, NULL, m, out, err);
+}
+
+int dt__cluster_new_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
+                             dt_cluster **out, dt_error *err) {
   *out = NULL;
   dt_cluster *cl = dt__calloc(1, sizeof *cl);
   dt_plan *p = dt__calloc(1, sizeof *p);
@@ -417,9 +428,9 @@ int dt__cluster_new(const dt_catalog *catalog, const dt_manifests *m, dt_cluster
   p->catalog = catalog;
   p->manifests = m;
   p->ex_pod = -1;
-  /* the order a plan interns names in: the catalog's, then the pools' */
-  int rc = plan_begin(p);
-  if (!rc) rc = dt__sched_compile_catalog(p, err);
+  /* the order a plan interns names in: the catalog's (or their copy), then the pools' */
+  int rc = cc ? copy_compiled(p, cc->base) : plan_begin(p);
+  if (!rc && !cc) rc = dt__sched_compile_catalog(p, err);
   if (!rc) rc = dt__sched_compile_pools(p, err);
   if (!rc && (p->arena.oom || p->syms.oom)) rc = DT_ENOMEM;
   if (rc) {

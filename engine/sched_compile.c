@@ -79,6 +79,7 @@ int dt__sched_compile_catalog(dt_plan *p, dt_error *err) {
     t->noff = (uint32_t)ct->noff;
     for (size_t k = 0; k < ct->labels.n; k++) /* for the hooks' snapshot: the last such label */
       if (strstr(ct->labels.v[k].key, "/instance-family")) t->family = ct->labels.v[k].val;
+    t->gpus = dt__ctype_gpus(ct);
     t->min_price = INFINITY;
     for (size_t k = 0; k < ct->noff; k++) {
       const dt_coffer *o = &ct->off[k];
@@ -115,12 +116,17 @@ int dt__sched_build_snapshot(dt_plan *p) {
     p->off_base[t] = (uint32_t)n;
     n += p->types[t].noff;
   }
+  p->nsnapshot = n;
+  /* only hooks read the offerings: a plan without a policy leaves them out */
+  bool hooks = p->opts.policy != NULL;
+  for (size_t k = 0; k < p->opts.npool_policies; k++) hooks |= p->opts.pool_policies[k] != NULL;
+  if (!hooks) return 0;
   p->snapshot = A(p, (n ? n : 1) * sizeof *p->snapshot);
   if (!p->snapshot) return DT_ENOMEM;
   for (uint32_t t = 0; t < p->ntypes; t++) {
     const rt_type *ty = &p->types[t];
     const char *family = ty->family;
-    int64_t gpus = ty->noff ? dt__ctype_gpus(ty->src) : 0;
+    int64_t gpus = ty->gpus;
     for (uint32_t o = 0; o < ty->noff; o++) {
       const rt_off *of = &ty->off[o];
       p->snapshot[p->off_base[t] + o] = (dt_hook_offer){ty->src->name,
@@ -137,7 +143,6 @@ int dt__sched_build_snapshot(dt_plan *p) {
                                                         ty->src->arch};
     }
   }
-  p->nsnapshot = n;
   return 0;
 }
 

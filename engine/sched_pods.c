@@ -111,6 +111,41 @@ static bool spec_selected_by(const rt_spec *s, uint32_t g) {
   return false;
 }
 
+/* The signature of a class: what pods must agree on to share it. */
+static void class_sig(const dt_plan *p, const rt_spec *s, const rt_relax *rx, const dt_reqs *reqs, const rt_tc *tcs,
+                      uint32_t ntc, dt_buf *sig) {
+  const dt_podspec *d = s->src;
+  dt__sig_i64(sig, rx->tol_pref);
+  dt__buf_putn(sig, (const char *)s->req, p->nres * sizeof *s->req);
+  dt__sig_u32(sig, reqs->n);
+  for (uint32_t k = 0; k < reqs->n; k++) dt__req_sig(&reqs->r[k], sig);
+  dt__sig_u32(sig, (uint32_t)d->ntol);
+  for (size_t k = 0; k < d->ntol; k++) {
+    dt__sig_str(sig, d->tol[k].key ? d->tol[k].key : "");
+    dt__sig_str(sig, d->tol[k].op);
+    dt__sig_str(sig, d->tol[k].value);
+    dt__sig_str(sig, d->tol[k].effect ? d->tol[k].effect : "");
+  }
+  dt__sig_u32(sig, ntc);
+  for (uint32_t k = 0; k < ntc; k++) {
+    const rt_tc *t = &tcs[k];
+    dt__sig_u32(sig, t->group);
+    dt__sig_u32(sig, t->kind);
+    dt__sig_i64(sig, t->self);
+    dt__sig_i64(sig, t->owner);
+    dt__sig_i64(sig, t->max_skew);
+    dt__sig_i64(sig, t->min_domains);
+  }
+  dt__sig_u32(sig, s->nsel);
+  if (s->nsel) dt__buf_putn(sig, (const char *)s->sel, s->nsel * sizeof *s->sel);
+  dt__sig_u32(sig, s->nports);
+  for (uint32_t k = 0; k < s->nports; k++) {
+    dt__sig_i64(sig, s->ports[k].port);
+    dt__sig_u32(sig, s->ports[k].proto);
+    dt__sig_u32(sig, s->ports[k].ip);
+  }
+}
+
 /*
 ** The class of a spec under a relaxation state: its requirements, its
 ** topology constraints and its tolerations, interned by signature so pods
@@ -179,37 +214,8 @@ int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
     }
   bool inverse = false;
   for (uint32_t i = 0; i < s->nsel; i++) inverse |= p->groups.v[s->sel[i]].kind == TG_ANTI;
-  /* Signature. */
   dt_buf sig = {0};
-  dt__sig_i64(&sig, rx->tol_pref);
-  dt__buf_putn(&sig, (const char *)s->req, p->nres * sizeof *s->req);
-  dt__sig_u32(&sig, reqs.n);
-  for (uint32_t k = 0; k < reqs.n; k++) dt__req_sig(&reqs.r[k], &sig);
-  dt__sig_u32(&sig, (uint32_t)d->ntol);
-  for (size_t k = 0; k < d->ntol; k++) {
-    dt__sig_str(&sig, d->tol[k].key ? d->tol[k].key : "");
-    dt__sig_str(&sig, d->tol[k].op);
-    dt__sig_str(&sig, d->tol[k].value);
-    dt__sig_str(&sig, d->tol[k].effect ? d->tol[k].effect : "");
-  }
-  dt__sig_u32(&sig, ntc);
-  for (uint32_t k = 0; k < ntc; k++) {
-    const rt_tc *t = &tcs[k];
-    dt__sig_u32(&sig, t->group);
-    dt__sig_u32(&sig, t->kind);
-    dt__sig_i64(&sig, t->self);
-    dt__sig_i64(&sig, t->owner);
-    dt__sig_i64(&sig, t->max_skew);
-    dt__sig_i64(&sig, t->min_domains);
-  }
-  dt__sig_u32(&sig, s->nsel);
-  if (s->nsel) dt__buf_putn(&sig, (const char *)s->sel, s->nsel * sizeof *s->sel);
-  dt__sig_u32(&sig, s->nports);
-  for (uint32_t k = 0; k < s->nports; k++) {
-    dt__sig_i64(&sig, s->ports[k].port);
-    dt__sig_u32(&sig, s->ports[k].proto);
-    dt__sig_u32(&sig, s->ports[k].ip);
-  }
+  class_sig(p, s, rx, &reqs, tcs, ntc, &sig);
   /* Pods whose requests, requirements, tolerations, topology constraints,
   ** selecting groups and host ports agree share a class, whatever spec
   ** they come from: the class is all the scheduler reads. */

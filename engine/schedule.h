@@ -44,6 +44,7 @@ typedef struct rt_type {
   rt_off *off;
   double min_price;   /* cheapest offering, for option order */
   const char *family; /* its .../instance-family label, NULL none (catalog-owned) */
+  int64_t gpus;       /* its GPUs (dt__ctype_gpus), counted once when compiled */
   uint32_t rank;      /* position among the types by name: ties compare integers */
   /* launch's memo of the best offering within one claim's masks (claims
   ** holding no reservation); dropped when an availability count changes */
@@ -375,6 +376,9 @@ typedef struct dt_overlay {
   const uint8_t *pod;   /* per pod of the cluster: a dt_overlay_pod */
 } dt_overlay;
 int dt__cluster_new(const dt_catalog *catalog, const dt_manifests *m, dt_cluster **out, dt_error *err);
+/* The same from the catalog compiled once (cc outlives the cluster). */
+int dt__cluster_new_compiled(const dt_catalog *catalog, const struct dt_compiled_catalog *cc, const dt_manifests *m,
+                             dt_cluster **out, dt_error *err);
 /* Compile node n (caller-owned, outliving the cluster) as the next node id. */
 int dt__cluster_add_node(dt_cluster *cl, const dt_node *n, dt_error *err);
 /* Compile the pods once, after the first nodes. */
@@ -392,6 +396,10 @@ int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_man
 ** match byte for byte (spec/unit.c compares them). */
 int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts,
                             dt_disruption **out, dt_error *err);
+/* dt_disrupt_run (without explain) whose cluster starts from the catalog
+** compiled once (dt__catalog_compile): the same pass, byte for byte. */
+int dt__disrupt_run_compiled(const dt_catalog *catalog, const struct dt_compiled_catalog *cc, const dt_manifests *m,
+                             const dt_disrupt_opts *opts, dt_disruption **out, dt_error *err);
 
 /* Whether the caller asked the run to stop (dt_plan_opts.cancel). */
 static inline bool dt__cancelled(const dt_plan *p) { return p->opts.cancel && *p->opts.cancel; }

@@ -257,6 +257,34 @@ void scenario_event(run *r, uint32_t idx) {
   }
 }
 
+/* A field of a trace line as scanf's %lf reads it: a plain run of digits
+** (what the trace holds) at once, anything else through strtod. NULL when
+** no number is there. */
+static const char *trace_num(const char *p, double *out) {
+  const char *q = p;
+  uint64_t v = 0;
+  while (*q >= '0' && *q <= '9' && q - p < 15) v = v * 10 + (uint64_t)(*q++ - '0');
+  if (q > p && !strchr("0123456789.eExXpPiInN", *q)) {
+    *out = (double)v;
+    return q;
+  }
+  char *end;
+  *out = strtod(p, &end);
+  return end == p ? NULL : end;
+}
+
+/* How many of the 7 comma-separated fields line begins with (sscanf's
+** "%lf,%lf,...": a number may follow blanks, a comma may not). */
+static int trace_fields(const char *line, double *f) {
+  const char *p = line;
+  int n = 0;
+  for (; n < 7; n++) {
+    if (n && *p++ != ',') break;
+    if (!(p = trace_num(p, &f[n]))) break;
+  }
+  return n;
+}
+
 /* One CSV line of the trace: arrival_s,batch,cpu_millicores,memory_MiB,
 ** duration_s,duration_hi_s,censored. A pod lives for the middle of its
 ** duration bin; a censored one (still running when the trace ended) stays. */
@@ -264,7 +292,7 @@ static int trace_line(inputs *in, const char *file, size_t lineno, char *line, d
   while (*line == ' ') line++;
   if (!*line || *line == '#' || *line == '\n' || *line == '\r' || !strncmp(line, "arrival_s", 9)) return 0;
   double f[7];
-  int n = sscanf(line, "%lf,%lf,%lf,%lf,%lf,%lf,%lf", &f[0], &f[1], &f[2], &f[3], &f[4], &f[5], &f[6]);
+  int n = trace_fields(line, f);
   if (n != 7)
     return dt__err(err, DT_EINVAL,
                    "%s:%zu: expected arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored", file,
