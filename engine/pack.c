@@ -10,8 +10,9 @@
 **   D. column generation over node patterns (below): the pattern LP's whole
 **      nodes, then the rest by the cheapest of three roundings (solving
 **      again for what is left, rounding the last LP up, the greedy plans);
-**      a group of more than CG_MAXS shapes in parts of at most CG_MAXS
-**      shapes dealt out in turn, each solved so;
+**      a group of more than CG_FEW shapes both in parts of at most CG_FEW
+**      shapes dealt out in turn, each solved so, and as one LP over up to
+**      CG_MAXS shapes with longer pricing, the cheaper kept;
 **   A. each shape alone on its cheapest type per pod;
 **   B. greedy: open nodes one at a time, for each of the types with the best
 **      reduced cost under the covering LP's duals fill a node largest pod
@@ -290,6 +291,91 @@ static int64_t max_cap(const dt_plan *p, const rt_claim *k, uint32_t r) {
   return mx;
 }
 
+/* Materialise the chosen packing pk of the group claims[0..n) as claims
+** into out (*replaced when it was), unless minValues or the pool's limits
+** rule it out. */
+static int materialise(dt_plan *p, rt_claim **claims, size_t n, const packing *pk, shape *shapes, size_t ns,
+                       const cand *by_price, uint32_t nc, claim_vec *out, bool *replaced) {
+  const rt_claim *k0 = claims[0];
+  rt_pool *pl = &p->pools[k0->pool];
+  uint32_t m = p->nres;
+  int rc = 0;
+  claim_vec made = {0};
+  int64_t delta[DT_RES_MAX] = {0};
+  for (size_t node = 0; node < pk->nodes && !rc; node++) {
+    rt_claim *k = dt__arena_alloc(&p->arena, sizeof *k);
+    if (!k || dt__vec_push(&made, k)) {
+      rc = DT_ENOMEM;
+      break;
+    }
+    k->pool = k0->pool;
+    k->repacked = true;
+    k->reqs = k0->reqs;
+    k->zmask = k0->zmask;
+    k->ctmask = k0->ctmask;
+    k->type = k->off = -1;
+    for (size_t s = 0; s < ns && !rc; s++)
+      for (int64_t q = 0; q < pk->count.v[node * ns + s] && !rc; q++) {
+        if (dt__vec_push(&k->pods, shapes[s].pods.v[shapes[s].next++])) rc = DT_ENOMEM;
+        for (uint32_t r = 0; r < m; r++) k->used[r] += shapes[s].req[r];
+      }
+    /* Options: the cheapest types that hold it (as a launch request would
+    ** carry), so launch may still pick a cheaper bounded offering. A node
+    ** like the one before it shares its options. */
+    if (node > 0 && pk->type.v[node] == pk->type.v[node - 1] &&
+        !memcmp(&pk->count.v[node * ns], &pk->count.v[(node - 1) * ns], ns * sizeof *pk->count.v)) {
+      k->opt = made.v[node - 1]->opt;
+      k->nopt = made.v[node - 1]->nopt;
+      continue;
+    }
+    uint32_t *opt = dt__arena_alloc(&p->arena, 60 * sizeof *opt), no = 0;
+    if (!opt) {
+      rc = DT_ENOMEM;
+      break;
+    }
+    for (uint32_t i = 0; i < nc && no < 60; i++)
+      if (fits_in(p, pl->eff[by_price[i].type], k->used)) opt[no++] = by_price[i].type;
+    k->opt = opt;
+    k->nopt = no;
+  }
+  /* minValues: every node's options must still meet them. Limits: the
+  ** re-pack is charged as first-fit's claims were (each claim
+  ** the largest capacity among its options) and must fit in what
+  ** first-fit's claims were charged plus what the pool has left. */
+  bool within = true;
+  for (size_t i = 0; i < made.n && !rc && within && pl->has_min_values; i++)
+    within = dt__min_values_ok(p, &made.v[i]->reqs, made.v[i]->opt, made.v[i]->nopt);
+  if (!rc && within && pl->has_limits) {
+    for (uint32_t r = 0; r < m && within; r++) {
+      if (pl->remaining[r] == INT64_MAX) continue;
+      int64_t was = 0, now = 0;
+      for (size_t i = 0; i < n; i++) was += max_cap(p, claims[i], r);
+      for (size_t i = 0; i < made.n; i++) now += max_cap(p, made.v[i], r);
+      within = now <= was + pl->remaining[r];
+      if (within) delta[r] = was - now;
+    }
+    if (within && pl->nodes_remaining >= 0) within = made.n <= n + (size_t)pl->nodes_remaining;
+  }
+  if (!rc && !within) {
+    for (size_t i = 0; i < made.n; i++) dt__free(made.v[i]->pods.v);
+    dt__free(made.v);
+    return rc;
+  }
+  if (!rc && pl->has_limits) {
+    for (uint32_t r = 0; r < m; r++)
+      if (pl->remaining[r] != INT64_MAX) pl->remaining[r] += delta[r];
+    if (pl->nodes_remaining >= 0) pl->nodes_remaining += (int64_t)n - (int64_t)made.n;
+  }
+  for (size_t i = 0; i < made.n && !rc; i++)
+    if (dt__vec_push(out, made.v[i])) rc = DT_ENOMEM;
+  if (rc)
+    for (size_t i = 0; i < made.n; i++) dt__free(made.v[i]->pods.v);
+  else
+    *replaced = true;
+  dt__free(made.v);
+  return rc;
+}
+
 /* Re-pack one group: claims[0..n) share a pool and requirements. */
 static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out, bool *replaced) {
   *replaced = false;
@@ -384,83 +470,7 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
     if (best < 0 || plans[i].cost < plans[best].cost - 1e-9) best = i;
   }
   if (best < 0 || !(plans[best].cost < ffd_cost - 1e-9)) goto out;
-  /* Materialise the chosen plan as claims. */
-  {
-    const packing *pk = &plans[best];
-    claim_vec made = {0};
-    int64_t delta[DT_RES_MAX] = {0};
-    for (size_t node = 0; node < pk->nodes && !rc; node++) {
-      rt_claim *k = dt__arena_alloc(&p->arena, sizeof *k);
-      if (!k || dt__vec_push(&made, k)) {
-        rc = DT_ENOMEM;
-        break;
-      }
-      k->pool = k0->pool;
-      k->repacked = true;
-      k->reqs = k0->reqs;
-      k->zmask = k0->zmask;
-      k->ctmask = k0->ctmask;
-      k->type = k->off = -1;
-      for (size_t s = 0; s < ns && !rc; s++)
-        for (int64_t q = 0; q < pk->count.v[node * ns + s] && !rc; q++) {
-          if (dt__vec_push(&k->pods, shapes.v[s].pods.v[shapes.v[s].next++])) rc = DT_ENOMEM;
-          for (uint32_t r = 0; r < m; r++) k->used[r] += shapes.v[s].req[r];
-        }
-      /* Options: the cheapest types that hold it (as a launch request would
-      ** carry), so launch may still pick a cheaper bounded offering. A node
-      ** like the one before it shares its options. */
-      if (node > 0 && pk->type.v[node] == pk->type.v[node - 1] &&
-          !memcmp(&pk->count.v[node * ns], &pk->count.v[(node - 1) * ns], ns * sizeof *pk->count.v)) {
-        k->opt = made.v[node - 1]->opt;
-        k->nopt = made.v[node - 1]->nopt;
-        continue;
-      }
-      uint32_t *opt = dt__arena_alloc(&p->arena, 60 * sizeof *opt), no = 0;
-      if (!opt) {
-        rc = DT_ENOMEM;
-        break;
-      }
-      for (uint32_t i = 0; i < nc && no < 60; i++)
-        if (fits_in(p, pl->eff[by_price[i].type], k->used)) opt[no++] = by_price[i].type;
-      k->opt = opt;
-      k->nopt = no;
-    }
-    /* minValues: every node's options must still meet them. Limits: the
-    ** re-pack is charged as first-fit's claims were (each claim
-    ** the largest capacity among its options) and must fit in what
-    ** first-fit's claims were charged plus what the pool has left. */
-    bool within = true;
-    for (size_t i = 0; i < made.n && !rc && within && pl->has_min_values; i++)
-      within = dt__min_values_ok(p, &made.v[i]->reqs, made.v[i]->opt, made.v[i]->nopt);
-    if (!rc && within && pl->has_limits) {
-      for (uint32_t r = 0; r < m && within; r++) {
-        if (pl->remaining[r] == INT64_MAX) continue;
-        int64_t was = 0, now = 0;
-        for (size_t i = 0; i < n; i++) was += max_cap(p, claims[i], r);
-        for (size_t i = 0; i < made.n; i++) now += max_cap(p, made.v[i], r);
-        within = now <= was + pl->remaining[r];
-        if (within) delta[r] = was - now;
-      }
-      if (within && pl->nodes_remaining >= 0) within = made.n <= n + (size_t)pl->nodes_remaining;
-    }
-    if (!rc && !within) {
-      for (size_t i = 0; i < made.n; i++) dt__free(made.v[i]->pods.v);
-      dt__free(made.v);
-      goto out;
-    }
-    if (!rc && pl->has_limits) {
-      for (uint32_t r = 0; r < m; r++)
-        if (pl->remaining[r] != INT64_MAX) pl->remaining[r] += delta[r];
-      if (pl->nodes_remaining >= 0) pl->nodes_remaining += (int64_t)n - (int64_t)made.n;
-    }
-    for (size_t i = 0; i < made.n && !rc; i++)
-      if (dt__vec_push(out, made.v[i])) rc = DT_ENOMEM;
-    if (rc)
-      for (size_t i = 0; i < made.n; i++) dt__free(made.v[i]->pods.v);
-    else
-      *replaced = true;
-    dt__free(made.v);
-  }
+  rc = materialise(p, claims, n, &plans[best], shapes.v, ns, by_price, nc, out, replaced);
 out:
   for (int i = 0; i < 4; i++) packing_free(&plans[i]);
   dt__free(cands);
