@@ -14,7 +14,6 @@
 ** solution is rounded by taking whole nodes and solving again for the rest.
 ** ---------------------------------------------------------------------- */
 
-#define CG_FEW 64          /* shapes up to which a group gets the few-shape settings */
 #define CG_MAXS 256        /* shapes one pattern LP takes; a group of more is solved in parts */
 #define CG_BUDGET 2000     /* pricing rounds per group, its rounding's included */
 #define CG_ENOUGH 12       /* improving patterns that end a round's pricing */

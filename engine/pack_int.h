@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CG_FEW 64 /* shapes up to which a group gets the few-shape settings (pack_cg.c) */
+
 typedef struct shape {
   int64_t req[DT_RES_MAX];
   DT_VEC(uint32_t) pods;
