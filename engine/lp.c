@@ -6,7 +6,7 @@
 ** Two LPs have this form: the covering LP (rows are resources, columns
 ** instance types) and the pattern LP of column generation (rows are pod
 ** shapes, columns node patterns; a knapsack's relaxation has its own simplex
-** in pack.c). Columns outnumber rows, and a pattern holds few of the shapes,
+** below, dt__knap_relax). Columns outnumber rows, and a pattern holds few of the shapes,
 ** so columns are sparse (compressed by column) and a revised simplex keeps an
 ** explicit m x m basis inverse: an iteration prices every column through its
 ** non-zeros and updates the inverse in O(m^2). The inverse is computed afresh
@@ -20,7 +20,7 @@
 ** duals y (what a unit of each row is worth at the optimum) and, for column
 ** generation, the primal x.
 */
-#include "schedule.h"
+#include "pack_int.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -99,9 +99,8 @@ static void basic_values(int m, const double *inv, const double *d, double *xb) 
   }
 }
 
-int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
-                        const double *d, double *y, double *x, double *obj, int *warm, double *inv) {
-  if (m <= 0 || n < 0) return -1;
+static int solve(int m, int n, const int *start, const int *row, const double *val, const double *c, const double *d,
+                 double *y, double *x, double *obj, int *warm, double *inv) {
   lp L = {m, n, start, row, val, c, 0};
   for (int j = 0; j < n; j++) L.bigm = fmax(L.bigm, c[j]);
   L.bigm = (L.bigm + 1) * 1e6;
@@ -243,6 +242,38 @@ out:
   return rc;
 }
 
+/* Whether x covers every row's demand (to a relative 1e-7). */
+static bool covers(int m, int n, const int *start, const int *row, const double *val, const double *d, const double *x,
+                   double *act) {
+  for (int r = 0; r < m; r++) act[r] = 0;
+  for (int j = 0; j < n; j++)
+    for (int k = start[j]; k < start[j + 1]; k++) act[row[k]] += val[k] * x[j];
+  for (int r = 0; r < m; r++)
+    if (act[r] < d[r] - 1e-7 * (1 + fabs(d[r]))) return false;
+  return true;
+}
+
+/* The solve, checked: a warm start whose inverse has drifted (a refresh can
+** fail on a nearly singular basis and leave the old one) can end on a basis
+** that does not cover the rows; a warm solve's solution is checked against
+** the rows and the LP solved again from the artificials when it falls
+** short. */
+int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
+                        const double *d, double *y, double *x, double *obj, int *warm, double *inv) {
+  if (m <= 0 || n < 0) return -1;
+  double *xs = x ? x : dt__malloc(((size_t)n + 1) * sizeof *xs), *act = dt__malloc((size_t)m * sizeof *act);
+  bool was_warm = warm && warm[0] != DT_LP_COLD;
+  int rc = !xs || !act ? DT_ENOMEM : solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv);
+  if (!rc && was_warm && !covers(m, n, start, row, val, d, xs, act)) {
+    warm[0] = DT_LP_COLD;
+    if (inv) inv[0] = NAN;
+    rc = solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv);
+  }
+  if (!x) dt__free(xs);
+  dt__free(act);
+  return rc;
+}
+
 /* The dense forms: a is m x n, row-major. */
 int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
                       double *obj, int *warm) {
@@ -274,4 +305,98 @@ int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const doub
 int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
                  double *obj) {
   return dt__lp_cover_warm(m, n, a, c, d, y, x, obj, NULL);
+}
+
+/*
+** The knapsack's LP relaxation: maximise v.x subject to A x <= 1 (one row
+** per resource, scaled by capacity) and 0 <= x_i <= ub_i. Rows are few (the
+** resources the pods ask for), so a primal simplex with bounded variables on
+** a full tableau of nr rows by k + nr columns (the last nr the rows' slacks)
+** costs O(nr (k + nr)) a pivot. x[k] receives the solution and lam[nr] the
+** rows' duals, the price of a unit of each resource. False when it did not
+** reach the optimum within its pivots (x and lam are then unusable).
+*/
+bool dt__knap_relax(uint32_t nr, uint32_t k, double *T, const double *v, const double *ub, double *x, double *lam,
+                     int32_t *basis, uint8_t *at_ub, double *b) {
+  uint32_t N = k + nr;
+  for (uint32_t r = 0; r < nr; r++) {
+    for (uint32_t j = k; j < N; j++) T[(size_t)r * N + j] = j - k == r;
+    basis[r] = (int32_t)(k + r);
+    b[r] = 1;
+  }
+  for (uint32_t j = 0; j < k; j++) at_ub[j] = 0;
+#define OBJ(j) ((j) < k ? v[j] : 0.0)
+#define UB(j) ((j) < k ? ub[j] : INFINITY)
+  bool done = false;
+  int stalled = 0;
+  for (uint32_t iter = 0; iter < 20 * N + 100 && !done; iter++) {
+    /* entering: the largest gain (Dantzig), or after a run of degenerate
+    ** pivots the first that gains (Bland) */
+    int32_t e = -1;
+    double gain = 1e-12, de = 0;
+    for (uint32_t j = 0; j < N; j++) {
+      bool basic = false;
+      for (uint32_t r = 0; r < nr && !basic; r++) basic = basis[r] == (int32_t)j;
+      if (basic) continue;
+      double d = OBJ(j);
+      for (uint32_t r = 0; r < nr; r++) d -= OBJ((uint32_t)basis[r]) * T[(size_t)r * N + j];
+      bool up = j < k && at_ub[j];
+      double g = up ? -d : d;
+      if (g > gain) {
+        gain = g;
+        e = (int32_t)j;
+        de = d;
+        if (stalled > (int)(2 * nr)) break;
+      }
+    }
+    if (e < 0) {
+      done = true;
+      break;
+    }
+    double sgn = de > 0 ? 1 : -1; /* raise from 0, or lower from its bound */
+    double t = UB((uint32_t)e);
+    int32_t leave = -1;
+    bool leave_up = false;
+    for (uint32_t r = 0; r < nr; r++) {
+      double alpha = sgn * T[(size_t)r * N + (uint32_t)e];
+      if (alpha > 1e-12) {
+        double q = b[r] / alpha;
+        if (q < t) t = q, leave = (int32_t)r, leave_up = false;
+      } else if (alpha < -1e-12 && isfinite(UB((uint32_t)basis[r]))) {
+        double q = (UB((uint32_t)basis[r]) - b[r]) / -alpha;
+        if (q < t) t = q, leave = (int32_t)r, leave_up = true;
+      }
+    }
+    if (!isfinite(t)) return false; /* unbounded: an item that needs nothing and has no limit */
+    stalled = t <= 1e-12 ? stalled + 1 : 0;
+    for (uint32_t r = 0; r < nr; r++) b[r] -= sgn * t * T[(size_t)r * N + (uint32_t)e];
+    if (leave < 0) { /* the entering variable reaches its other bound first */
+      at_ub[e] = !at_ub[e];
+      continue;
+    }
+    uint32_t L = (uint32_t)leave, out = (uint32_t)basis[L];
+    double enter_val = sgn > 0 ? ((uint32_t)e < k && at_ub[e] ? ub[e] : 0) + t : UB((uint32_t)e) - t;
+    if (out < k) at_ub[out] = leave_up;
+    double piv = T[(size_t)L * N + (uint32_t)e];
+    for (uint32_t j = 0; j < N; j++) T[(size_t)L * N + j] /= piv;
+    for (uint32_t r = 0; r < nr; r++) {
+      double f = T[(size_t)r * N + (uint32_t)e];
+      if (r == L || f == 0) continue;
+      for (uint32_t j = 0; j < N; j++) T[(size_t)r * N + j] -= f * T[(size_t)L * N + j];
+    }
+    basis[L] = e;
+    b[L] = enter_val;
+    if ((uint32_t)e < k) at_ub[e] = 0;
+  }
+  if (!done) return false;
+  for (uint32_t j = 0; j < k; j++) x[j] = at_ub[j] ? ub[j] : 0;
+  for (uint32_t r = 0; r < nr; r++) {
+    if ((uint32_t)basis[r] < k) x[basis[r]] = b[r];
+    lam[r] = 0;
+  }
+  for (uint32_t r = 0; r < nr; r++)
+    for (uint32_t i = 0; i < nr; i++) lam[r] += OBJ((uint32_t)basis[i]) * T[(size_t)i * N + k + r];
+#undef OBJ
+#undef UB
+  return true;
 }

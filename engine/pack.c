@@ -10,16 +10,20 @@
 **   D. column generation over node patterns (below): the pattern LP's whole
 **      nodes, then the rest by the cheapest of three roundings (solving
 **      again for what is left, rounding the last LP up, the greedy plans);
-**      a group of more than CG_MAXS shapes in parts of at most CG_MAXS
-**      shapes dealt out in turn, each solved so;
+**      a group of more than CG_FEW shapes both in parts of at most CG_FEW
+**      shapes dealt out in turn, each solved so, and as one LP over up to
+**      CG_MAXS shapes with longer pricing, the cheaper kept;
 **   A. each shape alone on its cheapest type per pod;
 **   B. greedy: open nodes one at a time, for each of the types with the best
 **      reduced cost under the covering LP's duals fill a node largest pod
 **      first, keep the type with the lowest price per unit of value;
 **   C. the same valuing pods at plan A's per-pod prices.
 **
-** A, B and C run when D fails or lands more than 1% above its LP. Every node
-** shrinks to the cheapest type that holds it; at the same price, to a type
+** A, B and C run when D fails or lands more than 1% above its LP. With more
+** than CG_FEW shapes, the nodes of the plan chosen that fit in the room the
+** others leave (in their types as they are, so never dearer) are emptied
+** into it, emptiest first. Every node shrinks to the cheapest type that
+** holds it; at the same price, to a type
 ** without devices (GPUs, Neuron) the pods do not ask for. The work is
 ** bounded by a count of pricing rounds per group (CG_BUDGET), not by the
 ** clock, so the same input always gives the same plan.
@@ -290,6 +294,193 @@ static int64_t max_cap(const dt_plan *p, const rt_claim *k, uint32_t r) {
   return mx;
 }
 
+/* How full node i is: its fullest resource's share of its type. */
+static double node_fill(const dt_plan *p, const rt_pool *pl, const cand *by_price, const packing *k, const int64_t *used,
+                        size_t i) {
+  const int64_t *cap = pl->eff[by_price[k->type.v[i]].type];
+  double f = 0;
+  for (uint32_t r = 0; r < p->nres; r++)
+    if (cap[r] > 0) f = fmax(f, (double)used[i * DT_RES_MAX + r] / (double)cap[r]);
+  return f;
+}
+
+/* Try to move every pod of node i into the room other live nodes have left
+** in their types (the fullest that holds each pod first); all or nothing. */
+static bool drain_one(const dt_plan *p, const rt_pool *pl, const shape *sh, size_t ns, const cand *by_price, packing *k,
+                      int64_t *used, const bool *alive, const uint32_t *ord, size_t i, uint32_t *moved) {
+  size_t nm = 0, N = k->nodes;
+  bool ok = true;
+  for (size_t s = 0; s < ns && ok; s++)
+    for (int64_t q = 0; q < k->count.v[i * ns + s] && ok; q++) {
+      ok = false;
+      for (size_t o = N; o-- > 0 && !ok;) { /* fullest first */
+        size_t j = ord[o];
+        if (j == i || !alive[j]) continue;
+        const int64_t *cap = pl->eff[by_price[k->type.v[j]].type];
+        bool fits = true;
+        for (uint32_t r = 0; r < p->nres && fits; r++) fits = used[j * DT_RES_MAX + r] + sh[s].req[r] <= cap[r];
+        if (!fits) continue;
+        for (uint32_t r = 0; r < p->nres; r++) used[j * DT_RES_MAX + r] += sh[s].req[r];
+        moved[2 * nm] = (uint32_t)j;
+        moved[2 * nm++ + 1] = (uint32_t)s;
+        ok = true;
+      }
+    }
+  for (size_t q = 0; q < nm; q++) { /* commit the counts, or undo the room taken */
+    size_t j = moved[2 * q], s = moved[2 * q + 1];
+    if (ok) {
+      k->count.v[j * ns + s]++;
+      k->count.v[i * ns + s]--;
+    } else
+      for (uint32_t r = 0; r < p->nres; r++) used[j * DT_RES_MAX + r] -= sh[s].req[r];
+  }
+  return ok;
+}
+
+typedef struct fill_ix {
+  double fill;
+  uint32_t i;
+} fill_ix;
+
+static int cmp_fill(const void *a, const void *b) {
+  const fill_ix *x = a, *y = b;
+  if (x->fill != y->fill) return x->fill < y->fill ? -1 : 1;
+  return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* Empty what nodes it can into the others' room, emptiest first, and shrink
+** every node left to the cheapest type that holds it; k is replaced when
+** that is cheaper. Moves only ever fit a node's type: never dearer. */
+static int drain_nodes(const dt_plan *p, const rt_pool *pl, const shape *sh, size_t ns, const cand *by_price,
+                       uint32_t nc, packing *k) {
+  size_t N = k->nodes;
+  int64_t most = 1;
+  for (size_t i = 0; i < N; i++) {
+    int64_t t = 0;
+    for (size_t s = 0; s < ns; s++) t += k->count.v[i * ns + s];
+    if (t > most) most = t;
+  }
+  int64_t *used = dt__calloc(N ? N * DT_RES_MAX : 1, sizeof *used);
+  bool *alive = dt__malloc(N + 1);
+  fill_ix *fx = dt__malloc((N + 1) * sizeof *fx);
+  uint32_t *ord = dt__malloc((N + 1) * sizeof *ord), *moved = dt__malloc((size_t)most * 2 * sizeof *moved);
+  packing nk = {0};
+  int rc = !used || !alive || !fx || !ord || !moved ? DT_ENOMEM : 0;
+  for (size_t i = 0; i < N && !rc; i++) {
+    alive[i] = true;
+    for (size_t s = 0; s < ns; s++)
+      for (uint32_t r = 0; r < p->nres; r++) used[i * DT_RES_MAX + r] += k->count.v[i * ns + s] * sh[s].req[r];
+  }
+  for (size_t i = 0; i < N && !rc; i++) fx[i] = (fill_ix){node_fill(p, pl, by_price, k, used, i), (uint32_t)i};
+  if (!rc) qsort(fx, N, sizeof *fx, cmp_fill);
+  for (size_t o = 0; o < N && !rc; o++) ord[o] = fx[o].i;
+  for (size_t o = 0; o < N && !rc; o++)
+    if (drain_one(p, pl, sh, ns, by_price, k, used, alive, ord, ord[o], moved)) alive[ord[o]] = false;
+  for (size_t i = 0; i < N && !rc; i++) {
+    if (!alive[i]) continue;
+    int32_t c = cheapest_fit(p, pl, by_price, nc, &used[i * DT_RES_MAX]);
+    if (c < 0) c = (int32_t)k->type.v[i];
+    rc = packing_add(&nk, (uint32_t)c, &k->count.v[i * ns], ns, by_price[c].price);
+  }
+  if (!rc && nk.cost < k->cost - 1e-9) {
+    packing t = *k;
+    *k = nk;
+    nk = t;
+  }
+  packing_free(&nk);
+  dt__free(used);
+  dt__free(alive);
+  dt__free(fx);
+  dt__free(ord);
+  dt__free(moved);
+  return rc;
+}
+
+/* Materialise the chosen packing pk of the group claims[0..n) as claims
+** into out (*replaced when it was), unless minValues or the pool's limits
+** rule it out. */
+static int materialise(dt_plan *p, rt_claim **claims, size_t n, const packing *pk, shape *shapes, size_t ns,
+                       const cand *by_price, uint32_t nc, claim_vec *out, bool *replaced) {
+  const rt_claim *k0 = claims[0];
+  rt_pool *pl = &p->pools[k0->pool];
+  uint32_t m = p->nres;
+  int rc = 0;
+  claim_vec made = {0};
+  int64_t delta[DT_RES_MAX] = {0};
+  for (size_t node = 0; node < pk->nodes && !rc; node++) {
+    rt_claim *k = dt__arena_alloc(&p->arena, sizeof *k);
+    if (!k || dt__vec_push(&made, k)) {
+      rc = DT_ENOMEM;
+      break;
+    }
+    k->pool = k0->pool;
+    k->repacked = true;
+    k->reqs = k0->reqs;
+    k->zmask = k0->zmask;
+    k->ctmask = k0->ctmask;
+    k->type = k->off = -1;
+    for (size_t s = 0; s < ns && !rc; s++)
+      for (int64_t q = 0; q < pk->count.v[node * ns + s] && !rc; q++) {
+        if (dt__vec_push(&k->pods, shapes[s].pods.v[shapes[s].next++])) rc = DT_ENOMEM;
+        for (uint32_t r = 0; r < m; r++) k->used[r] += shapes[s].req[r];
+      }
+    /* Options: the cheapest types that hold it (as a launch request would
+    ** carry), so launch may still pick a cheaper bounded offering. A node
+    ** like the one before it shares its options. */
+    if (node > 0 && pk->type.v[node] == pk->type.v[node - 1] &&
+        !memcmp(&pk->count.v[node * ns], &pk->count.v[(node - 1) * ns], ns * sizeof *pk->count.v)) {
+      k->opt = made.v[node - 1]->opt;
+      k->nopt = made.v[node - 1]->nopt;
+      continue;
+    }
+    uint32_t *opt = dt__arena_alloc(&p->arena, 60 * sizeof *opt), no = 0;
+    if (!opt) {
+      rc = DT_ENOMEM;
+      break;
+    }
+    for (uint32_t i = 0; i < nc && no < 60; i++)
+      if (fits_in(p, pl->eff[by_price[i].type], k->used)) opt[no++] = by_price[i].type;
+    k->opt = opt;
+    k->nopt = no;
+  }
+  /* minValues: every node's options must still meet them. Limits: the
+  ** re-pack is charged as first-fit's claims were (each claim
+  ** the largest capacity among its options) and must fit in what
+  ** first-fit's claims were charged plus what the pool has left. */
+  bool within = true;
+  for (size_t i = 0; i < made.n && !rc && within && pl->has_min_values; i++)
+    within = dt__min_values_ok(p, &made.v[i]->reqs, made.v[i]->opt, made.v[i]->nopt);
+  if (!rc && within && pl->has_limits) {
+    for (uint32_t r = 0; r < m && within; r++) {
+      if (pl->remaining[r] == INT64_MAX) continue;
+      int64_t was = 0, now = 0;
+      for (size_t i = 0; i < n; i++) was += max_cap(p, claims[i], r);
+      for (size_t i = 0; i < made.n; i++) now += max_cap(p, made.v[i], r);
+      within = now <= was + pl->remaining[r];
+      if (within) delta[r] = was - now;
+    }
+    if (within && pl->nodes_remaining >= 0) within = made.n <= n + (size_t)pl->nodes_remaining;
+  }
+  if (!rc && !within) {
+    for (size_t i = 0; i < made.n; i++) dt__free(made.v[i]->pods.v);
+    dt__free(made.v);
+    return rc;
+  }
+  if (!rc && pl->has_limits) {
+    for (uint32_t r = 0; r < m; r++)
+      if (pl->remaining[r] != INT64_MAX) pl->remaining[r] += delta[r];
+    if (pl->nodes_remaining >= 0) pl->nodes_remaining += (int64_t)n - (int64_t)made.n;
+  }
+  for (size_t i = 0; i < made.n && !rc; i++)
+    if (dt__vec_push(out, made.v[i])) rc = DT_ENOMEM;
+  if (rc)
+    for (size_t i = 0; i < made.n; i++) dt__free(made.v[i]->pods.v);
+  else
+    *replaced = true;
+  dt__free(made.v);
+  return rc;
+}
+
 /* Re-pack one group: claims[0..n) share a pool and requirements. */
 static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out, bool *replaced) {
   *replaced = false;
@@ -384,83 +575,11 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
     if (best < 0 || plans[i].cost < plans[best].cost - 1e-9) best = i;
   }
   if (best < 0 || !(plans[best].cost < ffd_cost - 1e-9)) goto out;
-  /* Materialise the chosen plan as claims. */
-  {
-    const packing *pk = &plans[best];
-    claim_vec made = {0};
-    int64_t delta[DT_RES_MAX] = {0};
-    for (size_t node = 0; node < pk->nodes && !rc; node++) {
-      rt_claim *k = dt__arena_alloc(&p->arena, sizeof *k);
-      if (!k || dt__vec_push(&made, k)) {
-        rc = DT_ENOMEM;
-        break;
-      }
-      k->pool = k0->pool;
-      k->repacked = true;
-      k->reqs = k0->reqs;
-      k->zmask = k0->zmask;
-      k->ctmask = k0->ctmask;
-      k->type = k->off = -1;
-      for (size_t s = 0; s < ns && !rc; s++)
-        for (int64_t q = 0; q < pk->count.v[node * ns + s] && !rc; q++) {
-          if (dt__vec_push(&k->pods, shapes.v[s].pods.v[shapes.v[s].next++])) rc = DT_ENOMEM;
-          for (uint32_t r = 0; r < m; r++) k->used[r] += shapes.v[s].req[r];
-        }
-      /* Options: the cheapest types that hold it (as a launch request would
-      ** carry), so launch may still pick a cheaper bounded offering. A node
-      ** like the one before it shares its options. */
-      if (node > 0 && pk->type.v[node] == pk->type.v[node - 1] &&
-          !memcmp(&pk->count.v[node * ns], &pk->count.v[(node - 1) * ns], ns * sizeof *pk->count.v)) {
-        k->opt = made.v[node - 1]->opt;
-        k->nopt = made.v[node - 1]->nopt;
-        continue;
-      }
-      uint32_t *opt = dt__arena_alloc(&p->arena, 60 * sizeof *opt), no = 0;
-      if (!opt) {
-        rc = DT_ENOMEM;
-        break;
-      }
-      for (uint32_t i = 0; i < nc && no < 60; i++)
-        if (fits_in(p, pl->eff[by_price[i].type], k->used)) opt[no++] = by_price[i].type;
-      k->opt = opt;
-      k->nopt = no;
-    }
-    /* minValues: every node's options must still meet them. Limits: the
-    ** re-pack is charged as first-fit's claims were (each claim
-    ** the largest capacity among its options) and must fit in what
-    ** first-fit's claims were charged plus what the pool has left. */
-    bool within = true;
-    for (size_t i = 0; i < made.n && !rc && within && pl->has_min_values; i++)
-      within = dt__min_values_ok(p, &made.v[i]->reqs, made.v[i]->opt, made.v[i]->nopt);
-    if (!rc && within && pl->has_limits) {
-      for (uint32_t r = 0; r < m && within; r++) {
-        if (pl->remaining[r] == INT64_MAX) continue;
-        int64_t was = 0, now = 0;
-        for (size_t i = 0; i < n; i++) was += max_cap(p, claims[i], r);
-        for (size_t i = 0; i < made.n; i++) now += max_cap(p, made.v[i], r);
-        within = now <= was + pl->remaining[r];
-        if (within) delta[r] = was - now;
-      }
-      if (within && pl->nodes_remaining >= 0) within = made.n <= n + (size_t)pl->nodes_remaining;
-    }
-    if (!rc && !within) {
-      for (size_t i = 0; i < made.n; i++) dt__free(made.v[i]->pods.v);
-      dt__free(made.v);
-      goto out;
-    }
-    if (!rc && pl->has_limits) {
-      for (uint32_t r = 0; r < m; r++)
-        if (pl->remaining[r] != INT64_MAX) pl->remaining[r] += delta[r];
-      if (pl->nodes_remaining >= 0) pl->nodes_remaining += (int64_t)n - (int64_t)made.n;
-    }
-    for (size_t i = 0; i < made.n && !rc; i++)
-      if (dt__vec_push(out, made.v[i])) rc = DT_ENOMEM;
-    if (rc)
-      for (size_t i = 0; i < made.n; i++) dt__free(made.v[i]->pods.v);
-    else
-      *replaced = true;
-    dt__free(made.v);
-  }
+  /* Many shapes: rounding hundreds of fractional patterns leaves room in
+  ** many nodes, and some nodes fit in the others' room. */
+  if (ns > CG_FEW && (rc = drain_nodes(p, pl, shapes.v, ns, by_price, nc, &plans[best]))) goto out;
+  if (!(plans[best].cost < ffd_cost - 1e-9)) goto out;
+  rc = materialise(p, claims, n, &plans[best], shapes.v, ns, by_price, nc, out, replaced);
 out:
   for (int i = 0; i < 4; i++) packing_free(&plans[i]);
   dt__free(cands);

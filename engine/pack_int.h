@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define CG_FEW 64 /* shapes up to which a group gets the few-shape settings (pack_cg.c) */
+
 typedef struct shape {
   int64_t req[DT_RES_MAX];
   DT_VEC(uint32_t) pods;
@@ -95,6 +97,12 @@ static inline int32_t best_alone(const dt_plan *p, const rt_pool *pl, const cand
   }
   return bt;
 }
+
+/* lp.c: a knapsack's LP relaxation, max v.x subject to T x <= 1 (nr rows of
+** k + nr columns, the last nr the slacks), 0 <= x <= ub; x and lam (the
+** rows' duals) out; false when it did not reach the optimum. */
+bool dt__knap_relax(uint32_t nr, uint32_t k, double *T, const double *v, const double *ub, double *x, double *lam,
+                    int32_t *basis, uint8_t *at_ub, double *b);
 
 /* The greedy plans A, B and C (pack.c) into plans[0..2]. */
 int dt__pack_greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, cand *cands,
