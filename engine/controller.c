@@ -10,9 +10,10 @@
 ** Objects applied through the API are kept as JSON text keyed by
 ** kind/namespace/name; a round parses them into a dt_manifests, plans, and
 ** launches the new NodeClaims. What does not change between rounds is not
-** done again: a Pod object keeps its parsed form from round to round while
-** its version (obj.gen) is the same (podcache.c), and the catalog stays
-** compiled until it changes (D.cc); a round's manifests and plan are what
+** done again: a Pod, Node or NodeClaim object keeps its parsed form from
+** round to round while its version (obj.gen) is the same (podcache.c), and
+** the catalog stays compiled until it changes (D.cc: rounds plan on it,
+** disruption passes start their cluster from it); a round's manifests and plan are what
 ** reading and compiling everything afresh would give. Launched claims go back into the store (with
 ** the pods nominated to them), so the next round sees them as in-flight
 ** capacity and a disruption pass counts the pods on them. State is a
