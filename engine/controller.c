@@ -195,6 +195,7 @@ typedef struct round_work {
   bool disrupt; /* a disruption pass rather than a provisioning round */
   size_t n;
   char **key, **json; /* the store, copied; json NULL for a pod the cache keeps */
+  bool key_borrowed;  /* key[i] is the store's own: the virtual clock runs the round inline */
   uint64_t *gen;
   uint32_t *kept; /* the cache's entry for a pod it keeps at this version, else 0 */
   dt_plan_opts o;
@@ -212,7 +213,7 @@ typedef struct round_work {
 
 static void round_free(round_work *w) {
   for (size_t i = 0; i < w->n; i++) {
-    dt__free(w->key[i]);
+    if (!w->key_borrowed) dt__free(w->key[i]);
     dt__free(w->json[i]);
   }
   dt__free(w->key);
@@ -428,6 +429,7 @@ void dispatch(bool disrupt) {
     w->kept = dt__calloc(D.objs.n + 1, sizeof *w->kept);
   }
   bool ok = w && w->key && w->json && w->gen && w->kept;
+  if (ok) w->key_borrowed = D.virt;
   /* No round runs now (D.planning is false), so the cache can be asked:
   ** a pod it keeps at this version is not copied. */
   for (size_t i = 0; ok && i < D.objs.n; i++) {
@@ -435,7 +437,7 @@ void dispatch(bool disrupt) {
     uint32_t kept = !dt__podcache_keeps(ob->key)
                         ? 0
                         : dt__podcache_find_hinted(D.podcache, ob->key, ob->gen, &ob->pc_hint, &ob->pc_epoch);
-    w->key[i] = dt__strdup(ob->key);
+    w->key[i] = D.virt ? ob->key : dt__strdup(ob->key); /* inline, the store does not change under it */
     w->json[i] = kept ? NULL : dt__strdup(ob->json);
     w->gen[i] = ob->gen;
     w->kept[i] = kept;
