@@ -10,9 +10,10 @@
 ** Objects applied through the API are kept as JSON text keyed by
 ** kind/namespace/name; a round parses them into a dt_manifests, plans, and
 ** launches the new NodeClaims. What does not change between rounds is not
-** done again: a Pod object keeps its parsed form from round to round while
-** its version (obj.gen) is the same (podcache.c), and the catalog stays
-** compiled until it changes (D.cc); a round's manifests and plan are what
+** done again: a Pod, Node or NodeClaim object keeps its parsed form from
+** round to round while its version (obj.gen) is the same (podcache.c), and
+** the catalog stays compiled until it changes (D.cc: rounds plan on it,
+** disruption passes start their cluster from it); a round's manifests and plan are what
 ** reading and compiling everything afresh would give. Launched claims go back into the store (with
 ** the pods nominated to them), so the next round sees them as in-flight
 ** capacity and a disruption pass counts the pods on them. State is a
@@ -194,6 +195,7 @@ typedef struct round_work {
   bool disrupt; /* a disruption pass rather than a provisioning round */
   size_t n;
   char **key, **json; /* the store, copied; json NULL for a pod the cache keeps */
+  bool key_borrowed;  /* key[i] is the store's own: the virtual clock runs the round inline */
   uint64_t *gen;
   uint32_t *kept; /* the cache's entry for a pod it keeps at this version, else 0 */
   dt_plan_opts o;
@@ -211,7 +213,7 @@ typedef struct round_work {
 
 static void round_free(round_work *w) {
   for (size_t i = 0; i < w->n; i++) {
-    dt__free(w->key[i]);
+    if (!w->key_borrowed) dt__free(w->key[i]);
     dt__free(w->json[i]);
   }
   dt__free(w->key);
@@ -446,6 +448,7 @@ void dispatch(bool disrupt) {
     w->kept = dt__calloc(D.objs.n + 1, sizeof *w->kept);
   }
   bool ok = w && w->key && w->json && w->gen && w->kept;
+  if (ok) w->key_borrowed = D.virt;
   /* No round runs now (D.planning is false), so the cache can be asked:
   ** a pod it keeps at this version is not copied. */
   for (size_t i = 0; ok && i < D.objs.n; i++) {
@@ -453,7 +456,7 @@ void dispatch(bool disrupt) {
     uint32_t kept = !dt__podcache_keeps(ob->key)
                         ? 0
                         : dt__podcache_find_hinted(D.podcache, ob->key, ob->gen, &ob->pc_hint, &ob->pc_epoch);
-    w->key[i] = dt__strdup(ob->key);
+    w->key[i] = D.virt ? ob->key : dt__strdup(ob->key); /* inline, the store does not change under it */
     w->json[i] = kept ? NULL : dt__strdup(ob->json);
     w->gen[i] = ob->gen;
     w->kept[i] = kept;

@@ -272,6 +272,13 @@ typedef struct dt_podspec {
   const char *vm_arch;
   size_t seq;
   bool borrowed; /* a kept pod's copy (podcache.c): its owner frees it, not the set */
+  /* A kept pod whose requests name only cpu, memory, pods and
+  ** ephemeral-storage: their indices among every plan's first four resources
+  ** and amounts, in the order of requests (podcache.c), so a plan need not
+  ** read the names; nbase 0: read requests. */
+  uint8_t nbase;
+  uint8_t base_k[4];
+  int64_t base_milli[4];
 } dt_podspec;
 
 /* An existing Node, or an in-flight NodeClaim. */

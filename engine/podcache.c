@@ -111,9 +111,10 @@ uint32_t dt__podcache_find_hinted(const dt_podcache *c, const char *name, uint64
 ** (the caller reads the text, for the reader's error). */
 static int add_kept(dt_manifests *m, pc_entry *e) {
   if (!e->is_node && m->npods + 1 > DT_MAX_PODS) return 1;
-  dt_sym s = dt__sym_find(&m->seen, e->seen);
-  if (s && s < m->seen_file.n && m->seen_file.v[s]) return 1;
-  if (!s && !(s = dt__sym(&m->seen, e->seen))) return DT_ENOMEM;
+  uint32_t had = m->seen.n; /* one lookup: a symbol below it was there before */
+  dt_sym s = dt__sym(&m->seen, e->seen);
+  if (!s) return DT_ENOMEM;
+  if (s < had && s < m->seen_file.n && m->seen_file.v[s]) return 1;
   while (m->seen_file.n <= s)
     if (dt__vec_push(&m->seen_file, (const char *)NULL)) return DT_ENOMEM;
   if (e->is_node) {
@@ -163,6 +164,22 @@ static bool one_node(const counts *a, const counts *b) {
          b->topo == a->topo && b->notes == a->notes && b->varch == a->varch;
 }
 
+/* The pod's requests as indices of the four resources every plan begins
+** with (plan_begin's order), when they name no other. */
+static void base_requests(dt_podspec *p) {
+  static const char *const base[4] = {"cpu", "memory", "pods", "ephemeral-storage"};
+  p->nbase = 0;
+  if (!p->requests.n || p->requests.n > 4) return;
+  for (size_t i = 0; i < p->requests.n; i++) {
+    int k = 0;
+    while (k < 4 && strcmp(p->requests.v[i].name, base[k])) k++;
+    if (k == 4) return;
+    p->base_k[i] = (uint8_t)k;
+    p->base_milli[i] = p->requests.v[i].milli;
+  }
+  p->nbase = (uint8_t)p->requests.n;
+}
+
 /* Keep the pod (or node) that reading name's text just added to m. */
 static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name, uint64_t gen, const char *buf,
                 size_t len) {
@@ -203,6 +220,7 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
     e->node.file = e->file;
     n->borrowed = true; /* the cache owns it now; the set keeps its file */
   } else {
+    base_requests(p);
     e->pod = *p;
     e->pod.file = e->file;
     p->borrowed = true;

@@ -365,7 +365,11 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
   s->src = d;
   s->base_class = -1;
   *rc_missing = false;
-  if ((rc = rlist_vec(p, &d->requests, s->req, err))) return rc;
+  if (d->nbase && p->nres >= 4) { /* a kept pod's requests, by index (podcache.c) */
+    for (uint8_t k = 0; k < d->nbase; k++) s->req[d->base_k[k]] = d->base_milli[k];
+  } else if ((rc = rlist_vec(p, &d->requests, s->req, err))) {
+    return rc;
+  }
   if (d->runtime_class && !d->has_overhead) {
     bool found = false;
     for (size_t k = 0; k < m->runtime_classes.n && !found; k++)
