@@ -203,7 +203,7 @@ typedef struct round_work {
   dt_error err;
   dt_manifests *m;
   dt_plan *p;
-  cJSON *claims; /* the plan's NodeClaims as they launch (one per dt_plan_claim, in its order) */
+  cJSON *claims;      /* the plan's NodeClaims as they launch (one per dt_plan_claim, in its order) */
   dt_disruption *dis; /* or the disruption pass's result */
   char *json_text;
   size_t json_len;

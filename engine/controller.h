@@ -24,49 +24,47 @@ typedef struct launch_ctx {
   int64_t startup_ms; /* then its node initializes after this long; < 0 never */
 } launch_ctx;
 
-#define dispatch dt__ctl_dispatch
+#define dispatch            dt__ctl_dispatch
 #define interruption_action dt__ctl_interruption_action
-#define log_decision dt__ctl_log_decision
-#define tm_active dt__ctl_tm_active
-#define tm_close dt__ctl_tm_close
-#define tm_init dt__ctl_tm_init
-#define being_replaced dt__ctl_being_replaced
-#define claim_get dt__ctl_claim_get
-#define claim_pods dt__ctl_claim_pods
-#define claim_put dt__ctl_claim_put
-#define claim_running dt__ctl_claim_running
-#define launch_group dt__ctl_launch_group
-#define nominate dt__ctl_nominate
-#define pod_event dt__ctl_pod_event
-#define put_in dt__ctl_put_in
-#define replace_with dt__ctl_replace_with
-#define replacement_done dt__ctl_replacement_done
-#define set_annotation dt__ctl_set_annotation
-#define unnominate dt__ctl_unnominate
-#define carry_out dt__ctl_carry_out
-#define delete_instance dt__ctl_delete_instance
-#define expire_marks dt__ctl_expire_marks
-#define launch_claim dt__ctl_launch_claim
-#define launch_new dt__ctl_launch_new
-#define launch_start dt__ctl_launch_start
-#define lc_done dt__ctl_lc_done
-#define lc_free dt__ctl_lc_free
-#define mark_unavailable dt__ctl_mark_unavailable
-#define on_cloud_answer dt__ctl_on_cloud_answer
-#define on_node_up dt__ctl_on_node_up
-#define add_instance dt__ctl_add_instance
-#define inst_free dt__ctl_inst_free
-#define inst_of dt__ctl_inst_of
-#define inst_remove dt__ctl_inst_remove
-#define journal_flush dt__ctl_journal_flush
-#define key_cmp dt__ctl_key_cmp
-#define manifests dt__ctl_manifests
-#define node_instance dt__ctl_node_instance
-#define obj_del dt__ctl_obj_del
-#define obj_find dt__ctl_obj_find
-#define store_rehash dt__ctl_store_rehash
-#define store_sort dt__ctl_store_sort
-#define converge_pools dt__ctl_converge_pools
+#define log_decision        dt__ctl_log_decision
+#define tm_active           dt__ctl_tm_active
+#define tm_close            dt__ctl_tm_close
+#define tm_init             dt__ctl_tm_init
+#define being_replaced      dt__ctl_being_replaced
+#define claim_get           dt__ctl_claim_get
+#define claim_pods          dt__ctl_claim_pods
+#define claim_put           dt__ctl_claim_put
+#define claim_running       dt__ctl_claim_running
+#define launch_group        dt__ctl_launch_group
+#define nominate            dt__ctl_nominate
+#define pod_event           dt__ctl_pod_event
+#define put_in              dt__ctl_put_in
+#define replace_with        dt__ctl_replace_with
+#define replacement_done    dt__ctl_replacement_done
+#define set_annotation      dt__ctl_set_annotation
+#define unnominate          dt__ctl_unnominate
+#define carry_out           dt__ctl_carry_out
+#define delete_instance     dt__ctl_delete_instance
+#define expire_marks        dt__ctl_expire_marks
+#define launch_claim        dt__ctl_launch_claim
+#define launch_new          dt__ctl_launch_new
+#define launch_start        dt__ctl_launch_start
+#define lc_done             dt__ctl_lc_done
+#define lc_free             dt__ctl_lc_free
+#define mark_unavailable    dt__ctl_mark_unavailable
+#define on_cloud_answer     dt__ctl_on_cloud_answer
+#define on_node_up          dt__ctl_on_node_up
+#define add_instance        dt__ctl_add_instance
+#define inst_free           dt__ctl_inst_free
+#define inst_of             dt__ctl_inst_of
+#define inst_remove         dt__ctl_inst_remove
+#define journal_flush       dt__ctl_journal_flush
+#define manifests           dt__ctl_manifests
+#define node_instance       dt__ctl_node_instance
+#define obj_del             dt__ctl_obj_del
+#define obj_find            dt__ctl_obj_find
+#define store_sort          dt__ctl_store_sort
+#define converge_pools      dt__ctl_converge_pools
 
 /* controller.c */
 void dispatch(bool disrupt);
@@ -114,12 +112,10 @@ void inst_free(instance *in);
 const instance *inst_of(const char *claim);
 void inst_remove(size_t i);
 int journal_flush(void);
-int key_cmp(const void *a, const void *b);
 dt_manifests *manifests(dt_error *err);
 const instance *node_instance(const cJSON *node);
 bool obj_del(const char *key);
 int obj_find(const char *key);
-void store_rehash(void);
 void store_sort(void);
 
 /* ctl_vmpools.c */

@@ -297,9 +297,9 @@ void claim_running(const char *claim) {
 ** when both markers occur once and both values are plain text (no byte
 ** that JSON escapes), so the text between them is the printer's.
 */
-#define MARK_PODS "\001pods\001" /* octal: a hex escape would take the "e" of "event" */
-#define MARK_EVENT "\001event\001"
-#define MARK_PODS_JSON "\\u0001pods\\u0001" /* as cJSON prints them */
+#define MARK_PODS       "\001pods\001" /* octal: a hex escape would take the "e" of "event" */
+#define MARK_EVENT      "\001event\001"
+#define MARK_PODS_JSON  "\\u0001pods\\u0001" /* as cJSON prints them */
 #define MARK_EVENT_JSON "\\u0001event\\u0001"
 
 static bool plain(const char *s, size_t n) {

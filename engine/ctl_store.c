@@ -28,7 +28,9 @@ static void journal_del(const char *op, const char *field, const char *v);
 ** deleted objects stay interned (slot -1) until dead keys outnumber live
 ** ones; then the map is rebuilt.
 */
-void store_rehash(void) {
+static int key_cmp(const void *a, const void *b) { return strcmp(((const obj *)a)->key, ((const obj *)b)->key); }
+
+static void store_rehash(void) {
   dt__symtab_free(&D.keys);
   D.slot.n = 0;
   for (size_t i = 0; i < D.objs.n; i++) {
@@ -104,8 +106,6 @@ bool obj_del(const char *key) {
   if (D.keys.n > 1024 && D.keys.n > 2 * D.objs.n) store_rehash();
   return true;
 }
-
-int key_cmp(const void *a, const void *b) { return strcmp(((const obj *)a)->key, ((const obj *)b)->key); }
 
 /* All objects as one manifest set (in key order, so rounds are deterministic). */
 dt_manifests *manifests(dt_error *err) {

@@ -106,9 +106,9 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
   L.bigm = (L.bigm + 1) * 1e6;
   size_t mm = (size_t)m * (size_t)m;
   double *binv = inv ? inv : dt__malloc(mm * sizeof *binv), *scratch = dt__malloc(mm * sizeof *scratch),
-         *fresh = dt__malloc(mm * sizeof *fresh),
-         *xb = dt__malloc((size_t)m * sizeof *xb), *u = dt__malloc((size_t)m * sizeof *u),
-         *col = dt__malloc((size_t)m * sizeof *col), *cb = dt__malloc((size_t)m * sizeof *cb);
+         *fresh = dt__malloc(mm * sizeof *fresh), *xb = dt__malloc((size_t)m * sizeof *xb),
+         *u = dt__malloc((size_t)m * sizeof *u), *col = dt__malloc((size_t)m * sizeof *col),
+         *cb = dt__malloc((size_t)m * sizeof *cb);
   int *basis = dt__malloc((size_t)m * sizeof *basis);
   int rc = 0;
   if (!binv || !scratch || !fresh || !xb || !u || !col || !cb || !basis) {
@@ -302,8 +302,7 @@ int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const doub
   return rc;
 }
 
-int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
-                 double *obj) {
+int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x, double *obj) {
   return dt__lp_cover_warm(m, n, a, c, d, y, x, obj, NULL);
 }
 
@@ -317,7 +316,7 @@ int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d
 ** reach the optimum within its pivots (x and lam are then unusable).
 */
 bool dt__knap_relax(uint32_t nr, uint32_t k, double *T, const double *v, const double *ub, double *x, double *lam,
-                     int32_t *basis, uint8_t *at_ub, double *b) {
+                    int32_t *basis, uint8_t *at_ub, double *b) {
   uint32_t N = k + nr;
   for (uint32_t r = 0; r < nr; r++) {
     for (uint32_t j = k; j < N; j++) T[(size_t)r * N + j] = j - k == r;
@@ -326,7 +325,7 @@ bool dt__knap_relax(uint32_t nr, uint32_t k, double *T, const double *v, const d
   }
   for (uint32_t j = 0; j < k; j++) at_ub[j] = 0;
 #define OBJ(j) ((j) < k ? v[j] : 0.0)
-#define UB(j) ((j) < k ? ub[j] : INFINITY)
+#define UB(j)  ((j) < k ? ub[j] : INFINITY)
   bool done = false;
   int stalled = 0;
   for (uint32_t iter = 0; iter < 20 * N + 100 && !done; iter++) {

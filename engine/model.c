@@ -95,7 +95,6 @@ bool dt__selector_match(const dt_selector *s, const dt_kv *kv, size_t n) {
   return true;
 }
 
-
 int dt__claims_paired(const dt_manifests *m, int32_t *out) {
   dt_symtab names = {0}, pids = {0}; /* Node names and provider IDs -> index + 1 */
   DT_VEC(int32_t) by_name = {0}, by_pid = {0};

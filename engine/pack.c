@@ -39,7 +39,6 @@
 
 #define PACK_TOPK 48
 
-
 static int cmp_cand(const void *a, const void *b) {
   const cand *x = a, *y = b;
   if (x->reduced != y->reduced) return x->reduced < y->reduced ? -1 : 1;
@@ -59,7 +58,6 @@ static double offer_price(const rt_type *t, uint64_t zm, uint8_t cm, bool unboun
   }
   return best;
 }
-
 
 /* What first-fit's claim will cost at launch (cheapest fitting option). */
 static double claim_price(const dt_plan *p, const rt_claim *k) {
@@ -86,19 +84,14 @@ static bool simple_pod(const dt_plan *p, uint32_t podi) {
   return !c->topo && !s->nsel && !s->nports;
 }
 
-
-
-
-
-
 /*
 ** Greedy: open one node at a time; for each candidate type fill it largest
 ** shape first and value the contents with per-shape values v[]; keep the
 ** type with the lowest price per unit of value; then shrink the node to the
 ** cheapest type that holds what went in.
 */
-static int greedy(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, const cand *cands,
-                  uint32_t ntry, const cand *by_price, uint32_t nc, const double *v, packing *out) {
+static int greedy(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, const cand *cands, uint32_t ntry,
+                  const cand *by_price, uint32_t nc, const double *v, packing *out) {
   int64_t *rem = dt__malloc(ns * sizeof *rem), *take = dt__malloc(ns * sizeof *take),
           *best_take = dt__malloc(ns * sizeof *best_take);
   int rc = 0;
@@ -161,7 +154,6 @@ out:
   return rc;
 }
 
-
 /* Each shape alone on its cheapest type per pod; the remainder of a shape on
 ** the cheapest type that holds it. */
 static int homogeneous(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, const cand *by_price,
@@ -181,7 +173,8 @@ static int homogeneous(const dt_plan *p, const rt_pool *pl, const shape *shapes,
     }
     memset(counts, 0, ns * sizeof *counts);
     counts[s] = bk;
-    for (int64_t full = n / bk; full > 0 && !rc; full--) rc = packing_add(out, (uint32_t)bt, counts, ns, by_price[bt].price);
+    for (int64_t full = n / bk; full > 0 && !rc; full--)
+      rc = packing_add(out, (uint32_t)bt, counts, ns, by_price[bt].price);
     int64_t r = n % bk;
     if (r && !rc) {
       int64_t used[DT_RES_MAX] = {0};
@@ -295,8 +288,8 @@ static int64_t max_cap(const dt_plan *p, const rt_claim *k, uint32_t r) {
 }
 
 /* How full node i is: its fullest resource's share of its type. */
-static double node_fill(const dt_plan *p, const rt_pool *pl, const cand *by_price, const packing *k, const int64_t *used,
-                        size_t i) {
+static double node_fill(const dt_plan *p, const rt_pool *pl, const cand *by_price, const packing *k,
+                        const int64_t *used, size_t i) {
   const int64_t *cap = pl->eff[by_price[k->type.v[i]].type];
   double f = 0;
   for (uint32_t r = 0; r < p->nres; r++)

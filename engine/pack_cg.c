@@ -14,11 +14,11 @@
 ** solution is rounded by taking whole nodes and solving again for the rest.
 ** ---------------------------------------------------------------------- */
 
-#define CG_MAXS 256        /* shapes one pattern LP takes; a group of more is solved in parts */
-#define CG_BUDGET 2000     /* pricing rounds per group, its rounding's included */
-#define CG_ENOUGH 12       /* improving patterns that end a round's pricing */
-#define CG_KNAPS 32        /* knapsacks per round at most */
-#define CG_GAP 0.002       /* stop pricing when the LP is this close to its bound */
+#define CG_MAXS   256   /* shapes one pattern LP takes; a group of more is solved in parts */
+#define CG_BUDGET 2000  /* pricing rounds per group, its rounding's included */
+#define CG_ENOUGH 12    /* improving patterns that end a round's pricing */
+#define CG_KNAPS  32    /* knapsacks per round at most */
+#define CG_GAP    0.002 /* stop pricing when the LP is this close to its bound */
 
 /* The work one pattern LP may do. Few shapes: a knapsack's search is short
 ** and the LP small. Many: the master has hundreds of rows, so each round adds
@@ -41,8 +41,8 @@ static const cg_tune tune_many = {200, 2, 16, 1000, 3000};
 typedef struct knap {
   const dt_plan *p;
   const int64_t *cap;
-  uint32_t k;                     /* shapes worth something, in search order */
-  const int64_t **req;            /* these arrays: ns entries (suf: ns + 1), from knap_ws */
+  uint32_t k;          /* shapes worth something, in search order */
+  const int64_t **req; /* these arrays: ns entries (suf: ns + 1), from knap_ws */
   double *val, *dens;
   int64_t *lim;
   uint32_t *shape;
@@ -55,7 +55,7 @@ typedef struct knap {
   double bestv;
   long budget, budget0, budget_lp; /* search nodes left; and per search (cg_tune) */
   bool have_lam;
-  double *lsuf; /* with have_lam: from position i on, what the shapes earn above their price at lam */
+  double *lsuf;           /* with have_lam: from position i on, what the shapes earn above their price at lam */
   double lam[DT_RES_MAX]; /* the LP relaxation's price of a unit of each resource */
 } knap;
 
@@ -131,7 +131,7 @@ static void knap_lp(knap *K) {
     for (uint32_t r = 0; r < p->nres; r++) used[r] += cnt[i] * K->req[i][r];
   }
   if (!fits_in(p, K->cap, used)) return; /* numerical trouble: keep the search's answer */
-  for (uint32_t i = 0; i < k; i++) { /* top up, densest first */
+  for (uint32_t i = 0; i < k; i++) {     /* top up, densest first */
     int64_t more = fit_count(p, K->cap, used, K->req[i], K->lim[i] - cnt[i]);
     cnt[i] += more;
     for (uint32_t r = 0; r < p->nres; r++) used[r] += more * K->req[i][r];
@@ -280,9 +280,9 @@ typedef struct cg_ctx {
   uint32_t nc;
   const uint32_t *front; /* the candidates no cheaper one holds at least as much as */
   uint32_t nfront;
-  knap *K;         /* the knapsacks' workspace */
-  int64_t *got;    /* take_node's counts, ns */
-  int64_t *single; /* round_rest's one-shape node, ns */
+  knap *K;           /* the knapsacks' workspace */
+  int64_t *got;      /* take_node's counts, ns */
+  int64_t *single;   /* round_rest's one-shape node, ns */
   long *rounds_left; /* pricing rounds the group may still spend (CG_BUDGET) */
   const cg_tune *tune;
 } cg_ctx;
@@ -411,7 +411,8 @@ static int add_best(const cg_ctx *g, colset *cols, const priced *pr, uint32_t np
   }
   size_t before = cols->n;
   int rc = 0;
-  for (uint32_t q = 0; q < nadd && !rc; q++) rc = colset_add(cols, pr[idx[q]].type, &cnt[(size_t)idx[q] * g->ns], g->ns);
+  for (uint32_t q = 0; q < nadd && !rc; q++)
+    rc = colset_add(cols, pr[idx[q]].type, &cnt[(size_t)idx[q] * g->ns], g->ns);
   *added = cols->n > before;
   return rc;
 }
@@ -617,7 +618,6 @@ static int round_up(const cg_ctx *g, const colset *cols, int64_t *rem, size_t le
   return rc ? rc : finish_alone(g, rem, left, out);
 }
 
-
 /* Plan D: the pattern LP's whole nodes, then the rest by further rounding
 ** or by the greedy plans, whichever costs less. On a large group the whole
 ** nodes are nearly everything; on a small one the rest is, and rounding a
@@ -754,7 +754,6 @@ static uint32_t undominated(const dt_plan *p, const rt_pool *pl, const cand *by_
   }
   return nf;
 }
-
 
 /* One plan D with the given settings: one LP, or parts of at most maxs. */
 static int colgen_tuned(cg_ctx *g, const cg_tune *tune, size_t maxs, cand *cands, packing *out, double *lp_obj) {

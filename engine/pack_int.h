@@ -34,8 +34,8 @@ typedef struct cand {
 /* A packing under construction: per node, a type and per-shape counts. */
 typedef struct packing {
   size_t nodes;
-  DT_VEC(uint32_t) type;  /* candidate index per node */
-  DT_VEC(int64_t) count;  /* nodes x shapes */
+  DT_VEC(uint32_t) type; /* candidate index per node */
+  DT_VEC(int64_t) count; /* nodes x shapes */
   double cost;
 } packing;
 
@@ -46,7 +46,8 @@ static inline bool fits_in(const dt_plan *p, const int64_t *alloc, const int64_t
 }
 
 /* How many pods of shape s fit in alloc after used. */
-static inline int64_t fit_count(const dt_plan *p, const int64_t *alloc, const int64_t *used, const int64_t *req, int64_t cap) {
+static inline int64_t fit_count(const dt_plan *p, const int64_t *alloc, const int64_t *used, const int64_t *req,
+                                int64_t cap) {
   int64_t cnt = cap;
   for (uint32_t r = 0; r < p->nres && cnt > 0; r++)
     if (req[r] > 0) {
@@ -73,7 +74,8 @@ static inline int packing_add(packing *k, uint32_t cand, const int64_t *counts, 
 }
 
 /* The cheapest candidate (price order) that holds used; -1 if none. */
-static inline int32_t cheapest_fit(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, const int64_t *used) {
+static inline int32_t cheapest_fit(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc,
+                                   const int64_t *used) {
   for (uint32_t i = 0; i < nc; i++)
     if (fits_in(p, pl->eff[by_price[i].type], used)) return (int32_t)i;
   return -1;
@@ -81,8 +83,8 @@ static inline int32_t cheapest_fit(const dt_plan *p, const rt_pool *pl, const ca
 
 /* The candidate (index into by_price) holding up to n pods of shape req at
 ** the lowest price per pod: *k pods, *per_pod each; -1 if none holds one. */
-static inline int32_t best_alone(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, const int64_t *req,
-                          int64_t n, int64_t *k, double *per_pod) {
+static inline int32_t best_alone(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc,
+                                 const int64_t *req, int64_t n, int64_t *k, double *per_pod) {
   static const int64_t zero[DT_RES_MAX];
   int32_t bt = -1;
   *k = 0;

@@ -538,8 +538,8 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
           for (uint32_t k = 0; k < s->nports && !rc; k++)
             if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
           if (!rc)
-            rc = dt__topo_record(p, si, &p->classes.v[ci], (uint32_t)cn, node_zmask(nd), node_cmask(nd), 1,
-                                 pod.ordinal);
+            rc =
+                dt__topo_record(p, si, &p->classes.v[ci], (uint32_t)cn, node_zmask(nd), node_cmask(nd), 1, pod.ordinal);
           p->bound_already++;
           continue;
         }

@@ -19,7 +19,7 @@
 
 #include <stdio.h>
 
-#define HOUR_MS 3600000.0
+#define HOUR_MS    3600000.0
 #define WARNING_MS 120000 /* the spot interruption notice: two minutes */
 
 enum { POD_FUTURE, POD_PENDING, POD_RUNNING, POD_GONE };
@@ -148,25 +148,25 @@ typedef struct summary {
 bool dt__sim_fault(const char *name);
 #define FAULT(name) dt__sim_fault(name)
 
-#define violate dt__sim_violate
-#define apply_object dt__sim_apply_object
-#define depart dt__sim_depart
-#define interrupt_claim dt__sim_interrupt_claim
-#define map_get dt__sim_map_get
-#define pod_object dt__sim_pod_object
-#define pod_requests dt__sim_pod_requests
+#define violate            dt__sim_violate
+#define apply_object       dt__sim_apply_object
+#define depart             dt__sim_depart
+#define interrupt_claim    dt__sim_interrupt_claim
+#define map_get            dt__sim_map_get
+#define pod_object         dt__sim_pod_object
+#define pod_requests       dt__sim_pod_requests
 #define policy_error_count dt__sim_policy_error_count
-#define print_table dt__sim_print_table
-#define quantile dt__sim_quantile
-#define read_scenario dt__sim_read_scenario
-#define read_trace dt__sim_read_trace
-#define run_free dt__sim_run_free
-#define run_json dt__sim_run_json
-#define run_one dt__sim_run_one
-#define scenario_event dt__sim_scenario_event
-#define summarize dt__sim_summarize
-#define track dt__sim_track
-#define write_report dt__sim_write_report
+#define print_table        dt__sim_print_table
+#define quantile           dt__sim_quantile
+#define read_scenario      dt__sim_read_scenario
+#define read_trace         dt__sim_read_trace
+#define run_free           dt__sim_run_free
+#define run_json           dt__sim_run_json
+#define run_one            dt__sim_run_one
+#define scenario_event     dt__sim_scenario_event
+#define summarize          dt__sim_summarize
+#define track              dt__sim_track
+#define write_report       dt__sim_write_report
 
 /* The first invariant broken in a run, with the simulated time. */
 void violate(run *r, const char *fmt, ...) DT_PRINTF(2, 3);
