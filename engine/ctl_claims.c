@@ -377,6 +377,19 @@ static void put_marked(const char *key, cJSON *o, const char *pods, const char *
   obj_put(key, o);
 }
 
+/* Store claim key's nominated pods (b) with a pod event at ts: spliced into
+** its text where its spans are known (spans), else put back from its parse
+** tree o. */
+static void put_pods(const char *key, bool spans, cJSON *o, const dt_buf *b, const char *ts) {
+  if (!spans) {
+    put_marked(key, o, b->p ? b->p : "", ts);
+    return;
+  }
+  const obj *ob = &D.objs.v[obj_find(key)];
+  put_spliced(key, ob->json, ob->pods_at, ob->pods_end, ob->event_at, ob->event_end, b->p ? b->p : "", b->len, ts,
+              strlen(ts));
+}
+
 /* Take name out of a claim's nominated pods; true when it was there. A
 ** pod that leaves a node is a pod event (consolidateAfter counts again). */
 bool unnominate(const char *claim, const char *name) {
@@ -397,11 +410,7 @@ bool unnominate(const char *claim, const char *name) {
   }
   if (found && !b.oom) {
     dt__fmt_time(wall(), ts, sizeof ts);
-    if (spans)
-      put_spliced(key, ob->json, ob->pods_at, ob->pods_end, ob->event_at, ob->event_end, b.p ? b.p : "", b.len, ts,
-                  strlen(ts));
-    else
-      put_marked(key, o, b.p ? b.p : "", ts);
+    put_pods(key, spans, o, &b, ts);
   }
   cJSON_Delete(o);
   dt__free(b.p);
@@ -434,12 +443,7 @@ static void nominate_to(const char *claim, const binding *bs, size_t n) {
     dt__fmt_time(wall(), ts, sizeof ts);
     snprintf(why, sizeof why, "%zu pending pods nominated to it", n);
     log_decision("nominate", claim, why);
-    ob = &D.objs.v[obj_find(key)];
-    if (spans)
-      put_spliced(key, ob->json, ob->pods_at, ob->pods_end, ob->event_at, ob->event_end, b.p ? b.p : "", b.len, ts,
-                  strlen(ts));
-    else
-      put_marked(key, o, b.p ? b.p : "", ts);
+    put_pods(key, spans, o, &b, ts);
     claim_running(claim);
   }
   cJSON_Delete(o);
