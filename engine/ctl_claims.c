@@ -18,12 +18,22 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The stored NodeClaim named claim, its store key in key[0..n); NULL when
+** there is none. The pointer is good until the store next changes. */
+static const obj *claim_obj(const char *claim, char *key, size_t n) {
+  snprintf(key, n, "NodeClaim//%s", claim);
+  int at = obj_find(key);
+  return at < 0 ? NULL : &D.objs.v[at];
+}
+
+/* Whether ob's text is the one its pods and event spans were kept for. */
+static bool spans_known(const obj *ob) { return ob->span_gen == ob->gen; }
+
 /* The stored NodeClaim named claim, parsed; NULL when there is none. */
 cJSON *claim_get(const char *claim) {
   char key[KEY_MAX + 16];
-  snprintf(key, sizeof key, "NodeClaim//%s", claim);
-  int at = obj_find(key);
-  return at < 0 ? NULL : cJSON_Parse(D.objs.v[at].json);
+  const obj *ob = claim_obj(claim, key, sizeof key);
+  return ob ? cJSON_Parse(ob->json) : NULL;
 }
 
 /* Store o as the NodeClaim named claim, and free it. */
@@ -87,8 +97,8 @@ void nominate(const dt_plan *p) {
     const char *node;
     if (dt_plan_binding(p, i, pod, sizeof pod, &node)) continue;
     char key[KEY_MAX + 16];
-    snprintf(key, sizeof key, "NodeClaim//%s", node);
-    if (obj_find(key) < 0 || !(bs[k].pod = dt__strdup(pod))) continue; /* a Node: the kube-scheduler binds */
+    if (!claim_obj(node, key, sizeof key) || !(bs[k].pod = dt__strdup(pod)))
+      continue; /* a Node: the kube-scheduler binds */
     bs[k++].node = node;
   }
   qsort(bs, k, sizeof *bs, binding_cmp);
@@ -264,11 +274,9 @@ void launch_group(uint64_t group) {
 /* The pods nominated to a claim, or "" (owned by the caller). */
 char *claim_pods(const char *claim) {
   char key[KEY_MAX + 16];
-  snprintf(key, sizeof key, "NodeClaim//%s", claim);
-  int at = obj_find(key);
-  const obj *ob = at < 0 ? NULL : &D.objs.v[at];
-  if (ob && ob->span_gen == ob->gen) return dt__strndup(ob->json + ob->pods_at, ob->pods_end - ob->pods_at);
-  cJSON *o = claim_get(claim);
+  const obj *ob = claim_obj(claim, key, sizeof key);
+  if (ob && spans_known(ob)) return dt__strndup(ob->json + ob->pods_at, ob->pods_end - ob->pods_at);
+  cJSON *o = ob ? cJSON_Parse(ob->json) : NULL;
   const char *p = dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS);
   char *s = dt__strdup(p ? p : "");
   cJSON_Delete(o);
@@ -379,7 +387,7 @@ static void put_marked(const char *key, cJSON *o, const char *pods, const char *
 
 /* Store claim key's nominated pods (b) with a pod event at ts: spliced into
 ** its text where its spans are known (spans), else put back from its parse
-** tree o. */
+** tree o. The claim is found again: the store may have changed since. */
 static void put_pods(const char *key, bool spans, cJSON *o, const dt_buf *b, const char *ts) {
   if (!spans) {
     put_marked(key, o, b->p ? b->p : "", ts);
@@ -394,11 +402,9 @@ static void put_pods(const char *key, bool spans, cJSON *o, const dt_buf *b, con
 ** pod that leaves a node is a pod event (consolidateAfter counts again). */
 bool unnominate(const char *claim, const char *name) {
   char key[KEY_MAX + 16], ts[40];
-  snprintf(key, sizeof key, "NodeClaim//%s", claim);
-  int at = obj_find(key);
-  if (at < 0) return false;
-  const obj *ob = &D.objs.v[at];
-  bool found = false, spans = ob->span_gen == ob->gen;
+  const obj *ob = claim_obj(claim, key, sizeof key);
+  if (!ob) return false;
+  bool found = false, spans = spans_known(ob);
   dt_buf b = {0};
   cJSON *o = NULL;
   if (spans) {
@@ -422,11 +428,9 @@ bool unnominate(const char *claim, const char *name) {
 ** known. */
 static void nominate_to(const char *claim, const binding *bs, size_t n) {
   char key[KEY_MAX + 16], ts[40], why[200];
-  snprintf(key, sizeof key, "NodeClaim//%s", claim);
-  int at = obj_find(key);
-  if (at < 0) return;
-  const obj *ob = &D.objs.v[at];
-  bool spans = ob->span_gen == ob->gen;
+  const obj *ob = claim_obj(claim, key, sizeof key);
+  if (!ob) return;
+  bool spans = spans_known(ob);
   for (size_t j = 0; j < n && spans; j++) spans = plain(bs[j].pod, strlen(bs[j].pod));
   cJSON *o = spans ? NULL : cJSON_Parse(ob->json);
   const char *cur = o ? dt__jstr(jget(jget(o, "metadata"), "annotations"), DT_A_PODS) : NULL;
