@@ -275,20 +275,20 @@ static void round_run(uv_work_t *req) {
     dt_policy_dir_apply(D.pdir, &w->o.pool_policies, &w->o.pool_policy_names, &w->o.npool_policies);
   }
   double t0 = dt__now_ms();
+  /* the catalog compiled once for the rounds and passes on it: the same
+  ** decisions, without compiling every instance type again (dispatch drops
+  ** it when D.cat changes) */
+  if (!D.cc && dt__catalog_compile(D.cat, &D.cc, NULL)) D.cc = NULL;
   if (w->disrupt) {
     dt_disrupt_opts o = {
         w->o.now,   w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names, w->o.npool_policies,
         w->o.cancel};
-    if (!D.cc && dt__catalog_compile(D.cat, &D.cc, NULL)) D.cc = NULL;
     if ((w->rc = D.cc ? dt__disrupt_run_compiled(D.cat, D.cc, w->m, &o, &w->dis, &w->err)
                       : dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err)))
       return;
     w->ms = dt__now_ms() - t0;
     return;
   }
-  /* the catalog compiled once for the rounds on it: the same plan, without
-  ** compiling every instance type again (dispatch drops it when D.cat changes) */
-  if (!D.cc && dt__catalog_compile(D.cat, &D.cc, NULL)) D.cc = NULL;
   w->rc = D.cc ? dt__plan_run_compiled(D.cat, D.cc, w->m, &w->o, true, &w->p, &w->err)
                : dt_plan_run(D.cat, w->m, &w->o, &w->p, &w->err);
   if (w->rc) return;
