@@ -102,16 +102,39 @@ void dt__req_make(dt_arena *a, dt_req *out, dt_sym key, dt_op op, const dt_sym *
   }
 }
 
+/* x ∩ y's bounds (Gt, Lt) into r; false when they leave no value. */
+static bool join_bounds(const dt_req *x, const dt_req *y, dt_req *r) {
+  r->has_gte = x->has_gte || y->has_gte;
+  r->has_lte = x->has_lte || y->has_lte;
+  r->gte = x->has_gte && y->has_gte ? (x->gte > y->gte ? x->gte : y->gte) : x->has_gte ? x->gte : y->gte;
+  r->lte = x->has_lte && y->has_lte ? (x->lte < y->lte ? x->lte : y->lte) : x->has_lte ? x->lte : y->lte;
+  return !(r->has_gte && r->has_lte && r->gte > r->lte);
+}
+
+/* The next value that both sorted lists x->v and y->v hold, from *i and *j
+** on, into *v; false when none is left. */
+static inline bool next_common(const dt_req *x, const dt_req *y, uint32_t *i, uint32_t *j, dt_sym *v) {
+  while (*i < x->n && *j < y->n) {
+    if (x->v[*i] < y->v[*j])
+      ++*i;
+    else if (y->v[*j] < x->v[*i])
+      ++*j;
+    else {
+      *v = x->v[*i];
+      ++*i;
+      ++*j;
+      return true;
+    }
+  }
+  return false;
+}
+
 void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const dt_req *y, dt_req *out) {
   dt_req r = {0};
   r.key = x->key;
   r.min_values = x->min_values > y->min_values ? x->min_values : y->min_values;
   r.complement = x->complement && y->complement;
-  r.has_gte = x->has_gte || y->has_gte;
-  r.has_lte = x->has_lte || y->has_lte;
-  r.gte = x->has_gte && y->has_gte ? (x->gte > y->gte ? x->gte : y->gte) : x->has_gte ? x->gte : y->gte;
-  r.lte = x->has_lte && y->has_lte ? (x->lte < y->lte ? x->lte : y->lte) : x->has_lte ? x->lte : y->lte;
-  if (r.has_gte && r.has_lte && r.gte > r.lte) {
+  if (!join_bounds(x, y, &r)) {
     memset(&r, 0, sizeof r); /* DoesNotExist */
     r.key = x->key;
     r.min_values = x->min_values > y->min_values ? x->min_values : y->min_values;
@@ -142,17 +165,8 @@ void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const d
     for (i = 0; i < k->n; i++)
       if (!contains(c, k->v[i])) v[n++] = k->v[i];
   } else {
-    while (i < x->n && j < y->n) {
-      if (x->v[i] < y->v[j])
-        i++;
-      else if (y->v[j] < x->v[i])
-        j++;
-      else {
-        v[n++] = x->v[i];
-        i++;
-        j++;
-      }
-    }
+    dt_sym s;
+    while (next_common(x, y, &i, &j, &s)) v[n++] = s;
   }
   r.v = v;
   r.n = n;
@@ -185,11 +199,7 @@ bool dt__req_has(const dt_symtab *t, const dt_req *r, dt_sym v) {
 /* Whether x ∩ y has a value, without allocating. */
 static bool nonempty(const dt_symtab *t, const dt_req *x, const dt_req *y) {
   dt_req b = {0};
-  b.has_gte = x->has_gte || y->has_gte;
-  b.has_lte = x->has_lte || y->has_lte;
-  b.gte = x->has_gte && y->has_gte ? (x->gte > y->gte ? x->gte : y->gte) : x->has_gte ? x->gte : y->gte;
-  b.lte = x->has_lte && y->has_lte ? (x->lte < y->lte ? x->lte : y->lte) : x->has_lte ? x->lte : y->lte;
-  if (b.has_gte && b.has_lte && b.gte > b.lte) return false;
+  if (!join_bounds(x, y, &b)) return false;
   if (x->complement && y->complement) return true;
   if (x->complement || y->complement) {
     const dt_req *c = x->complement ? x : y, *k = x->complement ? y : x;
@@ -198,17 +208,9 @@ static bool nonempty(const dt_symtab *t, const dt_req *x, const dt_req *y) {
     return false;
   }
   uint32_t i = 0, j = 0;
-  while (i < x->n && j < y->n) {
-    if (x->v[i] < y->v[j])
-      i++;
-    else if (y->v[j] < x->v[i])
-      j++;
-    else {
-      if (within(t, &b, x->v[i])) return true;
-      i++;
-      j++;
-    }
-  }
+  dt_sym s;
+  while (next_common(x, y, &i, &j, &s))
+    if (within(t, &b, s)) return true;
   return false;
 }
 
