@@ -264,7 +264,9 @@ DT_EXPORT void dt_policy_free(dt_policy *p);
 /* Run the scheduler: pending pods are placed on existing and in-flight nodes,
 ** then on new node claims. Pure: no I/O, no clock other than opts->now.
 ** catalog and manifests are only read and may be shared between threads.
-** On success *out owns the plan; release it with dt_plan_free. */
+** On success *out owns the plan; release it with dt_plan_free. The plan
+** holds its results and does not read catalog or manifests after the run:
+** they may be freed first. */
 DT_EXPORT int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifests, const dt_plan_opts *opts,
                           dt_plan **out, dt_error *err);
 

@@ -88,4 +88,94 @@ int dt__pools_doc_build(dt_pools *r, int64_t now);
 ** a reservation nor requests. */
 cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement);
 
+
+/* ------------------------------------------------------------ plans */
+
+/* A plan's results: everything its accessors and renderings read, built by
+** dt__plan_result_build once the solver is done (plan_result.c) and read by
+** the renderer (plan.c). Every string lives in arena. */
+typedef struct dt_binding_info {
+  const char *pod, *node;
+} dt_binding_info;
+
+/* One requirement of a NodeClaim as it is written: the key, the operator,
+** the values (sorted by name) and minValues; num: the one value of Gt, Lt,
+** Gte or Lte, NULL for the other operators. */
+typedef struct dt_ncreq {
+  const char *key, *op;
+  size_t n;
+  const char *const *vals;
+  int32_t min_values;
+  const char *num;
+} dt_ncreq;
+
+/* What a NodePool gives each of its NodeClaims. */
+typedef struct dt_claim_pool {
+  const char *name, *uid, *termination_grace; /* uid, termination_grace: NULL when absent */
+  dt_kvs labels, annotations;
+  cJSON *node_class_ref;              /* owned by the result; NULL when absent */
+  const char *class_key, *class_name; /* the node class label (<group>/<kind>), NULL when the ref lacks one */
+  uint64_t hash;
+  int64_t expire_after; /* seconds; -1 Never */
+  size_t ntaints, nstartup;
+  const dt_taint *taints, *startup;
+  bool used; /* a new claim is of this pool */
+} dt_claim_pool;
+
+/* What an instance type gives the NodeClaims launched as it. */
+typedef struct dt_claim_type {
+  dt_kvs labels;
+  size_t nalloc;
+  const dt_resource_info *alloc; /* allocatable, the plan's resources in order, zeros left out */
+} dt_claim_type;
+
+/* What a claim's NodeClaim object needs beyond its dt_claim_info. */
+typedef struct dt_claim_rec {
+  uint32_t pool, type; /* into the result's pools and types */
+  size_t ncustom;
+  const dt_kv *custom; /* labels for requirements no type defines, each set unless already set */
+  /* The requirements as the plan writes them: first the claim's instance
+  ** types, zones and capacity types (and reservation when pinned to one),
+  ** nfixed of them; then the others, in the claim's order; unsorted. The
+  ** launched claim pins the first ones to its offering instead, and leaves
+  ** out others[resv_lo .. resv_hi) (a reservation requirement the offering's
+  ** reservation replaces) when it has one. */
+  size_t nreqs, nfixed, resv_lo, resv_hi;
+  const dt_ncreq *reqs;
+} dt_claim_rec;
+
+/* An offering the manifests marked unavailable, in force for the plan. */
+typedef struct dt_mark_rec {
+  const char *capacity_type, *instance_type, *zone;
+  int64_t expires;
+} dt_mark_rec;
+
+typedef struct dt_plan_result {
+  dt_arena arena;
+  size_t nclaims, nbindings, nunsched, npools, ntypes, nmarks, nnotes;
+  dt_claim_info *claims;
+  dt_claim_rec *recs; /* recs[i]: the rest of claims[i]'s NodeClaim */
+  dt_claim_pool *pools;
+  dt_claim_type *types;
+  dt_binding_info *bindings;
+  dt_unschedulable_info *unsched;
+  dt_mark_rec *marks;
+  const char **notes;
+  dt_policy_error_vec policy_errors; /* every policy's, in the order the plan used them */
+  dt_plan_stats stats;
+  size_t bound_already, existing_nodes;
+  int64_t now;
+  bool timings;
+  double parse_ms;
+} dt_plan_result;
+
+/* Free r's arena and what it owns. */
+void dt__plan_result_free(dt_plan_result *r);
+
+/* The plan's document (kind Plan), its renderings and claim i's NodeClaim
+** object (plan.c); NULL when out of memory. */
+cJSON *dt__plan_result_doc(const dt_plan_result *r);
+char *dt__plan_result_render(const dt_plan_result *r, dt_format format, size_t *len);
+char *dt__plan_result_claim_object(const dt_plan_result *r, size_t i, bool launched, size_t *len);
+
 #endif

@@ -374,7 +374,10 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
   p->stats.scheduled += p->bindings.n;
   p->stats.unschedulable = p->unsched.n;
   p->stats.schedule_ms = dt__now_ms() - t0;
-  if (results && (rc = dt__plan_result_build(p))) goto fail;
+  if (results) {
+    if ((rc = dt__plan_result_build(p))) goto fail;
+    dt__plan_state_free(p);
+  }
   *out = p;
   return 0;
 fail:
@@ -667,9 +670,7 @@ void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound) {
 
 void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out) { *out = plan->stats; }
 
-void dt_plan_free(dt_plan *p) {
-  if (!p) return;
-  dt__explain_free(p->ex);
+void dt__plan_state_free(dt_plan *p) {
   dt__free(p->marks.v);
   for (size_t i = 0; i < p->policies.n; i++) dt__policy_round_end(p->policies.v[i]);
   dt__free(p->policies.v);
@@ -696,7 +697,20 @@ void dt_plan_free(dt_plan *p) {
   dt__free(p->notes.v);
   dt__symtab_free(&p->syms);
   dt__arena_free(&p->arena);
-  dt__free(p->res.policy_errors.v);
-  dt__arena_free(&p->res.arena);
+  /* what outlives the state: the results, the figures, the explanation */
+  dt_plan_result res = p->res;
+  dt_plan_stats stats = p->stats;
+  struct dt_explain *ex = p->ex;
+  memset(p, 0, sizeof *p);
+  p->res = res;
+  p->stats = stats;
+  p->ex = ex;
+}
+
+void dt_plan_free(dt_plan *p) {
+  if (!p) return;
+  dt__plan_state_free(p);
+  dt__explain_free(p->ex);
+  dt__plan_result_free(&p->res);
   dt__free(p);
 }

@@ -237,22 +237,6 @@ typedef struct rt_unsched {
   const char *reason; /* arena */
 } rt_unsched;
 
-/* A plan's decisions as the public accessors give them (plan.c builds them
-** once the run is done; the renderings read them). Everything lives in
-** arena, apart from the solver's working state. */
-typedef struct dt_binding_info {
-  const char *pod, *node;
-} dt_binding_info;
-
-typedef struct dt_plan_result {
-  dt_arena arena;
-  size_t nclaims, nbindings, nunsched;
-  dt_claim_info *claims;
-  const rt_claim **claim_src; /* claims[i]'s claim in the solver, for its NodeClaim object */
-  dt_binding_info *bindings;
-  dt_unschedulable_info *unsched;
-  dt_policy_error_vec policy_errors; /* every policy's, in the order of p->policies */
-} dt_plan_result;
 
 struct dt_plan {
   dt_plan_result res; /* built by dt_plan_run, not by the overlay and compiled runs of a disruption pass */
@@ -319,8 +303,13 @@ struct dt_plan {
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
 };
 
-/* Build p->res from the solved plan (plan.c); 0 or DT_ENOMEM. */
+/* Build p->res from the solved plan (plan_result.c); 0 or DT_ENOMEM. */
 int dt__plan_result_build(dt_plan *p);
+
+/* Free the solver's state of p, keeping its results, figures and
+** explanation (a plan built with results no longer reads its catalog and
+** manifests); dt_plan_free calls it too. */
+void dt__plan_state_free(dt_plan *p);
 
 /* Pod display name "ns/name" into buf. */
 void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);

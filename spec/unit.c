@@ -914,9 +914,57 @@ static void test_results(void) {
   dt_catalog_free(c);
 }
 
+/* Every rendering of a plan and every claim's object, as text; NULL out of memory. */
+static char *plan_texts(const dt_plan *p) {
+  char *all = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&all, &len);
+  for (int fmt = 0; f && fmt < 3; fmt++) {
+    char *t = dt_plan_render(p, (dt_format)fmt, NULL);
+    fprintf(f, "%s\n", t ? t : "(null)");
+    dt_free(t);
+  }
+  for (size_t i = 0; f && i < dt_plan_claim_count(p); i++)
+    for (int launched = 0; launched < 2; launched++) {
+      char *t = dt_plan_claim_object(p, i, launched, NULL);
+      fprintf(f, "%s\n", t ? t : "(null)");
+      dt_free(t);
+    }
+  if (f) fclose(f);
+  return all;
+}
+
+/* A plan reads nothing of its catalog and manifests once dt_plan_run has
+** returned: both may be freed first, and it renders the same. */
+static void test_plan_outlives_inputs(void) {
+  dt_error err = {0};
+  dt_catalog *c = NULL;
+  dt_manifests *m = dt_manifests_new();
+  dt_plan *p = NULL;
+  dt_plan_opts o = {0};
+  o.now = 1795341600;
+  if (dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, &err) || !m ||
+      dt_manifests_add_buffer(m, "m", k_manifests, strlen(k_manifests), &err) || dt_plan_run(c, m, &o, &p, &err)) {
+    CHECK(0, "the plan runs: %s", err.msg);
+    dt_manifests_free(m);
+    dt_catalog_free(c);
+    return;
+  }
+  char *before = plan_texts(p);
+  dt_manifests_free(m);
+  dt_catalog_free(c);
+  char *after = plan_texts(p);
+  CHECK(before && after && strstr(before, "kind: NodeClaim") && strstr(before, "team: a") && !strcmp(before, after),
+        "a plan renders the same after its catalog and manifests are freed");
+  free(before);
+  free(after);
+  dt_plan_free(p);
+}
+
 int main(void) {
   test_api();
   test_results();
+  test_plan_outlives_inputs();
   test_lp();
   test_overlay();
   CHECK(!strcmp(dt_strerror(DT_ENOMEM), "out of memory") && !strcmp(dt_strerror(12345), "unknown error"),

@@ -1,0 +1,482 @@
+/*
+** plan_result.c: a plan's results, taken from the solver's state once it is
+** done. dt__plan_result_build copies into the result's own arena everything
+** the accessors and the renderer (plan.c) read: the new claims with what
+** their NodeClaim objects need (requirements, labels, the NodePool's
+** template, the instance type's labels and allocatable), the bindings, the
+** unschedulable pods, the offerings marked unavailable, the notes and the
+** summary's figures. dt_plan_run then frees the solver's state
+** (dt__plan_state_free), so a plan outlives the catalog and manifests it
+** was computed from, and nothing reads the solver's state after the run.
+*/
+#include "schedule.h"
+
+#include "hooks.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rb {
+  dt_plan *p;
+  dt_arena *a;
+  const char **tname; /* each type's name in the result, copied once (tname_copy) */
+  int32_t *tidx;      /* each type's record in res.types, -1 none yet */
+  uint32_t *by_rank;  /* the types by name (their ranks) */
+  uint32_t *mark;     /* names_sorted's marks, stamp the last one */
+  uint32_t stamp;
+} rb;
+
+static const rt_off *claim_off(const dt_plan *p, const rt_claim *k) { return &p->types[k->type].off[k->off]; }
+
+static const char *res_str(rb *b, const char *s) { return s ? dt__arena_strdup(b->a, s) : NULL; }
+
+static const char *res_pod(rb *b, uint32_t pod) {
+  char tmp[700];
+  dt__pod_name(b->p, &b->p->pods[pod], tmp, sizeof tmp);
+  return res_str(b, tmp);
+}
+
+static inline const char *type_name(const rb *b, uint32_t t) { return b->tname[t]; }
+
+static dt_kvs res_kvs(rb *b, const dt_kvs *src) {
+  dt_kvs out = {0};
+  dt_kv *v = dt__arena_alloc(b->a, src->n * sizeof *v + 1);
+  for (size_t i = 0; v && i < src->n; i++) v[i] = (dt_kv){(char *)res_str(b, src->v[i].key), (char *)res_str(b, src->v[i].val)};
+  if (v) out = (dt_kvs){src->n, v};
+  return out;
+}
+
+static const dt_taint *res_taints(rb *b, const dt_taint *t, size_t n) {
+  dt_taint *v = dt__arena_alloc(b->a, n * sizeof *v + 1);
+  for (size_t i = 0; v && i < n; i++)
+    v[i] = (dt_taint){(char *)res_str(b, t[i].key), (char *)res_str(b, t[i].value), (char *)res_str(b, t[i].effect)};
+  return v;
+}
+
+/* ------------------------------------------------------------ claims */
+
+/* Claim k as the accessors give it. */
+static void claim_info(rb *b, const rt_claim *k, dt_claim_info *c) {
+  dt_plan *p = b->p;
+  const rt_off *o = claim_off(p, k);
+  char tmp[64];
+  c->name = res_str(b, dt__sym_str(&p->syms, k->name));
+  c->nodepool = res_str(b, p->pools[k->pool].src->name);
+  c->instance_type = type_name(b, (uint32_t)k->type);
+  c->zone = res_str(b, dt__sym_str(&p->syms, p->zones[o->zone]));
+  c->capacity_type = dt__ct_names[o->ct];
+  c->reservation_id = o->resv ? res_str(b, dt__sym_str(&p->syms, o->resv)) : NULL;
+  c->price = o->price;
+  dt_resource_info *req = dt__arena_alloc(b->a, p->nres * sizeof *req + 1);
+  for (uint32_t r = 0; req && r < p->nres; r++) {
+    if (!k->used[r]) continue;
+    dt__fmt_quantity(tmp, sizeof tmp, p->res_names[r], k->used[r]);
+    req[c->nrequests++] = (dt_resource_info){res_str(b, p->res_names[r]), res_str(b, tmp), k->used[r]};
+  }
+  c->requests = req;
+  const char **pods = dt__arena_alloc(b->a, k->pods.n * sizeof *pods + 1);
+  for (size_t j = 0; pods && j < k->pods.n; j++) pods[j] = res_pod(b, k->pods.v[j]);
+  c->pods = pods;
+  c->npods = pods ? k->pods.n : 0;
+  const char **opts = dt__arena_alloc(b->a, k->nfinal * sizeof *opts + 1);
+  for (uint32_t j = 0; opts && j < k->nfinal; j++) opts[j] = type_name(b, k->final[j]);
+  c->instance_type_options = opts;
+  c->noptions = opts ? k->nfinal : 0;
+}
+
+/* ------------------------------------------------- NodeClaim requirements */
+
+static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+typedef DT_VEC(dt_ncreq) ncreqs;
+
+/* Append a requirement, its values (copied into the result) sorted by name
+** unless they already are. */
+static int push_req(rb *b, ncreqs *out, const char *key, const char *op, const char *const *vals, size_t n,
+                    int32_t mv, bool sorted) {
+  const char **v = n ? dt__arena_alloc(b->a, n * sizeof *v) : NULL;
+  if (n && !v) return DT_ENOMEM;
+  for (size_t i = 0; i < n; i++) v[i] = vals[i];
+  if (n > 1 && !sorted) qsort(v, n, sizeof *v, cmp_cstr);
+  return dt__vec_push(out, ((dt_ncreq){key, op, n, v, mv, NULL}));
+}
+
+/* The names of types ti[0..n) by name into out, through the types' ranks
+** (one pass over the types, not a sort by strcmp). */
+static void names_sorted(rb *b, const uint32_t *ti, uint32_t n, const char **out) {
+  const dt_plan *p = b->p;
+  if (n == 1) {
+    out[0] = type_name(b, ti[0]);
+    return;
+  }
+  uint32_t stamp = ++b->stamp, *mark = b->mark;
+  const uint32_t *by_rank = b->by_rank;
+  for (uint32_t i = 0; i < n; i++) mark[ti[i]] = stamp;
+  size_t k = 0;
+  for (uint32_t r = 0; r < p->ntypes && k < n; r++)
+    if (mark[by_rank[r]] == stamp) out[k++] = b->tname[by_rank[r]];
+}
+
+/* A requirement as Karpenter writes it (NodeSelectorRequirement): In or
+** NotIn with their values, Exists, DoesNotExist, and bounds as Gt and Lt
+** (Gte and Lte only where Gt and Lt cannot say it, as older CRDs know no
+** more), each with the key's minValues. */
+static int push_dt_req(rb *b, ncreqs *out, const dt_req *r) {
+  const dt_plan *p = b->p;
+  const char *key = res_str(b, dt__sym_str(&p->syms, r->key));
+  int32_t mv = r->min_values;
+  char num[32];
+  if (r->has_gte || r->has_lte) {
+    if (r->has_gte) {
+      snprintf(num, sizeof num, "%lld", (long long)(r->gte > 0 ? r->gte - 1 : r->gte));
+      if (dt__vec_push(out, ((dt_ncreq){key, r->gte > 0 ? "Gt" : "Gte", 0, NULL, mv, res_str(b, num)})))
+        return DT_ENOMEM;
+    }
+    if (r->has_lte) {
+      bool lt = r->lte >= -1 && r->lte < INT64_MAX;
+      snprintf(num, sizeof num, "%lld", (long long)(lt ? r->lte + 1 : r->lte));
+      if (dt__vec_push(out, ((dt_ncreq){key, lt ? "Lt" : "Lte", 0, NULL, mv, res_str(b, num)}))) return DT_ENOMEM;
+    }
+    if (!r->n) return 0;
+  }
+  const char **v = r->n ? dt__malloc(r->n * sizeof *v) : NULL;
+  if (r->n && !v) return DT_ENOMEM;
+  for (uint32_t i = 0; i < r->n; i++) v[i] = res_str(b, dt__sym_str(&p->syms, r->v[i]));
+  int rc = push_req(b, out, key, dt__op_name(dt__req_operator(r)), v, r->n, mv, false);
+  dt__free(v);
+  return rc;
+}
+
+/* Whether type t offers in zone z and capacity type ct (and reservation
+** resv when reserved), availability aside: the claim's own offering may be
+** the unit it used up. */
+static bool offers_at(const rt_type *t, int z, int ct, dt_sym resv, double spot_max) {
+  for (uint32_t o = 0; o < t->noff; o++) {
+    const rt_off *of = &t->off[o];
+    if ((z < 0 || of->zone == z) && of->ct == ct && (ct != DT_CT_RESERVED || !resv || of->resv == resv) &&
+        dt__spot_ok(of, spot_max))
+      return true;
+  }
+  return false;
+}
+
+/*
+** The first requirements of a NodeClaim, as Karpenter builds them: the
+** instance types the claim may launch (at most 600), its zones and capacity
+** types. They are pinned to the offering the plan priced (and its
+** reservation), with the types that offer there; when that would leave
+** fewer values than a minValues asks, they stay as open as the claim's
+** requirements allow, the capacity types narrowed to those its types offer,
+** as Karpenter narrows them. *pinned: whether they were pinned.
+*/
+static int fixed_reqs(rb *b, const rt_claim *k, ncreqs *rs, bool *pinned) {
+  const dt_plan *p = b->p;
+  const rt_pool *pl = &p->pools[k->pool];
+  const rt_off *o = claim_off(p, k);
+  int rc = 0;
+  uint32_t *pin = dt__malloc((k->nfinal ? k->nfinal : 1) * sizeof *pin), npin = 0;
+  const char **types = dt__malloc((k->nfinal + 1) * sizeof *types), *zones[64], *cts[DT_CT_N];
+  size_t ntypes = 0, nzones = 0, ncts = 0;
+  if (!pin || !types) rc = DT_ENOMEM;
+  for (uint32_t i = 0; !rc && i < k->nfinal; i++)
+    if (offers_at(&p->types[k->final[i]], o->zone, o->ct, o->resv, pl->spot_max)) pin[npin++] = k->final[i];
+  *pinned = !rc && npin && dt__min_values_ok(p, &k->reqs, pin, npin);
+  if (!rc && *pinned) {
+    names_sorted(b, pin, npin, types);
+    ntypes = npin;
+    zones[nzones++] = res_str(b, dt__sym_str(&p->syms, p->zones[o->zone]));
+    cts[ncts++] = dt__ct_names[o->ct];
+  } else if (!rc) {
+    names_sorted(b, k->final, k->nfinal, types);
+    ntypes = k->nfinal;
+    for (uint32_t z = 0; z < p->nzones; z++) {
+      bool any = false;
+      for (int ct = 0; ct < DT_CT_N && !any && (k->zopen >> z & 1); ct++)
+        for (uint32_t i = 0; i < k->nfinal && !any && (k->copen >> ct & 1); i++)
+          any = offers_at(&p->types[k->final[i]], (int)z, ct, 0, pl->spot_max);
+      if (any) zones[nzones++] = res_str(b, dt__sym_str(&p->syms, p->zones[z]));
+    }
+    for (int ct = 0; ct < DT_CT_N; ct++) {
+      bool any = false;
+      for (uint32_t i = 0; i < k->nfinal && !any && (k->copen >> ct & 1); i++)
+        for (uint32_t z = 0; z < p->nzones && !any; z++)
+          any = (k->zopen >> z & 1) && offers_at(&p->types[k->final[i]], (int)z, ct, 0, pl->spot_max);
+      if (any) cts[ncts++] = dt__ct_names[ct];
+    }
+  }
+  const dt_req *rt = dt__reqs_get(&k->reqs, p->k_type), *rz = dt__reqs_get(&k->reqs, p->k_zone),
+               *rc_ = dt__reqs_get(&k->reqs, p->k_ct);
+  if (!rc)
+    rc = push_req(b, rs, DT_L_INSTANCE_TYPE, "In", types, ntypes, rt ? rt->min_values : 0, true) ||
+         push_req(b, rs, DT_L_ZONE, "In", zones, nzones, rz ? rz->min_values : 0, false) ||
+         push_req(b, rs, DT_L_CAPACITY_TYPE, "In", cts, ncts, rc_ ? rc_->min_values : 0, false);
+  if (!rc && *pinned && o->resv) {
+    const char *resv = res_str(b, dt__sym_str(&p->syms, o->resv));
+    rc = push_req(b, rs, DT_L_RESERVATION, "In", &resv, 1, 0, true);
+  }
+  dt__free(pin);
+  dt__free(types);
+  return rc ? DT_ENOMEM : 0;
+}
+
+/* Claim k's requirements into rec (see dt_claim_rec): the fixed ones, then
+** the NodePool's and its pods' others, and the node class label. */
+static int claim_reqs(rb *b, const rt_claim *k, const dt_claim_pool *pool, dt_claim_rec *rec) {
+  const dt_plan *p = b->p;
+  const rt_off *o = claim_off(p, k);
+  ncreqs rs = {0};
+  bool pinned;
+  int rc = fixed_reqs(b, k, &rs, &pinned);
+  rec->nfixed = rs.n;
+  rec->resv_lo = rec->resv_hi = 0;
+  bool has_class = false;
+  for (uint32_t i = 0; !rc && i < k->reqs.n; i++) {
+    const dt_req *r = &k->reqs.r[i];
+    /* the hostname is a placeholder of the plan's (Karpenter drops it too) */
+    if (r->key == p->k_type || r->key == p->k_zone || r->key == p->k_ct || r->key == p->k_hostname ||
+        (r->key == p->k_resv && pinned && o->resv))
+      continue;
+    has_class |= pool->class_key && !strcmp(dt__sym_str(&p->syms, r->key), pool->class_key);
+    size_t at = rs.n;
+    rc = push_dt_req(b, &rs, r);
+    if (r->key == p->k_resv) rec->resv_lo = at - rec->nfixed, rec->resv_hi = rs.n - rec->nfixed;
+  }
+  if (!rc && pool->class_key && !has_class) rc = push_req(b, &rs, pool->class_key, "In", &pool->class_name, 1, 0, true);
+  dt_ncreq *v = rc ? NULL : dt__arena_alloc(b->a, rs.n * sizeof *v + 1);
+  if (v) memcpy(v, rs.v, rs.n * sizeof *v);
+  rec->reqs = v;
+  rec->nreqs = v ? rs.n : 0;
+  dt__free(rs.v);
+  return v ? 0 : DT_ENOMEM;
+}
+
+/*
+** Labels Karpenter gives a NodeClaim for its requirements on labels no
+** instance type defines (resolveCustomLabelsFromRequirements): In takes a
+** value (the first by name, where Karpenter takes any), NotIn and Exists the
+** smallest integer they allow (where Karpenter draws one at random), so a
+** pod that required the label finds it on the node.
+*/
+static int custom_labels(rb *b, const rt_claim *k, dt_claim_rec *rec) {
+  const dt_plan *p = b->p;
+  dt_kv *v = dt__arena_alloc(b->a, k->reqs.n * sizeof *v + 1);
+  if (!v) return DT_ENOMEM;
+  size_t n = 0;
+  for (uint32_t i = 0; i < k->reqs.n; i++) {
+    const dt_req *r = &k->reqs.r[i];
+    if (r->key == p->k_zone || r->key == p->k_ct || r->key == p->k_type || r->key == p->k_pool ||
+        r->key == p->k_hostname || r->key == p->k_resv || r->key == p->k_arch || r->key == p->k_os ||
+        r->key == p->k_region || r->key == p->k_interruptible || dt__slot_of(p, r->key) >= 0)
+      continue;
+    const char *key = dt__sym_str(&p->syms, r->key), *val = NULL;
+    char num[32];
+    dt_op op = dt__req_operator(r);
+    if (op == DT_OP_IN) {
+      for (uint32_t j = 0; j < r->n; j++)
+        if (!val || strcmp(dt__sym_str(&p->syms, r->v[j]), val) < 0) val = dt__sym_str(&p->syms, r->v[j]);
+    } else if (op == DT_OP_NOTIN || op == DT_OP_EXISTS) {
+      for (int64_t x = r->has_gte && r->gte > 0 ? r->gte : 0; !val && (!r->has_lte || x <= r->lte); x++) {
+        snprintf(num, sizeof num, "%lld", (long long)x);
+        dt_sym s = dt__sym_find(&p->syms, num);
+        if (!s || dt__req_has(&p->syms, r, s)) val = num;
+      }
+    }
+    if (val) v[n++] = (dt_kv){(char *)res_str(b, key), (char *)res_str(b, val)};
+  }
+  rec->custom = v;
+  rec->ncustom = n;
+  return 0;
+}
+
+/* ------------------------------------------------------------ pools, types */
+
+/* The NodePools' records, in the plan's pool order. */
+static int result_pools(rb *b) {
+  dt_plan *p = b->p;
+  dt_plan_result *r = &p->res;
+  r->pools = dt__arena_alloc(b->a, p->npools * sizeof *r->pools + 1);
+  if (!r->pools) return DT_ENOMEM;
+  r->npools = p->npools;
+  for (uint32_t i = 0; i < p->npools; i++) {
+    const dt_nodepool *np = p->pools[i].src;
+    dt_claim_pool *c = &r->pools[i];
+    c->name = res_str(b, np->name);
+    c->uid = res_str(b, np->uid);
+    c->termination_grace = res_str(b, np->termination_grace);
+    c->labels = res_kvs(b, &np->labels);
+    c->annotations = res_kvs(b, &np->annotations);
+    c->hash = np->hash;
+    c->expire_after = np->expire_after;
+    c->taints = res_taints(b, np->taints, c->ntaints = np->ntaints);
+    c->startup = res_taints(b, np->startup, c->nstartup = np->nstartup);
+    const cJSON *ref = np->node_class_ref;
+    if (ref && !(c->node_class_ref = cJSON_Duplicate(ref, true))) return DT_ENOMEM;
+    /* the node class label Karpenter adds: <group>/<kind in lower case> */
+    const char *cg = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref, "group")),
+               *ck = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref, "kind")),
+               *cn = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref, "name"));
+    if (ref && cg && ck && cn) {
+      char key[300];
+      size_t at = (size_t)snprintf(key, sizeof key, "%s/", cg);
+      for (const char *ch = ck; *ch && at + 1 < sizeof key; ch++)
+        key[at++] = (char)(*ch >= 'A' && *ch <= 'Z' ? *ch - 'A' + 'a' : *ch);
+      key[at] = 0;
+      c->class_key = res_str(b, key);
+      c->class_name = res_str(b, cn);
+    }
+  }
+  return 0;
+}
+
+/* The record of type t, made on first use; its index, -1 when out of memory. */
+static int32_t type_rec(rb *b, uint32_t t) {
+  if (b->tidx[t] >= 0) return b->tidx[t];
+  dt_plan *p = b->p;
+  dt_plan_result *r = &p->res;
+  const rt_type *rt = &p->types[t];
+  dt_claim_type *c = &r->types[r->ntypes];
+  c->labels = res_kvs(b, &rt->src->labels);
+  dt_resource_info *al = dt__arena_alloc(b->a, p->nres * sizeof *al + 1);
+  if (!al) return -1;
+  char tmp[64];
+  for (uint32_t i = 0; i < p->nres; i++) {
+    if (!rt->alloc[i]) continue;
+    dt__fmt_quantity(tmp, sizeof tmp, p->res_names[i], rt->alloc[i]);
+    al[c->nalloc++] = (dt_resource_info){res_str(b, p->res_names[i]), res_str(b, tmp), rt->alloc[i]};
+  }
+  c->alloc = al;
+  return b->tidx[t] = (int32_t)r->ntypes++;
+}
+
+/* ------------------------------------------------------------ the result */
+
+static int result_claims(rb *b) {
+  dt_plan *p = b->p;
+  dt_plan_result *r = &p->res;
+  size_t n = 0;
+  for (size_t i = 0; i < p->claims.n; i++) n += p->claims.v[i]->type >= 0;
+  r->claims = dt__arena_alloc(b->a, n * sizeof *r->claims + 1);
+  r->recs = dt__arena_alloc(b->a, n * sizeof *r->recs + 1);
+  r->types = dt__arena_alloc(b->a, (n < p->ntypes ? n : p->ntypes) * sizeof *r->types + 1);
+  if (!r->claims || !r->recs || !r->types) return DT_ENOMEM;
+  for (size_t i = 0; i < p->claims.n; i++) {
+    const rt_claim *k = p->claims.v[i];
+    if (k->type < 0) continue;
+    dt_claim_rec *rec = &r->recs[r->nclaims];
+    claim_info(b, k, &r->claims[r->nclaims++]);
+    int32_t t = type_rec(b, (uint32_t)k->type);
+    if (t < 0) return DT_ENOMEM;
+    rec->type = (uint32_t)t;
+    rec->pool = k->pool;
+    r->pools[k->pool].used = true;
+    int rc = claim_reqs(b, k, &r->pools[k->pool], rec);
+    if (rc || (rc = custom_labels(b, k, rec))) return rc;
+  }
+  return 0;
+}
+
+static int result_rest(rb *b) {
+  dt_plan *p = b->p;
+  dt_plan_result *r = &p->res;
+  r->bindings = dt__arena_alloc(b->a, p->bindings.n * sizeof *r->bindings + 1);
+  for (size_t i = 0; r->bindings && i < p->bindings.n; i++) {
+    const rt_binding *bd = &p->bindings.v[i];
+    r->bindings[r->nbindings++] = (dt_binding_info){res_pod(b, bd->pod), res_str(b, p->nodes[bd->node].src->name)};
+  }
+  r->unsched = dt__arena_alloc(b->a, p->unsched.n * sizeof *r->unsched + 1);
+  for (size_t i = 0; r->unsched && i < p->unsched.n; i++)
+    r->unsched[r->nunsched++] =
+        (dt_unschedulable_info){res_pod(b, p->unsched.v[i].pod), res_str(b, p->unsched.v[i].reason)};
+  r->marks = dt__arena_alloc(b->a, p->marks.n * sizeof *r->marks + 1);
+  for (size_t i = 0; r->marks && i < p->marks.n; i++) {
+    const dt_mark *mk = &p->manifests->marks.v[p->marks.v[i]];
+    r->marks[r->nmarks++] =
+        (dt_mark_rec){dt__ct_names[mk->ct], res_str(b, mk->instance_type), res_str(b, mk->zone), mk->expires};
+  }
+  r->notes = dt__arena_alloc(b->a, p->notes.n * sizeof *r->notes + 1);
+  for (size_t i = 0; r->notes && i < p->notes.n; i++) r->notes[r->nnotes++] = res_str(b, p->notes.v[i]);
+  for (size_t i = 0; i < p->policies.n; i++)
+    if (dt__policy_errors_take(p->policies.v[i], b->a, &r->policy_errors)) return DT_ENOMEM;
+  r->stats = p->stats;
+  r->bound_already = p->bound_already;
+  r->existing_nodes = p->nnodes;
+  r->now = p->opts.now;
+  r->timings = p->opts.timings;
+  r->parse_ms = p->opts.parse_ms;
+  return 0;
+}
+
+int dt__plan_result_build(dt_plan *p) {
+  size_t n = p->ntypes + 1;
+  rb b = {p, &p->res.arena, dt__calloc(n, sizeof *b.tname), dt__malloc(n * sizeof *b.tidx),
+          dt__malloc(n * sizeof *b.by_rank), dt__calloc(n, sizeof *b.mark), 0};
+  int rc = b.tname && b.tidx && b.by_rank && b.mark ? 0 : DT_ENOMEM;
+  for (uint32_t t = 0; !rc && t < p->ntypes; t++) {
+    b.tidx[t] = -1;
+    b.by_rank[p->types[t].rank] = t;
+    if (!(b.tname[t] = res_str(&b, p->types[t].src->name))) rc = DT_ENOMEM;
+  }
+  if (!rc) rc = result_pools(&b);
+  if (!rc) rc = result_claims(&b);
+  if (!rc) rc = result_rest(&b);
+  dt__free(b.tname);
+  dt__free(b.tidx);
+  dt__free(b.by_rank);
+  dt__free(b.mark);
+  return rc ? rc : b.a->oom ? DT_ENOMEM : 0;
+}
+
+int dt__policy_errors_take(const dt_policy *pol, dt_arena *a, dt_policy_error_vec *v) {
+  const dt_policy_err *e;
+  size_t n = dt__policy_errors(pol, &e);
+  const char *name = dt__arena_strdup(a, dt__policy_name(pol));
+  for (size_t i = 0; i < n; i++) {
+    dt_policy_error_rec r = {name, dt__arena_strdup(a, e[i].hook), dt__arena_strdup(a, e[i].message),
+                             (int64_t)e[i].count, e[i].disabled};
+    if (dt__vec_push(v, r)) return DT_ENOMEM;
+  }
+  return a->oom ? DT_ENOMEM : 0;
+}
+
+void dt__plan_result_free(dt_plan_result *r) {
+  for (size_t i = 0; i < r->npools; i++) cJSON_Delete(r->pools[i].node_class_ref);
+  dt__free(r->policy_errors.v);
+  dt__arena_free(&r->arena);
+}
+
+/* ------------------------------------------------------------ public */
+
+cJSON *dt__plan_doc(const dt_plan *p) { return dt__plan_result_doc(&p->res); }
+
+char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len) {
+  return dt__plan_result_render(&plan->res, format, len);
+}
+
+char *dt_plan_claim_object(const dt_plan *plan, size_t i, int launched, size_t *len) {
+  return plan ? dt__plan_result_claim_object(&plan->res, i, launched != 0, len) : NULL;
+}
+
+size_t dt_plan_binding_count(const dt_plan *p) { return p->res.nbindings; }
+
+int dt_plan_binding(const dt_plan *p, size_t i, char *pod, size_t n, const char **node) {
+  if (i >= p->res.nbindings) return DT_ERANGE;
+  if (n) snprintf(pod, n, "%s", p->res.bindings[i].pod);
+  *node = p->res.bindings[i].node;
+  return 0;
+}
+
+size_t dt_plan_claim_count(const dt_plan *p) { return p->res.nclaims; }
+
+int dt_plan_claim(const dt_plan *p, size_t i, dt_claim_info *out) {
+  if (i >= p->res.nclaims) return DT_ERANGE;
+  *out = p->res.claims[i];
+  return 0;
+}
+
+size_t dt_plan_unschedulable_count(const dt_plan *p) { return p->res.nunsched; }
+
+int dt_plan_unschedulable(const dt_plan *p, size_t i, dt_unschedulable_info *out) {
+  if (i >= p->res.nunsched) return DT_ERANGE;
+  *out = p->res.unsched[i];
+  return 0;
+}
