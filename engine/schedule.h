@@ -1,7 +1,14 @@
 /*
-** schedule.h: the compiled run model shared by the scheduler (sched*.c) and the
-** renderer (plan.c). Everything here lives in the plan's arena and symbol
-** table; nothing is freed individually.
+** schedule.h: the solver's state, the compiled run model (types and their
+** offerings, NodePools, pod specs and classes, nodes) and what a run decided
+** (claims, bindings), for the code that runs the solver: the scheduler
+** (sched*.c, with its private sched_int.h), cost packing, topology, --explain,
+** the disruption pass's simulations (which plan overlays of a cluster
+** compiled once and read the claims they decide), and plan_result.c, which
+** copies a run's decisions into its results. Nothing else reads it: the
+** renderer (plan.c), the daemon and the Lua module read the results
+** (result.h, dovetail.h). Everything here lives in the plan's arena and
+** symbol table and is freed with the run's state (dt__plan_state_free).
 */
 #ifndef DT_SCHED_H
 #define DT_SCHED_H
