@@ -316,28 +316,13 @@ static void set_strs(lua_State *L, const char *k, const char *const *v, size_t n
   lua_setfield(L, -2, k);
 }
 
-/* A new claim of a plan, or (replacement) a command's replacement. */
+/* A new claim of a plan, or (replacement) a command's replacement: the
+** object the JSON renderings write for it, as a table. */
 static void push_claim(lua_State *L, const dt_claim_info *c, bool replacement) {
-  luaL_checkstack(L, 4, "out of stack");
-  lua_createtable(L, 0, 10);
-  if (replacement) {
-    set_str(L, "apiVersion", "karpenter.sh/v1");
-    set_str(L, "kind", "NodeClaim");
-  }
-  set_str(L, "name", c->name);
-  set_str(L, "nodePool", c->nodepool);
-  set_str(L, "instanceType", c->instance_type);
-  set_str(L, "zone", c->zone);
-  set_str(L, "capacityType", c->capacity_type);
-  set_price(L, "price", c->price);
-  if (!replacement) {
-    if (c->reservation_id) set_str(L, "reservationID", c->reservation_id);
-    lua_createtable(L, 0, (int)c->nrequests);
-    for (size_t r = 0; r < c->nrequests; r++) set_str(L, c->requests[r].name, c->requests[r].quantity);
-    lua_setfield(L, -2, "requests");
-  }
-  set_strs(L, "pods", c->pods, c->npods);
-  set_strs(L, "instanceTypeOptions", c->instance_type_options, c->noptions);
+  cJSON *d = dt__claim_doc(c, replacement);
+  if (!d) luaL_error(L, "out of memory");
+  push_json(L, d);
+  cJSON_Delete(d);
 }
 
 /* A table of {a = .., b = ..} pairs, one per entry: the plan's bindings and
