@@ -11,7 +11,7 @@
 #ifndef DT_DISRUPT_INT_H
 #define DT_DISRUPT_INT_H
 
-#include "schedule.h"
+#include "cluster.h"
 
 #include "hooks.h"
 #include "result.h"
@@ -84,7 +84,7 @@ typedef struct sim {
   uint32_t *view_pod; /* view pod -> st pod */
   bool *moving;       /* per view pod */
   size_t nclaims;
-  const rt_claim *claim; /* the single new claim, when nclaims == 1 */
+  const struct rt_claim *claim; /* the single new claim, when nclaims == 1 */
   dt_nodepool *pools;    /* the view's NodePools: static ones hold what they have, or one more */
   uint8_t *ovpod;        /* an overlay's pods (st->pods itself is the view's): bound, pending or absent */
   char fail[500];
@@ -123,6 +123,8 @@ bool dt__dr_balanced_ok(state *st, const uint32_t *cands, size_t n, double savin
 int dt__dr_order_hook(state *st, cand *c, size_t n);
 void dt__dr_price_rule(state *st, const sim *s, const uint32_t *cands, size_t n, bool single, verdict *v);
 void dt__dr_sim_free(sim *s);
+/* *src into *dst (its plan reads the view where it now is); src left empty. */
+void dt__dr_sim_move(sim *dst, sim *src);
 int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidation, int spool, int64_t swant, sim *s);
 int dt__dr_emptiness(state *st);
 int dt__dr_multi_node(state *st);

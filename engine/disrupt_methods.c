@@ -398,8 +398,7 @@ static int multi_node_once(state *st, bool *made) {
     rc = try_consolidate(st, pre, mid, false, &s, v);
     if (!rc && v->ok) {
       dt__dr_sim_free(&bs);
-      bs = s;
-      if (bs.plan && bs.plan->manifests == &s.view) bs.plan->manifests = &bs.view; /* the view moved with it */
+      dt__dr_sim_move(&bs, &s);
       *bv = *v;
       best = mid;
       lo = mid + 1;

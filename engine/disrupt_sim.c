@@ -5,6 +5,7 @@
 ** into a command; the policy's ordering and approval hooks.
 */
 #include "disrupt_int.h"
+#include "schedule.h"
 
 /* ------------------------------------------------------------ simulation */
 
@@ -18,6 +19,12 @@ void dt__dr_sim_free(sim *s) {
   dt__free(s->view_pod);
   dt__free(s->moving);
   memset(s, 0, sizeof *s);
+}
+
+void dt__dr_sim_move(sim *dst, sim *src) {
+  *dst = *src;
+  if (dst->plan && dst->plan->manifests == &src->view) dst->plan->manifests = &dst->view; /* the view moved with it */
+  memset(src, 0, sizeof *src);
 }
 
 /* The view's nodes: the state's, less the removed ones and the candidates
