@@ -60,10 +60,10 @@ void dt__policy_round_end(dt_policy *p);
 ** A disruption pass: from pass_begin to pass_end every plan is one of the
 ** pass's simulations, priced alike. The price hook runs for the first plan
 ** and its prices (or its failure) stand for the others, while the offerings'
-** table and the loaded policy stay the same. fixed: the offerings' strings
-** stay at the same addresses for the whole pass (its plans overlay one
-** compiled cluster), so a plan whose offerings are the same bytes as the
-** last one's is not compared string by string. NULL is no policy.
+** table and the loaded policy stay the same. fixed: every plan of the pass
+** gives the offerings its first plan gave (its plans overlay one compiled
+** cluster, under the same marks and clock), so only the first is compared
+** with the kept table. NULL is no policy.
 */
 void dt__policy_pass_begin(dt_policy *p, bool fixed);
 void dt__policy_pass_end(dt_policy *p);

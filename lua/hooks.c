@@ -230,25 +230,9 @@ void pl_snapshot_release(dt_policy *p) {
   p->snap_valid = false;
 }
 
-/* A fixed pass keeps the offerings as given: while the next plan's are the
-** same bytes (the same strings, at the same addresses), they are the same. */
-static void pass_note(dt_policy *p, const dt_hook_offer *o, size_t n) {
-  if (!p->pass.on || !p->pass.fixed) return;
-  if (n > p->pass.nsrc || !p->pass.src) {
-    dt_hook_offer *src = dt__realloc(p->pass.src, (n ? n : 1) * sizeof *src);
-    if (!src) {
-      p->pass.nsrc = 0;
-      return;
-    }
-    p->pass.src = src;
-  }
-  if (n) memcpy(p->pass.src, o, n * sizeof *o);
-  p->pass.nsrc = n;
-}
-
-static bool pass_same(const dt_policy *p, const dt_hook_offer *o, size_t n) {
-  return p->pass.on && p->pass.fixed && p->snap_valid && p->offers != LUA_NOREF && p->pass.src &&
-         n == p->pass.nsrc && n == p->nsnap && (!n || !memcmp(o, p->pass.src, n * sizeof *o));
+/* In a fixed pass every plan gives the offerings its first plan gave. */
+static bool pass_same(const dt_policy *p, size_t n) {
+  return p->pass.on && p->pass.fixed && p->pass.seen && p->snap_valid && p->offers != LUA_NOREF && n == p->nsnap;
 }
 
 /*
@@ -261,11 +245,9 @@ int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_off
   p->now = now;
   p->seed = seed;
   p->decision = 0;
-  if (pass_same(p, offers, n)) return 0;
-  if (snapshot_same(p, offers, n)) {
-    pass_note(p, offers, n);
-    return 0;
-  }
+  if (pass_same(p, n)) return 0;
+  p->pass.seen = true;
+  if (snapshot_same(p, offers, n)) return 0;
   pl_snapshot_release(p);
   p->gen++;
   lua_State *L = p->s.L;
@@ -281,7 +263,7 @@ int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_off
   p->offers = (int)lua_tointeger(L, -1);
   lua_pop(L, 1);
   p->noffers = n;
-  if (snapshot_keep(p, offers, n)) pass_note(p, offers, n); /* without a copy the next round builds again */
+  snapshot_keep(p, offers, n); /* without a copy the next round builds again */
   return 0;
 }
 
@@ -296,7 +278,6 @@ void dt__policy_pass_end(dt_policy *p) {
   if (!p) return;
   dt__free(p->pass.price);
   dt__free(p->pass.err);
-  dt__free(p->pass.src);
   memset(&p->pass, 0, sizeof p->pass);
 }
 

@@ -53,15 +53,13 @@ struct dt_policy {
   /* a disruption pass (dt__policy_pass_begin): price is called by its first
   ** plan and its result kept for the others */
   struct {
-    bool on, fixed, priced;
+    bool on, fixed, seen, priced; /* seen: a plan of the pass has given its offerings */
     unsigned gen; /* p->gen the prices were computed under */
     int rc;
     double *price;
     size_t nprice;
     char *err; /* the price hook's error, recorded again by each plan that reuses it */
     bool err_disabled;
-    dt_hook_offer *src; /* the offerings as last given (fixed passes: their strings stay put) */
-    size_t nsrc;
   } pass;
   /* the current call's budget */
   uint64_t instr;
