@@ -32,6 +32,7 @@ typedef struct pc_entry {
   bool is_node; /* keeps a Node or NodeClaim (node), else a Pod (pod) */
   char *file;   /* the object name: the kept pod's file */
   char *seen;   /* its duplicate-detection key, "Pod/ns/name" as the reader makes it */
+  size_t seen_len;
   char *text;   /* what was read, for a set that must read it again */
   size_t len;
   dt_podspec pod;
@@ -112,7 +113,7 @@ uint32_t dt__podcache_find_hinted(const dt_podcache *c, const char *name, uint64
 static int add_kept(dt_manifests *m, pc_entry *e) {
   if (!e->is_node && m->npods + 1 > DT_MAX_PODS) return 1;
   uint32_t had = m->seen.n; /* one lookup: a symbol below it was there before */
-  dt_sym s = dt__sym(&m->seen, e->seen);
+  dt_sym s = dt__symn(&m->seen, e->seen, e->seen_len);
   if (!s) return DT_ENOMEM;
   if (s < had && s < m->seen_file.n && m->seen_file.v[s]) return 1;
   while (m->seen_file.n <= s)
@@ -209,6 +210,7 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
     }
     return DT_ENOMEM;
   }
+  e->seen_len = strlen(e->seen);
   memcpy(e->text, buf, len);
   e->text[len] = 0;
   e->len = len;
