@@ -383,25 +383,25 @@ describe("disruption hooks", function()
     os.remove(strict)
   end)
 
-  it("approve: balanced.lua decides as the built-in Balanced", function()
+  -- x (6 small pods) and z1..z3 (one big pod each): a pass that simulates more than once
+  local function small_and_big()
     local items = { pool(), node("x") }
     for i = 1, 6 do items[#items + 1] = pod("x" .. i, "x", { cpu = "250m" }) end
     for i = 1, 3 do
       items[#items + 1] = node("z" .. i)
       items[#items + 1] = pod("z" .. i, "z" .. i, { cpu = "3500m" })
     end
+    return items
+  end
+
+  it("approve: balanced.lua decides as the built-in Balanced", function()
+    local items = small_and_big()
     assert.equal(1, #run(items).commands)
     assert.equal(0, #run(items, { policy = "policies/balanced.lua" }).commands)
   end)
 
   it("price: called once per pass, every simulation of the pass priced alike", function()
-    -- x (6 small pods) and z1..z3 (one big pod each): the pass simulates more than once
-    local items = { pool(), node("x") }
-    for i = 1, 6 do items[#items + 1] = pod("x" .. i, "x", { cpu = "250m" }) end
-    for i = 1, 3 do
-      items[#items + 1] = node("z" .. i)
-      items[#items + 1] = pod("z" .. i, "z" .. i, { cpu = "3500m" })
-    end
+    local items = small_and_big()
     local cluster = h.write(h.list(items))
     local catalog = h.write(h.small_catalog)
     local policy = h.write([[
