@@ -472,6 +472,7 @@ static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc,
   int rc = st.o.explain && !r->explain_node ? DT_ENOMEM : 0;
   if (!rc) rc = dt__dr_build(&st);
   if (!rc) rc = cluster(&st);
+  dt__policy_pass_begin(st.o.policy, st.cl != NULL); /* every simulation priced alike */
   if (!rc) rc = dt__dr_budgets(&st);
   if (!rc) rc = dt__dr_static_scale_down(&st);
   if (!rc) rc = dt__dr_emptiness(&st);
@@ -479,6 +480,7 @@ static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc,
   if (!rc) rc = dt__dr_replace_each(&st, true);
   if (!rc) rc = dt__dr_multi_node(&st);
   if (!rc) rc = dt__dr_single_node(&st);
+  dt__policy_pass_end(st.o.policy);
   for (size_t i = 0; !rc && i < st.nodes.n; i++) {
     const dnode *d = &st.nodes.v[i];
     if (d->extra || d->removed) continue;

@@ -56,8 +56,21 @@ bool dt__policy_has(const dt_policy *p, int hook);
 int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_offer *offers, size_t n);
 void dt__policy_round_end(dt_policy *p);
 
+/*
+** A disruption pass: from pass_begin to pass_end every plan is one of the
+** pass's simulations, priced alike. The price hook runs for the first plan
+** and its prices (or its failure) stand for the others, while the offerings'
+** table and the loaded policy stay the same. fixed: every plan of the pass
+** gives the offerings its first plan gave (its plans overlay one compiled
+** cluster, under the same marks and clock), so only the first is compared
+** with the kept table. NULL is no policy.
+*/
+void dt__policy_pass_begin(dt_policy *p, bool fixed);
+void dt__policy_pass_end(dt_policy *p);
+
 /* price(offerings): out[i] = price, or NAN to make the offering unavailable.
-** Returns 0, or -1 when the hook failed (defaults apply; the error is recorded). */
+** Returns 0, or -1 when the hook failed (defaults apply; the error is recorded).
+** Once per plan, or once per disruption pass (above). */
 int dt__policy_price(dt_policy *p, double *out);
 
 /* rank(claim, offerings): idx[] indexes the round's snapshot; score[i] is the

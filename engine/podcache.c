@@ -32,7 +32,9 @@ typedef struct pc_entry {
   bool is_node; /* keeps a Node or NodeClaim (node), else a Pod (pod) */
   char *file;   /* the object name: the kept pod's file */
   char *seen;   /* its duplicate-detection key, "Pod/ns/name" as the reader makes it */
-  char *text;   /* what was read, for a set that must read it again */
+  size_t seen_len;
+  dt_sym seen_sym; /* the key's symbol in the cache's keys (0: none) */
+  char *text;      /* what was read, for a set that must read it again */
   size_t len;
   dt_podspec pod;
   dt_node node;
@@ -53,7 +55,12 @@ static char *node_seen_key(const dt_node *n) {
 }
 
 struct dt_podcache {
-  dt_symtab names;         /* object name -> entry (by symbol) */
+  dt_symtab names; /* object name -> entry (by symbol) */
+  /* The kept objects' duplicate-detection keys: a new set starts with their
+  ** table (its strings borrowed), so adding a kept object interns nothing.
+  ** Remade from the live entries at a sweep once mostly dropped keys; the
+  ** table before stays until the next remake, for the set that borrowed it. */
+  dt_symtab keys, keys_prev;
   DT_VEC(pc_entry) by_sym; /* indexed by name symbol */
   DT_VEC(uint32_t) live;   /* symbols of the live entries */
   uint32_t epoch;          /* changes when names get new symbols (renumber); never 0 */
@@ -83,6 +90,8 @@ void dt__podcache_free(dt_podcache *c) {
   dt__free(c->by_sym.v);
   dt__free(c->live.v);
   dt__symtab_free(&c->names);
+  dt__symtab_free(&c->keys);
+  dt__symtab_free(&c->keys_prev);
   dt__free(c);
 }
 
@@ -109,10 +118,13 @@ uint32_t dt__podcache_find_hinted(const dt_podcache *c, const char *name, uint64
 
 /* Add e's pod to m as the pod reader would; 1 when m would refuse it
 ** (the caller reads the text, for the reader's error). */
-static int add_kept(dt_manifests *m, pc_entry *e) {
+static int add_kept(dt_manifests *m, const dt_podcache *c, pc_entry *e) {
   if (!e->is_node && m->npods + 1 > DT_MAX_PODS) return 1;
   uint32_t had = m->seen.n; /* one lookup: a symbol below it was there before */
-  dt_sym s = dt__sym(&m->seen, e->seen);
+  /* a set started with the cache's keys (this very table) has the entry's symbol */
+  dt_sym s = e->seen_sym;
+  if (!s || s >= m->seen.nborrowed || s >= c->keys.n || m->seen.str[s] != c->keys.str[s])
+    s = dt__symn(&m->seen, e->seen, e->seen_len);
   if (!s) return DT_ENOMEM;
   if (s < had && s < m->seen_file.n && m->seen_file.v[s]) return 1;
   while (m->seen_file.n <= s)
@@ -209,6 +221,8 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
     }
     return DT_ENOMEM;
   }
+  e->seen_len = strlen(e->seen);
+  e->seen_sym = dt__symn(&c->keys, e->seen, e->seen_len); /* 0 when out of memory: looked up then */
   memcpy(e->text, buf, len);
   e->text[len] = 0;
   e->len = len;
@@ -228,11 +242,23 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
   return 0;
 }
 
+/* A set's first add starts its duplicate-detection keys as the cache's
+** (borrowed, unused: a key is a duplicate once a file is recorded for it). */
+static int start_set(dt_manifests *m, const dt_podcache *c) {
+  if (m->seen.n || c->keys.n < 2 || c->keys.oom) return 0;
+  if (dt__symtab_clone(&m->seen, &c->keys)) return DT_ENOMEM;
+  if (dt__vec_grow((void **)&m->seen_file.v, &m->seen_file.cap, m->seen.n, sizeof *m->seen_file.v)) return DT_ENOMEM;
+  memset(m->seen_file.v, 0, m->seen.n * sizeof *m->seen_file.v);
+  m->seen_file.n = m->seen.n;
+  return 0;
+}
+
 int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, uint32_t kept,
                              const char *buf, size_t len, dt_error *err) {
+  if (start_set(m, c)) return dt__err(err, DT_ENOMEM, "out of memory");
   pc_entry *e = kept && kept < c->by_sym.n ? &c->by_sym.v[kept] : NULL;
   if (e && e->live && e->gen == gen) {
-    int rc = add_kept(m, e);
+    int rc = add_kept(m, c, e);
     if (rc <= 0) return rc == DT_ENOMEM ? dt__err(err, rc, "out of memory") : 0;
     return dt_manifests_add_buffer(m, name, e->text, e->len, err);
   }
@@ -276,6 +302,28 @@ static void renumber(dt_podcache *c) {
   c->epoch = c->epoch == UINT32_MAX ? 1 : c->epoch + 1;
 }
 
+/* The keys again from the live entries; the table before stays for the
+** set made before this sweep, the one before that is let go (its sets are
+** freed). Out of memory: the old table stays in use. */
+static void remake_keys(dt_podcache *c) {
+  dt_symtab keys = {0};
+  for (size_t i = 0; i < c->live.n && !keys.oom; i++) {
+    const pc_entry *e = &c->by_sym.v[c->live.v[i]];
+    dt__symn(&keys, e->seen, e->seen_len);
+  }
+  if (keys.oom) {
+    dt__symtab_free(&keys);
+    return;
+  }
+  for (size_t i = 0; i < c->live.n; i++) {
+    pc_entry *e = &c->by_sym.v[c->live.v[i]];
+    e->seen_sym = dt__sym_find(&keys, e->seen);
+  }
+  dt__symtab_free(&c->keys_prev);
+  c->keys_prev = c->keys;
+  c->keys = keys;
+}
+
 void dt__podcache_sweep(dt_podcache *c) {
   for (size_t i = 0; i < c->live.n;) {
     pc_entry *e = &c->by_sym.v[c->live.v[i]];
@@ -288,4 +336,5 @@ void dt__podcache_sweep(dt_podcache *c) {
     c->live.v[i] = c->live.v[--c->live.n];
   }
   if (c->names.n > 4096 && c->names.n > 4 * (c->live.n + 1)) renumber(c);
+  if (c->keys.n > 4096 && c->keys.n > 4 * (c->live.n + 1)) remake_keys(c);
 }

@@ -541,6 +541,7 @@ void dt__cluster_free(dt_cluster *cl) {
   dt__symtab_free(&cl->claimed);
   dt__free(cl->claimed_head.v);
   dt__free(cl->claimed_on.v);
+  dt__free(cl->snap);
   dt__free(cl);
 }
 

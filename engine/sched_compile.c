@@ -121,6 +121,13 @@ int dt__sched_build_snapshot(dt_plan *p) {
   bool hooks = p->opts.policy != NULL;
   for (size_t k = 0; k < p->opts.npool_policies; k++) hooks |= p->opts.pool_policies[k] != NULL;
   if (!hooks) return 0;
+  dt_cluster *cl = p->cl;
+  const dt_manifests *m = p->manifests;
+  if (cl && cl->snap && cl->nsnap == n && cl->snap_marks == m->marks.v && cl->snap_nmarks == m->marks.n &&
+      cl->snap_now == p->opts.now) {
+    p->snapshot = cl->snap; /* read-only, as every plan's */
+    return 0;
+  }
   p->snapshot = A(p, (n ? n : 1) * sizeof *p->snapshot);
   if (!p->snapshot) return DT_ENOMEM;
   for (uint32_t t = 0; t < p->ntypes; t++) {
@@ -142,6 +149,12 @@ int dt__sched_build_snapshot(dt_plan *p) {
                                                         family,
                                                         ty->src->arch};
     }
+  }
+  if (cl) { /* kept for the cluster's next overlay (out of memory: each builds its own) */
+    dt__free(cl->snap);
+    cl->snap = dt__malloc((n ? n : 1) * sizeof *cl->snap);
+    if (cl->snap) memcpy(cl->snap, p->snapshot, n * sizeof *cl->snap);
+    cl->nsnap = n, cl->snap_marks = m->marks.v, cl->snap_nmarks = m->marks.n, cl->snap_now = p->opts.now;
   }
   return 0;
 }

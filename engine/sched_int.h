@@ -326,6 +326,13 @@ struct dt_cluster {
   DT_VEC(int32_t) claimed_head; /* per name symbol: its first entry in claimed_on, -1 none */
   DT_VEC(claim_on) claimed_on;
   uint32_t claimed_upto; /* nodes [0, claimed_upto) are in the index */
+  /* The hooks' offerings of an overlay (dt__sched_build_snapshot): the same
+  ** for every overlay under the same marks and clock, so built once. */
+  struct dt_hook_offer *snap;
+  size_t nsnap;
+  const dt_mark *snap_marks;
+  size_t snap_nmarks;
+  int64_t snap_now;
 };
 
 /* ------------------------------------------------- across the phases */

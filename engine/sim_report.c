@@ -39,25 +39,37 @@ static cJSON *num(double v) {
   return cJSON_CreateNumber(strtod(b, NULL)); /* six significant digits: stable across machines */
 }
 
+/* Numbers under the keys named in keys (separated by spaces): v[i] under
+** the i-th, six significant digits (num), or as it is when its key is
+** written #key (a count). */
+static void put_nums(cJSON *o, const char *keys, const double *v) {
+  for (size_t i = 0; *keys; i++) {
+    bool count = *keys == '#';
+    keys += count;
+    size_t n = strcspn(keys, " ");
+    char key[64];
+    snprintf(key, sizeof key, "%.*s", (int)n, keys);
+    if (count)
+      cJSON_AddNumberToObject(o, key, v[i]);
+    else
+      cJSON_AddItemToObject(o, key, num(v[i]));
+    keys += n + (keys[n] == ' ');
+  }
+}
+
 cJSON *run_json(run *r, const summary *s) {
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "name", r->label);
   cJSON_AddStringToObject(o, "packing", r->packing == DT_PACKING_FFD ? "ffd" : "cost");
   cJSON *sm = cJSON_AddObjectToObject(o, "summary");
-  cJSON_AddItemToObject(sm, "cost", num(s->cost));
-  cJSON_AddItemToObject(sm, "podHours", num(s->pod_hours));
-  cJSON_AddItemToObject(sm, "costPerPodHour", num(s->cost_per_pod_hour));
-  cJSON_AddItemToObject(sm, "pendingP50Seconds", num(s->wait_p50));
-  cJSON_AddItemToObject(sm, "pendingP99Seconds", num(s->wait_p99));
-  cJSON_AddNumberToObject(sm, "pods", (double)s->pods);
-  cJSON_AddNumberToObject(sm, "nodesLaunched", (double)s->launches);
-  cJSON_AddNumberToObject(sm, "disruptions", (double)s->disruptions);
+  put_nums(sm, "cost podHours costPerPodHour pendingP50Seconds pendingP99Seconds #pods #nodesLaunched #disruptions",
+           (double[]){s->cost, s->pod_hours, s->cost_per_pod_hour, s->wait_p50, s->wait_p99, (double)s->pods,
+                      (double)s->launches, (double)s->disruptions});
   cJSON *byr = cJSON_AddObjectToObject(sm, "disruptionsByReason");
   for (size_t i = 0; i < r->reasons.n; i++)
     cJSON_AddNumberToObject(byr, r->reasons.v[i].reason, (double)r->reasons.v[i].n);
-  cJSON_AddNumberToObject(sm, "interruptions", (double)s->interruptions);
-  cJSON_AddNumberToObject(sm, "pendingAtEnd", (double)s->pending_end);
-  cJSON_AddNumberToObject(sm, "policyErrors", (double)s->policy_errors);
+  put_nums(sm, "#interruptions #pendingAtEnd #policyErrors",
+           (double[]){(double)s->interruptions, (double)s->pending_end, (double)s->policy_errors});
   if (r->in->check) cJSON_AddStringToObject(sm, "invariants", r->violation[0] ? r->violation : "held");
   cJSON *series = cJSON_AddArrayToObject(o, "series");
   for (size_t i = 0; i < r->series.n; i++) {
@@ -66,20 +78,12 @@ cJSON *run_json(run *r, const summary *s) {
     cJSON_AddNumberToObject(x, "t", (double)p->t);
     cJSON *nodes = cJSON_AddObjectToObject(x, "nodes");
     for (int k = 0; k < DT_CT_N; k++) cJSON_AddNumberToObject(nodes, dt__ct_names[k], p->nodes[k]);
-    cJSON_AddItemToObject(x, "hourlyCost", num(p->hourly));
-    cJSON_AddItemToObject(x, "cost", num(p->cost));
-    cJSON_AddNumberToObject(x, "pending", (double)p->pending);
-    cJSON_AddNumberToObject(x, "running", (double)p->running);
-    cJSON_AddItemToObject(x, "pendingP50Seconds", num(p->wait_p50));
-    cJSON_AddItemToObject(x, "pendingP99Seconds", num(p->wait_p99));
-    cJSON_AddItemToObject(x, "cpuRequested", num(p->cpu_req));
-    cJSON_AddItemToObject(x, "cpuAllocatable", num(p->cpu_alloc));
-    cJSON_AddItemToObject(x, "memoryRequestedGiB", num(p->mem_req));
-    cJSON_AddItemToObject(x, "memoryAllocatableGiB", num(p->mem_alloc));
-    cJSON_AddNumberToObject(x, "launches", (double)p->launches);
-    cJSON_AddNumberToObject(x, "disruptions", (double)p->disruptions);
-    cJSON_AddNumberToObject(x, "interruptions", (double)p->interruptions);
-    cJSON_AddNumberToObject(x, "policyErrors", (double)p->policy_errors);
+    put_nums(x,
+             "hourlyCost cost #pending #running pendingP50Seconds pendingP99Seconds cpuRequested cpuAllocatable "
+             "memoryRequestedGiB memoryAllocatableGiB #launches #disruptions #interruptions #policyErrors",
+             (double[]){p->hourly, p->cost, (double)p->pending, (double)p->running, p->wait_p50, p->wait_p99,
+                        p->cpu_req, p->cpu_alloc, p->mem_req, p->mem_alloc, (double)p->launches, (double)p->disruptions,
+                        (double)p->interruptions, (double)p->policy_errors});
     cJSON_AddItemToArray(series, x);
   }
   return o;

@@ -230,6 +230,11 @@ void pl_snapshot_release(dt_policy *p) {
   p->snap_valid = false;
 }
 
+/* In a fixed pass every plan gives the offerings its first plan gave. */
+static bool pass_same(const dt_policy *p, size_t n) {
+  return p->pass.on && p->pass.fixed && p->pass.seen && p->snap_valid && p->offers != LUA_NOREF && n == p->nsnap;
+}
+
 /*
 ** A round's offerings are the same tables as the last round's while the
 ** offerings are the same (a disruption pass's simulations, a daemon's rounds
@@ -240,8 +245,11 @@ int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_off
   p->now = now;
   p->seed = seed;
   p->decision = 0;
+  if (pass_same(p, n)) return 0;
+  p->pass.seen = true;
   if (snapshot_same(p, offers, n)) return 0;
   pl_snapshot_release(p);
+  p->gen++;
   lua_State *L = p->s.L;
   /* built in protected mode: the sandbox's memory cap may refuse it */
   lua_pushcfunction(L, build_offers);
@@ -259,6 +267,20 @@ int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_off
   return 0;
 }
 
+void dt__policy_pass_begin(dt_policy *p, bool fixed) {
+  if (!p) return;
+  dt__policy_pass_end(p);
+  p->pass.on = true;
+  p->pass.fixed = fixed;
+}
+
+void dt__policy_pass_end(dt_policy *p) {
+  if (!p) return;
+  dt__free(p->pass.price);
+  dt__free(p->pass.err);
+  memset(&p->pass, 0, sizeof p->pass);
+}
+
 /* The end of a plan's round: garbage is collected once it has grown past
 ** what was live after the last collection (at least 4 MiB more), not after
 ** every round: a full collection walks the kept offerings each time. */
@@ -270,8 +292,34 @@ void dt__policy_round_end(dt_policy *p) {
   p->gc_floor = p->s.m->used;
 }
 
-int dt__policy_price(dt_policy *p, double *out) {
-  if (!dt__policy_has(p, DT_HOOK_PRICE) || p->offers == LUA_NOREF) return -1;
+/* The pass's prices, when its first plan computed them on this table. */
+static bool pass_priced(const dt_policy *p) {
+  return p->pass.on && p->pass.priced && p->pass.gen == p->gen && p->pass.nprice == p->noffers;
+}
+
+/* Keep a price call's outcome for the pass's other plans (out of memory:
+** they call the hook again). */
+static void pass_keep_price(dt_policy *p, const double *out, int rc, size_t nerrs) {
+  if (!p->pass.on) return;
+  size_t n = p->noffers;
+  double *v = dt__realloc(p->pass.price, (n ? n : 1) * sizeof *v);
+  if (!v) return;
+  memcpy(v, out, n * sizeof *v);
+  p->pass.price = v;
+  dt__free(p->pass.err);
+  p->pass.err = NULL;
+  if (rc && p->errs.n > nerrs) {
+    const dt_policy_err *e = &p->errs.v[p->errs.n - 1];
+    if (!(p->pass.err = dt__strdup(e->message))) return;
+    p->pass.err_disabled = e->disabled;
+  }
+  p->pass.nprice = n;
+  p->pass.rc = rc;
+  p->pass.gen = p->gen;
+  p->pass.priced = true;
+}
+
+static int call_price(dt_policy *p, double *out) {
   lua_State *L = p->s.L;
   lua_rawgeti(L, LUA_REGISTRYINDEX, p->s.ref[DT_HOOK_PRICE]);
   lua_rawgeti(L, LUA_REGISTRYINDEX, p->offers);
@@ -297,6 +345,21 @@ int dt__policy_price(dt_policy *p, double *out) {
   }
   lua_pop(L, 1);
   return succeeded(p, DT_HOOK_PRICE, rc);
+}
+
+/* Within a disruption pass the hook runs once: the pass's other plans get
+** its prices (or its failure, recorded again in each plan's errors). */
+int dt__policy_price(dt_policy *p, double *out) {
+  if (!dt__policy_has(p, DT_HOOK_PRICE) || p->offers == LUA_NOREF) return -1;
+  if (pass_priced(p)) {
+    if (p->noffers) memcpy(out, p->pass.price, p->noffers * sizeof *out);
+    if (p->pass.err) pl_record(p, "price", p->pass.err, p->pass.err_disabled);
+    return p->pass.rc;
+  }
+  size_t nerrs = p->errs.n;
+  int rc = call_price(p, out);
+  pass_keep_price(p, out, rc, nerrs);
+  return rc;
 }
 
 /* A table kept in the registry for the round (*ref), created on first use. */

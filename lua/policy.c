@@ -694,6 +694,7 @@ static int load_text(dt_policy *p, const char *text, size_t len, dt_error *err) 
   dt__free(p->text);
   p->text = copy;
   p->len = len;
+  p->gen++;
   describe_hooks(p);
   return 0;
 }
@@ -773,6 +774,7 @@ const char *dt_policy_hooks(const dt_policy *p) { return p->hooks; }
 
 void dt_policy_free(dt_policy *p) {
   if (!p) return;
+  dt__policy_pass_end(p);
   pl_snapshot_release(p);
   dt__free(p->snap);
   dt__free(p->snap_str);

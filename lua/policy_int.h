@@ -49,6 +49,18 @@ struct dt_policy {
   size_t nsnap;
   bool snap_valid;
   size_t gc_floor; /* bytes in use after the last full collection */
+  unsigned gen;    /* bumped when the offers table is rebuilt or the policy reloaded */
+  /* a disruption pass (dt__policy_pass_begin): price is called by its first
+  ** plan and its result kept for the others */
+  struct {
+    bool on, fixed, seen, priced; /* seen: a plan of the pass has given its offerings */
+    unsigned gen; /* p->gen the prices were computed under */
+    int rc;
+    double *price;
+    size_t nprice;
+    char *err; /* the price hook's error, recorded again by each plan that reuses it */
+    bool err_disabled;
+  } pass;
   /* the current call's budget */
   uint64_t instr;
   double t0;

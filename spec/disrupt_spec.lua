@@ -383,15 +383,54 @@ describe("disruption hooks", function()
     os.remove(strict)
   end)
 
-  it("approve: balanced.lua decides as the built-in Balanced", function()
+  -- x (6 small pods) and z1..z3 (one big pod each): a pass that simulates more than once
+  local function small_and_big()
     local items = { pool(), node("x") }
     for i = 1, 6 do items[#items + 1] = pod("x" .. i, "x", { cpu = "250m" }) end
     for i = 1, 3 do
       items[#items + 1] = node("z" .. i)
       items[#items + 1] = pod("z" .. i, "z" .. i, { cpu = "3500m" })
     end
+    return items
+  end
+
+  it("approve: balanced.lua decides as the built-in Balanced", function()
+    local items = small_and_big()
     assert.equal(1, #run(items).commands)
     assert.equal(0, #run(items, { policy = "policies/balanced.lua" }).commands)
+  end)
+
+  it("price: called once per pass, every simulation of the pass priced alike", function()
+    local items = small_and_big()
+    local cluster = h.write(h.list(items))
+    local catalog = h.write(h.small_catalog)
+    local policy = h.write([[
+local calls = 0
+return {
+  price = function(offerings)
+    calls = calls + 1
+    dovetail.log("info", "price call " .. calls)
+    local out = {}
+    for i, o in ipairs(offerings) do out[i] = o.price end
+    return out
+  end,
+}
+]])
+    local out, err, code = h.cli("disrupt -f " .. cluster .. " --catalog " .. catalog .. " --policy " .. policy ..
+      " -o json --now " .. NOW)
+    assert.equal(0, code, err)
+    assert.is_true(tonumber(out:match('"simulations": (%d+)')) > 1, out)
+    local _, n = err:gsub("price call", "")
+    assert.equal(1, n, err)
+    -- a failing hook's error stands for every simulation, reported once
+    local failing = h.write([[
+return { price = function(o) if #o > 4 then error("no prices today") end return {} end }
+]])
+    out, err, code = h.cli("disrupt -f " .. cluster .. " --catalog " .. catalog .. " --policy " .. failing ..
+      " -o json --now " .. NOW)
+    assert.equal(0, code, err)
+    assert.matches('"hook": "price",%s*"message": "[^"]*no prices today[^"]*",[^}]*"count": 1,%s*"disabled": false', out)
+    for _, p in ipairs({ cluster, catalog, policy, failing }) do os.remove(p) end
   end)
 
   it("consolidation_order may put another candidate first", function()
