@@ -14,7 +14,10 @@
 ** on average), and rounding error cannot build up over the hundreds of
 ** pivots an LP of many shapes takes. Once a run of degenerate pivots starts,
 ** Bland's rule chooses for the rest of the solve: switching back to the
-** largest reduced cost can cycle. Big-M
+** largest reduced cost can cycle. A solution that does not cover the rows
+** or has absurd values (a pivot on a tiny element of a nearly singular
+** basis) is solved again from the artificials, then once more pivoting
+** only on elements above 1e-9. Big-M
 ** artificials give the first basis, or a basis passed in (column generation
 ** adds columns to a solved LP, whose basis stays feasible). Callers need the
 ** duals y (what a unit of each row is worth at the optimum) and, for column
@@ -100,7 +103,7 @@ static void basic_values(int m, const double *inv, const double *d, double *xb) 
 }
 
 static int solve(int m, int n, const int *start, const int *row, const double *val, const double *c, const double *d,
-                 double *y, double *x, double *obj, int *warm, double *inv) {
+                 double *y, double *x, double *obj, int *warm, double *inv, double ptol) {
   lp L = {m, n, start, row, val, c, 0};
   for (int j = 0; j < n; j++) L.bigm = fmax(L.bigm, c[j]);
   L.bigm = (L.bigm + 1) * 1e6;
@@ -188,7 +191,7 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
     int leave = -1;
     double ratio = INFINITY;
     for (int r = 0; r < m; r++)
-      if (u[r] > 1e-12) {
+      if (u[r] > ptol) {
         double q = xb[r] / u[r];
         if (q < ratio - 1e-15 || (bland && q <= ratio + 1e-15 && leave >= 0 && basis[r] < basis[leave])) {
           ratio = q < ratio ? q : ratio;
@@ -253,22 +256,33 @@ static bool covers(int m, int n, const int *start, const int *row, const double 
   return true;
 }
 
+/* Whether a solution is numbers a covering LP can have: a nearly singular
+** basis can pass the rows' check with values past any demand. */
+static bool sane(int n, const double *x, double obj) {
+  if (!isfinite(obj)) return false;
+  for (int j = 0; j < n; j++)
+    if (!(x[j] <= 1e9)) return false;
+  return true;
+}
+
 /* The solve, checked: a warm start whose inverse has drifted (a refresh can
 ** fail on a nearly singular basis and leave the old one) can end on a basis
-** that does not cover the rows; a warm solve's solution is checked against
-** the rows and the LP solved again from the artificials when it falls
-** short. */
+** that does not cover the rows, or covers them with absurd values; a warm
+** solve's solution is checked and the LP solved again from the artificials
+** when it fails. */
 int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
                         const double *d, double *y, double *x, double *obj, int *warm, double *inv) {
   if (m <= 0 || n < 0) return -1;
   double *xs = x ? x : dt__malloc(((size_t)n + 1) * sizeof *xs), *act = dt__malloc((size_t)m * sizeof *act);
   bool was_warm = warm && warm[0] != DT_LP_COLD;
-  int rc = !xs || !act ? DT_ENOMEM : solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv);
-  if (!rc && was_warm && !covers(m, n, start, row, val, d, xs, act)) {
-    warm[0] = DT_LP_COLD;
+  int rc = !xs || !act ? DT_ENOMEM : solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv, 1e-12);
+  for (int again = was_warm ? 0 : 1; again < 2 && !rc; again++) {
+    if (covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj)) break;
+    if (warm) warm[0] = DT_LP_COLD;
     if (inv) inv[0] = NAN;
-    rc = solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv);
+    rc = solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv, again ? 1e-9 : 1e-12);
   }
+  if (!rc && !(covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj))) rc = -1;
   if (!x) dt__free(xs);
   dt__free(act);
   return rc;
