@@ -38,215 +38,6 @@ static const cg_tune tune_few = {60, 60, 6, 100, 300};
 static const cg_tune tune_many = {200, 2, 16, 1000, 3000};
 #define CG_ADD_MAX 16 /* the largest add above */
 
-typedef struct knap {
-  const dt_plan *p;
-  const int64_t *cap;
-  uint32_t k;          /* shapes worth something, in search order */
-  const int64_t **req; /* these arrays: ns entries (suf: ns + 1), from knap_ws */
-  double *val, *dens;
-  int64_t *lim;
-  uint32_t *shape;
-  double (*suf)[DT_RES_MAX]; /* best value per unit of r from position i on */
-  int64_t used[DT_RES_MAX];
-  int64_t *cur, *best;
-  double *tab, *rv, *rub, *rx; /* knap_lp's tableau (DT_RES_MAX x (ns + DT_RES_MAX)) and vectors */
-  uint8_t *rat;
-  int64_t *rcnt;
-  double bestv;
-  long budget, budget0, budget_lp; /* search nodes left; and per search (cg_tune) */
-  bool have_lam;
-  double *lsuf;           /* with have_lam: from position i on, what the shapes earn above their price at lam */
-  double lam[DT_RES_MAX]; /* the LP relaxation's price of a unit of each resource */
-} knap;
-
-static void knap_dfs(knap *K, uint32_t i, double value) {
-  if (value > K->bestv) {
-    K->bestv = value;
-    memcpy(K->best, K->cur, K->k * sizeof *K->cur);
-  }
-  if (i == K->k || K->budget-- <= 0) return;
-  /* Bound: no resource can earn more than its best value per unit. */
-  double bound = INFINITY;
-  for (uint32_t r = 0; r < K->p->nres; r++)
-    if (isfinite(K->suf[i][r])) bound = fmin(bound, (double)(K->cap[r] - K->used[r]) * K->suf[i][r]);
-  if (K->have_lam) { /* Lagrangian bound at the LP's resource prices */
-    double lb = 0;
-    for (uint32_t r = 0; r < K->p->nres; r++) lb += K->lam[r] * (double)(K->cap[r] - K->used[r]);
-    bound = fmin(bound, lb + K->lsuf[i]);
-  }
-  if (value + bound <= K->bestv * (1 + 1e-12)) return;
-  const int64_t *req = K->req[i];
-  int64_t c = fit_count(K->p, K->cap, K->used, req, K->lim[i]);
-  for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] += c * req[r];
-  for (;;) {
-    K->cur[i] = c;
-    knap_dfs(K, i + 1, value + (double)c * K->val[i]);
-    if (c == 0 || K->budget <= 0) break;
-    c--;
-    for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] -= req[r];
-  }
-  for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] -= c * req[r];
-  K->cur[i] = 0;
-}
-
-/* For a node too large to search: the knapsack's LP relaxation, rounded
-** down and topped up densest first; its resource prices then give the
-** search a Lagrangian bound. On a large node rounding loses at most a few
-** pods' worth. */
-static void knap_lp(knap *K) {
-  const dt_plan *p = K->p;
-  uint32_t res[DT_RES_MAX], nr = 0, k = K->k;
-  for (uint32_t r = 0; r < p->nres; r++) {
-    bool used = false;
-    for (uint32_t i = 0; i < k && !used; i++) used = K->req[i][r] > 0;
-    if (used && K->cap[r] > 0) res[nr++] = r;
-  }
-  if (!nr || !k) return;
-  uint32_t N = k + nr;
-  double top = 0, lam[DT_RES_MAX], b[DT_RES_MAX];
-  int32_t basis[DT_RES_MAX];
-  double *T = K->tab, *v = K->rv, *ub = K->rub, *x = K->rx;
-  for (uint32_t i = 0; i < k; i++) top = fmax(top, K->val[i]);
-  for (uint32_t i = 0; i < k; i++) {
-    for (uint32_t q = 0; q < nr; q++) T[(size_t)q * N + i] = (double)K->req[i][res[q]] / (double)K->cap[res[q]];
-    v[i] = K->val[i] / top;
-    ub[i] = (double)K->lim[i];
-  }
-  if (!dt__knap_relax(nr, k, T, v, ub, x, lam, basis, K->rat, b)) return;
-  memset(K->lam, 0, sizeof K->lam);
-  for (uint32_t q = 0; q < nr; q++) K->lam[res[q]] = fmax(lam[q], 0) * top / (double)K->cap[res[q]];
-  K->have_lam = true;
-  K->lsuf[k] = 0;
-  for (uint32_t j = k; j-- > 0;) {
-    double net = K->val[j];
-    for (uint32_t r = 0; r < p->nres; r++) net -= K->lam[r] * (double)K->req[j][r];
-    K->lsuf[j] = K->lsuf[j + 1] + (net > 0 ? net * (double)K->lim[j] : 0);
-  }
-  int64_t used[DT_RES_MAX] = {0}, *cnt = K->rcnt;
-  double value = 0;
-  for (uint32_t i = 0; i < k; i++) {
-    cnt[i] = (int64_t)floor(x[i] + 1e-9);
-    if (cnt[i] > K->lim[i]) cnt[i] = K->lim[i];
-    if (cnt[i] < 0) cnt[i] = 0;
-    for (uint32_t r = 0; r < p->nres; r++) used[r] += cnt[i] * K->req[i][r];
-  }
-  if (!fits_in(p, K->cap, used)) return; /* numerical trouble: keep the search's answer */
-  for (uint32_t i = 0; i < k; i++) {     /* top up, densest first */
-    int64_t more = fit_count(p, K->cap, used, K->req[i], K->lim[i] - cnt[i]);
-    cnt[i] += more;
-    for (uint32_t r = 0; r < p->nres; r++) used[r] += more * K->req[i][r];
-    value += (double)cnt[i] * K->val[i];
-  }
-  if (value > K->bestv) {
-    K->bestv = value;
-    memcpy(K->best, cnt, k * sizeof *cnt);
-  }
-}
-
-/* The most valuable pods (at most lim[s] of shape s, worth pi[s] each) one
-** node of capacity cap holds: counts into out[ns], the value returned. A
-** bounded depth-first search, densest shape first and most copies first, so
-** the budget cuts it short only after a good answer is in hand. */
-static double knapsack(knap *Kp, const dt_plan *p, const shape *sh, size_t ns, const double *pi, const int64_t *lim,
-                       const int64_t *cap, int64_t *out) {
-  knap K = *Kp; /* the workspace's arrays; the rest is this search's */
-  K.p = p;
-  K.cap = cap;
-  K.k = 0;
-  double *dens = K.dens;
-  for (size_t s = 0; s < ns; s++) {
-    if (pi[s] <= 0 || lim[s] <= 0) continue;
-    double size = 0;
-    for (uint32_t r = 0; r < p->nres; r++)
-      if (sh[s].req[r] > 0) size = fmax(size, cap[r] > 0 ? (double)sh[s].req[r] / (double)cap[r] : INFINITY);
-    if (!isfinite(size)) continue; /* does not fit at all */
-    uint32_t j = K.k++;
-    while (j > 0 && dens[j - 1] < pi[s] / size) { /* insertion: densest first, ties by shape */
-      dens[j] = dens[j - 1];
-      K.shape[j] = K.shape[j - 1];
-      j--;
-    }
-    dens[j] = pi[s] / size;
-    K.shape[j] = (uint32_t)s;
-  }
-  for (uint32_t i = 0; i < K.k; i++) {
-    K.req[i] = sh[K.shape[i]].req;
-    K.val[i] = pi[K.shape[i]];
-    K.lim[i] = lim[K.shape[i]];
-  }
-  for (uint32_t r = 0; r < p->nres; r++) {
-    K.suf[K.k][r] = 0;
-    for (uint32_t i = K.k; i-- > 0;) {
-      double v = K.req[i][r] > 0 ? K.val[i] / (double)K.req[i][r] : INFINITY;
-      K.suf[i][r] = fmax(v, K.suf[i + 1][r]);
-    }
-  }
-  memset(K.used, 0, sizeof K.used);
-  memset(K.cur, 0, ns * sizeof *K.cur);
-  memset(K.best, 0, ns * sizeof *K.best);
-  K.bestv = 0;
-  K.budget = K.budget0;
-  K.have_lam = false;
-  knap_dfs(&K, 0, 0);
-  if (K.budget < 0) {
-    /* Cut short: round the LP relaxation, then search again with its bound. */
-    knap_lp(&K);
-    if (K.have_lam) {
-      K.budget = K.budget_lp;
-      memset(K.used, 0, sizeof K.used);
-      memset(K.cur, 0, ns * sizeof *K.cur);
-      knap_dfs(&K, 0, 0);
-    }
-  }
-  memset(out, 0, ns * sizeof *out);
-  for (uint32_t i = 0; i < K.k; i++) out[K.shape[i]] = K.best[i];
-  return K.bestv;
-}
-
-/* The knapsack's arrays for ns shapes, in one allocation. */
-static int knap_init(knap *K, size_t ns) {
-  memset(K, 0, sizeof *K);
-  size_t n = ns ? ns : 1;
-  K->req = dt__malloc(n * sizeof *K->req);
-  K->val = dt__malloc(n * sizeof *K->val);
-  K->dens = dt__malloc(n * sizeof *K->dens);
-  K->lim = dt__malloc(n * sizeof *K->lim);
-  K->cur = dt__malloc(n * sizeof *K->cur);
-  K->best = dt__malloc(n * sizeof *K->best);
-  K->shape = dt__malloc(n * sizeof *K->shape);
-  K->suf = dt__malloc((n + 1) * sizeof *K->suf);
-  K->tab = dt__malloc(DT_RES_MAX * (n + DT_RES_MAX) * sizeof *K->tab);
-  K->rv = dt__malloc(n * sizeof *K->rv);
-  K->rub = dt__malloc(n * sizeof *K->rub);
-  K->rx = dt__malloc(n * sizeof *K->rx);
-  K->rat = dt__malloc(n * sizeof *K->rat);
-  K->rcnt = dt__malloc(n * sizeof *K->rcnt);
-  K->lsuf = dt__malloc((n + 1) * sizeof *K->lsuf);
-  return K->req && K->val && K->dens && K->lim && K->cur && K->best && K->shape && K->suf && K->tab && K->rv &&
-                 K->rub && K->rx && K->rat && K->rcnt && K->lsuf
-             ? 0
-             : DT_ENOMEM;
-}
-
-static void knap_close(knap *K) {
-  dt__free(K->req);
-  dt__free(K->val);
-  dt__free(K->dens);
-  dt__free(K->lim);
-  dt__free(K->cur);
-  dt__free(K->best);
-  dt__free(K->shape);
-  dt__free(K->suf);
-  dt__free(K->tab);
-  dt__free(K->rv);
-  dt__free(K->rub);
-  dt__free(K->rx);
-  dt__free(K->rat);
-  dt__free(K->rcnt);
-  dt__free(K->lsuf);
-  memset(K, 0, sizeof *K);
-}
-
 typedef struct colset {
   size_t n;
   DT_VEC(uint32_t) type; /* index into by_price */
@@ -387,7 +178,7 @@ static void price_round(const cg_ctx *g, const double *pi, const int64_t *dem, p
       break;
     }
     const cand *cd = &g->by_price[queue[q].type];
-    double v = knapsack(g->K, p, g->sh, ns, pi, dem, g->pl->eff[cd->type], &cnt[(size_t)np * ns]);
+    double v = dt__knapsack(g->K, p, g->sh, ns, pi, dem, g->pl->eff[cd->type], &cnt[(size_t)np * ns]);
     done++;
     most = fmax(most, v / cd->price);
     if (v > cd->price * (1 + 1e-7)) pr[np++] = (priced){queue[q].type, cd->price / v};
@@ -778,7 +569,7 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
   size_t most = ns < CG_MAXS ? ns : CG_MAXS; /* shapes in one pattern LP */
   int64_t *got = dt__malloc(most * sizeof *got), *single = dt__malloc(most * sizeof *single);
   uint32_t *front = dt__malloc(nc * sizeof *front);
-  int rc = knap_init(&K, most);
+  int rc = dt__knap_init(&K, most);
   if (!rc && (!got || !single || !front)) rc = DT_ENOMEM;
   cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL};
   packing one = {0};
@@ -800,7 +591,7 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
       rc = rc1;
   }
   packing_free(&one);
-  knap_close(&K);
+  dt__knap_close(&K);
   dt__free(got);
   dt__free(single);
   dt__free(front);
