@@ -1,9 +1,9 @@
 /*
-** pack_int.h: what the cost packer's two files share: pod shapes, candidate
-** instance types, packings under construction and the small helpers both
+** pack_int.h: what the cost packer's files share: pod shapes, candidate
+** instance types, packings under construction and the small helpers they
 ** use. pack.c groups claims, runs the greedy plans and materialises the
 ** chosen packing; pack_cg.c solves the pattern LP by column generation and
-** rounds it.
+** rounds it; pack_knap.c is the knapsack that prices its patterns.
 */
 #ifndef DT_PACK_INT_H
 #define DT_PACK_INT_H
