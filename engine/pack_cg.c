@@ -76,6 +76,8 @@ typedef struct cg_ctx {
   int64_t *single;   /* round_rest's one-shape node, ns */
   long *rounds_left; /* pricing rounds the group may still spend (CG_BUDGET) */
   const cg_tune *tune;
+  const uint8_t *ban; /* per candidate (by_price): left out of the LP; NULL none */
+  bool dive;          /* many shapes: round by type as well (round_dive) */
 } cg_ctx;
 
 typedef struct priced {
@@ -122,7 +124,7 @@ static int spmat_grow(spmat *A, const cg_ctx *g, const colset *cols, const int32
     size_t j = A->built;
     A->start[j] = (int)A->nz;
     A->c[j] = g->by_price[cols->type.v[j]].price;
-    for (size_t s = 0; s < ns; s++) {
+    for (size_t s = 0; s < ns && !(g->ban && g->ban[cols->type.v[j]]); s++) {
       int64_t k = cols->cnt.v[j * ns + s];
       if (!k || rowof[s] < 0) continue;
       if (A->nz + 1 > A->capz) {
@@ -161,6 +163,7 @@ static void price_round(const cg_ctx *g, const double *pi, const int64_t *dem, p
   uint32_t np = 0, nq = 0;
   double most = 0;
   for (uint32_t f = 0; f < g->nfront; f++) {
+    if (g->ban && g->ban[g->front[f]]) continue;
     const cand *cd = &g->by_price[g->front[f]];
     const int64_t *cap = g->pl->eff[cd->type];
     double ub = INFINITY;
@@ -409,6 +412,133 @@ static int round_up(const cg_ctx *g, const colset *cols, int64_t *rem, size_t le
   return rc ? rc : finish_alone(g, rem, left, out);
 }
 
+/* ------------------------------------------------------------------------
+** Rounding by type. With many shapes the LP spreads a large type's nodes
+** over dozens of patterns, none of them whole; but the patterns of one type
+** together are X of its nodes holding y[s] pods of each shape, and their
+** average, y / X, fits one node. So whole nodes are taken by type, each its
+** share of y topped up, and what is left solved again; when no type has a
+** whole node left, the one carrying the most cost is either rounded up or
+** left out of the LP, whichever of the two LPs that follow costs less.
+** ---------------------------------------------------------------------- */
+
+#define CG_CHEAP 0.002 /* a rounding up that may lose at most this share of the LP is taken unweighed */
+
+/* The LP's nodes of candidate c: returns how many (X), y[s] the pods of
+** each shape they hold. */
+static double type_load(const cg_ctx *g, const colset *cols, uint32_t c, double *y) {
+  double X = 0;
+  memset(y, 0, g->ns * sizeof *y);
+  for (size_t j = 0; j < cols->n; j++) {
+    if (cols->type.v[j] != c || cols->x.v[j] <= 1e-9) continue;
+    X += cols->x.v[j];
+    for (size_t s = 0; s < g->ns; s++) y[s] += cols->x.v[j] * (double)cols->cnt.v[j * g->ns + s];
+  }
+  return X;
+}
+
+/* k nodes of candidate c, each holding y / X (rounded down, cut to what is
+** left) and then what else fits, largest shape first. */
+static int take_share(const cg_ctx *g, uint32_t c, const double *y, double X, int64_t k, int64_t *rem, size_t *left,
+                      packing *out) {
+  const int64_t *cap = g->pl->eff[g->by_price[c].type];
+  int64_t *cnt = g->single;
+  int rc = 0;
+  for (int64_t n = 0; n < k && !rc && *left; n++) {
+    int64_t used[DT_RES_MAX] = {0};
+    for (size_t s = 0; s < g->ns; s++) {
+      int64_t a = (int64_t)floor(y[s] / X + 1e-9);
+      cnt[s] = a < rem[s] ? a : rem[s];
+      for (uint32_t r = 0; r < g->p->nres; r++) used[r] += cnt[s] * g->sh[s].req[r];
+    }
+    if (!fits_in(g->p, cap, used)) { /* rounding error: fill from empty */
+      memset(cnt, 0, g->ns * sizeof *cnt);
+      memset(used, 0, sizeof used);
+    }
+    for (size_t s = 0; s < g->ns; s++) {
+      int64_t more = fit_count(g->p, cap, used, g->sh[s].req, rem[s] - cnt[s]);
+      cnt[s] += more;
+      for (uint32_t r = 0; r < g->p->nres; r++) used[r] += more * g->sh[s].req[r];
+    }
+    bool took;
+    rc = take_node(g, cnt, rem, left, out, &took);
+    if (!took) break;
+  }
+  return rc;
+}
+
+/* The candidate whose LP nodes cost most, among those with a whole one
+** when any has (*whole); UINT32_MAX when the LP has none. */
+static uint32_t heaviest(const cg_ctx *g, const colset *cols, double *X, bool *whole) {
+  uint32_t best = UINT32_MAX;
+  memset(X, 0, g->nc * sizeof *X);
+  for (size_t j = 0; j < cols->n; j++) X[cols->type.v[j]] += cols->x.v[j] > 1e-9 ? cols->x.v[j] : 0;
+  *whole = false;
+  for (uint32_t c = 0; c < g->nc; c++) {
+    if (X[c] <= 1e-9) continue;
+    bool w = X[c] >= 1 - 1e-9;
+    if (best == UINT32_MAX || (w && !*whole) ||
+        (w == *whole && X[c] * g->by_price[c].price > X[best] * g->by_price[best].price))
+      best = c, *whole = w;
+  }
+  return best;
+}
+
+/* The LP's cost for rem, INFINITY when it has none. */
+static int lp_cost(const cg_ctx *g, const int64_t *rem, colset *cols, double *cost) {
+  int rc = cg_lp(g, rem, cols, g->tune->iters_rest, cost);
+  if (rc == DT_EINVAL) *cost = INFINITY;
+  return rc == DT_EINVAL ? 0 : rc;
+}
+
+/* Round the rest by type (above); lp is the group's LP, for scale. */
+static int round_dive(const cg_ctx *g0, colset *cols, int64_t *rem, size_t left, double lp, packing *out) {
+  size_t ns = g0->ns;
+  cg_ctx g = *g0;
+  uint8_t *ban = dt__calloc(g.nc, 1);
+  double *X = dt__malloc(g.nc * sizeof *X), *y = dt__malloc(ns * sizeof *y);
+  int64_t *trial = dt__malloc(ns * sizeof *trial);
+  int rc = !ban || !X || !y || !trial ? DT_ENOMEM : 0;
+  long none = 0; /* the LPs here price nothing: over the patterns at hand */
+  g.ban = ban;
+  g.rounds_left = &none;
+  for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
+    double obj, up = INFINITY, down = INFINITY;
+    bool whole;
+    if ((rc = cg_lp(&g, rem, cols, g.tune->iters_rest, &obj))) break;
+    uint32_t t = heaviest(&g, cols, X, &whole);
+    if (t == UINT32_MAX) break;
+    double Xt = type_load(&g, cols, t, y), price = g.by_price[t].price;
+    if (whole || (1 - Xt) * price <= CG_CHEAP * lp) {
+      rc = take_share(&g, t, y, Xt, whole ? (int64_t)floor(Xt + 1e-9) : 1, rem, &left, out);
+      continue;
+    }
+    /* Up: one node of t and the LP of the rest; down: the LP without t. */
+    packing one = {0};
+    size_t tl = left;
+    memcpy(trial, rem, ns * sizeof *rem);
+    rc = take_share(&g, t, y, Xt, 1, trial, &tl, &one);
+    if (!rc) rc = lp_cost(&g, trial, cols, &up);
+    ban[t] = 1;
+    if (!rc) rc = lp_cost(&g, rem, cols, &down);
+    if (!rc && one.cost + up <= down) {
+      ban[t] = 0;
+      for (size_t n = 0; n < one.nodes && !rc; n++)
+        rc = packing_add(out, one.type.v[n], &one.count.v[n * ns], ns, g.by_price[one.type.v[n]].price);
+      memcpy(rem, trial, ns * sizeof *rem);
+      left = tl;
+    }
+    packing_free(&one);
+  }
+  if (rc == DT_EINVAL) rc = 0;
+  if (!rc) rc = finish_alone(&g, rem, left, out);
+  dt__free(ban);
+  dt__free(X);
+  dt__free(y);
+  dt__free(trial);
+  return rc;
+}
+
 /* Plan D: the pattern LP's whole nodes, then the rest by further rounding
 ** or by the greedy plans, whichever costs less. On a large group the whole
 ** nodes are nearly everything; on a small one the rest is, and rounding a
@@ -420,7 +550,7 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
   shape *sub = dt__malloc(ns * sizeof *sub);
   size_t left = 0;
   colset cols = {0};
-  packing tail[5];
+  packing tail[6];
   memset(tail, 0, sizeof tail);
   int rc = 0;
   uint32_t *ord = NULL;
@@ -449,6 +579,9 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
     if ((rc = round_up(g, &cols, rest, left, &tail[4])) == DT_EINVAL) rc = 0;
     memcpy(rest, rem, ns * sizeof *rem);
     if (!rc && (rc = round_rest(g, &cols, rest, left, &tail[3])) == DT_EINVAL) rc = 0;
+    memcpy(rest, rem, ns * sizeof *rem);
+    if (!rc && g->dive && ns <= CG_FEW && (rc = round_dive(g, &cols, rest, left, *lp_obj, &tail[5])) == DT_EINVAL)
+      rc = 0;
     for (size_t s = 0; s < ns; s++) {
       sub[s] = g->sh[s];
       sub[s].pods.n = (size_t)rem[s];
@@ -456,7 +589,7 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
     if (!rc) rc = dt__pack_greedy_plans(g->p, g->pl, sub, ns, cands, g->by_price, g->nc, tail);
     if (rc) goto out;
     int best = -1;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
       size_t placed = 0;
       for (size_t q = 0; q < tail[i].count.n; q++) placed += (size_t)tail[i].count.v[q];
       if (placed == left && (best < 0 || tail[i].cost < tail[best].cost - 1e-9)) best = i;
@@ -471,7 +604,7 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
     }
   }
 out:
-  for (int i = 0; i < 5; i++) packing_free(&tail[i]);
+  for (int i = 0; i < 6; i++) packing_free(&tail[i]);
   dt__free(ord);
   dt__free(rem);
   dt__free(rest);
@@ -571,7 +704,7 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
   uint32_t *front = dt__malloc(nc * sizeof *front);
   int rc = dt__knap_init(&K, most);
   if (!rc && (!got || !single || !front)) rc = DT_ENOMEM;
-  cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL};
+  cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL, NULL, ns > CG_FEW};
   packing one = {0};
   double lp_one = 0;
   *lp_obj = 0;
