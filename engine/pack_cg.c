@@ -543,13 +543,13 @@ static int round_dive(const cg_ctx *g0, colset *cols, int64_t *rem, size_t left,
 ** or by the greedy plans, whichever costs less. On a large group the whole
 ** nodes are nearly everything; on a small one the rest is, and rounding a
 ** fractional solution of a few nodes can lose to a greedy fill. */
-static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
+static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj, colset *io) {
   size_t ns = g->ns;
   int64_t *rem = dt__malloc(ns * sizeof *rem), *rest = dt__malloc(ns * sizeof *rest),
           *cnt = dt__malloc(ns * sizeof *cnt);
   shape *sub = dt__malloc(ns * sizeof *sub);
   size_t left = 0;
-  colset cols = {0};
+  colset own = {0}, *cols = io ? io : &own;
   packing tail[6];
   memset(tail, 0, sizeof tail);
   int rc = 0;
@@ -567,20 +567,20 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
     int32_t bt = best_alone(g->p, g->pl, g->by_price, g->nc, g->sh[s].req, rem[s], &bk, &per_pod);
     if (bt < 0) rc = DT_EINVAL;
     cnt[s] = bk;
-    if (!rc) rc = colset_add(&cols, (uint32_t)bt, cnt, ns);
+    if (!rc) rc = colset_add(cols, (uint32_t)bt, cnt, ns);
   }
   bool any;
-  if (!rc) rc = cg_lp(g, rem, &cols, g->tune->iters, lp_obj);
-  if (!rc && !(ord = dt__malloc(cols.n * sizeof *ord + 1))) rc = DT_ENOMEM;
-  if (!rc) rc = take_whole(g, &cols, rem, &left, out, ord, &any);
+  if (!rc) rc = cg_lp(g, rem, cols, g->tune->iters, lp_obj);
+  if (!rc && !(ord = dt__malloc(cols->n * sizeof *ord + 1))) rc = DT_ENOMEM;
+  if (!rc) rc = take_whole(g, cols, rem, &left, out, ord, &any);
   if (rc || !left) goto out;
   {
     memcpy(rest, rem, ns * sizeof *rem);
-    if ((rc = round_up(g, &cols, rest, left, &tail[4])) == DT_EINVAL) rc = 0;
+    if ((rc = round_up(g, cols, rest, left, &tail[4])) == DT_EINVAL) rc = 0;
     memcpy(rest, rem, ns * sizeof *rem);
-    if (!rc && (rc = round_rest(g, &cols, rest, left, &tail[3])) == DT_EINVAL) rc = 0;
+    if (!rc && (rc = round_rest(g, cols, rest, left, &tail[3])) == DT_EINVAL) rc = 0;
     memcpy(rest, rem, ns * sizeof *rem);
-    if (!rc && g->dive && ns <= CG_FEW && (rc = round_dive(g, &cols, rest, left, *lp_obj, &tail[5])) == DT_EINVAL)
+    if (!rc && g->dive && ns <= CG_FEW && (rc = round_dive(g, cols, rest, left, *lp_obj, &tail[5])) == DT_EINVAL)
       rc = 0;
     for (size_t s = 0; s < ns; s++) {
       sub[s] = g->sh[s];
@@ -610,7 +610,7 @@ out:
   dt__free(rest);
   dt__free(cnt);
   dt__free(sub);
-  colset_free(&cols);
+  colset_free(&own);
   return rc;
 }
 
@@ -625,7 +625,7 @@ out:
 ** The parts share the group's pricing budget; *lp_obj is the sum of their
 ** LPs (not a bound on the whole).
 */
-static int colgen_parts(const cg_ctx *g, size_t maxs, cand *cands, packing *out, double *lp_obj) {
+static int colgen_parts(const cg_ctx *g, size_t maxs, cand *cands, packing *out, double *lp_obj, colset *all) {
   size_t ns = g->ns, nparts = (ns + maxs - 1) / maxs;
   int64_t *row = dt__calloc(ns, sizeof *row);
   shape *dealt = dt__malloc(ns * sizeof *dealt);
@@ -645,9 +645,16 @@ static int colgen_parts(const cg_ctx *g, size_t maxs, cand *cands, packing *out,
     sub.sh = dealt + off;
     sub.ns = (ns - part + nparts - 1) / nparts; /* shapes part, part + nparts, ... */
     packing pk = {0};
+    colset pc = {0};
     double lp = 0;
-    rc = colgen(&sub, cands, &pk, &lp);
+    rc = colgen(&sub, cands, &pk, &lp, &pc);
     *lp_obj += lp;
+    for (size_t j = 0; j < pc.n && !rc && all; j++) { /* the part's patterns, for one LP over all shapes */
+      memset(row, 0, ns * sizeof *row);
+      for (size_t q = 0; q < sub.ns; q++) row[orig[off + q]] = pc.cnt.v[j * sub.ns + q];
+      rc = colset_add(all, pc.type.v[j], row, ns);
+    }
+    colset_free(&pc);
     for (size_t node = 0; node < pk.nodes && !rc; node++) {
       memset(row, 0, ns * sizeof *row);
       for (size_t q = 0; q < sub.ns; q++) row[orig[off + q]] = pk.count.v[node * sub.ns + q];
@@ -679,23 +686,26 @@ static uint32_t undominated(const dt_plan *p, const rt_pool *pl, const cand *by_
   return nf;
 }
 
-/* One plan D with the given settings: one LP, or parts of at most maxs. */
-static int colgen_tuned(cg_ctx *g, const cg_tune *tune, size_t maxs, cand *cands, packing *out, double *lp_obj) {
+/* One plan D with the given settings: one LP, or parts of at most maxs;
+** io (when not NULL) the patterns it starts from and those it found. */
+static int colgen_tuned(cg_ctx *g, const cg_tune *tune, size_t maxs, cand *cands, packing *out, double *lp_obj,
+                        colset *io) {
   long rounds_left = CG_BUDGET;
   g->tune = tune;
   g->rounds_left = &rounds_left;
   g->K->budget0 = tune->knap;
   g->K->budget_lp = tune->knap_lp;
   *lp_obj = 0;
-  return g->ns <= maxs ? colgen(g, cands, out, lp_obj) : colgen_parts(g, maxs, cands, out, lp_obj);
+  return g->ns <= maxs ? colgen(g, cands, out, lp_obj, io) : colgen_parts(g, maxs, cands, out, lp_obj, io);
 }
 
 /* Few shapes: one LP with the few-shape settings. Many: that in parts of
 ** CG_FEW shapes (pods of different parts never share a node), and one LP
-** over up to CG_MAXS shapes with the many-shape settings (it finds the
-** nodes that mix the parts' pods, but rounding its hundreds of fractional
-** patterns can lose more where nodes are large); the cheaper of the two,
-** *lp_obj the LP (or the parts' LPs) of the one chosen. */
+** over up to CG_MAXS shapes with the many-shape settings, starting from
+** the parts' patterns, so that its LP is never above the parts' (it finds
+** the nodes that mix the parts' pods, but rounding its hundreds of
+** fractional patterns can lose more where nodes are large); the cheaper of
+** the two, *lp_obj the LP (or the parts' LPs) of the one chosen. */
 int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, const cand *by_price,
                     uint32_t nc, cand *cands, packing *out, double *lp_obj) {
   knap K;
@@ -706,14 +716,15 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
   if (!rc && (!got || !single || !front)) rc = DT_ENOMEM;
   cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL, NULL, ns > CG_FEW};
   packing one = {0};
+  colset parts = {0}; /* the parts' patterns: the one LP starts from them */
   double lp_one = 0;
   *lp_obj = 0;
   if (!rc) {
     g.nfront = undominated(p, pl, by_price, nc, front);
-    rc = colgen_tuned(&g, &tune_few, CG_FEW, cands, out, lp_obj);
+    rc = colgen_tuned(&g, &tune_few, CG_FEW, cands, out, lp_obj, ns > CG_FEW && ns <= CG_MAXS ? &parts : NULL);
   }
   if ((!rc || rc == DT_EINVAL) && ns > CG_FEW) {
-    int rc1 = colgen_tuned(&g, &tune_many, CG_MAXS, cands, &one, &lp_one);
+    int rc1 = colgen_tuned(&g, &tune_many, CG_MAXS, cands, &one, &lp_one, ns <= CG_MAXS ? &parts : NULL);
     if (!rc1 && (rc || one.cost < out->cost - 1e-9)) {
       packing t = *out;
       *out = one;
@@ -724,6 +735,7 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
       rc = rc1;
   }
   packing_free(&one);
+  colset_free(&parts);
   dt__knap_close(&K);
   dt__free(got);
   dt__free(single);
