@@ -14,7 +14,10 @@
 ** on average), and rounding error cannot build up over the hundreds of
 ** pivots an LP of many shapes takes. Once a run of degenerate pivots starts,
 ** Bland's rule chooses for the rest of the solve: switching back to the
-** largest reduced cost can cycle. Big-M
+** largest reduced cost can cycle. A solution that does not cover the rows
+** or has absurd values (a pivot on a tiny element of a nearly singular
+** basis) is solved again from the artificials, then once more pivoting
+** only on elements above 1e-9. Big-M
 ** artificials give the first basis, or a basis passed in (column generation
 ** adds columns to a solved LP, whose basis stays feasible). Callers need the
 ** duals y (what a unit of each row is worth at the optimum) and, for column
@@ -99,8 +102,54 @@ static void basic_values(int m, const double *inv, const double *d, double *xb) 
   }
 }
 
+/* The entering column: the most negative reduced cost at duals y (Dantzig);
+** with bland, the first one (Bland's rule, which cannot cycle). -1 when
+** none is negative: the basis is optimal. */
+static int entering(const lp *L, const double *y, bool bland) {
+  int enter = -1, n = L->n;
+  double best = 0;
+  for (int j = 0; j < n + L->m; j++) {
+    double cj = cost_of(L, j), rc_ = cj;
+    if (j < n)
+      for (int k = L->start[j]; k < L->start[j + 1]; k++) rc_ -= y[L->row[k]] * L->val[k];
+    else
+      rc_ += y[j - n];
+    if (rc_ < -1e-9 * (1 + fabs(cj)) && rc_ < best) {
+      best = rc_;
+      enter = j;
+      if (bland) break;
+    }
+  }
+  return enter;
+}
+
+/* The direction u = B^-1 a_enter and the row that leaves by the ratio test
+** (pivots on elements above ptol only; with bland, ties to the lowest
+** basic column); *ratio the step. -1 when none: unbounded. */
+static int leaving(const lp *L, const double *binv, const int *basis, const double *xb, int enter, bool bland,
+                   double ptol, double *u, double *ratio) {
+  int m = L->m, n = L->n, leave = -1;
+  memset(u, 0, (size_t)m * sizeof *u);
+  if (enter < n) {
+    for (int k = L->start[enter]; k < L->start[enter + 1]; k++)
+      for (int r = 0; r < m; r++) u[r] += binv[(size_t)r * m + L->row[k]] * L->val[k];
+  } else {
+    for (int r = 0; r < m; r++) u[r] = -binv[(size_t)r * m + (enter - n)];
+  }
+  *ratio = INFINITY;
+  for (int r = 0; r < m; r++)
+    if (u[r] > ptol) {
+      double q = xb[r] / u[r];
+      if (q < *ratio - 1e-15 || (bland && q <= *ratio + 1e-15 && leave >= 0 && basis[r] < basis[leave])) {
+        *ratio = q < *ratio ? q : *ratio;
+        leave = r;
+      }
+    }
+  return leave;
+}
+
 static int solve(int m, int n, const int *start, const int *row, const double *val, const double *c, const double *d,
-                 double *y, double *x, double *obj, int *warm, double *inv) {
+                 double *y, double *x, double *obj, int *warm, double *inv, double ptol) {
   lp L = {m, n, start, row, val, c, 0};
   for (int j = 0; j < n; j++) L.bigm = fmax(L.bigm, c[j]);
   L.bigm = (L.bigm + 1) * 1e6;
@@ -158,43 +207,11 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
     for (int k = 0; k < m; k++)
       if (cb[k] != 0)
         for (int r = 0; r < m; r++) y[r] += cb[k] * binv[(size_t)k * m + r];
-    /* entering column: most negative reduced cost (Dantzig); after a run
-    ** of degenerate pivots, the first one (Bland), which cannot cycle, and
-    ** Bland's rule from then on */
-    int enter = -1;
-    double best = 0;
     bland = bland || stalled > 2 * m;
-    for (int j = 0; j < n + m; j++) {
-      double cj = cost_of(&L, j), rc_ = cj;
-      if (j < n)
-        for (int k = start[j]; k < start[j + 1]; k++) rc_ -= y[row[k]] * val[k];
-      else
-        rc_ += y[j - n];
-      if (rc_ < -1e-9 * (1 + fabs(cj)) && rc_ < best) {
-        best = rc_;
-        enter = j;
-        if (bland) break;
-      }
-    }
+    int enter = entering(&L, y, bland);
     if (enter < 0) break;
-    /* direction u = B^-1 a_enter */
-    memset(u, 0, (size_t)m * sizeof *u);
-    if (enter < n) {
-      for (int k = start[enter]; k < start[enter + 1]; k++)
-        for (int r = 0; r < m; r++) u[r] += binv[(size_t)r * m + row[k]] * val[k];
-    } else {
-      for (int r = 0; r < m; r++) u[r] = -binv[(size_t)r * m + (enter - n)];
-    }
-    int leave = -1;
-    double ratio = INFINITY;
-    for (int r = 0; r < m; r++)
-      if (u[r] > 1e-12) {
-        double q = xb[r] / u[r];
-        if (q < ratio - 1e-15 || (bland && q <= ratio + 1e-15 && leave >= 0 && basis[r] < basis[leave])) {
-          ratio = q < ratio ? q : ratio;
-          leave = r;
-        }
-      }
+    double ratio;
+    int leave = leaving(&L, binv, basis, xb, enter, bland, ptol, u, &ratio);
     if (leave < 0) { /* unbounded: cannot happen with non-negative costs */
       rc = -1;
       goto out;
@@ -253,22 +270,33 @@ static bool covers(int m, int n, const int *start, const int *row, const double 
   return true;
 }
 
+/* Whether a solution is numbers a covering LP can have: a nearly singular
+** basis can pass the rows' check with values past any demand. */
+static bool sane(int n, const double *x, double obj) {
+  if (!isfinite(obj)) return false;
+  for (int j = 0; j < n; j++)
+    if (!(x[j] <= 1e9)) return false;
+  return true;
+}
+
 /* The solve, checked: a warm start whose inverse has drifted (a refresh can
 ** fail on a nearly singular basis and leave the old one) can end on a basis
-** that does not cover the rows; a warm solve's solution is checked against
-** the rows and the LP solved again from the artificials when it falls
-** short. */
+** that does not cover the rows, or covers them with absurd values; a warm
+** solve's solution is checked and the LP solved again from the artificials
+** when it fails. */
 int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
                         const double *d, double *y, double *x, double *obj, int *warm, double *inv) {
   if (m <= 0 || n < 0) return -1;
   double *xs = x ? x : dt__malloc(((size_t)n + 1) * sizeof *xs), *act = dt__malloc((size_t)m * sizeof *act);
   bool was_warm = warm && warm[0] != DT_LP_COLD;
-  int rc = !xs || !act ? DT_ENOMEM : solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv);
-  if (!rc && was_warm && !covers(m, n, start, row, val, d, xs, act)) {
-    warm[0] = DT_LP_COLD;
+  int rc = !xs || !act ? DT_ENOMEM : solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv, 1e-12);
+  for (int again = was_warm ? 0 : 1; again < 2 && !rc; again++) {
+    if (covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj)) break;
+    if (warm) warm[0] = DT_LP_COLD;
     if (inv) inv[0] = NAN;
-    rc = solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv);
+    rc = solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv, again ? 1e-9 : 1e-12);
   }
+  if (!rc && !(covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj))) rc = -1;
   if (!x) dt__free(xs);
   dt__free(act);
   return rc;

@@ -9,10 +9,12 @@
 **
 **   D. column generation over node patterns (below): the pattern LP's whole
 **      nodes, then the rest by the cheapest of three roundings (solving
-**      again for what is left, rounding the last LP up, the greedy plans);
+**      again for what is left, rounding the last LP up, the greedy plans),
+**      and with many shapes a fourth, by type (pack_cg.c's round_dive);
 **      a group of more than CG_FEW shapes both in parts of at most CG_FEW
 **      shapes dealt out in turn, each solved so, and as one LP over up to
-**      CG_MAXS shapes with longer pricing, the cheaper kept;
+**      CG_MAXS shapes with longer pricing that starts from the parts'
+**      patterns, the cheaper kept;
 **   A. each shape alone on its cheapest type per pod;
 **   B. greedy: open nodes one at a time, for each of the types with the best
 **      reduced cost under the covering LP's duals fill a node largest pod

@@ -38,215 +38,6 @@ static const cg_tune tune_few = {60, 60, 6, 100, 300};
 static const cg_tune tune_many = {200, 2, 16, 1000, 3000};
 #define CG_ADD_MAX 16 /* the largest add above */
 
-typedef struct knap {
-  const dt_plan *p;
-  const int64_t *cap;
-  uint32_t k;          /* shapes worth something, in search order */
-  const int64_t **req; /* these arrays: ns entries (suf: ns + 1), from knap_ws */
-  double *val, *dens;
-  int64_t *lim;
-  uint32_t *shape;
-  double (*suf)[DT_RES_MAX]; /* best value per unit of r from position i on */
-  int64_t used[DT_RES_MAX];
-  int64_t *cur, *best;
-  double *tab, *rv, *rub, *rx; /* knap_lp's tableau (DT_RES_MAX x (ns + DT_RES_MAX)) and vectors */
-  uint8_t *rat;
-  int64_t *rcnt;
-  double bestv;
-  long budget, budget0, budget_lp; /* search nodes left; and per search (cg_tune) */
-  bool have_lam;
-  double *lsuf;           /* with have_lam: from position i on, what the shapes earn above their price at lam */
-  double lam[DT_RES_MAX]; /* the LP relaxation's price of a unit of each resource */
-} knap;
-
-static void knap_dfs(knap *K, uint32_t i, double value) {
-  if (value > K->bestv) {
-    K->bestv = value;
-    memcpy(K->best, K->cur, K->k * sizeof *K->cur);
-  }
-  if (i == K->k || K->budget-- <= 0) return;
-  /* Bound: no resource can earn more than its best value per unit. */
-  double bound = INFINITY;
-  for (uint32_t r = 0; r < K->p->nres; r++)
-    if (isfinite(K->suf[i][r])) bound = fmin(bound, (double)(K->cap[r] - K->used[r]) * K->suf[i][r]);
-  if (K->have_lam) { /* Lagrangian bound at the LP's resource prices */
-    double lb = 0;
-    for (uint32_t r = 0; r < K->p->nres; r++) lb += K->lam[r] * (double)(K->cap[r] - K->used[r]);
-    bound = fmin(bound, lb + K->lsuf[i]);
-  }
-  if (value + bound <= K->bestv * (1 + 1e-12)) return;
-  const int64_t *req = K->req[i];
-  int64_t c = fit_count(K->p, K->cap, K->used, req, K->lim[i]);
-  for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] += c * req[r];
-  for (;;) {
-    K->cur[i] = c;
-    knap_dfs(K, i + 1, value + (double)c * K->val[i]);
-    if (c == 0 || K->budget <= 0) break;
-    c--;
-    for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] -= req[r];
-  }
-  for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] -= c * req[r];
-  K->cur[i] = 0;
-}
-
-/* For a node too large to search: the knapsack's LP relaxation, rounded
-** down and topped up densest first; its resource prices then give the
-** search a Lagrangian bound. On a large node rounding loses at most a few
-** pods' worth. */
-static void knap_lp(knap *K) {
-  const dt_plan *p = K->p;
-  uint32_t res[DT_RES_MAX], nr = 0, k = K->k;
-  for (uint32_t r = 0; r < p->nres; r++) {
-    bool used = false;
-    for (uint32_t i = 0; i < k && !used; i++) used = K->req[i][r] > 0;
-    if (used && K->cap[r] > 0) res[nr++] = r;
-  }
-  if (!nr || !k) return;
-  uint32_t N = k + nr;
-  double top = 0, lam[DT_RES_MAX], b[DT_RES_MAX];
-  int32_t basis[DT_RES_MAX];
-  double *T = K->tab, *v = K->rv, *ub = K->rub, *x = K->rx;
-  for (uint32_t i = 0; i < k; i++) top = fmax(top, K->val[i]);
-  for (uint32_t i = 0; i < k; i++) {
-    for (uint32_t q = 0; q < nr; q++) T[(size_t)q * N + i] = (double)K->req[i][res[q]] / (double)K->cap[res[q]];
-    v[i] = K->val[i] / top;
-    ub[i] = (double)K->lim[i];
-  }
-  if (!dt__knap_relax(nr, k, T, v, ub, x, lam, basis, K->rat, b)) return;
-  memset(K->lam, 0, sizeof K->lam);
-  for (uint32_t q = 0; q < nr; q++) K->lam[res[q]] = fmax(lam[q], 0) * top / (double)K->cap[res[q]];
-  K->have_lam = true;
-  K->lsuf[k] = 0;
-  for (uint32_t j = k; j-- > 0;) {
-    double net = K->val[j];
-    for (uint32_t r = 0; r < p->nres; r++) net -= K->lam[r] * (double)K->req[j][r];
-    K->lsuf[j] = K->lsuf[j + 1] + (net > 0 ? net * (double)K->lim[j] : 0);
-  }
-  int64_t used[DT_RES_MAX] = {0}, *cnt = K->rcnt;
-  double value = 0;
-  for (uint32_t i = 0; i < k; i++) {
-    cnt[i] = (int64_t)floor(x[i] + 1e-9);
-    if (cnt[i] > K->lim[i]) cnt[i] = K->lim[i];
-    if (cnt[i] < 0) cnt[i] = 0;
-    for (uint32_t r = 0; r < p->nres; r++) used[r] += cnt[i] * K->req[i][r];
-  }
-  if (!fits_in(p, K->cap, used)) return; /* numerical trouble: keep the search's answer */
-  for (uint32_t i = 0; i < k; i++) {     /* top up, densest first */
-    int64_t more = fit_count(p, K->cap, used, K->req[i], K->lim[i] - cnt[i]);
-    cnt[i] += more;
-    for (uint32_t r = 0; r < p->nres; r++) used[r] += more * K->req[i][r];
-    value += (double)cnt[i] * K->val[i];
-  }
-  if (value > K->bestv) {
-    K->bestv = value;
-    memcpy(K->best, cnt, k * sizeof *cnt);
-  }
-}
-
-/* The most valuable pods (at most lim[s] of shape s, worth pi[s] each) one
-** node of capacity cap holds: counts into out[ns], the value returned. A
-** bounded depth-first search, densest shape first and most copies first, so
-** the budget cuts it short only after a good answer is in hand. */
-static double knapsack(knap *Kp, const dt_plan *p, const shape *sh, size_t ns, const double *pi, const int64_t *lim,
-                       const int64_t *cap, int64_t *out) {
-  knap K = *Kp; /* the workspace's arrays; the rest is this search's */
-  K.p = p;
-  K.cap = cap;
-  K.k = 0;
-  double *dens = K.dens;
-  for (size_t s = 0; s < ns; s++) {
-    if (pi[s] <= 0 || lim[s] <= 0) continue;
-    double size = 0;
-    for (uint32_t r = 0; r < p->nres; r++)
-      if (sh[s].req[r] > 0) size = fmax(size, cap[r] > 0 ? (double)sh[s].req[r] / (double)cap[r] : INFINITY);
-    if (!isfinite(size)) continue; /* does not fit at all */
-    uint32_t j = K.k++;
-    while (j > 0 && dens[j - 1] < pi[s] / size) { /* insertion: densest first, ties by shape */
-      dens[j] = dens[j - 1];
-      K.shape[j] = K.shape[j - 1];
-      j--;
-    }
-    dens[j] = pi[s] / size;
-    K.shape[j] = (uint32_t)s;
-  }
-  for (uint32_t i = 0; i < K.k; i++) {
-    K.req[i] = sh[K.shape[i]].req;
-    K.val[i] = pi[K.shape[i]];
-    K.lim[i] = lim[K.shape[i]];
-  }
-  for (uint32_t r = 0; r < p->nres; r++) {
-    K.suf[K.k][r] = 0;
-    for (uint32_t i = K.k; i-- > 0;) {
-      double v = K.req[i][r] > 0 ? K.val[i] / (double)K.req[i][r] : INFINITY;
-      K.suf[i][r] = fmax(v, K.suf[i + 1][r]);
-    }
-  }
-  memset(K.used, 0, sizeof K.used);
-  memset(K.cur, 0, ns * sizeof *K.cur);
-  memset(K.best, 0, ns * sizeof *K.best);
-  K.bestv = 0;
-  K.budget = K.budget0;
-  K.have_lam = false;
-  knap_dfs(&K, 0, 0);
-  if (K.budget < 0) {
-    /* Cut short: round the LP relaxation, then search again with its bound. */
-    knap_lp(&K);
-    if (K.have_lam) {
-      K.budget = K.budget_lp;
-      memset(K.used, 0, sizeof K.used);
-      memset(K.cur, 0, ns * sizeof *K.cur);
-      knap_dfs(&K, 0, 0);
-    }
-  }
-  memset(out, 0, ns * sizeof *out);
-  for (uint32_t i = 0; i < K.k; i++) out[K.shape[i]] = K.best[i];
-  return K.bestv;
-}
-
-/* The knapsack's arrays for ns shapes, in one allocation. */
-static int knap_init(knap *K, size_t ns) {
-  memset(K, 0, sizeof *K);
-  size_t n = ns ? ns : 1;
-  K->req = dt__malloc(n * sizeof *K->req);
-  K->val = dt__malloc(n * sizeof *K->val);
-  K->dens = dt__malloc(n * sizeof *K->dens);
-  K->lim = dt__malloc(n * sizeof *K->lim);
-  K->cur = dt__malloc(n * sizeof *K->cur);
-  K->best = dt__malloc(n * sizeof *K->best);
-  K->shape = dt__malloc(n * sizeof *K->shape);
-  K->suf = dt__malloc((n + 1) * sizeof *K->suf);
-  K->tab = dt__malloc(DT_RES_MAX * (n + DT_RES_MAX) * sizeof *K->tab);
-  K->rv = dt__malloc(n * sizeof *K->rv);
-  K->rub = dt__malloc(n * sizeof *K->rub);
-  K->rx = dt__malloc(n * sizeof *K->rx);
-  K->rat = dt__malloc(n * sizeof *K->rat);
-  K->rcnt = dt__malloc(n * sizeof *K->rcnt);
-  K->lsuf = dt__malloc((n + 1) * sizeof *K->lsuf);
-  return K->req && K->val && K->dens && K->lim && K->cur && K->best && K->shape && K->suf && K->tab && K->rv &&
-                 K->rub && K->rx && K->rat && K->rcnt && K->lsuf
-             ? 0
-             : DT_ENOMEM;
-}
-
-static void knap_close(knap *K) {
-  dt__free(K->req);
-  dt__free(K->val);
-  dt__free(K->dens);
-  dt__free(K->lim);
-  dt__free(K->cur);
-  dt__free(K->best);
-  dt__free(K->shape);
-  dt__free(K->suf);
-  dt__free(K->tab);
-  dt__free(K->rv);
-  dt__free(K->rub);
-  dt__free(K->rx);
-  dt__free(K->rat);
-  dt__free(K->rcnt);
-  dt__free(K->lsuf);
-  memset(K, 0, sizeof *K);
-}
-
 typedef struct colset {
   size_t n;
   DT_VEC(uint32_t) type; /* index into by_price */
@@ -285,6 +76,8 @@ typedef struct cg_ctx {
   int64_t *single;   /* round_rest's one-shape node, ns */
   long *rounds_left; /* pricing rounds the group may still spend (CG_BUDGET) */
   const cg_tune *tune;
+  const uint8_t *ban; /* per candidate (by_price): left out of the LP; NULL none */
+  bool dive;          /* many shapes: round by type as well (round_dive) */
 } cg_ctx;
 
 typedef struct priced {
@@ -331,7 +124,7 @@ static int spmat_grow(spmat *A, const cg_ctx *g, const colset *cols, const int32
     size_t j = A->built;
     A->start[j] = (int)A->nz;
     A->c[j] = g->by_price[cols->type.v[j]].price;
-    for (size_t s = 0; s < ns; s++) {
+    for (size_t s = 0; s < ns && !(g->ban && g->ban[cols->type.v[j]]); s++) {
       int64_t k = cols->cnt.v[j * ns + s];
       if (!k || rowof[s] < 0) continue;
       if (A->nz + 1 > A->capz) {
@@ -370,6 +163,7 @@ static void price_round(const cg_ctx *g, const double *pi, const int64_t *dem, p
   uint32_t np = 0, nq = 0;
   double most = 0;
   for (uint32_t f = 0; f < g->nfront; f++) {
+    if (g->ban && g->ban[g->front[f]]) continue;
     const cand *cd = &g->by_price[g->front[f]];
     const int64_t *cap = g->pl->eff[cd->type];
     double ub = INFINITY;
@@ -387,7 +181,7 @@ static void price_round(const cg_ctx *g, const double *pi, const int64_t *dem, p
       break;
     }
     const cand *cd = &g->by_price[queue[q].type];
-    double v = knapsack(g->K, p, g->sh, ns, pi, dem, g->pl->eff[cd->type], &cnt[(size_t)np * ns]);
+    double v = dt__knapsack(g->K, p, g->sh, ns, pi, dem, g->pl->eff[cd->type], &cnt[(size_t)np * ns]);
     done++;
     most = fmax(most, v / cd->price);
     if (v > cd->price * (1 + 1e-7)) pr[np++] = (priced){queue[q].type, cd->price / v};
@@ -618,18 +412,145 @@ static int round_up(const cg_ctx *g, const colset *cols, int64_t *rem, size_t le
   return rc ? rc : finish_alone(g, rem, left, out);
 }
 
+/* ------------------------------------------------------------------------
+** Rounding by type. With many shapes the LP spreads a large type's nodes
+** over dozens of patterns, none of them whole; but the patterns of one type
+** together are X of its nodes holding y[s] pods of each shape, and their
+** average, y / X, fits one node. So whole nodes are taken by type, each its
+** share of y topped up, and what is left solved again; when no type has a
+** whole node left, the one carrying the most cost is either rounded up or
+** left out of the LP, whichever of the two LPs that follow costs less.
+** ---------------------------------------------------------------------- */
+
+#define CG_CHEAP 0.002 /* a rounding up that may lose at most this share of the LP is taken unweighed */
+
+/* The LP's nodes of candidate c: returns how many (X), y[s] the pods of
+** each shape they hold. */
+static double type_load(const cg_ctx *g, const colset *cols, uint32_t c, double *y) {
+  double X = 0;
+  memset(y, 0, g->ns * sizeof *y);
+  for (size_t j = 0; j < cols->n; j++) {
+    if (cols->type.v[j] != c || cols->x.v[j] <= 1e-9) continue;
+    X += cols->x.v[j];
+    for (size_t s = 0; s < g->ns; s++) y[s] += cols->x.v[j] * (double)cols->cnt.v[j * g->ns + s];
+  }
+  return X;
+}
+
+/* k nodes of candidate c, each holding y / X (rounded down, cut to what is
+** left) and then what else fits, largest shape first. */
+static int take_share(const cg_ctx *g, uint32_t c, const double *y, double X, int64_t k, int64_t *rem, size_t *left,
+                      packing *out) {
+  const int64_t *cap = g->pl->eff[g->by_price[c].type];
+  int64_t *cnt = g->single;
+  int rc = 0;
+  for (int64_t n = 0; n < k && !rc && *left; n++) {
+    int64_t used[DT_RES_MAX] = {0};
+    for (size_t s = 0; s < g->ns; s++) {
+      int64_t a = (int64_t)floor(y[s] / X + 1e-9);
+      cnt[s] = a < rem[s] ? a : rem[s];
+      for (uint32_t r = 0; r < g->p->nres; r++) used[r] += cnt[s] * g->sh[s].req[r];
+    }
+    if (!fits_in(g->p, cap, used)) { /* rounding error: fill from empty */
+      memset(cnt, 0, g->ns * sizeof *cnt);
+      memset(used, 0, sizeof used);
+    }
+    for (size_t s = 0; s < g->ns; s++) {
+      int64_t more = fit_count(g->p, cap, used, g->sh[s].req, rem[s] - cnt[s]);
+      cnt[s] += more;
+      for (uint32_t r = 0; r < g->p->nres; r++) used[r] += more * g->sh[s].req[r];
+    }
+    bool took;
+    rc = take_node(g, cnt, rem, left, out, &took);
+    if (!took) break;
+  }
+  return rc;
+}
+
+/* The candidate whose LP nodes cost most, among those with a whole one
+** when any has (*whole); UINT32_MAX when the LP has none. */
+static uint32_t heaviest(const cg_ctx *g, const colset *cols, double *X, bool *whole) {
+  uint32_t best = UINT32_MAX;
+  memset(X, 0, g->nc * sizeof *X);
+  for (size_t j = 0; j < cols->n; j++) X[cols->type.v[j]] += cols->x.v[j] > 1e-9 ? cols->x.v[j] : 0;
+  *whole = false;
+  for (uint32_t c = 0; c < g->nc; c++) {
+    if (X[c] <= 1e-9) continue;
+    bool w = X[c] >= 1 - 1e-9;
+    if (best == UINT32_MAX || (w && !*whole) ||
+        (w == *whole && X[c] * g->by_price[c].price > X[best] * g->by_price[best].price))
+      best = c, *whole = w;
+  }
+  return best;
+}
+
+/* The LP's cost for rem, INFINITY when it has none. */
+static int lp_cost(const cg_ctx *g, const int64_t *rem, colset *cols, double *cost) {
+  int rc = cg_lp(g, rem, cols, g->tune->iters_rest, cost);
+  if (rc == DT_EINVAL) *cost = INFINITY;
+  return rc == DT_EINVAL ? 0 : rc;
+}
+
+/* Round the rest by type (above); lp is the group's LP, for scale. */
+static int round_dive(const cg_ctx *g0, colset *cols, int64_t *rem, size_t left, double lp, packing *out) {
+  size_t ns = g0->ns;
+  cg_ctx g = *g0;
+  uint8_t *ban = dt__calloc(g.nc, 1);
+  double *X = dt__malloc(g.nc * sizeof *X), *y = dt__malloc(ns * sizeof *y);
+  int64_t *trial = dt__malloc(ns * sizeof *trial);
+  int rc = !ban || !X || !y || !trial ? DT_ENOMEM : 0;
+  long none = 0; /* the LPs here price nothing: over the patterns at hand */
+  g.ban = ban;
+  g.rounds_left = &none;
+  for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
+    double obj, up = INFINITY, down = INFINITY;
+    bool whole;
+    if ((rc = cg_lp(&g, rem, cols, g.tune->iters_rest, &obj))) break;
+    uint32_t t = heaviest(&g, cols, X, &whole);
+    if (t == UINT32_MAX) break;
+    double Xt = type_load(&g, cols, t, y), price = g.by_price[t].price;
+    if (whole || (1 - Xt) * price <= CG_CHEAP * lp) {
+      rc = take_share(&g, t, y, Xt, whole ? (int64_t)floor(Xt + 1e-9) : 1, rem, &left, out);
+      continue;
+    }
+    /* Up: one node of t and the LP of the rest; down: the LP without t. */
+    packing one = {0};
+    size_t tl = left;
+    memcpy(trial, rem, ns * sizeof *rem);
+    rc = take_share(&g, t, y, Xt, 1, trial, &tl, &one);
+    if (!rc) rc = lp_cost(&g, trial, cols, &up);
+    ban[t] = 1;
+    if (!rc) rc = lp_cost(&g, rem, cols, &down);
+    if (!rc && one.cost + up <= down) {
+      ban[t] = 0;
+      for (size_t n = 0; n < one.nodes && !rc; n++)
+        rc = packing_add(out, one.type.v[n], &one.count.v[n * ns], ns, g.by_price[one.type.v[n]].price);
+      memcpy(rem, trial, ns * sizeof *rem);
+      left = tl;
+    }
+    packing_free(&one);
+  }
+  if (rc == DT_EINVAL) rc = 0;
+  if (!rc) rc = finish_alone(&g, rem, left, out);
+  dt__free(ban);
+  dt__free(X);
+  dt__free(y);
+  dt__free(trial);
+  return rc;
+}
+
 /* Plan D: the pattern LP's whole nodes, then the rest by further rounding
 ** or by the greedy plans, whichever costs less. On a large group the whole
 ** nodes are nearly everything; on a small one the rest is, and rounding a
 ** fractional solution of a few nodes can lose to a greedy fill. */
-static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
+static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj, colset *io) {
   size_t ns = g->ns;
   int64_t *rem = dt__malloc(ns * sizeof *rem), *rest = dt__malloc(ns * sizeof *rest),
           *cnt = dt__malloc(ns * sizeof *cnt);
   shape *sub = dt__malloc(ns * sizeof *sub);
   size_t left = 0;
-  colset cols = {0};
-  packing tail[5];
+  colset own = {0}, *cols = io ? io : &own;
+  packing tail[6];
   memset(tail, 0, sizeof tail);
   int rc = 0;
   uint32_t *ord = NULL;
@@ -646,18 +567,21 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
     int32_t bt = best_alone(g->p, g->pl, g->by_price, g->nc, g->sh[s].req, rem[s], &bk, &per_pod);
     if (bt < 0) rc = DT_EINVAL;
     cnt[s] = bk;
-    if (!rc) rc = colset_add(&cols, (uint32_t)bt, cnt, ns);
+    if (!rc) rc = colset_add(cols, (uint32_t)bt, cnt, ns);
   }
   bool any;
-  if (!rc) rc = cg_lp(g, rem, &cols, g->tune->iters, lp_obj);
-  if (!rc && !(ord = dt__malloc(cols.n * sizeof *ord + 1))) rc = DT_ENOMEM;
-  if (!rc) rc = take_whole(g, &cols, rem, &left, out, ord, &any);
+  if (!rc) rc = cg_lp(g, rem, cols, g->tune->iters, lp_obj);
+  if (!rc && !(ord = dt__malloc(cols->n * sizeof *ord + 1))) rc = DT_ENOMEM;
+  if (!rc) rc = take_whole(g, cols, rem, &left, out, ord, &any);
   if (rc || !left) goto out;
   {
     memcpy(rest, rem, ns * sizeof *rem);
-    if ((rc = round_up(g, &cols, rest, left, &tail[4])) == DT_EINVAL) rc = 0;
+    if ((rc = round_up(g, cols, rest, left, &tail[4])) == DT_EINVAL) rc = 0;
     memcpy(rest, rem, ns * sizeof *rem);
-    if (!rc && (rc = round_rest(g, &cols, rest, left, &tail[3])) == DT_EINVAL) rc = 0;
+    if (!rc && (rc = round_rest(g, cols, rest, left, &tail[3])) == DT_EINVAL) rc = 0;
+    memcpy(rest, rem, ns * sizeof *rem);
+    if (!rc && g->dive && ns <= CG_FEW && (rc = round_dive(g, cols, rest, left, *lp_obj, &tail[5])) == DT_EINVAL)
+      rc = 0;
     for (size_t s = 0; s < ns; s++) {
       sub[s] = g->sh[s];
       sub[s].pods.n = (size_t)rem[s];
@@ -665,7 +589,7 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
     if (!rc) rc = dt__pack_greedy_plans(g->p, g->pl, sub, ns, cands, g->by_price, g->nc, tail);
     if (rc) goto out;
     int best = -1;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
       size_t placed = 0;
       for (size_t q = 0; q < tail[i].count.n; q++) placed += (size_t)tail[i].count.v[q];
       if (placed == left && (best < 0 || tail[i].cost < tail[best].cost - 1e-9)) best = i;
@@ -680,13 +604,13 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj) {
     }
   }
 out:
-  for (int i = 0; i < 5; i++) packing_free(&tail[i]);
+  for (int i = 0; i < 6; i++) packing_free(&tail[i]);
   dt__free(ord);
   dt__free(rem);
   dt__free(rest);
   dt__free(cnt);
   dt__free(sub);
-  colset_free(&cols);
+  colset_free(&own);
   return rc;
 }
 
@@ -701,7 +625,7 @@ out:
 ** The parts share the group's pricing budget; *lp_obj is the sum of their
 ** LPs (not a bound on the whole).
 */
-static int colgen_parts(const cg_ctx *g, size_t maxs, cand *cands, packing *out, double *lp_obj) {
+static int colgen_parts(const cg_ctx *g, size_t maxs, cand *cands, packing *out, double *lp_obj, colset *all) {
   size_t ns = g->ns, nparts = (ns + maxs - 1) / maxs;
   int64_t *row = dt__calloc(ns, sizeof *row);
   shape *dealt = dt__malloc(ns * sizeof *dealt);
@@ -721,9 +645,16 @@ static int colgen_parts(const cg_ctx *g, size_t maxs, cand *cands, packing *out,
     sub.sh = dealt + off;
     sub.ns = (ns - part + nparts - 1) / nparts; /* shapes part, part + nparts, ... */
     packing pk = {0};
+    colset pc = {0};
     double lp = 0;
-    rc = colgen(&sub, cands, &pk, &lp);
+    rc = colgen(&sub, cands, &pk, &lp, &pc);
     *lp_obj += lp;
+    for (size_t j = 0; j < pc.n && !rc && all; j++) { /* the part's patterns, for one LP over all shapes */
+      memset(row, 0, ns * sizeof *row);
+      for (size_t q = 0; q < sub.ns; q++) row[orig[off + q]] = pc.cnt.v[j * sub.ns + q];
+      rc = colset_add(all, pc.type.v[j], row, ns);
+    }
+    colset_free(&pc);
     for (size_t node = 0; node < pk.nodes && !rc; node++) {
       memset(row, 0, ns * sizeof *row);
       for (size_t q = 0; q < sub.ns; q++) row[orig[off + q]] = pk.count.v[node * sub.ns + q];
@@ -755,41 +686,45 @@ static uint32_t undominated(const dt_plan *p, const rt_pool *pl, const cand *by_
   return nf;
 }
 
-/* One plan D with the given settings: one LP, or parts of at most maxs. */
-static int colgen_tuned(cg_ctx *g, const cg_tune *tune, size_t maxs, cand *cands, packing *out, double *lp_obj) {
+/* One plan D with the given settings: one LP, or parts of at most maxs;
+** io (when not NULL) the patterns it starts from and those it found. */
+static int colgen_tuned(cg_ctx *g, const cg_tune *tune, size_t maxs, cand *cands, packing *out, double *lp_obj,
+                        colset *io) {
   long rounds_left = CG_BUDGET;
   g->tune = tune;
   g->rounds_left = &rounds_left;
   g->K->budget0 = tune->knap;
   g->K->budget_lp = tune->knap_lp;
   *lp_obj = 0;
-  return g->ns <= maxs ? colgen(g, cands, out, lp_obj) : colgen_parts(g, maxs, cands, out, lp_obj);
+  return g->ns <= maxs ? colgen(g, cands, out, lp_obj, io) : colgen_parts(g, maxs, cands, out, lp_obj, io);
 }
 
 /* Few shapes: one LP with the few-shape settings. Many: that in parts of
 ** CG_FEW shapes (pods of different parts never share a node), and one LP
-** over up to CG_MAXS shapes with the many-shape settings (it finds the
-** nodes that mix the parts' pods, but rounding its hundreds of fractional
-** patterns can lose more where nodes are large); the cheaper of the two,
-** *lp_obj the LP (or the parts' LPs) of the one chosen. */
+** over up to CG_MAXS shapes with the many-shape settings, starting from
+** the parts' patterns, so that its LP is never above the parts' (it finds
+** the nodes that mix the parts' pods, but rounding its hundreds of
+** fractional patterns can lose more where nodes are large); the cheaper of
+** the two, *lp_obj the LP (or the parts' LPs) of the one chosen. */
 int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, const cand *by_price,
                     uint32_t nc, cand *cands, packing *out, double *lp_obj) {
   knap K;
   size_t most = ns < CG_MAXS ? ns : CG_MAXS; /* shapes in one pattern LP */
   int64_t *got = dt__malloc(most * sizeof *got), *single = dt__malloc(most * sizeof *single);
   uint32_t *front = dt__malloc(nc * sizeof *front);
-  int rc = knap_init(&K, most);
+  int rc = dt__knap_init(&K, most);
   if (!rc && (!got || !single || !front)) rc = DT_ENOMEM;
-  cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL};
+  cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL, NULL, ns > CG_FEW};
   packing one = {0};
+  colset parts = {0}; /* the parts' patterns: the one LP starts from them */
   double lp_one = 0;
   *lp_obj = 0;
   if (!rc) {
     g.nfront = undominated(p, pl, by_price, nc, front);
-    rc = colgen_tuned(&g, &tune_few, CG_FEW, cands, out, lp_obj);
+    rc = colgen_tuned(&g, &tune_few, CG_FEW, cands, out, lp_obj, ns > CG_FEW && ns <= CG_MAXS ? &parts : NULL);
   }
   if ((!rc || rc == DT_EINVAL) && ns > CG_FEW) {
-    int rc1 = colgen_tuned(&g, &tune_many, CG_MAXS, cands, &one, &lp_one);
+    int rc1 = colgen_tuned(&g, &tune_many, CG_MAXS, cands, &one, &lp_one, ns <= CG_MAXS ? &parts : NULL);
     if (!rc1 && (rc || one.cost < out->cost - 1e-9)) {
       packing t = *out;
       *out = one;
@@ -800,7 +735,8 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
       rc = rc1;
   }
   packing_free(&one);
-  knap_close(&K);
+  colset_free(&parts);
+  dt__knap_close(&K);
   dt__free(got);
   dt__free(single);
   dt__free(front);

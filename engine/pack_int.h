@@ -1,9 +1,9 @@
 /*
-** pack_int.h: what the cost packer's two files share: pod shapes, candidate
-** instance types, packings under construction and the small helpers both
+** pack_int.h: what the cost packer's files share: pod shapes, candidate
+** instance types, packings under construction and the small helpers they
 ** use. pack.c groups claims, runs the greedy plans and materialises the
 ** chosen packing; pack_cg.c solves the pattern LP by column generation and
-** rounds it.
+** rounds it; pack_knap.c is the knapsack that prices its patterns.
 */
 #ifndef DT_PACK_INT_H
 #define DT_PACK_INT_H
@@ -105,6 +105,36 @@ static inline int32_t best_alone(const dt_plan *p, const rt_pool *pl, const cand
 ** rows' duals) out; false when it did not reach the optimum. */
 bool dt__knap_relax(uint32_t nr, uint32_t k, double *T, const double *v, const double *ub, double *x, double *lam,
                     int32_t *basis, uint8_t *at_ub, double *b);
+
+/* pack_knap.c: a knapsack's workspace, for ns shapes (dt__knap_init). */
+typedef struct knap {
+  const dt_plan *p;
+  const int64_t *cap;
+  uint32_t k;          /* shapes worth something, in search order */
+  const int64_t **req; /* these arrays: ns entries (suf: ns + 1), from dt__knap_init */
+  double *val, *dens;
+  int64_t *lim;
+  uint32_t *shape;
+  double (*suf)[DT_RES_MAX]; /* best value per unit of r from position i on */
+  int64_t used[DT_RES_MAX];
+  int64_t *cur, *best;
+  double *tab, *rv, *rub, *rx; /* knap_lp's tableau (DT_RES_MAX x (ns + DT_RES_MAX)) and vectors */
+  uint8_t *rat;
+  int64_t *rcnt;
+  double bestv;
+  long budget, budget0, budget_lp; /* search nodes left; and per search (cg_tune) */
+  bool have_lam;
+  double *lsuf;           /* with have_lam: from position i on, what the shapes earn above their price at lam */
+  double lam[DT_RES_MAX]; /* the LP relaxation's price of a unit of each resource */
+} knap;
+
+/* The most valuable pods (at most lim[s] of shape s, worth pi[s] each) one
+** node of capacity cap holds: counts into out[ns], the value returned.
+** Searches at most K->budget0 nodes, then K->budget_lp with the LP bound. */
+double dt__knapsack(knap *Kp, const dt_plan *p, const shape *sh, size_t ns, const double *pi, const int64_t *lim,
+                    const int64_t *cap, int64_t *out);
+int dt__knap_init(knap *K, size_t ns);
+void dt__knap_close(knap *K);
 
 /* The greedy plans A, B and C (pack.c) into plans[0..2]. */
 int dt__pack_greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, cand *cands,
