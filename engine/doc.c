@@ -803,6 +803,10 @@ cJSON *dt__json_put(cJSON *parent, const char *key, cJSON *v) {
 
 void dt__json_put_str(cJSON *o, const char *key, const char *v) { dt__json_put(o, key, cJSON_CreateString(v)); }
 
+void dt__json_put_fields(cJSON *o, const dt_field *f, size_t n) {
+  for (size_t i = 0; i < n; i++) dt__json_put_str(o, f[i].key, f[i].val);
+}
+
 void dt__json_put_price(cJSON *o, const char *key, double price) {
   char tmp[64];
   dt__fmt_price(tmp, sizeof tmp, price);

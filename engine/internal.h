@@ -292,6 +292,11 @@ uint64_t dt__hash64(const char *s, size_t n); /* FNV-1a */
 ** the end. dt__doc_write renders one document as pretty JSON or YAML. */
 cJSON *dt__json_put(cJSON *parent, const char *key, cJSON *v);
 void dt__json_put_str(cJSON *o, const char *key, const char *v);
+/* o[f[i].key] = f[i].val for the n fields f, strings in that order. */
+typedef struct dt_field {
+  const char *key, *val;
+} dt_field;
+void dt__json_put_fields(cJSON *o, const dt_field *f, size_t n);
 /* A price as dt__fmt_price writes it (a raw JSON number), and a list of strings. */
 void dt__json_put_price(cJSON *o, const char *key, double price);
 void dt__json_put_strs(cJSON *o, const char *key, const char *const *v, size_t n);

@@ -21,11 +21,12 @@ cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement) {
     dt__json_put_str(c, "apiVersion", "karpenter.sh/v1");
     dt__json_put_str(c, "kind", "NodeClaim");
   }
-  dt__json_put_str(c, "name", k->name);
-  dt__json_put_str(c, "nodePool", k->nodepool);
-  dt__json_put_str(c, "instanceType", k->instance_type);
-  dt__json_put_str(c, "zone", k->zone);
-  dt__json_put_str(c, "capacityType", k->capacity_type);
+  const dt_field fields[] = {{"name", k->name},
+                             {"nodePool", k->nodepool},
+                             {"instanceType", k->instance_type},
+                             {"zone", k->zone},
+                             {"capacityType", k->capacity_type}};
+  dt__json_put_fields(c, fields, 5);
   dt__json_put_price(c, "price", k->price);
   if (!replacement) {
     if (k->reservation_id) dt__json_put_str(c, "reservationID", k->reservation_id);

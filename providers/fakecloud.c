@@ -51,13 +51,10 @@ static char *dup_json_str(const cJSON *o, const char *k) {
 
 static cJSON *inst_json(const finst *in) {
   cJSON *o = cJSON_CreateObject();
-  cJSON_AddStringToObject(o, "id", in->id);
-  cJSON_AddStringToObject(o, "cluster", in->cluster);
-  cJSON_AddStringToObject(o, "claim", in->claim);
-  cJSON_AddStringToObject(o, "instanceType", in->type);
-  cJSON_AddStringToObject(o, "zone", in->zone);
-  cJSON_AddStringToObject(o, "capacityType", in->ct);
-  cJSON_AddStringToObject(o, "nodePool", in->pool);
+  const dt_field fields[] = {
+      {"id", in->id},     {"cluster", in->cluster}, {"claim", in->claim},  {"instanceType", in->type},
+      {"zone", in->zone}, {"capacityType", in->ct}, {"nodePool", in->pool}};
+  dt__json_put_fields(o, fields, 7);
   if (in->max_price >= 0) cJSON_AddNumberToObject(o, "maxPrice", in->max_price);
   if (*in->interruption) cJSON_AddStringToObject(o, "interruptionBehavior", in->interruption);
   cJSON_AddStringToObject(o, "state", in->state);
