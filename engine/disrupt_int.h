@@ -85,8 +85,8 @@ typedef struct sim {
   bool *moving;       /* per view pod */
   size_t nclaims;
   const struct rt_claim *claim; /* the single new claim, when nclaims == 1 */
-  dt_nodepool *pools;    /* the view's NodePools: static ones hold what they have, or one more */
-  uint8_t *ovpod;        /* an overlay's pods (st->pods itself is the view's): bound, pending or absent */
+  dt_nodepool *pools;           /* the view's NodePools: static ones hold what they have, or one more */
+  uint8_t *ovpod;               /* an overlay's pods (st->pods itself is the view's): bound, pending or absent */
   char fail[500];
 } sim;
 

@@ -19,10 +19,11 @@
 typedef struct rb {
   dt_plan *p;
   dt_arena *a;
-  const char **tname; /* each type's name in the result, copied once (tname_copy) */
-  int32_t *tidx;      /* each type's record in res.types, -1 none yet */
-  uint32_t *by_rank;  /* the types by name (their ranks) */
-  uint32_t *mark;     /* names_sorted's marks, stamp the last one */
+  const char **tname;                        /* each type's name in the result, copied once */
+  const char *zname[64], *rname[DT_RES_MAX]; /* the same for the zones and resources */
+  int32_t *tidx;                             /* each type's record in res.types, -1 none yet */
+  uint32_t *by_rank;                         /* the types by name (their ranks) */
+  uint32_t *mark;                            /* names_sorted's marks, stamp the last one */
   uint32_t stamp;
 } rb;
 
@@ -36,12 +37,11 @@ static const char *res_pod(rb *b, uint32_t pod) {
   return res_str(b, tmp);
 }
 
-static inline const char *type_name(const rb *b, uint32_t t) { return b->tname[t]; }
-
 static dt_kvs res_kvs(rb *b, const dt_kvs *src) {
   dt_kvs out = {0};
   dt_kv *v = dt__arena_alloc(b->a, src->n * sizeof *v + 1);
-  for (size_t i = 0; v && i < src->n; i++) v[i] = (dt_kv){(char *)res_str(b, src->v[i].key), (char *)res_str(b, src->v[i].val)};
+  for (size_t i = 0; v && i < src->n; i++)
+    v[i] = (dt_kv){(char *)res_str(b, src->v[i].key), (char *)res_str(b, src->v[i].val)};
   if (v) out = (dt_kvs){src->n, v};
   return out;
 }
@@ -62,8 +62,8 @@ static void claim_info(rb *b, const rt_claim *k, dt_claim_info *c) {
   char tmp[64];
   c->name = res_str(b, dt__sym_str(&p->syms, k->name));
   c->nodepool = res_str(b, p->pools[k->pool].src->name);
-  c->instance_type = type_name(b, (uint32_t)k->type);
-  c->zone = res_str(b, dt__sym_str(&p->syms, p->zones[o->zone]));
+  c->instance_type = b->tname[k->type];
+  c->zone = b->zname[o->zone];
   c->capacity_type = dt__ct_names[o->ct];
   c->reservation_id = o->resv ? res_str(b, dt__sym_str(&p->syms, o->resv)) : NULL;
   c->price = o->price;
@@ -71,7 +71,7 @@ static void claim_info(rb *b, const rt_claim *k, dt_claim_info *c) {
   for (uint32_t r = 0; req && r < p->nres; r++) {
     if (!k->used[r]) continue;
     dt__fmt_quantity(tmp, sizeof tmp, p->res_names[r], k->used[r]);
-    req[c->nrequests++] = (dt_resource_info){res_str(b, p->res_names[r]), res_str(b, tmp), k->used[r]};
+    req[c->nrequests++] = (dt_resource_info){b->rname[r], res_str(b, tmp), k->used[r]};
   }
   c->requests = req;
   const char **pods = dt__arena_alloc(b->a, k->pods.n * sizeof *pods + 1);
@@ -79,7 +79,7 @@ static void claim_info(rb *b, const rt_claim *k, dt_claim_info *c) {
   c->pods = pods;
   c->npods = pods ? k->pods.n : 0;
   const char **opts = dt__arena_alloc(b->a, k->nfinal * sizeof *opts + 1);
-  for (uint32_t j = 0; opts && j < k->nfinal; j++) opts[j] = type_name(b, k->final[j]);
+  for (uint32_t j = 0; opts && j < k->nfinal; j++) opts[j] = b->tname[k->final[j]];
   c->instance_type_options = opts;
   c->noptions = opts ? k->nfinal : 0;
 }
@@ -90,15 +90,20 @@ static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *
 
 typedef DT_VEC(dt_ncreq) ncreqs;
 
-/* Append a requirement, its values (copied into the result) sorted by name
-** unless they already are. */
-static int push_req(rb *b, ncreqs *out, const char *key, const char *op, const char *const *vals, size_t n,
-                    int32_t mv, bool sorted) {
-  const char **v = n ? dt__arena_alloc(b->a, n * sizeof *v) : NULL;
-  if (n && !v) return DT_ENOMEM;
-  for (size_t i = 0; i < n; i++) v[i] = vals[i];
+/* Append a requirement whose n values v are in the result's arena, sorting
+** them by name unless they already are. */
+static int push_vals(ncreqs *out, const char *key, const char *op, const char **v, size_t n, int32_t mv, bool sorted) {
   if (n > 1 && !sorted) qsort(v, n, sizeof *v, cmp_cstr);
   return dt__vec_push(out, ((dt_ncreq){key, op, n, v, mv, NULL}));
+}
+
+/* The same with values vals[0..n) (strings of the result) copied into it. */
+static int push_req(rb *b, ncreqs *out, const char *key, const char *op, const char *const *vals, size_t n, int32_t mv,
+                    bool sorted) {
+  const char **v = n ? dt__arena_alloc(b->a, n * sizeof *v) : NULL;
+  if (n && !v) return DT_ENOMEM;
+  memcpy(v, vals, n * sizeof *v);
+  return push_vals(out, key, op, v, n, mv, sorted);
 }
 
 /* The names of types ti[0..n) by name into out, through the types' ranks
@@ -106,7 +111,7 @@ static int push_req(rb *b, ncreqs *out, const char *key, const char *op, const c
 static void names_sorted(rb *b, const uint32_t *ti, uint32_t n, const char **out) {
   const dt_plan *p = b->p;
   if (n == 1) {
-    out[0] = type_name(b, ti[0]);
+    out[0] = b->tname[ti[0]];
     return;
   }
   uint32_t stamp = ++b->stamp, *mark = b->mark;
@@ -139,12 +144,10 @@ static int push_dt_req(rb *b, ncreqs *out, const dt_req *r) {
     }
     if (!r->n) return 0;
   }
-  const char **v = r->n ? dt__malloc(r->n * sizeof *v) : NULL;
+  const char **v = r->n ? dt__arena_alloc(b->a, r->n * sizeof *v) : NULL;
   if (r->n && !v) return DT_ENOMEM;
   for (uint32_t i = 0; i < r->n; i++) v[i] = res_str(b, dt__sym_str(&p->syms, r->v[i]));
-  int rc = push_req(b, out, key, dt__op_name(dt__req_operator(r)), v, r->n, mv, false);
-  dt__free(v);
-  return rc;
+  return push_vals(out, key, dt__op_name(dt__req_operator(r)), v, r->n, mv, false);
 }
 
 /* Whether type t offers in zone z and capacity type ct (and reservation
@@ -184,7 +187,7 @@ static int fixed_reqs(rb *b, const rt_claim *k, ncreqs *rs, bool *pinned) {
   if (!rc && *pinned) {
     names_sorted(b, pin, npin, types);
     ntypes = npin;
-    zones[nzones++] = res_str(b, dt__sym_str(&p->syms, p->zones[o->zone]));
+    zones[nzones++] = b->zname[o->zone];
     cts[ncts++] = dt__ct_names[o->ct];
   } else if (!rc) {
     names_sorted(b, k->final, k->nfinal, types);
@@ -194,7 +197,7 @@ static int fixed_reqs(rb *b, const rt_claim *k, ncreqs *rs, bool *pinned) {
       for (int ct = 0; ct < DT_CT_N && !any && (k->zopen >> z & 1); ct++)
         for (uint32_t i = 0; i < k->nfinal && !any && (k->copen >> ct & 1); i++)
           any = offers_at(&p->types[k->final[i]], (int)z, ct, 0, pl->spot_max);
-      if (any) zones[nzones++] = res_str(b, dt__sym_str(&p->syms, p->zones[z]));
+      if (any) zones[nzones++] = b->zname[z];
     }
     for (int ct = 0; ct < DT_CT_N; ct++) {
       bool any = false;
@@ -342,7 +345,7 @@ static int32_t type_rec(rb *b, uint32_t t) {
   for (uint32_t i = 0; i < p->nres; i++) {
     if (!rt->alloc[i]) continue;
     dt__fmt_quantity(tmp, sizeof tmp, p->res_names[i], rt->alloc[i]);
-    al[c->nalloc++] = (dt_resource_info){res_str(b, p->res_names[i]), res_str(b, tmp), rt->alloc[i]};
+    al[c->nalloc++] = (dt_resource_info){b->rname[i], res_str(b, tmp), rt->alloc[i]};
   }
   c->alloc = al;
   return b->tidx[t] = (int32_t)r->ntypes++;
@@ -408,14 +411,19 @@ static int result_rest(rb *b) {
 
 int dt__plan_result_build(dt_plan *p) {
   size_t n = p->ntypes + 1;
-  rb b = {p, &p->res.arena, dt__calloc(n, sizeof *b.tname), dt__malloc(n * sizeof *b.tidx),
-          dt__malloc(n * sizeof *b.by_rank), dt__calloc(n, sizeof *b.mark), 0};
+  rb b = {.p = p, .a = &p->res.arena};
+  b.tname = dt__calloc(n, sizeof *b.tname);
+  b.tidx = dt__malloc(n * sizeof *b.tidx);
+  b.by_rank = dt__malloc(n * sizeof *b.by_rank);
+  b.mark = dt__calloc(n, sizeof *b.mark);
   int rc = b.tname && b.tidx && b.by_rank && b.mark ? 0 : DT_ENOMEM;
   for (uint32_t t = 0; !rc && t < p->ntypes; t++) {
     b.tidx[t] = -1;
     b.by_rank[p->types[t].rank] = t;
     if (!(b.tname[t] = res_str(&b, p->types[t].src->name))) rc = DT_ENOMEM;
   }
+  for (uint32_t z = 0; !rc && z < p->nzones; z++) b.zname[z] = res_str(&b, dt__sym_str(&p->syms, p->zones[z]));
+  for (uint32_t r = 0; !rc && r < p->nres; r++) b.rname[r] = res_str(&b, p->res_names[r]);
   if (!rc) rc = result_pools(&b);
   if (!rc) rc = result_claims(&b);
   if (!rc) rc = result_rest(&b);

@@ -88,7 +88,6 @@ int dt__pools_doc_build(dt_pools *r, int64_t now);
 ** a reservation nor requests. */
 cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement);
 
-
 /* ------------------------------------------------------------ plans */
 
 /* A plan's results: everything its accessors and renderings read, built by

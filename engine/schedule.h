@@ -245,7 +245,6 @@ typedef struct rt_unsched {
   const char *reason; /* arena */
 } rt_unsched;
 
-
 struct dt_plan {
   dt_plan_result res; /* built by dt_plan_run, not by the overlay and compiled runs of a disruption pass */
   dt_arena arena;
