@@ -342,6 +342,30 @@ static bool claim_full(run *R, rt_claim *k) {
   return true;
 }
 
+/* Class ci's options on pool pi before topology, limits and offerings. */
+static rt_popt *pool_options(dt_plan *p, uint32_t ci, uint32_t pi) {
+  rt_class *c = &p->classes.v[ci];
+  const rt_pool *pl = &p->pools[pi];
+  if (!c->popt && !(c->popt = A(p, p->npools * sizeof *c->popt))) return NULL;
+  rt_popt *po = &c->popt[pi];
+  if (po->ready) return po;
+  dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &c->reqs, &po->nr);
+  masks(p, &po->nr, &po->zm, &po->cm);
+  if (!(po->opt = A(p, (pl->ntypes ? pl->ntypes : 1) * sizeof *po->opt))) return NULL;
+  static const int64_t zero[DT_RES_MAX];
+  for (uint32_t i = 0; i < pl->ntypes; i++)
+    if (fits(p, pl->eff[pl->types[i]], zero, c->req) && dt__type_labels_ok(p, &p->types[pl->types[i]], &po->nr))
+      po->opt[po->n++] = pl->types[i];
+  po->ready = true;
+  return po;
+}
+
+static bool type_offered(const rt_type *t, uint64_t zm, uint8_t cm, double spot_max) {
+  for (uint32_t i = 0; i < t->noff; i++)
+    if (off_ok(&t->off[i], zm, cm, spot_max)) return true;
+  return false;
+}
+
 static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
   dt_plan *p = R->p;
   *res = FAIL_EVER;
@@ -349,11 +373,11 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
     rt_class *c = &p->classes.v[ci];
     rt_pool *pl = &p->pools[pi];
     if (pl->replicas >= 0 || !dt__sched_pool_ok(p, c, pi) || pl->nodes_remaining == 0 || !pl->ntypes) continue;
-    dt_reqs nr;
-    dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &c->reqs, &nr);
-    uint64_t zm;
-    uint8_t cm;
-    masks(p, &nr, &zm, &cm);
+    const rt_popt *po = pool_options(p, ci, pi);
+    if (!po) return DT_ENOMEM;
+    dt_reqs nr = po->nr;
+    uint64_t zm = po->zm;
+    uint8_t cm = po->cm;
     uint32_t host = p->nnodes + (uint32_t)p->claims.n;
     if (c->topo) {
       uint32_t why;
@@ -365,19 +389,17 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
         continue;
       }
     }
-    uint32_t *opt = A(p, pl->ntypes * sizeof *opt), n = 0;
+    uint32_t *opt = A(p, (po->n ? po->n : 1) * sizeof *opt), n = 0;
     if (!opt) return DT_ENOMEM;
-    static const int64_t zero[DT_RES_MAX];
-    for (uint32_t i = 0; i < pl->ntypes; i++) {
-      const rt_type *t = &p->types[pl->types[i]];
+    for (uint32_t i = 0; i < po->n; i++) {
+      const rt_type *t = &p->types[po->opt[i]];
       if (pl->has_limits) {
         bool over = false;
         for (uint32_t r = 0; r < p->nres && !over; r++)
           over = pl->remaining[r] != INT64_MAX && t->cap[r] > pl->remaining[r];
         if (over) continue;
       }
-      if (fits(p, pl->eff[pl->types[i]], zero, c->req) && dt__type_ok(p, t, &nr, zm, cm, pl->spot_max))
-        opt[n++] = pl->types[i];
+      if (type_offered(t, zm, cm, pl->spot_max)) opt[n++] = po->opt[i];
     }
     if (!n || (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, n))) continue;
     rt_claim *k = A(p, sizeof *k);

@@ -168,6 +168,20 @@ typedef struct rt_pool {
   int64_t static_have, static_all; /* its nodes and claims in the input: not being deleted, and all */
 } rt_pool;
 
+/* A class's view of one NodePool, built the first time the class opens a
+** claim there: the merged requirements, their masks, and the pool's types
+** (price order) whose labels those requirements allow and whose
+** allocatable holds one pod; what changes during a run (topology masks,
+** limits, offerings left) is tested per claim on this shorter list. */
+typedef struct rt_popt {
+  dt_reqs nr;
+  uint64_t zm;
+  uint8_t cm;
+  bool ready;
+  uint32_t n;
+  uint32_t *opt;
+} rt_popt;
+
 typedef struct rt_class {
   int64_t req[DT_RES_MAX];
   dt_reqs reqs;
@@ -180,6 +194,7 @@ typedef struct rt_class {
   uint8_t elig_c;
   bool topo;              /* has constraints or is selected by an anti-affinity group */
   int8_t *pool_ok;        /* per pool: -1 unknown, 0 no, 1 yes (taints and requirements) */
+  rt_popt *popt;          /* per pool, lazily (NULL until the class first opens a claim) */
   uint64_t *claim_failed; /* bitset over claims */
   uint32_t nfail_words;
   uint32_t node_cursor; /* existing nodes before it cannot take this class */
