@@ -149,16 +149,22 @@ out:
 
 /* For every spec, the groups that count it. */
 int dt__topo_select(dt_plan *p) {
+  uint32_t *hit = dt__malloc((p->groups.n ? p->groups.n : 1) * sizeof *hit);
+  if (!hit) return DT_ENOMEM;
   for (uint32_t i = 0; i < p->nspecs; i++) {
     rt_spec *s = &p->specs[i];
     uint32_t n = 0;
-    for (size_t g = 0; g < p->groups.n; g++) n += selects(p, &p->groups.v[g], s);
-    s->sel = dt__arena_alloc(&p->arena, (n ? n : 1) * sizeof *s->sel);
-    if (!s->sel) return DT_ENOMEM;
-    s->nsel = 0;
     for (size_t g = 0; g < p->groups.n; g++)
-      if (selects(p, &p->groups.v[g], s)) s->sel[s->nsel++] = (uint32_t)g;
+      if (selects(p, &p->groups.v[g], s)) hit[n++] = (uint32_t)g;
+    s->sel = dt__arena_alloc(&p->arena, (n ? n : 1) * sizeof *s->sel);
+    if (!s->sel) {
+      dt__free(hit);
+      return DT_ENOMEM;
+    }
+    memcpy(s->sel, hit, n * sizeof *hit);
+    s->nsel = n;
   }
+  dt__free(hit);
   return 0;
 }
 
