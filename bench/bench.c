@@ -127,15 +127,17 @@ typedef struct result {
 static void report(const result *r) {
   char ratio[32] = "n/a";
   if (!isnan(r->lp) && r->lp > 0) snprintf(ratio, sizeof ratio, "%.3f", r->cost / r->lp);
-  printf("%-24s %7zu %6zu %10.3f %9s %9.1f %9.1f %10.0f %9.1f\n", r->name, r->pods, r->nodes, r->cost, ratio,
-         r->parse_ms, r->sched_ms, r->sched_ms > 0 ? (double)r->pods / (r->sched_ms / 1e3) : 0.0, peak_rss_mib());
+  printf("%-24s %7zu %6zu %10.3f %9s %9.1f %9.1f %10.0f %9.1f\n", r->name, r->pods, r->nodes, r->cost,
+         ratio, r->parse_ms, r->sched_ms, r->sched_ms > 0 ? (double)r->pods / (r->sched_ms / 1e3) : 0.0,
+         peak_rss_mib());
   fflush(stdout);
 }
 
 static dt_packing g_packing = DT_PACKING_COST;
 static dt_policy *g_policy;
 
-static int run(const char *name, dt_catalog *cat, const char *manifests, size_t len, double lp, result *out) {
+static int run(const char *name, dt_catalog *cat, const char *manifests, size_t len, double lp,
+               result *out) {
   dt_error err = {0};
   dt_manifests *m = dt_manifests_new();
   double t0 = now_ms(), c0 = cpu_ms();
@@ -172,7 +174,7 @@ static int cmp_double(const void *a, const void *b) {
 ** times reported (a single run of a few milliseconds mostly measures the
 ** machine's other work), and their ranges printed. */
 static int run_median(const char *name, dt_catalog *cat, const char *manifests, size_t len, double lp, result *out) {
-  const char *env = getenv("DOVETAIL_BENCH_reps");
+  const char *env = getenv("DOVETAIL_BENCH_REPS");
   int reps = env && atoi(env) >= 1 && atoi(env) <= 99 ? atoi(env) : 5;
   double parse[99], sched[99];
   for (int i = 0; i < reps; i++) {
@@ -199,8 +201,7 @@ static const char *k_pool_generic =
 static char *karpenter_catalog(size_t *len, lp_type *lp) {
   char *buf;
   FILE *f = open_memstream(&buf, len);
-  fprintf(f, "{\"region\":\"test-region\",\"provider\":\"generic\",\"zones\":[\"test-zone-1\",\"test-zone-2\",\"test-"
-             "zone-3\"],\"instanceTypes\":[");
+  fprintf(f, "{\"region\":\"test-region\",\"provider\":\"generic\",\"zones\":[\"test-zone-1\",\"test-zone-2\",\"test-zone-3\"],\"instanceTypes\":[");
   for (int i = 0; i < 400; i++) {
     int cpu = i + 1, gib = 2 * (i + 1), pods = 10 * (i + 1);
     double price = 0.1 * cpu + 0.1 * gib * 1.073741824; /* GB = GiB x 1.0737 */
@@ -236,8 +237,7 @@ static char *generic_pods(int n, size_t *len, double *C, double *M) {
     *M += memv[m];
     fprintf(f,
             ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-%d\",\"namespace\":\"default\"},"
-            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"%s\","
-            "\"memory\":\"%s\"}}}]}}",
+            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"%s\",\"memory\":\"%s\"}}}]}}",
             i, cpu[c], mem[m]);
   }
   fprintf(f, "]}");
@@ -278,10 +278,9 @@ static char *diverse_pods(int n, size_t *len, double *C, double *M) {
                "\"topology.kubernetes.io/zone\",\"labelSelector\":{\"matchLabels\":{\"my-label\":\"value-%d\"}}}]}}",
                v);
     else if (cls == 4)
-      snprintf(
-          extra, sizeof extra,
-          ",\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":"
-          "\"kubernetes.io/hostname\",\"labelSelector\":{\"matchLabels\":{\"app\":\"nginx\"}}}]}}");
+      snprintf(extra, sizeof extra,
+               ",\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{\"topologyKey\":"
+               "\"kubernetes.io/hostname\",\"labelSelector\":{\"matchLabels\":{\"app\":\"nginx\"}}}]}}");
     fprintf(f,
             ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-%d\",\"namespace\":\"default\","
             "\"labels\":%s},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":"
@@ -374,8 +373,7 @@ static char *azure_pods(const char *shapes_path, int n, const char *extra_reqs, 
     *M += mem_mi[s] / 1024.0;
     fprintf(f,
             ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"vm-%d\",\"namespace\":\"default\"},"
-            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"%dm\","
-            "\"memory\":\"%dMi\"}}}]}}",
+            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"%dm\",\"memory\":\"%dMi\"}}}]}}",
             i, cpu_m[s], mem_mi[s]);
   }
   fprintf(f, "]}");
@@ -725,14 +723,12 @@ static int catalog_pairs(dt_catalog *aws, const char *shapes, const char *prefix
       if (bs.optimal)
         snprintf(status, sizeof status, "optimal, %d rounds, %.0f s", bs.rounds, bs.ms / 1e3);
       else
-        snprintf(status, sizeof status,
-                 "a bound: the LP is within [%.2f, %.2f], gap %.2f%%, %d knapsacks unproven, %d rounds, %.0f s", pat,
-                 bs.master, 100 * (bs.master / pat - 1), bs.unproven, bs.rounds, bs.ms / 1e3);
-      printf(
-          "%-24s %d shapes; ffd %.3fx -> cost %.3fx of the covering LP ($%.2f/h); %.3fx -> %.3fx of the assignment LP "
-          "($%.2f/h); %.3fx -> %.3fx of the pattern LP ($%.2f/h, %s); scheduling time %.2fx ffd\n",
-          name, g_nshapes, ffd.cost / bound, cost.cost / bound, bound, ffd.cost / tight, cost.cost / tight, tight,
-          ffd.cost / pat, cost.cost / pat, pat, status, cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
+        snprintf(status, sizeof status, "a bound: the LP is within [%.2f, %.2f], gap %.2f%%, %d knapsacks unproven, %d rounds, %.0f s",
+                 pat, bs.master, 100 * (bs.master / pat - 1), bs.unproven, bs.rounds, bs.ms / 1e3);
+      printf("%-24s %d shapes; ffd %.3fx -> cost %.3fx of the covering LP ($%.2f/h); %.3fx -> %.3fx of the assignment LP "
+             "($%.2f/h); %.3fx -> %.3fx of the pattern LP ($%.2f/h, %s); scheduling time %.2fx ffd\n",
+             name, g_nshapes, ffd.cost / bound, cost.cost / bound, bound, ffd.cost / tight, cost.cost / tight, tight,
+             ffd.cost / pat, cost.cost / pat, pat, status, cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
       free(pods);
     }
   return rc;
@@ -747,11 +743,9 @@ static int pool_bench(void) {
   size_t cap = n * 600 + 4096, len = 0; /* a VM is under 520 bytes */
   char *b = malloc(cap);
   if (!b) return 1;
-  len += (size_t)snprintf(
-      b + len, cap - len,
+  len += (size_t)snprintf(b + len, cap - len,
       "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"pool.kubevirt.io/v1beta1\","
-      "\"kind\":\"VirtualMachinePool\",\"metadata\":{\"name\":\"big\",\"annotations\":{\"dovetail.dev/"
-      "burst-replicas\":\"10000\"}},\"spec\":{\"replicas\":%zu,"
+      "\"kind\":\"VirtualMachinePool\",\"metadata\":{\"name\":\"big\",\"annotations\":{\"dovetail.dev/burst-replicas\":\"10000\"}},\"spec\":{\"replicas\":%zu,"
       "\"selector\":{\"matchLabels\":{\"app\":\"big\"}},\"scaleInStrategy\":{\"proactive\":{\"selectionPolicy\":"
       "{\"orderedPolicies\":[{\"matchLabels\":{\"tier\":\"canary\"}},{\"labelSelector\":{\"matchExpressions\":"
       "[{\"key\":\"zone\",\"operator\":\"In\",\"values\":[\"c\"]}]}}],\"basePolicy\":\"Oldest\"}}},"
@@ -765,8 +759,7 @@ static int pool_bench(void) {
     const char *tier = r % 100 < 3 ? "canary" : "stable";
     char zone = "abc"[(r >> 8) % 3];
     long day = 1 + (long)((r >> 12) % 28), hour = (long)((r >> 20) % 24);
-    len += (size_t)snprintf(
-        b + len, cap - len,
+    len += (size_t)snprintf(b + len, cap - len,
         ",{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachine\",\"metadata\":{\"name\":\"big-%zu\","
         "\"creationTimestamp\":\"2026-10-%02ldT%02ld:00:00Z\",\"labels\":{\"app\":\"big\",\"tier\":\"%s\","
         "\"zone\":\"%c\"},\"ownerReferences\":[{\"kind\":\"VirtualMachinePool\",\"name\":\"big\","
@@ -818,8 +811,7 @@ static int disrupt_bench(dt_catalog *aws, size_t n) {
   size_t cap = n * 10 * 330 + n * 520 + 4096, len = 0;
   char *b = malloc(cap);
   if (!b) return 1;
-  len += (size_t)snprintf(
-      b + len, cap - len,
+  len += (size_t)snprintf(b + len, cap - len,
       "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\","
       "\"metadata\":{\"name\":\"default\"},\"spec\":{\"template\":{\"spec\":{\"requirements\":["
       "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
@@ -832,19 +824,17 @@ static int disrupt_bench(dt_catalog *aws, size_t n) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     unsigned r = (unsigned)(x >> 33);
     bool empty = r % 100 < 2, drifted = r % 100 == 2;
-    len += (size_t)snprintf(
-        b + len, cap - len,
+    len += (size_t)snprintf(b + len, cap - len,
         ",{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node-%zu\","
         "\"creationTimestamp\":\"2026-11-01T00:00:00Z\"%s,\"labels\":{\"node.kubernetes.io/instance-type\":\"%s\","
         "\"topology.kubernetes.io/zone\":\"%s\",\"karpenter.sh/capacity-type\":\"on-demand\","
         "\"karpenter.sh/nodepool\":\"default\",\"kubernetes.io/arch\":\"amd64\"}}}",
-        i, drifted ? ",\"annotations\":{\"dovetail.dev/nodepool-hash\":\"0000000000000000\"}" : "", types[i % 3],
-        zones[(i / 3) % 3]);
+        i, drifted ? ",\"annotations\":{\"dovetail.dev/nodepool-hash\":\"0000000000000000\"}" : "",
+        types[i % 3], zones[(i / 3) % 3]);
     for (int k = 0; k < 10 && !empty; k++) {
       x = x * 6364136223846793005ull + 1442695040888963407ull;
       unsigned q = (unsigned)(x >> 33);
-      len += (size_t)snprintf(
-          b + len, cap - len,
+      len += (size_t)snprintf(b + len, cap - len,
           ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-%zu-%d\",\"namespace\":\"default\","
           "\"labels\":{\"app\":\"app-%u\"}},\"spec\":{\"nodeName\":\"node-%zu\",\"containers\":[{\"name\":\"c\","
           "\"resources\":{\"requests\":{\"cpu\":\"%um\",\"memory\":\"%uMi\"}}}]}}",
@@ -934,7 +924,8 @@ static int million(dt_catalog *aws, const char *shapes, const result *first) {
   if (rc) return rc;
   printf("azure-1m                 time per pod vs 100k (median of 3 pairs, range): parse %.2fx (%.2f-%.2f), "
          "schedule %.2fx (%.2f-%.2f); peak RSS %.0f bytes per pod\n",
-         median3(parse), min3(parse), max3(parse), median3(sched), min3(sched), max3(sched), rss * 1048576.0 / 1e6);
+         median3(parse), min3(parse), max3(parse), median3(sched), min3(sched), max3(sched),
+         rss * 1048576.0 / 1e6);
   printf("azure-1m                 CPU time per pod vs 100k (median of 3 pairs, range): parse %.2fx (%.2f-%.2f), "
          "plan %.2fx (%.2f-%.2f)\n",
          median3(parse_cpu), min3(parse_cpu), max3(parse_cpu), median3(plan_cpu), min3(plan_cpu), max3(plan_cpu));
@@ -944,8 +935,8 @@ static int million(dt_catalog *aws, const char *shapes, const result *first) {
 int main(int argc, char **argv) {
   dt_error err = {0};
   int rc = 0;
-  printf("%-24s %7s %6s %10s %9s %9s %9s %10s %9s\n", "case", "pods", "nodes", "$/h", "lp-ratio", "parse-ms",
-         "sched-ms", "pods/s", "rss-MiB");
+  printf("%-24s %7s %6s %10s %9s %9s %9s %10s %9s\n", "case", "pods", "nodes", "$/h", "lp-ratio",
+         "parse-ms", "sched-ms", "pods/s", "rss-MiB");
   /* (a) Karpenter's benchmark catalog with generic pods. */
   size_t clen;
   lp_type lp[400];
@@ -957,8 +948,7 @@ int main(int argc, char **argv) {
   }
   free(ctext);
   static const int sizes[] = {1000, 5000, 20000};
-  const char *only =
-      getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | policy | peak | many | pool | disrupt | azure */
+  const char *only = getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | policy | peak | many | pool | disrupt | azure */
   if (only && !strcmp(only, "pool")) return pool_bench();
   if (only && !strcmp(only, "disrupt")) { /* without a filter it runs last: peak RSS is per process */
     dt_catalog *aws;
@@ -1023,10 +1013,8 @@ int main(int argc, char **argv) {
     char score_path[] = "/tmp/dovetail-score-XXXXXX", rank_path[] = "/tmp/dovetail-rank-XXXXXX";
     FILE *sf = fdopen(mkstemp(score_path), "w"), *rf = fdopen(mkstemp(rank_path), "w");
     fprintf(sf, "%sreturn { score = s }\n", work);
-    fprintf(rf,
-            "%sreturn { rank = function(_, offs) local out = {} for i, o in ipairs(offs) do out[i] = s(o) end "
-            "return out end }\n",
-            work);
+    fprintf(rf, "%sreturn { rank = function(_, offs) local out = {} for i, o in ipairs(offs) do out[i] = s(o) end "
+                "return out end }\n", work);
     fclose(sf);
     fclose(rf);
     const char *files[] = {NULL, "policies/default.lua", score_path, rank_path};
