@@ -240,14 +240,22 @@ bool dt__sched_off_better(const dt_plan *p, uint32_t t, uint32_t o, int32_t bt, 
 /* The best offering of type ti for claim k by the default rank (-1 if none)
 ** and its cheapest price. Reserved offerings count only for the units the
 ** claim holds; claims holding none share a memo per type and masks. */
-static int32_t type_best(dt_plan *p, const rt_claim *k, uint32_t ti, double *cheapest) {
-  rt_type *t = &p->types[ti];
-  double smax = p->pools[k->pool].spot_max;
-  bool memo = !k->held.n;
-  if (memo && t->memo_ok && t->memo_zmask == k->zmask && t->memo_ctmask == k->ctmask && t->memo_spot_max == smax) {
+static int32_t type_best_slow(dt_plan *p, const rt_claim *k, uint32_t ti, double *cheapest);
+
+static inline int32_t type_best(dt_plan *p, const rt_claim *k, uint32_t ti, double *cheapest) {
+  const rt_type *t = &p->types[ti];
+  if (!k->held.n && t->memo_ok && t->memo_zmask == k->zmask && t->memo_ctmask == k->ctmask &&
+      t->memo_spot_max == p->pools[k->pool].spot_max) {
     *cheapest = t->memo_price;
     return t->memo_off;
   }
+  return type_best_slow(p, k, ti, cheapest);
+}
+
+static int32_t type_best_slow(dt_plan *p, const rt_claim *k, uint32_t ti, double *cheapest) {
+  rt_type *t = &p->types[ti];
+  double smax = p->pools[k->pool].spot_max;
+  bool memo = !k->held.n;
   int32_t bo = -1;
   double ch = INFINITY;
   for (uint32_t o = 0; o < t->noff; o++) {
@@ -425,14 +433,26 @@ int dt__sched_launch(dt_plan *p) {
       break;
     }
     int32_t bt = -1, bo = -1;
+    const rt_off *best = NULL; /* (bt, bo)'s offering: most options lose on its price alone */
     for (uint32_t i = 0; i < k->nopt; i++) {
       if (!fits(p, p->pools[k->pool].eff[k->opt[i]], k->used, (int64_t[DT_RES_MAX]){0})) continue;
       double cheapest;
       int32_t o = type_best(p, k, k->opt[i], &cheapest);
       if (o < 0) continue;
-      if (dt__sched_off_better(p, k->opt[i], (uint32_t)o, bt, bo, k->used)) {
+      const rt_off *of = &p->types[k->opt[i]].off[o];
+      bool better;
+      if (!best)
+        better = true;
+      else if ((of->ct == DT_CT_RESERVED) != (best->ct == DT_CT_RESERVED))
+        better = of->ct == DT_CT_RESERVED;
+      else if (of->price != best->price)
+        better = of->price < best->price;
+      else
+        better = dt__sched_off_better(p, k->opt[i], (uint32_t)o, bt, bo, k->used);
+      if (better) {
         bt = (int32_t)k->opt[i];
         bo = o;
+        best = of;
       }
       price[n] = cheapest;
       fin[n++] = k->opt[i];
