@@ -389,17 +389,15 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
         continue;
       }
     }
-    uint32_t *opt = A(p, (po->n ? po->n : 1) * sizeof *opt), n = 0;
+    uint32_t *opt = A(p, (po->n ? po->n : 1) * sizeof *opt), n = 0, lim[DT_RES_MAX], nlim = 0;
     if (!opt) return DT_ENOMEM;
+    for (uint32_t r = 0; pl->has_limits && r < p->nres; r++)
+      if (pl->remaining[r] != INT64_MAX) lim[nlim++] = r;
     for (uint32_t i = 0; i < po->n; i++) {
       const rt_type *t = &p->types[po->opt[i]];
-      if (pl->has_limits) {
-        bool over = false;
-        for (uint32_t r = 0; r < p->nres && !over; r++)
-          over = pl->remaining[r] != INT64_MAX && t->cap[r] > pl->remaining[r];
-        if (over) continue;
-      }
-      if (type_offered(t, zm, cm, pl->spot_max)) opt[n++] = po->opt[i];
+      bool over = false;
+      for (uint32_t l = 0; l < nlim && !over; l++) over = t->cap[lim[l]] > pl->remaining[lim[l]];
+      if (!over && type_offered(t, zm, cm, pl->spot_max)) opt[n++] = po->opt[i];
     }
     if (!n || (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, n))) continue;
     rt_claim *k = A(p, sizeof *k);
@@ -435,11 +433,10 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
     /* Limits are charged pessimistically: the largest capacity among the
     ** claim's options, as Karpenter's subtractMax. */
     if (pl->has_limits) {
-      for (uint32_t r = 0; r < p->nres; r++) {
-        if (pl->remaining[r] == INT64_MAX) continue;
+      for (uint32_t l = 0; l < nlim; l++) {
         int64_t mx = 0;
-        for (uint32_t i = 0; i < n; i++) mx = p->types[opt[i]].cap[r] > mx ? p->types[opt[i]].cap[r] : mx;
-        pl->remaining[r] -= mx;
+        for (uint32_t i = 0; i < n; i++) mx = p->types[opt[i]].cap[lim[l]] > mx ? p->types[opt[i]].cap[lim[l]] : mx;
+        pl->remaining[lim[l]] -= mx;
       }
       if (pl->nodes_remaining > 0) pl->nodes_remaining--;
     }
