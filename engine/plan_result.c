@@ -25,6 +25,8 @@ typedef struct rb {
   uint32_t *by_rank;                         /* the types by name (their ranks) */
   uint32_t *mark;                            /* names_sorted's marks, stamp the last one */
   uint32_t stamp;
+  uint64_t *offz;   /* per NodePool, type and capacity type: the zones offers_at finds */
+  bool *offz_ready; /* per NodePool: its part of offz filled */
 } rb;
 
 static const rt_off *claim_off(const dt_plan *p, const rt_claim *k) { return &p->types[k->type].off[k->off]; }
@@ -163,6 +165,22 @@ static bool offers_at(const rt_type *t, int z, int ct, dt_sym resv, double spot_
   return false;
 }
 
+/* Pool pi's part of b->offz: per type and capacity type, the zones where
+** offers_at(type, zone, ct, 0, the pool's spot maxPrice) holds. */
+static const uint64_t *pool_zones(rb *b, uint32_t pi) {
+  const dt_plan *p = b->p;
+  uint64_t *m = &b->offz[(size_t)pi * p->ntypes * DT_CT_N];
+  if (!b->offz_ready[pi]) {
+    for (uint32_t t = 0; t < p->ntypes; t++)
+      for (uint32_t o = 0; o < p->types[t].noff; o++) {
+        const rt_off *of = &p->types[t].off[o];
+        if (dt__spot_ok(of, p->pools[pi].spot_max)) m[(size_t)t * DT_CT_N + of->ct] |= 1ull << of->zone;
+      }
+    b->offz_ready[pi] = true;
+  }
+  return m;
+}
+
 /*
 ** The first requirements of a NodeClaim, as Karpenter builds them: the
 ** instance types the claim may launch (at most 600), its zones and capacity
@@ -181,8 +199,11 @@ static int fixed_reqs(rb *b, const rt_claim *k, ncreqs *rs, bool *pinned) {
   const char **types = dt__malloc((k->nfinal + 1) * sizeof *types), *zones[64], *cts[DT_CT_N];
   size_t ntypes = 0, nzones = 0, ncts = 0;
   if (!pin || !types) rc = DT_ENOMEM;
+  const uint64_t *zm = pool_zones(b, k->pool);
   for (uint32_t i = 0; !rc && i < k->nfinal; i++)
-    if (offers_at(&p->types[k->final[i]], o->zone, o->ct, o->resv, pl->spot_max)) pin[npin++] = k->final[i];
+    if (o->ct == DT_CT_RESERVED && o->resv ? offers_at(&p->types[k->final[i]], o->zone, o->ct, o->resv, pl->spot_max)
+                                           : zm[(size_t)k->final[i] * DT_CT_N + o->ct] >> o->zone & 1)
+      pin[npin++] = k->final[i];
   *pinned = !rc && npin && dt__min_values_ok(p, &k->reqs, pin, npin);
   if (!rc && *pinned) {
     names_sorted(b, pin, npin, types);
@@ -416,7 +437,9 @@ int dt__plan_result_build(dt_plan *p) {
   b.tidx = dt__malloc(n * sizeof *b.tidx);
   b.by_rank = dt__malloc(n * sizeof *b.by_rank);
   b.mark = dt__calloc(n, sizeof *b.mark);
-  int rc = b.tname && b.tidx && b.by_rank && b.mark ? 0 : DT_ENOMEM;
+  b.offz = dt__calloc((size_t)(p->npools ? p->npools : 1) * n * DT_CT_N, sizeof *b.offz);
+  b.offz_ready = dt__calloc(p->npools ? p->npools : 1, sizeof *b.offz_ready);
+  int rc = b.tname && b.tidx && b.by_rank && b.mark && b.offz && b.offz_ready ? 0 : DT_ENOMEM;
   for (uint32_t t = 0; !rc && t < p->ntypes; t++) {
     b.tidx[t] = -1;
     b.by_rank[p->types[t].rank] = t;
@@ -431,6 +454,8 @@ int dt__plan_result_build(dt_plan *p) {
   dt__free(b.tidx);
   dt__free(b.by_rank);
   dt__free(b.mark);
+  dt__free(b.offz);
+  dt__free(b.offz_ready);
   return rc ? rc : b.a->oom ? DT_ENOMEM : 0;
 }
 
