@@ -167,6 +167,8 @@ void *dt__arena_alloc(dt_arena *a, size_t n) {
   return p;
 }
 
+void *dt__arena_raw(dt_arena *a, size_t n) { return arena_take(a, n); }
+
 /* n bytes, 16-byte aligned, not cleared. */
 static void *arena_take(dt_arena *a, size_t n) {
   n = (n + 15) & ~(size_t)15;

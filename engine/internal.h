@@ -55,6 +55,7 @@ typedef struct dt_arena {
 } dt_arena;
 
 void *dt__arena_alloc(dt_arena *a, size_t n);  /* zeroed, 16-byte aligned */
+void *dt__arena_raw(dt_arena *a, size_t n);    /* the same, not zeroed: for arrays written before they are read */
 void dt__arena_reserve(dt_arena *a, size_t n); /* a first chunk of at least n bytes (no-op once allocated) */
 char *dt__arena_strdup(dt_arena *a, const char *s);
 void dt__arena_free(dt_arena *a);

@@ -80,7 +80,7 @@ static void claim_info(rb *b, const rt_claim *k, dt_claim_info *c) {
   for (size_t j = 0; pods && j < k->pods.n; j++) pods[j] = res_pod(b, k->pods.v[j]);
   c->pods = pods;
   c->npods = pods ? k->pods.n : 0;
-  const char **opts = dt__arena_alloc(b->a, k->nfinal * sizeof *opts + 1);
+  const char **opts = dt__arena_raw(b->a, k->nfinal * sizeof *opts + 1);
   for (uint32_t j = 0; opts && j < k->nfinal; j++) opts[j] = b->tname[k->final[j]];
   c->instance_type_options = opts;
   c->noptions = opts ? k->nfinal : 0;

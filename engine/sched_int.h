@@ -18,7 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define A(p, n) dt__arena_alloc(&(p)->arena, (n))
+#define A(p, n)     dt__arena_alloc(&(p)->arena, (n))
+#define A_RAW(p, n) dt__arena_raw(&(p)->arena, (n)) /* not zeroed */
 
 /* ------------------------------------------------------------ helpers */
 

@@ -427,7 +427,7 @@ int dt__sched_launch(dt_plan *p) {
       continue;
     }
     /* Types still fitting everything, each priced by its best offering. */
-    uint32_t *fin = A(p, (k->nopt ? k->nopt : 1) * sizeof *fin), n = 0;
+    uint32_t *fin = A_RAW(p, (k->nopt ? k->nopt : 1) * sizeof *fin), n = 0;
     if (!fin) {
       rc = DT_ENOMEM;
       break;

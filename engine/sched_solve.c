@@ -260,7 +260,7 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
       *res = c->topo ? FAIL_NOW : FAIL_EVER;
       return 0;
     }
-    uint32_t *opt = A(p, keep * sizeof *opt);
+    uint32_t *opt = A_RAW(p, keep * sizeof *opt);
     if (!opt) return DT_ENOMEM;
     filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, opt);
     if (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, keep)) return 0;
@@ -389,7 +389,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
         continue;
       }
     }
-    uint32_t *opt = A(p, (po->n ? po->n : 1) * sizeof *opt), n = 0, lim[DT_RES_MAX], nlim = 0;
+    uint32_t *opt = A_RAW(p, (po->n ? po->n : 1) * sizeof *opt), n = 0, lim[DT_RES_MAX], nlim = 0;
     if (!opt) return DT_ENOMEM;
     for (uint32_t r = 0; pl->has_limits && r < p->nres; r++)
       if (pl->remaining[r] != INT64_MAX) lim[nlim++] = r;
