@@ -86,20 +86,25 @@ static int build_groups(dt_plan *p) {
   uint32_t n = p->ov ? (uint32_t)p->cl->termed.n : p->nspecs;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t i = p->ov ? p->cl->termed.v[k] : k;
-    const rt_spec *s = &p->specs[i];
+    rt_spec *s = &p->specs[i];
     const dt_podspec *d = s->src;
+    s->tgroup = NULL; /* an overlay's specs are the cluster's: the last plan's groups mean nothing here */
     if (spec_absent(p, i)) continue;
+    size_t nt = d->nspread + d->naff + d->npaff + d->nanti + d->npanti, at = 0;
+    int32_t *tg = nt ? A(p, nt * sizeof *tg) : NULL;
+    if (nt && !tg) return DT_ENOMEM;
     for (size_t t = 0; t < d->nspread; t++)
-      if (term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0, d->spread[t].match_label_keys,
-                     d->spread[t].nmlk) == DT_ENOMEM)
+      if ((tg[at++] = term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0,
+                                 d->spread[t].match_label_keys, d->spread[t].nmlk)) == DT_ENOMEM)
         return DT_ENOMEM;
     const dt_podterm *lists[4] = {d->aff, d->paff, d->anti, d->panti};
     size_t ns[4] = {d->naff, d->npaff, d->nanti, d->npanti};
     for (int l = 0; l < 4; l++)
       for (size_t t = 0; t < ns[l]; t++)
-        if (term_group(p, s, l < 2 ? TG_AFF : TG_ANTI, lists[l][t].key, &lists[l][t].sel, lists[l][t].ns,
-                       lists[l][t].nns, NULL, 0) == DT_ENOMEM)
+        if ((tg[at++] = term_group(p, s, l < 2 ? TG_AFF : TG_ANTI, lists[l][t].key, &lists[l][t].sel, lists[l][t].ns,
+                                   lists[l][t].nns, NULL, 0)) == DT_ENOMEM)
           return DT_ENOMEM;
+    s->tgroup = tg;
   }
   if (p->ov && !p->cl->termed.n) return 0; /* no pod has terms: no group, now or later, and every nsel stays 0 */
   return dt__topo_select(p);
@@ -177,8 +182,9 @@ int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   uint32_t anyway_seen = 0;
   for (size_t t = 0; t < d->nspread && ntc < 256; t++) {
     if (d->spread[t].anyway && anyway_seen++ < rx->anyway) continue;
-    int g = term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0, d->spread[t].match_label_keys,
-                       d->spread[t].nmlk);
+    int g = s->tgroup ? s->tgroup[t]
+                      : term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0,
+                                   d->spread[t].match_label_keys, d->spread[t].nmlk);
     if (g == DT_ENOMEM) return g;
     if (g < 0) continue;
     tcs[ntc++] = (rt_tc){(uint32_t)g,
@@ -195,14 +201,18 @@ int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
     uint8_t dropped;
     int kind;
     bool required;
-  } lists[4] = {{d->aff, d->naff, NULL, 0, TG_AFF, true},
-                {d->paff, d->npaff, s->paff_order, rx->paff, TG_AFF, false},
-                {d->anti, d->nanti, NULL, 0, TG_ANTI, true},
-                {d->panti, d->npanti, s->panti_order, rx->panti, TG_ANTI, false}};
+    size_t first; /* its terms' place in s->tgroup */
+  } lists[4] = {
+      {d->aff, d->naff, NULL, 0, TG_AFF, true, d->nspread},
+      {d->paff, d->npaff, s->paff_order, rx->paff, TG_AFF, false, d->nspread + d->naff},
+      {d->anti, d->nanti, NULL, 0, TG_ANTI, true, d->nspread + d->naff + d->npaff},
+      {d->panti, d->npanti, s->panti_order, rx->panti, TG_ANTI, false, d->nspread + d->naff + d->npaff + d->nanti}};
   for (int l = 0; l < 4; l++)
     for (size_t k = lists[l].dropped; k < lists[l].n && ntc < 256; k++) {
-      const dt_podterm *t = &lists[l].t[lists[l].order ? lists[l].order[k] : k];
-      int g = term_group(p, s, lists[l].kind, t->key, &t->sel, t->ns, t->nns, NULL, 0);
+      size_t ti = lists[l].order ? lists[l].order[k] : k;
+      const dt_podterm *t = &lists[l].t[ti];
+      int g = s->tgroup ? s->tgroup[lists[l].first + ti]
+                        : term_group(p, s, lists[l].kind, t->key, &t->sel, t->ns, t->nns, NULL, 0);
       if (g == DT_ENOMEM) return g;
       if (g < 0) continue;
       tcs[ntc++] = (rt_tc){(uint32_t)g,
@@ -364,6 +374,7 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
   int rc;
   s->src = d;
   s->base_class = -1;
+  s->tgroup = NULL;
   *rc_missing = false;
   if (d->nbase && p->nres >= 4) { /* a kept pod's requests, by index (podcache.c) */
     for (uint8_t k = 0; k < d->nbase; k++) s->req[d->base_k[k]] = d->base_milli[k];

@@ -142,6 +142,8 @@ typedef struct rt_spec {
   int32_t base_class; /* class of the unrelaxed pod, -1 until compiled */
   uint32_t nvol;
   const dt_mreqs **vol; /* where its volumes can be: each a term its node must meet too (arena) */
+  int32_t *tgroup;      /* per topology term (spread, affinity, preferred, anti, preferred anti, each as
+                        ** written): its group, -1 for a key not modelled; NULL until the groups are built */
 } rt_spec;
 
 typedef struct rt_pool {
