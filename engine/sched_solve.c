@@ -24,6 +24,7 @@ typedef struct run {
   int64_t *minsuf;             /* per queue position: component-wise min of the rest */
   int64_t failmin[DT_RES_MAX]; /* min over pods that failed in this pass */
   uint32_t pos, qlen;
+  uint32_t *scratch; /* a claim's options filtered, before they are kept (p->ntypes) */
   /* the last topology failure, for the unschedulable reason */
   int32_t topo_fail_class;
   uint32_t topo_fail;
@@ -255,14 +256,12 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
     k->opt += first;
     k->nopt -= first;
   } else {
-    uint32_t keep = filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, NULL);
+    uint32_t *opt = R->scratch; /* kept in the arena only once the pod joins */
+    uint32_t keep = filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, opt);
     if (!keep) {
       *res = c->topo ? FAIL_NOW : FAIL_EVER;
       return 0;
     }
-    uint32_t *opt = A_RAW(p, keep * sizeof *opt);
-    if (!opt) return DT_ENOMEM;
-    filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, opt);
     if (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, keep)) return 0;
     int64_t sum[DT_RES_MAX];
     for (uint32_t r = 0; r < DT_RES_MAX; r++) sum[r] = k->used[r] + c->req[r];
@@ -278,7 +277,8 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
       R->reserved_error = true;
       return 0;
     }
-    k->opt = opt;
+    if (!(k->opt = A_RAW(p, (keep ? keep : 1) * sizeof *k->opt))) return DT_ENOMEM;
+    memcpy(k->opt, opt, keep * sizeof *opt);
     k->nopt = keep;
     k->reqs = nr;
     k->zmask = zm;
@@ -642,7 +642,8 @@ int dt__sched_solve(dt_plan *p) {
   uint32_t *next = dt__malloc((p->npods ? p->npods : 1) * sizeof *next);
   int32_t *last_class = dt__malloc((p->npods ? p->npods : 1) * sizeof *last_class);
   R.minsuf = dt__malloc(((size_t)p->npods + 1) * p->nres * sizeof *R.minsuf);
-  if (!queue || !next || !R.minsuf || !last_class) {
+  R.scratch = dt__malloc((p->ntypes ? p->ntypes : 1) * sizeof *R.scratch);
+  if (!queue || !next || !R.minsuf || !last_class || !R.scratch) {
     rc = DT_ENOMEM;
     goto out;
   }
@@ -690,6 +691,7 @@ out:
   dt__free(next);
   dt__free(last_class);
   dt__free(R.minsuf);
+  dt__free(R.scratch);
   dt__free(R.order.v);
   dt__free(R.nfailed);
   dt__free(R.at.v);
