@@ -18,8 +18,10 @@
 ** or has absurd values (a pivot on a tiny element of a nearly singular
 ** basis) is solved again from the artificials, then once more pivoting
 ** only on elements above 1e-9. Big-M
-** artificials give the first basis, or a basis passed in (column generation
-** adds columns to a solved LP, whose basis stays feasible). Callers need the
+** artificials give the first basis, or a basis passed in: column generation
+** adds columns to a solved LP, whose basis stays feasible, and its rounding
+** solves the LP again for smaller demands from a basis of the last one's
+** columns, which the dual simplex (dual_phase) makes feasible. Callers need the
 ** duals y (what a unit of each row is worth at the optimum) and, for column
 ** generation, the primal x.
 */
@@ -31,6 +33,36 @@
 
 #define LP_REFRESH 64 /* pivots between fresh inverses */
 
+/* a[k] -= f * b[k] for k < n, two at a time (the same numbers as one at a
+** time: each element's arithmetic is unchanged). */
+typedef double v2d __attribute__((vector_size(16), aligned(8)));
+static void axpy_neg(double *a, const double *b, double f, int n) {
+  int k = 0;
+  v2d fv = {f, f};
+  for (; k + 2 <= n; k += 2) {
+    v2d x, z;
+    memcpy(&x, a + k, sizeof x);
+    memcpy(&z, b + k, sizeof z);
+    x -= fv * z;
+    memcpy(a + k, &x, sizeof x);
+  }
+  for (; k < n; k++) a[k] -= f * b[k];
+}
+
+/* a[k] += f * b[k] for k < n, likewise. */
+static void axpy(double *a, const double *b, double f, int n) {
+  int k = 0;
+  v2d fv = {f, f};
+  for (; k + 2 <= n; k += 2) {
+    v2d x, z;
+    memcpy(&x, a + k, sizeof x);
+    memcpy(&z, b + k, sizeof z);
+    x += fv * z;
+    memcpy(a + k, &x, sizeof x);
+  }
+  for (; k < n; k++) a[k] += f * b[k];
+}
+
 /* The LP being solved: columns 0..n-1 structural (sparse), n..n+m-1 the rows'
 ** surplus (-e_r, cost 0), n+m..n+2m-1 their artificials (+e_r, cost bigm). */
 typedef struct lp {
@@ -38,9 +70,13 @@ typedef struct lp {
   const int *start, *row;
   const double *val, *c;
   double bigm;
+  const double *shift; /* NULL, or added to the costs of the first n + m columns (dual_phase) */
 } lp;
 
-static double cost_of(const lp *L, int j) { return j < L->n ? L->c[j] : j < L->n + L->m ? 0.0 : L->bigm; }
+static double cost_of(const lp *L, int j) {
+  double c = j < L->n ? L->c[j] : j < L->n + L->m ? 0.0 : L->bigm;
+  return L->shift && j < L->n + L->m ? c + L->shift[j] : c;
+}
 
 /* Column j as a dense vector into v[m]. */
 static void column(const lp *L, int j, double *v) {
@@ -85,10 +121,8 @@ static bool invert(const lp *L, const int *basis, double *b, double *inv, double
     for (int r = 0; r < m; r++) {
       double g = b[(size_t)r * m + cc];
       if (r == cc || g == 0) continue;
-      for (int k = 0; k < m; k++) {
-        b[(size_t)r * m + k] -= g * b[(size_t)cc * m + k];
-        inv[(size_t)r * m + k] -= g * inv[(size_t)cc * m + k];
-      }
+      axpy_neg(&b[(size_t)r * m], &b[(size_t)cc * m], g, m);
+      axpy_neg(&inv[(size_t)r * m], &inv[(size_t)cc * m], g, m);
     }
   }
   return true;
@@ -104,20 +138,48 @@ static void basic_values(int m, const double *inv, const double *d, double *xb) 
 
 /* The entering column: the most negative reduced cost at duals y (Dantzig);
 ** with bland, the first one (Bland's rule, which cannot cycle). -1 when
-** none is negative: the basis is optimal. */
+** none is negative: the basis is optimal. The structural columns are priced
+** four at a time, each summed in its own order as alone (the same numbers),
+** so that the four sums overlap instead of waiting on one another. */
 static int entering(const lp *L, const double *y, bool bland) {
   int enter = -1, n = L->n;
-  double best = 0;
-  for (int j = 0; j < n + L->m; j++) {
-    double cj = cost_of(L, j), rc_ = cj;
-    if (j < n)
-      for (int k = L->start[j]; k < L->start[j + 1]; k++) rc_ -= y[L->row[k]] * L->val[k];
-    else
-      rc_ += y[j - n];
-    if (rc_ < -1e-9 * (1 + fabs(cj)) && rc_ < best) {
-      best = rc_;
-      enter = j;
-      if (bland) break;
+  double best = 0, rcs[4];
+  const int *row = L->row, *start = L->start;
+  const double *val = L->val;
+  for (int j0 = 0; j0 < n + L->m; j0 += 4) {
+    int w = j0 + 4 <= n ? 4 : 1;
+    if (w == 4) {
+      double r0 = L->c[j0], r1 = L->c[j0 + 1], r2 = L->c[j0 + 2], r3 = L->c[j0 + 3];
+      int k0 = start[j0], e0 = start[j0 + 1], k1 = e0, e1 = start[j0 + 2], k2 = e1, e2 = start[j0 + 3], k3 = e2,
+          e3 = start[j0 + 4];
+      for (; k0 < e0 && k1 < e1 && k2 < e2 && k3 < e3; k0++, k1++, k2++, k3++) {
+        r0 -= y[row[k0]] * val[k0];
+        r1 -= y[row[k1]] * val[k1];
+        r2 -= y[row[k2]] * val[k2];
+        r3 -= y[row[k3]] * val[k3];
+      }
+      for (; k0 < e0; k0++) r0 -= y[row[k0]] * val[k0];
+      for (; k1 < e1; k1++) r1 -= y[row[k1]] * val[k1];
+      for (; k2 < e2; k2++) r2 -= y[row[k2]] * val[k2];
+      for (; k3 < e3; k3++) r3 -= y[row[k3]] * val[k3];
+      rcs[0] = r0, rcs[1] = r1, rcs[2] = r2, rcs[3] = r3;
+    } else {
+      double cj = cost_of(L, j0), rc_ = cj;
+      if (j0 < n)
+        for (int k = start[j0]; k < start[j0 + 1]; k++) rc_ -= y[row[k]] * val[k];
+      else
+        rc_ += y[j0 - n];
+      rcs[0] = rc_;
+      j0 -= 3; /* one column this time */
+    }
+    for (int q = 0; q < w; q++) {
+      int j = w == 4 ? j0 + q : j0 + 3;
+      double cj = cost_of(L, j), rc_ = rcs[q];
+      if (rc_ < -1e-9 * (1 + fabs(cj)) && rc_ < best) {
+        best = rc_;
+        enter = j;
+        if (bland) return enter;
+      }
     }
   }
   return enter;
@@ -148,9 +210,117 @@ static int leaving(const lp *L, const double *binv, const int *basis, const doub
   return leave;
 }
 
+/* y = c_B B^-1 */
+static void duals(const lp *L, const int *basis, const double *binv, double *cb, double *y) {
+  int m = L->m;
+  for (int k = 0; k < m; k++) cb[k] = cost_of(L, basis[k]);
+  for (int r = 0; r < m; r++) y[r] = 0;
+  for (int k = 0; k < m; k++)
+    if (cb[k] != 0) axpy(y, &binv[(size_t)k * m], cb[k], m);
+}
+
+/* The pivot on row leave of direction u: the inverse and the basic values
+** updated in place. */
+static void pivot(int m, double *binv, double *xb, const double *u, int leave) {
+  double piv = u[leave];
+  double *lr = &binv[(size_t)leave * m];
+  for (int k = 0; k < m; k++) lr[k] /= piv;
+  xb[leave] /= piv;
+  for (int r = 0; r < m; r++) {
+    if (r == leave || u[r] == 0) continue;
+    axpy_neg(&binv[(size_t)r * m], lr, u[r], m);
+    xb[r] -= u[r] * xb[leave];
+  }
+}
+
+/*
+** The dual simplex from a basis made for other demands (column generation's
+** rounding solves the LP again for what is left, from the basis the last
+** solve ended on): the costs of the columns with a reduced cost below zero
+** are first raised to make it zero, so the basis is dual feasible, then the
+** most negative basic value leaves and the dual ratio test picks the
+** entering column (a pattern or a surplus, never an artificial). Ends
+** primal feasible, and the primal simplex, at the true costs, finishes;
+** false when it cannot (no column to enter, its pivots spent), and the
+** caller starts from the artificials.
+*/
+static bool dual_phase(const lp *L0, int *basis, double *binv, double *xb, const double *d, double *y, double *cb,
+                       double *u, uint8_t *isbasic, double *scratch, double *fresh, double *col) {
+  int m = L0->m, n = L0->n;
+  size_t mm = (size_t)m * (size_t)m;
+  memset(isbasic, 0, (size_t)(n + 2 * m));
+  for (int r = 0; r < m; r++) isbasic[basis[r]] = 1;
+  /* Costs shifted up so that no reduced cost is below zero at the start:
+  ** the basis is then dual feasible for them. */
+  double *shift = dt__calloc((size_t)(n + m), sizeof *shift);
+  if (!shift) return false;
+  lp L1 = *L0, *L = &L1;
+  bool ok = false;
+  duals(L, basis, binv, cb, y);
+  for (int j = 0; j < n + m; j++) {
+    if (isbasic[j]) continue;
+    double dj = cost_of(L, j);
+    if (j < n)
+      for (int k = L->start[j]; k < L->start[j + 1]; k++) dj -= y[L->row[k]] * L->val[k];
+    else
+      dj += y[j - n];
+    if (dj < 0) shift[j] = -dj;
+  }
+  L1.shift = shift;
+  for (int iter = 0, since = 0; iter < 4 * m + 50; iter++, since++) {
+    if (since >= LP_REFRESH && since >= m) {
+      if (invert(L, basis, scratch, fresh, col)) {
+        memcpy(binv, fresh, mm * sizeof *binv);
+        basic_values(m, binv, d, xb);
+      }
+      since = 0;
+    }
+    int leave = -1;
+    double worst = 0;
+    for (int r = 0; r < m; r++)
+      if (xb[r] < -1e-9 * (1 + fabs(d[r])) && xb[r] < worst) worst = xb[r], leave = r;
+    if (leave < 0) {
+      ok = true;
+      break;
+    }
+    duals(L, basis, binv, cb, y);
+    const double *rho = &binv[(size_t)leave * m];
+    int enter = -1;
+    double best = INFINITY, balpha = 0;
+    for (int j = 0; j < n + m; j++) {
+      if (isbasic[j]) continue;
+      double dj = cost_of(L, j), alpha = 0;
+      if (j < n)
+        for (int k = L->start[j]; k < L->start[j + 1]; k++) {
+          dj -= y[L->row[k]] * L->val[k];
+          alpha += rho[L->row[k]] * L->val[k];
+        }
+      else
+        dj += y[j - n], alpha = -rho[j - n];
+      if (alpha >= -1e-9) continue;
+      double q = (dj > 0 ? dj : 0) / -alpha;
+      if (q < best - 1e-12 || (q <= best + 1e-12 && -alpha > balpha)) best = q, enter = j, balpha = -alpha;
+    }
+    if (enter < 0) break;
+    memset(u, 0, (size_t)m * sizeof *u);
+    if (enter < n) {
+      for (int k = L->start[enter]; k < L->start[enter + 1]; k++)
+        for (int r = 0; r < m; r++) u[r] += binv[(size_t)r * m + L->row[k]] * L->val[k];
+    } else
+      for (int r = 0; r < m; r++) u[r] = -binv[(size_t)r * m + (enter - n)];
+    if (!(u[leave] < -1e-12)) break;
+    pivot(m, binv, xb, u, leave);
+    isbasic[basis[leave]] = 0;
+    isbasic[enter] = 1;
+    basis[leave] = enter;
+  }
+  dt__free(shift);
+  return ok;
+}
+
 static int solve(int m, int n, const int *start, const int *row, const double *val, const double *c, const double *d,
                  double *y, double *x, double *obj, int *warm, double *inv, double ptol) {
-  lp L = {m, n, start, row, val, c, 0};
+  lp L = {m, n, start, row, val, c, 0, NULL};
   for (int j = 0; j < n; j++) L.bigm = fmax(L.bigm, c[j]);
   L.bigm = (L.bigm + 1) * 1e6;
   size_t mm = (size_t)m * (size_t)m;
@@ -159,8 +329,9 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
          *u = dt__malloc((size_t)m * sizeof *u), *col = dt__malloc((size_t)m * sizeof *col),
          *cb = dt__malloc((size_t)m * sizeof *cb);
   int *basis = dt__malloc((size_t)m * sizeof *basis);
+  uint8_t *isbasic = dt__malloc((size_t)n + 2 * (size_t)m);
   int rc = 0;
-  if (!binv || !scratch || !fresh || !xb || !u || !col || !cb || !basis) {
+  if (!binv || !scratch || !fresh || !xb || !u || !col || !cb || !basis || !isbasic) {
     rc = DT_ENOMEM;
     goto out;
   }
@@ -173,12 +344,13 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
   /* The caller's inverse, when it has one for this basis (inv[0] not NaN),
   ** saves inverting it again. */
   if (warm_ok && !(inv && !isnan(inv[0])) && !invert(&L, basis, scratch, binv, col)) warm_ok = false;
-  if (warm_ok) {
+  if (warm_ok) { /* a basis that does not cover the demands: the dual simplex from it */
     basic_values(m, binv, d, xb);
-    for (int r = 0; r < m && warm_ok; r++) {
-      warm_ok = xb[r] >= -1e-7 * (1 + fabs(d[r]));
+    bool primal = true;
+    for (int r = 0; r < m && primal; r++) primal = xb[r] >= -1e-7 * (1 + fabs(d[r]));
+    if (!primal) warm_ok = dual_phase(&L, basis, binv, xb, d, y, cb, u, isbasic, scratch, fresh, col);
+    for (int r = 0; r < m; r++)
       if (xb[r] < 0) xb[r] = 0;
-    }
   }
   if (!warm_ok) {
     memset(binv, 0, mm * sizeof *binv);
@@ -202,11 +374,7 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
       since = 0;
     }
     /* duals y = c_B B^-1 */
-    for (int k = 0; k < m; k++) cb[k] = cost_of(&L, basis[k]);
-    for (int r = 0; r < m; r++) y[r] = 0;
-    for (int k = 0; k < m; k++)
-      if (cb[k] != 0)
-        for (int r = 0; r < m; r++) y[r] += cb[k] * binv[(size_t)k * m + r];
+    duals(&L, basis, binv, cb, y);
     bland = bland || stalled > 2 * m;
     int enter = entering(&L, y, bland);
     if (enter < 0) break;
@@ -218,16 +386,7 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
     }
     stalled = ratio <= 1e-12 ? stalled + 1 : 0;
     /* pivot */
-    double piv = u[leave];
-    double *lr = &binv[(size_t)leave * m];
-    for (int k = 0; k < m; k++) lr[k] /= piv;
-    xb[leave] /= piv;
-    for (int r = 0; r < m; r++) {
-      if (r == leave || u[r] == 0) continue;
-      double f = u[r], *br = &binv[(size_t)r * m];
-      for (int k = 0; k < m; k++) br[k] -= f * lr[k];
-      xb[r] -= f * xb[leave];
-    }
+    pivot(m, binv, xb, u, leave);
     basis[leave] = enter;
     since++;
   }
@@ -256,6 +415,7 @@ out:
   dt__free(col);
   dt__free(cb);
   dt__free(basis);
+  dt__free(isbasic);
   return rc;
 }
 

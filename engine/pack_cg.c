@@ -211,10 +211,90 @@ static int add_best(const cg_ctx *g, colset *cols, const priced *pr, uint32_t np
   return rc;
 }
 
+/* The basis one LP of rounding ended on, for the next (round_rest): the
+** shapes' rows then and its columns (as lp.c's basis: j a pattern, -1 - r
+** row r's surplus, -1 - m - r its artificial). */
+typedef struct carry {
+  uint32_t m;
+  int32_t *rowof; /* ns */
+  int *basis;     /* m */
+} carry;
+
+static void carry_free(carry *cr) {
+  dt__free(cr->rowof);
+  dt__free(cr->basis);
+  memset(cr, 0, sizeof *cr);
+}
+
+/* A first basis for the master of m rows (rowof) from the last one's (cr):
+** its patterns and its rows' surpluses that are still rows, as many as are
+** independent (kept by elimination), and the surplus of each row none of
+** them pivots on. The dual simplex (lp.c) starts from it when it does not
+** cover the new demands. Cold when out of memory. */
+static void crash_from(const carry *cr, const spmat *A, size_t n, const int32_t *rowof, size_t ns, uint32_t m,
+                       int *basis) {
+  double *W = dt__malloc((size_t)m * m * sizeof *W), *v = dt__malloc(m * sizeof *v);
+  int32_t *newrow = dt__malloc(cr->m * sizeof *newrow), *piv = dt__malloc(m * sizeof *piv);
+  uint8_t *pivoted = dt__calloc(m, 1);
+  uint32_t k = 0;
+  basis[0] = DT_LP_COLD;
+  if (!W || !v || !newrow || !piv || !pivoted) goto out;
+  for (uint32_t q = 0; q < cr->m; q++) newrow[q] = -1;
+  for (size_t s = 0; s < ns; s++)
+    if (cr->rowof[s] >= 0) newrow[cr->rowof[s]] = rowof[s];
+  for (uint32_t i0 = 0; i0 < 2 * cr->m && k < m; i0++) { /* the patterns first, then the surpluses */
+    uint32_t i = i0 % cr->m;
+    int e = cr->basis[i], enc;
+    if ((i0 < cr->m) != (e >= 0)) continue;
+    memset(v, 0, m * sizeof *v);
+    if (e >= 0 && (size_t)e < n) {
+      for (int z = A->start[e]; z < A->start[e + 1]; z++) v[A->row[z]] += A->val[z];
+      enc = e;
+    } else if (e < 0 && -1 - e < (int)cr->m && newrow[-1 - e] >= 0) {
+      v[newrow[-1 - e]] = -1;
+      enc = -1 - newrow[-1 - e];
+    } else
+      continue;
+    for (uint32_t a = 0; a < k; a++) { /* eliminate the accepted columns' pivots */
+      double f = v[piv[a]];
+      if (f != 0)
+        for (uint32_t r = 0; r < m; r++) v[r] -= f * W[(size_t)a * m + r];
+    }
+    int32_t best = -1;
+    for (uint32_t r = 0; r < m; r++)
+      if (!pivoted[r] && fabs(v[r]) > 1e-9 && (best < 0 || fabs(v[r]) > fabs(v[best]))) best = (int32_t)r;
+    if (best < 0) continue; /* dependent on those taken */
+    for (uint32_t r = 0; r < m; r++) W[(size_t)k * m + r] = v[r] / v[best];
+    piv[k] = best;
+    pivoted[best] = 1;
+    basis[k++] = enc;
+  }
+  for (uint32_t r = 0; r < m; r++)
+    if (!pivoted[r]) basis[k++] = -1 - (int)r;
+out:
+  dt__free(W);
+  dt__free(v);
+  dt__free(newrow);
+  dt__free(piv);
+  dt__free(pivoted);
+}
+
+/* Keep the basis an LP ended on (carry). */
+static int carry_keep(carry *cr, const int32_t *rowof, size_t ns, const int *basis, uint32_t m) {
+  if (!cr->rowof && !(cr->rowof = dt__malloc(ns * sizeof *cr->rowof))) return DT_ENOMEM;
+  int *nb = dt__realloc(cr->basis, m * sizeof *nb);
+  if (!nb) return DT_ENOMEM;
+  cr->basis = nb;
+  memcpy(cr->rowof, rowof, ns * sizeof *rowof);
+  memcpy(cr->basis, basis, m * sizeof *basis);
+  cr->m = m;
+  return 0;
+}
+
 /* Solve the pattern LP for dem[] by column generation; cols->x receives it,
 ** *lp_obj its cost (a lower bound on any plan when pricing was exact).
 ** Returns 0, DT_ENOMEM, or DT_EINVAL when the LP cannot be solved. */
-static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, double *lp_obj) {
+static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, double *lp_obj, carry *cr) {
   size_t ns = g->ns;
   int rc = 0;
   uint32_t m = 0;
@@ -242,6 +322,7 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, d
   for (int iter = 0; iter < iters; iter++) {
     size_t n = cols->n;
     if ((rc = spmat_grow(&A, g, cols, rowof, dem))) goto out;
+    if (iter == 0 && cr && cr->m) crash_from(cr, &A, n, rowof, ns, m, basis);
     double obj;
     int lrc = dt__lp_cover_sparse((int)m, (int)n, A.start, A.row, A.val, A.c, d, y, A.x, &obj, basis, inv);
     if (lrc) {
@@ -250,6 +331,7 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, d
     }
     memcpy(cols->x.v, A.x, n * sizeof *A.x);
     *lp_obj = obj;
+    if (cr && (rc = carry_keep(cr, rowof, ns, basis, m))) goto out;
     for (size_t s = 0; s < ns; s++) pi[s] = rowof[s] >= 0 && y[rowof[s]] > 0 ? y[rowof[s]] / (double)dem[s] : 0;
     /* The group's pricing budget spent, this LP's solution stands. */
     if (*g->rounds_left <= 0) break;
@@ -343,14 +425,18 @@ static int finish_alone(const cg_ctx *g, int64_t *rem, size_t left, packing *out
 }
 
 /* Round the rest: solve again for what is left and take its whole nodes;
-** when none is whole, round the largest fraction up. */
+** when none is whole, round the largest fraction up. With many shapes each
+** LP starts from the basis the last one ended on (crash_from; the dual
+** simplex makes it cover what is left), not from the artificials: a cold
+** start of a master of hundreds of rows takes about three pivots a row. */
 static int round_rest(const cg_ctx *g, colset *cols, int64_t *rem, size_t left, packing *out) {
   size_t ns = g->ns;
   int rc = 0;
   uint32_t *ord = NULL;
+  carry cr = {0}; /* each round's LP starts from the last one's basis */
   for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
     double obj;
-    if ((rc = cg_lp(g, rem, cols, g->tune->iters_rest, &obj))) break;
+    if ((rc = cg_lp(g, rem, cols, g->tune->iters_rest, &obj, g->ns > CG_FEW ? &cr : NULL))) break;
     uint32_t *no = dt__realloc(ord, cols->n * sizeof *ord + 1);
     if (!no) {
       rc = DT_ENOMEM;
@@ -381,6 +467,7 @@ static int round_rest(const cg_ctx *g, colset *cols, int64_t *rem, size_t left, 
     }
   }
   if (!rc) rc = finish_alone(g, rem, left, out);
+  carry_free(&cr);
   dt__free(ord);
   return rc;
 }
@@ -486,7 +573,7 @@ static uint32_t heaviest(const cg_ctx *g, const colset *cols, double *X, bool *w
 
 /* The LP's cost for rem, INFINITY when it has none. */
 static int lp_cost(const cg_ctx *g, const int64_t *rem, colset *cols, double *cost) {
-  int rc = cg_lp(g, rem, cols, g->tune->iters_rest, cost);
+  int rc = cg_lp(g, rem, cols, g->tune->iters_rest, cost, NULL);
   if (rc == DT_EINVAL) *cost = INFINITY;
   return rc == DT_EINVAL ? 0 : rc;
 }
@@ -505,7 +592,7 @@ static int round_dive(const cg_ctx *g0, colset *cols, int64_t *rem, size_t left,
   for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
     double obj, up = INFINITY, down = INFINITY;
     bool whole;
-    if ((rc = cg_lp(&g, rem, cols, g.tune->iters_rest, &obj))) break;
+    if ((rc = cg_lp(&g, rem, cols, g.tune->iters_rest, &obj, NULL))) break;
     uint32_t t = heaviest(&g, cols, X, &whole);
     if (t == UINT32_MAX) break;
     double Xt = type_load(&g, cols, t, y), price = g.by_price[t].price;
@@ -570,7 +657,7 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj, co
     if (!rc) rc = colset_add(cols, (uint32_t)bt, cnt, ns);
   }
   bool any;
-  if (!rc) rc = cg_lp(g, rem, cols, g->tune->iters, lp_obj);
+  if (!rc) rc = cg_lp(g, rem, cols, g->tune->iters, lp_obj, NULL);
   if (!rc && !(ord = dt__malloc(cols->n * sizeof *ord + 1))) rc = DT_ENOMEM;
   if (!rc) rc = take_whole(g, cols, rem, &left, out, ord, &any);
   if (rc || !left) goto out;

@@ -10,10 +10,10 @@ local json = require "dkjson"
 local BOUND_OD, BOUND_SPOT = 213.93, 41.75
 -- How far above them the plans may land: one pattern LP over all 217 shapes that starts from
 -- the patterns of parts of 64 (whose pods never share a node), each part's LP rounded by type as
--- well, lands within 1.014 on-demand and 1.012 with spot.
+-- well, lands within 1.014 on-demand and with spot.
 local RATIO_OD, RATIO_SPOT = 1.015, 1.015
 -- The c/m/r subset (generation 5 or later, at most 32 vCPU) with spot: the bound from `make
--- bench` (many-cmr5-32-spot); the plan lands within 1.013 (first-fit's plan is 1.022).
+-- bench` (many-cmr5-32-spot); the plan lands within 1.012 (first-fit's plan is 1.022).
 local BOUND_SUBSET_SPOT, RATIO_SUBSET_SPOT = 83.53, 1.015
 
 -- The workload as one JSON List: a NodePool (amd64, no GPU or other accelerator, the given

@@ -420,6 +420,14 @@ static void test_lp(void) {
   ok = ok && dt__lp_cover(2, 3, a5, c5, d5, yc, x, &cold_obj) == 0;
   CHECK(ok && fabs(warm_obj - cold_obj) < 1e-9 && fabs(y[0] - yc[0]) < 1e-9 && fabs(y[1] - yc[1]) < 1e-9,
         "warm start reaches the cold optimum (%g vs %g)", warm_obj, cold_obj);
+  /* smaller demands from the optimal basis: it no longer covers them, and the dual simplex
+  ** from it must reach the cold optimum */
+  const double d6[] = {1, 8};
+  double d6_cold, yd[2];
+  ok = dt__lp_cover_warm(2, 3, a5, c5, d6, yd, x, &warm_obj, basis) == 0;
+  ok = ok && dt__lp_cover(2, 3, a5, c5, d6, yc, x, &d6_cold) == 0;
+  CHECK(ok && fabs(warm_obj - d6_cold) < 1e-9 && fabs(yd[0] - yc[0]) < 1e-9 && fabs(yd[1] - yc[1]) < 1e-9,
+        "a warm start for other demands reaches the cold optimum (%g vs %g)", warm_obj, d6_cold);
   /* a garbage warm basis falls back to the cold start */
   int junk[2] = {7, -99};
   CHECK(dt__lp_cover_warm(2, 3, a5, c5, d5, y, x, &warm_obj, junk) == 0 && fabs(warm_obj - cold_obj) < 1e-9,
