@@ -422,8 +422,8 @@ static void keep_pool_types(dt_plan *p, uint32_t i, uint64_t zm, uint8_t cm) {
   uint32_t *types = A(p->cl->base, (pl->ntypes ? pl->ntypes : 1) * sizeof *types);
   if (!types) return;
   memcpy(types, pl->types, pl->ntypes * sizeof *types);
-  p->cl->ptypes[i] = (pool_types){np->reqs.v, np->labels.v, np->name,     np->reqs.n, np->labels.n,
-                                  zm,         cm,           pl->spot_max, types,      pl->ntypes};
+  p->cl->ptypes[i] = (pool_types){np->reqs.v, np->labels.v, np->name, np->reqs.n, np->labels.n, zm, cm, pl->spot_max,
+                                  types,      pl->ntypes,   0,        0,          false};
 }
 
 /* The pool's instance types satisfying its requirements, cheapest first. */

@@ -315,6 +315,9 @@ typedef struct pool_types {
   uint8_t cm;
   double spot_max;
   uint32_t *types, ntypes;
+  uint64_t universe_z; /* the zones and capacity types its types' offerings add to the plan's */
+  uint8_t universe_c;
+  bool has_reserved;
 } pool_types;
 
 struct dt_cluster {
