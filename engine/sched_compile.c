@@ -367,6 +367,87 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
   return 0;
 }
 
+/* Whether an overlay's offerings are those its cluster's kept pool types
+** were chosen under; when not, the kept ones are dropped and these become
+** the cluster's. False when nothing can be kept (no cluster, out of memory). */
+static bool overlay_offers_same(dt_plan *p) {
+  dt_cluster *cl = p->cl;
+  if (!cl) return false;
+  size_t n = 0;
+  for (uint32_t t = 0; t < p->ntypes; t++) n += p->types[t].noff;
+  bool same = cl->ptypes && cl->nptypes == p->npools && cl->nptypes_offers == 3 * n;
+  for (uint32_t t = 0, k = 0; same && t < p->ntypes; t++)
+    for (uint32_t o = 0; same && o < p->types[t].noff; o++, k += 3) {
+      const rt_off *of = &p->types[t].off[o];
+      same = !memcmp(&cl->ptypes_offers[k], &of->price, sizeof(double)) &&
+             !memcmp(&cl->ptypes_offers[k + 1], &of->cap, sizeof(double)) &&
+             cl->ptypes_offers[k + 2] == (of->avail != 0);
+    }
+  if (same) return true;
+  cl->ptypes = A(cl->base, (p->npools ? p->npools : 1) * sizeof *cl->ptypes);
+  cl->ptypes_offers = A(cl->base, (n ? 3 * n : 1) * sizeof(double));
+  if (!cl->ptypes || !cl->ptypes_offers) {
+    cl->ptypes = NULL;
+    return false;
+  }
+  memset(cl->ptypes, 0, (p->npools ? p->npools : 1) * sizeof *cl->ptypes);
+  cl->nptypes = p->npools;
+  cl->nptypes_offers = 3 * n;
+  for (uint32_t t = 0, k = 0; t < p->ntypes; t++)
+    for (uint32_t o = 0; o < p->types[t].noff; o++, k += 3) {
+      const rt_off *of = &p->types[t].off[o];
+      cl->ptypes_offers[k] = of->price;
+      cl->ptypes_offers[k + 1] = of->cap;
+      cl->ptypes_offers[k + 2] = of->avail != 0;
+    }
+  return true;
+}
+
+/* The kept types of the pool at position i, when kept for this very pool. */
+static pool_types *kept_pool_types(dt_plan *p, uint32_t i, uint64_t zm, uint8_t cm) {
+  if (!p->cl || !p->cl->ptypes || i >= p->cl->nptypes) return NULL;
+  pool_types *k = &p->cl->ptypes[i];
+  const rt_pool *pl = &p->pools[i];
+  const dt_nodepool *np = pl->src;
+  bool same = k->types && k->reqs == np->reqs.v && k->nreqs == np->reqs.n && k->labels == np->labels.v &&
+              k->nlabels == np->labels.n && k->name == np->name && k->zm == zm && k->cm == cm &&
+              !memcmp(&k->spot_max, &pl->spot_max, sizeof(double));
+  return same ? k : NULL;
+}
+
+static void keep_pool_types(dt_plan *p, uint32_t i, uint64_t zm, uint8_t cm) {
+  if (!p->cl || !p->cl->ptypes || i >= p->cl->nptypes) return;
+  const rt_pool *pl = &p->pools[i];
+  const dt_nodepool *np = pl->src;
+  uint32_t *types = A(p->cl->base, (pl->ntypes ? pl->ntypes : 1) * sizeof *types);
+  if (!types) return;
+  memcpy(types, pl->types, pl->ntypes * sizeof *types);
+  p->cl->ptypes[i] = (pool_types){np->reqs.v, np->labels.v, np->name, np->reqs.n, np->labels.n, zm, cm, pl->spot_max,
+                                  types,      pl->ntypes,   0,        0,          false};
+}
+
+/* The pool's instance types satisfying its requirements, cheapest first. */
+static int pool_types_of(dt_plan *p, uint32_t i, const dt_reqs *r, uint64_t zm, uint8_t cm, bool keep) {
+  rt_pool *pl = &p->pools[i];
+  pl->types = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->types);
+  if (!pl->types) return DT_ENOMEM;
+  const pool_types *k = keep ? kept_pool_types(p, i, zm, cm) : NULL;
+  if (k) {
+    memcpy(pl->types, k->types, k->ntypes * sizeof *pl->types);
+    pl->ntypes = k->ntypes;
+    return 0;
+  }
+  for (uint32_t t = 0; t < p->ntypes; t++)
+    if (dt__type_ok(p, &p->types[t], r, zm, cm, pl->spot_max)) pl->types[pl->ntypes++] = t;
+  double *pr = dt__malloc((pl->ntypes ? pl->ntypes : 1) * sizeof *pr);
+  if (!pr) return DT_ENOMEM;
+  for (uint32_t t = 0; t < pl->ntypes; t++) pr[t] = p->types[pl->types[t]].min_price;
+  int rc = dt__sched_sort_by_price(p, pl->types, pr, pl->ntypes);
+  dt__free(pr);
+  if (!rc && keep) keep_pool_types(p, i, zm, cm);
+  return rc;
+}
+
 int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
   p->npools = (uint32_t)m->pools.n;
@@ -374,6 +455,7 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
   if (!p->pools) return DT_ENOMEM;
   for (uint32_t i = 0; i < p->npools; i++) p->pools[i].src = &m->pools.v[i];
   qsort(p->pools, p->npools, sizeof *p->pools, cmp_pool);
+  bool keep = overlay_offers_same(p); /* an overlay: the pools' types as the cluster's last overlay chose them */
   for (uint32_t i = 0; i < p->npools; i++) {
     rt_pool *pl = &p->pools[i];
     const dt_nodepool *np = pl->src;
@@ -414,18 +496,9 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     uint64_t zm;
     uint8_t cm;
     masks(p, &r, &zm, &cm);
-    pl->types = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->types);
-    if (!pl->types || !pl->taints) return DT_ENOMEM;
-    for (uint32_t t = 0; t < p->ntypes; t++)
-      if (dt__type_ok(p, &p->types[t], &r, zm, cm, pl->spot_max)) pl->types[pl->ntypes++] = t;
-    {
-      double *pr = dt__malloc((pl->ntypes ? pl->ntypes : 1) * sizeof *pr);
-      if (!pr) return DT_ENOMEM;
-      for (uint32_t t = 0; t < pl->ntypes; t++) pr[t] = p->types[pl->types[t]].min_price;
-      int src = dt__sched_sort_by_price(p, pl->types, pr, pl->ntypes);
-      dt__free(pr);
-      if (src) return src;
-    }
+    if (!pl->taints) return DT_ENOMEM;
+    int trc = pool_types_of(p, i, &r, zm, cm, keep);
+    if (trc) return trc;
     if (pl->ntypes == 0) note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
     for (size_t k = 0; k < np->reqs.n; k++) pl->has_min_values |= np->reqs.v[k].min_values > 0;
     for (uint32_t k = 0; k < pl->ntaints; k++)

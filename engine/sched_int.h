@@ -304,6 +304,23 @@ typedef struct name_use {
   bool listed;   /* in used_names */
 } name_use;
 
+/* A NodePool's instance types in price order (dt__sched_compile_pools), kept
+** for the cluster's later overlays: the view's NodePools are the input's,
+** copied (only a static pool's replicas differ), so the same source
+** requirements, labels and name give the same types under the same
+** offerings. */
+typedef struct pool_types {
+  const void *reqs, *labels, *name; /* the NodePool's, by address */
+  size_t nreqs, nlabels;
+  uint64_t zm;
+  uint8_t cm;
+  double spot_max;
+  uint32_t *types, ntypes;
+  uint64_t universe_z; /* the zones and capacity types its types' offerings add to the plan's */
+  uint8_t universe_c;
+  bool has_reserved;
+} pool_types;
+
 struct dt_cluster {
   dt_plan *base; /* the catalog and NodePools compiled; every name below interned */
   DT_VEC(cnode) nodes;
@@ -334,6 +351,12 @@ struct dt_cluster {
   const dt_mark *snap_marks;
   size_t snap_nmarks;
   int64_t snap_now;
+  /* The NodePools' types, per pool position, in the base's arena, and the
+  ** offerings they were chosen under: (price, cap, available) per offering. */
+  pool_types *ptypes;
+  uint32_t nptypes;
+  double *ptypes_offers;
+  size_t nptypes_offers;
 };
 
 /* ------------------------------------------------- across the phases */

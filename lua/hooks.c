@@ -44,6 +44,8 @@ int pl_call(dt_policy *p, const char *what, int hook, int nargs, int nres) {
   lua_insert(L, base);
   lua_pushcfunction(L, reseed);
   if (lua_pcall(L, 0, 0, 0) != LUA_OK) lua_pop(L, 1); /* out of memory: the previous seed stays */
+  unsigned char rs[64]; /* the generator as seeded: a call that draws from it changes it */
+  if (p->s.rand_state) memcpy(rs, p->s.rand_state, p->s.rand_len);
   jmp_buf jb;
   int status;
   pl_budget_start(p, L);
@@ -55,6 +57,7 @@ int pl_call(dt_policy *p, const char *what, int hook, int nargs, int nres) {
   }
   p->panic = NULL;
   pl_budget_stop(L);
+  if (p->s.rand_state && memcmp(rs, p->s.rand_state, p->s.rand_len)) p->reads_other++;
   if (status == -1) {
     /* the state cannot be trusted after a panic: every hook is off until the
     ** policy is reloaded */
@@ -347,6 +350,41 @@ static int call_price(dt_policy *p, double *out) {
   return succeeded(p, DT_HOOK_PRICE, rc);
 }
 
+/*
+** A hook is a function of its arguments and the clock (docs/policies.md).
+** What price and score gave is kept for the later plans on the same offers
+** table (the daemon's rounds, a disruption pass's simulations), unless the
+** call read the clock (then it holds while the clock reads the same) or did
+** something a repeated call would do again: log, or draw from math.random.
+** A call answered from here counts as the call it stands for: it takes a
+** decision number (math.random's seed for the next hook) and ends the
+** hook's run of failures, as a successful call does.
+*/
+static void stood_for(dt_policy *p, int hook) {
+  p->decision++;
+  p->fails[hook] = 0;
+}
+
+static bool pmemo_hit(const dt_policy *p) {
+  return p->pmemo.ok && p->pmemo.gen == p->gen && p->pmemo.n == p->noffers &&
+         (!p->pmemo.clock || p->pmemo.now == p->now);
+}
+
+static void pmemo_keep(dt_policy *p, const double *out, int rc, size_t nerrs, unsigned long clock0,
+                       unsigned long other0) {
+  p->pmemo.ok = false;
+  if (rc || p->errs.n != nerrs || p->reads_other != other0) return;
+  double *v = dt__realloc(p->pmemo.v, (p->noffers ? p->noffers : 1) * sizeof *v);
+  if (!v) return;
+  memcpy(v, out, p->noffers * sizeof *v);
+  p->pmemo.v = v;
+  p->pmemo.n = p->noffers;
+  p->pmemo.gen = p->gen;
+  p->pmemo.now = p->now;
+  p->pmemo.clock = p->reads_clock != clock0;
+  p->pmemo.ok = true;
+}
+
 /* Within a disruption pass the hook runs once: the pass's other plans get
 ** its prices (or its failure, recorded again in each plan's errors). */
 int dt__policy_price(dt_policy *p, double *out) {
@@ -357,7 +395,16 @@ int dt__policy_price(dt_policy *p, double *out) {
     return p->pass.rc;
   }
   size_t nerrs = p->errs.n;
-  int rc = call_price(p, out);
+  int rc;
+  if (pmemo_hit(p)) {
+    if (p->noffers) memcpy(out, p->pmemo.v, p->noffers * sizeof *out);
+    stood_for(p, DT_HOOK_PRICE);
+    rc = 0;
+  } else {
+    unsigned long clock0 = p->reads_clock, other0 = p->reads_other;
+    rc = call_price(p, out);
+    pmemo_keep(p, out, rc, nerrs, clock0, other0);
+  }
   pass_keep_price(p, out, rc, nerrs);
   return rc;
 }
@@ -477,8 +524,7 @@ static int score_batch(lua_State *L) {
   return 2;
 }
 
-int dt__policy_score(dt_policy *p, const uint32_t *idx, size_t n, double *score) {
-  if (!dt__policy_has(p, DT_HOOK_SCORE) || p->offers == LUA_NOREF) return -1;
+static int score_call(dt_policy *p, const uint32_t *idx, size_t n, double *score) {
   lua_State *L = p->s.L;
   if (!lua_checkstack(L, 8)) return -1;
   lua_pushcfunction(L, score_batch);
@@ -491,6 +537,65 @@ int dt__policy_score(dt_policy *p, const uint32_t *idx, size_t n, double *score)
   if (bad > 0) rc = bad_result(p, DT_HOOK_SCORE, "%s; expected a finite number or nil", lua_tostring(L, -1));
   lua_pop(L, 2);
   return succeeded(p, DT_HOOK_SCORE, rc);
+}
+
+/* The kept scores, made ready for the current offers table and clock;
+** false when none are kept (out of memory, or a call read what a repeated
+** call reads again). */
+static bool smemo_ready(dt_policy *p) {
+  if (p->smemo.gen != p->gen || p->smemo.n != p->noffers || !p->smemo.v || (p->smemo.clock && p->smemo.now != p->now)) {
+    size_t n = p->noffers ? p->noffers : 1;
+    double *v = dt__realloc(p->smemo.v, n * sizeof *v);
+    if (v) p->smemo.v = v;
+    uint8_t *k = v ? dt__realloc(p->smemo.known, n) : NULL;
+    if (k) p->smemo.known = k;
+    if (!v || !k) {
+      p->smemo.n = 0;
+      return false;
+    }
+    memset(k, 0, n);
+    p->smemo.gen = p->gen;
+    p->smemo.n = p->noffers;
+    p->smemo.clock = p->smemo.off = false;
+  }
+  return !p->smemo.off;
+}
+
+int dt__policy_score(dt_policy *p, const uint32_t *idx, size_t n, double *score) {
+  if (!dt__policy_has(p, DT_HOOK_SCORE) || p->offers == LUA_NOREF) return -1;
+  if (!smemo_ready(p)) return score_call(p, idx, n, score);
+  size_t nmiss = 0;
+  for (size_t i = 0; i < n; i++) nmiss += !p->smemo.known[idx[i]];
+  if (!nmiss) {
+    for (size_t i = 0; i < n; i++) score[i] = p->smemo.v[idx[i]];
+    stood_for(p, DT_HOOK_SCORE);
+    return 0;
+  }
+  uint32_t *miss = dt__malloc(nmiss * sizeof *miss);
+  double *val = dt__malloc(nmiss * sizeof *val);
+  if (!miss || !val) {
+    dt__free(miss);
+    dt__free(val);
+    return score_call(p, idx, n, score);
+  }
+  for (size_t i = 0, k = 0; i < n; i++)
+    if (!p->smemo.known[idx[i]]) miss[k++] = idx[i];
+  unsigned long clock0 = p->reads_clock, other0 = p->reads_other;
+  int rc = score_call(p, miss, nmiss, val);
+  bool keep = !rc && p->reads_other == other0;
+  if (p->reads_other != other0) p->smemo.off = true;
+  if (!rc && p->reads_clock != clock0 && keep) {
+    p->smemo.clock = true;
+    p->smemo.now = p->now;
+  }
+  for (size_t i = 0, k = 0; !rc && i < n; i++) score[i] = p->smemo.known[idx[i]] ? p->smemo.v[idx[i]] : val[k++];
+  for (size_t k = 0; keep && k < nmiss; k++) {
+    p->smemo.v[miss[k]] = val[k];
+    p->smemo.known[miss[k]] = 1;
+  }
+  dt__free(miss);
+  dt__free(val);
+  return rc;
 }
 
 /* The result of an ordering hook (on top of the stack): a list of entries

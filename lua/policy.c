@@ -233,7 +233,9 @@ static void wrap(lua_State *L, const char *fname, lua_CFunction guard) {
 }
 
 static int l_now(lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)pl_self(L)->now);
+  dt_policy *p = pl_self(L);
+  p->reads_clock++;
+  lua_pushinteger(L, (lua_Integer)p->now);
   return 1;
 }
 
@@ -241,6 +243,7 @@ static int l_log(lua_State *L) {
   const char *level = luaL_checkstring(L, 1);
   const char *msg = luaL_checkstring(L, 2);
   dt_policy *p = pl_self(L);
+  p->reads_other++;
   if (p->log.len < 65536) {
     lua_Debug ar;
     int line = lua_getstack(L, 1, &ar) && lua_getinfo(L, "l", &ar) ? ar.currentline : 0;
@@ -309,6 +312,13 @@ static int open_sandbox(lua_State *L) {
   state *s = lua_touserdata(L, 1);
   lua_getglobal(L, "math");
   lua_getfield(L, -1, "randomseed");
+  if (lua_getupvalue(L, -1, 1)) {
+    if (lua_type(L, -1) == LUA_TUSERDATA && lua_rawlen(L, -1) <= 64) {
+      s->rand_state = lua_touserdata(L, -1); /* kept alive by randomseed, which the registry keeps */
+      s->rand_len = lua_rawlen(L, -1);
+    }
+    lua_pop(L, 1);
+  }
   s->randomseed = luaL_ref(L, LUA_REGISTRYINDEX);
   lua_pop(L, 1);
   lua_pushliteral(L, "name");
@@ -776,6 +786,9 @@ void dt_policy_free(dt_policy *p) {
   if (!p) return;
   dt__policy_pass_end(p);
   pl_snapshot_release(p);
+  dt__free(p->smemo.v);
+  dt__free(p->smemo.known);
+  dt__free(p->pmemo.v);
   dt__free(p->snap);
   dt__free(p->snap_str);
   state_close(&p->s);

@@ -21,8 +21,10 @@ typedef struct state {
   mem *m;
   int ref[DT_HOOK_N];
   int selftest;
-  int randomseed; /* the math library's own, kept at load */
-  int name_key;   /* the string "name", for raw reads of results */
+  int randomseed;         /* the math library's own, kept at load */
+  const void *rand_state; /* its generator's state (an upvalue it shares with math.random) */
+  size_t rand_len;
+  int name_key; /* the string "name", for raw reads of results */
 } state;
 
 struct dt_policy {
@@ -54,13 +56,35 @@ struct dt_policy {
   ** plan and its result kept for the others */
   struct {
     bool on, fixed, seen, priced; /* seen: a plan of the pass has given its offerings */
-    unsigned gen; /* p->gen the prices were computed under */
+    unsigned gen;                 /* p->gen the prices were computed under */
     int rc;
     double *price;
     size_t nprice;
     char *err; /* the price hook's error, recorded again by each plan that reuses it */
     bool err_disabled;
   } pass;
+  /* what hook calls read besides their arguments, counted by dovetail.now
+  ** (clock), dovetail.log and math.random (other): a call that read
+  ** neither gave a function of its arguments (the offerings) */
+  unsigned long reads_clock, reads_other;
+  /* score's and price's results kept for the later plans on the same offers
+  ** table (hooks.c); clock: some kept result read the clock, so they hold
+  ** for plans at `now` only */
+  struct {
+    unsigned gen;
+    int64_t now;
+    bool clock, off; /* off: a call read something else: nothing more is kept */
+    double *v;
+    uint8_t *known;
+    size_t n;
+  } smemo;
+  struct {
+    unsigned gen;
+    int64_t now;
+    bool clock, ok, off;
+    double *v;
+    size_t n;
+  } pmemo;
   /* the current call's budget */
   uint64_t instr;
   double t0;

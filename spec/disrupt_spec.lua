@@ -433,6 +433,36 @@ return { price = function(o) if #o > 4 then error("no prices today") end return 
     for _, p in ipairs({ cluster, catalog, policy, failing }) do os.remove(p) end
   end)
 
+  it("score: each offering scored once per pass, however many simulations launch on it", function()
+    -- two of the three pods fit on no node left: every simulation launches
+    local items = { pool(), node("a", { type = "large" }), node("b", { type = "large" }), node("c", { type = "large" }),
+      pod("p1", "a", { cpu = "3000m" }), pod("p2", "b", { cpu = "3000m" }), pod("p3", "c", { cpu = "3000m" }) }
+    local cluster = h.write(h.list(items))
+    local catalog = h.write(h.small_catalog)
+    local policy = h.write([[
+local scored, most = {}, 0
+return {
+  score = function(o)
+    local k = o.instanceType .. " " .. o.zone .. " " .. o.capacityType
+    scored[k] = (scored[k] or 0) + 1
+    if scored[k] > most then most = scored[k] end
+    return o.price
+  end,
+  consolidation_order = function()
+    dovetail.log("info", "most scores of one offering: " .. most)
+  end,
+}
+]])
+    local out, err, code = h.cli("disrupt -f " .. cluster .. " --catalog " .. catalog .. " --policy " .. policy ..
+      " -o json --now " .. NOW)
+    assert.equal(0, code, err)
+    assert.is_true(tonumber(out:match('"simulations": (%d+)')) > 1, out)
+    local _, orders = err:gsub("most scores of one offering", "")
+    assert.is_true(orders > 1, err)
+    for most in err:gmatch("most scores of one offering: (%d+)") do assert.equal("1", most, err) end
+    for _, p in ipairs({ cluster, catalog, policy }) do os.remove(p) end
+  end)
+
   it("consolidation_order may put another candidate first", function()
     local items = { pool({ disruption = { budgets = { { nodes = "1" } } } }), node("busy"), node("quiet"),
       pod("b1", "busy"), pod("b2", "busy"), pod("q1", "quiet") }
