@@ -33,23 +33,10 @@
 
 #define LP_REFRESH 64 /* pivots between fresh inverses */
 
-/* a[k] -= f * b[k] for k < n, two at a time (the same numbers as one at a
-** time: each element's arithmetic is unchanged). */
+/* a[k] += f * b[k] for k < n, two at a time (the same numbers as one at a
+** time: each element's arithmetic is unchanged; a[k] + (-f) * b[k] is
+** a[k] - f * b[k] exactly). */
 typedef double v2d __attribute__((vector_size(16), aligned(8)));
-static void axpy_neg(double *a, const double *b, double f, int n) {
-  int k = 0;
-  v2d fv = {f, f};
-  for (; k + 2 <= n; k += 2) {
-    v2d x, z;
-    memcpy(&x, a + k, sizeof x);
-    memcpy(&z, b + k, sizeof z);
-    x -= fv * z;
-    memcpy(a + k, &x, sizeof x);
-  }
-  for (; k < n; k++) a[k] -= f * b[k];
-}
-
-/* a[k] += f * b[k] for k < n, likewise. */
 static void axpy(double *a, const double *b, double f, int n) {
   int k = 0;
   v2d fv = {f, f};
@@ -121,8 +108,8 @@ static bool invert(const lp *L, const int *basis, double *b, double *inv, double
     for (int r = 0; r < m; r++) {
       double g = b[(size_t)r * m + cc];
       if (r == cc || g == 0) continue;
-      axpy_neg(&b[(size_t)r * m], &b[(size_t)cc * m], g, m);
-      axpy_neg(&inv[(size_t)r * m], &inv[(size_t)cc * m], g, m);
+      axpy(&b[(size_t)r * m], &b[(size_t)cc * m], -g, m);
+      axpy(&inv[(size_t)r * m], &inv[(size_t)cc * m], -g, m);
     }
   }
   return true;
@@ -134,6 +121,16 @@ static void basic_values(int m, const double *inv, const double *d, double *xb) 
     xb[r] = 0;
     for (int k = 0; k < m; k++) xb[r] += inv[(size_t)r * m + k] * (d[k] > 0 ? d[k] : 0);
   }
+}
+
+/* Column j's reduced cost at duals y: c_j - y a_j. */
+static double reduced_cost(const lp *L, const double *y, int j) {
+  double rc = cost_of(L, j);
+  if (j < L->n)
+    for (int k = L->start[j]; k < L->start[j + 1]; k++) rc -= y[L->row[k]] * L->val[k];
+  else
+    rc += y[j - L->n];
+  return rc;
 }
 
 /* The entering column: the most negative reduced cost at duals y (Dantzig);
@@ -164,12 +161,7 @@ static int entering(const lp *L, const double *y, bool bland) {
       for (; k3 < e3; k3++) r3 -= y[row[k3]] * val[k3];
       rcs[0] = r0, rcs[1] = r1, rcs[2] = r2, rcs[3] = r3;
     } else {
-      double cj = cost_of(L, j0), rc_ = cj;
-      if (j0 < n)
-        for (int k = start[j0]; k < start[j0 + 1]; k++) rc_ -= y[row[k]] * val[k];
-      else
-        rc_ += y[j0 - n];
-      rcs[0] = rc_;
+      rcs[0] = reduced_cost(L, y, j0);
       j0 -= 3; /* one column this time */
     }
     for (int q = 0; q < w; q++) {
@@ -185,12 +177,9 @@ static int entering(const lp *L, const double *y, bool bland) {
   return enter;
 }
 
-/* The direction u = B^-1 a_enter and the row that leaves by the ratio test
-** (pivots on elements above ptol only; with bland, ties to the lowest
-** basic column); *ratio the step. -1 when none: unbounded. */
-static int leaving(const lp *L, const double *binv, const int *basis, const double *xb, int enter, bool bland,
-                   double ptol, double *u, double *ratio) {
-  int m = L->m, n = L->n, leave = -1;
+/* The direction u = B^-1 a_enter of a structural or surplus column. */
+static void direction(const lp *L, const double *binv, int enter, double *u) {
+  int m = L->m, n = L->n;
   memset(u, 0, (size_t)m * sizeof *u);
   if (enter < n) {
     for (int k = L->start[enter]; k < L->start[enter + 1]; k++)
@@ -198,6 +187,15 @@ static int leaving(const lp *L, const double *binv, const int *basis, const doub
   } else {
     for (int r = 0; r < m; r++) u[r] = -binv[(size_t)r * m + (enter - n)];
   }
+}
+
+/* The direction u (direction) and the row that leaves by the ratio test
+** (pivots on elements above ptol only; with bland, ties to the lowest
+** basic column); *ratio the step. -1 when none: unbounded. */
+static int leaving(const lp *L, const double *binv, const int *basis, const double *xb, int enter, bool bland,
+                   double ptol, double *u, double *ratio) {
+  int m = L->m, leave = -1;
+  direction(L, binv, enter, u);
   *ratio = INFINITY;
   for (int r = 0; r < m; r++)
     if (u[r] > ptol) {
@@ -228,7 +226,7 @@ static void pivot(int m, double *binv, double *xb, const double *u, int leave) {
   xb[leave] /= piv;
   for (int r = 0; r < m; r++) {
     if (r == leave || u[r] == 0) continue;
-    axpy_neg(&binv[(size_t)r * m], lr, u[r], m);
+    axpy(&binv[(size_t)r * m], lr, -u[r], m);
     xb[r] -= u[r] * xb[leave];
   }
 }
@@ -259,11 +257,7 @@ static bool dual_phase(const lp *L0, int *basis, double *binv, double *xb, const
   duals(L, basis, binv, cb, y);
   for (int j = 0; j < n + m; j++) {
     if (isbasic[j]) continue;
-    double dj = cost_of(L, j);
-    if (j < n)
-      for (int k = L->start[j]; k < L->start[j + 1]; k++) dj -= y[L->row[k]] * L->val[k];
-    else
-      dj += y[j - n];
+    double dj = reduced_cost(L, y, j);
     if (dj < 0) shift[j] = -dj;
   }
   L1.shift = shift;
@@ -302,12 +296,7 @@ static bool dual_phase(const lp *L0, int *basis, double *binv, double *xb, const
       if (q < best - 1e-12 || (q <= best + 1e-12 && -alpha > balpha)) best = q, enter = j, balpha = -alpha;
     }
     if (enter < 0) break;
-    memset(u, 0, (size_t)m * sizeof *u);
-    if (enter < n) {
-      for (int k = L->start[enter]; k < L->start[enter + 1]; k++)
-        for (int r = 0; r < m; r++) u[r] += binv[(size_t)r * m + L->row[k]] * L->val[k];
-    } else
-      for (int r = 0; r < m; r++) u[r] = -binv[(size_t)r * m + (enter - n)];
+    direction(L, binv, enter, u);
     if (!(u[leave] < -1e-12)) break;
     pivot(m, binv, xb, u, leave);
     isbasic[basis[leave]] = 0;
