@@ -152,21 +152,9 @@ static int push_dt_req(rb *b, ncreqs *out, const dt_req *r) {
   return push_vals(out, key, dt__op_name(dt__req_operator(r)), v, r->n, mv, false);
 }
 
-/* Whether type t offers in zone z and capacity type ct (and reservation
-** resv when reserved), availability aside: the claim's own offering may be
-** the unit it used up. */
-static bool offers_at(const rt_type *t, int z, int ct, dt_sym resv, double spot_max) {
-  for (uint32_t o = 0; o < t->noff; o++) {
-    const rt_off *of = &t->off[o];
-    if ((z < 0 || of->zone == z) && of->ct == ct && (ct != DT_CT_RESERVED || !resv || of->resv == resv) &&
-        dt__spot_ok(of, spot_max))
-      return true;
-  }
-  return false;
-}
-
 /* Pool pi's part of b->offz: per type and capacity type, the zones where
-** offers_at(type, zone, ct, 0, the pool's spot maxPrice) holds. */
+** the type offers within the pool's spot maxPrice, availability aside (the
+** claim's own offering may be the unit it used up). */
 static const uint64_t *pool_zones(rb *b, uint32_t pi) {
   const dt_plan *p = b->p;
   uint64_t *m = &b->offz[(size_t)pi * p->ntypes * DT_CT_N];
@@ -181,6 +169,17 @@ static const uint64_t *pool_zones(rb *b, uint32_t pi) {
   return m;
 }
 
+/* Whether type t offers at offering o's zone and capacity type (and its
+** reservation, when it names one); zones: the pool's, as pool_zones. */
+static bool offers_at(const dt_plan *p, const uint64_t *zones, uint32_t t, const rt_off *o) {
+  if (o->ct != DT_CT_RESERVED || !o->resv) return zones[(size_t)t * DT_CT_N + o->ct] >> o->zone & 1;
+  for (uint32_t i = 0; i < p->types[t].noff; i++) {
+    const rt_off *of = &p->types[t].off[i];
+    if (of->zone == o->zone && of->ct == o->ct && of->resv == o->resv) return true;
+  }
+  return false;
+}
+
 /*
 ** The first requirements of a NodeClaim, as Karpenter builds them: the
 ** instance types the claim may launch (at most 600), its zones and capacity
@@ -192,7 +191,6 @@ static const uint64_t *pool_zones(rb *b, uint32_t pi) {
 */
 static int fixed_reqs(rb *b, const rt_claim *k, ncreqs *rs, bool *pinned) {
   const dt_plan *p = b->p;
-  const rt_pool *pl = &p->pools[k->pool];
   const rt_off *o = claim_off(p, k);
   int rc = 0;
   uint32_t *pin = dt__malloc((k->nfinal ? k->nfinal : 1) * sizeof *pin), npin = 0;
@@ -201,9 +199,7 @@ static int fixed_reqs(rb *b, const rt_claim *k, ncreqs *rs, bool *pinned) {
   if (!pin || !types) rc = DT_ENOMEM;
   const uint64_t *zm = pool_zones(b, k->pool);
   for (uint32_t i = 0; !rc && i < k->nfinal; i++)
-    if (o->ct == DT_CT_RESERVED && o->resv ? offers_at(&p->types[k->final[i]], o->zone, o->ct, o->resv, pl->spot_max)
-                                           : zm[(size_t)k->final[i] * DT_CT_N + o->ct] >> o->zone & 1)
-      pin[npin++] = k->final[i];
+    if (offers_at(p, zm, k->final[i], o)) pin[npin++] = k->final[i];
   *pinned = !rc && npin && dt__min_values_ok(p, &k->reqs, pin, npin);
   if (!rc && *pinned) {
     names_sorted(b, pin, npin, types);
@@ -213,20 +209,16 @@ static int fixed_reqs(rb *b, const rt_claim *k, ncreqs *rs, bool *pinned) {
   } else if (!rc) {
     names_sorted(b, k->final, k->nfinal, types);
     ntypes = k->nfinal;
-    for (uint32_t z = 0; z < p->nzones; z++) {
-      bool any = false;
-      for (int ct = 0; ct < DT_CT_N && !any && (k->zopen >> z & 1); ct++)
-        for (uint32_t i = 0; i < k->nfinal && !any && (k->copen >> ct & 1); i++)
-          any = offers_at(&p->types[k->final[i]], (int)z, ct, 0, pl->spot_max);
-      if (any) zones[nzones++] = b->zname[z];
-    }
-    for (int ct = 0; ct < DT_CT_N; ct++) {
-      bool any = false;
-      for (uint32_t i = 0; i < k->nfinal && !any && (k->copen >> ct & 1); i++)
-        for (uint32_t z = 0; z < p->nzones && !any; z++)
-          any = (k->zopen >> z & 1) && offers_at(&p->types[k->final[i]], (int)z, ct, 0, pl->spot_max);
-      if (any) cts[ncts++] = dt__ct_names[ct];
-    }
+    uint64_t at[DT_CT_N] = {0}; /* per open capacity type, the open zones some type offers in */
+    for (int ct = 0; ct < DT_CT_N; ct++)
+      for (uint32_t i = 0; i < k->nfinal && (k->copen >> ct & 1); i++)
+        at[ct] |= zm[(size_t)k->final[i] * DT_CT_N + ct] & k->zopen;
+    uint64_t any = 0;
+    for (int ct = 0; ct < DT_CT_N; ct++) any |= at[ct];
+    for (uint32_t z = 0; z < p->nzones; z++)
+      if (any >> z & 1) zones[nzones++] = b->zname[z];
+    for (int ct = 0; ct < DT_CT_N; ct++)
+      if (at[ct]) cts[ncts++] = dt__ct_names[ct];
   }
   const dt_req *rt = dt__reqs_get(&k->reqs, p->k_type), *rz = dt__reqs_get(&k->reqs, p->k_zone),
                *rc_ = dt__reqs_get(&k->reqs, p->k_ct);
