@@ -584,7 +584,7 @@ int dt__policy_score(dt_policy *p, const uint32_t *idx, size_t n, double *score)
   int rc = score_call(p, miss, nmiss, val);
   bool keep = !rc && p->reads_other == other0;
   if (p->reads_other != other0) p->smemo.off = true;
-  if (!rc && p->reads_clock != clock0 && keep) {
+  if (keep && p->reads_clock != clock0) {
     p->smemo.clock = true;
     p->smemo.now = p->now;
   }

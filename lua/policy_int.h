@@ -81,7 +81,7 @@ struct dt_policy {
   struct {
     unsigned gen;
     int64_t now;
-    bool clock, ok, off;
+    bool clock, ok;
     double *v;
     size_t n;
   } pmemo;
