@@ -54,10 +54,7 @@ bool dt__type_labels_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r) {
 
 bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t zmask, uint8_t ctmask,
                  double spot_max) {
-  if (!dt__type_labels_ok(p, t, r)) return false;
-  for (uint32_t i = 0; i < t->noff; i++)
-    if (off_ok(&t->off[i], zmask, ctmask, spot_max)) return true;
-  return false;
+  return dt__type_labels_ok(p, t, r) && type_offered(t, zmask, ctmask, spot_max);
 }
 
 void dt__reqs_order(const dt_plan *p, const dt_reqs *r, uint32_t *idx) {

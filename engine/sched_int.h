@@ -159,6 +159,13 @@ static inline bool off_ok(const rt_off *o, uint64_t zmask, uint8_t ctmask, doubl
   return o->avail != 0 && (zmask >> o->zone & 1) && (ctmask >> o->ct & 1) && dt__spot_ok(o, spot_max);
 }
 
+/* Whether some offering of type t is one a claim may launch (off_ok). */
+static inline bool type_offered(const rt_type *t, uint64_t zmask, uint8_t ctmask, double spot_max) {
+  for (uint32_t i = 0; i < t->noff; i++)
+    if (off_ok(&t->off[i], zmask, ctmask, spot_max)) return true;
+  return false;
+}
+
 static inline bool fits(const dt_plan *p, const int64_t *alloc, const int64_t *used, const int64_t *req) {
   /* Written as a difference: req may be a sentinel as large as INT64_MAX. */
   for (uint32_t r = 0; r < p->nres; r++)

@@ -360,12 +360,6 @@ static rt_popt *pool_options(dt_plan *p, uint32_t ci, uint32_t pi) {
   return po;
 }
 
-static bool type_offered(const rt_type *t, uint64_t zm, uint8_t cm, double spot_max) {
-  for (uint32_t i = 0; i < t->noff; i++)
-    if (off_ok(&t->off[i], zm, cm, spot_max)) return true;
-  return false;
-}
-
 static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
   dt_plan *p = R->p;
   *res = FAIL_EVER;
