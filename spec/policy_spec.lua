@@ -211,6 +211,39 @@ describe("the score hook", function()
     os.remove(path)
   end)
 
+  it("keeps score's answers for later plans on the same offerings, unless a call drew from math.random or read another clock", function()
+    -- an offering's first answer makes the dearest win, a second call the cheapest: the plans tell whether it was called again
+    local src = [[
+local seen = {}
+return { score = function(o)
+  %s
+  local k = o.instanceType .. " " .. o.zone .. " " .. o.capacityType
+  seen[k] = (seen[k] or 0) + 1
+  if seen[k] == 1 then return -o.price end
+  return o.price
+end }]]
+    local m = h.docs(h.nodepool("default"), h.pod("a", { cpu = "1" }))
+    local function types(extra, nows)
+      local path = policy_file(src:format(extra))
+      local pol = assert(dt.policy(path))
+      local out = {}
+      for i, now in ipairs(nows) do
+        out[i] = assert(dt.plan { manifests = m, catalog_text = h.small_catalog, policy = pol, now = now }).nodeClaims[1].instanceType
+      end
+      os.remove(path)
+      return out
+    end
+    local t0, t1 = 1800000000, 1800000060
+    assert.same({ "large", "large", "large" }, types("", { t0, t0, t1 }))                   -- kept
+    local drew = types("math.random()", { t0, t0 })                                          -- called again
+    assert.are.equal("large", drew[1])
+    assert.are_not.equal("large", drew[2])
+    assert.same({ "large", "large" }, types("local _ = dovetail.now()", { t0, t0 }))     -- the same clock: kept
+    local later = types("local _ = dovetail.now()", { t0, t1 })                              -- another clock: called again
+    assert.are.equal("large", later[1])
+    assert.are_not.equal("large", later[2])
+  end)
+
   it("gives way to rank when a policy defines both", function()
     local p = plan_with([[return {
   score = function(o) return o.instanceType == "large" and 0 or 1 end,
