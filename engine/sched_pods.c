@@ -7,20 +7,137 @@
 */
 #include "sched_int.h"
 
-typedef struct pod_key {
-  int64_t cpu, mem, created;
-  rt_pod pod;
-} pod_key;
-
 /* Karpenter's queue order: cpu descending, memory descending, creation
-** time, then input order (Karpenter uses the UID, which we do not have). */
-static int cmp_pod(const void *a, const void *b) {
-  const pod_key *x = a, *y = b;
+** time, then input order (Karpenter uses the UID, which we do not have).
+** The first three are a spec's; the pods of a spec come in input order. */
+typedef struct queue_key {
+  int64_t cpu, mem, created;
+  uint32_t n; /* pods with this key; then where the first of them goes */
+} queue_key;
+
+static int cmp_queue_key(const void *a, const void *b) {
+  const queue_key *x = a, *y = b;
   if (x->cpu != y->cpu) return x->cpu > y->cpu ? -1 : 1;
   if (x->mem != y->mem) return x->mem > y->mem ? -1 : 1;
-  if (x->created != y->created) return x->created < y->created ? -1 : 1;
-  if (x->pod.seq != y->pod.seq) return x->pod.seq < y->pod.seq ? -1 : 1;
-  return x->pod.ordinal < y->pod.ordinal ? -1 : x->pod.ordinal > y->pod.ordinal;
+  return x->created < y->created ? -1 : x->created > y->created;
+}
+
+static int cmp_input_order(const void *a, const void *b) {
+  const rt_pod *x = a, *y = b;
+  if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+  return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
+}
+
+static uint64_t queue_key_hash(const queue_key *k) {
+  uint64_t h = (uint64_t)k->cpu * 0x9e3779b97f4a7c15ull;
+  h = (h ^ (h >> 29) ^ (uint64_t)k->mem) * 0xbf58476d1ce4e5b9ull;
+  h = (h ^ (h >> 31) ^ (uint64_t)k->created) * 0x94d049bb133111ebull;
+  return h ^ (h >> 32);
+}
+
+/* The n pods of in[] into out[] in queue order. Pods share few keys (a
+** Deployment's replicas one, a cluster of plain Pods its shapes times its
+** creation seconds), so the distinct keys are sorted and the pods dealt
+** into their places in one stable pass, instead of sorting a key per pod:
+** at a million pods that sort and its buffers were a tenth of the plan.
+** Each key's pods are then in input order unless the input was not (a
+** spec's seq out of turn): such a run is sorted by itself. */
+int dt__sched_queue_order(const rt_spec *specs, const rt_pod *in, size_t n, rt_pod *out) {
+  size_t cap = 64, nk = 0;
+  queue_key *keys = dt__malloc(cap * sizeof *keys);
+  uint32_t *slot = dt__malloc(2 * cap * sizeof *slot), *kof = dt__malloc((n ? n : 1) * sizeof *kof);
+  int rc = 0;
+  if (!keys || !slot || !kof) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  memset(slot, 0xff, 2 * cap * sizeof *slot);
+  uint32_t last_spec = UINT32_MAX, last_k = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (in[i].spec == last_spec) { /* a spec's pods are pushed together */
+      keys[last_k].n++;
+      kof[i] = last_k;
+      continue;
+    }
+    const rt_spec *s = &specs[in[i].spec];
+    queue_key k = {s->req[DT_R_CPU], s->req[DT_R_MEM], s->src->created, 1};
+    size_t mask = 2 * cap - 1, h = (size_t)queue_key_hash(&k) & mask;
+    while (slot[h] != UINT32_MAX && cmp_queue_key(&keys[slot[h]], &k)) h = (h + 1) & mask;
+    if (slot[h] != UINT32_MAX)
+      keys[slot[h]].n++;
+    else {
+      if (nk == cap) { /* grow and rehash: the table stays at most half full */
+        queue_key *nkeys = dt__realloc(keys, 2 * cap * sizeof *keys);
+        if (!nkeys) {
+          rc = DT_ENOMEM;
+          goto out;
+        }
+        keys = nkeys;
+        uint32_t *nslot = dt__malloc(4 * cap * sizeof *nslot);
+        if (!nslot) {
+          rc = DT_ENOMEM;
+          goto out;
+        }
+        dt__free(slot);
+        slot = nslot;
+        cap *= 2;
+        mask = 2 * cap - 1;
+        memset(slot, 0xff, 2 * cap * sizeof *slot);
+        for (uint32_t q = 0; q < nk; q++) {
+          size_t g = (size_t)queue_key_hash(&keys[q]) & mask;
+          while (slot[g] != UINT32_MAX) g = (g + 1) & mask;
+          slot[g] = q;
+        }
+        h = (size_t)queue_key_hash(&k) & mask;
+        while (slot[h] != UINT32_MAX) h = (h + 1) & mask;
+      }
+      slot[h] = (uint32_t)nk;
+      keys[nk++] = k;
+    }
+    last_spec = in[i].spec;
+    last_k = slot[h];
+    kof[i] = last_k;
+  }
+  /* The keys in order; each key's first place is the pods before it. */
+  uint32_t *rank = dt__malloc((nk ? nk : 1) * sizeof *rank), *at = dt__malloc((nk ? nk : 1) * sizeof *at);
+  queue_key *sorted = dt__malloc((nk ? nk : 1) * sizeof *sorted);
+  if (!rank || !at || !sorted) {
+    dt__free(rank);
+    dt__free(at);
+    dt__free(sorted);
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  for (size_t q = 0; q < nk; q++) { /* the key's index rides in n while sorting */
+    sorted[q] = keys[q];
+    sorted[q].n = (uint32_t)q;
+  }
+  qsort(sorted, nk, sizeof *sorted, cmp_queue_key);
+  uint32_t pos = 0;
+  for (size_t r = 0; r < nk; r++) {
+    uint32_t q = sorted[r].n;
+    rank[q] = (uint32_t)r;
+    at[r] = pos;
+    pos += keys[q].n;
+  }
+  for (size_t i = 0; i < n; i++) out[at[rank[kof[i]]]++] = in[i];
+  /* Each key's run ends at at[r] now and starts where the one before ended. */
+  for (size_t r = 0, start = 0; r < nk; start = at[r], r++) {
+    size_t end = at[r];
+    for (size_t i = start + 1; i < end; i++)
+      if (cmp_input_order(&out[i - 1], &out[i]) > 0) {
+        qsort(out + start, end - start, sizeof *out, cmp_input_order);
+        break;
+      }
+  }
+  dt__free(rank);
+  dt__free(at);
+  dt__free(sorted);
+out:
+  dt__free(keys);
+  dt__free(slot);
+  dt__free(kof);
+  return rc;
 }
 
 static int cmp_u8_weight(const dt_podterm *t, uint8_t a, uint8_t b) {
@@ -508,6 +625,11 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   bool scan = true;
   if (p->ov) dt__sched_overlay_use(p, &scan, &p->bound_already);
   DT_VEC(rt_pod) pods = {0};
+  size_t most = 0; /* the pods below at most: the vector is sized once, not doubled and copied */
+  for (uint32_t si = 0; si < p->nspecs; si++)
+    if (p->ov ? p->ov->pod[si] == DT_OV_PENDING : !m->pods.v[si].node_name)
+      most += (size_t)(p->ov && !m->pods.v[si].owner ? m->pods.v[si].count : want[si]);
+  if (most && dt__vec_grow((void **)&pods.v, &pods.cap, most, sizeof *pods.v)) rc = DT_ENOMEM;
   for (uint32_t si = 0; si < p->nspecs && !rc; si++) {
     if (p->ov && p->ov->pod[si] != DT_OV_PENDING && (!scan || p->ov->pod[si] == DT_OV_ABSENT)) continue;
     const dt_podspec *d = &m->pods.v[si];
@@ -567,20 +689,8 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     return rc;
   }
   p->npods = (uint32_t)pods.n;
-  p->pods = A(p, (pods.n ? pods.n : 1) * sizeof *p->pods);
-  pod_key *keys = dt__malloc((pods.n ? pods.n : 1) * sizeof *keys);
-  if (!p->pods || !keys) {
-    dt__free(keys);
-    dt__free(pods.v);
-    return DT_ENOMEM;
-  }
-  for (uint32_t i = 0; i < p->npods; i++) {
-    const rt_spec *s = &p->specs[pods.v[i].spec];
-    keys[i] = (pod_key){s->req[DT_R_CPU], s->req[DT_R_MEM], s->src->created, pods.v[i]};
-  }
-  qsort(keys, p->npods, sizeof *keys, cmp_pod);
-  for (uint32_t i = 0; i < p->npods; i++) p->pods[i] = keys[i].pod;
-  dt__free(keys);
+  p->pods = A_RAW(p, (pods.n ? pods.n : 1) * sizeof *p->pods); /* every one written by dt__sched_queue_order */
+  rc = p->pods ? dt__sched_queue_order(p->specs, pods.v, pods.n, p->pods) : DT_ENOMEM;
   dt__free(pods.v);
-  return 0;
+  return rc;
 }

@@ -335,6 +335,11 @@ int dt__plan_result_build(dt_plan *p);
 ** manifests); dt_plan_free calls it too. */
 void dt__plan_state_free(dt_plan *p);
 
+/* The n pods of in[] into out[] in Karpenter's queue order: cpu and then
+** memory descending, creation time, then input order (seq, ordinal); 0 or
+** DT_ENOMEM. specs[pod.spec] gives each pod's requests and creation time. */
+int dt__sched_queue_order(const rt_spec *specs, const rt_pod *in, size_t n, rt_pod *out);
+
 /* Pod display name "ns/name" into buf. */
 void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n);
 

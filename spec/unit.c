@@ -381,6 +381,55 @@ static void test_api(void) {
   CHECK(dt_time_parse("2026-11-22", &t, &err) == DT_EINVAL, "date without time is rejected");
 }
 
+/* Karpenter's queue order, against a plain sort on the whole key: pods
+** grouped by spec as the compiler pushes them, many specs sharing a key,
+** more keys than the order's first table holds, and specs whose seq comes
+** out of turn (their key's run must then be sorted by itself). */
+static const rt_spec *g_queue_specs;
+static int cmp_queue_ref(const void *a, const void *b) {
+  const rt_spec *sp = g_queue_specs;
+  const rt_pod *x = a, *y = b;
+  const rt_spec *s = &sp[x->spec], *t = &sp[y->spec];
+  if (s->req[DT_R_CPU] != t->req[DT_R_CPU]) return s->req[DT_R_CPU] > t->req[DT_R_CPU] ? -1 : 1;
+  if (s->req[DT_R_MEM] != t->req[DT_R_MEM]) return s->req[DT_R_MEM] > t->req[DT_R_MEM] ? -1 : 1;
+  if (s->src->created != t->src->created) return s->src->created < t->src->created ? -1 : 1;
+  if (x->seq != y->seq) return x->seq < y->seq ? -1 : 1;
+  return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
+}
+
+static void test_queue_order(void) {
+  enum { NSPEC = 400, NPOD = 6000 };
+  static dt_podspec src[NSPEC];
+  static rt_spec specs[NSPEC];
+  static rt_pod in[NPOD], out[NPOD], ref[NPOD];
+  uint64_t x = 7;
+  for (int round = 0; round < 3; round++) {
+    size_t n = 0;
+    for (uint32_t si = 0; si < NSPEC; si++) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      uint32_t r = (uint32_t)(x >> 33);
+      memset(&specs[si], 0, sizeof specs[si]);
+      specs[si].src = &src[si];
+      specs[si].req[DT_R_CPU] = 250 * (int64_t)(1 + r % (round == 0 ? 3 : 40));
+      specs[si].req[DT_R_MEM] = 512 * (int64_t)(1 + (r >> 8) % 4);
+      src[si].created = 1700000000 + (int64_t)((r >> 12) % (round == 2 ? 50 : 2));
+      /* round 1: some specs' seq out of turn */
+      uint64_t seq = round == 1 && (r >> 20) % 5 == 0 ? (uint64_t)(NSPEC - si) * 3 : (uint64_t)si * 3 + 1;
+      int64_t copies = (int64_t)((r >> 24) % 30);
+      for (int64_t o = 0; o < copies && n < NPOD; o++) in[n++] = (rt_pod){si, si, (r >> 22) % 2 ? o : -1, seq};
+    }
+    int rc = dt__sched_queue_order(specs, in, n, out);
+    memcpy(ref, in, n * sizeof *in);
+    g_queue_specs = specs;
+    qsort(ref, n, sizeof *ref, cmp_queue_ref);
+    bool same = rc == 0;
+    for (size_t i = 0; i < n && same; i++)
+      same = out[i].spec == ref[i].spec && out[i].ordinal == ref[i].ordinal && out[i].seq == ref[i].seq;
+    CHECK(same, "queue order, round %d: %zu pods in the order of a sort on the whole key", round, n);
+  }
+  CHECK(dt__sched_queue_order(specs, in, 0, out) == 0, "queue order of no pods");
+}
+
 /* Known LPs: minimise c.x subject to A x >= d, x >= 0. */
 static void test_lp(void) {
   double y[4], x[4], obj;
@@ -974,6 +1023,7 @@ int main(void) {
   test_results();
   test_plan_outlives_inputs();
   test_lp();
+  test_queue_order();
   test_overlay();
   CHECK(!strcmp(dt_strerror(DT_ENOMEM), "out of memory") && !strcmp(dt_strerror(12345), "unknown error"),
         "dt_strerror");
