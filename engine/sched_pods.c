@@ -448,10 +448,11 @@ static int claims_ix_build(dt_plan *p, claims_ix *ix) {
   }
   for (uint32_t i = 0; i < p->nnodes; i++)
     for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
-      dt_sym sy = dt__sym(&ix->own, p->nodes[i].src->pods[k]);
-      while (ix->own_node.n <= sy)
-        if (dt__vec_push(&ix->own_node, -1)) break;
-      if (sy && sy < ix->own_node.n) ix->own_node.v[sy] = (int32_t)i;
+      const char *name = p->nodes[i].src->pods[k];
+      bool added;
+      int32_t *at = dt__namemap_put(&ix->own, name, strlen(name), -1, &added);
+      if (!at) return DT_ENOMEM;
+      *at = (int32_t)i; /* the last node that carries it */
     }
   ix->any = ix->own.n > 0;
   return 0;
@@ -459,24 +460,18 @@ static int claims_ix_build(dt_plan *p, claims_ix *ix) {
 
 /* The plan node that carries pod `name`, -1 none. */
 static int32_t claims_ix_node(const dt_plan *p, const claims_ix *ix, const char *name) {
-  if (!ix->cl) {
-    dt_sym c = dt__sym_find(&ix->own, name);
-    return c && c < ix->own_node.n ? ix->own_node.v[c] : -1;
-  }
+  size_t len = strlen(name);
+  if (!ix->cl) return dt__namemap_get(&ix->own, name, len, -1);
   const dt_cluster *cl = ix->cl;
-  dt_sym c = dt__sym_find(&cl->claimed, name);
   int32_t best = -1;
-  for (int32_t e = c && c < cl->claimed_head.n ? cl->claimed_head.v[c] : -1; e >= 0; e = cl->claimed_on.v[e].next) {
+  for (int32_t e = dt__namemap_get(&cl->claimed, name, len, -1); e >= 0; e = cl->claimed_on.v[e].next) {
     int32_t at = p->ov_at[cl->claimed_on.v[e].node];
     if (at > best) best = at;
   }
   return best;
 }
 
-static void claims_ix_free(claims_ix *ix) {
-  dt__symtab_free(&ix->own);
-  dt__free(ix->own_node.v);
-}
+static void claims_ix_free(claims_ix *ix) { dt__namemap_free(&ix->own); }
 
 int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
@@ -502,7 +497,10 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
 
   /* Pods an in-flight claim already carries (dovetail.dev/pods). */
   claims_ix claimed;
-  if ((rc = claims_ix_build(p, &claimed))) return rc;
+  if ((rc = claims_ix_build(p, &claimed))) {
+    claims_ix_free(&claimed);
+    return rc;
+  }
   /* An overlay's nodes take their bound pods' use from the per-name sums;
   ** the pods themselves are visited only when something else needs them. */
   bool scan = true;
