@@ -675,6 +675,8 @@ void dt__plan_state_free(dt_plan *p) {
   dt__free(p->classes.v);
   dt__free(p->class_of_sig.v);
   dt__symtab_free(&p->class_sigs);
+  dt__free(p->shape_spec.v);
+  dt__namemap_free(&p->class_memo);
   for (size_t i = 0; i < p->groups.n; i++) {
     dt__free(p->groups.v[i].host.v);
     dt__free(p->groups.v[i].ohost.v);

@@ -157,11 +157,47 @@ static void class_sig(const dt_plan *p, const rt_spec *s, const rt_relax *rx, co
 ** with the same constraints share failure caches. Returns the class index
 ** or a negative error.
 */
+static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx);
+
+/* What an unrelaxed pod of a shape has its class by (its first bytes up to
+** the plan's resources). */
+typedef struct class_key {
+  uint32_t shape, pad;
+  int64_t req[DT_RES_MAX];
+} class_key;
+
 int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   rt_spec *s = &p->specs[si];
   const dt_podspec *d = s->src;
-  if (!rx->term && !rx->paff && !rx->panti && !rx->pref && !rx->anyway && !rx->tol_pref && s->base_class >= 0)
-    return s->base_class;
+  bool plain = !rx->term && !rx->paff && !rx->panti && !rx->pref && !rx->anyway && !rx->tol_pref;
+  if (plain && s->base_class >= 0) return s->base_class;
+  /* A pod of a shape (no terms, volumes, ports or preferences) whose class
+  ** depends on nothing else than its shape and requests: one with the same
+  ** both found or made its class already, interning all it would intern. */
+  class_key key;
+  size_t klen = 0;
+  if (plain && d->shape && !s->nvol && !s->nsel && !s->tgroup && p->nres <= DT_RES_MAX) {
+    memset(&key, 0, sizeof key);
+    key.shape = d->shape;
+    memcpy(key.req, s->req, p->nres * sizeof *s->req);
+    klen = offsetof(class_key, req) + p->nres * sizeof *s->req;
+    int32_t memo = dt__namemap_get(&p->class_memo, (const char *)&key, klen, -1);
+    if (memo >= 0) return memo;
+  }
+  int ci = class_make(p, si, rx);
+  if (ci >= 0 && klen) {
+    char *k = A(p, klen);
+    bool added;
+    int32_t *v = k ? dt__namemap_put(&p->class_memo, memcpy(k, &key, klen), klen, -1, &added) : NULL;
+    if (!v) return DT_ENOMEM;
+    *v = ci;
+  }
+  return ci;
+}
+
+static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx) {
+  rt_spec *s = &p->specs[si];
+  const dt_podspec *d = s->src;
   dt_reqs reqs = {0};
   dt__sched_compile_selector_kvs(p, &d->node_selector, &reqs);
   if (d->vm_arch && !dt__kv_get(d->node_selector.v, d->node_selector.n, DT_L_ARCH)) {
@@ -392,6 +428,22 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
       }
     *rc_missing = !found;
   }
+  /* another pod of the same shape compiled first: every string below is
+  ** interned already, so its symbols (and its orders, from no terms) are
+  ** what compiling this one would give */
+  const rt_spec *f = d->shape && d->shape < p->shape_spec.n ? p->shape_spec.v[d->shape] : NULL;
+  if (f) {
+    s->ns = f->ns;
+    s->nlabels = f->nlabels;
+    s->lk = f->lk;
+    s->lv = f->lv;
+    s->paff_order = f->paff_order;
+    s->panti_order = f->panti_order;
+    s->pref_order = f->pref_order;
+    s->nports = 0;
+    s->ports = f->ports;
+    return 0;
+  }
   s->ns = dt__sym(&p->syms, d->ns);
   s->nlabels = (uint32_t)d->labels.n;
   dt_sym *kv = A(p, (d->labels.n ? d->labels.n : 1) * 2 * sizeof *kv);
@@ -413,6 +465,11 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
   s->nports = (uint32_t)d->nports;
   s->ports = dt__sched_compile_ports(p, d);
   if (!s->paff_order || !s->panti_order || !s->pref_order || !s->ports) return DT_ENOMEM;
+  if (d->shape) {
+    while (p->shape_spec.n <= d->shape)
+      if (dt__vec_push(&p->shape_spec, (const rt_spec *)NULL)) return DT_ENOMEM;
+    p->shape_spec.v[d->shape] = s;
+  }
   return 0;
 }
 
