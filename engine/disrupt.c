@@ -141,46 +141,57 @@ static int nom_cmp(const void *a, const void *b) {
 ** workload; the pods are appended in input order, as bound pods are. */
 static int nominated(state *st, size_t cap) {
   const dt_manifests *m = st->m;
-  dt_symtab specs = {0}, seen = {0}; /* pending "ns/name" -> spec index + 1; names taken */
-  DT_VEC(size_t) spec_of = {0};
+  /* pending "ns/name" -> spec index + 1 (the first such pod), and the names
+  ** taken; the keys are written once into one block, each cut at 599 bytes
+  ** as the 600-byte key buffer always cut them (a workload's base name is
+  ** cut the same way; a nominated name is looked up whole) */
+  dt_namemap specs = {0}, seen = {0};
   DT_VEC(nom) noms = {0};
   int rc = 0;
+  size_t total = 0;
+  for (size_t i = 0; i < m->pods.n; i++)
+    if (!m->pods.v[i].node_name) total += strlen(m->pods.v[i].ns) + strlen(m->pods.v[i].name) + 2;
+  char *keys = dt__malloc(total ? total : 1), *w = keys;
+  if (!keys) rc = DT_ENOMEM;
   for (size_t i = 0; i < m->pods.n && !rc; i++) {
     const dt_podspec *p = &m->pods.v[i];
     if (p->node_name) continue;
-    char k[600];
-    snprintf(k, sizeof k, "%s/%s", p->ns, p->name);
-    dt_sym sy = dt__sym(&specs, k);
-    while (!specs.oom && spec_of.n <= sy)
-      if (dt__vec_push(&spec_of, (size_t)0)) specs.oom = 1;
-    if (specs.oom)
+    size_t a = strlen(p->ns), b = strlen(p->name), n = a + 1 + b;
+    memcpy(w, p->ns, a);
+    w[a] = '/';
+    memcpy(w + a + 1, p->name, b);
+    if (n > 599) n = 599;
+    w[n] = 0;
+    bool added;
+    int32_t *v = dt__namemap_put(&specs, w, n, 0, &added);
+    if (!v)
       rc = DT_ENOMEM;
-    else if (!spec_of.v[sy])
-      spec_of.v[sy] = i + 1;
+    else if (added)
+      *v = (int32_t)i + 1;
+    w += a + b + 2;
   }
   for (size_t i = 0; i < m->nodes.n && !rc && specs.n; i++)
     for (size_t k = 0; k < m->nodes.v[i].npods && !rc; k++) {
       const char *name = m->nodes.v[i].pods[k];
-      uint32_t before = seen.n;
-      dt__sym(&seen, name);
-      if (seen.oom) rc = DT_ENOMEM;
-      if (rc || seen.n == before) continue; /* one claim per pod: the first names it */
-      dt_sym sy = dt__sym_find(&specs, name);
+      size_t len = strlen(name);
+      bool added;
+      if (!dt__namemap_put(&seen, name, len, 0, &added)) rc = DT_ENOMEM;
+      if (rc || !added) continue; /* one claim per pod: the first names it */
+      int32_t sy = dt__namemap_get(&specs, name, len, 0);
       nom n = {0, -1, m->nodes.v[i].name};
-      bool found = sy && !m->pods.v[spec_of.v[sy] - 1].owner;
+      bool found = sy && !m->pods.v[sy - 1].owner;
       if (found) {
-        n.spec = spec_of.v[sy] - 1;
+        n.spec = (size_t)sy - 1;
       } else { /* "<ns>/<workload>-<ordinal>" */
         const char *dash = strrchr(name, '-');
         char *end = NULL;
         long long o = dash ? strtoll(dash + 1, &end, 10) : -1;
         if (dash && end && !*end && end != dash + 1 && o >= 0) {
-          char base[600];
-          snprintf(base, sizeof base, "%.*s", (int)(dash - name), name);
-          sy = dt__sym_find(&specs, base);
-          const dt_podspec *t = sy ? &m->pods.v[spec_of.v[sy] - 1] : NULL;
+          size_t bl = (size_t)(dash - name);
+          sy = dt__namemap_get(&specs, name, bl < 599 ? bl : 599, 0);
+          const dt_podspec *t = sy ? &m->pods.v[sy - 1] : NULL;
           if (t && t->owner && o < t->count) {
-            n.spec = spec_of.v[sy] - 1;
+            n.spec = (size_t)sy - 1;
             n.ordinal = o;
             found = true;
           }
@@ -202,9 +213,9 @@ static int nominated(state *st, size_t cap) {
     }
     st->pods[st->npods++] = c;
   }
-  dt__symtab_free(&specs);
-  dt__symtab_free(&seen);
-  dt__free(spec_of.v);
+  dt__namemap_free(&specs);
+  dt__namemap_free(&seen);
+  dt__free(keys);
   dt__free(noms.v);
   return rc;
 }

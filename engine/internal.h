@@ -153,6 +153,25 @@ void dt__symtab_free(dt_symtab *t);
 ** and not change while it lives. 0, or DT_ENOMEM. */
 int dt__symtab_clone(dt_symtab *dst, const dt_symtab *src);
 
+/*
+** A map from strings it does not own to int32 values: a lookup table for
+** names that some longer-lived structure already holds (a node's nominated
+** pods, a pass's pod names), where interning them would copy every string
+** and its numbering is never read. Keys must outlive the map and not change.
+*/
+typedef struct dt_namemap {
+  struct dt_namekey *slots; /* open addressing; s NULL is free */
+  uint32_t n, nslots;
+  int oom;
+} dt_namemap;
+
+/* The value slot of s[0..n): found, or added holding dflt (*added tells);
+** NULL when out of memory. */
+int32_t *dt__namemap_put(dt_namemap *m, const char *s, size_t n, int32_t dflt, bool *added);
+/* The value of s[0..n), or dflt when absent. */
+int32_t dt__namemap_get(const dt_namemap *m, const char *s, size_t n, int32_t dflt);
+void dt__namemap_free(dt_namemap *m);
+
 /* ---------------------------------------------------------- requirements */
 
 /* Node selector operators as written in manifests. */

@@ -279,6 +279,12 @@ typedef struct dt_podspec {
   uint8_t nbase;
   uint8_t base_k[4];
   int64_t base_milli[4];
+  /* A kept pod with no affinity, spread, ports, volumes or preferences: its
+  ** namespace, labels, node selector and tolerations as a number the cache
+  ** gives every pod that has the same ones (podcache.c); 0 for any other
+  ** pod. Two pods of one set with the same shape compile to the same
+  ** symbols and, with the same requests, to the same class. */
+  uint32_t shape;
 } dt_podspec;
 
 /* An existing Node, or an in-flight NodeClaim. */

@@ -63,7 +63,11 @@ struct dt_podcache {
   dt_symtab keys, keys_prev;
   DT_VEC(pc_entry) by_sym; /* indexed by name symbol */
   DT_VEC(uint32_t) live;   /* symbols of the live entries */
-  uint32_t epoch;          /* changes when names get new symbols (renumber); never 0 */
+  /* Kept pods' shapes (dt_podspec.shape): signature -> number. Made again
+  ** from the live pods once mostly dropped shapes; a set's pods all carry
+  ** numbers of one table (the sweep that remakes it runs between sets). */
+  dt_symtab shapes;
+  uint32_t epoch; /* changes when names get new symbols (renumber); never 0 */
 };
 
 dt_podcache *dt__podcache_new(void) {
@@ -92,6 +96,7 @@ void dt__podcache_free(dt_podcache *c) {
   dt__symtab_free(&c->names);
   dt__symtab_free(&c->keys);
   dt__symtab_free(&c->keys_prev);
+  dt__symtab_free(&c->shapes);
   dt__free(c);
 }
 
@@ -192,6 +197,40 @@ static void base_requests(dt_podspec *p) {
   p->nbase = (uint8_t)p->requests.n;
 }
 
+/* A pod's shape signature, when it has one: what compiling its spec and,
+** with its requests, its unrelaxed class reads of it. */
+static bool shape_sig(const dt_podspec *p, dt_buf *b) {
+  if (p->nterms || p->npref || p->naff || p->nanti || p->npaff || p->npanti || p->nspread || p->nports || p->npvcs ||
+      p->vm_arch)
+    return false;
+  dt__sig_str(b, p->ns);
+  dt__sig_u32(b, (uint32_t)p->labels.n);
+  for (size_t i = 0; i < p->labels.n; i++) {
+    dt__sig_str(b, p->labels.v[i].key);
+    dt__sig_str(b, p->labels.v[i].val);
+  }
+  dt__sig_u32(b, (uint32_t)p->node_selector.n);
+  for (size_t i = 0; i < p->node_selector.n; i++) {
+    dt__sig_str(b, p->node_selector.v[i].key);
+    dt__sig_str(b, p->node_selector.v[i].val);
+  }
+  dt__sig_u32(b, (uint32_t)p->ntol);
+  for (size_t i = 0; i < p->ntol; i++) {
+    dt__sig_str(b, p->tol[i].key);
+    dt__sig_str(b, p->tol[i].op);
+    dt__sig_str(b, p->tol[i].value);
+    dt__sig_str(b, p->tol[i].effect);
+  }
+  return !b->oom;
+}
+
+static uint32_t shape_of(dt_symtab *shapes, const dt_podspec *p) {
+  dt_buf b = {0};
+  uint32_t s = shape_sig(p, &b) && b.p ? dt__symn(shapes, b.p, b.len) : 0;
+  dt__free(b.p);
+  return s;
+}
+
 /* Keep the pod (or node) that reading name's text just added to m. */
 static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name, uint64_t gen, const char *buf,
                 size_t len) {
@@ -235,6 +274,7 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
     n->borrowed = true; /* the cache owns it now; the set keeps its file */
   } else {
     base_requests(p);
+    p->shape = shape_of(&c->shapes, p); /* 0 when out of memory: compiled in full */
     e->pod = *p;
     e->pod.file = e->file;
     p->borrowed = true;
@@ -324,6 +364,17 @@ static void remake_keys(dt_podcache *c) {
   c->keys = keys;
 }
 
+/* The shapes again from the live pods. Out of memory: each keeps 0. */
+static void remake_shapes(dt_podcache *c) {
+  dt_symtab shapes = {0};
+  for (size_t i = 0; i < c->live.n; i++) {
+    pc_entry *e = &c->by_sym.v[c->live.v[i]];
+    if (!e->is_node) e->pod.shape = shape_of(&shapes, &e->pod);
+  }
+  dt__symtab_free(&c->shapes);
+  c->shapes = shapes;
+}
+
 void dt__podcache_sweep(dt_podcache *c) {
   for (size_t i = 0; i < c->live.n;) {
     pc_entry *e = &c->by_sym.v[c->live.v[i]];
@@ -337,4 +388,5 @@ void dt__podcache_sweep(dt_podcache *c) {
   }
   if (c->names.n > 4096 && c->names.n > 4 * (c->live.n + 1)) renumber(c);
   if (c->keys.n > 4096 && c->keys.n > 4 * (c->live.n + 1)) remake_keys(c);
+  if (c->shapes.n > 4096 && c->shapes.n > 4 * (c->live.n + 1)) remake_shapes(c);
 }

@@ -535,8 +535,7 @@ void dt__cluster_free(dt_cluster *cl) {
   dt__free(cl->rc_missing.v);
   dt__free(cl->termed.v);
   dt__free(cl->owned.v);
-  dt__symtab_free(&cl->claimed);
-  dt__free(cl->claimed_head.v);
+  dt__namemap_free(&cl->claimed);
   dt__free(cl->claimed_on.v);
   dt__free(cl->snap);
   dt__free(cl);
@@ -603,13 +602,12 @@ int dt__sched_claims_ix_cluster(dt_plan *p, claims_ix *ix) {
   for (; cl->claimed_upto < cl->nodes.n; cl->claimed_upto++) {
     const dt_node *n = cl->nodes.v[cl->claimed_upto].node.src;
     for (size_t k = 0; k < n->npods; k++) {
-      dt_sym sy = dt__sym(&cl->claimed, n->pods[k]);
-      if (cl->claimed.oom) return DT_ENOMEM;
-      while (cl->claimed_head.n <= sy)
-        if (dt__vec_push(&cl->claimed_head, -1)) return DT_ENOMEM;
-      claim_on e = {cl->claimed_upto, cl->claimed_head.v[sy]};
+      bool added;
+      int32_t *head = dt__namemap_put(&cl->claimed, n->pods[k], strlen(n->pods[k]), -1, &added);
+      if (!head) return DT_ENOMEM;
+      claim_on e = {cl->claimed_upto, *head};
       if (dt__vec_push(&cl->claimed_on, e)) return DT_ENOMEM;
-      cl->claimed_head.v[sy] = (int32_t)cl->claimed_on.n - 1;
+      *head = (int32_t)cl->claimed_on.n - 1;
     }
   }
   ix->cl = cl;
@@ -677,6 +675,8 @@ void dt__plan_state_free(dt_plan *p) {
   dt__free(p->classes.v);
   dt__free(p->class_of_sig.v);
   dt__symtab_free(&p->class_sigs);
+  dt__free(p->shape_spec.v);
+  dt__namemap_free(&p->class_memo);
   for (size_t i = 0; i < p->groups.n; i++) {
     dt__free(p->groups.v[i].host.v);
     dt__free(p->groups.v[i].ohost.v);

@@ -293,8 +293,7 @@ typedef struct claim_on {
 ** same.
 */
 typedef struct claims_ix {
-  dt_symtab own; /* a plan's own index: name -> its node */
-  DT_VEC(int32_t) own_node;
+  dt_namemap own;              /* a plan's own index: name -> its node (the names are its nodes') */
   const struct dt_cluster *cl; /* or the cluster's index, through p->ov_at */
   bool any;                    /* some node carries a name */
 } claims_ix;
@@ -347,8 +346,7 @@ struct dt_cluster {
   /* Pod names the nodes carry (dovetail.dev/pods), each with the nodes that
   ** name it: built on the first overlay that looks one up, extended as nodes
   ** are added, so a simulation does not intern every nominated name again. */
-  dt_symtab claimed;
-  DT_VEC(int32_t) claimed_head; /* per name symbol: its first entry in claimed_on, -1 none */
+  dt_namemap claimed; /* name (the nodes' own strings) -> its first entry in claimed_on */
   DT_VEC(claim_on) claimed_on;
   uint32_t claimed_upto; /* nodes [0, claimed_upto) are in the index */
   /* The hooks' offerings of an overlay (dt__sched_build_snapshot): the same

@@ -274,11 +274,47 @@ static void class_sig(const dt_plan *p, const rt_spec *s, const rt_relax *rx, co
 ** with the same constraints share failure caches. Returns the class index
 ** or a negative error.
 */
+static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx);
+
+/* What an unrelaxed pod of a shape has its class by (its first bytes up to
+** the plan's resources). */
+typedef struct class_key {
+  uint32_t shape, pad;
+  int64_t req[DT_RES_MAX];
+} class_key;
+
 int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   rt_spec *s = &p->specs[si];
   const dt_podspec *d = s->src;
-  if (!rx->term && !rx->paff && !rx->panti && !rx->pref && !rx->anyway && !rx->tol_pref && s->base_class >= 0)
-    return s->base_class;
+  bool plain = !rx->term && !rx->paff && !rx->panti && !rx->pref && !rx->anyway && !rx->tol_pref;
+  if (plain && s->base_class >= 0) return s->base_class;
+  /* A pod of a shape (no terms, volumes, ports or preferences) whose class
+  ** depends on nothing else than its shape and requests: one with the same
+  ** both found or made its class already, interning all it would intern. */
+  class_key key;
+  size_t klen = 0;
+  if (plain && d->shape && !s->nvol && !s->nsel && !s->tgroup && p->nres <= DT_RES_MAX) {
+    memset(&key, 0, sizeof key);
+    key.shape = d->shape;
+    memcpy(key.req, s->req, p->nres * sizeof *s->req);
+    klen = offsetof(class_key, req) + p->nres * sizeof *s->req;
+    int32_t memo = dt__namemap_get(&p->class_memo, (const char *)&key, klen, -1);
+    if (memo >= 0) return memo;
+  }
+  int ci = class_make(p, si, rx);
+  if (ci >= 0 && klen) {
+    char *k = A(p, klen);
+    bool added;
+    int32_t *v = k ? dt__namemap_put(&p->class_memo, memcpy(k, &key, klen), klen, -1, &added) : NULL;
+    if (!v) return DT_ENOMEM;
+    *v = ci;
+  }
+  return ci;
+}
+
+static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx) {
+  rt_spec *s = &p->specs[si];
+  const dt_podspec *d = s->src;
   dt_reqs reqs = {0};
   dt__sched_compile_selector_kvs(p, &d->node_selector, &reqs);
   if (d->vm_arch && !dt__kv_get(d->node_selector.v, d->node_selector.n, DT_L_ARCH)) {
@@ -509,6 +545,22 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
       }
     *rc_missing = !found;
   }
+  /* another pod of the same shape compiled first: every string below is
+  ** interned already, so its symbols (and its orders, from no terms) are
+  ** what compiling this one would give */
+  const rt_spec *f = d->shape && d->shape < p->shape_spec.n ? p->shape_spec.v[d->shape] : NULL;
+  if (f) {
+    s->ns = f->ns;
+    s->nlabels = f->nlabels;
+    s->lk = f->lk;
+    s->lv = f->lv;
+    s->paff_order = f->paff_order;
+    s->panti_order = f->panti_order;
+    s->pref_order = f->pref_order;
+    s->nports = 0;
+    s->ports = f->ports;
+    return 0;
+  }
   s->ns = dt__sym(&p->syms, d->ns);
   s->nlabels = (uint32_t)d->labels.n;
   dt_sym *kv = A(p, (d->labels.n ? d->labels.n : 1) * 2 * sizeof *kv);
@@ -530,6 +582,11 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
   s->nports = (uint32_t)d->nports;
   s->ports = dt__sched_compile_ports(p, d);
   if (!s->paff_order || !s->panti_order || !s->pref_order || !s->ports) return DT_ENOMEM;
+  if (d->shape) {
+    while (p->shape_spec.n <= d->shape)
+      if (dt__vec_push(&p->shape_spec, (const rt_spec *)NULL)) return DT_ENOMEM;
+    p->shape_spec.v[d->shape] = s;
+  }
   return 0;
 }
 
@@ -565,10 +622,11 @@ static int claims_ix_build(dt_plan *p, claims_ix *ix) {
   }
   for (uint32_t i = 0; i < p->nnodes; i++)
     for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
-      dt_sym sy = dt__sym(&ix->own, p->nodes[i].src->pods[k]);
-      while (ix->own_node.n <= sy)
-        if (dt__vec_push(&ix->own_node, -1)) break;
-      if (sy && sy < ix->own_node.n) ix->own_node.v[sy] = (int32_t)i;
+      const char *name = p->nodes[i].src->pods[k];
+      bool added;
+      int32_t *at = dt__namemap_put(&ix->own, name, strlen(name), -1, &added);
+      if (!at) return DT_ENOMEM;
+      *at = (int32_t)i; /* the last node that carries it */
     }
   ix->any = ix->own.n > 0;
   return 0;
@@ -576,24 +634,18 @@ static int claims_ix_build(dt_plan *p, claims_ix *ix) {
 
 /* The plan node that carries pod `name`, -1 none. */
 static int32_t claims_ix_node(const dt_plan *p, const claims_ix *ix, const char *name) {
-  if (!ix->cl) {
-    dt_sym c = dt__sym_find(&ix->own, name);
-    return c && c < ix->own_node.n ? ix->own_node.v[c] : -1;
-  }
+  size_t len = strlen(name);
+  if (!ix->cl) return dt__namemap_get(&ix->own, name, len, -1);
   const dt_cluster *cl = ix->cl;
-  dt_sym c = dt__sym_find(&cl->claimed, name);
   int32_t best = -1;
-  for (int32_t e = c && c < cl->claimed_head.n ? cl->claimed_head.v[c] : -1; e >= 0; e = cl->claimed_on.v[e].next) {
+  for (int32_t e = dt__namemap_get(&cl->claimed, name, len, -1); e >= 0; e = cl->claimed_on.v[e].next) {
     int32_t at = p->ov_at[cl->claimed_on.v[e].node];
     if (at > best) best = at;
   }
   return best;
 }
 
-static void claims_ix_free(claims_ix *ix) {
-  dt__symtab_free(&ix->own);
-  dt__free(ix->own_node.v);
-}
+static void claims_ix_free(claims_ix *ix) { dt__namemap_free(&ix->own); }
 
 int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
@@ -619,7 +671,10 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
 
   /* Pods an in-flight claim already carries (dovetail.dev/pods). */
   claims_ix claimed;
-  if ((rc = claims_ix_build(p, &claimed))) return rc;
+  if ((rc = claims_ix_build(p, &claimed))) {
+    claims_ix_free(&claimed);
+    return rc;
+  }
   /* An overlay's nodes take their bound pods' use from the per-name sums;
   ** the pods themselves are visited only when something else needs them. */
   bool scan = true;

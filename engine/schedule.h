@@ -295,6 +295,11 @@ struct dt_plan {
   DT_VEC(rt_class) classes;
   dt_symtab class_sigs;
   DT_VEC(uint32_t) class_of_sig;
+  /* Pods of one shape (dt_podspec.shape): the spec compiled first, whose
+  ** symbols the others take, and an unrelaxed pod's class by its shape and
+  ** requests (the signature every such pod would intern). */
+  DT_VEC(const struct rt_spec *) shape_spec;
+  dt_namemap class_memo;
   uint32_t nspecs;
   rt_spec *specs;
   DT_VEC(rt_group) groups;

@@ -157,3 +157,59 @@ void dt__symtab_free(dt_symtab *t) {
   dt__free(t->slots);
   memset(t, 0, sizeof *t);
 }
+
+/* ------------------------------------------------------------ name maps */
+
+struct dt_namekey {
+  const char *s;
+  uint32_t len, h;
+  int32_t v;
+};
+
+static int namemap_grow(dt_namemap *m, uint32_t nslots) {
+  struct dt_namekey *slots = dt__calloc(nslots, sizeof *slots);
+  if (!slots) return -1;
+  for (uint32_t i = 0; i < m->nslots; i++) {
+    if (!m->slots[i].s) continue;
+    uint32_t h = m->slots[i].h & (nslots - 1);
+    while (slots[h].s) h = (h + 1) & (nslots - 1);
+    slots[h] = m->slots[i];
+  }
+  dt__free(m->slots);
+  m->slots = slots;
+  m->nslots = nslots;
+  return 0;
+}
+
+int32_t *dt__namemap_put(dt_namemap *m, const char *s, size_t n, int32_t dflt, bool *added) {
+  *added = false;
+  if (m->oom) return NULL;
+  if ((m->n + 1) * 2 > m->nslots && namemap_grow(m, m->nslots ? m->nslots * 2 : 256)) {
+    m->oom = 1;
+    return NULL;
+  }
+  uint32_t hv = hash(s, n), h = hv & (m->nslots - 1);
+  for (; m->slots[h].s; h = (h + 1) & (m->nslots - 1)) {
+    struct dt_namekey *k = &m->slots[h];
+    if (k->h == hv && k->len == n && memcmp(k->s, s, n) == 0) return &k->v;
+  }
+  m->slots[h] = (struct dt_namekey){s, (uint32_t)n, hv, dflt};
+  m->n++;
+  *added = true;
+  return &m->slots[h].v;
+}
+
+int32_t dt__namemap_get(const dt_namemap *m, const char *s, size_t n, int32_t dflt) {
+  if (!m->n) return dflt;
+  uint32_t hv = hash(s, n), h = hv & (m->nslots - 1);
+  for (; m->slots[h].s; h = (h + 1) & (m->nslots - 1)) {
+    const struct dt_namekey *k = &m->slots[h];
+    if (k->h == hv && k->len == n && memcmp(k->s, s, n) == 0) return k->v;
+  }
+  return dflt;
+}
+
+void dt__namemap_free(dt_namemap *m) {
+  dt__free(m->slots);
+  memset(m, 0, sizeof *m);
+}
