@@ -452,6 +452,11 @@ struct dt_manifests {
 ** since the last sweep; call it only when the sets made before are freed.
 */
 typedef struct dt_podcache dt_podcache;
+/* A pod's shape signature (its namespace, labels, node selector and
+** tolerations) into b, when it has one: false for a pod with affinity,
+** spread, ports, volumes, preferences or a VM's architecture, which compile
+** by more than that. */
+bool dt__pod_shape_sig(const dt_podspec *p, dt_buf *b);
 dt_podcache *dt__podcache_new(void);
 void dt__podcache_free(dt_podcache *c);
 /* The entry that keeps name at version gen, 0 when none: an add given it

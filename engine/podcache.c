@@ -199,7 +199,7 @@ static void base_requests(dt_podspec *p) {
 
 /* A pod's shape signature, when it has one: what compiling its spec and,
 ** with its requests, its unrelaxed class reads of it. */
-static bool shape_sig(const dt_podspec *p, dt_buf *b) {
+bool dt__pod_shape_sig(const dt_podspec *p, dt_buf *b) {
   if (p->nterms || p->npref || p->naff || p->nanti || p->npaff || p->npanti || p->nspread || p->nports || p->npvcs ||
       p->vm_arch)
     return false;
@@ -226,7 +226,7 @@ static bool shape_sig(const dt_podspec *p, dt_buf *b) {
 
 static uint32_t shape_of(dt_symtab *shapes, const dt_podspec *p) {
   dt_buf b = {0};
-  uint32_t s = shape_sig(p, &b) && b.p ? dt__symn(shapes, b.p, b.len) : 0;
+  uint32_t s = dt__pod_shape_sig(p, &b) && b.p ? dt__symn(shapes, b.p, b.len) : 0;
   dt__free(b.p);
   return s;
 }

@@ -677,6 +677,10 @@ void dt__plan_state_free(dt_plan *p) {
   dt__symtab_free(&p->class_sigs);
   dt__free(p->shape_spec.v);
   dt__namemap_free(&p->class_memo);
+  dt__symtab_free(&p->shape_sigs);
+  dt__free(p->shape_buf.p);
+  memset(&p->shape_buf, 0, sizeof p->shape_buf);
+  p->shape_last = NULL;
   for (size_t i = 0; i < p->groups.n; i++) {
     dt__free(p->groups.v[i].host.v);
     dt__free(p->groups.v[i].ohost.v);

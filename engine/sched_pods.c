@@ -285,7 +285,6 @@ typedef struct class_key {
 
 int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   rt_spec *s = &p->specs[si];
-  const dt_podspec *d = s->src;
   bool plain = !rx->term && !rx->paff && !rx->panti && !rx->pref && !rx->anyway && !rx->tol_pref;
   if (plain && s->base_class >= 0) return s->base_class;
   /* A pod of a shape (no terms, volumes, ports or preferences) whose class
@@ -293,9 +292,9 @@ int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   ** both found or made its class already, interning all it would intern. */
   class_key key;
   size_t klen = 0;
-  if (plain && d->shape && !s->nvol && !s->nsel && !s->tgroup && p->nres <= DT_RES_MAX) {
+  if (plain && s->shape && !s->nvol && !s->nsel && !s->tgroup && p->nres <= DT_RES_MAX) {
     memset(&key, 0, sizeof key);
-    key.shape = d->shape;
+    key.shape = s->shape;
     memcpy(key.req, s->req, p->nres * sizeof *s->req);
     klen = offsetof(class_key, req) + p->nres * sizeof *s->req;
     int32_t memo = dt__namemap_get(&p->class_memo, (const char *)&key, klen, -1);
@@ -522,6 +521,47 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *
 /* One pod spec compiled on its own: requests (with its RuntimeClass's
 ** overhead), interned labels sorted by key, term orders, host ports.
 ** *rc_missing tells that its RuntimeClass is not in the input. */
+/* The shape of a pod the pod cache did not number (a plan's input, read
+** once): its signature numbered in this plan, so that the replicas a
+** listing prints one by one compile once. 0 when it has none, or out of
+** memory (it is then compiled in full). */
+static bool str_eq(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+static bool kvs_eq(const dt_kvs *a, const dt_kvs *b) {
+  if (a->n != b->n) return false;
+  for (size_t i = 0; i < a->n; i++)
+    if (!str_eq(a->v[i].key, b->v[i].key) || !str_eq(a->v[i].val, b->v[i].val)) return false;
+  return true;
+}
+
+/* Whether d has the shape of e, which has one: what dt__pod_shape_sig
+** reads, compared as it reads it (a listing prints replicas one after
+** another, so most pods are the one before them again). */
+static bool same_shape(const dt_podspec *d, const dt_podspec *e) {
+  if (d->nterms || d->npref || d->naff || d->nanti || d->npaff || d->npanti || d->nspread || d->nports || d->npvcs ||
+      d->vm_arch || d->ntol != e->ntol || !str_eq(d->ns, e->ns) || !kvs_eq(&d->labels, &e->labels) ||
+      !kvs_eq(&d->node_selector, &e->node_selector))
+    return false;
+  for (size_t i = 0; i < d->ntol; i++)
+    if (!str_eq(d->tol[i].key, e->tol[i].key) || !str_eq(d->tol[i].op, e->tol[i].op) ||
+        !str_eq(d->tol[i].value, e->tol[i].value) || !str_eq(d->tol[i].effect, e->tol[i].effect))
+      return false;
+  return true;
+}
+
+static uint32_t plan_shape(dt_plan *p, const dt_podspec *d) {
+  if (p->shape_last && same_shape(d, p->shape_last)) return p->shape_last_id;
+  p->shape_buf.len = 0;
+  p->shape_buf.oom = 0;
+  dt_sym s = dt__pod_shape_sig(d, &p->shape_buf) && p->shape_buf.p
+                 ? dt__symn(&p->shape_sigs, p->shape_buf.p, p->shape_buf.len)
+                 : 0;
+  if (!s || s >= UINT32_MAX / 2) return 0;
+  p->shape_last = d;
+  p->shape_last_id = 2 * s + 1;
+  return p->shape_last_id;
+}
+
 int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc_missing, dt_error *err) {
   const dt_manifests *m = p->manifests;
   int rc;
@@ -548,7 +588,8 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
   /* another pod of the same shape compiled first: every string below is
   ** interned already, so its symbols (and its orders, from no terms) are
   ** what compiling this one would give */
-  const rt_spec *f = d->shape && d->shape < p->shape_spec.n ? p->shape_spec.v[d->shape] : NULL;
+  s->shape = d->shape && d->shape < UINT32_MAX / 2 ? 2 * d->shape : plan_shape(p, d);
+  const rt_spec *f = s->shape && s->shape < p->shape_spec.n ? p->shape_spec.v[s->shape] : NULL;
   if (f) {
     s->ns = f->ns;
     s->nlabels = f->nlabels;
@@ -582,10 +623,10 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
   s->nports = (uint32_t)d->nports;
   s->ports = dt__sched_compile_ports(p, d);
   if (!s->paff_order || !s->panti_order || !s->pref_order || !s->ports) return DT_ENOMEM;
-  if (d->shape) {
-    while (p->shape_spec.n <= d->shape)
+  if (s->shape) {
+    while (p->shape_spec.n <= s->shape)
       if (dt__vec_push(&p->shape_spec, (const rt_spec *)NULL)) return DT_ENOMEM;
-    p->shape_spec.v[d->shape] = s;
+    p->shape_spec.v[s->shape] = s;
   }
   return 0;
 }

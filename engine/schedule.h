@@ -135,6 +135,9 @@ typedef struct rt_spec {
   uint32_t nlabels;
   dt_sym *lk, *lv; /* sorted by key */
   uint32_t nsel;
+  /* Its shape (dt_podspec.shape): the pod cache's number times two, or a
+  ** number this plan gave the shape's signature times two plus one; 0 none. */
+  uint32_t shape;
   uint32_t *sel;                                  /* groups whose selector matches this pod */
   uint8_t *paff_order, *panti_order, *pref_order; /* by weight, heaviest first */
   uint32_t nports;
@@ -300,6 +303,10 @@ struct dt_plan {
   ** requests (the signature every such pod would intern). */
   DT_VEC(const struct rt_spec *) shape_spec;
   dt_namemap class_memo;
+  dt_symtab shape_sigs;         /* the shapes of pods the pod cache did not number */
+  dt_buf shape_buf;             /* a signature's bytes, reused */
+  const dt_podspec *shape_last; /* the last pod plan_shape numbered, and its number */
+  uint32_t shape_last_id;
   uint32_t nspecs;
   rt_spec *specs;
   DT_VEC(rt_group) groups;

@@ -113,6 +113,30 @@ spec:
     assert.are.equal(1, #p.nodeClaims)
   end)
 
+  it("keeps pods listed one by one apart when only a toleration or a node selector tells them apart", function()
+    -- pods of one shape (namespace, labels, node selector, tolerations) compile once; a
+    -- toleration's value, a missing toleration or a node selector makes another shape
+    local np = h.nodepool("gpu", { taints = { { "dedicated", "gpu", "NoSchedule" } } })
+    local function tol(v)
+      return "  tolerations:\n    - key: dedicated\n      operator: Equal\n      value: " .. v ..
+        "\n      effect: NoSchedule"
+    end
+    local p = plan(np, h.docs(h.pod("t1", { extra = tol("gpu") }), h.pod("x1", { extra = tol("cpu") }),
+      h.pod("t2", { extra = tol("gpu") }), h.pod("x2", { extra = tol("cpu") }), h.pod("plain"),
+      h.pod("t3", { extra = tol("gpu") }),
+      h.pod("n1", { extra = tol("gpu"), nodeSelector = { ["topology.kubernetes.io/zone"] = "nowhere" } }),
+      h.pod("t4", { extra = tol("gpu") })))
+    local placed, unsched = {}, {}
+    for _, c in ipairs(p.nodeClaims) do
+      for _, pod in ipairs(c.pods) do placed[#placed + 1] = pod end
+    end
+    for _, u in ipairs(p.unschedulable) do unsched[#unsched + 1] = u.pod end
+    table.sort(placed)
+    table.sort(unsched)
+    assert.are.same({ "default/t1", "default/t2", "default/t3", "default/t4" }, placed)
+    assert.are.same({ "default/n1", "default/plain", "default/x1", "default/x2" }, unsched)
+  end)
+
   it("ignores PreferNoSchedule taints when placing", function()
     local np = h.nodepool("soft", { taints = { { "soft", nil, "PreferNoSchedule" } } })
     assert.are.equal(1, #plan(np, h.pod("a")).nodeClaims)
