@@ -149,12 +149,17 @@ static int entering(const lp *L, const double *y, bool bland) {
       double r0 = L->c[j0], r1 = L->c[j0 + 1], r2 = L->c[j0 + 2], r3 = L->c[j0 + 3];
       int k0 = start[j0], e0 = start[j0 + 1], k1 = e0, e1 = start[j0 + 2], k2 = e1, e2 = start[j0 + 3], k3 = e2,
           e3 = start[j0 + 4];
-      for (; k0 < e0 && k1 < e1 && k2 < e2 && k3 < e3; k0++, k1++, k2++, k3++) {
-        r0 -= y[row[k0]] * val[k0];
-        r1 -= y[row[k1]] * val[k1];
-        r2 -= y[row[k2]] * val[k2];
-        r3 -= y[row[k3]] * val[k3];
+      int len = e0 - k0; /* the four together while all have non-zeros left */
+      if (e1 - k1 < len) len = e1 - k1;
+      if (e2 - k2 < len) len = e2 - k2;
+      if (e3 - k3 < len) len = e3 - k3;
+      for (int t = 0; t < len; t++) {
+        r0 -= y[row[k0 + t]] * val[k0 + t];
+        r1 -= y[row[k1 + t]] * val[k1 + t];
+        r2 -= y[row[k2 + t]] * val[k2 + t];
+        r3 -= y[row[k3 + t]] * val[k3 + t];
       }
+      k0 += len, k1 += len, k2 += len, k3 += len;
       for (; k0 < e0; k0++) r0 -= y[row[k0]] * val[k0];
       for (; k1 < e1; k1++) r1 -= y[row[k1]] * val[k1];
       for (; k2 < e2; k2++) r2 -= y[row[k2]] * val[k2];
@@ -166,8 +171,8 @@ static int entering(const lp *L, const double *y, bool bland) {
     }
     for (int q = 0; q < w; q++) {
       int j = w == 4 ? j0 + q : j0 + 3;
-      double cj = cost_of(L, j), rc_ = rcs[q];
-      if (rc_ < -1e-9 * (1 + fabs(cj)) && rc_ < best) {
+      double rc_ = rcs[q];
+      if (rc_ < best && rc_ < -1e-9 * (1 + fabs(cost_of(L, j)))) {
         best = rc_;
         enter = j;
         if (bland) return enter;
@@ -439,13 +444,14 @@ int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const do
   double *xs = x ? x : dt__malloc(((size_t)n + 1) * sizeof *xs), *act = dt__malloc((size_t)m * sizeof *act);
   bool was_warm = warm && warm[0] != DT_LP_COLD;
   int rc = !xs || !act ? DT_ENOMEM : solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv, 1e-12);
+  bool ok = false; /* the solution at hand checked and good */
   for (int again = was_warm ? 0 : 1; again < 2 && !rc; again++) {
-    if (covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj)) break;
+    if ((ok = covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj))) break;
     if (warm) warm[0] = DT_LP_COLD;
     if (inv) inv[0] = NAN;
     rc = solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv, again ? 1e-9 : 1e-12);
   }
-  if (!rc && !(covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj))) rc = -1;
+  if (!rc && !ok && !(covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj))) rc = -1;
   if (!x) dt__free(xs);
   dt__free(act);
   return rc;

@@ -144,6 +144,23 @@ static int spmat_grow(spmat *A, const cg_ctx *g, const colset *cols, const int32
   return 0;
 }
 
+/* price_round reads at most CG_KNAPS + 1 entries of its queue in order
+** (then it stops), so only those are kept, sorted, of the hundreds of types
+** in the front: e joins queue[0..*nq) when among the first. cmp_priced is
+** a total order (types are distinct), so these are the first entries of
+** the whole queue sorted. */
+#define CG_QUEUE (CG_KNAPS + 1)
+static void keep_first(priced *queue, uint32_t *nq, priced e) {
+  uint32_t i = *nq;
+  if (i == CG_QUEUE) {
+    if (cmp_priced(&e, &queue[i - 1]) >= 0) return;
+    i--;
+  } else
+    ++*nq;
+  for (; i > 0 && cmp_priced(&e, &queue[i - 1]) < 0; i--) queue[i] = queue[i - 1];
+  queue[i] = e;
+}
+
 /* One round of pricing at the duals pi (per pod of each shape): the
 ** improving patterns into pr[0..*np) (pr[i]'s counts at cnt[i * ns]), and
 ** the best value per unit of price any type may reach into *most. */
@@ -172,9 +189,8 @@ static void price_round(const cg_ctx *g, const double *pi, const int64_t *dem, p
     if (ub <= cd->price * (1 + 1e-9))
       most = fmax(most, ub / cd->price);
     else
-      queue[nq++] = (priced){g->front[f], cd->price / ub}; /* ratio: price per most value */
+      keep_first(queue, &nq, (priced){g->front[f], cd->price / ub}); /* ratio: price per most value */
   }
-  qsort(queue, nq, sizeof *queue, cmp_priced);
   for (uint32_t q = 0, done = 0; q < nq; q++) {
     if (np >= CG_ENOUGH || done >= CG_KNAPS) {
       most = fmax(most, 1 / queue[q].ratio);
