@@ -165,6 +165,7 @@ static int entering(const lp *L, const double *y, bool bland) {
       for (; k2 < e2; k2++) r2 -= y[row[k2]] * val[k2];
       for (; k3 < e3; k3++) r3 -= y[row[k3]] * val[k3];
       rcs[0] = r0, rcs[1] = r1, rcs[2] = r2, rcs[3] = r3;
+      if (!(r0 < best || r1 < best || r2 < best || r3 < best)) continue; /* none of the four can enter */
     } else {
       rcs[0] = reduced_cost(L, y, j0);
       j0 -= 3; /* one column this time */
@@ -508,6 +509,7 @@ bool dt__knap_relax(uint32_t nr, uint32_t k, double *T, const double *v, const d
   }
   for (uint32_t j = 0; j < k; j++) at_ub[j] = 0;
 #define OBJ(j) ((j) < k ? v[j] : 0.0)
+#define BASIC  2 /* at_ub[j] of an item in the basis (its bound is then moot) */
 #define UB(j)  ((j) < k ? ub[j] : INFINITY)
   bool done = false;
   int stalled = 0;
@@ -515,13 +517,14 @@ bool dt__knap_relax(uint32_t nr, uint32_t k, double *T, const double *v, const d
     /* entering: the largest gain (Dantzig), or after a run of degenerate
     ** pivots the first that gains (Bland) */
     int32_t e = -1;
-    double gain = 1e-12, de = 0;
+    double gain = 1e-12, de = 0, cb[DT_RES_MAX];
+    for (uint32_t r = 0; r < nr; r++) cb[r] = OBJ((uint32_t)basis[r]);
     for (uint32_t j = 0; j < N; j++) {
-      bool basic = false;
-      for (uint32_t r = 0; r < nr && !basic; r++) basic = basis[r] == (int32_t)j;
+      bool basic = j < k && at_ub[j] == BASIC;
+      for (uint32_t r = 0; r < nr && !basic && j >= k; r++) basic = basis[r] == (int32_t)j;
       if (basic) continue;
       double d = OBJ(j);
-      for (uint32_t r = 0; r < nr; r++) d -= OBJ((uint32_t)basis[r]) * T[(size_t)r * N + j];
+      for (uint32_t r = 0; r < nr; r++) d -= cb[r] * T[(size_t)r * N + j];
       bool up = j < k && at_ub[j];
       double g = up ? -d : d;
       if (g > gain) {
@@ -568,10 +571,10 @@ bool dt__knap_relax(uint32_t nr, uint32_t k, double *T, const double *v, const d
     }
     basis[L] = e;
     b[L] = enter_val;
-    if ((uint32_t)e < k) at_ub[e] = 0;
+    if ((uint32_t)e < k) at_ub[e] = BASIC;
   }
   if (!done) return false;
-  for (uint32_t j = 0; j < k; j++) x[j] = at_ub[j] ? ub[j] : 0;
+  for (uint32_t j = 0; j < k; j++) x[j] = at_ub[j] == 1 ? ub[j] : 0;
   for (uint32_t r = 0; r < nr; r++) {
     if ((uint32_t)basis[r] < k) x[basis[r]] = b[r];
     lam[r] = 0;
@@ -580,5 +583,6 @@ bool dt__knap_relax(uint32_t nr, uint32_t k, double *T, const double *v, const d
     for (uint32_t i = 0; i < nr; i++) lam[r] += OBJ((uint32_t)basis[i]) * T[(size_t)i * N + k + r];
 #undef OBJ
 #undef UB
+#undef BASIC
   return true;
 }

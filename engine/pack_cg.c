@@ -145,20 +145,38 @@ static int spmat_grow(spmat *A, const cg_ctx *g, const colset *cols, const int32
 }
 
 /* price_round reads at most CG_KNAPS + 1 entries of its queue in order
-** (then it stops), so only those are kept, sorted, of the hundreds of types
-** in the front: e joins queue[0..*nq) when among the first. cmp_priced is
-** a total order (types are distinct), so these are the first entries of
-** the whole queue sorted. */
+** (then it stops), so only those are kept of the hundreds of types in the
+** front: queue[0..*nq) is a heap with the greatest at the root, e joins it
+** when below that, and sort_first sorts it at the end. cmp_priced is a
+** total order (types are distinct), so these are the first entries of the
+** whole queue sorted. */
 #define CG_QUEUE (CG_KNAPS + 1)
-static void keep_first(priced *queue, uint32_t *nq, priced e) {
-  uint32_t i = *nq;
-  if (i == CG_QUEUE) {
-    if (cmp_priced(&e, &queue[i - 1]) >= 0) return;
-    i--;
-  } else
-    ++*nq;
-  for (; i > 0 && cmp_priced(&e, &queue[i - 1]) < 0; i--) queue[i] = queue[i - 1];
-  queue[i] = e;
+static void keep_first(priced *h, uint32_t *nq, priced e) {
+  uint32_t n = *nq, i;
+  if (n < CG_QUEUE) { /* not full: sift up */
+    for (i = (*nq)++; i > 0 && cmp_priced(&h[(i - 1) / 2], &e) < 0; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+    h[i] = e;
+    return;
+  }
+  if (cmp_priced(&e, &h[0]) >= 0) return;
+  for (i = 0;;) { /* replace the root: sift down */
+    uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && cmp_priced(&h[c + 1], &h[c]) > 0) c++;
+    if (cmp_priced(&h[c], &e) <= 0) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = e;
+}
+
+static void sort_first(priced *q, uint32_t n) {
+  for (uint32_t j = 1; j < n; j++) {
+    priced e = q[j];
+    uint32_t i = j;
+    for (; i > 0 && cmp_priced(&e, &q[i - 1]) < 0; i--) q[i] = q[i - 1];
+    q[i] = e;
+  }
 }
 
 /* One round of pricing at the duals pi (per pod of each shape): the
@@ -170,9 +188,11 @@ static void price_round(const cg_ctx *g, const double *pi, const int64_t *dem, p
   size_t ns = g->ns;
   double maxr[DT_RES_MAX];
   for (uint32_t r = 0; r < p->nres; r++) {
-    maxr[r] = 0;
-    for (size_t s = 0; s < ns; s++)
-      maxr[r] = fmax(maxr[r], g->sh[s].req[r] > 0 ? pi[s] / (double)g->sh[s].req[r] : (pi[s] > 0 ? INFINITY : 0));
+    maxr[r] = 0; /* no term is NaN: the larger by comparison, not fmax (a library call) */
+    for (size_t s = 0; s < ns; s++) {
+      double v = g->sh[s].req[r] > 0 ? pi[s] / (double)g->sh[s].req[r] : (pi[s] > 0 ? INFINITY : 0);
+      if (v > maxr[r]) maxr[r] = v;
+    }
   }
   /* Partial pricing: types in order of the most their best pattern could
   ** be worth per unit of price; stop after CG_ENOUGH improving patterns or
@@ -185,12 +205,16 @@ static void price_round(const cg_ctx *g, const double *pi, const int64_t *dem, p
     const int64_t *cap = g->pl->eff[cd->type];
     double ub = INFINITY;
     for (uint32_t r = 0; r < p->nres; r++)
-      if (isfinite(maxr[r])) ub = fmin(ub, (double)(cap[r] > 0 ? cap[r] : 0) * maxr[r]);
+      if (isfinite(maxr[r])) {
+        double v = (double)(cap[r] > 0 ? cap[r] : 0) * maxr[r];
+        if (v < ub) ub = v;
+      }
     if (ub <= cd->price * (1 + 1e-9))
       most = fmax(most, ub / cd->price);
     else
       keep_first(queue, &nq, (priced){g->front[f], cd->price / ub}); /* ratio: price per most value */
   }
+  sort_first(queue, nq);
   for (uint32_t q = 0, done = 0; q < nq; q++) {
     if (np >= CG_ENOUGH || done >= CG_KNAPS) {
       most = fmax(most, 1 / queue[q].ratio);
