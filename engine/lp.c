@@ -35,9 +35,12 @@
 
 /* a[k] += f * b[k] for k < n, two at a time (the same numbers as one at a
 ** time: each element's arithmetic is unchanged; a[k] + (-f) * b[k] is
-** a[k] - f * b[k] exactly). */
+** a[k] - f * b[k] exactly), or four at a time where the processor has AVX:
+** the same multiply and add per element (no fused multiply-add: the target
+** is AVX alone, and C11 mode does not contract), in half the instructions.
+** The pattern LP of many shapes spends a third of its time here. */
 typedef double v2d __attribute__((vector_size(16), aligned(8)));
-static void axpy(double *a, const double *b, double f, int n) {
+static void axpy2(double *a, const double *b, double f, int n) {
   int k = 0;
   v2d fv = {f, f};
   for (; k + 2 <= n; k += 2) {
@@ -49,6 +52,31 @@ static void axpy(double *a, const double *b, double f, int n) {
   }
   for (; k < n; k++) a[k] += f * b[k];
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+__attribute__((target("avx"))) static void axpy4(double *a, const double *b, double f, int n) {
+  int k = 0;
+  __m256d fv = _mm256_set1_pd(f);
+  for (; k + 8 <= n; k += 8) {
+    __m256d x = _mm256_add_pd(_mm256_loadu_pd(a + k), _mm256_mul_pd(fv, _mm256_loadu_pd(b + k)));
+    __m256d x2 = _mm256_add_pd(_mm256_loadu_pd(a + k + 4), _mm256_mul_pd(fv, _mm256_loadu_pd(b + k + 4)));
+    _mm256_storeu_pd(a + k, x);
+    _mm256_storeu_pd(a + k + 4, x2);
+  }
+  _mm256_zeroupper(); /* the rest of the program is SSE: no transition penalty */
+  for (; k < n; k++) a[k] += f * b[k];
+}
+
+static void axpy(double *a, const double *b, double f, int n) {
+  if (n >= 8 && __builtin_cpu_supports("avx"))
+    axpy4(a, b, f, n);
+  else
+    axpy2(a, b, f, n);
+}
+#else
+#define axpy axpy2
+#endif
 
 /* The LP being solved: columns 0..n-1 structural (sparse), n..n+m-1 the rows'
 ** surplus (-e_r, cost 0), n+m..n+2m-1 their artificials (+e_r, cost bigm). */
