@@ -43,21 +43,38 @@ typedef struct colset {
   DT_VEC(uint32_t) type; /* index into by_price */
   DT_VEC(int64_t) cnt;   /* n x ns */
   DT_VEC(double) x;      /* the last LP's solution */
+  /* What makes the two loops over all patterns cheap on hundreds of shapes:
+  ** a hash of each pattern (colset_add's test for one already there) and
+  ** the shapes each holds, all patterns' one after the other, pattern j's
+  ** ending at nzend[j] (spmat_grow). */
+  DT_VEC(uint64_t) hash;
+  DT_VEC(uint32_t) nzs, nzend;
 } colset;
 
 static void colset_free(colset *c) {
   dt__free(c->type.v);
   dt__free(c->cnt.v);
   dt__free(c->x.v);
+  dt__free(c->hash.v);
+  dt__free(c->nzs.v);
+  dt__free(c->nzend.v);
   memset(c, 0, sizeof *c);
 }
 
+static uint64_t pattern_hash(uint32_t type, const int64_t *cnt, size_t ns) {
+  uint64_t h = 1469598103934665603ull ^ type; /* FNV-1a over the counts */
+  for (size_t s = 0; s < ns; s++) h = (h ^ (uint64_t)cnt[s]) * 1099511628211ull;
+  return h;
+}
+
 static int colset_add(colset *c, uint32_t type, const int64_t *cnt, size_t ns) {
+  uint64_t h = pattern_hash(type, cnt, ns);
   for (size_t j = 0; j < c->n; j++) /* never the same pattern twice */
-    if (c->type.v[j] == type && !memcmp(&c->cnt.v[j * ns], cnt, ns * sizeof *cnt)) return 0;
-  if (dt__vec_push(&c->type, type) || dt__vec_push(&c->x, 0.0)) return DT_ENOMEM;
+    if (c->hash.v[j] == h && c->type.v[j] == type && !memcmp(&c->cnt.v[j * ns], cnt, ns * sizeof *cnt)) return 0;
+  if (dt__vec_push(&c->type, type) || dt__vec_push(&c->x, 0.0) || dt__vec_push(&c->hash, h)) return DT_ENOMEM;
   for (size_t s = 0; s < ns; s++)
-    if (dt__vec_push(&c->cnt, cnt[s])) return DT_ENOMEM;
+    if (dt__vec_push(&c->cnt, cnt[s]) || (cnt[s] && dt__vec_push(&c->nzs, (uint32_t)s))) return DT_ENOMEM;
+  if (dt__vec_push(&c->nzend, (uint32_t)c->nzs.n)) return DT_ENOMEM;
   c->n++;
   return 0;
 }
@@ -124,9 +141,10 @@ static int spmat_grow(spmat *A, const cg_ctx *g, const colset *cols, const int32
     size_t j = A->built;
     A->start[j] = (int)A->nz;
     A->c[j] = g->by_price[cols->type.v[j]].price;
-    for (size_t s = 0; s < ns && !(g->ban && g->ban[cols->type.v[j]]); s++) {
+    for (uint32_t z = j ? cols->nzend.v[j - 1] : 0; z < cols->nzend.v[j] && !(g->ban && g->ban[cols->type.v[j]]); z++) {
+      uint32_t s = cols->nzs.v[z];
       int64_t k = cols->cnt.v[j * ns + s];
-      if (!k || rowof[s] < 0) continue;
+      if (rowof[s] < 0) continue;
       if (A->nz + 1 > A->capz) {
         size_t nn = 2 * A->capz + 64;
         int *nr = dt__realloc(A->row, nn * sizeof *A->row);
