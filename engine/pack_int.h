@@ -119,9 +119,9 @@ typedef struct knap {
   ** (na of them, res[q] the resource), the rest never binding; the arrays
   ** below are over these, packed (rq and suf: na a position). */
   uint32_t na, res[DT_RES_MAX];
-  int64_t capc[DT_RES_MAX], used[DT_RES_MAX];
-  int64_t *rq; /* per position: its shape's requests */
-  double *suf; /* per position: best value per unit of each resource from there on */
+  int64_t capc[DT_RES_MAX], room[DT_RES_MAX]; /* room: capc less what the search's node holds */
+  int64_t *rq;                                /* per position: its shape's requests */
+  double *suf;                                /* per position: best value per unit of each resource from there on */
   int64_t *cur, *best;
   double *tab, *rv, *rub, *rx; /* knap_lp's tableau (DT_RES_MAX x (ns + DT_RES_MAX)) and vectors */
   uint8_t *rat;

@@ -11,39 +11,33 @@
 ** recorded value as an answer; each child is checked the same way here
 ** before the call, so that a leaf or a node past the budget costs no call.
 ** The body is inlined with na a constant for the common resource counts,
-** so that the loops over resources unroll. Minima are taken by comparison,
-** not fmin (a library call): no term can be NaN, and a NaN would be skipped
-** by either. */
+** so that the loops over resources unroll. No bound can be NaN. */
 typedef void expand_fn(knap *K, uint32_t i, double value);
 
 static inline __attribute__((always_inline)) void expand_body(knap *K, uint32_t i, double value, const uint32_t na,
                                                               expand_fn *self) {
-  const int64_t *cap = K->capc;
-  int64_t *used = K->used;
-  /* Bound: no resource can earn more than its best value per unit. */
+  int64_t *room = K->room; /* cap less what the node holds */
+  /* Bound: no resource can earn more than its best value per unit, nor
+  ** (with have_lam) more than the Lagrangian bound at the LP's resource
+  ** prices. value + the least of the bounds is below the best iff value +
+  ** one of them is (rounding is monotone), so each is tested as it comes. */
+  const double thr = K->bestv * (1 + 1e-12);
   const double *suf = &K->suf[(size_t)i * na];
-  double bound = INFINITY;
   for (uint32_t q = 0; q < na; q++)
-    if (isfinite(suf[q])) {
-      double t = (double)(cap[q] - used[q]) * suf[q];
-      if (t < bound) bound = t;
-    }
-  if (K->have_lam) { /* Lagrangian bound at the LP's resource prices */
+    if (isfinite(suf[q]) && value + (double)room[q] * suf[q] <= thr) return;
+  if (K->have_lam) {
     double lb = 0;
-    for (uint32_t q = 0; q < na; q++) lb += K->lamc[q] * (double)(cap[q] - used[q]);
-    double t = lb + K->lsuf[i];
-    if (t < bound) bound = t;
+    for (uint32_t q = 0; q < na; q++) lb += K->lamc[q] * (double)room[q];
+    if (value + (lb + K->lsuf[i]) <= thr) return;
   }
-  if (value + bound <= K->bestv * (1 + 1e-12)) return;
   const int64_t *req = &K->rq[(size_t)i * na];
   int64_t c = K->lim[i]; /* how many fit (fit_count) */
   for (uint32_t q = 0; q < na && c > 0; q++)
     if (req[q] > 0) {
-      int64_t room = cap[q] - used[q];
-      int64_t f = room > 0 ? room / req[q] : 0;
+      int64_t f = room[q] > 0 ? room[q] / req[q] : 0;
       if (f < c) c = f;
     }
-  for (uint32_t q = 0; q < na; q++) used[q] += c * req[q];
+  for (uint32_t q = 0; q < na; q++) room[q] -= c * req[q];
   const double val = K->val[i];
   if (i + 1 == K->k) {
     /* The last shape: fewer copies are worth less (every value is above
@@ -56,7 +50,7 @@ static inline __attribute__((always_inline)) void expand_body(knap *K, uint32_t 
       memcpy(K->best, K->cur, K->k * sizeof *K->cur);
       K->cur[i] = 0;
     }
-    for (uint32_t q = 0; q < na; q++) used[q] -= c * req[q];
+    for (uint32_t q = 0; q < na; q++) room[q] += c * req[q];
     return;
   }
   for (;;) {
@@ -69,9 +63,9 @@ static inline __attribute__((always_inline)) void expand_body(knap *K, uint32_t 
     if (K->budget-- > 0) self(K, i + 1, v);
     if (c == 0 || K->budget <= 0) break;
     c--;
-    for (uint32_t q = 0; q < na; q++) used[q] -= req[q];
+    for (uint32_t q = 0; q < na; q++) room[q] += req[q];
   }
-  for (uint32_t q = 0; q < na; q++) used[q] -= c * req[q];
+  for (uint32_t q = 0; q < na; q++) room[q] += c * req[q];
   K->cur[i] = 0;
 }
 
@@ -167,14 +161,22 @@ double dt__knapsack(knap *Kp, const dt_plan *p, const shape *sh, size_t ns, cons
         if (f > size) size = f;
       }
     if (!isfinite(size)) continue; /* does not fit at all */
-    uint32_t j = K.k++;
-    while (j > 0 && dens[j - 1] < pi[s] / size) { /* insertion: densest first, ties by shape */
-      dens[j] = dens[j - 1];
-      K.shape[j] = K.shape[j - 1];
-      j--;
+    /* Insertion, densest first, ties by shape: after every entry at least
+    ** as dense (a binary search; no density is NaN). */
+    double d = pi[s] / size;
+    uint32_t lo = 0, hi = K.k;
+    while (lo < hi) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (dens[mid] < d)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
-    dens[j] = pi[s] / size;
-    K.shape[j] = (uint32_t)s;
+    memmove(&dens[lo + 1], &dens[lo], (K.k - lo) * sizeof *dens);
+    memmove(&K.shape[lo + 1], &K.shape[lo], (K.k - lo) * sizeof *K.shape);
+    dens[lo] = d;
+    K.shape[lo] = (uint32_t)s;
+    K.k++;
   }
   for (uint32_t i = 0; i < K.k; i++) {
     K.req[i] = sh[K.shape[i]].req;
@@ -198,7 +200,7 @@ double dt__knapsack(knap *Kp, const dt_plan *p, const shape *sh, size_t ns, cons
   }
   for (uint32_t i = 0; i < K.k; i++)
     for (uint32_t q = 0; q < na; q++) K.rq[(size_t)i * na + q] = K.req[i][K.res[q]];
-  memset(K.used, 0, sizeof K.used);
+  memcpy(K.room, K.capc, sizeof K.room);
   memset(K.cur, 0, ns * sizeof *K.cur);
   memset(K.best, 0, ns * sizeof *K.best);
   K.bestv = 0;
@@ -210,7 +212,7 @@ double dt__knapsack(knap *Kp, const dt_plan *p, const shape *sh, size_t ns, cons
     knap_lp(&K);
     if (K.have_lam) {
       K.budget = K.budget_lp;
-      memset(K.used, 0, sizeof K.used);
+      memcpy(K.room, K.capc, sizeof K.room);
       memset(K.cur, 0, ns * sizeof *K.cur);
       knap_dfs(&K);
     }
@@ -227,8 +229,11 @@ double dt__knapsack(knap *Kp, const dt_plan *p, const shape *sh, size_t ns, cons
   X(dens, n)                                                                                                           \
   X(lim, n)                                                                                                            \
   X(cur, n)                                                                                                            \
-  X(best, n) X(suf, (n + 1) * DT_RES_MAX) X(rq, n *DT_RES_MAX) X(tab, (n + DT_RES_MAX) * DT_RES_MAX) X(rv, n)          \
-      X(rub, n) X(rx, n) X(rcnt, n) X(lsuf, n + 1) X(req, n) X(shape, n) X(rat, n)
+  X(best, n)                                                                                                           \
+  X(suf, (n + 1) * DT_RES_MAX)                                                                                         \
+  X(rq, n *DT_RES_MAX)                                                                                                 \
+  X(tab, (n + DT_RES_MAX) * DT_RES_MAX)                                                                                \
+  X(rv, n) X(rub, n) X(rx, n) X(rcnt, n) X(lsuf, n + 1) X(req, n) X(shape, n) X(rat, n)
 int dt__knap_init(knap *K, size_t ns) {
   memset(K, 0, sizeof *K);
   size_t n = ns ? ns : 1, size = 0;
