@@ -167,7 +167,10 @@ static int spmat_grow(spmat *A, const cg_ctx *g, const colset *cols, const int32
 ** front: queue[0..*nq) is a heap with the greatest at the root, e joins it
 ** when below that, and sort_first sorts it at the end. cmp_priced is a
 ** total order (types are distinct), so these are the first entries of the
-** whole queue sorted. */
+** whole queue sorted, whatever the order they come in. The larger types
+** tend to promise more per unit of price, so they are offered first: the
+** heap then fills with its final entries early and turns the rest away at
+** the root. */
 #define CG_QUEUE (CG_KNAPS + 1)
 static void keep_first(priced *h, uint32_t *nq, priced e) {
   uint32_t n = *nq, i;
@@ -217,7 +220,7 @@ static void price_round(const cg_ctx *g, const double *pi, const int64_t *dem, p
   ** CG_KNAPS knapsacks, the rest bounded by that order's next entry. */
   uint32_t np = 0, nq = 0;
   double most = 0;
-  for (uint32_t f = 0; f < g->nfront; f++) {
+  for (uint32_t f = g->nfront; f-- > 0;) { /* dearest first: see keep_first */
     if (g->ban && g->ban[g->front[f]]) continue;
     const cand *cd = &g->by_price[g->front[f]];
     const int64_t *cap = g->pl->eff[cd->type];

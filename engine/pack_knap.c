@@ -23,8 +23,8 @@ static inline __attribute__((always_inline)) void expand_body(knap *K, uint32_t 
   ** one of them is (rounding is monotone), so each is tested as it comes. */
   const double thr = K->bestv * (1 + 1e-12);
   const double *suf = &K->suf[(size_t)i * na];
-  for (uint32_t q = 0; q < na; q++)
-    if (isfinite(suf[q]) && value + (double)room[q] * suf[q] <= thr) return;
+  for (uint32_t q = 0; q < na; q++) /* an infinite suf[q] never cuts: room is never below 0 */
+    if (value + (double)room[q] * suf[q] <= thr) return;
   if (K->have_lam) {
     double lb = 0;
     for (uint32_t q = 0; q < na; q++) lb += K->lamc[q] * (double)room[q];
