@@ -43,21 +43,38 @@ typedef struct colset {
   DT_VEC(uint32_t) type; /* index into by_price */
   DT_VEC(int64_t) cnt;   /* n x ns */
   DT_VEC(double) x;      /* the last LP's solution */
+  /* What makes the two loops over all patterns cheap on hundreds of shapes:
+  ** a hash of each pattern (colset_add's test for one already there) and
+  ** the shapes each holds, all patterns' one after the other, pattern j's
+  ** ending at nzend[j] (spmat_grow). */
+  DT_VEC(uint64_t) hash;
+  DT_VEC(uint32_t) nzs, nzend;
 } colset;
 
 static void colset_free(colset *c) {
   dt__free(c->type.v);
   dt__free(c->cnt.v);
   dt__free(c->x.v);
+  dt__free(c->hash.v);
+  dt__free(c->nzs.v);
+  dt__free(c->nzend.v);
   memset(c, 0, sizeof *c);
 }
 
+static uint64_t pattern_hash(uint32_t type, const int64_t *cnt, size_t ns) {
+  uint64_t h = 1469598103934665603ull ^ type; /* FNV-1a over the counts */
+  for (size_t s = 0; s < ns; s++) h = (h ^ (uint64_t)cnt[s]) * 1099511628211ull;
+  return h;
+}
+
 static int colset_add(colset *c, uint32_t type, const int64_t *cnt, size_t ns) {
+  uint64_t h = pattern_hash(type, cnt, ns);
   for (size_t j = 0; j < c->n; j++) /* never the same pattern twice */
-    if (c->type.v[j] == type && !memcmp(&c->cnt.v[j * ns], cnt, ns * sizeof *cnt)) return 0;
-  if (dt__vec_push(&c->type, type) || dt__vec_push(&c->x, 0.0)) return DT_ENOMEM;
+    if (c->hash.v[j] == h && c->type.v[j] == type && !memcmp(&c->cnt.v[j * ns], cnt, ns * sizeof *cnt)) return 0;
+  if (dt__vec_push(&c->type, type) || dt__vec_push(&c->x, 0.0) || dt__vec_push(&c->hash, h)) return DT_ENOMEM;
   for (size_t s = 0; s < ns; s++)
-    if (dt__vec_push(&c->cnt, cnt[s])) return DT_ENOMEM;
+    if (dt__vec_push(&c->cnt, cnt[s]) || (cnt[s] && dt__vec_push(&c->nzs, (uint32_t)s))) return DT_ENOMEM;
+  if (dt__vec_push(&c->nzend, (uint32_t)c->nzs.n)) return DT_ENOMEM;
   c->n++;
   return 0;
 }
@@ -124,9 +141,10 @@ static int spmat_grow(spmat *A, const cg_ctx *g, const colset *cols, const int32
     size_t j = A->built;
     A->start[j] = (int)A->nz;
     A->c[j] = g->by_price[cols->type.v[j]].price;
-    for (size_t s = 0; s < ns && !(g->ban && g->ban[cols->type.v[j]]); s++) {
+    for (uint32_t z = j ? cols->nzend.v[j - 1] : 0; z < cols->nzend.v[j] && !(g->ban && g->ban[cols->type.v[j]]); z++) {
+      uint32_t s = cols->nzs.v[z];
       int64_t k = cols->cnt.v[j * ns + s];
-      if (!k || rowof[s] < 0) continue;
+      if (rowof[s] < 0) continue;
       if (A->nz + 1 > A->capz) {
         size_t nn = 2 * A->capz + 64;
         int *nr = dt__realloc(A->row, nn * sizeof *A->row);
@@ -144,6 +162,44 @@ static int spmat_grow(spmat *A, const cg_ctx *g, const colset *cols, const int32
   return 0;
 }
 
+/* price_round reads at most CG_KNAPS + 1 entries of its queue in order
+** (then it stops), so only those are kept of the hundreds of types in the
+** front: queue[0..*nq) is a heap with the greatest at the root, e joins it
+** when below that, and sort_first sorts it at the end. cmp_priced is a
+** total order (types are distinct), so these are the first entries of the
+** whole queue sorted, whatever the order they come in. The larger types
+** tend to promise more per unit of price, so they are offered first: the
+** heap then fills with its final entries early and turns the rest away at
+** the root. */
+#define CG_QUEUE (CG_KNAPS + 1)
+static void keep_first(priced *h, uint32_t *nq, priced e) {
+  uint32_t n = *nq, i;
+  if (n < CG_QUEUE) { /* not full: sift up */
+    for (i = (*nq)++; i > 0 && cmp_priced(&h[(i - 1) / 2], &e) < 0; i = (i - 1) / 2) h[i] = h[(i - 1) / 2];
+    h[i] = e;
+    return;
+  }
+  if (cmp_priced(&e, &h[0]) >= 0) return;
+  for (i = 0;;) { /* replace the root: sift down */
+    uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && cmp_priced(&h[c + 1], &h[c]) > 0) c++;
+    if (cmp_priced(&h[c], &e) <= 0) break;
+    h[i] = h[c];
+    i = c;
+  }
+  h[i] = e;
+}
+
+static void sort_first(priced *q, uint32_t n) {
+  for (uint32_t j = 1; j < n; j++) {
+    priced e = q[j];
+    uint32_t i = j;
+    for (; i > 0 && cmp_priced(&e, &q[i - 1]) < 0; i--) q[i] = q[i - 1];
+    q[i] = e;
+  }
+}
+
 /* One round of pricing at the duals pi (per pod of each shape): the
 ** improving patterns into pr[0..*np) (pr[i]'s counts at cnt[i * ns]), and
 ** the best value per unit of price any type may reach into *most. */
@@ -153,28 +209,33 @@ static void price_round(const cg_ctx *g, const double *pi, const int64_t *dem, p
   size_t ns = g->ns;
   double maxr[DT_RES_MAX];
   for (uint32_t r = 0; r < p->nres; r++) {
-    maxr[r] = 0;
-    for (size_t s = 0; s < ns; s++)
-      maxr[r] = fmax(maxr[r], g->sh[s].req[r] > 0 ? pi[s] / (double)g->sh[s].req[r] : (pi[s] > 0 ? INFINITY : 0));
+    maxr[r] = 0; /* no term is NaN: the larger by comparison, not fmax (a library call) */
+    for (size_t s = 0; s < ns; s++) {
+      double v = g->sh[s].req[r] > 0 ? pi[s] / (double)g->sh[s].req[r] : (pi[s] > 0 ? INFINITY : 0);
+      if (v > maxr[r]) maxr[r] = v;
+    }
   }
   /* Partial pricing: types in order of the most their best pattern could
   ** be worth per unit of price; stop after CG_ENOUGH improving patterns or
   ** CG_KNAPS knapsacks, the rest bounded by that order's next entry. */
   uint32_t np = 0, nq = 0;
   double most = 0;
-  for (uint32_t f = 0; f < g->nfront; f++) {
+  for (uint32_t f = g->nfront; f-- > 0;) { /* dearest first: see keep_first */
     if (g->ban && g->ban[g->front[f]]) continue;
     const cand *cd = &g->by_price[g->front[f]];
     const int64_t *cap = g->pl->eff[cd->type];
     double ub = INFINITY;
     for (uint32_t r = 0; r < p->nres; r++)
-      if (isfinite(maxr[r])) ub = fmin(ub, (double)(cap[r] > 0 ? cap[r] : 0) * maxr[r]);
+      if (isfinite(maxr[r])) {
+        double v = (double)(cap[r] > 0 ? cap[r] : 0) * maxr[r];
+        if (v < ub) ub = v;
+      }
     if (ub <= cd->price * (1 + 1e-9))
       most = fmax(most, ub / cd->price);
     else
-      queue[nq++] = (priced){g->front[f], cd->price / ub}; /* ratio: price per most value */
+      keep_first(queue, &nq, (priced){g->front[f], cd->price / ub}); /* ratio: price per most value */
   }
-  qsort(queue, nq, sizeof *queue, cmp_priced);
+  sort_first(queue, nq);
   for (uint32_t q = 0, done = 0; q < nq; q++) {
     if (np >= CG_ENOUGH || done >= CG_KNAPS) {
       most = fmax(most, 1 / queue[q].ratio);

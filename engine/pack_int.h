@@ -115,8 +115,13 @@ typedef struct knap {
   double *val, *dens;
   int64_t *lim;
   uint32_t *shape;
-  double (*suf)[DT_RES_MAX]; /* best value per unit of r from position i on */
-  int64_t used[DT_RES_MAX];
+  /* The search's resources: those some shape of this knapsack asks for
+  ** (na of them, res[q] the resource), the rest never binding; the arrays
+  ** below are over these, packed (rq and suf: na a position). */
+  uint32_t na, res[DT_RES_MAX];
+  int64_t capc[DT_RES_MAX], room[DT_RES_MAX]; /* room: capc less what the search's node holds */
+  int64_t *rq;                                /* per position: its shape's requests */
+  double *suf;                                /* per position: best value per unit of each resource from there on */
   int64_t *cur, *best;
   double *tab, *rv, *rub, *rx; /* knap_lp's tableau (DT_RES_MAX x (ns + DT_RES_MAX)) and vectors */
   uint8_t *rat;
@@ -124,8 +129,9 @@ typedef struct knap {
   double bestv;
   long budget, budget0, budget_lp; /* search nodes left; and per search (cg_tune) */
   bool have_lam;
-  double *lsuf;           /* with have_lam: from position i on, what the shapes earn above their price at lam */
-  double lam[DT_RES_MAX]; /* the LP relaxation's price of a unit of each resource */
+  double *lsuf;            /* with have_lam: from position i on, what the shapes earn above their price at lam */
+  double lam[DT_RES_MAX];  /* the LP relaxation's price of a unit of each resource */
+  double lamc[DT_RES_MAX]; /* ... packed as the search's resources */
 } knap;
 
 /* The most valuable pods (at most lim[s] of shape s, worth pi[s] each) one

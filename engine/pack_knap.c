@@ -6,34 +6,84 @@
 */
 #include "pack_int.h"
 
-static void knap_dfs(knap *K, uint32_t i, double value) {
-  if (value > K->bestv) {
-    K->bestv = value;
-    memcpy(K->best, K->cur, K->k * sizeof *K->cur);
-  }
-  if (i == K->k || K->budget-- <= 0) return;
-  /* Bound: no resource can earn more than its best value per unit. */
-  double bound = INFINITY;
-  for (uint32_t r = 0; r < K->p->nres; r++)
-    if (isfinite(K->suf[i][r])) bound = fmin(bound, (double)(K->cap[r] - K->used[r]) * K->suf[i][r]);
-  if (K->have_lam) { /* Lagrangian bound at the LP's resource prices */
+/* One node of the search: the shapes from position i on, value what those
+** before it earn. The caller has counted the node against the budget and
+** recorded value as an answer; each child is checked the same way here
+** before the call, so that a leaf or a node past the budget costs no call.
+** The body is inlined with na a constant for the common resource counts,
+** so that the loops over resources unroll. No bound can be NaN. */
+typedef void expand_fn(knap *K, uint32_t i, double value);
+
+static inline __attribute__((always_inline)) void expand_body(knap *K, uint32_t i, double value, const uint32_t na,
+                                                              expand_fn *self) {
+  int64_t *room = K->room; /* cap less what the node holds */
+  /* Bound: no resource can earn more than its best value per unit, nor
+  ** (with have_lam) more than the Lagrangian bound at the LP's resource
+  ** prices. value + the least of the bounds is below the best iff value +
+  ** one of them is (rounding is monotone), so each is tested as it comes. */
+  const double thr = K->bestv * (1 + 1e-12);
+  const double *suf = &K->suf[(size_t)i * na];
+  for (uint32_t q = 0; q < na; q++) /* an infinite suf[q] never cuts: room is never below 0 */
+    if (value + (double)room[q] * suf[q] <= thr) return;
+  if (K->have_lam) {
     double lb = 0;
-    for (uint32_t r = 0; r < K->p->nres; r++) lb += K->lam[r] * (double)(K->cap[r] - K->used[r]);
-    bound = fmin(bound, lb + K->lsuf[i]);
+    for (uint32_t q = 0; q < na; q++) lb += K->lamc[q] * (double)room[q];
+    if (value + (lb + K->lsuf[i]) <= thr) return;
   }
-  if (value + bound <= K->bestv * (1 + 1e-12)) return;
-  const int64_t *req = K->req[i];
-  int64_t c = fit_count(K->p, K->cap, K->used, req, K->lim[i]);
-  for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] += c * req[r];
+  const int64_t *req = &K->rq[(size_t)i * na];
+  int64_t c = K->lim[i]; /* how many fit (fit_count) */
+  for (uint32_t q = 0; q < na && c > 0; q++)
+    if (req[q] > 0) {
+      int64_t f = room[q] > 0 ? room[q] / req[q] : 0;
+      if (f < c) c = f;
+    }
+  for (uint32_t q = 0; q < na; q++) room[q] -= c * req[q];
+  const double val = K->val[i];
+  if (i + 1 == K->k) {
+    /* The last shape: fewer copies are worth less (every value is above
+    ** zero) and are no nodes of the budget, so the most is the only answer
+    ** this node can give. */
+    double v = value + (double)c * val;
+    if (v > K->bestv) {
+      K->cur[i] = c;
+      K->bestv = v;
+      memcpy(K->best, K->cur, K->k * sizeof *K->cur);
+      K->cur[i] = 0;
+    }
+    for (uint32_t q = 0; q < na; q++) room[q] += c * req[q];
+    return;
+  }
   for (;;) {
     K->cur[i] = c;
-    knap_dfs(K, i + 1, value + (double)c * K->val[i]);
+    double v = value + (double)c * val;
+    if (v > K->bestv) {
+      K->bestv = v;
+      memcpy(K->best, K->cur, K->k * sizeof *K->cur);
+    }
+    if (K->budget-- > 0) self(K, i + 1, v);
     if (c == 0 || K->budget <= 0) break;
     c--;
-    for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] -= req[r];
+    for (uint32_t q = 0; q < na; q++) room[q] += req[q];
   }
-  for (uint32_t r = 0; r < K->p->nres; r++) K->used[r] -= c * req[r];
+  for (uint32_t q = 0; q < na; q++) room[q] += c * req[q];
   K->cur[i] = 0;
+}
+
+static void expand_1(knap *K, uint32_t i, double value) { expand_body(K, i, value, 1, expand_1); }
+static void expand_2(knap *K, uint32_t i, double value) { expand_body(K, i, value, 2, expand_2); }
+static void expand_3(knap *K, uint32_t i, double value) { expand_body(K, i, value, 3, expand_3); }
+static void expand_4(knap *K, uint32_t i, double value) { expand_body(K, i, value, 4, expand_4); }
+static void expand_n(knap *K, uint32_t i, double value) { expand_body(K, i, value, K->na, expand_n); }
+
+/* The bounded depth-first search from the empty node. */
+static void knap_dfs(knap *K) {
+  if (K->k == 0 || K->budget-- <= 0) return; /* the root counts as a node */
+  expand_fn *f = K->na == 1   ? expand_1
+                 : K->na == 2 ? expand_2
+                 : K->na == 3 ? expand_3
+                 : K->na == 4 ? expand_4
+                              : expand_n;
+  f(K, 0, 0);
 }
 
 /* For a node too large to search: the knapsack's LP relaxation, rounded
@@ -63,6 +113,7 @@ static void knap_lp(knap *K) {
   memset(K->lam, 0, sizeof K->lam);
   for (uint32_t q = 0; q < nr; q++) K->lam[res[q]] = fmax(lam[q], 0) * top / (double)K->cap[res[q]];
   K->have_lam = true;
+  for (uint32_t q = 0; q < K->na; q++) K->lamc[q] = K->lam[K->res[q]];
   K->lsuf[k] = 0;
   for (uint32_t j = k; j-- > 0;) {
     double net = K->val[j];
@@ -105,44 +156,65 @@ double dt__knapsack(knap *Kp, const dt_plan *p, const shape *sh, size_t ns, cons
     if (pi[s] <= 0 || lim[s] <= 0) continue;
     double size = 0;
     for (uint32_t r = 0; r < p->nres; r++)
-      if (sh[s].req[r] > 0) size = fmax(size, cap[r] > 0 ? (double)sh[s].req[r] / (double)cap[r] : INFINITY);
+      if (sh[s].req[r] > 0) {
+        double f = cap[r] > 0 ? (double)sh[s].req[r] / (double)cap[r] : INFINITY;
+        if (f > size) size = f;
+      }
     if (!isfinite(size)) continue; /* does not fit at all */
-    uint32_t j = K.k++;
-    while (j > 0 && dens[j - 1] < pi[s] / size) { /* insertion: densest first, ties by shape */
-      dens[j] = dens[j - 1];
-      K.shape[j] = K.shape[j - 1];
-      j--;
+    /* Insertion, densest first, ties by shape: after every entry at least
+    ** as dense (a binary search; no density is NaN). */
+    double d = pi[s] / size;
+    uint32_t lo = 0, hi = K.k;
+    while (lo < hi) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (dens[mid] < d)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
-    dens[j] = pi[s] / size;
-    K.shape[j] = (uint32_t)s;
+    memmove(&dens[lo + 1], &dens[lo], (K.k - lo) * sizeof *dens);
+    memmove(&K.shape[lo + 1], &K.shape[lo], (K.k - lo) * sizeof *K.shape);
+    dens[lo] = d;
+    K.shape[lo] = (uint32_t)s;
+    K.k++;
   }
   for (uint32_t i = 0; i < K.k; i++) {
     K.req[i] = sh[K.shape[i]].req;
     K.val[i] = pi[K.shape[i]];
     K.lim[i] = lim[K.shape[i]];
   }
+  K.na = 0;
   for (uint32_t r = 0; r < p->nres; r++) {
-    K.suf[K.k][r] = 0;
+    bool asked = false;
+    for (uint32_t i = 0; i < K.k && !asked; i++) asked = K.req[i][r] > 0;
+    if (asked) K.capc[K.na] = cap[r], K.res[K.na++] = r;
+  }
+  uint32_t na = K.na;
+  for (uint32_t q = 0; q < na; q++) {
+    uint32_t r = K.res[q];
+    K.suf[(size_t)K.k * na + q] = 0;
     for (uint32_t i = K.k; i-- > 0;) {
-      double v = K.req[i][r] > 0 ? K.val[i] / (double)K.req[i][r] : INFINITY;
-      K.suf[i][r] = fmax(v, K.suf[i + 1][r]);
+      double v = K.req[i][r] > 0 ? K.val[i] / (double)K.req[i][r] : INFINITY, after = K.suf[(size_t)(i + 1) * na + q];
+      K.suf[(size_t)i * na + q] = v > after ? v : after;
     }
   }
-  memset(K.used, 0, sizeof K.used);
+  for (uint32_t i = 0; i < K.k; i++)
+    for (uint32_t q = 0; q < na; q++) K.rq[(size_t)i * na + q] = K.req[i][K.res[q]];
+  memcpy(K.room, K.capc, sizeof K.room);
   memset(K.cur, 0, ns * sizeof *K.cur);
   memset(K.best, 0, ns * sizeof *K.best);
   K.bestv = 0;
   K.budget = K.budget0;
   K.have_lam = false;
-  knap_dfs(&K, 0, 0);
+  knap_dfs(&K);
   if (K.budget < 0) {
     /* Cut short: round the LP relaxation, then search again with its bound. */
     knap_lp(&K);
     if (K.have_lam) {
       K.budget = K.budget_lp;
-      memset(K.used, 0, sizeof K.used);
+      memcpy(K.room, K.capc, sizeof K.room);
       memset(K.cur, 0, ns * sizeof *K.cur);
-      knap_dfs(&K, 0, 0);
+      knap_dfs(&K);
     }
   }
   memset(out, 0, ns * sizeof *out);
@@ -155,8 +227,13 @@ double dt__knapsack(knap *Kp, const dt_plan *p, const shape *sh, size_t ns, cons
 #define KNAP_ARRAYS(X)                                                                                                 \
   X(val, n)                                                                                                            \
   X(dens, n)                                                                                                           \
-  X(lim, n) X(cur, n) X(best, n) X(suf, n + 1) X(tab, (n + DT_RES_MAX) * DT_RES_MAX) X(rv, n) X(rub, n) X(rx, n)       \
-      X(rcnt, n) X(lsuf, n + 1) X(req, n) X(shape, n) X(rat, n)
+  X(lim, n)                                                                                                            \
+  X(cur, n)                                                                                                            \
+  X(best, n)                                                                                                           \
+  X(suf, (n + 1) * DT_RES_MAX)                                                                                         \
+  X(rq, n *DT_RES_MAX)                                                                                                 \
+  X(tab, (n + DT_RES_MAX) * DT_RES_MAX)                                                                                \
+  X(rv, n) X(rub, n) X(rx, n) X(rcnt, n) X(lsuf, n + 1) X(req, n) X(shape, n) X(rat, n)
 int dt__knap_init(knap *K, size_t ns) {
   memset(K, 0, sizeof *K);
   size_t n = ns ? ns : 1, size = 0;
