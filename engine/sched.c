@@ -308,14 +308,18 @@ static int copy_compiled(dt_plan *p, const dt_plan *b) {
   p->nkeyslot = b->nkeyslot, p->nslots = b->nslots, p->keyslot = b->keyslot, p->slot_key = b->slot_key;
   p->ntype_at = b->ntype_at, p->type_at = b->type_at;
   p->ntypes = b->ntypes;
-  p->types = A(p, (b->ntypes ? b->ntypes : 1) * sizeof *p->types);
-  if (!p->types) return DT_ENOMEM;
+  /* every byte of the types and their offerings is copied over: taken
+  ** from the arena without clearing, the offerings in one block */
+  size_t noff = 0;
+  for (uint32_t t = 0; t < b->ntypes; t++) noff += b->types[t].noff;
+  p->types = dt__arena_raw(&p->arena, (b->ntypes ? b->ntypes : 1) * sizeof *p->types);
+  rt_off *off = dt__arena_raw(&p->arena, (noff ? noff : 1) * sizeof *off);
+  if (!p->types || !off) return DT_ENOMEM;
   memcpy(p->types, b->types, b->ntypes * sizeof *p->types);
   for (uint32_t t = 0; t < p->ntypes; t++) {
-    rt_off *off = A(p, (p->types[t].noff ? p->types[t].noff : 1) * sizeof *off);
-    if (!off) return DT_ENOMEM;
     memcpy(off, b->types[t].off, p->types[t].noff * sizeof *off);
     p->types[t].off = off;
+    off += p->types[t].noff;
   }
   return 0;
 }
