@@ -541,6 +541,8 @@ void dt__cluster_free(dt_cluster *cl) {
   dt__free(cl->owned.v);
   dt__namemap_free(&cl->claimed);
   dt__free(cl->claimed_on.v);
+  dt__free(cl->claimed_id.v);
+  dt__free(cl->claimed_id_on.v);
   dt__free(cl->snap);
   dt__free(cl);
 }
@@ -603,6 +605,28 @@ int dt__sched_claims_ix_cluster(dt_plan *p, claims_ix *ix) {
     if (v->pods != c->pods || v->npods != c->npods) return 0;
     any |= v->npods > 0;
   }
+  for (; !cl->claimed_noid && cl->claimed_id_upto < cl->nodes.n; cl->claimed_id_upto++) {
+    const dt_node *n = cl->nodes.v[cl->claimed_id_upto].node.src;
+    if (n->npods && !n->pod_ids) {
+      cl->claimed_noid = true;
+      break;
+    }
+    for (size_t k = 0; k < n->npods; k++) {
+      uint32_t id = n->pod_ids[k];
+      while (cl->claimed_id.n <= id)
+        if (dt__vec_push(&cl->claimed_id, -1)) return DT_ENOMEM;
+      claim_on e = {cl->claimed_id_upto, cl->claimed_id.v[id]};
+      if (dt__vec_push(&cl->claimed_id_on, e)) return DT_ENOMEM;
+      cl->claimed_id.v[id] = (int32_t)cl->claimed_id_on.n - 1;
+    }
+  }
+  if (cl->claimed_noid && dt__sched_claims_ix_names(cl)) return DT_ENOMEM;
+  ix->cl = cl;
+  ix->any = any;
+  return 0;
+}
+
+int dt__sched_claims_ix_names(dt_cluster *cl) {
   for (; cl->claimed_upto < cl->nodes.n; cl->claimed_upto++) {
     const dt_node *n = cl->nodes.v[cl->claimed_upto].node.src;
     for (size_t k = 0; k < n->npods; k++) {
@@ -614,8 +638,6 @@ int dt__sched_claims_ix_cluster(dt_plan *p, claims_ix *ix) {
       *head = (int32_t)cl->claimed_on.n - 1;
     }
   }
-  ix->cl = cl;
-  ix->any = any;
   return 0;
 }
 
