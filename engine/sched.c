@@ -673,7 +673,9 @@ void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound) {
     }
     for (uint32_t r = 0; r < DT_RES_MAX; r++) p->nodes[n].used[r] += u->used[r];
   }
-  for (uint32_t si = 0; si < cl->npods; si++) {
+  uint32_t nvisit = p->ov->moved ? p->ov->nmoved : cl->npods;
+  for (uint32_t k = 0; k < nvisit; k++) {
+    uint32_t si = p->ov->moved ? p->ov->moved[k] : k;
     if (p->ov->pod[si] == DT_OV_BOUND) continue; /* most pods stay bound */
     dt_sym s = cl->pod_node[si];
     if (!s) continue;

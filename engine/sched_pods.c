@@ -607,7 +607,11 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   bool scan = true;
   if (p->ov) dt__sched_overlay_use(p, &scan, &p->bound_already);
   DT_VEC(rt_pod) pods = {0};
-  for (uint32_t si = 0; si < p->nspecs && !rc; si++) {
+  /* without a scan an overlay visits only its pending pods: those of its list */
+  const uint32_t *visit = p->ov && !scan ? p->ov->moved : NULL;
+  uint32_t nvisit = visit ? p->ov->nmoved : p->nspecs;
+  for (uint32_t k = 0; k < nvisit && !rc; k++) {
+    uint32_t si = visit ? visit[k] : k;
     if (p->ov && p->ov->pod[si] != DT_OV_PENDING && (!scan || p->ov->pod[si] == DT_OV_ABSENT)) continue;
     const dt_podspec *d = &m->pods.v[si];
     rt_spec *s = &p->specs[si];
