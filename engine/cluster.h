@@ -48,6 +48,10 @@ typedef enum dt_overlay_pod { DT_OV_BOUND = 0, DT_OV_PENDING = 1, DT_OV_ABSENT =
 typedef struct dt_overlay {
   const uint32_t *node; /* per node of the view: its cluster node id, increasing */
   const uint8_t *pod;   /* per pod of the cluster: a dt_overlay_pod */
+  /* The pods that are not bound (pending or absent), increasing, so a plan
+  ** that need not visit every pod visits these; NULL: not listed. */
+  const uint32_t *moved;
+  uint32_t nmoved;
 } dt_overlay;
 int dt__cluster_new(const dt_catalog *catalog, const dt_manifests *m, dt_cluster **out, dt_error *err);
 /* The same from the catalog compiled once (cc outlives the cluster). */

@@ -136,6 +136,56 @@ static int nom_cmp(const void *a, const void *b) {
   return (x->ordinal > y->ordinal) - (x->ordinal < y->ordinal);
 }
 
+/* The nominated pods, one each, in input order: a pending pod's first
+** nomination (in node order) puts it on that node. */
+static int nominations_add(state *st, size_t cap, nom *noms, size_t n) {
+  const dt_manifests *m = st->m;
+  if (n) qsort(noms, n, sizeof *noms, nom_cmp);
+  for (size_t i = 0; i < n && st->npods < cap; i++) {
+    const dt_podspec *p = &m->pods.v[noms[i].spec];
+    dt_podspec c = *p;
+    c.count = 1;
+    c.owner = NULL;
+    c.node_name = (char *)noms[i].node;
+    if (noms[i].ordinal >= 0) {
+      char name[600];
+      snprintf(name, sizeof name, "%s-%lld", p->name, (long long)noms[i].ordinal);
+      if (!(c.name = dt__arena_strdup(&st->arena, name))) return DT_ENOMEM;
+    }
+    st->pods[st->npods++] = c;
+  }
+  return 0;
+}
+
+/* nominated() by name numbers below top + 1 (no pending workload). */
+static int nominated_ids(state *st, size_t cap, uint32_t top) {
+  const dt_manifests *m = st->m;
+  int32_t *spec_of = dt__calloc((size_t)top + 1, sizeof *spec_of); /* number -> pending pod + 1 */
+  uint8_t *seen = dt__calloc((size_t)top + 1, 1);
+  DT_VEC(nom) noms = {0};
+  int rc = spec_of && seen ? 0 : DT_ENOMEM;
+  bool any = false;
+  for (size_t i = 0; i < m->pods.n && !rc; i++) {
+    const dt_podspec *p = &m->pods.v[i];
+    if (p->node_name) continue;
+    any = true;
+    if (!spec_of[p->name_id]) spec_of[p->name_id] = (int32_t)i + 1;
+  }
+  for (size_t i = 0; i < m->nodes.n && !rc && any; i++)
+    for (size_t k = 0; k < m->nodes.v[i].npods && !rc; k++) {
+      uint32_t id = m->nodes.v[i].pod_ids[k];
+      if (seen[id]) continue; /* one claim per pod: the first names it */
+      seen[id] = 1;
+      nom n = {(size_t)spec_of[id] - 1, -1, m->nodes.v[i].name};
+      if (spec_of[id] && dt__vec_push(&noms, n)) rc = DT_ENOMEM;
+    }
+  if (!rc) rc = nominations_add(st, cap, noms.v, noms.n);
+  dt__free(spec_of);
+  dt__free(seen);
+  dt__free(noms.v);
+  return rc;
+}
+
 /* Work in the number of nominations, not of replicas: each nominated name
 ** is looked up as a pending Pod, or as "<workload>-<ordinal>" of a pending
 ** workload; the pods are appended in input order, as bound pods are. */
@@ -149,6 +199,24 @@ static int nominated(state *st, size_t cap) {
   DT_VEC(nom) noms = {0};
   int rc = 0;
   size_t total = 0;
+  /* by number (dt_podspec.name_id, dt_node.pod_ids) when every pending pod
+  ** is a Pod with one and every node's names have theirs: equal numbers are
+  ** equal names, and no workload is pending to take a "-<ordinal>" name */
+  bool ids = true;
+  uint32_t top = 0;
+  for (size_t i = 0; i < m->pods.n; i++) {
+    const dt_podspec *p = &m->pods.v[i];
+    if (p->node_name) continue;
+    ids &= !p->owner && p->name_id;
+    if (p->name_id > top) top = p->name_id;
+  }
+  for (size_t i = 0; i < m->nodes.n && ids; i++) {
+    const dt_node *n = &m->nodes.v[i];
+    ids &= !n->npods || n->pod_ids;
+    for (size_t k = 0; ids && k < n->npods; k++)
+      if (n->pod_ids[k] > top) top = n->pod_ids[k];
+  }
+  if (ids) return nominated_ids(st, cap, top);
   for (size_t i = 0; i < m->pods.n; i++)
     if (!m->pods.v[i].node_name) total += strlen(m->pods.v[i].ns) + strlen(m->pods.v[i].name) + 2;
   char *keys = dt__malloc(total ? total : 1), *w = keys;
@@ -199,20 +267,7 @@ static int nominated(state *st, size_t cap) {
       }
       if (found && dt__vec_push(&noms, n)) rc = DT_ENOMEM;
     }
-  if (!rc && noms.n) qsort(noms.v, noms.n, sizeof *noms.v, nom_cmp);
-  for (size_t i = 0; i < noms.n && !rc && st->npods < cap; i++) {
-    const dt_podspec *p = &m->pods.v[noms.v[i].spec];
-    dt_podspec c = *p;
-    c.count = 1;
-    c.owner = NULL;
-    c.node_name = (char *)noms.v[i].node;
-    if (noms.v[i].ordinal >= 0) {
-      char name[600];
-      snprintf(name, sizeof name, "%s-%lld", p->name, (long long)noms.v[i].ordinal);
-      if (!(c.name = dt__arena_strdup(&st->arena, name))) rc = DT_ENOMEM;
-    }
-    st->pods[st->npods++] = c;
-  }
+  if (!rc) rc = nominations_add(st, cap, noms.v, noms.n);
   dt__namemap_free(&specs);
   dt__namemap_free(&seen);
   dt__free(keys);

@@ -87,6 +87,8 @@ typedef struct sim {
   const struct rt_claim *claim; /* the single new claim, when nclaims == 1 */
   dt_nodepool *pools;           /* the view's NodePools: static ones hold what they have, or one more */
   uint8_t *ovpod;               /* an overlay's pods (st->pods itself is the view's): bound, pending or absent */
+  uint32_t *ovmoved;            /* its pods not bound, increasing */
+  uint32_t novmoved;
   char fail[500];
 } sim;
 

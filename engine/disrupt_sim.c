@@ -15,6 +15,7 @@ void dt__dr_sim_free(sim *s) {
   dt__free(s->view.nodes.v);
   if (!s->ovpod) dt__free(s->view.pods.v);
   dt__free(s->ovpod);
+  dt__free(s->ovmoved);
   dt__free(s->view_node);
   dt__free(s->view_pod);
   dt__free(s->moving);
@@ -99,6 +100,11 @@ static int view_static_pools(const state *st, int spool, int64_t swant, sim *s) 
   return 0;
 }
 
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
 /* The view of the cluster without cands[0..n): its nodes, pods and static
 ** pools in s. */
 static int view_build(state *st, const uint32_t *cands, size_t n, bool consolidation, int spool, int64_t swant,
@@ -119,10 +125,24 @@ static int view_build(state *st, const uint32_t *cands, size_t n, bool consolida
   int rc = 0;
   if (!s->view.nodes.v || !s->view_node || !(s->view.pods.v || s->ovpod) || !s->view_pod || !s->moving || !in || !on)
     rc = DT_ENOMEM;
+  size_t nmoved = 0;
   for (size_t k = 0; !rc && k < n; k++) {
     const dnode *d = &st->nodes.v[cands[k]];
     in[cands[k]] = true;
+    nmoved += d->pods.n;
     for (size_t j = 0; j < d->pods.n; j++) on[d->pods.v[j]] = true;
+  }
+  /* an overlay's pods not bound, listed in order, each once: those on the candidates */
+  if (!rc && s->ovpod && !(s->ovmoved = dt__malloc((nmoved ? nmoved : 1) * sizeof *s->ovmoved))) rc = DT_ENOMEM;
+  if (!rc && s->ovpod) {
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++) {
+      const dnode *d = &st->nodes.v[cands[k]];
+      for (size_t j = 0; j < d->pods.n; j++) s->ovmoved[m++] = d->pods.v[j];
+    }
+    qsort(s->ovmoved, m, sizeof *s->ovmoved, cmp_u32);
+    for (size_t j = 0; j < m; j++)
+      if (!j || s->ovmoved[j] != s->ovmoved[j - 1]) s->ovmoved[s->novmoved++] = s->ovmoved[j];
   }
   if (!rc) {
     view_nodes(st, in, consolidation, s);
@@ -147,7 +167,7 @@ static int view_plan(state *st, sim *s, dt_error *err) {
   po.cancel = st->o.cancel;
   st->sims++;
   if (st->cl) {
-    const dt_overlay ov = {s->view_node, s->ovpod};
+    const dt_overlay ov = {s->view_node, s->ovpod, s->ovmoved, s->novmoved};
     return dt__plan_run_overlay(st->cat, st->cl, &s->view, &ov, &po, &s->plan, err);
   }
   if (!st->cc && dt__catalog_compile(st->cat, &st->cc, NULL)) st->cc = NULL; /* compiled per run then */

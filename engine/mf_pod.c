@@ -648,15 +648,17 @@ int mf_node(mctx *x, const cJSON *o, bool is_claim) {
     }
     mf_mreqs_free(&reqs);
     const char *pods = mf_get_str(mf_get(md, "annotations"), DT_A_PODS);
+    /* room for every entry at once: one more than the commas */
+    size_t room = 0;
+    for (const char *s = pods; s && *s; s++) room += *s == ',';
+    if (pods && *pods && !(n.pods = dt__malloc((room + 1) * sizeof *n.pods))) goto nomem;
     for (const char *s = pods; s && *s;) {
       const char *e = strchr(s, ',');
       size_t len = e ? (size_t)(e - s) : strlen(s);
       while (len && (*s == ' ')) s++, len--;
       while (len && s[len - 1] == ' ') len--;
       if (len) {
-        char **np = dt__realloc(n.pods, (n.npods + 1) * sizeof *np);
-        if (!np) goto nomem;
-        n.pods = np;
+        char **np = n.pods;
         if (!(np[n.npods] = dt__strndup(s, len))) goto nomem;
         if (!strchr(np[n.npods], '/')) {
           n.npods++;

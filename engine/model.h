@@ -285,6 +285,10 @@ typedef struct dt_podspec {
   ** pod. Two pods of one set with the same shape compile to the same
   ** symbols and, with the same requests, to the same class. */
   uint32_t shape;
+  /* A kept Pod's "ns/name" (as a plan names it) as a number of the cache's
+  ** name table, which also numbers its kept nodes' pods (dt_node.pod_ids):
+  ** within one set, equal numbers are equal names. 0: none. */
+  uint32_t name_id;
 } dt_podspec;
 
 /* An existing Node, or an in-flight NodeClaim. */
@@ -303,7 +307,8 @@ typedef struct dt_node {
   int64_t created, deleting, last_pod_event; /* Unix seconds; 0 unknown / not deleting */
   char *pool_hash;                           /* dovetail.dev/nodepool-hash */
   size_t npods;
-  char **pods; /* "ns/name" from the dovetail.dev/pods annotation */
+  char **pods;       /* "ns/name" from the dovetail.dev/pods annotation */
+  uint32_t *pod_ids; /* a kept node's pods as numbers of the cache's name table (podcache.c); NULL none */
   size_t seq;
   bool borrowed; /* a kept node's copy (podcache.c): its owner frees it, not the set */
 } dt_node;

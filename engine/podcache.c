@@ -67,6 +67,12 @@ struct dt_podcache {
   ** from the live pods once mostly dropped shapes; a set's pods all carry
   ** numbers of one table (the sweep that remakes it runs between sets). */
   dt_symtab shapes;
+  /* Kept Pods' "ns/name" and kept nodes' pods (dt_podspec.name_id,
+  ** dt_node.pod_ids). Made again from the live entries once mostly dropped
+  ** names; the node arrays it replaces are the set's of that sweep, freed
+  ** at the next sweep (retired). */
+  dt_symtab podnames;
+  DT_VEC(uint32_t *) retired;
   uint32_t epoch; /* changes when names get new symbols (renumber); never 0 */
 };
 
@@ -78,10 +84,12 @@ dt_podcache *dt__podcache_new(void) {
 
 static void entry_drop(pc_entry *e) {
   if (!e->live) return;
-  if (e->is_node)
+  if (e->is_node) {
+    dt__free(e->node.pod_ids);
     dt__mf_node_free(&e->node);
-  else
+  } else {
     dt__mf_pod_free(&e->pod);
+  }
   dt__free(e->file);
   dt__free(e->seen);
   dt__free(e->text);
@@ -97,6 +105,9 @@ void dt__podcache_free(dt_podcache *c) {
   dt__symtab_free(&c->keys);
   dt__symtab_free(&c->keys_prev);
   dt__symtab_free(&c->shapes);
+  dt__symtab_free(&c->podnames);
+  for (size_t i = 0; i < c->retired.n; i++) dt__free(c->retired.v[i]);
+  dt__free(c->retired.v);
   dt__free(c);
 }
 
@@ -231,6 +242,46 @@ static uint32_t shape_of(dt_symtab *shapes, const dt_podspec *p) {
   return s;
 }
 
+/* A Pod's "ns/name" in the name table, as a plan writes it (dt__pod_name,
+** whose 600-byte buffer holds it whole); 0 for a workload, a name that
+** long, or out of memory. */
+static uint32_t pod_name_id(dt_symtab *names, const dt_podspec *p) {
+  if (p->owner || !p->ns || !p->name) return 0;
+  size_t a = strlen(p->ns), b = strlen(p->name);
+  if (a + b + 2 > 600) return 0;
+  char key[600];
+  memcpy(key, p->ns, a);
+  key[a] = '/';
+  memcpy(key + a + 1, p->name, b);
+  return dt__symn(names, key, a + 1 + b);
+}
+
+/* A node's pods in the name table; NULL when it has none or out of memory.
+** A name that the node's last version (was, its numbers of this table)
+** has at the place the walk reached, or one further (a pod that left),
+** takes that number without a lookup. */
+static uint32_t *node_pod_ids(dt_symtab *names, const dt_node *n, const dt_node *was) {
+  if (!n->npods) return NULL;
+  uint32_t *ids = dt__malloc(n->npods * sizeof *ids);
+  size_t j = 0, wn = was && was->pod_ids ? was->npods : 0;
+  for (size_t k = 0; ids && k < n->npods; k++) {
+    if (j < wn && !strcmp(was->pods[j], n->pods[k])) {
+      ids[k] = was->pod_ids[j++];
+      continue;
+    }
+    if (j + 1 < wn && !strcmp(was->pods[j + 1], n->pods[k])) {
+      ids[k] = was->pod_ids[j + 1];
+      j += 2;
+      continue;
+    }
+    if (!(ids[k] = dt__sym(names, n->pods[k]))) {
+      dt__free(ids);
+      ids = NULL;
+    }
+  }
+  return ids;
+}
+
 /* Keep the pod (or node) that reading name's text just added to m. */
 static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name, uint64_t gen, const char *buf,
                 size_t len) {
@@ -243,9 +294,12 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
   }
   pc_entry *e = &c->by_sym.v[s];
   bool was_live = e->live;
-  entry_drop(e);
   dt_podspec *p = is_node ? NULL : &m->pods.v[m->pods.n - 1];
   dt_node *n = is_node ? &m->nodes.v[m->nodes.n - 1] : NULL;
+  /* the node's names numbered before its last version goes: they are
+  ** mostly that version's (pods nominated to it, or one that left) */
+  if (n) n->pod_ids = node_pod_ids(&c->podnames, n, was_live && e->is_node ? &e->node : NULL);
+  entry_drop(e);
   e->file = dt__strdup(name);
   e->seen = is_node ? node_seen_key(n) : seen_key(p);
   e->text = dt__malloc(len + 1);
@@ -254,6 +308,10 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
     dt__free(e->seen);
     dt__free(e->text);
     memset(e, 0, sizeof *e);
+    if (n) { /* the set's node stays its own, without numbers */
+      dt__free(n->pod_ids);
+      n->pod_ids = NULL;
+    }
     if (was_live) { /* no longer live: out of the live list */
       for (size_t i = 0; i < c->live.n; i++)
         if (c->live.v[i] == s) c->live.v[i] = c->live.v[--c->live.n];
@@ -275,6 +333,7 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
   } else {
     base_requests(p);
     p->shape = shape_of(&c->shapes, p); /* 0 when out of memory: compiled in full */
+    p->name_id = pod_name_id(&c->podnames, p);
     e->pod = *p;
     e->pod.file = e->file;
     p->borrowed = true;
@@ -375,7 +434,43 @@ static void remake_shapes(dt_podcache *c) {
   c->shapes = shapes;
 }
 
+/* The name table again from the live entries. The current set keeps the
+** numbers and node arrays it copied (all of the old table); new arrays go
+** to the entries, the old ones are retired. Out of memory: the old table
+** stays. */
+static void remake_podnames(dt_podcache *c) {
+  dt_symtab names = {0};
+  size_t nodes = 0;
+  for (size_t i = 0; i < c->live.n && !names.oom; i++) {
+    const pc_entry *e = &c->by_sym.v[c->live.v[i]];
+    if (!e->is_node) {
+      pod_name_id(&names, &e->pod);
+      continue;
+    }
+    nodes += e->node.pod_ids != NULL;
+    for (size_t k = 0; k < e->node.npods && e->node.pod_ids; k++) dt__sym(&names, e->node.pods[k]);
+  }
+  if (names.oom || dt__vec_grow((void **)&c->retired.v, &c->retired.cap, c->retired.n + nodes, sizeof *c->retired.v)) {
+    dt__symtab_free(&names);
+    return;
+  }
+  for (size_t i = 0; i < c->live.n; i++) {
+    pc_entry *e = &c->by_sym.v[c->live.v[i]];
+    if (!e->is_node) {
+      e->pod.name_id = pod_name_id(&names, &e->pod);
+    } else if (e->node.pod_ids) {
+      c->retired.v[c->retired.n++] = e->node.pod_ids;
+      e->node.pod_ids = node_pod_ids(&names, &e->node, NULL);
+    }
+  }
+  dt__symtab_free(&c->podnames);
+  c->podnames = names;
+}
+
 void dt__podcache_sweep(dt_podcache *c) {
+  /* the node arrays retired at the last sweep: the set that used them is freed */
+  for (size_t i = 0; i < c->retired.n; i++) dt__free(c->retired.v[i]);
+  c->retired.n = 0;
   for (size_t i = 0; i < c->live.n;) {
     pc_entry *e = &c->by_sym.v[c->live.v[i]];
     if (e->used) {
@@ -389,4 +484,5 @@ void dt__podcache_sweep(dt_podcache *c) {
   if (c->names.n > 4096 && c->names.n > 4 * (c->live.n + 1)) renumber(c);
   if (c->keys.n > 4096 && c->keys.n > 4 * (c->live.n + 1)) remake_keys(c);
   if (c->shapes.n > 4096 && c->shapes.n > 4 * (c->live.n + 1)) remake_shapes(c);
+  if (c->podnames.n > 4096 && c->podnames.n > 4 * (c->live.n + 1)) remake_podnames(c);
 }

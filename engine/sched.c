@@ -308,14 +308,18 @@ static int copy_compiled(dt_plan *p, const dt_plan *b) {
   p->nkeyslot = b->nkeyslot, p->nslots = b->nslots, p->keyslot = b->keyslot, p->slot_key = b->slot_key;
   p->ntype_at = b->ntype_at, p->type_at = b->type_at;
   p->ntypes = b->ntypes;
-  p->types = A(p, (b->ntypes ? b->ntypes : 1) * sizeof *p->types);
-  if (!p->types) return DT_ENOMEM;
+  /* every byte of the types and their offerings is copied over: taken
+  ** from the arena without clearing, the offerings in one block */
+  size_t noff = 0;
+  for (uint32_t t = 0; t < b->ntypes; t++) noff += b->types[t].noff;
+  p->types = dt__arena_raw(&p->arena, (b->ntypes ? b->ntypes : 1) * sizeof *p->types);
+  rt_off *off = dt__arena_raw(&p->arena, (noff ? noff : 1) * sizeof *off);
+  if (!p->types || !off) return DT_ENOMEM;
   memcpy(p->types, b->types, b->ntypes * sizeof *p->types);
   for (uint32_t t = 0; t < p->ntypes; t++) {
-    rt_off *off = A(p, (p->types[t].noff ? p->types[t].noff : 1) * sizeof *off);
-    if (!off) return DT_ENOMEM;
     memcpy(off, b->types[t].off, p->types[t].noff * sizeof *off);
     p->types[t].off = off;
+    off += p->types[t].noff;
   }
   return 0;
 }
@@ -537,6 +541,8 @@ void dt__cluster_free(dt_cluster *cl) {
   dt__free(cl->owned.v);
   dt__namemap_free(&cl->claimed);
   dt__free(cl->claimed_on.v);
+  dt__free(cl->claimed_id.v);
+  dt__free(cl->claimed_id_on.v);
   dt__free(cl->snap);
   dt__free(cl);
 }
@@ -599,6 +605,28 @@ int dt__sched_claims_ix_cluster(dt_plan *p, claims_ix *ix) {
     if (v->pods != c->pods || v->npods != c->npods) return 0;
     any |= v->npods > 0;
   }
+  for (; !cl->claimed_noid && cl->claimed_id_upto < cl->nodes.n; cl->claimed_id_upto++) {
+    const dt_node *n = cl->nodes.v[cl->claimed_id_upto].node.src;
+    if (n->npods && !n->pod_ids) {
+      cl->claimed_noid = true;
+      break;
+    }
+    for (size_t k = 0; k < n->npods; k++) {
+      uint32_t id = n->pod_ids[k];
+      while (cl->claimed_id.n <= id)
+        if (dt__vec_push(&cl->claimed_id, -1)) return DT_ENOMEM;
+      claim_on e = {cl->claimed_id_upto, cl->claimed_id.v[id]};
+      if (dt__vec_push(&cl->claimed_id_on, e)) return DT_ENOMEM;
+      cl->claimed_id.v[id] = (int32_t)cl->claimed_id_on.n - 1;
+    }
+  }
+  if (cl->claimed_noid && dt__sched_claims_ix_names(cl)) return DT_ENOMEM;
+  ix->cl = cl;
+  ix->any = any;
+  return 0;
+}
+
+int dt__sched_claims_ix_names(dt_cluster *cl) {
   for (; cl->claimed_upto < cl->nodes.n; cl->claimed_upto++) {
     const dt_node *n = cl->nodes.v[cl->claimed_upto].node.src;
     for (size_t k = 0; k < n->npods; k++) {
@@ -610,8 +638,6 @@ int dt__sched_claims_ix_cluster(dt_plan *p, claims_ix *ix) {
       *head = (int32_t)cl->claimed_on.n - 1;
     }
   }
-  ix->cl = cl;
-  ix->any = any;
   return 0;
 }
 
@@ -647,7 +673,9 @@ void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound) {
     }
     for (uint32_t r = 0; r < DT_RES_MAX; r++) p->nodes[n].used[r] += u->used[r];
   }
-  for (uint32_t si = 0; si < cl->npods; si++) {
+  uint32_t nvisit = p->ov->moved ? p->ov->nmoved : cl->npods;
+  for (uint32_t k = 0; k < nvisit; k++) {
+    uint32_t si = p->ov->moved ? p->ov->moved[k] : k;
     if (p->ov->pod[si] == DT_OV_BOUND) continue; /* most pods stay bound */
     dt_sym s = cl->pod_node[si];
     if (!s) continue;

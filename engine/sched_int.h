@@ -293,7 +293,13 @@ typedef struct claim_on {
 ** same.
 */
 typedef struct claims_ix {
-  dt_namemap own;              /* a plan's own index: name -> its node (the names are its nodes') */
+  dt_namemap own; /* a plan's own index: name -> its node (the names are its nodes') */
+  bool own_built;
+  /* or, when every node's names are numbered (dt_node.pod_ids): number ->
+  ** its node, for pods with a number (dt_podspec.name_id); the names are
+  ** indexed too only when a pod without one is looked up */
+  int32_t *own_id;
+  uint32_t nid;
   const struct dt_cluster *cl; /* or the cluster's index, through p->ov_at */
   bool any;                    /* some node carries a name */
 } claims_ix;
@@ -302,6 +308,8 @@ typedef struct claims_ix {
 ** nodes; ix->cl stays NULL when a node of the view carries other names than
 ** its cluster node (the plan then builds its own). */
 int dt__sched_claims_ix_cluster(dt_plan *p, claims_ix *ix);
+/* The cluster's index by name brought up to its nodes. */
+int dt__sched_claims_ix_names(struct dt_cluster *cl);
 
 typedef struct name_use {
   int64_t used[DT_RES_MAX];
@@ -349,6 +357,13 @@ struct dt_cluster {
   dt_namemap claimed; /* name (the nodes' own strings) -> its first entry in claimed_on */
   DT_VEC(claim_on) claimed_on;
   uint32_t claimed_upto; /* nodes [0, claimed_upto) are in the index */
+  /* The same by name number (dt_node.pod_ids), while every node that
+  ** carries names has them (claimed_noid tells one did not): the index by
+  ** name is then built only when a pod without a number is looked up. */
+  DT_VEC(int32_t) claimed_id; /* number -> its first entry in claimed_id_on, -1 none */
+  DT_VEC(claim_on) claimed_id_on;
+  uint32_t claimed_id_upto;
+  bool claimed_noid;
   /* The hooks' offerings of an overlay (dt__sched_build_snapshot): the same
   ** for every overlay under the same marks and clock, so built once. */
   struct dt_hook_offer *snap;

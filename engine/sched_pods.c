@@ -655,12 +655,9 @@ int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
 int dt__sched_cluster_specs(dt_plan *p);
 void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound);
 
-static int claims_ix_build(dt_plan *p, claims_ix *ix) {
-  memset(ix, 0, sizeof *ix);
-  if (p->ov) {
-    int rc = dt__sched_claims_ix_cluster(p, ix);
-    if (rc || ix->cl) return rc;
-  }
+/* The plan's own index by name. */
+static int claims_ix_names(dt_plan *p, claims_ix *ix) {
+  ix->own_built = true;
   for (uint32_t i = 0; i < p->nnodes; i++)
     for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
       const char *name = p->nodes[i].src->pods[k];
@@ -669,14 +666,41 @@ static int claims_ix_build(dt_plan *p, claims_ix *ix) {
       if (!at) return DT_ENOMEM;
       *at = (int32_t)i; /* the last node that carries it */
     }
-  ix->any = ix->own.n > 0;
   return 0;
 }
 
-/* The plan node that carries pod `name`, -1 none. */
-static int32_t claims_ix_node(const dt_plan *p, const claims_ix *ix, const char *name) {
+static int claims_ix_build(dt_plan *p, claims_ix *ix) {
+  memset(ix, 0, sizeof *ix);
+  if (p->ov) {
+    int rc = dt__sched_claims_ix_cluster(p, ix);
+    if (rc || ix->cl) return rc;
+  }
+  bool ids = true;
+  uint32_t top = 0;
+  for (uint32_t i = 0; i < p->nnodes; i++) {
+    const dt_node *n = p->nodes[i].src;
+    ix->any |= n->npods > 0;
+    ids &= !n->npods || n->pod_ids;
+    for (size_t k = 0; ids && k < n->npods; k++)
+      if (n->pod_ids[k] > top) top = n->pod_ids[k];
+  }
+  if (!ix->any) return 0;
+  if (!ids) return claims_ix_names(p, ix);
+  if (!(ix->own_id = dt__malloc(((size_t)top + 1) * sizeof *ix->own_id))) return DT_ENOMEM;
+  memset(ix->own_id, 0xff, ((size_t)top + 1) * sizeof *ix->own_id);
+  ix->nid = top + 1;
+  for (uint32_t i = 0; i < p->nnodes; i++)
+    for (size_t k = 0; k < p->nodes[i].src->npods; k++)
+      ix->own_id[p->nodes[i].src->pod_ids[k]] = (int32_t)i; /* the last node that carries it */
+  return 0;
+}
+
+/* The plan node that carries pod `name`, -1 none (-2 out of memory). */
+static int32_t claims_ix_node(dt_plan *p, claims_ix *ix, const char *name) {
   size_t len = strlen(name);
+  if (!ix->cl && !ix->own_built && claims_ix_names(p, ix)) return -2;
   if (!ix->cl) return dt__namemap_get(&ix->own, name, len, -1);
+  if (dt__sched_claims_ix_names(p->cl)) return -2;
   const dt_cluster *cl = ix->cl;
   int32_t best = -1;
   for (int32_t e = dt__namemap_get(&cl->claimed, name, len, -1); e >= 0; e = cl->claimed_on.v[e].next) {
@@ -686,7 +710,27 @@ static int32_t claims_ix_node(const dt_plan *p, const claims_ix *ix, const char 
   return best;
 }
 
-static void claims_ix_free(claims_ix *ix) { dt__namemap_free(&ix->own); }
+/* Whether pod d is looked up by its name number (an ordinal's name is its own). */
+static bool claims_ix_by_id(const claims_ix *ix, const dt_podspec *d, int64_t ordinal) {
+  return ordinal < 0 && d->name_id && (ix->own_id || (ix->cl && !ix->cl->claimed_noid));
+}
+
+/* The plan node that carries the pod whose name has number id, -1 none. */
+static int32_t claims_ix_id(const dt_plan *p, const claims_ix *ix, uint32_t id) {
+  if (ix->own_id) return id < ix->nid ? ix->own_id[id] : -1;
+  const dt_cluster *cl = ix->cl;
+  int32_t best = -1;
+  for (int32_t e = id < cl->claimed_id.n ? cl->claimed_id.v[id] : -1; e >= 0; e = cl->claimed_id_on.v[e].next) {
+    int32_t at = p->ov_at[cl->claimed_id_on.v[e].node];
+    if (at > best) best = at;
+  }
+  return best;
+}
+
+static void claims_ix_free(claims_ix *ix) {
+  dt__namemap_free(&ix->own);
+  dt__free(ix->own_id);
+}
 
 int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
@@ -721,12 +765,18 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   bool scan = true;
   if (p->ov) dt__sched_overlay_use(p, &scan, &p->bound_already);
   DT_VEC(rt_pod) pods = {0};
+  /* without a scan an overlay visits only its pending pods: those of its list */
+  const uint32_t *visit = p->ov && !scan ? p->ov->moved : NULL;
+  uint32_t nvisit = visit ? p->ov->nmoved : p->nspecs;
   size_t most = 0; /* the pods below at most: the vector is sized once, not doubled and copied */
-  for (uint32_t si = 0; si < p->nspecs; si++)
+  for (uint32_t k = 0; k < nvisit; k++) {
+    uint32_t si = visit ? visit[k] : k;
     if (p->ov ? p->ov->pod[si] == DT_OV_PENDING : !m->pods.v[si].node_name)
       most += (size_t)(p->ov && !m->pods.v[si].owner ? m->pods.v[si].count : want[si]);
+  }
   if (most && dt__vec_grow((void **)&pods.v, &pods.cap, most, sizeof *pods.v)) rc = DT_ENOMEM;
-  for (uint32_t si = 0; si < p->nspecs && !rc; si++) {
+  for (uint32_t k = 0; k < nvisit && !rc; k++) {
+    uint32_t si = visit ? visit[k] : k;
     if (p->ov && p->ov->pod[si] != DT_OV_PENDING && (!scan || p->ov->pod[si] == DT_OV_ABSENT)) continue;
     const dt_podspec *d = &m->pods.v[si];
     rt_spec *s = &p->specs[si];
@@ -758,9 +808,18 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     for (int64_t o = 0; o < nwant; o++) {
       rt_pod pod = {(uint32_t)ci, si, d->owner ? o : -1, d->seq};
       if (claimed.any) {
-        char name[600];
-        dt__pod_name(p, &pod, name, sizeof name);
-        int32_t cn = claims_ix_node(p, &claimed, name);
+        int32_t cn;
+        if (claims_ix_by_id(&claimed, d, pod.ordinal)) { /* by number: the same name, the same nodes */
+          cn = claims_ix_id(p, &claimed, d->name_id);
+        } else {
+          char name[600];
+          dt__pod_name(p, &pod, name, sizeof name);
+          cn = claims_ix_node(p, &claimed, name);
+          if (cn == -2) {
+            rc = DT_ENOMEM;
+            break;
+          }
+        }
         if (cn >= 0) {
           rt_node *nd = &p->nodes[cn];
           for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r];
