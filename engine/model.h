@@ -462,6 +462,8 @@ typedef struct dt_podcache dt_podcache;
 ** spread, ports, volumes, preferences or a VM's architecture, which compile
 ** by more than that. */
 bool dt__pod_shape_sig(const dt_podspec *p, dt_buf *b);
+/* Whether p's signature is e's (e has one), without writing either. */
+bool dt__pod_same_shape(const dt_podspec *p, const dt_podspec *e);
 dt_podcache *dt__podcache_new(void);
 void dt__podcache_free(dt_podcache *c);
 /* The entry that keeps name at version gen, 0 when none: an add given it

@@ -208,12 +208,17 @@ static void base_requests(dt_podspec *p) {
   p->nbase = (uint8_t)p->requests.n;
 }
 
+/* Whether a pod compiles by its shape alone: nothing but its namespace,
+** labels, node selector and tolerations (and requests) to read. */
+static bool has_shape(const dt_podspec *p) {
+  return !(p->nterms || p->npref || p->naff || p->nanti || p->npaff || p->npanti || p->nspread || p->nports ||
+           p->npvcs || p->vm_arch);
+}
+
 /* A pod's shape signature, when it has one: what compiling its spec and,
 ** with its requests, its unrelaxed class reads of it. */
 bool dt__pod_shape_sig(const dt_podspec *p, dt_buf *b) {
-  if (p->nterms || p->npref || p->naff || p->nanti || p->npaff || p->npanti || p->nspread || p->nports || p->npvcs ||
-      p->vm_arch)
-    return false;
+  if (!has_shape(p)) return false;
   dt__sig_str(b, p->ns);
   dt__sig_u32(b, (uint32_t)p->labels.n);
   for (size_t i = 0; i < p->labels.n; i++) {
@@ -233,6 +238,28 @@ bool dt__pod_shape_sig(const dt_podspec *p, dt_buf *b) {
     dt__sig_str(b, p->tol[i].effect);
   }
   return !b->oom;
+}
+
+static bool str_eq(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+static bool kvs_eq(const dt_kvs *a, const dt_kvs *b) {
+  if (a->n != b->n) return false;
+  for (size_t i = 0; i < a->n; i++)
+    if (!str_eq(a->v[i].key, b->v[i].key) || !str_eq(a->v[i].val, b->v[i].val)) return false;
+  return true;
+}
+
+/* Whether p has the signature of e, which has one, compared field by field
+** as dt__pod_shape_sig writes them. */
+bool dt__pod_same_shape(const dt_podspec *p, const dt_podspec *e) {
+  if (!has_shape(p) || p->ntol != e->ntol || !str_eq(p->ns, e->ns) || !kvs_eq(&p->labels, &e->labels) ||
+      !kvs_eq(&p->node_selector, &e->node_selector))
+    return false;
+  for (size_t i = 0; i < p->ntol; i++)
+    if (!str_eq(p->tol[i].key, e->tol[i].key) || !str_eq(p->tol[i].op, e->tol[i].op) ||
+        !str_eq(p->tol[i].value, e->tol[i].value) || !str_eq(p->tol[i].effect, e->tol[i].effect))
+      return false;
+  return true;
 }
 
 static uint32_t shape_of(dt_symtab *shapes, const dt_podspec *p) {

@@ -12,7 +12,7 @@
 ** The first three are a spec's; the pods of a spec come in input order. */
 typedef struct queue_key {
   int64_t cpu, mem, created;
-  uint32_t n; /* pods with this key; then where the first of them goes */
+  uint32_t n; /* pods with this key (in the sorted copy, the key's index) */
 } queue_key;
 
 static int cmp_queue_key(const void *a, const void *b) {
@@ -28,13 +28,6 @@ static int cmp_input_order(const void *a, const void *b) {
   return x->ordinal < y->ordinal ? -1 : x->ordinal > y->ordinal;
 }
 
-static uint64_t queue_key_hash(const queue_key *k) {
-  uint64_t h = (uint64_t)k->cpu * 0x9e3779b97f4a7c15ull;
-  h = (h ^ (h >> 29) ^ (uint64_t)k->mem) * 0xbf58476d1ce4e5b9ull;
-  h = (h ^ (h >> 31) ^ (uint64_t)k->created) * 0x94d049bb133111ebull;
-  return h ^ (h >> 32);
-}
-
 /* The n pods of in[] into out[] in queue order. Pods share few keys (a
 ** Deployment's replicas one, a cluster of plain Pods its shapes times its
 ** creation seconds), so the distinct keys are sorted and the pods dealt
@@ -43,99 +36,70 @@ static uint64_t queue_key_hash(const queue_key *k) {
 ** Each key's pods are then in input order unless the input was not (a
 ** spec's seq out of turn): such a run is sorted by itself. */
 int dt__sched_queue_order(const rt_spec *specs, const rt_pod *in, size_t n, rt_pod *out) {
-  size_t cap = 64, nk = 0;
-  queue_key *keys = dt__malloc(cap * sizeof *keys);
-  uint32_t *slot = dt__malloc(2 * cap * sizeof *slot), *kof = dt__malloc((n ? n : 1) * sizeof *kof);
+  /* A spec's pods are pushed together: each run of them adds at most one
+  ** key, so keys[] never moves under the map that points into it. */
+  size_t runs = 0;
+  for (size_t i = 0; i < n; i++) runs += !i || in[i].spec != in[i - 1].spec;
+  queue_key *keys = dt__malloc((runs ? runs : 1) * sizeof *keys);
+  uint32_t *kof = dt__malloc((n ? n : 1) * sizeof *kof), nk = 0;
+  dt_namemap seen = {0}; /* a key's bytes (cpu, memory, creation) -> its index in keys[] */
   int rc = 0;
-  if (!keys || !slot || !kof) {
+  if (!keys || !kof) {
     rc = DT_ENOMEM;
     goto out;
   }
-  memset(slot, 0xff, 2 * cap * sizeof *slot);
-  uint32_t last_spec = UINT32_MAX, last_k = 0;
   for (size_t i = 0; i < n; i++) {
-    if (in[i].spec == last_spec) { /* a spec's pods are pushed together */
-      keys[last_k].n++;
-      kof[i] = last_k;
+    if (i && in[i].spec == in[i - 1].spec) {
+      kof[i] = kof[i - 1];
+      keys[kof[i]].n++;
       continue;
     }
     const rt_spec *s = &specs[in[i].spec];
-    queue_key k = {s->req[DT_R_CPU], s->req[DT_R_MEM], s->src->created, 1};
-    size_t mask = 2 * cap - 1, h = (size_t)queue_key_hash(&k) & mask;
-    while (slot[h] != UINT32_MAX && cmp_queue_key(&keys[slot[h]], &k)) h = (h + 1) & mask;
-    if (slot[h] != UINT32_MAX)
-      keys[slot[h]].n++;
-    else {
-      if (nk == cap) { /* grow and rehash: the table stays at most half full */
-        queue_key *nkeys = dt__realloc(keys, 2 * cap * sizeof *keys);
-        if (!nkeys) {
-          rc = DT_ENOMEM;
-          goto out;
-        }
-        keys = nkeys;
-        uint32_t *nslot = dt__malloc(4 * cap * sizeof *nslot);
-        if (!nslot) {
-          rc = DT_ENOMEM;
-          goto out;
-        }
-        dt__free(slot);
-        slot = nslot;
-        cap *= 2;
-        mask = 2 * cap - 1;
-        memset(slot, 0xff, 2 * cap * sizeof *slot);
-        for (uint32_t q = 0; q < nk; q++) {
-          size_t g = (size_t)queue_key_hash(&keys[q]) & mask;
-          while (slot[g] != UINT32_MAX) g = (g + 1) & mask;
-          slot[g] = q;
-        }
-        h = (size_t)queue_key_hash(&k) & mask;
-        while (slot[h] != UINT32_MAX) h = (h + 1) & mask;
-      }
-      slot[h] = (uint32_t)nk;
-      keys[nk++] = k;
+    keys[nk] = (queue_key){s->req[DT_R_CPU], s->req[DT_R_MEM], s->src->created, 0};
+    bool added;
+    int32_t *q = dt__namemap_put(&seen, (const char *)&keys[nk], offsetof(queue_key, n), (int32_t)nk, &added);
+    if (!q) {
+      rc = DT_ENOMEM;
+      goto out;
     }
-    last_spec = in[i].spec;
-    last_k = slot[h];
-    kof[i] = last_k;
+    nk += added;
+    kof[i] = (uint32_t)*q;
+    keys[kof[i]].n++;
   }
-  /* The keys in order; each key's first place is the pods before it. */
-  uint32_t *rank = dt__malloc((nk ? nk : 1) * sizeof *rank), *at = dt__malloc((nk ? nk : 1) * sizeof *at);
+  /* The keys in order; each key's first place is the pods of the keys before it. */
+  uint32_t *at = dt__malloc((nk ? nk : 1) * sizeof *at);
   queue_key *sorted = dt__malloc((nk ? nk : 1) * sizeof *sorted);
-  if (!rank || !at || !sorted) {
-    dt__free(rank);
+  if (!at || !sorted) {
     dt__free(at);
     dt__free(sorted);
     rc = DT_ENOMEM;
     goto out;
   }
-  for (size_t q = 0; q < nk; q++) { /* the key's index rides in n while sorting */
+  for (uint32_t q = 0; q < nk; q++) {
     sorted[q] = keys[q];
-    sorted[q].n = (uint32_t)q;
+    sorted[q].n = q;
   }
   qsort(sorted, nk, sizeof *sorted, cmp_queue_key);
   uint32_t pos = 0;
-  for (size_t r = 0; r < nk; r++) {
-    uint32_t q = sorted[r].n;
-    rank[q] = (uint32_t)r;
-    at[r] = pos;
-    pos += keys[q].n;
+  for (uint32_t r = 0; r < nk; r++) {
+    at[sorted[r].n] = pos;
+    pos += keys[sorted[r].n].n;
   }
-  for (size_t i = 0; i < n; i++) out[at[rank[kof[i]]]++] = in[i];
-  /* Each key's run ends at at[r] now and starts where the one before ended. */
-  for (size_t r = 0, start = 0; r < nk; start = at[r], r++) {
-    size_t end = at[r];
+  for (size_t i = 0; i < n; i++) out[at[kof[i]]++] = in[i];
+  /* Each key's run now ends at at[q]. */
+  for (uint32_t q = 0; q < nk; q++) {
+    size_t end = at[q], start = end - keys[q].n;
     for (size_t i = start + 1; i < end; i++)
       if (cmp_input_order(&out[i - 1], &out[i]) > 0) {
         qsort(out + start, end - start, sizeof *out, cmp_input_order);
         break;
       }
   }
-  dt__free(rank);
   dt__free(at);
   dt__free(sorted);
 out:
+  dt__namemap_free(&seen);
   dt__free(keys);
-  dt__free(slot);
   dt__free(kof);
   return rc;
 }
@@ -518,39 +482,13 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *
   return 0;
 }
 
-/* One pod spec compiled on its own: requests (with its RuntimeClass's
-** overhead), interned labels sorted by key, term orders, host ports.
-** *rc_missing tells that its RuntimeClass is not in the input. */
 /* The shape of a pod the pod cache did not number (a plan's input, read
 ** once): its signature numbered in this plan, so that the replicas a
-** listing prints one by one compile once. 0 when it has none, or out of
-** memory (it is then compiled in full). */
-static bool str_eq(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
-
-static bool kvs_eq(const dt_kvs *a, const dt_kvs *b) {
-  if (a->n != b->n) return false;
-  for (size_t i = 0; i < a->n; i++)
-    if (!str_eq(a->v[i].key, b->v[i].key) || !str_eq(a->v[i].val, b->v[i].val)) return false;
-  return true;
-}
-
-/* Whether d has the shape of e, which has one: what dt__pod_shape_sig
-** reads, compared as it reads it (a listing prints replicas one after
-** another, so most pods are the one before them again). */
-static bool same_shape(const dt_podspec *d, const dt_podspec *e) {
-  if (d->nterms || d->npref || d->naff || d->nanti || d->npaff || d->npanti || d->nspread || d->nports || d->npvcs ||
-      d->vm_arch || d->ntol != e->ntol || !str_eq(d->ns, e->ns) || !kvs_eq(&d->labels, &e->labels) ||
-      !kvs_eq(&d->node_selector, &e->node_selector))
-    return false;
-  for (size_t i = 0; i < d->ntol; i++)
-    if (!str_eq(d->tol[i].key, e->tol[i].key) || !str_eq(d->tol[i].op, e->tol[i].op) ||
-        !str_eq(d->tol[i].value, e->tol[i].value) || !str_eq(d->tol[i].effect, e->tol[i].effect))
-      return false;
-  return true;
-}
-
+** listing prints one by one compile once; the pod before is compared first,
+** as a listing prints replicas one after another. 0 when it has none, or
+** out of memory (it is then compiled in full). */
 static uint32_t plan_shape(dt_plan *p, const dt_podspec *d) {
-  if (p->shape_last && same_shape(d, p->shape_last)) return p->shape_last_id;
+  if (p->shape_last && dt__pod_same_shape(d, p->shape_last)) return p->shape_last_id;
   p->shape_buf.len = 0;
   p->shape_buf.oom = 0;
   dt_sym s = dt__pod_shape_sig(d, &p->shape_buf) && p->shape_buf.p
@@ -562,6 +500,9 @@ static uint32_t plan_shape(dt_plan *p, const dt_podspec *d) {
   return p->shape_last_id;
 }
 
+/* One pod spec compiled on its own: requests (with its RuntimeClass's
+** overhead), interned labels sorted by key, term orders, host ports.
+** *rc_missing tells that its RuntimeClass is not in the input. */
 int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc_missing, dt_error *err) {
   const dt_manifests *m = p->manifests;
   int rc;

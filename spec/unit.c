@@ -383,7 +383,7 @@ static void test_api(void) {
 
 /* Karpenter's queue order, against a plain sort on the whole key: pods
 ** grouped by spec as the compiler pushes them, many specs sharing a key,
-** more keys than the order's first table holds, and specs whose seq comes
+** hundreds of keys, and specs whose seq comes
 ** out of turn (their key's run must then be sorted by itself). */
 static const rt_spec *g_queue_specs;
 static int cmp_queue_ref(const void *a, const void *b) {
