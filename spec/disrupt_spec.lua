@@ -400,11 +400,20 @@ describe("disruption hooks", function()
     assert.equal(0, #run(items, { policy = "policies/balanced.lua" }).commands)
   end)
 
+  -- `dovetail disrupt -o json` on a cluster file with the small catalog and a policy's text
+  local function disrupt_with(cluster, catalog, policy_text)
+    local policy = h.write(policy_text)
+    local out, err, code = h.cli("disrupt -f " .. cluster .. " --catalog " .. catalog .. " --policy " .. policy ..
+      " -o json --now " .. NOW)
+    os.remove(policy)
+    return out, err, code
+  end
+
   it("price: called once per pass, every simulation of the pass priced alike", function()
     local items = small_and_big()
     local cluster = h.write(h.list(items))
     local catalog = h.write(h.small_catalog)
-    local policy = h.write([[
+    local out, err, code = disrupt_with(cluster, catalog, [[
 local calls = 0
 return {
   price = function(offerings)
@@ -416,21 +425,17 @@ return {
   end,
 }
 ]])
-    local out, err, code = h.cli("disrupt -f " .. cluster .. " --catalog " .. catalog .. " --policy " .. policy ..
-      " -o json --now " .. NOW)
     assert.equal(0, code, err)
     assert.is_true(tonumber(out:match('"simulations": (%d+)')) > 1, out)
     local _, n = err:gsub("price call", "")
     assert.equal(1, n, err)
     -- a failing hook's error stands for every simulation, reported once
-    local failing = h.write([[
+    out, err, code = disrupt_with(cluster, catalog, [[
 return { price = function(o) if #o > 4 then error("no prices today") end return {} end }
 ]])
-    out, err, code = h.cli("disrupt -f " .. cluster .. " --catalog " .. catalog .. " --policy " .. failing ..
-      " -o json --now " .. NOW)
     assert.equal(0, code, err)
     assert.matches('"hook": "price",%s*"message": "[^"]*no prices today[^"]*",[^}]*"count": 1,%s*"disabled": false', out)
-    for _, p in ipairs({ cluster, catalog, policy, failing }) do os.remove(p) end
+    for _, p in ipairs({ cluster, catalog }) do os.remove(p) end
   end)
 
   it("score: each offering scored once per pass, however many simulations launch on it", function()
@@ -439,7 +444,7 @@ return { price = function(o) if #o > 4 then error("no prices today") end return 
       pod("p1", "a", { cpu = "3000m" }), pod("p2", "b", { cpu = "3000m" }), pod("p3", "c", { cpu = "3000m" }) }
     local cluster = h.write(h.list(items))
     local catalog = h.write(h.small_catalog)
-    local policy = h.write([[
+    local out, err, code = disrupt_with(cluster, catalog, [[
 local scored, most = {}, 0
 return {
   score = function(o)
@@ -453,14 +458,12 @@ return {
   end,
 }
 ]])
-    local out, err, code = h.cli("disrupt -f " .. cluster .. " --catalog " .. catalog .. " --policy " .. policy ..
-      " -o json --now " .. NOW)
     assert.equal(0, code, err)
     assert.is_true(tonumber(out:match('"simulations": (%d+)')) > 1, out)
     local _, orders = err:gsub("most scores of one offering", "")
     assert.is_true(orders > 1, err)
     for most in err:gmatch("most scores of one offering: (%d+)") do assert.equal("1", most, err) end
-    for _, p in ipairs({ cluster, catalog, policy }) do os.remove(p) end
+    for _, p in ipairs({ cluster, catalog }) do os.remove(p) end
   end)
 
   it("consolidation_order may put another candidate first", function()
