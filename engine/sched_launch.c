@@ -244,18 +244,27 @@ static int32_t type_best_slow(dt_plan *p, const rt_claim *k, uint32_t ti, double
 
 static inline int32_t type_best(dt_plan *p, const rt_claim *k, uint32_t ti, double *cheapest) {
   const rt_type *t = &p->types[ti];
-  if (!k->held.n && t->memo_ok && t->memo_zmask == k->zmask && t->memo_ctmask == k->ctmask &&
-      t->memo_spot_max == p->pools[k->pool].spot_max) {
-    *cheapest = t->memo_price;
-    return t->memo_off;
+  if (!k->held.n) {
+    double smax = p->pools[k->pool].spot_max;
+    for (int i = 0; i < 4; i++) {
+      const struct rt_memo *m = &t->memo[i];
+      if (m->ok && m->zmask == k->zmask && m->ctmask == k->ctmask && m->spot_max == smax) {
+        *cheapest = m->price;
+        return m->off;
+      }
+    }
   }
   return type_best_slow(p, k, ti, cheapest);
+}
+
+static void memo_drop(rt_type *t) {
+  for (int i = 0; i < 4; i++) t->memo[i].ok = false;
+  t->memo_next = 0;
 }
 
 static int32_t type_best_slow(dt_plan *p, const rt_claim *k, uint32_t ti, double *cheapest) {
   rt_type *t = &p->types[ti];
   double smax = p->pools[k->pool].spot_max;
-  bool memo = !k->held.n;
   int32_t bo = -1;
   double ch = INFINITY;
   for (uint32_t o = 0; o < t->noff; o++) {
@@ -269,13 +278,9 @@ static int32_t type_best_slow(dt_plan *p, const rt_claim *k, uint32_t ti, double
     if (of->price < ch) ch = of->price;
     if (dt__sched_off_better(p, ti, o, bo < 0 ? -1 : (int32_t)ti, bo, NULL)) bo = (int32_t)o;
   }
-  if (memo) {
-    t->memo_ok = true;
-    t->memo_zmask = k->zmask;
-    t->memo_ctmask = k->ctmask;
-    t->memo_spot_max = smax;
-    t->memo_off = bo;
-    t->memo_price = ch;
+  if (!k->held.n) {
+    t->memo[t->memo_next] = (struct rt_memo){k->zmask, ch, smax, bo, k->ctmask, true};
+    t->memo_next = (uint8_t)((t->memo_next + 1) % 4);
   }
   *cheapest = ch;
   return bo;
@@ -392,7 +397,10 @@ int dt__sched_launch(dt_plan *p) {
   }
   type_order orders[TYPE_ORDERS];
   uint32_t norders = 0, next_order = 0;
-  for (uint32_t t = 0; t < p->ntypes; t++) p->types[t].memo_ok = p->types[t].smemo_ok = false;
+  for (uint32_t t = 0; t < p->ntypes; t++) {
+    memo_drop(&p->types[t]);
+    p->types[t].smemo_ok = false;
+  }
   /* A claim like the one before it (same options, masks and contents, no
   ** reservation, no availability count changed since) has the same
   ** launchable types and best offering: cost packing makes many such. */
@@ -524,7 +532,8 @@ static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int3
   rt_off *of = &p->types[bt].off[bo];
   if (of->avail > 0) {
     of->avail--;
-    p->types[bt].memo_ok = p->types[bt].smemo_ok = false;
+    memo_drop(&p->types[bt]);
+    p->types[bt].smemo_ok = false;
     p->avail_gen++;
   }
   /* the units this claim held are released: the chosen one is now consumed */

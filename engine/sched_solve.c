@@ -16,12 +16,14 @@ typedef struct run {
   dt_plan *p;
   bool reserved_error;      /* the last attempt hit a ReservedOfferingError */
   DT_VEC(rt_claim *) order; /* open claims, (pods, idx) ascending */
+  DT_VEC(uint32_t) bstart;  /* per pod count: where its block of the order starts (reorder) */
   uint32_t *nfailed;        /* per class: how many claims in order it can never join */
   size_t nfailed_cap;
-  DT_VEC(uint32_t) at;         /* per claim (by idx): its position in order */
   DT_VEC(uint64_t) open;       /* per claim (by idx): a bit set while it is in order */
+  DT_VEC(uint32_t) at;         /* per claim (by idx): its position in order */
   DT_VEC(uint64_t) cand;       /* scratch: (position << 32 | idx) of the claims a class may join */
   int64_t *minsuf;             /* per queue position: component-wise min of the rest */
+  uint64_t *offz;              /* offered_zones */
   int64_t failmin[DT_RES_MAX]; /* min over pods that failed in this pass */
   uint32_t pos, qlen;
   uint32_t *scratch; /* a claim's options filtered, before they are kept (p->ntypes) */
@@ -89,10 +91,6 @@ static int set_failed(rt_class *c, uint32_t idx) {
   return 0;
 }
 
-static bool claim_before(const rt_claim *a, const rt_claim *b) {
-  return a->pods.n != b->pods.n ? a->pods.n < b->pods.n : a->idx < b->idx;
-}
-
 /* Karpenter's strict minValues: the options must keep N distinct values. */
 bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, uint32_t n) {
   for (uint32_t i = 0; i < r->n; i++) {
@@ -115,17 +113,40 @@ bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, 
 }
 
 /* Options of k that fit used + req under requirements nr and masks. */
-static uint32_t filter_options(dt_plan *p, const rt_pool *pl, const uint32_t *opt, uint32_t nopt, const int64_t *used,
-                               const int64_t *req, const dt_reqs *nr, uint64_t zm, uint8_t cm, uint32_t *out) {
+static uint32_t filter_options(const run *R, const rt_pool *pl, const uint32_t *opt, uint32_t nopt, const int64_t *used,
+                               const int64_t *req, const dt_reqs *nr, bool labels, uint64_t zm, uint8_t cm,
+                               uint32_t *out) {
+  const dt_plan *p = R->p;
+  const uint64_t *offz = &R->offz[(size_t)(pl - p->pools) * p->ntypes * DT_CT_N];
   uint32_t n = 0;
   for (uint32_t i = 0; i < nopt; i++) {
-    const rt_type *t = &p->types[opt[i]];
-    if (fits(p, pl->eff[opt[i]], used, req) && dt__type_ok(p, t, nr, zm, cm, pl->spot_max)) {
+    const uint64_t *z = &offz[(size_t)opt[i] * DT_CT_N];
+    bool offered = ((cm & 1) && (z[0] & zm)) || ((cm >> 1 & 1) && (z[1] & zm)) || ((cm >> 2 & 1) && (z[2] & zm));
+    if (offered && fits(p, pl->eff[opt[i]], used, req) && (!labels || dt__type_labels_ok(p, &p->types[opt[i]], nr))) {
       if (out) out[n] = opt[i];
       n++;
     }
   }
   return n;
+}
+
+/* R->offz: per pool, type and capacity type, the zones where the type has an
+** offering a claim of the pool may launch (off_ok with every zone and
+** capacity type allowed). Offerings do not change while pods are placed:
+** counts are spent at launch. */
+static int offered_zones(run *R) {
+  const dt_plan *p = R->p;
+  size_t per = (size_t)p->ntypes * DT_CT_N;
+  size_t n = p->npools * per;
+  if (!(R->offz = dt__calloc(n ? n : 1, sizeof *R->offz))) return DT_ENOMEM;
+  for (uint32_t pi = 0; pi < p->npools; pi++)
+    for (uint32_t ti = 0; ti < p->ntypes; ti++) {
+      const rt_type *t = &p->types[ti];
+      for (uint32_t o = 0; o < t->noff; o++)
+        if (off_ok(&t->off[o], ~0ull, 0xff, p->pools[pi].spot_max))
+          R->offz[pi * per + (size_t)ti * DT_CT_N + t->off[o].ct] |= 1ull << t->off[o].zone;
+    }
+  return 0;
 }
 
 /*
@@ -213,12 +234,12 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
   dt_reqs nr = k->reqs;
   uint64_t zm = k->zmask;
   uint8_t cm = k->ctmask;
-  bool changed = false;
+  bool changed = false, reqs_changed = false; /* the claim's options all meet k->reqs already */
   if (c->reqs.n) {
     const dt_req *bad;
     if (!compatible(p, &k->reqs, &c->reqs, &bad)) return 0;
     dt__reqs_merge(&p->arena, &p->syms, &k->reqs, &c->reqs, &nr);
-    changed = !dt__reqs_equal(&nr, &k->reqs);
+    changed = reqs_changed = !dt__reqs_equal(&nr, &k->reqs);
     if (changed) {
       uint64_t z2;
       uint8_t c2;
@@ -257,7 +278,7 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
     k->nopt -= first;
   } else {
     uint32_t *opt = R->scratch; /* kept in the arena only once the pod joins */
-    uint32_t keep = filter_options(p, pl, k->opt, k->nopt, k->used, c->req, &nr, zm, cm, opt);
+    uint32_t keep = filter_options(R, pl, k->opt, k->nopt, k->used, c->req, &nr, reqs_changed, zm, cm, opt);
     if (!keep) {
       *res = c->topo ? FAIL_NOW : FAIL_EVER;
       return 0;
@@ -294,38 +315,69 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
   return 0;
 }
 
-/* Keep R->order sorted after claim at position i gained a pod. */
-static void reorder(run *R, size_t i) {
-  rt_claim **o = R->order.v;
-  while (i + 1 < R->order.n && claim_before(o[i + 1], o[i])) {
-    rt_claim *t = o[i];
-    o[i] = o[i + 1];
-    o[i + 1] = t;
-    R->at.v[o[i]->idx] = (uint32_t)i;
-    R->at.v[t->idx] = (uint32_t)(i + 1);
-    i++;
-  }
+/* The order is kept in blocks of claims holding equally many pods, the
+** blocks by count ascending and contiguous: block c is positions
+** [bstart[c], bstart[c + 1]) (the last block ends at order.n). A claim that
+** gains a pod trades places with the last claim of its block and the block
+** boundary moves past it, so it heads the next block; a claim opening or
+** leaving shifts one claim per block. Each costs O(1) or O(blocks), never a
+** walk over claims of one size, of which there may be thousands. Within a
+** block the order is this history's, as Karpenter's (an unstable sort of
+** its new NodeClaims by pod count before each pod) is its sort's. */
+static void order_set(run *R, size_t i, rt_claim *k) {
+  R->order.v[i] = k;
+  R->at.v[k->idx] = (uint32_t)i;
 }
 
-/* Claim k joins the end of the order. */
+/* Where block c ends: the next block's start, or the order's end. */
+static size_t block_end(const run *R, size_t c) { return c + 1 < R->bstart.n ? R->bstart.v[c + 1] : R->order.n; }
+
+/* The claim at position i gained a pod: from block pods.n - 1 to pods.n. */
+static int reorder(run *R, size_t i) {
+  rt_claim *k = R->order.v[i];
+  size_t c = k->pods.n - 1, last = block_end(R, c) - 1;
+  if (k->pods.n >= R->bstart.n && dt__vec_push(&R->bstart, (uint32_t)R->order.n)) return DT_ENOMEM;
+  order_set(R, i, R->order.v[last]);
+  order_set(R, last, k);
+  R->bstart.v[c + 1]--;
+  return 0;
+}
+
+/* Claim k, with one pod, joins the order at the end of block 1: the first
+** claim of each later block moves to that block's end, one slot on. */
 static int order_push(run *R, rt_claim *k) {
   if (dt__vec_push(&R->order, k)) return DT_ENOMEM;
   while (R->at.n <= k->idx)
     if (dt__vec_push(&R->at, 0u)) return DT_ENOMEM;
   while (R->open.n <= k->idx / 64)
     if (dt__vec_push(&R->open, (uint64_t)0)) return DT_ENOMEM;
-  R->at.v[k->idx] = (uint32_t)(R->order.n - 1);
   R->open.v[k->idx / 64] |= 1ull << (k->idx % 64);
+  while (R->bstart.n < 2)
+    if (dt__vec_push(&R->bstart, (uint32_t)(R->order.n - 1))) return DT_ENOMEM;
+  size_t free = R->order.n - 1;
+  for (size_t c = R->bstart.n; c-- > 2;) {
+    order_set(R, free, R->order.v[R->bstart.v[c]]);
+    free = R->bstart.v[c]++;
+  }
+  order_set(R, free, k);
   return 0;
 }
 
-/* The claim at position i leaves the order. */
+/* The claim at position i leaves the order: the last claim of its block
+** takes its place, and the last claim of each later block moves to the
+** slot before that block. */
 static void order_remove(run *R, size_t i) {
   rt_claim *k = R->order.v[i];
   R->open.v[k->idx / 64] &= ~(1ull << (k->idx % 64));
-  memmove(&R->order.v[i], &R->order.v[i + 1], (R->order.n - i - 1) * sizeof *R->order.v);
+  size_t c = k->pods.n, free = block_end(R, c) - 1;
+  order_set(R, i, R->order.v[free]);
+  for (size_t b = c + 1; b < R->bstart.n; b++) {
+    size_t end = block_end(R, b);
+    order_set(R, free, R->order.v[end - 1]);
+    free = end - 1;
+    R->bstart.v[b]--;
+  }
   R->order.n--;
-  for (size_t j = i; j < R->order.n; j++) R->at.v[R->order.v[j]->idx] = (uint32_t)j;
 }
 
 /* Whether no option of k can take even the smallest pod still to try. */
@@ -423,7 +475,6 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
       if (dt__vec_push(&k->ports, s->ports[q])) return DT_ENOMEM;
     int rc = dt__topo_record(p, p->pods[podi].spec, c, host, zm, cm, 1, p->pods[podi].ordinal);
     if (rc) return rc;
-    reorder(R, R->order.n - 1);
     /* Limits are charged pessimistically: the largest capacity among the
     ** claim's options, as Karpenter's subtractMax. */
     if (pl->has_limits) {
@@ -488,7 +539,7 @@ static int try_open_claim(run *R, uint32_t ci, uint32_t podi, size_t i, bool *pl
   int rc = claim_add(R, k, ci, podi, &res);
   if (rc) return rc;
   if (res == FIT) {
-    reorder(R, i);
+    if ((rc = reorder(R, i))) return rc;
     *placed = true;
     return 0;
   }
@@ -637,7 +688,7 @@ int dt__sched_solve(dt_plan *p) {
   int32_t *last_class = dt__malloc((p->npods ? p->npods : 1) * sizeof *last_class);
   R.minsuf = dt__malloc(((size_t)p->npods + 1) * p->nres * sizeof *R.minsuf);
   R.scratch = dt__malloc((p->ntypes ? p->ntypes : 1) * sizeof *R.scratch);
-  if (!queue || !next || !R.minsuf || !last_class || !R.scratch) {
+  if (!queue || !next || !R.minsuf || !last_class || !R.scratch || offered_zones(&R)) {
     rc = DT_ENOMEM;
     goto out;
   }
@@ -688,7 +739,9 @@ out:
   dt__free(R.scratch);
   dt__free(R.order.v);
   dt__free(R.nfailed);
+  dt__free(R.bstart.v);
   dt__free(R.at.v);
+  dt__free(R.offz);
   dt__free(R.open.v);
   dt__free(R.cand.v);
   return rc;

@@ -54,13 +54,18 @@ typedef struct rt_type {
   const char *family; /* its .../instance-family label, NULL none (catalog-owned) */
   int64_t gpus;       /* its GPUs (dt__ctype_gpus), counted once when compiled */
   uint32_t rank;      /* position among the types by name: ties compare integers */
-  /* launch's memo of the best offering within one claim's masks (claims
-  ** holding no reservation); dropped when an availability count changes */
-  uint64_t memo_zmask;
-  uint8_t memo_ctmask;
-  bool memo_ok;
-  int32_t memo_off;
-  double memo_price, memo_spot_max;
+  /* launch's memo of the best offering within a claim's masks (claims
+  ** holding no reservation), a few masks at once since claims of zonal
+  ** spreads alternate between zones; dropped when an availability count
+  ** changes */
+  struct rt_memo {
+    uint64_t zmask;
+    double price, spot_max;
+    int32_t off;
+    uint8_t ctmask;
+    bool ok;
+  } memo[4];
+  uint8_t memo_next; /* the entry the next miss replaces */
   /* the same for the score hook: the best-scored launchable offering */
   const struct dt_policy *smemo_pol;
   uint64_t smemo_zmask;

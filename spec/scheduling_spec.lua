@@ -21,6 +21,15 @@ describe("first-fit-decreasing", function()
     assert.are.same({ "small:default/b", "small:default/c,default/a" }, pods_of(p))
   end)
 
+  it("tries the claims opened so far least loaded first, a new claim included", function()
+    local np = h.nodepool("default", { requirements = { { "node.kubernetes.io/instance-type", "In", { "small", "medium" } } } })
+    local p = h.plan(h.docs(np, h.pod("a", { cpu = "1500m" }), h.pod("b", { cpu = "1400m" }), h.pod("c", { cpu = "1300m" }),
+      h.pod("d", { cpu = "500m" })), { catalog_text = h.small_catalog, packing = "ffd" })
+    -- a and b share a medium node (3.9 cpu); c opens a second claim; d fits both and
+    -- Karpenter sorts its new NodeClaims by pod count before each pod: c's, with one pod, comes first
+    assert.are.same({ "medium:default/a,default/b", "small:default/c,default/d" }, pods_of(p))
+  end)
+
   it("keeps adding pods to a claim while a larger option still fits (--packing ffd)", function()
     local pods = { h.nodepool("default") }
     for i = 1, 6 do pods[#pods + 1] = h.pod("p" .. i, { cpu = "1", memory = "1Gi" }) end
