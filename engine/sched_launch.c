@@ -380,6 +380,96 @@ static const type_order *type_order_for(dt_plan *p, const rt_claim *k, type_orde
   return o;
 }
 
+/*
+** A claim's launchable options in the order above, each with its best
+** offering, for claims that hold no reservation: many claims have equal
+** option lists (each in its own array, filtered apart), so the list is
+** found by a hash of the options and masks, checked in full, and a claim
+** then only drops the types its pods outgrew. Kept for a few lists at a
+** time, until an availability count changes.
+*/
+typedef struct launch_set {
+  uint64_t hash, zmask, gen;
+  uint32_t pool, nopt, n, cap;
+  uint8_t ctmask;
+  bool ok;
+  uint32_t *opt;  /* the options it was built from (nopt) */
+  uint32_t *type; /* launchable options, the order's order (n) */
+  int32_t *off;   /* ... and each one's best offering */
+  double *price;  /* ... and its price, ascending (no reserved offering: none is held) */
+} launch_set;
+
+#define LAUNCH_SETS 16
+
+static uint64_t launch_hash(const rt_claim *k) {
+  uint64_t h = 1469598103934665603ull ^ ((uint64_t)k->pool << 40 ^ (uint64_t)k->ctmask << 32 ^ k->nopt);
+  h = (h ^ k->zmask) * 1099511628211ull;
+  for (uint32_t i = 0; i < k->nopt; i++) h = (h ^ k->opt[i]) * 1099511628211ull;
+  return h;
+}
+
+static void launch_sets_free(launch_set *ls) {
+  for (int i = 0; i < LAUNCH_SETS; i++) {
+    dt__free(ls[i].opt);
+    dt__free(ls[i].type);
+    dt__free(ls[i].off);
+    dt__free(ls[i].price);
+  }
+}
+
+/* k's launch set (k holds no reservation), built from ord (the pool's order
+** under k's masks, NULL when k has one option at most) on a miss; NULL only
+** when out of memory. member is all zero, and left so. */
+static const launch_set *launch_set_for(dt_plan *p, const rt_claim *k, launch_set *sets, uint32_t *next,
+                                        const type_order *ord, uint8_t *member) {
+  uint64_t h = launch_hash(k);
+  for (int i = 0; i < LAUNCH_SETS; i++) {
+    const launch_set *s = &sets[i];
+    if (s->ok && s->hash == h && s->gen == p->avail_gen && s->pool == k->pool && s->zmask == k->zmask &&
+        s->ctmask == k->ctmask && s->nopt == k->nopt && !memcmp(s->opt, k->opt, k->nopt * sizeof *k->opt))
+      return s;
+  }
+  launch_set *s = &sets[(*next)++ % LAUNCH_SETS];
+  if (k->nopt > s->cap) {
+    uint32_t cap = k->nopt;
+    uint32_t *o = dt__realloc(s->opt, cap * sizeof *o), *t = o ? dt__realloc(s->type, cap * sizeof *t) : NULL;
+    if (o) s->opt = o;
+    if (t) s->type = t;
+    int32_t *f = t ? dt__realloc(s->off, cap * sizeof *f) : NULL;
+    if (f) s->off = f;
+    double *pr = f ? dt__realloc(s->price, cap * sizeof *pr) : NULL;
+    if (!pr) {
+      s->ok = false;
+      return NULL;
+    }
+    s->price = pr;
+    s->cap = cap;
+  }
+  *s = (launch_set){h,         k->zmask, p->avail_gen, k->pool, k->nopt, 0,       s->cap,
+                    k->ctmask, true,     s->opt,       s->type, s->off,  s->price};
+  memcpy(s->opt, k->opt, k->nopt * sizeof *k->opt);
+  double ch;
+  if (ord) {
+    for (uint32_t i = 0; i < k->nopt; i++) member[k->opt[i]] = 1;
+    for (uint32_t i = 0; i < ord->n; i++)
+      if (member[ord->types[i]]) {
+        s->type[s->n] = ord->types[i];
+        s->off[s->n] = type_best(p, k, ord->types[i], &ch);
+        s->price[s->n++] = ch;
+      }
+    for (uint32_t i = 0; i < k->nopt; i++) member[k->opt[i]] = 0;
+  } else {
+    for (uint32_t i = 0; i < k->nopt; i++) {
+      int32_t o = type_best(p, k, k->opt[i], &ch);
+      if (o < 0) continue;
+      s->type[s->n] = k->opt[i];
+      s->off[s->n] = o;
+      s->price[s->n++] = ch;
+    }
+  }
+  return s;
+}
+
 int dt__sched_launch(dt_plan *p) {
   uint32_t most = 1;
   for (size_t ci = 0; ci < p->claims.n; ci++)
@@ -388,15 +478,14 @@ int dt__sched_launch(dt_plan *p) {
     if (p->pools[pi].ntypes > most) most = p->pools[pi].ntypes;
   double *price = dt__malloc(most * sizeof *price);
   uint8_t *member = dt__calloc(p->ntypes ? p->ntypes : 1, 1);
-  uint32_t *sorted = dt__malloc(most * sizeof *sorted);
-  if (!price || !member || !sorted) {
+  if (!price || !member) {
     dt__free(price);
     dt__free(member);
-    dt__free(sorted);
     return DT_ENOMEM;
   }
   type_order orders[TYPE_ORDERS];
-  uint32_t norders = 0, next_order = 0;
+  uint32_t norders = 0, next_order = 0, next_set = 0;
+  launch_set sets[LAUNCH_SETS] = {0};
   for (uint32_t t = 0; t < p->ntypes; t++) {
     memo_drop(&p->types[t]);
     p->types[t].smemo_ok = false;
@@ -442,47 +531,57 @@ int dt__sched_launch(dt_plan *p) {
     }
     int32_t bt = -1, bo = -1;
     const rt_off *best = NULL; /* (bt, bo)'s offering: most options lose on its price alone */
-    for (uint32_t i = 0; i < k->nopt; i++) {
-      if (!fits(p, p->pools[k->pool].eff[k->opt[i]], k->used, (int64_t[DT_RES_MAX]){0})) continue;
-      double cheapest;
-      int32_t o = type_best(p, k, k->opt[i], &cheapest);
-      if (o < 0) continue;
-      const rt_off *of = &p->types[k->opt[i]].off[o];
-      bool better;
-      if (!best)
-        better = true;
-      else if ((of->ct == DT_CT_RESERVED) != (best->ct == DT_CT_RESERVED))
-        better = of->ct == DT_CT_RESERVED;
-      else if (of->price != best->price)
-        better = of->price < best->price;
-      else
-        better = dt__sched_off_better(p, k->opt[i], (uint32_t)o, bt, bo, k->used);
-      if (better) {
-        bt = (int32_t)k->opt[i];
-        bo = o;
-        best = of;
+    const int64_t *const *eff = p->pools[k->pool].eff;
+    static const int64_t zero[DT_RES_MAX];
+#define CONSIDER(T, O)                                                                                                 \
+  do {                                                                                                                 \
+    const rt_off *of = &p->types[T].off[O];                                                                            \
+    bool better;                                                                                                       \
+    if (!best)                                                                                                         \
+      better = true;                                                                                                   \
+    else if ((of->ct == DT_CT_RESERVED) != (best->ct == DT_CT_RESERVED))                                               \
+      better = of->ct == DT_CT_RESERVED;                                                                               \
+    else if (of->price != best->price)                                                                                 \
+      better = of->price < best->price;                                                                                \
+    else                                                                                                               \
+      better = dt__sched_off_better(p, T, (uint32_t)(O), bt, bo, k->used);                                             \
+    if (better) {                                                                                                      \
+      bt = (int32_t)(T);                                                                                               \
+      bo = (O);                                                                                                        \
+      best = of;                                                                                                       \
+    }                                                                                                                  \
+  } while (0)
+    if (!k->held.n) { /* the shared launch set, in order: keep what still fits */
+      const type_order *ord = NULL;
+      if (k->nopt > 1 && !(ord = type_order_for(p, k, orders, &norders, &next_order, price))) {
+        rc = DT_ENOMEM;
+        break;
       }
-      price[n] = cheapest;
-      fin[n++] = k->opt[i];
+      const launch_set *ls = launch_set_for(p, k, sets, &next_set, ord, member);
+      if (!ls) {
+        rc = DT_ENOMEM;
+        break;
+      }
+      for (uint32_t i = 0; i < ls->n; i++) {
+        uint32_t t = ls->type[i];
+        if (!fits(p, eff[t], k->used, zero)) continue;
+        if (!best || ls->price[i] <= best->price) CONSIDER(t, ls->off[i]); /* a dearer one never wins */
+        fin[n++] = t;
+      }
+    } else {
+      for (uint32_t i = 0; i < k->nopt; i++) {
+        if (!fits(p, eff[k->opt[i]], k->used, zero)) continue;
+        double cheapest;
+        int32_t o = type_best(p, k, k->opt[i], &cheapest);
+        if (o < 0) continue;
+        CONSIDER(k->opt[i], o);
+        price[n] = cheapest;
+        fin[n++] = k->opt[i];
+      }
+      /* its own prices, sorted */
+      if (n > 1 && (rc = dt__sched_sort_by_price(p, fin, price, n))) break;
     }
-    const type_order *ord = NULL;
-    if (n > 1 && !k->held.n && !(ord = type_order_for(p, k, orders, &norders, &next_order, price))) {
-      rc = DT_ENOMEM;
-      break;
-    }
-    uint32_t j = 0;
-    if (ord) { /* the shared order, filtered to this claim's types (every one is in it) */
-      for (uint32_t i = 0; i < n; i++) member[fin[i]] = 1;
-      for (uint32_t i = 0; i < ord->n && j < n; i++)
-        if (member[ord->types[i]]) sorted[j++] = ord->types[i];
-      for (uint32_t i = 0; i < n; i++) member[fin[i]] = 0;
-      assert(j == n);
-      if (j == n) memcpy(fin, sorted, n * sizeof *fin);
-    }
-    if (j != n && n > 1) { /* its own prices, sorted (the shared order's build reused the array) */
-      for (uint32_t i = 0; ord && i < n; i++) type_best(p, k, fin[i], &price[i]);
-      if ((rc = dt__sched_sort_by_price(p, fin, price, n))) break;
-    }
+#undef CONSIDER
     k->final = fin;
     k->nfinal = n < 600 ? n : 600;
     if (!k->held.n) {
@@ -499,7 +598,7 @@ int dt__sched_launch(dt_plan *p) {
   }
   dt__free(price);
   dt__free(member);
-  dt__free(sorted);
+  launch_sets_free(sets);
   return rc;
 }
 
