@@ -113,16 +113,21 @@ bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, 
 }
 
 /* Options of k that fit used + req under requirements nr and masks. */
+/* Whether type ti has an offering a claim of pool pi with masks zm, cm may
+** launch (type_offered, through R->offz). */
+static inline bool offered(const run *R, uint32_t pi, uint32_t ti, uint64_t zm, uint8_t cm) {
+  const uint64_t *z = &R->offz[((size_t)pi * R->p->ntypes + ti) * DT_CT_N];
+  return ((cm & 1) && (z[0] & zm)) || ((cm >> 1 & 1) && (z[1] & zm)) || ((cm >> 2 & 1) && (z[2] & zm));
+}
+
 static uint32_t filter_options(const run *R, const rt_pool *pl, const uint32_t *opt, uint32_t nopt, const int64_t *used,
                                const int64_t *req, const dt_reqs *nr, bool labels, uint64_t zm, uint8_t cm,
                                uint32_t *out) {
   const dt_plan *p = R->p;
-  const uint64_t *offz = &R->offz[(size_t)(pl - p->pools) * p->ntypes * DT_CT_N];
-  uint32_t n = 0;
+  uint32_t pi = (uint32_t)(pl - p->pools), n = 0;
   for (uint32_t i = 0; i < nopt; i++) {
-    const uint64_t *z = &offz[(size_t)opt[i] * DT_CT_N];
-    bool offered = ((cm & 1) && (z[0] & zm)) || ((cm >> 1 & 1) && (z[1] & zm)) || ((cm >> 2 & 1) && (z[2] & zm));
-    if (offered && fits(p, pl->eff[opt[i]], used, req) && (!labels || dt__type_labels_ok(p, &p->types[opt[i]], nr))) {
+    if (offered(R, pi, opt[i], zm, cm) && fits(p, pl->eff[opt[i]], used, req) &&
+        (!labels || dt__type_labels_ok(p, &p->types[opt[i]], nr))) {
       if (out) out[n] = opt[i];
       n++;
     }
@@ -222,6 +227,16 @@ static int reserve(dt_plan *p, rt_claim *k, const uint32_t *opt, uint32_t nopt, 
   return rc;
 }
 
+/* k->optmax (schedule.h) for k's options now. */
+static void set_optmax(const dt_plan *p, rt_claim *k) {
+  const int64_t *const *eff = p->pools[k->pool].eff;
+  for (uint32_t r = 0; r < p->nres; r++) k->optmax[r] = INT64_MIN;
+  for (uint32_t i = 0; i < k->nopt; i++)
+    for (uint32_t r = 0; r < p->nres; r++)
+      k->optmax[r] = eff[k->opt[i]][r] > k->optmax[r] ? eff[k->opt[i]][r] : k->optmax[r];
+  k->has_optmax = k->nopt > 0;
+}
+
 /* Try to add a pod of class ci to claim k. */
 static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) {
   dt_plan *p = R->p;
@@ -250,9 +265,13 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
   }
   /* Resources first: no option fitting is final for this claim and class,
   ** whatever topology says, and it is the cheap test. */
+  if (k->has_optmax && !fits(p, k->optmax, k->used, c->req)) return 0;
   uint32_t first = 0;
   while (first < k->nopt && !fits(p, pl->eff[k->opt[first]], k->used, c->req)) first++;
-  if (first == k->nopt) return 0;
+  if (first == k->nopt) {
+    if (!k->has_optmax) set_optmax(p, k);
+    return 0;
+  }
   /* A static claim's type and offering were chosen before any pod: a pod
   ** takes it as it is or not at all. */
   if (k->fixed && changed && (!dt__type_labels_ok(p, &p->types[k->opt[0]], &nr) || !zm || !cm)) return 0;
@@ -284,12 +303,6 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
       return 0;
     }
     if (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, keep)) return 0;
-    int64_t sum[DT_RES_MAX];
-    for (uint32_t r = 0; r < DT_RES_MAX; r++) sum[r] = k->used[r] + c->req[r];
-    uint32_t nfit = 0;
-    for (uint32_t i = 0; i < keep; i++) /* reservations follow the types that fit the new sum */
-      if (fits(p, pl->eff[opt[i]], sum, (int64_t[DT_RES_MAX]){0})) opt[nfit++] = opt[i];
-    keep = nfit;
     bool rok;
     int rrc = reserve(p, k, opt, keep, zm, cm, &rok);
     if (rrc) return rrc;
@@ -443,7 +456,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
       const rt_type *t = &p->types[po->opt[i]];
       bool over = false;
       for (uint32_t l = 0; l < nlim && !over; l++) over = t->cap[lim[l]] > pl->remaining[lim[l]];
-      if (!over && type_offered(t, zm, cm, pl->spot_max)) opt[n++] = po->opt[i];
+      if (!over && offered(R, pi, po->opt[i], zm, cm)) opt[n++] = po->opt[i];
     }
     if (!n || (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, n))) continue;
     rt_claim *k = A(p, sizeof *k);

@@ -238,6 +238,12 @@ typedef struct rt_claim {
   uint8_t ctmask;
   uint32_t *opt, nopt; /* remaining options (a suffix of a private copy) */
   int64_t used[DT_RES_MAX];
+  /* Per resource, the most any of its options held (eff) when a pod first
+  ** fitted none, and has_optmax from then on: a pod past it in any resource
+  ** fits no option, found without trying each. Options only ever drop out,
+  ** so it stays an upper bound. */
+  int64_t optmax[DT_RES_MAX];
+  bool has_optmax;
   DT_VEC(uint32_t) pods;
   DT_VEC(rt_port) ports;
   DT_VEC(uint32_t) held; /* reserved offerings holding a unit for this claim (snapshot indices) */
