@@ -149,23 +149,51 @@ out:
 
 /* For every spec, the groups that count it. */
 int dt__topo_select(dt_plan *p) {
+  /* What a group selects is read from a pod's namespace and labels only, and
+  ** pods of one workload share them: each distinct set is matched against
+  ** the groups once and its pods share the list. */
   uint32_t *hit = dt__malloc((p->groups.n ? p->groups.n : 1) * sizeof *hit);
-  if (!hit) return DT_ENOMEM;
-  for (uint32_t i = 0; i < p->nspecs; i++) {
+  dt_namemap seen = {0};
+  dt_buf key = {0};
+  int rc = hit ? 0 : DT_ENOMEM;
+  for (uint32_t i = 0; i < p->nspecs && !rc; i++) {
     rt_spec *s = &p->specs[i];
+    key.len = 0;
+    dt__sig_u32(&key, s->ns);
+    dt__sig_u32(&key, s->nlabels);
+    dt__buf_putn(&key, (const char *)s->lk, s->nlabels * sizeof *s->lk);
+    dt__buf_putn(&key, (const char *)s->lv, s->nlabels * sizeof *s->lv);
+    int32_t like = key.oom || !key.p ? -1 : dt__namemap_get(&seen, key.p, key.len, -1);
+    if (like >= 0) {
+      s->sel = p->specs[like].sel;
+      s->nsel = p->specs[like].nsel;
+      continue;
+    }
     uint32_t n = 0;
     for (size_t g = 0; g < p->groups.n; g++)
       if (selects(p, &p->groups.v[g], s)) hit[n++] = (uint32_t)g;
     s->sel = dt__arena_alloc(&p->arena, (n ? n : 1) * sizeof *s->sel);
-    if (!s->sel) {
-      dt__free(hit);
-      return DT_ENOMEM;
+    char *k = key.oom || !key.p ? NULL : dt__arena_alloc(&p->arena, key.len);
+    if (!s->sel || (!key.oom && key.p && !k)) {
+      rc = DT_ENOMEM;
+      break;
     }
     memcpy(s->sel, hit, n * sizeof *hit);
     s->nsel = n;
+    if (k) { /* the map keeps the key's bytes: they live in the arena */
+      memcpy(k, key.p, key.len);
+      bool added;
+      int32_t *v = dt__namemap_put(&seen, k, key.len, -1, &added);
+      if (!v)
+        rc = DT_ENOMEM;
+      else
+        *v = (int32_t)i;
+    }
   }
   dt__free(hit);
-  return 0;
+  dt__free(key.p);
+  dt__namemap_free(&seen);
+  return rc;
 }
 
 static int popcount64(uint64_t x) { return __builtin_popcountll(x); }
