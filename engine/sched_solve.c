@@ -432,7 +432,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
     rt_class *c = &p->classes.v[ci];
     rt_pool *pl = &p->pools[pi];
     if (pl->replicas >= 0 || !dt__sched_pool_ok(p, c, pi) || pl->nodes_remaining == 0 || !pl->ntypes) continue;
-    const rt_popt *po = pool_options(p, ci, pi);
+    rt_popt *po = pool_options(p, ci, pi);
     if (!po) return DT_ENOMEM;
     dt_reqs nr = po->nr;
     uint64_t zm = po->zm;
@@ -448,15 +448,40 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
         continue;
       }
     }
-    uint32_t *opt = A_RAW(p, (po->n ? po->n : 1) * sizeof *opt), n = 0, lim[DT_RES_MAX], nlim = 0;
-    if (!opt) return DT_ENOMEM;
+    uint32_t *opt, n = 0, lim[DT_RES_MAX], nlim = 0;
     for (uint32_t r = 0; pl->has_limits && r < p->nres; r++)
       if (pl->remaining[r] != INT64_MAX) lim[nlim++] = r;
-    for (uint32_t i = 0; i < po->n; i++) {
-      const rt_type *t = &p->types[po->opt[i]];
-      bool over = false;
-      for (uint32_t l = 0; l < nlim && !over; l++) over = t->cap[lim[l]] > pl->remaining[lim[l]];
-      if (!over && offered(R, pi, po->opt[i], zm, cm)) opt[n++] = po->opt[i];
+    const rt_newopt *e = NULL;
+    bool far = true; /* no option's capacity passes a limit's remainder */
+    if (nlim && !po->capmax) {
+      if (!(po->capmax = A(p, p->nres * sizeof *po->capmax))) return DT_ENOMEM;
+      for (uint32_t i = 0; i < po->n; i++)
+        for (uint32_t r = 0; r < p->nres; r++)
+          po->capmax[r] = p->types[po->opt[i]].cap[r] > po->capmax[r] ? p->types[po->opt[i]].cap[r] : po->capmax[r];
+    }
+    for (uint32_t l = 0; l < nlim && far; l++) far = po->capmax[lim[l]] <= pl->remaining[lim[l]];
+    for (uint32_t i = 0; far && i < po->nmemo && !e; i++)
+      if (po->memo[i].zm == zm && po->memo[i].cm == cm) e = &po->memo[i];
+    if (e) {
+      opt = e->opt;
+      n = e->n;
+    } else {
+      if (!(opt = A_RAW(p, (po->n ? po->n : 1) * sizeof *opt))) return DT_ENOMEM;
+      for (uint32_t i = 0; i < po->n; i++) {
+        const rt_type *t = &p->types[po->opt[i]];
+        bool over = false;
+        for (uint32_t l = 0; l < nlim && !over; l++) over = t->cap[lim[l]] > pl->remaining[lim[l]];
+        if (!over && offered(R, pi, po->opt[i], zm, cm)) opt[n++] = po->opt[i];
+      }
+      if (far) {
+        if (!po->memo && !(po->memo = A(p, NEWOPT_MEMO * sizeof *po->memo))) return DT_ENOMEM;
+        rt_newopt *m = &po->memo[po->nmemo < NEWOPT_MEMO ? po->nmemo++ : po->next_memo++ % NEWOPT_MEMO];
+        *m = (rt_newopt){zm, cm, n, opt, {0}};
+        for (uint32_t i = 0; i < n; i++)
+          for (uint32_t r = 0; r < p->nres; r++)
+            m->mx[r] = p->types[opt[i]].cap[r] > m->mx[r] ? p->types[opt[i]].cap[r] : m->mx[r];
+        e = m;
+      }
     }
     if (!n || (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, n))) continue;
     rt_claim *k = A(p, sizeof *k);
@@ -493,7 +518,10 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
     if (pl->has_limits) {
       for (uint32_t l = 0; l < nlim; l++) {
         int64_t mx = 0;
-        for (uint32_t i = 0; i < n; i++) mx = p->types[opt[i]].cap[lim[l]] > mx ? p->types[opt[i]].cap[lim[l]] : mx;
+        if (e)
+          mx = e->mx[lim[l]];
+        else
+          for (uint32_t i = 0; i < n; i++) mx = p->types[opt[i]].cap[lim[l]] > mx ? p->types[opt[i]].cap[lim[l]] : mx;
         pl->remaining[lim[l]] -= mx;
       }
       if (pl->nodes_remaining > 0) pl->nodes_remaining--;

@@ -190,7 +190,23 @@ typedef struct rt_popt {
   bool ready;
   uint32_t n;
   uint32_t *opt;
+  /* New claims' options (sched_solve.c new_claim): while no NodePool limit
+  ** is near, they depend only on the masks topology leaves, so the last few
+  ** lists are kept and shared (an option list is never written once made).
+  ** capmax: per resource, the most capacity among opt (arena, lazily). */
+  struct rt_newopt *memo;
+  uint32_t nmemo, next_memo;
+  int64_t *capmax;
 } rt_popt;
+
+#define NEWOPT_MEMO 4
+typedef struct rt_newopt {
+  uint64_t zm;
+  uint8_t cm;
+  uint32_t n;
+  uint32_t *opt;
+  int64_t mx[DT_RES_MAX]; /* per resource, the most capacity among opt (the limits' charge) */
+} rt_newopt;
 
 typedef struct rt_class {
   int64_t req[DT_RES_MAX];
