@@ -462,6 +462,9 @@ typedef struct dt_podcache dt_podcache;
 ** spread, ports, volumes, preferences or a VM's architecture, which compile
 ** by more than that. */
 bool dt__pod_shape_sig(const dt_podspec *p, dt_buf *b);
+/* What a shape's signature says of any pod: namespace, labels, node
+** selector and tolerations. */
+void dt__pod_base_sig(const dt_podspec *p, dt_buf *b);
 /* Whether p's signature is e's (e has one), without writing either. */
 bool dt__pod_same_shape(const dt_podspec *p, const dt_podspec *e);
 dt_podcache *dt__podcache_new(void);

@@ -219,6 +219,11 @@ static bool has_shape(const dt_podspec *p) {
 ** with its requests, its unrelaxed class reads of it. */
 bool dt__pod_shape_sig(const dt_podspec *p, dt_buf *b) {
   if (!has_shape(p)) return false;
+  dt__pod_base_sig(p, b);
+  return !b->oom;
+}
+
+void dt__pod_base_sig(const dt_podspec *p, dt_buf *b) {
   dt__sig_str(b, p->ns);
   dt__sig_u32(b, (uint32_t)p->labels.n);
   for (size_t i = 0; i < p->labels.n; i++) {
@@ -237,7 +242,6 @@ bool dt__pod_shape_sig(const dt_podspec *p, dt_buf *b) {
     dt__sig_str(b, p->tol[i].value);
     dt__sig_str(b, p->tol[i].effect);
   }
-  return !b->oom;
 }
 
 static bool str_eq(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }

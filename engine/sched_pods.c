@@ -161,6 +161,76 @@ static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, c
   return g;
 }
 
+/* A pod whose only constraints past a shape's (namespace, labels, node
+** selector, tolerations) are topology spreads and pod (anti-)affinities:
+** equal such pods compile to the same symbols and groups, and are selected
+** by the same groups, so with the same requests they share a class. */
+static bool has_term_shape(const dt_podspec *d) {
+  return (d->nspread || d->naff || d->nanti || d->npaff || d->npanti) &&
+         !(d->nterms || d->npref || d->nports || d->npvcs || d->vm_arch);
+}
+
+static void selector_sig(dt_buf *b, const dt_selector *sel) {
+  dt__sig_u32(b, sel->present);
+  dt__sig_u32(b, (uint32_t)sel->expr.n);
+  for (size_t i = 0; i < sel->expr.n; i++) {
+    const dt_mreq *m = &sel->expr.v[i];
+    dt__sig_str(b, m->key);
+    dt__sig_u32(b, (uint32_t)m->op);
+    dt__sig_i64(b, m->min_values);
+    dt__sig_u32(b, (uint32_t)m->n);
+    for (size_t k = 0; k < m->n; k++) dt__sig_str(b, m->vals[k]);
+  }
+}
+
+static void podterms_sig(dt_buf *b, const dt_podterm *t, size_t n) {
+  dt__sig_u32(b, (uint32_t)n);
+  for (size_t i = 0; i < n; i++) {
+    dt__sig_i64(b, t[i].weight);
+    selector_sig(b, &t[i].sel);
+    dt__sig_str(b, t[i].key);
+    dt__sig_u32(b, (uint32_t)t[i].nns);
+    for (size_t k = 0; k < t[i].nns; k++) dt__sig_str(b, t[i].ns[k]);
+  }
+}
+
+/* The signature of a pod has_term_shape accepts: its shape's fields, then
+** every field of its spreads and pod terms. */
+static void term_shape_sig(const dt_podspec *d, dt_buf *b) {
+  dt__pod_base_sig(d, b);
+  dt__sig_u32(b, (uint32_t)d->nspread);
+  for (size_t i = 0; i < d->nspread; i++) {
+    const dt_spread *t = &d->spread[i];
+    dt__sig_i64(b, t->max_skew);
+    dt__sig_i64(b, t->min_domains);
+    dt__sig_str(b, t->key);
+    dt__sig_u32(b, t->anyway);
+    selector_sig(b, &t->sel);
+    dt__sig_u32(b, (uint32_t)t->nmlk);
+    for (size_t k = 0; k < t->nmlk; k++) dt__sig_str(b, t->match_label_keys[k]);
+  }
+  podterms_sig(b, d->aff, d->naff);
+  podterms_sig(b, d->paff, d->npaff);
+  podterms_sig(b, d->anti, d->nanti);
+  podterms_sig(b, d->panti, d->npanti);
+}
+
+/* Whether spec s has a shape of has_term_shape's (its groups and class are
+** then shared with the first spec of its shape, outside an overlay). */
+static bool term_shaped(const dt_plan *p, const rt_spec *s) {
+  return !p->ov && (s->shape & 1) && has_term_shape(s->src);
+}
+
+/* Whether spec f's term groups may serve a spec of its shape: every key
+** is modelled (one that is not is noted for each pod that has it). */
+static bool shared_groups(const rt_spec *f) {
+  const dt_podspec *d = f->src;
+  size_t nt = d->nspread + d->naff + d->npaff + d->nanti + d->npanti;
+  for (size_t t = 0; t < nt; t++)
+    if (f->tgroup[t] < 0) return false;
+  return true;
+}
+
 /* Create every group any pod refers to, so each spec's selected-by list is complete. */
 static int build_groups(dt_plan *p) {
   /* an overlay visits only the pods with terms */
@@ -171,6 +241,11 @@ static int build_groups(dt_plan *p) {
     const dt_podspec *d = s->src;
     s->tgroup = NULL; /* an overlay's specs are the cluster's: the last plan's groups mean nothing here */
     if (spec_absent(p, i)) continue;
+    const rt_spec *f = term_shaped(p, s) && s->shape < p->shape_spec.n ? p->shape_spec.v[s->shape] : NULL;
+    if (f && f != s && f->tgroup && shared_groups(f)) { /* the first pod of its shape found them */
+      s->tgroup = f->tgroup;
+      continue;
+    }
     size_t nt = d->nspread + d->naff + d->npaff + d->nanti + d->npanti, at = 0;
     int32_t *tg = nt ? A(p, nt * sizeof *tg) : NULL;
     if (nt && !tg) return DT_ENOMEM;
@@ -251,12 +326,14 @@ int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   rt_spec *s = &p->specs[si];
   bool plain = !rx->term && !rx->paff && !rx->panti && !rx->pref && !rx->anyway && !rx->tol_pref;
   if (plain && s->base_class >= 0) return s->base_class;
-  /* A pod of a shape (no terms, volumes, ports or preferences) whose class
-  ** depends on nothing else than its shape and requests: one with the same
+  /* A pod of a shape (no terms, volumes, ports or preferences, or only
+  ** topology terms, which its shape then covers, with the groups that select
+  ** it: those follow from its namespace and labels) whose class depends on
+  ** nothing else than its shape and requests: one with the same
   ** both found or made its class already, interning all it would intern. */
   class_key key;
   size_t klen = 0;
-  if (plain && s->shape && !s->nvol && !s->nsel && !s->tgroup && p->nres <= DT_RES_MAX) {
+  if (plain && s->shape && !s->nvol && ((!s->nsel && !s->tgroup) || term_shaped(p, s)) && p->nres <= DT_RES_MAX) {
     memset(&key, 0, sizeof key);
     key.shape = s->shape;
     memcpy(key.req, s->req, p->nres * sizeof *s->req);
@@ -485,19 +562,22 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *
 /* The shape of a pod the pod cache did not number (a plan's input, read
 ** once): its signature numbered in this plan, so that the replicas a
 ** listing prints one by one compile once; the pod before is compared first,
-** as a listing prints replicas one after another. 0 when it has none, or
-** out of memory (it is then compiled in full). */
+** as a listing prints replicas one after another. Pods with topology terms
+** get a shape of their own signature (term_shape_sig) outside an overlay.
+** 0 when it has none, or out of memory (it is then compiled in full). */
 static uint32_t plan_shape(dt_plan *p, const dt_podspec *d) {
-  if (p->shape_last && dt__pod_same_shape(d, p->shape_last)) return p->shape_last_id;
+  bool terms = !p->ov && has_term_shape(d);
+  if (!terms && p->shape_last && dt__pod_same_shape(d, p->shape_last)) return p->shape_last_id;
   p->shape_buf.len = 0;
   p->shape_buf.oom = 0;
-  dt_sym s = dt__pod_shape_sig(d, &p->shape_buf) && p->shape_buf.p
-                 ? dt__symn(&p->shape_sigs, p->shape_buf.p, p->shape_buf.len)
-                 : 0;
+  bool sig = terms ? (term_shape_sig(d, &p->shape_buf), !p->shape_buf.oom) : dt__pod_shape_sig(d, &p->shape_buf);
+  dt_sym s = sig && p->shape_buf.p ? dt__symn(&p->shape_sigs, p->shape_buf.p, p->shape_buf.len) : 0;
   if (!s || s >= UINT32_MAX / 2) return 0;
-  p->shape_last = d;
-  p->shape_last_id = 2 * s + 1;
-  return p->shape_last_id;
+  if (!terms) { /* dt__pod_same_shape compares with a pod of a plain shape only */
+    p->shape_last = d;
+    p->shape_last_id = 2 * s + 1;
+  }
+  return 2 * s + 1;
 }
 
 /* One pod spec compiled on its own: requests (with its RuntimeClass's
@@ -527,8 +607,8 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
     *rc_missing = !found;
   }
   /* another pod of the same shape compiled first: every string below is
-  ** interned already, so its symbols (and its orders, from no terms) are
-  ** what compiling this one would give */
+  ** interned already, so its symbols (and its orders, from the same terms)
+  ** are what compiling this one would give */
   s->shape = d->shape && d->shape < UINT32_MAX / 2 ? 2 * d->shape : plan_shape(p, d);
   const rt_spec *f = s->shape && s->shape < p->shape_spec.n ? p->shape_spec.v[s->shape] : NULL;
   if (f) {

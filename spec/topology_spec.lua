@@ -112,6 +112,23 @@ spec:
     assert.are.equal(3, #p.nodeClaims)
   end)
 
+  it("keeps workloads apart whose pods differ only inside a spread constraint", function()
+    local function spread(skew)
+      return ([[
+      topologySpreadConstraints:
+        - maxSkew: %d
+          topologyKey: kubernetes.io/hostname
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: web}}]]):format(skew)
+    end
+    -- the same labels and requests: w keeps one pod per node, v may stack
+    -- five deep on w's nodes, so six pods need three nodes, not six
+    local p = plan(h.nodepool("default"), deployment("w", 3, spread(1), { label = "web" }),
+      deployment("v", 3, spread(5), { label = "web" }))
+    assert.are.equal(3, #p.nodeClaims)
+    assert.are.equal(6, p.summary.scheduled)
+  end)
+
   it("spreads on capacity type", function()
     local spread = [[
       topologySpreadConstraints:
