@@ -24,6 +24,7 @@ typedef struct run {
   DT_VEC(uint64_t) cand;       /* scratch: (position << 32 | idx) of the claims a class may join */
   int64_t *minsuf;             /* per queue position: component-wise min of the rest */
   uint64_t *offz;              /* offered_zones */
+  uint64_t *allz;              /* offered_zones: per pool and capacity type, the zones all its types offer */
   int64_t failmin[DT_RES_MAX]; /* min over pods that failed in this pass */
   uint32_t pos, qlen;
   uint32_t *scratch; /* a claim's options filtered, before they are kept (p->ntypes) */
@@ -125,8 +126,10 @@ static uint32_t filter_options(const run *R, const rt_pool *pl, const uint32_t *
                                uint32_t *out) {
   const dt_plan *p = R->p;
   uint32_t pi = (uint32_t)(pl - p->pools), n = 0;
+  const uint64_t *all = &R->allz[(size_t)pi * DT_CT_N]; /* then every option is offered */
+  bool every = ((cm & 1) && (all[0] & zm)) || ((cm >> 1 & 1) && (all[1] & zm)) || ((cm >> 2 & 1) && (all[2] & zm));
   for (uint32_t i = 0; i < nopt; i++) {
-    if (offered(R, pi, opt[i], zm, cm) && fits(p, pl->eff[opt[i]], used, req) &&
+    if ((every || offered(R, pi, opt[i], zm, cm)) && fits(p, pl->eff[opt[i]], used, req) &&
         (!labels || dt__type_labels_ok(p, &p->types[opt[i]], nr))) {
       if (out) out[n] = opt[i];
       n++;
@@ -137,20 +140,31 @@ static uint32_t filter_options(const run *R, const rt_pool *pl, const uint32_t *
 
 /* R->offz: per pool, type and capacity type, the zones where the type has an
 ** offering a claim of the pool may launch (off_ok with every zone and
-** capacity type allowed). Offerings do not change while pods are placed:
+** capacity type allowed); R->allz: per pool and capacity type, the zones
+** where every type of the pool has one (a claim whose masks meet them needs
+** no test per option). Offerings do not change while pods are placed:
 ** counts are spent at launch. */
 static int offered_zones(run *R) {
   const dt_plan *p = R->p;
   size_t per = (size_t)p->ntypes * DT_CT_N;
   size_t n = p->npools * per;
-  if (!(R->offz = dt__calloc(n ? n : 1, sizeof *R->offz))) return DT_ENOMEM;
-  for (uint32_t pi = 0; pi < p->npools; pi++)
+  if (!(R->offz = dt__calloc(n ? n : 1, sizeof *R->offz)) ||
+      !(R->allz = dt__malloc((p->npools ? p->npools : 1) * DT_CT_N * sizeof *R->allz)))
+    return DT_ENOMEM;
+  for (uint32_t pi = 0; pi < p->npools; pi++) {
     for (uint32_t ti = 0; ti < p->ntypes; ti++) {
       const rt_type *t = &p->types[ti];
       for (uint32_t o = 0; o < t->noff; o++)
         if (off_ok(&t->off[o], ~0ull, 0xff, p->pools[pi].spot_max))
           R->offz[pi * per + (size_t)ti * DT_CT_N + t->off[o].ct] |= 1ull << t->off[o].zone;
     }
+    const rt_pool *pl = &p->pools[pi];
+    for (int ct = 0; ct < DT_CT_N; ct++) {
+      uint64_t z = ~0ull;
+      for (uint32_t i = 0; i < pl->ntypes; i++) z &= R->offz[pi * per + (size_t)pl->types[i] * DT_CT_N + ct];
+      R->allz[pi * DT_CT_N + ct] = pl->ntypes ? z : 0;
+    }
+  }
   return 0;
 }
 
@@ -783,6 +797,7 @@ out:
   dt__free(R.bstart.v);
   dt__free(R.at.v);
   dt__free(R.offz);
+  dt__free(R.allz);
   dt__free(R.open.v);
   dt__free(R.cand.v);
   return rc;
