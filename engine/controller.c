@@ -195,7 +195,7 @@ typedef struct round_work {
   bool disrupt; /* a disruption pass rather than a provisioning round */
   size_t n;
   char **key, **json; /* the store, copied; json NULL for a pod the cache keeps */
-  bool key_borrowed;  /* key[i] is the store's own: the virtual clock runs the round inline */
+  bool key_borrowed;  /* key[i] and json[i] are the store's own: the virtual clock runs the round inline */
   uint64_t *gen;
   uint32_t *kept; /* the cache's entry for a pod it keeps at this version, else 0 */
   dt_plan_opts o;
@@ -213,8 +213,10 @@ typedef struct round_work {
 
 static void round_free(round_work *w) {
   for (size_t i = 0; i < w->n; i++) {
-    if (!w->key_borrowed) dt__free(w->key[i]);
-    dt__free(w->json[i]);
+    if (!w->key_borrowed) {
+      dt__free(w->key[i]);
+      dt__free(w->json[i]);
+    }
   }
   dt__free(w->key);
   dt__free(w->json);
@@ -457,7 +459,7 @@ void dispatch(bool disrupt) {
                         ? 0
                         : dt__podcache_find_hinted(D.podcache, ob->key, ob->gen, &ob->pc_hint, &ob->pc_epoch);
     w->key[i] = D.virt ? ob->key : dt__strdup(ob->key); /* inline, the store does not change under it */
-    w->json[i] = kept ? NULL : dt__strdup(ob->json);
+    w->json[i] = kept ? NULL : D.virt ? ob->json : dt__strdup(ob->json);
     w->gen[i] = ob->gen;
     w->kept[i] = kept;
     w->n = i + 1;
