@@ -406,29 +406,46 @@ static bool plain(const char *s, size_t n) {
 /* The pods annotation's entries as the node reader takes them (mf_node:
 ** split at commas, spaces trimmed, empty entries skipped); false when an
 ** entry is not "namespace/name" (the reader's error, left to the reader)
-** or out of memory. */
-static bool parse_pods(const char *v, size_t n, char ***out, size_t *nout) {
+** or out of memory. An entry that the node's last version (was) has where
+** the walk reached, or one further (a pod that left), takes that string:
+** taken[j] marks was->pods[j] as moved to the new list. */
+static bool parse_pods(const char *v, size_t n, const dt_node *was, bool *taken, char ***out, size_t *nout) {
   const char *end = v + n;
-  size_t room = 0, np = 0;
+  size_t room = 0, np = 0, j = 0;
   for (const char *s = v; s < end; s++) room += *s == ',';
   char **pods = n ? dt__malloc((room + 1) * sizeof *pods) : NULL;
-  bool ok = !n || pods;
+  bool *fresh = n ? dt__calloc(room + 1, sizeof *fresh) : NULL; /* strings made here, not taken */
+  bool ok = !n || (pods && fresh);
   for (const char *s = v; ok && s < end;) {
     const char *e = memchr(s, ',', (size_t)(end - s));
     size_t len = e ? (size_t)(e - s) : (size_t)(end - s);
     while (len && (*s == ' ')) s++, len--;
     while (len && s[len - 1] == ' ') len--;
     if (len) {
-      ok = memchr(s, '/', len) && (pods[np] = dt__strndup(s, len));
-      np += ok;
+      size_t at = j < was->npods && !strncmp(was->pods[j], s, len) && !was->pods[j][len]               ? j
+                  : j + 1 < was->npods && !strncmp(was->pods[j + 1], s, len) && !was->pods[j + 1][len] ? j + 1
+                                                                                                       : SIZE_MAX;
+      if (at != SIZE_MAX) { /* the same string as before: it holds a '/' */
+        pods[np++] = was->pods[at];
+        taken[at] = true;
+        j = at + 1;
+      } else {
+        ok = memchr(s, '/', len) && (pods[np] = dt__strndup(s, len));
+        fresh[np] = ok;
+        np += ok;
+      }
     }
     s = e ? e + 1 : end;
   }
   if (!ok) {
-    for (size_t i = 0; i < np; i++) dt__free(pods[i]);
+    for (size_t i = 0; i < np; i++)
+      if (fresh[i]) dt__free(pods[i]);
+    memset(taken, 0, was->npods * sizeof *taken);
     dt__free(pods);
+    dt__free(fresh);
     return false;
   }
+  dt__free(fresh);
   *out = pods;
   *nout = np;
   return true;
@@ -463,19 +480,21 @@ static int add_patched(dt_manifests *m, dt_podcache *c, const char *name, uint64
   memcpy(ts, ev, en);
   ts[en] = 0;
   dt_node n = e->node;
-  if (!parse_pods(pv, pn, &n.pods, &n.npods)) return 1;
-  n.last_pod_event = 0; /* as the reader leaves a time it cannot read */
-  dt_time_parse(ts, &n.last_pod_event, NULL);
   char *text = dt__malloc(len + 1);
-  if (!text) {
-    for (size_t i = 0; i < n.npods; i++) dt__free(n.pods[i]);
-    dt__free(n.pods);
+  bool *taken = dt__calloc(e->node.npods ? e->node.npods : 1, sizeof *taken);
+  if (!text || !taken || !parse_pods(pv, pn, &e->node, taken, &n.pods, &n.npods)) {
+    dt__free(text);
+    dt__free(taken);
     return 1;
   }
   memcpy(text, buf, len);
   text[len] = 0;
+  n.last_pod_event = 0; /* as the reader leaves a time it cannot read */
+  dt_time_parse(ts, &n.last_pod_event, NULL);
   n.pod_ids = node_pod_ids(&c->podnames, &n, &e->node);
-  for (size_t i = 0; i < e->node.npods; i++) dt__free(e->node.pods[i]);
+  for (size_t i = 0; i < e->node.npods; i++)
+    if (!taken[i]) dt__free(e->node.pods[i]);
+  dt__free(taken);
   dt__free(e->node.pods);
   dt__free(e->node.pod_ids);
   dt__free(e->text);
