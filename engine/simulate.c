@@ -214,6 +214,9 @@ static void on_instance(void *ud, bool added, const char *id, const char *claim,
     pod_pending(r, p);
   }
   c->pods.n = 0;
+  dt__free(c->told); /* a claim that is gone is told nothing more */
+  c->told = NULL;
+  c->told_syms.n = 0;
   /* a node with pods goes only by a command that names it */
   if (busy && !strstr(r->last_decision, claim))
     violate(r, "NodeClaim %s was deleted with pods on it, and no decision names it (last: %s)", claim,
