@@ -456,9 +456,9 @@ static bool parse_pods(const char *v, size_t n, const dt_node *was, bool *taken,
 ** its last pod event (the controller writes them into known places of the
 ** text, ctl_claims.c). When the kept claim's text and the new one are the
 ** same outside those places, reading the new one would give the kept node
-** with only those two values read again, so the kept node is patched so
-** instead of the text being read. 1: not such a change (or out of memory),
-** the caller reads the text.
+** with only those two values read again: the kept node is patched instead
+** of the text being read. 1: not such a change (or out of memory), the
+** caller reads the text.
 */
 static int add_patched(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, const char *buf, size_t len,
                        const uint32_t *spans) {
