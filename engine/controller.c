@@ -195,9 +195,13 @@ typedef struct round_work {
   bool disrupt; /* a disruption pass rather than a provisioning round */
   size_t n;
   char **key, **json; /* the store, copied; json NULL for a pod the cache keeps */
-  bool key_borrowed;  /* key[i] is the store's own: the virtual clock runs the round inline */
+  bool key_borrowed;  /* key[i] and json[i] are the store's own: the virtual clock runs the round inline */
   uint64_t *gen;
   uint32_t *kept; /* the cache's entry for a pod it keeps at this version, else 0 */
+  /* a NodeClaim's pods and event spans in its text (obj.pods_at..event_end),
+  ** 4 per object; has_spans[i] when known */
+  uint32_t *spans;
+  bool *has_spans;
   dt_plan_opts o;
   int rc;
   dt_error err;
@@ -213,13 +217,17 @@ typedef struct round_work {
 
 static void round_free(round_work *w) {
   for (size_t i = 0; i < w->n; i++) {
-    if (!w->key_borrowed) dt__free(w->key[i]);
-    dt__free(w->json[i]);
+    if (!w->key_borrowed) {
+      dt__free(w->key[i]);
+      dt__free(w->json[i]);
+    }
   }
   dt__free(w->key);
   dt__free(w->json);
   dt__free(w->gen);
   dt__free(w->kept);
+  dt__free(w->spans);
+  dt__free(w->has_spans);
   dt_plan_free(w->p);
   dt_manifests_free(w->m);
   cJSON_Delete(w->claims);
@@ -266,7 +274,8 @@ static void round_run(uv_work_t *req) {
   for (size_t i = 0; i < w->n && !w->rc; i++)
     w->rc = *w->o.cancel ? DT_ECANCELED
                          : dt__manifests_add_cached(w->m, D.podcache, w->key[i], w->gen[i], w->kept[i], w->json[i],
-                                                    w->json[i] ? strlen(w->json[i]) : 0, &w->err);
+                                                    w->json[i] ? strlen(w->json[i]) : 0,
+                                                    w->has_spans[i] ? &w->spans[4 * i] : NULL, &w->err);
   if (w->rc) return;
   dt__podcache_sweep(D.podcache); /* the last round's manifests are freed: only this one's pods stay */
   if (D.pdir) {
@@ -446,8 +455,10 @@ void dispatch(bool disrupt) {
     w->json = dt__calloc(D.objs.n + 1, sizeof *w->json);
     w->gen = dt__calloc(D.objs.n + 1, sizeof *w->gen);
     w->kept = dt__calloc(D.objs.n + 1, sizeof *w->kept);
+    w->spans = dt__calloc(4 * (D.objs.n + 1), sizeof *w->spans);
+    w->has_spans = dt__calloc(D.objs.n + 1, sizeof *w->has_spans);
   }
-  bool ok = w && w->key && w->json && w->gen && w->kept;
+  bool ok = w && w->key && w->json && w->gen && w->kept && w->spans && w->has_spans;
   if (ok) w->key_borrowed = D.virt;
   /* No round runs now (D.planning is false), so the cache can be asked:
   ** a pod it keeps at this version is not copied. */
@@ -457,9 +468,14 @@ void dispatch(bool disrupt) {
                         ? 0
                         : dt__podcache_find_hinted(D.podcache, ob->key, ob->gen, &ob->pc_hint, &ob->pc_epoch);
     w->key[i] = D.virt ? ob->key : dt__strdup(ob->key); /* inline, the store does not change under it */
-    w->json[i] = kept ? NULL : dt__strdup(ob->json);
+    w->json[i] = kept ? NULL : D.virt ? ob->json : dt__strdup(ob->json);
     w->gen[i] = ob->gen;
     w->kept[i] = kept;
+    if (!kept && ob->span_gen == ob->gen) { /* its text differs from the kept one's in these places, maybe only */
+      w->has_spans[i] = true;
+      memcpy(&w->spans[4 * i], (const uint32_t[4]){ob->pods_at, ob->pods_end, ob->event_at, ob->event_end},
+             4 * sizeof *w->spans);
+    }
     w->n = i + 1;
     ok = w->key[i] && (kept || w->json[i]);
   }

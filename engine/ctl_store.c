@@ -42,11 +42,45 @@ static void store_rehash(void) {
   }
 }
 
+/* Put the store in key order when it is mostly in order already, as it is
+** between rounds: objects put since the last sort sit at the end and a
+** delete moved the last object into the hole. An object out of order with
+** a neighbour is set aside, the rest (in order by construction) is
+** compacted to the front, and the few set aside are sorted and merged in
+** from the back: about two comparisons per object rather than a sort's
+** n log n. Keys are distinct, so the order is qsort's. False (nothing
+** moved) when the set-aside part would be large or out of memory. */
+static bool store_merge_sort(void) {
+  obj *v = D.objs.v;
+  size_t n = D.objs.n, k = 0, r = 0;
+  obj *rest = dt__malloc(n * sizeof *rest);
+  if (!rest) return false;
+  bool before_ok = true; /* v[i - 1] <= v[i] */
+  for (size_t i = 0; i < n; i++) {
+    bool after_ok = i + 1 == n || strcmp(v[i].key, v[i + 1].key) < 0;
+    if (before_ok && after_ok && (!k || strcmp(v[k - 1].key, v[i].key) < 0))
+      v[k++] = v[i];
+    else
+      rest[r++] = v[i];
+    before_ok = after_ok;
+  }
+  if (r > n / 4) { /* mostly out of order: a sort of the whole does better */
+    memcpy(v + k, rest, r * sizeof *rest);
+    dt__free(rest);
+    return false;
+  }
+  qsort(rest, r, sizeof *rest, key_cmp);
+  for (size_t w = n, a = k, b = r; b;) /* from the back: the kept part's end is never overwritten early */
+    v[--w] = a && strcmp(v[a - 1].key, rest[b - 1].key) > 0 ? v[--a] : rest[--b];
+  dt__free(rest);
+  return true;
+}
+
 /* The store in key order (rounds are deterministic); the map follows the
 ** objects to their new slots by the symbols they keep. */
 void store_sort(void) {
   if (!D.objs.n || D.sorted) return;
-  qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
+  if (!store_merge_sort()) qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
   if (D.keys.oom) {
     store_rehash();
   } else {

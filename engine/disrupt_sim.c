@@ -49,20 +49,25 @@ static void view_nodes(const state *st, const bool *in, bool consolidation, sim 
   s->view.nodes.n = s->view.nodes.cap = nn;
 }
 
+_Static_assert(DT_OV_BOUND == 0, "an overlay's pods start bound when zeroed");
+
 /* The view's pods: those on the candidates (on[]) pending again, their
 ** DaemonSet pods gone with their node, the rest as they are. On a compiled
 ** cluster an overlay marks each pod of st->pods in place; otherwise the
 ** pods are copied. */
 static void view_pods(const state *st, const bool *on, sim *s) {
   size_t np = 0;
-  for (size_t i = 0; i < st->npods && s->ovpod; i++) {
-    bool mv = on[i];
-    /* every pod of the state names its node (bound or nominated) */
-    s->ovpod[i] = !mv ? DT_OV_BOUND : st->pods[i].daemon ? DT_OV_ABSENT : DT_OV_PENDING;
-    s->moving[i] = mv;
-    s->view_pod[i] = (uint32_t)i;
-  }
   if (s->ovpod) {
+    /* every pod of the state names its node (bound or nominated): the
+    ** overlay starts zeroed (DT_OV_BOUND, not moving) and only the pods
+    ** on the candidates are marked, so a simulation does not walk every
+    ** pod of the cluster twice */
+    for (size_t i = 0; i < st->npods; i++) s->view_pod[i] = (uint32_t)i;
+    for (uint32_t j = 0; j < s->novmoved; j++) {
+      uint32_t i = s->ovmoved[j];
+      s->ovpod[i] = st->pods[i].daemon ? DT_OV_ABSENT : DT_OV_PENDING;
+      s->moving[i] = true;
+    }
     s->view.pods.v = st->pods;
     np = st->npods;
   }
@@ -115,8 +120,8 @@ static int view_build(state *st, const uint32_t *cands, size_t n, bool consolida
   s->view.pods.v = NULL; /* never the manifests' own: sim_free frees a copy */
   s->view.nodes.v = dt__malloc(nn1 * sizeof *s->view.nodes.v);
   s->view_node = dt__malloc(nn1 * sizeof *s->view_node);
-  if (st->cl) /* the view's pods are st->pods, each bound, pending or absent */
-    s->ovpod = dt__malloc(np1);
+  if (st->cl) /* the view's pods are st->pods, each bound (0), pending or absent */
+    s->ovpod = dt__calloc(np1, 1);
   else
     s->view.pods.v = dt__malloc(np1 * sizeof *s->view.pods.v);
   s->view_pod = dt__malloc(np1 * sizeof *s->view_pod);

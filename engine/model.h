@@ -482,9 +482,12 @@ uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen)
 uint32_t dt__podcache_find_hinted(const dt_podcache *c, const char *name, uint64_t gen, uint32_t *hint,
                                   uint32_t *epoch);
 /* Add object name at version gen to m, as dt_manifests_add_buffer adds buf;
-** kept: dt__podcache_find's answer for it, or 0. */
+** kept: dt__podcache_find's answer for it, or 0. spans: for a NodeClaim,
+** where buf holds the values of its pods annotation and of its
+** status.lastPodEventTime (pods start, end, event start, end; plain text
+** inside JSON strings), or NULL when not known. */
 int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, uint32_t kept,
-                             const char *buf, size_t len, dt_error *err);
+                             const char *buf, size_t len, const uint32_t *spans, dt_error *err);
 void dt__podcache_sweep(dt_podcache *c);
 /* The pod reader's free (mf_pod.c), and the node reader's (manifest.c). */
 void dt__mf_pod_free(dt_podspec *p);

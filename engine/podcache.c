@@ -6,7 +6,10 @@
 ** pod read once is kept here, by object name and the version the caller
 ** gave its text, and a later set that meets the same name and version adds
 ** the parsed pod instead of reading the text again. Nodes and NodeClaims
-** are kept the same way (their dt_node), under the same rules.
+** are kept the same way (their dt_node), under the same rules; a
+** NodeClaim whose new text differs from the kept one only in its nominated
+** pods and last pod event (the places the caller says) is the kept node
+** with those two values read again (add_patched).
 **
 ** What a set holds is what dt_manifests_add_buffer would give, byte for
 ** byte: an object is kept only when reading it added exactly one pod (or
@@ -36,6 +39,10 @@ typedef struct pc_entry {
   dt_sym seen_sym; /* the key's symbol in the cache's keys (0: none) */
   char *text;      /* what was read, for a set that must read it again */
   size_t len;
+  /* A NodeClaim's text: where its nominated pods and last pod event are
+  ** (dt__manifests_add_cached's spans), when the caller knew them */
+  bool has_spans;
+  uint32_t span[4];
   dt_podspec pod;
   dt_node node;
 } pc_entry;
@@ -315,7 +322,7 @@ static uint32_t *node_pod_ids(dt_symtab *names, const dt_node *n, const dt_node 
 
 /* Keep the pod (or node) that reading name's text just added to m. */
 static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name, uint64_t gen, const char *buf,
-                size_t len) {
+                size_t len, const uint32_t *spans) {
   dt_sym s = dt__sym(&c->names, name);
   if (!s) return DT_ENOMEM;
   while (c->by_sym.n <= s) {
@@ -357,6 +364,8 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
   e->gen = gen;
   e->live = e->used = true;
   e->is_node = is_node;
+  e->has_spans = is_node && spans;
+  if (e->has_spans) memcpy(e->span, spans, sizeof e->span);
   if (is_node) {
     e->node = *n;
     e->node.file = e->file;
@@ -383,8 +392,126 @@ static int start_set(dt_manifests *m, const dt_podcache *c) {
   return 0;
 }
 
+/* Whether t[0..n) has spans sp in order (pods before the event, or after)
+** within it; a, e: the first span, then the second. */
+static bool spans_order(const uint32_t *sp, size_t n, uint32_t *a, uint32_t *e) {
+  bool pods_first = sp[0] < sp[2];
+  a[0] = pods_first ? sp[0] : sp[2], e[0] = pods_first ? sp[1] : sp[3];
+  a[1] = pods_first ? sp[2] : sp[0], e[1] = pods_first ? sp[3] : sp[1];
+  return a[0] <= e[0] && e[0] <= a[1] && a[1] <= e[1] && e[1] <= n;
+}
+
+static bool plain(const char *s, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if ((unsigned char)s[i] < 0x20 || s[i] == '"' || s[i] == '\\') return false;
+  return true;
+}
+
+/* The pods annotation's entries as the node reader takes them (mf_node:
+** split at commas, spaces trimmed, empty entries skipped); false when an
+** entry is not "namespace/name" (the reader's error, left to the reader)
+** or out of memory. An entry that the node's last version (was) has where
+** the walk reached, or one further (a pod that left), takes that string:
+** taken[j] marks was->pods[j] as moved to the new list. */
+static bool parse_pods(const char *v, size_t n, const dt_node *was, bool *taken, char ***out, size_t *nout) {
+  const char *end = v + n;
+  size_t room = 0, np = 0, j = 0;
+  for (const char *s = v; s < end; s++) room += *s == ',';
+  char **pods = n ? dt__malloc((room + 1) * sizeof *pods) : NULL;
+  bool *fresh = n ? dt__calloc(room + 1, sizeof *fresh) : NULL; /* strings made here, not taken */
+  bool ok = !n || (pods && fresh);
+  for (const char *s = v; ok && s < end;) {
+    const char *e = memchr(s, ',', (size_t)(end - s));
+    size_t len = e ? (size_t)(e - s) : (size_t)(end - s);
+    while (len && (*s == ' ')) s++, len--;
+    while (len && s[len - 1] == ' ') len--;
+    if (len) {
+      size_t at = j < was->npods && !strncmp(was->pods[j], s, len) && !was->pods[j][len]               ? j
+                  : j + 1 < was->npods && !strncmp(was->pods[j + 1], s, len) && !was->pods[j + 1][len] ? j + 1
+                                                                                                       : SIZE_MAX;
+      if (at != SIZE_MAX) { /* the same string as before: it holds a '/' */
+        pods[np++] = was->pods[at];
+        taken[at] = true;
+        j = at + 1;
+      } else {
+        ok = memchr(s, '/', len) && (pods[np] = dt__strndup(s, len));
+        fresh[np] = ok;
+        np += ok;
+      }
+    }
+    s = e ? e + 1 : end;
+  }
+  if (!ok) {
+    for (size_t i = 0; i < np; i++)
+      if (fresh[i]) dt__free(pods[i]);
+    memset(taken, 0, was->npods * sizeof *taken);
+    dt__free(pods);
+    dt__free(fresh);
+    return false;
+  }
+  dt__free(fresh);
+  *out = pods;
+  *nout = np;
+  return true;
+}
+
+/*
+** A NodeClaim's text changes mostly in two values: its nominated pods and
+** its last pod event (the controller writes them into known places of the
+** text, ctl_claims.c). When the kept claim's text and the new one are the
+** same outside those places, reading the new one would give the kept node
+** with only those two values read again: the kept node is patched instead
+** of the text being read. 1: not such a change (or out of memory), the
+** caller reads the text.
+*/
+static int add_patched(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, const char *buf, size_t len,
+                       const uint32_t *spans) {
+  dt_sym s = dt__sym_find(&c->names, name);
+  pc_entry *e = s && s < c->by_sym.n ? &c->by_sym.v[s] : NULL;
+  uint32_t oa[2], oe[2], na[2], ne[2];
+  if (!e || !e->live || !e->is_node || !e->has_spans || !spans_order(e->span, e->len, oa, oe) ||
+      !spans_order(spans, len, na, ne) || (e->span[0] < e->span[2]) != (spans[0] < spans[2]))
+    return 1;
+  /* the text around and between the two values, byte for byte */
+  if (oa[0] != na[0] || oa[1] - oe[0] != na[1] - ne[0] || e->len - oe[1] != len - ne[1] ||
+      memcmp(e->text, buf, na[0]) || memcmp(e->text + oe[0], buf + ne[0], na[1] - ne[0]) ||
+      memcmp(e->text + oe[1], buf + ne[1], len - ne[1]))
+    return 1;
+  const char *pv = buf + spans[0], *ev = buf + spans[2];
+  size_t pn = spans[1] - spans[0], en = spans[3] - spans[2];
+  char ts[64];
+  if (!plain(pv, pn) || !plain(ev, en) || en >= sizeof ts) return 1;
+  memcpy(ts, ev, en);
+  ts[en] = 0;
+  dt_node n = e->node;
+  char *text = dt__malloc(len + 1);
+  bool *taken = dt__calloc(e->node.npods ? e->node.npods : 1, sizeof *taken);
+  if (!text || !taken || !parse_pods(pv, pn, &e->node, taken, &n.pods, &n.npods)) {
+    dt__free(text);
+    dt__free(taken);
+    return 1;
+  }
+  memcpy(text, buf, len);
+  text[len] = 0;
+  n.last_pod_event = 0; /* as the reader leaves a time it cannot read */
+  dt_time_parse(ts, &n.last_pod_event, NULL);
+  n.pod_ids = node_pod_ids(&c->podnames, &n, &e->node);
+  for (size_t i = 0; i < e->node.npods; i++)
+    if (!taken[i]) dt__free(e->node.pods[i]);
+  dt__free(taken);
+  dt__free(e->node.pods);
+  dt__free(e->node.pod_ids);
+  dt__free(e->text);
+  e->node = n;
+  e->text = text;
+  e->len = len;
+  e->gen = gen;
+  memcpy(e->span, spans, sizeof e->span);
+  return add_kept(m, c, e); /* 1: the set refuses it, and reading the text gives the reader's error */
+}
+
 int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, uint64_t gen, uint32_t kept,
-                             const char *buf, size_t len, dt_error *err) {
+                             const char *buf, size_t len, const uint32_t *spans, dt_error *err) {
   if (start_set(m, c)) return dt__err(err, DT_ENOMEM, "out of memory");
   pc_entry *e = kept && kept < c->by_sym.n ? &c->by_sym.v[kept] : NULL;
   if (e && e->live && e->gen == gen) {
@@ -393,13 +520,17 @@ int dt__manifests_add_cached(dt_manifests *m, dt_podcache *c, const char *name, 
     return dt_manifests_add_buffer(m, name, e->text, e->len, err);
   }
   if (!buf) return dt__err(err, DT_EINVAL, "internal: %s is not kept and no text was given", name);
+  bool is_node = dt__podcache_keeps_node(name);
+  if (is_node && spans) {
+    int rc = add_patched(m, c, name, gen, buf, len, spans);
+    if (rc <= 0) return rc == DT_ENOMEM ? dt__err(err, rc, "out of memory") : 0;
+  }
   counts a = count(m);
   int rc = dt_manifests_add_buffer(m, name, buf, len, err);
   if (rc) return rc;
   counts b = count(m);
-  bool is_node = dt__podcache_keeps_node(name);
   if (is_node ? !one_node(&a, &b) : strncmp(name, "Pod/", 4) || !one_pod(&a, &b)) return 0;
-  if (keep(c, m, is_node, name, gen, buf, len)) return 0; /* out of memory: read again next time */
+  if (keep(c, m, is_node, name, gen, buf, len, spans)) return 0; /* out of memory: read again next time */
   return 0;
 }
 

@@ -214,6 +214,9 @@ static void on_instance(void *ud, bool added, const char *id, const char *claim,
     pod_pending(r, p);
   }
   c->pods.n = 0;
+  dt__free(c->told); /* a claim that is gone is told nothing more */
+  c->told = NULL;
+  c->told_syms.n = 0;
   /* a node with pods goes only by a command that names it */
   if (busy && !strstr(r->last_decision, claim))
     violate(r, "NodeClaim %s was deleted with pods on it, and no decision names it (last: %s)", claim,
@@ -232,10 +235,27 @@ static void on_running(void *ud, const char *claim, const char *pods) {
   int32_t ci = map_get(r, true, dt__sym_find(&r->names, claim));
   if (ci < 0 || !r->claims.v[ci].live) return;
   sclaim *c = &r->claims.v[ci];
-  for (const char *s = pods; s && *s;) {
+  /* the names told last time, when pods begins with them: their symbols
+  ** as they were looked up then (a name keeps its symbol) */
+  size_t plen = strlen(pods), known = 0;
+  if (c->told && c->ntold <= plen && (!pods[c->ntold] || pods[c->ntold] == ',') && !memcmp(pods, c->told, c->ntold)) {
+    known = c->told_syms.n;
+  } else {
+    c->told_syms.n = 0;
+  }
+  size_t k = 0;
+  bool lost = false; /* a symbol not kept: the next call looks every name up */
+  for (const char *s = pods; s && *s; k++) {
     const char *e = strchr(s, ',');
     size_t len = e ? (size_t)(e - s) : strlen(s);
-    int32_t pi = map_get(r, false, dt__symn(&r->names, s, len));
+    dt_sym sym;
+    if (k < known) {
+      sym = c->told_syms.v[k];
+    } else {
+      sym = dt__symn(&r->names, s, len);
+      if (!lost && dt__vec_push(&c->told_syms, sym)) lost = true;
+    }
+    int32_t pi = map_get(r, false, sym);
     s = e ? e + 1 : NULL;
     if (pi < 0) continue; /* a workload's or a VM's pod: not followed one by one */
     spod *p = &r->pods.v[pi];
@@ -253,6 +273,10 @@ static void on_running(void *ud, const char *claim, const char *pods) {
     c->used_pods++;
     if (dt__vec_push(&c->pods, (uint32_t)pi)) violate(r, "out of memory");
   }
+  dt__free(c->told);
+  c->told = lost ? NULL : dt__strdup(pods);
+  c->ntold = plen;
+  if (!c->told) c->told_syms.n = 0;
   if (r->in->check && (c->used_cpu > c->alloc_cpu || c->used_mem > c->alloc_mem || c->used_pods > c->alloc_pods) &&
       c->alloc_cpu)
     violate(r,
@@ -677,6 +701,7 @@ void run_free(run *r) {
   for (size_t i = 0; i < r->claims.n; i++) {
     sclaim *c = &r->claims.v[i];
     dt__free(c->id), dt__free(c->type), dt__free(c->zone), dt__free(c->ct), dt__free(c->pool), dt__free(c->pods.v);
+    dt__free(c->told), dt__free(c->told_syms.v);
   }
   for (size_t i = 0; i < r->outages.n; i++)
     dt__free(r->outages.v[i].type), dt__free(r->outages.v[i].zone), dt__free(r->outages.v[i].ct);
