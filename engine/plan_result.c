@@ -224,10 +224,11 @@ static bool same_final(const rb *b, uint32_t s, const void *key) {
 ** b->sets, or UINT32_MAX when out of memory. */
 static uint32_t option_set(rb *b, const rt_claim *k) {
   if (b->last_final && k->final == b->last_final && k->nfinal == b->last_n) return b->last_set;
+  /* hashed by its length and at most 32 of its types spread over it (a
+  ** list is hundreds long and same_final compares the whole) */
   uint64_t h = mix(0, k->nfinal);
-  uint32_t i = 0;
-  for (; i + 1 < k->nfinal; i += 2) h = mix(h, (uint64_t)k->final[i] << 32 | k->final[i + 1]);
-  if (i < k->nfinal) h = mix(h, k->final[i]);
+  uint32_t step = k->nfinal / 32 + 1;
+  for (uint32_t i = 0; i < k->nfinal; i += step) h = mix(h, k->final[i]);
   final_key key = {k->final, k->nfinal};
   uint32_t *slot = htab_slot(&b->set_tab, h, same_final, b, &key);
   if (!slot) return UINT32_MAX;
@@ -258,7 +259,7 @@ static void claim_info(rb *b, const rt_claim *k, uint32_t s, dt_claim_info *c) {
   dt_plan *p = b->p;
   const rt_off *o = claim_off(p, k);
   c->name = res_str(b, dt__sym_str(&p->syms, k->name));
-  c->nodepool = res_str(b, p->pools[k->pool].src->name);
+  c->nodepool = p->res.pools[k->pool].name; /* the pool record's copy */
   c->instance_type = b->tname[k->type];
   c->zone = b->zname[o->zone];
   c->capacity_type = dt__ct_names[o->ct];
