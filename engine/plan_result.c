@@ -23,7 +23,6 @@
 typedef struct optset {
   const uint32_t *final; /* the first claim's list, alive until the build ends */
   uint32_t n;
-  uint64_t hash;
   const char **opts;   /* the names in the list's order (price order) */
   const char **sorted; /* the names by name; NULL until a claim needs them */
 } optset;
@@ -45,6 +44,8 @@ typedef struct htab {
   uint32_t cap, n;
 } htab;
 
+typedef DT_VEC(dt_ncreq) ncreqs;
+
 typedef struct rb {
   dt_plan *p;
   dt_arena *a;
@@ -57,11 +58,15 @@ typedef struct rb {
   uint32_t stamp;
   uint64_t *offz;   /* per NodePool, type and capacity type: the zones offers_at finds */
   bool *offz_ready; /* per NodePool: its part of offz filled */
+  /* the zones' and capacity types' names as arrays in the result: &zone1[z]
+  ** is the one value of every claim pinned to zone z, shared */
+  const char **zone1, **ct1;
   DT_VEC(optset) sets;
   DT_VEC(pinset) pins;
   htab set_tab, pin_tab;
   const uint32_t *last_final; /* the list the claim before had (launch shares a list */
   uint32_t last_n, last_set;  /* among like claims in a row), and its set */
+  ncreqs rs;                  /* a claim's requirements while they are gathered */
 } rb;
 
 static const rt_off *claim_off(const dt_plan *p, const rt_claim *k) { return &p->types[k->type].off[k->off]; }
@@ -79,8 +84,20 @@ static const char *res_strn(rb *b, const char *s, size_t n) {
 }
 
 static const char *res_pod(rb *b, uint32_t pod) {
+  const rt_pod *pd = &b->p->pods[pod];
+  const dt_podspec *s = &b->p->manifests->pods.v[pd->spec];
+  size_t a = strlen(s->ns), n = strlen(s->name);
   char tmp[700];
-  dt__pod_name(b->p, &b->p->pods[pod], tmp, sizeof tmp);
+  if (pd->ordinal < 0 && a + n + 2 <= sizeof tmp) { /* <namespace>/<name> as dt__pod_name writes it, in place */
+    char *v = dt__arena_raw(b->a, a + n + 2);
+    if (v) {
+      memcpy(v, s->ns, a);
+      v[a] = '/';
+      memcpy(v + a + 1, s->name, n + 1);
+    }
+    return v;
+  }
+  dt__pod_name(b->p, pd, tmp, sizeof tmp);
   return res_strn(b, tmp, strlen(tmp));
 }
 
@@ -217,7 +234,7 @@ typedef struct final_key {
 static bool same_final(const rb *b, uint32_t s, const void *key) {
   const optset *o = &b->sets.v[s];
   const final_key *f = key;
-  return o->n == f->n && (o->final == f->v || !memcmp(o->final, f->v, f->n * sizeof *f->v));
+  return o->n == f->n && (o->final == f->v || !f->n || !memcmp(o->final, f->v, f->n * sizeof *f->v));
 }
 
 /* The option set of claim k's list, made on first use; its index in
@@ -234,7 +251,7 @@ static uint32_t option_set(rb *b, const rt_claim *k) {
   if (!slot) return UINT32_MAX;
   if (!*slot) {
     const char **opts = dt__arena_raw(b->a, k->nfinal * sizeof *opts + 1);
-    if (!opts || dt__vec_push(&b->sets, ((optset){k->final, k->nfinal, h, opts, NULL}))) return UINT32_MAX;
+    if (!opts || dt__vec_push(&b->sets, ((optset){k->final, k->nfinal, opts, NULL}))) return UINT32_MAX;
     for (uint32_t j = 0; j < k->nfinal; j++) opts[j] = b->tname[k->final[j]];
     *slot = (uint32_t)b->sets.n;
     b->set_tab.n++;
@@ -282,8 +299,6 @@ static void claim_info(rb *b, const rt_claim *k, uint32_t s, dt_claim_info *c) {
 /* ------------------------------------------------- NodeClaim requirements */
 
 static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
-typedef DT_VEC(dt_ncreq) ncreqs;
 
 /* Append a requirement whose n values v are in the result's arena, sorting
 ** them by name unless they already are. */
@@ -409,7 +424,7 @@ static pinset *pin_set(rb *b, uint32_t s, uint32_t pi, const rt_off *o) {
 static int fixed_reqs(rb *b, const rt_claim *k, uint32_t s, ncreqs *rs, bool *pinned) {
   const dt_plan *p = b->p;
   const rt_off *o = claim_off(p, k);
-  const char **types = NULL, *zones[64], *cts[DT_CT_N];
+  const char **types = NULL, **zv = NULL, **cv = NULL, *zones[64], *cts[DT_CT_N];
   size_t ntypes = 0, nzones = 0, ncts = 0;
   pinset *ps = pin_set(b, s, k->pool, o);
   if (!ps) return DT_ENOMEM;
@@ -419,8 +434,9 @@ static int fixed_reqs(rb *b, const rt_claim *k, uint32_t s, ncreqs *rs, bool *pi
       names_sorted(b, ps->pin, ps->npin, ps->sorted);
     types = ps->sorted;
     ntypes = ps->npin;
-    zones[nzones++] = b->zname[o->zone];
-    cts[ncts++] = dt__ct_names[o->ct];
+    zv = &b->zone1[o->zone];
+    cv = &b->ct1[o->ct];
+    nzones = ncts = 1;
   } else {
     types = k->nfinal ? set_sorted(b, s) : NULL;
     ntypes = k->nfinal;
@@ -439,9 +455,13 @@ static int fixed_reqs(rb *b, const rt_claim *k, uint32_t s, ncreqs *rs, bool *pi
   if (ntypes && !types) return DT_ENOMEM;
   const dt_req *rt = dt__reqs_get(&k->reqs, p->k_type), *rz = dt__reqs_get(&k->reqs, p->k_zone),
                *rc_ = dt__reqs_get(&k->reqs, p->k_ct);
-  int rc = push_vals(rs, DT_L_INSTANCE_TYPE, "In", types, ntypes, rt ? rt->min_values : 0, true) ||
-           push_req(b, rs, DT_L_ZONE, "In", zones, nzones, rz ? rz->min_values : 0, false) ||
-           push_req(b, rs, DT_L_CAPACITY_TYPE, "In", cts, ncts, rc_ ? rc_->min_values : 0, false);
+  int rc = push_vals(rs, DT_L_INSTANCE_TYPE, "In", types, ntypes, rt ? rt->min_values : 0, true);
+  if (!rc && zv) /* pinned: one zone and one capacity type, shared */
+    rc = push_vals(rs, DT_L_ZONE, "In", zv, 1, rz ? rz->min_values : 0, true) ||
+         push_vals(rs, DT_L_CAPACITY_TYPE, "In", cv, 1, rc_ ? rc_->min_values : 0, true);
+  else if (!rc)
+    rc = push_req(b, rs, DT_L_ZONE, "In", zones, nzones, rz ? rz->min_values : 0, false) ||
+         push_req(b, rs, DT_L_CAPACITY_TYPE, "In", cts, ncts, rc_ ? rc_->min_values : 0, false);
   if (!rc && *pinned && o->resv) {
     const char *resv = res_str(b, dt__sym_str(&p->syms, o->resv));
     rc = push_req(b, rs, DT_L_RESERVATION, "In", &resv, 1, 0, true);
@@ -454,7 +474,8 @@ static int fixed_reqs(rb *b, const rt_claim *k, uint32_t s, ncreqs *rs, bool *pi
 static int claim_reqs(rb *b, const rt_claim *k, uint32_t s, const dt_claim_pool *pool, dt_claim_rec *rec) {
   const dt_plan *p = b->p;
   const rt_off *o = claim_off(p, k);
-  ncreqs rs = {0};
+  ncreqs rs = b->rs; /* the previous claim's vector, emptied */
+  rs.n = 0;
   bool pinned;
   int rc = fixed_reqs(b, k, s, &rs, &pinned);
   rec->nfixed = rs.n;
@@ -476,7 +497,7 @@ static int claim_reqs(rb *b, const rt_claim *k, uint32_t s, const dt_claim_pool 
   if (v) memcpy(v, rs.v, rs.n * sizeof *v);
   rec->reqs = v;
   rec->nreqs = v ? rs.n : 0;
-  dt__free(rs.v);
+  b->rs = rs;
   return v ? 0 : DT_ENOMEM;
 }
 
@@ -652,6 +673,13 @@ int dt__plan_result_build(dt_plan *p) {
     if (!(b.tname[t] = res_str(&b, p->types[t].src->name))) rc = DT_ENOMEM;
   }
   for (uint32_t z = 0; !rc && z < p->nzones; z++) b.zname[z] = res_str(&b, dt__sym_str(&p->syms, p->zones[z]));
+  if (!rc && (!(b.zone1 = dt__arena_raw(b.a, (p->nzones + 1) * sizeof *b.zone1)) ||
+              !(b.ct1 = dt__arena_raw(b.a, DT_CT_N * sizeof *b.ct1))))
+    rc = DT_ENOMEM;
+  if (!rc) {
+    memcpy(b.zone1, b.zname, p->nzones * sizeof *b.zone1);
+    memcpy(b.ct1, dt__ct_names, DT_CT_N * sizeof *b.ct1);
+  }
   for (uint32_t r = 0; !rc && r < p->nres; r++) {
     b.rname[r] = res_str(&b, p->res_names[r]);
     b.rkind[r] = qty_kind(p->res_names[r]);
@@ -668,6 +696,7 @@ int dt__plan_result_build(dt_plan *p) {
   for (size_t i = 0; i < b.pins.n; i++) dt__free(b.pins.v[i].pin);
   dt__free(b.pins.v);
   dt__free(b.sets.v);
+  dt__free(b.rs.v);
   htab_free(&b.pin_tab);
   htab_free(&b.set_tab);
   return rc ? rc : b.a->oom ? DT_ENOMEM : 0;
