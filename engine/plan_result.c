@@ -16,27 +16,136 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A distinct list of a claim's launchable types (rt_claim.final): claims
+** opened for like pods often end with equal lists, and what the result
+** derives from one (hundreds of names, sorted or not) is then built once
+** and shared, read-only, by their records. */
+typedef struct optset {
+  const uint32_t *final; /* the first claim's list, alive until the build ends */
+  uint32_t n;
+  const char **opts;   /* the names in the list's order (price order) */
+  const char **sorted; /* the names by name; NULL until a claim needs them */
+} optset;
+
+/* The types of one option list that offer at one offering (zone, capacity
+** type and reservation) of one NodePool: a claim's pinned instance types. */
+typedef struct pinset {
+  uint32_t set, pool, zone, ct;
+  dt_sym resv;
+  uint32_t npin;
+  uint32_t *pin;       /* the types, in the list's order */
+  const char **sorted; /* their names by name; NULL until a claim pins them */
+} pinset;
+
+/* Open addressing over the indices of a vector (ix + 1, 0 empty). */
+typedef struct htab {
+  uint64_t *h;
+  uint32_t *ix;
+  uint32_t cap, n;
+} htab;
+
+typedef DT_VEC(dt_ncreq) ncreqs;
+
 typedef struct rb {
   dt_plan *p;
   dt_arena *a;
   const char **tname;                        /* each type's name in the result, copied once */
   const char *zname[64], *rname[DT_RES_MAX]; /* the same for the zones and resources */
+  uint8_t rkind[DT_RES_MAX];                 /* each resource's quantity format, QTY_* */
   int32_t *tidx;                             /* each type's record in res.types, -1 none yet */
   uint32_t *by_rank;                         /* the types by name (their ranks) */
   uint32_t *mark;                            /* names_sorted's marks, stamp the last one */
   uint32_t stamp;
   uint64_t *offz;   /* per NodePool, type and capacity type: the zones offers_at finds */
   bool *offz_ready; /* per NodePool: its part of offz filled */
+  /* the zones' and capacity types' names as arrays in the result: &zone1[z]
+  ** is the one value of every claim pinned to zone z, shared */
+  const char **zone1, **ct1;
+  DT_VEC(optset) sets;
+  DT_VEC(pinset) pins;
+  htab set_tab, pin_tab;
+  const uint32_t *last_final; /* the list the claim before had (launch shares a list */
+  uint32_t last_n, last_set;  /* among like claims in a row), and its set */
+  ncreqs rs;                  /* a claim's requirements while they are gathered */
 } rb;
 
 static const rt_off *claim_off(const dt_plan *p, const rt_claim *k) { return &p->types[k->type].off[k->off]; }
 
 static const char *res_str(rb *b, const char *s) { return s ? dt__arena_strdup(b->a, s) : NULL; }
 
+/* s[0..n) and a NUL in the result, not cleared first as it is all written. */
+static const char *res_strn(rb *b, const char *s, size_t n) {
+  char *v = dt__arena_raw(b->a, n + 1);
+  if (v) {
+    memcpy(v, s, n);
+    v[n] = 0;
+  }
+  return v;
+}
+
 static const char *res_pod(rb *b, uint32_t pod) {
+  const rt_pod *pd = &b->p->pods[pod];
+  const dt_podspec *s = &b->p->manifests->pods.v[pd->spec];
+  size_t a = strlen(s->ns), n = strlen(s->name);
   char tmp[700];
-  dt__pod_name(b->p, &b->p->pods[pod], tmp, sizeof tmp);
-  return res_str(b, tmp);
+  if (pd->ordinal < 0 && a + n + 2 <= sizeof tmp) { /* <namespace>/<name> as dt__pod_name writes it, in place */
+    char *v = dt__arena_raw(b->a, a + n + 2);
+    if (v) {
+      memcpy(v, s->ns, a);
+      v[a] = '/';
+      memcpy(v + a + 1, s->name, n + 1);
+    }
+    return v;
+  }
+  dt__pod_name(b->p, pd, tmp, sizeof tmp);
+  return res_strn(b, tmp, strlen(tmp));
+}
+
+/* How dt__fmt_quantity writes a resource's quantities: cores (whole or
+** milli), bytes (with the largest binary suffix that divides), plain. */
+enum { QTY_CPU, QTY_BYTES, QTY_PLAIN };
+
+static uint8_t qty_kind(const char *res) {
+  if (!strcmp(res, "cpu")) return QTY_CPU;
+  return !strcmp(res, "memory") || !strcmp(res, "ephemeral-storage") || !strncmp(res, "hugepages-", 10) ? QTY_BYTES
+                                                                                                        : QTY_PLAIN;
+}
+
+/* v in decimal at out; its length. */
+static size_t put_u64(char *out, uint64_t v) {
+  char d[20];
+  size_t n = 0;
+  do d[n++] = (char)('0' + v % 10);
+  while (v /= 10);
+  for (size_t i = 0; i < n; i++) out[i] = d[n - 1 - i];
+  return n;
+}
+
+/* Resource r's quantity milli in the result, as dt__fmt_quantity writes it
+** (the same text without a printf per value: a plan writes thousands). */
+static const char *res_qty(rb *b, uint32_t r, int64_t milli) {
+  char tmp[64];
+  size_t n;
+  if (milli < 0) { /* none in a plan; the general routine for them all the same */
+    dt__fmt_quantity(tmp, sizeof tmp, b->p->res_names[r], milli);
+    return res_str(b, tmp);
+  }
+  uint64_t v = (uint64_t)milli;
+  if (v % 1000) {
+    n = put_u64(tmp, v);
+    tmp[n++] = 'm';
+  } else {
+    v /= 1000;
+    int k = -1;
+    if (b->rkind[r] == QTY_BYTES && v)
+      while (k < 5 && v % 1024 == 0) v /= 1024, k++;
+    n = put_u64(tmp, v);
+    if (k >= 0) {
+      tmp[n++] = "KMGTPE"[k];
+      tmp[n++] = 'i';
+    }
+  }
+  return res_strn(b, tmp, n);
 }
 
 static dt_kvs res_kvs(rb *b, const dt_kvs *src) {
@@ -55,58 +164,7 @@ static const dt_taint *res_taints(rb *b, const dt_taint *t, size_t n) {
   return v;
 }
 
-/* ------------------------------------------------------------ claims */
-
-/* Claim k as the accessors give it. */
-static void claim_info(rb *b, const rt_claim *k, dt_claim_info *c) {
-  dt_plan *p = b->p;
-  const rt_off *o = claim_off(p, k);
-  char tmp[64];
-  c->name = res_str(b, dt__sym_str(&p->syms, k->name));
-  c->nodepool = res_str(b, p->pools[k->pool].src->name);
-  c->instance_type = b->tname[k->type];
-  c->zone = b->zname[o->zone];
-  c->capacity_type = dt__ct_names[o->ct];
-  c->reservation_id = o->resv ? res_str(b, dt__sym_str(&p->syms, o->resv)) : NULL;
-  c->price = o->price;
-  dt_resource_info *req = dt__arena_alloc(b->a, p->nres * sizeof *req + 1);
-  for (uint32_t r = 0; req && r < p->nres; r++) {
-    if (!k->used[r]) continue;
-    dt__fmt_quantity(tmp, sizeof tmp, p->res_names[r], k->used[r]);
-    req[c->nrequests++] = (dt_resource_info){b->rname[r], res_str(b, tmp), k->used[r]};
-  }
-  c->requests = req;
-  const char **pods = dt__arena_alloc(b->a, k->pods.n * sizeof *pods + 1);
-  for (size_t j = 0; pods && j < k->pods.n; j++) pods[j] = res_pod(b, k->pods.v[j]);
-  c->pods = pods;
-  c->npods = pods ? k->pods.n : 0;
-  const char **opts = dt__arena_raw(b->a, k->nfinal * sizeof *opts + 1);
-  for (uint32_t j = 0; opts && j < k->nfinal; j++) opts[j] = b->tname[k->final[j]];
-  c->instance_type_options = opts;
-  c->noptions = opts ? k->nfinal : 0;
-}
-
-/* ------------------------------------------------- NodeClaim requirements */
-
-static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
-typedef DT_VEC(dt_ncreq) ncreqs;
-
-/* Append a requirement whose n values v are in the result's arena, sorting
-** them by name unless they already are. */
-static int push_vals(ncreqs *out, const char *key, const char *op, const char **v, size_t n, int32_t mv, bool sorted) {
-  if (n > 1 && !sorted) qsort(v, n, sizeof *v, cmp_cstr);
-  return dt__vec_push(out, ((dt_ncreq){key, op, n, v, mv, NULL}));
-}
-
-/* The same with values vals[0..n) (strings of the result) copied into it. */
-static int push_req(rb *b, ncreqs *out, const char *key, const char *op, const char *const *vals, size_t n, int32_t mv,
-                    bool sorted) {
-  const char **v = n ? dt__arena_alloc(b->a, n * sizeof *v) : NULL;
-  if (n && !v) return DT_ENOMEM;
-  memcpy(v, vals, n * sizeof *v);
-  return push_vals(out, key, op, v, n, mv, sorted);
-}
+/* ------------------------------------------------------------ option lists */
 
 /* The names of types ti[0..n) by name into out, through the types' ranks
 ** (one pass over the types, not a sort by strcmp). */
@@ -122,6 +180,140 @@ static void names_sorted(rb *b, const uint32_t *ti, uint32_t n, const char **out
   size_t k = 0;
   for (uint32_t r = 0; r < p->ntypes && k < n; r++)
     if (mark[by_rank[r]] == stamp) out[k++] = b->tname[by_rank[r]];
+}
+
+/* The slot of the entry hashed h in t for which same(b, entry, key) holds,
+** or the empty slot where it goes (*ix == 0); NULL when out of memory. The
+** table doubles at half full, so a probe ends. */
+static uint32_t *htab_slot(htab *t, uint64_t h, bool (*same)(const rb *, uint32_t, const void *), const rb *b,
+                           const void *key) {
+  if (2 * (t->n + 1) > t->cap) {
+    uint32_t cap = t->cap ? 2 * t->cap : 64;
+    uint64_t *nh = dt__malloc(cap * sizeof *nh);
+    uint32_t *nix = dt__calloc(cap, sizeof *nix);
+    if (!nh || !nix) {
+      dt__free(nh);
+      dt__free(nix);
+      return NULL;
+    }
+    for (uint32_t i = 0; i < t->cap; i++) {
+      if (!t->ix[i]) continue;
+      uint32_t j = (uint32_t)t->h[i] & (cap - 1);
+      while (nix[j]) j = (j + 1) & (cap - 1);
+      nh[j] = t->h[i];
+      nix[j] = t->ix[i];
+    }
+    dt__free(t->h);
+    dt__free(t->ix);
+    t->h = nh;
+    t->ix = nix;
+    t->cap = cap;
+  }
+  uint32_t j = (uint32_t)h & (t->cap - 1);
+  while (t->ix[j] && (t->h[j] != h || !same(b, t->ix[j] - 1, key))) j = (j + 1) & (t->cap - 1);
+  t->h[j] = h;
+  return &t->ix[j];
+}
+
+static void htab_free(htab *t) {
+  dt__free(t->h);
+  dt__free(t->ix);
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v;
+  h *= 0x9e3779b97f4a7c15ull;
+  return h ^ h >> 29;
+}
+
+typedef struct final_key {
+  const uint32_t *v;
+  uint32_t n;
+} final_key;
+
+static bool same_final(const rb *b, uint32_t s, const void *key) {
+  const optset *o = &b->sets.v[s];
+  const final_key *f = key;
+  return o->n == f->n && (o->final == f->v || !f->n || !memcmp(o->final, f->v, f->n * sizeof *f->v));
+}
+
+/* The option set of claim k's list, made on first use; its index in
+** b->sets, or UINT32_MAX when out of memory. */
+static uint32_t option_set(rb *b, const rt_claim *k) {
+  if (b->last_final && k->final == b->last_final && k->nfinal == b->last_n) return b->last_set;
+  /* hashed by its length and at most 32 of its types spread over it (a
+  ** list is hundreds long and same_final compares the whole) */
+  uint64_t h = mix(0, k->nfinal);
+  uint32_t step = k->nfinal / 32 + 1;
+  for (uint32_t i = 0; i < k->nfinal; i += step) h = mix(h, k->final[i]);
+  final_key key = {k->final, k->nfinal};
+  uint32_t *slot = htab_slot(&b->set_tab, h, same_final, b, &key);
+  if (!slot) return UINT32_MAX;
+  if (!*slot) {
+    const char **opts = dt__arena_raw(b->a, k->nfinal * sizeof *opts + 1);
+    if (!opts || dt__vec_push(&b->sets, ((optset){k->final, k->nfinal, opts, NULL}))) return UINT32_MAX;
+    for (uint32_t j = 0; j < k->nfinal; j++) opts[j] = b->tname[k->final[j]];
+    *slot = (uint32_t)b->sets.n;
+    b->set_tab.n++;
+  }
+  b->last_final = k->final;
+  b->last_n = k->nfinal;
+  return b->last_set = *slot - 1;
+}
+
+/* Set s's names by name, made on first use; NULL when out of memory. */
+static const char **set_sorted(rb *b, uint32_t s) {
+  optset *o = &b->sets.v[s];
+  if (!o->sorted && (o->sorted = dt__arena_raw(b->a, o->n * sizeof *o->sorted + 1)))
+    names_sorted(b, o->final, o->n, o->sorted);
+  return o->sorted;
+}
+
+/* ------------------------------------------------------------ claims */
+
+/* Claim k, of option set s, as the accessors give it. */
+static void claim_info(rb *b, const rt_claim *k, uint32_t s, dt_claim_info *c) {
+  dt_plan *p = b->p;
+  const rt_off *o = claim_off(p, k);
+  c->name = res_str(b, dt__sym_str(&p->syms, k->name));
+  c->nodepool = p->res.pools[k->pool].name; /* the pool record's copy */
+  c->instance_type = b->tname[k->type];
+  c->zone = b->zname[o->zone];
+  c->capacity_type = dt__ct_names[o->ct];
+  c->reservation_id = o->resv ? res_str(b, dt__sym_str(&p->syms, o->resv)) : NULL;
+  c->price = o->price;
+  dt_resource_info *req = dt__arena_alloc(b->a, p->nres * sizeof *req + 1);
+  for (uint32_t r = 0; req && r < p->nres; r++) {
+    if (!k->used[r]) continue;
+    req[c->nrequests++] = (dt_resource_info){b->rname[r], res_qty(b, r, k->used[r]), k->used[r]};
+  }
+  c->requests = req;
+  const char **pods = dt__arena_alloc(b->a, k->pods.n * sizeof *pods + 1);
+  for (size_t j = 0; pods && j < k->pods.n; j++) pods[j] = res_pod(b, k->pods.v[j]);
+  c->pods = pods;
+  c->npods = pods ? k->pods.n : 0;
+  c->instance_type_options = b->sets.v[s].opts;
+  c->noptions = k->nfinal;
+}
+
+/* ------------------------------------------------- NodeClaim requirements */
+
+static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Append a requirement whose n values v are in the result's arena, sorting
+** them by name unless they already are. */
+static int push_vals(ncreqs *out, const char *key, const char *op, const char **v, size_t n, int32_t mv, bool sorted) {
+  if (n > 1 && !sorted) qsort(v, n, sizeof *v, cmp_cstr);
+  return dt__vec_push(out, ((dt_ncreq){key, op, n, v, mv, NULL}));
+}
+
+/* The same with values vals[0..n) (strings of the result) copied into it. */
+static int push_req(rb *b, ncreqs *out, const char *key, const char *op, const char *const *vals, size_t n, int32_t mv,
+                    bool sorted) {
+  const char **v = n ? dt__arena_alloc(b->a, n * sizeof *v) : NULL;
+  if (n && !v) return DT_ENOMEM;
+  memcpy(v, vals, n * sizeof *v);
+  return push_vals(out, key, op, v, n, mv, sorted);
 }
 
 /* A requirement as Karpenter writes it (NodeSelectorRequirement): In or
@@ -180,6 +372,44 @@ static bool offers_at(const dt_plan *p, const uint64_t *zones, uint32_t t, const
   return false;
 }
 
+typedef struct pin_key {
+  uint32_t set, pool;
+  const rt_off *o;
+} pin_key;
+
+static bool same_pins(const rb *b, uint32_t i, const void *key) {
+  const pinset *ps = &b->pins.v[i];
+  const pin_key *q = key;
+  return ps->set == q->set && ps->pool == q->pool && ps->zone == q->o->zone && ps->ct == q->o->ct &&
+         ps->resv == (q->o->ct == DT_CT_RESERVED ? q->o->resv : 0);
+}
+
+/* The types of option set s that offer at offering o of pool pi, made on
+** first use; NULL when out of memory. */
+static pinset *pin_set(rb *b, uint32_t s, uint32_t pi, const rt_off *o) {
+  const dt_plan *p = b->p;
+  dt_sym resv = o->ct == DT_CT_RESERVED ? o->resv : 0; /* offers_at reads it for reservations only */
+  uint64_t h = mix(mix(mix(s, pi), (uint64_t)o->zone << 8 | o->ct), resv);
+  pin_key key = {s, pi, o};
+  uint32_t *slot = htab_slot(&b->pin_tab, h, same_pins, b, &key);
+  if (!slot) return NULL;
+  if (!*slot) {
+    const optset *os = &b->sets.v[s];
+    uint32_t *pin = dt__malloc((os->n ? os->n : 1) * sizeof *pin), npin = 0;
+    if (!pin) return NULL;
+    const uint64_t *zm = pool_zones(b, pi);
+    for (uint32_t i = 0; i < os->n; i++)
+      if (offers_at(p, zm, os->final[i], o)) pin[npin++] = os->final[i];
+    if (dt__vec_push(&b->pins, ((pinset){s, pi, o->zone, o->ct, resv, npin, pin, NULL}))) {
+      dt__free(pin);
+      return NULL;
+    }
+    *slot = (uint32_t)b->pins.n;
+    b->pin_tab.n++;
+  }
+  return &b->pins.v[*slot - 1];
+}
+
 /*
 ** The first requirements of a NodeClaim, as Karpenter builds them: the
 ** instance types the claim may launch (at most 600), its zones and capacity
@@ -187,28 +417,30 @@ static bool offers_at(const dt_plan *p, const uint64_t *zones, uint32_t t, const
 ** reservation), with the types that offer there; when that would leave
 ** fewer values than a minValues asks, they stay as open as the claim's
 ** requirements allow, the capacity types narrowed to those its types offer,
-** as Karpenter narrows them. *pinned: whether they were pinned.
+** as Karpenter narrows them. The instance types' values are option set s's
+** (or its pin set's) sorted names, shared by every claim with the same.
+** *pinned: whether they were pinned.
 */
-static int fixed_reqs(rb *b, const rt_claim *k, ncreqs *rs, bool *pinned) {
+static int fixed_reqs(rb *b, const rt_claim *k, uint32_t s, ncreqs *rs, bool *pinned) {
   const dt_plan *p = b->p;
   const rt_off *o = claim_off(p, k);
-  int rc = 0;
-  uint32_t *pin = dt__malloc((k->nfinal ? k->nfinal : 1) * sizeof *pin), npin = 0;
-  const char **types = dt__malloc((k->nfinal + 1) * sizeof *types), *zones[64], *cts[DT_CT_N];
+  const char **types = NULL, **zv = NULL, **cv = NULL, *zones[64], *cts[DT_CT_N];
   size_t ntypes = 0, nzones = 0, ncts = 0;
-  if (!pin || !types) rc = DT_ENOMEM;
-  const uint64_t *zm = pool_zones(b, k->pool);
-  for (uint32_t i = 0; !rc && i < k->nfinal; i++)
-    if (offers_at(p, zm, k->final[i], o)) pin[npin++] = k->final[i];
-  *pinned = !rc && npin && dt__min_values_ok(p, &k->reqs, pin, npin);
-  if (!rc && *pinned) {
-    names_sorted(b, pin, npin, types);
-    ntypes = npin;
-    zones[nzones++] = b->zname[o->zone];
-    cts[ncts++] = dt__ct_names[o->ct];
-  } else if (!rc) {
-    names_sorted(b, k->final, k->nfinal, types);
+  pinset *ps = pin_set(b, s, k->pool, o);
+  if (!ps) return DT_ENOMEM;
+  *pinned = ps->npin && dt__min_values_ok(p, &k->reqs, ps->pin, ps->npin);
+  if (*pinned) {
+    if (!ps->sorted && (ps->sorted = dt__arena_raw(b->a, ps->npin * sizeof *ps->sorted)))
+      names_sorted(b, ps->pin, ps->npin, ps->sorted);
+    types = ps->sorted;
+    ntypes = ps->npin;
+    zv = &b->zone1[o->zone];
+    cv = &b->ct1[o->ct];
+    nzones = ncts = 1;
+  } else {
+    types = k->nfinal ? set_sorted(b, s) : NULL;
     ntypes = k->nfinal;
+    const uint64_t *zm = pool_zones(b, k->pool);
     uint64_t at[DT_CT_N] = {0}; /* per open capacity type, the open zones some type offers in */
     for (int ct = 0; ct < DT_CT_N; ct++)
       for (uint32_t i = 0; i < k->nfinal && (k->copen >> ct & 1); i++)
@@ -220,29 +452,32 @@ static int fixed_reqs(rb *b, const rt_claim *k, ncreqs *rs, bool *pinned) {
     for (int ct = 0; ct < DT_CT_N; ct++)
       if (at[ct]) cts[ncts++] = dt__ct_names[ct];
   }
+  if (ntypes && !types) return DT_ENOMEM;
   const dt_req *rt = dt__reqs_get(&k->reqs, p->k_type), *rz = dt__reqs_get(&k->reqs, p->k_zone),
                *rc_ = dt__reqs_get(&k->reqs, p->k_ct);
-  if (!rc)
-    rc = push_req(b, rs, DT_L_INSTANCE_TYPE, "In", types, ntypes, rt ? rt->min_values : 0, true) ||
-         push_req(b, rs, DT_L_ZONE, "In", zones, nzones, rz ? rz->min_values : 0, false) ||
+  int rc = push_vals(rs, DT_L_INSTANCE_TYPE, "In", types, ntypes, rt ? rt->min_values : 0, true);
+  if (!rc && zv) /* pinned: one zone and one capacity type, shared */
+    rc = push_vals(rs, DT_L_ZONE, "In", zv, 1, rz ? rz->min_values : 0, true) ||
+         push_vals(rs, DT_L_CAPACITY_TYPE, "In", cv, 1, rc_ ? rc_->min_values : 0, true);
+  else if (!rc)
+    rc = push_req(b, rs, DT_L_ZONE, "In", zones, nzones, rz ? rz->min_values : 0, false) ||
          push_req(b, rs, DT_L_CAPACITY_TYPE, "In", cts, ncts, rc_ ? rc_->min_values : 0, false);
   if (!rc && *pinned && o->resv) {
     const char *resv = res_str(b, dt__sym_str(&p->syms, o->resv));
     rc = push_req(b, rs, DT_L_RESERVATION, "In", &resv, 1, 0, true);
   }
-  dt__free(pin);
-  dt__free(types);
   return rc ? DT_ENOMEM : 0;
 }
 
-/* Claim k's requirements into rec (see dt_claim_rec): the fixed ones, then
+/* Claim k's (of option set s) requirements into rec (see dt_claim_rec): the fixed ones, then
 ** the NodePool's and its pods' others, and the node class label. */
-static int claim_reqs(rb *b, const rt_claim *k, const dt_claim_pool *pool, dt_claim_rec *rec) {
+static int claim_reqs(rb *b, const rt_claim *k, uint32_t s, const dt_claim_pool *pool, dt_claim_rec *rec) {
   const dt_plan *p = b->p;
   const rt_off *o = claim_off(p, k);
-  ncreqs rs = {0};
+  ncreqs rs = b->rs; /* the previous claim's vector, emptied */
+  rs.n = 0;
   bool pinned;
-  int rc = fixed_reqs(b, k, &rs, &pinned);
+  int rc = fixed_reqs(b, k, s, &rs, &pinned);
   rec->nfixed = rs.n;
   rec->resv_lo = rec->resv_hi = 0;
   bool has_class = false;
@@ -262,7 +497,7 @@ static int claim_reqs(rb *b, const rt_claim *k, const dt_claim_pool *pool, dt_cl
   if (v) memcpy(v, rs.v, rs.n * sizeof *v);
   rec->reqs = v;
   rec->nreqs = v ? rs.n : 0;
-  dt__free(rs.v);
+  b->rs = rs;
   return v ? 0 : DT_ENOMEM;
 }
 
@@ -354,11 +589,9 @@ static int32_t type_rec(rb *b, uint32_t t) {
   c->labels = res_kvs(b, &rt->src->labels);
   dt_resource_info *al = dt__arena_alloc(b->a, p->nres * sizeof *al + 1);
   if (!al) return -1;
-  char tmp[64];
   for (uint32_t i = 0; i < p->nres; i++) {
     if (!rt->alloc[i]) continue;
-    dt__fmt_quantity(tmp, sizeof tmp, p->res_names[i], rt->alloc[i]);
-    al[c->nalloc++] = (dt_resource_info){b->rname[i], res_str(b, tmp), rt->alloc[i]};
+    al[c->nalloc++] = (dt_resource_info){b->rname[i], res_qty(b, i, rt->alloc[i]), rt->alloc[i]};
   }
   c->alloc = al;
   return b->tidx[t] = (int32_t)r->ntypes++;
@@ -379,13 +612,15 @@ static int result_claims(rb *b) {
     const rt_claim *k = p->claims.v[i];
     if (k->type < 0) continue;
     dt_claim_rec *rec = &r->recs[r->nclaims];
-    claim_info(b, k, &r->claims[r->nclaims++]);
+    uint32_t s = option_set(b, k);
+    if (s == UINT32_MAX) return DT_ENOMEM;
+    claim_info(b, k, s, &r->claims[r->nclaims++]);
     int32_t t = type_rec(b, (uint32_t)k->type);
     if (t < 0) return DT_ENOMEM;
     rec->type = (uint32_t)t;
     rec->pool = k->pool;
     r->pools[k->pool].used = true;
-    int rc = claim_reqs(b, k, &r->pools[k->pool], rec);
+    int rc = claim_reqs(b, k, s, &r->pools[k->pool], rec);
     if (rc || (rc = custom_labels(b, k, rec))) return rc;
   }
   return 0;
@@ -438,7 +673,17 @@ int dt__plan_result_build(dt_plan *p) {
     if (!(b.tname[t] = res_str(&b, p->types[t].src->name))) rc = DT_ENOMEM;
   }
   for (uint32_t z = 0; !rc && z < p->nzones; z++) b.zname[z] = res_str(&b, dt__sym_str(&p->syms, p->zones[z]));
-  for (uint32_t r = 0; !rc && r < p->nres; r++) b.rname[r] = res_str(&b, p->res_names[r]);
+  if (!rc && (!(b.zone1 = dt__arena_raw(b.a, (p->nzones + 1) * sizeof *b.zone1)) ||
+              !(b.ct1 = dt__arena_raw(b.a, DT_CT_N * sizeof *b.ct1))))
+    rc = DT_ENOMEM;
+  if (!rc) {
+    memcpy(b.zone1, b.zname, p->nzones * sizeof *b.zone1);
+    memcpy(b.ct1, dt__ct_names, DT_CT_N * sizeof *b.ct1);
+  }
+  for (uint32_t r = 0; !rc && r < p->nres; r++) {
+    b.rname[r] = res_str(&b, p->res_names[r]);
+    b.rkind[r] = qty_kind(p->res_names[r]);
+  }
   if (!rc) rc = result_pools(&b);
   if (!rc) rc = result_claims(&b);
   if (!rc) rc = result_rest(&b);
@@ -448,6 +693,12 @@ int dt__plan_result_build(dt_plan *p) {
   dt__free(b.mark);
   dt__free(b.offz);
   dt__free(b.offz_ready);
+  for (size_t i = 0; i < b.pins.n; i++) dt__free(b.pins.v[i].pin);
+  dt__free(b.pins.v);
+  dt__free(b.sets.v);
+  dt__free(b.rs.v);
+  htab_free(&b.pin_tab);
+  htab_free(&b.set_tab);
   return rc ? rc : b.a->oom ? DT_ENOMEM : 0;
 }
 
