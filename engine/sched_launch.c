@@ -114,9 +114,17 @@ static score_cache *score_cache_for(dt_plan *p, const dt_policy *pol) {
   return &p->scores.v[p->scores.n - 1];
 }
 
-static bool smemo_hit(const rt_type *t, const rt_claim *k, const dt_policy *pol, double smax) {
-  return t->smemo_ok && t->smemo_pol == pol && t->smemo_zmask == k->zmask && t->smemo_ctmask == k->ctmask &&
-         t->smemo_spot_max == smax;
+static const struct rt_smemo *smemo_hit(const rt_type *t, const rt_claim *k, const dt_policy *pol, double smax) {
+  for (int i = 0; i < 4; i++) {
+    const struct rt_smemo *m = &t->smemo[i];
+    if (m->zmask == k->zmask && m->ok && m->ctmask == k->ctmask && m->pol == pol && m->spot_max == smax) return m;
+  }
+  return NULL;
+}
+
+static void smemo_drop(rt_type *t) {
+  for (int i = 0; i < 4; i++) t->smemo[i].ok = false;
+  t->smemo_next = 0;
 }
 
 static int score_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t ntypes, int32_t *bt, int32_t *bo,
@@ -127,20 +135,24 @@ static int score_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n
   score_cache *sc = score_cache_for(p, pl->policy);
   if (!sc) return DT_ENOMEM;
   double smax = pl->spot_max;
-  /* the launchable offerings not scored yet, in one batch */
+  /* each type's memo entry, looked up once; the launchable offerings not
+  ** scored yet, in one batch */
+  const struct rt_smemo **ms = dt__malloc((ntypes ? ntypes : 1) * sizeof *ms);
+  if (!ms) return DT_ENOMEM;
   size_t nmiss = 0, cap = 0;
   for (uint32_t i = 0; i < ntypes; i++)
-    if (!smemo_hit(&p->types[types[i]], k, pl->policy, smax)) cap += p->types[types[i]].noff;
+    if (!(ms[i] = smemo_hit(&p->types[types[i]], k, pl->policy, smax))) cap += p->types[types[i]].noff;
   uint32_t *miss = cap ? dt__malloc(cap * sizeof *miss) : NULL;
   double *val = cap ? dt__malloc(cap * sizeof *val) : NULL;
   if (cap && (!miss || !val)) {
     dt__free(miss);
     dt__free(val);
+    dt__free(ms);
     return DT_ENOMEM;
   }
   for (uint32_t i = 0; i < ntypes && cap; i++) {
     const rt_type *t = &p->types[types[i]];
-    if (smemo_hit(t, k, pl->policy, smax)) continue;
+    if (ms[i]) continue;
     for (uint32_t o = 0; o < t->noff; o++) {
       uint32_t g = p->off_base[types[i]] + o;
       if (off_ok(&t->off[o], k->zmask, k->ctmask, smax) && !sc->known[g]) miss[nmiss++] = g;
@@ -153,13 +165,17 @@ static int score_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n
   }
   dt__free(miss);
   dt__free(val);
-  if (!ok) return 0; /* the default choice stands */
+  if (!ok) {
+    dt__free(ms);
+    return 0; /* the default choice stands */
+  }
   int32_t best_t = -1, best_o = -1;
   double best = 0;
   bool any = false; /* any launchable offering at all */
   for (uint32_t i = 0; i < ntypes; i++) {
     rt_type *t = &p->types[types[i]];
-    if (!smemo_hit(t, k, pl->policy, smax)) {
+    const struct rt_smemo *m = ms[i];
+    if (!m) {
       int32_t to = -1;
       double ts = 0;
       bool some = false; /* a launchable offering of this type */
@@ -173,23 +189,22 @@ static int score_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n
           ts = v;
         }
       }
-      t->smemo_ok = true;
-      t->smemo_pol = pl->policy;
-      t->smemo_zmask = k->zmask;
-      t->smemo_ctmask = k->ctmask;
-      t->smemo_spot_max = smax;
-      t->smemo_off = to;
-      t->smemo_score = to < 0 && some ? NAN : ts; /* -1 and NAN: offerings, all excluded; -1 and 0: none */
+      struct rt_smemo *e = &t->smemo[t->smemo_next];
+      t->smemo_next = (uint8_t)((t->smemo_next + 1) % 4);
+      /* off -1 and score NAN: offerings, all excluded; -1 and 0: none */
+      *e = (struct rt_smemo){pl->policy, k->zmask, to < 0 && some ? NAN : ts, smax, to, k->ctmask, true};
+      m = e;
     }
-    any |= t->smemo_off >= 0 || isnan(t->smemo_score);
-    if (t->smemo_off < 0) continue;
-    double v = t->smemo_score;
+    any |= m->off >= 0 || isnan(m->score);
+    if (m->off < 0) continue;
+    double v = m->score;
     if (best_t < 0 || v < best || (v == best && t->rank < p->types[best_t].rank)) {
       best_t = (int32_t)types[i];
-      best_o = t->smemo_off;
+      best_o = m->off;
       best = v;
     }
   }
+  dt__free(ms);
   if (!any) return 0; /* nothing launchable: as rank, the default stands */
   if (best_t < 0) {
     *bt = -1;
@@ -248,7 +263,7 @@ static inline int32_t type_best(dt_plan *p, const rt_claim *k, uint32_t ti, doub
     double smax = p->pools[k->pool].spot_max;
     for (int i = 0; i < 4; i++) {
       const struct rt_memo *m = &t->memo[i];
-      if (m->ok && m->zmask == k->zmask && m->ctmask == k->ctmask && m->spot_max == smax) {
+      if (m->zmask == k->zmask && m->ok && m->ctmask == k->ctmask && m->spot_max == smax) {
         *cheapest = m->price;
         return m->off;
       }
@@ -488,7 +503,7 @@ int dt__sched_launch(dt_plan *p) {
   launch_set sets[LAUNCH_SETS] = {0};
   for (uint32_t t = 0; t < p->ntypes; t++) {
     memo_drop(&p->types[t]);
-    p->types[t].smemo_ok = false;
+    smemo_drop(&p->types[t]);
   }
   /* A claim like the one before it (same options, masks and contents, no
   ** reservation, no availability count changed since) has the same
@@ -632,7 +647,7 @@ static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int3
   if (of->avail > 0) {
     of->avail--;
     memo_drop(&p->types[bt]);
-    p->types[bt].smemo_ok = false;
+    smemo_drop(&p->types[bt]);
     p->avail_gen++;
   }
   /* the units this claim held are released: the chosen one is now consumed */

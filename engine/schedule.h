@@ -67,12 +67,15 @@ typedef struct rt_type {
   } memo[4];
   uint8_t memo_next; /* the entry the next miss replaces */
   /* the same for the score hook: the best-scored launchable offering */
-  const struct dt_policy *smemo_pol;
-  uint64_t smemo_zmask;
-  uint8_t smemo_ctmask;
-  bool smemo_ok;
-  int32_t smemo_off;
-  double smemo_score, smemo_spot_max;
+  struct rt_smemo {
+    const struct dt_policy *pol;
+    uint64_t zmask;
+    double score, spot_max;
+    int32_t off;
+    uint8_t ctmask;
+    bool ok;
+  } smemo[4];
+  uint8_t smemo_next; /* the entry the next miss replaces */
 } rt_type;
 
 /* A taint's effect, in the order of the names the engine prints. */
