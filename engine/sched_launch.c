@@ -114,17 +114,29 @@ static score_cache *score_cache_for(dt_plan *p, const dt_policy *pol) {
   return &p->scores.v[p->scores.n - 1];
 }
 
-static const struct rt_smemo *smemo_hit(const rt_type *t, const rt_claim *k, const dt_policy *pol, double smax) {
-  for (int i = 0; i < 4; i++) {
-    const struct rt_smemo *m = &t->smemo[i];
-    if (m->zmask == k->zmask && m->ok && m->ctmask == k->ctmask && m->pol == pol && m->spot_max == smax) return m;
+/* The score context (schedule.h score_ctx) of claim k under policy pol; NULL
+** when out of memory. */
+static score_ctx *sctx_for(dt_plan *p, const rt_claim *k, const dt_policy *pol, double smax) {
+  for (uint32_t i = 0; i < p->nsctx; i++) {
+    score_ctx *c = &p->sctx[i];
+    if (c->zmask == k->zmask && c->ctmask == k->ctmask && c->pol == pol && c->spot_max == smax) return c;
   }
-  return NULL;
+  score_ctx *c = &p->sctx[p->nsctx < SCORE_CTXS ? p->nsctx++ : p->next_sctx++ % SCORE_CTXS];
+  size_t n = p->ntypes ? p->ntypes : 1;
+  if (!c->known &&
+      (!(c->off = A(p, n * sizeof *c->off)) || !(c->score = A(p, n * sizeof *c->score)) || !(c->known = A(p, n))))
+    return NULL;
+  memset(c->known, 0, n);
+  c->pol = pol;
+  c->zmask = k->zmask;
+  c->ctmask = k->ctmask;
+  c->spot_max = smax;
+  return c;
 }
 
-static void smemo_drop(rt_type *t) {
-  for (int i = 0; i < 4; i++) t->smemo[i].ok = false;
-  t->smemo_next = 0;
+/* Type t's scored answers are stale (an availability count of it changed). */
+static void sctx_drop_type(dt_plan *p, uint32_t t) {
+  for (uint32_t i = 0; i < p->nsctx; i++) p->sctx[i].known[t] = 0;
 }
 
 static int score_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t ntypes, int32_t *bt, int32_t *bo,
@@ -135,24 +147,22 @@ static int score_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n
   score_cache *sc = score_cache_for(p, pl->policy);
   if (!sc) return DT_ENOMEM;
   double smax = pl->spot_max;
-  /* each type's memo entry, looked up once; the launchable offerings not
-  ** scored yet, in one batch */
-  const struct rt_smemo **ms = dt__malloc((ntypes ? ntypes : 1) * sizeof *ms);
-  if (!ms) return DT_ENOMEM;
+  score_ctx *cx = sctx_for(p, k, pl->policy, smax);
+  if (!cx) return DT_ENOMEM;
+  /* the launchable offerings of types not answered yet, scored in one batch */
   size_t nmiss = 0, cap = 0;
   for (uint32_t i = 0; i < ntypes; i++)
-    if (!(ms[i] = smemo_hit(&p->types[types[i]], k, pl->policy, smax))) cap += p->types[types[i]].noff;
+    if (!cx->known[types[i]]) cap += p->types[types[i]].noff;
   uint32_t *miss = cap ? dt__malloc(cap * sizeof *miss) : NULL;
   double *val = cap ? dt__malloc(cap * sizeof *val) : NULL;
   if (cap && (!miss || !val)) {
     dt__free(miss);
     dt__free(val);
-    dt__free(ms);
     return DT_ENOMEM;
   }
   for (uint32_t i = 0; i < ntypes && cap; i++) {
     const rt_type *t = &p->types[types[i]];
-    if (ms[i]) continue;
+    if (cx->known[types[i]]) continue;
     for (uint32_t o = 0; o < t->noff; o++) {
       uint32_t g = p->off_base[types[i]] + o;
       if (off_ok(&t->off[o], k->zmask, k->ctmask, smax) && !sc->known[g]) miss[nmiss++] = g;
@@ -165,17 +175,14 @@ static int score_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n
   }
   dt__free(miss);
   dt__free(val);
-  if (!ok) {
-    dt__free(ms);
-    return 0; /* the default choice stands */
-  }
+  if (!ok) return 0; /* the default choice stands */
   int32_t best_t = -1, best_o = -1;
   double best = 0;
   bool any = false; /* any launchable offering at all */
   for (uint32_t i = 0; i < ntypes; i++) {
-    rt_type *t = &p->types[types[i]];
-    const struct rt_smemo *m = ms[i];
-    if (!m) {
+    uint32_t ti = types[i];
+    const rt_type *t = &p->types[ti];
+    if (!cx->known[ti]) {
       int32_t to = -1;
       double ts = 0;
       bool some = false; /* a launchable offering of this type */
@@ -189,22 +196,20 @@ static int score_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t n
           ts = v;
         }
       }
-      struct rt_smemo *e = &t->smemo[t->smemo_next];
-      t->smemo_next = (uint8_t)((t->smemo_next + 1) % 4);
-      /* off -1 and score NAN: offerings, all excluded; -1 and 0: none */
-      *e = (struct rt_smemo){pl->policy, k->zmask, to < 0 && some ? NAN : ts, smax, to, k->ctmask, true};
-      m = e;
+      cx->off[ti] = to;
+      cx->score[ti] = to < 0 && some ? NAN : ts; /* -1 and NAN: offerings, all excluded; -1 and 0: none */
+      cx->known[ti] = 1;
     }
-    any |= m->off >= 0 || isnan(m->score);
-    if (m->off < 0) continue;
-    double v = m->score;
+    int32_t off = cx->off[ti];
+    double v = cx->score[ti];
+    any |= off >= 0 || isnan(v);
+    if (off < 0) continue;
     if (best_t < 0 || v < best || (v == best && t->rank < p->types[best_t].rank)) {
-      best_t = (int32_t)types[i];
-      best_o = m->off;
+      best_t = (int32_t)ti;
+      best_o = off;
       best = v;
     }
   }
-  dt__free(ms);
   if (!any) return 0; /* nothing launchable: as rank, the default stands */
   if (best_t < 0) {
     *bt = -1;
@@ -501,10 +506,8 @@ int dt__sched_launch(dt_plan *p) {
   type_order orders[TYPE_ORDERS];
   uint32_t norders = 0, next_order = 0, next_set = 0;
   launch_set sets[LAUNCH_SETS] = {0};
-  for (uint32_t t = 0; t < p->ntypes; t++) {
-    memo_drop(&p->types[t]);
-    smemo_drop(&p->types[t]);
-  }
+  for (uint32_t t = 0; t < p->ntypes; t++) memo_drop(&p->types[t]);
+  p->nsctx = p->next_sctx = 0; /* the contexts' arrays are kept for reuse */
   /* A claim like the one before it (same options, masks and contents, no
   ** reservation, no availability count changed since) has the same
   ** launchable types and best offering: cost packing makes many such. */
@@ -647,7 +650,7 @@ static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int3
   if (of->avail > 0) {
     of->avail--;
     memo_drop(&p->types[bt]);
-    smemo_drop(&p->types[bt]);
+    sctx_drop_type(p, (uint32_t)bt);
     p->avail_gen++;
   }
   /* the units this claim held are released: the chosen one is now consumed */

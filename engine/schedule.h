@@ -66,16 +66,6 @@ typedef struct rt_type {
     bool ok;
   } memo[4];
   uint8_t memo_next; /* the entry the next miss replaces */
-  /* the same for the score hook: the best-scored launchable offering */
-  struct rt_smemo {
-    const struct dt_policy *pol;
-    uint64_t zmask;
-    double score, spot_max;
-    int32_t off;
-    uint8_t ctmask;
-    bool ok;
-  } smemo[4];
-  uint8_t smemo_next; /* the entry the next miss replaces */
 } rt_type;
 
 /* A taint's effect, in the order of the names the engine prints. */
@@ -280,6 +270,21 @@ typedef struct rt_claim {
 } rt_claim;
 
 /* A policy's score(offering) results in one plan, computed when first needed. */
+/* The score hook's best launchable offering of each type for claims of one
+** policy, masks and spot maximum (sched_launch.c score_pick): looked up by
+** type index, known[t] set once computed; a plan keeps a few such contexts
+** and forgets a type's entries when an availability count of it changes. */
+typedef struct score_ctx {
+  const struct dt_policy *pol;
+  uint64_t zmask;
+  double spot_max;
+  uint8_t ctmask;
+  int32_t *off;   /* per type: the offering, -1 none */
+  double *score;  /* per type: its score; NAN with off -1: offerings, all excluded */
+  uint8_t *known; /* per type */
+} score_ctx;
+#define SCORE_CTXS 8
+
 typedef struct score_cache {
   const struct dt_policy *pol;
   double *score;  /* per snapshot offering; NAN excludes */
@@ -357,7 +362,9 @@ struct dt_plan {
   /* policies used by this plan, and the offering snapshot their hooks see */
   DT_VEC(dt_policy *) policies;
   DT_VEC(struct score_cache) scores; /* each policy's score hook results, per snapshot offering */
-  uint32_t *off_base;                /* per type: index of its first offering in the snapshot */
+  score_ctx sctx[SCORE_CTXS];        /* score_pick's per-type answers, by claim context */
+  uint32_t nsctx, next_sctx;
+  uint32_t *off_base; /* per type: index of its first offering in the snapshot */
   struct dt_hook_offer *snapshot;
   size_t nsnapshot;
   dt_plan_stats stats;
