@@ -113,21 +113,24 @@ bool dt__min_values_ok(const dt_plan *p, const dt_reqs *r, const uint32_t *opt, 
   return true;
 }
 
-/* Options of k that fit used + req under requirements nr and masks. */
-/* Whether type ti has an offering a claim of pool pi with masks zm, cm may
-** launch (type_offered, through R->offz). */
-static inline bool offered(const run *R, uint32_t pi, uint32_t ti, uint64_t zm, uint8_t cm) {
-  const uint64_t *z = &R->offz[((size_t)pi * R->p->ntypes + ti) * DT_CT_N];
+/* Whether zones z (one mask per capacity type) meet masks zm, cm. */
+static inline bool zones_meet(const uint64_t *z, uint64_t zm, uint8_t cm) {
   return ((cm & 1) && (z[0] & zm)) || ((cm >> 1 & 1) && (z[1] & zm)) || ((cm >> 2 & 1) && (z[2] & zm));
 }
 
+/* Whether type ti has an offering a claim of pool pi with masks zm, cm may
+** launch (type_offered, through R->offz). */
+static inline bool offered(const run *R, uint32_t pi, uint32_t ti, uint64_t zm, uint8_t cm) {
+  return zones_meet(&R->offz[((size_t)pi * R->p->ntypes + ti) * DT_CT_N], zm, cm);
+}
+
+/* Options of k that fit used + req under requirements nr and masks. */
 static uint32_t filter_options(const run *R, const rt_pool *pl, const uint32_t *opt, uint32_t nopt, const int64_t *used,
                                const int64_t *req, const dt_reqs *nr, bool labels, uint64_t zm, uint8_t cm,
                                uint32_t *out) {
   const dt_plan *p = R->p;
   uint32_t pi = (uint32_t)(pl - p->pools), n = 0;
-  const uint64_t *all = &R->allz[(size_t)pi * DT_CT_N]; /* then every option is offered */
-  bool every = ((cm & 1) && (all[0] & zm)) || ((cm >> 1 & 1) && (all[1] & zm)) || ((cm >> 2 & 1) && (all[2] & zm));
+  bool every = zones_meet(&R->allz[(size_t)pi * DT_CT_N], zm, cm); /* then every option is offered */
   for (uint32_t i = 0; i < nopt; i++) {
     if ((every || offered(R, pi, opt[i], zm, cm)) && fits(p, pl->eff[opt[i]], used, req) &&
         (!labels || dt__type_labels_ok(p, &p->types[opt[i]], nr))) {
@@ -249,6 +252,13 @@ static void set_optmax(const dt_plan *p, rt_claim *k) {
     for (uint32_t r = 0; r < p->nres; r++)
       k->optmax[r] = eff[k->opt[i]][r] > k->optmax[r] ? eff[k->opt[i]][r] : k->optmax[r];
   k->has_optmax = k->nopt > 0;
+}
+
+/* out[r]: the most capacity any of types opt[0..n) has of resource r (0 when none). */
+static void cap_max(const dt_plan *p, const uint32_t *opt, uint32_t n, int64_t *out) {
+  for (uint32_t r = 0; r < p->nres; r++) out[r] = 0;
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t r = 0; r < p->nres; r++) out[r] = p->types[opt[i]].cap[r] > out[r] ? p->types[opt[i]].cap[r] : out[r];
 }
 
 /* Try to add a pod of class ci to claim k. */
@@ -469,9 +479,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
     bool far = true; /* no option's capacity passes a limit's remainder */
     if (nlim && !po->capmax) {
       if (!(po->capmax = A(p, p->nres * sizeof *po->capmax))) return DT_ENOMEM;
-      for (uint32_t i = 0; i < po->n; i++)
-        for (uint32_t r = 0; r < p->nres; r++)
-          po->capmax[r] = p->types[po->opt[i]].cap[r] > po->capmax[r] ? p->types[po->opt[i]].cap[r] : po->capmax[r];
+      cap_max(p, po->opt, po->n, po->capmax);
     }
     for (uint32_t l = 0; l < nlim && far; l++) far = po->capmax[lim[l]] <= pl->remaining[lim[l]];
     for (uint32_t i = 0; far && i < po->nmemo && !e; i++)
@@ -491,9 +499,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
         if (!po->memo && !(po->memo = A(p, NEWOPT_MEMO * sizeof *po->memo))) return DT_ENOMEM;
         rt_newopt *m = &po->memo[po->nmemo < NEWOPT_MEMO ? po->nmemo++ : po->next_memo++ % NEWOPT_MEMO];
         *m = (rt_newopt){zm, cm, n, opt, {0}};
-        for (uint32_t i = 0; i < n; i++)
-          for (uint32_t r = 0; r < p->nres; r++)
-            m->mx[r] = p->types[opt[i]].cap[r] > m->mx[r] ? p->types[opt[i]].cap[r] : m->mx[r];
+        cap_max(p, opt, n, m->mx);
         e = m;
       }
     }

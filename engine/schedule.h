@@ -269,7 +269,6 @@ typedef struct rt_claim {
   uint32_t *final;
 } rt_claim;
 
-/* A policy's score(offering) results in one plan, computed when first needed. */
 /* The score hook's best launchable offering of each type for claims of one
 ** policy, masks and spot maximum (sched_launch.c score_pick): looked up by
 ** type index, known[t] set once computed; a plan keeps a few such contexts
@@ -285,6 +284,7 @@ typedef struct score_ctx {
 } score_ctx;
 #define SCORE_CTXS 8
 
+/* A policy's score(offering) results in one plan, computed when first needed. */
 typedef struct score_cache {
   const struct dt_policy *pol;
   double *score;  /* per snapshot offering; NAN excludes */
