@@ -72,6 +72,11 @@ void dt__policy_pass_end(dt_policy *p);
 ** Returns 0, or -1 when the hook failed (defaults apply; the error is recorded).
 ** Once per plan, or once per disruption pass (above). */
 int dt__policy_price(dt_policy *p, double *out);
+/* In a disruption pass whose prices the hook gave already: whether so, and
+** that outcome again for a plan that starts from offerings already priced
+** (a failure recorded in its errors as dt__policy_price would; -1 none). */
+bool dt__policy_pass_priced(const dt_policy *p);
+int dt__policy_price_repeat(dt_policy *p);
 
 /* rank(claim, offerings): idx[] indexes the round's snapshot; score[i] is the
 ** score (lower wins) or NAN to exclude. Returns 0 or -1 (defaults apply). */

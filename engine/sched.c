@@ -294,7 +294,8 @@ void dt__catalog_compiled_free(dt_compiled_catalog *cc) {
   dt__free(cc);
 }
 
-static int copy_compiled(dt_plan *p, const dt_plan *b) {
+/* types: b's, or a copy of them (a cluster's priced copy) */
+static int copy_compiled(dt_plan *p, const dt_plan *b, const rt_type *types) {
   if (dt__symtab_clone(&p->syms, &b->syms)) return DT_ENOMEM;
   p->k_zone = b->k_zone, p->k_ct = b->k_ct, p->k_type = b->k_type, p->k_pool = b->k_pool;
   p->k_hostname = b->k_hostname, p->k_interruptible = b->k_interruptible, p->k_resv = b->k_resv;
@@ -310,18 +311,48 @@ static int copy_compiled(dt_plan *p, const dt_plan *b) {
   p->ntypes = b->ntypes;
   /* every byte of the types and their offerings is copied over: taken
   ** from the arena without clearing, the offerings in one block */
+  p->types = dt__types_copy(&p->arena, types ? types : b->types, b->ntypes);
+  return p->types ? 0 : DT_ENOMEM;
+}
+
+rt_type *dt__types_copy(dt_arena *a, const rt_type *from, uint32_t n) {
   size_t noff = 0;
-  for (uint32_t t = 0; t < b->ntypes; t++) noff += b->types[t].noff;
-  p->types = dt__arena_raw(&p->arena, (b->ntypes ? b->ntypes : 1) * sizeof *p->types);
-  rt_off *off = dt__arena_raw(&p->arena, (noff ? noff : 1) * sizeof *off);
-  if (!p->types || !off) return DT_ENOMEM;
-  memcpy(p->types, b->types, b->ntypes * sizeof *p->types);
-  for (uint32_t t = 0; t < p->ntypes; t++) {
-    memcpy(off, b->types[t].off, p->types[t].noff * sizeof *off);
-    p->types[t].off = off;
-    off += p->types[t].noff;
+  for (uint32_t t = 0; t < n; t++) noff += from[t].noff;
+  rt_type *types = dt__arena_raw(a, (n ? n : 1) * sizeof *types);
+  rt_off *off = dt__arena_raw(a, (noff ? noff : 1) * sizeof *off);
+  if (!types || !off) return NULL;
+  memcpy(types, from, n * sizeof *types);
+  for (uint32_t t = 0; t < n; t++) {
+    memcpy(off, from[t].off, types[t].noff * sizeof *off);
+    types[t].off = off;
+    off += types[t].noff;
   }
-  return 0;
+  return types;
+}
+
+/* Whether an overlay may start from its cluster's priced copy: taken under
+** the same marks, clock and policy, whose price hook (if any) answered for
+** the whole pass. */
+static bool priced_same(const dt_cluster *cl, const dt_manifests *m, const dt_plan_opts *o) {
+  return cl->priced.types && cl->priced.marks == m->marks.v && cl->priced.nmarks == m->marks.n &&
+         cl->priced.now == o->now && cl->priced.policy == o->policy &&
+         (!dt__policy_has(o->policy, DT_HOOK_PRICE) || dt__policy_pass_priced(o->policy));
+}
+
+/* After an overlay's marks and price hook: its offerings become the
+** cluster's priced copy when it has none for them (out of memory: none). */
+static void priced_keep(dt_plan *p) {
+  dt_cluster *cl = p->cl;
+  if (!cl || p->priced == PRICED_COPY) return;
+  rt_type *t = dt__types_copy(&cl->base->arena, p->types, p->ntypes);
+  if (!t) return;
+  cl->priced.types = t;
+  cl->priced.marks = p->manifests->marks.v;
+  cl->priced.nmarks = p->manifests->marks.n;
+  cl->priced.now = p->opts.now;
+  cl->priced.policy = p->opts.policy;
+  cl->priced.gen++;
+  p->priced = PRICED_KEPT;
 }
 
 /* results: the typed results (dt_plan_claim and friends) are built, as a
@@ -347,16 +378,18 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
     p->cl = cl;
     p->ov = ov;
     p->opts.explain = NULL; /* explain.c reads the manifests' own pods */
-    if ((rc = copy_compiled(p, cl->base))) goto fail;
+    p->priced = priced_same(cl, manifests, &p->opts) ? PRICED_COPY : PRICED_NONE;
+    if ((rc = copy_compiled(p, cl->base, p->priced ? cl->priced.types : NULL))) goto fail;
     p->early_syms = cl->base->early_syms;
   } else if (cc && !manifests->vmpools.n) { /* the pools' VMs would intern names before the catalog's */
-    if ((rc = copy_compiled(p, cc->base))) goto fail;
+    if ((rc = copy_compiled(p, cc->base, NULL))) goto fail;
   } else {
     if ((rc = plan_begin(p)) || (rc = add_pool_vms(p, err)) || (rc = dt__sched_compile_catalog(p, err))) goto fail;
   }
-  if ((rc = dt__sched_apply_marks(p)) || (rc = dt__sched_build_snapshot(p)) || (rc = dt__sched_apply_price_hook(p)) ||
-      (rc = dt__sched_compile_pools(p, err)) || (rc = dt__sched_compile_nodes(p, err)))
+  if ((rc = dt__sched_apply_marks(p)) || (rc = dt__sched_build_snapshot(p)) || (rc = dt__sched_apply_price_hook(p)))
     goto fail;
+  priced_keep(p);
+  if ((rc = dt__sched_compile_pools(p, err)) || (rc = dt__sched_compile_nodes(p, err))) goto fail;
   if ((rc = dt__sched_compile_pods(p, err)) || (rc = static_claims(p))) goto fail;
   if (p->opts.explain && (rc = dt__explain_begin(p, err))) goto fail;
   if ((rc = dt__sched_solve(p))) goto fail;
@@ -433,7 +466,7 @@ int dt__cluster_new_compiled(const dt_catalog *catalog, const dt_compiled_catalo
   p->manifests = m;
   p->ex_pod = -1;
   /* the order a plan interns names in: the catalog's (or their copy), then the pools' */
-  int rc = cc ? copy_compiled(p, cc->base) : plan_begin(p);
+  int rc = cc ? copy_compiled(p, cc->base, NULL) : plan_begin(p);
   if (!rc && !cc) rc = dt__sched_compile_catalog(p, err);
   if (!rc) rc = dt__sched_compile_pools(p, err);
   if (!rc && (p->arena.oom || p->syms.oom)) rc = DT_ENOMEM;

@@ -175,6 +175,10 @@ int dt__sched_apply_price_hook(dt_plan *p) {
   if (!dt__policy_has(pol, DT_HOOK_PRICE)) return 0;
   int rc = dt__sched_use_policy(p, pol);
   if (rc) return rc;
+  if (p->priced == PRICED_COPY) { /* the pass's prices are in the copy: its outcome recorded again */
+    dt__policy_price_repeat(pol);
+    return 0;
+  }
   double *out = dt__malloc((p->nsnapshot ? p->nsnapshot : 1) * sizeof *out);
   if (!out) return DT_ENOMEM;
   if (dt__policy_price(pol, out) == 0) {
@@ -373,6 +377,9 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
 static bool overlay_offers_same(dt_plan *p) {
   dt_cluster *cl = p->cl;
   if (!cl) return false;
+  /* offerings that are the priced copy the kept types were chosen under */
+  uint32_t gen = p->priced ? cl->priced.gen : 0;
+  if (gen && cl->ptypes && cl->ptypes_gen == gen && cl->nptypes == p->npools) return true;
   size_t n = 0;
   for (uint32_t t = 0; t < p->ntypes; t++) n += p->types[t].noff;
   bool same = cl->ptypes && cl->nptypes == p->npools && cl->nptypes_offers == 3 * n;
@@ -383,7 +390,11 @@ static bool overlay_offers_same(dt_plan *p) {
              !memcmp(&cl->ptypes_offers[k + 1], &of->cap, sizeof(double)) &&
              cl->ptypes_offers[k + 2] == (of->avail != 0);
     }
-  if (same) return true;
+  if (same) {
+    if (gen) cl->ptypes_gen = gen;
+    return true;
+  }
+  cl->ptypes_gen = gen;
   cl->ptypes = A(cl->base, (p->npools ? p->npools : 1) * sizeof *cl->ptypes);
   cl->ptypes_offers = A(cl->base, (n ? 3 * n : 1) * sizeof(double));
   if (!cl->ptypes || !cl->ptypes_offers) {

@@ -335,6 +335,22 @@ typedef struct pool_types {
   bool has_reserved;
 } pool_types;
 
+/* A pool's types in launch's order under one claim's masks, each with its
+** best offering and cheapest price (sched_launch.c), kept by a cluster for
+** the overlays that start from the same priced copy. */
+typedef struct kept_order {
+  uint32_t pool, gen, npool, n;
+  uint64_t zmask;
+  double spot_max;
+  uint8_t ctmask;
+  uint32_t *pool_types; /* the pool's types it was ordered from (npool) */
+  uint32_t *types;      /* (n) */
+  int32_t *off;
+  double *price;
+} kept_order;
+
+#define KEPT_ORDERS 8
+
 struct dt_cluster {
   dt_plan *base; /* the catalog and NodePools compiled; every name below interned */
   DT_VEC(cnode) nodes;
@@ -377,9 +393,33 @@ struct dt_cluster {
   uint32_t nptypes;
   double *ptypes_offers;
   size_t nptypes_offers;
+  uint32_t ptypes_gen; /* the priced copy (below) they were chosen under, 0 none */
+  /* The types and offerings as an overlay has them after the marks and the
+  ** price hook: a pass's prices are fixed (dt__policy_pass_begin), so every
+  ** later overlay under the same marks, clock and policy starts from this
+  ** copy rather than marking and pricing the catalog again. In the base's
+  ** arena; gen counts the copies taken (0: none yet). */
+  struct {
+    rt_type *types;
+    const dt_mark *marks;
+    size_t nmarks;
+    int64_t now;
+    const dt_policy *policy;
+    uint32_t gen;
+  } priced;
+  kept_order korder[KEPT_ORDERS]; /* in the base's arena */
+  uint32_t nkorder, next_korder;
 };
 
+/* An overlay plan's offerings (dt_plan.priced) until its pools are compiled:
+** marked and priced by itself, started from its cluster's priced copy, or
+** marked and priced by itself and kept as that copy. */
+enum { PRICED_NONE = 0, PRICED_COPY = 1, PRICED_KEPT = 2 };
+
 /* ------------------------------------------------- across the phases */
+
+/* sched.c: types[0..n) and their offerings copied into a (NULL: out of memory) */
+rt_type *dt__types_copy(dt_arena *a, const rt_type *from, uint32_t n);
 
 /* sched_compile.c */
 int dt__sched_apply_marks(dt_plan *p);

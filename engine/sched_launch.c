@@ -282,6 +282,11 @@ static void memo_drop(rt_type *t) {
   t->memo_next = 0;
 }
 
+static void memo_put(rt_type *t, const rt_claim *k, double price, double spot_max, int32_t off) {
+  t->memo[t->memo_next] = (struct rt_memo){k->zmask, price, spot_max, off, k->ctmask, true};
+  t->memo_next = (uint8_t)((t->memo_next + 1) % 4);
+}
+
 static int32_t type_best_slow(dt_plan *p, const rt_claim *k, uint32_t ti, double *cheapest) {
   rt_type *t = &p->types[ti];
   double smax = p->pools[k->pool].spot_max;
@@ -298,10 +303,7 @@ static int32_t type_best_slow(dt_plan *p, const rt_claim *k, uint32_t ti, double
     if (of->price < ch) ch = of->price;
     if (dt__sched_off_better(p, ti, o, bo < 0 ? -1 : (int32_t)ti, bo, NULL)) bo = (int32_t)o;
   }
-  if (!k->held.n) {
-    t->memo[t->memo_next] = (struct rt_memo){k->zmask, ch, smax, bo, k->ctmask, true};
-    t->memo_next = (uint8_t)((t->memo_next + 1) % 4);
-  }
+  if (!k->held.n) memo_put(t, k, ch, smax, bo);
   *cheapest = ch;
   return bo;
 }
@@ -379,6 +381,45 @@ typedef struct type_order {
 
 #define TYPE_ORDERS 8
 
+/*
+** The orders an overlay's cluster keeps: at the start of a launch (no
+** counted offering used yet) on offerings that are the cluster's priced
+** copy, a pool's order under a claim's masks is the same in every overlay
+** of the pass, so it is worked out once. kept_order_for: the entry for k's
+** pool and masks (types NULL: to be filled), or NULL when none may be kept.
+*/
+static kept_order *kept_order_for(dt_plan *p, const rt_claim *k) {
+  dt_cluster *cl = p->cl;
+  if (!cl || !p->priced || p->avail_gen || k->held.n) return NULL;
+  const rt_pool *pl = &p->pools[k->pool];
+  for (uint32_t i = 0; i < cl->nkorder; i++) {
+    kept_order *e = &cl->korder[i];
+    if (e->gen == cl->priced.gen && e->pool == k->pool && e->zmask == k->zmask && e->ctmask == k->ctmask &&
+        !memcmp(&e->spot_max, &pl->spot_max, sizeof(double)) && e->npool == pl->ntypes &&
+        !memcmp(e->pool_types, pl->types, pl->ntypes * sizeof *pl->types))
+      return e;
+  }
+  kept_order *e = &cl->korder[cl->nkorder < KEPT_ORDERS ? cl->nkorder++ : cl->next_korder++ % KEPT_ORDERS];
+  memset(e, 0, sizeof *e);
+  return e;
+}
+
+/* Keep o, just worked out for k, in e (out of memory: e stays empty). */
+static void kept_order_fill(dt_plan *p, const rt_claim *k, kept_order *e, const type_order *o) {
+  dt_plan *b = p->cl->base;
+  const rt_pool *pl = &p->pools[k->pool];
+  uint32_t *pt = A(b, (pl->ntypes ? pl->ntypes : 1) * sizeof *pt), *ty = A(b, (o->n ? o->n : 1) * sizeof *ty);
+  int32_t *off = A(b, (o->n ? o->n : 1) * sizeof *off);
+  double *pr = A(b, (o->n ? o->n : 1) * sizeof *pr);
+  if (!pt || !ty || !off || !pr) return;
+  memcpy(pt, pl->types, pl->ntypes * sizeof *pt);
+  for (uint32_t i = 0; i < o->n; i++) {
+    ty[i] = o->types[i];
+    off[i] = type_best(p, k, ty[i], &pr[i]); /* the memo's, just worked out */
+  }
+  *e = (kept_order){k->pool, p->cl->priced.gen, pl->ntypes, o->n, k->zmask, pl->spot_max, k->ctmask, pt, ty, off, pr};
+}
+
 static const type_order *type_order_for(dt_plan *p, const rt_claim *k, type_order *cache, uint32_t *ncache,
                                         uint32_t *next, double *price) {
   for (uint32_t i = 0; i < *ncache; i++) {
@@ -390,6 +431,14 @@ static const type_order *type_order_for(dt_plan *p, const rt_claim *k, type_orde
   *o = (type_order){k->pool,   k->zmask, p->avail_gen,
                     k->ctmask, 0,        A(p, (pl->ntypes ? pl->ntypes : 1) * sizeof(uint32_t))};
   if (!o->types) return NULL;
+  kept_order *kept = kept_order_for(p, k);
+  if (kept && kept->types) {
+    memcpy(o->types, kept->types, kept->n * sizeof *o->types);
+    o->n = kept->n;
+    for (uint32_t i = 0; i < kept->n; i++)
+      memo_put(&p->types[kept->types[i]], k, kept->price[i], kept->spot_max, kept->off[i]);
+    return o;
+  }
   for (uint32_t i = 0; i < pl->ntypes; i++) {
     double ch;
     if (type_best(p, k, pl->types[i], &ch) < 0) continue;
@@ -397,6 +446,7 @@ static const type_order *type_order_for(dt_plan *p, const rt_claim *k, type_orde
     o->types[o->n++] = pl->types[i];
   }
   if (dt__sched_sort_by_price(p, o->types, price, o->n)) return NULL;
+  if (kept) kept_order_fill(p, k, kept, o);
   return o;
 }
 

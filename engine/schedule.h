@@ -373,6 +373,7 @@ struct dt_plan {
   uint32_t early_syms;   /* symbols interned up to the NodePools: messages keep their order (key_before) */
   struct dt_cluster *cl; /* an overlay plan's cluster (its specs are the cluster's), else NULL */
   const struct dt_overlay *ov;
+  uint8_t priced;        /* an overlay's offerings: PRICED_* (its cluster's priced copy, sched_int.h) */
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
 };
 

@@ -385,6 +385,14 @@ static void pmemo_keep(dt_policy *p, const double *out, int rc, size_t nerrs, un
   p->pmemo.ok = true;
 }
 
+bool dt__policy_pass_priced(const dt_policy *p) { return p && pass_priced(p); }
+
+int dt__policy_price_repeat(dt_policy *p) {
+  if (!dt__policy_has(p, DT_HOOK_PRICE) || p->offers == LUA_NOREF || !pass_priced(p)) return -1;
+  if (p->pass.err) pl_record(p, "price", p->pass.err, p->pass.err_disabled);
+  return p->pass.rc;
+}
+
 /* Within a disruption pass the hook runs once: the pass's other plans get
 ** its prices (or its failure, recorded again in each plan's errors). */
 int dt__policy_price(dt_policy *p, double *out) {
