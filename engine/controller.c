@@ -193,7 +193,7 @@ static void on_requeue(uv_timer_t *t);
 typedef struct round_work {
   uv_work_t req;
   bool disrupt; /* a disruption pass rather than a provisioning round */
-  size_t n;
+  size_t n, npods; /* objects, and the Pods among them */
   char **key, **json; /* the store, copied; json NULL for a pod the cache keeps */
   bool key_borrowed;  /* key[i] and json[i] are the store's own: the virtual clock runs the round inline */
   uint64_t *gen;
@@ -265,8 +265,7 @@ static void round_run(uv_work_t *req) {
     return;
   }
   /* the pods' vector at its final size at once, not grown by copies */
-  size_t npods = 0;
-  for (size_t i = 0; i < w->n; i++) npods += !strncmp(w->key[i], "Pod/", 4);
+  size_t npods = w->npods;
   if (npods && dt__vec_grow((void **)&w->m->pods.v, &w->m->pods.cap, npods, sizeof *w->m->pods.v)) {
     w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
     return;
@@ -464,7 +463,7 @@ void dispatch(bool disrupt) {
   ** a pod it keeps at this version is not copied. */
   for (size_t i = 0; ok && i < D.objs.n; i++) {
     obj *ob = &D.objs.v[i];
-    uint32_t kept = !dt__podcache_keeps(ob->key)
+    uint32_t kept = ob->kind != OBJ_POD && ob->kind != OBJ_NODE
                         ? 0
                         : dt__podcache_find_hinted(D.podcache, ob->key, ob->gen, &ob->pc_hint, &ob->pc_epoch);
     w->key[i] = D.virt ? ob->key : dt__strdup(ob->key); /* inline, the store does not change under it */
@@ -485,6 +484,7 @@ void dispatch(bool disrupt) {
     return;
   }
   w->disrupt = disrupt;
+  w->npods = D.nkind[OBJ_POD];
   w->o.now = wall();
   w->o.seed = disrupt ? D.start_seed ^ ++D.round : ++D.round ^ D.start_seed; /* names differ across restarts */
   w->o.policy = D.policy;
@@ -702,6 +702,7 @@ void ctl_free(void) {
     cJSON_free(D.objs.v[i].json);
   }
   dt__free(D.objs.v);
+  dt__free(D.dirty.v);
   dt__symtab_free(&D.keys);
   dt__free(D.slot.v);
   for (size_t i = 0; i < D.insts.n; i++) inst_free(&D.insts.v[i]);

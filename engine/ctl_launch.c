@@ -45,9 +45,10 @@ void mark_unavailable(const char *ct, const char *type, const char *zone, const 
 
 /* Drop marks whose time has come. */
 void expire_marks(void) {
+  if (!D.nkind[OBJ_MARK]) return;
   int64_t now = wall();
   for (size_t i = 0; i < D.objs.n;) {
-    if (strncmp(D.objs.v[i].key, "UnavailableOffering/", 20)) {
+    if (D.objs.v[i].kind != OBJ_MARK) {
       i++;
       continue;
     }

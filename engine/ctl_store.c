@@ -44,34 +44,52 @@ static void store_rehash(void) {
 
 /* Put the store in key order when it is mostly in order already, as it is
 ** between rounds: objects put since the last sort sit at the end and a
-** delete moved the last object into the hole. An object out of order with
-** a neighbour is set aside, the rest (in order by construction) is
-** compacted to the front, and the few set aside are sorted and merged in
-** from the back: about two comparisons per object rather than a sort's
-** n log n. Keys are distinct, so the order is qsort's. False (nothing
-** moved) when the set-aside part would be large or out of memory. */
+** delete moved the last object into the hole (the slots it filled are
+** kept in D.dirty). Those are set aside, the rest (in order since the last
+** sort) is compacted to the front, and the few set aside are sorted and
+** merged in from the back, each placed by a binary search: r log n key
+** comparisons for r objects out of place rather than a sort's n log n or
+** a pass comparing every neighbour. Keys are distinct, so the order is
+** qsort's. False (nothing moved) when the set-aside part would be large or
+** out of memory. */
 static bool store_merge_sort(void) {
   obj *v = D.objs.v;
-  size_t n = D.objs.n, k = 0, r = 0;
-  obj *rest = dt__malloc(n * sizeof *rest);
-  if (!rest) return false;
-  bool before_ok = true; /* v[i - 1] <= v[i] */
-  for (size_t i = 0; i < n; i++) {
-    bool after_ok = i + 1 == n || strcmp(v[i].key, v[i + 1].key) < 0;
-    if (before_ok && after_ok && (!k || strcmp(v[k - 1].key, v[i].key) < 0))
-      v[k++] = v[i];
-    else
-      rest[r++] = v[i];
-    before_ok = after_ok;
-  }
-  if (r > n / 4) { /* mostly out of order: a sort of the whole does better */
-    memcpy(v + k, rest, r * sizeof *rest);
-    dt__free(rest);
+  size_t n = D.objs.n, clean = D.clean_n < n ? D.clean_n : n, r = n - clean;
+  bool *dirty = dt__calloc(clean + 1, sizeof *dirty);
+  if (!dirty) return false;
+  for (size_t i = 0; i < D.dirty.n; i++)
+    if (D.dirty.v[i] < clean && !dirty[D.dirty.v[i]]) {
+      dirty[D.dirty.v[i]] = true;
+      r++;
+    }
+  obj *rest = r <= n / 4 ? dt__malloc((r ? r : 1) * sizeof *rest) : NULL;
+  if (!rest) { /* mostly out of order: a sort of the whole does better */
+    dt__free(dirty);
     return false;
   }
+  size_t k = 0, j = 0;
+  for (size_t i = 0; i < clean; i++)
+    if (dirty[i])
+      rest[j++] = v[i];
+    else
+      v[k++] = v[i];
+  for (size_t i = clean; i < n; i++) rest[j++] = v[i];
+  dt__free(dirty);
   qsort(rest, r, sizeof *rest, key_cmp);
-  for (size_t w = n, a = k, b = r; b;) /* from the back: the kept part's end is never overwritten early */
-    v[--w] = a && strcmp(v[a - 1].key, rest[b - 1].key) > 0 ? v[--a] : rest[--b];
+  for (size_t w = n, a = k, b = r; b--;) { /* from the back: the kept part's end is never overwritten early */
+    size_t lo = 0, hi = a;                 /* the first kept object after rest[b] */
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (strcmp(v[mid].key, rest[b].key) > 0)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    w -= a - lo;
+    memmove(&v[w], &v[lo], (a - lo) * sizeof *v);
+    a = lo;
+    v[--w] = rest[b];
+  }
   dt__free(rest);
   return true;
 }
@@ -81,6 +99,8 @@ static bool store_merge_sort(void) {
 void store_sort(void) {
   if (!D.objs.n || D.sorted) return;
   if (!store_merge_sort()) qsort(D.objs.v, D.objs.n, sizeof *D.objs.v, key_cmp);
+  D.clean_n = D.objs.n;
+  D.dirty.n = 0;
   if (D.keys.oom) {
     store_rehash();
   } else {
@@ -98,6 +118,14 @@ int obj_find(const char *key) {
 
 int obj_put_text(const char *key, char *json);
 
+static uint8_t key_kind(const char *key) {
+  if (!strncmp(key, "Pod/", 4)) return OBJ_POD;
+  if (dt__podcache_keeps_node(key)) return OBJ_NODE;
+  if (!strncmp(key, "UnavailableOffering/", 20)) return OBJ_MARK;
+  if (!strncmp(key, "VirtualMachinePool/", 19)) return OBJ_VMPOOL;
+  return OBJ_OTHER;
+}
+
 int obj_put(const char *key, const cJSON *o) {
   char *json = cJSON_PrintUnformatted(o);
   return json ? obj_put_text(key, json) : DT_ENOMEM;
@@ -113,7 +141,7 @@ int obj_put_text(const char *key, char *json) {
     D.objs.v[at].gen = ++D.obj_gen;
     return 0;
   }
-  obj ob = {dt__strdup(key), json, ++D.obj_gen, 0, 0, 0, 0, 0, 0, 0, 0};
+  obj ob = {dt__strdup(key), json, ++D.obj_gen, 0, 0, 0, 0, 0, 0, 0, 0, key_kind(key)};
   dt_sym s = ob.sym = dt__sym(&D.keys, key);
   while (!D.keys.oom && D.slot.n <= s)
     if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;
@@ -123,6 +151,7 @@ int obj_put_text(const char *key, char *json) {
     return DT_ENOMEM;
   }
   D.slot.v[s] = (int32_t)(D.objs.n - 1);
+  D.nkind[ob.kind]++;
   D.sorted = false;
   return 0;
 }
@@ -132,9 +161,14 @@ bool obj_del(const char *key) {
   if (at < 0) return false;
   journal_del("del", "key", key);
   D.slot.v[dt__sym_find(&D.keys, key)] = -1;
+  D.nkind[D.objs.v[at].kind]--;
   dt__free(D.objs.v[at].key);
   cJSON_free(D.objs.v[at].json);
   D.objs.v[at] = D.objs.v[--D.objs.n];
+  /* the last object fills the hole: the sorted part ends before it, and
+  ** the hole is out of place (out of memory: all is sorted again) */
+  if (D.clean_n > D.objs.n) D.clean_n = D.objs.n;
+  if ((size_t)at < D.clean_n && dt__vec_push(&D.dirty, (uint32_t)at)) D.clean_n = 0;
   if ((size_t)at < D.objs.n) D.slot.v[dt__sym_find(&D.keys, D.objs.v[at].key)] = at;
   D.sorted = false;
   if (D.keys.n > 1024 && D.keys.n > 2 * D.objs.n) store_rehash();

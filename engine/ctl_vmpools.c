@@ -63,9 +63,7 @@ static size_t pool_actions(const dt_pools *r, const dt_pool_info *pool, dt_pool_
 ** plan. The last result is served at /v1/pools.
 */
 void converge_pools(void) {
-  bool any = false;
-  for (size_t i = 0; i < D.objs.n && !any; i++) any = !strncmp(D.objs.v[i].key, "VirtualMachinePool/", 19);
-  if (!any) return;
+  if (!D.nkind[OBJ_VMPOOL]) return;
   dt_error err = {0};
   dt_manifests *m = manifests(&err);
   if (!m) {

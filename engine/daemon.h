@@ -25,6 +25,10 @@
 #define REQUEUE_BASE_MS 1000
 #define REQUEUE_MAX_MS  300000
 
+/* What a stored object is, by its key's kind (OBJ_NODE: a Node or a
+** NodeClaim, as the round's pod cache keeps them) */
+enum { OBJ_POD, OBJ_NODE, OBJ_MARK, OBJ_VMPOOL, OBJ_OTHER, OBJ_KINDS };
+
 typedef struct obj {
   char *key;    /* Kind/namespace/name */
   char *json;   /* the object, compact JSON */
@@ -35,6 +39,7 @@ typedef struct obj {
   uint64_t span_gen;
   uint32_t pods_at, pods_end, event_at, event_end;
   uint32_t pc_hint, pc_epoch; /* a Pod's entry in the round's pod cache (dt__podcache_find_hinted) */
+  uint8_t kind;               /* OBJ_* */
 } obj;
 
 typedef struct instance {
@@ -110,6 +115,9 @@ typedef struct dtd {
   dt_symtab keys;                 /* object keys, interned */
   DT_VEC(int32_t) slot;           /* key symbol -> index in objs, -1 when deleted */
   bool sorted;                    /* objs in key order */
+  size_t clean_n;                 /* objs[0, clean_n) in key order as last sorted, but for those at dirty[] */
+  DT_VEC(uint32_t) dirty;         /* slots below clean_n a delete moved another object into */
+  size_t nkind[OBJ_KINDS];        /* objs of each kind */
   uint64_t obj_gen;               /* the last obj.gen given */
   dt_podcache *podcache;          /* parsed pods, kept from round to round; only a round uses it */
   struct dt_compiled_catalog *cc; /* D.cat compiled for rounds (a round makes it, on first use) */

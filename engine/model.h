@@ -469,12 +469,12 @@ void dt__pod_base_sig(const dt_podspec *p, dt_buf *b);
 bool dt__pod_same_shape(const dt_podspec *p, const dt_podspec *e);
 dt_podcache *dt__podcache_new(void);
 void dt__podcache_free(dt_podcache *c);
+/* Whether the cache may keep a node of that store name ("Kind/ns/name"):
+** Nodes and NodeClaims (their parsed dt_node, borrowed as pods are); it
+** keeps Pods ("Pod/...") too. */
+bool dt__podcache_keeps_node(const char *name);
 /* The entry that keeps name at version gen, 0 when none: an add given it
 ** may pass no text. It stays valid until the next sweep. */
-/* Whether the cache may keep an object of that store name ("Kind/ns/name"):
-** Pods, and Nodes and NodeClaims (their parsed dt_node, borrowed alike). */
-bool dt__podcache_keeps(const char *name);
-bool dt__podcache_keeps_node(const char *name);
 uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen);
 /* The same, given what an earlier call kept for this very name in *hint and
 ** *epoch (zeros at first): while the cache has not renamed its entries

@@ -118,8 +118,6 @@ void dt__podcache_free(dt_podcache *c) {
   dt__free(c);
 }
 
-bool dt__podcache_keeps(const char *name) { return !strncmp(name, "Pod/", 4) || dt__podcache_keeps_node(name); }
-
 bool dt__podcache_keeps_node(const char *name) {
   return !strncmp(name, "Node/", 5) || !strncmp(name, "NodeClaim/", 10);
 }
