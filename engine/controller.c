@@ -192,8 +192,8 @@ static void on_requeue(uv_timer_t *t);
 */
 typedef struct round_work {
   uv_work_t req;
-  bool disrupt; /* a disruption pass rather than a provisioning round */
-  size_t n, npods; /* objects, and the Pods among them */
+  bool disrupt;       /* a disruption pass rather than a provisioning round */
+  size_t n, npods;    /* objects, and the Pods among them */
   char **key, **json; /* the store, copied; json NULL for a pod the cache keeps */
   bool key_borrowed;  /* key[i] and json[i] are the store's own: the virtual clock runs the round inline */
   uint64_t *gen;

@@ -44,11 +44,11 @@ typedef struct sclaim {
   int64_t used_cpu, used_mem, used_pods;
   DT_VEC(uint32_t) pods; /* may hold pods that moved on: check pod.claim */
   /* The nominated pods it was last told may run (on_running) and their
-  ** names' symbols: a claim's list grows at its end, so the next call
-  ** looks up only what follows */
+  ** names' symbols: a claim's list grows at its end and loses the pods that
+  ** departed, so the next call looks up only what follows */
   char *told;
   size_t ntold;
-  DT_VEC(dt_sym) told_syms;
+  DT_VEC(dt_sym) told_syms, syms; /* syms: the next call's, swapped in */
   bool live;
   bool disrupting; /* taken for a budgeted disruption (Empty, Drifted, Underutilized) */
 } sclaim;

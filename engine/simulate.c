@@ -235,26 +235,26 @@ static void on_running(void *ud, const char *claim, const char *pods) {
   int32_t ci = map_get(r, true, dt__sym_find(&r->names, claim));
   if (ci < 0 || !r->claims.v[ci].live) return;
   sclaim *c = &r->claims.v[ci];
-  /* the names told last time, when pods begins with them: their symbols
-  ** as they were looked up then (a name keeps its symbol) */
-  size_t plen = strlen(pods), known = 0;
-  if (c->told && c->ntold <= plen && (!pods[c->ntold] || pods[c->ntold] == ',') && !memcmp(pods, c->told, c->ntold)) {
-    known = c->told_syms.n;
-  } else {
-    c->told_syms.n = 0;
-  }
-  size_t k = 0;
+  /* The names told last time with their symbols (a name keeps its
+  ** symbol): pods is told's names less those that departed, then new ones
+  ** at the end, so each name is looked for from where the last was found. */
+  size_t plen = strlen(pods), ti = 0;
+  const char *t = c->told && c->told_syms.n ? c->told : NULL;
+  c->syms.n = 0;
   bool lost = false; /* a symbol not kept: the next call looks every name up */
-  for (const char *s = pods; s && *s; k++) {
+  for (const char *s = pods; s && *s;) {
     const char *e = strchr(s, ',');
     size_t len = e ? (size_t)(e - s) : strlen(s);
-    dt_sym sym;
-    if (k < known) {
-      sym = c->told_syms.v[k];
-    } else {
-      sym = dt__symn(&r->names, s, len);
-      if (!lost && dt__vec_push(&c->told_syms, sym)) lost = true;
+    dt_sym sym = 0;
+    while (t && !sym) {
+      const char *te = strchr(t, ',');
+      size_t tlen = te ? (size_t)(te - t) : strlen(t);
+      if (tlen == len && !memcmp(t, s, len)) sym = c->told_syms.v[ti];
+      t = te && ti + 1 < c->told_syms.n ? te + 1 : NULL;
+      ti++;
     }
+    if (!sym) sym = dt__symn(&r->names, s, len);
+    if (!lost && dt__vec_push(&c->syms, sym)) lost = true;
     int32_t pi = map_get(r, false, sym);
     s = e ? e + 1 : NULL;
     if (pi < 0) continue; /* a workload's or a VM's pod: not followed one by one */
@@ -276,6 +276,10 @@ static void on_running(void *ud, const char *claim, const char *pods) {
   dt__free(c->told);
   c->told = lost ? NULL : dt__strdup(pods);
   c->ntold = plen;
+  dt_sym *was = c->told_syms.v; /* this call's symbols become the told ones */
+  size_t was_cap = c->told_syms.cap;
+  c->told_syms = c->syms;
+  c->syms.v = was, c->syms.n = 0, c->syms.cap = was_cap;
   if (!c->told) c->told_syms.n = 0;
   if (r->in->check && (c->used_cpu > c->alloc_cpu || c->used_mem > c->alloc_mem || c->used_pods > c->alloc_pods) &&
       c->alloc_cpu)
@@ -701,7 +705,7 @@ void run_free(run *r) {
   for (size_t i = 0; i < r->claims.n; i++) {
     sclaim *c = &r->claims.v[i];
     dt__free(c->id), dt__free(c->type), dt__free(c->zone), dt__free(c->ct), dt__free(c->pool), dt__free(c->pods.v);
-    dt__free(c->told), dt__free(c->told_syms.v);
+    dt__free(c->told), dt__free(c->told_syms.v), dt__free(c->syms.v);
   }
   for (size_t i = 0; i < r->outages.n; i++)
     dt__free(r->outages.v[i].type), dt__free(r->outages.v[i].zone), dt__free(r->outages.v[i].ct);
