@@ -57,6 +57,7 @@ typedef struct state {
   dt_arena arena;
   dt_podspec *pods; /* bound pods, shallow copies (node_name re-pointed as pods move) */
   size_t npods;
+  uint32_t *pod_ident; /* 0, 1, ... npods - 1: an overlay's view pods are st's pods (arena; made on first use) */
   DT_VEC(dnode) nodes;
   poolbudget *pb;
   int64_t *pdb_allowed;
@@ -81,7 +82,7 @@ typedef struct sim {
   dt_manifests view;
   uint32_t *view_node; /* view node -> dnode */
   size_t nview;
-  uint32_t *view_pod; /* view pod -> st pod */
+  uint32_t *view_pod; /* view pod -> st pod (an overlay's: st->pod_ident, not its own) */
   bool *moving;       /* per view pod */
   size_t nclaims;
   const struct rt_claim *claim; /* the single new claim, when nclaims == 1 */
@@ -89,6 +90,7 @@ typedef struct sim {
   uint8_t *ovpod;               /* an overlay's pods (st->pods itself is the view's): bound, pending or absent */
   uint32_t *ovmoved;            /* its pods not bound, increasing */
   uint32_t novmoved;
+  bool overlay; /* the view overlays st's compiled cluster: view_pod is st's */
   char fail[500];
 } sim;
 

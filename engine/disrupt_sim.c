@@ -14,10 +14,10 @@ void dt__dr_sim_free(sim *s) {
   dt__free(s->pools);
   dt__free(s->view.nodes.v);
   if (!s->ovpod) dt__free(s->view.pods.v);
+  if (!s->overlay) dt__free(s->view_pod);
   dt__free(s->ovpod);
   dt__free(s->ovmoved);
   dt__free(s->view_node);
-  dt__free(s->view_pod);
   dt__free(s->moving);
   memset(s, 0, sizeof *s);
 }
@@ -62,7 +62,6 @@ static void view_pods(const state *st, const bool *on, sim *s) {
     ** overlay starts zeroed (DT_OV_BOUND, not moving) and only the pods
     ** on the candidates are marked, so a simulation does not walk every
     ** pod of the cluster twice */
-    for (size_t i = 0; i < st->npods; i++) s->view_pod[i] = (uint32_t)i;
     for (uint32_t j = 0; j < s->novmoved; j++) {
       uint32_t i = s->ovmoved[j];
       s->ovpod[i] = st->pods[i].daemon ? DT_OV_ABSENT : DT_OV_PENDING;
@@ -120,11 +119,16 @@ static int view_build(state *st, const uint32_t *cands, size_t n, bool consolida
   s->view.pods.v = NULL; /* never the manifests' own: sim_free frees a copy */
   s->view.nodes.v = dt__malloc(nn1 * sizeof *s->view.nodes.v);
   s->view_node = dt__malloc(nn1 * sizeof *s->view_node);
-  if (st->cl) /* the view's pods are st->pods, each bound (0), pending or absent */
+  if (st->cl) { /* the view's pods are st->pods, each bound (0), pending or absent */
+    s->overlay = true;
     s->ovpod = dt__calloc(np1, 1);
-  else
+    if (!st->pod_ident && (st->pod_ident = dt__arena_alloc(&st->arena, np1 * sizeof *st->pod_ident)))
+      for (size_t i = 0; i < st->npods; i++) st->pod_ident[i] = (uint32_t)i;
+    s->view_pod = st->pod_ident;
+  } else {
     s->view.pods.v = dt__malloc(np1 * sizeof *s->view.pods.v);
-  s->view_pod = dt__malloc(np1 * sizeof *s->view_pod);
+    s->view_pod = dt__malloc(np1 * sizeof *s->view_pod);
+  }
   s->moving = dt__calloc(np1, 1);
   bool *in = dt__calloc(nn1, 1), *on = dt__calloc(np1, 1);
   int rc = 0;

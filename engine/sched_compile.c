@@ -433,8 +433,8 @@ static void keep_pool_types(dt_plan *p, uint32_t i, uint64_t zm, uint8_t cm) {
   uint32_t *types = A(p->cl->base, (pl->ntypes ? pl->ntypes : 1) * sizeof *types);
   if (!types) return;
   memcpy(types, pl->types, pl->ntypes * sizeof *types);
-  p->cl->ptypes[i] = (pool_types){np->reqs.v, np->labels.v, np->name, np->reqs.n, np->labels.n, zm, cm, pl->spot_max,
-                                  types,      pl->ntypes,   0,        0,          false};
+  p->cl->ptypes[i] = (pool_types){np->reqs.v, np->labels.v, np->name, np->reqs.n, np->labels.n, zm,   cm, pl->spot_max,
+                                  types,      pl->ntypes,   0,        0,          false,        false};
 }
 
 /* The pool's instance types satisfying its requirements, cheapest first. */
@@ -515,14 +515,34 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     for (uint32_t k = 0; k < pl->ntaints; k++)
       pl->has_prefer_taint |= pl->taints[k].effect == DT_TAINT_PREFER_NO_SCHEDULE;
     p->any_prefer_taint |= pl->has_prefer_taint;
-    for (uint32_t t = 0; t < pl->ntypes; t++) {
-      const rt_type *ty = &p->types[pl->types[t]];
-      for (uint32_t o = 0; o < ty->noff; o++)
-        if (off_ok(&ty->off[o], zm, cm, pl->spot_max)) {
-          pl->has_reserved |= ty->off[o].ct == DT_CT_RESERVED;
-          p->universe_z |= 1ull << ty->off[o].zone;
-          p->universe_c |= (uint8_t)(1u << ty->off[o].ct);
-        }
+    /* what its types offer (kept with its types, under the same offerings) */
+    pool_types *kept = keep ? kept_pool_types(p, i, zm, cm) : NULL;
+    if (kept && kept->universe_ok) {
+      pl->has_reserved |= kept->has_reserved;
+      p->universe_z |= kept->universe_z;
+      p->universe_c |= kept->universe_c;
+    } else {
+      uint64_t uz = 0;
+      uint8_t uc = 0;
+      bool resv = false;
+      for (uint32_t t = 0; t < pl->ntypes; t++) {
+        const rt_type *ty = &p->types[pl->types[t]];
+        for (uint32_t o = 0; o < ty->noff; o++)
+          if (off_ok(&ty->off[o], zm, cm, pl->spot_max)) {
+            resv |= ty->off[o].ct == DT_CT_RESERVED;
+            uz |= 1ull << ty->off[o].zone;
+            uc |= (uint8_t)(1u << ty->off[o].ct);
+          }
+      }
+      pl->has_reserved |= resv;
+      p->universe_z |= uz;
+      p->universe_c |= uc;
+      if (kept) {
+        kept->universe_z = uz;
+        kept->universe_c = uc;
+        kept->has_reserved = resv;
+        kept->universe_ok = true;
+      }
     }
     int drc = daemon_overhead(p, pl, zm, cm, err);
     if (drc) return drc;

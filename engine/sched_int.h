@@ -332,7 +332,8 @@ typedef struct pool_types {
   uint32_t *types, ntypes;
   uint64_t universe_z; /* the zones and capacity types its types' offerings add to the plan's */
   uint8_t universe_c;
-  bool has_reserved;
+  bool has_reserved; /* ... and whether one of those is reserved */
+  bool universe_ok;  /* the three above are known */
 } pool_types;
 
 /* A pool's types in launch's order under one claim's masks, each with its
