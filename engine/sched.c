@@ -160,7 +160,7 @@ static int static_claims(dt_plan *p) {
         why = excluded ? excluded : "every offering its requirements allow is exhausted (availability counts)";
         break;
       }
-      rt_off *of = &p->types[bt].off[bo];
+      rt_off *of = &dt__offs_mut(p, (uint32_t)bt)[bo];
       k->zmask = 1ull << of->zone;
       k->ctmask = (uint8_t)(1u << of->ct);
       one[0] = (uint32_t)bt;
@@ -294,7 +294,10 @@ void dt__catalog_compiled_free(dt_compiled_catalog *cc) {
   dt__free(cc);
 }
 
-/* types: b's, or a copy of them (a cluster's priced copy) */
+static int share_offers(dt_plan *p, const rt_type *types);
+
+/* types: b's, or a cluster's priced copy, whose offerings the plan shares
+** until it changes them (dt__offs_mut) */
 static int copy_compiled(dt_plan *p, const dt_plan *b, const rt_type *types) {
   if (dt__symtab_clone(&p->syms, &b->syms)) return DT_ENOMEM;
   p->k_zone = b->k_zone, p->k_ct = b->k_ct, p->k_type = b->k_type, p->k_pool = b->k_pool;
@@ -311,8 +314,25 @@ static int copy_compiled(dt_plan *p, const dt_plan *b, const rt_type *types) {
   p->ntypes = b->ntypes;
   /* every byte of the types and their offerings is copied over: taken
   ** from the arena without clearing, the offerings in one block */
-  p->types = dt__types_copy(&p->arena, types ? types : b->types, b->ntypes);
+  if (types) return share_offers(p, types);
+  p->types = dt__types_copy(&p->arena, b->types, b->ntypes);
   return p->types ? 0 : DT_ENOMEM;
+}
+
+static int share_offers(dt_plan *p, const rt_type *types) {
+  size_t noff = 0;
+  p->types = dt__arena_raw(&p->arena, (p->ntypes ? p->ntypes : 1) * sizeof *p->types);
+  p->off_at = dt__arena_raw(&p->arena, (p->ntypes ? p->ntypes : 1) * sizeof *p->off_at);
+  p->own = dt__arena_alloc(&p->arena, p->ntypes ? p->ntypes : 1);
+  if (!p->types || !p->off_at || !p->own) return DT_ENOMEM;
+  memcpy(p->types, types, p->ntypes * sizeof *p->types);
+  for (uint32_t t = 0; t < p->ntypes; t++) {
+    p->off_at[t] = (uint32_t)noff;
+    noff += types[t].noff;
+  }
+  /* room for every type's, taken without clearing: only what is copied in is touched */
+  p->off_own = dt__arena_raw(&p->arena, (noff ? noff : 1) * sizeof *p->off_own);
+  return p->off_own ? 0 : DT_ENOMEM;
 }
 
 rt_type *dt__types_copy(dt_arena *a, const rt_type *from, uint32_t n) {

@@ -187,11 +187,12 @@ int dt__sched_apply_price_hook(dt_plan *p) {
       ty->min_price = INFINITY;
       for (uint32_t o = 0; o < ty->noff; o++) {
         double v = out[p->off_base[t] + o];
+        rt_off *of = &dt__offs_mut(p, t)[o];
         if (isnan(v)) {
-          if (ty->off[o].avail != 0) ty->off[o].gone = OFF_PRICE_HOOK;
-          ty->off[o].avail = 0;
+          if (of->avail != 0) of->gone = OFF_PRICE_HOOK;
+          of->avail = 0;
         } else
-          ty->off[o].price = v;
+          of->price = v;
         if (ty->off[o].avail != 0 && ty->off[o].price < ty->min_price) ty->min_price = ty->off[o].price;
       }
     }
@@ -212,8 +213,11 @@ int dt__sched_apply_marks(dt_plan *p) {
     bool hit = false;
     for (uint32_t o = 0; t && z && o < t->noff; o++)
       if (t->off[o].ct == mk->ct && p->zones[t->off[o].zone] == z) {
-        if (t->off[o].avail != 0) t->off[o].gone = OFF_MARK;
-        t->off[o].avail = 0;
+        if (t->off[o].avail != 0) { /* a priced copy has it marked already */
+          rt_off *of = &dt__offs_mut(p, (uint32_t)(t - p->types))[o];
+          of->gone = OFF_MARK;
+          of->avail = 0;
+        }
         hit = true;
       }
     if (!hit) {
@@ -654,9 +658,9 @@ void dt__sched_charge_nodes(dt_plan *p, const int32_t *type) {
       bool found = false;
       for (uint32_t t = 0; t < p->ntypes && !found; t++)
         for (uint32_t o = 0; o < p->types[t].noff && !found; o++) {
-          rt_off *of = &p->types[t].off[o];
+          const rt_off *of = &p->types[t].off[o];
           if (of->ct == DT_CT_RESERVED && of->resv == r->lval[k]) {
-            if (of->avail > 0) of->avail--;
+            if (of->avail > 0) dt__offs_mut(p, t)[o].avail--;
             found = true;
           }
         }

@@ -696,7 +696,7 @@ static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int3
   /* The claim requests its pods plus the DaemonSet overhead of its type. */
   const int64_t *e = p->pools[k->pool].eff[bt];
   for (uint32_t r = 0; r < p->nres; r++) k->used[r] += p->types[bt].alloc[r] - e[r];
-  rt_off *of = &p->types[bt].off[bo];
+  rt_off *of = &dt__offs_mut(p, (uint32_t)bt)[bo];
   if (of->avail > 0) {
     of->avail--;
     memo_drop(&p->types[bt]);
@@ -707,7 +707,7 @@ static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int3
   for (size_t h = 0; h < k->held.n; h++)
     for (uint32_t t = 0; t < p->ntypes; t++)
       if (k->held.v[h] >= p->off_base[t] && k->held.v[h] < p->off_base[t] + p->types[t].noff)
-        p->types[t].off[k->held.v[h] - p->off_base[t]].held--;
+        dt__offs_mut(p, t)[k->held.v[h] - p->off_base[t]].held--;
   k->held.n = 0;
   pl->launched++;
   if (of->ct == DT_CT_SPOT) pl->launched_spot++;

@@ -207,7 +207,7 @@ static int reserve(dt_plan *p, rt_claim *k, const uint32_t *opt, uint32_t nopt, 
     uint32_t g = want.v[i];
     bool has = false;
     for (size_t h = 0; h < k->held.n && !has; h++) has = k->held.v[h] == g;
-    rt_off *of = NULL;
+    const rt_off *of = NULL;
     for (uint32_t t = 0; t < p->ntypes && !of; t++)
       if (g >= p->off_base[t] && g < p->off_base[t] + p->types[t].noff) of = &p->types[t].off[g - p->off_base[t]];
     if (has || of->avail < 0 || of->avail - of->held > 0)
@@ -222,7 +222,7 @@ static int reserve(dt_plan *p, rt_claim *k, const uint32_t *opt, uint32_t nopt, 
       if (keep) continue;
       for (uint32_t t = 0; t < p->ntypes; t++)
         if (k->held.v[h] >= p->off_base[t] && k->held.v[h] < p->off_base[t] + p->types[t].noff)
-          p->types[t].off[k->held.v[h] - p->off_base[t]].held--;
+          dt__offs_mut(p, t)[k->held.v[h] - p->off_base[t]].held--;
     }
     for (size_t i = 0; i < next.n; i++) {
       bool had = false;
@@ -230,7 +230,7 @@ static int reserve(dt_plan *p, rt_claim *k, const uint32_t *opt, uint32_t nopt, 
       if (had) continue;
       for (uint32_t t = 0; t < p->ntypes; t++)
         if (next.v[i] >= p->off_base[t] && next.v[i] < p->off_base[t] + p->types[t].noff)
-          p->types[t].off[next.v[i] - p->off_base[t]].held++;
+          dt__offs_mut(p, t)[next.v[i] - p->off_base[t]].held++;
     }
     dt__free(k->held.v);
     k->held.v = next.v;

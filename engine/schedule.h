@@ -18,6 +18,7 @@
 #include "result.h"
 
 #include <math.h>
+#include <string.h>
 
 #define DT_RES_MAX 16
 enum { DT_R_CPU = 0, DT_R_MEM = 1, DT_R_PODS = 2, DT_R_EPH = 3 };
@@ -373,9 +374,28 @@ struct dt_plan {
   uint32_t early_syms;   /* symbols interned up to the NodePools: messages keep their order (key_before) */
   struct dt_cluster *cl; /* an overlay plan's cluster (its specs are the cluster's), else NULL */
   const struct dt_overlay *ov;
-  uint8_t priced;        /* an overlay's offerings: PRICED_* (its cluster's priced copy, sched_int.h) */
+  uint8_t priced; /* an overlay's offerings: PRICED_* (its cluster's priced copy, sched_int.h) */
+  /* An overlay started from the priced copy reads that copy's offerings
+  ** until it changes a type's (dt__offs_mut): off_own has room for every
+  ** type's at off_at[t], own[t] tells which are copied in. NULL otherwise. */
+  rt_off *off_own;
+  uint32_t *off_at;
+  uint8_t *own;
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
 };
+
+/* Type t's offerings, the plan's own to change: every write to an
+** offering goes through here (an overlay shares its cluster's priced copy
+** until it writes). */
+static inline rt_off *dt__offs_mut(dt_plan *p, uint32_t t) {
+  if (p->own && !p->own[t]) {
+    rt_off *o = p->off_own + p->off_at[t];
+    memcpy(o, p->types[t].off, p->types[t].noff * sizeof *o);
+    p->types[t].off = o;
+    p->own[t] = 1;
+  }
+  return p->types[t].off;
+}
 
 /* Build p->res from the solved plan (plan_result.c); 0 or DT_ENOMEM. */
 int dt__plan_result_build(dt_plan *p);
