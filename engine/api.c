@@ -306,8 +306,7 @@ static void histogram(dt_buf *b, const char *name, const char *help, const doubl
 
 static int get_metrics(h2o_req_t *req) {
   dt_buf b = {0};
-  size_t marks = 0;
-  for (size_t i = 0; i < D.objs.n; i++) marks += !strncmp(D.objs.v[i].key, "UnavailableOffering/", 20);
+  size_t marks = D.nkind[OBJ_MARK];
   dt__buf_printf(
       &b,
       "# HELP dovetail_pending_pods Pods the last plan could not place.\n# TYPE dovetail_pending_pods gauge\n"

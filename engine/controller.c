@@ -606,7 +606,7 @@ bool forget(const char *key, const char *claim) {
     DT_VEC(char *) holders = {0};
     for (size_t i = 0; i < D.objs.n; i++) {
       const obj *ob = &D.objs.v[i];
-      if (strncmp(ob->key, "NodeClaim//", 11)) continue;
+      if (ob->kind != OBJ_NODE || strncmp(ob->key, "NodeClaim//", 11)) continue;
       for (const char *q = strstr(ob->json, name); q; q = strstr(q + 1, name))
         if ((q[-1] == '"' || q[-1] == ',') && (q[n] == '"' || q[n] == ',')) {
           char *c = dt__strdup(ob->key + 11);

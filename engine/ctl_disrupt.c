@@ -137,7 +137,7 @@ static bool remediate(void) {
   DT_VEC(const char *) whys = {0};
   static char reasons[64][300];
   for (size_t i = 0; i < D.objs.n; i++) {
-    if (strncmp(D.objs.v[i].key, "Node//", 6)) continue;
+    if (D.objs.v[i].kind != OBJ_NODE || strncmp(D.objs.v[i].key, "Node//", 6)) continue;
     cJSON *o = cJSON_Parse(D.objs.v[i].json);
     const cJSON *c;
     cJSON_ArrayForEach(c, jget(jget(o, "status"), "conditions")) {
