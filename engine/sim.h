@@ -137,6 +137,7 @@ typedef struct run {
   double hourly, cost, lifetime_cost;
   int64_t last_cost_t;
   size_t arrivals, departed, launches, disruptions, interruptions, live_nodes[DT_CT_N];
+  size_t in_state[4]; /* pods by state (POD_*): a step's counts without a walk over every pod */
   size_t policy_errors_before;
   char last_decision[1600];
   char violation[1200];  /* the first invariant broken, or "" */

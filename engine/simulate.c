@@ -141,8 +141,15 @@ static const dt_ctype *ctype(const dt_catalog *c, const char *type) {
   return NULL;
 }
 
+/* Every change of a pod's state goes through here. */
+static void pod_state(run *r, spod *p, int state) {
+  r->in_state[p->state]--;
+  r->in_state[state]++;
+  p->state = state;
+}
+
 static void pod_pending(run *r, spod *p) {
-  p->state = POD_PENDING;
+  pod_state(r, p, POD_PENDING);
   p->claim = -1;
   p->since = r->now;
 }
@@ -265,7 +272,7 @@ static void on_running(void *ud, const char *claim, const char *pods) {
     } else {
       if (dt__vec_push(&r->waits, (double)(r->now - p->since) / 1000.0)) violate(r, "out of memory");
     }
-    p->state = POD_RUNNING;
+    pod_state(r, p, POD_RUNNING);
     p->claim = ci;
     p->since = r->now;
     c->used_cpu += p->cpu + (FAULT("overcommit") ? c->alloc_cpu : 0); /* a node given more than it has */
@@ -477,6 +484,7 @@ int32_t track(run *r, const char *ns, const char *name, int64_t cpu, int64_t mem
   if (at >= 0 && r->pods.v[at].state != POD_GONE) return at;
   spod p = {s, r->now, life, cpu, mem, POD_PENDING, -1, r->now, 0, owner};
   if (dt__vec_push(&r->pods, p) || map_set(r, false, s, (int32_t)r->pods.n)) return -1;
+  r->in_state[POD_PENDING]++;
   r->arrivals++;
   if (life >= 0) ev_push(r, r->now + life, EV_DEPART, (uint32_t)r->pods.n - 1);
   return (int32_t)r->pods.n - 1;
@@ -491,7 +499,7 @@ void depart(run *r, uint32_t pi) {
   const char *claim = on >= 0 ? dt__sym_str(&r->names, r->claims.v[on].name) : NULL;
   snprintf(key, sizeof key, "Pod/%s", name);
   pod_leave_claim(r, p);
-  p->state = POD_GONE;
+  pod_state(r, p, POD_GONE);
   r->departed++;
   if (!dt__ctl_delete(key, claim) && r->in->check)
     violate(r, "pod %s departed but the controller did not hold it", name);
@@ -510,7 +518,7 @@ static void arrive(run *r, uint32_t row) {
   dt_error err = {0};
   if (!o || dt__ctl_apply(o, &err)) violate(r, "pod trace/%s: %s", name, o ? err.msg : "out of memory");
   cJSON_Delete(o);
-  if (FAULT("lose-pod") && row == 3) r->pods.v[pi].state = POD_GONE; /* forgotten by the books */
+  if (FAULT("lose-pod") && row == 3) pod_state(r, &r->pods.v[pi], POD_GONE); /* forgotten by the books */
 }
 
 /* ------------------------------------------------------------ samples and checks */
@@ -575,10 +583,8 @@ static void take_sample(run *r) {
   for (int k = 0; k < DT_CT_N; k++) s.nodes[k] = (int)r->live_nodes[k];
   s.hourly = r->hourly;
   s.cost = r->cost;
-  for (size_t i = 0; i < r->pods.n; i++) {
-    s.pending += r->pods.v[i].state == POD_PENDING;
-    s.running += r->pods.v[i].state == POD_RUNNING;
-  }
+  s.pending = r->in_state[POD_PENDING];
+  s.running = r->in_state[POD_RUNNING];
   size_t n = r->waits.n - r->waits_seen;
   if (n) {
     double *w = dt__malloc(n * sizeof *w);
