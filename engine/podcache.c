@@ -409,10 +409,8 @@ static bool plain(const char *s, size_t n) {
 ** split at commas, spaces trimmed, empty entries skipped); false when an
 ** entry is not "namespace/name" (the reader's error, left to the reader)
 ** or out of memory. An entry that the node's last version (was) has where
-** the walk reached, or a few further (pods that left), takes that string:
+** the walk reached, or one further (a pod that left), takes that string:
 ** taken[j] marks was->pods[j] as moved to the new list. */
-#define PODS_LOOKAHEAD 8
-
 static bool parse_pods(const char *v, size_t n, const dt_node *was, bool *taken, char ***out, size_t *nout) {
   const char *end = v + n;
   size_t room = 0, np = 0, j = 0;
@@ -426,9 +424,9 @@ static bool parse_pods(const char *v, size_t n, const dt_node *was, bool *taken,
     while (len && (*s == ' ')) s++, len--;
     while (len && s[len - 1] == ' ') len--;
     if (len) {
-      size_t at = SIZE_MAX;
-      for (size_t q = j; q < was->npods && q <= j + PODS_LOOKAHEAD && at == SIZE_MAX; q++)
-        if (!strncmp(was->pods[q], s, len) && !was->pods[q][len]) at = q;
+      size_t at = j < was->npods && !strncmp(was->pods[j], s, len) && !was->pods[j][len]               ? j
+                  : j + 1 < was->npods && !strncmp(was->pods[j + 1], s, len) && !was->pods[j + 1][len] ? j + 1
+                                                                                                       : SIZE_MAX;
       if (at != SIZE_MAX) { /* the same string as before: it holds a '/' */
         pods[np++] = was->pods[at];
         taken[at] = true;
