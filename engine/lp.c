@@ -464,9 +464,10 @@ static bool sane(int n, const double *x, double obj) {
 
 /* The solve, checked: a warm start whose inverse has drifted (a refresh can
 ** fail on a nearly singular basis and leave the old one) can end on a basis
-** that does not cover the rows, or covers them with absurd values; a warm
-** solve's solution is checked and the LP solved again from the artificials
-** when it fails. */
+** that does not cover the rows, covers them with absurd values, or keeps an
+** artificial (the solve then reports the LP infeasible); a warm solve that
+** fails or whose solution fails the checks is solved again from the
+** artificials, and a cold one once more pivoting only on larger elements. */
 int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
                         const double *d, double *y, double *x, double *obj, int *warm, double *inv) {
   if (m <= 0 || n < 0) return -1;
@@ -474,8 +475,8 @@ int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const do
   bool was_warm = warm && warm[0] != DT_LP_COLD;
   int rc = !xs || !act ? DT_ENOMEM : solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv, 1e-12);
   bool ok = false; /* the solution at hand checked and good */
-  for (int again = was_warm ? 0 : 1; again < 2 && !rc; again++) {
-    if ((ok = covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj))) break;
+  for (int again = was_warm ? 0 : 1; again < 2 && rc != DT_ENOMEM; again++) {
+    if (!rc && (ok = covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj))) break;
     if (warm) warm[0] = DT_LP_COLD;
     if (inv) inv[0] = NAN;
     rc = solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv, again ? 1e-9 : 1e-12);
