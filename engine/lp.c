@@ -12,9 +12,11 @@
 ** non-zeros and updates the inverse in O(m^2). The inverse is computed afresh
 ** from the basis every max(LP_REFRESH, m) pivots (O(m^3), so O(m^2) a pivot
 ** on average), and rounding error cannot build up over the hundreds of
-** pivots an LP of many shapes takes. Once a run of degenerate pivots starts,
-** Bland's rule chooses for the rest of the solve: switching back to the
-** largest reduced cost can cycle. A solution that does not cover the rows
+** pivots an LP of many shapes takes. The entering column has the most
+** negative reduced cost per unit of its length (entering). Once a run of
+** degenerate pivots starts, Bland's rule chooses until a pivot moves, at
+** most LP_RETURNS times a solve and then for the rest of it: switching back
+** without end can cycle. A solution that does not cover the rows
 ** or has absurd values (a pivot on a tiny element of a nearly singular
 ** basis) is solved again from the artificials, then once more pivoting
 ** only on elements above 1e-9. Big-M
@@ -32,6 +34,7 @@
 #include <string.h>
 
 #define LP_REFRESH 64 /* pivots between fresh inverses */
+#define LP_RETURNS 16 /* times a solve may go back from Bland's rule to the scaled largest reduced cost */
 
 /* a[k] += f * b[k] for k < n, two at a time (the same numbers as one at a
 ** time: each element's arithmetic is unchanged; a[k] + (-f) * b[k] is
@@ -86,6 +89,7 @@ typedef struct lp {
   const double *val, *c;
   double bigm;
   const double *shift; /* NULL, or added to the costs of the first n + m columns (dual_phase) */
+  const double *wt;    /* NULL, or per structural column 1 / sqrt(1 + |a_j|^2): the entering rule's scale */
 } lp;
 
 static double cost_of(const lp *L, int j) {
@@ -161,11 +165,17 @@ static double reduced_cost(const lp *L, const double *y, int j) {
   return rc;
 }
 
-/* The entering column: the most negative reduced cost at duals y (Dantzig);
-** with bland, the first one (Bland's rule, which cannot cycle). -1 when
-** none is negative: the basis is optimal. The structural columns are priced
-** four at a time, each summed in its own order as alone (the same numbers),
-** so that the four sums overlap instead of waiting on one another. */
+/* The entering column: the most negative reduced cost at duals y, each
+** scaled by its column's length when L->wt is given (a static stand-in for
+** steepest edge: a pattern LP's columns range from a few pods of a shape in
+** demand by thousands to all of a shape's few, and the unscaled rule favours
+** the long ones, taking hundreds of small steps more); with bland, the first
+** one (Bland's rule, which cannot cycle). -1 when none is negative: the
+** basis is optimal. The structural columns are priced four at a time, each
+** summed in its own order as alone (the same numbers), so that the four
+** sums overlap instead of waiting on one another. A negative reduced cost's
+** scaled value is never below it (scales are at most 1), so four that are
+** none of them below the best need no scaling. */
 static int entering(const lp *L, const double *y, bool bland) {
   int enter = -1, n = L->n;
   double best = 0, rcs[4];
@@ -200,9 +210,9 @@ static int entering(const lp *L, const double *y, bool bland) {
     }
     for (int q = 0; q < w; q++) {
       int j = w == 4 ? j0 + q : j0 + 3;
-      double rc_ = rcs[q];
-      if (rc_ < best && rc_ < -1e-9 * (1 + fabs(cost_of(L, j)))) {
-        best = rc_;
+      double rc_ = rcs[q], sc = !L->wt ? rc_ : j < n ? rc_ * L->wt[j] : rc_ * 0.7071067811865476;
+      if (sc < best && rc_ < -1e-9 * (1 + fabs(cost_of(L, j)))) {
+        best = sc;
         enter = j;
         if (bland) return enter;
       }
@@ -343,7 +353,7 @@ static bool dual_phase(const lp *L0, int *basis, double *binv, double *xb, const
 
 static int solve(int m, int n, const int *start, const int *row, const double *val, const double *c, const double *d,
                  double *y, double *x, double *obj, int *warm, double *inv, double ptol) {
-  lp L = {m, n, start, row, val, c, 0, NULL};
+  lp L = {m, n, start, row, val, c, 0, NULL, NULL};
   for (int j = 0; j < n; j++) L.bigm = fmax(L.bigm, c[j]);
   L.bigm = (L.bigm + 1) * 1e6;
   size_t mm = (size_t)m * (size_t)m;
@@ -353,11 +363,18 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
          *cb = dt__malloc((size_t)m * sizeof *cb);
   int *basis = dt__malloc((size_t)m * sizeof *basis);
   uint8_t *isbasic = dt__malloc((size_t)n + 2 * (size_t)m);
+  double *wt = dt__malloc(((size_t)n + 1) * sizeof *wt);
   int rc = 0;
-  if (!binv || !scratch || !fresh || !xb || !u || !col || !cb || !basis || !isbasic) {
+  if (!binv || !scratch || !fresh || !xb || !u || !col || !cb || !basis || !isbasic || !wt) {
     rc = DT_ENOMEM;
     goto out;
   }
+  for (int j = 0; j < n; j++) {
+    double q = 1;
+    for (int k = start[j]; k < start[j + 1]; k++) q += val[k] * val[k];
+    wt[j] = 1 / sqrt(q);
+  }
+  L.wt = wt;
   bool warm_ok = warm && warm[0] != DT_LP_COLD;
   for (int r = 0; r < m && warm_ok; r++) {
     int e = warm[r];
@@ -383,7 +400,7 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
       xb[r] = d[r] > 0 ? d[r] : 0;
     }
   }
-  int stalled = 0, since = 0;
+  int stalled = 0, since = 0, returns = 0;
   bool bland = false;
   long limit = 50L * (n + m) + 1000;
   for (long iter = 0; iter < limit; iter++) {
@@ -408,6 +425,11 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
       goto out;
     }
     stalled = ratio <= 1e-12 ? stalled + 1 : 0;
+    /* A step that moved ends the degenerate run: back to the faster rule
+    ** (Bland's, kept to the end, takes tens of thousands of pivots on a
+    ** pattern LP of hundreds of rows), at most LP_RETURNS times a solve, so
+    ** that it cannot cycle for ever. */
+    if (bland && !stalled && returns < LP_RETURNS) bland = false, returns++;
     /* pivot */
     pivot(m, binv, xb, u, leave);
     basis[leave] = enter;
@@ -439,6 +461,7 @@ out:
   dt__free(cb);
   dt__free(basis);
   dt__free(isbasic);
+  dt__free(wt);
   return rc;
 }
 
@@ -464,9 +487,10 @@ static bool sane(int n, const double *x, double obj) {
 
 /* The solve, checked: a warm start whose inverse has drifted (a refresh can
 ** fail on a nearly singular basis and leave the old one) can end on a basis
-** that does not cover the rows, or covers them with absurd values; a warm
-** solve's solution is checked and the LP solved again from the artificials
-** when it fails. */
+** that does not cover the rows, covers them with absurd values, or keeps an
+** artificial (the solve then reports the LP infeasible); a warm solve that
+** fails or whose solution fails the checks is solved again from the
+** artificials, and a cold one once more pivoting only on larger elements. */
 int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const double *val, const double *c,
                         const double *d, double *y, double *x, double *obj, int *warm, double *inv) {
   if (m <= 0 || n < 0) return -1;
@@ -474,8 +498,8 @@ int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const do
   bool was_warm = warm && warm[0] != DT_LP_COLD;
   int rc = !xs || !act ? DT_ENOMEM : solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv, 1e-12);
   bool ok = false; /* the solution at hand checked and good */
-  for (int again = was_warm ? 0 : 1; again < 2 && !rc; again++) {
-    if ((ok = covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj))) break;
+  for (int again = was_warm ? 0 : 1; again < 2 && rc != DT_ENOMEM; again++) {
+    if (!rc && (ok = covers(m, n, start, row, val, d, xs, act) && sane(n, xs, *obj))) break;
     if (warm) warm[0] = DT_LP_COLD;
     if (inv) inv[0] = NAN;
     rc = solve(m, n, start, row, val, c, d, y, xs, obj, warm, inv, again ? 1e-9 : 1e-12);

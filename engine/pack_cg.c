@@ -19,6 +19,7 @@
 #define CG_ENOUGH 12    /* improving patterns that end a round's pricing */
 #define CG_KNAPS  32    /* knapsacks per round at most */
 #define CG_GAP    0.002 /* stop pricing when the LP is this close to its bound */
+#define CG_PRUNE  0.01  /* many shapes: patterns whose reduced cost is above this share of their price leave the LP */
 
 /* The work one pattern LP may do. Few shapes: a knapsack's search is short
 ** and the LP small. Many: the master has hundreds of rows, so each round adds
@@ -77,6 +78,27 @@ static int colset_add(colset *c, uint32_t type, const int64_t *cnt, size_t ns) {
   if (dt__vec_push(&c->nzend, (uint32_t)c->nzs.n)) return DT_ENOMEM;
   c->n++;
   return 0;
+}
+
+/* Keep only the patterns with keep[j], in their order. */
+static void colset_keep(colset *c, size_t ns, const uint8_t *keep) {
+  size_t w = 0, wz = 0;
+  for (size_t j = 0, z0 = 0; j < c->n; j++) {
+    size_t z1 = c->nzend.v[j];
+    if (keep[j]) {
+      c->type.v[w] = c->type.v[j];
+      c->x.v[w] = c->x.v[j];
+      c->hash.v[w] = c->hash.v[j];
+      memmove(&c->cnt.v[w * ns], &c->cnt.v[j * ns], ns * sizeof *c->cnt.v);
+      memmove(&c->nzs.v[wz], &c->nzs.v[z0], (z1 - z0) * sizeof *c->nzs.v);
+      wz += z1 - z0;
+      c->nzend.v[w++] = (uint32_t)wz;
+    }
+    z0 = z1;
+  }
+  c->n = c->type.n = c->x.n = c->hash.n = c->nzend.n = w;
+  c->cnt.n = w * ns;
+  c->nzs.n = wz;
 }
 
 typedef struct cg_ctx {
@@ -352,10 +374,61 @@ static int carry_keep(carry *cr, const int32_t *rowof, size_t ns, const int *bas
   return 0;
 }
 
+/* The patterns worth keeping in an LP of many shapes at the duals pi (per
+** pod of each shape, demands dem): keep[j] set for those the last solution
+** uses and those whose reduced cost is at most CG_PRUNE of their price. A
+** pattern the LP can do without by more than that rarely enters again, and
+** every pivot prices every pattern: the LP of 217 shapes starts from the
+** parts' thousands of patterns, and rounding solves it dozens of times. */
+static void worth_keeping(const cg_ctx *g, const colset *cols, const int64_t *dem, const double *pi, uint8_t *keep) {
+  size_t ns = g->ns;
+  for (size_t j = 0; j < cols->n; j++) {
+    double price = g->by_price[cols->type.v[j]].price, rc = price;
+    for (uint32_t z = j ? cols->nzend.v[j - 1] : 0; z < cols->nzend.v[j]; z++) {
+      uint32_t s = cols->nzs.v[z];
+      int64_t k = cols->cnt.v[j * ns + s];
+      rc -= (double)(k < dem[s] ? k : dem[s]) * pi[s];
+    }
+    keep[j] |= cols->x.v[j] > 1e-9 || rc <= CG_PRUNE * price;
+  }
+}
+
+/* The patterns not worth keeping leave cols, the basis' (every one of them
+** kept) renumbered, the LP's matrix A emptied to be built again: its
+** inverse still holds, the basis' columns the same in the same order. */
+static int prune_cols(const cg_ctx *g, colset *cols, const int64_t *dem, const double *pi, int *basis, uint32_t m,
+                      spmat *A) {
+  size_t n = cols->n;
+  uint8_t *keep = dt__calloc(n + 1, 1);
+  int32_t *nj = dt__malloc((n + 1) * sizeof *nj);
+  if (!keep || !nj) {
+    dt__free(keep);
+    dt__free(nj);
+    return DT_ENOMEM;
+  }
+  for (uint32_t r = 0; r < m; r++)
+    if (basis[r] >= 0) keep[basis[r]] = 1;
+  worth_keeping(g, cols, dem, pi, keep);
+  int32_t w = 0;
+  for (size_t j = 0; j < n; j++) nj[j] = keep[j] ? w++ : -1;
+  for (uint32_t r = 0; r < m; r++)
+    if (basis[r] >= 0) basis[r] = nj[basis[r]];
+  colset_keep(cols, g->ns, keep);
+  spmat_free(A);
+  memset(A, 0, sizeof *A);
+  dt__free(keep);
+  dt__free(nj);
+  return 0;
+}
+
 /* Solve the pattern LP for dem[] by column generation; cols->x receives it,
-** *lp_obj its cost (a lower bound on any plan when pricing was exact).
-** Returns 0, DT_ENOMEM, or DT_EINVAL when the LP cannot be solved. */
-static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, double *lp_obj, carry *cr) {
+** *lp_obj its cost (a lower bound on any plan when pricing was exact), and
+** pi_out (when not NULL) the last LP's duals per pod of each shape. With
+** prune, the patterns not worth keeping at the first LP's duals leave cols
+** (worth_keeping). Returns 0, DT_ENOMEM, or DT_EINVAL when the LP cannot be
+** solved. */
+static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, double *lp_obj, carry *cr,
+                 double *pi_out, bool prune) {
   size_t ns = g->ns;
   int rc = 0;
   uint32_t m = 0;
@@ -394,6 +467,8 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, d
     *lp_obj = obj;
     if (cr && (rc = carry_keep(cr, rowof, ns, basis, m))) goto out;
     for (size_t s = 0; s < ns; s++) pi[s] = rowof[s] >= 0 && y[rowof[s]] > 0 ? y[rowof[s]] / (double)dem[s] : 0;
+    if (pi_out) memcpy(pi_out, pi, ns * sizeof *pi);
+    if (iter == 0 && prune && (rc = prune_cols(g, cols, dem, pi, basis, m, &A))) goto out;
     /* The group's pricing budget spent, this LP's solution stands. */
     if (*g->rounds_left <= 0) break;
     --*g->rounds_left;
@@ -497,7 +572,7 @@ static int round_rest(const cg_ctx *g, colset *cols, int64_t *rem, size_t left, 
   carry cr = {0}; /* each round's LP starts from the last one's basis */
   for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
     double obj;
-    if ((rc = cg_lp(g, rem, cols, g->tune->iters_rest, &obj, g->ns > CG_FEW ? &cr : NULL))) break;
+    if ((rc = cg_lp(g, rem, cols, g->tune->iters_rest, &obj, g->ns > CG_FEW ? &cr : NULL, NULL, false))) break;
     uint32_t *no = dt__realloc(ord, cols->n * sizeof *ord + 1);
     if (!no) {
       rc = DT_ENOMEM;
@@ -634,7 +709,7 @@ static uint32_t heaviest(const cg_ctx *g, const colset *cols, double *X, bool *w
 
 /* The LP's cost for rem, INFINITY when it has none. */
 static int lp_cost(const cg_ctx *g, const int64_t *rem, colset *cols, double *cost) {
-  int rc = cg_lp(g, rem, cols, g->tune->iters_rest, cost, NULL);
+  int rc = cg_lp(g, rem, cols, g->tune->iters_rest, cost, NULL, NULL, false);
   if (rc == DT_EINVAL) *cost = INFINITY;
   return rc == DT_EINVAL ? 0 : rc;
 }
@@ -653,7 +728,7 @@ static int round_dive(const cg_ctx *g0, colset *cols, int64_t *rem, size_t left,
   for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
     double obj, up = INFINITY, down = INFINITY;
     bool whole;
-    if ((rc = cg_lp(&g, rem, cols, g.tune->iters_rest, &obj, NULL))) break;
+    if ((rc = cg_lp(&g, rem, cols, g.tune->iters_rest, &obj, NULL, NULL, false))) break;
     uint32_t t = heaviest(&g, cols, X, &whole);
     if (t == UINT32_MAX) break;
     double Xt = type_load(&g, cols, t, y), price = g.by_price[t].price;
@@ -697,11 +772,12 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj, co
           *cnt = dt__malloc(ns * sizeof *cnt);
   shape *sub = dt__malloc(ns * sizeof *sub);
   size_t left = 0;
-  colset own = {0}, *cols = io ? io : &own;
+  colset own = {0}, *cols = io ? io : &own, ws = {0};
   packing tail[6];
   memset(tail, 0, sizeof tail);
   int rc = 0;
   uint32_t *ord = NULL;
+  double *pi = NULL; /* the LP's duals per pod of each shape */
   if (!rem || !rest || !cnt || !sub) {
     rc = DT_ENOMEM;
     goto out;
@@ -718,7 +794,9 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj, co
     if (!rc) rc = colset_add(cols, (uint32_t)bt, cnt, ns);
   }
   bool any;
-  if (!rc) rc = cg_lp(g, rem, cols, g->tune->iters, lp_obj, NULL);
+  bool many = ns > CG_FEW; /* one LP over all of a many-shape group's shapes */
+  if (!rc && !(pi = dt__malloc(ns * sizeof *pi))) rc = DT_ENOMEM;
+  if (!rc) rc = cg_lp(g, rem, cols, g->tune->iters, lp_obj, NULL, pi, many);
   if (!rc && !(ord = dt__malloc(cols->n * sizeof *ord + 1))) rc = DT_ENOMEM;
   if (!rc) rc = take_whole(g, cols, rem, &left, out, ord, &any);
   if (rc || !left) goto out;
@@ -726,7 +804,21 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj, co
     memcpy(rest, rem, ns * sizeof *rem);
     if ((rc = round_up(g, cols, rest, left, &tail[4])) == DT_EINVAL) rc = 0;
     memcpy(rest, rem, ns * sizeof *rem);
-    if (!rc && (rc = round_rest(g, cols, rest, left, &tail[3])) == DT_EINVAL) rc = 0;
+    /* Many shapes: rounding's LPs over the patterns worth keeping at the
+    ** LP's duals (for the group's demands), and those pricing adds. */
+    colset *rcols = cols;
+    if (!rc && many) {
+      int64_t *dem = cnt;
+      uint8_t *keep = dt__calloc(cols->n + 1, 1);
+      for (size_t s = 0; s < ns; s++) dem[s] = (int64_t)g->sh[s].pods.n;
+      if (!keep) rc = DT_ENOMEM;
+      if (!rc) worth_keeping(g, cols, dem, pi, keep);
+      for (size_t j = 0; j < cols->n && !rc; j++)
+        if (keep[j]) rc = colset_add(&ws, cols->type.v[j], &cols->cnt.v[j * ns], ns);
+      dt__free(keep);
+      rcols = &ws;
+    }
+    if (!rc && (rc = round_rest(g, rcols, rest, left, &tail[3])) == DT_EINVAL) rc = 0;
     memcpy(rest, rem, ns * sizeof *rem);
     if (!rc && g->dive && ns <= CG_FEW && (rc = round_dive(g, cols, rest, left, *lp_obj, &tail[5])) == DT_EINVAL)
       rc = 0;
@@ -759,6 +851,8 @@ out:
   dt__free(cnt);
   dt__free(sub);
   colset_free(&own);
+  colset_free(&ws);
+  dt__free(pi);
   return rc;
 }
 

@@ -477,6 +477,21 @@ static void test_lp(void) {
   ok = ok && dt__lp_cover(2, 3, a5, c5, d6, yc, x, &d6_cold) == 0;
   CHECK(ok && fabs(warm_obj - d6_cold) < 1e-9 && fabs(yd[0] - yc[0]) < 1e-9 && fabs(yd[1] - yc[1]) < 1e-9,
         "a warm start for other demands reaches the cold optimum (%g vs %g)", warm_obj, d6_cold);
+  /* an inverse that does not belong to its basis (as one drifted on a nearly singular basis):
+  ** for the basis (artificial 0, column 2) this one gives the artificial the value 1e-8 and
+  ** duals of 0.06 / 17 on both rows, at which nothing enters, so the warm solve ends with
+  ** the artificial in the basis and reports the LP infeasible; it must be solved again from
+  ** the artificials. bigm is lp.c's: (the largest cost + 1) x 1e6. */
+  {
+    const int st[] = {0, 2, 4, 6}, rw[] = {0, 1, 0, 1, 0, 1};
+    const double vl[] = {2, 1, 1, 3, 1, 1};
+    double bigm = (5 + 1) * 1e6, t = 0.06 / 17, inv[4] = {(t - 13.5) / bigm, (t + 12) / bigm, 9, -8};
+    int wb[2] = {-1 - 2 - 0, 2};
+    double xs[3];
+    CHECK(dt__lp_cover_sparse(2, 3, st, rw, vl, c5, d5, y, xs, &warm_obj, wb, inv) == 0 &&
+              fabs(warm_obj - cold_obj) < 1e-9,
+          "a warm solve that fails is solved again cold (%g vs %g)", warm_obj, cold_obj);
+  }
   /* a garbage warm basis falls back to the cold start */
   int junk[2] = {7, -99};
   CHECK(dt__lp_cover_warm(2, 3, a5, c5, d5, y, x, &warm_obj, junk) == 0 && fabs(warm_obj - cold_obj) < 1e-9,
