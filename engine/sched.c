@@ -312,8 +312,6 @@ static int copy_compiled(dt_plan *p, const dt_plan *b, const rt_type *types) {
   p->nkeyslot = b->nkeyslot, p->nslots = b->nslots, p->keyslot = b->keyslot, p->slot_key = b->slot_key;
   p->ntype_at = b->ntype_at, p->type_at = b->type_at;
   p->ntypes = b->ntypes;
-  /* every byte of the types and their offerings is copied over: taken
-  ** from the arena without clearing, the offerings in one block */
   if (types) return share_offers(p, types);
   p->types = dt__types_copy(&p->arena, b->types, b->ntypes);
   return p->types ? 0 : DT_ENOMEM;
@@ -335,6 +333,8 @@ static int share_offers(dt_plan *p, const rt_type *types) {
   return p->off_own ? 0 : DT_ENOMEM;
 }
 
+/* Every byte of the types and their offerings is copied over: taken from
+** the arena without clearing, the offerings in one block. */
 rt_type *dt__types_copy(dt_arena *a, const rt_type *from, uint32_t n) {
   size_t noff = 0;
   for (uint32_t t = 0; t < n; t++) noff += from[t].noff;
