@@ -430,26 +430,31 @@ static pool_types *kept_pool_types(dt_plan *p, uint32_t i, uint64_t zm, uint8_t 
   return same ? k : NULL;
 }
 
-static void keep_pool_types(dt_plan *p, uint32_t i, uint64_t zm, uint8_t cm) {
-  if (!p->cl || !p->cl->ptypes || i >= p->cl->nptypes) return;
+static pool_types *keep_pool_types(dt_plan *p, uint32_t i, uint64_t zm, uint8_t cm) {
+  if (!p->cl || !p->cl->ptypes || i >= p->cl->nptypes) return NULL;
   const rt_pool *pl = &p->pools[i];
   const dt_nodepool *np = pl->src;
   uint32_t *types = A(p->cl->base, (pl->ntypes ? pl->ntypes : 1) * sizeof *types);
-  if (!types) return;
+  if (!types) return NULL;
   memcpy(types, pl->types, pl->ntypes * sizeof *types);
   p->cl->ptypes[i] = (pool_types){np->reqs.v, np->labels.v, np->name, np->reqs.n, np->labels.n, zm,   cm, pl->spot_max,
                                   types,      pl->ntypes,   0,        0,          false,        false};
+  return &p->cl->ptypes[i];
 }
 
-/* The pool's instance types satisfying its requirements, cheapest first. */
-static int pool_types_of(dt_plan *p, uint32_t i, const dt_reqs *r, uint64_t zm, uint8_t cm, bool keep) {
+/* The pool's instance types satisfying its requirements, cheapest first;
+** *kept: the cluster's entry for them (found or just kept), NULL none. */
+static int pool_types_of(dt_plan *p, uint32_t i, const dt_reqs *r, uint64_t zm, uint8_t cm, bool keep,
+                         pool_types **kept) {
   rt_pool *pl = &p->pools[i];
+  *kept = NULL;
   pl->types = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->types);
   if (!pl->types) return DT_ENOMEM;
-  const pool_types *k = keep ? kept_pool_types(p, i, zm, cm) : NULL;
+  pool_types *k = keep ? kept_pool_types(p, i, zm, cm) : NULL;
   if (k) {
     memcpy(pl->types, k->types, k->ntypes * sizeof *pl->types);
     pl->ntypes = k->ntypes;
+    *kept = k;
     return 0;
   }
   for (uint32_t t = 0; t < p->ntypes; t++)
@@ -459,7 +464,7 @@ static int pool_types_of(dt_plan *p, uint32_t i, const dt_reqs *r, uint64_t zm, 
   for (uint32_t t = 0; t < pl->ntypes; t++) pr[t] = p->types[pl->types[t]].min_price;
   int rc = dt__sched_sort_by_price(p, pl->types, pr, pl->ntypes);
   dt__free(pr);
-  if (!rc && keep) keep_pool_types(p, i, zm, cm);
+  if (!rc && keep) *kept = keep_pool_types(p, i, zm, cm);
   return rc;
 }
 
@@ -512,7 +517,8 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     uint8_t cm;
     masks(p, &r, &zm, &cm);
     if (!pl->taints) return DT_ENOMEM;
-    int trc = pool_types_of(p, i, &r, zm, cm, keep);
+    pool_types *kept;
+    int trc = pool_types_of(p, i, &r, zm, cm, keep, &kept);
     if (trc) return trc;
     if (pl->ntypes == 0) note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
     for (size_t k = 0; k < np->reqs.n; k++) pl->has_min_values |= np->reqs.v[k].min_values > 0;
@@ -520,7 +526,6 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
       pl->has_prefer_taint |= pl->taints[k].effect == DT_TAINT_PREFER_NO_SCHEDULE;
     p->any_prefer_taint |= pl->has_prefer_taint;
     /* what its types offer (kept with its types, under the same offerings) */
-    pool_types *kept = keep ? kept_pool_types(p, i, zm, cm) : NULL;
     if (kept && kept->universe_ok) {
       pl->has_reserved |= kept->has_reserved;
       p->universe_z |= kept->universe_z;
