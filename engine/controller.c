@@ -801,11 +801,7 @@ void dt__ctl_event(cJSON *e, char *action, size_t n) { handle_event(e, action, n
 
 void dt__ctl_catalog_changed(void) { D.cc_stale = true; }
 
-size_t dt__ctl_count(const char *prefix) {
-  size_t n = 0, len = strlen(prefix);
-  for (size_t i = 0; i < D.objs.n; i++) n += !strncmp(D.objs.v[i].key, prefix, len);
-  return n;
-}
+size_t dt__ctl_pods(void) { return D.nkind[OBJ_POD]; }
 
 cJSON *dt__ctl_get(const char *key) {
   int at = obj_find(key);

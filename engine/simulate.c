@@ -548,7 +548,7 @@ static void check_step(run *r) {
   if (pending + running + gone != r->arrivals || gone != r->departed)
     violate(r, "pods: %zu arrived, but %zu pending + %zu running + %zu departed (%zu departures recorded)", r->arrivals,
             pending, running, gone, r->departed);
-  size_t stored = dt__ctl_count("Pod/");
+  size_t stored = dt__ctl_pods();
   size_t followed = pending + running;
   if (stored < followed)
     violate(r, "the controller holds %zu pods, fewer than the %zu pending or running", stored, followed);
