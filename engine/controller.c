@@ -256,6 +256,10 @@ static cJSON *launched_claims(const dt_plan *p) {
   return arr;
 }
 
+/* How many objects ahead a walk over the store asks for the pod cache's
+** entry: they are scattered over memory the size of the store's pods. */
+#define PREFETCH_AHEAD 8
+
 /* On the thread pool: nothing here touches the daemon's state but the
 ** policies, which the loop leaves alone while D.planning. */
 static void round_run(uv_work_t *req) {
@@ -270,11 +274,13 @@ static void round_run(uv_work_t *req) {
     w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
     return;
   }
-  for (size_t i = 0; i < w->n && !w->rc; i++)
+  for (size_t i = 0; i < w->n && !w->rc; i++) {
+    if (i + PREFETCH_AHEAD < w->n) dt__podcache_prefetch(D.podcache, w->kept[i + PREFETCH_AHEAD], true);
     w->rc = *w->o.cancel ? DT_ECANCELED
                          : dt__manifests_add_cached(w->m, D.podcache, w->key[i], w->gen[i], w->kept[i], w->json[i],
                                                     w->json[i] ? strlen(w->json[i]) : 0,
                                                     w->has_spans[i] ? &w->spans[4 * i] : NULL, &w->err);
+  }
   if (w->rc) return;
   dt__podcache_sweep(D.podcache); /* the last round's manifests are freed: only this one's pods stay */
   if (D.pdir) {
@@ -463,6 +469,8 @@ void dispatch(bool disrupt) {
   ** a pod it keeps at this version is not copied. */
   for (size_t i = 0; ok && i < D.objs.n; i++) {
     obj *ob = &D.objs.v[i];
+    if (i + PREFETCH_AHEAD < D.objs.n) /* a stale hint is only a wasted hint */
+      dt__podcache_prefetch(D.podcache, D.objs.v[i + PREFETCH_AHEAD].pc_hint, false);
     uint32_t kept = ob->kind != OBJ_POD && ob->kind != OBJ_NODE
                         ? 0
                         : dt__podcache_find_hinted(D.podcache, ob->key, ob->gen, &ob->pc_hint, &ob->pc_epoch);

@@ -481,6 +481,10 @@ uint32_t dt__podcache_find(const dt_podcache *c, const char *name, uint64_t gen)
 ** since, the name is not looked up again. Both are updated. */
 uint32_t dt__podcache_find_hinted(const dt_podcache *c, const char *name, uint64_t gen, uint32_t *hint,
                                   uint32_t *epoch);
+/* A hint that entry kept (an answer of the two above, or a hint they
+** keep) is read soon: its first line, or (whole) all of it that an add
+** copies. It changes nothing; a stale or 0 entry is ignored. */
+void dt__podcache_prefetch(const dt_podcache *c, uint32_t kept, bool whole);
 /* Add object name at version gen to m, as dt_manifests_add_buffer adds buf;
 ** kept: dt__podcache_find's answer for it, or 0. spans: for a NodeClaim,
 ** where buf holds the values of its pods annotation and of its

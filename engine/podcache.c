@@ -137,6 +137,12 @@ uint32_t dt__podcache_find_hinted(const dt_podcache *c, const char *name, uint64
   return s && s < c->by_sym.n && c->by_sym.v[s].live && c->by_sym.v[s].gen == gen ? s : 0;
 }
 
+void dt__podcache_prefetch(const dt_podcache *c, uint32_t kept, bool whole) {
+  if (!c || !kept || kept >= c->by_sym.n) return;
+  const char *a = (const char *)&c->by_sym.v[kept], *b = a + (whole ? sizeof(pc_entry) : 1);
+  for (; a < b; a += 64) __builtin_prefetch(a);
+}
+
 /* Add e's pod to m as the pod reader would; 1 when m would refuse it
 ** (the caller reads the text, for the reader's error). */
 static int add_kept(dt_manifests *m, const dt_podcache *c, pc_entry *e) {
