@@ -128,7 +128,7 @@ int dt__sched_build_snapshot(dt_plan *p) {
     p->snapshot = cl->snap; /* read-only, as every plan's */
     return 0;
   }
-  p->snapshot = A(p, (n ? n : 1) * sizeof *p->snapshot);
+  p->snapshot = A_RAW(p, (n ? n : 1) * sizeof *p->snapshot); /* every one written below */
   if (!p->snapshot) return DT_ENOMEM;
   for (uint32_t t = 0; t < p->ntypes; t++) {
     const rt_type *ty = &p->types[t];

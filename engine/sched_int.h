@@ -410,6 +410,18 @@ struct dt_cluster {
   } priced;
   kept_order korder[KEPT_ORDERS]; /* in the base's arena */
   uint32_t nkorder, next_korder;
+  /* The zones each type offers per NodePool and capacity type, and those
+  ** every type of a pool offers (sched_solve.c's offered_zones), as an
+  ** overlay that still shares the priced copy's offerings found them; kept
+  ** with the pools' spot maxima and types they were found for. Allocated. */
+  struct {
+    uint32_t gen; /* the priced copy's, 0 none */
+    uint32_t npools;
+    uint64_t *offz, *allz;
+    double *spot_max; /* per pool */
+    uint32_t *ntypes; /* per pool */
+    uint32_t *types;  /* the pools' types, one after the other */
+  } zones;
 };
 
 /* An overlay plan's offerings (dt_plan.priced) until its pools are compiled:
@@ -418,6 +430,9 @@ struct dt_cluster {
 enum { PRICED_NONE = 0, PRICED_COPY = 1, PRICED_KEPT = 2 };
 
 /* ------------------------------------------------- across the phases */
+
+/* sched_solve.c: let go of a cluster's kept zones */
+void dt__sched_zones_drop(dt_cluster *cl);
 
 /* sched.c: types[0..n) and their offerings copied into a (NULL: out of memory) */
 rt_type *dt__types_copy(dt_arena *a, const rt_type *from, uint32_t n);

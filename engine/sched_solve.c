@@ -25,6 +25,7 @@ typedef struct run {
   int64_t *minsuf;             /* per queue position: component-wise min of the rest */
   uint64_t *offz;              /* offered_zones */
   uint64_t *allz;              /* offered_zones: per pool and capacity type, the zones all its types offer */
+  bool zones_borrowed;         /* offz and allz are the cluster's (zones_kept) */
   int64_t failmin[DT_RES_MAX]; /* min over pods that failed in this pass */
   uint32_t pos, qlen;
   uint32_t *scratch; /* a claim's options filtered, before they are kept (p->ntypes) */
@@ -147,10 +148,80 @@ static uint32_t filter_options(const run *R, const rt_pool *pl, const uint32_t *
 ** where every type of the pool has one (a claim whose masks meet them needs
 ** no test per option). Offerings do not change while pods are placed:
 ** counts are spent at launch. */
+void dt__sched_zones_drop(dt_cluster *cl) {
+  dt__free(cl->zones.offz);
+  dt__free(cl->zones.allz);
+  dt__free(cl->zones.spot_max);
+  dt__free(cl->zones.ntypes);
+  dt__free(cl->zones.types);
+  memset(&cl->zones, 0, sizeof cl->zones);
+}
+
+/* Whether p's offerings are its cluster's priced copy's, unchanged: an
+** overlay that started from the copy and has written none. */
+static bool shares_priced(const dt_plan *p) {
+  return p->cl && p->priced == PRICED_COPY && p->own && !memchr(p->own, 1, p->ntypes);
+}
+
+/* Whether the cluster's kept zones were found for p's pools (and p shares
+** the priced copy they were found under). */
+static bool zones_match(const dt_plan *p) {
+  const dt_cluster *cl = p->cl;
+  if (!shares_priced(p) || !cl->zones.gen || cl->zones.gen != cl->priced.gen || cl->zones.npools != p->npools)
+    return false;
+  size_t at = 0;
+  for (uint32_t pi = 0; pi < p->npools; pi++) {
+    const rt_pool *pl = &p->pools[pi];
+    if (memcmp(&cl->zones.spot_max[pi], &pl->spot_max, sizeof pl->spot_max) || cl->zones.ntypes[pi] != pl->ntypes ||
+        (pl->ntypes && memcmp(&cl->zones.types[at], pl->types, pl->ntypes * sizeof *pl->types)))
+      return false;
+    at += pl->ntypes;
+  }
+  return true;
+}
+
+/* Keep R's zones in the cluster for the overlays after it (out of memory:
+** none kept). */
+static void zones_keep(run *R) {
+  const dt_plan *p = R->p;
+  dt_cluster *cl = p->cl;
+  size_t per = (size_t)p->ntypes * DT_CT_N, n = p->npools * per, nt = 0;
+  for (uint32_t pi = 0; pi < p->npools; pi++) nt += p->pools[pi].ntypes;
+  dt__sched_zones_drop(cl);
+  uint32_t np = p->npools ? p->npools : 1;
+  cl->zones.offz = dt__malloc((n ? n : 1) * sizeof *cl->zones.offz);
+  cl->zones.allz = dt__malloc(np * DT_CT_N * sizeof *cl->zones.allz);
+  cl->zones.spot_max = dt__malloc(np * sizeof *cl->zones.spot_max);
+  cl->zones.ntypes = dt__malloc(np * sizeof *cl->zones.ntypes);
+  cl->zones.types = dt__malloc((nt ? nt : 1) * sizeof *cl->zones.types);
+  if (!cl->zones.offz || !cl->zones.allz || !cl->zones.spot_max || !cl->zones.ntypes || !cl->zones.types) {
+    dt__sched_zones_drop(cl);
+    return;
+  }
+  memcpy(cl->zones.offz, R->offz, n * sizeof *R->offz);
+  memcpy(cl->zones.allz, R->allz, p->npools * DT_CT_N * sizeof *R->allz);
+  size_t at = 0;
+  for (uint32_t pi = 0; pi < p->npools; pi++) {
+    const rt_pool *pl = &p->pools[pi];
+    cl->zones.spot_max[pi] = pl->spot_max;
+    cl->zones.ntypes[pi] = pl->ntypes;
+    if (pl->ntypes) memcpy(&cl->zones.types[at], pl->types, pl->ntypes * sizeof *pl->types);
+    at += pl->ntypes;
+  }
+  cl->zones.npools = p->npools;
+  cl->zones.gen = cl->priced.gen;
+}
+
 static int offered_zones(run *R) {
   const dt_plan *p = R->p;
   size_t per = (size_t)p->ntypes * DT_CT_N;
   size_t n = p->npools * per;
+  if (zones_match(p)) { /* what the loop below would find again */
+    R->offz = p->cl->zones.offz;
+    R->allz = p->cl->zones.allz;
+    R->zones_borrowed = true;
+    return 0;
+  }
   if (!(R->offz = dt__calloc(n ? n : 1, sizeof *R->offz)) ||
       !(R->allz = dt__malloc((p->npools ? p->npools : 1) * DT_CT_N * sizeof *R->allz)))
     return DT_ENOMEM;
@@ -168,6 +239,7 @@ static int offered_zones(run *R) {
       R->allz[pi * DT_CT_N + ct] = pl->ntypes ? z : 0;
     }
   }
+  if (shares_priced(p)) zones_keep(R);
   return 0;
 }
 
@@ -802,8 +874,10 @@ out:
   dt__free(R.nfailed);
   dt__free(R.bstart.v);
   dt__free(R.at.v);
-  dt__free(R.offz);
-  dt__free(R.allz);
+  if (!R.zones_borrowed) {
+    dt__free(R.offz);
+    dt__free(R.allz);
+  }
   dt__free(R.open.v);
   dt__free(R.cand.v);
   return rc;
