@@ -170,54 +170,70 @@ static int build_offers(lua_State *L) {
   return 1;
 }
 
-static bool str_same(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+/* The six strings of an offering, in one order. */
+#define OFFER_STRS(o)                                                                                                  \
+  { (o)->instance_type, (o)->zone, (o)->capacity_type, (o)->reservation, (o)->family, (o)->arch }
+
+/* Whether a is the snapshot's string y (0: NULL). A round's offerings
+** repeat few strings (an instance type's offerings name it, zones and
+** capacity types recur): each pointer is compared in full once a call. */
+static bool str_match(const dt_policy *p, const char *a, dt_sym y) {
+  if (!y || !a) return !y && !a;
+  if (p->snap_match[y] == a) return true;
+  if (strcmp(a, p->snap_strs.str[y])) return false;
+  p->snap_match[y] = a;
+  return true;
+}
 
 /* Whether offers[0..n) are the offerings the offers table was built from. */
 static bool snapshot_same(const dt_policy *p, const dt_hook_offer *o, size_t n) {
   if (!p->snap_valid || p->offers == LUA_NOREF || n != p->nsnap) return false;
+  memset(p->snap_match, 0, p->snap_strs.n * sizeof *p->snap_match); /* a pointer of another round may be reused */
   for (size_t i = 0; i < n; i++) {
     const dt_hook_offer *a = &o[i], *b = &p->snap[i];
     if (memcmp(&a->price, &b->price, sizeof a->price) ||
         memcmp(&a->on_demand_price, &b->on_demand_price, sizeof a->price) || a->available != b->available ||
-        a->cpu_milli != b->cpu_milli || a->memory_bytes != b->memory_bytes || a->gpus != b->gpus ||
-        !str_same(a->instance_type, b->instance_type) || !str_same(a->zone, b->zone) ||
-        !str_same(a->capacity_type, b->capacity_type) || !str_same(a->reservation, b->reservation) ||
-        !str_same(a->family, b->family) || !str_same(a->arch, b->arch))
+        a->cpu_milli != b->cpu_milli || a->memory_bytes != b->memory_bytes || a->gpus != b->gpus)
       return false;
+    const char *s[6] = OFFER_STRS(a);
+    for (int k = 0; k < 6; k++)
+      if (!str_match(p, s[k], p->snap_sym[6 * i + k])) return false;
   }
   return true;
 }
 
 /* Keep a copy of offers[0..n), strings included; false when out of memory. */
 static bool snapshot_keep(dt_policy *p, const dt_hook_offer *o, size_t n) {
-  size_t bytes = 0;
-  for (size_t i = 0; i < n; i++) {
-    const char *s[6] = {o[i].instance_type, o[i].zone, o[i].capacity_type, o[i].reservation, o[i].family, o[i].arch};
-    for (int k = 0; k < 6; k++) bytes += s[k] ? strlen(s[k]) + 1 : 0;
-  }
+  dt_symtab strs = {0};
   dt_hook_offer *snap = dt__malloc((n ? n : 1) * sizeof *snap);
-  char *str = dt__malloc(bytes ? bytes : 1), *at = str;
-  if (!snap || !str) {
-    dt__free(snap);
-    dt__free(str);
-    return false;
-  }
-  for (size_t i = 0; i < n; i++) {
+  dt_sym *sym = dt__malloc((n ? 6 * n : 1) * sizeof *sym);
+  bool ok = snap && sym;
+  for (size_t i = 0; ok && i < n; i++) {
     snap[i] = o[i];
-    const char **s[6] = {&snap[i].instance_type, &snap[i].zone,   &snap[i].capacity_type,
-                         &snap[i].reservation,   &snap[i].family, &snap[i].arch};
-    for (int k = 0; k < 6; k++) {
-      if (!*s[k]) continue;
-      size_t len = strlen(*s[k]) + 1;
-      memcpy(at, *s[k], len);
-      *s[k] = at;
-      at += len;
+    const char *s[6] = OFFER_STRS(&o[i]);
+    const char **to[6] = {&snap[i].instance_type, &snap[i].zone,   &snap[i].capacity_type,
+                          &snap[i].reservation,   &snap[i].family, &snap[i].arch};
+    for (int k = 0; ok && k < 6; k++) {
+      sym[6 * i + k] = s[k] ? dt__sym(&strs, s[k]) : 0;
+      ok = !s[k] || sym[6 * i + k]; /* 0: out of memory (the empty string has a symbol of its own) */
+      if (ok && s[k]) *to[k] = strs.str[sym[6 * i + k]];
     }
   }
+  const char **match = ok ? dt__calloc(strs.n ? strs.n : 1, sizeof *match) : NULL;
+  if (!match) {
+    dt__free(snap);
+    dt__free(sym);
+    dt__symtab_free(&strs);
+    return false;
+  }
   dt__free(p->snap);
-  dt__free(p->snap_str);
+  dt__free(p->snap_sym);
+  dt__free(p->snap_match);
+  dt__symtab_free(&p->snap_strs);
   p->snap = snap;
-  p->snap_str = str;
+  p->snap_sym = sym;
+  p->snap_match = match;
+  p->snap_strs = strs;
   p->nsnap = n;
   p->snap_valid = true;
   return true;

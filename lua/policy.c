@@ -790,7 +790,9 @@ void dt_policy_free(dt_policy *p) {
   dt__free(p->smemo.known);
   dt__free(p->pmemo.v);
   dt__free(p->snap);
-  dt__free(p->snap_str);
+  dt__free(p->snap_sym);
+  dt__free(p->snap_match);
+  dt__symtab_free(&p->snap_strs);
   state_close(&p->s);
   dt__policy_clear_errors(p);
   dt__free(p->errs.v);

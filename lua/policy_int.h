@@ -47,7 +47,9 @@ struct dt_policy {
   /* what the offers table was built from: a round with the same offerings
   ** reuses it (building thousands of tables is most of a round's cost) */
   dt_hook_offer *snap;
-  char *snap_str;
+  dt_symtab snap_strs;     /* its strings, each once (snap points at them) */
+  dt_sym *snap_sym;        /* per offering, its six strings' symbols there (0: NULL) */
+  const char **snap_match; /* per symbol: a string found equal to it by the comparison running */
   size_t nsnap;
   bool snap_valid;
   size_t gc_floor; /* bytes in use after the last full collection */
