@@ -5,6 +5,9 @@
 #define _GNU_SOURCE
 #include "sim.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +291,14 @@ int dt__simulate_main(int argc, char **argv) {
     return rc;
   }
   rc = 0;
+#ifdef __GLIBC__
+  /* Every plan takes and frees arenas of megabytes: left to glibc's
+  ** defaults each is mapped and unmapped, and its pages faulted in again,
+  ** thousands of times a simulated hour. A simulation keeps them instead
+  ** (its peak is what it holds at once, not more). */
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 128 << 20);
+#endif
   dt_error err = {0};
   run *runs = NULL;
   summary *ss = NULL;
