@@ -31,7 +31,7 @@
 
 typedef struct pc_entry {
   uint64_t gen;
-  bool live, used;
+  bool live;
   bool is_node; /* keeps a Node or NodeClaim (node), else a Pod (pod) */
   char *file;   /* the object name: the kept pod's file */
   char *seen;   /* its duplicate-detection key, "Pod/ns/name" as the reader makes it */
@@ -69,7 +69,10 @@ struct dt_podcache {
   ** table before stays until the next remake, for the set that borrowed it. */
   dt_symtab keys, keys_prev;
   DT_VEC(pc_entry) by_sym; /* indexed by name symbol */
-  DT_VEC(uint32_t) live;   /* symbols of the live entries */
+  /* by name symbol: an add used the entry since the last sweep (apart from
+  ** the entries, so that a sweep reads bytes, not every entry) */
+  DT_VEC(uint8_t) used;
+  DT_VEC(uint32_t) live; /* symbols of the live entries */
   /* Kept pods' shapes (dt_podspec.shape): signature -> number. Made again
   ** from the live pods once mostly dropped shapes; a set's pods all carry
   ** numbers of one table (the sweep that remakes it runs between sets). */
@@ -107,6 +110,7 @@ void dt__podcache_free(dt_podcache *c) {
   if (!c) return;
   for (size_t i = 0; i < c->live.n; i++) entry_drop(&c->by_sym.v[c->live.v[i]]);
   dt__free(c->by_sym.v);
+  dt__free(c->used.v);
   dt__free(c->live.v);
   dt__symtab_free(&c->names);
   dt__symtab_free(&c->keys);
@@ -145,7 +149,7 @@ void dt__podcache_prefetch(const dt_podcache *c, uint32_t kept, bool whole) {
 
 /* Add e's pod to m as the pod reader would; 1 when m would refuse it
 ** (the caller reads the text, for the reader's error). */
-static int add_kept(dt_manifests *m, const dt_podcache *c, pc_entry *e) {
+static int add_kept(dt_manifests *m, dt_podcache *c, pc_entry *e) {
   if (!e->is_node && m->npods + 1 > DT_MAX_PODS) return 1;
   uint32_t had = m->seen.n; /* one lookup: a symbol below it was there before */
   /* a set started with the cache's keys (this very table) has the entry's symbol */
@@ -170,7 +174,7 @@ static int add_kept(dt_manifests *m, const dt_podcache *c, pc_entry *e) {
   }
   m->seen_file.v[s] = e->file;
   m->seq++;
-  e->used = true;
+  c->used.v[e - c->by_sym.v] = 1;
   return 0;
 }
 
@@ -334,6 +338,8 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
     memset(&z, 0, sizeof z);
     if (dt__vec_push(&c->by_sym, z)) return DT_ENOMEM;
   }
+  while (c->used.n < c->by_sym.n)
+    if (dt__vec_push(&c->used, (uint8_t)0)) return DT_ENOMEM;
   pc_entry *e = &c->by_sym.v[s];
   bool was_live = e->live;
   dt_podspec *p = is_node ? NULL : &m->pods.v[m->pods.n - 1];
@@ -366,7 +372,8 @@ static int keep(dt_podcache *c, dt_manifests *m, bool is_node, const char *name,
   e->text[len] = 0;
   e->len = len;
   e->gen = gen;
-  e->live = e->used = true;
+  e->live = true;
+  c->used.v[s] = 1;
   e->is_node = is_node;
   e->has_spans = is_node && spans;
   if (e->has_spans) memcpy(e->span, spans, sizeof e->span);
@@ -638,13 +645,13 @@ void dt__podcache_sweep(dt_podcache *c) {
   for (size_t i = 0; i < c->retired.n; i++) dt__free(c->retired.v[i]);
   c->retired.n = 0;
   for (size_t i = 0; i < c->live.n;) {
-    pc_entry *e = &c->by_sym.v[c->live.v[i]];
-    if (e->used) {
-      e->used = false;
+    uint32_t s = c->live.v[i];
+    if (c->used.v[s]) {
+      c->used.v[s] = 0;
       i++;
       continue;
     }
-    entry_drop(e);
+    entry_drop(&c->by_sym.v[s]);
     c->live.v[i] = c->live.v[--c->live.n];
   }
   if (c->names.n > 4096 && c->names.n > 4 * (c->live.n + 1)) renumber(c);
