@@ -748,6 +748,16 @@ static int32_t claims_ix_id(const dt_plan *p, const claims_ix *ix, uint32_t id) 
   return best;
 }
 
+/* Whether pod d (spec s), one pod and no workload's, is looked up by number
+** and, carried by a claim, would only add its requests to that node: no
+** host ports, no topology terms, and no topology group selects it, so the
+** class it would be given is read by nothing (dt__topo_record records
+** nothing for it). */
+static bool claimed_plainly(const dt_plan *p, const claims_ix *ix, const dt_podspec *d, const rt_spec *s) {
+  return !d->owner && claims_ix_by_id(ix, d, -1) && !s->nports && !s->nsel && !d->nspread && !d->naff && !d->npaff &&
+         !d->nanti && !d->npanti && !p->groups.n;
+}
+
 static void claims_ix_free(claims_ix *ix) {
   dt__namemap_free(&ix->own);
   dt__free(ix->own_id);
@@ -816,6 +826,15 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
       }
       if (!p->ov) p->bound_already += (size_t)d->count;
       continue;
+    }
+    if (!p->ov && claimed.any && want[si] == 1 && claimed_plainly(p, &claimed, d, s)) {
+      int32_t cn = claims_ix_id(p, &claimed, d->name_id);
+      if (cn >= 0) { /* what the loop below does for it, less the class nothing reads */
+        rt_node *nd = &p->nodes[cn];
+        for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r];
+        p->bound_already++;
+        continue;
+      }
     }
     rt_relax none = {0};
     s->base_class = -1; /* an overlay's specs are the cluster's: the last plan's class means nothing here */
