@@ -149,6 +149,10 @@ out:
 
 /* For every spec, the groups that count it. */
 int dt__topo_select(dt_plan *p) {
+  if (!p->groups.n) { /* nothing to select (an overlay's specs may hold what a last plan's selected) */
+    for (uint32_t i = 0; i < p->nspecs; i++) p->specs[i].nsel = 0;
+    return 0;
+  }
   /* What a group selects is read from a pod's namespace and labels only, and
   ** pods of one workload share them: each distinct set is matched against
   ** the groups once and its pods share the list. */
