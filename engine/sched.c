@@ -597,7 +597,6 @@ void dt__cluster_free(dt_cluster *cl) {
   dt__free(cl->claimed_id.v);
   dt__free(cl->claimed_id_on.v);
   dt__free(cl->snap);
-  dt__sched_zones_drop(cl);
   dt__free(cl);
 }
 

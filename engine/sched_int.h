@@ -413,7 +413,8 @@ struct dt_cluster {
   /* The zones each type offers per NodePool and capacity type, and those
   ** every type of a pool offers (sched_solve.c's offered_zones), as an
   ** overlay that still shares the priced copy's offerings found them; kept
-  ** with the pools' spot maxima and types they were found for. Allocated. */
+  ** with the pools' spot maxima and types they were found for. In the
+  ** base's arena. */
   struct {
     uint32_t gen; /* the priced copy's, 0 none */
     uint32_t npools;
@@ -431,8 +432,12 @@ enum { PRICED_NONE = 0, PRICED_COPY = 1, PRICED_KEPT = 2 };
 
 /* ------------------------------------------------- across the phases */
 
-/* sched_solve.c: let go of a cluster's kept zones */
-void dt__sched_zones_drop(dt_cluster *cl);
+/* Whether pool pl has spot maximum spot_max and types[0..n) (what a
+** cluster kept something for), byte for byte. */
+static inline bool dt__pool_is(const rt_pool *pl, double spot_max, uint32_t n, const uint32_t *types) {
+  return !memcmp(&spot_max, &pl->spot_max, sizeof spot_max) && n == pl->ntypes &&
+         (!n || !memcmp(types, pl->types, n * sizeof *types));
+}
 
 /* sched.c: types[0..n) and their offerings copied into a (NULL: out of memory) */
 rt_type *dt__types_copy(dt_arena *a, const rt_type *from, uint32_t n);

@@ -395,8 +395,7 @@ static kept_order *kept_order_for(dt_plan *p, const rt_claim *k) {
   for (uint32_t i = 0; i < cl->nkorder; i++) {
     kept_order *e = &cl->korder[i];
     if (e->gen == cl->priced.gen && e->pool == k->pool && e->zmask == k->zmask && e->ctmask == k->ctmask &&
-        !memcmp(&e->spot_max, &pl->spot_max, sizeof(double)) && e->npool == pl->ntypes &&
-        !memcmp(e->pool_types, pl->types, pl->ntypes * sizeof *pl->types))
+        dt__pool_is(pl, e->spot_max, e->npool, e->pool_types))
       return e;
   }
   kept_order *e = &cl->korder[cl->nkorder < KEPT_ORDERS ? cl->nkorder++ : cl->next_korder++ % KEPT_ORDERS];

@@ -25,7 +25,7 @@ typedef struct run {
   int64_t *minsuf;             /* per queue position: component-wise min of the rest */
   uint64_t *offz;              /* offered_zones */
   uint64_t *allz;              /* offered_zones: per pool and capacity type, the zones all its types offer */
-  bool zones_borrowed;         /* offz and allz are the cluster's (zones_kept) */
+  bool zones_borrowed;         /* offz and allz are the cluster's (zones_match) */
   int64_t failmin[DT_RES_MAX]; /* min over pods that failed in this pass */
   uint32_t pos, qlen;
   uint32_t *scratch; /* a claim's options filtered, before they are kept (p->ntypes) */
@@ -142,21 +142,6 @@ static uint32_t filter_options(const run *R, const rt_pool *pl, const uint32_t *
   return n;
 }
 
-/* R->offz: per pool, type and capacity type, the zones where the type has an
-** offering a claim of the pool may launch (off_ok with every zone and
-** capacity type allowed); R->allz: per pool and capacity type, the zones
-** where every type of the pool has one (a claim whose masks meet them needs
-** no test per option). Offerings do not change while pods are placed:
-** counts are spent at launch. */
-void dt__sched_zones_drop(dt_cluster *cl) {
-  dt__free(cl->zones.offz);
-  dt__free(cl->zones.allz);
-  dt__free(cl->zones.spot_max);
-  dt__free(cl->zones.ntypes);
-  dt__free(cl->zones.types);
-  memset(&cl->zones, 0, sizeof cl->zones);
-}
-
 /* Whether p's offerings are its cluster's priced copy's, unchanged: an
 ** overlay that started from the copy and has written none. */
 static bool shares_priced(const dt_plan *p) {
@@ -171,33 +156,28 @@ static bool zones_match(const dt_plan *p) {
     return false;
   size_t at = 0;
   for (uint32_t pi = 0; pi < p->npools; pi++) {
-    const rt_pool *pl = &p->pools[pi];
-    if (memcmp(&cl->zones.spot_max[pi], &pl->spot_max, sizeof pl->spot_max) || cl->zones.ntypes[pi] != pl->ntypes ||
-        (pl->ntypes && memcmp(&cl->zones.types[at], pl->types, pl->ntypes * sizeof *pl->types)))
-      return false;
-    at += pl->ntypes;
+    if (!dt__pool_is(&p->pools[pi], cl->zones.spot_max[pi], cl->zones.ntypes[pi], &cl->zones.types[at])) return false;
+    at += cl->zones.ntypes[pi];
   }
   return true;
 }
 
-/* Keep R's zones in the cluster for the overlays after it (out of memory:
-** none kept). */
+/* Keep R's zones in the cluster for the overlays after it, in its base's
+** arena (out of memory: none kept). */
 static void zones_keep(run *R) {
   const dt_plan *p = R->p;
   dt_cluster *cl = p->cl;
+  dt_plan *b = cl->base;
   size_t per = (size_t)p->ntypes * DT_CT_N, n = p->npools * per, nt = 0;
   for (uint32_t pi = 0; pi < p->npools; pi++) nt += p->pools[pi].ntypes;
-  dt__sched_zones_drop(cl);
   uint32_t np = p->npools ? p->npools : 1;
-  cl->zones.offz = dt__malloc((n ? n : 1) * sizeof *cl->zones.offz);
-  cl->zones.allz = dt__malloc(np * DT_CT_N * sizeof *cl->zones.allz);
-  cl->zones.spot_max = dt__malloc(np * sizeof *cl->zones.spot_max);
-  cl->zones.ntypes = dt__malloc(np * sizeof *cl->zones.ntypes);
-  cl->zones.types = dt__malloc((nt ? nt : 1) * sizeof *cl->zones.types);
-  if (!cl->zones.offz || !cl->zones.allz || !cl->zones.spot_max || !cl->zones.ntypes || !cl->zones.types) {
-    dt__sched_zones_drop(cl);
-    return;
-  }
+  cl->zones.gen = 0;
+  cl->zones.offz = A_RAW(b, (n ? n : 1) * sizeof *cl->zones.offz);
+  cl->zones.allz = A_RAW(b, np * DT_CT_N * sizeof *cl->zones.allz);
+  cl->zones.spot_max = A_RAW(b, np * sizeof *cl->zones.spot_max);
+  cl->zones.ntypes = A_RAW(b, np * sizeof *cl->zones.ntypes);
+  cl->zones.types = A_RAW(b, (nt ? nt : 1) * sizeof *cl->zones.types);
+  if (!cl->zones.offz || !cl->zones.allz || !cl->zones.spot_max || !cl->zones.ntypes || !cl->zones.types) return;
   memcpy(cl->zones.offz, R->offz, n * sizeof *R->offz);
   memcpy(cl->zones.allz, R->allz, p->npools * DT_CT_N * sizeof *R->allz);
   size_t at = 0;
@@ -212,6 +192,12 @@ static void zones_keep(run *R) {
   cl->zones.gen = cl->priced.gen;
 }
 
+/* R->offz: per pool, type and capacity type, the zones where the type has an
+** offering a claim of the pool may launch (off_ok with every zone and
+** capacity type allowed); R->allz: per pool and capacity type, the zones
+** where every type of the pool has one (a claim whose masks meet them needs
+** no test per option). Offerings do not change while pods are placed:
+** counts are spent at launch. */
 static int offered_zones(run *R) {
   const dt_plan *p = R->p;
   size_t per = (size_t)p->ntypes * DT_CT_N;
