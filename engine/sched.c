@@ -319,11 +319,27 @@ static int copy_compiled(dt_plan *p, const dt_plan *b, const rt_type *types) {
 
 static int share_offers(dt_plan *p, const rt_type *types) {
   size_t noff = 0;
-  p->types = dt__arena_raw(&p->arena, (p->ntypes ? p->ntypes : 1) * sizeof *p->types);
+  dt_cluster *cl = p->cl;
+  size_t tbytes = (p->ntypes ? p->ntypes : 1) * sizeof *p->types;
+  if (cl && types == cl->priced.types && !cl->lend.user) {
+    if (cl->lend.gen != cl->priced.gen) {
+      cl->lend.types = dt__arena_raw(&cl->base->arena, tbytes);
+      cl->lend.gen = cl->lend.types ? cl->priced.gen : 0;
+      if (cl->lend.types) memcpy(cl->lend.types, types, p->ntypes * sizeof *p->types);
+    }
+    if (cl->lend.types) {
+      p->types = cl->lend.types;
+      cl->lend.user = p;
+      p->lent = true;
+    }
+  }
+  if (!p->lent) {
+    p->types = dt__arena_raw(&p->arena, tbytes);
+    if (p->types) memcpy(p->types, types, p->ntypes * sizeof *p->types);
+  }
   p->off_at = dt__arena_raw(&p->arena, (p->ntypes ? p->ntypes : 1) * sizeof *p->off_at);
   p->own = dt__arena_alloc(&p->arena, p->ntypes ? p->ntypes : 1);
   if (!p->types || !p->off_at || !p->own) return DT_ENOMEM;
-  memcpy(p->types, types, p->ntypes * sizeof *p->types);
   for (uint32_t t = 0; t < p->ntypes; t++) {
     p->off_at[t] = (uint32_t)noff;
     noff += types[t].noff;
@@ -747,7 +763,19 @@ void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound) {
 
 void dt_plan_stats_get(const dt_plan *plan, dt_plan_stats *out) { *out = plan->stats; }
 
+/* An overlay gives its lent types back as it found them. */
+static void lend_return(dt_plan *p) {
+  dt_cluster *cl = p->cl;
+  if (!p->lent) return;
+  for (uint32_t t = 0; p->own && t < p->ntypes; t++)
+    if (p->own[t]) cl->lend.types[t] = cl->priced.types[t];
+  cl->lend.user = NULL;
+  p->lent = false;
+  p->types = NULL;
+}
+
 void dt__plan_state_free(dt_plan *p) {
+  lend_return(p);
   dt__free(p->marks.v);
   for (size_t i = 0; i < p->policies.n; i++) dt__policy_round_end(p->policies.v[i]);
   dt__free(p->policies.v);

@@ -408,6 +408,17 @@ struct dt_cluster {
     const dt_policy *policy;
     uint32_t gen;
   } priced;
+  /* The priced copy's types once more, lent to one overlay at a time
+  ** (user) instead of a copy of its own: an overlay writes a type only
+  ** through dt__offs_mut, which points it at the overlay's own offerings,
+  ** and in launch's memo, which launch drops before it reads; the types
+  ** whose offerings the overlay owned are copied back from the priced copy
+  ** when it is freed. In the base's arena; gen is the priced copy's. */
+  struct {
+    rt_type *types;
+    const dt_plan *user;
+    uint32_t gen;
+  } lend;
   kept_order korder[KEPT_ORDERS]; /* in the base's arena */
   uint32_t nkorder, next_korder;
   /* The zones each type offers per NodePool and capacity type, and those

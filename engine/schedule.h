@@ -381,6 +381,7 @@ struct dt_plan {
   rt_off *off_own;
   uint32_t *off_at;
   uint8_t *own;
+  bool lent;             /* types is its cluster's lent copy (dt_cluster.lend), not its own */
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
 };
 
