@@ -108,7 +108,8 @@ static int rank_hook(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t nt
 static score_cache *score_cache_for(dt_plan *p, const dt_policy *pol) {
   for (size_t i = 0; i < p->scores.n; i++)
     if (p->scores.v[i].pol == pol) return &p->scores.v[i];
-  score_cache c = {pol, A(p, (p->nsnapshot ? p->nsnapshot : 1) * sizeof(double)),
+  /* a score is read only where known says it was written */
+  score_cache c = {pol, A_RAW(p, (p->nsnapshot ? p->nsnapshot : 1) * sizeof(double)),
                    A(p, p->nsnapshot ? p->nsnapshot : 1)};
   if (!c.score || !c.known || dt__vec_push(&p->scores, c)) return NULL;
   return &p->scores.v[p->scores.n - 1];
@@ -123,8 +124,8 @@ static score_ctx *sctx_for(dt_plan *p, const rt_claim *k, const dt_policy *pol, 
   }
   score_ctx *c = &p->sctx[p->nsctx < SCORE_CTXS ? p->nsctx++ : p->next_sctx++ % SCORE_CTXS];
   size_t n = p->ntypes ? p->ntypes : 1;
-  if (!c->known &&
-      (!(c->off = A(p, n * sizeof *c->off)) || !(c->score = A(p, n * sizeof *c->score)) || !(c->known = A(p, n))))
+  if (!c->known && (!(c->off = A_RAW(p, n * sizeof *c->off)) || !(c->score = A_RAW(p, n * sizeof *c->score)) ||
+                    !(c->known = A_RAW(p, n))))
     return NULL;
   memset(c->known, 0, n);
   c->pol = pol;
