@@ -157,13 +157,15 @@ static int nominations_add(state *st, size_t cap, nom *noms, size_t n) {
   return 0;
 }
 
-/* nominated() by name numbers below top + 1 (no pending workload). */
+/* nominated() by name numbers below top + 1 (no pending workload): each
+** number is one pending pod's, so the pods nominated come out in input order
+** by walking the pods once, with no sort. */
 static int nominated_ids(state *st, size_t cap, uint32_t top) {
   const dt_manifests *m = st->m;
   int32_t *spec_of = dt__calloc((size_t)top + 1, sizeof *spec_of); /* number -> pending pod + 1 */
   uint8_t *seen = dt__calloc((size_t)top + 1, 1);
-  DT_VEC(nom) noms = {0};
-  int rc = spec_of && seen ? 0 : DT_ENOMEM;
+  const char **on = dt__calloc(m->pods.n ? m->pods.n : 1, sizeof *on); /* pending pod -> its node, NULL none */
+  int rc = spec_of && seen && on ? 0 : DT_ENOMEM;
   bool any = false;
   for (size_t i = 0; i < m->pods.n && !rc; i++) {
     const dt_podspec *p = &m->pods.v[i];
@@ -172,17 +174,23 @@ static int nominated_ids(state *st, size_t cap, uint32_t top) {
     if (!spec_of[p->name_id]) spec_of[p->name_id] = (int32_t)i + 1;
   }
   for (size_t i = 0; i < m->nodes.n && !rc && any; i++)
-    for (size_t k = 0; k < m->nodes.v[i].npods && !rc; k++) {
+    for (size_t k = 0; k < m->nodes.v[i].npods; k++) {
       uint32_t id = m->nodes.v[i].pod_ids[k];
       if (seen[id]) continue; /* one claim per pod: the first names it */
       seen[id] = 1;
-      nom n = {(size_t)spec_of[id] - 1, -1, m->nodes.v[i].name};
-      if (spec_of[id] && dt__vec_push(&noms, n)) rc = DT_ENOMEM;
+      if (spec_of[id]) on[spec_of[id] - 1] = m->nodes.v[i].name;
     }
-  if (!rc) rc = nominations_add(st, cap, noms.v, noms.n);
+  for (size_t i = 0; i < m->pods.n && !rc && any && st->npods < cap; i++) {
+    if (!on[i]) continue;
+    dt_podspec c = m->pods.v[i];
+    c.count = 1;
+    c.owner = NULL;
+    c.node_name = (char *)on[i];
+    st->pods[st->npods++] = c;
+  }
   dt__free(spec_of);
   dt__free(seen);
-  dt__free(noms.v);
+  dt__free(on);
   return rc;
 }
 
