@@ -7,6 +7,8 @@
 */
 #include "sched_int.h"
 
+#include <stdatomic.h>
+
 /* ------------------------------------------------------------ launch */
 
 static uint64_t splitmix(uint64_t *s) {
@@ -265,7 +267,7 @@ static int32_t type_best_slow(dt_plan *p, const rt_claim *k, uint32_t ti, double
 
 static inline int32_t type_best(dt_plan *p, const rt_claim *k, uint32_t ti, double *cheapest) {
   const rt_type *t = &p->types[ti];
-  if (!k->held.n) {
+  if (!k->held.n && t->memo_gen == p->memo_gen) {
     double smax = p->pools[k->pool].spot_max;
     for (int i = 0; i < 4; i++) {
       const struct rt_memo *m = &t->memo[i];
@@ -283,7 +285,11 @@ static void memo_drop(rt_type *t) {
   t->memo_next = 0;
 }
 
-static void memo_put(rt_type *t, const rt_claim *k, double price, double spot_max, int32_t off) {
+static void memo_put(const dt_plan *p, rt_type *t, const rt_claim *k, double price, double spot_max, int32_t off) {
+  if (t->memo_gen != p->memo_gen) { /* another launch's */
+    memo_drop(t);
+    t->memo_gen = p->memo_gen;
+  }
   t->memo[t->memo_next] = (struct rt_memo){k->zmask, price, spot_max, off, k->ctmask, true};
   t->memo_next = (uint8_t)((t->memo_next + 1) % 4);
 }
@@ -304,7 +310,7 @@ static int32_t type_best_slow(dt_plan *p, const rt_claim *k, uint32_t ti, double
     if (of->price < ch) ch = of->price;
     if (dt__sched_off_better(p, ti, o, bo < 0 ? -1 : (int32_t)ti, bo, NULL)) bo = (int32_t)o;
   }
-  if (!k->held.n) memo_put(t, k, ch, smax, bo);
+  if (!k->held.n) memo_put(p, t, k, ch, smax, bo);
   *cheapest = ch;
   return bo;
 }
@@ -436,7 +442,7 @@ static const type_order *type_order_for(dt_plan *p, const rt_claim *k, type_orde
     memcpy(o->types, kept->types, kept->n * sizeof *o->types);
     o->n = kept->n;
     for (uint32_t i = 0; i < kept->n; i++)
-      memo_put(&p->types[kept->types[i]], k, kept->price[i], kept->spot_max, kept->off[i]);
+      memo_put(p, &p->types[kept->types[i]], k, kept->price[i], kept->spot_max, kept->off[i]);
     return o;
   }
   for (uint32_t i = 0; i < pl->ntypes; i++) {
@@ -556,7 +562,9 @@ int dt__sched_launch(dt_plan *p) {
   type_order orders[TYPE_ORDERS];
   uint32_t norders = 0, next_order = 0, next_set = 0;
   launch_set sets[LAUNCH_SETS] = {0};
-  for (uint32_t t = 0; t < p->ntypes; t++) memo_drop(&p->types[t]);
+  /* every type's memo is another launch's, in one step */
+  static _Atomic uint64_t launches;
+  p->memo_gen = atomic_fetch_add(&launches, 1) + 1;
   p->nsctx = p->next_sctx = 0; /* the contexts' arrays are kept for reuse */
   /* A claim like the one before it (same options, masks and contents, no
   ** reservation, no availability count changed since) has the same

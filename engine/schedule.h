@@ -58,7 +58,8 @@ typedef struct rt_type {
   /* launch's memo of the best offering within a claim's masks (claims
   ** holding no reservation), a few masks at once since claims of zonal
   ** spreads alternate between zones; dropped when an availability count
-  ** changes */
+  ** changes, and worth nothing unless memo_gen is the plan's launch's */
+  uint64_t memo_gen;
   struct rt_memo {
     uint64_t zmask;
     double price, spot_max;
@@ -319,6 +320,7 @@ struct dt_plan {
   dt_sym zones[64];
   uint8_t zone_rank[64]; /* position among the zones by name */
   uint64_t avail_gen;    /* bumped whenever launch uses up a counted offering */
+  uint64_t memo_gen;     /* this plan's launch's, unique in the process (rt_type.memo_gen) */
   /* well-known keys */
   dt_sym k_zone, k_ct, k_type, k_pool, k_hostname, k_resv, k_arch, k_os, k_region, k_interruptible;
   dt_sym ct_sym[DT_CT_N];
