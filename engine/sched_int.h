@@ -419,6 +419,16 @@ struct dt_cluster {
     const dt_plan *user;
     uint32_t gen;
   } lend;
+  /* Which catalog types' labels a NodePool's requirements merged with a
+  ** class's allow (a bit per type), for the last few such requirements
+  ** whose symbols are all the base's: a simulation's new claim asks this
+  ** of every type of its pool, and the next simulation asks it again. In
+  ** the base's arena. */
+  struct {
+    dt_reqs nr;
+    uint64_t *ok;
+  } labeled[16];
+  uint32_t nlabeled, next_labeled;
   kept_order korder[KEPT_ORDERS]; /* in the base's arena */
   uint32_t nkorder, next_korder;
   /* The zones each type offers per NodePool and capacity type, and those

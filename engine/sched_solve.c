@@ -490,6 +490,36 @@ static bool claim_full(run *R, rt_claim *k) {
 }
 
 /* Class ci's options on pool pi before topology, limits and offerings. */
+/* The types whose labels nr allows, a bit each, as an overlay's cluster
+** keeps them (dt_cluster.labeled); NULL when nr names a symbol the cluster's
+** base does not have, or out of memory. */
+static const uint64_t *cluster_labeled(dt_plan *p, const dt_reqs *nr) {
+  dt_cluster *cl = p->cl;
+  for (uint32_t i = 0; i < cl->nlabeled; i++)
+    if (dt__reqs_equal(&cl->labeled[i].nr, nr)) return cl->labeled[i].ok;
+  dt_arena *a = &cl->base->arena;
+  uint32_t nsym = (uint32_t)cl->base->syms.n;
+  for (uint32_t i = 0; i < nr->n; i++) {
+    if (nr->r[i].key >= nsym) return NULL;
+    for (uint32_t v = 0; v < nr->r[i].n; v++)
+      if (nr->r[i].v[v] >= nsym) return NULL;
+  }
+  dt_reqs keep = {nr->n, dt__arena_raw(a, (nr->n ? nr->n : 1) * sizeof *keep.r)};
+  uint64_t *ok = dt__arena_alloc(a, ((p->ntypes + 63) / 64 + 1) * sizeof *ok);
+  if (!keep.r || !ok) return NULL;
+  for (uint32_t i = 0; i < nr->n; i++) {
+    keep.r[i] = nr->r[i];
+    if (nr->r[i].n && !(keep.r[i].v = dt__arena_raw(a, nr->r[i].n * sizeof *keep.r[i].v))) return NULL;
+    if (nr->r[i].n) memcpy(keep.r[i].v, nr->r[i].v, nr->r[i].n * sizeof *keep.r[i].v);
+  }
+  for (uint32_t t = 0; t < p->ntypes; t++)
+    if (dt__type_labels_ok(p, &p->types[t], nr)) ok[t >> 6] |= 1ull << (t & 63);
+  uint32_t at = cl->nlabeled < 16 ? cl->nlabeled++ : cl->next_labeled++ % 16;
+  cl->labeled[at].nr = keep;
+  cl->labeled[at].ok = ok;
+  return ok;
+}
+
 static rt_popt *pool_options(dt_plan *p, uint32_t ci, uint32_t pi) {
   rt_class *c = &p->classes.v[ci];
   const rt_pool *pl = &p->pools[pi];
@@ -499,10 +529,14 @@ static rt_popt *pool_options(dt_plan *p, uint32_t ci, uint32_t pi) {
   dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &c->reqs, &po->nr);
   masks(p, &po->nr, &po->zm, &po->cm);
   if (!(po->opt = A(p, (pl->ntypes ? pl->ntypes : 1) * sizeof *po->opt))) return NULL;
+  const uint64_t *lab = p->cl ? cluster_labeled(p, &po->nr) : NULL;
   static const int64_t zero[DT_RES_MAX];
-  for (uint32_t i = 0; i < pl->ntypes; i++)
-    if (fits(p, pl->eff[pl->types[i]], zero, c->req) && dt__type_labels_ok(p, &p->types[pl->types[i]], &po->nr))
-      po->opt[po->n++] = pl->types[i];
+  for (uint32_t i = 0; i < pl->ntypes; i++) {
+    uint32_t t = pl->types[i];
+    if (fits(p, pl->eff[t], zero, c->req) &&
+        (lab ? lab[t >> 6] >> (t & 63) & 1 : dt__type_labels_ok(p, &p->types[t], &po->nr)))
+      po->opt[po->n++] = t;
+  }
   po->ready = true;
   return po;
 }
