@@ -232,11 +232,11 @@ static bool shared_groups(const rt_spec *f) {
 }
 
 /* Create every group any pod refers to, so each spec's selected-by list is complete. */
-static int build_groups(dt_plan *p) {
-  /* an overlay visits only the pods with terms */
-  uint32_t n = p->ov ? (uint32_t)p->cl->termed.n : p->nspecs;
+/* Only the pods with topology terms, termed[0..n), are visited: the others'
+** tgroup stays NULL. */
+static int build_groups(dt_plan *p, const uint32_t *termed, uint32_t n) {
   for (uint32_t k = 0; k < n; k++) {
-    uint32_t i = p->ov ? p->cl->termed.v[k] : k;
+    uint32_t i = termed[k];
     rt_spec *s = &p->specs[i];
     const dt_podspec *d = s->src;
     s->tgroup = NULL; /* an overlay's specs are the cluster's: the last plan's groups mean nothing here */
@@ -766,21 +766,27 @@ static void claims_ix_free(claims_ix *ix) {
 int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
   int rc = 0;
+  uint32_t *termed, ntermed = 0; /* the pods with topology terms */
   if (p->ov) {
     if ((rc = dt__sched_cluster_specs(p))) return rc;
+    termed = p->cl->termed.v;
+    ntermed = (uint32_t)p->cl->termed.n;
   } else {
     p->nspecs = (uint32_t)m->pods.n;
     p->specs = A(p, (m->pods.n ? m->pods.n : 1) * sizeof *p->specs);
-    if (!p->specs) return DT_ENOMEM;
+    termed = A_RAW(p, (m->pods.n ? m->pods.n : 1) * sizeof *termed);
+    if (!p->specs || !termed) return DT_ENOMEM;
     for (uint32_t si = 0; si < p->nspecs; si++) p->specs[si].src = &m->pods.v[si];
     if ((rc = dt__sched_volume_topologies(p, p->specs, p->nspecs))) return rc;
     for (uint32_t si = 0; si < p->nspecs; si++) {
+      const dt_podspec *d = &m->pods.v[si];
       bool missing;
-      if ((rc = dt__sched_compile_spec(p, &m->pods.v[si], &p->specs[si], &missing, err))) return rc;
-      if (missing) dt__sched_runtime_class_note(p, &m->pods.v[si]);
+      if ((rc = dt__sched_compile_spec(p, d, &p->specs[si], &missing, err))) return rc;
+      if (missing) dt__sched_runtime_class_note(p, d);
+      if (d->nspread || d->naff || d->npaff || d->nanti || d->npanti) termed[ntermed++] = si;
     }
   }
-  if ((rc = build_groups(p))) return rc;
+  if ((rc = build_groups(p, termed, ntermed))) return rc;
 
   int64_t *want = replicas_wanted(p);
   if (!want) return DT_ENOMEM;
