@@ -326,17 +326,30 @@ static const char *only(const char *t, const char *mark) {
 ** own walk: empty names stay). *found tells whether name was there. */
 static void list_without(dt_buf *b, const char *cur, size_t n, const char *name, bool *found) {
   size_t nl = strlen(name);
-  const char *end = cur + n;
+  const char *end = cur + n, *ra = NULL, *re = NULL; /* a run of entries kept, copied in one piece */
   for (const char *s = cur; s && s < end;) {
     const char *e = memchr(s, ',', (size_t)(end - s));
     size_t len = e ? (size_t)(e - s) : (size_t)(end - s);
-    if (len == nl && !memcmp(s, name, nl)) {
-      *found = true;
-    } else {
-      if (b->len) dt__buf_putc(b, ',');
-      dt__buf_putn(b, s, len);
+    bool drop = len == nl && !memcmp(s, name, nl);
+    if (len && !drop) {
+      if (!ra) ra = s;
+      re = s + len;
+    } else { /* the run ends here: entries joined by commas, after one when b has something */
+      if (ra) {
+        if (b->len) dt__buf_putc(b, ',');
+        dt__buf_putn(b, ra, (size_t)(re - ra));
+        ra = NULL;
+      }
+      if (drop)
+        *found = true;
+      else if (b->len) /* an empty entry */
+        dt__buf_putc(b, ',');
     }
     s = e ? e + 1 : NULL;
+  }
+  if (ra) {
+    if (b->len) dt__buf_putc(b, ',');
+    dt__buf_putn(b, ra, (size_t)(re - ra));
   }
 }
 
