@@ -142,6 +142,7 @@ typedef struct dt_symtab {
   uint32_t nslots;
   uint32_t nborrowed; /* strings [0, nborrowed) belong to the table this one was cloned from */
   int oom;
+  struct dt_symblk *blk; /* where its own strings are kept, the newest block first */
 } dt_symtab;
 
 dt_sym dt__sym(dt_symtab *t, const char *s);

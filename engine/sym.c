@@ -59,6 +59,34 @@ static int rehash(dt_symtab *t, uint32_t nslots) {
   return 0;
 }
 
+/* A table's own strings, one after another in blocks that grow with it,
+** rather than an allocation each. */
+struct dt_symblk {
+  struct dt_symblk *next;
+  size_t used, cap;
+  char data[];
+};
+
+static char *sym_store(dt_symtab *t, const char *s, size_t n) {
+  struct dt_symblk *b = t->blk;
+  if (!b || b->cap - b->used < n + 1) {
+    size_t cap = b ? b->cap * 2 : 4096;
+    if (cap > (1u << 20)) cap = 1u << 20;
+    if (cap < n + 1) cap = n + 1;
+    struct dt_symblk *nb = dt__malloc(sizeof *nb + cap);
+    if (!nb) return NULL;
+    nb->next = b;
+    nb->used = 0;
+    nb->cap = cap;
+    t->blk = b = nb;
+  }
+  char *out = b->data + b->used;
+  memcpy(out, s, n);
+  out[n] = 0;
+  b->used += n + 1;
+  return out;
+}
+
 dt_sym dt__symn(dt_symtab *t, const char *s, size_t n) {
   if (t->oom) return 0;
   if (t->n == 0) {
@@ -69,7 +97,7 @@ dt_sym dt__symn(dt_symtab *t, const char *s, size_t n) {
     t->num = dt__calloc(t->cap, sizeof *t->num);
     t->isnum = dt__calloc(t->cap, sizeof *t->isnum);
     if (!t->str || !t->len || !t->num || !t->isnum || rehash(t, 512)) goto oom;
-    t->str[0] = dt__strdup("");
+    t->str[0] = sym_store(t, "", 0);
     if (!t->str[0]) goto oom;
     t->n = 1;
   }
@@ -96,7 +124,7 @@ dt_sym dt__symn(dt_symtab *t, const char *s, size_t n) {
     t->cap = nc;
   }
   uint32_t id = t->n;
-  t->str[id] = dt__strndup(s, n);
+  t->str[id] = sym_store(t, s, n);
   if (!t->str[id]) goto oom;
   t->len[id] = (uint32_t)n;
   t->isnum[id] = (uint8_t)parse_int(s, n, &t->num[id]);
@@ -149,7 +177,10 @@ int dt__symtab_clone(dt_symtab *dst, const dt_symtab *src) {
 }
 
 void dt__symtab_free(dt_symtab *t) {
-  for (uint32_t i = t->nborrowed; i < t->n; i++) dt__free(t->str[i]);
+  for (struct dt_symblk *b = t->blk, *next; b; b = next) {
+    next = b->next;
+    dt__free(b);
+  }
   dt__free(t->str);
   dt__free(t->len);
   dt__free(t->num);
