@@ -50,10 +50,12 @@ bool dt__policy_has(const dt_policy *p, int hook);
 
 /*
 ** Begin a decision round: the clock and seed hooks see, and the offering
-** snapshot shared (read-only) by every call of this round. Returns 0 or an
+** snapshot shared (read-only) by every call of this round. token, when not
+** 0, names the snapshot's content (the same token, the same offerings): a
+** round with the token of the last one skips comparing them. Returns 0 or an
 ** error if the snapshot cannot be built (the caller then uses defaults).
 */
-int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_offer *offers, size_t n);
+int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_offer *offers, size_t n, uint64_t token);
 void dt__policy_round_end(dt_policy *p);
 
 /*

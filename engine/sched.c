@@ -37,6 +37,8 @@
 */
 #include "sched_int.h"
 
+#include <stdatomic.h>
+
 /* ------------------------------------------------------------ helpers */
 
 int16_t dt__slot_of(const dt_plan *p, dt_sym key) { return slot_of(p, key); }
@@ -283,6 +285,8 @@ int dt__catalog_compile(const dt_catalog *catalog, dt_compiled_catalog **out, dt
     dt__free(cc);
     return rc == DT_ENOMEM ? dt__err(err, rc, "out of memory") : rc;
   }
+  static _Atomic uint64_t compiled;
+  p->src_id = atomic_fetch_add(&compiled, 1) + 1;
   cc->base = p;
   *out = cc;
   return 0;
@@ -312,6 +316,7 @@ static int copy_compiled(dt_plan *p, const dt_plan *b, const rt_type *types) {
   p->nkeyslot = b->nkeyslot, p->nslots = b->nslots, p->keyslot = b->keyslot, p->slot_key = b->slot_key;
   p->ntype_at = b->ntype_at, p->type_at = b->type_at;
   p->ntypes = b->ntypes;
+  p->src_id = b->src_id;
   if (types) return share_offers(p, types);
   p->types = dt__types_copy(&p->arena, b->types, b->ntypes);
   return p->types ? 0 : DT_ENOMEM;

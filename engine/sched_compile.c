@@ -164,8 +164,11 @@ int dt__sched_use_policy(dt_plan *p, dt_policy *pol) {
     if (p->policies.v[i] == pol) return 0;
   if (dt__vec_push(&p->policies, pol)) return DT_ENOMEM;
   dt__policy_clear_errors(pol);
-  /* a failed snapshot leaves the hooks unused: defaults apply */
-  dt__policy_round(pol, p->opts.now, p->opts.seed, p->snapshot, p->nsnapshot);
+  /* a failed snapshot leaves the hooks unused: defaults apply. Offerings
+  ** copied from a compiled catalog, no mark applied and not priced yet, are
+  ** that catalog's, which the policy may know by its number. */
+  uint64_t token = !p->marks.n && p->priced == PRICED_NONE ? p->src_id : 0;
+  dt__policy_round(pol, p->opts.now, p->opts.seed, p->snapshot, p->nsnapshot, token);
   return 0;
 }
 

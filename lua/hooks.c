@@ -260,13 +260,17 @@ static bool pass_same(const dt_policy *p, size_t n) {
 ** between catalog refreshes): hooks treat them as read-only, and a policy
 ** that writes into them sees its writes again.
 */
-int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_offer *offers, size_t n) {
+int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_offer *offers, size_t n, uint64_t token) {
   p->now = now;
   p->seed = seed;
   p->decision = 0;
   if (pass_same(p, n)) return 0;
   p->pass.seen = true;
-  if (snapshot_same(p, offers, n)) return 0;
+  if (token && token == p->snap_token && p->snap_valid && p->offers != LUA_NOREF && n == p->nsnap) return 0;
+  if (snapshot_same(p, offers, n)) {
+    p->snap_token = token;
+    return 0;
+  }
   pl_snapshot_release(p);
   p->gen++;
   lua_State *L = p->s.L;
@@ -283,6 +287,7 @@ int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_off
   lua_pop(L, 1);
   p->noffers = n;
   snapshot_keep(p, offers, n); /* without a copy the next round builds again */
+  p->snap_token = token;
   return 0;
 }
 

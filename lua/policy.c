@@ -520,7 +520,8 @@ static int validate(dt_policy *p, dt_error *err) {
       {"c6g.xlarge", "zone-b", "on-demand", NULL, 0.136, 0.136, -1, 4000, 8589934592, 0, "c6g", "arm64"},
   };
   size_t ng = sizeof golden / sizeof golden[0];
-  if (dt__policy_round(p, 0, 0, golden, ng)) return dt__err(err, DT_EINVAL, "%s: cannot build the golden input", who);
+  if (dt__policy_round(p, 0, 0, golden, ng, 0))
+    return dt__err(err, DT_EINVAL, "%s: cannot build the golden input", who);
   int rc = 0;
   double out[4];
   size_t before = p->errs.n;

@@ -52,8 +52,9 @@ struct dt_policy {
   const char **snap_match; /* per symbol: a string found equal to it by the comparison running */
   size_t nsnap;
   bool snap_valid;
-  size_t gc_floor; /* bytes in use after the last full collection */
-  unsigned gen;    /* bumped when the offers table is rebuilt or the policy reloaded */
+  uint64_t snap_token; /* what the caller said the snapshot is (dt__policy_round), 0 nothing */
+  size_t gc_floor;     /* bytes in use after the last full collection */
+  unsigned gen;        /* bumped when the offers table is rebuilt or the policy reloaded */
   /* a disruption pass (dt__policy_pass_begin): price is called by its first
   ** plan and its result kept for the others */
   struct {
