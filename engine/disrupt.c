@@ -291,8 +291,9 @@ int dt__dr_build(state *st) {
   size_t nb = 0;
   for (size_t i = 0; i < m->pods.n; i++) nb += m->pods.v[i].node_name != NULL;
   for (size_t i = 0; i < m->nodes.n; i++) nb += m->nodes.v[i].npods;
-  st->pods = dt__arena_alloc(&st->arena, (nb ? nb : 1) * sizeof *st->pods);
-  st->pod_pdb = dt__arena_alloc(&st->arena, (nb ? nb : 1) * sizeof *st->pod_pdb);
+  /* written up to npods, below, before anything reads them */
+  st->pods = dt__arena_raw(&st->arena, (nb ? nb : 1) * sizeof *st->pods);
+  st->pod_pdb = dt__arena_raw(&st->arena, (nb ? nb : 1) * sizeof *st->pod_pdb);
   if (!st->pods || !st->pod_pdb) return DT_ENOMEM;
   for (size_t i = 0; i < m->pods.n; i++)
     if (m->pods.v[i].node_name) st->pods[st->npods++] = m->pods.v[i];
