@@ -424,6 +424,7 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
     p->early_syms = cl->base->early_syms;
   } else if (cc && !manifests->vmpools.n) { /* the pools' VMs would intern names before the catalog's */
     if ((rc = copy_compiled(p, cc->base, NULL))) goto fail;
+    p->snap_home = cc->base;
   } else {
     if ((rc = plan_begin(p)) || (rc = add_pool_vms(p, err)) || (rc = dt__sched_compile_catalog(p, err))) goto fail;
   }

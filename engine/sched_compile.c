@@ -128,6 +128,14 @@ int dt__sched_build_snapshot(dt_plan *p) {
     p->snapshot = cl->snap; /* read-only, as every plan's */
     return 0;
   }
+  /* a compiled catalog's offerings with no mark applied: the same for every
+  ** plan on it, so built once and kept by the catalog (out of memory: each
+  ** plan builds its own) */
+  dt_plan *home = !cl && !p->marks.n ? p->snap_home : NULL;
+  if (home && home->snapshot && home->nsnapshot == n) {
+    p->snapshot = home->snapshot;
+    return 0;
+  }
   p->snapshot = A_RAW(p, (n ? n : 1) * sizeof *p->snapshot); /* every one written below */
   if (!p->snapshot) return DT_ENOMEM;
   for (uint32_t t = 0; t < p->ntypes; t++) {
@@ -149,6 +157,10 @@ int dt__sched_build_snapshot(dt_plan *p) {
                                                         family,
                                                         ty->src->arch};
     }
+  }
+  if (home && (home->snapshot = dt__arena_raw(&home->arena, (n ? n : 1) * sizeof *home->snapshot))) {
+    memcpy(home->snapshot, p->snapshot, n * sizeof *home->snapshot);
+    home->nsnapshot = n;
   }
   if (cl) { /* kept for the cluster's next overlay (out of memory: each builds its own) */
     dt__free(cl->snap);

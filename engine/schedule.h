@@ -375,6 +375,7 @@ struct dt_plan {
   int64_t ex_pod;        /* that pod's index in pods, -1 when none is explained or it is not pending */
   uint32_t early_syms;   /* symbols interned up to the NodePools: messages keep their order (key_before) */
   uint64_t src_id;       /* the compiled catalog its types were copied from (dt__catalog_compile), 0 none */
+  dt_plan *snap_home;    /* that catalog's base, which keeps the hooks' view of its offerings unmarked */
   struct dt_cluster *cl; /* an overlay plan's cluster (its specs are the cluster's), else NULL */
   const struct dt_overlay *ov;
   uint8_t priced; /* an overlay's offerings: PRICED_* (its cluster's priced copy, sched_int.h) */
