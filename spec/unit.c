@@ -10,6 +10,9 @@
 **         infeasible, unbounded, warm-started).
 **   overlay: a disruption pass on a cluster compiled once decides as one
 **         compiling every simulation, byte for byte.
+**   sym:  a symbol table's strings stay where they were put as it grows
+**         (its blocks, a string longer than a block), and a clone reads its
+**         source's strings and keeps its own apart.
 **   results: the typed results' accessors (plan claims and unschedulable
 **         pods, disruption commands and blocked nodes, pool actions) give
 **         what the JSON renderings print, in their order, and outlive the
@@ -1033,8 +1036,48 @@ static void test_plan_outlives_inputs(void) {
   dt_plan_free(p);
 }
 
+static void test_sym(void) {
+  dt_symtab t = {0};
+  enum { N = 20000 };
+  static const char *at[N];
+  char buf[64];
+  bool ok = true;
+  for (int i = 0; i < N && ok; i++) {
+    snprintf(buf, sizeof buf, "name-%d", i);
+    dt_sym s = dt__sym(&t, buf);
+    ok = s == (dt_sym)i + 1 && dt__sym(&t, buf) == s;
+    at[i] = dt__sym_str(&t, s);
+  }
+  CHECK(ok, "symbols are numbered in order and found again");
+  size_t big = (2u << 20) + 17; /* longer than the largest block */
+  char *long_s = malloc(big + 1);
+  memset(long_s, 'x', big);
+  long_s[big] = 0;
+  dt_sym ls = dt__sym(&t, long_s);
+  CHECK(ls == N + 1 && !strcmp(dt__sym_str(&t, ls), long_s) && dt__sym(&t, "after") == N + 2,
+        "a string longer than a block is kept whole");
+  for (int i = 0; i < N && ok; i++) {
+    snprintf(buf, sizeof buf, "name-%d", i);
+    ok = dt__sym_str(&t, (dt_sym)i + 1) == at[i] && !strcmp(at[i], buf) && dt__sym_find(&t, buf) == (dt_sym)i + 1;
+  }
+  CHECK(ok, "every string stays where it was put while the table grew");
+  CHECK(dt__sym(&t, "") == dt__sym(&t, "") && dt__sym_str(&t, 0)[0] == 0 && dt__symn(&t, "ab", 1) == dt__sym(&t, "a"),
+        "the empty string and a prefix by length");
+  dt_symtab c;
+  CHECK(dt__symtab_clone(&c, &t) == 0 && dt__sym_str(&c, 5) == dt__sym_str(&t, 5),
+        "a clone reads its source's strings");
+  dt_sym own = dt__sym(&c, "only-in-the-clone");
+  CHECK(own == t.n && !dt__sym_find(&t, "only-in-the-clone") && !strcmp(dt__sym_str(&c, own), "only-in-the-clone"),
+        "a clone's own strings are its own");
+  dt__symtab_free(&c);
+  CHECK(!strcmp(dt__sym_str(&t, ls), long_s), "freeing a clone leaves its source's strings");
+  dt__symtab_free(&t);
+  free(long_s);
+}
+
 int main(void) {
   test_api();
+  test_sym();
   test_results();
   test_plan_outlives_inputs();
   test_lp();
