@@ -231,9 +231,9 @@ static bool shared_groups(const rt_spec *f) {
   return true;
 }
 
-/* Create every group any pod refers to, so each spec's selected-by list is complete. */
-/* Only the pods with topology terms, termed[0..n), are visited: the others'
-** tgroup stays NULL. */
+/* Create every group any pod refers to, so each spec's selected-by list is
+** complete. Only the pods with topology terms, termed[0..n), are visited:
+** the others' tgroup stays NULL. */
 static int build_groups(dt_plan *p, const uint32_t *termed, uint32_t n) {
   for (uint32_t k = 0; k < n; k++) {
     uint32_t i = termed[k];

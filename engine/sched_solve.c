@@ -489,7 +489,6 @@ static bool claim_full(run *R, rt_claim *k) {
   return true;
 }
 
-/* Class ci's options on pool pi before topology, limits and offerings. */
 /* The types whose labels nr allows, a bit each, as an overlay's cluster
 ** keeps them (dt_cluster.labeled); NULL when nr names a symbol the cluster's
 ** base does not have, or out of memory. */
@@ -520,6 +519,7 @@ static const uint64_t *cluster_labeled(dt_plan *p, const dt_reqs *nr) {
   return ok;
 }
 
+/* Class ci's options on pool pi before topology, limits and offerings. */
 static rt_popt *pool_options(dt_plan *p, uint32_t ci, uint32_t pi) {
   rt_class *c = &p->classes.v[ci];
   const rt_pool *pl = &p->pools[pi];
