@@ -439,7 +439,10 @@ static int reorder(run *R, size_t i) {
 }
 
 /* Claim k, with one pod, joins the order at the end of block 1: the first
-** claim of each later block moves to that block's end, one slot on. */
+** claim of each later block moves to that block's end, one slot on. An
+** empty block only moves its start: its start is then the slot just
+** vacated, whose stale entry must not be "moved" onto itself (that would
+** point the claim it names at the wrong position). */
 static int order_push(run *R, rt_claim *k) {
   if (dt__vec_push(&R->order, k)) return DT_ENOMEM;
   while (R->at.n <= k->idx)
@@ -451,7 +454,7 @@ static int order_push(run *R, rt_claim *k) {
     if (dt__vec_push(&R->bstart, (uint32_t)(R->order.n - 1))) return DT_ENOMEM;
   size_t free = R->order.n - 1;
   for (size_t c = R->bstart.n; c-- > 2;) {
-    order_set(R, free, R->order.v[R->bstart.v[c]]);
+    if (R->bstart.v[c] != free) order_set(R, free, R->order.v[R->bstart.v[c]]);
     free = R->bstart.v[c]++;
   }
   order_set(R, free, k);
@@ -460,7 +463,8 @@ static int order_push(run *R, rt_claim *k) {
 
 /* The claim at position i leaves the order: the last claim of its block
 ** takes its place, and the last claim of each later block moves to the
-** slot before that block. */
+** slot before that block; an empty block only moves its start (as in
+** order_push). */
 static void order_remove(run *R, size_t i) {
   rt_claim *k = R->order.v[i];
   R->open.v[k->idx / 64] &= ~(1ull << (k->idx % 64));
@@ -468,7 +472,7 @@ static void order_remove(run *R, size_t i) {
   order_set(R, i, R->order.v[free]);
   for (size_t b = c + 1; b < R->bstart.n; b++) {
     size_t end = block_end(R, b);
-    order_set(R, free, R->order.v[end - 1]);
+    if (end - 1 != free) order_set(R, free, R->order.v[end - 1]);
     free = end - 1;
     R->bstart.v[b]--;
   }

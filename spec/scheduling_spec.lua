@@ -236,4 +236,55 @@ spec:
     table.sort(got)
     assert.are.same({ "large:default/b", "medium:default/a" }, got)
   end)
+
+  it("keeps the order of its claims right through thousands of claims with every pod count", function()
+    -- 2,000 pods of 60 shapes on c/m/r types of at most 32 vCPUs open more
+    -- than 64 claims, so the claims a pod may still join are found through
+    -- their positions in the order; claims of one pod count are a block of
+    -- it and many counts have none. Moving the first claim of an empty block
+    -- once pointed a claim at the wrong position, and a claim that left the
+    -- order could be removed again: a crash on these inputs.
+    local cpus = { 125, 250, 500, 750, 1000, 1500, 2000, 3000, 4000, 6000 }
+    local mems = { 256, 512, 1024, 1536, 2048, 4096, 8192, 12288, 16384 }
+    local np = h.nodepool("default", {
+      requirements = {
+        { "kubernetes.io/arch", "In", { "amd64" } },
+        { "karpenter.k8s.aws/instance-category", "In", { "c", "m", "r" } },
+        { "karpenter.k8s.aws/instance-generation", "Gt", { "4" } },
+        { "karpenter.k8s.aws/instance-cpu", "Lt", { "33" } },
+        { "karpenter.sh/capacity-type", "In", { "on-demand" } },
+      },
+    })
+    for _, seed in ipairs { 10, 17, 22 } do
+      local x = seed
+      local function rnd(k) -- an LCG's high bits
+        x = (x * 1103515245 + 12345) % 2147483648
+        return (x >> 16) % k + 1
+      end
+      local shapes = {}
+      for i = 1, 60 do shapes[i] = { cpus[rnd(#cpus)], mems[rnd(#mems)] } end
+      local docs = { np }
+      for i = 1, 2000 do
+        local sh = shapes[rnd(60)]
+        docs[#docs + 1] = h.pod("p" .. i, { cpu = sh[1] .. "m", memory = sh[2] .. "Mi" })
+      end
+      local file = h.write(h.docs(table.unpack(docs)))
+      local out, err, code = h.cli("plan --packing ffd -o json --now 2026-11-23T00:00:00Z -f " .. file)
+      os.remove(file)
+      assert.are.equal(0, code, "seed " .. seed .. ": " .. err)
+      local p = assert(require("dkjson").decode(out))
+      assert.are.equal(2000, p.summary.scheduled, "seed " .. seed)
+      local seen = {}
+      for _, k in ipairs(p.nodeClaims) do
+        for _, pod in ipairs(k.pods) do
+          assert.is_nil(seen[pod], pod)
+          seen[pod] = true
+        end
+      end
+      local n = 0
+      for _ in pairs(seen) do n = n + 1 end
+      assert.are.equal(2000, n, "seed " .. seed)
+      assert.is_true(#p.nodeClaims > 64, "seed " .. seed .. ": " .. #p.nodeClaims .. " claims")
+    end
+  end)
 end)
