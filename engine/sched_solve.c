@@ -469,6 +469,7 @@ static void order_remove(run *R, size_t i) {
   rt_claim *k = R->order.v[i];
   R->open.v[k->idx / 64] &= ~(1ull << (k->idx % 64));
   size_t c = k->pods.n, free = block_end(R, c) - 1;
+  assert(i < R->order.n && R->at.v[k->idx] == i && c < R->bstart.n && i >= R->bstart.v[c] && i <= free);
   order_set(R, i, R->order.v[free]);
   for (size_t b = c + 1; b < R->bstart.n; b++) {
     size_t end = block_end(R, b);
@@ -776,6 +777,7 @@ static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
     for (size_t q = 0; q < R->cand.n; q++) {
       bool gone;
       uint32_t idx = (uint32_t)R->cand.v[q];
+      assert(R->order.v[R->at.v[idx]]->idx == idx); /* the order and the positions agree */
       if ((rc = try_open_claim(R, ci, podi, R->at.v[idx], placed, &gone)) || *placed) return rc;
     }
   } else {
