@@ -207,7 +207,8 @@ typedef struct round_work {
   dt_error err;
   dt_manifests *m;
   dt_plan *p;
-  cJSON *claims;      /* the plan's NodeClaims as they launch (one per dt_plan_claim, in its order) */
+  char **claims;      /* the plan's NodeClaims as they launch (one per dt_plan_claim, in its order) ... */
+  size_t nclaims;     /* ... as the store keeps them: compact JSON from cJSON, its allocator's */
   dt_disruption *dis; /* or the disruption pass's result */
   char *json_text;
   size_t json_len;
@@ -230,7 +231,8 @@ static void round_free(round_work *w) {
   dt__free(w->has_spans);
   dt_plan_free(w->p);
   dt_manifests_free(w->m);
-  cJSON_Delete(w->claims);
+  for (size_t i = 0; i < w->nclaims; i++) cJSON_free(w->claims[i]);
+  dt__free(w->claims);
   dt_disrupt_free(w->dis);
   dt_free(w->json_text);
   dt__free(w->pool_errors);
@@ -238,22 +240,24 @@ static void round_free(round_work *w) {
 }
 
 /* The plan's NodeClaims as the daemon launches them, read through the
-** public accessor (one per dt_plan_claim, in its order); NULL when out of
-** memory. */
-static cJSON *launched_claims(const dt_plan *p) {
-  cJSON *arr = cJSON_CreateArray();
-  for (size_t i = 0, n = dt_plan_claim_count(p); arr && i < n; i++) {
+** public accessor (one per dt_plan_claim, in its order), each in the compact
+** form the store keeps: made here on the thread pool, so that carrying out
+** a round of thousands of claims on the loop only files them. False when
+** out of memory. */
+static bool launched_claims(round_work *w) {
+  size_t n = dt_plan_claim_count(w->p);
+  if (!(w->claims = dt__calloc(n + 1, sizeof *w->claims))) return false;
+  for (size_t i = 0; i < n; i++) {
     size_t len = 0;
-    char *text = dt_plan_claim_object(p, i, true, &len);
+    char *text = dt_plan_claim_object(w->p, i, true, &len);
     cJSON *o = text ? cJSON_ParseWithLength(text, len) : NULL;
     dt_free(text);
-    if (!o) {
-      cJSON_Delete(arr);
-      return NULL;
-    }
-    cJSON_AddItemToArray(arr, o);
+    w->claims[i] = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!w->claims[i]) return false;
+    w->nclaims = i + 1;
   }
-  return arr;
+  return true;
 }
 
 /* How many objects ahead a walk over the store asks for the pod cache's
@@ -311,13 +315,46 @@ static void round_run(uv_work_t *req) {
     return;
   }
   w->ms = dt__now_ms() - t0;
-  w->claims = launched_claims(w->p); /* each claim as it launches: one instance type */
+  bool claims_ok = launched_claims(w); /* each claim as it launches: one instance type */
   w->json_text = dt_plan_render(w->p, DT_FORMAT_JSON, &w->json_len);
-  if (!w->claims || !w->json_text) w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory rendering the plan");
+  if (!claims_ok || !w->json_text) w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory rendering the plan");
 }
 
 static void after_round(void);
 void reload(const char *why);
+
+/* A carried-out round's plan, freed on the thread pool: a plan of thousands
+** of claims takes milliseconds to free, and after dt_plan_run it holds only
+** its own results (nothing of the catalog, the cluster or the store). */
+typedef struct plan_free_work {
+  uv_work_t req;
+  dt_plan *p;
+} plan_free_work;
+
+static void plan_free_run(uv_work_t *req) { dt_plan_free(((plan_free_work *)req->data)->p); }
+
+static void plan_free_done(uv_work_t *req, int status) {
+  (void)status;
+  D.plan_frees--;
+  dt__free(req->data);
+}
+
+/* Free w's plan, off the loop when there is one to leave it to. */
+static void plan_free_later(round_work *w) {
+  plan_free_work *f = D.virt ? NULL : dt__malloc(sizeof *f);
+  if (f) {
+    f->p = w->p;
+    f->req.data = f;
+    if (!uv_queue_work(D.loop, &f->req, plan_free_run, plan_free_done)) {
+      D.plan_frees++;
+      w->p = NULL;
+      return;
+    }
+    dt__free(f);
+  }
+  dt_plan_free(w->p); /* inline on the virtual clock, or when it cannot be queued */
+  w->p = NULL;
+}
 
 /* Back on the loop: carry the plan out. */
 static void on_launch_tick(uv_timer_t *t);
@@ -385,13 +422,13 @@ static void round_done(uv_work_t *req, int status) {
     const char *name, *type, *zone, *ct, *pool;
   } claim;
   DT_VEC(claim) cs = {0};
-  const cJSON *c = w->claims->child;
   dt_claim_info ci;
-  for (size_t i = 0; c && !dt_plan_claim(w->p, i, &ci); i++, c = c->next) {
+  for (size_t i = 0; i < w->nclaims && !dt_plan_claim(w->p, i, &ci); i++) {
     claim k = {ci.name, ci.instance_type, ci.zone, ci.capacity_type, ci.nodepool};
     char key[KEY_MAX + 16];
     snprintf(key, sizeof key, "NodeClaim//%s", k.name);
-    obj_put(key, c); /* in flight from now: the next round does not launch its pods again */
+    obj_put_text(key, w->claims[i]); /* in flight from now: the next round does not launch its pods again */
+    w->claims[i] = NULL;             /* the store's now */
     if (dt__vec_push(&cs, k)) logf_("error", "plan", "out of memory: NodeClaim %s is not launched", k.name);
   }
   /* Write ahead: the claims are in the state file before any request leaves,
@@ -408,6 +445,7 @@ static void round_done(uv_work_t *req, int status) {
   dt__free(cs.v);
   if (D.to_launch.n) tm_start(&D.launch_tick, on_launch_tick, 0, 0);
   nominate(w->p);
+  plan_free_later(w); /* nothing below reads it */
   D.cost = st.hourly_cost;
   logf_("info", "plan", "round %llu: %zu pending pods, %zu scheduled, %zu new claims, %zu unschedulable, %.1f ms",
         (unsigned long long)D.round, st.pods, st.scheduled, st.nodes, st.unschedulable, ms);

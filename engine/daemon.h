@@ -130,6 +130,7 @@ typedef struct dtd {
   DT_VEC(pool_count) vm_actions; /* per VirtualMachinePool: create, delete, update, heal */
   size_t pools_waiting;
   bool planning, round_pending, reload_pending; /* a round on the thread pool; what waits for it */
+  unsigned plan_frees;                          /* carried-out rounds' plans being freed on the thread pool */
   volatile int cancel;                          /* set on the loop: the round on the pool stops early */
   DT_VEC(cJSON *) queued;                       /* events that need the policy, queued during a round */
   char pool_errors[1200];                       /* the last round's NodePool policy errors */

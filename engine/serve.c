@@ -472,10 +472,11 @@ static int loop_open(void) {
   return 0;
 }
 
-/* A graceful stop: the round on the thread pool and the provider calls in
-** flight (up to 10 s) finish, the state is written, the handles close. */
+/* A graceful stop: the round on the thread pool, the plans being freed
+** there and the provider calls in flight (up to 10 s) finish, the state is
+** written, the handles close. */
 static void loop_close(void) {
-  while (D.planning) uv_run(D.loop, UV_RUN_ONCE);
+  while (D.planning || D.plan_frees) uv_run(D.loop, UV_RUN_ONCE);
   uv_timer_t *timers[] = {&D.poll, &D.disrupt, &D.idle, &D.max, &D.requeue, &D.lag};
   for (size_t i = 0; i < sizeof timers / sizeof *timers; i++) tm_stop(timers[i]);
   for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight(); i++) uv_run(D.loop, UV_RUN_ONCE);
