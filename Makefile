@@ -191,7 +191,7 @@ bench: .deps-ok
 # in the log (-report_slow_units).
 FUZZ_SECONDS ?= 60
 FUZZ_TIMEOUT ?= 10
-FUZZ_TARGETS := quantity cron manifest catalog policy state http
+FUZZ_TARGETS := quantity cron manifest catalog policy state http scale
 FUZZ_CC     := clang
 FUZZ_FLAGS  := -std=c11 -D_POSIX_C_SOURCE=200809L -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	       -fno-sanitize-recover=undefined $(PKG_CFLAGS) -Iengine
