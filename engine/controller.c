@@ -243,11 +243,11 @@ static void round_free(round_work *w) {
 ** public accessor (one per dt_plan_claim, in its order), each in the compact
 ** form the store keeps: made here on the thread pool, so that carrying out
 ** a round of thousands of claims on the loop only files them. False when
-** out of memory. */
+** out of memory; true and short when a new policy came meanwhile. */
 static bool launched_claims(round_work *w) {
   size_t n = dt_plan_claim_count(w->p);
   if (!(w->claims = dt__calloc(n + 1, sizeof *w->claims))) return false;
-  for (size_t i = 0; i < n; i++) {
+  for (size_t i = 0; i < n && !((i & 63) == 63 && *w->o.cancel); i++) {
     size_t len = 0;
     char *text = dt_plan_claim_object(w->p, i, true, &len);
     cJSON *o = text ? cJSON_ParseWithLength(text, len) : NULL;
@@ -316,6 +316,10 @@ static void round_run(uv_work_t *req) {
   }
   w->ms = dt__now_ms() - t0;
   bool claims_ok = launched_claims(w); /* each claim as it launches: one instance type */
+  if (claims_ok && *w->o.cancel) {     /* as above, before the plan's rendering (25 ms for 1,000 claims) */
+    w->rc = DT_ECANCELED;
+    return;
+  }
   w->json_text = dt_plan_render(w->p, DT_FORMAT_JSON, &w->json_len);
   if (!claims_ok || !w->json_text) w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory rendering the plan");
 }
