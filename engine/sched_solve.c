@@ -19,10 +19,17 @@ typedef struct run {
   DT_VEC(uint32_t) bstart;  /* per pod count: where its block of the order starts (reorder) */
   uint32_t *nfailed;        /* per class: how many claims in order it can never join */
   size_t nfailed_cap;
-  DT_VEC(uint64_t) open;       /* per claim (by idx): a bit set while it is in order */
-  DT_VEC(uint32_t) at;         /* per claim (by idx): its position in order */
-  DT_VEC(uint64_t) cand;       /* scratch: (position << 32 | idx) of the claims a class may join */
-  int64_t *minsuf;             /* per queue position: component-wise min of the rest */
+  DT_VEC(uint64_t) open; /* per claim (by idx): a bit set while it is in order */
+  DT_VEC(uint32_t) at;   /* per claim (by idx): its position in order */
+  DT_VEC(uint64_t) cand; /* scratch: (position << 32 | idx) of the claims a class may join */
+  /* The component-wise minimum of the requests from each queue position to
+  ** its end, in runs: it only grows along the queue (which is sorted largest
+  ** first) and changes at few positions, so run k holds from minat[k] up to
+  ** the next run's start, its minimum at minrun[k * nres]; mincur is the run
+  ** at the position last asked for (positions are asked in order). */
+  DT_VEC(uint32_t) minat;
+  DT_VEC(int64_t) minrun;
+  size_t mincur;
   uint64_t *offz;              /* offered_zones */
   uint64_t *allz;              /* offered_zones: per pool and capacity type, the zones all its types offer */
   bool zones_borrowed;         /* offz and allz are the cluster's (zones_match) */
@@ -486,7 +493,8 @@ static bool claim_full(run *R, rt_claim *k) {
   int64_t mn[DT_RES_MAX];
   memcpy(mn, R->failmin, sizeof mn);
   if (R->pos + 1 < R->qlen) {
-    const int64_t *q = &R->minsuf[(size_t)(R->pos + 1) * p->nres];
+    while (R->mincur + 1 < R->minat.n && R->minat.v[R->mincur + 1] <= R->pos + 1) R->mincur++;
+    const int64_t *q = &R->minrun.v[R->mincur * p->nres];
     for (uint32_t r = 0; r < p->nres; r++) mn[r] = q[r] < mn[r] ? q[r] : mn[r];
   }
   for (uint32_t i = 0; i < k->nopt; i++)
@@ -800,15 +808,47 @@ static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
   return 0;
 }
 
-/* For each queue position, the component-wise minimum of the requests of
-** the pods from there to the end of the queue. */
-static void queue_minsuf(run *R, const uint32_t *queue, uint32_t qn) {
+/* The runs of run.minat for the queue: for each position, the
+** component-wise minimum of the requests of the pods from there to the end
+** (a million pods of a few shapes make a handful of runs, where one entry
+** per position and resource was tens of megabytes written each pass). */
+static int queue_minsuf(run *R, const uint32_t *queue, uint32_t qn) {
   dt_plan *p = R->p;
-  for (uint32_t i = qn; i-- > 0;) {
+  uint32_t nres = p->nres;
+  R->minat.n = R->minrun.n = 0;
+  R->mincur = 0;
+  if (!qn) return 0;
+  /* From the end back: a run closes where the minimum changes; the runs
+  ** come out last first and are turned around at the end. */
+  int64_t cur[DT_RES_MAX];
+  memcpy(cur, p->specs[p->pods[queue[qn - 1]].spec].req, nres * sizeof *cur);
+  uint32_t start = qn - 1;
+  for (uint32_t i = qn - 1; i-- > 0;) {
     const int64_t *q = p->specs[p->pods[queue[i]].spec].req;
-    int64_t *m = &R->minsuf[(size_t)i * p->nres];
-    for (uint32_t r = 0; r < p->nres; r++) m[r] = i + 1 < qn && m[p->nres + r] < q[r] ? m[p->nres + r] : q[r];
+    bool lower = false;
+    for (uint32_t r = 0; r < nres; r++) lower |= q[r] < cur[r];
+    if (lower) {
+      if (dt__vec_push(&R->minat, start)) return DT_ENOMEM;
+      for (uint32_t r = 0; r < nres; r++)
+        if (dt__vec_push(&R->minrun, cur[r])) return DT_ENOMEM;
+      for (uint32_t r = 0; r < nres; r++) cur[r] = q[r] < cur[r] ? q[r] : cur[r];
+    }
+    start = i;
   }
+  if (dt__vec_push(&R->minat, start)) return DT_ENOMEM;
+  for (uint32_t r = 0; r < nres; r++)
+    if (dt__vec_push(&R->minrun, cur[r])) return DT_ENOMEM;
+  for (size_t a = 0, b = R->minat.n - 1; a < b; a++, b--) {
+    uint32_t t = R->minat.v[a];
+    R->minat.v[a] = R->minat.v[b];
+    R->minat.v[b] = t;
+    for (uint32_t r = 0; r < nres; r++) {
+      int64_t u = R->minrun.v[a * nres + r];
+      R->minrun.v[a * nres + r] = R->minrun.v[b * nres + r];
+      R->minrun.v[b * nres + r] = u;
+    }
+  }
+  return 0;
 }
 
 /* One pod's attempt in a pass: its class, then its preferences relaxed in
@@ -845,9 +885,8 @@ int dt__sched_solve(dt_plan *p) {
   uint32_t *queue = dt__malloc((p->npods ? p->npods : 1) * sizeof *queue);
   uint32_t *next = dt__malloc((p->npods ? p->npods : 1) * sizeof *next);
   int32_t *last_class = dt__malloc((p->npods ? p->npods : 1) * sizeof *last_class);
-  R.minsuf = dt__malloc(((size_t)p->npods + 1) * p->nres * sizeof *R.minsuf);
   R.scratch = dt__malloc((p->ntypes ? p->ntypes : 1) * sizeof *R.scratch);
-  if (!queue || !next || !R.minsuf || !last_class || !R.scratch || offered_zones(&R)) {
+  if (!queue || !next || !last_class || !R.scratch || offered_zones(&R)) {
     rc = DT_ENOMEM;
     goto out;
   }
@@ -864,7 +903,7 @@ int dt__sched_solve(dt_plan *p) {
       goto out;
     }
     R.qlen = qn;
-    queue_minsuf(&R, queue, qn);
+    if ((rc = queue_minsuf(&R, queue, qn))) goto out;
     for (uint32_t r = 0; r < DT_RES_MAX; r++) R.failmin[r] = INT64_MAX;
     uint32_t nn = 0;
     for (R.pos = 0; R.pos < qn; R.pos++) {
@@ -894,7 +933,8 @@ out:
   dt__free(queue);
   dt__free(next);
   dt__free(last_class);
-  dt__free(R.minsuf);
+  dt__free(R.minat.v);
+  dt__free(R.minrun.v);
   dt__free(R.scratch);
   dt__free(R.order.v);
   dt__free(R.nfailed);
