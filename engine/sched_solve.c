@@ -781,7 +781,7 @@ static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
         if (dt__vec_push(&R->cand, (uint64_t)R->at.v[idx] << 32 | idx)) return DT_ENOMEM;
       }
     }
-    qsort(R->cand.v, R->cand.n, sizeof *R->cand.v, cmp_u64);
+    if (R->cand.n > 1) qsort(R->cand.v, R->cand.n, sizeof *R->cand.v, cmp_u64); /* none yet: no array */
     for (size_t q = 0; q < R->cand.n; q++) {
       bool gone;
       uint32_t idx = (uint32_t)R->cand.v[q];
