@@ -24,9 +24,10 @@ typedef struct run {
   DT_VEC(uint64_t) cand; /* scratch: (position << 32 | idx) of the claims a class may join */
   /* The component-wise minimum of the requests from each queue position to
   ** its end, in runs: it only grows along the queue (which is sorted largest
-  ** first) and changes at few positions, so run k holds from minat[k] up to
-  ** the next run's start, its minimum at minrun[k * nres]; mincur is the run
-  ** at the position last asked for (positions are asked in order). */
+  ** first) and changes at few positions. Runs are kept last first: run k
+  ** holds from minat[k] up to the start of run k - 1, its minimum at
+  ** minrun[k * nres]; mincur is the run at the position last asked for
+  ** (positions are asked in order, so it only moves towards 0). */
   DT_VEC(uint32_t) minat;
   DT_VEC(int64_t) minrun;
   size_t mincur;
@@ -493,7 +494,7 @@ static bool claim_full(run *R, rt_claim *k) {
   int64_t mn[DT_RES_MAX];
   memcpy(mn, R->failmin, sizeof mn);
   if (R->pos + 1 < R->qlen) {
-    while (R->mincur + 1 < R->minat.n && R->minat.v[R->mincur + 1] <= R->pos + 1) R->mincur++;
+    while (R->mincur > 0 && R->minat.v[R->mincur - 1] <= R->pos + 1) R->mincur--;
     const int64_t *q = &R->minrun.v[R->mincur * p->nres];
     for (uint32_t r = 0; r < p->nres; r++) mn[r] = q[r] < mn[r] ? q[r] : mn[r];
   }
@@ -818,8 +819,7 @@ static int queue_minsuf(run *R, const uint32_t *queue, uint32_t qn) {
   R->minat.n = R->minrun.n = 0;
   R->mincur = 0;
   if (!qn) return 0;
-  /* From the end back: a run closes where the minimum changes; the runs
-  ** come out last first and are turned around at the end. */
+  /* From the end back: a run closes where the minimum changes. */
   int64_t cur[DT_RES_MAX];
   memcpy(cur, p->specs[p->pods[queue[qn - 1]].spec].req, nres * sizeof *cur);
   uint32_t start = qn - 1;
@@ -838,16 +838,7 @@ static int queue_minsuf(run *R, const uint32_t *queue, uint32_t qn) {
   if (dt__vec_push(&R->minat, start)) return DT_ENOMEM;
   for (uint32_t r = 0; r < nres; r++)
     if (dt__vec_push(&R->minrun, cur[r])) return DT_ENOMEM;
-  for (size_t a = 0, b = R->minat.n - 1; a < b; a++, b--) {
-    uint32_t t = R->minat.v[a];
-    R->minat.v[a] = R->minat.v[b];
-    R->minat.v[b] = t;
-    for (uint32_t r = 0; r < nres; r++) {
-      int64_t u = R->minrun.v[a * nres + r];
-      R->minrun.v[a * nres + r] = R->minrun.v[b * nres + r];
-      R->minrun.v[b * nres + r] = u;
-    }
-  }
+  R->mincur = R->minat.n - 1; /* the run from position 0 */
   return 0;
 }
 
