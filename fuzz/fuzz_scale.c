@@ -73,26 +73,24 @@ static void pool(buf *b, const char *name, int weight, unsigned types, bool spot
   put(b, "]}}}}");
 }
 
+/* Pod "namespace/pK" counted in seen[K]: abort on a pod twice, or one that
+** was not asked for. */
+static void count_pod(uint8_t *seen, size_t n, const char *pod) {
+  const char *slash = strchr(pod, '/');
+  unsigned long k = strtoul(slash ? slash + 2 : "", NULL, 10);
+  if (!slash || k >= n || seen[k]++) abort();
+}
+
 /* Every pod p0..p(n-1) once: on a claim or unschedulable. */
 static void check_accounts(const dt_plan *p, size_t n) {
   uint8_t *seen = calloc(n ? n : 1, 1);
   if (!seen) abort();
   size_t count = 0;
   dt_claim_info ci;
-  for (size_t i = 0; !dt_plan_claim(p, i, &ci); i++)
-    for (size_t j = 0; j < ci.npods; j++) {
-      const char *slash = strchr(ci.pods[j], '/');
-      unsigned long k = strtoul(slash ? slash + 2 : "", NULL, 10);
-      if (!slash || k >= n || seen[k]++) abort(); /* a pod twice, or one that was not asked for */
-      count++;
-    }
+  for (size_t i = 0; !dt_plan_claim(p, i, &ci); i++, count += ci.npods)
+    for (size_t j = 0; j < ci.npods; j++) count_pod(seen, n, ci.pods[j]);
   dt_unschedulable_info u;
-  for (size_t i = 0; !dt_plan_unschedulable(p, i, &u); i++) {
-    const char *slash = strchr(u.pod, '/');
-    unsigned long k = strtoul(slash ? slash + 2 : "", NULL, 10);
-    if (!slash || k >= n || seen[k]++) abort();
-    count++;
-  }
+  for (size_t i = 0; !dt_plan_unschedulable(p, i, &u); i++, count++) count_pod(seen, n, u.pod);
   if (count != n) abort(); /* a pod lost */
   free(seen);
 }
