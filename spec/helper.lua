@@ -138,6 +138,19 @@ function M.docs(...)
   return table.concat({ ... }, "---\n")
 end
 
+-- How many pods a plan's claims hold, asserting none is on two claims.
+function M.claimed_once(plan)
+  local seen, n = {}, 0
+  for _, c in ipairs(plan.nodeClaims) do
+    for _, name in ipairs(c.pods) do
+      if seen[name] then error(name .. " is on two claims", 2) end
+      seen[name] = true
+      n = n + 1
+    end
+  end
+  return n
+end
+
 -- Plan through the Lua module; raises with the engine's message on failure.
 function M.plan(manifests, extra)
   local args = { manifests = manifests }
