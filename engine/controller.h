@@ -121,4 +121,8 @@ void store_sort(void);
 /* ctl_vmpools.c */
 void converge_pools(void);
 
+/* sim_fault.c: off in dovetail; in dovetail-faults, DOVETAIL_SIM_FAULT
+** names the one fault on (the daemon's: slow-render). */
+bool dt__sim_fault(const char *name);
+
 #endif

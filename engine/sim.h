@@ -151,7 +151,8 @@ typedef struct summary {
 
 /* A test build (dovetail-faults) breaks the invariant named in
 ** DOVETAIL_SIM_FAULT on purpose, so the specs can show that --check catches
-** it; in dovetail itself no fault is ever on. */
+** it (or, for the daemon, stretches a window the specs aim at); in dovetail
+** itself no fault is ever on. */
 bool dt__sim_fault(const char *name);
 #define FAULT(name) dt__sim_fault(name)
 

@@ -35,9 +35,9 @@ end
 
 -- Start `dovetail <args>` in the background and wait for the address it
 -- logs; returns {port, pid, log, stop()}.
-local function spawn(args, what)
+local function spawn(args, what, bin)
   local log = os.tmpname()
-  local p = io.popen("sh -c '" .. h.bin .. " " .. args .. " 2>" .. log .. " & echo $!'")
+  local p = io.popen("sh -c '" .. (bin or h.bin) .. " " .. args .. " 2>" .. log .. " & echo $!'")
   local pid = p:read("l")
   p:close()
   local port
@@ -237,6 +237,35 @@ spec:
     put("return { price = function(offs) local p = {} for i, o in ipairs(offs) do p[i] = o.price end return p end }\n")
     eventually(function() return http(d, "GET", "/v1/state"):match('"hooks":%s*"price"') end, "the fixed policy")
     assert.matches('reloads_total{result="ok"} 1\ndovetail_policy_reloads_total{result="error"} 1\n', (http(d, "GET", "/metrics")), 1, true)
+    d.stop()
+    os.execute("rm -rf " .. dir)
+  end)
+
+  it("carries out no round a new policy came during, even once the round has planned", function()
+    local dir = h.tmpdir()
+    local pol = dir .. "/p.lua"
+    local function put(text)
+      local f = assert(io.open(pol .. ".new", "w"))
+      f:write(text)
+      f:close()
+      assert(os.rename(pol .. ".new", pol))
+    end
+    put("return { score = function(o) return o.price end }\n") -- the cheapest: spot
+    -- dovetail-faults stretches the rendering of each round's plan (after its
+    -- last check for a new policy) to a second; the new policy lands in it
+    local d = spawn("serve --listen 127.0.0.1:0 --batch-idle 50ms --batch-max 500ms --policy " .. pol,
+      "the daemon", "DOVETAIL_SIM_FAULT=slow-render " .. h.bin:gsub("dovetail$", "dovetail-faults"))
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", quickstart)))
+    sleep(0.4)
+    put('return { score = function(o) return (o.capacityType == "on-demand" and 0 or 1e9) + o.price end }\n')
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    local log = slurp(d.log)
+    assert.matches("round stopped: the policy changed while it ran", log, 1, true)
+    local state = http(d, "GET", "/v1/state")
+    assert.matches('"capacityType":%s*"on%-demand"', state)
+    assert.is_nil(state:match('"capacityType":%s*"spot"'), "nothing launched from the old policy's plan")
+    local metrics = http(d, "GET", "/metrics")
+    assert.matches('dovetail_claims_launched_total{capacity_type="spot"} 0\n', metrics, 1, true)
     d.stop()
     os.execute("rm -rf " .. dir)
   end)
