@@ -26,9 +26,10 @@
 ** pods) and compares its time per pod with azure-100k's: three pairs of
 ** runs one after the other, the median ratio and its range.
 **
-** DOVETAIL_BENCH_DUMP=DIR writes each peak-* and many-* case's manifests to
-** DIR/CASE.json for `dovetail plan`; DOVETAIL_BENCH_NO_PATTERN=1 skips the
-** pattern LP (the assignment LP stands in) when only the plans are wanted.
+** DOVETAIL_BENCH_DUMP=DIR writes each peak-*, many-* and azure-1m case's
+** manifests to DIR/CASE.json for `dovetail plan`; DOVETAIL_BENCH_NO_PATTERN=1
+** skips the pattern LP (the assignment LP stands in) when only the plans are
+** wanted.
 **
 ** Each line reports pods, nodes, $/h, the LP lower bound ratio (fractional
 ** nodes covering summed cpu, memory and pods, solved by glpsol when it is
@@ -66,6 +67,18 @@ static double cpu_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* DOVETAIL_BENCH_DUMP=DIR: a case's manifests to DIR/NAME.json, for
+** `dovetail plan` under a profiler. */
+static void dump(const char *name, const char *text, size_t len) {
+  const char *dir = getenv("DOVETAIL_BENCH_DUMP");
+  if (!dir) return;
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s.json", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f || fwrite(text, 1, len, f) != len) fprintf(stderr, "bench: cannot write %s\n", path);
+  if (f) fclose(f);
 }
 
 static double peak_rss_mib(void) {
@@ -682,16 +695,7 @@ static int catalog_pairs(dt_catalog *aws, const char *shapes, const char *prefix
       double C, M;
       char *pods = azure_pods(shapes, n, reqs, &len, &C, &M);
       if (!pods) return 1;
-      const char *dir = getenv("DOVETAIL_BENCH_DUMP"); /* each case's manifests, for `dovetail plan` */
-      if (dir) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s.json", dir, name);
-        FILE *f = fopen(path, "w");
-        if (f) {
-          fwrite(pods, 1, len, f);
-          fclose(f);
-        }
-      }
+      dump(name, pods, len);
       long npods = 0;
       for (int s = 0; s < g_nshapes; s++) npods += g_shape_drawn[s];
       double bound = aws_bound(aws, C, M, (double)npods, subset, spot);
@@ -900,6 +904,7 @@ static int million(dt_catalog *aws, const char *shapes, const result *first) {
   double C, M, c, m;
   char *pods = azure_pods(shapes, 1000000, "", &len, &C, &M);
   if (!pods) return 1;
+  dump("azure-1m", pods, len);
   double bound = aws_bound(aws, C, M, 1000000, 0, 1);
   double parse[3], sched[3], parse_cpu[3], plan_cpu[3];
   double rss = 0;
