@@ -391,7 +391,10 @@ static void round_done(uv_work_t *req, int status) {
     after_round();
     return;
   }
-  if (w->pool_errors && *w->pool_errors) logf_("error", "policy", "%s", w->pool_errors);
+  /* NodePool policy errors, logged when they change: a broken file is tried
+  ** again every round and pass, and says the same until it is fixed */
+  if (w->pool_errors && *w->pool_errors && strncmp(w->pool_errors, D.pool_errors, sizeof D.pool_errors - 1))
+    logf_("error", "policy", "%s", w->pool_errors);
   if (D.policy && *dt_policy_log(D.policy)) { /* its dovetail.log lines, one log line each */
     const char *l = dt_policy_log(D.policy);
     while (*l) {
@@ -742,6 +745,11 @@ void handle_event(cJSON *e, char *action, size_t n) {
   snprintf(key, sizeof key, "NodeClaim//%s", in->claim);
   snprintf(reason, sizeof reason, "%s: drain NodeClaim %s and replace its pods", dtype, in->claim);
   log_decision("interruption", subj, reason);
+  /* Its instance goes too, as when Karpenter deletes an interrupted
+  ** NodeClaim: left running, an instance the books no longer hold is billed
+  ** until a poll deletes it as an orphan, and for ever where none may (no
+  ** state file). One already going away is left to finish. */
+  if (!state || (strcmp(state, "shutting-down") && strcmp(state, "terminated"))) D.prov->terminate(in->id);
   obj_del(key);
   inst_remove((size_t)at);
   snprintf(action, n, "replaced");

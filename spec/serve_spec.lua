@@ -430,9 +430,9 @@ return {
     d.stop()
   end)
 
-  it("plans every other NodePool when one names a policy that is missing", function()
+  it("plans every other NodePool when one names a policy that is missing, and logs that once", function()
     local dir = h.tmpdir()
-    local d = start("--policy-dir " .. dir)
+    local d = start("--policy-dir " .. dir .. " --disrupt-interval 100ms")
     local named = h.nodepool("a", { labels = { team = "a" } }):gsub("metadata:\n  name: a",
       "metadata:\n  name: a\n  annotations:\n    dovetail.dev/policy: missing")
     http(d, "PUT", "/v1/objects", h.docs(named, h.nodepool("b", { labels = { team = "b" } }),
@@ -440,6 +440,9 @@ return {
     eventually(function() return select(2, http(d, "GET", "/v1/state"):gsub('"id":', "")) == 2 end, "two instances")
     assert.matches("NodePool policy missing: " .. dir .. "/missing.lua: cannot open",
       (http(d, "GET", "/v1/state")), 1, true)
+    -- every pass tries the file again and finds the same: the log says it once
+    rounds(d, 4, "four more passes")
+    assert.equal(1, select(2, slurp(d.log):gsub("NodePool policy missing: ", "")), slurp(d.log))
     d.stop()
     os.execute("rm -rf " .. dir)
   end)
@@ -626,6 +629,24 @@ return {
       d.stop()
       c.stop()
       os.remove(pol)
+    end)
+
+    it("terminates the instance it drains for an interruption event, and replaces it", function()
+      -- no state file, and no poll before the spec ends: nothing would ever delete it as an orphan
+      local c, d = on_cloud("--poll 1h")
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return instances(c):match('"state":"running"') end, "a cloud instance")
+      local id = instances(c):match('"id":"(i%-%x+)"')
+      local body = http(d, "POST", "/v1/events", '{"detail-type":"AWS Health Event","source":"aws.health",'
+        .. '"detail":{"instance-id":"' .. id .. '"}}')
+      assert.matches('"action":"replaced"', body)
+      eventually(function()
+        local l = instances(c)
+        return l:match('"state":"running"') and not l:find(id, 1, true)
+      end, "the drained instance terminated and a replacement running")
+      assert.matches('"kind":%s*"interruption"', (http(d, "GET", "/v1/decisions")))
+      d.stop()
+      c.stop()
     end)
 
     it("leaves alone instances it cannot account for", function()
