@@ -81,7 +81,8 @@ static const opt k_opts[] = {
      "NAME|FILE  instance catalog: aws-us-east-1 (default), azure-eastus, or a file"},
     {"policy", O_STR, false, &D.policy_path, "FILE        a Lua policy, watched and hot-reloaded (also on SIGHUP)"},
     {"policy-dir", O_STR, false, &D.policy_dir,
-     "DIR     where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (reloaded when changed)"},
+     "DIR     where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (default policies; read\n"
+     "                       again by the next round or pass when changed)"},
     {"state", O_STR, false, &D.state_path, "FILE         crash-safe state (written atomically, once per round)"},
     {"batch-idle", O_DUR_MS, true, &D.idle_ms, "DUR     provisioning batch idle window (default 1s)"},
     {"batch-max", O_DUR_MS, true, &D.max_ms, "DUR      provisioning batch maximum window (default 10s)"},
@@ -515,6 +516,11 @@ int dt__serve_main(int argc0, char **argv0) {
   if (go) {
     logf_("info", "listening", "http://%s:%d (catalog %s, %zu objects from state)", D.http.host, D.port,
           g_catalog ? g_catalog : "bundled", D.objs.n);
+    if (!D.token && strcmp(D.http.host, "127.0.0.1") && strcmp(D.http.host, "::1") && strcmp(D.http.host, "localhost"))
+      logf_("warn", "listening",
+            "%s is not loopback and no --token-file is set: anyone who reaches it can "
+            "apply objects and launch instances",
+            D.http.host);
     if (D.cloud_url)
       tm_start(&D.poll, on_poll_timer, 0, D.poll_ms); /* reconcile first, then every poll interval */
     else if (D.objs.n)
