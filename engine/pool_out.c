@@ -105,8 +105,11 @@ static void table_list(dt_buf *b, const dt_pools *r, const dt_pool_rec *p, dt_po
   for (size_t i = p->info.first_action; i < p->info.first_action + p->info.nactions; i++) {
     const dt_pool_action_info *a = &r->acts.v[i].info;
     if (a->list != list) continue;
-    dt__buf_printf(b, "  %-13s %-28s %s\n", a->action ? a->action : verb, a->vm ? a->vm : "-",
+    dt__buf_printf(b, "  %-13s %-28s %s", a->action ? a->action : verb, a->vm ? a->vm : "-",
                    a->reason ? a->reason : "");
+    for (size_t v = 0; v < a->nreuses; v++) /* the volumes a gap's VM takes back, as -o json's reusesVolumes */
+      dt__buf_printf(b, "%s%s", v ? ", " : "; reuses ", a->reuses_volumes[v]);
+    dt__buf_putc(b, '\n');
   }
 }
 
@@ -124,8 +127,8 @@ static void render_table(const dt_pools *r, dt_buf *b) {
     for (size_t i = 0; i < p->notes.n; i++) dt__buf_printf(b, "  note: %s\n", p->notes.v[i]);
   }
   const dt_pools_stats *s = &r->stats;
-  dt__buf_printf(b, "%zu pools: %zu create, %zu delete, %zu update, %zu heal, %zu detached, %zu waiting\n", s->pools,
-                 s->create, s->del, s->update, s->heal, s->detached, s->waiting);
+  dt__buf_printf(b, "%zu pool%s: %zu create, %zu delete, %zu update, %zu heal, %zu detached, %zu waiting\n", s->pools,
+                 s->pools == 1 ? "" : "s", s->create, s->del, s->update, s->heal, s->detached, s->waiting);
 }
 
 /* The VirtualMachines to apply, as plan -o yaml prints NodeClaims: each
