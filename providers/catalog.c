@@ -172,11 +172,10 @@ static int quantity_field(ctx *x, const cJSON *it, size_t idx, const char *tname
   char tmp[64];
   const char *s = dt__scalar(it, tmp, sizeof tmp);
   dt_error qe;
-  if (!s || dt_quantity_parse(s, out, &qe) || *out < 0)
-    return BAD("%s: instanceTypes[%zu] (%s): %s: %s", x->file, idx, tname, field,
-               !s         ? "expected a quantity"
-               : *out < 0 ? "must not be negative"
-                          : qe.msg);
+  /* the parse's own message when it fails: *out is only set when it reads */
+  if (!s || dt_quantity_parse(s, out, &qe))
+    return BAD("%s: instanceTypes[%zu] (%s): %s: %s", x->file, idx, tname, field, !s ? "expected a quantity" : qe.msg);
+  if (*out < 0) return BAD("%s: instanceTypes[%zu] (%s): %s: must not be negative", x->file, idx, tname, field);
   return 0;
 }
 

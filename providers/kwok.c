@@ -200,11 +200,11 @@ static int resource(kx *x, const cJSON *it, int64_t *milli) {
   dt_error *err = x->err, qe;
   char tmp[64];
   const char *s = dt__scalar(it, tmp, sizeof tmp);
-  if (!s || dt_quantity_parse(s, milli, &qe) || *milli < 0)
+  /* the parse's own message when it fails: *milli is only set when it reads */
+  if (!s || dt_quantity_parse(s, milli, &qe))
     return BAD("%s: [%zu] (%s): resources.%s: %s", x->file, x->i, x->tname, it->string,
-               !s           ? "expected a quantity"
-               : *milli < 0 ? "must not be negative"
-                            : qe.msg);
+               !s ? "expected a quantity" : qe.msg);
+  if (*milli < 0) return BAD("%s: [%zu] (%s): resources.%s: must not be negative", x->file, x->i, x->tname, it->string);
   return 0;
 }
 

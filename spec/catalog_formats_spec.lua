@@ -164,6 +164,12 @@ describe("Karpenter's KWOK instance-type list", function()
     _, err = h.dt.plan { manifests = "", catalog_text = kwok('{"Price": 1, "Zone": "z", "CapacityType": "spot"}',
       '{"cpu": "2", "memory": "4Gi", "hugepages-2Mi": "1Gi"}') }
     assert.matches("[0] (t-1): resources.hugepages-2Mi: not read", err, 1, true)
+    local one = '{"Price": 1, "Zone": "z", "CapacityType": "spot"}'
+    _, err = h.dt.plan { manifests = "", catalog_text = kwok(one, '{"cpu": "2x", "memory": "4Gi"}') }
+    assert.matches("[0] (t-1): resources.cpu: ", err, 1, true)
+    assert.is_nil(err:find("negative", 1, true), err) -- the parse's message, whatever the stack held
+    _, err = h.dt.plan { manifests = "", catalog_text = kwok(one, '{"cpu": "-2", "memory": "4Gi"}') }
+    assert.matches("[0] (t-1): resources.cpu: must not be negative", err, 1, true)
   end)
 end)
 

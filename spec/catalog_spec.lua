@@ -82,6 +82,18 @@ describe("a catalog file", function()
     assert.matches("catalog_text: instanceTypes[0] (lonely): no offerings", err, 1, true)
   end)
 
+  it("says why a quantity does not read, and that a negative one is refused", function()
+    local function eph(q)
+      return select(2, plan_with('{"zones":["z"],"instanceTypes":[{"name":"a","cpu":2,"memoryMiB":4096,'
+        .. '"onDemandPrice":0.1,"ephemeralStorage":"' .. q .. '"}]}', ""))
+    end
+    -- the parse's own message, never "must not be negative" for what does not read
+    local err = eph("12Qi")
+    assert.matches("instanceTypes[0] (a): ephemeralStorage: ", err, 1, true)
+    assert.is_nil(err:find("negative", 1, true), err)
+    assert.matches("instanceTypes[0] (a): ephemeralStorage: must not be negative", eph("-1Gi"), 1, true)
+  end)
+
   it("rejects a price that is not a number", function()
     local cat = [[{"zones":["z"],"instanceTypes":[{"name":"a","cpu":2,"memoryMiB":4096,"onDemandPrice":"cheap"}]}]]
     local _, err = plan_with(cat, "")
