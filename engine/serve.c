@@ -191,6 +191,18 @@ static const opt *opt_find(const char *flag) {
   return NULL;
 }
 
+/* A copy of s at the end of a vector of strings; non-zero, and nothing
+** added, when out of memory. */
+static int push_copy(char ***v, size_t *n, size_t *cap, const char *s) {
+  char *c = dt__strdup(s);
+  if (!c || dt__vec_grow((void **)v, cap, *n + 1, sizeof **v)) {
+    dt__free(c);
+    return -1;
+  }
+  (*v)[(*n)++] = c;
+  return 0;
+}
+
 /* --config FILE (YAML or JSON): a map of the long options without their
 ** dashes ({listen: "127.0.0.1:8080", sim-ice: [a, b], ...}), read before the
 ** command line, so flags override it. *outv's strings are owned by the
@@ -201,6 +213,7 @@ static int config_args(int argc, char **argv, int *outc, char ***outv, char *why
     if (!strcmp(argv[i], "--config")) path = argv[i + 1];
   DT_VEC(char *) v = {0};
   int rc = 0;
+  snprintf(why, wn, "out of memory"); /* what a failed copy below leaves */
   if (path) {
     dt_error err = {0};
     char *text = NULL;
@@ -226,7 +239,7 @@ static int config_args(int argc, char **argv, int *outc, char ***outv, char *why
         if (!val || cJSON_IsBool(it) || cJSON_IsNull(it)) {
           snprintf(why, wn, "--config %s: %s: expected a string or a number", path, c->string);
           rc = -1;
-        } else if (dt__vec_push(&v, dt__strdup(flag)) || dt__vec_push(&v, dt__strdup(val))) {
+        } else if (push_copy(&v.v, &v.n, &v.cap, flag) || push_copy(&v.v, &v.n, &v.cap, val)) {
           rc = -1;
         }
       }
@@ -238,7 +251,7 @@ static int config_args(int argc, char **argv, int *outc, char ***outv, char *why
       i++;
       continue;
     }
-    if (dt__vec_push(&v, dt__strdup(argv[i]))) rc = -1;
+    if (push_copy(&v.v, &v.n, &v.cap, argv[i])) rc = -1;
   }
   if (rc) {
     for (size_t i = 0; i < v.n; i++) dt__free(v.v[i]);
