@@ -193,10 +193,10 @@ static int delete_object(h2o_req_t *req, const char *p, size_t len) {
     return respond_error(req, 400,
                          "expected /v1/objects/{kind}/{namespace}/{name} (namespace - for cluster-scoped; "
                          "names are percent-decoded and hold no /)");
-  const char *kind = seg[0], *ns = seg[1], *name = seg[2];
-  snprintf(key, sizeof key, "%s/%s/%s", kind, strcmp(ns, "-") ? ns : "", name);
+  const char *kind = seg[0], *ns = strcmp(seg[1], "-") ? seg[1] : "", *name = seg[2];
+  snprintf(key, sizeof key, "%s/%s/%s", kind, ns, name);
   if (!forget(key, NULL)) return respond_error(req, 404, "no such object");
-  logf_("info", "delete", "%s %s%s%s", kind, strcmp(ns, "-") ? ns : "", strcmp(ns, "-") ? "/" : "", name);
+  logf_("info", "delete", "%s %s%s%s", kind, ns, *ns ? "/" : "", name);
   state_dirty();
   if (strcmp(kind, "Pod")) arm_batch(); /* a pod that goes leaves nothing to provision */
   return respond(req, 200, "application/json", "{\"deleted\":1}\n", 14);

@@ -43,7 +43,7 @@ local function spawn(args, what, bin)
   local port
   local deadline = os.time() + 30
   repeat
-    port = slurp(log):match("http://127%.0%.0%.1:(%d+)")
+    port = slurp(log):match('"listening","msg":"http://[%d.]+:(%d+)')
     if port then break end
     sleep(0.05)
   until os.time() > deadline
@@ -63,8 +63,26 @@ local function spawn(args, what, bin)
   return d
 end
 
-local function start(args)
-  return spawn("serve --listen 127.0.0.1:0 --batch-idle 50ms --batch-max 500ms " .. (args or ""), "the daemon")
+-- The daemon with short batch windows; bin runs in place of dovetail (a
+-- test build, with its environment).
+local function start(args, bin)
+  return spawn("serve --listen 127.0.0.1:0 --batch-idle 50ms --batch-max 500ms " .. (args or ""), "the daemon", bin)
+end
+
+-- A policy file in a directory of its own: its path, and put(text), which
+-- writes each version whole and renames it into place. Written in place, the
+-- file is empty between the truncation and the write, and a spec descheduled
+-- there for the daemon's 30 ms debounce makes it read (and count) that too.
+local function policy_file()
+  local dir = h.tmpdir()
+  local pol = dir .. "/p.lua"
+  local function put(text)
+    local f = assert(io.open(pol .. ".new", "w"))
+    f:write(text)
+    f:close()
+    assert(os.rename(pol .. ".new", pol))
+  end
+  return dir, pol, put
 end
 
 -- curl: returns body, HTTP status. A request that gets no answer in a minute
@@ -217,17 +235,7 @@ spec:
   end)
 
   it("keeps the old policy when a broken one is written, and takes a fixed one", function()
-    local dir = h.tmpdir()
-    local pol = dir .. "/p.lua"
-    -- each version whole, renamed into place: written in place, the file is
-    -- empty between the truncation and the write, and a spec descheduled
-    -- there for the daemon's 30 ms debounce makes it read (and count) that too
-    local function put(text)
-      local f = assert(io.open(pol .. ".new", "w"))
-      f:write(text)
-      f:close()
-      assert(os.rename(pol .. ".new", pol))
-    end
+    local dir, pol, put = policy_file()
     put("return { rank = function(_, offs) local s = {} for i, o in ipairs(offs) do s[i] = o.price end return s end }\n")
     local d = start("--policy " .. pol)
     put("return { rank = function( }\n")
@@ -242,19 +250,11 @@ spec:
   end)
 
   it("carries out no round a new policy came during, even once the round has planned", function()
-    local dir = h.tmpdir()
-    local pol = dir .. "/p.lua"
-    local function put(text)
-      local f = assert(io.open(pol .. ".new", "w"))
-      f:write(text)
-      f:close()
-      assert(os.rename(pol .. ".new", pol))
-    end
+    local dir, pol, put = policy_file()
     put("return { score = function(o) return o.price end }\n") -- the cheapest: spot
     -- dovetail-faults stretches the rendering of each round's plan (after its
     -- last check for a new policy) to a second; the new policy lands in it
-    local d = spawn("serve --listen 127.0.0.1:0 --batch-idle 50ms --batch-max 500ms --policy " .. pol,
-      "the daemon", "DOVETAIL_SIM_FAULT=slow-render " .. h.bin:gsub("dovetail$", "dovetail-faults"))
+    local d = start("--policy " .. pol, "DOVETAIL_SIM_FAULT=slow-render " .. h.bin:gsub("dovetail$", "dovetail-faults"))
     assert.equal(200, select(2, http(d, "PUT", "/v1/objects", quickstart)))
     sleep(0.4)
     put('return { score = function(o) return (o.capacityType == "on-demand" and 0 or 1e9) + o.price end }\n')
@@ -447,6 +447,23 @@ return {
     os.execute("rm -rf " .. dir)
   end)
 
+  it("warns when it listens off loopback without a token, and only then", function()
+    local warning = "is not loopback and no --token-file is set"
+    local d = spawn("serve --listen 0.0.0.0:0", "the daemon on every address")
+    eventually(function() return slurp(d.log):find(warning, 1, true) end, "the warning")
+    assert.matches('"level":"warn","event":"listening","msg":"0.0.0.0 ' .. warning, slurp(d.log), 1, true)
+    d.stop()
+    local tok = h.write("s3cret\n")
+    d = spawn("serve --listen 0.0.0.0:0 --token-file " .. tok, "the daemon with a token")
+    local loop = start()
+    assert.equal(200, select(2, http(d, "GET", "/healthz")))
+    assert.equal(200, select(2, http(loop, "GET", "/healthz")))
+    assert.is_nil(slurp(d.log):find(warning, 1, true))
+    assert.is_nil(slurp(loop.log):find(warning, 1, true))
+    d.stop()
+    loop.stop()
+  end)
+
   it("refuses to start on a state file it cannot write", function()
     local _, err, code = h.cli("serve --listen 127.0.0.1:0 --state /nonexistent/dir/state.json")
     assert.equal(1, code)
@@ -518,6 +535,11 @@ return {
     end
     assert.equal(400, select(2, http(d, "DELETE", "/v1/objects/Pod%2Fjobs%2Fbatch-1")))
     assert.equal(200, select(2, http(d, "DELETE", "/v1/objects/Pod/jobs/batch%2D1")))
+    -- the log names what went by kind and name, with - for no namespace
+    assert.equal(200, select(2, http(d, "DELETE", "/v1/objects/NodePool/-/default")))
+    local log = slurp(d.log)
+    assert.matches('"event":"delete","msg":"Pod jobs/batch-1"', log, 1, true)
+    assert.matches('"event":"delete","msg":"NodePool default"', log, 1, true)
     local body, code = http(d, "PUT", "/v1/objects", '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "spec": ')
     assert.equal(400, code)
     assert.equal('{"error":"request:1:71: malformed JSON near \\" \\""}\n', body)
