@@ -821,10 +821,13 @@ static int queue_minsuf(run *R, const uint32_t *queue, uint32_t qn) {
   if (!qn) return 0;
   /* From the end back: a run closes where the minimum changes. */
   int64_t cur[DT_RES_MAX];
-  memcpy(cur, p->specs[p->pods[queue[qn - 1]].spec].req, nres * sizeof *cur);
+  /* A pod's requests are its class's (the class signature holds them):
+  ** the few classes stay in cache where a million specs, read in queue
+  ** order, would not. */
+  memcpy(cur, p->classes.v[p->pods[queue[qn - 1]].cls].req, nres * sizeof *cur);
   uint32_t start = qn - 1;
   for (uint32_t i = qn - 1; i-- > 0;) {
-    const int64_t *q = p->specs[p->pods[queue[i]].spec].req;
+    const int64_t *q = p->classes.v[p->pods[queue[i]].cls].req;
     bool lower = false;
     for (uint32_t r = 0; r < nres; r++) lower |= q[r] < cur[r];
     if (lower) {

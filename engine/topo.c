@@ -206,7 +206,9 @@ static int popcount64(uint64_t x) { return __builtin_popcountll(x); }
 ** host h whose zone may be any of Z and capacity type any of C. */
 int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint64_t Z, uint8_t C, int32_t count,
                     int64_t ordinal) {
-  const rt_spec *s = &p->specs[si];
+  /* The groups selecting a pod are its class's (the class signature holds
+  ** them): a class's spec is read, not each pod's, at a million pods. */
+  const rt_spec *s = &p->specs[c ? c->spec_idx : si];
   for (uint32_t i = 0; i < s->nsel; i++) {
     rt_group *g = &p->groups.v[s->sel[i]];
     bool all = g->kind == TG_ANTI;
