@@ -299,27 +299,91 @@ static double node_fill(const dt_plan *p, const rt_pool *pl, const cand *by_pric
   return f;
 }
 
-/* Try to move every pod of node i into the room other live nodes have left
-** in their types (the fullest that holds each pod first); all or nothing. */
+/*
+** The room each node has left in its type, per resource, over the nodes in
+** drain order (ord), for the fullest node that holds a pod: a segment tree
+** whose every entry is the most room any node below it has in each
+** resource. A subtree where some resource has less room than the pod asks
+** for holds no node for it; a leaf is one node's room, so reaching one that
+** passes is the exact fit test. The search goes fullest (rightmost) first
+** and returns the position the scan from the fullest down would reach
+** first, in about log N steps per pod rather than N. Nodes out of the
+** search (emptied, or the one being drained) have no room at all.
+*/
+typedef struct room_tree {
+  size_t leaves; /* a power of two, at least the nodes */
+  uint32_t nres;
+  int64_t *mx;   /* (2 * leaves) x nres; entry 1 the root, leaves from `leaves` on */
+  uint32_t *pos; /* per node: its position in the drain order */
+} room_tree;
+
+#define NO_ROOM INT64_MIN
+
+static void room_pull(room_tree *t, size_t e) {
+  for (e /= 2; e >= 1; e /= 2)
+    for (uint32_t r = 0; r < t->nres; r++) {
+      int64_t a = t->mx[2 * e * t->nres + r], b = t->mx[(2 * e + 1) * t->nres + r];
+      t->mx[e * t->nres + r] = a > b ? a : b;
+    }
+}
+
+/* Position o's room: cap less used (NULL: none). */
+static void room_set(room_tree *t, size_t o, const int64_t *cap, const int64_t *used) {
+  int64_t *leaf = &t->mx[(t->leaves + o) * t->nres];
+  for (uint32_t r = 0; r < t->nres; r++) leaf[r] = cap ? cap[r] - used[r] : NO_ROOM;
+  room_pull(t, t->leaves + o);
+}
+
+static bool room_holds(const room_tree *t, size_t e, const int64_t *req) {
+  for (uint32_t r = 0; r < t->nres; r++)
+    if (t->mx[e * t->nres + r] < req[r]) return false;
+  return true;
+}
+
+/* The rightmost position whose node holds req; -1 none. */
+static ptrdiff_t room_find(const room_tree *t, const int64_t *req) {
+  size_t e = 1;
+  if (!room_holds(t, e, req)) return -1;
+  for (;;) {
+    if (e >= t->leaves) return (ptrdiff_t)(e - t->leaves);
+    if (room_holds(t, 2 * e + 1, req)) {
+      e = 2 * e + 1;
+      continue;
+    }
+    if (room_holds(t, 2 * e, req)) {
+      e = 2 * e;
+      continue;
+    }
+    /* Neither child passes on its own maxima though this entry did (they
+    ** came from different nodes): back up to the nearest left sibling
+    ** not yet tried that passes. */
+    for (;;) {
+      while (e > 1 && !(e & 1)) e /= 2; /* up past left children */
+      if (e <= 1) return -1;
+      e = e - 1; /* the left sibling of a right child */
+      if (room_holds(t, e, req)) break;
+    }
+  }
+}
+
+/* Try to move every pod of node i (at position oi) into the room other
+** live nodes have left in their types (the fullest that holds each pod
+** first); all or nothing. */
 static bool drain_one(const dt_plan *p, const rt_pool *pl, const shape *sh, size_t ns, const cand *by_price, packing *k,
-                      int64_t *used, const bool *alive, const uint32_t *ord, size_t i, uint32_t *moved) {
-  size_t nm = 0, N = k->nodes;
+                      int64_t *used, room_tree *rt, const uint32_t *ord, size_t oi, uint32_t *moved) {
+  size_t nm = 0, i = ord[oi];
   bool ok = true;
+  room_set(rt, oi, NULL, NULL); /* not into itself */
   for (size_t s = 0; s < ns && ok; s++)
     for (int64_t q = 0; q < k->count.v[i * ns + s] && ok; q++) {
-      ok = false;
-      for (size_t o = N; o-- > 0 && !ok;) { /* fullest first */
-        size_t j = ord[o];
-        if (j == i || !alive[j]) continue;
-        const int64_t *cap = pl->eff[by_price[k->type.v[j]].type];
-        bool fits = true;
-        for (uint32_t r = 0; r < p->nres && fits; r++) fits = used[j * DT_RES_MAX + r] + sh[s].req[r] <= cap[r];
-        if (!fits) continue;
-        for (uint32_t r = 0; r < p->nres; r++) used[j * DT_RES_MAX + r] += sh[s].req[r];
-        moved[2 * nm] = (uint32_t)j;
-        moved[2 * nm++ + 1] = (uint32_t)s;
-        ok = true;
-      }
+      ptrdiff_t o = room_find(rt, sh[s].req);
+      ok = o >= 0;
+      if (!ok) break;
+      size_t j = ord[o];
+      for (uint32_t r = 0; r < p->nres; r++) used[j * DT_RES_MAX + r] += sh[s].req[r];
+      room_set(rt, (size_t)o, pl->eff[by_price[k->type.v[j]].type], &used[j * DT_RES_MAX]);
+      moved[2 * nm] = (uint32_t)j;
+      moved[2 * nm++ + 1] = (uint32_t)s;
     }
   for (size_t q = 0; q < nm; q++) { /* commit the counts, or undo the room taken */
     size_t j = moved[2 * q], s = moved[2 * q + 1];
@@ -328,6 +392,13 @@ static bool drain_one(const dt_plan *p, const rt_pool *pl, const shape *sh, size
       k->count.v[i * ns + s]--;
     } else
       for (uint32_t r = 0; r < p->nres; r++) used[j * DT_RES_MAX + r] -= sh[s].req[r];
+  }
+  if (!ok) { /* the rooms as they were, this node's too */
+    for (size_t q = 0; q < nm; q++) {
+      size_t j = moved[2 * q];
+      room_set(rt, rt->pos[j], pl->eff[by_price[k->type.v[j]].type], &used[j * DT_RES_MAX]);
+    }
+    room_set(rt, oi, pl->eff[by_price[k->type.v[i]].type], &used[i * DT_RES_MAX]);
   }
   return ok;
 }
@@ -360,7 +431,11 @@ static int drain_nodes(const dt_plan *p, const rt_pool *pl, const shape *sh, siz
   fill_ix *fx = dt__malloc((N + 1) * sizeof *fx);
   uint32_t *ord = dt__malloc((N + 1) * sizeof *ord), *moved = dt__malloc((size_t)most * 2 * sizeof *moved);
   packing nk = {0};
-  int rc = !used || !alive || !fx || !ord || !moved ? DT_ENOMEM : 0;
+  room_tree rt = {1, p->nres, NULL, NULL};
+  while (rt.leaves < N) rt.leaves *= 2;
+  rt.mx = dt__malloc(2 * rt.leaves * (p->nres ? p->nres : 1) * sizeof *rt.mx);
+  rt.pos = dt__malloc((N + 1) * sizeof *rt.pos);
+  int rc = !used || !alive || !fx || !ord || !moved || !rt.mx || !rt.pos ? DT_ENOMEM : 0;
   for (size_t i = 0; i < N && !rc; i++) {
     alive[i] = true;
     for (size_t s = 0; s < ns; s++)
@@ -369,8 +444,14 @@ static int drain_nodes(const dt_plan *p, const rt_pool *pl, const shape *sh, siz
   for (size_t i = 0; i < N && !rc; i++) fx[i] = (fill_ix){node_fill(p, pl, by_price, k, used, i), (uint32_t)i};
   if (!rc) qsort(fx, N, sizeof *fx, cmp_fill);
   for (size_t o = 0; o < N && !rc; o++) ord[o] = fx[o].i;
+  for (size_t e = 0; e < 2 * rt.leaves * p->nres && !rc; e++) rt.mx[e] = NO_ROOM;
+  for (size_t o = 0; o < N && !rc; o++) {
+    size_t j = ord[o];
+    rt.pos[j] = (uint32_t)o;
+    room_set(&rt, o, pl->eff[by_price[k->type.v[j]].type], &used[j * DT_RES_MAX]);
+  }
   for (size_t o = 0; o < N && !rc; o++)
-    if (drain_one(p, pl, sh, ns, by_price, k, used, alive, ord, ord[o], moved)) alive[ord[o]] = false;
+    if (drain_one(p, pl, sh, ns, by_price, k, used, &rt, ord, o, moved)) alive[ord[o]] = false;
   for (size_t i = 0; i < N && !rc; i++) {
     if (!alive[i]) continue;
     int32_t c = cheapest_fit(p, pl, by_price, nc, &used[i * DT_RES_MAX]);
@@ -383,6 +464,8 @@ static int drain_nodes(const dt_plan *p, const rt_pool *pl, const shape *sh, siz
     nk = t;
   }
   packing_free(&nk);
+  dt__free(rt.mx);
+  dt__free(rt.pos);
   dt__free(used);
   dt__free(alive);
   dt__free(fx);
