@@ -366,40 +366,56 @@ static ptrdiff_t room_find(const room_tree *t, const int64_t *req) {
   }
 }
 
+/* What emptying nodes works with: pods moved into a node join its list
+** (head per node, next and shape per move), and a node's pods are its row
+** in the packing and that list, gathered into row (ns, zero between uses). */
+typedef struct drain_ws {
+  int64_t *row;
+  uint32_t *head, *next, *shape, nadd;
+  uint32_t *moved; /* a drain's moves, (node, shape) pairs */
+} drain_ws;
+
+#define NO_MOVE UINT32_MAX
+
+/* Node i's pods per shape into D->row (set), or out of it (clear). */
+static void node_row(const packing *k, drain_ws *D, size_t i, bool set) {
+  for (uint32_t e = k->start.v[i]; e < k->start.v[i + 1]; e++) D->row[k->shape.v[e]] = set ? k->cnt.v[e] : 0;
+  for (uint32_t a = D->head[i]; a != NO_MOVE; a = D->next[a]) D->row[D->shape[a]] = set ? D->row[D->shape[a]] + 1 : 0;
+}
+
 /* Try to move every pod of node i (at position oi) into the room other
 ** live nodes have left in their types (the fullest that holds each pod
 ** first); all or nothing. */
-static bool drain_one(const dt_plan *p, const rt_pool *pl, const shape *sh, size_t ns, const cand *by_price, packing *k,
-                      int64_t *used, room_tree *rt, const uint32_t *ord, size_t oi, uint32_t *moved) {
+static bool drain_one(const dt_plan *p, const rt_pool *pl, const shape *sh, size_t ns, const cand *by_price,
+                      const packing *k, int64_t *used, room_tree *rt, const uint32_t *ord, size_t oi, drain_ws *D) {
   size_t nm = 0, i = ord[oi];
   bool ok = true;
   room_set(rt, oi, NULL, NULL); /* not into itself */
+  node_row(k, D, i, true);
   for (size_t s = 0; s < ns && ok; s++)
-    for (int64_t q = 0; q < k->count.v[i * ns + s] && ok; q++) {
+    for (int64_t q = 0; q < D->row[s] && ok; q++) {
       ptrdiff_t o = room_find(rt, sh[s].req);
       ok = o >= 0;
       if (!ok) break;
       size_t j = ord[o];
       for (uint32_t r = 0; r < p->nres; r++) used[j * DT_RES_MAX + r] += sh[s].req[r];
       room_set(rt, (size_t)o, pl->eff[by_price[k->type.v[j]].type], &used[j * DT_RES_MAX]);
-      moved[2 * nm] = (uint32_t)j;
-      moved[2 * nm++ + 1] = (uint32_t)s;
+      D->moved[2 * nm] = (uint32_t)j;
+      D->moved[2 * nm++ + 1] = (uint32_t)s;
     }
-  for (size_t q = 0; q < nm; q++) { /* commit the counts, or undo the room taken */
-    size_t j = moved[2 * q], s = moved[2 * q + 1];
+  node_row(k, D, i, false);
+  for (size_t q = 0; q < nm; q++) { /* commit the moves, or undo the room taken */
+    size_t j = D->moved[2 * q], s = D->moved[2 * q + 1];
     if (ok) {
-      k->count.v[j * ns + s]++;
-      k->count.v[i * ns + s]--;
-    } else
+      D->shape[D->nadd] = (uint32_t)s;
+      D->next[D->nadd] = D->head[j];
+      D->head[j] = D->nadd++;
+    } else {
       for (uint32_t r = 0; r < p->nres; r++) used[j * DT_RES_MAX + r] -= sh[s].req[r];
-  }
-  if (!ok) { /* the rooms as they were, this node's too */
-    for (size_t q = 0; q < nm; q++) {
-      size_t j = moved[2 * q];
       room_set(rt, rt->pos[j], pl->eff[by_price[k->type.v[j]].type], &used[j * DT_RES_MAX]);
     }
-    room_set(rt, oi, pl->eff[by_price[k->type.v[i]].type], &used[i * DT_RES_MAX]);
   }
+  if (!ok) room_set(rt, oi, pl->eff[by_price[k->type.v[i]].type], &used[i * DT_RES_MAX]);
   return ok;
 }
 
@@ -419,27 +435,27 @@ static int cmp_fill(const void *a, const void *b) {
 ** that is cheaper. Moves only ever fit a node's type: never dearer. */
 static int drain_nodes(const dt_plan *p, const rt_pool *pl, const shape *sh, size_t ns, const cand *by_price,
                        uint32_t nc, packing *k) {
-  size_t N = k->nodes;
-  int64_t most = 1;
-  for (size_t i = 0; i < N; i++) {
-    int64_t t = 0;
-    for (size_t s = 0; s < ns; s++) t += k->count.v[i * ns + s];
-    if (t > most) most = t;
-  }
+  size_t N = k->nodes, pods = packing_pods(k);
   int64_t *used = dt__calloc(N ? N * DT_RES_MAX : 1, sizeof *used);
   bool *alive = dt__malloc(N + 1);
   fill_ix *fx = dt__malloc((N + 1) * sizeof *fx);
-  uint32_t *ord = dt__malloc((N + 1) * sizeof *ord), *moved = dt__malloc((size_t)most * 2 * sizeof *moved);
+  uint32_t *ord = dt__malloc((N + 1) * sizeof *ord);
+  drain_ws D = {dt__calloc(ns ? ns : 1, sizeof *D.row), dt__malloc((N + 1) * sizeof *D.head),
+                dt__malloc((pods + 1) * sizeof *D.next), dt__malloc((pods + 1) * sizeof *D.shape), 0,
+                dt__malloc((2 * pods + 1) * sizeof *D.moved)};
   packing nk = {0};
   room_tree rt = {1, p->nres, NULL, NULL};
   while (rt.leaves < N) rt.leaves *= 2;
   rt.mx = dt__malloc(2 * rt.leaves * (p->nres ? p->nres : 1) * sizeof *rt.mx);
   rt.pos = dt__malloc((N + 1) * sizeof *rt.pos);
-  int rc = !used || !alive || !fx || !ord || !moved || !rt.mx || !rt.pos ? DT_ENOMEM : 0;
+  int rc = !used || !alive || !fx || !ord || !D.row || !D.head || !D.next || !D.shape || !D.moved || !rt.mx || !rt.pos
+               ? DT_ENOMEM
+               : 0;
   for (size_t i = 0; i < N && !rc; i++) {
     alive[i] = true;
-    for (size_t s = 0; s < ns; s++)
-      for (uint32_t r = 0; r < p->nres; r++) used[i * DT_RES_MAX + r] += k->count.v[i * ns + s] * sh[s].req[r];
+    D.head[i] = NO_MOVE;
+    for (uint32_t e = k->start.v[i]; e < k->start.v[i + 1]; e++)
+      for (uint32_t r = 0; r < p->nres; r++) used[i * DT_RES_MAX + r] += k->cnt.v[e] * sh[k->shape.v[e]].req[r];
   }
   for (size_t i = 0; i < N && !rc; i++) fx[i] = (fill_ix){node_fill(p, pl, by_price, k, used, i), (uint32_t)i};
   if (!rc) qsort(fx, N, sizeof *fx, cmp_fill);
@@ -451,12 +467,14 @@ static int drain_nodes(const dt_plan *p, const rt_pool *pl, const shape *sh, siz
     room_set(&rt, o, pl->eff[by_price[k->type.v[j]].type], &used[j * DT_RES_MAX]);
   }
   for (size_t o = 0; o < N && !rc; o++)
-    if (drain_one(p, pl, sh, ns, by_price, k, used, &rt, ord, o, moved)) alive[ord[o]] = false;
+    if (drain_one(p, pl, sh, ns, by_price, k, used, &rt, ord, o, &D)) alive[ord[o]] = false;
   for (size_t i = 0; i < N && !rc; i++) {
     if (!alive[i]) continue;
     int32_t c = cheapest_fit(p, pl, by_price, nc, &used[i * DT_RES_MAX]);
     if (c < 0) c = (int32_t)k->type.v[i];
-    rc = packing_add(&nk, (uint32_t)c, &k->count.v[i * ns], ns, by_price[c].price);
+    node_row(k, &D, i, true);
+    rc = packing_add(&nk, (uint32_t)c, D.row, ns, by_price[c].price);
+    node_row(k, &D, i, false);
   }
   if (!rc && nk.cost < k->cost - 1e-9) {
     packing t = *k;
@@ -470,7 +488,11 @@ static int drain_nodes(const dt_plan *p, const rt_pool *pl, const shape *sh, siz
   dt__free(alive);
   dt__free(fx);
   dt__free(ord);
-  dt__free(moved);
+  dt__free(D.row);
+  dt__free(D.head);
+  dt__free(D.next);
+  dt__free(D.shape);
+  dt__free(D.moved);
   return rc;
 }
 
@@ -497,16 +519,21 @@ static int materialise(dt_plan *p, rt_claim **claims, size_t n, const packing *p
     k->zmask = k0->zmask;
     k->ctmask = k0->ctmask;
     k->type = k->off = -1;
-    for (size_t s = 0; s < ns && !rc; s++)
-      for (int64_t q = 0; q < pk->count.v[node * ns + s] && !rc; q++) {
-        if (dt__vec_push(&k->pods, shapes[s].pods.v[shapes[s].next++])) rc = DT_ENOMEM;
-        for (uint32_t r = 0; r < m; r++) k->used[r] += shapes[s].req[r];
+    uint32_t e0 = pk->start.v[node], e1 = pk->start.v[node + 1];
+    for (uint32_t e = e0; e < e1 && !rc; e++) {
+      shape *sh = &shapes[pk->shape.v[e]];
+      for (int64_t q = 0; q < pk->cnt.v[e] && !rc; q++) {
+        if (dt__vec_push(&k->pods, sh->pods.v[sh->next++])) rc = DT_ENOMEM;
+        for (uint32_t r = 0; r < m; r++) k->used[r] += sh->req[r];
       }
+    }
     /* Options: the cheapest types that hold it (as a launch request would
     ** carry), so launch may still pick a cheaper bounded offering. A node
     ** like the one before it shares its options. */
-    if (node > 0 && pk->type.v[node] == pk->type.v[node - 1] &&
-        !memcmp(&pk->count.v[node * ns], &pk->count.v[(node - 1) * ns], ns * sizeof *pk->count.v)) {
+    uint32_t p0 = node ? pk->start.v[node - 1] : 0;
+    if (node > 0 && pk->type.v[node] == pk->type.v[node - 1] && e1 - e0 == e0 - p0 &&
+        (e1 == e0 || (!memcmp(&pk->shape.v[e0], &pk->shape.v[p0], (e1 - e0) * sizeof *pk->shape.v) &&
+                      !memcmp(&pk->cnt.v[e0], &pk->cnt.v[p0], (e1 - e0) * sizeof *pk->cnt.v)))) {
       k->opt = made.v[node - 1]->opt;
       k->nopt = made.v[node - 1]->nopt;
       continue;
@@ -645,9 +672,7 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   if (!have_d && (rc = dt__pack_greedy_plans(p, pl, shapes.v, ns, cands, by_price, nc, plans))) goto out;
   int best = -1;
   for (int i = 0; i < 4; i++) {
-    size_t placed = 0;
-    for (size_t q = 0; q < plans[i].count.n; q++) placed += (size_t)plans[i].count.v[q];
-    size_t total = 0;
+    size_t placed = packing_pods(&plans[i]), total = 0;
     for (size_t s = 0; s < ns; s++) total += shapes.v[s].pods.n;
     if (!plans[i].nodes || placed != total) continue;
     if (best < 0 || plans[i].cost < plans[best].cost - 1e-9) best = i;

@@ -747,7 +747,7 @@ static int round_dive(const cg_ctx *g0, colset *cols, int64_t *rem, size_t left,
     if (!rc && one.cost + up <= down) {
       ban[t] = 0;
       for (size_t n = 0; n < one.nodes && !rc; n++)
-        rc = packing_add(out, one.type.v[n], &one.count.v[n * ns], ns, g.by_price[one.type.v[n]].price);
+        rc = packing_add_node(out, &one, n, g.by_price[one.type.v[n]].price);
       memcpy(rem, trial, ns * sizeof *rem);
       left = tl;
     }
@@ -830,8 +830,7 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj, co
     if (rc) goto out;
     int best = -1;
     for (int i = 0; i < 6; i++) {
-      size_t placed = 0;
-      for (size_t q = 0; q < tail[i].count.n; q++) placed += (size_t)tail[i].count.v[q];
+      size_t placed = packing_pods(&tail[i]);
       if (placed == left && (best < 0 || tail[i].cost < tail[best].cost - 1e-9)) best = i;
     }
     if (best < 0) {
@@ -839,8 +838,7 @@ static int colgen(const cg_ctx *g, cand *cands, packing *out, double *lp_obj, co
       goto out;
     }
     for (size_t n = 0; n < tail[best].nodes && !rc; n++) {
-      uint32_t c = tail[best].type.v[n];
-      rc = packing_add(out, c, &tail[best].count.v[n * ns], ns, g->by_price[c].price);
+      rc = packing_add_node(out, &tail[best], n, g->by_price[tail[best].type.v[n]].price);
     }
   }
 out:
@@ -897,11 +895,12 @@ static int colgen_parts(const cg_ctx *g, size_t maxs, cand *cands, packing *out,
       rc = colset_add(all, pc.type.v[j], row, ns);
     }
     colset_free(&pc);
+    memset(row, 0, ns * sizeof *row); /* each node's entries are set, then cleared */
     for (size_t node = 0; node < pk.nodes && !rc; node++) {
-      memset(row, 0, ns * sizeof *row);
-      for (size_t q = 0; q < sub.ns; q++) row[orig[off + q]] = pk.count.v[node * sub.ns + q];
-      uint32_t c = pk.type.v[node];
+      uint32_t c = pk.type.v[node], e0 = pk.start.v[node], e1 = pk.start.v[node + 1];
+      for (uint32_t e = e0; e < e1; e++) row[orig[off + pk.shape.v[e]]] = pk.cnt.v[e];
       rc = packing_add(out, c, row, ns, g->by_price[c].price);
+      for (uint32_t e = e0; e < e1; e++) row[orig[off + pk.shape.v[e]]] = 0;
     }
     packing_free(&pk);
     off += sub.ns;

@@ -31,11 +31,18 @@ typedef struct cand {
   bool unwanted; /* carries devices (GPUs, Neuron, ...) no pod of the group asks for */
 } cand;
 
-/* A packing under construction: per node, a type and per-shape counts. */
+/* A packing under construction: per node, a type and the pods of each
+** shape it holds. Kept sparse, as a node holds few of a group's shapes: a
+** count of every shape per node came to nodes x shapes (hundreds of
+** megabytes at tens of thousands of nodes and hundreds of shapes). Node
+** n's shapes, ascending, and their counts are the entries from start.v[n]
+** to start.v[n + 1]. */
 typedef struct packing {
   size_t nodes;
-  DT_VEC(uint32_t) type; /* candidate index per node */
-  DT_VEC(int64_t) count; /* nodes x shapes */
+  DT_VEC(uint32_t) type;  /* candidate index per node */
+  DT_VEC(uint32_t) start; /* per node its first entry, then one past the last node's */
+  DT_VEC(uint32_t) shape; /* per entry */
+  DT_VEC(int64_t) cnt;    /* per entry: its pods, above 0 */
   double cost;
 } packing;
 
@@ -60,17 +67,39 @@ static inline int64_t fit_count(const dt_plan *p, const int64_t *alloc, const in
 
 static inline void packing_free(packing *k) {
   dt__free(k->type.v);
-  dt__free(k->count.v);
+  dt__free(k->start.v);
+  dt__free(k->shape.v);
+  dt__free(k->cnt.v);
   memset(k, 0, sizeof *k);
 }
 
+/* One node of type cand holding counts[s] pods of each shape s. */
 static inline int packing_add(packing *k, uint32_t cand, const int64_t *counts, size_t nshapes, double price) {
-  if (dt__vec_push(&k->type, cand)) return DT_ENOMEM;
+  if (!k->start.n && dt__vec_push(&k->start, 0u)) return DT_ENOMEM;
   for (size_t s = 0; s < nshapes; s++)
-    if (dt__vec_push(&k->count, counts[s])) return DT_ENOMEM;
+    if (counts[s] && (dt__vec_push(&k->shape, (uint32_t)s) || dt__vec_push(&k->cnt, counts[s]))) return DT_ENOMEM;
+  if (dt__vec_push(&k->type, cand) || dt__vec_push(&k->start, (uint32_t)k->cnt.n)) return DT_ENOMEM;
   k->nodes++;
   k->cost += price;
   return 0;
+}
+
+/* Node n of src, added to k (over the same shapes). */
+static inline int packing_add_node(packing *k, const packing *src, size_t n, double price) {
+  if (!k->start.n && dt__vec_push(&k->start, 0u)) return DT_ENOMEM;
+  for (uint32_t e = src->start.v[n]; e < src->start.v[n + 1]; e++)
+    if (dt__vec_push(&k->shape, src->shape.v[e]) || dt__vec_push(&k->cnt, src->cnt.v[e])) return DT_ENOMEM;
+  if (dt__vec_push(&k->type, src->type.v[n]) || dt__vec_push(&k->start, (uint32_t)k->cnt.n)) return DT_ENOMEM;
+  k->nodes++;
+  k->cost += price;
+  return 0;
+}
+
+/* The pods a packing places. */
+static inline size_t packing_pods(const packing *k) {
+  size_t n = 0;
+  for (size_t e = 0; e < k->cnt.n; e++) n += (size_t)k->cnt.v[e];
+  return n;
 }
 
 /* The cheapest candidate (price order) that holds used; -1 if none. */
