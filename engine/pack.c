@@ -440,8 +440,11 @@ static int drain_nodes(const dt_plan *p, const rt_pool *pl, const shape *sh, siz
   bool *alive = dt__malloc(N + 1);
   fill_ix *fx = dt__malloc((N + 1) * sizeof *fx);
   uint32_t *ord = dt__malloc((N + 1) * sizeof *ord);
-  drain_ws D = {dt__calloc(ns ? ns : 1, sizeof *D.row), dt__malloc((N + 1) * sizeof *D.head),
-                dt__malloc((pods + 1) * sizeof *D.next), dt__malloc((pods + 1) * sizeof *D.shape), 0,
+  drain_ws D = {dt__calloc(ns ? ns : 1, sizeof *D.row),
+                dt__malloc((N + 1) * sizeof *D.head),
+                dt__malloc((pods + 1) * sizeof *D.next),
+                dt__malloc((pods + 1) * sizeof *D.shape),
+                0,
                 dt__malloc((2 * pods + 1) * sizeof *D.moved)};
   packing nk = {0};
   room_tree rt = {1, p->nres, NULL, NULL};
