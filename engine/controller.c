@@ -214,6 +214,8 @@ typedef struct round_work {
   size_t json_len;
   double ms;
   char *pool_errors;
+  char **managed; /* a disruption pass: the claims this daemon launched and their Nodes, sorted */
+  size_t nmanaged;
 } round_work;
 
 static void round_free(round_work *w) {
@@ -236,7 +238,36 @@ static void round_free(round_work *w) {
   dt_disrupt_free(w->dis);
   dt_free(w->json_text);
   dt__free(w->pool_errors);
+  for (size_t i = 0; i < w->nmanaged; i++) dt__free(w->managed[i]);
+  dt__free(w->managed);
   dt__free(w);
+}
+
+static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* What a disruption pass may take away: the claims this daemon launched, by
+** their names and their Nodes' (status.nodeName); other nodes stay with
+** their owners, and are not candidates that use up the budgets. */
+static bool managed_names(round_work *w) {
+  w->managed = dt__calloc(2 * D.insts.n + 1, sizeof *w->managed);
+  if (!w->managed) return false;
+  for (size_t i = 0; i < D.insts.n; i++) {
+    const char *claim = D.insts.v[i].claim;
+    if (!(w->managed[w->nmanaged] = dt__strdup(claim))) return false;
+    w->nmanaged++;
+    cJSON *o = claim_get(claim);
+    const char *node = dt__jstr(jget(o, "status"), "nodeName");
+    if (node && strcmp(node, claim)) {
+      if (!(w->managed[w->nmanaged] = dt__strdup(node))) {
+        cJSON_Delete(o);
+        return false;
+      }
+      w->nmanaged++;
+    }
+    cJSON_Delete(o);
+  }
+  if (w->nmanaged) qsort(w->managed, w->nmanaged, sizeof *w->managed, name_cmp);
+  return true;
 }
 
 /* The plan's NodeClaims as the daemon launches them, read through the
@@ -298,9 +329,17 @@ static void round_run(uv_work_t *req) {
   ** it when D.cat changes) */
   if (!D.cc && dt__catalog_compile(D.cat, &D.cc, NULL)) D.cc = NULL;
   if (w->disrupt) {
-    dt_disrupt_opts o = {
-        w->o.now,   w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names, w->o.npool_policies,
-        w->o.cancel};
+    dt_disrupt_opts o = {w->o.now,
+                         w->o.seed,
+                         w->o.policy,
+                         0,
+                         NULL,
+                         w->o.pool_policies,
+                         w->o.pool_policy_names,
+                         w->o.npool_policies,
+                         w->o.cancel,
+                         (const char *const *)w->managed,
+                         w->nmanaged};
     if ((w->rc = D.cc ? dt__disrupt_run_compiled(D.cat, D.cc, w->m, &o, &w->dis, &w->err)
                       : dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err)))
       return;
@@ -486,6 +525,7 @@ static void round_done(uv_work_t *req, int status) {
 
 void launch_waiting(size_t most) {
   size_t n = D.to_launch.n < most ? D.to_launch.n : most;
+  if (!n) return; /* nothing waits (the vector may never have been allocated: no memmove from NULL) */
   for (size_t i = 0; i < n; i++) launch_start(D.to_launch.v[i]);
   memmove(D.to_launch.v, D.to_launch.v + n, (D.to_launch.n - n) * sizeof *D.to_launch.v);
   D.to_launch.n -= n;
@@ -543,6 +583,11 @@ void dispatch(bool disrupt) {
     return;
   }
   w->disrupt = disrupt;
+  if (disrupt && !managed_names(w)) {
+    logf_("error", "plan", "out of memory listing the claims launched; the pass is skipped");
+    round_free(w);
+    return;
+  }
   w->npods = D.nkind[OBJ_POD];
   w->o.now = wall();
   w->o.seed = disrupt ? D.start_seed ^ ++D.round : ++D.round ^ D.start_seed; /* names differ across restarts */

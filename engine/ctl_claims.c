@@ -44,6 +44,31 @@ void claim_put(const char *claim, cJSON *o) {
   cJSON_Delete(o);
 }
 
+/* A Node applied: when it is the node of a claim this daemon launched (by
+** the provider ID ending in the instance id), the claim records
+** it in status.nodeName, as Karpenter's registration does, so that plans and
+** disruption passes see one machine, not the claim and a second, empty node. */
+void claim_registered(const char *node_json) {
+  cJSON *n = cJSON_Parse(node_json);
+  const instance *in = n ? node_instance(n) : NULL;
+  const char *name = dt__jstr(jget(n, "metadata"), "name");
+  /* a Node named as its claim was always taken for it (by name, below); only
+  ** a Node named otherwise needs the record */
+  cJSON *o = in && name && strcmp(name, in->claim) ? claim_get(in->claim) : NULL;
+  if (o) {
+    const char *had = dt__jstr(jget(o, "status"), "nodeName");
+    if (!had || strcmp(had, name)) {
+      char claim[KEY_MAX];
+      snprintf(claim, sizeof claim, "%s", in->claim);
+      put_in(o, "status", "nodeName", name);
+      claim_put(claim, o);
+      o = NULL;
+    }
+  }
+  cJSON_Delete(o);
+  cJSON_Delete(n);
+}
+
 /* o.field.key = v, creating the field's object. */
 void put_in(cJSON *o, const char *field, const char *key, const char *v) {
   cJSON *f = jget(o, field);

@@ -38,6 +38,24 @@ static void replacement_name(const char *pool, const char *seed, char *out, size
   D.seq++;
 }
 
+/* The claim this daemon launched that a command's node is: the pass names a
+** NodeClaim and the Node it registered by the Node's name (one machine), so
+** a name that is no claim of ours is looked up as a Node, matched to its
+** claim by name or provider ID as health remediation does. NULL when the
+** node is not one of ours. */
+static const instance *machine_of(const char *name) {
+  const instance *in = inst_of(name);
+  if (in) return in;
+  char key[KEY_MAX + 8];
+  snprintf(key, sizeof key, "Node//%s", name);
+  int i = obj_find(key);
+  if (i < 0) return NULL;
+  cJSON *o = cJSON_Parse(D.objs.v[i].json);
+  in = o ? node_instance(o) : NULL;
+  cJSON_Delete(o);
+  return in;
+}
+
 /* One disruption command: claims this daemon launched only; a replacement
 ** is launched first and the nodes go once it is up (one replacement; a
 ** command with several deletes first and lets the next round launch them). */
@@ -46,12 +64,13 @@ bool carry_out(const dt_command_info *c) {
   dt_buf olds = {0};
   bool any = false;
   for (size_t k = 0; k < c->nnodes; k++) {
-    const char *name = c->nodes[k].name;
+    const instance *in = machine_of(c->nodes[k].name);
+    const char *name = in ? in->claim : c->nodes[k].name;
     char subj[KEY_MAX], why[900];
     snprintf(subj, sizeof subj, "NodeClaim %s", name);
-    if (!inst_of(name) || being_replaced(name)) {
+    if (!in || being_replaced(name)) {
       snprintf(why, sizeof why, "%s %s: %s", reason, action,
-               inst_of(name) ? "already being replaced" : "not a claim this daemon launched; left to its owner");
+               in ? "already being replaced" : "not a claim this daemon launched; left to its owner");
       log_decision("disrupt-skipped", subj, why);
       continue;
     }

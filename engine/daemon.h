@@ -178,22 +178,23 @@ extern const double dt__plan_buckets[8], dt__lag_buckets[8];
 
 static inline cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
 
-#define arm_batch     dt__ctl_arm_batch
-#define handle_event  dt__ctl_handle_event
-#define load_state    dt__ctl_load_state
-#define logf_         dt__ctl_logf_
-#define wall          dt__ctl_wall
-#define obj_put       dt__ctl_obj_put
-#define obj_put_text  dt__ctl_obj_put_text
-#define on_disrupt    dt__ctl_on_disrupt
-#define on_poll_timer dt__ctl_on_poll_timer
-#define save_state    dt__ctl_save_state
-#define state_dirty   dt__ctl_state_dirty
-#define tm_start      dt__ctl_tm_start
-#define tm_stop       dt__ctl_tm_stop
-#define forget        dt__ctl_forget
-#define reload        dt__ctl_reload
-#define ctl_free      dt__ctl_serve_free
+#define arm_batch        dt__ctl_arm_batch
+#define handle_event     dt__ctl_handle_event
+#define load_state       dt__ctl_load_state
+#define logf_            dt__ctl_logf_
+#define wall             dt__ctl_wall
+#define obj_put          dt__ctl_obj_put
+#define obj_put_text     dt__ctl_obj_put_text
+#define on_disrupt       dt__ctl_on_disrupt
+#define on_poll_timer    dt__ctl_on_poll_timer
+#define save_state       dt__ctl_save_state
+#define state_dirty      dt__ctl_state_dirty
+#define tm_start         dt__ctl_tm_start
+#define tm_stop          dt__ctl_tm_stop
+#define forget           dt__ctl_forget
+#define reload           dt__ctl_reload
+#define ctl_free         dt__ctl_serve_free
+#define claim_registered dt__ctl_claim_registered
 
 /* the clock: now (Unix seconds), and timers on it */
 int64_t wall(void);
@@ -205,6 +206,7 @@ void logf_(const char *level, const char *event, const char *fmt, ...) DT_PRINTF
 int obj_put(const char *key, const cJSON *o);
 int obj_put_text(const char *key, char *json);   /* json: cJSON's text, owned by the store from here */
 bool forget(const char *key, const char *claim); /* delete; a Pod leaves its claim */
+void claim_registered(const char *node_json);    /* a Node applied: its claim's status.nodeName */
 void arm_batch(void);
 
 /* the state file: read at start, written whole, changes journaled */

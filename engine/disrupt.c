@@ -303,9 +303,13 @@ int dt__dr_build(state *st) {
   int32_t *paired = dt__arena_alloc(&st->arena, (m->nodes.n ? m->nodes.n : 1) * sizeof *paired);
   if (!paired || dt__claims_paired(m, paired)) return DT_ENOMEM;
   dt_symtab names = {0};
+  /* m->nodes index -> st->nodes index + 1, for the claims paired with a Node */
+  int32_t *dn_of = dt__arena_alloc(&st->arena, (m->nodes.n ? m->nodes.n : 1) * sizeof *dn_of);
+  if (!dn_of) return DT_ENOMEM;
   for (size_t i = 0; i < m->nodes.n; i++) {
     dt_node *n = &m->nodes.v[i];
     if (paired[i] >= 0) continue;
+    dn_of[i] = (int32_t)st->nodes.n + 1;
     dnode d = {0};
     d.n = n;
     d.pool = -1;
@@ -324,6 +328,14 @@ int dt__dr_build(state *st) {
       return DT_ENOMEM;
     }
   }
+  /* pods nominated to a claim that a Node stands for are on that Node: a
+  ** claim launched for pods is not empty once its Node registers and before
+  ** they are bound */
+  for (size_t i = 0; i < m->nodes.n; i++)
+    if (paired[i] >= 0 && !dt__sym(&names, m->nodes.v[i].name)) {
+      dt__symtab_free(&names);
+      return DT_ENOMEM;
+    }
   int32_t *at = dt__calloc(names.n + 1, sizeof *at);
   if (!at) {
     dt__symtab_free(&names);
@@ -333,6 +345,11 @@ int dt__dr_build(state *st) {
     const dt_node *n = st->nodes.v[i].n;
     at[dt__sym_find(&names, n->name)] = (int32_t)i + 1;
     if (n->node_name) at[dt__sym_find(&names, n->node_name)] = (int32_t)i + 1;
+  }
+  for (size_t i = 0; i < m->nodes.n; i++) {
+    if (paired[i] < 0) continue;
+    dt_sym s = dt__sym_find(&names, m->nodes.v[i].name);
+    if (s && !at[s]) at[s] = dn_of[paired[i]];
   }
   for (size_t i = 0; i < st->npods; i++) {
     dt_sym s = dt__sym_find(&names, st->pods[i].node_name);
@@ -439,6 +456,19 @@ int64_t dt__dr_allowed(state *st, int pool, int reason_bit) {
 
 /* ------------------------------------------------------------ candidates */
 
+static int str_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Whether the caller may take node i away (dt_disrupt_opts.managed). */
+bool dt__dr_managed(const state *st, size_t i) {
+  if (!st->o.managed) return true;
+  const dt_node *n = st->nodes.v[i].n;
+  const char *names[2] = {n->name, n->node_name};
+  for (int k = 0; k < 2; k++)
+    if (names[k] && st->o.nmanaged && bsearch(&names[k], st->o.managed, st->o.nmanaged, sizeof *st->o.managed, str_cmp))
+      return true;
+  return false;
+}
+
 /* Whether node i may be disrupted at all, and if its pods allow it. */
 bool dt__dr_eligible(state *st, size_t i, bool check_pods) {
   dnode *d = &st->nodes.v[i];
@@ -446,6 +476,10 @@ bool dt__dr_eligible(state *st, size_t i, bool check_pods) {
   if (d->removed) return false;
   if (d->pool < 0) {
     dt__dr_why(st, i, "not managed by a NodePool in the input");
+    return false;
+  }
+  if (!dt__dr_managed(st, i)) {
+    dt__dr_why(st, i, "not launched here: left to its owner");
     return false;
   }
   if (!n->initialized) {

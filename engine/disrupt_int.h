@@ -112,6 +112,7 @@ const char *dt__dr_rstr(state *st, const char *s);
 void dt__dr_step(state *st, size_t i, const char *fmt, ...);
 int64_t dt__dr_allowed(state *st, int pool, int reason_bit);
 bool dt__dr_eligible(state *st, size_t i, bool check_pods);
+bool dt__dr_managed(const state *st, size_t i);
 double dt__dr_eviction_cost(const dt_podspec *p);
 bool dt__dr_node_matches_pool(const dt_node *n, const dt_nodepool *p, char *out, size_t len);
 bool dt__dr_settled(state *st, size_t i);

@@ -94,7 +94,8 @@ int dt__dr_static_scale_down(state *st) {
     size_t n = 0;
     for (size_t i = 0; i < st->nodes.n; i++) {
       const dnode *d = &st->nodes.v[i];
-      if (d->pool != (int)pi || d->removed || d->n->deleting || disrupted_taint(d->n)) continue;
+      if (d->pool != (int)pi || d->removed || d->n->deleting || disrupted_taint(d->n) || !dt__dr_managed(st, i))
+        continue;
       scaledown e = {(uint32_t)i, 2, 0};
       bool dnd = false, only_daemons = true;
       double cost = 0;
@@ -205,7 +206,7 @@ int dt__dr_replace_each(state *st, bool expiry) {
     char *reason = d->drift;
     if (expiry) {
       /* forceful (as Karpenter's expiration controller): no budget, no pod blocks */
-      if (d->pool < 0 || !d->n->initialized || d->n->deleting) continue;
+      if (d->pool < 0 || !d->n->initialized || d->n->deleting || !dt__dr_managed(st, i)) continue;
       const dt_nodepool *p = &st->m->pools.v[d->pool];
       if (p->expire_after < 0 || !d->n->created || dt__dr_age(st, d->n) < p->expire_after) continue;
     } else {

@@ -460,6 +460,11 @@ typedef struct dt_disrupt_opts {
   const char *const *pool_policy_names;
   size_t npool_policies;
   const volatile int *cancel; /* optional: as dt_plan_opts */
+  /* optional: the only nodes the pass may take away, by name (a NodeClaim's
+  ** or its Node's), sorted by strcmp; the others are left alone ("not
+  ** managed here") but still hold pods and count in budgets. NULL: every node. */
+  const char *const *managed;
+  size_t nmanaged;
 } dt_disrupt_opts;
 
 typedef struct dt_disruption dt_disruption;

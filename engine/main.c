@@ -301,7 +301,9 @@ static int plan_run(planargs *pa) {
                          opts->pool_policies,
                          opts->pool_policy_names,
                          opts->npool_policies,
-                         NULL};
+                         NULL,
+                         NULL,
+                         0};
     if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto done;
     text = dt_disrupt_render(dis, pa->fmt, &len);
   } else if (pool) {

@@ -444,6 +444,12 @@ int mf_meta(mctx *x, const cJSON *o, const char **ns, const char **name, bool na
     return strlen(*name) > 253 ? mf_bad(x, "metadata.name", "longer than 253 characters")
                                : mf_bad(x, "metadata.namespace", "longer than 63 characters");
   }
+  /* and no "/": "Kind/namespace/name" keys are unique only without one */
+  if (strchr(*name, '/') || (*ns && strchr(*ns, '/'))) {
+    snprintf(x->obj, sizeof x->obj, "%s %.60s", x->kind, *name);
+    return strchr(*name, '/') ? mf_bad(x, "metadata.name", "holds a \"/\" (Kubernetes names never do)")
+                              : mf_bad(x, "metadata.namespace", "holds a \"/\" (Kubernetes namespaces never do)");
+  }
   if (namespaced)
     dt__join(x->obj, sizeof x->obj, x->kind, " ", *ns, "/", *name);
   else
@@ -538,7 +544,15 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
       if (object(x, it, docno)) return mf_failed(x);
     return 0;
   }
-  if (!api) return mf_bad(x, "apiVersion", "missing");
+  if (!api) { /* named as the readers name it, when it says who it is */
+    const cJSON *md = mf_get(o, "metadata");
+    const char *nm = mf_get_str(md, "name"), *ns = mf_get_str(md, "namespace");
+    if (nm && ns)
+      dt__join(x->obj, sizeof x->obj, kind, " ", ns, "/", nm);
+    else if (nm)
+      dt__join(x->obj, sizeof x->obj, kind, " ", nm);
+    return mf_bad(x, "apiVersion", "missing");
+  }
   for (size_t i = 0; i < sizeof k_readers / sizeof *k_readers; i++) {
     const reader *r = &k_readers[i];
     size_t al = strlen(r->api);

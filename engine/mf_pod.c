@@ -475,6 +475,9 @@ int mf_pod(mctx *x, const cJSON *o) {
   p.file = (char *)x->file;
   p.seq = x->m->seq++;
   p.created = mf_created_at(o);
+  /* a bound pod being deleted still holds its node's room; its ReplicaSet
+  ** (controller.FilterActivePods) no longer counts it and makes a new one */
+  p.terminating = mf_get_str(md, "deletionTimestamp") != NULL;
   if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(name))) goto nomem;
   if (mf_parse_kvs(x, mf_get(mf_get(o, "metadata"), "labels"), "metadata.labels", &p.labels) ||
       mf_podspec(x, o, "spec", &p) || pod_disruption(x, o, &p) || count_pods(x, 1, "metadata.name"))

@@ -259,6 +259,7 @@ typedef struct dt_podspec {
   bool has_overhead;
   char *node_name;   /* spec.nodeName: already bound */
   bool daemon;       /* owned by a DaemonSet: not rescheduled */
+  bool terminating;  /* metadata.deletionTimestamp: holds its node's room, but no workload counts it */
   bool dnd;          /* karpenter.sh/do-not-disrupt: "true" */
   int64_t dnd_until; /* do-not-disrupt: a duration from the pod's start; 0 none */
   int64_t deletion_cost, priority;

@@ -517,7 +517,7 @@ static int64_t *replicas_wanted(dt_plan *p) {
     int64_t have = 0;
     for (size_t q = lo; q < nplain && have < d->count && !strcmp(m->pods.v[byns[q]].ns, d->ns); q++) {
       const dt_podspec *o = &m->pods.v[byns[q]];
-      if (dt__selector_match(&d->sel, o->labels.v, o->labels.n)) have++;
+      if (!o->terminating && dt__selector_match(&d->sel, o->labels.v, o->labels.n)) have++;
     }
     want[si] = d->count - have;
   }

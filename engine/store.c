@@ -10,27 +10,44 @@
 int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why) {
   const cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata");
   const char *kind = dt__jstr(o, "kind"), *ns = dt__jstr(md, "namespace"), *name = dt__jstr(md, "name");
+  /* the kinds the manifests read as cluster-scoped: a namespace on one of
+  ** them is ignored there, so it must not make a second key here */
   bool cluster = kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
-                          !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering"));
+                          !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering") ||
+                          !strcmp(kind, "PersistentVolume") || !strcmp(kind, "StorageClass"));
   *why = !kind || !*kind         ? "kind: missing"
          : strlen(kind) > 63     ? "kind: longer than 63 characters"
          : !name || !*name       ? "metadata.name: missing"
          : strlen(name) > 253    ? "metadata.name: longer than 253 characters"
          : ns && strlen(ns) > 63 ? "metadata.namespace: longer than 63 characters"
+         : strchr(kind, '/')     ? "kind: holds a /"
+         : strchr(name, '/')     ? "metadata.name: holds a / (Kubernetes names never do)"
+         : ns && strchr(ns, '/') ? "metadata.namespace: holds a / (Kubernetes namespaces never do)"
                                  : NULL;
   if (*why) return -1;
   snprintf(out, n, "%s/%s/%s", kind, cluster ? "" : (ns && *ns ? ns : "default"), name);
   return 0;
 }
 
+/* An object, or a List's items, as the manifests read them: a kind ending
+** in "List" with items (Lists within Lists too) is its items; any other
+** object is itself, whatever fields it has. */
+static void each_one(const cJSON *o, void (*fn)(const cJSON *o, void *ud), void *ud, int depth) {
+  if (!cJSON_IsObject(o)) return;
+  const char *kind = dt__jstr(o, "kind");
+  size_t kl = kind ? strlen(kind) : 0;
+  const cJSON *items = cJSON_GetObjectItemCaseSensitive(o, "items");
+  if (kl >= 4 && !strcmp(kind + kl - 4, "List") && items && depth < 256) {
+    const cJSON *it;
+    cJSON_ArrayForEach(it, items) each_one(it, fn, ud, depth + 1);
+    return;
+  }
+  fn(o, ud);
+}
+
 void dt__each_object(const cJSON *docs, void (*fn)(const cJSON *o, void *ud), void *ud) {
   const cJSON *d;
-  cJSON_ArrayForEach(d, docs) {
-    const cJSON *items = cJSON_GetObjectItemCaseSensitive(d, "items");
-    const cJSON *list = cJSON_IsArray(items) ? items->child : NULL;
-    for (const cJSON *o = list ? list : d; o; o = list ? o->next : NULL)
-      if (cJSON_IsObject(o)) fn(o, ud);
-  }
+  cJSON_ArrayForEach(d, docs) each_one(d, fn, ud, 0);
 }
 
 typedef struct keycheck {

@@ -321,6 +321,165 @@ spec:
     d.stop()
   end)
 
+  it("keeps a claim whose Node registered under another name while its pod waits, and takes it away after", function()
+    -- On AWS a Node is named after its host and matched to its claim by the
+    -- provider ID ending in the instance id: one machine, not the claim and a
+    -- second, empty node (which the pass would name, and not find launched).
+    local d = start("--disrupt-interval 200ms")
+    local _, code = http(d, "PUT", "/v1/objects", [[
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  disruption: {consolidateAfter: 0s, budgets: [{nodes: "1"}]}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers:
+  - {name: c, image: nginx, resources: {requests: {cpu: "1", memory: 1Gi}}}
+]])
+    assert.equal(200, code)
+    local st
+    eventually(function()
+      st = http(d, "GET", "/v1/state")
+      return st:match('"id":%s*"i%-')
+    end, "an instance")
+    local id = st:match('"id":%s*"([^"]+)"')
+    local claim = st:match('"nodeClaim":%s*"([^"]+)"')
+    local itype = st:match('"instanceType":%s*"([^"]+)"')
+    local zone = st:match('"zone":%s*"([^"]+)"')
+    _, code = http(d, "PUT", "/v1/objects", h.json({ apiVersion = "v1", kind = "Node",
+      metadata = { name = "ip-10-9-9-9.ec2.internal", labels = { ["karpenter.sh/nodepool"] = "default",
+        ["karpenter.sh/initialized"] = "true", ["karpenter.sh/capacity-type"] = "on-demand",
+        ["node.kubernetes.io/instance-type"] = itype, ["topology.kubernetes.io/zone"] = zone,
+        ["kubernetes.io/hostname"] = "ip-10-9-9-9.ec2.internal" } },
+      spec = { providerID = "aws:///" .. zone .. "/" .. id },
+      status = { allocatable = { cpu = "1930m", memory = "1451Mi", pods = "8" },
+        conditions = h.array { { type = "Ready", status = "True", lastTransitionTime = "2026-11-27T05:00:00Z" } } } }))
+    assert.equal(200, code)
+    rounds(d, 4, "disruption passes with the pod waiting")
+    assert.matches('"nodeClaim":%s*"' .. claim:gsub("%-", "%%-") .. '"', (http(d, "GET", "/v1/state")))
+    _, code = http(d, "DELETE", "/v1/objects/Pod/default/web")
+    assert.equal(200, code)
+    eventually(function() return not http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "the instance taken away")
+    assert.matches('"subject":%s*"NodeClaim ' .. claim:gsub("%-", "%%-") .. '",%s*"reason":%s*"Empty: delete',
+      (http(d, "GET", "/v1/decisions")))
+    d.stop()
+  end)
+
+  it("leaves nodes it did not launch out of its disruption passes, so they use none of its budget", function()
+    -- Five empty Nodes of the pool that another owner launched (tainted, so
+    -- the pod cannot use them): a pass that took them as candidates spent the
+    -- Empty budget of 1 on one of them every time, and never reached the
+    -- daemon's own empty claim.
+    local d = start("--disrupt-interval 200ms")
+    local docs = { [[
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  disruption: {consolidateAfter: 0s, budgets: [{nodes: "1"}]}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+]] }
+    for i = 0, 4 do
+      docs[#docs + 1] = h.json({ apiVersion = "v1", kind = "Node",
+        metadata = { name = "foreign-" .. i, creationTimestamp = os.date("!%Y-%m-%dT%H:%M:%SZ", os.time() - 3600),
+          labels = { ["karpenter.sh/nodepool"] = "default", ["karpenter.sh/initialized"] = "true",
+            ["karpenter.sh/capacity-type"] = "on-demand", ["node.kubernetes.io/instance-type"] = "m5.24xlarge",
+            ["topology.kubernetes.io/zone"] = "us-east-1a", ["kubernetes.io/hostname"] = "foreign-" .. i } },
+        spec = { providerID = "aws:///us-east-1a/i-0f0000000000000" .. i,
+          taints = h.array { { key = "dedicated", value = "batch", effect = "NoSchedule" } } },
+        status = { allocatable = { cpu = "95690m", memory = "357Gi", pods = "737" },
+          conditions = h.array { { type = "Ready", status = "True", lastTransitionTime = "2026-11-27T00:00:00Z" } } } })
+    end
+    docs[#docs + 1] = [[
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers:
+  - {name: c, image: nginx, resources: {requests: {cpu: "1", memory: 1Gi}}}
+]]
+    local _, code = http(d, "PUT", "/v1/objects", table.concat(docs, "\n---\n"))
+    assert.equal(200, code)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    _, code = http(d, "DELETE", "/v1/objects/Pod/default/web")
+    assert.equal(200, code)
+    eventually(function() return not http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "the instance taken away")
+    assert.not_matches("foreign%-%d: Empty delete: not a claim this daemon launched", slurp(d.log))
+    d.stop()
+  end)
+
+  it("keys StorageClasses and PersistentVolumes as cluster-scoped, and refuses names that hold a /", function()
+    -- A namespace on a cluster-scoped object made a second object in the store
+    -- that the round's manifests read as a duplicate: every round failed, and
+    -- DELETE with - (as documented) found neither.
+    local d = launched("--disrupt-interval 0")
+    local sc = "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {name: gp3%s}\n"
+      .. "provisioner: ebs.csi.aws.com\nvolumeBindingMode: WaitForFirstConsumer\n"
+    local pv = "apiVersion: v1\nkind: PersistentVolume\nmetadata: {name: pv1%s}\nspec: {capacity: {storage: 1Gi}}\n"
+    for _, body in ipairs({ sc:format(""), sc:format(", namespace: kube-system"), pv:format(""),
+      pv:format(", namespace: x") }) do
+      local _, code = http(d, "PUT", "/v1/objects", body)
+      assert.equal(200, code)
+    end
+    local _, code = http(d, "PUT", "/v1/objects", h.pod("late"))
+    assert.equal(200, code)
+    eventually(function() return slurp(d.log):match('"round %d+: 1 pending pods, 1 scheduled') end, "a round that plans")
+    assert.not_matches("duplicate object", slurp(d.log))
+    assert.equal(200, select(2, http(d, "DELETE", "/v1/objects/StorageClass/-/gp3")))
+    assert.equal(200, select(2, http(d, "DELETE", "/v1/objects/PersistentVolume/-/pv1")))
+    -- "x/a" + "b" and "x" + "a/b" made one key: the second replaced the first, and neither could be deleted
+    local body
+    body, code = http(d, "PUT", "/v1/objects", "apiVersion: v1\nkind: Pod\nmetadata: {name: a/b, namespace: x}\n"
+      .. "spec: {containers: [{name: c}]}\n")
+    assert.equal(400, code)
+    assert.matches("metadata.name: holds a", body, 1, true)
+    d.stop()
+  end)
+
+  it("reads a List within a List as the CLI does, and an object with an items field as itself", function()
+    local d = start("--disrupt-interval 0")
+    local pod = '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "%s", "namespace": "d"}, '
+      .. '"spec": {"containers": [{"name": "c"}]}%s}'
+    local body, code = http(d, "PUT", "/v1/objects", '{"apiVersion": "v1", "kind": "List", "items": '
+      .. '[{"apiVersion": "v1", "kind": "List", "items": [' .. pod:format("a", "") .. ", " .. pod:format("b", "")
+      .. "]}]}")
+    assert.equal(200, code, body)
+    assert.matches('"applied":2', body, 1, true)
+    body, code = http(d, "PUT", "/v1/objects", pod:format("solo", ', "items": [' .. pod:format("inner", "") .. "]"))
+    assert.equal(200, code, body)
+    assert.equal(200, select(2, http(d, "DELETE", "/v1/objects/Pod/d/solo")))
+    assert.equal(404, select(2, http(d, "DELETE", "/v1/objects/Pod/d/inner")))
+    d.stop()
+  end)
+
+  it("stops cleanly and writes its state when it never launched anything", function()
+    -- SIGTERM sends the last round's waiting launches first; with none ever
+    -- queued that memmove'd from NULL, which UBSan (SANITIZE=1) stops on
+    -- before the snapshot is written.
+    local st = h.tmpdir() .. "/state.json"
+    local d = start("--disrupt-interval 0 --state " .. st)
+    local _, code = http(d, "PUT", "/v1/objects", h.pod("alone"))
+    assert.equal(200, code)
+    rounds(d, 1, "a round")
+    d.stop()
+    assert.matches('"event":"stopped"', slurp(d.log), 1, true)
+    assert.not_matches("runtime error", slurp(d.log), 1, true)
+    assert.matches('"name":%s*"alone"', slurp(st))
+  end)
+
   it("routes interruptions through the policy's on_interruption hook", function()
     local pol = h.write([[
 return {

@@ -1,0 +1,94 @@
+-- A NodeClaim and the Node it registered are one machine: the pods nominated
+-- to the claim (dovetail.dev/pods) are on that machine until they are bound,
+-- whatever the Node is called (a hostname on AWS, matched by provider ID).
+local h = require "helper"
+
+local NOW = "2026-11-27T06:00:00Z"
+
+local pool = [[
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  disruption: {consolidateAfter: 0s, budgets: [{nodes: "1"}]}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: default}
+spec:
+  containers:
+  - {name: c, image: nginx, resources: {requests: {cpu: "1", memory: 1Gi}}}
+]]
+
+-- The claim launched for default/web, registered as status says.
+local function claim(status)
+  return [[
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: default-80z6g
+  creationTimestamp: "2026-11-27T05:00:00Z"
+  labels:
+    karpenter.sh/nodepool: default
+    karpenter.sh/capacity-type: on-demand
+    node.kubernetes.io/instance-type: t3a.small
+    topology.kubernetes.io/zone: us-east-1a
+    kubernetes.io/arch: amd64
+  annotations: {dovetail.dev/pods: default/web}
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  requirements:
+  - {key: node.kubernetes.io/instance-type, operator: In, values: [t3a.small]}
+status:
+]] .. status .. [[
+  conditions:
+  - {type: Initialized, status: "True", lastTransitionTime: "2026-11-27T05:01:00Z"}
+  - {type: Ready, status: "True", lastTransitionTime: "2026-11-27T05:01:00Z"}
+]]
+end
+
+local node = [[
+apiVersion: v1
+kind: Node
+metadata:
+  name: ip-10-9-9-9.ec2.internal
+  creationTimestamp: "2026-11-27T05:00:30Z"
+  labels:
+    karpenter.sh/nodepool: default
+    karpenter.sh/initialized: "true"
+    karpenter.sh/capacity-type: on-demand
+    node.kubernetes.io/instance-type: t3a.small
+    topology.kubernetes.io/zone: us-east-1a
+    kubernetes.io/arch: amd64
+    kubernetes.io/hostname: ip-10-9-9-9.ec2.internal
+spec: {providerID: "aws:///us-east-1a/i-0123456789abcdef0"}
+status:
+  allocatable: {cpu: 1930m, memory: 1451Mi, pods: "8"}
+  conditions:
+  - {type: Ready, status: "True", lastTransitionTime: "2026-11-27T05:01:00Z"}
+]]
+
+describe("a claim whose Node registered under another name", function()
+  for _, case in ipairs({
+    { "by provider ID", "  providerID: aws:///us-east-1a/i-0123456789abcdef0\n" },
+    { "by status.nodeName", "  nodeName: ip-10-9-9-9.ec2.internal\n" },
+  }) do
+    it("is not empty while the pods nominated to it wait (paired " .. case[1] .. ")", function()
+      local f = h.write(pool .. "---\n" .. claim(case[2]) .. "---\n" .. node)
+      local out, err, code = h.cli("disrupt -o json --now " .. NOW .. " " .. f)
+      assert.equal(0, code, err)
+      assert.matches('"commands": []', out, 1, true)
+      -- without the pod, the machine is empty
+      local g = h.write(pool:gsub("%-%-%-\napiVersion: v1\nkind: Pod.*$", "") .. "---\n" .. claim(case[2]) .. "---\n" .. node)
+      out, err, code = h.cli("disrupt -o json --now " .. NOW .. " " .. g)
+      assert.equal(0, code, err)
+      assert.matches('"commands": [\n    {\n      "reason": "Empty"', out, 1, true)
+    end)
+  end
+end)
