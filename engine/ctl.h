@@ -44,6 +44,9 @@ typedef struct dt_ctl_observer {
   /* the pods nominated to an initialized claim may run there now */
   void (*running)(void *ud, const char *claim, const char *pods);
   void (*decision)(void *ud, const char *kind, const char *subject, const char *reason);
+  /* a round placed a pending pod ("namespace/name") on a Node that is no
+  ** claim of the controller's: the kube-scheduler binds it there (optional) */
+  void (*bound)(void *ud, const char *node, const char *pod);
 } dt_ctl_observer;
 
 /* Settings of a controller on the virtual clock; zero fields take serve's

@@ -122,8 +122,11 @@ void nominate(const dt_plan *p) {
     const char *node;
     if (dt_plan_binding(p, i, pod, sizeof pod, &node)) continue;
     char key[KEY_MAX + 16];
-    if (!claim_obj(node, key, sizeof key) || !(bs[k].pod = dt__strdup(pod)))
-      continue; /* a Node: the kube-scheduler binds */
+    if (!claim_obj(node, key, sizeof key)) { /* a Node: the kube-scheduler binds */
+      if (D.obs && D.obs->bound) D.obs->bound(D.obs->ud, node, pod);
+      continue;
+    }
+    if (!(bs[k].pod = dt__strdup(pod))) continue;
     bs[k++].node = node;
   }
   qsort(bs, k, sizeof *bs, binding_cmp);

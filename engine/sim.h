@@ -23,13 +23,14 @@
 #define WARNING_MS 120000 /* the spot interruption notice: two minutes */
 
 enum { POD_FUTURE, POD_PENDING, POD_RUNNING, POD_GONE };
+#define ON_NODE (-2) /* spod.claim of a pod running on a Node the cluster started with */
 
 typedef struct spod {
   dt_sym name;
   int64_t arrive, life; /* ms; life < 0: stays */
   int64_t cpu, mem;     /* requests, milli-units */
   int state;
-  int32_t claim;     /* while running */
+  int32_t claim;     /* while running: its claim, or ON_NODE */
   int64_t since;     /* pending since, or running since */
   double run_ms;     /* time spent running */
   const char *owner; /* a scenario's Deployment, or NULL */

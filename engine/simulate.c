@@ -155,7 +155,11 @@ static void pod_pending(run *r, spod *p) {
 }
 
 static void pod_leave_claim(run *r, spod *p) {
-  if (p->claim < 0) return;
+  if (p->claim == ON_NODE) p->run_ms += (double)(r->now - p->since);
+  if (p->claim < 0) {
+    p->claim = -1;
+    return;
+  }
   sclaim *c = &r->claims.v[p->claim];
   c->used_cpu -= p->cpu;
   c->used_mem -= p->mem;
@@ -294,6 +298,33 @@ static void on_running(void *ud, const char *claim, const char *pods) {
             "NodeClaim %s (%s) holds %lldm cpu, %lld MiB, %lld pods: more than its allocatable %lldm, %lld MiB, %lld",
             claim, c->type, (long long)c->used_cpu, (long long)(c->used_mem / 1000 / 1048576), (long long)c->used_pods,
             (long long)c->alloc_cpu, (long long)(c->alloc_mem / 1000 / 1048576), (long long)c->alloc_pods);
+}
+
+/* A round placed a pending pod on a Node the cluster started with (no claim
+** of the controller's): the simulator plays the kube-scheduler and binds it
+** there, so the controller holds it bound and it runs from now. */
+static void on_bound(void *ud, const char *node, const char *pod) {
+  run *r = ud;
+  accrue(r);
+  char key[800];
+  snprintf(key, sizeof key, "Pod/%s", pod);
+  cJSON *o = dt__ctl_get(key), *spec = cJSON_GetObjectItemCaseSensitive(o, "spec");
+  if (!cJSON_IsObject(spec) || cJSON_GetObjectItemCaseSensitive(spec, "nodeName")) {
+    cJSON_Delete(o);
+    return;
+  }
+  dt_error err = {0};
+  if (!cJSON_AddStringToObject(spec, "nodeName", node) || dt__ctl_apply(o, &err))
+    violate(r, "pod %s on node %s: %s", pod, node, err.msg[0] ? err.msg : "out of memory");
+  cJSON_Delete(o);
+  int32_t pi = map_get(r, false, dt__sym_find(&r->names, pod));
+  if (pi < 0) return; /* a workload's or a VM's pod: not followed one by one */
+  spod *p = &r->pods.v[pi];
+  if (p->state != POD_PENDING) return;
+  if (dt__vec_push(&r->waits, (double)(r->now - p->since) / 1000.0)) violate(r, "out of memory");
+  pod_state(r, p, POD_RUNNING);
+  p->claim = ON_NODE;
+  p->since = r->now;
 }
 
 /* The reason a decision gives, its first word ("Underutilized", "Expired"). */
@@ -542,7 +573,7 @@ static void check_step(run *r) {
     pending += p->state == POD_PENDING;
     running += p->state == POD_RUNNING;
     gone += p->state == POD_GONE;
-    if (p->state == POD_RUNNING && (p->claim < 0 || !r->claims.v[p->claim].live))
+    if (p->state == POD_RUNNING && p->claim != ON_NODE && (p->claim < 0 || !r->claims.v[p->claim].live))
       violate(r, "pod %s is running on a node that is gone", dt__sym_str(&r->names, p->name));
   }
   if (pending + running + gone != r->arrivals || gone != r->departed)
@@ -639,7 +670,7 @@ int run_one(run *r, size_t k, size_t nruns, bool tty, dt_error *err) {
   /* a budget hook decides budgets the NodePools do not show */
   r->check_budgets = !dt__policy_has(r->policy, DT_HOOK_BUDGET) && !in->cfg.policy_dir;
   dt_ctl_cloud cloud = {r, cloud_launch, NULL};
-  dt_ctl_observer obs = {r, on_instance, on_running, on_decision};
+  dt_ctl_observer obs = {r, on_instance, on_running, on_decision, on_bound};
   dt_ctl_config cfg = in->cfg;
   cfg.cat = r->cat;
   cfg.policy = r->policy;

@@ -94,6 +94,49 @@ describe("dovetail simulate", function()
     assert.is_true(math.abs(at(run, 120).cost - 2 * 0.192 * 114 / 3600) < 1e-5)
   end)
 
+  it("runs pods on the Nodes the cluster started with, as the kube-scheduler binds them", function()
+    -- an m5.xlarge the cluster has (3,910m allocatable) with room for two of the three pods;
+    -- the third needs a new node
+    local node = [[
+apiVersion: v1
+kind: Node
+metadata:
+  name: existing-1
+  creationTimestamp: "2026-01-01T00:00:00Z"
+  labels:
+    karpenter.sh/nodepool: od
+    karpenter.sh/initialized: "true"
+    karpenter.sh/capacity-type: on-demand
+    node.kubernetes.io/instance-type: m5.xlarge
+    topology.kubernetes.io/zone: us-east-1a
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+    kubernetes.io/hostname: existing-1
+spec: {providerID: "aws:///us-east-1a/i-0aaaaaaaaaaaaaaa1"}
+status:
+  allocatable: {cpu: 2500m, memory: 14Gi, pods: "58"}
+  conditions:
+  - {type: Ready, status: "True", lastTransitionTime: "2026-01-01T00:00:00Z"}
+]]
+    local scenario = [[
+events:
+  - at: 0s
+    pods: {name: batch, namespace: jobs, count: 3, cpu: "1", memory: 1Gi}
+]]
+    local doc, _, err, code = simulate("-f " .. od .. " -f " .. h.write(node) .. " --scenario " ..
+      h.write(scenario) .. " --duration 1h --disrupt-interval 1m --check")
+    assert.are.equal(0, code, err)
+    local run = doc.runs[1]
+    -- two bound to existing-1 by the first round (1 s batch), the third on a new m5.xlarge
+    -- launched then and running at 66 s
+    local s = at(run, 60)
+    assert.are.same({ 1, 1, 2 }, { s.nodes["on-demand"], s.pending, s.running })
+    s = at(run, 120)
+    assert.are.same({ 1, 0, 3 }, { s.nodes["on-demand"], s.pending, s.running })
+    assert.are.same({ 1, 0, "held" }, { run.summary.nodesLaunched, run.summary.pendingAtEnd, run.summary.invariants })
+    assert.are.equal(66, run.summary.pendingP99Seconds)
+  end)
+
   it("falls back to on-demand when spot is interrupted and out, and returns to spot after", function()
     local doc, _, err, code = simulate("-f " .. mixed .. " --scenario " .. h.write(INTERRUPT) ..
       " --duration 2h --disrupt-interval 1m --check")
