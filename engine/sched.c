@@ -663,6 +663,7 @@ int dt__sched_compile_nodes_overlay(dt_plan *p, dt_error *err) {
       rt_node *r = &p->nodes[p->nnodes];
       *r = cl->nodes.v[id].node;
       r->src = &m->nodes.v[vi];
+      r->claim = NULL;
       dt__sched_node_pool(p, r, cl->nodes.v[id].f.pool);
       type[p->nnodes++] = cl->nodes.v[id].f.type;
     }

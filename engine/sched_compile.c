@@ -718,10 +718,13 @@ int dt__sched_compile_nodes(dt_plan *p, dt_error *err) {
   /* A Node that a NodeClaim in the input already stands for is the same
   ** capacity: keep the Node (it is registered), drop the claim. */
   int32_t *paired = A(p, (m->nodes.n ? m->nodes.n : 1) * sizeof *paired);
-  if (!paired || dt__claims_paired(m, paired)) return DT_ENOMEM;
+  int32_t *at = A(p, (m->nodes.n ? m->nodes.n : 1) * sizeof *at); /* input node -> plan node, -1 none */
+  if (!paired || !at || dt__claims_paired(m, paired)) return DT_ENOMEM;
   for (size_t i = 0; i < m->nodes.n; i++) {
     const dt_node *n = &m->nodes.v[i];
+    at[i] = -1;
     if (paired[i] >= 0) continue;
+    at[i] = (int32_t)p->nnodes;
     rt_node *r = &p->nodes[p->nnodes];
     node_facts f;
     int rc = dt__sched_compile_node(p, n, r, &f, err);
@@ -734,6 +737,12 @@ int dt__sched_compile_nodes(dt_plan *p, dt_error *err) {
     dt__sched_node_pool(p, r, f.pool);
     p->nnodes++;
   }
+  /* A claim's nominated pods (dovetail.dev/pods) wait for its Node: they are
+  ** on it, not pending, until they are bound. */
+  for (size_t i = 0; i < m->nodes.n; i++)
+    if (paired[i] >= 0 && at[paired[i]] >= 0 && (size_t)at[paired[i]] < p->nnodes &&
+        p->nodes[at[paired[i]]].src == &m->nodes.v[paired[i]])
+      p->nodes[at[paired[i]]].claim = &m->nodes.v[i];
   qsort(p->nodes, p->nnodes, sizeof *p->nodes, cmp_node);
   dt__sched_charge_nodes(p, NULL);
   return 0;

@@ -680,12 +680,15 @@ void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound);
 static int claims_ix_names(dt_plan *p, claims_ix *ix) {
   ix->own_built = true;
   for (uint32_t i = 0; i < p->nnodes; i++)
-    for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
-      const char *name = p->nodes[i].src->pods[k];
-      bool added;
-      int32_t *at = dt__namemap_put(&ix->own, name, strlen(name), -1, &added);
-      if (!at) return DT_ENOMEM;
-      *at = (int32_t)i; /* the last node that carries it */
+    for (int w = 0; w < 2; w++) { /* a node's own list, then its claim's */
+      const dt_node *n = w ? p->nodes[i].claim : p->nodes[i].src;
+      for (size_t k = 0; n && k < n->npods; k++) {
+        const char *name = n->pods[k];
+        bool added;
+        int32_t *at = dt__namemap_put(&ix->own, name, strlen(name), -1, &added);
+        if (!at) return DT_ENOMEM;
+        *at = (int32_t)i; /* the last node that carries it */
+      }
     }
   return 0;
 }
@@ -698,21 +701,26 @@ static int claims_ix_build(dt_plan *p, claims_ix *ix) {
   }
   bool ids = true;
   uint32_t top = 0;
-  for (uint32_t i = 0; i < p->nnodes; i++) {
-    const dt_node *n = p->nodes[i].src;
-    ix->any |= n->npods > 0;
-    ids &= !n->npods || n->pod_ids;
-    for (size_t k = 0; ids && k < n->npods; k++)
-      if (n->pod_ids[k] > top) top = n->pod_ids[k];
-  }
+  for (uint32_t i = 0; i < p->nnodes; i++)
+    for (int w = 0; w < 2; w++) { /* a node's own list, then its claim's */
+      const dt_node *n = w ? p->nodes[i].claim : p->nodes[i].src;
+      if (!n) continue;
+      ix->any |= n->npods > 0;
+      ids &= !n->npods || n->pod_ids;
+      for (size_t k = 0; ids && k < n->npods; k++)
+        if (n->pod_ids[k] > top) top = n->pod_ids[k];
+    }
   if (!ix->any) return 0;
   if (!ids) return claims_ix_names(p, ix);
   if (!(ix->own_id = dt__malloc(((size_t)top + 1) * sizeof *ix->own_id))) return DT_ENOMEM;
   memset(ix->own_id, 0xff, ((size_t)top + 1) * sizeof *ix->own_id);
   ix->nid = top + 1;
   for (uint32_t i = 0; i < p->nnodes; i++)
-    for (size_t k = 0; k < p->nodes[i].src->npods; k++)
-      ix->own_id[p->nodes[i].src->pod_ids[k]] = (int32_t)i; /* the last node that carries it */
+    for (int w = 0; w < 2; w++) {
+      const dt_node *n = w ? p->nodes[i].claim : p->nodes[i].src;
+      for (size_t k = 0; n && k < n->npods; k++)
+        ix->own_id[n->pod_ids[k]] = (int32_t)i; /* the last node that carries it */
+    }
   return 0;
 }
 

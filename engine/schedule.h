@@ -230,6 +230,7 @@ typedef struct rt_pod {
 
 typedef struct rt_node {
   const dt_node *src;
+  const dt_node *claim; /* the NodeClaim in the input this Node registered (paired), or NULL */
   DT_VEC(rt_port) ports;
   int zone; /* index, -1 unknown */
   int ct;   /* -1 unknown */

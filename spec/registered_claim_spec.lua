@@ -2,6 +2,7 @@
 -- to the claim (dovetail.dev/pods) are on that machine until they are bound,
 -- whatever the Node is called (a hostname on AWS, matched by provider ID).
 local h = require "helper"
+local json = require "dkjson"
 
 local NOW = "2026-11-27T06:00:00Z"
 
@@ -89,6 +90,20 @@ describe("a claim whose Node registered under another name", function()
       out, err, code = h.cli("disrupt -o json --now " .. NOW .. " " .. g)
       assert.equal(0, code, err)
       assert.matches('"commands": [\n    {\n      "reason": "Empty"', out, 1, true)
+    end)
+
+    it("holds the pods nominated to it in a plan, not planned again (paired " .. case[1] .. ")", function()
+      -- web (1 cpu) waits for the t3a.small; web2 (1.5 cpu) does not fit in the 0.93 cpu left
+      local web2 = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: web2, namespace: default}\nspec:\n" ..
+        "  containers:\n  - {name: c, image: nginx, resources: {requests: {cpu: 1500m, memory: 256Mi}}}\n"
+      local f = h.write(pool .. web2 .. "---\n" .. claim(case[2]) .. "---\n" .. node)
+      local out, err, code = h.cli("plan -o json --now " .. NOW .. " " .. f)
+      assert.equal(0, code, err)
+      local doc = json.decode(out)
+      assert.same({}, doc.bindings)
+      assert.equal(1, #doc.nodeClaims)
+      assert.same({ "default/web2" }, doc.nodeClaims[1].pods)
+      assert.equal(1, doc.summary.alreadyBound)
     end)
   end
 end)
