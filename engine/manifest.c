@@ -432,6 +432,12 @@ int mf_meta(mctx *x, const cJSON *o, const char **ns, const char **name, bool na
   const cJSON *md = mf_get(o, "metadata");
   *name = mf_get_str(md, "name");
   *ns = namespaced ? mf_get_str(md, "namespace") : NULL;
+  const cJSON *nv = mf_get(md, "name"), *sv = namespaced ? mf_get(md, "namespace") : NULL;
+  if ((nv && !cJSON_IsString(nv) && !cJSON_IsNull(nv)) || (sv && !cJSON_IsString(sv) && !cJSON_IsNull(sv))) {
+    dt__join(x->obj, sizeof x->obj, x->kind, *name ? " " : " (unnamed)", *name ? *name : "");
+    return mf_bad(x, nv && !cJSON_IsString(nv) && !cJSON_IsNull(nv) ? "metadata.name" : "metadata.namespace",
+                  "must be a string");
+  }
   if (namespaced && (!*ns || !**ns)) *ns = "default";
   if (!*name || !**name) {
     dt__join(x->obj, sizeof x->obj, x->kind, " (unnamed)");

@@ -449,7 +449,11 @@ int mf_pod(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
   const char *phase = mf_get_str(mf_get(o, "status"), "phase");
-  if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) return 0;
+  if (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) {
+    if (!mf_get_str(mf_get(o, "spec"), "nodeName")) /* on a node it holds nothing: said only when it waited for one */
+      dt__buf_printf(&x->m->notes, "%s: %s: finished (%s), not provisioned (as Karpenter)\n", x->file, x->obj, phase);
+    return 0;
+  }
   /* A pod without a node is planned only when Karpenter's provisioner would
   ** plan it: not gated, not nominated to a node by the kube-scheduler, not
   ** being deleted, not a DaemonSet's or a Node's (those come with their node). */

@@ -18,6 +18,13 @@ describe("bad manifests", function()
     assert.matches("manifests:3:%d+: malformed JSON", err)
   end)
 
+  it("refuses a name or namespace that is not a string, naming the field", function()
+    local err = err_of("apiVersion: v1\nkind: Pod\nmetadata: {name: 123}\nspec: {containers: [{name: c}]}\n")
+    assert.matches("Pod (unnamed): metadata.name: must be a string", err, 1, true)
+    err = err_of("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: 5}\nspec: {containers: [{name: c}]}\n")
+    assert.matches("Pod p: metadata.namespace: must be a string", err, 1, true)
+  end)
+
   it("reports an unknown quantity suffix with the field path", function()
     local err = err_of(h.pod("p", { cpu = "2Qi" }))
     assert.matches("Pod default/p: spec.containers[0].resources.requests.cpu: invalid quantity \"2Qi\": unknown suffix",

@@ -32,6 +32,24 @@ describe("a kubectl dump", function()
     assert.are.equal("ip-10-0-12-34.ec2.internal", p.bindings[1].node)
   end)
 
+  it("notes a finished pod that never had a node, and is silent about one that ran on a node", function()
+    local f = h.write([[
+apiVersion: v1
+kind: Pod
+metadata: {name: job-abc, namespace: batch}
+spec:
+  restartPolicy: Never
+  containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+status: {phase: Failed, reason: OutOfcpu}
+]])
+    local out, err, code = h.cli("plan -o table " .. NOW .. " " .. f)
+    assert.are.equal(0, code, err)
+    assert.matches("Pod batch/job-abc: finished (Failed), not provisioned", err, 1, true)
+    assert.matches("0 of 0 pending pods scheduled", out, 1, true)
+    local _, derr = h.cli("plan -o json " .. NOW .. " " .. DUMP)
+    assert.is_nil(derr:find("report-28851600-x2k9d", 1, true), "the Job's pod that ran on the node")
+  end)
+
   it("counts a running Deployment's pods against its replicas, and its ReplicaSet once", function()
     local p = plan()
     for _, c in ipairs(p.nodeClaims) do
