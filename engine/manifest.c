@@ -306,6 +306,17 @@ int mf_rlist_at(mctx *x, const cJSON *o, const where *w, dt_rlist *out, bool is_
       }
       return mf_bad(x, f, "must not be negative");
     }
+    /* an extended resource (a name in a domain other than kubernetes.io's)
+    ** is counted in whole units, as the API server requires */
+    const char *slash = strchr(c->string, '/');
+    size_t dl = slash ? (size_t)(slash - c->string) : 0; /* the domain's length */
+    bool native = (dl == 13 && !strncmp(c->string, "kubernetes.io", 13)) ||
+                  (dl > 14 && !strncmp(slash - 14, ".kubernetes.io", 14));
+    if (is_request && slash && v % 1000 && !native) {
+      where_fmt(w, field, sizeof field);
+      dt__join(f, sizeof f, field, ".", c->string);
+      return mf_bad(x, f, "%s is not a whole number (an extended resource is counted in whole units)", s);
+    }
     if (dt__rlist_add(out, c->string, v, DT_RL_SET)) return mf_oom(x);
   }
   return 0;

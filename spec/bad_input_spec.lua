@@ -31,6 +31,17 @@ describe("bad manifests", function()
       err, 1, true)
   end)
 
+  it("refuses a fraction of an extended resource, as the API server does", function()
+    local function gpu(n)
+      return h.pod("p") .. '          nvidia.com/gpu: "' .. n .. '"\n'
+    end
+    local err = err_of(gpu("0.5"))
+    assert.matches("Pod default/p: spec.containers[0].resources.requests.nvidia.com/gpu: 0.5 is not a whole number",
+      err, 1, true)
+    local plan, perr = h.dt.plan { manifests = gpu("1") }
+    assert.is_not_nil(plan, perr)
+  end)
+
   it("rejects negative requests", function()
     local err = err_of(h.pod("p", { memory = "-1Gi" }))
     assert.matches("Pod default/p: spec.containers[0].resources.requests.memory: must not be negative", err, 1, true)
