@@ -283,6 +283,7 @@ static bool launched_claims(round_work *w) {
     char *text = dt_plan_claim_object(w->p, i, true, &len);
     cJSON *o = text ? cJSON_ParseWithLength(text, len) : NULL;
     dt_free(text);
+    if (o) set_annotation(o, DT_A_LAUNCHED, "true"); /* ours: reconciled at a restart, unlike applied claims */
     w->claims[i] = o ? cJSON_PrintUnformatted(o) : NULL;
     cJSON_Delete(o);
     if (!w->claims[i]) return false;

@@ -252,6 +252,7 @@ void replace_with(const char *name, const char *pool, const char *type, const ch
   if (!strcmp(ct, "spot")) cJSON_AddStringToObject(lab, "cluster.x-k8s.io/interruptible", "true");
   set_annotation(o, DT_A_PODS, pods);
   set_annotation(o, "dovetail.dev/replaces", olds);
+  set_annotation(o, DT_A_LAUNCHED, "true");
   pod_event(o);
   replacing r = {dt__strdup(name), dt__strdup(olds), dt__strdup(why), group, false};
   if (!r.claim || !r.olds || !r.why || dt__vec_push(&D.replacing, r)) {

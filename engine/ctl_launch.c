@@ -366,13 +366,29 @@ static bool forget_missing(const cJSON *list) {
   return changed;
 }
 
-/* The first poll after a start: claims held without an instance were
-** launched by nobody; their pods are planned again. Then the daemon is ready. */
+/* Whether the stored claim json is one this daemon wrote ahead of a launch
+** (a round's or a replacement's), not one applied through the API. */
+static bool written_ahead(const char *json) {
+  cJSON *o = cJSON_Parse(json);
+  const cJSON *an =
+      o ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations") : NULL;
+  bool ours = an && (cJSON_GetObjectItemCaseSensitive(an, DT_A_LAUNCHED) ||
+                     cJSON_GetObjectItemCaseSensitive(an, "dovetail.dev/replaces"));
+  cJSON_Delete(o);
+  return ours;
+}
+
+/* The first poll after a start: claims this daemon wrote ahead and holds
+** without an instance were launched by nobody; their pods are planned again.
+** Claims applied through the API are the user's (in flight elsewhere, or a
+** registered machine): they are left alone, as before the restart. Then the
+** daemon is ready. */
 static bool reconcile_claims(void) {
   bool changed = false;
   for (size_t i = 0; i < D.objs.n;) {
     bool has = strncmp(D.objs.v[i].key, "NodeClaim//", 11) != 0; /* only claims need an instance */
     const char *claim = has ? NULL : D.objs.v[i].key + 11;
+    if (!has && !written_ahead(D.objs.v[i].json)) has = true; /* applied: not ours to reconcile */
     for (size_t k = 0; k < D.insts.n && !has; k++) has = !strcmp(D.insts.v[k].claim, claim);
     if (has) {
       i++;

@@ -22,6 +22,8 @@
 
 /* The annotation on a NodeClaim naming the pods nominated to it. */
 #define DT_A_PODS "dovetail.dev/pods"
+/* on the NodeClaims the daemon writes ahead of its launches (not on applied ones) */
+#define DT_A_LAUNCHED "dovetail.dev/launched-by-daemon"
 
 #define DT_STR_(x) #x
 #define DT_STR(x)  DT_STR_(x) /* a macro's value as a string literal */

@@ -979,6 +979,31 @@ return {
       os.remove(state)
     end)
 
+    it("keeps a NodeClaim applied through the API across a restart: no second machine for its pods", function()
+      -- the quickstart's claim, as `dovetail plan -o yaml` prints it, applied with its pods: in flight elsewhere
+      local claims = h.cli("plan -o yaml --now 2026-11-27T00:00:00Z examples/quickstart.yaml")
+      local state = os.tmpname()
+      os.remove(state) -- a new state file
+      local c = cloud()
+      local args = "--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 1s --disrupt-interval 0 --state " .. state
+      local d = start(args)
+      ready(d)
+      assert.equal(200, select(2, http(d, "PUT", "/v1/objects", quickstart)))
+      assert.equal(200, select(2, http(d, "PUT", "/v1/objects", claims)))
+      eventually(function() return #logged_rounds(d) >= 1 end, "a round")
+      daemon_time(d, 1500)
+      assert.equal(0, count(c), "the applied claim carries the pods")
+      d.stop()
+      d = start(args)
+      ready(d, "ready after the restart")
+      daemon_time(d, 2000)
+      assert.equal(0, count(c), instances(c))
+      assert.is_nil(slurp(d.log):match('"event":"reconcile"'), slurp(d.log))
+      d.stop()
+      c.stop()
+      os.remove(state)
+    end)
+
     it("survives 500s and timeouts from the cloud: backoff, no crash, no lost pod", function()
       -- a hung request costs the timeout; 2 s leaves the others room on a loaded machine
       local c, d = on_cloud("--poll 1h --timeout 2s")
