@@ -344,6 +344,10 @@ int dt__simulate_main(int argc, char **argv) {
       cJSON_AddItemToArray(jr, run_json(&runs[i], &ss[i]));
     }
     dt__ctl_stop(); /* the controller's state goes; the run's records stay for the report */
+    /* its policy (a Lua state and the garbage its hooks left) and catalog go too: kept to the
+    ** end, each run added its high-water mark to the peak RSS of all the runs after it */
+    dt_policy_free(runs[i].policy), runs[i].policy = NULL;
+    dt_catalog_free(runs[i].cat), runs[i].cat = NULL;
     if (!rc && in.check && runs[i].violation[0])
       rc = dt__err(&err, DT_EINVAL, "%s: invariant broken %s", runs[i].label, runs[i].violation);
   }
