@@ -695,10 +695,15 @@ void reload(const char *why) {
 
 /* Delete a stored object as the API does: a NodeClaim's instance leaves the
 ** books, a Pod leaves the claim it was nominated to (claim, when the caller
-** knows it, else every claim is looked at). */
+** knows it, else every claim is looked at), and a NodePool takes the claims
+** this daemon launched for it (below). */
+static void pool_deleted(const char *pool);
+
 bool forget(const char *key, const char *claim) {
   if (!obj_del(key)) return false;
-  if (!strncmp(key, "NodeClaim//", 11)) {
+  if (!strncmp(key, "NodePool//", 10)) {
+    pool_deleted(key + 10);
+  } else if (!strncmp(key, "NodeClaim//", 11)) {
     for (size_t i = 0; i < D.insts.n; i++)
       if (!strcmp(D.insts.v[i].claim, key + 11)) {
         inst_remove(i);
@@ -726,6 +731,28 @@ bool forget(const char *key, const char *claim) {
     dt__free(holders.v);
   }
   return true;
+}
+
+/* Karpenter's NodeClaims are owned by their NodePool: deleting the pool
+** deletes them, and their instances go. The claims this daemon launched for
+** it are deleted so, each a decision; their pods are planned again (on the
+** pools left, or pending). */
+static void pool_deleted(const char *pool) {
+  DT_VEC(char *) gone = {0};
+  for (size_t i = 0; i < D.insts.n; i++) {
+    const instance *in = &D.insts.v[i];
+    if (!in->pool || strcmp(in->pool, pool)) continue;
+    char *c = dt__strdup(in->claim);
+    if (c && dt__vec_push(&gone, c)) dt__free(c);
+  }
+  for (size_t i = 0; i < gone.n; i++) {
+    const instance *in = inst_of(gone.v[i]);
+    char why[600];
+    snprintf(why, sizeof why, "NodePool %s deleted: delete (instance %s)", pool, in ? in->id : "?");
+    if (in) delete_instance(gone.v[i], why);
+    dt__free(gone.v[i]);
+  }
+  dt__free(gone.v);
 }
 
 /* The policy's say on an interruption: "drain", "keep-offering" or "ignore"

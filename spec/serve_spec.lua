@@ -979,6 +979,23 @@ return {
       os.remove(state)
     end)
 
+    it("deletes the claims it launched for a NodePool when the NodePool is deleted, as Karpenter's owner cascade", function()
+      local c = cloud()
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 1h --disrupt-interval 0")
+      ready(d)
+      assert.equal(200, select(2, http(d, "PUT", "/v1/objects", quickstart)))
+      eventually(function() return count(c) == 1 end, "the quickstart's node")
+      local _, code = http(d, "DELETE", "/v1/objects/NodePool/-/default")
+      assert.equal(200, code)
+      eventually(function() return count(c) == 0 end, "its instance terminated")
+      assert.matches('"NodeClaim [%w-]+: NodePool default deleted: delete %(instance i%-', slurp(d.log))
+      -- its pods are pending again: no NodePool is left to launch for them
+      eventually(function() return select(1, http(d, "GET", "/v1/plan")):match('"pods": 1[0-9]') end, "pods planned again")
+      assert.equal(0, count(c))
+      d.stop()
+      c.stop()
+    end)
+
     it("keeps a NodeClaim applied through the API across a restart: no second machine for its pods", function()
       -- the quickstart's claim, as `dovetail plan -o yaml` prints it, applied with its pods: in flight elsewhere
       local claims = h.cli("plan -o yaml --now 2026-11-27T00:00:00Z examples/quickstart.yaml")
