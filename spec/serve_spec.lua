@@ -321,12 +321,8 @@ spec:
     d.stop()
   end)
 
-  it("keeps a claim whose Node registered under another name while its pod waits, and takes it away after", function()
-    -- On AWS a Node is named after its host and matched to its claim by the
-    -- provider ID ending in the instance id: one machine, not the claim and a
-    -- second, empty node (which the pass would name, and not find launched).
-    local d = start("--disrupt-interval 200ms")
-    local _, code = http(d, "PUT", "/v1/objects", [[
+  -- A pool whose nodes go at once when empty, one at a time.
+  local ONE_AT_A_TIME = [[
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: default}
@@ -337,6 +333,14 @@ spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
       requirements:
       - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+]]
+
+  it("keeps a claim whose Node registered under another name while its pod waits, and takes it away after", function()
+    -- On AWS a Node is named after its host and matched to its claim by the
+    -- provider ID ending in the instance id: one machine, not the claim and a
+    -- second, empty node (which the pass would name, and not find launched).
+    local d = start("--disrupt-interval 200ms")
+    local _, code = http(d, "PUT", "/v1/objects", ONE_AT_A_TIME .. [[
 ---
 apiVersion: v1
 kind: Pod
@@ -380,18 +384,7 @@ spec:
     -- Empty budget of 1 on one of them every time, and never reached the
     -- daemon's own empty claim.
     local d = start("--disrupt-interval 200ms")
-    local docs = { [[
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: default}
-spec:
-  disruption: {consolidateAfter: 0s, budgets: [{nodes: "1"}]}
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements:
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-]] }
+    local docs = { ONE_AT_A_TIME }
     for i = 0, 4 do
       docs[#docs + 1] = h.json({ apiVersion = "v1", kind = "Node",
         metadata = { name = "foreign-" .. i, creationTimestamp = os.date("!%Y-%m-%dT%H:%M:%SZ", os.time() - 3600),
