@@ -35,11 +35,7 @@ static void store_one(const cJSON *o, void *ud) {
   const char *why;
   if (!obj_key(o, key, sizeof key, &why) && !obj_put(key, o)) {
     (*(size_t *)ud)++;
-    if (!strncmp(key, "Node//", 6)) {
-      char *json = cJSON_PrintUnformatted(o);
-      if (json) claim_registered(json);
-      cJSON_free(json);
-    }
+    if (!strncmp(key, "Node//", 6)) claim_registered(o);
   }
 }
 
@@ -115,12 +111,11 @@ static void put_done(uv_work_t *r, int status) {
     if (w->hreq) respond_error(w->hreq, 400, w->err.msg);
   } else {
     for (size_t i = 0; i < w->keys.n; i++) {
-      bool node = !strncmp(w->keys.v[i], "Node//", 6);
-      char *json = node ? dt__strdup(w->texts.v[i]) : NULL;
+      cJSON *node = strncmp(w->keys.v[i], "Node//", 6) ? NULL : cJSON_Parse(w->texts.v[i]);
       obj_put_text(w->keys.v[i], w->texts.v[i]);
       w->texts.v[i] = NULL;
-      if (json) claim_registered(json);
-      dt__free(json);
+      if (node) claim_registered(node);
+      cJSON_Delete(node);
     }
     D.requeue_ms = REQUEUE_BASE_MS;
     state_dirty();

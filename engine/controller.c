@@ -245,27 +245,14 @@ static void round_free(round_work *w) {
 
 static int name_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* What a disruption pass may take away: the claims this daemon launched, by
-** their names and their Nodes' (status.nodeName); other nodes stay with
+/* What a disruption pass may take away: the claims this daemon launched (a
+** Node registered for one is that claim in the pass); other nodes stay with
 ** their owners, and are not candidates that use up the budgets. */
 static bool managed_names(round_work *w) {
-  w->managed = dt__calloc(2 * D.insts.n + 1, sizeof *w->managed);
+  w->managed = dt__calloc(D.insts.n + 1, sizeof *w->managed);
   if (!w->managed) return false;
-  for (size_t i = 0; i < D.insts.n; i++) {
-    const char *claim = D.insts.v[i].claim;
-    if (!(w->managed[w->nmanaged] = dt__strdup(claim))) return false;
-    w->nmanaged++;
-    cJSON *o = claim_get(claim);
-    const char *node = dt__jstr(jget(o, "status"), "nodeName");
-    if (node && strcmp(node, claim)) {
-      if (!(w->managed[w->nmanaged] = dt__strdup(node))) {
-        cJSON_Delete(o);
-        return false;
-      }
-      w->nmanaged++;
-    }
-    cJSON_Delete(o);
-  }
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!(w->managed[w->nmanaged++] = dt__strdup(D.insts.v[i].claim))) return false;
   if (w->nmanaged) qsort(w->managed, w->nmanaged, sizeof *w->managed, name_cmp);
   return true;
 }

@@ -48,8 +48,7 @@ void claim_put(const char *claim, cJSON *o) {
 ** the provider ID ending in the instance id), the claim records
 ** it in status.nodeName, as Karpenter's registration does, so that plans and
 ** disruption passes see one machine, not the claim and a second, empty node. */
-void claim_registered(const char *node_json) {
-  cJSON *n = cJSON_Parse(node_json);
+void claim_registered(const cJSON *n) {
   const instance *in = n ? node_instance(n) : NULL;
   const char *name = dt__jstr(jget(n, "metadata"), "name");
   /* a Node named as its claim was always taken for it (by name, below); only
@@ -66,7 +65,6 @@ void claim_registered(const char *node_json) {
     }
   }
   cJSON_Delete(o);
-  cJSON_Delete(n);
 }
 
 /* o.field.key = v, creating the field's object. */

@@ -206,7 +206,7 @@ void logf_(const char *level, const char *event, const char *fmt, ...) DT_PRINTF
 int obj_put(const char *key, const cJSON *o);
 int obj_put_text(const char *key, char *json);   /* json: cJSON's text, owned by the store from here */
 bool forget(const char *key, const char *claim); /* delete; a Pod leaves its claim */
-void claim_registered(const char *node_json);    /* a Node applied: its claim's status.nodeName */
+void claim_registered(const cJSON *node);        /* a Node applied: its claim's status.nodeName */
 void arm_batch(void);
 
 /* the state file: read at start, written whole, changes journaled */

@@ -348,6 +348,7 @@ int dt__dr_build(state *st) {
   }
   for (size_t i = 0; i < m->nodes.n; i++) {
     if (paired[i] < 0) continue;
+    st->nodes.v[dn_of[paired[i]] - 1].claim = &m->nodes.v[i];
     dt_sym s = dt__sym_find(&names, m->nodes.v[i].name);
     if (s && !at[s]) at[s] = dn_of[paired[i]];
   }
@@ -458,12 +459,13 @@ int64_t dt__dr_allowed(state *st, int pool, int reason_bit) {
 
 static int str_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
-/* Whether the caller may take node i away (dt_disrupt_opts.managed). */
+/* Whether the caller may take node i away (dt_disrupt_opts.managed): by
+** its name, the node name a claim carries, or the claim a Node registered. */
 bool dt__dr_managed(const state *st, size_t i) {
   if (!st->o.managed) return true;
-  const dt_node *n = st->nodes.v[i].n;
-  const char *names[2] = {n->name, n->node_name};
-  for (int k = 0; k < 2; k++)
+  const dnode *d = &st->nodes.v[i];
+  const char *names[3] = {d->n->name, d->n->node_name, d->claim ? d->claim->name : NULL};
+  for (int k = 0; k < 3; k++)
     if (names[k] && st->o.nmanaged && bsearch(&names[k], st->o.managed, st->o.nmanaged, sizeof *st->o.managed, str_cmp))
       return true;
   return false;

@@ -26,9 +26,10 @@
 #define BALANCED_K       2.0 /* Balanced approves a move scoring >= 1/k */
 
 typedef struct dnode {
-  dt_node *n; /* the manifest node, or a replacement made by this pass */
-  int pool;   /* NodePool index, -1 when none in the input manages it */
-  int ct;     /* capacity type, -1 unknown */
+  dt_node *n;           /* the manifest node, or a replacement made by this pass */
+  const dt_node *claim; /* the NodeClaim in the input this Node registered (paired), or NULL */
+  int pool;             /* NodePool index, -1 when none in the input manages it */
+  int ct;               /* capacity type, -1 unknown */
   const char *type, *zone;
   double price; /* $/h of its offering; reserved at the on-demand price; < 0 unknown */
   bool removed, extra;

@@ -444,10 +444,11 @@ int mf_meta(mctx *x, const cJSON *o, const char **ns, const char **name, bool na
   *name = mf_get_str(md, "name");
   *ns = namespaced ? mf_get_str(md, "namespace") : NULL;
   const cJSON *nv = mf_get(md, "name"), *sv = namespaced ? mf_get(md, "namespace") : NULL;
-  if ((nv && !cJSON_IsString(nv) && !cJSON_IsNull(nv)) || (sv && !cJSON_IsString(sv) && !cJSON_IsNull(sv))) {
+  bool bad_name = nv && !cJSON_IsString(nv) && !cJSON_IsNull(nv),
+       bad_ns = sv && !cJSON_IsString(sv) && !cJSON_IsNull(sv);
+  if (bad_name || bad_ns) {
     dt__join(x->obj, sizeof x->obj, x->kind, *name ? " " : " (unnamed)", *name ? *name : "");
-    return mf_bad(x, nv && !cJSON_IsString(nv) && !cJSON_IsNull(nv) ? "metadata.name" : "metadata.namespace",
-                  "must be a string");
+    return mf_bad(x, bad_name ? "metadata.name" : "metadata.namespace", "must be a string");
   }
   if (namespaced && (!*ns || !**ns)) *ns = "default";
   if (!*name || !**name) {
