@@ -253,6 +253,13 @@ void dt__buf_putn(dt_buf *b, const char *s, size_t n) {
 
 void dt__buf_puts(dt_buf *b, const char *s) { dt__buf_putn(b, s, strlen(s)); }
 
+void dt__buf_spill(dt_buf *b, bool all) {
+  if (!b->sink || b->oom || !b->len || (!all && b->len < 65536)) return;
+  if (b->sink(b->sink_ud, b->p, b->len)) b->ioerr = b->oom = 1;
+  b->len = 0;
+  b->p[0] = 0;
+}
+
 const char dt__join_end[] = "";
 
 size_t dt__join_(char *dst, size_t cap, ...) {

@@ -650,7 +650,7 @@ static int write_handler(void *data, unsigned char *buffer, size_t size) {
   return !b->oom;
 }
 
-int dt__yaml_emit(const cJSON *docs, dt_buf *b) {
+int dt__yaml_emit_each(size_t n, dt_yaml_doc_fn *doc, void *ud, dt_buf *b) {
   yaml_emitter_t e;
   yaml_event_t ev;
   if (!yaml_emitter_initialize(&e)) return DT_ENOMEM;
@@ -658,12 +658,38 @@ int dt__yaml_emit(const cJSON *docs, dt_buf *b) {
   yaml_emitter_set_unicode(&e, 1);
   yaml_emitter_set_width(&e, -1);
   int rc = emit_ev(&e, yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING), &ev);
-  for (const cJSON *d = docs->child; d && !rc; d = d->next)
+  for (size_t i = 0; i < n && !rc; i++) {
+    bool owned;
+    const cJSON *d = doc(ud, i, &owned);
+    if (!d) {
+      rc = -1;
+      b->oom = 1;
+      break;
+    }
     rc = emit_ev(&e, yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 0), &ev) || emit_node(&e, d) ||
          emit_ev(&e, yaml_document_end_event_initialize(&ev, 1), &ev);
+    if (owned) cJSON_Delete((cJSON *)d);
+    dt__buf_spill(b, false);
+  }
   if (!rc) rc = emit_ev(&e, yaml_stream_end_event_initialize(&ev), &ev);
   yaml_emitter_delete(&e);
   return rc ? (b->oom ? DT_ENOMEM : DT_EINVAL) : 0;
+}
+
+static const cJSON *nth_child(void *ud, size_t i, bool *owned) {
+  const cJSON **at = ud; /* the children are visited in order */
+  const cJSON *d = *at;
+  (void)i;
+  *at = d->next;
+  *owned = false;
+  return d;
+}
+
+int dt__yaml_emit(const cJSON *docs, dt_buf *b) {
+  size_t n = 0;
+  for (const cJSON *d = docs->child; d; d = d->next) n++;
+  const cJSON *at = docs->child;
+  return dt__yaml_emit_each(n, nth_child, &at, b);
 }
 
 /* ------------------------------------------------------------- JSON out */
@@ -733,7 +759,7 @@ uint64_t dt__hash64(const char *s, size_t n) {
   return h;
 }
 
-static void indent_to(dt_buf *b, int depth) {
+void dt__json_indent(dt_buf *b, int depth) {
   dt__buf_putc(b, '\n');
   for (int i = 0; i < depth; i++) dt__buf_puts(b, "  ");
 }
@@ -773,7 +799,7 @@ void dt__json_styled(const cJSON *n, const cJSON *parent, dt_buf *b, int depth, 
   }
   dt__buf_putc(b, obj ? '{' : '[');
   for (const cJSON *c = n->child; c; c = c->next) {
-    indent_to(b, depth + 1);
+    dt__json_indent(b, depth + 1);
     if (obj) {
       dt__buf_json_str(b, c->string);
       dt__buf_puts(b, ": ");
@@ -781,7 +807,7 @@ void dt__json_styled(const cJSON *n, const cJSON *parent, dt_buf *b, int depth, 
     dt__json_styled(c, n, b, depth + 1, on_one_line);
     if (c->next) dt__buf_putc(b, ',');
   }
-  indent_to(b, depth);
+  dt__json_indent(b, depth);
   dt__buf_putc(b, obj ? '}' : ']');
 }
 

@@ -274,6 +274,17 @@ DT_EXPORT int dt_plan_run(const dt_catalog *catalog, const dt_manifests *manifes
 ** dt_free, or NULL on allocation failure; *len (if non-NULL) gets its length. */
 DT_EXPORT char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len);
 
+/* Where dt_plan_write sends a rendering, a piece at a time: len bytes at
+** data (not NUL-terminated, valid only during the call); nonzero stops the
+** rendering. */
+typedef int (*dt_write_fn)(void *ud, const char *data, size_t len);
+
+/* The same bytes as dt_plan_render, handed to write in pieces of about 64
+** KiB as they are rendered, so a plan of tens of thousands of nodes is
+** never whole in memory as text or as a document tree. Returns 0, DT_ENOMEM,
+** or DT_EIO when write returned nonzero (what was written stays written). */
+DT_EXPORT int dt_plan_write(const dt_plan *plan, dt_format format, dt_write_fn write, void *ud);
+
 /* With opts->explain: why that pod went where it went (the NodePools and
 ** nodes considered and why each did not take it, the offering launched for
 ** it and the cheaper ones not chosen, or why it is unschedulable), as text

@@ -68,12 +68,23 @@ void dt__arena_reset(dt_arena *a); /* empty again, its largest chunk kept */
 dt_arena *dt__cj_arena(dt_arena *a);
 
 /* A growable string. On allocation failure oom is set and further writes are
-** dropped, so a renderer checks once at the end. Owner frees p with dt__free. */
+** dropped, so a renderer checks once at the end. Owner frees p with dt__free.
+** With a sink, dt__buf_spill hands what the buffer holds to it and starts
+** the buffer again: renderers spill between items, so a large document is
+** never whole in memory; a sink that fails sets ioerr (and oom, to drop
+** what follows). */
 typedef struct dt_buf {
   char *p;
   size_t len, cap;
   int oom;
+  dt_write_fn sink;
+  void *sink_ud;
+  int ioerr;
 } dt_buf;
+
+/* To the sink once the buffer holds 64 KiB (all: whatever it holds); a
+** no-op without a sink. */
+void dt__buf_spill(dt_buf *b, bool all);
 
 void dt__buf_putn(dt_buf *b, const char *s, size_t n);
 void dt__buf_puts(dt_buf *b, const char *s);
@@ -281,6 +292,11 @@ const char *dt__scalar(const cJSON *item, char *tmp, size_t n);
 
 /* Emit a cJSON tree as YAML into b (block style, keys in tree order). */
 int dt__yaml_emit(const cJSON *docs, dt_buf *b);
+/* The same for n documents made one at a time: doc(ud, i, &owned) returns
+** document i (NULL: out of memory), which is deleted after it is emitted
+** when owned; the buffer spills between documents. */
+typedef const cJSON *dt_yaml_doc_fn(void *ud, size_t i, bool *owned);
+int dt__yaml_emit_each(size_t n, dt_yaml_doc_fn *doc, void *ud, dt_buf *b);
 
 /* A time zone's UTC offsets from the system's time-zone database (TZif). */
 typedef struct dt_tz dt_tz;
@@ -308,6 +324,7 @@ void dt__json_canon(const cJSON *n, dt_buf *b);
 ** its parent) written on one line: {"k": v, "k2": v2}, [a, b]. */
 typedef bool (*dt_json_inline)(const cJSON *n, const cJSON *parent);
 void dt__json_styled(const cJSON *n, const cJSON *parent, dt_buf *b, int depth, dt_json_inline on_one_line);
+void dt__json_indent(dt_buf *b, int depth);   /* a new line, then depth levels of indent */
 uint64_t dt__hash64(const char *s, size_t n); /* FNV-1a */
 
 /* Building result documents: attach v under key (arrays ignore the key);

@@ -79,7 +79,23 @@ static cJSON *summary_doc(const dt_plan_result *p) {
   return s;
 }
 
-cJSON *dt__plan_result_doc(const dt_plan_result *r) {
+static cJSON *binding_doc(const dt_binding_info *b) {
+  cJSON *e = cJSON_CreateObject();
+  dt__json_put_str(e, "pod", b->pod);
+  dt__json_put_str(e, "node", b->node);
+  return e;
+}
+
+static cJSON *unsched_doc(const dt_unschedulable_info *u) {
+  cJSON *e = cJSON_CreateObject();
+  dt__json_put_str(e, "pod", u->pod);
+  dt__json_put_str(e, "reason", u->reason);
+  return e;
+}
+
+/* The Plan document; with items false its three long lists (nodeClaims,
+** bindings, unschedulable) are left empty, for render_json to stream. */
+static cJSON *plan_doc(const dt_plan_result *r, bool items) {
   dt__init();
   dt__alloc_failed(1);
   char tmp[700];
@@ -89,19 +105,11 @@ cJSON *dt__plan_result_doc(const dt_plan_result *r) {
   dt__fmt_time(r->now ? r->now : 946684800, tmp, sizeof tmp);
   dt__json_put_str(d, "now", tmp);
   cJSON *claims = dt__json_put(d, "nodeClaims", cJSON_CreateArray());
-  for (size_t i = 0; i < r->nclaims; i++) dt__json_put(claims, NULL, dt__claim_doc(&r->claims[i], false));
+  for (size_t i = 0; items && i < r->nclaims; i++) dt__json_put(claims, NULL, dt__claim_doc(&r->claims[i], false));
   cJSON *bs = dt__json_put(d, "bindings", cJSON_CreateArray());
-  for (size_t i = 0; i < r->nbindings; i++) {
-    cJSON *e = dt__json_put(bs, NULL, cJSON_CreateObject());
-    dt__json_put_str(e, "pod", r->bindings[i].pod);
-    dt__json_put_str(e, "node", r->bindings[i].node);
-  }
+  for (size_t i = 0; items && i < r->nbindings; i++) dt__json_put(bs, NULL, binding_doc(&r->bindings[i]));
   cJSON *us = dt__json_put(d, "unschedulable", cJSON_CreateArray());
-  for (size_t i = 0; i < r->nunsched; i++) {
-    cJSON *e = dt__json_put(us, NULL, cJSON_CreateObject());
-    dt__json_put_str(e, "pod", r->unsched[i].pod);
-    dt__json_put_str(e, "reason", r->unsched[i].reason);
-  }
+  for (size_t i = 0; items && i < r->nunsched; i++) dt__json_put(us, NULL, unsched_doc(&r->unsched[i]));
   cJSON *ms = dt__json_put(d, "unavailableOfferings", cJSON_CreateArray());
   for (size_t i = 0; i < r->nmarks; i++) {
     const dt_mark_rec *mk = &r->marks[i];
@@ -123,6 +131,8 @@ cJSON *dt__plan_result_doc(const dt_plan_result *r) {
   return d;
 }
 
+cJSON *dt__plan_result_doc(const dt_plan_result *r) { return plan_doc(r, true); }
+
 /* How the plan's JSON reads: lists of names, and each binding, unschedulable
 ** pod, mark and policy error on one line; the rest one field per line. */
 static bool plan_one_line(const cJSON *n, const cJSON *parent) {
@@ -136,14 +146,50 @@ static bool plan_one_line(const cJSON *n, const cJSON *parent) {
   return false;
 }
 
+/* Item i of the list named key, made when it is printed. */
+static cJSON *list_item(const dt_plan_result *r, const char *key, size_t i) {
+  if (!strcmp(key, "nodeClaims")) return dt__claim_doc(&r->claims[i], false);
+  return !strcmp(key, "bindings") ? binding_doc(&r->bindings[i]) : unsched_doc(&r->unsched[i]);
+}
+
+/* The document as dt__json_styled prints it whole, its long lists an item
+** at a time: a plan of 60,000 nodes held 500 MB of document tree. */
 static void render_json(const dt_plan_result *r, dt_buf *b) {
-  cJSON *d = dt__plan_result_doc(r);
+  cJSON *d = plan_doc(r, false);
   if (!d) {
     b->oom = 1;
     return;
   }
-  dt__json_styled(d, NULL, b, 0, plan_one_line);
-  dt__buf_putc(b, '\n');
+  dt__buf_putc(b, '{');
+  for (const cJSON *c = d->child; c; c = c->next) {
+    dt__json_indent(b, 1);
+    dt__buf_json_str(b, c->string);
+    dt__buf_puts(b, ": ");
+    size_t n = !strcmp(c->string, "nodeClaims")      ? r->nclaims
+               : !strcmp(c->string, "bindings")      ? r->nbindings
+               : !strcmp(c->string, "unschedulable") ? r->nunsched
+                                                     : 0;
+    if (!n) {
+      dt__json_styled(c, d, b, 1, plan_one_line);
+    } else {
+      dt__buf_putc(b, '[');
+      for (size_t i = 0; i < n && !b->oom; i++) {
+        dt__alloc_failed(1);
+        cJSON *e = list_item(r, c->string, i);
+        if (!e || dt__alloc_failed(1)) b->oom = 1;
+        dt__json_indent(b, 2);
+        if (e) dt__json_styled(e, c, b, 2, plan_one_line);
+        if (i + 1 < n) dt__buf_putc(b, ',');
+        cJSON_Delete(e);
+        dt__buf_spill(b, false);
+      }
+      dt__json_indent(b, 1);
+      dt__buf_putc(b, ']');
+    }
+    if (c->next) dt__buf_putc(b, ',');
+  }
+  dt__json_indent(b, 0);
+  dt__buf_puts(b, "}\n");
   cJSON_Delete(d);
 }
 
@@ -307,31 +353,28 @@ static cJSON *claim_yaml(const dt_plan_result *r, size_t i, bool launched) {
   return d;
 }
 
-/* The plan's new NodeClaims as documents; NULL when out of memory. */
-static cJSON *claim_docs(const dt_plan_result *p, bool launched) {
-  dt__init();
+typedef struct claim_src {
+  const dt_plan_result *r;
+  bool launched;
+} claim_src;
+
+static const cJSON *claim_at(void *ud, size_t i, bool *owned) {
+  const claim_src *c = ud;
   dt__alloc_failed(1);
-  cJSON *docs = cJSON_CreateArray();
-  if (!docs) return NULL;
-  for (size_t i = 0; i < p->nclaims; i++) {
-    cJSON *d = claim_yaml(p, i, launched);
-    if (!d) {
-      cJSON_Delete(docs);
-      return NULL;
-    }
-    cJSON_AddItemToArray(docs, d);
-  }
+  cJSON *d = claim_yaml(c->r, i, c->launched);
   if (dt__alloc_failed(1)) {
-    cJSON_Delete(docs);
-    return NULL;
+    cJSON_Delete(d);
+    d = NULL;
   }
-  return docs;
+  *owned = true;
+  return d;
 }
 
+/* The plan's new NodeClaims, a document each, made as they are emitted. */
 static int render_yaml(const dt_plan_result *p, dt_buf *b, bool launched) {
-  cJSON *docs = claim_docs(p, launched);
-  if (!docs) return DT_ENOMEM;
-  int rc = docs->child ? dt__yaml_emit(docs, b) : 0;
+  dt__init();
+  claim_src src = {p, launched};
+  int rc = p->nclaims ? dt__yaml_emit_each(p->nclaims, claim_at, &src, b) : 0;
   /* A NodeClaim needs a nodeClassRef (Karpenter's CRD requires it); say so
   ** of the pools that have none rather than print claims that will not apply. */
   for (size_t pi = 0; pi < p->npools; pi++)
@@ -341,9 +384,10 @@ static int render_yaml(const dt_plan_result *p, dt_buf *b, bool launched) {
                      "one, so its NodeClaims above do not apply as they are\n",
                      p->pools[pi].name);
   /* Pods that fit nowhere are reported as comments, so nothing is lost. */
-  for (size_t i = 0; i < p->nunsched; i++)
+  for (size_t i = 0; i < p->nunsched; i++) {
     dt__buf_printf(b, "# unschedulable %s: %s\n", p->unsched[i].pod, p->unsched[i].reason);
-  cJSON_Delete(docs);
+    dt__buf_spill(b, false);
+  }
   return rc;
 }
 
@@ -393,6 +437,7 @@ static void render_table(const dt_plan_result *r, dt_buf *b) {
       table_row(&r->claims[i], cell);
       for (int c = 0; c < NC; c++) pad(b, cell[c], c + 1 < NC ? w[c] + 2 : 0);
       dt__buf_putc(b, '\n');
+      dt__buf_spill(b, false);
     }
     dt__buf_putc(b, '\n');
   }
@@ -403,21 +448,36 @@ static void render_table(const dt_plan_result *r, dt_buf *b) {
                  r->nbindings);
   if (r->nunsched) {
     dt__buf_printf(b, "%zu unschedulable:\n", r->nunsched);
-    for (size_t i = 0; i < r->nunsched; i++) dt__buf_printf(b, "  %s: %s\n", r->unsched[i].pod, r->unsched[i].reason);
+    for (size_t i = 0; i < r->nunsched; i++) {
+      dt__buf_printf(b, "  %s: %s\n", r->unsched[i].pod, r->unsched[i].reason);
+      dt__buf_spill(b, false);
+    }
   }
   for (size_t i = 0; i < r->nnotes; i++) dt__buf_printf(b, "note: %s\n", r->notes[i]);
 }
 
+static void render(const dt_plan_result *r, dt_format format, dt_buf *b) {
+  if (format == DT_FORMAT_YAML) {
+    if (render_yaml(r, b, false)) b->oom = 1;
+  } else if (format == DT_FORMAT_TABLE) {
+    render_table(r, b);
+  } else {
+    render_json(r, b);
+  }
+}
+
 char *dt__plan_result_render(const dt_plan_result *r, dt_format format, size_t *len) {
   dt_buf b = {0};
-  if (format == DT_FORMAT_YAML) {
-    if (render_yaml(r, &b, false)) b.oom = 1;
-  } else if (format == DT_FORMAT_TABLE) {
-    render_table(r, &b);
-  } else {
-    render_json(r, &b);
-  }
+  render(r, format, &b);
   return dt__buf_take(&b, len);
+}
+
+int dt__plan_result_write(const dt_plan_result *r, dt_format format, dt_write_fn write, void *ud) {
+  dt_buf b = {.sink = write, .sink_ud = ud};
+  render(r, format, &b);
+  dt__buf_spill(&b, true);
+  dt__free(b.p);
+  return b.ioerr ? DT_EIO : b.oom ? DT_ENOMEM : 0;
 }
 
 char *dt__plan_result_claim_object(const dt_plan_result *r, size_t i, bool launched, size_t *len) {

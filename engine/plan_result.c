@@ -728,6 +728,10 @@ char *dt_plan_render(const dt_plan *plan, dt_format format, size_t *len) {
   return dt__plan_result_render(&plan->res, format, len);
 }
 
+int dt_plan_write(const dt_plan *plan, dt_format format, dt_write_fn write, void *ud) {
+  return plan && write ? dt__plan_result_write(&plan->res, format, write, ud) : DT_EINVAL;
+}
+
 char *dt_plan_claim_object(const dt_plan *plan, size_t i, int launched, size_t *len) {
   return plan ? dt__plan_result_claim_object(&plan->res, i, launched != 0, len) : NULL;
 }

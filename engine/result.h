@@ -175,6 +175,7 @@ void dt__plan_result_free(dt_plan_result *r);
 ** object (plan.c); NULL when out of memory. */
 cJSON *dt__plan_result_doc(const dt_plan_result *r);
 char *dt__plan_result_render(const dt_plan_result *r, dt_format format, size_t *len);
+int dt__plan_result_write(const dt_plan_result *r, dt_format format, dt_write_fn write, void *ud);
 char *dt__plan_result_claim_object(const dt_plan_result *r, size_t i, bool launched, size_t *len);
 
 #endif

@@ -165,6 +165,8 @@ static const char *k_policy =
     "  consolidation_order = function(c) local o = {} for i = 1, #c do o[i] = c[i] end return o end,\n"
     "}\n";
 
+static int discard(void *ud, const char *data, size_t len) { return 0; }
+
 /* with_err 0: every call gets NULL for its dt_error, and must still say
 ** DT_ENOMEM; with_policy: the cycle runs with k_policy's hooks. */
 static int cycle_with(int *stage, int with_err, int with_policy) {
@@ -196,6 +198,7 @@ static int cycle_with(int *stage, int with_err, int with_policy) {
     }
     dt_free(text);
     text = NULL;
+    if ((rc = dt_plan_write(p, (dt_format)f, discard, NULL))) goto done;
   }
   *stage = 4;
   dt_pools *pools = NULL;
@@ -1009,6 +1012,63 @@ static char *plan_texts(const dt_plan *p) {
   return all;
 }
 
+typedef struct sink {
+  FILE *f;
+  int calls, fail_at; /* fail_at: the call that fails (0: none) */
+} sink;
+
+static int sink_write(void *ud, const char *data, size_t len) {
+  sink *k = ud;
+  if (++k->calls == k->fail_at) return 1;
+  return fwrite(data, 1, len, k->f) != len;
+}
+
+/* dt_plan_write hands out the bytes dt_plan_render returns, in pieces as a
+** large plan renders (1,800 nodes and 3 unschedulable pods: every list
+** spills), in each format; a sink that fails stops it with DT_EIO. */
+static void test_plan_write(void) {
+  enum { NPODS = 1803 };
+  char *text = malloc(NPODS * 160 + 64);
+  int len = 0;
+  for (int i = 0; text && i < NPODS; i++)
+    len += sprintf(text + len,
+                   "---\napiVersion: v1\nkind: Pod\nmetadata: {name: w%d}\n"
+                   "spec: {containers: [{name: c, resources: {requests: {cpu: '%s'}}}]}\n",
+                   i, i < 1800 ? "1500m" : "100");
+  dt_catalog *c = NULL;
+  dt_manifests *m = dt_manifests_new();
+  dt_plan *p = NULL;
+  dt_plan_opts po = {0};
+  int rc = !text || !m ? DT_ENOMEM : dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, NULL);
+  if (!rc) rc = dt_manifests_add_buffer(m, "m", text, (size_t)len, NULL);
+  if (!rc) rc = dt_plan_run(c, m, &po, &p, NULL);
+  CHECK(rc == 0, "the 1,803-pod plan runs (%d)", rc);
+  for (int fmt = 0; p && fmt < 3; fmt++) {
+    size_t n = 0, wn = 0;
+    char *want = dt_plan_render(p, (dt_format)fmt, &n), *got = NULL;
+    sink k = {open_memstream(&got, &wn), 0, 0};
+    int wrc = k.f ? dt_plan_write(p, (dt_format)fmt, sink_write, &k) : DT_ENOMEM;
+    if (k.f) fclose(k.f);
+    CHECK(wrc == 0 && want && got && wn == n && !memcmp(want, got, n),
+          "format %d: dt_plan_write wrote the %zu bytes dt_plan_render returns (%d, %zu bytes)", fmt, n, wrc, wn);
+    CHECK(fmt == 2 || k.calls > 1, "format %d: %zu bytes went out in %d pieces", fmt, n, k.calls);
+    dt_free(want);
+    free(got);
+    got = NULL;
+    k = (sink){open_memstream(&got, &wn), 0, 2};
+    wrc = k.f ? dt_plan_write(p, (dt_format)fmt, sink_write, &k) : DT_ENOMEM;
+    if (k.f) fclose(k.f);
+    CHECK(fmt == 2 || (wrc == DT_EIO && k.calls == 2),
+          "format %d: a sink failing at its second piece: %d after %d calls", fmt, wrc, k.calls);
+    free(got);
+  }
+  CHECK(dt_plan_write(NULL, DT_FORMAT_JSON, sink_write, NULL) == DT_EINVAL, "no plan: DT_EINVAL");
+  dt_plan_free(p);
+  dt_manifests_free(m);
+  dt_catalog_free(c);
+  free(text);
+}
+
 /* A plan reads nothing of its catalog and manifests once dt_plan_run has
 ** returned: both may be freed first, and it renders the same. */
 static void test_plan_outlives_inputs(void) {
@@ -1080,6 +1140,7 @@ int main(void) {
   test_sym();
   test_results();
   test_plan_outlives_inputs();
+  test_plan_write();
   test_lp();
   test_queue_order();
   test_overlay();
