@@ -910,6 +910,7 @@ int dt__ctl_apply(const cJSON *o, dt_error *err) {
   const char *why;
   if (obj_key(o, key, sizeof key, &why)) return dt__err(err, DT_EINVAL, "%s", why);
   if (obj_put(key, o)) return dt__err(err, DT_ENOMEM, "out of memory storing %s", key);
+  if (!strncmp(key, "Node//", 6)) claim_registered(o); /* as a Node PUT through the API */
   D.requeue_ms = REQUEUE_BASE_MS;
   arm_batch();
   return 0;
