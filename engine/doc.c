@@ -157,6 +157,80 @@ static size_t json_prescan(const char *buf, size_t len, const char **why) {
   return 0;
 }
 
+#define SMALL_MAP 16 /* keys checked by a scan; more through a hash (YAML) or a sort (JSON) */
+
+static int str_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Whether object o has a key twice (1; *key gets it), 0, or DT_ENOMEM. */
+static int has_dup(const cJSON *o, const char **key) {
+  size_t k = 0;
+  for (const cJSON *c = o->child; c; c = c->next, k++) {
+    if (k == SMALL_MAP) goto many;
+    for (const cJSON *d = o->child; d != c; d = d->next)
+      if (c->string[0] == d->string[0] && !strcmp(c->string, d->string)) return *key = c->string, 1;
+  }
+  return 0;
+many:
+  k = 0;
+  for (const cJSON *c = o->child; c; c = c->next) k++;
+  const char **v = dt__malloc(k * sizeof *v);
+  if (!v) return DT_ENOMEM;
+  k = 0;
+  for (const cJSON *c = o->child; c; c = c->next) v[k++] = c->string;
+  qsort(v, k, sizeof *v, str_cmp);
+  int rc = 0;
+  for (size_t i = 1; i < k && !rc; i++)
+    if (!strcmp(v[i - 1], v[i])) *key = v[i], rc = 1;
+  dt__free(v);
+  return rc;
+}
+
+/* Depth first, the first object with a key twice: 1, with the containers
+** from the root down to it in chain[0..*len). */
+#define JSON_KIND(n) ((n)->type & 0xFF) /* cJSON_IsObject and the like, without a call each */
+
+static int dup_walk(const cJSON *n, const cJSON **chain, int depth, int *len, const char **key) {
+  chain[depth] = n;
+  int rc = JSON_KIND(n) == cJSON_Object ? has_dup(n, key) : 0;
+  if (rc) {
+    *len = depth + 1;
+    return rc;
+  }
+  for (const cJSON *c = n->child; c && !rc; c = c->next)
+    if (JSON_KIND(c) == cJSON_Object || JSON_KIND(c) == cJSON_Array) rc = dup_walk(c, chain, depth + 1, len, key);
+  return rc;
+}
+
+int dt__json_dup(const cJSON *doc, char *where, size_t n) {
+  const cJSON *chain[DT_MAX_DEPTH + 2];
+  const char *key = NULL;
+  int len = 0,
+      rc = JSON_KIND(doc) == cJSON_Object || JSON_KIND(doc) == cJSON_Array ? dup_walk(doc, chain, 0, &len, &key) : 0;
+  if (rc != 1 || !where) return rc;
+  size_t at = 0;
+  for (int i = 1; i < len && at < n; i++) {
+    if (cJSON_IsObject(chain[i - 1])) {
+      at += (size_t)snprintf(where + at, n - at, "%s%.100s", at ? "." : "", chain[i]->string);
+    } else {
+      size_t idx = 0;
+      for (const cJSON *c = chain[i - 1]->child; c && c != chain[i]; c = c->next) idx++;
+      at += (size_t)snprintf(where + at, n - at, "[%zu]", idx);
+    }
+  }
+  /* the innermost object with a kind and a name: the one the key is in */
+  const char *kind = NULL, *ns = NULL, *name = NULL;
+  for (int i = 0; i < len; i++) {
+    const cJSON *md = cJSON_GetObjectItemCaseSensitive(chain[i], "metadata");
+    const char *k = dt__jstr(chain[i], "kind"), *nm = dt__jstr(md, "name");
+    if (cJSON_IsObject(chain[i]) && k && nm) kind = k, name = nm, ns = dt__jstr(md, "namespace");
+  }
+  if (kind && at < n)
+    at += (size_t)snprintf(where + at, n - at, "%s%.60s %.100s%s%.100s%s", at ? " (" : "", kind, ns ? ns : "",
+                           ns ? "/" : "", name, at ? ")" : "");
+  if (at < n) snprintf(where + at, n - at, "%sduplicate key \"%.200s\"", at ? ": " : "", key);
+  return 1;
+}
+
 static int parse_json(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
   const char *why;
   size_t bad = json_prescan(buf, len, &why);
@@ -192,6 +266,14 @@ static int parse_json(const char *name, const char *buf, size_t len, cJSON **out
     cJSON_Delete(doc);
     return dt__err(err, DT_EINVAL, "%s:%d:%d: malformed JSON: unexpected text after the document", name, line, col);
   }
+  /* A key twice: JSON readers differ on which one counts (Go's, and so the
+  ** API server's, the last; cJSON the first), so it is refused, as in YAML. */
+  char where[512];
+  int dup = dt__json_dup(doc, where, sizeof where);
+  if (dup) {
+    cJSON_Delete(doc);
+    return dup < 0 ? dt__err(err, DT_ENOMEM, "out of memory") : dt__err(err, DT_EINVAL, "%s: %s", name, where);
+  }
   cJSON *docs = cJSON_CreateArray();
   if (!docs) {
     cJSON_Delete(doc);
@@ -211,7 +293,6 @@ static int parse_json(const char *name, const char *buf, size_t len, cJSON **out
 ** are found with a hash once a mapping grows past a few keys, instead of a
 ** scan of the mapping per key.
 */
-#define SMALL_MAP 16 /* keys checked by a scan; more go through the hash */
 
 typedef struct anchor {
   char *name;

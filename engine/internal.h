@@ -325,6 +325,10 @@ void dt__json_canon(const cJSON *n, dt_buf *b);
 typedef bool (*dt_json_inline)(const cJSON *n, const cJSON *parent);
 void dt__json_styled(const cJSON *n, const cJSON *parent, dt_buf *b, int depth, dt_json_inline on_one_line);
 void dt__json_indent(dt_buf *b, int depth);   /* a new line, then depth levels of indent */
+/* A key twice in one object of doc, depth first: 1, and where (when not
+** NULL) gets its place, "items[3].metadata.labels: duplicate key \"app\"";
+** 0 when there is none; DT_ENOMEM. */
+int dt__json_dup(const cJSON *doc, char *where, size_t n);
 uint64_t dt__hash64(const char *s, size_t n); /* FNV-1a */
 
 /* Building result documents: attach v under key (arrays ignore the key);

@@ -645,7 +645,8 @@ static int stream_item(void *arg, const char *text, size_t n) {
   const char *end = NULL;
   cJSON *o = cJSON_ParseWithLengthOpts(text, n, &end, false);
   dt__cj_arena(old);
-  if (!o || end != text + n || st->tree.oom) {
+  /* Malformed, or a key twice: the file is parsed whole, which says where. */
+  if (!o || end != text + n || st->tree.oom || dt__json_dup(o, NULL, 0)) {
     st->whole = true;
     return 1;
   }

@@ -71,10 +71,29 @@ describe("a JSON List", function()
     assert.matches("Pod default/a: metadata.name: duplicate object", err, 1, true)
   end)
 
-  it("takes a List whose keys are escaped or repeated the way cJSON does", function()
+  it("takes a List whose keys are escaped the way cJSON reads them", function()
     local escaped = assert(plan_of(list({ nodepool, pod("a") }, "Li\\u0073t")))
     assert.are.equal(1, #escaped.nodeClaims)
+  end)
+
+  -- JSON readers differ on which of two equal keys counts (the API server's
+  -- Go decoder takes the last, cJSON the first; kubectl's strict validation
+  -- refuses them), so a key twice is refused, as YAML's is, wherever it is.
+  it("refuses a key twice in the List or in an item, naming the place and the object", function()
     local twice = '{"apiVersion":"v1","kind":"List","kind":"List","items":[' .. nodepool .. "," .. pod("a") .. "]}"
-    assert.are.equal(1, #assert(plan_of(twice)).nodeClaims)
+    local _, e1 = plan_of(twice)
+    assert.are.equal('manifests: duplicate key "kind"', e1)
+    local cpu_twice = pod("b", "1"):gsub('"cpu":"1"', '"cpu":"1","cpu":"64"')
+    local _, e2 = plan_of(list({ nodepool, pod("a"), cpu_twice, pod("c") }))
+    assert.are.equal('manifests: items[2].spec.containers[0].resources.requests (Pod default/b): duplicate key "cpu"',
+      e2)
+    local _, e3 = plan_of(cpu_twice)
+    assert.are.equal('manifests: spec.containers[0].resources.requests (Pod default/b): duplicate key "cpu"', e3)
+    local keys = {}
+    for i = 1, 40000 do keys[i] = ('"k%d":"v"'):format(i) end
+    keys[#keys + 1] = '"k17":"w"'
+    local labels = pod("d"):gsub('"namespace":"default"', '"namespace":"default","labels":{' .. table.concat(keys, ",") .. "}")
+    local _, e4 = plan_of(list({ nodepool, labels }))
+    assert.are.equal('manifests: items[1].metadata.labels (Pod default/d): duplicate key "k17"', e4)
   end)
 end)
