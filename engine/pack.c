@@ -19,12 +19,14 @@
 **   B. greedy: open nodes one at a time, for each of the types with the best
 **      reduced cost under the covering LP's duals fill a node largest pod
 **      first, keep the type with the lowest price per unit of value;
-**   C. the same valuing pods at plan A's per-pod prices.
+**   C. the same valuing pods at plan A's per-pod prices;
+**   E. with more than CG_FEW shapes, node-by-node fills (pack_fill.c).
 **
 ** A, B and C run when D fails or lands more than 1% above its LP. With more
-** than CG_FEW shapes, the nodes of the plan chosen that fit in the room the
-** others leave (in their types as they are, so never dearer) are emptied
-** into it, emptiest first. Every node shrinks to the cheapest type that
+** than CG_FEW shapes, the nodes of the plan chosen among A to D, and of
+** plan E, that fit in the room the others leave (in their types as they
+** are, so never dearer) are emptied into it, emptiest first, and the
+** cheaper of the two is kept. Every node shrinks to the cheapest type that
 ** holds it; at the same price, to a type
 ** without devices (GPUs, Neuron) the pods do not ask for. The work is
 ** bounded by a count of pricing rounds per group (CG_BUDGET), not by the
@@ -598,7 +600,7 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   int rc = 0;
   DT_VEC(shape) shapes = {0};
   cand *cands = NULL, *by_price = NULL;
-  packing plans[4];
+  packing plans[5];
   memset(plans, 0, sizeof plans);
   double ffd_cost = 0;
   for (size_t i = 0; i < n; i++) {
@@ -673,21 +675,29 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
     if (rc) goto out;
   }
   if (!have_d && (rc = dt__pack_greedy_plans(p, pl, shapes.v, ns, cands, by_price, nc, plans))) goto out;
+  /* Plan E: with many shapes, node-by-node fills take milliseconds and on
+  ** some groups beat the LP's rounding. */
+  if (ns > CG_FEW && (rc = dt__pack_fill(p, pl, shapes.v, ns, by_price, nc, &plans[4])) == DT_EINVAL) rc = 0;
+  if (rc) goto out;
+  size_t total = 0;
+  for (size_t s = 0; s < ns; s++) total += shapes.v[s].pods.n;
   int best = -1;
   for (int i = 0; i < 4; i++) {
-    size_t placed = packing_pods(&plans[i]), total = 0;
-    for (size_t s = 0; s < ns; s++) total += shapes.v[s].pods.n;
-    if (!plans[i].nodes || placed != total) continue;
+    if (!plans[i].nodes || packing_pods(&plans[i]) != total) continue;
     if (best < 0 || plans[i].cost < plans[best].cost - 1e-9) best = i;
   }
-  if (best < 0 || !(plans[best].cost < ffd_cost - 1e-9)) goto out;
   /* Many shapes: rounding hundreds of fractional patterns leaves room in
-  ** many nodes, and some nodes fit in the others' room. */
-  if (ns > CG_FEW && (rc = drain_nodes(p, pl, shapes.v, ns, by_price, nc, &plans[best]))) goto out;
-  if (!(plans[best].cost < ffd_cost - 1e-9)) goto out;
+  ** many nodes, and some nodes fit in the others' room; plan E is compared
+  ** with the best of the others once both are emptied so. */
+  if (best >= 0 && ns > CG_FEW && (rc = drain_nodes(p, pl, shapes.v, ns, by_price, nc, &plans[best]))) goto out;
+  if (plans[4].nodes && packing_pods(&plans[4]) == total) {
+    if ((rc = drain_nodes(p, pl, shapes.v, ns, by_price, nc, &plans[4]))) goto out;
+    if (best < 0 || plans[4].cost < plans[best].cost - 1e-9) best = 4;
+  }
+  if (best < 0 || !(plans[best].cost < ffd_cost - 1e-9)) goto out;
   rc = materialise(p, claims, n, &plans[best], shapes.v, ns, by_price, nc, out, replaced);
 out:
-  for (int i = 0; i < 4; i++) packing_free(&plans[i]);
+  for (int i = 0; i < 5; i++) packing_free(&plans[i]);
   dt__free(cands);
   dt__free(by_price);
   for (size_t s = 0; s < shapes.n; s++) dt__free(shapes.v[s].pods.v);

@@ -911,8 +911,7 @@ static int colgen_parts(const cg_ctx *g, size_t maxs, cand *cands, packing *out,
   return rc;
 }
 
-/* The candidates (cheapest first) no cheaper or equal one dominates. */
-static uint32_t undominated(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, uint32_t *front) {
+uint32_t dt__pack_front(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, uint32_t *front) {
   uint32_t nf = 0;
   for (uint32_t i = 0; i < nc; i++) {
     const int64_t *e = pl->eff[by_price[i].type];
@@ -961,7 +960,7 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
   double lp_one = 0;
   *lp_obj = 0;
   if (!rc) {
-    g.nfront = undominated(p, pl, by_price, nc, front);
+    g.nfront = dt__pack_front(p, pl, by_price, nc, front);
     rc = colgen_tuned(&g, &tune_few, CG_FEW, cands, out, lp_obj, ns > CG_FEW && ns <= CG_MAXS ? &parts : NULL);
   }
   if ((!rc || rc == DT_EINVAL) && ns > CG_FEW) {

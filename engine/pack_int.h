@@ -175,6 +175,16 @@ void dt__knap_close(knap *K);
 int dt__pack_greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, cand *cands,
                           const cand *by_price, uint32_t nc, packing *plans);
 
+/* The candidates (indices into by_price, cheapest first) that no cheaper
+** or equal one dominates (holds at least as much of every resource), into
+** front; their count returned (pack_cg.c). */
+uint32_t dt__pack_front(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, uint32_t *front);
+
+/* Plan E (pack_fill.c): node-by-node fills, the cheapest of a few settings,
+** into out; DT_EINVAL when a pod fits no candidate. */
+int dt__pack_fill(const dt_plan *p, const rt_pool *pl, const shape *shapes, size_t ns, const cand *by_price,
+                  uint32_t nc, packing *out);
+
 /* Plan D (pack_cg.c): the pattern LP by column generation over the
 ** candidates (by_price: cheapest first), rounded to whole nodes, into out;
 ** *lp_obj the LP's cost. DT_EINVAL when it cannot be solved. */
