@@ -24,6 +24,8 @@
 **   many-190k-full-od    those shapes resampled to 190,000 pods, full
 **                        catalog on-demand: cost packing's time at tens of
 **                        thousands of nodes.
+**   distinct-5k-full-od  5,000 pods each of its own shape: cost packing's
+**                        time when shapes are as many as pods.
 **
 ** DOVETAIL_BENCH_ONLY=million adds azure-1m (the same shapes, 1,000,000
 ** pods) and compares its time per pod with azure-100k's: three pairs of
@@ -769,6 +771,49 @@ static int many_scale(dt_catalog *aws) {
   return rc;
 }
 
+/* 5,000 pods each of its own shape (cpu 10m, 11m, ... and memory drawn in
+** 16-4,016 Mi), as when every workload's requests are sized on their own:
+** cost packing's time and cost against first-fit's, on the full catalog,
+** on-demand. Best of three runs of each. */
+static int distinct_shapes(dt_catalog *aws) {
+  char *pods;
+  size_t len;
+  FILE *f = open_memstream(&pods, &len);
+  if (!f) return 1;
+  fprintf(f, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
+             "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
+             "\"spec\":{\"template\":{\"spec\":{\"requirements\":["
+             "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
+             "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"},"
+             "{\"key\":\"karpenter.k8s.aws/instance-accelerator-count\",\"operator\":\"DoesNotExist\"},"
+             "{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"on-demand\"]}]}}}}");
+  rng = 5;
+  for (int i = 0; i < 5000; i++)
+    fprintf(f,
+            ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"d-%d\",\"namespace\":\"default\"},"
+            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"%dm\","
+            "\"memory\":\"%dMi\"}}}]}}",
+            i, 10 + i, 16 + (int)(next() % 4001));
+  fprintf(f, "]}");
+  fclose(f);
+  dump("distinct-5k-full-od", pods, len);
+  result ffd, cost;
+  int rc = 0;
+  for (int rep = 0; rep < 3; rep++)
+    for (int pass = 0; pass < 2; pass++) {
+      result *r = pass ? &cost : &ffd, once;
+      g_packing = pass ? DT_PACKING_COST : DT_PACKING_FFD;
+      rc |= run(pass ? "distinct-5k-full-od/cost" : "distinct-5k-full-od/ffd", aws, pods, len, NAN, &once);
+      if (!rep || once.sched_ms < r->sched_ms) *r = once;
+    }
+  report(&ffd);
+  report(&cost);
+  printf("%-24s 5000 shapes; cost packing $%.2f/h on %zu nodes against first-fit's $%.2f/h; scheduling time %.1fx ffd\n",
+         "distinct-5k-full-od", cost.cost, cost.nodes, ffd.cost, cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
+  free(pods);
+  return rc;
+}
+
 /* A VirtualMachinePool of 100,000 VMs scaling in by 10,000 with a
 ** two-selector ordered policy (canary first, then zone c) and Oldest behind
 ** them: the time of dt_pools_run (best of 5), parse and render reported
@@ -1140,6 +1185,7 @@ int main(int argc, char **argv) {
     }
     rc |= catalog_pairs(aws, "bench/workload-many-shapes.json", "many", 0);
     rc |= many_scale(aws);
+    rc |= distinct_shapes(aws);
     dt_catalog_free(aws);
     if (only) return rc;
   }

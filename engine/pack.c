@@ -42,6 +42,7 @@
 #include "pack_int.h"
 
 #define PACK_TOPK 48
+#define GREEDY_STOP 60000000L /* shape checks of one greedy plan: thousands of shapes on thousands of nodes */
 
 static int cmp_cand(const void *a, const void *b) {
   const cand *x = a, *y = b;
@@ -104,10 +105,12 @@ static int greedy(const dt_plan *p, const rt_pool *pl, const shape *shapes, size
     goto out;
   }
   size_t left = 0;
+  long work = 0; /* shapes tried: past GREEDY_STOP the plan stops short, and is not taken */
   for (size_t s = 0; s < ns; s++) left += (rem[s] = (int64_t)shapes[s].pods.n);
-  while (left) {
+  while (left && work <= GREEDY_STOP) {
     double best_eff = INFINITY;
     int32_t best = -1;
+    work += (long)(ntry < nc ? ntry : nc) * (long)ns;
     for (uint32_t i = 0; i < nc && (i < ntry || best < 0); i++) {
       const int64_t *alloc = pl->eff[cands[i].type];
       int64_t used[DT_RES_MAX] = {0};

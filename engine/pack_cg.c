@@ -15,6 +15,7 @@
 ** ---------------------------------------------------------------------- */
 
 #define CG_MAXS   256   /* shapes one pattern LP takes; a group of more is solved in parts */
+#define CG_ONE_MAX 512   /* shapes up to which the many-shape pass runs (parts of CG_MAXS: each costs a second) */
 #define CG_BUDGET 2000  /* pricing rounds per group, its rounding's included */
 #define CG_ENOUGH 12    /* improving patterns that end a round's pricing */
 #define CG_KNAPS  32    /* knapsacks per round at most */
@@ -963,7 +964,7 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
     g.nfront = dt__pack_front(p, pl, by_price, nc, front);
     rc = colgen_tuned(&g, &tune_few, CG_FEW, cands, out, lp_obj, ns > CG_FEW && ns <= CG_MAXS ? &parts : NULL);
   }
-  if ((!rc || rc == DT_EINVAL) && ns > CG_FEW) {
+  if ((!rc || rc == DT_EINVAL) && ns > CG_FEW && ns <= CG_ONE_MAX) {
     int rc1 = colgen_tuned(&g, &tune_many, CG_MAXS, cands, &one, &lp_one, ns <= CG_MAXS ? &parts : NULL);
     if (!rc1 && (rc || one.cost < out->cost - 1e-9)) {
       packing t = *out;

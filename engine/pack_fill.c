@@ -25,7 +25,9 @@
 */
 #include "pack_int.h"
 
-#define FILL_WORK 3000000L /* shape checks one group's fills may make (about 8 ms at 217 shapes) */
+#define FILL_WORK 3000000L /* shape checks after which no further setting starts (about 8 ms at 217 shapes) */
+#define FILL_STOP                                                                                                      \
+  300000000L /* ... and at which a run stops without a plan (about a second): thousands of shapes of small pods on large nodes */
 #define FILL_PODS 0.3      /* weight of the pod slot a pod takes, against its cpu and memory shares */
 
 typedef struct fill {
@@ -157,7 +159,7 @@ static double fill_one(fill *F, uint32_t f, int32_t seed) {
       }
     }
     nc = keep;
-    if (best < 0) break;
+    if (best < 0 || F->work > FILL_STOP) break;
     uint32_t s = F->fit[at + best];
     if (!F->take[s]) F->got[F->ngot++] = s;
     F->take[s]++;
@@ -210,7 +212,7 @@ static int construct(fill *F, int ymode, int a, bool seeded, packing *out) {
       }
       for (uint32_t i = 0; i < F->ngot; i++) F->take[F->got[i]] = 0;
     }
-    if (bf < 0 || !F->nbest) return DT_EINVAL;
+    if (bf < 0 || !F->nbest || F->work > FILL_STOP) return DT_EINVAL;
     int64_t load[DT_RES_MAX] = {0}, rep = INT64_MAX;
     qsort(F->best_got, F->nbest, sizeof *F->best_got, cmp_u32); /* a node's shapes ascending */
     for (uint32_t i = 0; i < F->nbest; i++) {
@@ -291,12 +293,15 @@ int dt__pack_fill(const dt_plan *p, const rt_pool *pl, const shape *shapes, size
     packing pk = {0};
     rc = construct(&F, runs[v].ymode, runs[v].a, runs[v].seeded, &pk);
     est[runs[v].seeded] = F.work - w0;
-    if (!rc && (!out->nodes || pk.cost < out->cost - 1e-9)) {
+    bool over = rc == DT_EINVAL && F.work > FILL_STOP; /* out of work: the plans so far stand */
+    if (over) rc = 0;
+    if (!rc && !over && (!out->nodes || pk.cost < out->cost - 1e-9)) {
       packing t = *out;
       *out = pk;
       pk = t;
     }
     packing_free(&pk);
+    if (over) break;
   }
 out:
   dt__free(front);
