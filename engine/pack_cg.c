@@ -15,7 +15,7 @@
 ** ---------------------------------------------------------------------- */
 
 #define CG_MAXS   256   /* shapes one pattern LP takes; a group of more is solved in parts */
-#define CG_ONE_MAX 512   /* shapes up to which the many-shape pass runs (parts of CG_MAXS: each costs a second) */
+#define CG_ONE_MAX 1024  /* shapes up to which the many-shape pass runs (parts of CG_MAXS: each costs a second) */
 #define CG_BUDGET 2000  /* pricing rounds per group, its rounding's included */
 #define CG_ENOUGH 12    /* improving patterns that end a round's pricing */
 #define CG_KNAPS  32    /* knapsacks per round at most */
