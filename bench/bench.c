@@ -743,6 +743,27 @@ static int catalog_pairs(dt_catalog *aws, const char *shapes, const char *prefix
   return rc;
 }
 
+/* First-fit against cost packing on one workload, best of three runs of
+** each: both lines, then cost packing's plan and time against first-fit's. */
+static int ffd_vs_cost(dt_catalog *aws, const char *name, const char *pods, size_t len, int nshapes) {
+  char label[2][64]; /* a result keeps its name's pointer */
+  result ffd, cost;
+  int rc = 0;
+  for (int rep = 0; rep < 3; rep++)
+    for (int pass = 0; pass < 2; pass++) {
+      result *r = pass ? &cost : &ffd, once;
+      g_packing = pass ? DT_PACKING_COST : DT_PACKING_FFD;
+      snprintf(label[pass], sizeof label[pass], "%s/%s", name, pass ? "cost" : "ffd");
+      rc |= run(label[pass], aws, pods, len, NAN, &once);
+      if (!rep || once.sched_ms < r->sched_ms) *r = once;
+    }
+  report(&ffd);
+  report(&cost);
+  printf("%-24s %d shapes; cost packing $%.2f/h on %zu nodes against first-fit's $%.2f/h; scheduling time %.1fx ffd\n",
+         name, nshapes, cost.cost, cost.nodes, ffd.cost, cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
+  return rc;
+}
+
 /* The many-shape workload resampled to 190,000 pods on the full catalog,
 ** on-demand: tens of thousands of nodes, for how cost packing's work after
 ** the LP (rounding, emptying nodes into the others' room) grows with them.
@@ -754,19 +775,7 @@ static int many_scale(dt_catalog *aws) {
   char *pods = azure_pods("bench/workload-many-shapes.json", 190000, od, &len, &C, &M);
   if (!pods) return 1;
   dump("many-190k-full-od", pods, len);
-  result ffd, cost;
-  int rc = 0;
-  for (int rep = 0; rep < 3; rep++)
-    for (int pass = 0; pass < 2; pass++) {
-      result *r = pass ? &cost : &ffd, once;
-      g_packing = pass ? DT_PACKING_COST : DT_PACKING_FFD;
-      rc |= run(pass ? "many-190k-full-od/cost" : "many-190k-full-od/ffd", aws, pods, len, NAN, &once);
-      if (!rep || once.sched_ms < r->sched_ms) *r = once;
-    }
-  report(&ffd);
-  report(&cost);
-  printf("%-24s %d shapes; cost packing $%.2f/h on %zu nodes against first-fit's $%.2f/h; scheduling time %.1fx ffd\n",
-         "many-190k-full-od", g_nshapes, cost.cost, cost.nodes, ffd.cost, cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
+  int rc = ffd_vs_cost(aws, "many-190k-full-od", pods, len, g_nshapes);
   free(pods);
   return rc;
 }
@@ -797,19 +806,7 @@ static int distinct_shapes(dt_catalog *aws) {
   fprintf(f, "]}");
   fclose(f);
   dump("distinct-5k-full-od", pods, len);
-  result ffd, cost;
-  int rc = 0;
-  for (int rep = 0; rep < 3; rep++)
-    for (int pass = 0; pass < 2; pass++) {
-      result *r = pass ? &cost : &ffd, once;
-      g_packing = pass ? DT_PACKING_COST : DT_PACKING_FFD;
-      rc |= run(pass ? "distinct-5k-full-od/cost" : "distinct-5k-full-od/ffd", aws, pods, len, NAN, &once);
-      if (!rep || once.sched_ms < r->sched_ms) *r = once;
-    }
-  report(&ffd);
-  report(&cost);
-  printf("%-24s 5000 shapes; cost packing $%.2f/h on %zu nodes against first-fit's $%.2f/h; scheduling time %.1fx ffd\n",
-         "distinct-5k-full-od", cost.cost, cost.nodes, ffd.cost, cost.sched_ms / (ffd.sched_ms > 0 ? ffd.sched_ms : 1));
+  int rc = ffd_vs_cost(aws, "distinct-5k-full-od", pods, len, 5000);
   free(pods);
   return rc;
 }

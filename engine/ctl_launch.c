@@ -370,10 +370,8 @@ static bool forget_missing(const cJSON *list) {
 ** (a round's or a replacement's), not one applied through the API. */
 static bool written_ahead(const char *json) {
   cJSON *o = cJSON_Parse(json);
-  const cJSON *an =
-      o ? cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "annotations") : NULL;
-  bool ours = an && (cJSON_GetObjectItemCaseSensitive(an, DT_A_LAUNCHED) ||
-                     cJSON_GetObjectItemCaseSensitive(an, "dovetail.dev/replaces"));
+  const cJSON *an = jget(jget(o, "metadata"), "annotations");
+  bool ours = jget(an, DT_A_LAUNCHED) || jget(an, "dovetail.dev/replaces");
   cJSON_Delete(o);
   return ours;
 }

@@ -260,9 +260,10 @@ static int plan_args(planargs *pa, int argc, char **argv) {
   return -1;
 }
 
-/* Read, run and print; 0, or 1 after saying why. */
+/* dt_plan_write's sink: the FILE ud. */
 static int write_out(void *ud, const char *data, size_t len) { return fwrite(data, 1, len, ud) != len; }
 
+/* Read, run and print; 0, or 1 after saying why. */
 static int plan_run(planargs *pa) {
   bool pool = pa->cmd == CMD_POOL;
   dt_plan_opts *opts = &pa->opts;
@@ -318,23 +319,21 @@ static int plan_run(planargs *pa) {
     if (dt_plan_run(cat, m, opts, &plan, &err)) goto done;
     /* --explain prints that pod's explanation instead of the plan: text
     ** unless -o asks for the document */
-    if (pa->explain) {
-      text = dt_plan_explain_render(plan, pa->out ? pa->fmt : DT_FORMAT_TABLE, &len);
-    } else {
-      /* written as it is rendered: a plan of tens of thousands of nodes is
-      ** never whole in memory as text */
-      fputs(dt_policy_log(opts->policy), stderr);
-      int wrc = dt_plan_write(plan, pa->fmt, write_out, stdout);
-      if (wrc || fflush(stdout)) {
-        snprintf(err.msg, sizeof err.msg, "%s",
-                 wrc == DT_ENOMEM ? "out of memory rendering the plan" : "cannot write the plan to standard output");
-        goto done;
-      }
-      rc = 0;
-      goto done;
-    }
+    if (pa->explain) text = dt_plan_explain_render(plan, pa->out ? pa->fmt : DT_FORMAT_TABLE, &len);
   }
   fputs(dt_policy_log(opts->policy), stderr); /* what the policy said with dovetail.log */
+  if (plan && !pa->explain) {
+    /* written as it is rendered: a plan of tens of thousands of nodes is
+    ** never whole in memory as text */
+    int wrc = dt_plan_write(plan, pa->fmt, write_out, stdout);
+    if (wrc || fflush(stdout)) {
+      snprintf(err.msg, sizeof err.msg, "%s",
+               wrc == DT_ENOMEM ? "out of memory rendering the plan" : "cannot write the plan to standard output");
+      goto done;
+    }
+    rc = 0;
+    goto done;
+  }
   if (!text) {
     snprintf(err.msg, sizeof err.msg, "out of memory rendering the plan");
     goto done;

@@ -26,8 +26,7 @@
 #include "pack_int.h"
 
 #define FILL_WORK 3000000L /* shape checks after which no further setting starts (about 8 ms at 217 shapes) */
-#define FILL_STOP                                                                                                      \
-  300000000L /* ... and at which a run stops without a plan (about a second): thousands of shapes of small pods on large nodes */
+#define FILL_STOP 300000000L /* ... at which a run stops, not taken (about 1 s: thousands of small one-off pods) */
 #define FILL_PODS 0.3      /* weight of the pod slot a pod takes, against its cpu and memory shares */
 
 typedef struct fill {
@@ -56,11 +55,8 @@ typedef struct fill {
 /* Shares of a type's capacity; 0 where it has none of a resource. */
 static double share(int64_t req, int64_t cap) { return cap > 0 ? (double)req / (double)cap : 0; }
 
-static bool fits_alone(const dt_plan *p, const int64_t *cap, const int64_t *req) {
-  for (uint32_t r = 0; r < p->nres; r++)
-    if (req[r] > cap[r]) return false;
-  return true;
-}
+/* Front type f's capacity. */
+static const int64_t *front_cap(const fill *F, uint32_t f) { return F->pl->eff[F->by_price[F->front[f]].type]; }
 
 /* Values and the per-type tables for one construction. ymode 0: the
 ** cheapest price per pod of the shape alone on one type; 1: the cheapest
@@ -73,7 +69,7 @@ static void setup(fill *F, int ymode, int a) {
     for (uint32_t f = 0; f < F->nf; f++) {
       const cand *c = &F->by_price[F->front[f]];
       const int64_t *cap = F->pl->eff[c->type];
-      if (!fits_alone(p, cap, F->sh[s].req)) continue;
+      if (!fits_in(p, cap, F->sh[s].req)) continue;
       double v;
       if (ymode == 0) {
         int64_t k = fit_count(p, cap, zero, F->sh[s].req, INT64_MAX);
@@ -88,11 +84,11 @@ static void setup(fill *F, int ymode, int a) {
     F->y[s] = b;
   }
   for (uint32_t f = 0; f < F->nf; f++) {
-    const int64_t *cap = F->pl->eff[F->by_price[F->front[f]].type];
+    const int64_t *cap = front_cap(F, f);
     uint32_t n = 0;
     size_t at = (size_t)f * F->ns;
     for (size_t s = 0; s < F->ns; s++) {
-      if (!F->sh[s].pods.n || !fits_alone(p, cap, F->sh[s].req)) continue;
+      if (!F->sh[s].pods.n || !fits_in(p, cap, F->sh[s].req)) continue;
       double xc = share(F->sh[s].req[DT_R_CPU], cap[DT_R_CPU]), xm = share(F->sh[s].req[DT_R_MEM], cap[DT_R_MEM]);
       double w = xc + xm + FILL_PODS * share(F->sh[s].req[DT_R_PODS], cap[DT_R_PODS]);
       double d = w > 0 ? F->y[s] / w : 0;
@@ -112,7 +108,7 @@ static void setup(fill *F, int ymode, int a) {
 ** seed >= 0); F->take and F->got hold what went in; its value returned. */
 static double fill_one(fill *F, uint32_t f, int32_t seed) {
   const dt_plan *p = F->p;
-  const int64_t *cap = F->pl->eff[F->by_price[F->front[f]].type];
+  const int64_t *cap = front_cap(F, f);
   size_t at = (size_t)f * F->ns;
   uint32_t n = F->nfit[f];
   for (uint32_t i = 0; i < n;) /* shapes whose pods ran out leave for good */
@@ -192,7 +188,7 @@ static int construct(fill *F, int ymode, int a, bool seeded, packing *out) {
       for (size_t s = 0; s < F->ns; s++)
         if (F->rem[s] && (seed < 0 || F->y[s] > F->y[seed])) seed = (int32_t)s;
       for (uint32_t f = 0; f < F->nf && !elite_holds; f++)
-        elite_holds = F->elite[f] && fits_alone(p, F->pl->eff[F->by_price[F->front[f]].type], F->sh[seed].req);
+        elite_holds = F->elite[f] && fits_in(p, front_cap(F, f), F->sh[seed].req);
     }
     double br = -1;
     int64_t bf = -1;
@@ -200,7 +196,7 @@ static int construct(fill *F, int ymode, int a, bool seeded, packing *out) {
       uint32_t f = F->ord[oi];
       if (!seeded && F->last[f] <= br) break;
       if (seeded &&
-          (!fits_alone(p, F->pl->eff[F->by_price[F->front[f]].type], F->sh[seed].req) || (elite_holds && !F->elite[f])))
+          (!fits_in(p, front_cap(F, f), F->sh[seed].req) || (elite_holds && !F->elite[f])))
         continue;
       double ratio = fill_one(F, f, seed) / F->by_price[F->front[f]].price;
       F->last[f] = ratio;
@@ -222,15 +218,9 @@ static int construct(fill *F, int ymode, int a, bool seeded, packing *out) {
     }
     int32_t c = cheapest_fit(p, F->pl, F->by_price, F->nc, load);
     if (c < 0) return DT_EINVAL;
-    for (int64_t k = 0; k < rep; k++) {
-      if (!out->start.n && dt__vec_push(&out->start, 0u)) return DT_ENOMEM;
-      for (uint32_t i = 0; i < F->nbest; i++)
-        if (dt__vec_push(&out->shape, F->best_got[i]) || dt__vec_push(&out->cnt, F->best_take[F->best_got[i]]))
-          return DT_ENOMEM;
-      if (dt__vec_push(&out->type, (uint32_t)c) || dt__vec_push(&out->start, (uint32_t)out->cnt.n)) return DT_ENOMEM;
-      out->nodes++;
-      out->cost += F->by_price[c].price;
-    }
+    for (int64_t k = 0; k < rep; k++)
+      if (packing_add_listed(out, (uint32_t)c, F->best_got, F->nbest, F->best_take, F->by_price[c].price))
+        return DT_ENOMEM;
     for (uint32_t i = 0; i < F->nbest; i++) {
       uint32_t s = F->best_got[i];
       F->rem[s] -= F->best_take[s] * rep;

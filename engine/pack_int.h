@@ -84,6 +84,19 @@ static inline int packing_add(packing *k, uint32_t cand, const int64_t *counts, 
   return 0;
 }
 
+/* One node of type cand holding cnt[shape[i]] pods of each of the n shapes
+** listed, ascending: packing_add without a pass over every shape. */
+static inline int packing_add_listed(packing *k, uint32_t cand, const uint32_t *shape, uint32_t n, const int64_t *cnt,
+                                     double price) {
+  if (!k->start.n && dt__vec_push(&k->start, 0u)) return DT_ENOMEM;
+  for (uint32_t i = 0; i < n; i++)
+    if (dt__vec_push(&k->shape, shape[i]) || dt__vec_push(&k->cnt, cnt[shape[i]])) return DT_ENOMEM;
+  if (dt__vec_push(&k->type, cand) || dt__vec_push(&k->start, (uint32_t)k->cnt.n)) return DT_ENOMEM;
+  k->nodes++;
+  k->cost += price;
+  return 0;
+}
+
 /* Node n of src, added to k (over the same shapes). */
 static inline int packing_add_node(packing *k, const packing *src, size_t n, double price) {
   if (!k->start.n && dt__vec_push(&k->start, 0u)) return DT_ENOMEM;
