@@ -16,7 +16,13 @@
 ** negative reduced cost per unit of its length (entering). Once a run of
 ** degenerate pivots starts, Bland's rule chooses until a pivot moves, at
 ** most LP_RETURNS times a solve and then for the rest of it: switching back
-** without end can cycle. A solution that does not cover the rows
+** without end can cycle. Bland's rule cannot cycle in exact arithmetic, but
+** it can crawl: on a pattern LP whose optimum is one node holding one pod of
+** each of 64 shapes (every other basic value 0) it took 30,000-40,000
+** pivots an LP, and rounding solves dozens of them (seconds for 64 pods). So
+** once a degenerate run is LP_LEX pivots a row longer, rows leave by the
+** lexicographic rule for the rest of the solve (leaving_lex), the entering
+** column chosen as before. A solution that does not cover the rows
 ** or has absurd values (a pivot on a tiny element of a nearly singular
 ** basis) is solved again from the artificials, then once more pivoting
 ** only on elements above 1e-9. Big-M
@@ -35,6 +41,11 @@
 
 #define LP_REFRESH 64 /* pivots between fresh inverses */
 #define LP_RETURNS 16 /* times a solve may go back from Bland's rule to the scaled largest reduced cost */
+#define LP_LEX     4  /* pivots a row of Bland's rule in one degenerate run before the lexicographic rule */
+
+static _Thread_local long lp_pivots; /* this thread's, for dt__lp_pivots */
+
+long dt__lp_pivots(void) { return lp_pivots; }
 
 /* a[k] += f * b[k] for k < n, two at a time (the same numbers as one at a
 ** time: each element's arithmetic is unchanged; a[k] + (-f) * b[k] is
@@ -233,13 +244,47 @@ static void direction(const lp *L, const double *binv, int enter, double *u) {
   }
 }
 
+/* Of the rows tied at the least ratio (basic values within 1e-11 of 0 are
+** 0), the one whose row of B^-1 divided by its element of u is
+** lexicographically least: the simplex then moves as on demands raised by
+** e, e^2, ... (e tiny), where no basic value is 0, and cannot cycle. */
+static int leaving_lex(int m, const double *binv, const double *xb, const double *u, double ptol, double *ratio) {
+  int leave = -1;
+  double least = INFINITY;
+  for (int r = 0; r < m; r++)
+    if (u[r] > ptol) {
+      double q = xb[r] <= 1e-11 ? 0 : xb[r] / u[r];
+      if (q < least) least = q;
+    }
+  for (int r = 0; r < m; r++) {
+    if (!(u[r] > ptol)) continue;
+    double q = xb[r] <= 1e-11 ? 0 : xb[r] / u[r];
+    if (q > least + 1e-12 * (1 + least)) continue;
+    if (leave < 0) {
+      leave = r;
+      continue;
+    }
+    const double *a = &binv[(size_t)r * m], *b = &binv[(size_t)leave * m];
+    for (int k = 0; k < m; k++) {
+      double x = a[k] / u[r], z = b[k] / u[leave];
+      if (fabs(x - z) <= 1e-11 * (1 + fabs(x) + fabs(z))) continue;
+      if (x < z) leave = r;
+      break;
+    }
+  }
+  *ratio = least;
+  return leave;
+}
+
 /* The direction u (direction) and the row that leaves by the ratio test
 ** (pivots on elements above ptol only; with bland, ties to the lowest
-** basic column); *ratio the step. -1 when none: unbounded. */
-static int leaving(const lp *L, const double *binv, const int *basis, const double *xb, int enter, bool bland,
+** basic column; with lex, leaving_lex); *ratio the step. -1 when none:
+** unbounded. */
+static int leaving(const lp *L, const double *binv, const int *basis, const double *xb, int enter, bool bland, bool lex,
                    double ptol, double *u, double *ratio) {
   int m = L->m, leave = -1;
   direction(L, binv, enter, u);
+  if (lex) return leaving_lex(m, binv, xb, u, ptol, ratio);
   *ratio = INFINITY;
   for (int r = 0; r < m; r++)
     if (u[r] > ptol) {
@@ -343,6 +388,7 @@ static bool dual_phase(const lp *L0, int *basis, double *binv, double *xb, const
     direction(L, binv, enter, u);
     if (!(u[leave] < -1e-12)) break;
     pivot(m, binv, xb, u, leave);
+    lp_pivots++;
     isbasic[basis[leave]] = 0;
     isbasic[enter] = 1;
     basis[leave] = enter;
@@ -401,7 +447,7 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
     }
   }
   int stalled = 0, since = 0, returns = 0;
-  bool bland = false;
+  bool bland = false, lex = false;
   long limit = 50L * (n + m) + 1000;
   for (long iter = 0; iter < limit; iter++) {
     if (since >= LP_REFRESH && since >= m) { /* a fresh inverse; keep the old one if this one fails */
@@ -416,10 +462,11 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
     /* duals y = c_B B^-1 */
     duals(&L, basis, binv, cb, y);
     bland = bland || stalled > 2 * m;
-    int enter = entering(&L, y, bland);
+    lex = lex || (bland && stalled > LP_LEX * m + 2 * m);
+    int enter = entering(&L, y, bland && !lex);
     if (enter < 0) break;
     double ratio;
-    int leave = leaving(&L, binv, basis, xb, enter, bland, ptol, u, &ratio);
+    int leave = leaving(&L, binv, basis, xb, enter, bland, lex, ptol, u, &ratio);
     if (leave < 0) { /* unbounded: cannot happen with non-negative costs */
       rc = -1;
       goto out;
@@ -432,6 +479,7 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
     if (bland && !stalled && returns < LP_RETURNS) bland = false, returns++;
     /* pivot */
     pivot(m, binv, xb, u, leave);
+    lp_pivots++;
     basis[leave] = enter;
     since++;
   }

@@ -10,7 +10,8 @@
 **   D. column generation over node patterns (below): the pattern LP's whole
 **      nodes, then the rest by the cheapest of three roundings (solving
 **      again for what is left, rounding the last LP up, the greedy plans),
-**      and with many shapes a fourth, by type (pack_cg.c's round_dive);
+**      and with many shapes, or with most pods each of a shape of its own,
+**      a fourth, by type (pack_cg.c's round_dive);
 **      a group of more than CG_FEW shapes both in parts of at most CG_FEW
 **      shapes dealt out in turn, each solved so, and as one LP over up to
 **      CG_MAXS shapes with longer pricing that starts from the parts'
@@ -20,10 +21,11 @@
 **      reduced cost under the covering LP's duals fill a node largest pod
 **      first, keep the type with the lowest price per unit of value;
 **   C. the same valuing pods at plan A's per-pod prices;
-**   E. with more than CG_FEW shapes, node-by-node fills (pack_fill.c).
+**   E. with more than CG_FEW shapes, or fewer than two pods a shape,
+**      node-by-node fills (pack_fill.c).
 **
-** A, B and C run when D fails or lands more than 1% above its LP. With more
-** than CG_FEW shapes, the nodes of the plan chosen among A to D, and of
+** A, B and C run when D fails or lands more than 1% above its LP. Where E
+** runs, the nodes of the plan chosen among A to D, and of
 ** plan E, that fit in the room the others leave (in their types as they
 ** are, so never dearer) are emptied into it, emptiest first, and the
 ** cheaper of the two is kept. Every node shrinks to the cheapest type that
@@ -684,9 +686,11 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
     if (rc) goto out;
   }
   if (!have_d && (rc = dt__pack_greedy_plans(p, pl, shapes.v, ns, cands, by_price, nc, plans))) goto out;
-  /* Plan E: with many shapes, node-by-node fills take milliseconds and on
-  ** some groups beat the LP's rounding. */
-  if (ns > CG_FEW && (rc = dt__pack_fill(p, pl, shapes.v, ns, by_price, nc, &plans[4])) == DT_EINVAL) rc = 0;
+  /* Plan E: with many shapes, or pods mostly of shapes of their own (where
+  ** the LP's optimum is a few nodes and rounding it loses most), node-by-node
+  ** fills take milliseconds and on some groups beat the LP's rounding. */
+  bool fill = ns > CG_FEW || total < 2 * ns;
+  if (fill && (rc = dt__pack_fill(p, pl, shapes.v, ns, by_price, nc, &plans[4])) == DT_EINVAL) rc = 0;
   if (rc) goto out;
   int best = -1;
   for (int i = 0; i < 4; i++) {
@@ -696,7 +700,7 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   /* Many shapes: rounding hundreds of fractional patterns leaves room in
   ** many nodes, and some nodes fit in the others' room; plan E is compared
   ** with the best of the others once both are emptied so. */
-  if (best >= 0 && ns > CG_FEW && (rc = drain_nodes(p, pl, shapes.v, ns, by_price, nc, &plans[best]))) goto out;
+  if (best >= 0 && fill && (rc = drain_nodes(p, pl, shapes.v, ns, by_price, nc, &plans[best]))) goto out;
   if (plans[4].nodes && packing_pods(&plans[4]) == total) {
     if ((rc = drain_nodes(p, pl, shapes.v, ns, by_price, nc, &plans[4]))) goto out;
     if (best < 0 || plans[4].cost < plans[best].cost - 1e-9) best = 4;

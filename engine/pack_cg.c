@@ -117,7 +117,7 @@ typedef struct cg_ctx {
   long *rounds_left; /* pricing rounds the group may still spend (CG_BUDGET) */
   const cg_tune *tune;
   const uint8_t *ban; /* per candidate (by_price): left out of the LP; NULL none */
-  bool dive;          /* many shapes: round by type as well (round_dive) */
+  bool dive;          /* many shapes, or fewer than two pods a shape: round by type as well (round_dive) */
 } cg_ctx;
 
 typedef struct priced {
@@ -956,6 +956,9 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
   int rc = dt__knap_init(&K, most);
   if (!rc && (!got || !single || !front)) rc = DT_ENOMEM;
   cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL, NULL, ns > CG_FEW};
+  size_t total = 0;
+  for (size_t s = 0; s < ns; s++) total += shapes[s].pods.n;
+  g.dive = ns > CG_FEW || total < 2 * ns;
   packing one = {0};
   colset parts = {0}; /* the parts' patterns: the one LP starts from them */
   double lp_one = 0;

@@ -468,6 +468,8 @@ int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const do
 int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x, double *obj);
 int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
                       double *obj, int *basis);
+/* Simplex pivots the calling thread has made so far (its work, for tests). */
+long dt__lp_pivots(void);
 
 /* topo.c */
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,

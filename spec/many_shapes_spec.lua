@@ -97,3 +97,42 @@ describe("cost packing with hundreds of pod shapes", function()
     assert.are.equal(a, b)
   end)
 end)
+
+-- Pods each of a shape of its own (as when every workload's requests are sized apart): the LP's
+-- optimum is then a few nodes, rounding it loses most, and the few-shape path also runs the
+-- node-by-node fills and the rounding by type, and empties nodes into the others' room.
+describe("cost packing of pods each of a shape of its own", function()
+  local function own_shapes(requests)
+    local items = {
+      '{"apiVersion":"karpenter.sh/v1","kind":"NodePool","metadata":{"name":"default"},"spec":{"template":' ..
+        '{"spec":{"requirements":[{"key":"kubernetes.io/arch","operator":"In","values":["amd64"]}]}}}}',
+    }
+    for i, r in ipairs(requests) do
+      items[#items + 1] = ('{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p%d","namespace":"default"},' ..
+        '"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"%s","memory":"%s"}}}]}}')
+        :format(i - 1, r[1], r[2])
+    end
+    return h.write('{"apiVersion":"v1","kind":"List","items":[' .. table.concat(items, ",") .. "]}")
+  end
+
+  it("puts five on three nodes at $0.1175/h, not $0.1335", function()
+    -- Column generation alone rounded to an r6in.large for two, a t3.small and a t2.2xlarge for
+    -- two ($0.1335/h); the fills put three on the t2.2xlarge and one on an r7a.medium.
+    local path = own_shapes({ { "2896m", "6273Mi" }, { "3763m", "3460Mi" }, { "870m", "7693Mi" },
+      { "683m", "5771Mi" }, { "559m", "1038Mi" } })
+    local _, p = plan(path, "cost")
+    os.remove(path)
+    assert.are.equal(5, p.summary.scheduled)
+    assert.is_true(p.summary.hourlyCost <= 0.1175 + 1e-9, ("$%.4f/h"):format(p.summary.hourlyCost))
+  end)
+
+  it("plans sixty of random requests for no more than the fills find", function()
+    -- spec/fixtures/one-of-a-kind-60.json: 60 pods, cpu and memory drawn uniformly (seeded) up to
+    -- about 3 vCPU and 6.4 GiB. Column generation's rounding alone: $0.9732/h on five nodes.
+    local _, p = plan("spec/fixtures/one-of-a-kind-60.json", "cost")
+    assert.are.equal(60, p.summary.scheduled)
+    assert.is_true(p.summary.hourlyCost <= 0.8948 + 1e-9, ("$%.4f/h"):format(p.summary.hourlyCost))
+    local _, f = plan("spec/fixtures/one-of-a-kind-60.json", "ffd")
+    assert.is_true(p.summary.hourlyCost <= f.summary.hourlyCost)
+  end)
+end)

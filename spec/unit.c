@@ -7,7 +7,8 @@
 **         and (under ASan) no leak.
 **   api:  the public API's contracts (errors filled, NULL-safe frees).
 **   lp:   the simplex on LPs whose optimum is known (degenerate,
-**         infeasible, unbounded, warm-started).
+**         infeasible, unbounded, warm-started), and the pivots it takes on
+**         a degenerate pattern LP (spec/fixtures/lp-degenerate.txt).
 **   overlay: a disruption pass on a cluster compiled once decides as one
 **         compiling every simulation, byte for byte.
 **   sym:  a symbol table's strings stay where they were put as it grows
@@ -21,6 +22,7 @@
 #include "dovetail.h"
 #include "schedule.h"
 
+#include <errno.h>
 #include <math.h>
 
 #include <stdarg.h>
@@ -435,6 +437,68 @@ static void test_queue_order(void) {
     CHECK(same, "queue order, round %d: %zu pods in the order of a sort on the whole key", round, n);
   }
   CHECK(dt__sched_queue_order(specs, in, 0, out) == 0, "queue order of no pods");
+}
+
+/* A degenerate pattern LP from column generation's rounding (its file
+** says how it was made), solved from the basis it was given: it must reach
+** the cold optimum, dual feasible, in a bounded number of pivots (Bland's
+** rule alone took 31,950 on it). */
+static void test_lp_degenerate(void) {
+  const char *path = "spec/fixtures/lp-degenerate.txt";
+  FILE *f = fopen(path, "r");
+  CHECK(f != NULL, "%s: %s", path, strerror(errno));
+  if (!f) return;
+  char line[256];
+  long at = 0;
+  while (fgets(line, sizeof line, f) && line[0] == '#') at = ftell(f);
+  fseek(f, at, SEEK_SET);
+  int m = 0, n = 0;
+  bool ok = fscanf(f, "%d %d", &m, &n) == 2 && m > 0 && m <= 256 && n > 0 && n <= 100000;
+  int *start = ok ? malloc(((size_t)n + 1) * sizeof *start) : NULL,
+      *basis = ok ? malloc((size_t)m * sizeof *basis) : NULL;
+  double *c = ok ? malloc((size_t)n * sizeof *c) : NULL, *d = ok ? malloc((size_t)m * sizeof *d) : NULL;
+  double *y = ok ? malloc((size_t)m * sizeof *y) : NULL, *yc = ok ? malloc((size_t)m * sizeof *yc) : NULL;
+  double *x = ok ? malloc((size_t)n * sizeof *x) : NULL;
+  int *row = NULL;
+  double *val = NULL;
+  ok = ok && start && basis && c && d && y && yc && x;
+  for (int j = 0; ok && j <= n; j++) ok = fscanf(f, "%d", &start[j]) == 1 && start[j] >= (j ? start[j - 1] : 0);
+  if (ok && (row = malloc(((size_t)start[n] + 1) * sizeof *row)) &&
+      (val = malloc(((size_t)start[n] + 1) * sizeof *val)))
+    for (int k = 0; ok && k < start[n]; k++)
+      ok = fscanf(f, "%d:%lf", &row[k], &val[k]) == 2 && row[k] >= 0 && row[k] < m;
+  else
+    ok = false;
+  for (int j = 0; ok && j < n; j++) ok = fscanf(f, "%lf", &c[j]) == 1;
+  for (int r = 0; ok && r < m; r++) ok = fscanf(f, "%lf", &d[r]) == 1;
+  for (int r = 0; ok && r < m; r++) ok = fscanf(f, "%d", &basis[r]) == 1;
+  fclose(f);
+  CHECK(ok, "%s: read", path);
+  if (ok) {
+    double warm_obj = 0, cold_obj = 0;
+    long before = dt__lp_pivots();
+    int rc = dt__lp_cover_sparse(m, n, start, row, val, c, d, y, x, &warm_obj, basis, NULL);
+    long pivots = dt__lp_pivots() - before;
+    int rc2 = dt__lp_cover_sparse(m, n, start, row, val, c, d, yc, x, &cold_obj, NULL, NULL);
+    double worst = 0; /* the least reduced cost at the warm solve's duals */
+    for (int j = 0; j < n; j++) {
+      double rcj = c[j];
+      for (int k = start[j]; k < start[j + 1]; k++) rcj -= y[row[k]] * val[k];
+      if (rcj < worst) worst = rcj;
+    }
+    CHECK(rc == 0 && rc2 == 0 && fabs(warm_obj - cold_obj) < 1e-9 * (1 + cold_obj) && worst > -1e-9,
+          "degenerate pattern LP: %g from its basis, %g cold, least reduced cost %g", warm_obj, cold_obj, worst);
+    CHECK(pivots < 2000, "degenerate pattern LP of %d rows solved in %ld pivots", m, pivots);
+  }
+  free(start);
+  free(basis);
+  free(c);
+  free(d);
+  free(y);
+  free(yc);
+  free(x);
+  free(row);
+  free(val);
 }
 
 /* Known LPs: minimise c.x subject to A x >= d, x >= 0. */
@@ -1143,6 +1207,7 @@ int main(void) {
   test_plan_outlives_inputs();
   test_plan_write();
   test_lp();
+  test_lp_degenerate();
   test_queue_order();
   test_overlay();
   CHECK(!strcmp(dt_strerror(DT_ENOMEM), "out of memory") && !strcmp(dt_strerror(12345), "unknown error"),
