@@ -29,6 +29,7 @@
 **   distinct-64-full-spot 64 such pods with spot allowed: a small group
 **                        whose pattern LP is degenerate.
 **
+** DOVETAIL_BENCH_ONLY=distinct runs only the two distinct-* cases.
 ** DOVETAIL_BENCH_ONLY=million adds azure-1m (the same shapes, 1,000,000
 ** pods) and compares its time per pod with azure-100k's: three pairs of
 ** runs one after the other, the median ratio and its range.
@@ -1062,7 +1063,7 @@ int main(int argc, char **argv) {
   }
   free(ctext);
   static const int sizes[] = {1000, 5000, 20000};
-  const char *only = getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | policy | peak | many | pool | disrupt | azure */
+  const char *only = getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | policy | peak | many | distinct | pool | disrupt | azure */
   if (only && !strcmp(only, "pool")) return pool_bench();
   if (only && !strcmp(only, "disrupt")) { /* without a filter it runs last: peak RSS is per process */
     dt_catalog *aws;
@@ -1210,14 +1211,16 @@ int main(int argc, char **argv) {
     rc |= catalog_pairs(aws, "bench/workload-azure-vm-2017-peak-hour.json", "peak", 5968);
     dt_catalog_free(aws);
   }
-  if (!only || !strcmp(only, "many")) {
+  if (!only || !strcmp(only, "many") || !strcmp(only, "distinct")) {
     dt_catalog *aws;
     if (dt_catalog_load_default(&aws, &err)) {
       fprintf(stderr, "bench: %s\n", err.msg);
       return 1;
     }
-    rc |= catalog_pairs(aws, "bench/workload-many-shapes.json", "many", 0);
-    rc |= many_scale(aws);
+    if (!only || strcmp(only, "distinct")) {
+      rc |= catalog_pairs(aws, "bench/workload-many-shapes.json", "many", 0);
+      rc |= many_scale(aws);
+    }
     rc |= distinct_shapes(aws);
     rc |= distinct_small(aws);
     dt_catalog_free(aws);
