@@ -1063,7 +1063,8 @@ int main(int argc, char **argv) {
   }
   free(ctext);
   static const int sizes[] = {1000, 5000, 20000};
-  const char *only = getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | policy | peak | many | distinct | pool | disrupt | azure */
+  const char *only =
+      getenv("DOVETAIL_BENCH_ONLY"); /* generic | diverse | policy | peak | many | distinct | pool | disrupt | azure */
   if (only && !strcmp(only, "pool")) return pool_bench();
   if (only && !strcmp(only, "disrupt")) { /* without a filter it runs last: peak RSS is per process */
     dt_catalog *aws;
