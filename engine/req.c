@@ -141,10 +141,16 @@ void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const d
     *out = r;
     return;
   }
+  /* The values are made in scratch space, and the arena keeps a copy only
+  ** when they are not already one of the two sides' (intersecting a set
+  ** with a wider one, the common case, allocates nothing: requirements are
+  ** merged per pool, type and pod, and a NotIn of thousands of values
+  ** copied each time took gigabytes). */
   uint32_t cap = x->n + y->n;
-  dt_sym *v = cap ? dt__arena_alloc(a, cap * sizeof *v) : NULL;
+  dt_sym *v = cap ? dt__malloc(cap * sizeof *v) : NULL;
   uint32_t n = 0;
-  if (cap && !v) {
+  if (cap && !v) { /* the arena's failure, as its own would be */
+    a->oom = 1;
     *out = r;
     return;
   }
@@ -168,15 +174,25 @@ void dt__req_intersect(dt_arena *a, const dt_symtab *t, const dt_req *x, const d
     dt_sym s;
     while (next_common(x, y, &i, &j, &s)) v[n++] = s;
   }
-  r.v = v;
-  r.n = n;
   /* Drop values outside the bounds. */
   if (r.has_gte || r.has_lte) {
     uint32_t k = 0;
     for (i = 0; i < n; i++)
       if (within(t, &r, v[i])) v[k++] = v[i];
-    r.n = k;
+    n = k;
   }
+  r.n = n;
+  if (!n)
+    r.v = NULL;
+  else if (n == x->n && !memcmp(v, x->v, n * sizeof *v))
+    r.v = x->v;
+  else if (n == y->n && !memcmp(v, y->v, n * sizeof *v))
+    r.v = y->v;
+  else if ((r.v = dt__arena_alloc(a, n * sizeof *v)))
+    memcpy(r.v, v, n * sizeof *v);
+  else
+    r.n = 0;
+  dt__free(v);
   if (!r.complement) r.has_gte = r.has_lte = 0;
   *out = r;
 }
@@ -264,10 +280,71 @@ void dt__reqs_add(dt_arena *a, const dt_symtab *t, const dt_reqs *s, const dt_re
   out->n = k;
 }
 
+/* Both sorted by key, one entry a key: one pass, one allocation (adding
+** y's entries one at a time copied x whole for each, and merges run per
+** pool, type and pod: a NodePool of 70 labels took 353 MiB). */
 void dt__reqs_merge(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_reqs *y, dt_reqs *out) {
-  dt_reqs cur = *x;
-  for (uint32_t i = 0; i < y->n; i++) dt__reqs_add(a, t, &cur, &y->r[i], &cur);
-  *out = cur;
+  if (!y->n) {
+    *out = *x;
+    return;
+  }
+  dt_req *nr = dt__arena_raw(a, ((size_t)x->n + y->n) * sizeof *nr);
+  if (!nr) {
+    *out = *x;
+    return;
+  }
+  uint32_t i = 0, j = 0, k = 0;
+  while (i < x->n || j < y->n) {
+    if (j == y->n || (i < x->n && x->r[i].key < y->r[j].key))
+      nr[k++] = x->r[i++];
+    else if (i == x->n || y->r[j].key < x->r[i].key)
+      nr[k++] = y->r[j++];
+    else
+      dt__req_intersect(a, t, &x->r[i++], &y->r[j++], &nr[k++]);
+  }
+  out->r = nr;
+  out->n = k;
+}
+
+typedef struct keyed {
+  dt_sym key;
+  uint32_t seq;
+} keyed;
+
+static int cmp_keyed(const void *a, const void *b) {
+  const keyed *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void dt__reqs_add_many(dt_arena *a, const dt_symtab *t, const dt_reqs *s, const dt_req *items, size_t n, dt_reqs *out) {
+  if (n < 8) { /* few: one at a time */
+    dt_reqs cur = *s;
+    for (size_t i = 0; i < n; i++) dt__reqs_add(a, t, &cur, &items[i], &cur);
+    *out = cur;
+    return;
+  }
+  keyed *ord = dt__malloc(n * sizeof *ord);
+  dt_req *nr = ord ? dt__arena_raw(a, n * sizeof *nr) : NULL;
+  if (!nr) {
+    dt__free(ord);
+    a->oom = 1;
+    *out = *s;
+    return;
+  }
+  for (size_t i = 0; i < n; i++) ord[i] = (keyed){items[i].key, (uint32_t)i};
+  qsort(ord, n, sizeof *ord, cmp_keyed); /* by key, then in their order: each key's entries fold as added */
+  uint32_t k = 0;
+  for (size_t i = 0; i < n; i++) {
+    const dt_req *r = &items[ord[i].seq];
+    if (k && nr[k - 1].key == r->key)
+      dt__req_intersect(a, t, &nr[k - 1], r, &nr[k - 1]);
+    else
+      nr[k++] = *r;
+  }
+  dt__free(ord);
+  dt_reqs add = {k, nr};
+  dt__reqs_merge(a, t, s, &add, out);
 }
 
 bool dt__reqs_equal(const dt_reqs *x, const dt_reqs *y) {

@@ -69,33 +69,38 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   if (dom < 0) return -1;
   dt_arena *a = &p->arena;
   dt_reqs r = {0};
-  for (size_t i = 0; sel->present && i < sel->expr.n; i++) {
-    const dt_mreq *m = &sel->expr.v[i];
-    dt_sym vals[64];
-    size_t nv = m->n < 64 ? m->n : 64;
-    for (size_t j = 0; j < nv; j++) vals[j] = dt__sym(&p->syms, m->vals[j]);
-    dt_req q;
-    dt__req_make(a, &q, dt__sym(&p->syms, m->key), m->op, vals, (uint32_t)nv, &p->syms);
-    dt__reqs_add(a, &p->syms, &r, &q, &r);
+  /* The selector's expressions and matchLabelKeys' values (the pod's own
+  ** values of those keys join the selector), every value of each, added
+  ** at once; then its namespaces, every one. */
+  size_t nexpr = sel->present ? sel->expr.n : 0, nq = 0, most = 1;
+  for (size_t i = 0; i < nexpr; i++)
+    if (sel->expr.v[i].n > most) most = sel->expr.v[i].n;
+  dt_req *q = dt__malloc((nexpr + nmlk + 1) * sizeof *q);
+  dt_sym *vals = dt__malloc(most * sizeof *vals), *nsv = dt__malloc((nns + 1) * sizeof *nsv);
+  dt_buf sig = {0}, desc = {0};
+  int rc = -1;
+  if (!q || !vals || !nsv) {
+    rc = DT_ENOMEM;
+    goto out;
   }
-  /* matchLabelKeys: the pod's own values of those keys join the selector. */
+  for (size_t i = 0; i < nexpr; i++) {
+    const dt_mreq *m = &sel->expr.v[i];
+    for (size_t j = 0; j < m->n; j++) vals[j] = dt__sym(&p->syms, m->vals[j]);
+    dt__req_make(a, &q[nq++], dt__sym(&p->syms, m->key), m->op, vals, (uint32_t)m->n, &p->syms);
+  }
   for (size_t i = 0; i + 1 < nmlk * 2; i += 2) {
     dt_sym v = dt__sym(&p->syms, mlk_vals[i + 1]);
-    dt_req q;
-    dt__req_make(a, &q, dt__sym(&p->syms, mlk_vals[i]), DT_OP_IN, &v, 1, &p->syms);
-    dt__reqs_add(a, &p->syms, &r, &q, &r);
+    dt__req_make(a, &q[nq++], dt__sym(&p->syms, mlk_vals[i]), DT_OP_IN, &v, 1, &p->syms);
   }
-  dt_sym nsv[64];
+  dt__reqs_add_many(a, &p->syms, &r, q, nq, &r);
   uint32_t n = 0;
   if (nns == 0) nsv[n++] = own_ns;
-  for (size_t i = 0; i < nns && n < 64; i++) nsv[n++] = dt__sym(&p->syms, ns[i]);
-  dt_buf sig = {0}, desc = {0};
+  for (size_t i = 0; i < nns; i++) nsv[n++] = dt__sym(&p->syms, ns[i]);
   dt__sig_u32(&sig, (uint32_t)kind | (uint32_t)dom << 8 | (uint32_t)sel->present << 16);
   dt__sig_u32(&sig, r.n);
   for (uint32_t i = 0; i < r.n; i++) dt__req_sig(&r.r[i], &sig);
   dt__sig_u32(&sig, n);
   dt__buf_putn(&sig, (const char *)nsv, n * sizeof *nsv);
-  int rc = -1;
   if (sig.oom || !sig.p) {
     rc = DT_ENOMEM;
     goto out;
@@ -142,6 +147,9 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   memcpy(p->groups.v[p->groups.n - 1].ns, nsv, n * sizeof *nsv);
   rc = (int)p->groups.n - 1;
 out:
+  dt__free(q);
+  dt__free(vals);
+  dt__free(nsv);
   dt__free(sig.p);
   dt__free(desc.p);
   return rc;

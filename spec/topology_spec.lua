@@ -249,6 +249,34 @@ spec:
     assert.are.equal(3, #p.nodeClaims[1].pods)
   end)
 
+  it("matches every value of a long In list, and every namespace listed", function()
+    -- 4 web pods keep away from app In [a0 .. a99] and from namespaces n0 .. n99 and default; the
+    -- db pod's label is the list's last value. Only the first 64 values and namespaces were read.
+    local vals, nss = {}, {}
+    for i = 0, 99 do
+      vals[#vals + 1] = "a" .. i
+      nss[#nss + 1] = "n" .. i
+    end
+    nss[#nss + 1] = "default"
+    local anti = ([[
+      affinity:
+        podAntiAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: kubernetes.io/hostname
+              namespaces: [%s]
+              labelSelector: {matchExpressions: [{key: app, operator: In, values: [%s]}]}]]):format(
+      table.concat(nss, ", "), table.concat(vals, ", "))
+    local p = plan(h.nodepool("default"), deployment("web", 4, anti), deployment("db", 1, "", { label = "a99" }))
+    assert.are.equal(5, p.summary.scheduled)
+    for _, c in ipairs(p.nodeClaims) do
+      local has_db, has_web = false, false
+      for _, pod in ipairs(c.pods) do
+        if pod:match("db") then has_db = true else has_web = true end
+      end
+      assert.is_false(has_db and has_web, "a web pod shares a node with the db pod")
+    end
+  end)
+
   it("drops an unsatisfiable preferred anti-affinity instead of failing", function()
     local pref = [[
       affinity:

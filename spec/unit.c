@@ -1136,6 +1136,63 @@ static void test_plan_write(void) {
 
 /* A plan reads nothing of its catalog and manifests once dt_plan_run has
 ** returned: both may be freed first, and it renders the same. */
+/* Requirements grow with labels, not with their square: a NodePool of
+** 4,000 template labels and a pod selecting on all of them, a DaemonSet
+** selecting on 150 (merged with the pool's for every type), and a pod
+** anti-affinity selector of 100 values, planned with every byte the engine
+** asks for counted. Adding each requirement by copying the set so far took
+** gigabytes for such inputs. */
+static size_t g_asked;
+static void *count_malloc(size_t n) {
+  g_asked += n;
+  return malloc(n);
+}
+static void *count_realloc(void *p, size_t n) {
+  g_asked += n;
+  return realloc(p, n);
+}
+
+static void test_many_labels(void) {
+  dt_buf b = {0};
+  dt__buf_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"karpenter.sh/v1\","
+                   "\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},\"spec\":{\"template\":{\"metadata\":"
+                   "{\"labels\":{");
+  for (int i = 0; i < 4000; i++) dt__buf_printf(&b, "%s\"l%d\":\"v%d\"", i ? "," : "", i, i);
+  dt__buf_puts(&b,
+               "}},\"spec\":{\"requirements\":[]}}}},{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+               "{\"name\":\"p\",\"namespace\":\"default\",\"labels\":{\"app\":\"a99\"}},\"spec\":{\"nodeSelector\":{");
+  for (int i = 0; i < 4000; i++) dt__buf_printf(&b, "%s\"l%d\":\"v%d\"", i ? "," : "", i, i);
+  dt__buf_puts(&b, "},\"affinity\":{\"podAntiAffinity\":{\"requiredDuringSchedulingIgnoredDuringExecution\":[{"
+                   "\"topologyKey\":\"kubernetes.io/hostname\",\"labelSelector\":{\"matchExpressions\":[{\"key\":"
+                   "\"app\",\"operator\":\"In\",\"values\":[");
+  for (int i = 0; i < 100; i++) dt__buf_printf(&b, "%s\"a%d\"", i ? "," : "", i);
+  dt__buf_puts(&b, "]}]}}]}},\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"100m\"}}}]}},"
+                   "{\"apiVersion\":\"apps/v1\",\"kind\":\"DaemonSet\",\"metadata\":{\"name\":\"ds\",\"namespace\":"
+                   "\"default\"},\"spec\":{\"template\":{\"spec\":{\"nodeSelector\":{");
+  for (int i = 0; i < 150; i++) dt__buf_printf(&b, "%s\"l%d\":\"v%d\"", i ? "," : "", i, i);
+  dt__buf_puts(&b, "},\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"10m\"}}}]}}}}]}");
+  dt_error err = {0};
+  dt_catalog *c = NULL;
+  dt_manifests *m = dt_manifests_new();
+  dt_plan *p = NULL;
+  dt_plan_opts o = {0};
+  o.now = 1795341600;
+  int rc = b.oom || !m || dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, &err) ||
+           dt_manifests_add_buffer(m, "labels.json", b.p, b.len, &err);
+  g_asked = 0;
+  dt_set_allocator(count_malloc, count_realloc, free);
+  if (!rc) rc = dt_plan_run(c, m, &o, &p, &err);
+  dt_set_allocator(NULL, NULL, NULL);
+  dt_plan_stats st = {0};
+  if (!rc && p) dt_plan_stats_get(p, &st);
+  CHECK(!rc && p && st.scheduled == 1, "4,000 labels: the pod is planned (%d: %s)", rc, err.msg);
+  CHECK(g_asked < 64u << 20, "4,000 labels: the plan asked for %zu bytes in all", g_asked);
+  dt_plan_free(p);
+  dt_manifests_free(m);
+  dt_catalog_free(c);
+  dt__free(b.p);
+}
+
 static void test_plan_outlives_inputs(void) {
   dt_error err = {0};
   dt_catalog *c = NULL;
@@ -1205,6 +1262,7 @@ int main(void) {
   test_sym();
   test_results();
   test_plan_outlives_inputs();
+  test_many_labels();
   test_plan_write();
   test_lp();
   test_lp_degenerate();
