@@ -35,6 +35,7 @@
 */
 #include "pack_int.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <string.h>
@@ -43,9 +44,16 @@
 #define LP_RETURNS 16 /* times a solve may go back from Bland's rule to the scaled largest reduced cost */
 #define LP_LEX     4  /* pivots a row of Bland's rule in one degenerate run before the lexicographic rule */
 
-static _Thread_local long lp_pivots; /* this thread's, for dt__lp_pivots */
+static _Thread_local long lp_pivots;          /* this thread's, for dt__lp_pivots */
+static _Thread_local long lp_stop = LONG_MAX; /* no pivot at or past this count (dt__lp_stop_at) */
 
 long dt__lp_pivots(void) { return lp_pivots; }
+
+long dt__lp_stop_at(long at) {
+  long old = lp_stop;
+  lp_stop = at;
+  return old;
+}
 
 /* a[k] += f * b[k] for k < n, two at a time (the same numbers as one at a
 ** time: each element's arithmetic is unchanged; a[k] + (-f) * b[k] is
@@ -350,7 +358,7 @@ static bool dual_phase(const lp *L0, int *basis, double *binv, double *xb, const
     if (dj < 0) shift[j] = -dj;
   }
   L1.shift = shift;
-  for (int iter = 0, since = 0; iter < 4 * m + 50; iter++, since++) {
+  for (int iter = 0, since = 0; iter < 4 * m + 50 && lp_pivots < lp_stop; iter++, since++) {
     if (since >= LP_REFRESH && since >= m) {
       if (invert(L, basis, scratch, fresh, col)) {
         memcpy(binv, fresh, mm * sizeof *binv);
@@ -449,7 +457,7 @@ static int solve(int m, int n, const int *start, const int *row, const double *v
   int stalled = 0, since = 0, returns = 0;
   bool bland = false, lex = false;
   long limit = 50L * (n + m) + 1000;
-  for (long iter = 0; iter < limit; iter++) {
+  for (long iter = 0; iter < limit && lp_pivots < lp_stop; iter++) {
     if (since >= LP_REFRESH && since >= m) { /* a fresh inverse; keep the old one if this one fails */
       if (invert(&L, basis, scratch, fresh, col)) {
         memcpy(binv, fresh, mm * sizeof *binv);

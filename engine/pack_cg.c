@@ -4,6 +4,8 @@
 */
 #include "pack_int.h"
 
+#include <limits.h>
+
 /* ------------------------------------------------------------------------
 ** Column generation over node patterns: Gilmore and Gomory's cutting-stock
 ** LP with one bin kind per instance type. A pattern is one node: a type and
@@ -21,6 +23,14 @@
 #define CG_KNAPS  32    /* knapsacks per round at most */
 #define CG_GAP    0.002 /* stop pricing when the LP is this close to its bound */
 #define CG_PRUNE  0.01  /* many shapes: patterns whose reduced cost is above this share of their price leave the LP */
+/* Simplex pivots one plan D may make: CG_PIVOTS and CG_PIVOTS_POD per pod
+** of the group (each of the many-shape passes its own). The bench's
+** many-shape groups (5,968 pods, 217-227 shapes) take 10,000-56,000 a pass;
+** 130 pods of 65 shapes took 660,000 (12 s), their pattern LPs as
+** degenerate as they come. Once spent, pricing stops and rounding finishes
+** alone (finish_alone); the plans beside D stand as ever. */
+#define CG_PIVOTS     20000L
+#define CG_PIVOTS_POD 10L
 
 /* The work one pattern LP may do. Few shapes: a knapsack's search is short
 ** and the LP small. Many: the master has hundreds of rows, so each round adds
@@ -118,6 +128,7 @@ typedef struct cg_ctx {
   const cg_tune *tune;
   const uint8_t *ban; /* per candidate (by_price): left out of the LP; NULL none */
   bool dive;          /* many shapes, or fewer than two pods a shape: round by type as well (round_dive) */
+  long pivot_stop;    /* dt__lp_pivots() past which this plan D pivots no more (CG_PIVOTS) */
 } cg_ctx;
 
 typedef struct priced {
@@ -470,8 +481,8 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, d
     for (size_t s = 0; s < ns; s++) pi[s] = rowof[s] >= 0 && y[rowof[s]] > 0 ? y[rowof[s]] / (double)dem[s] : 0;
     if (pi_out) memcpy(pi_out, pi, ns * sizeof *pi);
     if (iter == 0 && prune && (rc = prune_cols(g, cols, dem, pi, basis, m, &A))) goto out;
-    /* The group's pricing budget spent, this LP's solution stands. */
-    if (*g->rounds_left <= 0) break;
+    /* The group's pricing budget (rounds or pivots) spent, this LP's solution stands. */
+    if (*g->rounds_left <= 0 || dt__lp_pivots() >= g->pivot_stop) break;
     --*g->rounds_left;
     uint32_t np;
     double most;
@@ -571,7 +582,7 @@ static int round_rest(const cg_ctx *g, colset *cols, int64_t *rem, size_t left, 
   int rc = 0;
   uint32_t *ord = NULL;
   carry cr = {0}; /* each round's LP starts from the last one's basis */
-  for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
+  for (size_t round = 0; !rc && left && round < 2 * ns + 8 && dt__lp_pivots() < g->pivot_stop; round++) {
     double obj;
     if ((rc = cg_lp(g, rem, cols, g->tune->iters_rest, &obj, g->ns > CG_FEW ? &cr : NULL, NULL, false))) break;
     uint32_t *no = dt__realloc(ord, cols->n * sizeof *ord + 1);
@@ -726,7 +737,7 @@ static int round_dive(const cg_ctx *g0, colset *cols, int64_t *rem, size_t left,
   long none = 0; /* the LPs here price nothing: over the patterns at hand */
   g.ban = ban;
   g.rounds_left = &none;
-  for (size_t round = 0; !rc && left && round < 2 * ns + 8; round++) {
+  for (size_t round = 0; !rc && left && round < 2 * ns + 8 && dt__lp_pivots() < g.pivot_stop; round++) {
     double obj, up = INFINITY, down = INFINITY;
     bool whole;
     if ((rc = cg_lp(&g, rem, cols, g.tune->iters_rest, &obj, NULL, NULL, false))) break;
@@ -937,7 +948,13 @@ static int colgen_tuned(cg_ctx *g, const cg_tune *tune, size_t maxs, cand *cands
   g->K->budget0 = tune->knap;
   g->K->budget_lp = tune->knap_lp;
   *lp_obj = 0;
-  return g->ns <= maxs ? colgen(g, cands, out, lp_obj, io) : colgen_parts(g, maxs, cands, out, lp_obj, io);
+  size_t pods = 0;
+  for (size_t s = 0; s < g->ns; s++) pods += g->sh[s].pods.n;
+  g->pivot_stop = dt__lp_pivots() + CG_PIVOTS + CG_PIVOTS_POD * (long)pods;
+  long was = dt__lp_stop_at(g->pivot_stop);
+  int rc = g->ns <= maxs ? colgen(g, cands, out, lp_obj, io) : colgen_parts(g, maxs, cands, out, lp_obj, io);
+  dt__lp_stop_at(was);
+  return rc;
 }
 
 /* Few shapes: one LP with the few-shape settings. Many: that in parts of
@@ -955,7 +972,7 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
   uint32_t *front = dt__malloc(nc * sizeof *front);
   int rc = dt__knap_init(&K, most);
   if (!rc && (!got || !single || !front)) rc = DT_ENOMEM;
-  cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL, NULL, ns > CG_FEW};
+  cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL, NULL, ns > CG_FEW, LONG_MAX};
   size_t total = 0;
   for (size_t s = 0; s < ns; s++) total += shapes[s].pods.n;
   g.dive = ns > CG_FEW || total < 2 * ns;

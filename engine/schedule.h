@@ -468,8 +468,12 @@ int dt__lp_cover_sparse(int m, int n, const int *start, const int *row, const do
 int dt__lp_cover(int m, int n, const double *a, const double *c, const double *d, double *y, double *x, double *obj);
 int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const double *d, double *y, double *x,
                       double *obj, int *basis);
-/* Simplex pivots the calling thread has made so far (its work, for tests). */
+/* Simplex pivots the calling thread has made so far (its work), and the
+** count at which its solves stop pivoting (LONG_MAX: never), the last one
+** returned: a solve stopped so ends on the basis it has, as at its own
+** limit of pivots. */
 long dt__lp_pivots(void);
+long dt__lp_stop_at(long at);
 
 /* topo.c */
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,
