@@ -36,6 +36,20 @@ describe("dovetail plan", function()
     assert.are.equal("default/huge", plan.unschedulable[1].pod)
   end)
 
+  it("gives an unschedulable pod the first 8 NodePools' reasons and counts the rest", function()
+    local docs = {}
+    for i = 1, 12 do docs[#docs + 1] = h.nodepool(("np%02d"):format(i), { weight = 100 - i }) end
+    docs[#docs + 1] = h.pod("huge", { cpu = "2000" })
+    local plan = h.plan(h.docs(table.unpack(docs)))
+    assert.are.equal(1, #plan.unschedulable)
+    local reason = plan.unschedulable[1].reason
+    assert.matches("NodePool np01 has 2000 cpu", reason, 1, true)
+    assert.matches("NodePool np08 has 2000 cpu", reason, 1, true)
+    assert.is_nil(reason:find("np09", 1, true))
+    local tail = "; and 4 more NodePools (dovetail plan --explain POD gives each)"
+    assert.are.equal(tail, reason:sub(-#tail))
+  end)
+
   it("prints applyable NodeClaims that a second run counts as in-flight capacity", function()
     local yaml, err, code = h.cli("plan -o yaml " .. quickstart)
     assert.are.equal(0, code, err)
