@@ -404,6 +404,9 @@ typedef struct dt_pool_create {
   int64_t index;
 } dt_pool_create;
 const dt_pool_create *dt__pools_creates(const dt_pools *r, size_t *n);
+/* dt_pools_run's decisions alone: no VM objects and no document, for a
+** plan that needs only the VMs to create (about 10 KB a VM less). */
+int dt__pools_run_lean(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out, dt_error *err);
 
 typedef struct dt_pdb {
   char *ns, *name, *file;

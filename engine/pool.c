@@ -119,6 +119,7 @@ typedef struct ctx {
   dt_pools *r;
   dt_symtab volumes;   /* "ns/name" of PVCs and DataVolumes */
   dt_pool_act scratch; /* written instead of an action that found no memory (the run then fails) */
+  bool lean;           /* decisions only: no VM objects, no document (dt__pools_run_lean) */
 } ctx;
 
 static void put_time(cJSON *o, const char *k, int64_t t) {
@@ -388,7 +389,7 @@ static void pool_heal(poolrun *r) {
       a = action(r, DT_POOL_HEAL, v->name, r->tmp);
       a->info.action = "recreate";
       a->info.preserve_state = p->preserve != DT_PRESERVE_DISABLED;
-      put_object(r, a, vm_object(p, v->name, v->index, attempt, now));
+      if (!r->x->lean) put_object(r, a, vm_object(p, v->name, v->index, attempt, now));
       r->healing[v - r->x->m->vms.v] = true;
       r->deletes_left--;
       r->creates_left--;
@@ -423,7 +424,7 @@ static int pool_scale_out(poolrun *r, const int64_t *used, size_t nused) {
       a->reuses[a->info.nreuses++] = rstr(r->x, strchr(key, '/') + 1);
       a->info.reuses_volumes = a->reuses;
     }
-    put_object(r, a, vm_object(p, name, idx, 0, r->now));
+    if (!r->x->lean) put_object(r, a, vm_object(p, name, idx, 0, r->now));
     dt_pool_create pc = {r->pi, idx};
     if (dt__vec_push(&r->x->r->creates, pc)) rc = DT_ENOMEM;
     made++;
@@ -603,7 +604,7 @@ static int pool_update(poolrun *r, int64_t mu_update) {
       if (!what) continue;
       dt_pool_act *a = action(r, DT_POOL_UPDATE, v->name, r->tmp);
       a->info.action = what;
-      put_object(r, a, vm_object(p, v->name, v->index, 0, r->now)); /* the VM as it is to be */
+      if (!r->x->lean) put_object(r, a, vm_object(p, v->name, v->index, 0, r->now)); /* the VM as it is to be */
       r->x->r->stats.update++;
     }
   }
@@ -712,7 +713,7 @@ static void pools_tail(ctx *x, const size_t *owner) {
   }
 }
 
-int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out, dt_error *err) {
+static int pools_run(const dt_manifests *m, const dt_pool_opts *opts, bool lean, dt_pools **out, dt_error *err) {
   dt__init();
   double t0 = dt__now_ms();
   dt_pool_opts o = opts ? *opts : (dt_pool_opts){0};
@@ -720,7 +721,7 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
   *out = NULL;
   dt_pools *r = dt__calloc(1, sizeof *r);
   if (!r) return dt__err(err, DT_ENOMEM, "out of memory");
-  ctx x = {.m = m, .o = &o, .r = r};
+  ctx x = {.m = m, .o = &o, .r = r, .lean = lean};
   size_t np = m->vmpools.n, nv = m->vms.n;
   size_t *order = dt__malloc((np ? np : 1) * sizeof *order);
   size_t *start = dt__calloc(np + 1, sizeof *start), *members = dt__malloc((nv ? nv : 1) * sizeof *members);
@@ -751,7 +752,7 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
   }
   if (!rc) pools_tail(&x, owner);
   if (!rc && (dt__alloc_failed(1) || pools.oom || x.volumes.oom || r->arena.oom)) rc = DT_ENOMEM;
-  if (!rc) rc = dt__pools_doc_build(r, o.now);
+  if (!rc && !lean) rc = dt__pools_doc_build(r, o.now);
   dt__symtab_free(&pools);
   dt__symtab_free(&x.volumes);
   dt__free(order);
@@ -768,4 +769,12 @@ int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out
   r->stats.run_ms = dt__now_ms() - t0;
   *out = r;
   return 0;
+}
+
+int dt_pools_run(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out, dt_error *err) {
+  return pools_run(m, opts, false, out, err);
+}
+
+int dt__pools_run_lean(const dt_manifests *m, const dt_pool_opts *opts, dt_pools **out, dt_error *err) {
+  return pools_run(m, opts, true, out, err);
 }

@@ -198,7 +198,7 @@ static int add_pool_vms(dt_plan *p, dt_error *err) {
   if (!m->vmpools.n) return 0;
   dt_pool_opts po = {p->opts.now, p->opts.seed, p->opts.policy};
   dt_pools *r = NULL;
-  int rc = dt_pools_run(m, &po, &r, err);
+  int rc = dt__pools_run_lean(m, &po, &r, err);
   if (rc) return rc;
   size_t nc, extra = 0;
   const dt_pool_create *c = dt__pools_creates(r, &nc);

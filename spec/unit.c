@@ -1220,6 +1220,47 @@ static void test_many_labels(void) {
   dt__free(b.p);
 }
 
+/* A plan needs only which VMs a VirtualMachinePool creates, not their
+** objects: 250 VMs of 400 DataVolumes each, every byte asked for counted
+** (the VMs' objects and the PoolActions document took 360 MiB). */
+static void test_pool_vms_lean(void) {
+  dt_buf b = {0};
+  dt__buf_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"karpenter.sh/v1\","
+                   "\"kind\":\"NodePool\",\"metadata\":{\"name\":\"vms\"},\"spec\":{\"template\":{\"spec\":"
+                   "{\"requirements\":[]}}}},{\"apiVersion\":\"pool.kubevirt.io/v1beta1\",\"kind\":"
+                   "\"VirtualMachinePool\",\"metadata\":{\"name\":\"web\",\"namespace\":\"default\"},\"spec\":"
+                   "{\"replicas\":250,\"selector\":{\"matchLabels\":{\"app\":\"web\"}},\"virtualMachineTemplate\":"
+                   "{\"metadata\":{\"labels\":{\"app\":\"web\"}},\"spec\":{\"runStrategy\":\"Always\","
+                   "\"dataVolumeTemplates\":[");
+  for (int i = 0; i < 400; i++)
+    dt__buf_printf(&b,
+                   "%s{\"metadata\":{\"name\":\"d%d\"},\"spec\":{\"storage\":{\"resources\":{\"requests\":"
+                   "{\"storage\":\"1Gi\"}}},\"sourceRef\":{\"kind\":\"DataSource\",\"name\":\"fedora\"}}}",
+                   i ? "," : "", i);
+  dt__buf_puts(&b, "],\"template\":{\"spec\":{\"domain\":{\"cpu\":{\"cores\":1},\"memory\":{\"guest\":\"1Gi\"}},"
+                   "\"volumes\":[]}}}}}}]}");
+  dt_error err = {0};
+  dt_catalog *c = NULL;
+  dt_manifests *m = dt_manifests_new();
+  dt_plan *p = NULL;
+  dt_plan_opts o = {0};
+  o.now = 1795341600;
+  int rc = b.oom || !m || dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, &err) ||
+           dt_manifests_add_buffer(m, "pool.json", b.p, b.len, &err);
+  g_asked = 0;
+  dt_set_allocator(count_malloc, count_realloc, free);
+  if (!rc) rc = dt_plan_run(c, m, &o, &p, &err);
+  dt_set_allocator(NULL, NULL, NULL);
+  dt_plan_stats st = {0};
+  if (!rc && p) dt_plan_stats_get(p, &st);
+  CHECK(!rc && st.pods == 250, "a pool of 250 VMs: %zu launcher pods (%d: %s)", st.pods, rc, err.msg);
+  CHECK(g_asked < 32u << 20, "a pool of 250 VMs of 400 volumes: the plan asked for %zu bytes in all", g_asked);
+  dt_plan_free(p);
+  dt_manifests_free(m);
+  dt_catalog_free(c);
+  dt__free(b.p);
+}
+
 static void test_plan_outlives_inputs(void) {
   dt_error err = {0};
   dt_catalog *c = NULL;
@@ -1290,6 +1331,7 @@ int main(void) {
   test_results();
   test_plan_outlives_inputs();
   test_many_labels();
+  test_pool_vms_lean();
   test_plan_write();
   test_lp();
   test_lp_degenerate();
