@@ -234,6 +234,10 @@ const dt_req *dt__reqs_get(const dt_reqs *s, dt_sym key);
 /* out = s ∩ {r}; out may alias nothing; arena-owned. */
 void dt__reqs_add(dt_arena *a, const dt_symtab *t, const dt_reqs *s, const dt_req *r, dt_reqs *out);
 void dt__reqs_merge(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_reqs *y, dt_reqs *out);
+/* The same into buf (room for x->n + y->n): a caller that keeps the result
+** only when it differs from x copies it to the arena then. */
+void dt__reqs_merge_into(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_reqs *y, dt_req *buf,
+                         dt_reqs *out);
 /* out = s ∩ items[0..n), as adding each in turn, in O((|s| + n) log n). */
 void dt__reqs_add_many(dt_arena *a, const dt_symtab *t, const dt_reqs *s, const dt_req *items, size_t n, dt_reqs *out);
 bool dt__reqs_equal(const dt_reqs *x, const dt_reqs *y);

@@ -293,6 +293,11 @@ void dt__reqs_merge(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_
     *out = *x;
     return;
   }
+  dt__reqs_merge_into(a, t, x, y, nr, out);
+}
+
+void dt__reqs_merge_into(dt_arena *a, const dt_symtab *t, const dt_reqs *x, const dt_reqs *y, dt_req *nr,
+                         dt_reqs *out) {
   uint32_t i = 0, j = 0, k = 0;
   while (i < x->n || j < y->n) {
     if (j == y->n || (i < x->n && x->r[i].key < y->r[j].key))

@@ -1220,6 +1220,44 @@ static void test_many_labels(void) {
   dt__free(b.p);
 }
 
+/* A pod tried on a claim keeps a merged copy of their requirements only
+** when it narrows the claim: 20,000 replicas selecting on 5 of a
+** NodePool's 100 labels on the bundled catalog, every byte asked for
+** counted (97 MB in all; each try kept a copy of the pool's 100
+** requirements: 195 MB). */
+static void test_selector_replicas(void) {
+  dt_buf b = {0};
+  dt__buf_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"karpenter.sh/v1\","
+                   "\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},\"spec\":{\"template\":{\"metadata\":"
+                   "{\"labels\":{");
+  for (int i = 0; i < 100; i++) dt__buf_printf(&b, "%s\"l%d\":\"v%d\"", i ? "," : "", i, i);
+  dt__buf_puts(&b, "}},\"spec\":{\"requirements\":[]}}}},{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\","
+                   "\"metadata\":{\"name\":\"web\",\"namespace\":\"default\"},\"spec\":{\"replicas\":20000,"
+                   "\"template\":{\"spec\":{\"nodeSelector\":{\"l1\":\"v1\",\"l2\":\"v2\",\"l3\":\"v3\","
+                   "\"l4\":\"v4\",\"l5\":\"v5\"},\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
+                   "{\"cpu\":\"100m\"}}}]}}}}]}");
+  dt_error err = {0};
+  dt_catalog *c = NULL;
+  dt_manifests *m = dt_manifests_new();
+  dt_plan *p = NULL;
+  dt_plan_opts o = {0};
+  o.now = 1795341600;
+  int rc =
+      b.oom || !m || dt_catalog_load_default(&c, &err) || dt_manifests_add_buffer(m, "replicas.json", b.p, b.len, &err);
+  g_asked = 0;
+  dt_set_allocator(count_malloc, count_realloc, free);
+  if (!rc) rc = dt_plan_run(c, m, &o, &p, &err);
+  dt_set_allocator(NULL, NULL, NULL);
+  dt_plan_stats st = {0};
+  if (!rc && p) dt_plan_stats_get(p, &st);
+  CHECK(!rc && st.scheduled == 20000, "20,000 selecting replicas: %zu planned (%d: %s)", st.scheduled, rc, err.msg);
+  CHECK(g_asked < 128u << 20, "20,000 selecting replicas: the plan asked for %zu bytes in all", g_asked);
+  dt_plan_free(p);
+  dt_manifests_free(m);
+  dt_catalog_free(c);
+  dt__free(b.p);
+}
+
 /* A plan needs only which VMs a VirtualMachinePool creates, not their
 ** objects: 250 VMs of 400 DataVolumes each, every byte asked for counted
 ** (the VMs' objects and the PoolActions document took 360 MiB). */
@@ -1332,6 +1370,7 @@ int main(void) {
   test_plan_outlives_inputs();
   test_many_labels();
   test_pool_vms_lean();
+  test_selector_replicas();
   test_plan_write();
   test_lp();
   test_lp_degenerate();
