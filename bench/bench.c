@@ -783,57 +783,34 @@ static int many_scale(dt_catalog *aws) {
   return rc;
 }
 
-/* 5,000 pods each of its own shape (cpu 10m, 11m, ... and memory drawn in
-** 16-4,016 Mi), as when every workload's requests are sized on their own:
-** cost packing's time and cost against first-fit's, on the full catalog,
-** on-demand. Best of three runs of each. */
-static int distinct_shapes(dt_catalog *aws) {
+/* n pods each of its own shape, full catalog, amd64, no GPU or other
+** accelerator, capacity types cts, drawn from seed: cost packing's time
+** and cost against first-fit's, best of three runs of each.
+**   distinct-5k-full-od: cpu 10m, 11m, ... and memory drawn in 16-4,016 Mi,
+**     as when every workload's requests are sized on their own; on-demand.
+**   distinct-64-full-spot: cpu 10-3,109m and memory 16-6,415 Mi drawn, spot
+**     allowed: a small group whose pattern LP is degenerate (its optimum is
+**     one node holding them all, every other basic value 0), where a simplex
+**     that crawls costs seconds for 64 pods; seed 6 is a draw Bland's rule
+**     alone took 17.8 s over. */
+static int distinct(dt_catalog *aws, const char *name, const char *cts, uint64_t seed, int n, bool drawn_cpu) {
   char *pods;
   size_t len;
   FILE *f = open_memstream(&pods, &len);
   if (!f) return 1;
-  fprintf(f, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
-             "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
-             "\"spec\":{\"template\":{\"spec\":{\"requirements\":["
-             "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
-             "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"},"
-             "{\"key\":\"karpenter.k8s.aws/instance-accelerator-count\",\"operator\":\"DoesNotExist\"},"
-             "{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"on-demand\"]}]}}}}");
-  rng = 5;
-  for (int i = 0; i < 5000; i++)
-    fprintf(f,
-            ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"d-%d\",\"namespace\":\"default\"},"
-            "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"%dm\","
-            "\"memory\":\"%dMi\"}}}]}}",
-            i, 10 + i, 16 + (int)(next() % 4001));
-  fprintf(f, "]}");
-  fclose(f);
-  dump("distinct-5k-full-od", pods, len);
-  int rc = ffd_vs_cost(aws, "distinct-5k-full-od", pods, len, 5000);
-  free(pods);
-  return rc;
-}
-
-/* 64 pods each of its own shape (cpu 10-3,109m, memory 16-6,415 Mi,
-** drawn), on-demand or spot, full catalog: a small group whose pattern LP
-** is degenerate (its optimum is one node holding them all, every other
-** basic value 0), where a simplex that crawls costs seconds for 64 pods.
-** Best of three runs of each. */
-static int distinct_small(dt_catalog *aws) {
-  char *pods;
-  size_t len;
-  FILE *f = open_memstream(&pods, &len);
-  if (!f) return 1;
-  fprintf(f, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
-             "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
-             "\"spec\":{\"template\":{\"spec\":{\"requirements\":["
-             "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
-             "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"},"
-             "{\"key\":\"karpenter.k8s.aws/instance-accelerator-count\",\"operator\":\"DoesNotExist\"},"
-             "{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"on-demand\",\"spot\"]}]}}}}");
-  rng = 6; /* a draw whose LPs Bland's rule alone crawled through: 17.8 s */
-  for (int i = 0; i < 64; i++) {
-    int cpu = 10 + (int)(next() % 3100), mem = 16 + (int)(next() % 6400);
+  fprintf(f,
+          "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
+          "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
+          "\"spec\":{\"template\":{\"spec\":{\"requirements\":["
+          "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
+          "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"},"
+          "{\"key\":\"karpenter.k8s.aws/instance-accelerator-count\",\"operator\":\"DoesNotExist\"},"
+          "{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[%s]}]}}}}",
+          cts);
+  rng = seed;
+  for (int i = 0; i < n; i++) {
+    int cpu = drawn_cpu ? 10 + (int)(next() % 3100) : 10 + i;
+    int mem = drawn_cpu ? 16 + (int)(next() % 6400) : 16 + (int)(next() % 4001);
     fprintf(f,
             ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"d-%d\",\"namespace\":\"default\"},"
             "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\",\"resources\":{\"requests\":{\"cpu\":\"%dm\","
@@ -842,8 +819,8 @@ static int distinct_small(dt_catalog *aws) {
   }
   fprintf(f, "]}");
   fclose(f);
-  dump("distinct-64-full-spot", pods, len);
-  int rc = ffd_vs_cost(aws, "distinct-64-full-spot", pods, len, 64);
+  dump(name, pods, len);
+  int rc = ffd_vs_cost(aws, name, pods, len, n);
   free(pods);
   return rc;
 }
@@ -1222,8 +1199,8 @@ int main(int argc, char **argv) {
       rc |= catalog_pairs(aws, "bench/workload-many-shapes.json", "many", 0);
       rc |= many_scale(aws);
     }
-    rc |= distinct_shapes(aws);
-    rc |= distinct_small(aws);
+    rc |= distinct(aws, "distinct-5k-full-od", "\"on-demand\"", 5, 5000, false);
+    rc |= distinct(aws, "distinct-64-full-spot", "\"on-demand\",\"spot\"", 6, 64, true);
     dt_catalog_free(aws);
     if (only) return rc;
   }

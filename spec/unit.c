@@ -1179,6 +1179,34 @@ static void *count_realloc(void *p, size_t n) {
   return realloc(p, n);
 }
 
+/* Plan text (named name; the bundled catalog, or the unit's with
+** !bundled) with every byte the engine asks for counted into *asked;
+** returns dt_plan_run's code (1 when the inputs do not load), its figures
+** into *st. Consumes text (a dt_buf's). */
+static int plan_counted(const char *name, dt_buf *text, bool bundled, dt_plan_stats *st, size_t *asked, dt_error *err) {
+  dt_catalog *c = NULL;
+  dt_manifests *m = dt_manifests_new();
+  dt_plan *p = NULL;
+  dt_plan_opts o = {0};
+  o.now = 1795341600;
+  memset(st, 0, sizeof *st);
+  int rc = text->oom || !m ||
+           (bundled ? dt_catalog_load_default(&c, err)
+                    : dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, err)) ||
+           dt_manifests_add_buffer(m, name, text->p, text->len, err);
+  g_asked = 0;
+  dt_set_allocator(count_malloc, count_realloc, free);
+  if (!rc) rc = dt_plan_run(c, m, &o, &p, err);
+  dt_set_allocator(NULL, NULL, NULL);
+  *asked = g_asked;
+  if (!rc && p) dt_plan_stats_get(p, st);
+  dt_plan_free(p);
+  dt_manifests_free(m);
+  dt_catalog_free(c);
+  dt__free(text->p);
+  return rc;
+}
+
 static void test_many_labels(void) {
   dt_buf b = {0};
   dt__buf_puts(&b, "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"karpenter.sh/v1\","
@@ -1199,25 +1227,11 @@ static void test_many_labels(void) {
   for (int i = 0; i < 150; i++) dt__buf_printf(&b, "%s\"l%d\":\"v%d\"", i ? "," : "", i, i);
   dt__buf_puts(&b, "},\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":{\"cpu\":\"10m\"}}}]}}}}]}");
   dt_error err = {0};
-  dt_catalog *c = NULL;
-  dt_manifests *m = dt_manifests_new();
-  dt_plan *p = NULL;
-  dt_plan_opts o = {0};
-  o.now = 1795341600;
-  int rc = b.oom || !m || dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, &err) ||
-           dt_manifests_add_buffer(m, "labels.json", b.p, b.len, &err);
-  g_asked = 0;
-  dt_set_allocator(count_malloc, count_realloc, free);
-  if (!rc) rc = dt_plan_run(c, m, &o, &p, &err);
-  dt_set_allocator(NULL, NULL, NULL);
-  dt_plan_stats st = {0};
-  if (!rc && p) dt_plan_stats_get(p, &st);
-  CHECK(!rc && p && st.scheduled == 1, "4,000 labels: the pod is planned (%d: %s)", rc, err.msg);
-  CHECK(g_asked < 64u << 20, "4,000 labels: the plan asked for %zu bytes in all", g_asked);
-  dt_plan_free(p);
-  dt_manifests_free(m);
-  dt_catalog_free(c);
-  dt__free(b.p);
+  dt_plan_stats st;
+  size_t asked;
+  int rc = plan_counted("labels.json", &b, false, &st, &asked, &err);
+  CHECK(!rc && st.scheduled == 1, "4,000 labels: the pod is planned (%d: %s)", rc, err.msg);
+  CHECK(asked < 64u << 20, "4,000 labels: the plan asked for %zu bytes in all", asked);
 }
 
 /* A pod tried on a claim keeps a merged copy of their requirements only
@@ -1237,25 +1251,11 @@ static void test_selector_replicas(void) {
                    "\"l4\":\"v4\",\"l5\":\"v5\"},\"containers\":[{\"name\":\"c\",\"resources\":{\"requests\":"
                    "{\"cpu\":\"100m\"}}}]}}}}]}");
   dt_error err = {0};
-  dt_catalog *c = NULL;
-  dt_manifests *m = dt_manifests_new();
-  dt_plan *p = NULL;
-  dt_plan_opts o = {0};
-  o.now = 1795341600;
-  int rc =
-      b.oom || !m || dt_catalog_load_default(&c, &err) || dt_manifests_add_buffer(m, "replicas.json", b.p, b.len, &err);
-  g_asked = 0;
-  dt_set_allocator(count_malloc, count_realloc, free);
-  if (!rc) rc = dt_plan_run(c, m, &o, &p, &err);
-  dt_set_allocator(NULL, NULL, NULL);
-  dt_plan_stats st = {0};
-  if (!rc && p) dt_plan_stats_get(p, &st);
+  dt_plan_stats st;
+  size_t asked;
+  int rc = plan_counted("replicas.json", &b, true, &st, &asked, &err);
   CHECK(!rc && st.scheduled == 20000, "20,000 selecting replicas: %zu planned (%d: %s)", st.scheduled, rc, err.msg);
-  CHECK(g_asked < 128u << 20, "20,000 selecting replicas: the plan asked for %zu bytes in all", g_asked);
-  dt_plan_free(p);
-  dt_manifests_free(m);
-  dt_catalog_free(c);
-  dt__free(b.p);
+  CHECK(asked < 128u << 20, "20,000 selecting replicas: the plan asked for %zu bytes in all", asked);
 }
 
 /* A plan needs only which VMs a VirtualMachinePool creates, not their
@@ -1278,25 +1278,11 @@ static void test_pool_vms_lean(void) {
   dt__buf_puts(&b, "],\"template\":{\"spec\":{\"domain\":{\"cpu\":{\"cores\":1},\"memory\":{\"guest\":\"1Gi\"}},"
                    "\"volumes\":[]}}}}}}]}");
   dt_error err = {0};
-  dt_catalog *c = NULL;
-  dt_manifests *m = dt_manifests_new();
-  dt_plan *p = NULL;
-  dt_plan_opts o = {0};
-  o.now = 1795341600;
-  int rc = b.oom || !m || dt_catalog_load_buffer("cat", k_catalog, strlen(k_catalog), &c, &err) ||
-           dt_manifests_add_buffer(m, "pool.json", b.p, b.len, &err);
-  g_asked = 0;
-  dt_set_allocator(count_malloc, count_realloc, free);
-  if (!rc) rc = dt_plan_run(c, m, &o, &p, &err);
-  dt_set_allocator(NULL, NULL, NULL);
-  dt_plan_stats st = {0};
-  if (!rc && p) dt_plan_stats_get(p, &st);
+  dt_plan_stats st;
+  size_t asked;
+  int rc = plan_counted("pool.json", &b, false, &st, &asked, &err);
   CHECK(!rc && st.pods == 250, "a pool of 250 VMs: %zu launcher pods (%d: %s)", st.pods, rc, err.msg);
-  CHECK(g_asked < 32u << 20, "a pool of 250 VMs of 400 volumes: the plan asked for %zu bytes in all", g_asked);
-  dt_plan_free(p);
-  dt_manifests_free(m);
-  dt_catalog_free(c);
-  dt__free(b.p);
+  CHECK(asked < 32u << 20, "a pool of 250 VMs of 400 volumes: the plan asked for %zu bytes in all", asked);
 }
 
 static void test_plan_outlives_inputs(void) {
