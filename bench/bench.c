@@ -353,6 +353,16 @@ static long read_shapes(const char *path, int *cpu_m, int *mem_mi, int *count, i
   return total;
 }
 
+/* A List's start and its NodePool, its requirements open: amd64, no GPU
+** or other accelerator; the caller adds requirements and closes them. */
+static const char *const k_list_pool =
+    "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
+    "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
+    "\"spec\":{\"template\":{\"spec\":{\"requirements\":["
+    "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
+    "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"},"
+    "{\"key\":\"karpenter.k8s.aws/instance-accelerator-count\",\"operator\":\"DoesNotExist\"}";
+
 static char *azure_pods(const char *shapes_path, int n, const char *extra_reqs, size_t *len, double *C, double *M) {
   static int cpu_m[MAX_SHAPES], mem_mi[MAX_SHAPES], count[MAX_SHAPES];
   int ns;
@@ -360,14 +370,7 @@ static char *azure_pods(const char *shapes_path, int n, const char *extra_reqs, 
   if (total <= 0) return NULL;
   char *buf;
   FILE *f = open_memstream(&buf, len);
-  fprintf(f,
-          "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
-          "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
-          "\"spec\":{\"template\":{\"spec\":{\"requirements\":["
-          "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
-          "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"},"
-          "{\"key\":\"karpenter.k8s.aws/instance-accelerator-count\",\"operator\":\"DoesNotExist\"}%s]}}}}",
-          extra_reqs);
+  fprintf(f, "%s%s]}}}}", k_list_pool, extra_reqs);
   rng = 42;
   *C = *M = 0;
   g_nshapes = ns;
@@ -798,15 +801,7 @@ static int distinct(dt_catalog *aws, const char *name, const char *cts, uint64_t
   size_t len;
   FILE *f = open_memstream(&pods, &len);
   if (!f) return 1;
-  fprintf(f,
-          "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
-          "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},"
-          "\"spec\":{\"template\":{\"spec\":{\"requirements\":["
-          "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
-          "{\"key\":\"karpenter.k8s.aws/instance-gpu-count\",\"operator\":\"DoesNotExist\"},"
-          "{\"key\":\"karpenter.k8s.aws/instance-accelerator-count\",\"operator\":\"DoesNotExist\"},"
-          "{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[%s]}]}}}}",
-          cts);
+  fprintf(f, "%s,{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[%s]}]}}}}", k_list_pool, cts);
   rng = seed;
   for (int i = 0; i < n; i++) {
     int cpu = drawn_cpu ? 10 + (int)(next() % 3100) : 10 + i;
