@@ -786,8 +786,9 @@ void mf_pdb_free(dt_pdb *p) {
   mf_selector_free(&p->sel);
 }
 
+/* An IntOrString as Kubernetes takes it: an int32 of at least 0, or "N%". */
 static int int_or_pct(mctx *x, const cJSON *v, const char *field, int64_t *out, bool *pct) {
-  if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble == floor(v->valuedouble)) {
+  if (mf_is_int_in(v, 0, 2147483647)) {
     *out = (int64_t)v->valuedouble;
     return 0;
   }

@@ -104,6 +104,19 @@ spec:
       .. "expected an integer from 1 to 100", err, 1, true)
   end)
 
+  it("rejects a PodDisruptionBudget count past an int32, as the API server does", function()
+    local err = err_of([[
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: db}
+spec:
+  selector: {matchLabels: {app: db}}
+  maxUnavailable: 111111111111111111111111111111111111111111111111111111111111111111111111
+]])
+    assert.matches("PodDisruptionBudget default/db: spec.maxUnavailable: expected a non-negative integer or a percentage",
+      err, 1, true)
+  end)
+
   it("rejects an object without a name", function()
     assert.matches("Pod (unnamed): metadata.name: missing", err_of("apiVersion: v1\nkind: Pod\nspec: {}\n"), 1, true)
   end)
