@@ -291,10 +291,11 @@ static instance *inst_by_id(const char *id) {
 
 /* An instance the cloud has that this daemon does not hold: adopted when
 ** its claim is in the store, deleted as an orphan when it carries this
-** cluster's name and a trusted state file says what the daemon holds, else
-** left alone (a lost or foreign state must never cost a fleet). True when
-** the books changed. */
-static bool poll_unknown(const cJSON *in, const char *id, const char *claim, const char *state) {
+** cluster's name, a state file says what the daemon holds, and the poll's
+** orphans are no more than what it holds (trusted), else left alone (a
+** lost, new or foreign state must never cost a fleet). True when the books
+** changed. */
+static bool poll_unknown(const cJSON *in, const char *id, const char *claim, const char *state, bool trusted) {
   char key[800];
   snprintf(key, sizeof key, "NodeClaim//%s", claim);
   if (obj_find(key) >= 0) {
@@ -305,12 +306,14 @@ static bool poll_unknown(const cJSON *in, const char *id, const char *claim, con
   }
   if (!D.ready || !state || !strcmp(state, "terminated")) return false;
   const char *owner = dt__jstr(in, "cluster");
-  if (!owner || strcmp(owner, D.cluster) || !D.state_valid) {
+  if (!owner || strcmp(owner, D.cluster) || !D.state_valid || !trusted) {
     logf_("warn", "unaccounted",
           "instance %s: the cloud has an instance this daemon cannot account for (%s); left alone", id,
           !owner                     ? "no cluster tag"
           : strcmp(owner, D.cluster) ? "another cluster's"
-                                     : "no state file");
+          : !D.state_valid           ? "no state file"
+                                     : "more of this cluster's instances than the state holds: a state that does not "
+                                       "match the cloud deletes nothing");
     return false;
   }
   log_decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
@@ -408,11 +411,28 @@ static bool reconcile_claims(void) {
 void dt__ctl_instances(const cJSON *list) {
   const cJSON *in;
   bool changed = false;
+  /* Orphans are deleted only while they are no more than the instances
+  ** held: a lost answer or a crash mid-launch leaves a few, while a state
+  ** file that is empty, new or another fleet's makes every running instance
+  ** look like one, and deleting them would cost the fleet. */
+  size_t orphans = 0, held = D.insts.n;
+  cJSON_ArrayForEach(in, list) {
+    const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state"),
+               *owner = dt__jstr(in, "cluster");
+    if (!id || !claim || inst_by_id(id) || (state && !strcmp(state, "terminated"))) continue;
+    char key[800];
+    snprintf(key, sizeof key, "NodeClaim//%s", claim);
+    if (obj_find(key) >= 0)
+      held++; /* adopted below */
+    else if (owner && !strcmp(owner, D.cluster))
+      orphans++;
+  }
+  bool trusted = orphans <= held;
   cJSON_ArrayForEach(in, list) {
     const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state");
     if (!id || !claim) continue;
     instance *kin = inst_by_id(id);
-    if (!kin && poll_unknown(in, id, claim, state)) { /* adopted: reported on as one of ours from now */
+    if (!kin && poll_unknown(in, id, claim, state, trusted)) { /* adopted: reported on as one of ours from now */
       changed = true;
       kin = inst_by_id(id);
     }

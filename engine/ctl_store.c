@@ -420,7 +420,7 @@ static int replay(dt_error *err) {
       break;
     }
     cJSON *r = cJSON_ParseWithLength(s, (size_t)(nl - s));
-    bool bad = !r || replay_one(r);
+    bool bad = !r || dt__json_dup(r, NULL, 0) || replay_one(r);
     cJSON_Delete(r);
     if (bad && !D.recover) {
       rc = dt__err(err, DT_EINVAL,
@@ -451,11 +451,20 @@ int load_state(dt_error *err) {
   char *text;
   size_t len;
   if (dt__read_file(D.state_path, &text, &len, err)) return DT_EIO;
-  cJSON *root = cJSON_ParseWithLength(text, len);
-  dt__free(text);
+  /* Read as strictly as a manifest: text after the document, or a key
+  ** twice (`"objects": [], "objects": [...]` read the first, empty, list),
+  ** stops the start, never read as less than the file says. */
   const char *path = D.state_path;
-  if (!root) return dt__err(err, DT_EINVAL, "%s: not a dovetail state file (invalid JSON)", path);
-  int rc = dt__state_check(path, root, err);
+  cJSON *root = NULL;
+  int rc = dt__json_parse_one(path, text, len, &root, err);
+  dt__free(text);
+  if (rc && rc != DT_ENOMEM) {
+    char why[sizeof err->msg];
+    snprintf(why, sizeof why, "%s", err->msg);
+    return dt__err(err, DT_EINVAL, "%s; not a dovetail state file: nothing was started", why);
+  }
+  if (rc) return rc;
+  rc = dt__state_check(path, root, err);
   if (rc) {
     cJSON_Delete(root);
     return rc;
@@ -466,11 +475,23 @@ int load_state(dt_error *err) {
     const char *why;
     if (!obj_key(o, key, sizeof key, &why)) obj_put(key, o);
   }
+  size_t at = 0;
   cJSON_ArrayForEach(o, insts) {
     const char *claim = dt__jstr(o, "claim");
     char key[KEY_MAX + 16];
     snprintf(key, sizeof key, "NodeClaim//%s", claim);
-    if (obj_find(key) < 0) continue; /* its claim is gone: forget it */
+    if (obj_find(key) < 0) {
+      /* The daemon drops a claim and its instance together, so a snapshot
+      ** never holds one without the other: this file was cut or edited, and
+      ** read on, the instance would be deleted as an orphan at the first poll. */
+      rc = dt__err(err, DT_EINVAL,
+                   "%s: instances[%zu] (%s) belongs to NodeClaim %s, which is not among the state's objects: the "
+                   "file is damaged; nothing was started (its instances would be deleted as orphans)",
+                   path, at, dt__jstr(o, "id") ? dt__jstr(o, "id") : "?", claim ? claim : "?");
+      cJSON_Delete(root);
+      return rc;
+    }
+    at++;
     add_instance(dt__jstr(o, "id"), claim, dt__jstr(o, "instanceType"), dt__jstr(o, "zone"),
                  dt__jstr(o, "capacityType"), dt__jstr(o, "nodePool"), cJSON_GetNumberValue(jget(o, "price")),
                  dt__to_i64(cJSON_GetNumberValue(jget(o, "launched"))));
@@ -479,12 +500,14 @@ int load_state(dt_error *err) {
   D.state_valid = true;
   rc = replay(err);
   if (rc) return rc;
-  for (size_t i = 0; i < D.insts.n;) { /* instances whose claim is gone are forgotten */
+  for (size_t i = 0; i < D.insts.n;) { /* instances whose claim the journal deleted are forgotten, and said so */
     char key[KEY_MAX + 16];
     snprintf(key, sizeof key, "NodeClaim//%s", D.insts.v[i].claim);
-    if (obj_find(key) < 0)
+    if (obj_find(key) < 0) {
+      logf_("warn", "state", "instance %s: its NodeClaim %s was deleted (journal); it is no longer held",
+            D.insts.v[i].id, D.insts.v[i].claim);
       inst_remove(i);
-    else
+    } else
       i++;
   }
   logf_("info", "state", "read %s: %zu objects, %zu instances", D.state_path, D.objs.n, D.insts.n);

@@ -284,6 +284,16 @@ static int parse_json(const char *name, const char *buf, size_t len, cJSON **out
   return 0;
 }
 
+int dt__json_parse_one(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
+  cJSON *docs = NULL;
+  *out = NULL;
+  int rc = parse_json(name, buf, len, &docs, err);
+  if (rc) return rc;
+  *out = cJSON_DetachItemFromArray(docs, 0);
+  cJSON_Delete(docs);
+  return 0;
+}
+
 /* --------------------------------------------------------------- YAML */
 
 /*

@@ -335,6 +335,10 @@ void dt__json_indent(dt_buf *b, int depth);   /* a new line, then depth levels o
 ** NULL) gets its place, "items[3].metadata.labels: duplicate key \"app\"";
 ** 0 when there is none; DT_ENOMEM. */
 int dt__json_dup(const cJSON *doc, char *where, size_t n);
+/* One JSON document as the manifest reader takes it: UTF-8, within the
+** limits, nothing but whitespace after it, no key twice; errors name
+** name, the line and column, or the duplicate key's place. */
+int dt__json_parse_one(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err);
 uint64_t dt__hash64(const char *s, size_t n); /* FNV-1a */
 
 /* Building result documents: attach v under key (arrays ignore the key);

@@ -676,6 +676,26 @@ return {
     local _, err = h.cli("serve --listen 127.0.0.1:0 --state " .. st)
     assert.matches("instances[0].id: missing or not a string", err, 1, true)
     os.remove(st)
+    -- read as strictly as a manifest: a key twice (cJSON read the first, empty, list, and the
+    -- fleet's instances became orphans), text after the document, an instance without its claim
+    local claim = '{"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim", "metadata": {"name": "c1"}}'
+    local inst = '{"id": "i-1", "claim": "%s", "instanceType": "m5.large", "zone": "us-east-1a", ' ..
+      '"capacityType": "on-demand", "nodePool": "default", "price": 0.096, "launched": 1795341600}'
+    for _, case in ipairs {
+      { '{"objects": [], "objects": [' .. claim .. '], "instances": [' .. inst:format("c1") .. ']}',
+        'duplicate key "objects"' },
+      { '{"objects": [' .. claim .. '], "instances": [' .. inst:format("c1") .. ']} {"objects": []}',
+        "unexpected text after the document" },
+      { '{"objects": [' .. claim .. '], "instances": [' .. inst:format("c2") .. ']}',
+        "instances[0] (i-1) belongs to NodeClaim c2, which is not among the state's objects" },
+    } do
+      st = h.write(case[1])
+      local _, e, code = h.cli("serve --listen 127.0.0.1:0 --state " .. st)
+      assert.equal(1, code, case[1])
+      assert.matches(case[2], e, 1, true)
+      assert.matches("nothing was started", e, 1, true)
+      os.remove(st)
+    end
   end)
 
   it("answers wrong methods with 405 and keeps an encoded slash inside a name", function()
@@ -841,6 +861,29 @@ return {
       assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"orphan"'))
       d.stop()
       c.stop()
+    end)
+
+    it("never deletes a fleet that a new or empty state file does not hold", function()
+      local c = cloud()
+      for i = 1, 3 do
+        http({ port = c.port }, "POST", "/instances", ('{"cluster":"dovetail","claim":"c%d","instanceType":"m5.large",'
+          .. '"zone":"us-east-1a","capacityType":"on-demand","nodePool":"default"}'):format(i))
+      end
+      -- a --state path that does not exist yet: the daemon writes it, holding nothing, and every
+      -- running instance of its cluster would look like an orphan
+      local state = os.tmpname()
+      os.remove(state)
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 200ms --state " .. state)
+      ready(d)
+      eventually(function() return select(2, slurp(d.log):gsub("a state that does not match the cloud", "")) >= 6 end,
+        "two polls that leave the three instances alone")
+      local all = http({ port = c.port }, "GET", "/instances")
+      assert.equal(3, select(2, all:gsub('"state":"running"', "")), all)
+      assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"orphan"'))
+      d.stop()
+      c.stop()
+      os.remove(state)
+      os.remove(state .. ".journal")
     end)
 
     it("kill -9 after many applies loses no applied object and launches nothing twice", function()
