@@ -77,6 +77,8 @@ void tm_init(uv_timer_t *t);
 /* ctl_claims.c */
 bool being_replaced(const char *claim);
 cJSON *claim_get(const char *claim);
+/* Whether the store holds the NodeClaim named claim. */
+bool claim_stored(const char *claim);
 char *claim_pods(const char *claim);
 void claim_put(const char *claim, cJSON *o);
 void claim_running(const char *claim);

@@ -26,6 +26,11 @@ static const obj *claim_obj(const char *claim, char *key, size_t n) {
   return at < 0 ? NULL : &D.objs.v[at];
 }
 
+bool claim_stored(const char *claim) {
+  char key[KEY_MAX + 16];
+  return claim_obj(claim, key, sizeof key) != NULL;
+}
+
 /* Whether ob's text is the one its pods and event spans were kept for. */
 static bool spans_known(const obj *ob) { return ob->span_gen == ob->gen; }
 

@@ -296,9 +296,7 @@ static instance *inst_by_id(const char *id) {
 ** lost, new or foreign state must never cost a fleet). True when the books
 ** changed. */
 static bool poll_unknown(const cJSON *in, const char *id, const char *claim, const char *state, bool trusted) {
-  char key[800];
-  snprintf(key, sizeof key, "NodeClaim//%s", claim);
-  if (obj_find(key) >= 0) {
+  if (claim_stored(claim)) {
     add_instance(id, claim, dt__jstr(in, "instanceType"), dt__jstr(in, "zone"), dt__jstr(in, "capacityType"),
                  dt__jstr(in, "nodePool"), 0, wall());
     log_decision("adopt", id, "the cloud has an instance for a claim we hold");
@@ -420,9 +418,7 @@ void dt__ctl_instances(const cJSON *list) {
     const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state"),
                *owner = dt__jstr(in, "cluster");
     if (!id || !claim || inst_by_id(id) || (state && !strcmp(state, "terminated"))) continue;
-    char key[800];
-    snprintf(key, sizeof key, "NodeClaim//%s", claim);
-    if (obj_find(key) >= 0)
+    if (claim_stored(claim))
       held++; /* adopted below */
     else if (owner && !strcmp(owner, D.cluster))
       orphans++;

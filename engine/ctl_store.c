@@ -478,9 +478,7 @@ int load_state(dt_error *err) {
   size_t at = 0;
   cJSON_ArrayForEach(o, insts) {
     const char *claim = dt__jstr(o, "claim");
-    char key[KEY_MAX + 16];
-    snprintf(key, sizeof key, "NodeClaim//%s", claim);
-    if (obj_find(key) < 0) {
+    if (!claim_stored(claim)) {
       /* The daemon drops a claim and its instance together, so a snapshot
       ** never holds one without the other: this file was cut or edited, and
       ** read on, the instance would be deleted as an orphan at the first poll. */
@@ -501,9 +499,7 @@ int load_state(dt_error *err) {
   rc = replay(err);
   if (rc) return rc;
   for (size_t i = 0; i < D.insts.n;) { /* instances whose claim the journal deleted are forgotten, and said so */
-    char key[KEY_MAX + 16];
-    snprintf(key, sizeof key, "NodeClaim//%s", D.insts.v[i].claim);
-    if (obj_find(key) < 0) {
+    if (!claim_stored(D.insts.v[i].claim)) {
       logf_("warn", "state", "instance %s: its NodeClaim %s was deleted (journal); it is no longer held",
             D.insts.v[i].id, D.insts.v[i].claim);
       inst_remove(i);

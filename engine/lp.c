@@ -49,6 +49,8 @@ static _Thread_local long lp_stop = LONG_MAX; /* no pivot at or past this count 
 
 long dt__lp_pivots(void) { return lp_pivots; }
 
+bool dt__lp_spent(void) { return lp_pivots >= lp_stop; }
+
 long dt__lp_stop_at(long at) {
   long old = lp_stop;
   lp_stop = at;

@@ -4,8 +4,6 @@
 */
 #include "pack_int.h"
 
-#include <limits.h>
-
 /* ------------------------------------------------------------------------
 ** Column generation over node patterns: Gilmore and Gomory's cutting-stock
 ** LP with one bin kind per instance type. A pattern is one node: a type and
@@ -128,7 +126,6 @@ typedef struct cg_ctx {
   const cg_tune *tune;
   const uint8_t *ban; /* per candidate (by_price): left out of the LP; NULL none */
   bool dive;          /* many shapes, or fewer than two pods a shape: round by type as well (round_dive) */
-  long pivot_stop;    /* dt__lp_pivots() past which this plan D pivots no more (CG_PIVOTS) */
 } cg_ctx;
 
 typedef struct priced {
@@ -482,7 +479,7 @@ static int cg_lp(const cg_ctx *g, const int64_t *dem, colset *cols, int iters, d
     if (pi_out) memcpy(pi_out, pi, ns * sizeof *pi);
     if (iter == 0 && prune && (rc = prune_cols(g, cols, dem, pi, basis, m, &A))) goto out;
     /* The group's pricing budget (rounds or pivots) spent, this LP's solution stands. */
-    if (*g->rounds_left <= 0 || dt__lp_pivots() >= g->pivot_stop) break;
+    if (*g->rounds_left <= 0 || dt__lp_spent()) break;
     --*g->rounds_left;
     uint32_t np;
     double most;
@@ -582,7 +579,7 @@ static int round_rest(const cg_ctx *g, colset *cols, int64_t *rem, size_t left, 
   int rc = 0;
   uint32_t *ord = NULL;
   carry cr = {0}; /* each round's LP starts from the last one's basis */
-  for (size_t round = 0; !rc && left && round < 2 * ns + 8 && dt__lp_pivots() < g->pivot_stop; round++) {
+  for (size_t round = 0; !rc && left && round < 2 * ns + 8 && !dt__lp_spent(); round++) {
     double obj;
     if ((rc = cg_lp(g, rem, cols, g->tune->iters_rest, &obj, g->ns > CG_FEW ? &cr : NULL, NULL, false))) break;
     uint32_t *no = dt__realloc(ord, cols->n * sizeof *ord + 1);
@@ -737,7 +734,7 @@ static int round_dive(const cg_ctx *g0, colset *cols, int64_t *rem, size_t left,
   long none = 0; /* the LPs here price nothing: over the patterns at hand */
   g.ban = ban;
   g.rounds_left = &none;
-  for (size_t round = 0; !rc && left && round < 2 * ns + 8 && dt__lp_pivots() < g.pivot_stop; round++) {
+  for (size_t round = 0; !rc && left && round < 2 * ns + 8 && !dt__lp_spent(); round++) {
     double obj, up = INFINITY, down = INFINITY;
     bool whole;
     if ((rc = cg_lp(&g, rem, cols, g.tune->iters_rest, &obj, NULL, NULL, false))) break;
@@ -950,8 +947,7 @@ static int colgen_tuned(cg_ctx *g, const cg_tune *tune, size_t maxs, cand *cands
   *lp_obj = 0;
   size_t pods = 0;
   for (size_t s = 0; s < g->ns; s++) pods += g->sh[s].pods.n;
-  g->pivot_stop = dt__lp_pivots() + CG_PIVOTS + CG_PIVOTS_POD * (long)pods;
-  long was = dt__lp_stop_at(g->pivot_stop);
+  long was = dt__lp_stop_at(dt__lp_pivots() + CG_PIVOTS + CG_PIVOTS_POD * (long)pods);
   int rc = g->ns <= maxs ? colgen(g, cands, out, lp_obj, io) : colgen_parts(g, maxs, cands, out, lp_obj, io);
   dt__lp_stop_at(was);
   return rc;
@@ -972,7 +968,7 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
   uint32_t *front = dt__malloc(nc * sizeof *front);
   int rc = dt__knap_init(&K, most);
   if (!rc && (!got || !single || !front)) rc = DT_ENOMEM;
-  cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL, NULL, ns > CG_FEW, LONG_MAX};
+  cg_ctx g = {p, pl, shapes, ns, by_price, nc, front, 0, &K, got, single, NULL, NULL, NULL, ns > CG_FEW};
   size_t total = 0;
   for (size_t s = 0; s < ns; s++) total += shapes[s].pods.n;
   g.dive = ns > CG_FEW || total < 2 * ns;

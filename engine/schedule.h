@@ -474,6 +474,7 @@ int dt__lp_cover_warm(int m, int n, const double *a, const double *c, const doub
 ** limit of pivots. */
 long dt__lp_pivots(void);
 long dt__lp_stop_at(long at);
+bool dt__lp_spent(void); /* the pivots up to that count made */
 
 /* topo.c */
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,
