@@ -46,9 +46,11 @@ static int store_objects(h2o_req_t *req, cJSON *docs) {
   char msg[100];
   snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", n);
   logf_("debug", "apply", "%zu objects applied", n);
-  D.requeue_ms = REQUEUE_BASE_MS;
-  state_dirty();
-  arm_batch();
+  if (n) { /* a body with no object changes nothing and starts no round */
+    D.requeue_ms = REQUEUE_BASE_MS;
+    state_dirty();
+    arm_batch();
+  }
   return respond(req, 200, "application/json", msg, strlen(msg));
 }
 
@@ -59,6 +61,14 @@ static int store_objects(h2o_req_t *req, cJSON *docs) {
 ** objects are still stored (they were valid) and nobody is answered.
 */
 #define PUT_ASYNC_BYTES (256u << 10)
+
+/* Large bodies parsed at once: each costs several times its size while it is
+** read (the text, its tree, each object printed), so more wait for their
+** client to retry (429 with Retry-After, as the API server's priority and
+** fairness answers) instead of adding up. */
+#define PUT_PARSING_MAX 2
+static unsigned g_parsing;
+static uint64_t g_refused_parsing;
 
 typedef struct put_work put_work;
 typedef struct put_holder {
@@ -104,6 +114,7 @@ static void put_run(uv_work_t *r) {
 
 static void put_done(uv_work_t *r, int status) {
   put_work *w = r->data;
+  g_parsing--;
   if (w->hreq) w->holder->w = NULL;
   if (status) {
     if (w->hreq) respond_error(w->hreq, 503, "the request was cancelled");
@@ -117,9 +128,11 @@ static void put_done(uv_work_t *r, int status) {
       if (node) claim_registered(node);
       cJSON_Delete(node);
     }
-    D.requeue_ms = REQUEUE_BASE_MS;
-    state_dirty();
-    arm_batch();
+    if (w->keys.n) {
+      D.requeue_ms = REQUEUE_BASE_MS;
+      state_dirty();
+      arm_batch();
+    }
     char msg[100];
     snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", w->keys.n);
     if (w->hreq) respond(w->hreq, 200, "application/json", msg, strlen(msg));
@@ -139,6 +152,11 @@ static int put_objects(h2o_req_t *req) {
   dt_error err = {0};
   cJSON *docs = NULL;
   if (req->entity.len >= PUT_ASYNC_BYTES) {
+    if (g_parsing >= PUT_PARSING_MAX) {
+      g_refused_parsing++;
+      h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+      return respond_error(req, 429, "other large bodies are being read; retry");
+    }
     put_work *w = dt__calloc(1, sizeof *w);
     put_holder *h = h2o_mem_alloc_shared(&req->pool, sizeof *h, put_gone);
     if (!w || !(w->body = dt__malloc(req->entity.len))) {
@@ -151,7 +169,10 @@ static int put_objects(h2o_req_t *req) {
     w->holder = h;
     h->w = w;
     w->req.data = w;
-    if (uv_queue_work(D.loop, &w->req, put_run, put_done) == 0) return 0;
+    if (uv_queue_work(D.loop, &w->req, put_run, put_done) == 0) {
+      g_parsing++;
+      return 0;
+    }
     h->w = NULL;
     dt__free(w->body);
     dt__free(w);
@@ -373,11 +394,52 @@ static int get_metrics(h2o_req_t *req) {
   dt__buf_puts(&b, "# HELP dovetail_vms VirtualMachines in the store, by pool and printable status.\n"
                    "# TYPE dovetail_vms gauge\n");
   vm_gauge(&b);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_http_connections HTTP connections open.\n# TYPE dovetail_http_connections gauge\n"
+                 "dovetail_http_connections %zu\n"
+                 "# HELP dovetail_http_reply_bytes Bytes of replies held until their clients read them.\n"
+                 "# TYPE dovetail_http_reply_bytes gauge\ndovetail_http_reply_bytes %zu\n"
+                 "# HELP dovetail_http_refused_total HTTP connections and requests turned away or shut, by limit.\n"
+                 "# TYPE dovetail_http_refused_total counter\n"
+                 "dovetail_http_refused_total{limit=\"max-connections\"} %llu\n"
+                 "dovetail_http_refused_total{limit=\"reply-limit\"} %llu\n"
+                 "dovetail_http_refused_total{limit=\"stall-timeout\"} %llu\n"
+                 "dovetail_http_refused_total{limit=\"parsing\"} %llu\n",
+                 D.http.nconns, D.http.reply_bytes, (unsigned long long)D.http.refused_conns,
+                 (unsigned long long)D.http.refused_replies, (unsigned long long)D.http.stalled,
+                 (unsigned long long)g_refused_parsing);
   histogram(&b, "dovetail_loop_lag_seconds", "How late the event loop ran a 100 ms timer.", k_lag_buckets,
             D.lag_buckets, D.lag_count, D.lag_sum);
   respond(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);
   dt__free(b.p);
   return 0;
+}
+
+/* The plan and the pools are read by many clients, some slowly: each
+** generation is copied once into a reply every request shares. */
+typedef struct shared_reply {
+  uint64_t gen;
+  dt_httpd_blob *blob;
+} shared_reply;
+
+static shared_reply g_plan, g_pools;
+
+static int respond_shared(h2o_req_t *req, shared_reply *r, const char *text, uint64_t gen) {
+  if (!r->blob || r->gen != gen) { /* a new copy is memory, and waits like any other reply */
+    dt__httpd_blob_release(r->blob);
+    r->blob = NULL;
+    size_t len = strlen(text);
+    if (dt__httpd_busy(req, len)) return 0;
+    r->blob = dt__httpd_blob(&D.http, text, len);
+    r->gen = gen;
+  }
+  return dt__httpd_respond_blob(req, 200, "application/json", r->blob);
+}
+
+void dt__serve_api_close(void) {
+  dt__httpd_blob_release(g_plan.blob);
+  dt__httpd_blob_release(g_pools.blob);
+  g_plan.blob = g_pools.blob = NULL;
 }
 
 int dt__serve_on_req(h2o_handler_t *self, h2o_req_t *req) {
@@ -397,11 +459,11 @@ int dt__serve_on_req(h2o_handler_t *self, h2o_req_t *req) {
     return respond_error(req, 405, "method not allowed: this endpoint answers GET");
   if (path_is(req, "/metrics")) return get_metrics(req);
   if (path_is(req, "/v1/plan"))
-    return D.last_plan ? respond(req, 200, "application/json", D.last_plan, strlen(D.last_plan))
+    return D.last_plan ? respond_shared(req, &g_plan, D.last_plan, D.last_plan_gen)
                        : respond_error(req, 503, "no plan yet: apply objects first");
   if (path_is(req, "/v1/state")) return get_state(req);
   if (path_is(req, "/v1/pools"))
-    return D.last_pools ? respond(req, 200, "application/json", D.last_pools, strlen(D.last_pools))
+    return D.last_pools ? respond_shared(req, &g_pools, D.last_pools, D.last_pools_gen)
                         : respond_error(req, 503, "no pool round yet: apply a VirtualMachinePool first");
   if (path_is(req, "/v1/decisions")) {
     char *t = cJSON_Print(D.decisions);

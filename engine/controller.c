@@ -454,6 +454,7 @@ static void round_done(uv_work_t *req, int status) {
   dt_plan_stats_get(w->p, &st);
   dt_free(D.last_plan);
   D.last_plan = w->json_text;
+  D.last_plan_gen++;
   w->json_text = NULL;
   D.pending = st.unschedulable;
   /* Launch every new claim as the plan decided it; the stored NodeClaim

@@ -104,6 +104,7 @@ void converge_pools(void) {
   D.pools_waiting = ps.waiting; /* held back (burst, maxUnavailable): the requeue timer comes back */
   dt_free(D.last_pools);
   D.last_pools = text;
+  D.last_pools_gen++;
   dt_pools_free(r);
   dt_manifests_free(m);
 }

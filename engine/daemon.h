@@ -88,7 +88,8 @@ typedef struct dtd {
   int port;
   uint64_t idle_ms, max_ms;
   int64_t ttl; /* unavailable marks, seconds */
-  size_t body_limit;
+  size_t body_limit, max_conns, reply_limit; /* the HTTP API's limits (httpd.h) */
+  uint64_t stall_ms;
   DT_VEC(char *) sim_ice; /* "type/zone/capacity-type" out of capacity in the sim cloud */
   const char *provider, *cloud_url, *cluster;
   uint64_t poll_ms, timeout_ms;
@@ -127,6 +128,7 @@ typedef struct dtd {
   DT_VEC(failing) failing;     /* offerings whose launches keep failing */
   cJSON *decisions;            /* recent, newest last */
   char *last_plan, *last_pools;
+  uint64_t last_plan_gen, last_pools_gen; /* bumped with each: the API's shared copies follow them */
   DT_VEC(pool_count) vm_actions; /* per VirtualMachinePool: create, delete, update, heal */
   size_t pools_waiting;
   bool planning, round_pending, reload_pending; /* a round on the thread pool; what waits for it */
@@ -224,5 +226,6 @@ void launch_waiting(size_t most); /* up to most of the round's waiting launches 
 
 /* the HTTP API (api.c): every request of the daemon's listener */
 int dt__serve_on_req(h2o_handler_t *self, h2o_req_t *req);
+void dt__serve_api_close(void); /* drops the API's shared replies */
 
 #endif

@@ -63,7 +63,7 @@ static void on_signal(uv_signal_t *s, int sig) {
 ** need a restart. A SIGHUP applies nothing unless every value it carries
 ** reads, so a typo never leaves half a configuration in force.
 */
-typedef enum opt_kind { O_STR, O_DUR_MS, O_DUR_S, O_INT, O_SIZE, O_LIST, O_COUNT_PCT } opt_kind;
+typedef enum opt_kind { O_STR, O_DUR_MS, O_DUR_S, O_INT, O_SIZE, O_LIST, O_COUNT_PCT, O_COUNT } opt_kind;
 
 typedef struct opt {
   const char *name;
@@ -99,6 +99,13 @@ static const opt k_opts[] = {
     {"token-file", O_STR, false, &g_token_file,
      "FILE    require Authorization: Bearer <token> (except /healthz, /readyz)"},
     {"body-limit", O_SIZE, false, &D.body_limit, "BYTES   largest request body (default 16 MiB)"},
+    {"max-connections", O_COUNT, false, &D.max_conns,
+     "N  HTTP connections at once; past it the longest idle one gives way, or the new one is closed (default 32)"},
+    {"reply-limit", O_SIZE, false, &D.reply_limit,
+     "BYTES  replies held for clients still reading them; a larger one is answered 503 with Retry-After (default "
+     "256 MiB)"},
+    {"stall-timeout", O_DUR_MS, false, &D.stall_ms,
+     "DUR  an HTTP connection that moves no byte this long is shut (default 60s; 0 never)"},
     {"log-format", O_STR, true, &D.log_format, "json|logfmt"},
     {"sim-ice", O_LIST, false, &D.sim_ice,
      "TYPE/ZONE/CT  the sim provider reports insufficient capacity for it (repeatable)"},
@@ -162,6 +169,12 @@ static int opt_set(const opt *o, const char *v, bool apply, char *why, size_t n)
     if (apply) *(size_t *)o->field = (size_t)x;
     return 0;
   }
+  case O_COUNT: {
+    unsigned long long x = strtoull(v, &end, 10);
+    if (!*v || *end || x < 1 || x > 1000000) break;
+    if (apply) *(size_t *)o->field = (size_t)x;
+    return 0;
+  }
   case O_COUNT_PCT: {
     unsigned long long x = strtoull(v, &end, 10);
     bool pct = *end == '%' && end[1] == 0;
@@ -179,7 +192,8 @@ static int opt_set(const opt *o, const char *v, bool apply, char *why, size_t n)
                                        "an integer from 0 to 100",
                                        "a byte count from 1",
                                        "",
-                                       "a count or a percentage such as 3 or 40%"};
+                                       "a count or a percentage such as 3 or 40%",
+                                       "a count from 1 to 1000000"};
   snprintf(why, n, "--%s: expected %s, got \"%s\"", o->name, expect[o->kind], v);
   return -1;
 }
@@ -357,6 +371,9 @@ static void serve_defaults(void) {
   D.max_unhealthy = 100;
   D.max_unhealthy_pct = true;
   D.body_limit = 16u << 20;
+  D.max_conns = 32;
+  D.reply_limit = 256u << 20;
+  D.stall_ms = 60000;
   D.provider = "sim";
   D.cluster = "dovetail";
   D.poll_ms = 60000;
@@ -447,7 +464,8 @@ static int serve_open(void) {
 static int loop_open(void) {
   D.loop = uv_default_loop();
   char msg[600];
-  if (dt__httpd_start(&D.http, D.loop, g_listen, D.body_limit, dt__serve_on_req, msg, sizeof msg)) {
+  dt_httpd_limits lim = {D.body_limit, D.max_conns, D.reply_limit, D.stall_ms};
+  if (dt__httpd_start(&D.http, D.loop, g_listen, &lim, dt__serve_on_req, msg, sizeof msg)) {
     fprintf(stderr, "dovetail serve: --listen: %s\n", msg);
     return 1;
   }
@@ -495,6 +513,7 @@ static void loop_close(void) {
   for (size_t i = 0; i < sizeof timers / sizeof *timers; i++) tm_stop(timers[i]);
   for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight(); i++) uv_run(D.loop, UV_RUN_ONCE);
   save_state();
+  dt__serve_api_close();
   dt__httpd_close(&D.http);
   uv_handle_t *handles[] = {(uv_handle_t *)&D.idle,    (uv_handle_t *)&D.max,           (uv_handle_t *)&D.debounce,
                             (uv_handle_t *)&D.poll,    (uv_handle_t *)&D.again,         (uv_handle_t *)&D.state_timer,

@@ -65,16 +65,40 @@ dt_policy *pl_self(lua_State *L) { return *(dt_policy **)lua_getextraspace(L); }
 #define HOOK_EVERY 1000
 #define CALL_COST  20 /* instructions charged per function call */
 
+/*
+** One VM instruction (a concatenation, a comparison of long strings) or one
+** library call (utf8.len, string.upper) can walk a string as long as the
+** state's memory, in C where no hook runs: 1000 of them between two looks
+** at the clock is seconds at 25 MB. So while the state holds more than
+** LARGE bytes the clock is read at every call and the count hook comes
+** every HOOK_EVERY x LARGE / used instructions: what runs between two looks
+** stays about HOOK_EVERY x LARGE bytes of work, whatever the strings.
+*/
+#define LARGE (256u << 10)
+
+static int hook_every(const dt_policy *p) {
+  size_t used = p->s.m ? p->s.m->used : 0;
+  if (used <= LARGE) return HOOK_EVERY;
+  size_t e = (size_t)HOOK_EVERY * LARGE / used;
+  return e ? (int)e : 1;
+}
+
 static void count_hook(lua_State *L, lua_Debug *ar) {
   dt_policy *p = pl_self(L);
   if (!p) return;
   if (!p->tripped) {
+    bool large = p->s.m && p->s.m->used > LARGE;
     if (ar->event == LUA_HOOKCALL || ar->event == LUA_HOOKTAILCALL) {
       /* C loops that call back (metamethods) run no VM instruction */
       p->instr += CALL_COST;
-      if ((p->instr & 0x3FFF) >= CALL_COST && p->instr <= p->lim.instructions) return;
+      if (!large && (p->instr & 0x3FFF) >= CALL_COST && p->instr <= p->lim.instructions) return;
     } else {
-      p->instr += HOOK_EVERY;
+      p->instr += (uint64_t)p->every;
+      int e = hook_every(p);
+      if (e != p->every) {
+        p->every = e;
+        lua_sethook(L, count_hook, LUA_MASKCOUNT | LUA_MASKCALL, e);
+      }
     }
     if (p->instr <= p->lim.instructions && dt__now_ms() - p->t0 <= p->lim.wall_ms) return;
     p->tripped = true;
@@ -93,7 +117,8 @@ void pl_budget_start(dt_policy *p, lua_State *L) {
   p->instr = 0;
   p->tripped = false;
   p->t0 = dt__now_ms();
-  lua_sethook(L, count_hook, LUA_MASKCOUNT | LUA_MASKCALL, HOOK_EVERY);
+  p->every = hook_every(p);
+  lua_sethook(L, count_hook, LUA_MASKCOUNT | LUA_MASKCALL, p->every);
 }
 
 void pl_budget_stop(lua_State *L) { lua_sethook(L, NULL, 0, 0); }
@@ -189,7 +214,8 @@ static int move_guard(lua_State *L) {
   return lua_gettop(L);
 }
 
-/* table.insert/remove shift up to #t elements; table.concat walks i..j. */
+/* table.insert/remove shift up to #t elements; table.concat walks i..j;
+** table.sort makes about n log n comparisons. */
 static int len_guard(lua_State *L) {
   const char *fname = lua_tostring(L, lua_upvalueindex(2));
   double work;
@@ -199,6 +225,7 @@ static int len_guard(lua_State *L) {
     work = j >= i ? (double)j - (double)i + 1 : 0;
   } else {
     work = (double)luaL_len(L, 1); /* __len is Lua and budgeted; its answer is charged */
+    if (!strcmp(fname, "sort") && work > 1) work *= log2(work); /* compares in C without a comparator */
   }
   if (work > 0) {
     char what[32];
@@ -306,6 +333,7 @@ static int open_sandbox(lua_State *L) {
   wrap(L, "insert", len_guard);
   wrap(L, "remove", len_guard);
   wrap(L, "concat", len_guard);
+  wrap(L, "sort", len_guard);
   lua_pop(L, 1);
   /* the seeding uses the library's own function, whatever the policy does
   ** to math later; and "name" for reading results without metamethods */

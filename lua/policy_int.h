@@ -92,6 +92,7 @@ struct dt_policy {
   uint64_t instr;
   double t0;
   bool tripped;
+  int every; /* instructions between count hooks now (fewer while the state holds large strings) */
   dt_buf log;
   jmp_buf *panic; /* where a panic returns to, while C is in the state */
 };

@@ -243,7 +243,8 @@ int dt__fakecloud_main(int argc, char **argv) {
   snprintf(F.etag, sizeof F.etag, "\"%016llx\"", (unsigned long long)dt__hash64(F.catalog, F.catalog_len));
   uv_loop_t *loop = uv_default_loop();
   char msg[600];
-  if (dt__httpd_start(&F.http, loop, listen, 1 << 20, on_req, msg, sizeof msg)) {
+  dt_httpd_limits lim = {1 << 20, 0, 0, 0}; /* a test double: every client the daemon opens */
+  if (dt__httpd_start(&F.http, loop, listen, &lim, on_req, msg, sizeof msg)) {
     fprintf(stderr, "dovetail fakecloud: %s\n", msg);
     return 1;
   }

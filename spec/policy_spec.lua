@@ -157,6 +157,29 @@ describe("a failing hook", function()
       p.policyErrors[1].message:find("budget exceeded", 1, true))
   end)
 
+  it("stops a loop of library calls over a long string within the call's budget", function()
+    -- each utf8.len walks 25 MB in C, where no count hook runs; the clock was
+    -- read every ~800 calls (seconds here), now at every call while the
+    -- state holds large strings. Each call is logged.
+    local path = h.write([[
+local calls, s = 0, nil
+return { rank = function(claim, offerings)
+  if offerings[1].zone:sub(1, 5) == "zone-" then
+    local out = {} for i, o in ipairs(offerings) do out[i] = o.price end return out
+  end
+  s = s or string.rep("a", 25000000)
+  while true do
+    calls = calls + 1
+    dovetail.log("info", "call " .. calls)
+    utf8.len(s)
+  end
+end }]])
+    local out, err = h.cli("plan -o json --policy " .. path .. " examples/quickstart.yaml")
+    assert.matches("budget exceeded", out, 1, true)
+    local calls = select(2, err:gsub("info: call %d+", ""))
+    assert.is_true(calls >= 1 and calls < 30, "the hook made " .. calls .. " calls of 25 MB")
+  end)
+
   it("refuses runaway pattern backtracking", function()
     local p = plan_with(misbehaving_rank("string.find(string.rep('a', 100000), '.-.-.-b')"))
     assert.matches("pattern too expensive", p.policyErrors[1].message, 1, true)

@@ -761,6 +761,72 @@ return {
     end
   end)
 
+  -- The HTTP API's limits: what one client may hold of the daemon.
+  it("answers 503 with Retry-After when a large reply would pass --reply-limit, and still serves health and metrics",
+    function()
+      local d = start("--reply-limit 1")
+      http(d, "PUT", "/v1/objects", quickstart)
+      local pods = {}
+      for i = 1, 400 do
+        -- one a node: the plan has 400 NodeClaims
+        pods[i] = string.format('{"apiVersion":"v1","kind":"Pod","metadata":{"name":"w-%d","namespace":"load",'
+          .. '"labels":{"app":"one-a-node"}},"spec":{"affinity":{"podAntiAffinity":{'
+          .. '"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"kubernetes.io/hostname",'
+          .. '"labelSelector":{"matchLabels":{"app":"one-a-node"}}}]}},'
+          .. '"containers":[{"name":"c","resources":{"requests":{"cpu":"100m","memory":"64Mi"}}}]}}', i)
+      end
+      assert.equal(200, select(2, http(d, "PUT", "/v1/objects",
+        '{"apiVersion":"v1","kind":"List","items":[' .. table.concat(pods, ",") .. "]}")))
+      -- the plan with the 400 pods (over 64 KiB) is a large reply; health, metrics and errors are not
+      local body, code
+      eventually(function()
+        body, code = http(d, "GET", "/v1/plan", nil, "-i")
+        return code == 503 and not body:find("no plan yet", 1, true)
+      end, "the plan of the 400 pods refused")
+      assert.equal(503, code)
+      assert.matches("\r\n[Rr]etry%-[Aa]fter: 1\r\n", body)
+      assert.matches('"error":"busy: replies to other clients are still being read; retry"', body, 1, true)
+      assert.equal(200, select(2, http(d, "GET", "/healthz")))
+      assert.is_true(metric(d, 'dovetail_http_refused_total{limit="reply-limit"}') >= 1)
+      d.stop()
+      -- with room, the plan is one copy whatever the number of readers
+      d = start()
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return select(2, http(d, "GET", "/v1/plan")) == 200 end, "a plan")
+      local plan = http(d, "GET", "/v1/plan")
+      assert.equal(#plan, metric(d, "dovetail_http_reply_bytes"))
+      assert.equal(#plan, tonumber(http(d, "HEAD", "/v1/plan", nil, "-i"):match("[Cc]ontent%-[Ll]ength: (%d+)")))
+      d.stop()
+    end)
+
+  it("gives an idle connection's place to a new one at --max-connections, shuts stalled ones, speaks only HTTP/1.1",
+    function()
+      local d = start("--max-connections 3 --stall-timeout 1s")
+      -- six connections that send nothing (each ends within 20 s whatever happens)
+      for _ = 1, 6 do
+        os.execute("sh -c 'sleep 20 | timeout 20 env -u LD_PRELOAD curl -s telnet://127.0.0.1:" .. d.port
+          .. " >/dev/null 2>&1 &'")
+      end
+      -- within a second of stillness the longest idle gives way: health answers
+      eventually(function() return select(2, http(d, "GET", "/healthz")) == 200 end, "/healthz through the flood")
+      eventually(function() return metric(d, 'dovetail_http_refused_total{limit="stall-timeout"}') >= 1 end,
+        "a still connection shut")
+      assert.is_true(metric(d, 'dovetail_http_refused_total{limit="max-connections"}') >= 1)
+      assert.is_true(metric(d, "dovetail_http_connections") <= 4) -- three, and one being shut
+      -- HTTP/2 (which lets a connection hold a hundred requests) is not spoken
+      local p = io.popen("env -u LD_PRELOAD curl -s -m 10 --http2-prior-knowledge -o /dev/null -w '%{http_code}' "
+        .. "http://127.0.0.1:" .. d.port .. "/healthz")
+      local h2 = p:read("a")
+      p:close()
+      assert.equal("000", h2)
+      -- a body with no object in it starts no round
+      local before = metric(d, "dovetail_plan_duration_seconds_count")
+      assert.equal('{"applied":0}\n', (http(d, "PUT", "/v1/objects", "   \n")))
+      daemon_time(d, 1000)
+      assert.equal(before, metric(d, "dovetail_plan_duration_seconds_count"))
+      d.stop()
+    end)
+
   describe("with the http provider and dovetail fakecloud", function()
     local function cloud(args)
       return spawn("fakecloud --listen 127.0.0.1:0 " .. (args or ""), "the fake cloud")
