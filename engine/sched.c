@@ -585,6 +585,11 @@ int dt__cluster_set_pods(dt_cluster *cl, const dt_podspec *pods, size_t n, dt_er
     if (!rc && d->owner) rc = dt__vec_push(&cl->owned, (uint32_t)i);
     cl->ported |= d->nports > 0;
   }
+  if (!rc) rc = dt__sched_termed_reps(cl);
+  cl->label_rep.n = 0;
+  if (!rc && !dt__vec_grow((void **)&cl->label_rep.v, &cl->label_rep.cap, n + 1, sizeof *cl->label_rep.v) &&
+      !dt__topo_label_reps(cl->specs, (uint32_t)n, cl->label_rep.v))
+    cl->label_rep.n = n; /* else (out of memory) overlays find the sets themselves */
   if (rc) return rc;
   /* then what a plan interns after its pods: the claims' node names */
   for (size_t i = 0; i < cl->nodes.n; i++)
@@ -613,6 +618,8 @@ void dt__cluster_free(dt_cluster *cl) {
   dt__free(cl->used_names.v);
   dt__free(cl->rc_missing.v);
   dt__free(cl->termed.v);
+  dt__free(cl->termed_rep.v);
+  dt__free(cl->label_rep.v);
   dt__free(cl->owned.v);
   dt__namemap_free(&cl->claimed);
   dt__free(cl->claimed_on.v);

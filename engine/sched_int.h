@@ -365,6 +365,8 @@ struct dt_cluster {
   /* the few pods a plan must visit one by one (spec ids, ascending) */
   DT_VEC(uint32_t) rc_missing; /* RuntimeClass not in the input (a note) */
   DT_VEC(uint32_t) termed;     /* spread or pod (anti-)affinity terms: topology groups */
+  DT_VEC(uint32_t) termed_rep; /* per termed entry: the first entry of its term shape, or NO_REP */
+  DT_VEC(uint32_t) label_rep;  /* per pod: the first pod of its namespace and labels (dt__topo_label_reps) */
   DT_VEC(uint32_t) owned;      /* workloads: replicas, selectors */
   bool ported;                 /* some pod has host ports */
   bool has_pods;
@@ -509,6 +511,7 @@ bool dt__sched_off_better(const dt_plan *p, uint32_t t, uint32_t o, int32_t bt, 
 
 /* sched.c */
 int dt__sched_cluster_specs(dt_plan *p);
+int dt__sched_termed_reps(dt_cluster *cl); /* per termed pod, the first of its term shape */
 int dt__sched_compile_nodes_overlay(dt_plan *p, dt_error *err);
 void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound);
 

@@ -231,21 +231,61 @@ static bool shared_groups(const rt_spec *f) {
   return true;
 }
 
+/* For each pod with topology terms, the first such pod of its term shape
+** (has_term_shape's: same namespace, labels, selectors and terms, so the
+** same groups); NO_REP for one of no such shape. A simulation (an overlay)
+** then finds each shape's groups once, not once per pod. */
+#define NO_REP UINT32_MAX
+
+int dt__sched_termed_reps(dt_cluster *cl) {
+  cl->termed_rep.n = 0;
+  if (dt__vec_grow((void **)&cl->termed_rep.v, &cl->termed_rep.cap, cl->termed.n + 1, sizeof *cl->termed_rep.v))
+    return DT_ENOMEM;
+  dt_namemap first = {0};
+  int rc = 0;
+  for (size_t k = 0; k < cl->termed.n && !rc; k++) {
+    const rt_spec *s = &cl->specs[cl->termed.v[k]];
+    uint32_t sh = s->shape, rep = NO_REP;
+    if ((sh & 1) && has_term_shape(s->src)) { /* plan_shape's, from the term signature */
+      bool added;
+      int32_t *at = dt__namemap_put(&first, (const char *)&sh, sizeof sh, (int32_t)k, &added);
+      if (!at)
+        rc = DT_ENOMEM;
+      else
+        rep = (uint32_t)*at;
+    }
+    cl->termed_rep.v[cl->termed_rep.n++] = rep;
+  }
+  dt__namemap_free(&first);
+  return rc;
+}
+
 /* Create every group any pod refers to, so each spec's selected-by list is
 ** complete. Only the pods with topology terms, termed[0..n), are visited:
 ** the others' tgroup stays NULL. */
 static int build_groups(dt_plan *p, const uint32_t *termed, uint32_t n) {
+  /* an overlay: the first pod present of each term shape (p->cl->termed_rep) */
+  const rt_spec **first = p->ov && n ? A(p, n * sizeof *first) : NULL;
+  if (p->ov && n && !first) return DT_ENOMEM;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t i = termed[k];
     rt_spec *s = &p->specs[i];
     const dt_podspec *d = s->src;
     s->tgroup = NULL; /* an overlay's specs are the cluster's: the last plan's groups mean nothing here */
     if (spec_absent(p, i)) continue;
-    const rt_spec *f = term_shaped(p, s) && s->shape < p->shape_spec.n ? p->shape_spec.v[s->shape] : NULL;
+    const rt_spec *f = NULL, **rep = NULL;
+    if (first) {
+      uint32_t r = p->cl->termed_rep.v[k];
+      rep = r != NO_REP ? &first[r] : NULL;
+      f = rep ? *rep : NULL;
+    } else if (term_shaped(p, s) && s->shape < p->shape_spec.n) {
+      f = p->shape_spec.v[s->shape];
+    }
     if (f && f != s && f->tgroup && shared_groups(f)) { /* the first pod of its shape found them */
       s->tgroup = f->tgroup;
       continue;
     }
+    if (rep && !*rep) *rep = s;
     size_t nt = d->nspread + d->naff + d->npaff + d->nanti + d->npanti, at = 0;
     int32_t *tg = nt ? A(p, nt * sizeof *tg) : NULL;
     if (nt && !tg) return DT_ENOMEM;

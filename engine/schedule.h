@@ -480,6 +480,10 @@ bool dt__lp_spent(void); /* the pivots up to that count made */
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,
                    dt_sym own_ns, const char *const *mlk_vals, size_t nmlk);
 int dt__topo_select(dt_plan *p);
+unsigned long long dt__topo_work(void); /* this thread's group lookups and matches so far */
+/* Per spec, the first of specs[0..n) with its namespace and labels (what
+** topo_select reads). */
+int dt__topo_label_reps(const struct rt_spec *specs, uint32_t n, uint32_t *rep);
 int dt__topo_record(dt_plan *p, uint32_t spec, const rt_class *c, uint32_t host, uint64_t Z, uint8_t C, int32_t count,
                     int64_t ordinal);
 int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t host, uint64_t *Z, uint8_t *C, uint32_t *fail);

@@ -20,21 +20,31 @@
 ** and affinity; for anti-affinity they count in every zone the claim may
 ** still take, which is pessimistic as Karpenter is.
 */
-#include "schedule.h"
+#include "sched_int.h"
 
 #include <string.h>
 
 static int32_t host_get(const dt_i32vec *v, uint32_t h) { return h < v->n ? v->v[h] : 0; }
 
 static int host_add(dt_i32vec *v, uint32_t h, int32_t d) {
-  while (v->n <= h)
-    if (dt__vec_push(v, 0)) return DT_ENOMEM;
+  if (v->n <= h) { /* grown once to h, not doubled step by step */
+    if (h + 1 > v->cap && dt__vec_grow((void **)&v->v, &v->cap, (size_t)h + 1, sizeof *v->v)) return DT_ENOMEM;
+    memset(v->v + v->n, 0, (h + 1 - v->n) * sizeof *v->v);
+    v->n = h + 1;
+  }
   v->v[h] += d;
   return 0;
 }
 
+/* Group lookups and group-by-pod matches this thread has made: the work
+** of finding what selects what, which the unit tests hold to a count. */
+static _Thread_local unsigned long long topo_work;
+
+unsigned long long dt__topo_work(void) { return topo_work; }
+
 /* Whether a pod with these labels in namespace ns is counted by g. */
 static bool selects(const dt_plan *p, const rt_group *g, const rt_spec *s) {
+  topo_work++;
   if (g->sel_null) return false;
   bool ns_ok = false;
   for (uint32_t i = 0; i < g->nns && !ns_ok; i++) ns_ok = g->ns[i] == s->ns;
@@ -64,6 +74,7 @@ static int domain_of(const dt_plan *p, dt_sym key) {
 ** DT_ENOMEM. */
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,
                    dt_sym own_ns, const char *const *mlk_vals, size_t nmlk) {
+  topo_work++;
   dt_sym k = dt__sym(&p->syms, key);
   int dom = domain_of(p, k);
   if (dom < 0) return -1;
@@ -156,55 +167,177 @@ out:
 }
 
 /* For every spec, the groups that count it. */
+/* The key topo_select reads a pod by: its namespace and labels. */
+static void label_key(const rt_spec *s, dt_buf *key) {
+  key->len = 0;
+  dt__sig_u32(key, s->ns);
+  dt__sig_u32(key, s->nlabels);
+  dt__buf_putn(key, (const char *)s->lk, s->nlabels * sizeof *s->lk);
+  dt__buf_putn(key, (const char *)s->lv, s->nlabels * sizeof *s->lv);
+}
+
+int dt__topo_label_reps(const rt_spec *specs, uint32_t n, uint32_t *rep) {
+  dt_namemap seen = {0};
+  dt_buf key = {0};
+  int rc = 0;
+  for (uint32_t i = 0; i < n && !rc; i++) {
+    label_key(&specs[i], &key);
+    bool added;
+    int32_t *v = key.oom || !key.p ? NULL : dt__namemap_put(&seen, key.p, key.len, (int32_t)i, &added);
+    if (!v)
+      rc = DT_ENOMEM;
+    else
+      rep[i] = (uint32_t)*v;
+  }
+  dt__free(key.p);
+  dt__namemap_free(&seen);
+  return rc;
+}
+
+/* A label of a distinct label set: the index topo_select finds a group's
+** candidate sets by. */
+typedef struct lab {
+  dt_sym key, val;
+  uint32_t set;
+} lab;
+
+static int cmp_lab(const void *a, const void *b) {
+  const lab *x = a, *y = b;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  if (x->val != y->val) return x->val < y->val ? -1 : 1;
+  return x->set < y->set ? -1 : x->set > y->set;
+}
+
+/* The first of labs[0..n) with (key, val), or n. */
+static size_t lab_find(const lab *labs, size_t n, dt_sym key, dt_sym val) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (labs[mid].key < key || (labs[mid].key == key && labs[mid].val < val))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < n && labs[lo].key == key && labs[lo].val == val ? lo : n;
+}
+
+/* Label sets below this many set x group pairs are matched pair by pair. */
+#define SELECT_INDEX_PAIRS 4096
+
+/*
+** What a group selects is read from a pod's namespace and labels only, and
+** pods of one workload share them: each distinct set is matched against the
+** groups once and its pods share the list (an overlay reads the sets from
+** its cluster, found once for all overlays). With many sets and many groups
+** (one selector a workload, one workload a node) a group is tried only on
+** the sets that carry a value of its narrowest In requirement, found in an
+** index of the sets' labels; a group with no In requirement is tried on
+** every set. Each set's list is in group order either way.
+*/
 int dt__topo_select(dt_plan *p) {
   if (!p->groups.n) { /* nothing to select (an overlay's specs may hold what a last plan's selected) */
     for (uint32_t i = 0; i < p->nspecs; i++) p->specs[i].nsel = 0;
     return 0;
   }
-  /* What a group selects is read from a pod's namespace and labels only, and
-  ** pods of one workload share them: each distinct set is matched against
-  ** the groups once and its pods share the list. */
-  uint32_t *hit = dt__malloc((p->groups.n ? p->groups.n : 1) * sizeof *hit);
-  dt_namemap seen = {0};
-  dt_buf key = {0};
-  int rc = hit ? 0 : DT_ENOMEM;
-  for (uint32_t i = 0; i < p->nspecs && !rc; i++) {
-    rt_spec *s = &p->specs[i];
-    key.len = 0;
-    dt__sig_u32(&key, s->ns);
-    dt__sig_u32(&key, s->nlabels);
-    dt__buf_putn(&key, (const char *)s->lk, s->nlabels * sizeof *s->lk);
-    dt__buf_putn(&key, (const char *)s->lv, s->nlabels * sizeof *s->lv);
-    int32_t like = key.oom || !key.p ? -1 : dt__namemap_get(&seen, key.p, key.len, -1);
-    if (like >= 0) {
-      s->sel = p->specs[like].sel;
-      s->nsel = p->specs[like].nsel;
+  uint32_t ng = (uint32_t)p->groups.n, *own = NULL, *sets = NULL, nsets = 0, *nhit = NULL;
+  const uint32_t *rep = p->ov && p->cl->label_rep.n == p->nspecs ? p->cl->label_rep.v : NULL;
+  lab *labs = NULL;
+  size_t nlabs = 0;
+  DT_VEC(uint64_t) pairs = {0}; /* set << 32 | group */
+  int rc = 0;
+  if (!rep) {
+    own = dt__malloc((p->nspecs ? p->nspecs : 1) * sizeof *own);
+    if (!own || dt__topo_label_reps(p->specs, p->nspecs, own)) {
+      rc = DT_ENOMEM;
+      goto out;
+    }
+    rep = own;
+  }
+  sets = dt__malloc((p->nspecs ? p->nspecs : 1) * sizeof *sets);
+  if (!sets) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  for (uint32_t i = 0; i < p->nspecs; i++)
+    if (rep[i] == i) {
+      sets[nsets] = i;
+      nlabs += p->specs[i].nlabels;
+      nsets++;
+    }
+  nhit = dt__calloc(nsets + 1, sizeof *nhit);
+  if (!nhit) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  bool indexed = (uint64_t)nsets * ng >= SELECT_INDEX_PAIRS;
+  if (indexed) {
+    labs = dt__malloc((nlabs ? nlabs : 1) * sizeof *labs);
+    if (!labs) {
+      rc = DT_ENOMEM;
+      goto out;
+    }
+    size_t at = 0;
+    for (uint32_t k = 0; k < nsets; k++) {
+      const rt_spec *sp = &p->specs[sets[k]];
+      for (uint32_t l = 0; l < sp->nlabels; l++) labs[at++] = (lab){sp->lk[l], sp->lv[l], k};
+    }
+    qsort(labs, nlabs, sizeof *labs, cmp_lab);
+  }
+  for (uint32_t g = 0; g < ng && !rc; g++) {
+    const rt_group *gr = &p->groups.v[g];
+    if (gr->sel_null) continue;
+    const dt_req *narrow = NULL; /* the In requirement whose values the fewest sets carry */
+    size_t fewest = SIZE_MAX;
+    for (uint32_t r = 0; indexed && r < gr->sel.n; r++) {
+      const dt_req *q = &gr->sel.r[r];
+      if (q->complement) continue;
+      size_t c = 0;
+      for (uint32_t v = 0; v < q->n; v++)
+        for (size_t x = lab_find(labs, nlabs, q->key, q->v[v]);
+             x < nlabs && labs[x].key == q->key && labs[x].val == q->v[v]; x++)
+          c++;
+      if (c < fewest) {
+        fewest = c;
+        narrow = q;
+      }
+    }
+    if (!narrow) {
+      for (uint32_t k = 0; k < nsets && !rc; k++)
+        if (selects(p, gr, &p->specs[sets[k]])) rc = dt__vec_push(&pairs, (uint64_t)k << 32 | g);
       continue;
     }
-    uint32_t n = 0;
-    for (size_t g = 0; g < p->groups.n; g++)
-      if (selects(p, &p->groups.v[g], s)) hit[n++] = (uint32_t)g;
-    s->sel = dt__arena_alloc(&p->arena, (n ? n : 1) * sizeof *s->sel);
-    char *k = key.oom || !key.p ? NULL : dt__arena_alloc(&p->arena, key.len);
-    if (!s->sel || (!key.oom && key.p && !k)) {
-      rc = DT_ENOMEM;
-      break;
-    }
-    memcpy(s->sel, hit, n * sizeof *hit);
-    s->nsel = n;
-    if (k) { /* the map keeps the key's bytes: they live in the arena */
-      memcpy(k, key.p, key.len);
-      bool added;
-      int32_t *v = dt__namemap_put(&seen, k, key.len, -1, &added);
-      if (!v)
-        rc = DT_ENOMEM;
-      else
-        *v = (int32_t)i;
-    }
+    for (uint32_t v = 0; v < narrow->n && !rc; v++)
+      for (size_t x = lab_find(labs, nlabs, narrow->key, narrow->v[v]);
+           x < nlabs && labs[x].key == narrow->key && labs[x].val == narrow->v[v] && !rc; x++)
+        if (selects(p, gr, &p->specs[sets[labs[x].set]])) rc = dt__vec_push(&pairs, (uint64_t)labs[x].set << 32 | g);
   }
-  dt__free(hit);
-  dt__free(key.p);
-  dt__namemap_free(&seen);
+  if (rc) goto out;
+  /* each set's groups, in group order: the pairs were made group by group */
+  for (size_t k = 0; k < pairs.n; k++) nhit[pairs.v[k] >> 32]++;
+  for (uint32_t k = 0; k < nsets; k++) {
+    rt_spec *sp = &p->specs[sets[k]];
+    sp->sel = dt__arena_alloc(&p->arena, (nhit[k] ? nhit[k] : 1) * sizeof *sp->sel);
+    if (!sp->sel) {
+      rc = DT_ENOMEM;
+      goto out;
+    }
+    sp->nsel = 0;
+  }
+  for (size_t k = 0; k < pairs.n; k++) {
+    rt_spec *sp = &p->specs[sets[pairs.v[k] >> 32]];
+    sp->sel[sp->nsel++] = (uint32_t)pairs.v[k];
+  }
+  for (uint32_t i = 0; i < p->nspecs; i++)
+    if (rep[i] != i) {
+      p->specs[i].sel = p->specs[rep[i]].sel;
+      p->specs[i].nsel = p->specs[rep[i]].nsel;
+    }
+out:
+  dt__free(own);
+  dt__free(sets);
+  dt__free(nhit);
+  dt__free(labs);
+  dt__free(pairs.v);
   return rc;
 }
 
@@ -245,6 +378,8 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
     if (c) {
       if (!c->tc[t].owner) continue;
       gi = (int)c->tc[t].group;
+    } else if (s->tgroup) { /* found for the spec by build_groups: spreads, affinities, then these */
+      gi = s->tgroup[src->nspread + src->naff + src->npaff + t];
     } else {
       gi = dt__topo_group(p, TG_ANTI, src->anti[t].key, &src->anti[t].sel, src->anti[t].ns, src->anti[t].nns, s->ns,
                           NULL, 0);
