@@ -395,6 +395,13 @@ static int get_metrics(h2o_req_t *req) {
                    "# TYPE dovetail_vms gauge\n");
   vm_gauge(&b);
   dt__buf_printf(&b,
+                 "# HELP dovetail_disruption_passes_total Disruption passes, by whether consolidation ran or was "
+                 "skipped (nothing changed since a pass found the cluster consolidated).\n"
+                 "# TYPE dovetail_disruption_passes_total counter\n"
+                 "dovetail_disruption_passes_total{consolidation=\"ran\"} %llu\n"
+                 "dovetail_disruption_passes_total{consolidation=\"skipped\"} %llu\n",
+                 (unsigned long long)D.passes[0], (unsigned long long)D.passes[1]);
+  dt__buf_printf(&b,
                  "# HELP dovetail_http_connections HTTP connections open.\n# TYPE dovetail_http_connections gauge\n"
                  "dovetail_http_connections %zu\n"
                  "# HELP dovetail_http_reply_bytes Bytes of replies held until their clients read them.\n"

@@ -192,7 +192,9 @@ static void on_requeue(uv_timer_t *t);
 */
 typedef struct round_work {
   uv_work_t req;
-  bool disrupt;       /* a disruption pass rather than a provisioning round */
+  bool disrupt;            /* a disruption pass rather than a provisioning round */
+  bool skip_consolidation; /* a pass over the cluster a last one found consolidated */
+  consol_print print;      /* the cluster it saw */
   size_t n, npods;    /* objects, and the Pods among them */
   char **key, **json; /* the store, copied; json NULL for a pod the cache keeps */
   bool key_borrowed;  /* key[i] and json[i] are the store's own: the virtual clock runs the round inline */
@@ -327,7 +329,8 @@ static void round_run(uv_work_t *req) {
                          w->o.npool_policies,
                          w->o.cancel,
                          (const char *const *)w->managed,
-                         w->nmanaged};
+                         w->nmanaged,
+                         w->skip_consolidation};
     if ((w->rc = D.cc ? dt__disrupt_run_compiled(D.cat, D.cc, w->m, &o, &w->dis, &w->err)
                       : dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err)))
       return;
@@ -436,6 +439,14 @@ static void round_done(uv_work_t *req, int status) {
   if (w->disrupt) {
     bool changed = false;
     dt_command_info c;
+    dt_disrupt_stats ds;
+    dt_disrupt_stats_get(w->dis, &ds);
+    D.passes[w->skip_consolidation]++;
+    if (!w->skip_consolidation) { /* a pass that found nothing time can change marks the cluster it saw */
+      D.consol.valid = ds.consolidated && !ds.commands;
+      D.consol.print = w->print;
+      D.consol.at = w->o.now;
+    }
     for (size_t i = 0; !dt_disrupt_command(w->dis, i, &c); i++) changed |= carry_out(&c);
     if (changed) {
       journal_flush();
@@ -525,6 +536,17 @@ static void on_launch_tick(uv_timer_t *t) {
   if (D.to_launch.n) tm_start(t, on_launch_tick, 0, 0);
 }
 
+/* What a disruption pass reads, as counts that move when any of it
+** changes: the store, the instances, the policy, the catalog. */
+static consol_print print_now(void) {
+  consol_print f = {D.store_changes, D.insts.n, D.reloads_ok, D.cat_gen};
+  return f;
+}
+
+static bool print_same(const consol_print *a, const consol_print *b) {
+  return a->store == b->store && a->insts == b->insts && a->reloads == b->reloads && a->cat == b->cat;
+}
+
 /* Copy the store and queue the work (a round, or a disruption pass). */
 void dispatch(bool disrupt) {
   store_sort();
@@ -579,6 +601,11 @@ void dispatch(bool disrupt) {
   }
   w->npods = D.nkind[OBJ_POD];
   w->o.now = wall();
+  if (disrupt) { /* as Karpenter: consolidation waits while nothing changed, for 5 minutes at most */
+    w->print = print_now();
+    w->skip_consolidation =
+        D.consol.valid && print_same(&D.consol.print, &w->print) && w->o.now - D.consol.at < CONSOLIDATED_FOR_S;
+  }
   w->o.seed = disrupt ? D.start_seed ^ ++D.round : ++D.round ^ D.start_seed; /* names differ across restarts */
   w->o.policy = D.policy;
   w->o.packing = D.packing;
@@ -617,6 +644,7 @@ static void after_round(void) {
     D.cat = D.next_cat;
     D.next_cat = NULL;
     D.cc_stale = true;
+    D.cat_gen++;
   }
   if (D.reload_pending) {
     D.reload_pending = false;
@@ -925,7 +953,10 @@ bool dt__ctl_delete(const char *key, const char *claim) {
 
 void dt__ctl_event(cJSON *e, char *action, size_t n) { handle_event(e, action, n); }
 
-void dt__ctl_catalog_changed(void) { D.cc_stale = true; }
+void dt__ctl_catalog_changed(void) {
+  D.cc_stale = true;
+  D.cat_gen++;
+}
 
 size_t dt__ctl_pods(void) { return D.nkind[OBJ_POD]; }
 

@@ -134,6 +134,7 @@ int obj_put(const char *key, const cJSON *o) {
 /* Store json (compact JSON from cJSON, which the store now owns) under key. */
 int obj_put_text(const char *key, char *json) {
   journal_put(key, json);
+  D.store_changes++;
   int at = obj_find(key);
   if (at >= 0) {
     cJSON_free(D.objs.v[at].json);
@@ -160,6 +161,7 @@ bool obj_del(const char *key) {
   int at = obj_find(key);
   if (at < 0) return false;
   journal_del("del", "key", key);
+  D.store_changes++;
   D.slot.v[dt__sym_find(&D.keys, key)] = -1;
   D.nkind[D.objs.v[at].kind]--;
   dt__free(D.objs.v[at].key);

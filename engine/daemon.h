@@ -76,6 +76,19 @@ typedef struct vtimer {
   uint64_t seq, repeat;
 } vtimer;
 
+/* What a disruption pass saw, as counts that move when it changes (see
+** print_now in controller.c). */
+typedef struct consol_print {
+  uint64_t store;   /* D.store_changes */
+  size_t insts;     /* instances held */
+  uint64_t reloads; /* policy reloads */
+  uint64_t cat;     /* catalog changes */
+} consol_print;
+
+/* Karpenter revalidates a "consolidated" cluster after 5 minutes whatever
+** happens (its ConsolidationState timestamp). */
+#define CONSOLIDATED_FOR_S 300
+
 typedef struct dtd {
   uv_loop_t *loop;
   dt_httpd http;
@@ -120,6 +133,14 @@ typedef struct dtd {
   DT_VEC(uint32_t) dirty;         /* slots below clean_n a delete moved another object into */
   size_t nkind[OBJ_KINDS];        /* objs of each kind */
   uint64_t obj_gen;               /* the last obj.gen given */
+  uint64_t store_changes;         /* objects put or deleted so far */
+  uint64_t cat_gen;               /* catalog changes so far */
+  struct {
+    bool valid; /* the last pass that ran consolidation found the cluster consolidated */
+    consol_print print;
+    int64_t at; /* the clock (wall()) of that pass */
+  } consol;
+  uint64_t passes[2];             /* disruption passes that ran consolidation, that skipped it */
   dt_podcache *podcache;          /* parsed pods, kept from round to round; only a round uses it */
   struct dt_compiled_catalog *cc; /* D.cat compiled for rounds (a round makes it, on first use) */
   bool cc_stale;                  /* D.cat changed: the next dispatch drops cc */

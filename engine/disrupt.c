@@ -408,6 +408,11 @@ int64_t dt__budget_nodes(const dt_nodepool *p, unsigned reason, int64_t now, int
   return v;
 }
 
+/* Whether a command took the machine already: the karpenter.sh/disrupted
+** taint on its Node, or on the NodeClaim the Node registered (the daemon
+** taints its own claims; the Node is the cluster's). */
+bool dt__dr_tainted(const dnode *d) { return dt__node_disrupted(d->n) || dt__node_disrupted(d->claim); }
+
 int dt__dr_budgets(state *st) {
   const dt_manifests *m = st->m;
   st->pb = dt__arena_alloc(&st->arena, (m->pools.n ? m->pools.n : 1) * sizeof *st->pb);
@@ -417,9 +422,7 @@ int dt__dr_budgets(state *st) {
     if (d->pool < 0) continue;
     poolbudget *b = &st->pb[d->pool];
     if (d->n->initialized && !d->n->deleting) b->nodes++;
-    bool tainted = false;
-    for (size_t t = 0; t < d->n->ntaints; t++) tainted |= !strcmp(d->n->taints[t].key, "karpenter.sh/disrupted");
-    if (!d->n->ready || d->n->deleting || tainted) b->disrupting++;
+    if (!d->n->ready || d->n->deleting || dt__dr_tainted(d)) b->disrupting++;
     b->cost += d->price > 0 ? d->price : 0;
     b->disruption += d->cost;
   }
@@ -496,11 +499,10 @@ bool dt__dr_eligible(state *st, size_t i, bool check_pods) {
     dt__dr_why(st, i, "do-not-disrupt: the node is annotated karpenter.sh/do-not-disrupt");
     return false;
   }
-  for (size_t t = 0; t < n->ntaints; t++)
-    if (!strcmp(n->taints[t].key, "karpenter.sh/disrupted")) {
-      dt__dr_why(st, i, "already disrupting (karpenter.sh/disrupted taint)");
-      return false;
-    }
+  if (dt__dr_tainted(d)) {
+    dt__dr_why(st, i, "already disrupting (karpenter.sh/disrupted taint)");
+    return false;
+  }
   if (!check_pods) return true;
   for (size_t k = 0; k < d->pods.n; k++) {
     uint32_t pi = d->pods.v[k];
@@ -564,6 +566,25 @@ static int cluster(state *st) {
   return rc == DT_ENOMEM ? rc : 0;
 }
 
+/* Whether consolidation's answer may change with the clock alone: a node
+** inside its consolidateAfter window (it becomes a candidate, and a place
+** for others' pods, once it ends), or a pod's do-not-disrupt until a time. */
+static bool time_pending(const state *st) {
+  for (size_t i = 0; i < st->nodes.n; i++) {
+    const dnode *d = &st->nodes.v[i];
+    if (d->removed || d->pool < 0) continue;
+    const dt_nodepool *p = &st->m->pools.v[d->pool];
+    int64_t since = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
+    if (p->consolidate_after > 0 && since && st->o.now - since < p->consolidate_after) return true;
+  }
+  for (size_t k = 0; k < st->npods; k++)
+    if (st->pods[k].dnd_until > st->o.now) return true;
+  return false;
+}
+
+/* Clock and math.random reads the pass's policy has made so far. */
+static unsigned long policy_reads(const state *st) { return dt__policy_reads(st->o.policy); }
+
 static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
                        const dt_disrupt_opts *opts, bool rebuild, dt_disruption **out, dt_error *err) {
   dt__init();
@@ -589,8 +610,14 @@ static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc,
   if (!rc) rc = dt__dr_emptiness(&st);
   if (!rc) rc = dt__dr_replace_each(&st, false);
   if (!rc) rc = dt__dr_replace_each(&st, true);
-  if (!rc) rc = dt__dr_multi_node(&st);
-  if (!rc) rc = dt__dr_single_node(&st);
+  if (!rc && !st.o.skip_consolidation) {
+    size_t before = r->commands.n;
+    unsigned long reads = policy_reads(&st);
+    rc = dt__dr_multi_node(&st);
+    if (!rc) rc = dt__dr_single_node(&st);
+    r->stats.consolidated = !rc && r->commands.n == before && !st.budget_held && !time_pending(&st) &&
+                            policy_reads(&st) == reads && !st.o.npool_policies;
+  }
   dt__policy_pass_end(st.o.policy);
   for (size_t i = 0; !rc && i < st.nodes.n; i++) {
     const dnode *d = &st.nodes.v[i];

@@ -41,6 +41,8 @@ typedef struct dnode {
   char drift[300];       /* why it drifted, "" when it has not */
 } dnode;
 
+bool dt__dr_tainted(const dnode *d); /* karpenter.sh/disrupted on its Node or its claim */
+
 typedef struct poolbudget {
   int64_t nodes, disrupting;
   int64_t value[3];        /* per reason bit index: Empty, Drifted, Underutilized; INT64_MAX unlimited */
@@ -66,6 +68,7 @@ typedef struct state {
   dt_symtab types;  /* catalog type name -> index + 1 */
   dt_disruption *r; /* the result: commands, blocked nodes, budgets, explain steps */
   uint64_t sims;
+  unsigned budget_held; /* consolidation candidates a budget held back */
   int rc;
 } state;
 

@@ -15,12 +15,6 @@ static int cand_cmp(const void *a, const void *b) {
 
 static bool is_static(const state *st, int pool) { return pool >= 0 && st->m->pools.v[pool].replicas >= 0; }
 
-static bool disrupted_taint(const dt_node *n) {
-  for (size_t t = 0; t < n->ntaints; t++)
-    if (!strcmp(n->taints[t].key, "karpenter.sh/disrupted")) return true;
-  return false;
-}
-
 /* A static pool's claims as Karpenter's NodePoolState counts them: running
 ** (not being deleted and not disrupting), pending disruption (tainted, or
 ** removed by a command that replaces them), and all of them (those being
@@ -33,7 +27,7 @@ static void static_counts(const state *st, int pool, size_t except, int64_t *run
     if (d->pool != pool) continue;
     ++*all;
     if (i == except || d->n->deleting || (d->removed && !d->pending)) continue;
-    if (d->removed || disrupted_taint(d->n))
+    if (d->removed || dt__dr_tainted(d))
       ++*pending;
     else
       ++*running;
@@ -94,8 +88,7 @@ int dt__dr_static_scale_down(state *st) {
     size_t n = 0;
     for (size_t i = 0; i < st->nodes.n; i++) {
       const dnode *d = &st->nodes.v[i];
-      if (d->pool != (int)pi || d->removed || d->n->deleting || disrupted_taint(d->n) || !dt__dr_managed(st, i))
-        continue;
+      if (d->pool != (int)pi || d->removed || d->n->deleting || dt__dr_tainted(d) || !dt__dr_managed(st, i)) continue;
       scaledown e = {(uint32_t)i, 2, 0};
       bool dnd = false, only_daemons = true;
       double cost = 0;
@@ -384,7 +377,10 @@ static int multi_node_once(state *st, bool *made) {
   int64_t *used = dt__calloc(st->m->pools.n ? st->m->pools.n : 1, sizeof *used);
   for (size_t k = 0; used && k < cs.n && n < MULTI_MAX; k++) {
     int pool = st->nodes.v[cs.v[k].node].pool;
-    if (dt__dr_allowed(st, pool, 2) - used[pool] <= 0) continue;
+    if (dt__dr_allowed(st, pool, 2) - used[pool] <= 0) {
+      st->budget_held++;
+      continue;
+    }
     used[pool]++;
     pre[n++] = cs.v[k].node;
   }
@@ -452,6 +448,7 @@ int dt__dr_single_node(state *st) {
     int pool = st->nodes.v[i].pool;
     if (st->nodes.v[i].removed) continue;
     if (dt__dr_allowed(st, pool, 2) <= 0) {
+      st->budget_held++;
       dt__dr_why(st, i, "budget: NodePool %s allows no more Underutilized disruptions now", st->m->pools.v[pool].name);
       continue;
     }

@@ -37,6 +37,10 @@ static void view_nodes(const state *st, const bool *in, bool consolidation, sim 
     const dnode *d = &st->nodes.v[i];
     if (d->removed || in[i]) continue;
     dt_node copy = *d->n;
+    /* a machine a command took already takes no pods, whether its Node or
+    ** only its claim carries the taint (Karpenter leaves nodes marked for
+    ** deletion out of its simulations) */
+    if (dt__dr_tainted(d)) copy.unschedulable = true;
     if (consolidation && d->pool >= 0 && d->n->initialized) {
       const dt_nodepool *p = &st->m->pools.v[d->pool];
       int64_t since = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;

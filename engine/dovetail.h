@@ -476,6 +476,10 @@ typedef struct dt_disrupt_opts {
   ** managed here") but still hold pods and count in budgets. NULL: every node. */
   const char *const *managed;
   size_t nmanaged;
+  /* non-zero: no multi- or single-node consolidation this pass, as Karpenter
+  ** skips it while the cluster is "consolidated" (the caller knows that
+  ** nothing changed since a pass whose stats said consolidated) */
+  int skip_consolidation;
 } dt_disrupt_opts;
 
 typedef struct dt_disruption dt_disruption;
@@ -495,6 +499,12 @@ typedef struct dt_disrupt_stats {
   size_t commands, disrupted, blocked, simulations;
   double savings; /* $/hour */
   double run_ms;
+  /* consolidation ran and found nothing that time alone can change: no
+  ** candidate held back by a budget, no node inside its consolidateAfter
+  ** window, no pod's do-not-disrupt until a time, no policy hook that read
+  ** the clock or math.random. Until the cluster changes, a pass would find
+  ** nothing again (Karpenter's markConsolidated). */
+  int consolidated;
 } dt_disrupt_stats;
 
 DT_EXPORT void dt_disrupt_stats_get(const dt_disruption *d, dt_disrupt_stats *out);

@@ -68,6 +68,9 @@ void dt__policy_round_end(dt_policy *p);
 ** with the kept table. NULL is no policy.
 */
 void dt__policy_pass_begin(dt_policy *p, bool fixed);
+/* Reads of the clock and of math.random its hooks have made (0 for NULL):
+** a result that read neither depends on its inputs only. */
+unsigned long dt__policy_reads(const dt_policy *p);
 void dt__policy_pass_end(dt_policy *p);
 
 /* price(offerings): out[i] = price, or NAN to make the offering unavailable.

@@ -306,6 +306,7 @@ static int plan_run(planargs *pa) {
                          opts->npool_policies,
                          NULL,
                          NULL,
+                         0,
                          0};
     if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto done;
     text = dt_disrupt_render(dis, pa->fmt, &len);

@@ -95,6 +95,12 @@ bool dt__selector_match(const dt_selector *s, const dt_kv *kv, size_t n) {
   return true;
 }
 
+bool dt__node_disrupted(const dt_node *n) {
+  for (size_t t = 0; n && t < n->ntaints; t++)
+    if (!strcmp(n->taints[t].key, "karpenter.sh/disrupted")) return true;
+  return false;
+}
+
 int dt__claims_paired(const dt_manifests *m, int32_t *out) {
   dt_symtab names = {0}, pids = {0}; /* Node names and provider IDs -> index + 1 */
   DT_VEC(int32_t) by_name = {0}, by_pid = {0};

@@ -314,6 +314,10 @@ typedef struct dt_node {
   bool borrowed; /* a kept node's copy (podcache.c): its owner frees it, not the set */
 } dt_node;
 
+/* Whether a command took the node or claim: the karpenter.sh/disrupted
+** taint (NULL: no). */
+bool dt__node_disrupted(const dt_node *n);
+
 typedef struct dt_runtimeclass {
   char *name;
   dt_rlist overhead;

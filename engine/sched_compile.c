@@ -754,8 +754,10 @@ int dt__sched_compile_nodes(dt_plan *p, dt_error *err) {
   ** on it, not pending, until they are bound. */
   for (size_t i = 0; i < m->nodes.n; i++)
     if (paired[i] >= 0 && at[paired[i]] >= 0 && (size_t)at[paired[i]] < p->nnodes &&
-        p->nodes[at[paired[i]]].src == &m->nodes.v[paired[i]])
+        p->nodes[at[paired[i]]].src == &m->nodes.v[paired[i]]) {
       p->nodes[at[paired[i]]].claim = &m->nodes.v[i];
+      p->nodes[at[paired[i]]].closed = dt__node_disrupted(&m->nodes.v[i]);
+    }
   qsort(p->nodes, p->nnodes, sizeof *p->nodes, cmp_node);
   dt__sched_charge_nodes(p, NULL);
   return 0;

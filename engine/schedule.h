@@ -240,7 +240,8 @@ typedef struct rt_node {
   uint32_t ntaints;
   rt_taint *taints;
   int64_t alloc[DT_RES_MAX], used[DT_RES_MAX];
-  int pool; /* -1 if not ours */
+  int pool;    /* -1 if not ours */
+  bool closed; /* its claim was taken by a command (karpenter.sh/disrupted) while its Node carries no taint */
 } rt_node;
 
 typedef struct rt_claim {

@@ -351,6 +351,24 @@ static const dt_nodepool *pool_named(const run *r, const char *name) {
 ** nodes (live, or gone at this instant: at least as many as the pass
 ** counted, so the bound is never tighter than the controller's).
 */
+/* The pool's Nodes the cluster started with that no claim of the run
+** stands for: the daemon leaves them to their owners, but the pass counts
+** them in its budget percentages, as Karpenter counts every node of a pool. */
+static int64_t foreign_nodes(const run *r, const char *pool) {
+  int64_t n = 0;
+  const cJSON *o;
+  cJSON_ArrayForEach(o, r->in->cluster) {
+    const char *kind = dt__jstr(o, "kind"), *name = dt__jstr(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "name");
+    if (!kind || strcmp(kind, "Node") || !name) continue;
+    const cJSON *labels = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "labels");
+    const char *p = dt__jstr(labels, "karpenter.sh/nodepool");
+    if (!p || strcmp(p, pool)) continue;
+    dt_sym s = dt__sym_find(&r->names, name);
+    n += !s || map_get((run *)r, true, s) < 0;
+  }
+  return n;
+}
+
 static void budget_check(run *r, const char *names, unsigned reason, const char *word) {
   char pool[256] = "";
   for (const char *s = names; s && *s;) {
@@ -365,7 +383,7 @@ static void budget_check(run *r, const char *names, unsigned reason, const char 
   }
   const dt_nodepool *np = pool[0] ? pool_named(r, pool) : NULL;
   if (!np || !r->in->check || !r->check_budgets) return;
-  int64_t nodes = 0, disrupting = 0;
+  int64_t nodes = foreign_nodes(r, pool), disrupting = 0;
   for (size_t i = 0; i < r->claims.n; i++) {
     const sclaim *c = &r->claims.v[i];
     if (strcmp(c->pool, pool) || !(c->live || c->removed == r->now)) continue;

@@ -291,6 +291,8 @@ int dt__policy_round(dt_policy *p, int64_t now, uint64_t seed, const dt_hook_off
   return 0;
 }
 
+unsigned long dt__policy_reads(const dt_policy *p) { return p ? p->reads_clock + p->reads_other : 0; }
+
 void dt__policy_pass_begin(dt_policy *p, bool fixed) {
   if (!p) return;
   dt__policy_pass_end(p);

@@ -161,6 +161,30 @@ describe("disruption budgets", function()
     assert.equal(2, budget(r, "default", "Empty"))
   end)
 
+  it("a Node whose NodeClaim a command took (tainted karpenter.sh/disrupted) counts as disrupting", function()
+    -- the daemon taints its own NodeClaim while a replacement launches; the
+    -- Node registered under the claim is the cluster's and carries no taint
+    local items = empties(10, { { nodes = "3" } })
+    items[#items + 1] = {
+      apiVersion = "karpenter.sh/v1",
+      kind = "NodeClaim",
+      metadata = { name = "default-abcde", labels = { ["karpenter.sh/nodepool"] = "default",
+        ["node.kubernetes.io/instance-type"] = "medium" } },
+      spec = { taints = { { key = "karpenter.sh/disrupted", effect = "NoSchedule" } } },
+      status = { nodeName = "n1" },
+    }
+    local r = run(items)
+    assert.equal(2, budget(r, "default", "Empty"))
+    assert.matches("already disrupting", blocked(r, "n1"), 1, true)
+    assert.same({ "n2", "n3" }, disrupted(r))
+    -- and a plan puts no new pod on it: it goes once its replacement is up
+    local pending = pod("new", nil)
+    local plan = h.plan(h.list({ pool(), items[2], items[#items], pending }),
+      { catalog_text = h.small_catalog, now = NOW })
+    assert.equal(0, #plan.bindings)
+    assert.equal(1, #plan.nodeClaims)
+  end)
+
   local invalid = {
     { { nodes = "150%" }, "budgets[0].nodes" },
     { { nodes = "-1" }, "budgets[0].nodes" },

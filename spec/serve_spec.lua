@@ -507,6 +507,23 @@ return {
     d.stop()
   end)
 
+  it("skips consolidation while nothing changed since a pass found nothing, as Karpenter, and not after a change",
+    function()
+      local d = launched("--disrupt-interval 200ms")
+      local function passes(how) return metric(d, 'dovetail_disruption_passes_total{consolidation="' .. how .. '"}') end
+      rounds(d, 8, "eight disruption passes")
+      -- the quickstart's pool consolidates at once (no consolidateAfter): one
+      -- pass finds nothing, and the next ones skip consolidation
+      local ran, skipped = passes("ran"), passes("skipped")
+      assert.is_true(skipped >= 5, ran .. " passes ran consolidation, " .. skipped .. " skipped it")
+      assert.matches("dovetail_nodes_deleted_total 0\n", http(d, "GET", "/metrics"), 1, true)
+      -- any change to the cluster (a pod applied) and consolidation runs again
+      http(d, "PUT", "/v1/objects", "apiVersion: v1\nkind: Pod\nmetadata: {name: extra, namespace: shop}\nspec:\n"
+        .. "  containers: [{name: c, resources: {requests: {cpu: 100m}}}]\n")
+      eventually(function() return passes("ran") > ran end, "a pass that runs consolidation after the change")
+      d.stop()
+    end)
+
   it("plans pending pods again by itself: a pod deferred for a reservation falls back to on-demand", function()
     local cat = h.write(h.small_catalog:gsub("%] }%s*$",
       '], "reservations": [{"id": "cr-1", "instanceType": "small", "zone": "test-1a", "count": 1}] }'))

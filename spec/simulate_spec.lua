@@ -137,6 +137,16 @@ events:
     assert.are.equal(66, run.summary.pendingP99Seconds)
   end)
 
+  it("checks budgets against every node of a pool, those it did not launch too, as the pass counts them", function()
+    -- the dump's pool has a Node the daemon did not launch: 20 claims and it
+    -- make 21 nodes, 10% of which is 3 (rounded up); a check that counted
+    -- the claims alone called the third disruption of a pass a broken budget
+    local doc, _, err, code = simulate("-f spec/fixtures/cluster-dump.yaml --trace bench/trace-azure-vm-2017.csv.gz "
+      .. "--trace-limit 3000 --duration 1h --disrupt-interval 1m --check")
+    assert.equal(0, code, err)
+    assert.is_true(doc.runs[1].summary.disruptions > 0)
+  end)
+
   it("falls back to on-demand when spot is interrupted and out, and returns to spot after", function()
     local doc, _, err, code = simulate("-f " .. mixed .. " --scenario " .. h.write(INTERRUPT) ..
       " --duration 2h --disrupt-interval 1m --check")
