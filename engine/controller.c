@@ -531,9 +531,13 @@ void launch_waiting(size_t most) {
   D.to_launch.n -= n;
 }
 
+/* A slice of the round's launches a loop turn. The next slice is 1 ms away:
+** libuv runs a timer re-armed for 0 ms in the same pass over the timers, so
+** every slice ran before the loop looked at its sockets again (the virtual
+** clock has no sockets to look at: 0 there). */
 static void on_launch_tick(uv_timer_t *t) {
   launch_waiting(LAUNCH_SLICE);
-  if (D.to_launch.n) tm_start(t, on_launch_tick, 0, 0);
+  if (D.to_launch.n) tm_start(t, on_launch_tick, D.virt ? 0 : 1, 0);
 }
 
 /* What a disruption pass reads, as counts that move when any of it

@@ -29,13 +29,21 @@ typedef struct sockctx {
 
 static CURLM *M;
 static uv_loop_t *L;
-static uv_timer_t T;
+static uv_timer_t T, more; /* curl's timer; the next slice of completed transfers */
 static size_t inflight;
+
+/* Completed transfers handed to their callbacks per loop turn: 4,000 launch
+** replies arriving together are 4,000 callbacks, and in one turn they kept
+** the loop (the API, /healthz) waiting over a second. */
+#define DONE_SLICE 64
+
+static void on_more(uv_timer_t *t);
 
 static void done(void) {
   CURLMsg *msg;
-  int left;
-  while ((msg = curl_multi_info_read(M, &left))) {
+  int left = 0, n = 0;
+  while (n < DONE_SLICE && (msg = curl_multi_info_read(M, &left))) {
+    n++;
     if (msg->msg != CURLMSG_DONE) continue;
     xfer *x = NULL;
     long code = 0;
@@ -51,6 +59,12 @@ static void done(void) {
     dt__free(x->payload);
     dt__free(x);
   }
+  if (n == DONE_SLICE && left > 0) uv_timer_start(&more, on_more, 0, 0); /* the rest after the loop's I/O */
+}
+
+static void on_more(uv_timer_t *t) {
+  (void)t;
+  if (M) done();
 }
 
 static void on_poll(uv_poll_t *p, int status, int events) {
@@ -98,13 +112,17 @@ static void on_timeout(uv_timer_t *t) {
   done();
 }
 
+/* curl asks again with each transfer added: a timeout already due sooner
+** is kept, so a burst of requests is started as it comes, not all at once
+** when the burst ends (4,000 launches' connects in one call held the loop). */
 static int on_timer(CURLM *m, long ms, void *userp) {
   (void)m;
   (void)userp;
+  uint64_t due = ms > 0 ? (uint64_t)ms : 1;
   if (ms < 0)
     uv_timer_stop(&T);
-  else
-    uv_timer_start(&T, on_timeout, ms ? (uint64_t)ms : 1, 0);
+  else if (!uv_is_active((uv_handle_t *)&T) || uv_timer_get_due_in(&T) > due)
+    uv_timer_start(&T, on_timeout, due, 0);
   return 0;
 }
 
@@ -133,6 +151,7 @@ int dt__httpc_init(uv_loop_t *loop) {
   M = curl_multi_init();
   if (!M) return -1;
   uv_timer_init(loop, &T);
+  uv_timer_init(loop, &more);
   curl_multi_setopt(M, CURLMOPT_SOCKETFUNCTION, on_socket);
   curl_multi_setopt(M, CURLMOPT_TIMERFUNCTION, on_timer);
   return 0;
@@ -189,5 +208,6 @@ void dt__httpc_close(void) {
   curl_multi_cleanup(M);
   M = NULL;
   uv_close((uv_handle_t *)&T, on_close_noop);
+  uv_close((uv_handle_t *)&more, on_close_noop);
   curl_global_cleanup();
 }

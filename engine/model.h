@@ -97,6 +97,9 @@ typedef struct dt_ctype {
 ** (nvidia.com/gpu, amd.com/gpu, ...); Neuron and other devices are not. */
 int64_t dt__ctype_gpus(const dt_ctype *t);
 
+/* The instance type named name in c, or NULL. */
+const dt_ctype *dt__catalog_named(const struct dt_catalog *c, const char *name);
+
 struct dt_catalog {
   char *name; /* file name, for messages */
   char *region;

@@ -135,11 +135,7 @@ static double offering_price(const dt_catalog *c, const char *type, const char *
   return 0;
 }
 
-static const dt_ctype *ctype(const dt_catalog *c, const char *type) {
-  for (size_t i = 0; i < c->ntypes; i++)
-    if (!strcmp(c->types[i].name, type)) return &c->types[i];
-  return NULL;
-}
+static const dt_ctype *ctype(const dt_catalog *c, const char *type) { return dt__catalog_named(c, type); }
 
 /* Every change of a pod's state goes through here. */
 static void pod_state(run *r, spod *p, int state) {

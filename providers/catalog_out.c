@@ -177,6 +177,12 @@ char *dt__catalog_json(const dt_catalog *c, dt__offer_keep keep, void *ud, size_
 
 char *dt_catalog_json(const dt_catalog *c, size_t *len) { return c ? dt__catalog_json(c, NULL, NULL, len) : NULL; }
 
+const dt_ctype *dt__catalog_named(const dt_catalog *c, const char *name) {
+  for (size_t i = 0; c && name && i < c->ntypes; i++)
+    if (!strcmp(c->types[i].name, name)) return &c->types[i];
+  return NULL;
+}
+
 int64_t dt__ctype_gpus(const dt_ctype *t) {
   int64_t n = 0;
   for (size_t i = 0; i < t->capacity.n; i++) {

@@ -78,11 +78,8 @@ static double spot_max_price(const char *pool, const char *type) {
   const char *v = dt__jstr(jget(jget(np, "metadata"), "annotations"), "dovetail.dev/spot-max-price");
   double max = v ? strtod(v, NULL) : -1;
   cJSON_Delete(np);
-  for (size_t i = 0; max < 0 && i < dt_catalog_size(D.cat); i++) {
-    dt_type_info t;
-    if (!dt_catalog_type(D.cat, i, &t) && !strcmp(t.name, type)) max = t.on_demand_price;
-  }
-  return max;
+  const dt_ctype *t = max < 0 ? dt__catalog_named(D.cat, type) : NULL;
+  return t ? t->od_price : max;
 }
 
 static void http_launch(launch_ctx *lc) {
