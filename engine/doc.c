@@ -667,6 +667,64 @@ int dt__json_list_each(const char *buf, size_t len, int (*fn)(void *arg, const c
   return 1;
 }
 
+int dt__json_arrays_each(const char *buf, size_t len, const char *const *keys, size_t nkeys,
+                         int (*fn)(void *arg, size_t key, size_t index, const char *item, size_t n), void *arg) {
+  enum { MOST = 8 };
+  size_t at[MOST] = {0}, i = 0;
+  if (nkeys > MOST || len > (size_t)DT_MAX_INPUT_BYTES) return 0;
+  if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB && (unsigned char)buf[2] == 0xBF)
+    i = 3;
+  i = json_ws(buf, i, len);
+  if (i >= len || buf[i] != '{') return 0;
+  const char *why;
+  json_prescan(buf + i, len - i, &why);
+  if (why) return 0;
+  /* the top level: exactly these keys, each once, each an array */
+  i = json_ws(buf, i + 1, len);
+  while (i < len && buf[i] != '}') {
+    bool esc = false;
+    size_t ke = json_str_end(buf, i, len, &esc);
+    if (buf[i] != '"' || !ke || esc) return 0;
+    const char *key = buf + i + 1;
+    size_t klen = ke - i - 2, k = 0;
+    while (k < nkeys && (strlen(keys[k]) != klen || memcmp(keys[k], key, klen))) k++;
+    i = json_ws(buf, ke, len);
+    if (k == nkeys || at[k] || i >= len || buf[i] != ':') return 0;
+    i = json_ws(buf, i + 1, len);
+    size_t ve = json_value_end(buf, i, len);
+    if (!ve || buf[i] != '[') return 0;
+    at[k] = i;
+    i = json_ws(buf, ve, len);
+    if (i < len && buf[i] == ',') {
+      i = json_ws(buf, i + 1, len);
+      if (i < len && buf[i] == '}') return 0;
+    } else if (i >= len || buf[i] != '}') {
+      return 0;
+    }
+  }
+  if (i >= len || json_ws(buf, i + 1, len) != len) return 0;
+  for (size_t k = 0; k < nkeys; k++)
+    if (!at[k]) return 0;
+  /* then each array's items, in the order of keys */
+  for (size_t k = 0; k < nkeys; k++) {
+    size_t index = 0;
+    i = json_ws(buf, at[k] + 1, len);
+    while (i < len && buf[i] != ']') {
+      size_t ve = json_value_end(buf, i, len);
+      if (!ve) return 0;
+      if (fn(arg, k, index++, buf + i, ve - i)) return -1;
+      i = json_ws(buf, ve, len);
+      if (i < len && buf[i] == ',') {
+        i = json_ws(buf, i + 1, len);
+        if (i < len && buf[i] == ']') return 0;
+      } else if (i >= len || buf[i] != ']') {
+        return 0;
+      }
+    }
+  }
+  return 1;
+}
+
 int dt__doc_parse_in(dt_arena *a, const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
   dt_arena *old = dt__cj_arena(a);
   int rc = dt__doc_parse(name, buf, len, out, err);

@@ -280,6 +280,11 @@ int dt__doc_parse_in(dt_arena *a, const char *name, const char *buf, size_t len,
 ** when buf is not such a List or its structure is broken (then possibly
 ** after some items: parse it whole, which says what is wrong). */
 int dt__json_list_each(const char *buf, size_t len, int (*fn)(void *arg, const char *item, size_t n), void *arg);
+/* The same for a JSON object whose keys are exactly keys[0..nkeys) (at most
+** 8), each once and each an array: fn gets every item of keys[0]'s array,
+** then of keys[1]'s, ..., with the key's number and the item's index. */
+int dt__json_arrays_each(const char *buf, size_t len, const char *const *keys, size_t nkeys,
+                         int (*fn)(void *arg, size_t key, size_t index, const char *item, size_t n), void *arg);
 
 /* A JSON number as an integer, clamped to +-9e18 (NaN is 0): converting a
 ** double past int64 is undefined behaviour, and inputs may hold 1e300. */
