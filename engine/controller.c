@@ -395,7 +395,7 @@ static void plan_free_later(round_work *w) {
 }
 
 /* Back on the loop: carry the plan out. */
-static void on_launch_tick(uv_timer_t *t);
+static void launch_slices(void);
 
 static void round_done(uv_work_t *req, int status) {
   round_work *w = req->data;
@@ -495,7 +495,7 @@ static void round_done(uv_work_t *req, int status) {
     }
   }
   dt__free(cs.v);
-  if (D.to_launch.n) tm_start(&D.launch_tick, on_launch_tick, 0, 0);
+  launch_slices();
   nominate(w->p);
   plan_free_later(w); /* nothing below reads it */
   D.cost = st.hourly_cost;
@@ -531,13 +531,27 @@ void launch_waiting(size_t most) {
   D.to_launch.n -= n;
 }
 
-/* A slice of the round's launches a loop turn. The next slice is 1 ms away:
-** libuv runs a timer re-armed for 0 ms in the same pass over the timers, so
-** every slice ran before the loop looked at its sockets again (the virtual
-** clock has no sockets to look at: 0 there). */
+/* A slice of the round's launches a loop turn. On the real loop an idle
+** handle: libuv runs a timer re-armed for 0 ms in the same pass over the
+** timers, so slices on a timer all ran before the loop looked at its
+** sockets again; an active idle handle runs once a turn and keeps the poll
+** from blocking. The virtual clock has no sockets: a timer there. */
 static void on_launch_tick(uv_timer_t *t) {
   launch_waiting(LAUNCH_SLICE);
-  if (D.to_launch.n) tm_start(t, on_launch_tick, D.virt ? 0 : 1, 0);
+  if (D.to_launch.n) tm_start(t, on_launch_tick, 0, 0);
+}
+
+static void on_launch_idle(uv_idle_t *h) {
+  launch_waiting(LAUNCH_SLICE);
+  if (!D.to_launch.n) uv_idle_stop(h);
+}
+
+static void launch_slices(void) {
+  if (!D.to_launch.n) return;
+  if (D.virt)
+    tm_start(&D.launch_tick, on_launch_tick, 0, 0);
+  else
+    uv_idle_start(&D.launch_idle, on_launch_idle);
 }
 
 /* What a disruption pass reads, as counts that move when any of it

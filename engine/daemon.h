@@ -170,7 +170,8 @@ typedef struct dtd {
   uint64_t max_unhealthy;                /* remediation stops above this many unhealthy nodes of a pool */
   bool max_unhealthy_pct;                /* ... or this percentage */
   uv_timer_t requeue, lag;               /* pending pods planned again; the loop's lag measured */
-  uv_timer_t launch_tick;                /* a round's launches, a slice per loop turn */
+  uv_timer_t launch_tick;                /* a round's launches, a slice per loop turn (the virtual clock) */
+  uv_idle_t launch_idle;                 /* the same on the real loop */
   DT_VEC(struct launch_ctx *) to_launch; /* launches of claims written ahead, not started yet */
   uint64_t requeue_ms;                   /* the requeue backoff, doubling to 5 minutes */
   uint64_t lag_buckets[8], lag_count;

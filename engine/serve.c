@@ -473,6 +473,7 @@ static int loop_open(void) {
   uv_timer_t *timers[] = {&D.idle,        &D.max,     &D.debounce, &D.poll, &D.circuit_timer, &D.again,
                           &D.state_timer, &D.disrupt, &D.requeue,  &D.lag,  &D.launch_tick};
   for (size_t i = 0; i < sizeof timers / sizeof *timers; i++) uv_timer_init(D.loop, timers[i]);
+  uv_idle_init(D.loop, &D.launch_idle);
   D.jitter = (uint64_t)wall();
   D.start_seed = (uint64_t)wall() * 0x9e3779b97f4a7c15ull ^ (uint64_t)getpid();
   D.lag_expect = dt__now_ms() + LAG_EVERY_MS;
@@ -518,7 +519,7 @@ static void loop_close(void) {
   uv_handle_t *handles[] = {(uv_handle_t *)&D.idle,    (uv_handle_t *)&D.max,           (uv_handle_t *)&D.debounce,
                             (uv_handle_t *)&D.poll,    (uv_handle_t *)&D.again,         (uv_handle_t *)&D.state_timer,
                             (uv_handle_t *)&D.disrupt, (uv_handle_t *)&D.circuit_timer, (uv_handle_t *)&D.requeue,
-                            (uv_handle_t *)&D.lag,     (uv_handle_t *)&D.launch_tick};
+                            (uv_handle_t *)&D.lag,     (uv_handle_t *)&D.launch_tick,   (uv_handle_t *)&D.launch_idle};
   for (size_t i = 0; i < sizeof handles / sizeof *handles; i++) uv_close(handles[i], on_close_noop);
   dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);
