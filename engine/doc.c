@@ -607,18 +607,26 @@ static size_t json_value_end(const char *b, size_t i, size_t n) {
   return 0;
 }
 
-int dt__json_list_each(const char *buf, size_t len, int (*fn)(void *arg, const char *item, size_t n), void *arg) {
-  if (len > (size_t)DT_MAX_INPUT_BYTES) return 0;
+/* Where the top-level object of a JSON document starts (past a byte order
+** mark and white space), or SIZE_MAX when it is not an object, is too large
+** or holds what json_prescan refuses. */
+static size_t json_top(const char *buf, size_t len) {
   size_t i = 0;
+  if (len > (size_t)DT_MAX_INPUT_BYTES) return SIZE_MAX;
   if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB && (unsigned char)buf[2] == 0xBF)
     i = 3;
   i = json_ws(buf, i, len);
-  if (i >= len || buf[i] != '{') return 0;
+  if (i >= len || buf[i] != '{') return SIZE_MAX;
   const char *why;
   json_prescan(buf + i, len - i, &why);
-  if (why) return 0;
-  /* The top level: a "kind" ending in List, an "items" array, each key once. */
-  size_t items = 0, kind = 0, kind_end = 0;
+  return why ? SIZE_MAX : i;
+}
+
+/* The members of the object at buf[i] ('{'): on_key gets each key (without
+** escapes) and its value's span. 1 when the object is well formed and ends
+** the document, 0 when not or when on_key refused a member. */
+static int json_members(const char *buf, size_t len, size_t i,
+                        bool (*on_key)(void *arg, const char *key, size_t klen, size_t v, size_t ve), void *arg) {
   i = json_ws(buf, i + 1, len);
   while (i < len && buf[i] != '}') {
     bool esc = false;
@@ -630,16 +638,7 @@ int dt__json_list_each(const char *buf, size_t len, int (*fn)(void *arg, const c
     if (i >= len || buf[i] != ':') return 0;
     i = json_ws(buf, i + 1, len);
     size_t ve = json_value_end(buf, i, len);
-    if (!ve) return 0;
-    if (klen == 4 && !memcmp(key, "kind", 4)) {
-      bool vesc = false;
-      if (kind || buf[i] != '"' || json_str_end(buf, i, len, &vesc) != ve || vesc) return 0;
-      kind = i + 1;
-      kind_end = ve - 1;
-    } else if (klen == 5 && !memcmp(key, "items", 5)) {
-      if (items || buf[i] != '[') return 0;
-      items = i;
-    }
+    if (!ve || !on_key(arg, key, klen, i, ve)) return 0;
     i = json_ws(buf, ve, len);
     if (i < len && buf[i] == ',') {
       i = json_ws(buf, i + 1, len);
@@ -648,14 +647,20 @@ int dt__json_list_each(const char *buf, size_t len, int (*fn)(void *arg, const c
       return 0;
     }
   }
-  if (i >= len || !kind || !items || kind_end - kind < 4 || memcmp(buf + kind_end - 4, "List", 4)) return 0;
-  if (json_ws(buf, i + 1, len) != len) return 0;
-  /* The items, each handed over as its own text. */
-  i = json_ws(buf, items + 1, len);
+  return i < len && json_ws(buf, i + 1, len) == len;
+}
+
+/* The items of the array at buf[i] ('['), each handed to fn as its own
+** text with the key number and its index: 1, 0 when broken, -1 when fn
+** stopped. */
+static int json_items(const char *buf, size_t len, size_t i, size_t key,
+                      int (*fn)(void *arg, size_t key, size_t index, const char *item, size_t n), void *arg) {
+  size_t index = 0;
+  i = json_ws(buf, i + 1, len);
   while (i < len && buf[i] != ']') {
     size_t ve = json_value_end(buf, i, len);
     if (!ve) return 0;
-    if (fn(arg, buf + i, ve - i)) return -1;
+    if (fn(arg, key, index++, buf + i, ve - i)) return -1;
     i = json_ws(buf, ve, len);
     if (i < len && buf[i] == ',') {
       i = json_ws(buf, i + 1, len);
@@ -667,60 +672,70 @@ int dt__json_list_each(const char *buf, size_t len, int (*fn)(void *arg, const c
   return 1;
 }
 
+/* A List's top level: a "kind" ending in List, an "items" array, each key once. */
+typedef struct list_top {
+  const char *buf;
+  size_t len, kind, kind_end, items;
+  int (*fn)(void *arg, const char *item, size_t n);
+  void *arg;
+} list_top;
+
+static bool list_key(void *arg, const char *key, size_t klen, size_t v, size_t ve) {
+  list_top *t = arg;
+  if (klen == 4 && !memcmp(key, "kind", 4)) {
+    bool esc = false;
+    if (t->kind || t->buf[v] != '"' || json_str_end(t->buf, v, t->len, &esc) != ve || esc) return false;
+    t->kind = v + 1;
+    t->kind_end = ve - 1;
+  } else if (klen == 5 && !memcmp(key, "items", 5)) {
+    if (t->items || t->buf[v] != '[') return false;
+    t->items = v;
+  }
+  return true;
+}
+
+static int list_item(void *arg, size_t key, size_t index, const char *item, size_t n) {
+  const list_top *t = arg;
+  (void)key;
+  (void)index;
+  return t->fn(t->arg, item, n);
+}
+
+int dt__json_list_each(const char *buf, size_t len, int (*fn)(void *arg, const char *item, size_t n), void *arg) {
+  size_t i = json_top(buf, len);
+  list_top t = {buf, len, 0, 0, 0, fn, arg};
+  if (i == SIZE_MAX || !json_members(buf, len, i, list_key, &t)) return 0;
+  if (!t.kind || !t.items || t.kind_end - t.kind < 4 || memcmp(buf + t.kind_end - 4, "List", 4)) return 0;
+  return json_items(buf, len, t.items, 0, list_item, &t);
+}
+
+/* Exactly the keys asked for, each once, each an array. */
+typedef struct arrays_top {
+  const char *buf;
+  const char *const *keys;
+  size_t nkeys, at[8];
+} arrays_top;
+
+static bool arrays_key(void *arg, const char *key, size_t klen, size_t v, size_t ve) {
+  arrays_top *t = arg;
+  (void)ve;
+  size_t k = 0;
+  while (k < t->nkeys && (strlen(t->keys[k]) != klen || memcmp(t->keys[k], key, klen))) k++;
+  if (k == t->nkeys || t->at[k] || t->buf[v] != '[') return false;
+  t->at[k] = v;
+  return true;
+}
+
 int dt__json_arrays_each(const char *buf, size_t len, const char *const *keys, size_t nkeys,
                          int (*fn)(void *arg, size_t key, size_t index, const char *item, size_t n), void *arg) {
-  enum { MOST = 8 };
-  size_t at[MOST] = {0}, i = 0;
-  if (nkeys > MOST || len > (size_t)DT_MAX_INPUT_BYTES) return 0;
-  if (len >= 3 && (unsigned char)buf[0] == 0xEF && (unsigned char)buf[1] == 0xBB && (unsigned char)buf[2] == 0xBF)
-    i = 3;
-  i = json_ws(buf, i, len);
-  if (i >= len || buf[i] != '{') return 0;
-  const char *why;
-  json_prescan(buf + i, len - i, &why);
-  if (why) return 0;
-  /* the top level: exactly these keys, each once, each an array */
-  i = json_ws(buf, i + 1, len);
-  while (i < len && buf[i] != '}') {
-    bool esc = false;
-    size_t ke = json_str_end(buf, i, len, &esc);
-    if (buf[i] != '"' || !ke || esc) return 0;
-    const char *key = buf + i + 1;
-    size_t klen = ke - i - 2, k = 0;
-    while (k < nkeys && (strlen(keys[k]) != klen || memcmp(keys[k], key, klen))) k++;
-    i = json_ws(buf, ke, len);
-    if (k == nkeys || at[k] || i >= len || buf[i] != ':') return 0;
-    i = json_ws(buf, i + 1, len);
-    size_t ve = json_value_end(buf, i, len);
-    if (!ve || buf[i] != '[') return 0;
-    at[k] = i;
-    i = json_ws(buf, ve, len);
-    if (i < len && buf[i] == ',') {
-      i = json_ws(buf, i + 1, len);
-      if (i < len && buf[i] == '}') return 0;
-    } else if (i >= len || buf[i] != '}') {
-      return 0;
-    }
-  }
-  if (i >= len || json_ws(buf, i + 1, len) != len) return 0;
+  arrays_top t = {buf, keys, nkeys, {0}};
+  size_t i = json_top(buf, len);
+  if (nkeys > sizeof t.at / sizeof t.at[0] || i == SIZE_MAX || !json_members(buf, len, i, arrays_key, &t)) return 0;
   for (size_t k = 0; k < nkeys; k++)
-    if (!at[k]) return 0;
-  /* then each array's items, in the order of keys */
+    if (!t.at[k]) return 0;
   for (size_t k = 0; k < nkeys; k++) {
-    size_t index = 0;
-    i = json_ws(buf, at[k] + 1, len);
-    while (i < len && buf[i] != ']') {
-      size_t ve = json_value_end(buf, i, len);
-      if (!ve) return 0;
-      if (fn(arg, k, index++, buf + i, ve - i)) return -1;
-      i = json_ws(buf, ve, len);
-      if (i < len && buf[i] == ',') {
-        i = json_ws(buf, i + 1, len);
-        if (i < len && buf[i] == ']') return 0;
-      } else if (i >= len || buf[i] != ']') {
-        return 0;
-      }
-    }
+    int how = json_items(buf, len, t.at[k], k, fn, arg);
+    if (how != 1) return how;
   }
   return 1;
 }
