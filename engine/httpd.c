@@ -53,9 +53,10 @@ static void conns_update(dt_httpd *s, uint64_t now) {
 }
 
 /* At the limit, the connection still the longest gives way to a new one
-** when it has moved nothing for a second (an idle keep-alive, a reader that
-** stopped): a flood of idle connections cannot keep out a health probe. */
-#define EVICT_STILL_MS 1000
+** when it has moved nothing for 5 s (an idle keep-alive, a reader that
+** stopped; not a request whose large body is being parsed, which takes well
+** under that): a flood of idle connections cannot keep out a health probe. */
+#define EVICT_STILL_MS 5000
 
 static bool make_room(dt_httpd *s, uint64_t now) {
   conns_update(s, now);

@@ -100,7 +100,7 @@ static const opt k_opts[] = {
      "FILE    require Authorization: Bearer <token> (except /healthz, /readyz)"},
     {"body-limit", O_SIZE, false, &D.body_limit, "BYTES   largest request body (default 16 MiB)"},
     {"max-connections", O_COUNT, false, &D.max_conns,
-     "N  HTTP connections at once; past it the longest idle one gives way, or the new one is closed (default 32)"},
+     "N  HTTP connections at once; past it one idle 5 s or more gives way, or the new one is closed (default 32)"},
     {"reply-limit", O_SIZE, false, &D.reply_limit,
      "BYTES  replies held for clients still reading them; a larger one is answered 503 with Retry-After (default "
      "256 MiB)"},

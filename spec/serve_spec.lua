@@ -854,7 +854,7 @@ return {
         os.execute("sh -c 'sleep 20 | timeout 20 env -u LD_PRELOAD curl -s telnet://127.0.0.1:" .. d.port
           .. " >/dev/null 2>&1 &'")
       end
-      -- within a second of stillness the longest idle gives way: health answers
+      -- once they have been still long enough (stall-timeout 1 s here, 5 s at the limit), health answers
       eventually(function() return select(2, http(d, "GET", "/healthz")) == 200 end, "/healthz through the flood")
       eventually(function() return metric(d, 'dovetail_http_refused_total{limit="stall-timeout"}') >= 1 end,
         "a still connection shut")
