@@ -38,7 +38,11 @@ static cJSON *action_doc(const dt_pool_act *act) {
     for (size_t i = 0; i < a->nreuses; i++) dt__json_put_str(rv, NULL, a->reuses_volumes[i]);
   }
   if (a->preserve_state >= 0) dt__json_put(o, "preserveState", cJSON_CreateBool(a->preserve_state));
-  if (act->object) dt__json_put(o, "object", cJSON_Duplicate(act->object, 1));
+  /* the action's own object, not a copy: the document lives no longer than the actions */
+  if (act->object && !cJSON_AddItemReferenceToObject(o, "object", act->object)) {
+    cJSON_Delete(o);
+    return NULL;
+  }
   if (a->wait_for) dt__json_put_str(o, "for", a->wait_for);
   if (a->attempt > 0) {
     dt__json_put_num(o, "attempt", (double)a->attempt);
