@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -420,10 +421,25 @@ static int serve_args(int argc, char **argv) {
   return -1;
 }
 
+/* Open files up to the hard limit, as Go programs (Karpenter's among them)
+** raise theirs at start: a round's launches are one request, and one
+** socket, per claim, and systemd starts a service with a soft limit of
+** 1,024 (its hard limit is 524,288), which a few thousand launches to a
+** cloud that answers in a second would pass. */
+static void files_limit(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max) return;
+  rlim_t was = rl.rlim_cur;
+  rl.rlim_cur = rl.rlim_max;
+  if (!setrlimit(RLIMIT_NOFILE, &rl))
+    logf_("debug", "limits", "open files: %llu, was %llu", (unsigned long long)rl.rlim_cur, (unsigned long long)was);
+}
+
 /* What the daemon reads before it listens: the catalog, the policies, the
 ** token and the state (which must be writable). 0, or 1 after saying why. */
 static int serve_open(void) {
   dt_error err = {0};
+  files_limit();
   if (dt_catalog_load_named(g_catalog, &D.cat, &err) ||
       (D.policy_path && dt_policy_load_file(D.policy_path, NULL, &D.policy, &err)) ||
       dt_policy_dir_open(D.policy_dir ? D.policy_dir : "policies", &D.pdir, &err)) {

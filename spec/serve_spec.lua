@@ -793,6 +793,17 @@ return {
     d.stop()
   end)
 
+  it("raises its soft limit on open files to the hard one, as Go programs do (a launch is a socket)", function()
+    local p = io.popen("sh -c 'ulimit -Hn'")
+    local hard = tonumber(p:read("l"))
+    p:close()
+    if not hard or hard <= 256 then return end -- nothing to raise here
+    local d = start("--disrupt-interval 0", "ulimit -Sn 256; exec " .. h.bin)
+    local soft = tonumber(slurp("/proc/" .. d.pid .. "/limits"):match("Max open files%s+(%d+)"))
+    d.stop()
+    assert.equal(hard, soft)
+  end)
+
   it("refuses bad options and config with a message naming them", function()
     local cases = {
       { "--batch-idle soon", 2, '--batch-idle: expected a duration such as 1s, 500ms or 3m, got "soon"' },
