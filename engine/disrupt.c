@@ -572,7 +572,9 @@ static int cluster(state *st) {
 static bool time_pending(const state *st) {
   for (size_t i = 0; i < st->nodes.n; i++) {
     const dnode *d = &st->nodes.v[i];
-    if (d->removed || d->pool < 0) continue;
+    /* the pass's own replacements (extra) come with its commands, and a pass with a command is
+    ** not consolidated whatever the clock */
+    if (d->removed || d->extra || d->pool < 0 || (size_t)d->pool >= st->m->pools.n) continue;
     const dt_nodepool *p = &st->m->pools.v[d->pool];
     int64_t since = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
     if (p->consolidate_after > 0 && since && st->o.now - since < p->consolidate_after) return true;

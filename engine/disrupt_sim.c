@@ -498,7 +498,7 @@ int dt__dr_apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     dnode d = {0};
     d.n = nn;
     d.extra = true;
-    d.pool = (int)(p->pools[k->pool].src - st->m->pools.v);
+    d.pool = (int)(p->pools[k->pool].src - s->view.pools.v); /* the view's pools: the pass's, or their copy in order */
     d.type = tname;
     d.zone = zone;
     d.ct = ct;
