@@ -38,8 +38,10 @@ static cJSON *action_doc(const dt_pool_act *act) {
     for (size_t i = 0; i < a->nreuses; i++) dt__json_put_str(rv, NULL, a->reuses_volumes[i]);
   }
   if (a->preserve_state >= 0) dt__json_put(o, "preserveState", cJSON_CreateBool(a->preserve_state));
-  /* the action's own object, not a copy: the document lives no longer than the actions */
-  if (act->object && !cJSON_AddItemReferenceToObject(o, "object", act->object)) {
+  /* the action's own object, not a copy (a reference to its members): the document lives no
+  ** longer than the actions. (cJSON_AddItemReferenceToObject leaks its reference when the add
+  ** runs out of memory; dt__json_put frees what it cannot add.) */
+  if (act->object && !dt__json_put(o, "object", cJSON_CreateObjectReference(act->object->child))) {
     cJSON_Delete(o);
     return NULL;
   }
