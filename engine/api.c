@@ -39,6 +39,15 @@ static void store_one(const cJSON *o, void *ud) {
   }
 }
 
+/* n objects stored: the state is to be written and the batch window opens
+** (a body with no object changes nothing and starts no round). */
+static void objects_applied(size_t n) {
+  if (!n) return;
+  D.requeue_ms = REQUEUE_BASE_MS;
+  state_dirty();
+  arm_batch();
+}
+
 /* Objects read and keyed: store them all (one batch), answer, start the window. */
 static int store_objects(h2o_req_t *req, cJSON *docs) {
   size_t n = 0;
@@ -46,11 +55,7 @@ static int store_objects(h2o_req_t *req, cJSON *docs) {
   char msg[100];
   snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", n);
   logf_("debug", "apply", "%zu objects applied", n);
-  if (n) { /* a body with no object changes nothing and starts no round */
-    D.requeue_ms = REQUEUE_BASE_MS;
-    state_dirty();
-    arm_batch();
-  }
+  objects_applied(n);
   return respond(req, 200, "application/json", msg, strlen(msg));
 }
 
@@ -128,11 +133,7 @@ static void put_done(uv_work_t *r, int status) {
       if (node) claim_registered(node);
       cJSON_Delete(node);
     }
-    if (w->keys.n) {
-      D.requeue_ms = REQUEUE_BASE_MS;
-      state_dirty();
-      arm_batch();
-    }
+    objects_applied(w->keys.n);
     char msg[100];
     snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", w->keys.n);
     if (w->hreq) respond(w->hreq, 200, "application/json", msg, strlen(msg));
@@ -154,8 +155,7 @@ static int put_objects(h2o_req_t *req) {
   if (req->entity.len >= PUT_ASYNC_BYTES) {
     if (g_parsing >= PUT_PARSING_MAX) {
       g_refused_parsing++;
-      h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
-      return respond_error(req, 429, "other large bodies are being read; retry");
+      return dt__httpd_retry(req, 429, "other large bodies are being read; retry");
     }
     put_work *w = dt__calloc(1, sizeof *w);
     put_holder *h = h2o_mem_alloc_shared(&req->pool, sizeof *h, put_gone);

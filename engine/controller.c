@@ -661,8 +661,7 @@ static void after_round(void) {
     dt_catalog_free(D.cat);
     D.cat = D.next_cat;
     D.next_cat = NULL;
-    D.cc_stale = true;
-    D.cat_gen++;
+    dt__ctl_catalog_changed();
   }
   if (D.reload_pending) {
     D.reload_pending = false;

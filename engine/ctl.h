@@ -77,7 +77,7 @@ int dt__ctl_apply(const cJSON *o, dt_error *err); /* store (or replace) one obje
 ** caller knows which, else every claim is looked at) */
 bool dt__ctl_delete(const char *key, const char *claim);
 void dt__ctl_event(cJSON *e, char *action, size_t n); /* an interruption event (EventBridge shape) */
-void dt__ctl_catalog_changed(void); /* the catalog was changed in place (a price): rounds compile it again */
+void dt__ctl_catalog_changed(void); /* the catalog was replaced or changed in place: rounds compile it again */
 size_t dt__ctl_pods(void);          /* stored Pods */
 /* Read a stored object, parsed (caller frees), or NULL. */
 cJSON *dt__ctl_get(const char *key);

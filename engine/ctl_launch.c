@@ -451,8 +451,7 @@ void dt__ctl_catalog(dt_catalog *c, const char *etag, size_t bytes) {
   } else {
     dt_catalog_free(D.cat);
     D.cat = c;
-    D.cc_stale = true;
-    D.cat_gen++;
+    dt__ctl_catalog_changed();
   }
   snprintf(D.catalog_etag, sizeof D.catalog_etag, "%s", etag ? etag : "");
   logf_("info", "catalog", "refreshed from the cloud (%zu bytes, ETag %s)", bytes, D.catalog_etag);

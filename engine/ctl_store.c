@@ -487,12 +487,7 @@ static int snap_item(void *arg, size_t key, size_t index, const char *item, size
     return -1;
   }
   char k[KEY_MAX];
-  const char *why;
-  bool ok = !rc && cJSON_IsObject(o);
-  if (ok && key == 0) ok = !obj_key(o, k, sizeof k, &why);
-  static const char *const need[] = {"id", "claim", "instanceType", "zone", "capacityType"};
-  for (size_t i = 0; ok && key == 1 && i < sizeof need / sizeof need[0]; i++)
-    ok = dt__jstr(o, need[i]) && *dt__jstr(o, need[i]);
+  bool ok = !rc && (key == 0 ? !dt__state_object_why(o, k, sizeof k) : !dt__state_instance_missing(o));
   if (!ok) {
     s->whole = true;
   } else if (key == 0) {

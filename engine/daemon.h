@@ -101,8 +101,7 @@ typedef struct dtd {
   int port;
   uint64_t idle_ms, max_ms;
   int64_t ttl; /* unavailable marks, seconds */
-  size_t body_limit, max_conns, reply_limit; /* the HTTP API's limits (httpd.h) */
-  uint64_t stall_ms;
+  dt_httpd_limits http_lim; /* the HTTP API's limits */
   DT_VEC(char *) sim_ice; /* "type/zone/capacity-type" out of capacity in the sim cloud */
   const char *provider, *cloud_url, *cluster;
   uint64_t poll_ms, timeout_ms;

@@ -312,6 +312,7 @@ int dt__dr_build(state *st) {
     dn_of[i] = (int32_t)st->nodes.n + 1;
     dnode d = {0};
     d.n = n;
+    d.tainted = dt__node_disrupted(n);
     d.pool = -1;
     const char *pn = dt__kv_get(n->labels.v, n->labels.n, DT_L_NODEPOOL);
     for (size_t k = 0; pn && k < m->pools.n; k++)
@@ -349,6 +350,7 @@ int dt__dr_build(state *st) {
   for (size_t i = 0; i < m->nodes.n; i++) {
     if (paired[i] < 0) continue;
     st->nodes.v[dn_of[paired[i]] - 1].claim = &m->nodes.v[i];
+    st->nodes.v[dn_of[paired[i]] - 1].tainted |= dt__node_disrupted(&m->nodes.v[i]);
     dt_sym s = dt__sym_find(&names, m->nodes.v[i].name);
     if (s && !at[s]) at[s] = dn_of[paired[i]];
   }
@@ -408,11 +410,6 @@ int64_t dt__budget_nodes(const dt_nodepool *p, unsigned reason, int64_t now, int
   return v;
 }
 
-/* Whether a command took the machine already: the karpenter.sh/disrupted
-** taint on its Node, or on the NodeClaim the Node registered (the daemon
-** taints its own claims; the Node is the cluster's). */
-bool dt__dr_tainted(const dnode *d) { return dt__node_disrupted(d->n) || dt__node_disrupted(d->claim); }
-
 int dt__dr_budgets(state *st) {
   const dt_manifests *m = st->m;
   st->pb = dt__arena_alloc(&st->arena, (m->pools.n ? m->pools.n : 1) * sizeof *st->pb);
@@ -422,7 +419,7 @@ int dt__dr_budgets(state *st) {
     if (d->pool < 0) continue;
     poolbudget *b = &st->pb[d->pool];
     if (d->n->initialized && !d->n->deleting) b->nodes++;
-    if (!d->n->ready || d->n->deleting || dt__dr_tainted(d)) b->disrupting++;
+    if (!d->n->ready || d->n->deleting || d->tainted) b->disrupting++;
     b->cost += d->price > 0 ? d->price : 0;
     b->disruption += d->cost;
   }
@@ -499,7 +496,7 @@ bool dt__dr_eligible(state *st, size_t i, bool check_pods) {
     dt__dr_why(st, i, "do-not-disrupt: the node is annotated karpenter.sh/do-not-disrupt");
     return false;
   }
-  if (dt__dr_tainted(d)) {
+  if (d->tainted) {
     dt__dr_why(st, i, "already disrupting (karpenter.sh/disrupted taint)");
     return false;
   }
@@ -536,13 +533,18 @@ bool dt__dr_settled(state *st, size_t i) {
     dt__dr_why(st, i, "consolidateAfter: Never");
     return false;
   }
-  int64_t since = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
-  if (since && st->o.now - since < p->consolidate_after) {
+  if (dt__dr_settling(st, d)) {
     dt__dr_why(st, i, "consolidateAfter %llds not elapsed (%llds since the last pod event)",
-               (long long)p->consolidate_after, (long long)(st->o.now - since));
+               (long long)p->consolidate_after, (long long)(st->o.now - dt__dr_since(d)));
     return false;
   }
   return true;
+}
+
+bool dt__dr_settling(const state *st, const dnode *d) {
+  const dt_nodepool *p = &st->m->pools.v[d->pool];
+  int64_t since = dt__dr_since(d);
+  return p->consolidate_after >= 0 && since && st->o.now - since < p->consolidate_after;
 }
 
 /* ------------------------------------------------------------ run */
@@ -574,18 +576,12 @@ static bool time_pending(const state *st) {
     const dnode *d = &st->nodes.v[i];
     /* the pass's own replacements (extra) come with its commands, and a pass with a command is
     ** not consolidated whatever the clock */
-    if (d->removed || d->extra || d->pool < 0 || (size_t)d->pool >= st->m->pools.n) continue;
-    const dt_nodepool *p = &st->m->pools.v[d->pool];
-    int64_t since = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
-    if (p->consolidate_after > 0 && since && st->o.now - since < p->consolidate_after) return true;
+    if (!d->removed && !d->extra && d->pool >= 0 && dt__dr_settling(st, d)) return true;
   }
   for (size_t k = 0; k < st->npods; k++)
     if (st->pods[k].dnd_until > st->o.now) return true;
   return false;
 }
-
-/* Clock and math.random reads the pass's policy has made so far. */
-static unsigned long policy_reads(const state *st) { return dt__policy_reads(st->o.policy); }
 
 static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
                        const dt_disrupt_opts *opts, bool rebuild, dt_disruption **out, dt_error *err) {
@@ -614,11 +610,11 @@ static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc,
   if (!rc) rc = dt__dr_replace_each(&st, true);
   if (!rc && !st.o.skip_consolidation) {
     size_t before = r->commands.n;
-    unsigned long reads = policy_reads(&st);
+    unsigned long reads = dt__policy_reads(st.o.policy);
     rc = dt__dr_multi_node(&st);
     if (!rc) rc = dt__dr_single_node(&st);
     r->stats.consolidated = !rc && r->commands.n == before && !st.budget_held && !time_pending(&st) &&
-                            policy_reads(&st) == reads && !st.o.npool_policies;
+                            dt__policy_reads(st.o.policy) == reads && !st.o.npool_policies;
   }
   dt__policy_pass_end(st.o.policy);
   for (size_t i = 0; !rc && i < st.nodes.n; i++) {

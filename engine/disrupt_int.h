@@ -33,6 +33,8 @@ typedef struct dnode {
   const char *type, *zone;
   double price; /* $/h of its offering; reserved at the on-demand price; < 0 unknown */
   bool removed, extra;
+  bool tainted; /* a command took it already: karpenter.sh/disrupted on its Node, or on the claim the
+                ** Node registered (the daemon taints its own claims; the Node is the cluster's) */
   bool pending; /* removed by a command that replaces it (still counted by a static pool) */
   bool empty;
   double cost;           /* RescheduleDisruptionCost: 1 + sum of positive pod eviction costs */
@@ -41,7 +43,10 @@ typedef struct dnode {
   char drift[300];       /* why it drifted, "" when it has not */
 } dnode;
 
-bool dt__dr_tainted(const dnode *d); /* karpenter.sh/disrupted on its Node or its claim */
+/* The node's last pod event, its creation when it had none. */
+static inline int64_t dt__dr_since(const dnode *d) {
+  return d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
+}
 
 typedef struct poolbudget {
   int64_t nodes, disrupting;
@@ -71,6 +76,11 @@ typedef struct state {
   unsigned budget_held; /* consolidation candidates a budget held back */
   int rc;
 } state;
+
+/* Inside its NodePool's consolidateAfter window: its last pod event is less
+** than consolidateAfter ago (with 0, only a clock behind the event; never
+** for Never). */
+bool dt__dr_settling(const state *st, const dnode *d);
 
 static const char *const k_reason[3] = {"Empty", "Drifted", "Underutilized"};
 

@@ -27,7 +27,7 @@ static void static_counts(const state *st, int pool, size_t except, int64_t *run
     if (d->pool != pool) continue;
     ++*all;
     if (i == except || d->n->deleting || (d->removed && !d->pending)) continue;
-    if (d->removed || dt__dr_tainted(d))
+    if (d->removed || d->tainted)
       ++*pending;
     else
       ++*running;
@@ -88,7 +88,7 @@ int dt__dr_static_scale_down(state *st) {
     size_t n = 0;
     for (size_t i = 0; i < st->nodes.n; i++) {
       const dnode *d = &st->nodes.v[i];
-      if (d->pool != (int)pi || d->removed || d->n->deleting || dt__dr_tainted(d) || !dt__dr_managed(st, i)) continue;
+      if (d->pool != (int)pi || d->removed || d->n->deleting || d->tainted || !dt__dr_managed(st, i)) continue;
       scaledown e = {(uint32_t)i, 2, 0};
       bool dnd = false, only_daemons = true;
       double cost = 0;

@@ -245,12 +245,16 @@ static void send_blob(h2o_req_t *req, int status, const char *ctype, dt_httpd_bl
 ** holds one reply at a time, so these hold at most conns x SMALL_REPLY. */
 #define SMALL_REPLY (64u << 10)
 
+int dt__httpd_retry(h2o_req_t *req, int status, const char *msg) {
+  h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
+  return dt__httpd_error(req, status, msg);
+}
+
 bool dt__httpd_busy(h2o_req_t *req, size_t len) {
   dt_httpd *s = server_of(req);
   if (!s->lim.replies || len <= SMALL_REPLY || s->reply_bytes + len <= s->lim.replies) return false;
   s->refused_replies++;
-  h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, H2O_STRLIT("1"));
-  dt__httpd_error(req, 503, "busy: replies to other clients are still being read; retry");
+  dt__httpd_retry(req, 503, "busy: replies to other clients are still being read; retry");
   return true;
 }
 

@@ -63,6 +63,7 @@ void dt__httpd_blob_release(dt_httpd_blob *b);
 bool dt__httpd_busy(h2o_req_t *req, size_t len);
 int dt__httpd_respond_blob(h2o_req_t *req, int status, const char *ctype, dt_httpd_blob *b);
 int dt__httpd_error(h2o_req_t *req, int status, const char *msg); /* {"error": msg} */
+int dt__httpd_retry(h2o_req_t *req, int status, const char *msg); /* the same, with Retry-After: 1 */
 bool dt__httpd_path(const h2o_req_t *req, const char *path);      /* the path, query aside */
 bool dt__httpd_prefix(const h2o_req_t *req, const char *prefix, const char **rest, size_t *len);
 bool dt__httpd_method(const h2o_req_t *req, const char *method);

@@ -99,13 +99,13 @@ static const opt k_opts[] = {
      "N|P%  remediation stops when more of a pool's nodes are unhealthy (default 100%)"},
     {"token-file", O_STR, false, &g_token_file,
      "FILE    require Authorization: Bearer <token> (except /healthz, /readyz)"},
-    {"body-limit", O_SIZE, false, &D.body_limit, "BYTES   largest request body (default 16 MiB)"},
-    {"max-connections", O_COUNT, false, &D.max_conns,
+    {"body-limit", O_SIZE, false, &D.http_lim.body, "BYTES   largest request body (default 16 MiB)"},
+    {"max-connections", O_COUNT, false, &D.http_lim.conns,
      "N  HTTP connections at once; past it one idle 5 s or more gives way, or the new one is closed (default 32)"},
-    {"reply-limit", O_SIZE, false, &D.reply_limit,
+    {"reply-limit", O_SIZE, false, &D.http_lim.replies,
      "BYTES  replies held for clients still reading them; a larger one is answered 503 with Retry-After (default "
      "256 MiB)"},
-    {"stall-timeout", O_DUR_MS, false, &D.stall_ms,
+    {"stall-timeout", O_DUR_MS, false, &D.http_lim.stall_ms,
      "DUR  an HTTP connection that moves no byte this long is shut (default 60s; 0 never)"},
     {"log-format", O_STR, true, &D.log_format, "json|logfmt"},
     {"sim-ice", O_LIST, false, &D.sim_ice,
@@ -371,10 +371,7 @@ static void serve_defaults(void) {
   D.startup_timeout_s = 900;
   D.max_unhealthy = 100;
   D.max_unhealthy_pct = true;
-  D.body_limit = 16u << 20;
-  D.max_conns = 32;
-  D.reply_limit = 256u << 20;
-  D.stall_ms = 60000;
+  D.http_lim = (dt_httpd_limits){.body = 16u << 20, .conns = 32, .replies = 256u << 20, .stall_ms = 60000};
   D.provider = "sim";
   D.cluster = "dovetail";
   D.poll_ms = 60000;
@@ -480,8 +477,7 @@ static int serve_open(void) {
 static int loop_open(void) {
   D.loop = uv_default_loop();
   char msg[600];
-  dt_httpd_limits lim = {D.body_limit, D.max_conns, D.reply_limit, D.stall_ms};
-  if (dt__httpd_start(&D.http, D.loop, g_listen, &lim, dt__serve_on_req, msg, sizeof msg)) {
+  if (dt__httpd_start(&D.http, D.loop, g_listen, &D.http_lim, dt__serve_on_req, msg, sizeof msg)) {
     fprintf(stderr, "dovetail serve: --listen: %s\n", msg);
     return 1;
   }

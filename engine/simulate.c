@@ -125,17 +125,12 @@ static void accrue(run *r) {
 
 static double offering_price(const dt_catalog *c, const char *type, const char *zone, const char *ct) {
   int cti = dt__ct_parse(ct);
-  for (size_t i = 0; i < c->ntypes; i++) {
-    const dt_ctype *t = &c->types[i];
-    if (strcmp(t->name, type)) continue;
-    for (size_t k = 0; k < t->noff; k++)
-      if (t->off[k].ct == cti && !strcmp(t->off[k].zone, zone)) return t->off[k].price;
-    return t->od_price > 0 ? t->od_price : 0;
-  }
-  return 0;
+  const dt_ctype *t = dt__catalog_named(c, type);
+  if (!t) return 0;
+  for (size_t k = 0; k < t->noff; k++)
+    if (t->off[k].ct == cti && !strcmp(t->off[k].zone, zone)) return t->off[k].price;
+  return t->od_price > 0 ? t->od_price : 0;
 }
-
-static const dt_ctype *ctype(const dt_catalog *c, const char *type) { return dt__catalog_named(c, type); }
 
 /* Every change of a pod's state goes through here. */
 static void pod_state(run *r, spod *p, int state) {
@@ -182,7 +177,7 @@ static void on_instance(void *ud, bool added, const char *id, const char *claim,
     c.added = r->now;
     c.removed = -1;
     c.live = true;
-    const dt_ctype *t = ctype(r->cat, type);
+    const dt_ctype *t = dt__catalog_named(r->cat, type);
     if (t) {
       c.alloc_cpu = dt__rlist_get(&t->allocatable, "cpu");
       c.alloc_mem = dt__rlist_get(&t->allocatable, "memory");
@@ -435,7 +430,7 @@ static size_t live_in(const run *r, const char *type, const char *zone, const ch
 }
 
 static int64_t available(const run *r, const char *type, const char *zone, const char *ct) {
-  const dt_ctype *t = ctype(r->cat, type);
+  const dt_ctype *t = dt__catalog_named(r->cat, type);
   int cti = dt__ct_parse(ct);
   for (size_t k = 0; t && k < t->noff; k++)
     if (t->off[k].ct == cti && !strcmp(t->off[k].zone, zone)) return t->off[k].available;

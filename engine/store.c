@@ -90,18 +90,27 @@ int dt__state_check(const char *path, const cJSON *root, dt_error *err) {
   size_t i = 0;
   cJSON_ArrayForEach(o, objs) {
     char key[DT_KEY_MAX];
-    const char *why = "expected an object";
-    if (!cJSON_IsObject(o) || dt__obj_key(o, key, sizeof key, &why))
-      return dt__err(err, DT_EINVAL, "%s: objects[%zu]: %s", path, i, why);
+    const char *why = dt__state_object_why(o, key, sizeof key);
+    if (why) return dt__err(err, DT_EINVAL, "%s: objects[%zu]: %s", path, i, why);
     i++;
   }
   i = 0;
   cJSON_ArrayForEach(o, insts) {
-    static const char *const need[] = {"id", "claim", "instanceType", "zone", "capacityType"};
-    for (size_t k = 0; k < sizeof need / sizeof need[0]; k++)
-      if (!dt__jstr(o, need[k]) || !*dt__jstr(o, need[k]))
-        return dt__err(err, DT_EINVAL, "%s: instances[%zu].%s: missing or not a string", path, i, need[k]);
+    const char *field = dt__state_instance_missing(o);
+    if (field) return dt__err(err, DT_EINVAL, "%s: instances[%zu].%s: missing or not a string", path, i, field);
     i++;
   }
   return 0;
+}
+
+const char *dt__state_object_why(const cJSON *o, char *key, size_t n) {
+  const char *why = "expected an object";
+  return !cJSON_IsObject(o) || dt__obj_key(o, key, n, &why) ? why : NULL;
+}
+
+const char *dt__state_instance_missing(const cJSON *o) {
+  static const char *const need[] = {"id", "claim", "instanceType", "zone", "capacityType"};
+  for (size_t k = 0; k < sizeof need / sizeof need[0]; k++)
+    if (!dt__jstr(o, need[k]) || !*dt__jstr(o, need[k])) return need[k];
+  return NULL;
 }

@@ -29,5 +29,10 @@ void dt__each_object(const cJSON *docs, void (*fn)(const cJSON *o, void *ud), vo
 ** "instances": [{id, claim, instanceType, zone, capacityType, ...}]}. A
 ** file of another shape must stop the start, never read as empty. */
 int dt__state_check(const char *path, const cJSON *root, dt_error *err);
+/* What dt__state_check asks of each item: an object that can be stored (its
+** key into key[n]; NULL, or why not), and an instance's fields (the first
+** one missing or not a non-empty string, or NULL). */
+const char *dt__state_object_why(const cJSON *o, char *key, size_t n);
+const char *dt__state_instance_missing(const cJSON *o);
 
 #endif

@@ -208,17 +208,24 @@ static int cmp_lab(const void *a, const void *b) {
   return x->set < y->set ? -1 : x->set > y->set;
 }
 
-/* The first of labs[0..n) with (key, val), or n. */
-static size_t lab_find(const lab *labs, size_t n, dt_sym key, dt_sym val) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (labs[mid].key < key || (labs[mid].key == key && labs[mid].val < val))
-      lo = mid + 1;
-    else
-      hi = mid;
+/* Where labs[0..n) holds (key, val): [*from, return value). */
+static size_t lab_range(const lab *labs, size_t n, dt_sym key, dt_sym val, size_t *from) {
+  size_t bound[2];
+  for (int upper = 0; upper < 2; upper++) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      bool before =
+          labs[mid].key < key || (labs[mid].key == key && (upper ? labs[mid].val <= val : labs[mid].val < val));
+      if (before)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    bound[upper] = lo;
   }
-  return lo < n && labs[lo].key == key && labs[lo].val == val ? lo : n;
+  *from = bound[0];
+  return bound[1];
 }
 
 /* Label sets below this many set x group pairs are matched pair by pair. */
@@ -291,11 +298,8 @@ int dt__topo_select(dt_plan *p) {
     for (uint32_t r = 0; indexed && r < gr->sel.n; r++) {
       const dt_req *q = &gr->sel.r[r];
       if (q->complement) continue;
-      size_t c = 0;
-      for (uint32_t v = 0; v < q->n; v++)
-        for (size_t x = lab_find(labs, nlabs, q->key, q->v[v]);
-             x < nlabs && labs[x].key == q->key && labs[x].val == q->v[v]; x++)
-          c++;
+      size_t c = 0, from;
+      for (uint32_t v = 0; v < q->n; v++) c += lab_range(labs, nlabs, q->key, q->v[v], &from) - from;
       if (c < fewest) {
         fewest = c;
         narrow = q;
@@ -306,10 +310,11 @@ int dt__topo_select(dt_plan *p) {
         if (selects(p, gr, &p->specs[sets[k]])) rc = dt__vec_push(&pairs, (uint64_t)k << 32 | g);
       continue;
     }
-    for (uint32_t v = 0; v < narrow->n && !rc; v++)
-      for (size_t x = lab_find(labs, nlabs, narrow->key, narrow->v[v]);
-           x < nlabs && labs[x].key == narrow->key && labs[x].val == narrow->v[v] && !rc; x++)
+    for (uint32_t v = 0; v < narrow->n && !rc; v++) {
+      size_t x, end = lab_range(labs, nlabs, narrow->key, narrow->v[v], &x);
+      for (; x < end && !rc; x++)
         if (selects(p, gr, &p->specs[sets[labs[x].set]])) rc = dt__vec_push(&pairs, (uint64_t)labs[x].set << 32 | g);
+    }
   }
   if (rc) goto out;
   /* each set's groups, in group order: the pairs were made group by group */

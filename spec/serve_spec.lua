@@ -894,6 +894,18 @@ return {
       return (http({ port = c.port }, "GET", "/instances?cluster=dovetail"))
     end
 
+    -- An instance of cluster that the cloud runs already (another fleet's, or one no state holds).
+    local function cloud_instance(c, cluster, claim)
+      http({ port = c.port }, "POST", "/instances", ('{"cluster":"%s","claim":"%s","instanceType":"m5.large",'
+        .. '"zone":"us-east-1a","capacityType":"on-demand","nodePool":"default"}'):format(cluster, claim))
+    end
+
+    -- The instances of every cluster that run, and the cloud's listing.
+    local function running(c)
+      local all = http({ port = c.port }, "GET", "/instances")
+      return select(2, all:gsub('"state":"running"', "")), all
+    end
+
     local function count(c)
       local n = 0
       for _ in instances(c):gmatch('"id":') do n = n + 1 end
@@ -970,18 +982,16 @@ return {
     it("leaves alone instances it cannot account for", function()
       local c = cloud()
       -- an instance of another cluster, and one of this cluster with no state file behind the daemon
-      http({ port = c.port }, "POST", "/instances", '{"cluster":"other","claim":"x","instanceType":"m5.large",'
-        .. '"zone":"us-east-1a","capacityType":"on-demand","nodePool":"default"}')
-      http({ port = c.port }, "POST", "/instances", '{"cluster":"dovetail","claim":"y","instanceType":"m5.large",'
-        .. '"zone":"us-east-1a","capacityType":"on-demand","nodePool":"default"}')
+      cloud_instance(c, "other", "x")
+      cloud_instance(c, "dovetail", "y")
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 200ms")
       ready(d)
       -- the first poll reconciles; each one after it finds the instance and
       -- leaves it alone: two of them, so a delete from the first has been answered
       eventually(function() return select(2, slurp(d.log):gsub("cannot account for", "")) >= 2 end,
         "two polls that leave the instance alone")
-      local all = http({ port = c.port }, "GET", "/instances")
-      assert.equal(2, select(2, all:gsub('"state":"running"', "")), all)
+      local n, all = running(c)
+      assert.equal(2, n, all)
       assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"orphan"'))
       d.stop()
       c.stop()
@@ -989,10 +999,7 @@ return {
 
     it("never deletes a fleet that a new or empty state file does not hold", function()
       local c = cloud()
-      for i = 1, 3 do
-        http({ port = c.port }, "POST", "/instances", ('{"cluster":"dovetail","claim":"c%d","instanceType":"m5.large",'
-          .. '"zone":"us-east-1a","capacityType":"on-demand","nodePool":"default"}'):format(i))
-      end
+      for i = 1, 3 do cloud_instance(c, "dovetail", "c" .. i) end
       -- a --state path that does not exist yet: the daemon writes it, holding nothing, and every
       -- running instance of its cluster would look like an orphan
       local state = os.tmpname()
@@ -1001,8 +1008,8 @@ return {
       ready(d)
       eventually(function() return select(2, slurp(d.log):gsub("a state that does not match the cloud", "")) >= 6 end,
         "two polls that leave the three instances alone")
-      local all = http({ port = c.port }, "GET", "/instances")
-      assert.equal(3, select(2, all:gsub('"state":"running"', "")), all)
+      local n, all = running(c)
+      assert.equal(3, n, all)
       assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"orphan"'))
       d.stop()
       c.stop()
