@@ -916,6 +916,19 @@ return {
       eventually(function() return select(2, http(d, "GET", "/readyz")) == 200 end, what or "ready")
     end
 
+    -- A daemon polling cloud c (with args) says `phrase` `times` times in its log, and n
+    -- instances still run: none was deleted as an orphan.
+    local function leaves_alone(c, args, phrase, times, n)
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 200ms " .. args)
+      ready(d)
+      eventually(function() return select(2, slurp(d.log):gsub(phrase, "")) >= times end,
+        times .. " times '" .. phrase .. "'")
+      local running_now, all = running(c)
+      assert.equal(n, running_now, all)
+      assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"orphan"'))
+      d.stop()
+    end
+
     -- Preempt the first instance on the cloud and wait until another runs in its place.
     local function preempt_and_wait_for_replacement(c)
       local id = instances(c):match('"id":"(i%-%x+)"')
@@ -984,16 +997,9 @@ return {
       -- an instance of another cluster, and one of this cluster with no state file behind the daemon
       cloud_instance(c, "other", "x")
       cloud_instance(c, "dovetail", "y")
-      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 200ms")
-      ready(d)
       -- the first poll reconciles; each one after it finds the instance and
       -- leaves it alone: two of them, so a delete from the first has been answered
-      eventually(function() return select(2, slurp(d.log):gsub("cannot account for", "")) >= 2 end,
-        "two polls that leave the instance alone")
-      local n, all = running(c)
-      assert.equal(2, n, all)
-      assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"orphan"'))
-      d.stop()
+      leaves_alone(c, "", "cannot account for", 2, 2)
       c.stop()
     end)
 
@@ -1004,14 +1010,7 @@ return {
       -- running instance of its cluster would look like an orphan
       local state = os.tmpname()
       os.remove(state)
-      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 200ms --state " .. state)
-      ready(d)
-      eventually(function() return select(2, slurp(d.log):gsub("a state that does not match the cloud", "")) >= 6 end,
-        "two polls that leave the three instances alone")
-      local n, all = running(c)
-      assert.equal(3, n, all)
-      assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"orphan"'))
-      d.stop()
+      leaves_alone(c, "--state " .. state, "a state that does not match the cloud", 6, 3) -- two polls of three
       c.stop()
       os.remove(state)
       os.remove(state .. ".journal")
