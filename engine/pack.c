@@ -596,6 +596,42 @@ static int materialise(dt_plan *p, rt_claim **claims, size_t n, const packing *p
   return rc;
 }
 
+/* Largest first (cpu, then memory), ties in the order first seen (held in
+** next while the shapes are sorted). */
+static int cmp_shape(const void *a, const void *b) {
+  const shape *x = a, *y = b;
+  if (x->req[DT_R_CPU] != y->req[DT_R_CPU]) return x->req[DT_R_CPU] > y->req[DT_R_CPU] ? -1 : 1;
+  if (x->req[DT_R_MEM] != y->req[DT_R_MEM]) return x->req[DT_R_MEM] > y->req[DT_R_MEM] ? -1 : 1;
+  return (x->next > y->next) - (x->next < y->next);
+}
+
+/* A shape's requests hashed (a multiply and shift per resource). */
+static size_t req_hash(const int64_t *req) {
+  uint64_t h = 0x9e3779b97f4a7c15u;
+  for (int r = 0; r < DT_RES_MAX; r++) {
+    h = (h ^ (uint64_t)req[r]) * 0xff51afd7ed558ccdu;
+    h ^= h >> 32;
+  }
+  return (size_t)h;
+}
+
+/* The shape table at twice its size, the n shapes so far in it. */
+static int shape_slots(const shape *v, size_t n, uint32_t **slot, size_t *nslot) {
+  size_t ns = *nslot * 2;
+  uint32_t *t = dt__malloc(ns * sizeof *t);
+  if (!t) return DT_ENOMEM;
+  memset(t, 0xff, ns * sizeof *t);
+  for (size_t i = 0; i < n; i++) {
+    size_t h = req_hash(v[i].req) & (ns - 1);
+    while (t[h] != UINT32_MAX) h = (h + 1) & (ns - 1);
+    t[h] = (uint32_t)i;
+  }
+  dt__free(*slot);
+  *slot = t;
+  *nslot = ns;
+  return 0;
+}
+
 /* Re-pack one group: claims[0..n) share a pool and requirements. */
 static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out, bool *replaced) {
   *replaced = false;
@@ -608,14 +644,24 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   packing plans[5];
   memset(plans, 0, sizeof plans);
   double ffd_cost = 0;
+  /* Shapes by request, found through an open-addressed table. */
+  size_t nslot = 64;
+  uint32_t *slot = dt__malloc(nslot * sizeof *slot);
+  if (!slot) {
+    rc = DT_ENOMEM;
+    goto out;
+  }
+  memset(slot, 0xff, nslot * sizeof *slot);
   for (size_t i = 0; i < n; i++) {
     ffd_cost += claim_price(p, claims[i]);
     for (size_t j = 0; j < claims[i]->pods.n; j++) {
       uint32_t podi = claims[i]->pods.v[j];
       const int64_t *req = p->specs[p->pods[podi].spec].req;
-      size_t s = 0;
-      while (s < shapes.n && memcmp(shapes.v[s].req, req, sizeof shapes.v[s].req)) s++;
-      if (s == shapes.n) {
+      size_t h = req_hash(req) & (nslot - 1);
+      while (slot[h] != UINT32_MAX && memcmp(shapes.v[slot[h]].req, req, sizeof shapes.v->req))
+        h = (h + 1) & (nslot - 1);
+      uint32_t s = slot[h];
+      if (s == UINT32_MAX) {
         shape sh;
         memset(&sh, 0, sizeof sh);
         memcpy(sh.req, req, sizeof sh.req);
@@ -623,6 +669,8 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
           rc = DT_ENOMEM;
           goto out;
         }
+        slot[h] = s = (uint32_t)shapes.n - 1;
+        if (2 * shapes.n > nslot && (rc = shape_slots(shapes.v, shapes.n, &slot, &nslot))) goto out;
       }
       if (dt__vec_push(&shapes.v[s].pods, podi)) {
         rc = DT_ENOMEM;
@@ -631,16 +679,10 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
     }
   }
   if (!isfinite(ffd_cost) || ffd_cost <= 0) goto out;
-  /* Largest first: cpu, then memory. */
-  for (size_t i = 1; i < shapes.n; i++)
-    for (size_t j = i; j > 0; j--) {
-      const int64_t *x = shapes.v[j].req, *y = shapes.v[j - 1].req;
-      if (x[DT_R_CPU] > y[DT_R_CPU] || (x[DT_R_CPU] == y[DT_R_CPU] && x[DT_R_MEM] > y[DT_R_MEM])) {
-        shape t = shapes.v[j];
-        shapes.v[j] = shapes.v[j - 1];
-        shapes.v[j - 1] = t;
-      }
-    }
+  /* Largest first: cpu, then memory; otherwise as first seen. */
+  for (size_t i = 0; i < shapes.n; i++) shapes.v[i].next = i;
+  qsort(shapes.v, shapes.n, sizeof *shapes.v, cmp_shape);
+  for (size_t i = 0; i < shapes.n; i++) shapes.v[i].next = 0;
   size_t ns = shapes.n;
   /* Candidates: the pool's types matching the group's requirements, priced by
   ** their cheapest unbounded offering. */
@@ -708,6 +750,7 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
   if (best < 0 || !(plans[best].cost < ffd_cost - 1e-9)) goto out;
   rc = materialise(p, claims, n, &plans[best], shapes.v, ns, by_price, nc, out, replaced);
 out:
+  dt__free(slot);
   for (int i = 0; i < 5; i++) packing_free(&plans[i]);
   dt__free(cands);
   dt__free(by_price);
