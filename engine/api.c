@@ -7,6 +7,7 @@
 */
 #define _GNU_SOURCE
 #include "daemon.h"
+#include "httpc.h"
 #include "httpd.h"
 #include "store.h"
 
@@ -415,6 +416,11 @@ static int get_metrics(h2o_req_t *req) {
                  D.http.nconns, D.http.reply_bytes, (unsigned long long)D.http.refused_conns,
                  (unsigned long long)D.http.refused_replies, (unsigned long long)D.http.stalled,
                  (unsigned long long)g_refused_parsing);
+  dt__buf_printf(&b,
+                 "# HELP dovetail_cloud_requests Requests to the cloud not yet answered: running, or waiting for a "
+                 "connection or for a Retry-After to pass.\n# TYPE dovetail_cloud_requests gauge\n"
+                 "dovetail_cloud_requests{state=\"running\"} %zu\ndovetail_cloud_requests{state=\"waiting\"} %zu\n",
+                 dt__httpc_in_flight() - dt__httpc_waiting(), dt__httpc_waiting());
   histogram(&b, "dovetail_loop_lag_seconds", "How late the event loop ran a 100 ms timer.", k_lag_buckets,
             D.lag_buckets, D.lag_count, D.lag_sum);
   respond(req, 200, "text/plain; version=0.0.4", b.p ? b.p : "", b.len);

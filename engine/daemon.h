@@ -105,6 +105,7 @@ typedef struct dtd {
   DT_VEC(char *) sim_ice; /* "type/zone/capacity-type" out of capacity in the sim cloud */
   const char *provider, *cloud_url, *cluster;
   uint64_t poll_ms, timeout_ms;
+  size_t cloud_conns; /* requests to the cloud at once */
   int retries;
   uv_timer_t poll, circuit_timer;
   int64_t circuit_until;

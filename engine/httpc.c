@@ -2,6 +2,14 @@
 ** httpc.c: libcurl's multi interface on a libuv loop. Each socket curl wants
 ** watched gets a uv_poll; curl's timer is a uv_timer. Completed transfers
 ** call their callback from the loop.
+**
+** Requests beyond the connection limit wait here, in order, rather than in
+** curl's own queue (CURLMOPT_MAX_HOST_CONNECTIONS), where a transfer's
+** timeout runs while it waits: 500 launches behind 16 connections to a
+** cloud answering in a second would time out by the hundred and be sent
+** again. A Retry-After on a 429 or 503 holds what has not started: the
+** cloud said when to come back, and every launch of a burst would otherwise
+** hear it once and retry on its own clock.
 */
 #define _GNU_SOURCE
 #include "httpc.h"
@@ -11,15 +19,19 @@
 #include <curl/curl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct xfer {
   CURL *easy;
   dt_buf body;
   char etag[256];
+  long retry_after_ms;
+  long timeout_ms;
   struct curl_slist *hdr;
   char *payload;
   dt_httpc_cb cb;
   void *ud;
+  struct xfer *next; /* waiting: the one after */
 } xfer;
 
 typedef struct sockctx {
@@ -29,8 +41,11 @@ typedef struct sockctx {
 
 static CURLM *M;
 static uv_loop_t *L;
-static uv_timer_t T, more; /* curl's timer; the next slice of completed transfers */
-static size_t inflight;
+static uv_timer_t T, more, hold; /* curl's timer; the next slice of completed transfers; the end of a hold */
+static size_t inflight, running, nwait, max_conn = 16;
+static xfer *wait_head, *wait_tail;
+static bool quiet;          /* dt__httpc_quiesce: nothing more starts */
+static uint64_t hold_until; /* uv_now: no request starts before */
 
 /* Completed transfers handed to their callbacks per loop turn: 4,000 launch
 ** replies arriving together are 4,000 callbacks, and in one turn they kept
@@ -38,6 +53,15 @@ static size_t inflight;
 #define DONE_SLICE 64
 
 static void on_more(uv_timer_t *t);
+static void pump(void);
+
+static void xfer_free(xfer *x) {
+  curl_easy_cleanup(x->easy);
+  curl_slist_free_all(x->hdr);
+  dt__free(x->body.p);
+  dt__free(x->payload);
+  dt__free(x);
+}
 
 static void done(void) {
   CURLMsg *msg;
@@ -52,13 +76,22 @@ static void done(void) {
     const char *err = msg->data.result == CURLE_OK ? NULL : curl_easy_strerror(msg->data.result);
     curl_multi_remove_handle(M, msg->easy_handle);
     inflight--;
-    x->cb(x->ud, err ? 0 : code, x->body.p ? x->body.p : "", x->body.len, x->etag[0] ? x->etag : NULL, err);
-    curl_easy_cleanup(x->easy);
-    curl_slist_free_all(x->hdr);
-    dt__free(x->body.p);
-    dt__free(x->payload);
-    dt__free(x);
+    running--;
+    if (err) code = 0;
+    long ra = (code == 429 || code == 503) ? x->retry_after_ms : -1;
+    if (ra >= 0) {
+      uv_update_time(L); /* from now, not from when this turn of the loop began */
+      uint64_t until = uv_now(L) + (uint64_t)(ra < DT_HTTPC_HOLD_MAX_MS ? ra : DT_HTTPC_HOLD_MAX_MS);
+      if (until > hold_until) hold_until = until;
+    }
+    dt_httpc_reply r = {code,        x->body.p ? x->body.p : "",
+                        x->body.len, x->etag[0] ? x->etag : NULL,
+                        err,         code == 429 || code == 503 ? x->retry_after_ms : -1,
+                        false};
+    x->cb(x->ud, &r);
+    xfer_free(x);
   }
+  pump();
   if (n == DONE_SLICE && left > 0) uv_timer_start(&more, on_more, 0, 0); /* the rest after the loop's I/O */
 }
 
@@ -126,6 +159,8 @@ static int on_timer(CURLM *m, long ms, void *userp) {
   return 0;
 }
 
+static long retry_after_ms(const char *v);
+
 static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
   xfer *x = ud;
   dt__buf_putn(&x->body, p, sz * n);
@@ -141,17 +176,78 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud) {
     size_t vl = len - (size_t)(v - p);
     while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n')) vl--;
     snprintf(x->etag, sizeof x->etag, "%.*s", (int)vl, v);
+  } else if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
+    char v[128];
+    const char *b = p + 12;
+    while (b < p + len && (*b == ' ' || *b == '\t')) b++;
+    size_t vl = len - (size_t)(b - p);
+    while (vl && (b[vl - 1] == '\r' || b[vl - 1] == '\n' || b[vl - 1] == ' ')) vl--;
+    snprintf(v, sizeof v, "%.*s", (int)(vl < sizeof v ? vl : sizeof v - 1), b);
+    x->retry_after_ms = retry_after_ms(v);
   }
   return len;
 }
 
-int dt__httpc_init(uv_loop_t *loop) {
+/* Retry-After's value (RFC 9110 10.2.3): delay-seconds or an HTTP date;
+** -1 when it is neither. */
+static long retry_after_ms(const char *v) {
+  char *end;
+  if (*v >= '0' && *v <= '9') {
+    unsigned long long s = strtoull(v, &end, 10);
+    if (*end) return -1;
+    return s > (unsigned long long)DT_HTTPC_HOLD_MAX_MS / 1000 ? DT_HTTPC_HOLD_MAX_MS : (long)s * 1000;
+  }
+  time_t at = curl_getdate(v, NULL);
+  if (at < 0) return -1;
+  time_t now = time(NULL);
+  if (at <= now) return 0;
+  return at - now > DT_HTTPC_HOLD_MAX_MS / 1000 ? DT_HTTPC_HOLD_MAX_MS : (long)(at - now) * 1000;
+}
+
+/* Start what waits, while connections are free and no hold lasts. */
+static void start(xfer *x) {
+  curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, x->timeout_ms);
+  if (curl_multi_add_handle(M, x->easy) != CURLM_OK) {
+    inflight--;
+    dt_httpc_reply r = {0, "", 0, NULL, "cannot start the transfer", -1, false};
+    x->cb(x->ud, &r);
+    xfer_free(x);
+    return;
+  }
+  running++;
+}
+
+static void on_hold(uv_timer_t *t) {
+  (void)t;
+  pump();
+}
+
+static void pump(void) {
+  if (!M || quiet) return;
+  uint64_t now = uv_now(L);
+  if (hold_until > now) {
+    if (wait_head) uv_timer_start(&hold, on_hold, hold_until - now, 0);
+    return;
+  }
+  while (wait_head && running < max_conn) {
+    xfer *x = wait_head;
+    wait_head = x->next;
+    if (!wait_head) wait_tail = NULL;
+    nwait--;
+    x->next = NULL;
+    start(x);
+  }
+}
+
+int dt__httpc_init(uv_loop_t *loop, size_t max_connections) {
   if (curl_global_init(CURL_GLOBAL_DEFAULT)) return -1;
   L = loop;
+  max_conn = max_connections ? max_connections : 16;
   M = curl_multi_init();
   if (!M) return -1;
   uv_timer_init(loop, &T);
   uv_timer_init(loop, &more);
+  uv_timer_init(loop, &hold);
   curl_multi_setopt(M, CURLMOPT_SOCKETFUNCTION, on_socket);
   curl_multi_setopt(M, CURLMOPT_TIMERFUNCTION, on_timer);
   return 0;
@@ -166,10 +262,11 @@ int dt__httpc_request(const char *method, const char *url, const char *body, con
   }
   x->cb = cb;
   x->ud = ud;
+  x->timeout_ms = timeout_ms;
+  x->retry_after_ms = -1;
   CURL *e = x->easy;
   curl_easy_setopt(e, CURLOPT_URL, url);
   curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, method);
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
@@ -184,30 +281,60 @@ int dt__httpc_request(const char *method, const char *url, const char *body, con
   }
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, x->hdr);
   if (body) {
-    x->payload = dt__strdup(body);
+    if (!(x->payload = dt__strdup(body))) {
+      xfer_free(x);
+      return -1;
+    }
     curl_easy_setopt(e, CURLOPT_POSTFIELDS, x->payload);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
   }
-  if (curl_multi_add_handle(M, e) != CURLM_OK) {
-    curl_easy_cleanup(e);
-    curl_slist_free_all(x->hdr);
-    dt__free(x->payload);
-    dt__free(x);
+  if (!x->hdr) {
+    xfer_free(x);
     return -1;
+  }
+  if (running < max_conn && hold_until <= uv_now(L) && !wait_head && !quiet) {
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+    if (curl_multi_add_handle(M, e) != CURLM_OK) {
+      xfer_free(x);
+      return -1;
+    }
+    running++;
+  } else {
+    if (wait_tail)
+      wait_tail->next = x;
+    else
+      wait_head = x;
+    wait_tail = x;
+    nwait++;
+    pump(); /* arms the hold's timer */
   }
   inflight++;
   return 0;
 }
 
 size_t dt__httpc_in_flight(void) { return inflight; }
+size_t dt__httpc_waiting(void) { return nwait; }
 
 static void on_close_noop(uv_handle_t *h) { (void)h; }
 
+void dt__httpc_quiesce(void) { quiet = true; }
+
 void dt__httpc_close(void) {
   if (!M) return;
+  while (wait_head) { /* never sent: their owners let go of what they hold */
+    xfer *x = wait_head;
+    wait_head = x->next;
+    inflight--;
+    dt_httpc_reply r = {0, "", 0, NULL, "not sent: closing", -1, true};
+    x->cb(x->ud, &r);
+    xfer_free(x);
+  }
+  wait_tail = NULL;
+  nwait = 0;
   curl_multi_cleanup(M);
   M = NULL;
   uv_close((uv_handle_t *)&T, on_close_noop);
   uv_close((uv_handle_t *)&more, on_close_noop);
+  uv_close((uv_handle_t *)&hold, on_close_noop);
   curl_global_cleanup();
 }

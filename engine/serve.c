@@ -115,7 +115,9 @@ static const opt k_opts[] = {
     {"cloud-url", O_STR, false, &D.cloud_url, "URL      the http provider's base URL (e.g. a dovetail fakecloud)"},
     {"cluster", O_STR, false, &D.cluster, "NAME       tags instances, filters GET /instances (default dovetail)"},
     {"poll", O_DUR_MS, true, &D.poll_ms, "DUR           instance and catalog polling (default 60s)"},
-    {"timeout", O_DUR_MS, true, &D.timeout_ms, "DUR        per provider request (default 10s)"},
+    {"timeout", O_DUR_MS, true, &D.timeout_ms, "DUR        per provider request, from when it is sent (default 10s)"},
+    {"cloud-connections", O_COUNT, false, &D.cloud_conns,
+     "N  requests to the cloud at once; the rest wait their turn in order (default 16)"},
     {"retries", O_INT, true, &D.retries, "N          launch retries on 5xx or transport errors (default 3)"},
     {"disrupt-interval", O_DUR_MS, true, &D.disrupt_ms,
      "DUR  health remediation and a disruption pass every DUR (default 10s; 0 turns it off)"},
@@ -376,6 +378,7 @@ static void serve_defaults(void) {
   D.cluster = "dovetail";
   D.poll_ms = 60000;
   D.timeout_ms = 10000;
+  D.cloud_conns = 16;
   D.retries = 3;
   D.disrupt_ms = 10000;
   D.requeue_ms = REQUEUE_BASE_MS;
@@ -491,7 +494,7 @@ static int loop_open(void) {
   D.lag_expect = dt__now_ms() + LAG_EVERY_MS;
   tm_start(&D.lag, on_lag, LAG_EVERY_MS, 0);
   if (D.disrupt_ms) tm_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
-  if (D.cloud_url && dt__httpc_init(D.loop)) {
+  if (D.cloud_url && dt__httpc_init(D.loop, D.cloud_conns)) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
     return 1;
   }
@@ -518,13 +521,15 @@ static int loop_open(void) {
 }
 
 /* A graceful stop: the round on the thread pool, the plans being freed
-** there and the provider calls in flight (up to 10 s) finish, the state is
+** there and the provider calls sent (up to 10 s) finish, the state is
 ** written, the handles close. */
 static void loop_close(void) {
   while (D.planning || D.plan_frees) uv_run(D.loop, UV_RUN_ONCE);
   uv_timer_t *timers[] = {&D.poll, &D.disrupt, &D.idle, &D.max, &D.requeue, &D.lag};
   for (size_t i = 0; i < sizeof timers / sizeof *timers; i++) tm_stop(timers[i]);
-  for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight(); i++) uv_run(D.loop, UV_RUN_ONCE);
+  if (D.cloud_url) dt__httpc_quiesce(); /* what waits for a connection is not sent, as launches not yet started */
+  for (int i = 0; i < 200 && D.cloud_url && dt__httpc_in_flight() > dt__httpc_waiting(); i++)
+    uv_run(D.loop, UV_RUN_ONCE);
   save_state();
   dt__serve_api_close();
   dt__httpd_close(&D.http);

@@ -13,6 +13,12 @@
 **   POST   /admin/fail              body "N": the next N API requests answer 503
 **   POST   /admin/hang              body "N": the next N API requests get no answer at all
 **   POST   /admin/lose              body "N": the next N launches happen but get no answer
+**   POST   /admin/slow              body "MS": from now on every API request is answered MS ms late
+**   POST   /admin/throttle          body "N S": the next N API requests answer 429 with Retry-After: S
+**   GET    /admin/stats             {"requests", "mostAtOnce", "throttled", "early"}: API requests
+**                                   received, the most awaiting a late answer at once, those
+**                                   answered 429, and those that came before a Retry-After given
+**                                   had passed
 */
 #define _GNU_SOURCE
 #include "../engine/httpd.h"
@@ -39,8 +45,10 @@ static struct {
   char etag[40];
   DT_VEC(char *) ice;
   DT_VEC(finst) insts;
-  long fail, hang, lose;
+  long fail, hang, lose, slow_ms, throttle, throttle_s;
   unsigned long seq;
+  unsigned long requests, throttled, early, late, most_late; /* /admin/stats */
+  uint64_t come_back;                                        /* uv_now: the last Retry-After given passes */
   uv_signal_t sigterm, sigint;
 } F;
 
@@ -84,8 +92,68 @@ static int set_count(h2o_req_t *req, long *counter) {
   return dt__httpd_respond(req, 200, "application/json", "{}", 2);
 }
 
+static int api(h2o_req_t *req);
+
+/* A request answered late (/admin/slow): its timer, and the request while
+** its connection lasts (the pool's holder clears it when the request goes). */
+typedef struct late_req {
+  uv_timer_t timer;
+  h2o_req_t *req;
+} late_req;
+typedef struct late_holder {
+  late_req *l;
+} late_holder;
+
+static void late_gone(void *p) {
+  late_holder *h = p;
+  if (h->l) h->l->req = NULL;
+}
+
+static void late_free(uv_handle_t *t) { dt__free(t->data); }
+
+static void on_late(uv_timer_t *t) {
+  late_req *l = t->data;
+  F.late--;
+  if (l->req) api(l->req);
+  uv_close((uv_handle_t *)t, late_free);
+}
+
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   (void)self;
+  if (dt__httpd_path(req, "/admin/slow") && dt__httpd_method(req, "POST")) return set_count(req, &F.slow_ms);
+  if (dt__httpd_path(req, "/admin/throttle") && dt__httpd_method(req, "POST")) {
+    char b[64];
+    snprintf(b, sizeof b, "%.*s", (int)(req->entity.len < 63 ? req->entity.len : 63), req->entity.base);
+    F.throttle_s = 1;
+    if (sscanf(b, "%ld %ld", &F.throttle, &F.throttle_s) < 1) F.throttle = 0;
+    return dt__httpd_respond(req, 200, "application/json", "{}", 2);
+  }
+  if (dt__httpd_path(req, "/admin/stats") && dt__httpd_method(req, "GET")) {
+    char b[200];
+    snprintf(b, sizeof b, "{\"requests\":%lu,\"mostAtOnce\":%lu,\"throttled\":%lu,\"early\":%lu}", F.requests,
+             F.most_late, F.throttled, F.early);
+    return dt__httpd_respond(req, 200, "application/json", b, strlen(b));
+  }
+  if (req->path_normalized.len < 7 || memcmp(req->path_normalized.base, "/admin/", 7)) {
+    F.requests++;
+    if (F.come_back > uv_now(uv_default_loop())) F.early++;
+    if (F.slow_ms > 0) {
+      late_req *l = dt__calloc(1, sizeof *l);
+      late_holder *h = h2o_mem_alloc_shared(&req->pool, sizeof *h, late_gone);
+      if (!l) return dt__httpd_error(req, 503, "out of memory");
+      h->l = l;
+      l->req = req;
+      uv_timer_init(uv_default_loop(), &l->timer);
+      l->timer.data = l;
+      uv_timer_start(&l->timer, on_late, (uint64_t)F.slow_ms, 0);
+      if (++F.late > F.most_late) F.most_late = F.late;
+      return 0;
+    }
+  }
+  return api(req);
+}
+
+static int api(h2o_req_t *req) {
   const char *rest;
   size_t rl;
   if (dt__httpd_path(req, "/admin/ice") && dt__httpd_method(req, "POST")) {
@@ -112,6 +180,16 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   if (F.fail > 0) {
     F.fail--;
     return dt__httpd_error(req, 503, "injected failure");
+  }
+  if (F.throttle > 0) {
+    char v[24];
+    F.throttle--;
+    F.throttled++;
+    F.come_back = uv_now(uv_default_loop()) + (uint64_t)F.throttle_s * 1000;
+    snprintf(v, sizeof v, "%ld", F.throttle_s);
+    h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, h2o_strdup(&req->pool, v, SIZE_MAX).base,
+                   strlen(v));
+    return dt__httpd_error(req, 429, "Throttling: rate exceeded");
   }
   if (dt__httpd_path(req, "/catalog") && dt__httpd_method(req, "GET")) {
     ssize_t i = h2o_find_header(&req->headers, H2O_TOKEN_IF_NONE_MATCH, -1);

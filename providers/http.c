@@ -3,8 +3,9 @@
 ** POST /instances launches (201 with an id; 409 insufficient capacity),
 ** DELETE /instances/ID deletes, GET /instances?cluster= and GET /catalog
 ** (with its ETag) are polled. Failed launches are retried with jittered
-** exponential backoff (--retries); after five failures in a row the
-** circuit opens for 30 s and launches fail at once.
+** exponential backoff (--retries), no sooner than a Retry-After the cloud
+** gave; after five failures in a row (throttling with a Retry-After is not
+** one) the circuit opens for 30 s and launches fail at once.
 */
 #define _GNU_SOURCE
 #include "../engine/controller.h"
@@ -25,11 +26,16 @@ static void on_circuit_close(uv_timer_t *t) {
   arm_batch();
 }
 
-static void on_launch_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
-  (void)etag;
+static void on_launch_reply(void *ud, const dt_httpc_reply *r) {
   launch_ctx *lc = ud;
+  if (r->dropped) { /* never sent, as a launch not yet started at a stop */
+    lc_done(lc);
+    return;
+  }
+  long status = r->status;
+  const char *err = r->err;
   if (status == 201) {
-    cJSON *o = cJSON_ParseWithLength(body, len);
+    cJSON *o = cJSON_ParseWithLength(r->body, r->len);
     const char *id = dt__jstr(o, "id");
     char idb[200];
     snprintf(idb, sizeof idb, "%s", id ? id : "");
@@ -46,9 +52,12 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
   char msg[300];
   snprintf(msg, sizeof msg, "%s", err ? err : "");
   if (!err) snprintf(msg, sizeof msg, "HTTP %ld", status);
-  /* 4xx other than 409 will not get better by retrying */
+  /* 4xx other than 409 will not get better by retrying. A 429 or 503 with
+  ** Retry-After is the cloud asking for time, not failing: it does not count
+  ** towards opening the circuit, and the retry waits at least that long. */
   bool retry = status == 0 || status >= 500 || status == 429;
-  if (++D.consecutive_failures >= 5 && D.circuit_until <= wall()) {
+  bool asked = r->retry_after_ms >= 0;
+  if (!asked && ++D.consecutive_failures >= 5 && D.circuit_until <= wall()) {
     D.circuit_until = wall() + 30;
     tm_start(&D.circuit_timer, on_circuit_close, 30000, 0);
     logf_("error", "circuit", "open for 30s after %u consecutive provider failures (last: %s)", D.consecutive_failures,
@@ -60,8 +69,9 @@ static void on_launch_reply(void *ud, long status, const char *body, size_t len,
     D.jitter = D.jitter * 6364136223846793005ull + 1442695040888963407ull;
     double j = 0.5 + (double)(D.jitter >> 11) / 9007199254740992.0;
     uint64_t delay = (uint64_t)(500.0 * (double)(1u << (lc->attempt - 1)) * j);
-    logf_("warn", "retry", "NodeClaim %s: %s; retry %d in %llu ms", lc->claim, msg, lc->attempt,
-          (unsigned long long)delay);
+    if (asked && (uint64_t)r->retry_after_ms > delay) delay = (uint64_t)r->retry_after_ms;
+    logf_("warn", "retry", "NodeClaim %s: %s%s; retry %d in %llu ms", lc->claim, msg, asked ? " (Retry-After)" : "",
+          lc->attempt, (unsigned long long)delay);
     tm_start(&lc->retry, on_retry, delay, 0);
     return;
   }
@@ -112,10 +122,10 @@ static void http_launch(launch_ctx *lc) {
   cJSON_free(body);
 }
 
-static void on_delete_reply(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
-  (void)body, (void)len, (void)etag;
+static void on_delete_reply(void *ud, const dt_httpc_reply *r) {
   char *id = ud;
-  if (status != 200 && status != 404) logf_("warn", "delete", "instance %s: %s", id, err ? err : "unexpected status");
+  if (r->status != 200 && r->status != 404 && !r->dropped)
+    logf_("warn", "delete", "instance %s: %s", id, r->err ? r->err : "unexpected status");
   dt__free(id);
 }
 
@@ -127,41 +137,47 @@ static void http_delete(const char *id) {
   if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
 }
 
-static void on_instances(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
-  (void)ud, (void)etag;
-  if (status != 200) {
-    logf_("warn", "poll", "GET /instances: %s", err ? err : "unexpected status");
+static bool polling, cataloguing; /* a GET /instances, a GET /catalog not yet answered */
+
+static void on_instances(void *ud, const dt_httpc_reply *r) {
+  (void)ud;
+  polling = false;
+  if (r->status != 200) {
+    logf_("warn", "poll", "GET /instances: %s", r->err ? r->err : "unexpected status");
     return;
   }
-  cJSON *o = cJSON_ParseWithLength(body, len);
+  cJSON *o = cJSON_ParseWithLength(r->body, r->len);
   dt__ctl_instances(jget(o, "instances"));
   cJSON_Delete(o);
 }
 
-static void on_catalog(void *ud, long status, const char *body, size_t len, const char *etag, const char *err) {
+static void on_catalog(void *ud, const dt_httpc_reply *r) {
   (void)ud;
-  if (status == 304) return;
-  if (status != 200) {
-    logf_("warn", "catalog", "GET /catalog: %s", err ? err : "unexpected status");
+  cataloguing = false;
+  if (r->status == 304) return;
+  if (r->status != 200) {
+    logf_("warn", "catalog", "GET /catalog: %s", r->err ? r->err : "unexpected status");
     return;
   }
   dt_catalog *c = NULL;
   dt_error e = {0};
-  if (dt_catalog_load_buffer("cloud:/catalog", body, len, &c, &e)) {
+  const char *etag = r->etag;
+  if (dt_catalog_load_buffer("cloud:/catalog", r->body, r->len, &c, &e)) {
     logf_("error", "catalog", "the cloud's catalog is invalid, keeping the current one: %s", e.msg);
     return;
   }
-  dt__ctl_catalog(c, etag, len);
+  dt__ctl_catalog(c, etag, r->len);
 }
 
+/* A poll still waiting its turn behind launches is not sent twice. */
 static void http_poll(void) {
   char url[1200];
   snprintf(url, sizeof url, "%s/instances?cluster=%s", D.cloud_url, D.cluster);
-  if (dt__httpc_request("GET", url, NULL, NULL, (long)D.timeout_ms, on_instances, NULL))
+  if (!polling && !(polling = !dt__httpc_request("GET", url, NULL, NULL, (long)D.timeout_ms, on_instances, NULL)))
     logf_("error", "poll", "cannot start GET /instances");
   snprintf(url, sizeof url, "%s/catalog", D.cloud_url);
-  if (dt__httpc_request("GET", url, NULL, D.catalog_etag[0] ? D.catalog_etag : NULL, (long)D.timeout_ms, on_catalog,
-                        NULL))
+  if (!cataloguing && !(cataloguing = !dt__httpc_request("GET", url, NULL, D.catalog_etag[0] ? D.catalog_etag : NULL,
+                                                         (long)D.timeout_ms, on_catalog, NULL)))
     logf_("error", "catalog", "cannot start GET /catalog");
 }
 

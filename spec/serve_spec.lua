@@ -1100,6 +1100,105 @@ return {
       c.stop()
     end)
 
+    -- The quickstart's NodePool and n pods that each take an m5.large of their own.
+    local function one_node_each(n)
+      local docs = { quickstart }
+      for i = 1, n do
+        docs[#docs + 1] = h.pod("alone-" .. i, { cpu = "1500m", memory = "1Gi",
+          nodeSelector = { ["node.kubernetes.io/instance-type"] = "m5.large" } })
+      end
+      return h.docs(table.unpack(docs))
+    end
+
+    local function cloud_stats(c)
+      local s = http({ port = c.port }, "GET", "/admin/stats")
+      local t = {}
+      for k, v in s:gmatch('"(%w+)":(%d+)') do t[k] = tonumber(v) end
+      return t, s
+    end
+
+    -- Every claim of every round launched, and the cloud runs that many instances.
+    local function all_launched(c, d)
+      eventually(function()
+        local rs, claims = logged_rounds(d), 0
+        for _, r in ipairs(rs) do claims = claims + r.claims end
+        local launches = select(2, slurp(d.log):gsub('"event":"launch"', ""))
+        return #rs > 0 and rs[#rs].unschedulable == 0 and claims > 0 and launches == claims and count(c) == claims
+      end, "every pod placed and every claim launched", 30)
+    end
+
+    it("sends the cloud at most --cloud-connections requests at once, each timed from when it is sent", function()
+      local c = cloud()
+      -- every request answered 400 ms late: 30 launches through 4 connections take 3 s, and
+      -- one that waited its turn for 2.8 s would time out at 1.5 s if the wait counted
+      http({ port = c.port }, "POST", "/admin/slow", "400")
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port
+        .. " --poll 1h --cloud-connections 4 --timeout 1500ms")
+      ready(d)
+      http(d, "PUT", "/v1/objects", one_node_each(26))
+      eventually(function() return (metric(d, 'dovetail_cloud_requests{state="waiting"}') or 0) > 0 end,
+        "launches waiting their turn")
+      all_launched(c, d)
+      local st, raw = cloud_stats(c)
+      assert.is_true(st.mostAtOnce >= 2 and st.mostAtOnce <= 4, raw)
+      local log = slurp(d.log)
+      assert.is_nil(log:find('"event":"retry"', 1, true), log)
+      -- each launch sent once, beside a poll or two (two requests each)
+      local launches = select(2, log:gsub('"event":"launch"', ""))
+      assert.is_true(st.requests >= launches + 2 and st.requests <= launches + 4, raw)
+      d.stop()
+      c.stop()
+    end)
+
+    it("sends nothing while a Retry-After the cloud gave lasts, and does not count throttling as failures", function()
+      local c = cloud()
+      -- one connection: what the daemon sends after a 429 comes after it read the 429
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port
+        .. " --poll 1h --cloud-connections 1 --retries 6")
+      ready(d)
+      http({ port = c.port }, "POST", "/admin/throttle", "6 1") -- the next six requests: 429, Retry-After: 1
+      http(d, "PUT", "/v1/objects", one_node_each(8))
+      all_launched(c, d)
+      local st, raw = cloud_stats(c)
+      assert.equal(6, st.throttled, raw)
+      assert.equal(0, st.early, raw) -- nothing came before the cloud said to come back
+      local log = slurp(d.log)
+      assert.equal(6, select(2, log:gsub("HTTP 429 %(Retry%-After%); retry %d+ in", "")), log)
+      -- six throttled launches in a row would have opened the circuit if they counted as failures
+      assert.is_nil(log:find("circuit", 1, true), log)
+      d.stop()
+      c.stop()
+    end)
+
+    it("stops at once with launches waiting out a Retry-After, and a restart launches them", function()
+      local state = os.tmpname()
+      os.remove(state)
+      local c = cloud()
+      local args = "--provider http --cloud-url http://127.0.0.1:" .. c.port
+        .. " --poll 300ms --cloud-connections 1 --state " .. state
+      local d = start(args)
+      ready(d)
+      http({ port = c.port }, "POST", "/admin/throttle", "1 300") -- come back in five minutes
+      http(d, "PUT", "/v1/objects", one_node_each(4))
+      eventually(function() return metric(d, 'dovetail_cloud_requests{state="waiting"}') >= 4 end,
+        "launches waiting out the Retry-After")
+      local t0 = os.time()
+      d.stop()
+      assert.is_true(os.time() - t0 <= 5, "stopped in " .. (os.time() - t0) .. " s")
+      assert.equal(0, count(c), instances(c))
+      d = start(args)
+      ready(d, "ready again")
+      eventually(function() return count(c) == 5 end, "the four pods' instances and the quickstart's", 30)
+      eventually(function()
+        local rs = logged_rounds(d)
+        return #rs > 0 and rs[#rs].unschedulable == 0
+      end, "every pod placed after the restart")
+      d.stop()
+      c.stop()
+      os.remove(state)
+      os.remove(state .. ".journal")
+    end)
+
     -- A daemon with a state file launches the quickstart on a fresh cloud
     -- (interfere(c) runs first), stop(d) ends it, and a second daemon on the
     -- same state starts and settles; returns the cloud, it and the state.
