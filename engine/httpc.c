@@ -306,7 +306,9 @@ int dt__httpc_request(const char *method, const char *url, const char *body, con
       wait_head = x;
     wait_tail = x;
     nwait++;
-    pump(); /* arms the hold's timer */
+    /* what waits starts as transfers end, or when the hold's timer fires */
+    if (hold_until > uv_now(L) && !uv_is_active((uv_handle_t *)&hold) && !quiet)
+      uv_timer_start(&hold, on_hold, hold_until - uv_now(L), 0);
   }
   inflight++;
   return 0;
