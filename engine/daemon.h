@@ -106,6 +106,7 @@ typedef struct dtd {
   const char *provider, *cloud_url, *cluster;
   uint64_t poll_ms, timeout_ms;
   size_t cloud_conns; /* requests to the cloud at once */
+  size_t cloud_reply; /* the longest reply read from it */
   int retries;
   uv_timer_t poll, circuit_timer;
   int64_t circuit_until;

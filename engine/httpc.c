@@ -27,6 +27,7 @@ typedef struct xfer {
   char etag[256];
   long retry_after_ms;
   long timeout_ms;
+  bool too_big; /* the reply passed max_reply: cut off */
   struct curl_slist *hdr;
   char *payload;
   dt_httpc_cb cb;
@@ -42,7 +43,7 @@ typedef struct sockctx {
 static CURLM *M;
 static uv_loop_t *L;
 static uv_timer_t T, more, hold; /* curl's timer; the next slice of completed transfers; the end of a hold */
-static size_t inflight, running, nwait, max_conn = 16;
+static size_t inflight, running, nwait, max_conn = 16, max_reply = 64u << 20;
 static xfer *wait_head, *wait_tail;
 static bool quiet;          /* dt__httpc_quiesce: nothing more starts */
 static uint64_t hold_until; /* uv_now: no request starts before */
@@ -74,6 +75,11 @@ static void done(void) {
     curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
     curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &code);
     const char *err = msg->data.result == CURLE_OK ? NULL : curl_easy_strerror(msg->data.result);
+    char big[96];
+    if (x->too_big) {
+      snprintf(big, sizeof big, "the reply is larger than the limit (%zu bytes)", max_reply);
+      err = big;
+    }
     curl_multi_remove_handle(M, msg->easy_handle);
     inflight--;
     running--;
@@ -163,6 +169,10 @@ static long retry_after_ms(const char *v);
 
 static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
   xfer *x = ud;
+  if (sz * n > max_reply - x->body.len) { /* a cloud (or a proxy) that never stops talking */
+    x->too_big = true;
+    return 0;
+  }
   dt__buf_putn(&x->body, p, sz * n);
   return x->body.oom ? 0 : sz * n;
 }
@@ -239,10 +249,11 @@ static void pump(void) {
   }
 }
 
-int dt__httpc_init(uv_loop_t *loop, size_t max_connections) {
+int dt__httpc_init(uv_loop_t *loop, size_t max_connections, size_t max_reply_bytes) {
   if (curl_global_init(CURL_GLOBAL_DEFAULT)) return -1;
   L = loop;
   max_conn = max_connections ? max_connections : 16;
+  max_reply = max_reply_bytes ? max_reply_bytes : 64u << 20;
   M = curl_multi_init();
   if (!M) return -1;
   uv_timer_init(loop, &T);

@@ -118,6 +118,8 @@ static const opt k_opts[] = {
     {"timeout", O_DUR_MS, true, &D.timeout_ms, "DUR        per provider request, from when it is sent (default 10s)"},
     {"cloud-connections", O_COUNT, false, &D.cloud_conns,
      "N  requests to the cloud at once; the rest wait their turn in order (default 16)"},
+    {"cloud-reply-limit", O_SIZE, false, &D.cloud_reply,
+     "BYTES  longest reply read from the cloud; a longer one is cut off and fails (default 64 MiB)"},
     {"retries", O_INT, true, &D.retries, "N          launch retries on 5xx or transport errors (default 3)"},
     {"disrupt-interval", O_DUR_MS, true, &D.disrupt_ms,
      "DUR  health remediation and a disruption pass every DUR (default 10s; 0 turns it off)"},
@@ -379,6 +381,7 @@ static void serve_defaults(void) {
   D.poll_ms = 60000;
   D.timeout_ms = 10000;
   D.cloud_conns = 16;
+  D.cloud_reply = (size_t)64 << 20;
   D.retries = 3;
   D.disrupt_ms = 10000;
   D.requeue_ms = REQUEUE_BASE_MS;
@@ -494,7 +497,7 @@ static int loop_open(void) {
   D.lag_expect = dt__now_ms() + LAG_EVERY_MS;
   tm_start(&D.lag, on_lag, LAG_EVERY_MS, 0);
   if (D.disrupt_ms) tm_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
-  if (D.cloud_url && dt__httpc_init(D.loop, D.cloud_conns)) {
+  if (D.cloud_url && dt__httpc_init(D.loop, D.cloud_conns, D.cloud_reply)) {
     fprintf(stderr, "dovetail serve: cannot start libcurl\n");
     return 1;
   }

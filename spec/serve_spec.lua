@@ -1170,6 +1170,19 @@ return {
       c.stop()
     end)
 
+    it("cuts off a reply from the cloud past --cloud-reply-limit, says so and keeps what it had", function()
+      -- the catalog the fake cloud serves is some 560 KB: past a limit of 100,000 bytes
+      local c, d = on_cloud("--poll 300ms --cloud-reply-limit 100000")
+      eventually(function() return slurp(d.log):find("GET /catalog: the reply is larger than the limit (100000 bytes)",
+        1, true) end, "the catalog cut off")
+      assert.is_nil(slurp(d.log):find("refreshed from the cloud", 1, true))
+      -- the instances' listing is small: launches and polls go on, on the bundled catalog
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "a launch")
+      d.stop()
+      c.stop()
+    end)
+
     it("stops at once with launches waiting out a Retry-After, and a restart launches them", function()
       local state = os.tmpname()
       os.remove(state)
