@@ -287,25 +287,45 @@ static void free_args(int argc, char **argv) {
   dt__free(argv);
 }
 
-/* SIGHUP: re-read --config for the options marked [SIGHUP]. The listen
+/* SIGHUP: re-read --config for the options marked [SIGHUP], then the
+** command line, whose flags override the file as at the start. The listen
 ** address, provider, catalog and state file need a restart. */
 static const char *g_config_path;
 static char **g_hup_argv; /* the last applied SIGHUP's strings, which options point into */
+static int g_argc0;       /* the command line, read again after the file on SIGHUP */
+static char **g_argv0;
 static int g_hup_argc;
 
 /* Whether option o already holds v: a restart-only option the file leaves
-** as it is is no news on SIGHUP. */
+** as it is is no news on SIGHUP (lists are not compared). */
 static bool opt_same(const opt *o, const char *v) {
-  char *end;
   if (o->kind == O_STR) {
     const char *cur = *(const char *const *)o->field;
     return cur && !strcmp(cur, v);
   }
-  if (o->kind == O_SIZE) {
-    unsigned long long x = strtoull(v, &end, 10);
-    return *v && !*end && x == *(const size_t *)o->field;
-  }
-  return false;
+  if (o->kind == O_LIST || o->kind == O_COUNT_PCT) return true;
+  union {
+    uint64_t u;
+    int64_t i;
+    int n;
+    size_t z;
+  } got = {0};
+  opt t = *o;
+  t.field = &got;
+  char why[200];
+  if (opt_set(&t, v, true, why, sizeof why)) return false;
+  size_t size = o->kind == O_DUR_MS  ? sizeof got.u
+                : o->kind == O_DUR_S ? sizeof got.i
+                : o->kind == O_INT   ? sizeof got.n
+                                     : sizeof got.z;
+  return !memcmp(&got, o->field, size);
+}
+
+/* The next option of the arguments from i (a flag without a value, such as
+** --recover, skipped); its index, or argc. */
+static int next_opt(int argc, char **argv, int i) {
+  while (i < argc && !strcmp(argv[i], "--recover")) i++;
+  return i;
 }
 
 static void reload_config(void) {
@@ -314,20 +334,24 @@ static void reload_config(void) {
           D.policy ? "" : " (and there is no --policy to reload)");
     return;
   }
-  char *argv0[] = {(char *)"--config", (char *)g_config_path};
   int argc;
   char **argv;
   char why[700] = "", ts[40];
   dt__fmt_time(wall(), ts, sizeof ts);
-  bool parsed = config_args(2, argv0, &argc, &argv, why, sizeof why) == 0, ok = parsed;
+  /* the file, then the command line again: its flags still win */
+  bool parsed = config_args(g_argc0, g_argv0, &argc, &argv, why, sizeof why) == 0, ok = parsed;
   for (int pass = 0; ok && pass < 2; pass++) /* every value reads, then all apply */
-    for (int i = 0; ok && i + 1 < argc; i += 2) {
+    for (int i = next_opt(argc, argv, 0); ok && i + 1 < argc; i = next_opt(argc, argv, i + 2)) {
       const opt *o = opt_find(argv[i]);
+      bool later = false; /* the same option again further on: that one is in force */
+      for (int j = next_opt(argc, argv, i + 2); o && o->kind != O_LIST && j + 1 < argc && !later;
+           j = next_opt(argc, argv, j + 2))
+        later = !strcmp(argv[j], argv[i]);
       if (!o) {
         snprintf(why, sizeof why, "%s: unknown option", argv[i]);
         ok = false;
       } else if (!o->runtime) {
-        if (pass == 0 && !opt_same(o, argv[i + 1]))
+        if (pass == 0 && !later && !opt_same(o, argv[i + 1]))
           logf_("warn", "config", "%s: needs a restart to change; ignored", argv[i]);
       } else if (opt_set(o, argv[i + 1], pass == 1, why, sizeof why)) {
         ok = false;
@@ -561,6 +585,8 @@ int dt__serve_main(int argc0, char **argv0) {
   }
   for (int i = 0; i + 1 < argc0; i++)
     if (!strcmp(argv0[i], "--config")) g_config_path = argv0[i + 1];
+  g_argc0 = argc0;
+  g_argv0 = argv0;
   serve_defaults();
   int rc = serve_args(argc, argv); /* -1: go on; 0 after --help */
   bool go = rc < 0;

@@ -655,6 +655,34 @@ return {
     os.remove(cfg)
   end)
 
+  it("keeps its flags over the file's values after a SIGHUP, and warns only of restart options the file changed", function()
+    -- the file's listen and disruption interval are overridden by flags; max-connections is the default
+    local cfg = h.write("listen: 127.0.0.1:1\ndisrupt-interval: 1h\nmax-connections: 32\n")
+    local d = start("--config " .. cfg .. " --disrupt-interval 100ms")
+    local function passes()
+      return metric(d, 'dovetail_disruption_passes_total{consolidation="ran"}')
+        + metric(d, 'dovetail_disruption_passes_total{consolidation="skipped"}')
+    end
+    local before = passes()
+    eventually(function() return passes() >= before + 3 end, "passes every 100 ms")
+    os.execute("kill -HUP " .. d.pid)
+    eventually(function() return slurp(d.log):find(cfg .. " reloaded", 1, true) end, "the reload")
+    -- the flag's 100 ms still holds, not the file's hour
+    before = passes()
+    eventually(function() return passes() >= before + 3 end, "passes every 100 ms after the SIGHUP")
+    assert.is_nil(slurp(d.log):find("needs a restart", 1, true), slurp(d.log))
+    -- a restart-only option the file now changes is named
+    local f = assert(io.open(cfg, "w"))
+    f:write("listen: 127.0.0.1:1\ndisrupt-interval: 1h\nmax-connections: 40\n")
+    f:close()
+    os.execute("kill -HUP " .. d.pid)
+    eventually(function() return slurp(d.log):find("--max-connections: needs a restart to change; ignored", 1, true) end,
+      "the warning")
+    assert.equal(1, select(2, slurp(d.log):gsub("needs a restart", "")), slurp(d.log))
+    d.stop()
+    os.remove(cfg)
+  end)
+
   it("says so when a SIGHUP finds no --config to re-read", function()
     local d = start("--disrupt-interval 0")
     os.execute("kill -HUP " .. d.pid)
