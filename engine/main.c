@@ -222,6 +222,20 @@ static int plan_args(planargs *pa, int argc, char **argv) {
       pa->out = strchr(a, '=') ? strchr(a, '=') + 1 : a + 2;
       continue;
     }
+    const char *eq = !strncmp(a, "--", 2) ? strchr(a, '=') : NULL;
+    if (eq) { /* --name=value, as kubectl and GNU tools take it */
+      char name[64];
+      int took = -1;
+      if ((size_t)(eq - a) < sizeof name) {
+        snprintf(name, sizeof name, "%.*s", (int)(eq - a), a);
+        took = plan_option(pa, name, eq + 1);
+        now_set |= took == 1 && !strcmp(name, "--now");
+      }
+      if (took == 2) return 2;
+      if (took == 1) continue;
+      fprintf(stderr, "dovetail: unknown option %s (dovetail %s --help lists them)\n", a, cmd_name(pa->cmd));
+      return 2;
+    }
     int took = plan_option(pa, a, v);
     if (took == 2) return 2;
     if (took >= 0) {

@@ -270,6 +270,13 @@ static int config_args(int argc, char **argv, int *outc, char ***outv, char *why
       i++;
       continue;
     }
+    const char *eq = !strncmp(argv[i], "--", 2) ? strchr(argv[i], '=') : NULL;
+    if (eq) { /* --name=value: two arguments, as everything after reads them */
+      char *name = dt__strndup(argv[i], (size_t)(eq - argv[i]));
+      if (!name || push_copy(&v.v, &v.n, &v.cap, name) || push_copy(&v.v, &v.n, &v.cap, eq + 1)) rc = -1;
+      dt__free(name);
+      continue;
+    }
     if (push_copy(&v.v, &v.n, &v.cap, argv[i])) rc = -1;
   }
   if (rc) {

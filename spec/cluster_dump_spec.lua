@@ -110,6 +110,20 @@ describe("kubectl habits", function()
     os.remove(extra)
   end)
 
+  it("takes any option with a value as --name=value, and says which it does not know", function()
+    local want = h.cli("plan -o json --now 2026-11-23T00:00:00Z --packing ffd --seed 3 examples/quickstart.yaml")
+    local out, err, code = h.cli("plan --output=json --now=2026-11-23T00:00:00Z --packing=ffd --seed=3 "
+      .. "examples/quickstart.yaml")
+    assert.are.equal(0, code, err)
+    assert.are.equal(want, out)
+    _, err, code = h.cli("plan --nw=2026-11-23T00:00:00Z examples/quickstart.yaml")
+    assert.are.equal(2, code)
+    assert.matches("unknown option --nw=2026-11-23T00:00:00Z", err, 1, true)
+    _, err, code = h.cli("plan --now=soon examples/quickstart.yaml")
+    assert.are.equal(2, code)
+    assert.matches('--now: invalid time "soon"', err, 1, true)
+  end)
+
   it("answers --help per command and --version", function()
     for cmd, first in pairs { plan = "usage: dovetail plan", disrupt = "usage: dovetail disrupt",
       pool = "usage: dovetail pool", check = "usage: dovetail check", fakecloud = "usage: dovetail fakecloud",

@@ -658,7 +658,7 @@ return {
   it("keeps its flags over the file's values after a SIGHUP, and warns only of restart options the file changed", function()
     -- the file's listen and disruption interval are overridden by flags; max-connections is the default
     local cfg = h.write("listen: 127.0.0.1:1\ndisrupt-interval: 1h\nmax-connections: 32\n")
-    local d = start("--config " .. cfg .. " --disrupt-interval 100ms")
+    local d = start("--config " .. cfg .. " --disrupt-interval=100ms") -- a flag as --name=value too
     local function passes()
       return metric(d, 'dovetail_disruption_passes_total{consolidation="ran"}')
         + metric(d, 'dovetail_disruption_passes_total{consolidation="skipped"}')
