@@ -295,8 +295,8 @@ static int get_state(h2o_req_t *req) {
   return 0;
 }
 
-/* VMs by owning pool and status (status.printableStatus; "Pending" until a
-** node runs them). */
+/* VMs by owning pool (namespace/name) and status (status.printableStatus;
+** "Pending" until a node runs them). */
 static void vm_gauge(dt_buf *b) {
   typedef struct vmc {
     char key[KEY_MAX + 64];
@@ -308,9 +308,12 @@ static void vm_gauge(dt_buf *b) {
     cJSON *o = cJSON_Parse(D.objs.v[i].json);
     const cJSON *ow = jget(jget(o, "metadata"), "ownerReferences");
     const char *pool = ow && ow->child ? dt__jstr(ow->child, "name") : NULL;
+    const char *ns = dt__jstr(jget(o, "metadata"), "namespace");
     const char *st = dt__jstr(jget(o, "status"), "printableStatus");
     vmc k = {{0}, 1};
-    snprintf(k.key, sizeof k.key, "vmpool=\"%s\",state=\"%s\"", pool ? pool : "", st ? st : "Pending");
+    /* the pool as dovetail_vmpool_actions_total names it: namespace/name */
+    snprintf(k.key, sizeof k.key, "vmpool=\"%s%s%s\",state=\"%s\"", pool ? (ns ? ns : "default") : "", pool ? "/" : "",
+             pool ? pool : "", st ? st : "Pending");
     cJSON_Delete(o);
     bool found = false;
     for (size_t j = 0; j < c.n && !found; j++)

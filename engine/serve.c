@@ -120,7 +120,7 @@ static const opt k_opts[] = {
      "N  requests to the cloud at once; the rest wait their turn in order (default 16)"},
     {"cloud-reply-limit", O_SIZE, false, &D.cloud_reply,
      "BYTES  longest reply read from the cloud; a longer one is cut off and fails (default 64 MiB)"},
-    {"retries", O_INT, true, &D.retries, "N          launch retries on 5xx or transport errors (default 3)"},
+    {"retries", O_INT, true, &D.retries, "N          launch retries on 5xx, 429 or transport errors (default 3)"},
     {"disrupt-interval", O_DUR_MS, true, &D.disrupt_ms,
      "DUR  health remediation and a disruption pass every DUR (default 10s; 0 turns it off)"},
 };

@@ -13,6 +13,7 @@
 **   POST   /admin/fail              body "N": the next N API requests answer 503
 **   POST   /admin/hang              body "N": the next N API requests get no answer at all
 **   POST   /admin/lose              body "N": the next N launches happen but get no answer
+**   POST   /admin/garble            body "N": the next N API requests get a 200 with an HTML page
 **   POST   /admin/slow              body "MS": from now on every API request is answered MS ms late
 **   POST   /admin/throttle          body "N S": the next N API requests answer 429 with Retry-After: S
 **   GET    /admin/stats             {"requests", "mostAtOnce", "throttled", "early"}: API requests
@@ -45,7 +46,7 @@ static struct {
   char etag[40];
   DT_VEC(char *) ice;
   DT_VEC(finst) insts;
-  long fail, hang, lose, slow_ms, throttle, throttle_s;
+  long fail, hang, lose, garble, slow_ms, throttle, throttle_s;
   unsigned long seq;
   unsigned long requests, throttled, early, late, most_late; /* /admin/stats */
   uint64_t come_back;                                        /* uv_now: the last Retry-After given passes */
@@ -173,6 +174,7 @@ static int api(h2o_req_t *req) {
   }
   if (dt__httpd_path(req, "/admin/hang") && dt__httpd_method(req, "POST")) return set_count(req, &F.hang);
   if (dt__httpd_path(req, "/admin/lose") && dt__httpd_method(req, "POST")) return set_count(req, &F.lose);
+  if (dt__httpd_path(req, "/admin/garble") && dt__httpd_method(req, "POST")) return set_count(req, &F.garble);
   if (F.hang > 0) { /* never answer: the client's timeout decides */
     F.hang--;
     return 0;
@@ -180,6 +182,11 @@ static int api(h2o_req_t *req) {
   if (F.fail > 0) {
     F.fail--;
     return dt__httpd_error(req, 503, "injected failure");
+  }
+  if (F.garble > 0) { /* a proxy's page where the API's JSON should be */
+    static const char page[] = "<html><body><h1>Service Unavailable</h1></body></html>\n";
+    F.garble--;
+    return dt__httpd_respond(req, 200, "text/html", page, sizeof page - 1);
   }
   if (F.throttle > 0) {
     char v[24];
@@ -298,7 +305,12 @@ int dt__fakecloud_main(int argc, char **argv) {
     } else {
       bool help = !strcmp(argv[i], "-h") || !strcmp(argv[i], "--help");
       fputs("usage: dovetail fakecloud [--listen HOST:PORT] [--catalog NAME|FILE] [--ice TYPE/ZONE/CT]...\n"
-            "An in-memory cloud speaking the http provider's contract, for tests and demos (see README).\n",
+            "An in-memory cloud speaking the http provider's contract, for tests and demos (see README).\n"
+            "Test controls (POST, body in parentheses): /admin/ice (TYPE/ZONE/CT), /admin/preempt/ID,\n"
+            "/admin/fail (N: the next N requests 503), /admin/hang (N: no answer), /admin/lose (N: launched,\n"
+            "answer lost), /admin/garble (N: a 200 with an HTML page), /admin/slow (MS: every request that\n"
+            "late), /admin/throttle (N S: the next N requests 429 with Retry-After: S); GET /admin/stats.\n"
+            "/admin/* requests count for none of them.\n",
             help ? stdout : stderr);
       return help ? 0 : 2;
     }

@@ -139,15 +139,30 @@ static void http_delete(const char *id) {
 
 static bool polling, cataloguing; /* a GET /instances, a GET /catalog not yet answered */
 
+static unsigned unready_polls; /* polls that failed before the first reconciliation */
+
+/* A listing that is not one (a proxy's HTML page, a truncated body, no
+** "instances" array) is a failed poll: read as an empty listing, it would
+** forget every instance held and launch the fleet again. */
 static void on_instances(void *ud, const dt_httpc_reply *r) {
   (void)ud;
   polling = false;
-  if (r->status != 200) {
-    logf_("warn", "poll", "GET /instances: %s", r->err ? r->err : "unexpected status");
+  cJSON *o = r->status == 200 ? cJSON_ParseWithLength(r->body, r->len) : NULL;
+  const cJSON *list = jget(o, "instances");
+  if (!cJSON_IsArray(list)) {
+    logf_("warn", "poll", "GET /instances: %s",
+          r->status != 200 ? (r->err ? r->err : "unexpected status")
+          : !o             ? "the reply is not JSON; nothing is read from it"
+                           : "the reply has no \"instances\" array; nothing is read from it");
+    cJSON_Delete(o);
+    if (!D.ready) { /* not ready until it reconciles: try again in 1 s, 2 s, ... up to --poll */
+      uint64_t delay = (uint64_t)1000 << (unready_polls < 6 ? unready_polls : 6);
+      unready_polls++;
+      tm_start(&D.poll, on_poll_timer, delay < D.poll_ms ? delay : D.poll_ms, D.poll_ms);
+    }
     return;
   }
-  cJSON *o = cJSON_ParseWithLength(r->body, r->len);
-  dt__ctl_instances(jget(o, "instances"));
+  dt__ctl_instances(list);
   cJSON_Delete(o);
 }
 

@@ -797,11 +797,11 @@ return {
     local d = start("--disrupt-interval 200ms")
     local example = slurp("examples/vm-pool.yaml")
     http(d, "PUT", "/v1/objects", example)
-    eventually(function() return http(d, "GET", "/metrics"):match('dovetail_vms{vmpool="web",state="Provisioning"} 2') end,
+    eventually(function() return http(d, "GET", "/metrics"):match('dovetail_vms{vmpool="default/web",state="Provisioning"} 2') end,
       "the two missing VMs created")
     local pool = example:match("^(.-)\n%-%-%-\n"):gsub("replicas: 4", "replicas: 6")
     http(d, "PUT", "/v1/objects", pool)
-    eventually(function() return http(d, "GET", "/metrics"):match('dovetail_vms{vmpool="web",state="Provisioning"} 4') end,
+    eventually(function() return http(d, "GET", "/metrics"):match('dovetail_vms{vmpool="default/web",state="Provisioning"} 4') end,
       "four VMs created in all")
     -- the round that created them places their pods; then five disruption
     -- passes (a second of them) in which nothing more may happen
@@ -812,7 +812,7 @@ return {
     assert.matches('dovetail_vmpool_actions_total{vmpool="default/web",action="create"} 4\n', metrics, 1, true)
     assert.matches('dovetail_vmpool_actions_total{vmpool="default/web",action="delete"} 0\n', metrics, 1, true)
     assert.matches("dovetail_nodes_deleted_total 0\n", metrics, 1, true)
-    assert.matches('dovetail_vms{vmpool="web",state="Running"} 2\n', metrics, 1, true)
+    assert.matches('dovetail_vms{vmpool="default/web",state="Running"} 2\n', metrics, 1, true)
     assert.matches('"replicas": 6,', (http(d, "GET", "/v1/pools")))
     local launches = 0
     for n in metrics:gmatch('dovetail_claims_launched_total{capacity_type="[%w-]+"} (%d+)') do launches = launches + n end
@@ -1194,6 +1194,31 @@ return {
       assert.equal(6, select(2, log:gsub("HTTP 429 %(Retry%-After%); retry %d+ in", "")), log)
       -- six throttled launches in a row would have opened the circuit if they counted as failures
       assert.is_nil(log:find("circuit", 1, true), log)
+      d.stop()
+      c.stop()
+    end)
+
+    it("reads a listing that is not one as a failed poll: nothing forgotten, nothing launched again", function()
+      local c, d = on_cloud("--poll 200ms")
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return count(c) == 1 end, "the quickstart's instance")
+      -- the next three requests (polls) get a proxy's HTML page with a 200
+      http({ port = c.port }, "POST", "/admin/garble", "3")
+      daemon_time(d, 1500) -- the garbled polls, and good ones after them
+      assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"forget"'))
+      assert.equal(1, count(c), instances(c))
+      assert.equal(1, select(2, slurp(d.log):gsub('"event":"launch"', "")), slurp(d.log))
+      assert.is_true(select(2, slurp(d.log):gsub("the reply is not JSON", "")) >= 2, slurp(d.log))
+      d.stop()
+      c.stop()
+    end)
+
+    it("becomes ready soon after a first poll that failed, not a --poll later", function()
+      local c = cloud()
+      http({ port = c.port }, "POST", "/admin/fail", "2") -- the first poll's two requests
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 1h")
+      ready(d, "ready after the failed first poll")
+      assert.matches("GET /instances: unexpected status", slurp(d.log), 1, true)
       d.stop()
       c.stop()
     end)
