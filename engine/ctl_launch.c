@@ -289,29 +289,66 @@ static instance *inst_by_id(const char *id) {
   return NULL;
 }
 
+/* Whether the listing has an instance of that id. */
+static bool listed(const cJSON *list, const char *id) {
+  const cJSON *in;
+  cJSON_ArrayForEach(in, list) {
+    const char *v = dt__jstr(in, "id");
+    if (v && !strcmp(v, id)) return true;
+  }
+  return false;
+}
+
+/* The instances a poll left alone, said once a poll: a cloud listing
+** thousands of them wrote a line each per poll (millions a minute). */
+typedef struct unaccounted {
+  size_t n;
+  char first[200], why[200];
+} unaccounted;
+
 /* An instance the cloud has that this daemon does not hold: adopted when
 ** its claim is in the store, deleted as an orphan when it carries this
 ** cluster's name, a state file says what the daemon holds, and the poll's
 ** orphans are no more than what it holds (trusted), else left alone (a
-** lost, new or foreign state must never cost a fleet). True when the books
-** changed. */
-static bool poll_unknown(const cJSON *in, const char *id, const char *claim, const char *state, bool trusted) {
+** lost, new or foreign state must never cost a fleet). A claim holds one
+** instance: listed under a new id while its own is not listed, the claim's
+** instance is taken to be that one; listed beside its own, the second is
+** left alone. True when the books changed. */
+static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, const char *claim, const char *state,
+                         bool trusted, unaccounted *u) {
   if (claim_stored(claim)) {
+    instance *was = NULL;
+    for (size_t i = 0; i < D.insts.n && !was; i++)
+      if (!strcmp(D.insts.v[i].claim, claim)) was = &D.insts.v[i];
+    if (was && listed(list, was->id)) {
+      if (!u->n++) {
+        snprintf(u->first, sizeof u->first, "%s", id);
+        snprintf(u->why, sizeof u->why, "a second instance for NodeClaim %s, which has %s", claim, was->id);
+      }
+      return false;
+    }
+    char reason[300] = "the cloud has an instance for a claim we hold";
+    if (was) {
+      snprintf(reason, sizeof reason, "the cloud lists NodeClaim %s's instance under this id, not %s", claim, was->id);
+      inst_remove((size_t)(was - D.insts.v));
+    }
     add_instance(id, claim, dt__jstr(in, "instanceType"), dt__jstr(in, "zone"), dt__jstr(in, "capacityType"),
                  dt__jstr(in, "nodePool"), 0, wall());
-    log_decision("adopt", id, "the cloud has an instance for a claim we hold");
+    log_decision("adopt", id, reason);
     return true;
   }
   if (!D.ready || !state || !strcmp(state, "terminated")) return false;
   const char *owner = dt__jstr(in, "cluster");
   if (!owner || strcmp(owner, D.cluster) || !D.state_valid || !trusted) {
-    logf_("warn", "unaccounted",
-          "instance %s: the cloud has an instance this daemon cannot account for (%s); left alone", id,
-          !owner                     ? "no cluster tag"
-          : strcmp(owner, D.cluster) ? "another cluster's"
-          : !D.state_valid           ? "no state file"
-                                     : "more of this cluster's instances than the state holds: a state that does not "
-                                       "match the cloud deletes nothing");
+    if (!u->n++) {
+      snprintf(u->first, sizeof u->first, "%s", id);
+      snprintf(u->why, sizeof u->why, "%s",
+               !owner                     ? "no cluster tag"
+               : strcmp(owner, D.cluster) ? "another cluster's"
+               : !D.state_valid           ? "no state file"
+                                          : "more of this cluster's instances than the state holds: a state that does "
+                                            "not match the cloud deletes nothing");
+    }
     return false;
   }
   log_decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
@@ -319,8 +356,10 @@ static bool poll_unknown(const cJSON *in, const char *id, const char *claim, con
   return false;
 }
 
-/* An instance of ours as the cloud reports it: stopped by preemption, it is
-** replaced (the policy's on_interruption may keep its offering available);
+/* An instance of ours as the cloud reports it: terminated (or shutting
+** down), it is forgotten and its pods are planned again; stopped by
+** preemption, it is replaced (the policy's on_interruption may keep its
+** offering available);
 ** stopped or deallocated otherwise (still billed), unhealthy from this poll
 ** on (remediated after the timeout). True when the books changed. */
 static bool poll_known(instance *kin, const char *id, const char *claim, const char *state, const char *why) {
@@ -340,6 +379,12 @@ static bool poll_known(instance *kin, const char *id, const char *claim, const c
     D.events++;
     return true;
   }
+  if (state && (!strcmp(state, "terminated") || !strcmp(state, "shutting-down"))) {
+    /* listed for a while after it ends (AWS keeps terminated instances about an hour): gone */
+    log_decision("forget", id, "the cloud reports this instance terminated; its pods are pending again");
+    drop_claim(claim);
+    return true;
+  }
   bool down = state && (!strcmp(state, "stopped") || !strcmp(state, "deallocated") || !strcmp(state, "stopping"));
   if (down && !kin->down_since) kin->down_since = wall();
   if (!down) kin->down_since = 0;
@@ -347,14 +392,31 @@ static bool poll_known(instance *kin, const char *id, const char *claim, const c
 }
 
 /* Instances the cloud no longer has are forgotten: their pods are pending
-** again. True when there were any. */
+** again. Not at the first listing that leaves one out: a cloud's listings
+** lag its launches (eventually consistent), and forgetting an instance that
+** runs launches a second one for its pods. Gone means left out of
+** MISSING_POLLS listings in a row over MISSING_GRACE_S seconds or more
+** (Karpenter's garbage collection looks every two minutes). True when any
+** was forgotten. */
+#define MISSING_POLLS   3
+#define MISSING_GRACE_S 30
 static bool forget_missing(const cJSON *list) {
   bool changed = false;
+  int64_t now = wall();
   for (size_t i = 0; i < D.insts.n;) {
     bool seen = false;
     const cJSON *in;
-    cJSON_ArrayForEach(in, list) seen |= !strcmp(dt__jstr(in, "id") ? dt__jstr(in, "id") : "", D.insts.v[i].id);
+    instance *k = &D.insts.v[i];
+    cJSON_ArrayForEach(in, list) seen |= !strcmp(dt__jstr(in, "id") ? dt__jstr(in, "id") : "", k->id);
     if (seen) {
+      k->missing_since = 0;
+      k->missing_polls = 0;
+    } else if (!k->missing_polls++) {
+      k->missing_since = now;
+      logf_("info", "poll", "instance %s: not in the cloud's listing; forgotten if it stays out %d listings and %d s",
+            k->id, MISSING_POLLS, MISSING_GRACE_S);
+    }
+    if (seen || k->missing_polls < MISSING_POLLS || now - k->missing_since < MISSING_GRACE_S) {
       i++;
       continue;
     }
@@ -424,16 +486,24 @@ void dt__ctl_instances(const cJSON *list) {
       orphans++;
   }
   bool trusted = orphans <= held;
+  unaccounted u = {0};
   cJSON_ArrayForEach(in, list) {
     const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state");
     if (!id || !claim) continue;
     instance *kin = inst_by_id(id);
-    if (!kin && poll_unknown(in, id, claim, state, trusted)) { /* adopted: reported on as one of ours from now */
+    if (!kin && poll_unknown(list, in, id, claim, state, trusted, &u)) { /* adopted: ours from now */
       changed = true;
       kin = inst_by_id(id);
     }
     if (kin) changed |= poll_known(kin, id, claim, state, dt__jstr(in, "statusReason"));
   }
+  if (u.n == 1)
+    logf_("warn", "unaccounted",
+          "instance %s: the cloud has an instance this daemon cannot account for (%s); left alone", u.first, u.why);
+  else if (u.n)
+    logf_("warn", "unaccounted",
+          "%zu instances the cloud has that this daemon cannot account for (the first, %s: %s); left alone", u.n,
+          u.first, u.why);
   changed |= forget_missing(list);
   if (!D.ready) changed |= reconcile_claims();
   if (changed) {

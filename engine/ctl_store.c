@@ -342,16 +342,15 @@ int add_instance(const char *id, const char *claim, const char *type, const char
   /* A provider may leave fields out (GET /instances without nodePool): an
   ** instance is only ever adopted with an id and a claim. */
   if (!id || !claim) return DT_EINVAL;
-  instance in = {dt__strdup(id),
-                 dt__strdup(claim),
-                 dt__strdup(type ? type : ""),
-                 dt__strdup(zone ? zone : ""),
-                 dt__strdup(ct ? ct : ""),
-                 dt__strdup(pool ? pool : ""),
-                 price,
-                 launched,
-                 0,
-                 true};
+  instance in = {.id = dt__strdup(id),
+                 .claim = dt__strdup(claim),
+                 .type = dt__strdup(type ? type : ""),
+                 .zone = dt__strdup(zone ? zone : ""),
+                 .ct = dt__strdup(ct ? ct : ""),
+                 .pool = dt__strdup(pool ? pool : ""),
+                 .price = price,
+                 .launched = launched,
+                 .initialized = true};
   if (!in.id || !in.claim || !in.type || !in.zone || !in.ct || !in.pool || dt__vec_push(&D.insts, in)) {
     inst_free(&in);
     return DT_ENOMEM;

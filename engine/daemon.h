@@ -47,6 +47,8 @@ typedef struct instance {
   double price;
   int64_t launched;
   int64_t down_since; /* the cloud reports it stopped or deallocated since; 0 when running */
+  int64_t missing_since;  /* the first listing in a row that left it out; 0 when the last one had it */
+  unsigned missing_polls; /* listings in a row that left it out */
   bool initialized;   /* its node registered and initialized */
 } instance;
 

@@ -10,10 +10,13 @@
 **   GET    /instances?cluster=C     {"instances":[...]} with state and statusReason
 **   POST   /admin/ice               body "type/zone/capacity-type": no capacity there from now on
 **   POST   /admin/preempt/{id}      stop the instance with statusReason stopped_by_preemption
+**   POST   /admin/terminate/{id}    the instance terminated, and still listed
+**   POST   /admin/reid/{id}         the instance listed under a new id from now on
 **   POST   /admin/fail              body "N": the next N API requests answer 503
 **   POST   /admin/hang              body "N": the next N API requests get no answer at all
 **   POST   /admin/lose              body "N": the next N launches happen but get no answer
 **   POST   /admin/garble            body "N": the next N API requests get a 200 with an HTML page
+**   POST   /admin/hide              body "N": the next N listings leave every instance out
 **   POST   /admin/slow              body "MS": from now on every API request is answered MS ms late
 **   POST   /admin/throttle          body "N S": the next N API requests answer 429 with Retry-After: S
 **   GET    /admin/stats             {"requests", "mostAtOnce", "throttled", "early"}: API requests
@@ -46,7 +49,7 @@ static struct {
   char etag[40];
   DT_VEC(char *) ice;
   DT_VEC(finst) insts;
-  long fail, hang, lose, garble, slow_ms, throttle, throttle_s;
+  long fail, hang, lose, garble, hide, slow_ms, throttle, throttle_s;
   unsigned long seq;
   unsigned long requests, throttled, early, late, most_late; /* /admin/stats */
   uint64_t come_back;                                        /* uv_now: the last Retry-After given passes */
@@ -172,9 +175,26 @@ static int api(h2o_req_t *req) {
     F.insts.v[at].reason = dt__strdup("stopped_by_preemption");
     return send_json(req, 200, inst_json(&F.insts.v[at]));
   }
+  if (dt__httpd_prefix(req, "/admin/terminate/", &rest, &rl) && dt__httpd_method(req, "POST")) {
+    int at = find(rest, rl); /* ended by the cloud, and still listed (as AWS lists them for about an hour) */
+    if (at < 0) return dt__httpd_error(req, 404, "no such instance");
+    dt__free(F.insts.v[at].state);
+    F.insts.v[at].state = dt__strdup("terminated");
+    return send_json(req, 200, inst_json(&F.insts.v[at]));
+  }
+  if (dt__httpd_prefix(req, "/admin/reid/", &rest, &rl) && dt__httpd_method(req, "POST")) {
+    int at = find(rest, rl); /* the same instance, listed from now on under another id */
+    if (at < 0) return dt__httpd_error(req, 404, "no such instance");
+    char id[60];
+    snprintf(id, sizeof id, "i-%016lx", ++F.seq * 0x9e3779b97f4a7c15ul);
+    dt__free(F.insts.v[at].id);
+    F.insts.v[at].id = dt__strdup(id);
+    return send_json(req, 200, inst_json(&F.insts.v[at]));
+  }
   if (dt__httpd_path(req, "/admin/hang") && dt__httpd_method(req, "POST")) return set_count(req, &F.hang);
   if (dt__httpd_path(req, "/admin/lose") && dt__httpd_method(req, "POST")) return set_count(req, &F.lose);
   if (dt__httpd_path(req, "/admin/garble") && dt__httpd_method(req, "POST")) return set_count(req, &F.garble);
+  if (dt__httpd_path(req, "/admin/hide") && dt__httpd_method(req, "POST")) return set_count(req, &F.hide);
   if (F.hang > 0) { /* never answer: the client's timeout decides */
     F.hang--;
     return 0;
@@ -266,7 +286,9 @@ static int api(h2o_req_t *req) {
       }
     }
     cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "instances");
-    for (size_t i = 0; i < F.insts.n; i++)
+    bool hide = F.hide > 0; /* a listing that lags the launches: nothing in it */
+    if (hide) F.hide--;
+    for (size_t i = 0; i < F.insts.n && !hide; i++)
       if (!cl || (strlen(F.insts.v[i].cluster) == cl_len && !memcmp(F.insts.v[i].cluster, cl, cl_len)))
         cJSON_AddItemToArray(arr, inst_json(&F.insts.v[i]));
     return send_json(req, 200, o);
@@ -307,9 +329,11 @@ int dt__fakecloud_main(int argc, char **argv) {
       fputs("usage: dovetail fakecloud [--listen HOST:PORT] [--catalog NAME|FILE] [--ice TYPE/ZONE/CT]...\n"
             "An in-memory cloud speaking the http provider's contract, for tests and demos (see README).\n"
             "Test controls (POST, body in parentheses): /admin/ice (TYPE/ZONE/CT), /admin/preempt/ID,\n"
+            "/admin/terminate/ID (terminated, still listed), /admin/reid/ID (listed under a new id),\n"
             "/admin/fail (N: the next N requests 503), /admin/hang (N: no answer), /admin/lose (N: launched,\n"
-            "answer lost), /admin/garble (N: a 200 with an HTML page), /admin/slow (MS: every request that\n"
-            "late), /admin/throttle (N S: the next N requests 429 with Retry-After: S); GET /admin/stats.\n"
+            "answer lost), /admin/garble (N: a 200 with an HTML page), /admin/hide (N: listings with no\n"
+            "instance), /admin/slow (MS: every request that late), /admin/throttle (N S: the next N requests\n"
+            "429 with Retry-After: S); GET /admin/stats.\n"
             "/admin/* requests count for none of them.\n",
             help ? stdout : stderr);
       return help ? 0 : 2;

@@ -131,8 +131,16 @@ static void on_delete_reply(void *ud, const dt_httpc_reply *r) {
 
 /* Ask the http provider to delete instance id; the answer is only logged. */
 static void http_delete(const char *id) {
-  char url[1200];
-  snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, id);
+  char url[1200], esc[3 * 256 + 1];
+  size_t k = 0;
+  /* percent-encoded: an id holding '#', '?' or '/' named another resource */
+  for (const unsigned char *c = (const unsigned char *)id; *c && k + 4 < sizeof esc; c++)
+    if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || strchr("-._~", *c))
+      esc[k++] = (char)*c;
+    else
+      k += (size_t)snprintf(esc + k, sizeof esc - k, "%%%02X", *c);
+  esc[k] = 0;
+  snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, esc);
   char *idc = dt__strdup(id);
   if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
 }
