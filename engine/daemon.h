@@ -110,7 +110,7 @@ typedef struct dtd {
   size_t cloud_conns; /* requests to the cloud at once */
   size_t cloud_reply; /* the longest reply read from it */
   int retries;
-  uv_timer_t poll, circuit_timer;
+  uv_timer_t poll, circuit_timer, delete_retry; /* delete_retry: the http provider's failed deletes */
   int64_t circuit_until;
   unsigned consecutive_failures;
   bool ready;

@@ -520,7 +520,7 @@ static int loop_open(void) {
   }
   D.port = D.http.port;
   uv_timer_t *timers[] = {&D.idle,        &D.max,     &D.debounce, &D.poll, &D.circuit_timer, &D.again,
-                          &D.state_timer, &D.disrupt, &D.requeue,  &D.lag,  &D.launch_tick};
+                          &D.state_timer, &D.disrupt, &D.requeue,  &D.lag,  &D.launch_tick,   &D.delete_retry};
   for (size_t i = 0; i < sizeof timers / sizeof *timers; i++) uv_timer_init(D.loop, timers[i]);
   uv_idle_init(D.loop, &D.launch_idle);
   D.jitter = (uint64_t)wall();
@@ -567,10 +567,12 @@ static void loop_close(void) {
   save_state();
   dt__serve_api_close();
   dt__httpd_close(&D.http);
-  uv_handle_t *handles[] = {(uv_handle_t *)&D.idle,    (uv_handle_t *)&D.max,           (uv_handle_t *)&D.debounce,
-                            (uv_handle_t *)&D.poll,    (uv_handle_t *)&D.again,         (uv_handle_t *)&D.state_timer,
-                            (uv_handle_t *)&D.disrupt, (uv_handle_t *)&D.circuit_timer, (uv_handle_t *)&D.requeue,
-                            (uv_handle_t *)&D.lag,     (uv_handle_t *)&D.launch_tick,   (uv_handle_t *)&D.launch_idle};
+  uv_handle_t *handles[] = {
+      (uv_handle_t *)&D.idle,        (uv_handle_t *)&D.max,           (uv_handle_t *)&D.debounce,
+      (uv_handle_t *)&D.poll,        (uv_handle_t *)&D.again,         (uv_handle_t *)&D.state_timer,
+      (uv_handle_t *)&D.disrupt,     (uv_handle_t *)&D.circuit_timer, (uv_handle_t *)&D.requeue,
+      (uv_handle_t *)&D.lag,         (uv_handle_t *)&D.launch_tick,   (uv_handle_t *)&D.launch_idle,
+      (uv_handle_t *)&D.delete_retry};
   for (size_t i = 0; i < sizeof handles / sizeof *handles; i++) uv_close(handles[i], on_close_noop);
   dt__httpc_close();
   uv_close((uv_handle_t *)&D.sighup, on_close_noop);

@@ -122,15 +122,75 @@ static void http_launch(launch_ctx *lc) {
   cJSON_free(body);
 }
 
-static void on_delete_reply(void *ud, const dt_httpc_reply *r) {
-  char *id = ud;
-  if (r->status != 200 && r->status != 404 && !r->dropped)
-    logf_("warn", "delete", "instance %s: %s", id, r->err ? r->err : "unexpected status");
-  dt__free(id);
+/* Deletes the cloud did not carry out (a transport error, 5xx or 429) are
+** sent again, 1 s, 2 s, 4 s ... (at most 60 s) later and no sooner than a
+** Retry-After, up to DELETE_TRIES times: a claim is gone from the books
+** once its delete is sent, so a delete dropped after one try left its
+** instance running, billed and held by no claim. */
+#define DELETE_TRIES 10
+typedef struct del_retry {
+  char *id;
+  int tries;
+  int64_t at; /* wall ms: sent again from then */
+} del_retry;
+static DT_VEC(del_retry) g_dels;
+
+static void on_delete_retry(uv_timer_t *t);
+
+static void arm_deletes(void) {
+  int64_t next = INT64_MAX, now = (int64_t)dt__now_ms();
+  for (size_t i = 0; i < g_dels.n; i++)
+    if (g_dels.v[i].at < next) next = g_dels.v[i].at;
+  if (g_dels.n) tm_start(&D.delete_retry, on_delete_retry, next > now ? (uint64_t)(next - now) : 0, 0);
 }
 
-/* Ask the http provider to delete instance id; the answer is only logged. */
-static void http_delete(const char *id) {
+typedef struct del_ctx {
+  char *id;
+  int tries; /* sent so far */
+} del_ctx;
+
+static void send_delete(char *id, int tries);
+
+static void on_delete_reply(void *ud, const dt_httpc_reply *r) {
+  del_ctx *dc = ud;
+  bool gone = r->status == 200 || r->status == 404;
+  bool again = !gone && !r->dropped && (r->status == 0 || r->status >= 500 || r->status == 429);
+  if (!gone && !r->dropped) {
+    char st[32];
+    snprintf(st, sizeof st, "HTTP %ld", r->status);
+    logf_("warn", "delete", "instance %s: %s%s", dc->id, r->err ? r->err : st,
+          again && dc->tries < DELETE_TRIES ? "; sent again later" : "; given up: the instance may still run");
+  }
+  if (again && dc->tries < DELETE_TRIES) {
+    int64_t wait = (int64_t)1000 << (dc->tries - 1 < 6 ? dc->tries - 1 : 6);
+    if (wait > 60000) wait = 60000;
+    if (r->retry_after_ms > wait) wait = r->retry_after_ms;
+    del_retry d = {dc->id, dc->tries, (int64_t)dt__now_ms() + wait};
+    if (!dt__vec_push(&g_dels, d)) {
+      dt__free(dc);
+      arm_deletes();
+      return;
+    }
+  }
+  dt__free(dc->id);
+  dt__free(dc);
+}
+
+static void on_delete_retry(uv_timer_t *t) {
+  (void)t;
+  int64_t now = (int64_t)dt__now_ms();
+  for (size_t i = 0; i < g_dels.n;)
+    if (g_dels.v[i].at <= now) {
+      del_retry d = g_dels.v[i];
+      g_dels.v[i] = g_dels.v[--g_dels.n];
+      send_delete(d.id, d.tries);
+    } else {
+      i++;
+    }
+  arm_deletes();
+}
+
+static void send_delete(char *id, int tries) {
   char url[1200], esc[3 * 256 + 1];
   size_t k = 0;
   /* percent-encoded: an id holding '#', '?' or '/' named another resource */
@@ -141,8 +201,23 @@ static void http_delete(const char *id) {
       k += (size_t)snprintf(esc + k, sizeof esc - k, "%%%02X", *c);
   esc[k] = 0;
   snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, esc);
+  del_ctx *dc = dt__malloc(sizeof *dc);
+  if (!dc) {
+    dt__free(id);
+    return;
+  }
+  *dc = (del_ctx){id, tries + 1};
+  if (dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, dc)) {
+    logf_("error", "delete", "instance %s: cannot start the request", id);
+    dt__free(id);
+    dt__free(dc);
+  }
+}
+
+/* Ask the http provider to delete instance id. */
+static void http_delete(const char *id) {
   char *idc = dt__strdup(id);
-  if (idc && dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, idc)) dt__free(idc);
+  if (idc) send_delete(idc, 0);
 }
 
 static bool polling, cataloguing; /* a GET /instances, a GET /catalog not yet answered */

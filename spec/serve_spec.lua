@@ -1270,6 +1270,22 @@ return {
       os.remove(state .. ".journal")
     end)
 
+    it("sends a delete the cloud failed again until it is carried out", function()
+      local c, d = on_cloud("--poll 1h")
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return count(c) == 1 end, "the quickstart's instance")
+      -- the next request to the cloud fails: the delete (no poll comes, and the spec asks the cloud nothing)
+      http({ port = c.port }, "POST", "/admin/fail", "1")
+      http(d, "DELETE", "/v1/objects/NodePool/-/default")
+      eventually(function() return slurp(d.log):find('"event":"delete","msg":"instance i-', 1, true) end,
+        "the failed delete")
+      daemon_time(d, 2000)
+      assert.equal(0, count(c), instances(c))
+      assert.matches("HTTP 503; sent again later", slurp(d.log), 1, true)
+      d.stop()
+      c.stop()
+    end)
+
     it("becomes ready soon after a first poll that failed, not a --poll later", function()
       local c = cloud()
       http({ port = c.port }, "POST", "/admin/fail", "2") -- the first poll's two requests
