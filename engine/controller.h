@@ -22,6 +22,8 @@ typedef struct launch_ctx {
   dt_launch_outcome outcome; /* a simulated cloud's answer, due when the retry timer fires */
   char id[128];
   int64_t startup_ms; /* then its node initializes after this long; < 0 never */
+  uint64_t round;     /* the round that launched it */
+  bool not_sent;      /* failed before anything reached the cloud (its circuit open) */
 } launch_ctx;
 
 #define dispatch            dt__ctl_dispatch

@@ -138,7 +138,7 @@ static int fail_find(const launch_ctx *lc, bool add) {
   for (size_t i = 0; i < D.failing.n; i++)
     if (!strcmp(D.failing.v[i].key, k)) return (int)i;
   if (!add) return -1;
-  failing f = {dt__strdup(k), 0};
+  failing f = {dt__strdup(k), 0, 0};
   if (!f.key || dt__vec_push(&D.failing, f)) {
     dt__free(f.key);
     return -1;
@@ -146,16 +146,21 @@ static int fail_find(const launch_ctx *lc, bool add) {
   return (int)D.failing.n - 1;
 }
 
+/* Launches of one round that fail together are one failure of their
+** offering: 8 launches timing out at once backed it off for 10 minutes. */
 static void launch_failed_again(const launch_ctx *lc) {
   int at = fail_find(lc, true);
   if (at < 0) return;
-  unsigned n = ++D.failing.v[at].count;
+  failing *f = &D.failing.v[at];
+  if (f->count && f->round == lc->round) return;
+  f->round = lc->round;
+  unsigned n = ++f->count;
   if (n < FAILS_BEFORE_BACKOFF) return;
   int64_t ttl = 30;
   for (unsigned i = FAILS_BEFORE_BACKOFF; i < n && ttl < 600; i++) ttl *= 2;
   if (ttl > 600) ttl = 600;
   char why[200];
-  snprintf(why, sizeof why, "%u launches in a row failed; backing off %llds", n, (long long)ttl);
+  snprintf(why, sizeof why, "launches failed in %u rounds in a row; backing off %llds", n, (long long)ttl);
   mark_unavailable(lc->ct, lc->type, lc->zone, why, ttl);
 }
 
@@ -226,7 +231,7 @@ void dt__ctl_launched(launch_ctx *lc, dt_launch_outcome outcome, const char *id,
     snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: %s; its pods wait for the next round", lc->type,
              lc->zone, lc->ct, msg);
     log_decision("launch-failed", subj, reason);
-    launch_failed_again(lc);
+    if (!lc->not_sent) launch_failed_again(lc); /* a circuit open says nothing of the offering */
     drop_claim(lc->claim);
     replacement_done(lc->claim, false);
     tm_start(&D.again, on_again, 2000, 0);
@@ -251,6 +256,7 @@ launch_ctx *launch_new(const char *claim, const char *type, const char *zone, co
   lc->zone = dt__strdup(zone);
   lc->ct = dt__strdup(ct);
   lc->pool = dt__strdup(pool);
+  lc->round = D.round;
   tm_init(&lc->retry);
   lc->retry.data = lc;
   if (!lc->claim || !lc->type || !lc->zone || !lc->ct || !lc->pool) {

@@ -67,7 +67,8 @@ typedef struct pool_count {
 
 typedef struct failing {
   char *key;      /* "type/zone/capacity-type" */
-  unsigned count; /* launches in a row that failed */
+  unsigned count; /* rounds in a row whose launches there failed */
+  uint64_t round; /* the last of them */
 } failing;
 
 /* A timer on the virtual clock: due at a virtual time, in arming order. */

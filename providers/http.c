@@ -94,6 +94,7 @@ static double spot_max_price(const char *pool, const char *type) {
 
 static void http_launch(launch_ctx *lc) {
   if (D.circuit_until > wall()) {
+    lc->not_sent = true;
     dt__ctl_launched(lc, DT_LAUNCH_FAILED, NULL, "the provider circuit is open");
     return;
   }

@@ -1108,7 +1108,7 @@ return {
       -- three rounds, each 2 s after the failure before it
       eventually(function() return http(d, "GET", "/v1/decisions"):find("backing off", 1, true) end,
         "three failed launches", 30)
-      assert.matches("3 launches in a row failed; backing off 30s", (http(d, "GET", "/v1/decisions")), 1, true)
+      assert.matches("launches failed in 3 rounds in a row; backing off 30s", (http(d, "GET", "/v1/decisions")), 1, true)
       eventually(function() return instances(c):match('"state":"running"') end, "a launch after three failures")
       assert.is_nil(instances(c):match('"zone":"us%-east%-1a"'), "not the offering that kept failing")
       d.stop()
@@ -1154,6 +1154,21 @@ return {
         return #rs > 0 and rs[#rs].unschedulable == 0 and claims > 0 and launches == claims and count(c) == claims
       end, "every pod placed and every claim launched", 30)
     end
+
+    it("counts the launches of one round that fail together as one failure of their offering", function()
+      local c, d = on_cloud("--poll 1h --retries 0")
+      -- the four launches of the first round fail (fewer than the five that open the circuit)
+      http({ port = c.port }, "POST", "/admin/fail", "4")
+      http(d, "PUT", "/v1/objects", one_node_each(3))
+      eventually(function() return select(2, slurp(d.log):gsub('"event":"launch%-failed"', "")) >= 4 end,
+        "four failed launches")
+      -- the next round launches them, on the same offerings: the quickstart's and the three m5.large
+      eventually(function() return count(c) == 4 end, "four instances")
+      assert.is_nil(http(d, "GET", "/v1/decisions"):find("backing off", 1, true))
+      assert.is_nil(http(d, "GET", "/v1/state"):find("rounds in a row", 1, true))
+      d.stop()
+      c.stop()
+    end)
 
     it("sends the cloud at most --cloud-connections requests at once, each timed from when it is sent", function()
       local c = cloud()
