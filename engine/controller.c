@@ -887,6 +887,8 @@ void ctl_free(void) {
   dt__free(D.vm_actions.v);
   for (size_t i = 0; i < D.failing.n; i++) dt__free(D.failing.v[i].key);
   dt__free(D.failing.v);
+  for (size_t i = 0; i < D.doubts.n; i++) dt__free(D.doubts.v[i].claim);
+  dt__free(D.doubts.v);
   for (size_t i = 0; i < D.sim_ice.n; i++) dt__free(D.sim_ice.v[i]);
   dt__free(D.sim_ice.v);
   cJSON_Delete(D.decisions);

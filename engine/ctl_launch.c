@@ -132,6 +132,8 @@ static void on_again(uv_timer_t *t) {
 */
 #define FAILS_BEFORE_BACKOFF 3
 
+static void doubt_add(const char *claim);
+
 static int fail_find(const launch_ctx *lc, bool add) {
   char k[600];
   snprintf(k, sizeof k, "%s/%s/%s", lc->type, lc->zone, lc->ct);
@@ -231,7 +233,10 @@ void dt__ctl_launched(launch_ctx *lc, dt_launch_outcome outcome, const char *id,
     snprintf(reason, sizeof reason, "launch of %s in %s (%s) failed: %s; its pods wait for the next round", lc->type,
              lc->zone, lc->ct, msg);
     log_decision("launch-failed", subj, reason);
-    if (!lc->not_sent) launch_failed_again(lc); /* a circuit open says nothing of the offering */
+    if (!lc->not_sent) {
+      launch_failed_again(lc); /* a circuit open says nothing of the offering */
+      doubt_add(lc->claim);
+    }
     drop_claim(lc->claim);
     replacement_done(lc->claim, false);
     tm_start(&D.again, on_again, 2000, 0);
@@ -295,6 +300,36 @@ static instance *inst_by_id(const char *id) {
   return NULL;
 }
 
+/* A launch that failed on the wire (a timeout, a 5xx, a reply without an
+** id) may have launched all the same; its claim is gone and its pods are
+** planned again. An instance the cloud lists for it within DOUBT_S is this
+** daemon's, whatever the trust in the state, and is deleted: it was left
+** alone as unaccounted when such failures outnumbered the instances held. */
+#define DOUBT_S 3600
+static void doubt_add(const char *claim) {
+  int64_t now = wall();
+  for (size_t i = 0; i < D.doubts.n;)
+    if (D.doubts.v[i].until <= now) {
+      dt__free(D.doubts.v[i].claim);
+      D.doubts.v[i] = D.doubts.v[--D.doubts.n];
+    } else {
+      i++;
+    }
+  doubt d = {dt__strdup(claim), now + DOUBT_S};
+  if (!d.claim || dt__vec_push(&D.doubts, d)) dt__free(d.claim);
+}
+
+static bool doubt_take(const char *claim) {
+  for (size_t i = 0; i < D.doubts.n; i++)
+    if (!strcmp(D.doubts.v[i].claim, claim)) {
+      bool live = D.doubts.v[i].until > wall();
+      dt__free(D.doubts.v[i].claim);
+      D.doubts.v[i] = D.doubts.v[--D.doubts.n];
+      return live;
+    }
+  return false;
+}
+
 /* Whether the listing has an instance of that id. */
 static bool listed(const cJSON *list, const char *id) {
   const cJSON *in;
@@ -345,6 +380,13 @@ static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, con
   }
   if (!D.ready || !state || !strcmp(state, "terminated")) return false;
   const char *owner = dt__jstr(in, "cluster");
+  if (owner && !strcmp(owner, D.cluster) && doubt_take(claim)) {
+    char reason[300];
+    snprintf(reason, sizeof reason, "launched for NodeClaim %s after all, whose launch had failed: deleted", claim);
+    log_decision("orphan", id, reason);
+    D.prov->terminate(id);
+    return false;
+  }
   if (!owner || strcmp(owner, D.cluster) || !D.state_valid || !trusted) {
     if (!u->n++) {
       snprintf(u->first, sizeof u->first, "%s", id);

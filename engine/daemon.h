@@ -65,6 +65,11 @@ typedef struct pool_count {
   uint64_t n[4];
 } pool_count;
 
+typedef struct doubt {
+  char *claim;
+  int64_t until; /* wall seconds: forgotten then */
+} doubt;
+
 typedef struct failing {
   char *key;      /* "type/zone/capacity-type" */
   unsigned count; /* rounds in a row whose launches there failed */
@@ -151,6 +156,7 @@ typedef struct dtd {
   DT_VEC(instance) insts;
   DT_VEC(replacing) replacing; /* replacements launching before the claims they replace go */
   DT_VEC(failing) failing;     /* offerings whose launches keep failing */
+  DT_VEC(doubt) doubts;        /* claims whose launch failed where the cloud may still have launched it */
   cJSON *decisions;            /* recent, newest last */
   char *last_plan, *last_pools;
   uint64_t last_plan_gen, last_pools_gen; /* bumped with each: the API's shared copies follow them */

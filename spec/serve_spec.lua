@@ -1170,6 +1170,21 @@ return {
       c.stop()
     end)
 
+    it("deletes an instance the cloud launched for a claim whose launch had failed", function()
+      -- no state file: an instance no claim holds is otherwise left alone as unaccounted
+      local c, d = on_cloud("--poll 300ms --retries 0 --timeout 1s")
+      http({ port = c.port }, "POST", "/admin/lose", "1") -- launched, the answer lost: a timeout
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return slurp(d.log):find('"event":"launch-failed"', 1, true) end, "the launch timed out")
+      -- its pods get another instance, and the one launched after all is deleted
+      eventually(function()
+        return http(d, "GET", "/v1/decisions"):find("whose launch had failed: deleted", 1, true) and count(c) == 1
+      end, "one instance left", 20)
+      assert.matches('"state":"running"', instances(c), 1, true)
+      d.stop()
+      c.stop()
+    end)
+
     it("sends the cloud at most --cloud-connections requests at once, each timed from when it is sent", function()
       local c = cloud()
       -- every request answered 400 ms late: 30 launches through 4 connections take 3 s, and
