@@ -56,7 +56,7 @@ static void on_launch_reply(void *ud, const dt_httpc_reply *r) {
   ** Retry-After is the cloud asking for time, not failing: it does not count
   ** towards opening the circuit, and the retry waits at least that long. */
   bool retry = status == 0 || status >= 500 || status == 429;
-  bool asked = r->retry_after_ms >= 0;
+  bool asked = r->retry_after_ms >= 1000; /* "come back at once", again and again, is failing */
   if (!asked && ++D.consecutive_failures >= 5 && D.circuit_until <= wall()) {
     D.circuit_until = wall() + 30;
     tm_start(&D.circuit_timer, on_circuit_close, 30000, 0);
@@ -263,6 +263,11 @@ static void on_catalog(void *ud, const dt_httpc_reply *r) {
   const char *etag = r->etag;
   if (dt_catalog_load_buffer("cloud:/catalog", r->body, r->len, &c, &e)) {
     logf_("error", "catalog", "the cloud's catalog is invalid, keeping the current one: %s", e.msg);
+    return;
+  }
+  if (!dt_catalog_size(c)) { /* every pod would turn unschedulable, and nothing would say why */
+    logf_("error", "catalog", "the cloud's catalog has no instance type, keeping the current one");
+    dt_catalog_free(c);
     return;
   }
   dt__ctl_catalog(c, etag, r->len);

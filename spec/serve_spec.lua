@@ -1326,6 +1326,20 @@ return {
       c.stop()
     end)
 
+    it("keeps its catalog when the cloud's has no instance type", function()
+      local empty = h.write('{"instanceTypes": []}\n')
+      local c = cloud("--catalog " .. empty)
+      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms")
+      ready(d)
+      eventually(function() return slurp(d.log):find("the cloud's catalog has no instance type, keeping the current one",
+        1, true) end, "the empty catalog refused")
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "a launch on the bundled catalog")
+      d.stop()
+      c.stop()
+      os.remove(empty)
+    end)
+
     it("cuts off a reply from the cloud past --cloud-reply-limit, says so and keeps what it had", function()
       -- the catalog the fake cloud serves is some 560 KB: past a limit of 100,000 bytes
       local c, d = on_cloud("--poll 300ms --cloud-reply-limit 100000")
