@@ -975,6 +975,21 @@ return {
       return c, d
     end
 
+    -- on_cloud(args) once it has launched the quickstart's instance; and that instance's id.
+    local function quickstart_on_cloud(args)
+      local c, d = on_cloud(args)
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return count(c) == 1 end, "the quickstart's instance")
+      return c, d, instances(c):match('"id":"(i%-%x+)"')
+    end
+
+    -- Nothing forgotten and nothing launched again: the one instance, launched once.
+    local function kept_one(c, d)
+      assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"forget"'))
+      assert.equal(1, count(c), instances(c))
+      assert.equal(1, select(2, slurp(d.log):gsub('"event":"launch"', "")), slurp(d.log))
+    end
+
     it("launches through the cloud, moves on after insufficient capacity, and replaces preempted instances", function()
       local c = cloud("--ice m6i.4xlarge/us-east-1a/spot")
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms")
@@ -1229,15 +1244,11 @@ return {
     end)
 
     it("reads a listing that is not one as a failed poll: nothing forgotten, nothing launched again", function()
-      local c, d = on_cloud("--poll 200ms")
-      http(d, "PUT", "/v1/objects", quickstart)
-      eventually(function() return count(c) == 1 end, "the quickstart's instance")
+      local c, d = quickstart_on_cloud("--poll 200ms")
       -- the next three requests (polls) get a proxy's HTML page with a 200
       http({ port = c.port }, "POST", "/admin/garble", "3")
       daemon_time(d, 1500) -- the garbled polls, and good ones after them
-      assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"forget"'))
-      assert.equal(1, count(c), instances(c))
-      assert.equal(1, select(2, slurp(d.log):gsub('"event":"launch"', "")), slurp(d.log))
+      kept_one(c, d)
       assert.is_true(select(2, slurp(d.log):gsub("the reply is not JSON", "")) >= 2, slurp(d.log))
       d.stop()
       c.stop()
@@ -1246,14 +1257,10 @@ return {
     it("keeps an instance a listing leaves out for a moment: forgetting it would launch a second one", function()
       local state = os.tmpname()
       os.remove(state) -- with a state file, an instance it forgot would come back as an orphan and be deleted
-      local c, d = on_cloud("--poll 200ms --state " .. state)
-      http(d, "PUT", "/v1/objects", quickstart)
-      eventually(function() return count(c) == 1 end, "the quickstart's instance")
+      local c, d = quickstart_on_cloud("--poll 200ms --state " .. state)
       http({ port = c.port }, "POST", "/admin/hide", "2") -- two listings that lag: nothing in them
       daemon_time(d, 1500)
-      assert.is_nil(http(d, "GET", "/v1/decisions"):match('"kind":%s*"forget"'))
-      assert.equal(1, count(c), instances(c))
-      assert.equal(1, select(2, slurp(d.log):gsub('"event":"launch"', "")), slurp(d.log))
+      kept_one(c, d)
       assert.matches("not in the cloud's listing; forgotten if it stays out 3 listings and 30 s", slurp(d.log), 1, true)
       d.stop()
       c.stop()
@@ -1262,10 +1269,7 @@ return {
     end)
 
     it("forgets and replaces an instance the cloud lists as terminated", function()
-      local c, d = on_cloud("--poll 200ms")
-      http(d, "PUT", "/v1/objects", quickstart)
-      eventually(function() return count(c) == 1 end, "the quickstart's instance")
-      local id = instances(c):match('"id":"(i%-%x+)"')
+      local c, d, id = quickstart_on_cloud("--poll 200ms")
       http({ port = c.port }, "POST", "/admin/terminate/" .. id)
       eventually(function() return running(c) == 1 and not instances(c):match(id .. '","cluster[^}]*"running"') end,
         "a replacement running beside the terminated one")
@@ -1279,10 +1283,7 @@ return {
       local state = os.tmpname()
       os.remove(state)
       local args = "--poll 200ms --state " .. state
-      local c, d = on_cloud(args)
-      http(d, "PUT", "/v1/objects", quickstart)
-      eventually(function() return count(c) == 1 end, "the quickstart's instance")
-      local id = instances(c):match('"id":"(i%-%x+)"')
+      local c, d, id = quickstart_on_cloud(args)
       local renamed = http({ port = c.port }, "POST", "/admin/reid/" .. id):match('"id":"(i%-%x+)"')
       eventually(function() return http(d, "GET", "/v1/state"):find(renamed, 1, true) end, "the new id taken")
       daemon_time(d, 1000)
@@ -1301,9 +1302,7 @@ return {
     end)
 
     it("sends a delete the cloud failed again until it is carried out", function()
-      local c, d = on_cloud("--poll 1h")
-      http(d, "PUT", "/v1/objects", quickstart)
-      eventually(function() return count(c) == 1 end, "the quickstart's instance")
+      local c, d = quickstart_on_cloud("--poll 1h")
       -- the next request to the cloud fails: the delete (no poll comes, and the spec asks the cloud nothing)
       http({ port = c.port }, "POST", "/admin/fail", "1")
       http(d, "DELETE", "/v1/objects/NodePool/-/default")
