@@ -358,9 +358,7 @@ typedef struct unaccounted {
 static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, const char *claim, const char *state,
                          bool trusted, unaccounted *u) {
   if (claim_stored(claim)) {
-    instance *was = NULL;
-    for (size_t i = 0; i < D.insts.n && !was; i++)
-      if (!strcmp(D.insts.v[i].claim, claim)) was = &D.insts.v[i];
+    const instance *was = inst_of(claim);
     if (was && listed(list, was->id)) {
       if (!u->n++) {
         snprintf(u->first, sizeof u->first, "%s", id);
@@ -452,10 +450,8 @@ static bool forget_missing(const cJSON *list) {
   bool changed = false;
   int64_t now = wall();
   for (size_t i = 0; i < D.insts.n;) {
-    bool seen = false;
-    const cJSON *in;
     instance *k = &D.insts.v[i];
-    cJSON_ArrayForEach(in, list) seen |= !strcmp(dt__jstr(in, "id") ? dt__jstr(in, "id") : "", k->id);
+    bool seen = listed(list, k->id);
     if (seen) {
       k->missing_since = 0;
       k->missing_polls = 0;
@@ -498,7 +494,7 @@ static bool reconcile_claims(void) {
     bool has = strncmp(D.objs.v[i].key, "NodeClaim//", 11) != 0; /* only claims need an instance */
     const char *claim = has ? NULL : D.objs.v[i].key + 11;
     if (!has && !written_ahead(D.objs.v[i].json)) has = true; /* applied: not ours to reconcile */
-    for (size_t k = 0; k < D.insts.n && !has; k++) has = !strcmp(D.insts.v[k].claim, claim);
+    if (!has) has = inst_of(claim) != NULL;
     if (has) {
       i++;
       continue;

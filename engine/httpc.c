@@ -90,10 +90,7 @@ static void done(void) {
       uint64_t until = uv_now(L) + (uint64_t)(ra < DT_HTTPC_HOLD_MAX_MS ? ra : DT_HTTPC_HOLD_MAX_MS);
       if (until > hold_until) hold_until = until;
     }
-    dt_httpc_reply r = {code,        x->body.p ? x->body.p : "",
-                        x->body.len, x->etag[0] ? x->etag : NULL,
-                        err,         code == 429 || code == 503 ? x->retry_after_ms : -1,
-                        false};
+    dt_httpc_reply r = {code, x->body.p ? x->body.p : "", x->body.len, x->etag[0] ? x->etag : NULL, err, ra, false};
     x->cb(x->ud, &r);
     xfer_free(x);
   }
@@ -177,24 +174,25 @@ static size_t on_body(char *p, size_t sz, size_t n, void *ud) {
   return x->body.oom ? 0 : sz * n;
 }
 
+/* When header line p (len bytes) is field name ("Name:"), its value without
+** the spaces around it into out; else false. */
+static bool header_value(const char *p, size_t len, const char *name, char *out, size_t cap) {
+  size_t nl = strlen(name);
+  if (len <= nl || strncasecmp(p, name, nl)) return false;
+  const char *v = p + nl;
+  while (v < p + len && (*v == ' ' || *v == '\t')) v++;
+  size_t vl = len - (size_t)(v - p);
+  while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n' || v[vl - 1] == ' ' || v[vl - 1] == '\t')) vl--;
+  snprintf(out, cap, "%.*s", (int)(vl < cap ? vl : cap - 1), v);
+  return true;
+}
+
 static size_t on_header(char *p, size_t sz, size_t n, void *ud) {
   xfer *x = ud;
   size_t len = sz * n;
-  if (len > 5 && !strncasecmp(p, "ETag:", 5)) {
-    const char *v = p + 5;
-    while (*v == ' ') v++;
-    size_t vl = len - (size_t)(v - p);
-    while (vl && (v[vl - 1] == '\r' || v[vl - 1] == '\n')) vl--;
-    snprintf(x->etag, sizeof x->etag, "%.*s", (int)vl, v);
-  } else if (len > 12 && !strncasecmp(p, "Retry-After:", 12)) {
-    char v[128];
-    const char *b = p + 12;
-    while (b < p + len && (*b == ' ' || *b == '\t')) b++;
-    size_t vl = len - (size_t)(b - p);
-    while (vl && (b[vl - 1] == '\r' || b[vl - 1] == '\n' || b[vl - 1] == ' ')) vl--;
-    snprintf(v, sizeof v, "%.*s", (int)(vl < sizeof v ? vl : sizeof v - 1), b);
+  char v[128];
+  if (!header_value(p, len, "ETag:", x->etag, sizeof x->etag) && header_value(p, len, "Retry-After:", v, sizeof v))
     x->retry_after_ms = retry_after_ms(v);
-  }
   return len;
 }
 
@@ -214,17 +212,21 @@ static long retry_after_ms(const char *v) {
   return at - now > DT_HTTPC_HOLD_MAX_MS / 1000 ? DT_HTTPC_HOLD_MAX_MS : (long)(at - now) * 1000;
 }
 
-/* Start what waits, while connections are free and no hold lasts. */
-static void start(xfer *x) {
+/* Send x now, its timeout counted from here; -1 when curl will not. */
+static int send_now(xfer *x) {
   curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, x->timeout_ms);
-  if (curl_multi_add_handle(M, x->easy) != CURLM_OK) {
-    inflight--;
-    dt_httpc_reply r = {0, "", 0, NULL, "cannot start the transfer", -1, false};
-    x->cb(x->ud, &r);
-    xfer_free(x);
-    return;
-  }
+  if (curl_multi_add_handle(M, x->easy) != CURLM_OK) return -1;
   running++;
+  return 0;
+}
+
+/* A request that waited: sent, or failed back to its owner. */
+static void start(xfer *x) {
+  if (!send_now(x)) return;
+  inflight--;
+  dt_httpc_reply r = {0, "", 0, NULL, "cannot start the transfer", -1, false};
+  x->cb(x->ud, &r);
+  xfer_free(x);
 }
 
 static void on_hold(uv_timer_t *t) {
@@ -304,12 +306,10 @@ int dt__httpc_request(const char *method, const char *url, const char *body, con
     return -1;
   }
   if (running < max_conn && hold_until <= uv_now(L) && !wait_head && !quiet) {
-    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-    if (curl_multi_add_handle(M, e) != CURLM_OK) {
+    if (send_now(x)) {
       xfer_free(x);
       return -1;
     }
-    running++;
   } else {
     if (wait_tail)
       wait_tail->next = x;

@@ -217,8 +217,8 @@ static int plan_args(planargs *pa, int argc, char **argv) {
   bool now_set = false;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    /* kubectl's spellings: -oyaml, -o=yaml, --output=yaml */
-    if (!strncmp(a, "--output=", 9) || !strncmp(a, "-o=", 3) || (!strncmp(a, "-o", 2) && a[2] && a[2] != '=')) {
+    /* kubectl's spellings: -oyaml, -o=yaml (--output=yaml is any --name=value below) */
+    if (!strncmp(a, "-o=", 3) || (!strncmp(a, "-o", 2) && a[2] && a[2] != '=')) {
       pa->out = strchr(a, '=') ? strchr(a, '=') + 1 : a + 2;
       continue;
     }

@@ -88,6 +88,12 @@ static int find(const char *id, size_t len) {
   return -1;
 }
 
+/* *field replaced by a copy of v. */
+static void set_str(char **field, const char *v) {
+  dt__free(*field);
+  *field = dt__strdup(v);
+}
+
 /* /admin/fail, /hang, /lose: the body is how many requests it applies to. */
 static int set_count(h2o_req_t *req, long *counter) {
   char n[32];
@@ -122,22 +128,10 @@ static void on_late(uv_timer_t *t) {
   uv_close((uv_handle_t *)t, late_free);
 }
 
+/* API requests are counted, and answered late under /admin/slow; the
+** /admin/ controls never are. */
 static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   (void)self;
-  if (dt__httpd_path(req, "/admin/slow") && dt__httpd_method(req, "POST")) return set_count(req, &F.slow_ms);
-  if (dt__httpd_path(req, "/admin/throttle") && dt__httpd_method(req, "POST")) {
-    char b[64];
-    snprintf(b, sizeof b, "%.*s", (int)(req->entity.len < 63 ? req->entity.len : 63), req->entity.base);
-    F.throttle_s = 1;
-    if (sscanf(b, "%ld %ld", &F.throttle, &F.throttle_s) < 1) F.throttle = 0;
-    return dt__httpd_respond(req, 200, "application/json", "{}", 2);
-  }
-  if (dt__httpd_path(req, "/admin/stats") && dt__httpd_method(req, "GET")) {
-    char b[200];
-    snprintf(b, sizeof b, "{\"requests\":%lu,\"mostAtOnce\":%lu,\"throttled\":%lu,\"early\":%lu}", F.requests,
-             F.most_late, F.throttled, F.early);
-    return dt__httpd_respond(req, 200, "application/json", b, strlen(b));
-  }
   if (req->path_normalized.len < 7 || memcmp(req->path_normalized.base, "/admin/", 7)) {
     F.requests++;
     if (F.come_back > uv_now(uv_default_loop())) F.early++;
@@ -160,36 +154,46 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
 static int api(h2o_req_t *req) {
   const char *rest;
   size_t rl;
+  if (dt__httpd_path(req, "/admin/slow") && dt__httpd_method(req, "POST")) return set_count(req, &F.slow_ms);
+  if (dt__httpd_path(req, "/admin/throttle") && dt__httpd_method(req, "POST")) {
+    char b[64];
+    snprintf(b, sizeof b, "%.*s", (int)(req->entity.len < 63 ? req->entity.len : 63), req->entity.base);
+    F.throttle_s = 1;
+    if (sscanf(b, "%ld %ld", &F.throttle, &F.throttle_s) < 1) F.throttle = 0;
+    return dt__httpd_respond(req, 200, "application/json", "{}", 2);
+  }
+  if (dt__httpd_path(req, "/admin/stats") && dt__httpd_method(req, "GET")) {
+    char b[200];
+    snprintf(b, sizeof b, "{\"requests\":%lu,\"mostAtOnce\":%lu,\"throttled\":%lu,\"early\":%lu}", F.requests,
+             F.most_late, F.throttled, F.early);
+    return dt__httpd_respond(req, 200, "application/json", b, strlen(b));
+  }
   if (dt__httpd_path(req, "/admin/ice") && dt__httpd_method(req, "POST")) {
     char *s = dt__strndup(req->entity.base, req->entity.len);
     if (!s || dt__vec_push(&F.ice, s)) return dt__httpd_error(req, 503, "out of memory");
     return dt__httpd_respond(req, 200, "application/json", "{}", 2);
   }
   if (dt__httpd_path(req, "/admin/fail") && dt__httpd_method(req, "POST")) return set_count(req, &F.fail);
-  if (dt__httpd_prefix(req, "/admin/preempt/", &rest, &rl) && dt__httpd_method(req, "POST")) {
+  /* POST /admin/{preempt,terminate,reid}/{id}: what the cloud does to one instance */
+  static const char *const verbs[] = {"/admin/preempt/", "/admin/terminate/", "/admin/reid/"};
+  int verb = -1;
+  for (int k = 0; k < 3 && verb < 0; k++)
+    if (dt__httpd_prefix(req, verbs[k], &rest, &rl) && dt__httpd_method(req, "POST")) verb = k;
+  if (verb >= 0) {
     int at = find(rest, rl);
     if (at < 0) return dt__httpd_error(req, 404, "no such instance");
-    dt__free(F.insts.v[at].state);
-    dt__free(F.insts.v[at].reason);
-    F.insts.v[at].state = dt__strdup("stopped");
-    F.insts.v[at].reason = dt__strdup("stopped_by_preemption");
-    return send_json(req, 200, inst_json(&F.insts.v[at]));
-  }
-  if (dt__httpd_prefix(req, "/admin/terminate/", &rest, &rl) && dt__httpd_method(req, "POST")) {
-    int at = find(rest, rl); /* ended by the cloud, and still listed (as AWS lists them for about an hour) */
-    if (at < 0) return dt__httpd_error(req, 404, "no such instance");
-    dt__free(F.insts.v[at].state);
-    F.insts.v[at].state = dt__strdup("terminated");
-    return send_json(req, 200, inst_json(&F.insts.v[at]));
-  }
-  if (dt__httpd_prefix(req, "/admin/reid/", &rest, &rl) && dt__httpd_method(req, "POST")) {
-    int at = find(rest, rl); /* the same instance, listed from now on under another id */
-    if (at < 0) return dt__httpd_error(req, 404, "no such instance");
-    char id[60];
-    snprintf(id, sizeof id, "i-%016lx", ++F.seq * 0x9e3779b97f4a7c15ul);
-    dt__free(F.insts.v[at].id);
-    F.insts.v[at].id = dt__strdup(id);
-    return send_json(req, 200, inst_json(&F.insts.v[at]));
+    finst *in = &F.insts.v[at];
+    if (verb == 0) { /* stopped by preemption */
+      set_str(&in->state, "stopped");
+      set_str(&in->reason, "stopped_by_preemption");
+    } else if (verb == 1) { /* ended by the cloud, and still listed (as AWS lists them for about an hour) */
+      set_str(&in->state, "terminated");
+    } else { /* the same instance, listed from now on under another id */
+      char id[60];
+      snprintf(id, sizeof id, "i-%016lx", ++F.seq * 0x9e3779b97f4a7c15ul);
+      set_str(&in->id, id);
+    }
+    return send_json(req, 200, inst_json(in));
   }
   if (dt__httpd_path(req, "/admin/hang") && dt__httpd_method(req, "POST")) return set_count(req, &F.hang);
   if (dt__httpd_path(req, "/admin/lose") && dt__httpd_method(req, "POST")) return set_count(req, &F.lose);
@@ -297,8 +301,7 @@ static int api(h2o_req_t *req) {
     int at = find(rest, rl);
     if (at < 0) return dt__httpd_error(req, 404, "no such instance");
     finst *in = &F.insts.v[at];
-    dt__free(in->state);
-    in->state = dt__strdup("terminated");
+    set_str(&in->state, "terminated");
     cJSON *o = inst_json(in);
     dt__free(in->id), dt__free(in->cluster), dt__free(in->claim), dt__free(in->type), dt__free(in->zone);
     dt__free(in->ct), dt__free(in->pool), dt__free(in->state), dt__free(in->reason), dt__free(in->interruption);

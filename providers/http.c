@@ -20,6 +20,13 @@ static void http_launch(launch_ctx *lc);
 
 static void on_retry(uv_timer_t *t) { http_launch(t->data); }
 
+/* 1 s doubled n times, at most cap ms: the wait before a delete is sent
+** again, or before a poll that failed ahead of the first reconciliation. */
+static uint64_t doubling_ms(unsigned n, uint64_t cap) {
+  uint64_t ms = (uint64_t)1000 << (n < 16 ? n : 16);
+  return ms < cap ? ms : cap;
+}
+
 static void on_circuit_close(uv_timer_t *t) {
   (void)t;
   logf_("info", "circuit", "closed: launches resume");
@@ -163,8 +170,7 @@ static void on_delete_reply(void *ud, const dt_httpc_reply *r) {
           again && dc->tries < DELETE_TRIES ? "; sent again later" : "; given up: the instance may still run");
   }
   if (again && dc->tries < DELETE_TRIES) {
-    int64_t wait = (int64_t)1000 << (dc->tries - 1 < 6 ? dc->tries - 1 : 6);
-    if (wait > 60000) wait = 60000;
+    int64_t wait = (int64_t)doubling_ms((unsigned)dc->tries - 1, 60000);
     if (r->retry_after_ms > wait) wait = r->retry_after_ms;
     del_retry d = {dc->id, dc->tries, (int64_t)dt__now_ms() + wait};
     if (!dt__vec_push(&g_dels, d)) {
@@ -240,9 +246,7 @@ static void on_instances(void *ud, const dt_httpc_reply *r) {
                            : "the reply has no \"instances\" array; nothing is read from it");
     cJSON_Delete(o);
     if (!D.ready) { /* not ready until it reconciles: try again in 1 s, 2 s, ... up to --poll */
-      uint64_t delay = (uint64_t)1000 << (unready_polls < 6 ? unready_polls : 6);
-      unready_polls++;
-      tm_start(&D.poll, on_poll_timer, delay < D.poll_ms ? delay : D.poll_ms, D.poll_ms);
+      tm_start(&D.poll, on_poll_timer, doubling_ms(unready_polls++, D.poll_ms), D.poll_ms);
     }
     return;
   }
