@@ -351,3 +351,17 @@ void dt__httpc_close(void) {
   uv_close((uv_handle_t *)&hold, on_close_noop);
   curl_global_cleanup();
 }
+
+char *dt__httpc_escape(const char *s) {
+  char *e = curl_easy_escape(NULL, s, 0), *r = e ? dt__strdup(e) : NULL;
+  curl_free(e);
+  return r;
+}
+
+char *dt__httpc_unescape(const char *s, size_t n) {
+  int len = 0;
+  char *u = n <= INT32_MAX ? curl_easy_unescape(NULL, s, (int)n, &len) : NULL;
+  char *r = u && strlen(u) == (size_t)len ? dt__strndup(u, (size_t)len) : NULL;
+  curl_free(u);
+  return r;
+}

@@ -38,5 +38,10 @@ size_t dt__httpc_waiting(void);   /* waiting for a connection, or for a Retry-Af
 ** hands them back to their callbacks as dropped. */
 void dt__httpc_quiesce(void);
 void dt__httpc_close(void);
+/* s percent-encoded for a URL's path segment or query value (libcurl's
+** escaping: all but ALPHA, DIGIT and -._~), and back; NULL when out of
+** memory or, unescaping, when it holds an encoded NUL. dt__free the result. */
+char *dt__httpc_escape(const char *s);
+char *dt__httpc_unescape(const char *s, size_t n);
 
 #endif

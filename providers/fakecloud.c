@@ -10,8 +10,10 @@
 **   GET    /instances?cluster=C     {"instances":[...]} with state and statusReason
 **   POST   /admin/ice               body "type/zone/capacity-type": no capacity there from now on
 **   POST   /admin/preempt/{id}      stop the instance with statusReason stopped_by_preemption
-**   POST   /admin/terminate/{id}    the instance terminated, and still listed
-**   POST   /admin/reid/{id}         the instance listed under a new id from now on
+**   POST   /admin/terminate/{id}    the instance terminated (or in the state the body names, such
+**                                   as "shutting-down"), and still listed
+**   POST   /admin/reid/{id}         the instance listed under a new id from now on (the body's,
+**                                   when it has one)
 **   POST   /admin/fail              body "N": the next N API requests answer 503
 **   POST   /admin/hang              body "N": the next N API requests get no answer at all
 **   POST   /admin/lose              body "N": the next N launches happen but get no answer
@@ -19,12 +21,14 @@
 **   POST   /admin/hide              body "N": the next N listings leave every instance out
 **   POST   /admin/slow              body "MS": from now on every API request is answered MS ms late
 **   POST   /admin/throttle          body "N S": the next N API requests answer 429 with Retry-After: S
+**                                   (seconds; "N S date": as an HTTP date S seconds ahead)
 **   GET    /admin/stats             {"requests", "mostAtOnce", "throttled", "early"}: API requests
 **                                   received, the most awaiting a late answer at once, those
 **                                   answered 429, and those that came before a Retry-After given
 **                                   had passed
 */
 #define _GNU_SOURCE
+#include "../engine/httpc.h"
 #include "../engine/httpd.h"
 #include "../engine/internal.h"
 #include "dovetail.h"
@@ -35,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 typedef struct finst {
   char *id, *cluster, *claim, *type, *zone, *ct, *pool, *state, *reason;
@@ -50,6 +55,7 @@ static struct {
   DT_VEC(char *) ice;
   DT_VEC(finst) insts;
   long fail, hang, lose, garble, hide, slow_ms, throttle, throttle_s;
+  bool throttle_date; /* Retry-After as an HTTP date */
   unsigned long seq;
   unsigned long requests, throttled, early, late, most_late; /* /admin/stats */
   uint64_t come_back;                                        /* uv_now: the last Retry-After given passes */
@@ -82,10 +88,14 @@ static int send_json(h2o_req_t *req, int status, cJSON *o) {
   return 0;
 }
 
+/* The instance whose id is the percent-encoded path segment id[0..len). */
 static int find(const char *id, size_t len) {
-  for (size_t i = 0; i < F.insts.n; i++)
-    if (strlen(F.insts.v[i].id) == len && !memcmp(F.insts.v[i].id, id, len)) return (int)i;
-  return -1;
+  char *d = dt__httpc_unescape(id, len);
+  int at = -1;
+  for (size_t i = 0; d && i < F.insts.n && at < 0; i++)
+    if (!strcmp(F.insts.v[i].id, d)) at = (int)i;
+  dt__free(d);
+  return at;
 }
 
 /* *field replaced by a copy of v. */
@@ -158,8 +168,10 @@ static int api(h2o_req_t *req) {
   if (dt__httpd_path(req, "/admin/throttle") && dt__httpd_method(req, "POST")) {
     char b[64];
     snprintf(b, sizeof b, "%.*s", (int)(req->entity.len < 63 ? req->entity.len : 63), req->entity.base);
+    char unit[8] = "";
     F.throttle_s = 1;
-    if (sscanf(b, "%ld %ld", &F.throttle, &F.throttle_s) < 1) F.throttle = 0;
+    if (sscanf(b, "%ld %ld %7s", &F.throttle, &F.throttle_s, unit) < 1) F.throttle = 0;
+    F.throttle_date = !strcmp(unit, "date");
     return dt__httpd_respond(req, 200, "application/json", "{}", 2);
   }
   if (dt__httpd_path(req, "/admin/stats") && dt__httpd_method(req, "GET")) {
@@ -187,11 +199,15 @@ static int api(h2o_req_t *req) {
       set_str(&in->state, "stopped");
       set_str(&in->reason, "stopped_by_preemption");
     } else if (verb == 1) { /* ended by the cloud, and still listed (as AWS lists them for about an hour) */
-      set_str(&in->state, "terminated");
+      char *st = req->entity.len ? dt__strndup(req->entity.base, req->entity.len) : NULL;
+      set_str(&in->state, st ? st : "terminated");
+      dt__free(st);
     } else { /* the same instance, listed from now on under another id */
       char id[60];
       snprintf(id, sizeof id, "i-%016lx", ++F.seq * 0x9e3779b97f4a7c15ul);
-      set_str(&in->id, id);
+      char *given = req->entity.len ? dt__strndup(req->entity.base, req->entity.len) : NULL;
+      set_str(&in->id, given ? given : id);
+      dt__free(given);
     }
     return send_json(req, 200, inst_json(in));
   }
@@ -213,11 +229,17 @@ static int api(h2o_req_t *req) {
     return dt__httpd_respond(req, 200, "text/html", page, sizeof page - 1);
   }
   if (F.throttle > 0) {
-    char v[24];
+    char v[64];
     F.throttle--;
     F.throttled++;
     F.come_back = uv_now(uv_default_loop()) + (uint64_t)F.throttle_s * 1000;
     snprintf(v, sizeof v, "%ld", F.throttle_s);
+    if (F.throttle_date) { /* IMF-fixdate, RFC 9110; whole seconds, so the wait is S - 1 to S */
+      time_t at = time(NULL) + F.throttle_s;
+      struct tm g;
+      strftime(v, sizeof v, "%a, %d %b %Y %H:%M:%S GMT", gmtime_r(&at, &g));
+      F.come_back -= 1000; /* the date's second began up to a second before now + S */
+    }
     h2o_add_header(&req->pool, &req->res.headers, H2O_TOKEN_RETRY_AFTER, NULL, h2o_strdup(&req->pool, v, SIZE_MAX).base,
                    strlen(v));
     return dt__httpd_error(req, 429, "Throttling: rate exceeded");
@@ -278,23 +300,20 @@ static int api(h2o_req_t *req) {
     return send_json(req, 201, inst_json(&F.insts.v[F.insts.n - 1]));
   }
   if (dt__httpd_path(req, "/instances") && dt__httpd_method(req, "GET")) {
-    const char *cl = NULL;
-    size_t cl_len = 0;
-    if (req->query_at != SIZE_MAX) {
-      const char *q = req->path.base + req->query_at + 1, *e = req->path.base + req->path.len;
-      const char *c = memmem(q, (size_t)(e - q), "cluster=", 8);
-      if (c) {
-        cl = c + 8;
-        const char *amp = memchr(cl, '&', (size_t)(e - cl));
-        cl_len = (size_t)((amp ? amp : e) - cl);
+    char *cl = NULL; /* ?cluster=C, decoded */
+    if (req->query_at != SIZE_MAX)
+      for (const char *q = req->path.base + req->query_at + 1, *e = req->path.base + req->path.len; q < e && !cl;) {
+        const char *amp = memchr(q, '&', (size_t)(e - q)), *end = amp ? amp : e;
+        if (end - q >= 8 && !memcmp(q, "cluster=", 8) && !(cl = dt__httpc_unescape(q + 8, (size_t)(end - q - 8))))
+          return dt__httpd_error(req, 400, "cluster: bad percent-encoding");
+        q = end + 1;
       }
-    }
     cJSON *o = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(o, "instances");
     bool hide = F.hide > 0; /* a listing that lags the launches: nothing in it */
     if (hide) F.hide--;
     for (size_t i = 0; i < F.insts.n && !hide; i++)
-      if (!cl || (strlen(F.insts.v[i].cluster) == cl_len && !memcmp(F.insts.v[i].cluster, cl, cl_len)))
-        cJSON_AddItemToArray(arr, inst_json(&F.insts.v[i]));
+      if (!cl || !strcmp(F.insts.v[i].cluster, cl)) cJSON_AddItemToArray(arr, inst_json(&F.insts.v[i]));
+    dt__free(cl);
     return send_json(req, 200, o);
   }
   if (dt__httpd_prefix(req, "/instances/", &rest, &rl) && dt__httpd_method(req, "DELETE")) {

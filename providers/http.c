@@ -33,6 +33,17 @@ static void on_circuit_close(uv_timer_t *t) {
   arm_batch();
 }
 
+/* The cloud's URL for path followed by what, percent-encoded (an id or a
+** cluster name may hold '#', '?', '&', '/' or a space); dt__free it. */
+static char *cloud_url(const char *path, const char *what) {
+  char *esc = dt__httpc_escape(what);
+  size_t n = esc ? strlen(D.cloud_url) + strlen(path) + strlen(esc) + 1 : 0;
+  char *url = esc ? dt__malloc(n) : NULL;
+  if (url) snprintf(url, n, "%s%s%s", D.cloud_url, path, esc);
+  dt__free(esc);
+  return url;
+}
+
 static void on_launch_reply(void *ud, const dt_httpc_reply *r) {
   launch_ctx *lc = ud;
   if (r->dropped) { /* never sent, as a launch not yet started at a stop */
@@ -44,13 +55,12 @@ static void on_launch_reply(void *ud, const dt_httpc_reply *r) {
   if (status == 201) {
     cJSON *o = cJSON_ParseWithLength(r->body, r->len);
     const char *id = dt__jstr(o, "id");
-    char idb[200];
-    snprintf(idb, sizeof idb, "%s", id ? id : "");
-    cJSON_Delete(o);
-    if (idb[0]) {
-      dt__ctl_launched(lc, DT_LAUNCH_OK, idb, NULL);
+    if (id && *id) {
+      dt__ctl_launched(lc, DT_LAUNCH_OK, id, NULL);
+      cJSON_Delete(o);
       return;
     }
+    cJSON_Delete(o);
     err = "201 without an instance id";
   } else if (status == 409) {
     dt__ctl_launched(lc, DT_LAUNCH_NO_CAPACITY, NULL, NULL);
@@ -123,11 +133,11 @@ static void http_launch(launch_ctx *lc) {
   }
   char *body = cJSON_PrintUnformatted(b);
   cJSON_Delete(b);
-  char url[1200];
-  snprintf(url, sizeof url, "%s/instances", D.cloud_url);
-  if (!body || dt__httpc_request("POST", url, body, NULL, (long)D.timeout_ms, on_launch_reply, lc))
+  char *url = cloud_url("/instances", "");
+  if (!body || !url || dt__httpc_request("POST", url, body, NULL, (long)D.timeout_ms, on_launch_reply, lc))
     dt__ctl_launched(lc, DT_LAUNCH_FAILED, NULL, "cannot start the request");
   cJSON_free(body);
+  dt__free(url);
 }
 
 /* Deletes the cloud did not carry out (a transport error, 5xx or 429) are
@@ -198,19 +208,17 @@ static void on_delete_retry(uv_timer_t *t) {
 }
 
 static void send_delete(char *id, int tries) {
-  char url[1200], esc[3 * 256 + 1];
-  size_t k = 0;
   /* percent-encoded: an id holding '#', '?' or '/' named another resource */
-  for (const unsigned char *c = (const unsigned char *)id; *c && k + 4 < sizeof esc; c++)
-    if ((*c >= 'A' && *c <= 'Z') || (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || strchr("-._~", *c))
-      esc[k++] = (char)*c;
-    else
-      k += (size_t)snprintf(esc + k, sizeof esc - k, "%%%02X", *c);
-  esc[k] = 0;
-  snprintf(url, sizeof url, "%s/instances/%s", D.cloud_url, esc);
+  char *url = cloud_url("/instances/", id);
+  if (!url) {
+    logf_("error", "delete", "instance %s: out of memory", id);
+    dt__free(id);
+    return;
+  }
   del_ctx *dc = dt__malloc(sizeof *dc);
   if (!dc) {
     dt__free(id);
+    dt__free(url);
     return;
   }
   *dc = (del_ctx){id, tries + 1};
@@ -219,6 +227,7 @@ static void send_delete(char *id, int tries) {
     dt__free(id);
     dt__free(dc);
   }
+  dt__free(url);
 }
 
 /* Ask the http provider to delete instance id. */
@@ -279,14 +288,17 @@ static void on_catalog(void *ud, const dt_httpc_reply *r) {
 
 /* A poll still waiting its turn behind launches is not sent twice. */
 static void http_poll(void) {
-  char url[1200];
-  snprintf(url, sizeof url, "%s/instances?cluster=%s", D.cloud_url, D.cluster);
-  if (!polling && !(polling = !dt__httpc_request("GET", url, NULL, NULL, (long)D.timeout_ms, on_instances, NULL)))
+  char *url = cloud_url("/instances?cluster=", D.cluster);
+  if (!polling &&
+      !(polling = url && !dt__httpc_request("GET", url, NULL, NULL, (long)D.timeout_ms, on_instances, NULL)))
     logf_("error", "poll", "cannot start GET /instances");
-  snprintf(url, sizeof url, "%s/catalog", D.cloud_url);
-  if (!cataloguing && !(cataloguing = !dt__httpc_request("GET", url, NULL, D.catalog_etag[0] ? D.catalog_etag : NULL,
-                                                         (long)D.timeout_ms, on_catalog, NULL)))
+  dt__free(url);
+  url = cloud_url("/catalog", "");
+  if (!cataloguing &&
+      !(cataloguing = url && !dt__httpc_request("GET", url, NULL, D.catalog_etag[0] ? D.catalog_etag : NULL,
+                                                (long)D.timeout_ms, on_catalog, NULL)))
     logf_("error", "catalog", "cannot start GET /catalog");
+  dt__free(url);
 }
 
 const dt_provider dt__provider_http = {"http", http_launch, http_delete, http_poll};
