@@ -7,9 +7,13 @@
 ** curl's own queue (CURLMOPT_MAX_HOST_CONNECTIONS), where a transfer's
 ** timeout runs while it waits: 500 launches behind 16 connections to a
 ** cloud answering in a second would time out by the hundred and be sent
-** again. A Retry-After on a 429 or 503 holds what has not started: the
-** cloud said when to come back, and every launch of a burst would otherwise
-** hear it once and retry on its own clock.
+** again. A Retry-After on a 429 or 503 holds what has not started of the
+** same method: the cloud said when to come back, and every launch of a
+** burst would otherwise hear it once and retry on its own clock. Only of
+** the same method, as clouds meter their APIs by action (EC2's RunInstances,
+** Describe* and TerminateInstances each have a bucket of their own): a
+** throttled launch that held the listings too would leave interruptions and
+** lost instances unseen for as long as it asked.
 */
 #define _GNU_SOURCE
 #include "httpc.h"
@@ -33,7 +37,12 @@ typedef struct xfer {
   dt_httpc_cb cb;
   void *ud;
   struct xfer *next; /* waiting: the one after */
+  int kind;          /* its queue: K_READ, K_WRITE or K_DELETE */
+  uint64_t seq;      /* order of arrival, across the queues */
 } xfer;
+
+/* Requests wait in one queue per method, each with its own hold. */
+enum { K_READ, K_WRITE, K_DELETE, NKIND }; /* GET (and HEAD); POST, PUT and PATCH; DELETE */
 
 typedef struct sockctx {
   uv_poll_t poll;
@@ -44,9 +53,12 @@ static CURLM *M;
 static uv_loop_t *L;
 static uv_timer_t T, more, hold; /* curl's timer; the next slice of completed transfers; the end of a hold */
 static size_t inflight, running, nwait, max_conn = 16, max_reply = 64u << 20;
-static xfer *wait_head, *wait_tail;
-static bool quiet;          /* dt__httpc_quiesce: nothing more starts */
-static uint64_t hold_until; /* uv_now: no request starts before */
+static struct {
+  xfer *head, *tail;
+  uint64_t hold_until; /* uv_now: none of this queue starts before */
+} Q[NKIND];
+static uint64_t arrivals;
+static bool quiet; /* dt__httpc_quiesce: nothing more starts */
 
 /* Completed transfers handed to their callbacks per loop turn: 4,000 launch
 ** replies arriving together are 4,000 callbacks, and in one turn they kept
@@ -88,7 +100,7 @@ static void done(void) {
     if (ra >= 0) {
       uv_update_time(L); /* from now, not from when this turn of the loop began */
       uint64_t until = uv_now(L) + (uint64_t)(ra < DT_HTTPC_HOLD_MAX_MS ? ra : DT_HTTPC_HOLD_MAX_MS);
-      if (until > hold_until) hold_until = until;
+      if (until > Q[x->kind].hold_until) Q[x->kind].hold_until = until;
     }
     dt_httpc_reply r = {code, x->body.p ? x->body.p : "", x->body.len, x->etag[0] ? x->etag : NULL, err, ra, false};
     x->cb(x->ud, &r);
@@ -234,21 +246,33 @@ static void on_hold(uv_timer_t *t) {
   pump();
 }
 
+/* The hold's timer: due when the first hold over a waiting request ends. */
+static void arm_hold(uint64_t now) {
+  uint64_t wake = 0;
+  for (int i = 0; i < NKIND; i++)
+    if (Q[i].head && Q[i].hold_until > now && (!wake || Q[i].hold_until < wake)) wake = Q[i].hold_until;
+  if (wake && (!uv_is_active((uv_handle_t *)&hold) || uv_timer_get_due_in(&hold) > wake - now))
+    uv_timer_start(&hold, on_hold, wake - now, 0);
+}
+
+/* Start what waits, oldest first, while connections are free and its
+** queue is not held; then wake when the first hold over a waiting request
+** ends. */
 static void pump(void) {
   if (!M || quiet) return;
   uint64_t now = uv_now(L);
-  if (hold_until > now) {
-    if (wait_head) uv_timer_start(&hold, on_hold, hold_until - now, 0);
-    return;
-  }
-  while (wait_head && running < max_conn) {
-    xfer *x = wait_head;
-    wait_head = x->next;
-    if (!wait_head) wait_tail = NULL;
+  while (running < max_conn) {
+    int k = -1;
+    for (int i = 0; i < NKIND; i++)
+      if (Q[i].head && Q[i].hold_until <= now && (k < 0 || Q[i].head->seq < Q[k].head->seq)) k = i;
+    if (k < 0) break;
+    xfer *x = Q[k].head;
+    if (!(Q[k].head = x->next)) Q[k].tail = NULL;
     nwait--;
     x->next = NULL;
     start(x);
   }
+  arm_hold(now);
 }
 
 int dt__httpc_init(uv_loop_t *loop, size_t max_connections, size_t max_reply_bytes) {
@@ -305,21 +329,22 @@ int dt__httpc_request(const char *method, const char *url, const char *body, con
     xfer_free(x);
     return -1;
   }
-  if (running < max_conn && hold_until <= uv_now(L) && !wait_head && !quiet) {
+  x->kind = !strcmp(method, "GET") || !strcmp(method, "HEAD") ? K_READ : !strcmp(method, "DELETE") ? K_DELETE : K_WRITE;
+  x->seq = arrivals++;
+  /* while connections are free, nothing of an unheld queue waits: pump started it */
+  if (running < max_conn && Q[x->kind].hold_until <= uv_now(L) && !Q[x->kind].head && !quiet) {
     if (send_now(x)) {
       xfer_free(x);
       return -1;
     }
   } else {
-    if (wait_tail)
-      wait_tail->next = x;
+    if (Q[x->kind].tail)
+      Q[x->kind].tail->next = x;
     else
-      wait_head = x;
-    wait_tail = x;
+      Q[x->kind].head = x;
+    Q[x->kind].tail = x;
     nwait++;
-    /* what waits starts as transfers end, or when the hold's timer fires */
-    if (hold_until > uv_now(L) && !uv_is_active((uv_handle_t *)&hold) && !quiet)
-      uv_timer_start(&hold, on_hold, hold_until - uv_now(L), 0);
+    if (!quiet) arm_hold(uv_now(L)); /* what waits on a connection starts as transfers end */
   }
   inflight++;
   return 0;
@@ -334,15 +359,17 @@ void dt__httpc_quiesce(void) { quiet = true; }
 
 void dt__httpc_close(void) {
   if (!M) return;
-  while (wait_head) { /* never sent: their owners let go of what they hold */
-    xfer *x = wait_head;
-    wait_head = x->next;
-    inflight--;
-    dt_httpc_reply r = {0, "", 0, NULL, "not sent: closing", -1, true};
-    x->cb(x->ud, &r);
-    xfer_free(x);
+  for (int i = 0; i < NKIND; i++) {
+    while (Q[i].head) { /* never sent: their owners let go of what they hold */
+      xfer *x = Q[i].head;
+      Q[i].head = x->next;
+      inflight--;
+      dt_httpc_reply r = {0, "", 0, NULL, "not sent: closing", -1, true};
+      x->cb(x->ud, &r);
+      xfer_free(x);
+    }
+    Q[i].tail = NULL;
   }
-  wait_tail = NULL;
   nwait = 0;
   curl_multi_cleanup(M);
   M = NULL;

@@ -24,8 +24,9 @@ typedef void (*dt_httpc_cb)(void *ud, const dt_httpc_reply *r);
 
 /* At most max_connections requests run at once (0: 16); the others wait
 ** their turn in order, their timeouts counted from when they start. A 429
-** or 503 carrying Retry-After holds every request not yet started until
-** then (at most DT_HTTPC_HOLD_MAX_MS). A reply longer than max_reply bytes
+** or 503 carrying Retry-After holds every request of its method (reads,
+** deletes, the others) not yet started until then (at most
+** DT_HTTPC_HOLD_MAX_MS). A reply longer than max_reply bytes
 ** (0: 64 MiB) is cut off and fails. */
 #define DT_HTTPC_HOLD_MAX_MS 300000L
 int dt__httpc_init(uv_loop_t *loop, size_t max_connections, size_t max_reply);

@@ -21,11 +21,12 @@
 **   POST   /admin/hide              body "N": the next N listings leave every instance out
 **   POST   /admin/slow              body "MS": from now on every API request is answered MS ms late
 **   POST   /admin/throttle          body "N S": the next N API requests answer 429 with Retry-After: S
-**                                   (seconds; "N S date": as an HTTP date S seconds ahead)
+**                                   (seconds; "N S date": as an HTTP date S seconds ahead; a method
+**                                   after them, "N S POST": only that method's requests)
 **   GET    /admin/stats             {"requests", "mostAtOnce", "throttled", "early"}: API requests
 **                                   received, the most awaiting a late answer at once, those
 **                                   answered 429, and those that came before a Retry-After given
-**                                   had passed
+**                                   had passed (of the throttled method)
 */
 #define _GNU_SOURCE
 #include "../engine/httpc.h"
@@ -55,7 +56,8 @@ static struct {
   DT_VEC(char *) ice;
   DT_VEC(finst) insts;
   long fail, hang, lose, garble, hide, slow_ms, throttle, throttle_s;
-  bool throttle_date; /* Retry-After as an HTTP date */
+  bool throttle_date;      /* Retry-After as an HTTP date */
+  char throttle_method[8]; /* only requests of this method are throttled; "" all */
   unsigned long seq;
   unsigned long requests, throttled, early, late, most_late; /* /admin/stats */
   uint64_t come_back;                                        /* uv_now: the last Retry-After given passes */
@@ -144,7 +146,8 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   (void)self;
   if (req->path_normalized.len < 7 || memcmp(req->path_normalized.base, "/admin/", 7)) {
     F.requests++;
-    if (F.come_back > uv_now(uv_default_loop())) F.early++;
+    if (F.come_back > uv_now(uv_default_loop()) && (!F.throttle_method[0] || dt__httpd_method(req, F.throttle_method)))
+      F.early++;
     if (F.slow_ms > 0) {
       late_req *l = dt__calloc(1, sizeof *l);
       late_holder *h = h2o_mem_alloc_shared(&req->pool, sizeof *h, late_gone);
@@ -168,10 +171,16 @@ static int api(h2o_req_t *req) {
   if (dt__httpd_path(req, "/admin/throttle") && dt__httpd_method(req, "POST")) {
     char b[64];
     snprintf(b, sizeof b, "%.*s", (int)(req->entity.len < 63 ? req->entity.len : 63), req->entity.base);
-    char unit[8] = "";
+    char more[2][8] = {"", ""};
     F.throttle_s = 1;
-    if (sscanf(b, "%ld %ld %7s", &F.throttle, &F.throttle_s, unit) < 1) F.throttle = 0;
-    F.throttle_date = !strcmp(unit, "date");
+    if (sscanf(b, "%ld %ld %7s %7s", &F.throttle, &F.throttle_s, more[0], more[1]) < 1) F.throttle = 0;
+    F.throttle_date = false;
+    F.throttle_method[0] = 0;
+    for (int i = 0; i < 2; i++)
+      if (!strcmp(more[i], "date"))
+        F.throttle_date = true;
+      else if (more[i][0])
+        snprintf(F.throttle_method, sizeof F.throttle_method, "%s", more[i]);
     return dt__httpd_respond(req, 200, "application/json", "{}", 2);
   }
   if (dt__httpd_path(req, "/admin/stats") && dt__httpd_method(req, "GET")) {
@@ -228,7 +237,7 @@ static int api(h2o_req_t *req) {
     F.garble--;
     return dt__httpd_respond(req, 200, "text/html", page, sizeof page - 1);
   }
-  if (F.throttle > 0) {
+  if (F.throttle > 0 && (!F.throttle_method[0] || dt__httpd_method(req, F.throttle_method))) {
     char v[64];
     F.throttle--;
     F.throttled++;

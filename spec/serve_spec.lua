@@ -1243,6 +1243,21 @@ return {
       c.stop()
     end)
 
+    it("holds only the throttled method: a launch asked to wait 5 min leaves the listings going", function()
+      local c, d = on_cloud("--poll 200ms")
+      http({ port = c.port }, "POST", "/admin/throttle", "1 300 POST") -- the next launch: Retry-After 300
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return cloud_stats(c).throttled == 1 end, "the launch throttled")
+      local before = cloud_stats(c).requests
+      daemon_time(d, 1500)
+      local st, raw = cloud_stats(c)
+      assert.is_true(st.requests - before >= 4, raw) -- listings and catalogs every 200 ms
+      assert.equal(0, st.early, raw) -- and no launch before its time
+      assert.equal(0, count(c), instances(c))
+      d.stop()
+      c.stop()
+    end)
+
     it("waits out a Retry-After given as an HTTP date as one given in seconds", function()
       local c = cloud()
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port
