@@ -43,9 +43,12 @@ typedef struct dnode {
   char drift[300];       /* why it drifted, "" when it has not */
 } dnode;
 
-/* The node's last pod event, its creation when it had none. */
+/* The node's last pod event, its creation when it had none. Karpenter keeps
+** lastPodEventTime on the NodeClaim: when the Node is in the input too, the
+** claim it registered is read as well (the later of the two counts). */
 static inline int64_t dt__dr_since(const dnode *d) {
-  return d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
+  int64_t t = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
+  return d->claim && d->claim->last_pod_event > t ? d->claim->last_pod_event : t;
 }
 
 typedef struct poolbudget {

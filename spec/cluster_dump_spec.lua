@@ -69,6 +69,22 @@ status: {phase: Failed, reason: OutOfcpu}
     end
   end)
 
+  it("counts consolidateAfter from the NodeClaim's lastPodEventTime when its Node is in the input too", function()
+    local text = h.slurp(DUMP)
+    -- a pod came to the machine 10 s ago: Karpenter records it on the NodeClaim, not the Node
+    local fresh, n = text:gsub("(    providerID: aws:///us%-east%-1a/i%-0abc123def4567890\n)",
+      "%1    lastPodEventTime: \"2026-11-23T11:59:50Z\"\n", 1)
+    assert.are.equal(1, n)
+    local f = h.write(fresh)
+    local d = assert(h.dt.disrupt { files = { f }, now = "2026-11-23T12:00:00Z" })
+    assert.are.equal(0, #d.commands, "consolidateAfter: 30s has not passed since the last pod event")
+    local out = h.cli("disrupt -o table --now 2026-11-23T12:00:00Z " .. f)
+    assert.matches("consolidateAfter 30s not elapsed (10s since the last pod event)", out, 1, true)
+    -- and a minute later it has
+    d = assert(h.dt.disrupt { files = { f }, now = "2026-11-23T12:00:50Z" })
+    assert.are.equal(1, #d.commands)
+  end)
+
   it("takes matchFields node affinity: metadata.name as the node's hostname", function()
     local pod = h.pod("pinned", { extra = [=[
   affinity:
