@@ -393,9 +393,12 @@ int dt__dr_build(state *st) {
 
 /* ------------------------------------------------------------ budgets */
 
+/* Active while the schedule's last hit is less than the duration ago: its
+** next hit after now - duration is not after now. A window reaching back past
+** 1970 starts there (the cron reads no earlier time, and -1 is "no hit"). */
 static bool budget_active(const dt_budget *b, int64_t now) {
   if (!b->scheduled) return true;
-  int64_t hit = dt__cron_next(&b->cron, now - b->duration);
+  int64_t hit = dt__cron_next(&b->cron, b->duration < now ? now - b->duration : 0);
   return hit >= 0 && hit <= now;
 }
 

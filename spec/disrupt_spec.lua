@@ -152,6 +152,11 @@ describe("disruption budgets", function()
     assert.equal(4, #disrupted(run(empties(4, { weekend }))))
     local long = { nodes = "0", schedule = "0 0 * * sat", duration = "72h" }
     assert.equal(0, #disrupted(run(empties(4, { long }))), "a window longer than the gap reaches Monday")
+    -- a window reaching back past 1970 (Karpenter takes durations up to about 2,562,047h) is open
+    for _, d in ipairs { "499000h", "999999h", "2562047h" } do
+      local ever = { nodes = "0", schedule = "@daily", duration = d }
+      assert.equal(0, #disrupted(run(empties(4, { ever }))), d)
+    end
   end)
 
   it("NotReady and deleting nodes count against the budget", function()
