@@ -315,6 +315,9 @@ typedef struct level {
   char *key;      /* the pending key of a mapping, NULL when expecting one */
   uint32_t nkeys; /* keys seen so far in a mapping */
   uint32_t id;    /* distinguishes this mapping's keys in the hash */
+  bool merging;   /* the pending key is the merge key (a plain <<) */
+  cJSON *merge;   /* its value: merged into the mapping when it ends */
+  yaml_mark_t merge_at;
 } level;
 
 typedef struct ystate {
@@ -324,6 +327,7 @@ typedef struct ystate {
   dt_symtab keys; /* "<mapping id><key>" of mappings past SMALL_MAP keys */
   uint32_t next_id;
   uint64_t alias_left; /* nodes aliases may still copy */
+  DT_VEC(cJSON *) merged; /* merge keys' values, kept whole to the end: anchors may point into them */
   dt_error *err;
 } ystate;
 
@@ -380,7 +384,7 @@ static int seen_key(ystate *st, level *lv, const char *k) {
 static int attach(ystate *st, cJSON *node, const yaml_mark_t *mark, const char *anchor_name) {
   if (!node) return dt__err(st->err, DT_ENOMEM, "out of memory");
   level *lv = &st->stack.v[st->stack.n - 1];
-  bool is_key = !cJSON_IsArray(lv->node) && !lv->key;
+  bool is_key = !cJSON_IsArray(lv->node) && !lv->key && !lv->merging;
   if (anchor_name) {
     /* A key is consumed below; its anchor keeps a copy of its own. */
     anchor a = {dt__strdup(anchor_name), is_key ? cJSON_Duplicate(node, true) : node, is_key};
@@ -416,6 +420,11 @@ static int attach(ystate *st, cJSON *node, const yaml_mark_t *mark, const char *
     cJSON_Delete(node);
     return lv->key ? 0 : dt__err(st->err, DT_ENOMEM, "out of memory");
   }
+  if (lv->merging) {
+    lv->merging = false;
+    lv->merge = node;
+    return 0;
+  }
   bool ok = cJSON_AddItemToObject(lv->node, lv->key, node);
   dt__free(lv->key);
   lv->key = NULL;
@@ -438,7 +447,7 @@ static int push(ystate *st, cJSON *docs, cJSON *node, const yaml_mark_t *mark, c
     cJSON_AddItemToArray(docs, node);
   else if ((rc = attach(st, node, mark, anchor_name)) != 0)
     return rc;
-  level lv = {node, NULL, 0, ++st->next_id};
+  level lv = {node, NULL, 0, ++st->next_id, false, NULL, {0}};
   if (dt__vec_push(&st->stack, lv)) return dt__err(st->err, DT_ENOMEM, "out of memory");
   return 0;
 }
@@ -463,6 +472,47 @@ static int alias(ystate *st, const yaml_mark_t *mark, const char *an) {
                 DT_MAX_ALIAS_NODES);
   st->alias_left -= n;
   return attach(st, cJSON_Duplicate(a->node, true), mark, NULL);
+}
+
+/* A mapping ends: the keys of its merge key's value (a mapping, or a list
+** of mappings, the first to name a key winning) that it does not have
+** itself are copied in, as YAML 1.1's merge key and the YAML readers of
+** kubectl and the API server do. Copies count against the alias budget. */
+static int merge_keys(ystate *st, level *lv) {
+  const yaml_mark_t *mark = &lv->merge_at;
+  cJSON *m = lv->merge;
+  if (!m) return 0;
+  lv->merge = NULL;
+  if (dt__vec_push(&st->merged, m)) {
+    cJSON_Delete(m);
+    return dt__err(st->err, DT_ENOMEM, "out of memory");
+  }
+  bool list = cJSON_IsArray(m);
+  for (const cJSON *src = list ? m->child : m; src; src = list ? src->next : NULL)
+    if (!cJSON_IsObject(src))
+      return yerr(st, mark, DT_EINVAL, "a merge key (<<) takes a mapping or a list of mappings");
+  for (const cJSON *src = list ? m->child : m; src; src = list ? src->next : NULL)
+    for (const cJSON *c = src->child; c; c = c->next) {
+      int dup = seen_key(st, lv, c->string);
+      if (dup < 0) return dt__err(st->err, DT_ENOMEM, "out of memory");
+      if (dup) continue; /* the mapping's own key, or an earlier merged one's */
+      if (lv->nkeys > DT_MAX_KEYS)
+        return yerr(st, mark, DT_ELIMIT, "a mapping with more than %d keys (the limit on keys per mapping)",
+                    DT_MAX_KEYS);
+      uint64_t n = count_nodes(c, st->alias_left);
+      if (n > st->alias_left)
+        return yerr(st, mark, DT_ELIMIT,
+                    "aliases and merges expand to more than %d nodes (the limit on alias expansion); is this an "
+                    "alias bomb?",
+                    DT_MAX_ALIAS_NODES);
+      st->alias_left -= n;
+      cJSON *copy = cJSON_Duplicate(c, true);
+      if (!copy || !cJSON_AddItemToObject(lv->node, c->string, copy)) {
+        cJSON_Delete(copy);
+        return dt__err(st->err, DT_ENOMEM, "out of memory");
+      }
+    }
+  return 0;
 }
 
 static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out, dt_error *err) {
@@ -502,6 +552,8 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
       break;
     case YAML_MAPPING_END_EVENT:
     case YAML_SEQUENCE_END_EVENT:
+      if (type == YAML_MAPPING_END_EVENT) rc = merge_keys(&st, &st.stack.v[st.stack.n - 1]);
+      if (rc) break;
       st.stack.n--;
       dt__free(st.stack.v[st.stack.n].key);
       break;
@@ -516,7 +568,19 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
         else
           cJSON_AddItemToArray(docs, node);
       } else {
-        rc = attach(&st, node, mark, (const char *)ev.data.scalar.anchor);
+        level *lv = &st.stack.v[st.stack.n - 1];
+        if (plain && node && cJSON_IsObject(lv->node) && !lv->key && !lv->merging && ev.data.scalar.length == 2 &&
+            !memcmp(ev.data.scalar.value, "<<", 2)) { /* the merge key */
+          cJSON_Delete(node);
+          if (lv->merge)
+            rc = yerr(&st, mark, DT_EINVAL, "duplicate key \"<<\"");
+          else {
+            lv->merging = true;
+            lv->merge_at = *mark;
+          }
+        } else {
+          rc = attach(&st, node, mark, (const char *)ev.data.scalar.anchor);
+        }
       }
       break;
     }
@@ -526,7 +590,12 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
     yaml_event_delete(&ev);
     if (rc || type == YAML_STREAM_END_EVENT) break;
   }
-  for (size_t i = 0; i < st.stack.n; i++) dt__free(st.stack.v[i].key);
+  for (size_t i = 0; i < st.stack.n; i++) {
+    dt__free(st.stack.v[i].key);
+    cJSON_Delete(st.stack.v[i].merge);
+  }
+  for (size_t i = 0; i < st.merged.n; i++) cJSON_Delete(st.merged.v[i]);
+  dt__free(st.merged.v);
   for (size_t i = 0; i < st.anchors.n; i++) {
     dt__free(st.anchors.v[i].name);
     if (st.anchors.v[i].owned) cJSON_Delete(st.anchors.v[i].node);

@@ -288,6 +288,19 @@ int dt__json_arrays_each(const char *buf, size_t len, const char *const *keys, s
 
 /* A JSON number as an integer, clamped to +-9e18 (NaN is 0): converting a
 ** double past int64 is undefined behaviour, and inputs may hold 1e300. */
+/* Sums of requests (a node's bound pods, a pod's containers) saturate at
+** DT_QTY_CAP milli-units: more than any machine has (2 PiB of memory), and
+** two such values add without overflow. A pod's request of one resource
+** is at most 1 PiB (reader.h), a node's allocatable at most DT_QTY_CAP. */
+#define DT_QTY_CAP ((int64_t)1 << 61)
+static inline int64_t dt__qty_add(int64_t a, int64_t b) { /* a, b in [-DT_QTY_CAP, DT_QTY_CAP] */
+  int64_t s = a + b;
+  return s > DT_QTY_CAP ? DT_QTY_CAP : s < -DT_QTY_CAP ? -DT_QTY_CAP : s;
+}
+static inline int64_t dt__qty_mul(int64_t v, int64_t n) { /* v in [0, DT_QTY_CAP], n >= 0 */
+  return n > 0 && v > DT_QTY_CAP / n ? DT_QTY_CAP : v * n;
+}
+
 static inline int64_t dt__to_i64(double d) {
   return d != d ? 0 : d > 9e18 ? (int64_t)9e18 : d < -9e18 ? -(int64_t)9e18 : (int64_t)d;
 }

@@ -256,8 +256,7 @@ int mf_parse_kvs(mctx *x, const cJSON *o, const char *field, dt_kvs *out) {
 /* Whether check_request would refuse v: the hot path asks this first and
 ** formats the field's name only for the message. */
 bool mf_request_absurd(const char *res, int64_t v) {
-  return v < 0 || (v > MAX_CPU_MILLI && !strcmp(res, "cpu")) ||
-         (v > MAX_BYTES_MILLI && (!strcmp(res, "memory") || !strcmp(res, "ephemeral-storage")));
+  return v < 0 || (v > MAX_CPU_MILLI && !strcmp(res, "cpu")) || v > MAX_BYTES_MILLI;
 }
 
 int mf_check_request(mctx *x, const char *field, const char *res, int64_t v) {
@@ -266,6 +265,9 @@ int mf_check_request(mctx *x, const char *field, const char *res, int64_t v) {
     return mf_bad(x, field, "%lld cores is absurd (at most 1000000)", (long long)(v / 1000));
   if ((strcmp(res, "memory") == 0 || strcmp(res, "ephemeral-storage") == 0) && v > MAX_BYTES_MILLI)
     return mf_bad(x, field, "larger than 1Pi is absurd");
+  if (v > MAX_BYTES_MILLI)
+    return mf_bad(x, field, "%lld is absurd (at most %lld)", (long long)(v / 1000),
+                  (long long)(MAX_BYTES_MILLI / 1000));
   return 0;
 }
 

@@ -48,7 +48,7 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
         } else if (sidecar) {
           if (dt__rlist_add(&sidecars, rn, v, DT_RL_SUM)) rc = mf_oom(x);
         } else {
-          if (dt__rlist_add(&init_max, rn, dt__rlist_get(&sidecars, rn) + v, DT_RL_MAX)) rc = mf_oom(x);
+          if (dt__rlist_add(&init_max, rn, dt__qty_add(dt__rlist_get(&sidecars, rn), v), DT_RL_MAX)) rc = mf_oom(x);
         }
       }
       if (!rc && sidecar)
@@ -603,6 +603,8 @@ int mf_node(mctx *x, const cJSON *o, bool is_claim) {
       mf_parse_rlist(x, mf_get(st, "allocatable"), "status.allocatable", &n.allocatable, false) ||
       mf_parse_taints(x, mf_get(spec, "taints"), "spec.taints", &n.taints, &n.ntaints))
     goto fail;
+  for (size_t k = 0; k < n.allocatable.n; k++) /* a node of more than 2 PiB is a node of 2 PiB: sums stay in range */
+    if (n.allocatable.v[k].milli > DT_QTY_CAP) n.allocatable.v[k].milli = DT_QTY_CAP;
   n.created = mf_created_at(o);
   n.ready = true;
   const char *del = mf_get_str(md, "deletionTimestamp");

@@ -21,8 +21,8 @@ int dt__rlist_add(dt_rlist *r, const char *name, int64_t milli, dt_rlist_mode mo
     if (strcmp(r->v[i].name, name) == 0) {
       if (mode == DT_RL_SET)
         r->v[i].milli = milli;
-      else if (mode == DT_RL_SUM)
-        r->v[i].milli += milli;
+      else if (mode == DT_RL_SUM) /* saturating: the total is then refused as absurd */
+        r->v[i].milli = milli > 0 && r->v[i].milli > INT64_MAX - milli ? INT64_MAX : r->v[i].milli + milli;
       else if (milli > r->v[i].milli)
         r->v[i].milli = milli;
       return 0;

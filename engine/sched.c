@@ -560,7 +560,7 @@ static int name_use_add(dt_cluster *cl, uint32_t i, int sign) {
     u->listed = true;
   }
   int64_t count = cl->pods[i].count;
-  for (uint32_t r = 0; r < DT_RES_MAX; r++) u->used[r] += sign * cl->specs[i].req[r] * count;
+  for (uint32_t r = 0; r < DT_RES_MAX; r++) u->used[r] += (__int128)sign * cl->specs[i].req[r] * count;
   u->pods += sign * count;
   u->specs += sign;
   return 0;
@@ -754,7 +754,9 @@ void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound) {
       orphans += u->specs;
       continue;
     }
-    for (uint32_t r = 0; r < DT_RES_MAX; r++) p->nodes[n].used[r] += u->used[r];
+    for (uint32_t r = 0; r < DT_RES_MAX; r++)
+      p->nodes[n].used[r] =
+          dt__qty_add(p->nodes[n].used[r], u->used[r] > DT_QTY_CAP ? DT_QTY_CAP : (int64_t)u->used[r]);
   }
   uint32_t nvisit = p->ov->moved ? p->ov->nmoved : cl->npods;
   for (uint32_t k = 0; k < nvisit; k++) {

@@ -715,7 +715,9 @@ void dt__sched_charge_nodes(dt_plan *p, const int32_t *type) {
         for (uint32_t k = 0; k < r->nlabels; k++)
           if (r->lk[k] == p->k_type) t = find_type(p, dt__sym_str(&p->syms, r->lval[k]));
       for (uint32_t k = 0; k < p->nres; k++)
-        if (pl->remaining[k] != INT64_MAX) pl->remaining[k] -= t ? t->cap[k] : r->alloc[k];
+        if (pl->remaining[k] != INT64_MAX)
+          pl->remaining[k] = dt__qty_add(pl->remaining[k] > DT_QTY_CAP ? DT_QTY_CAP : pl->remaining[k],
+                                         -(t ? t->cap[k] : r->alloc[k]));
     }
     if (pl->nodes_remaining > 0) pl->nodes_remaining--;
   }

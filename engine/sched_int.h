@@ -312,7 +312,7 @@ int dt__sched_claims_ix_cluster(dt_plan *p, claims_ix *ix);
 int dt__sched_claims_ix_names(struct dt_cluster *cl);
 
 typedef struct name_use {
-  int64_t used[DT_RES_MAX];
+  __int128 used[DT_RES_MAX]; /* exact: pods are added and taken away again; read saturated */
   int64_t pods;  /* sum of the pods' counts */
   int64_t specs; /* pod specs */
   bool listed;   /* in used_names */

@@ -641,7 +641,7 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
       if (!strcmp(m->runtime_classes.v[k].name, d->runtime_class)) {
         int64_t o[DT_RES_MAX] = {0};
         if ((rc = rlist_vec(p, &m->runtime_classes.v[k].overhead, o, err))) return rc;
-        for (uint32_t r = 0; r < DT_RES_MAX; r++) s->req[r] += o[r];
+        for (uint32_t r = 0; r < DT_RES_MAX; r++) s->req[r] = dt__qty_add(s->req[r], o[r]);
         found = true;
       }
     *rc_missing = !found;
@@ -873,7 +873,8 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
       } else {
         rt_node *nd = &p->nodes[n];
         if (!p->ov)
-          for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r] * d->count;
+          for (uint32_t r = 0; r < DT_RES_MAX; r++)
+            nd->used[r] = dt__qty_add(nd->used[r], dt__qty_mul(s->req[r], d->count));
         for (uint32_t k = 0; k < s->nports && !rc; k++)
           if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
         if (!rc) rc = dt__topo_record(p, si, NULL, (uint32_t)n, node_zmask(nd), node_cmask(nd), (int32_t)d->count, -1);
@@ -885,7 +886,7 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
       int32_t cn = claims_ix_id(p, &claimed, d->name_id);
       if (cn >= 0) { /* what the loop below does for it, less the class nothing reads */
         rt_node *nd = &p->nodes[cn];
-        for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r];
+        for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] = dt__qty_add(nd->used[r], s->req[r]);
         p->bound_already++;
         continue;
       }
@@ -916,7 +917,7 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
         }
         if (cn >= 0) {
           rt_node *nd = &p->nodes[cn];
-          for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] += s->req[r];
+          for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] = dt__qty_add(nd->used[r], s->req[r]);
           for (uint32_t k = 0; k < s->nports && !rc; k++)
             if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
           if (!rc)

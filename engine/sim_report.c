@@ -20,7 +20,7 @@ summary summarize(run *r) {
   s.pods = r->arrivals;
   double *w = dt__malloc((r->waits.n ? r->waits.n : 1) * sizeof *w);
   if (w) {
-    memcpy(w, r->waits.v, r->waits.n * sizeof *w);
+    if (r->waits.n) memcpy(w, r->waits.v, r->waits.n * sizeof *w);
     s.wait_p50 = quantile(w, r->waits.n, 0.5);
     s.wait_p99 = quantile(w, r->waits.n, 0.99);
     dt__free(w);

@@ -301,6 +301,12 @@ static int trace_line(inputs *in, const char *file, size_t lineno, char *line, d
     if (!(f[i] >= 0 && f[i] < 1e12))
       return dt__err(err, DT_EINVAL, "%s:%zu: field %d: expected a number >= 0, got %g", file, lineno, i + 1, f[i]);
   if (f[2] <= 0 || f[3] <= 0) return dt__err(err, DT_EINVAL, "%s:%zu: cpu and memory must be > 0", file, lineno);
+  if (f[2] > 1e9 || f[3] > 1073741824.0) /* as a pod's requests: 1,000,000 cores, 1 PiB */
+    return dt__err(err, DT_EINVAL, "%s:%zu: %s is absurd (at most %s)", file, lineno,
+                   f[2] > 1e9 ? "cpu_millicores" : "memory_MiB", f[2] > 1e9 ? "1000000000" : "1073741824");
+  if (in->t_arrive.n >= DT_MAX_PODS)
+    return dt__err(err, DT_ELIMIT, "%s:%zu: more than %d pods (the limit on pods; --trace-limit takes the first N)",
+                   file, lineno, DT_MAX_PODS);
   if (in->t_arrive.n && (int64_t)(f[0] * 1000) < in->t_arrive.v[in->t_arrive.n - 1])
     return dt__err(err, DT_EINVAL, "%s:%zu: arrivals must be in time order", file, lineno);
   int64_t life = f[6] != 0 ? -1 : (int64_t)((f[4] + (f[5] > f[4] ? f[5] : f[4])) / 2 * 1000);
@@ -317,9 +323,174 @@ int read_trace(inputs *in, const char *path, size_t limit, dt_error *err) {
   int rc = 0;
   while (!rc && gzgets(g, line, sizeof line) && (!limit || in->t_arrive.n < limit))
     rc = trace_line(in, path, ++lineno, line, err);
+  int zerr = Z_OK;
+  const char *zmsg = gzerror(g, &zerr);
+  if (!rc && zerr != Z_OK && zerr != Z_STREAM_END) /* a gzip file cut short or damaged: its rows would be lost */
+    rc = dt__err(err, DT_EINVAL, "--trace %s: after line %zu: %s", path, lineno,
+                 zerr == Z_BUF_ERROR ? "the gzip stream ends early (a truncated file?)" : zmsg);
   gzclose(g);
   return rc;
 }
+/* ---------------------------------------------------- checking a scenario */
+
+/* An event's field is refused with the file, the event and the field. */
+#define EVBAD(...) dt__err(err, DT_EINVAL, __VA_ARGS__)
+
+/* A whole number in [lo, hi] at v (absent: ok, *out untouched). */
+static int ev_count(const char *path, int i, const char *field, const cJSON *v, int64_t lo, int64_t hi, int64_t *out,
+                    dt_error *err) {
+  if (!v) return 0;
+  if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < (double)lo ||
+      v->valuedouble > (double)hi)
+    return EVBAD("%s: events[%d].%s: expected a whole number from %lld to %lld", path, i, field, (long long)lo,
+                 (long long)hi);
+  if (out) *out = (int64_t)v->valuedouble;
+  return 0;
+}
+
+/* A string at v, or absent. */
+static int ev_str(const char *path, int i, const char *field, const cJSON *v, dt_error *err) {
+  if (v && (!cJSON_IsString(v) || !*v->valuestring))
+    return EVBAD("%s: events[%d].%s: expected a non-empty string", path, i, field);
+  return 0;
+}
+
+static int ev_ct(const char *path, int i, const char *field, const cJSON *v, dt_error *err) {
+  int rc = ev_str(path, i, field, v, err);
+  if (!rc && v && dt__ct_parse(v->valuestring) < 0)
+    return EVBAD("%s: events[%d].%s: expected on-demand, spot or reserved, got \"%.100s\"", path, i, field,
+                 v->valuestring);
+  return rc;
+}
+
+/* A duration (30s, 10m, 2h, or a bare number of seconds) >= 0, or absent. */
+static int ev_dur(const char *path, int i, const char *field, const cJSON *v, dt_error *err) {
+  if (!v) return 0;
+  if (dur_ms(v, -1) < 0) return EVBAD("%s: events[%d].%s: expected a duration such as 30s, 10m or 2h", path, i, field);
+  return 0;
+}
+
+/* A map at v with only the keys listed (NULL-terminated); absent: ok. */
+static int ev_map(const char *path, int i, const char *field, const cJSON *v, const char *const *keys, dt_error *err) {
+  if (!cJSON_IsObject(v)) return EVBAD("%s: events[%d].%s: expected a map", path, i, field);
+  const cJSON *f;
+  cJSON_ArrayForEach(f, v) {
+    bool ok = false;
+    for (const char *const *k = keys; *k && !ok; k++) ok = !strcmp(f->string, *k);
+    if (!ok) return EVBAD("%s: events[%d].%s.%s: unknown field", path, i, field, f->string);
+  }
+  return 0;
+}
+
+/* A quantity request (cpu, memory) as a Pod's container would take it, or
+** absent. */
+static int ev_qty(const char *path, int i, const char *field, const cJSON *v, dt_error *err) {
+  if (!v) return 0;
+  char tmp[64];
+  const char *q = cJSON_IsBool(v) ? NULL : dt__scalar(v, tmp, sizeof tmp);
+  int64_t x;
+  dt_error qe = {0};
+  if (!q || dt_quantity_parse(q, &x, &qe) || x < 0 || x > (((int64_t)1 << 50) * 1000))
+    return EVBAD("%s: events[%d].%s: expected a quantity such as 500m or 1Gi%s%s", path, i, field,
+                 qe.msg[0] ? ": " : "", qe.msg);
+  return 0;
+}
+
+/* An object to apply, read as `dovetail plan -f` reads it: the error names
+** the object and its field. */
+static int ev_object(const char *path, int i, const cJSON *o, dt_error *err) {
+  if (!cJSON_IsObject(o)) return EVBAD("%s: events[%d].apply: expected an object or a list of objects", path, i);
+  char where[600];
+  snprintf(where, sizeof where, "%s: events[%d].apply", path, i);
+  char *text = cJSON_PrintUnformatted(o);
+  dt_manifests *m = text ? dt_manifests_new() : NULL;
+  int rc = m ? dt_manifests_add_buffer(m, where, text, strlen(text), err) : dt__err(err, DT_ENOMEM, "out of memory");
+  cJSON_free(text);
+  dt_manifests_free(m);
+  return rc;
+}
+
+/* One event's fields, each checked as far as the simulator reads it; *pods
+** counts the pods its bursts add. */
+static int check_event(const char *path, int i, const cJSON *e, int64_t *pods, dt_error *err) {
+  const cJSON *v;
+  int rc = 0;
+  if ((v = jget(e, "apply"))) {
+    if (cJSON_IsArray(v)) {
+      const cJSON *o;
+      cJSON_ArrayForEach(o, v) if ((rc = ev_object(path, i, o, err))) return rc;
+    } else if ((rc = ev_object(path, i, v, err))) {
+      return rc;
+    }
+  }
+  if ((v = jget(e, "delete"))) {
+    char kind[64], ns[300], name[300], tail;
+    if (!cJSON_IsString(v) || sscanf(v->valuestring, "%63[^/]/%299[^/]/%299[^/]%c", kind, ns, name, &tail) != 3)
+      return EVBAD("%s: events[%d].delete: expected Kind/namespace/name (\"-\" for no namespace)", path, i);
+  }
+  if ((v = jget(e, "scale"))) {
+    static const char *const keys[] = {"kind", "namespace", "name", "replicas", NULL};
+    if ((rc = ev_map(path, i, "scale", v, keys, err)) || (rc = ev_str(path, i, "scale.kind", jget(v, "kind"), err)) ||
+        (rc = ev_str(path, i, "scale.namespace", jget(v, "namespace"), err)) ||
+        (rc = ev_str(path, i, "scale.name", jget(v, "name"), err)) ||
+        (rc = ev_count(path, i, "scale.replicas", jget(v, "replicas"), 0, DT_MAX_REPLICAS, NULL, err)))
+      return rc;
+    if (!jget(v, "kind") || !jget(v, "name") || !jget(v, "replicas"))
+      return EVBAD("%s: events[%d].scale: expected kind, name and replicas", path, i);
+  }
+  if ((v = jget(e, "unavailable"))) {
+    static const char *const keys[] = {"instanceType", "zone", "capacityType", "for", NULL};
+    if ((rc = ev_map(path, i, "unavailable", v, keys, err)) ||
+        (rc = ev_str(path, i, "unavailable.instanceType", jget(v, "instanceType"), err)) ||
+        (rc = ev_str(path, i, "unavailable.zone", jget(v, "zone"), err)) ||
+        (rc = ev_ct(path, i, "unavailable.capacityType", jget(v, "capacityType"), err)) ||
+        (rc = ev_dur(path, i, "unavailable.for", jget(v, "for"), err)))
+      return rc;
+  }
+  if ((v = jget(e, "interrupt"))) {
+    static const char *const keys[] = {"nodeClaim", "instanceType", "capacityType", "count", NULL};
+    if ((rc = ev_map(path, i, "interrupt", v, keys, err)) ||
+        (rc = ev_str(path, i, "interrupt.nodeClaim", jget(v, "nodeClaim"), err)) ||
+        (rc = ev_str(path, i, "interrupt.instanceType", jget(v, "instanceType"), err)) ||
+        (rc = ev_ct(path, i, "interrupt.capacityType", jget(v, "capacityType"), err)) ||
+        (rc = ev_count(path, i, "interrupt.count", jget(v, "count"), 1, DT_MAX_PODS, NULL, err)))
+      return rc;
+  }
+  if ((v = jget(e, "price"))) {
+    static const char *const keys[] = {"instanceType", "zone", "capacityType", "price", NULL};
+    if ((rc = ev_map(path, i, "price", v, keys, err)) ||
+        (rc = ev_str(path, i, "price.instanceType", jget(v, "instanceType"), err)) ||
+        (rc = ev_str(path, i, "price.zone", jget(v, "zone"), err)) ||
+        (rc = ev_ct(path, i, "price.capacityType", jget(v, "capacityType"), err)))
+      return rc;
+    const cJSON *pr = jget(v, "price");
+    if (!jget(v, "instanceType") || !cJSON_IsNumber(pr) || !(pr->valuedouble >= 0) || pr->valuedouble > DT_MAX_PRICE)
+      return EVBAD("%s: events[%d].price: expected instanceType and a price from 0 to %g $/hour", path, i,
+                   DT_MAX_PRICE);
+  }
+  if ((v = jget(e, "pods"))) {
+    static const char *const keys[] = {"name", "namespace", "count", "cpu", "memory", "lifetime", NULL};
+    int64_t n = 1;
+    if ((rc = ev_map(path, i, "pods", v, keys, err)) || (rc = ev_str(path, i, "pods.name", jget(v, "name"), err)) ||
+        (rc = ev_str(path, i, "pods.namespace", jget(v, "namespace"), err)) ||
+        (rc = ev_count(path, i, "pods.count", jget(v, "count"), 1, DT_MAX_PODS, &n, err)) ||
+        (rc = ev_qty(path, i, "pods.cpu", jget(v, "cpu"), err)) ||
+        (rc = ev_qty(path, i, "pods.memory", jget(v, "memory"), err)) ||
+        (rc = ev_dur(path, i, "pods.lifetime", jget(v, "lifetime"), err)))
+      return rc;
+    if ((*pods += n) > DT_MAX_PODS)
+      return EVBAD("%s: events[%d].pods: more than %d pods in the scenario's bursts (the limit on pods)", path, i,
+                   DT_MAX_PODS);
+  }
+  if ((v = jget(e, "failStartup"))) {
+    static const char *const keys[] = {"count", NULL};
+    if ((rc = ev_map(path, i, "failStartup", v, keys, err)) ||
+        (rc = ev_count(path, i, "failStartup.count", jget(v, "count"), 1, DT_MAX_PODS, NULL, err)))
+      return rc;
+  }
+  return 0;
+}
+
 int read_scenario(inputs *in, const char *path, dt_error *err) {
   char *buf;
   size_t len;
@@ -340,7 +511,7 @@ int read_scenario(inputs *in, const char *path, dt_error *err) {
                                       "interrupt", "price", "pods",   "failStartup"};
   int i = 0;
   const cJSON *e;
-  int64_t prev = 0;
+  int64_t prev = 0, burst_pods = 0;
   cJSON_ArrayForEach(e, events) {
     if (!cJSON_IsObject(e)) {
       cJSON_Delete(events);
@@ -369,6 +540,10 @@ int read_scenario(inputs *in, const char *path, dt_error *err) {
       return dt__err(err, DT_EINVAL, "%s: events[%d].at: events must be in time order", path, i);
     }
     prev = at;
+    if ((rc = check_event(path, i, e, &burst_pods, err))) {
+      cJSON_Delete(events);
+      return rc;
+    }
     if (dt__vec_push(&in->scen_at, at)) {
       cJSON_Delete(events);
       return dt__err(err, DT_ENOMEM, "out of memory");

@@ -20,6 +20,71 @@ describe("reading hostile manifests", function()
     assert.equal(1, #ok.nodeClaims)
   end)
 
+  it("expands YAML merge keys (<<) as kubectl does: the mapping's own keys win, then the first merged", function()
+    local pod = [[
+apiVersion: v1
+kind: Pod
+metadata: {name: m, namespace: d}
+spec:
+  containers:
+  - &base {name: app, resources: {requests: {cpu: "2", memory: 4Gi}}}
+  - <<: *base
+    name: sidecar
+  - <<: [{name: x, resources: {requests: {cpu: "1"}}}, *base]
+  - "<<": {resources: {requests: {cpu: "8"}}}
+    name: quoted
+]]
+    local p = h.plan(h.docs(h.nodepool("default"), pod), { catalog_text = h.small_catalog })
+    assert.equal(1, #p.nodeClaims)
+    -- 2 + 2 (merged) + 1 (the first list entry's resources) cores; a quoted "<<" is an ordinary key
+    assert.equal("5", p.nodeClaims[1].requests.cpu)
+    assert.equal("8Gi", p.nodeClaims[1].requests.memory)
+    assert.matches("manifests:3:3: a merge key (<<) takes a mapping or a list of mappings",
+      plan_err("a: {k: 1}\nb:\n  <<: 5\n"), 1, true)
+    assert.matches('duplicate key "<<"', plan_err("a: &x {k: 1}\nb:\n  <<: *x\n  <<: *x\n"), 1, true)
+    -- merges copy what they take: a merge bomb is an alias bomb
+    local lines = { "a0: &a0 [" .. ("x, "):rep(9) .. "x]" }
+    for i = 1, 9 do
+      local keys = {}
+      for j = 1, 10 do keys[#keys + 1] = ("k%d: *a%d"):format(j, i - 1) end
+      lines[#lines + 1] = ("a%d: &a%d {<<: {%s}}"):format(i, i, table.concat(keys, ", "))
+    end
+    assert.matches("the limit on alias expansion", plan_err(table.concat(lines, "\n") .. "\n"), 1, true)
+  end)
+
+  it("never overflows a sum of requests: a pod's is refused, a node's bound pods fill it", function()
+    local big = { apiVersion = "v1", kind = "Pod", metadata = { name = "p", namespace = "d" },
+      spec = { containers = {} } }
+    for i = 1, 9 do -- 9 PiB in milli-bytes is past 2^63
+      big.spec.containers[i] = { name = "c" .. i, resources = { requests = { memory = "1Pi" } } }
+    end
+    assert.matches("Pod d/p: spec (total requests).memory: larger than 1Pi is absurd",
+      plan_err(h.json(big)), 1, true)
+    for i = 1, 9 do big.spec.containers[i].resources.requests = { ["example.com/dev"] = "1000000000000000" } end
+    assert.matches("Pod d/p: spec (total requests).example.com/dev: 9000000000000000 is absurd",
+      plan_err(h.json(big)), 1, true)
+    -- 16 pods of 1Pi bound to an 8Gi node: it is full, not 2^64 bytes wrapped round to room
+    local docs = { h.nodepool("default"), [[
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  creationTimestamp: "2026-11-01T00:00:00Z"
+  labels: {karpenter.sh/nodepool: default, node.kubernetes.io/instance-type: s2,
+    topology.kubernetes.io/zone: us-east-1a, karpenter.sh/capacity-type: on-demand, kubernetes.io/hostname: n1}
+status:
+  allocatable: {cpu: "2", memory: 8Gi, pods: "110"}
+  conditions: [{type: Ready, status: "True"}]
+]] }
+    for i = 1, 16 do
+      docs[#docs + 1] = h.pod("b" .. i, { cpu = "0", memory = "1Pi", extra = "  nodeName: n1" })
+    end
+    docs[#docs + 1] = h.pod("pending", { cpu = "100m", memory = "1Gi" })
+    local p = h.plan(h.docs(table.unpack(docs)), { catalog_text = h.small_catalog })
+    assert.equal(0, #p.bindings, "nothing fits on the full node")
+    assert.equal(1, #p.nodeClaims)
+  end)
+
   it("refuses JSON that is not UTF-8, with file, line and column", function()
     local err = plan_err('{"apiVersion":"v1","kind":"Pod",\n"metadata":{"name":"p\255"}}')
     assert.equal("manifests:2:22: invalid UTF-8", err)

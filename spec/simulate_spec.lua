@@ -296,6 +296,63 @@ arrival_s,batch,cpu_millicores,memory_MiB,duration_s,duration_hi_s,censored
       assert.truthy(err:find("events[0].at: expected a duration", 1, true), err)
     end)
 
+    it("checks every event's fields at the start, as plan reads objects: a bad one never stalls the run", function()
+      for _, c in ipairs {
+        { "apply: {kind: Pod, apiVersion: v1, metadata: {name: bad, namespace: b}, spec: {containers: [{name: c, "
+          .. "resources: {requests: {cpu: \"-1\"}}}]}}",
+          "events[0].apply: Pod b/bad: spec.containers[0].resources.requests.cpu: must not be negative" },
+        { "apply: {apiVersion: karpenter.sh/v1, kind: NodePool, metadata: {name: x}, spec: {weight: lots}}",
+          "events[0].apply: NodePool x: spec.weight" },
+        { "price: {instanceType: m5.xlarge, price: -5}", "events[0].price: expected instanceType and a price" },
+        { "pods: {count: -1}", "events[0].pods.count: expected a whole number from 1 to 2000000" },
+        { "pods: {count: x}", "events[0].pods.count: expected a whole number" },
+        { "pods: {count: 1000000000, cpu: 1m}", "events[0].pods.count: expected a whole number from 1 to 2000000" },
+        { "pods: {cpu: NaN}", "events[0].pods.cpu: expected a quantity" },
+        { "pods: {lifetime: -1h}", "events[0].pods.lifetime: expected a duration" },
+        { "pods: {cuont: 3}", "events[0].pods.cuont: unknown field" },
+        { "delete: Pod", "events[0].delete: expected Kind/namespace/name" },
+        { "delete: Pod/a/b/c/d", "events[0].delete: expected Kind/namespace/name" },
+        { "unavailable: {capacityType: bogus}", "events[0].unavailable.capacityType: expected on-demand, spot or" },
+        { "unavailable: {for: -1h}", "events[0].unavailable.for: expected a duration" },
+        { "failStartup: {count: -1}", "events[0].failStartup.count: expected a whole number" },
+        { "interrupt: {count: -5}", "events[0].interrupt.count: expected a whole number" },
+        { "scale: {kind: Deployment, name: web, replicas: -2}", "events[0].scale.replicas: expected a whole number" },
+      } do
+        local scen = h.write("events:\n  - at: 1m\n    " .. c[1] .. "\n")
+        local _, _, err, code = simulate("-f " .. od .. " --duration 1h --scenario " .. scen)
+        assert.are.equal(1, code, c[1])
+        assert.truthy(err:find(scen .. ": " .. c[2], 1, true), c[1] .. " -> " .. err)
+      end
+    end)
+
+    it("refuses a trace cut short or with a row past the limits on a pod", function()
+      local rows = {}
+      for i = 1, 4000 do rows[i] = ("%d,0,1000,1024,60,60,0"):format(i) end
+      local plain = h.write(table.concat(rows, "\n") .. "\n")
+      local gz = plain .. ".gz"
+      assert(os.execute("gzip -c " .. plain .. " > " .. gz))
+      local f = assert(io.open(gz, "rb"))
+      local bytes = f:read("a")
+      f:close()
+      local cut = h.write(bytes:sub(1, 30))
+      local _, _, err, code = simulate("-f " .. od .. " --duration 1h --trace " .. cut)
+      assert.are.equal(1, code, err)
+      assert.truthy(err:find("the gzip stream ends early", 1, true), err)
+      local _, _, err2, code2 = simulate("-f " .. od .. " --duration 1h --trace " .. gz)
+      assert.are.equal(0, code2, err2)
+      local big = h.write("0,0,500,999999999999,600,1200,0\n") -- 2^63 milli-bytes and more
+      _, _, err, code = simulate("-f " .. od .. " --duration 1h --trace " .. big)
+      assert.are.equal(1, code)
+      assert.truthy(err:find(big .. ":1: memory_MiB is absurd", 1, true), err)
+      os.remove(gz)
+    end)
+
+    it("summarizes a run in which no pod ever waited", function()
+      local doc, _, err, code = simulate("-f " .. od .. " --duration 10m")
+      assert.are.equal(0, code, err)
+      assert.are.equal(0, doc.runs[1].summary.pods)
+    end)
+
     it("refuses a missing cluster, a bad duration or packing with the usage", function()
       local _, err, code = h.cli("simulate --duration 1h")
       assert.are.equal(2, code)
