@@ -360,8 +360,9 @@ static int call_price(dt_policy *p, double *out) {
         out[i] = NAN;
       } else if (t == LUA_TNUMBER) {
         double v = lua_tonumber(L, -1);
-        if (!isfinite(v) || v < 0)
-          rc = bad_result(p, DT_HOOK_PRICE, "price %zu is %g; prices must be finite and >= 0", i + 1, v);
+        if (!isfinite(v) || v < 0 || v > DT_MAX_PRICE) /* as a catalog's: above it, costs print as inf */
+          rc = bad_result(p, DT_HOOK_PRICE, "price %zu is %g; prices must be from 0 to %g $/hour", i + 1, v,
+                          DT_MAX_PRICE);
         out[i] = v;
       } else {
         rc = bad_result(p, DT_HOOK_PRICE, "price %zu is a %s; expected a number or nil", i + 1, lua_typename(L, t));

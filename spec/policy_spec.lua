@@ -138,7 +138,18 @@ describe("a failing hook", function()
   return out end }]]
     local p = plan_with(text)
     assert.are.equal(0.04, p.nodeClaims[1].price)
-    assert.matches("prices must be finite and >= 0", p.policyErrors[1].message, 1, true)
+    assert.matches("prices must be from 0 to 1e+06 $/hour", p.policyErrors[1].message, 1, true)
+  end)
+
+  it("falls back when price returns a price past the catalog's limit: no cost prints as inf", function()
+    for _, huge in ipairs { "1.7e308", "1e300", "1e7" } do
+      local p = plan_with(([[return { price = function(o)
+  local out = {} for i, x in ipairs(o) do out[i] = x.price end
+  if #o > 10 then for i = 1, #o do out[i] = %s end end
+  return out end }]]):format(huge))
+      assert.are.equal(0.04, p.nodeClaims[1].price, huge)
+      assert.matches("prices must be from 0 to 1e+06 $/hour", p.policyErrors[1].message, 1, true)
+    end
   end)
 
   it("stops an infinite loop with its budget, even inside pcall", function()
