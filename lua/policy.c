@@ -456,15 +456,19 @@ static int state_open(dt_policy *p, const char *text, size_t len, state *s, dt_e
   int rc = 0;
   lua_pushcfunction(L, pl_traceback);
   int status = luaL_loadbufferx(L, text, len, p->chunk, "t");
-  if (status != LUA_OK) {
-    rc = dt__err(err, DT_EINVAL, "%s", lua_tostring(L, -1));
-    goto fail;
+  if (status == LUA_OK) {
+    pl_budget_start(p, L);
+    status = lua_pcall(L, 0, 1, -2);
+    pl_budget_stop(L);
   }
-  pl_budget_start(p, L);
-  status = lua_pcall(L, 0, 1, -2);
-  pl_budget_stop(L);
-  if (status != LUA_OK) {
-    rc = dt__err(err, DT_EINVAL, "%s", lua_tostring(L, -1));
+  if (status != LUA_OK) { /* a syntax or runtime error names its place; "not enough memory" and the like do not */
+    const char *msg = lua_tostring(L, -1), *name = p->path ? p->path : p->chunk;
+    if (!msg) msg = "error";
+    bool placed = !strncmp(msg, name, strlen(name)) || (p->chunk && !strncmp(msg, p->chunk, strlen(p->chunk)));
+    rc = placed                 ? dt__err(err, DT_EINVAL, "%s", msg)
+         : status == LUA_ERRMEM ? dt__err(err, DT_EINVAL, "%s: loading the policy: %s (its limit is %zu bytes)", name,
+                                          msg, p->lim.memory_bytes)
+                                : dt__err(err, DT_EINVAL, "%s: loading the policy: %s", name, msg);
     goto fail;
   }
   if (!lua_istable(L, -1)) {

@@ -152,6 +152,18 @@ describe("a failing hook", function()
     end
   end)
 
+  it("names the policy file when loading it runs out of memory or of C stack", function()
+    for _, c in ipairs {
+      { 'local s = string.rep("x", 1 << 30)\nreturn {}\n', "loading the policy: not enough memory (its limit is" },
+      { "return " .. ("("):rep(100000) .. "1" .. (")"):rep(100000) .. "\n", "loading the policy: " },
+    } do
+      local p, err = plan_with(c[1])
+      assert.is_nil(p)
+      assert.matches("^/[^:]+: loading the policy", err)
+      assert.matches(c[2], err, 1, true)
+    end
+  end)
+
   it("stops an infinite loop with its budget, even inside pcall", function()
     local p = plan_with(misbehaving_rank("while true do end"))
     assert.matches("budget exceeded", p.policyErrors[1].message, 1, true)
