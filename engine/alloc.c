@@ -459,8 +459,11 @@ int64_t dt__days_from_civil(int64_t y, int m, int d) {
 
 int dt_time_parse(const char *s, int64_t *out, dt_error *err) {
   int y, mo, d, h, mi, se, n = 0;
-  if (!s || sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || mo < 1 || mo > 12 ||
-      d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+  static const int mdays[12] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  if (!s || sscanf(s, "%4d-%2d-%2d%*1[Tt ]%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &se, &n) != 6 || y < 0 || mo < 1 ||
+      mo > 12 || d < 1 || d > mdays[mo - 1] ||
+      (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0))) || h < 0 || h > 23 || mi < 0 || mi > 59 ||
+      se < 0 || se > 60)
     return dt__err(err, DT_EINVAL, "invalid time \"%s\": expected RFC 3339, e.g. 2026-11-22T10:00:00Z", s ? s : "");
   const char *p = s + n;
   if (*p == '.') {
@@ -472,7 +475,9 @@ int dt_time_parse(const char *s, int64_t *out, dt_error *err) {
     p++;
   } else if (*p == '+' || *p == '-') {
     int oh, om;
-    if (sscanf(p + 1, "%2d:%2d", &oh, &om) != 2)
+    if (!(p[1] >= '0' && p[1] <= '9' && p[2] >= '0' && p[2] <= '9' && p[3] == ':' && p[4] >= '0' && p[4] <= '9' &&
+          p[5] >= '0' && p[5] <= '9') ||
+        sscanf(p + 1, "%2d:%2d", &oh, &om) != 2 || oh > 23 || om > 59)
       return dt__err(err, DT_EINVAL, "invalid time \"%s\": bad zone offset", s);
     off = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
     p += 6;

@@ -12,6 +12,7 @@
 #include "dovetail.h"
 
 #include <stdbool.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,8 +196,9 @@ static int plan_option(planargs *pa, const char *a, const char *v) {
     }
   } else if (!strcmp(a, "--seed")) {
     char *end;
+    errno = 0;
     pa->opts.seed = strtoull(v, &end, 10);
-    if (*end || !*v) {
+    if (*end || !*v || *v < '0' || *v > '9' || errno == ERANGE) { /* strtoull takes "-1" and saturates */
       fprintf(stderr, "dovetail: --seed: expected a non-negative integer, got \"%s\"\n", v);
       return 2;
     }

@@ -8,6 +8,26 @@ local function err_of(manifests)
 end
 
 describe("bad manifests", function()
+  it("refuses a --now that is no real time and a --seed that is no non-negative integer", function()
+    local f = h.fixtures .. "../../examples/quickstart.yaml"
+    for _, now in ipairs { "2026-02-30T00:00:00Z", "2025-02-29T00:00:00Z", "2026-11-23T24:00:00Z",
+      "2026-11-23T12:00:00+99:99", "2026-11-23T12:00:00+5:30" } do
+      local _, err, code = h.cli("plan -o json --now " .. now .. " " .. f)
+      assert.are.equal(2, code, now)
+      assert.matches('invalid time "' .. now:gsub("%p", "%%%0") .. '"', err)
+    end
+    local _, _, code = h.cli("plan -o json --now 2024-02-29T12:00:00+05:30 " .. f)
+    assert.are.equal(0, code, "a leap day, and an offset")
+    for _, seed in ipairs { "-1", "99999999999999999999999", "' 7'" } do
+      local _, err, c = h.cli("plan -o json --seed " .. seed .. " " .. f)
+      assert.are.equal(2, c, seed)
+      assert.matches("--seed: expected a non-negative integer", err, 1, true)
+      _, err, c = h.cli("simulate --duration 1h --seed " .. seed .. " -f " .. f)
+      assert.are.equal(2, c, seed)
+      assert.matches("--seed: expected a non-negative integer", err, 1, true)
+    end
+  end)
+
   it("reports malformed YAML with line and column", function()
     local err = err_of("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [oops\n")
     assert.matches("^manifests:%d+:%d+: malformed YAML", err)
