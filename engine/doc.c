@@ -133,6 +133,10 @@ static size_t json_prescan(const char *buf, size_t len, const char **why) {
       }
       i += k - 1;
     } else if (in_str) {
+      if (c == '\\' && i + 5 < len && !memcmp(buf + i + 1, "u0000", 5)) { /* C strings would end there */
+        *why = "a string holds \\u0000 (NUL), which no field takes";
+        return i;
+      }
       if (c == '\\')
         i++;
       else if (c == '"')
@@ -559,6 +563,10 @@ static int parse_yaml(const char *name, const char *buf, size_t len, cJSON **out
       break;
     case YAML_SCALAR_EVENT: {
       bool plain = ev.data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+      if (memchr(ev.data.scalar.value, 0, ev.data.scalar.length)) { /* "\0" or "\x00": C strings would end there */
+        rc = yerr(&st, mark, DT_EINVAL, "a string holds a NUL (\\0), which no field takes");
+        break;
+      }
       cJSON *node = make_scalar((const char *)ev.data.scalar.value, ev.data.scalar.length, plain);
       if (st.stack.n == 0) {
         /* A document that is a lone scalar (or empty): keep it, the

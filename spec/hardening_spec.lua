@@ -85,6 +85,15 @@ status:
     assert.equal(1, #p.nodeClaims)
   end)
 
+  it("refuses a NUL inside a string, in JSON and in YAML, where C strings would cut the name", function()
+    assert.equal('manifests:1:54: a string holds \\u0000 (NUL), which no field takes',
+      plan_err('{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p\\u0000x"}}'))
+    assert.equal("manifests:3:18: a string holds a NUL (\\0), which no field takes",
+      plan_err('apiVersion: v1\nkind: Pod\nmetadata: {name: "p\\0x"}\n'))
+    -- an escaped backslash before u0000 is text
+    assert.matches("Pod default/p\\u0000x: spec", plan_err('{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p\\\\u0000x"}}'), 1, true)
+  end)
+
   it("refuses JSON that is not UTF-8, with file, line and column", function()
     local err = plan_err('{"apiVersion":"v1","kind":"Pod",\n"metadata":{"name":"p\255"}}')
     assert.equal("manifests:2:22: invalid UTF-8", err)
