@@ -515,6 +515,9 @@ describe("VM pool bad input", function()
     { "threshold 0", { autohealing = { startUpFailureThreshold = 0 } }, "startUpFailureThreshold" },
     { "bad duration", { autohealing = { minFailingToStartDuration = "soon" } }, "minFailingToStartDuration" },
     { "bad burst", { annotations = { ["dovetail.dev/burst-replicas"] = "0" } }, "burst-replicas" },
+    { "a burst of a million (7 GB a round)", { replicas = 1000000,
+      annotations = { ["dovetail.dev/burst-replicas"] = "1000000" } },
+      "burst-replicas: expected an integer from 1 to 10000" },
     { "bad factor", { annotations = { ["dovetail.dev/heal-backoff-factor"] = "fast" } }, "heal-backoff-factor" },
   }
   for _, c in ipairs(cases) do
