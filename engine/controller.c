@@ -216,6 +216,8 @@ typedef struct round_work {
   size_t json_len;
   double ms;
   char *pool_errors;
+  dt_buf refused; /* objects the reader refused, left out of this round: "KEY: why" */
+  size_t nrefused;
   char **managed; /* a disruption pass: the claims this daemon launched and their Nodes, sorted */
   size_t nmanaged;
 } round_work;
@@ -240,6 +242,7 @@ static void round_free(round_work *w) {
   dt_disrupt_free(w->dis);
   dt_free(w->json_text);
   dt__free(w->pool_errors);
+  dt__free(w->refused.p);
   for (size_t i = 0; i < w->nmanaged; i++) dt__free(w->managed[i]);
   dt__free(w->managed);
   dt__free(w);
@@ -305,6 +308,17 @@ static void round_run(uv_work_t *req) {
                          : dt__manifests_add_cached(w->m, D.podcache, w->key[i], w->gen[i], w->kept[i], w->json[i],
                                                     w->json[i] ? strlen(w->json[i]) : 0,
                                                     w->has_spans[i] ? &w->spans[4 * i] : NULL, &w->err);
+    /* A Pod or NodePool the reader refuses (one an earlier version stored, which this one reads
+    ** more strictly) is left out of a provisioning round and said, not made to fail every round
+    ** and plan nothing: Karpenter leaves a NodePool that fails validation out of scheduling.
+    ** The set rolls back what it read of it. Anything else refused (a NodeClaim left out would
+    ** be launched again), and anything in a disruption pass (a node would look emptier than
+    ** it is), still stops it. */
+    if (w->rc == DT_EINVAL && !w->disrupt && (!strncmp(w->key[i], "Pod/", 4) || !strncmp(w->key[i], "NodePool/", 9))) {
+      if (w->nrefused++ < 4) dt__buf_printf(&w->refused, "%s%s", w->refused.len ? "; " : "", w->err.msg);
+      w->rc = 0;
+      w->err.msg[0] = 0;
+    }
   }
   if (w->rc) return;
   dt__podcache_sweep(D.podcache); /* the last round's manifests are freed: only this one's pods stay */
@@ -436,6 +450,16 @@ static void round_done(uv_work_t *req, int status) {
     dt_policy_log_clear(D.policy);
   }
   snprintf(D.pool_errors, sizeof D.pool_errors, "%s", w->pool_errors ? w->pool_errors : "");
+  if (!w->disrupt && w->nrefused) { /* said when it changes: every round would repeat it */
+    char line[sizeof D.refused];
+    snprintf(line, sizeof line,
+             "%zu objects left out of the round, refused by the reader (replace or delete them): %s%s", w->nrefused,
+             w->refused.p ? w->refused.p : "", w->nrefused > 4 ? "; ..." : "");
+    if (strcmp(line + strcspn(line, ","), D.refused + strcspn(D.refused, ","))) logf_("error", "store", "%s", line);
+    memcpy(D.refused, line, sizeof line);
+  } else if (!w->disrupt) {
+    D.refused[0] = 0;
+  }
   if (w->disrupt) {
     bool changed = false;
     dt_command_info c;

@@ -167,6 +167,7 @@ typedef struct dtd {
   volatile int cancel;                          /* set on the loop: the round on the pool stops early */
   DT_VEC(cJSON *) queued;                       /* events that need the policy, queued during a round */
   char pool_errors[1200];                       /* the last round's NodePool policy errors */
+  char refused[1200];                           /* the last round's objects the reader refused */
   dt_catalog *next_cat;                         /* a refreshed catalog waiting for the round to end */
   uint64_t round, seq, groups;
   char reload_result[600];
