@@ -363,6 +363,20 @@ static int ev_ct(const char *path, int i, const char *field, const cJSON *v, dt_
   return rc;
 }
 
+/* What an event names of the cloud (each optional, ev_map has refused the
+** keys it does not take): strings, and a capacity type that is one. */
+static int ev_offering(const char *path, int i, const char *what, const cJSON *v, dt_error *err) {
+  static const char *const strs[] = {"nodeClaim", "instanceType", "zone"};
+  char f[64];
+  int rc;
+  for (size_t k = 0; k < sizeof strs / sizeof *strs; k++) {
+    snprintf(f, sizeof f, "%s.%s", what, strs[k]);
+    if ((rc = ev_str(path, i, f, jget(v, strs[k]), err))) return rc;
+  }
+  snprintf(f, sizeof f, "%s.capacityType", what);
+  return ev_ct(path, i, f, jget(v, "capacityType"), err);
+}
+
 /* A duration (30s, 10m, 2h, or a bare number of seconds) >= 0, or absent. */
 static int ev_dur(const char *path, int i, const char *field, const cJSON *v, dt_error *err) {
   if (!v) return 0;
@@ -440,29 +454,19 @@ static int check_event(const char *path, int i, const cJSON *e, int64_t *pods, d
   }
   if ((v = jget(e, "unavailable"))) {
     static const char *const keys[] = {"instanceType", "zone", "capacityType", "for", NULL};
-    if ((rc = ev_map(path, i, "unavailable", v, keys, err)) ||
-        (rc = ev_str(path, i, "unavailable.instanceType", jget(v, "instanceType"), err)) ||
-        (rc = ev_str(path, i, "unavailable.zone", jget(v, "zone"), err)) ||
-        (rc = ev_ct(path, i, "unavailable.capacityType", jget(v, "capacityType"), err)) ||
+    if ((rc = ev_map(path, i, "unavailable", v, keys, err)) || (rc = ev_offering(path, i, "unavailable", v, err)) ||
         (rc = ev_dur(path, i, "unavailable.for", jget(v, "for"), err)))
       return rc;
   }
   if ((v = jget(e, "interrupt"))) {
     static const char *const keys[] = {"nodeClaim", "instanceType", "capacityType", "count", NULL};
-    if ((rc = ev_map(path, i, "interrupt", v, keys, err)) ||
-        (rc = ev_str(path, i, "interrupt.nodeClaim", jget(v, "nodeClaim"), err)) ||
-        (rc = ev_str(path, i, "interrupt.instanceType", jget(v, "instanceType"), err)) ||
-        (rc = ev_ct(path, i, "interrupt.capacityType", jget(v, "capacityType"), err)) ||
+    if ((rc = ev_map(path, i, "interrupt", v, keys, err)) || (rc = ev_offering(path, i, "interrupt", v, err)) ||
         (rc = ev_count(path, i, "interrupt.count", jget(v, "count"), 1, DT_MAX_PODS, NULL, err)))
       return rc;
   }
   if ((v = jget(e, "price"))) {
     static const char *const keys[] = {"instanceType", "zone", "capacityType", "price", NULL};
-    if ((rc = ev_map(path, i, "price", v, keys, err)) ||
-        (rc = ev_str(path, i, "price.instanceType", jget(v, "instanceType"), err)) ||
-        (rc = ev_str(path, i, "price.zone", jget(v, "zone"), err)) ||
-        (rc = ev_ct(path, i, "price.capacityType", jget(v, "capacityType"), err)))
-      return rc;
+    if ((rc = ev_map(path, i, "price", v, keys, err)) || (rc = ev_offering(path, i, "price", v, err))) return rc;
     const cJSON *pr = jget(v, "price");
     if (!jget(v, "instanceType") || !cJSON_IsNumber(pr) || !(pr->valuedouble >= 0) || pr->valuedouble > DT_MAX_PRICE)
       return EVBAD("%s: events[%d].price: expected instanceType and a price from 0 to %g $/hour", path, i,

@@ -1247,24 +1247,30 @@ return {
       c.stop()
     end)
 
-    it("sends nothing while a Retry-After the cloud gave lasts, and does not count throttling as failures", function()
+    -- On one connection (what it sends after a 429 comes after it read the 429), a daemon
+    -- launches `pods` alone pods while the cloud answers `n` requests 429 as `throttle` says:
+    -- every pod launched, nothing sent before the cloud's time, and no circuit opened (n
+    -- throttled launches in a row would open it if they counted as failures).
+    local function waits_out(throttle, pods, n)
       local c = cloud()
-      -- one connection: what the daemon sends after a 429 comes after it read the 429
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port
         .. " --poll 1h --cloud-connections 1 --retries 6")
       ready(d)
-      http({ port = c.port }, "POST", "/admin/throttle", "6 1") -- the next six requests: 429, Retry-After: 1
-      http(d, "PUT", "/v1/objects", one_node_each(8))
+      http({ port = c.port }, "POST", "/admin/throttle", throttle)
+      http(d, "PUT", "/v1/objects", one_node_each(pods))
       all_launched(c, d)
       local st, raw = cloud_stats(c)
-      assert.equal(6, st.throttled, raw)
-      assert.equal(0, st.early, raw) -- nothing came before the cloud said to come back
+      assert.equal(n, st.throttled, raw)
+      assert.equal(0, st.early, raw)
       local log = slurp(d.log)
-      assert.equal(6, select(2, log:gsub("HTTP 429 %(Retry%-After%); retry %d+ in", "")), log)
-      -- six throttled launches in a row would have opened the circuit if they counted as failures
+      assert.equal(n, select(2, log:gsub("HTTP 429 %(Retry%-After%); retry %d+ in", "")), log)
       assert.is_nil(log:find("circuit", 1, true), log)
       d.stop()
       c.stop()
+    end
+
+    it("sends nothing while a Retry-After the cloud gave lasts, and does not count throttling as failures", function()
+      waits_out("6 1", 8, 6) -- the next six requests: 429, Retry-After: 1
     end)
 
     it("holds only the throttled method: a launch asked to wait 5 min leaves the listings going", function()
@@ -1283,21 +1289,7 @@ return {
     end)
 
     it("waits out a Retry-After given as an HTTP date as one given in seconds", function()
-      local c = cloud()
-      local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port
-        .. " --poll 1h --cloud-connections 1 --retries 6")
-      ready(d)
-      http({ port = c.port }, "POST", "/admin/throttle", "3 2 date") -- Retry-After: <now + 2 s, as a date>
-      http(d, "PUT", "/v1/objects", one_node_each(4))
-      all_launched(c, d)
-      local st, raw = cloud_stats(c)
-      assert.equal(3, st.throttled, raw)
-      assert.equal(0, st.early, raw)
-      local log = slurp(d.log)
-      assert.equal(3, select(2, log:gsub("HTTP 429 %(Retry%-After%); retry %d+ in", "")), log)
-      assert.is_nil(log:find("circuit", 1, true), log)
-      d.stop()
-      c.stop()
+      waits_out("3 2 date", 4, 3) -- Retry-After: <now + 2 s, as a date>
     end)
 
     it("counts a Retry-After under a second as a failure: 'come back at once' forever opens the circuit", function()
