@@ -333,18 +333,11 @@ static void round_run(uv_work_t *req) {
   ** it when D.cat changes) */
   if (!D.cc && dt__catalog_compile(D.cat, &D.cc, NULL)) D.cc = NULL;
   if (w->disrupt) {
-    dt_disrupt_opts o = {w->o.now,
-                         w->o.seed,
-                         w->o.policy,
-                         0,
-                         NULL,
-                         w->o.pool_policies,
-                         w->o.pool_policy_names,
-                         w->o.npool_policies,
-                         w->o.cancel,
-                         (const char *const *)w->managed,
-                         w->nmanaged,
-                         w->skip_consolidation};
+    dt_disrupt_opts o = {w->o.now, w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names,
+                         w->o.npool_policies, w->o.cancel, (const char *const *)w->managed, w->nmanaged,
+                         w->skip_consolidation,
+                         /* the last round's placements on Nodes: no round runs beside a pass */
+                         (const char *const *)D.assumed_pods, (const char *const *)D.assumed_nodes, D.nassumed};
     if ((w->rc = D.cc ? dt__disrupt_run_compiled(D.cat, D.cc, w->m, &o, &w->dis, &w->err)
                       : dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err)))
       return;
@@ -889,6 +882,7 @@ void handle_event(cJSON *e, char *action, size_t n) {
 
 /* Everything the daemon holds, released (at a stop, or a start that fails). */
 void ctl_free(void) {
+  assumed_free();
   for (size_t i = 0; i < D.to_launch.n; i++) lc_done(D.to_launch.v[i]);
   dt__free(D.to_launch.v);
   for (size_t i = 0; i < D.objs.n; i++) {

@@ -86,6 +86,7 @@ void claim_put(const char *claim, cJSON *o);
 void claim_running(const char *claim);
 void launch_group(uint64_t group);
 void nominate(const dt_plan *p);
+void assumed_free(void);
 void pod_event(cJSON *o);
 void put_in(cJSON *o, const char *field, const char *key, const char *v);
 void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct,

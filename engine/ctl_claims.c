@@ -115,18 +115,44 @@ static int binding_cmp(const void *a, const void *b) {
 
 static void nominate_to(const char *claim, const binding *bs, size_t n);
 
+/* The placements on Nodes the disruption passes hold, replaced. */
+void assumed_free(void) {
+  for (size_t i = 0; i < D.nassumed; i++) {
+    dt__free(D.assumed_pods[i]);
+    dt__free(D.assumed_nodes[i]);
+  }
+  dt__free(D.assumed_pods);
+  dt__free(D.assumed_nodes);
+  D.assumed_pods = D.assumed_nodes = NULL;
+  D.nassumed = 0;
+}
+
 void nominate(const dt_plan *p) {
   size_t n = dt_plan_binding_count(p);
   binding *bs = dt__calloc(n ? n : 1, sizeof *bs);
-  if (!bs) return;
+  assumed_free();
+  D.assumed_pods = dt__calloc(n ? n : 1, sizeof *D.assumed_pods);
+  D.assumed_nodes = dt__calloc(n ? n : 1, sizeof *D.assumed_nodes);
+  if (!bs || !D.assumed_pods || !D.assumed_nodes) {
+    dt__free(bs);
+    assumed_free();
+    return;
+  }
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
     char pod[600];
     const char *node;
     if (dt_plan_binding(p, i, pod, sizeof pod, &node)) continue;
     char key[KEY_MAX + 16];
-    if (!claim_obj(node, key, sizeof key)) { /* a Node: the kube-scheduler binds */
+    if (!claim_obj(node, key, sizeof key)) { /* a Node: the kube-scheduler binds; until then, held there */
       if (D.obs && D.obs->bound) D.obs->bound(D.obs->ud, node, pod);
+      char *ap = dt__strdup(pod), *an = ap ? dt__strdup(node) : NULL;
+      if (an) {
+        D.assumed_pods[D.nassumed] = ap;
+        D.assumed_nodes[D.nassumed++] = an;
+      } else {
+        dt__free(ap);
+      }
       continue;
     }
     if (!(bs[k].pod = dt__strdup(pod))) continue;

@@ -168,6 +168,10 @@ typedef struct dtd {
   DT_VEC(cJSON *) queued;                       /* events that need the policy, queued during a round */
   char pool_errors[1200];                       /* the last round's NodePool policy errors */
   char refused[1200];                           /* the last round's objects the reader refused */
+  /* the last round's pending pods placed on Nodes (the kube-scheduler binds them): held there in
+  ** disruption passes until bound, as Karpenter's consolidation schedules pending pods too */
+  char **assumed_pods, **assumed_nodes;
+  size_t nassumed;
   dt_catalog *next_cat;                         /* a refreshed catalog waiting for the round to end */
   uint64_t round, seq, groups;
   char reload_result[600];

@@ -194,6 +194,40 @@ static int nominated_ids(state *st, size_t cap, uint32_t top) {
   return rc;
 }
 
+typedef DT_VEC(nom) nom_vec;
+
+/* Pending pod `name` ("ns/name", or "ns/<workload>-<ordinal>") on node:
+** a nomination, unless the pod was named before (one node per pod: the
+** first names it) or is not pending. */
+static int nominate_name(const dt_manifests *m, dt_namemap *specs, dt_namemap *seen, nom_vec *noms, const char *name,
+                         const char *node) {
+  size_t len = strlen(name);
+  bool added;
+  if (!dt__namemap_put(seen, name, len, 0, &added)) return DT_ENOMEM;
+  if (!added) return 0;
+  int32_t sy = dt__namemap_get(specs, name, len, 0);
+  nom n = {0, -1, node};
+  bool found = sy && !m->pods.v[sy - 1].owner;
+  if (found) {
+    n.spec = (size_t)sy - 1;
+  } else { /* "<ns>/<workload>-<ordinal>" */
+    const char *dash = strrchr(name, '-');
+    char *end = NULL;
+    long long o = dash ? strtoll(dash + 1, &end, 10) : -1;
+    if (dash && end && !*end && end != dash + 1 && o >= 0) {
+      size_t bl = (size_t)(dash - name);
+      sy = dt__namemap_get(specs, name, bl < 599 ? bl : 599, 0);
+      const dt_podspec *t = sy ? &m->pods.v[sy - 1] : NULL;
+      if (t && t->owner && o < t->count) {
+        n.spec = (size_t)sy - 1;
+        n.ordinal = o;
+        found = true;
+      }
+    }
+  }
+  return found && dt__vec_push(noms, n) ? DT_ENOMEM : 0;
+}
+
 /* Work in the number of nominations, not of replicas: each nominated name
 ** is looked up as a pending Pod, or as "<workload>-<ordinal>" of a pending
 ** workload; the pods are appended in input order, as bound pods are. */
@@ -204,13 +238,13 @@ static int nominated(state *st, size_t cap) {
   ** as the 600-byte key buffer always cut them (a workload's base name is
   ** cut the same way; a nominated name is looked up whole) */
   dt_namemap specs = {0}, seen = {0};
-  DT_VEC(nom) noms = {0};
+  nom_vec noms = {0};
   int rc = 0;
   size_t total = 0;
   /* by number (dt_podspec.name_id, dt_node.pod_ids) when every pending pod
   ** is a Pod with one and every node's names have theirs: equal numbers are
   ** equal names, and no workload is pending to take a "-<ordinal>" name */
-  bool ids = true;
+  bool ids = !st->o.nassumed; /* assumed placements are names */
   uint32_t top = 0;
   for (size_t i = 0; i < m->pods.n; i++) {
     const dt_podspec *p = &m->pods.v[i];
@@ -247,34 +281,10 @@ static int nominated(state *st, size_t cap) {
     w += a + b + 2;
   }
   for (size_t i = 0; i < m->nodes.n && !rc && specs.n; i++)
-    for (size_t k = 0; k < m->nodes.v[i].npods && !rc; k++) {
-      const char *name = m->nodes.v[i].pods[k];
-      size_t len = strlen(name);
-      bool added;
-      if (!dt__namemap_put(&seen, name, len, 0, &added)) rc = DT_ENOMEM;
-      if (rc || !added) continue; /* one claim per pod: the first names it */
-      int32_t sy = dt__namemap_get(&specs, name, len, 0);
-      nom n = {0, -1, m->nodes.v[i].name};
-      bool found = sy && !m->pods.v[sy - 1].owner;
-      if (found) {
-        n.spec = (size_t)sy - 1;
-      } else { /* "<ns>/<workload>-<ordinal>" */
-        const char *dash = strrchr(name, '-');
-        char *end = NULL;
-        long long o = dash ? strtoll(dash + 1, &end, 10) : -1;
-        if (dash && end && !*end && end != dash + 1 && o >= 0) {
-          size_t bl = (size_t)(dash - name);
-          sy = dt__namemap_get(&specs, name, bl < 599 ? bl : 599, 0);
-          const dt_podspec *t = sy ? &m->pods.v[sy - 1] : NULL;
-          if (t && t->owner && o < t->count) {
-            n.spec = (size_t)sy - 1;
-            n.ordinal = o;
-            found = true;
-          }
-        }
-      }
-      if (found && dt__vec_push(&noms, n)) rc = DT_ENOMEM;
-    }
+    for (size_t k = 0; k < m->nodes.v[i].npods && !rc; k++)
+      rc = nominate_name(m, &specs, &seen, &noms, m->nodes.v[i].pods[k], m->nodes.v[i].name);
+  for (size_t i = 0; i < st->o.nassumed && !rc && specs.n; i++) /* after the claims': a claim's nomination stands */
+    rc = nominate_name(m, &specs, &seen, &noms, st->o.assumed_pods[i], st->o.assumed_nodes[i]);
   if (!rc) rc = nominations_add(st, cap, noms.v, noms.n);
   dt__namemap_free(&specs);
   dt__namemap_free(&seen);
@@ -291,6 +301,7 @@ int dt__dr_build(state *st) {
   size_t nb = 0;
   for (size_t i = 0; i < m->pods.n; i++) nb += m->pods.v[i].node_name != NULL;
   for (size_t i = 0; i < m->nodes.n; i++) nb += m->nodes.v[i].npods;
+  nb += st->o.nassumed;
   /* written up to npods, below, before anything reads them */
   st->pods = dt__arena_raw(&st->arena, (nb ? nb : 1) * sizeof *st->pods);
   st->pod_pdb = dt__arena_raw(&st->arena, (nb ? nb : 1) * sizeof *st->pod_pdb);

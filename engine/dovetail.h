@@ -480,6 +480,14 @@ typedef struct dt_disrupt_opts {
   ** skips it while the cluster is "consolidated" (the caller knows that
   ** nothing changed since a pass whose stats said consolidated) */
   int skip_consolidation;
+  /* optional: pending pods ("namespace/name", or a workload's
+  ** "namespace/name-<ordinal>") that a plan placed on existing nodes (by
+  ** name), held there as pods nominated to a claim are: consolidation
+  ** does not hand their room to a candidate's pods, as Karpenter's
+  ** simulation schedules the pending pods too. A pod nominated to a claim,
+  ** or bound, keeps that. */
+  const char *const *assumed_pods, *const *assumed_nodes;
+  size_t nassumed;
 } dt_disrupt_opts;
 
 typedef struct dt_disruption dt_disruption;

@@ -507,6 +507,22 @@ return {
     d.stop()
   end)
 
+  it("holds the room a round gave a pending pod on an existing Node until it binds: no launch-delete cycle", function()
+    -- the cluster dump: web-...-klmno fits the existing node, worker gets a claim; a pass that
+    -- handed web's room to worker deleted the claim, and the next round launched it again
+    local dump = h.slurp(h.fixtures .. "cluster-dump.yaml"):gsub("consolidateAfter: 30s", "consolidateAfter: 0s")
+    local d = start("--disrupt-interval 200ms")
+    http(d, "PUT", "/v1/objects", dump)
+    eventually(function() return metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}') == 1 end,
+      "the worker's claim")
+    rounds(d, 12, "twelve disruption passes")
+    assert.equal(1, metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}'))
+    assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
+    local decisions = http(d, "GET", "/v1/decisions")
+    assert.is_nil(decisions:match('"kind":%s*"disrupt"'), decisions)
+    d.stop()
+  end)
+
   it("skips consolidation while nothing changed since a pass found nothing, as Karpenter, and not after a change",
     function()
       local d = launched("--disrupt-interval 200ms")
