@@ -36,7 +36,7 @@ static void store_one(const cJSON *o, void *ud) {
   const char *why;
   if (!obj_key(o, key, sizeof key, &why) && !obj_put(key, o)) {
     (*(size_t *)ud)++;
-    if (!strncmp(key, "Node//", 6)) claim_registered(o);
+    if (!strncmp(key, "Node//", 6)) node_applied(o);
   }
 }
 
@@ -131,7 +131,7 @@ static void put_done(uv_work_t *r, int status) {
       cJSON *node = strncmp(w->keys.v[i], "Node//", 6) ? NULL : cJSON_Parse(w->texts.v[i]);
       obj_put_text(w->keys.v[i], w->texts.v[i]);
       w->texts.v[i] = NULL;
-      if (node) claim_registered(node);
+      if (node) node_applied(node);
       cJSON_Delete(node);
     }
     objects_applied(w->keys.n);

@@ -874,6 +874,7 @@ void handle_event(cJSON *e, char *action, size_t n) {
   ** state file). One already going away is left to finish. */
   if (!state || (strcmp(state, "shutting-down") && strcmp(state, "terminated"))) D.prov->terminate(in->id);
   obj_del(key);
+  node_gone(in->claim, in->id);
   inst_remove((size_t)at);
   snprintf(action, n, "replaced");
   journal_flush();
@@ -883,6 +884,8 @@ void handle_event(cJSON *e, char *action, size_t n) {
 /* Everything the daemon holds, released (at a stop, or a start that fails). */
 void ctl_free(void) {
   assumed_free();
+  for (size_t i = 0; i < D.gone.n; i++) dt__free(D.gone.v[i].claim), dt__free(D.gone.v[i].id);
+  dt__free(D.gone.v);
   for (size_t i = 0; i < D.to_launch.n; i++) lc_done(D.to_launch.v[i]);
   dt__free(D.to_launch.v);
   for (size_t i = 0; i < D.objs.n; i++) {
@@ -976,7 +979,7 @@ int dt__ctl_apply(const cJSON *o, dt_error *err) {
   const char *why;
   if (obj_key(o, key, sizeof key, &why)) return dt__err(err, DT_EINVAL, "%s", why);
   if (obj_put(key, o)) return dt__err(err, DT_ENOMEM, "out of memory storing %s", key);
-  if (!strncmp(key, "Node//", 6)) claim_registered(o); /* as a Node PUT through the API */
+  if (!strncmp(key, "Node//", 6)) node_applied(o); /* as a Node PUT through the API */
   D.requeue_ms = REQUEUE_BASE_MS;
   arm_batch();
   return 0;

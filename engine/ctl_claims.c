@@ -49,11 +49,72 @@ void claim_put(const char *claim, cJSON *o) {
   cJSON_Delete(o);
 }
 
-/* A Node applied: when it is the node of a claim this daemon launched (by
-** the provider ID ending in the instance id), the claim records
-** it in status.nodeName, as Karpenter's registration does, so that plans and
-** disruption passes see one machine, not the claim and a second, empty node. */
-void claim_registered(const cJSON *n) {
+#define GONE_S   3600  /* how long a machine let go is remembered */
+#define GONE_MAX 10000 /* and how many at most, the oldest forgotten first */
+
+/* Whether Node n is the node of machine g: named as its claim, or its
+** provider ID ends in "/" and the instance id. */
+static bool node_of(const cJSON *n, const char *claim, const char *id) {
+  const char *name = dt__jstr(jget(n, "metadata"), "name"), *pid = dt__jstr(jget(n, "spec"), "providerID");
+  size_t pl = pid ? strlen(pid) : 0, il = id ? strlen(id) : 0;
+  return (name && claim && !strcmp(name, claim)) ||
+         (pid && il && pl > il && pid[pl - il - 1] == '/' && !strcmp(pid + pl - il, id));
+}
+
+/* Node n (as stored under key) marked as being deleted, now. */
+static void mark_deleting(const char *key, const cJSON *n) {
+  if (dt__jstr(jget(n, "metadata"), "deletionTimestamp")) return;
+  cJSON *o = cJSON_Duplicate(n, true);
+  char ts[40];
+  dt__fmt_time(wall(), ts, sizeof ts);
+  if (o) put_in(o, "metadata", "deletionTimestamp", ts);
+  if (o) obj_put(key, o);
+  cJSON_Delete(o);
+}
+
+/* The daemon let a machine go (deleted it, or the cloud no longer has it):
+** its Node takes no new pods from here, as Karpenter's termination deletes
+** the Node. The Node in the store is marked as being deleted, and one that
+** comes again (a cluster feed that lags) is stored so, for GONE_S. Left
+** alone, the Node kept its room: rounds placed new pods on a machine that
+** no longer ran, and launched nothing for them. */
+void node_gone(const char *claim, const char *id) {
+  int64_t now = wall();
+  size_t keep = 0;
+  for (size_t i = 0; i < D.gone.n; i++) /* the expired, and the oldest past GONE_MAX - 1 */
+    if (now - D.gone.v[i].at < GONE_S && D.gone.n - i < GONE_MAX)
+      D.gone.v[keep++] = D.gone.v[i];
+    else
+      dt__free(D.gone.v[i].claim), dt__free(D.gone.v[i].id);
+  D.gone.n = keep;
+  struct gone_machine g = {dt__strdup(claim ? claim : ""), dt__strdup(id ? id : ""), now};
+  if (!g.claim || !g.id || dt__vec_push(&D.gone, g)) dt__free(g.claim), dt__free(g.id);
+  for (size_t i = 0; i < D.objs.n; i++) {
+    const char *j = D.objs.v[i].json;
+    if (strncmp(D.objs.v[i].key, "Node//", 6) ||
+        !((claim && *claim && strstr(j, claim)) || (id && *id && strstr(j, id))))
+      continue; /* only a Node whose text names the machine is read */
+    cJSON *n = cJSON_Parse(j);
+    if (n && node_of(n, claim, id)) mark_deleting(D.objs.v[i].key, n); /* replaces in place: i stays valid */
+    cJSON_Delete(n);
+  }
+}
+
+/* A Node applied: the node of a machine the daemon let go is stored as
+** being deleted (node_gone); else, when it is the node of a claim this
+** daemon launched (by the provider ID ending in the instance id), the claim
+** records it in status.nodeName, as Karpenter's registration does, so that
+** plans and disruption passes see one machine, not the claim and a second,
+** empty node. */
+void node_applied(const cJSON *n) {
+  int64_t now = wall();
+  for (size_t i = D.gone.n; i-- > 0;)
+    if (now - D.gone.v[i].at < GONE_S && node_of(n, D.gone.v[i].claim, D.gone.v[i].id)) {
+      char key[KEY_MAX + 16];
+      snprintf(key, sizeof key, "Node//%s", dt__jstr(jget(n, "metadata"), "name"));
+      mark_deleting(key, n);
+      return;
+    }
   const instance *in = n ? node_instance(n) : NULL;
   const char *name = dt__jstr(jget(n, "metadata"), "name");
   /* a Node named as its claim was always taken for it (by name, below); only

@@ -82,6 +82,8 @@ static void drop_claim(const char *claim) {
   char key[800];
   snprintf(key, sizeof key, "NodeClaim//%s", claim);
   obj_del(key);
+  const instance *in = inst_of(claim);
+  node_gone(claim, in ? in->id : NULL);
   for (size_t i = 0; i < D.insts.n; i++)
     if (!strcmp(D.insts.v[i].claim, claim)) {
       inst_remove(i);

@@ -97,6 +97,12 @@ typedef struct consol_print {
 ** happens (its ConsolidationState timestamp). */
 #define CONSOLIDATED_FOR_S 300
 
+/* A machine the daemon let go (node_gone). */
+typedef struct gone_machine {
+  char *claim, *id;
+  int64_t at;
+} gone_machine;
+
 typedef struct dtd {
   uv_loop_t *loop;
   dt_httpd http;
@@ -172,6 +178,9 @@ typedef struct dtd {
   ** disruption passes until bound, as Karpenter's consolidation schedules pending pods too */
   char **assumed_pods, **assumed_nodes;
   size_t nassumed;
+  /* machines the daemon let go (deleted, or gone from the cloud), for an hour: a Node naming
+  ** one (its claim's name, or a providerID ending in its id) is stored as being deleted */
+  DT_VEC(gone_machine) gone;
   dt_catalog *next_cat;                         /* a refreshed catalog waiting for the round to end */
   uint64_t round, seq, groups;
   char reload_result[600];
@@ -233,7 +242,8 @@ static inline cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjec
 #define forget           dt__ctl_forget
 #define reload           dt__ctl_reload
 #define ctl_free         dt__ctl_serve_free
-#define claim_registered dt__ctl_claim_registered
+#define node_applied     dt__ctl_node_applied
+#define node_gone        dt__ctl_node_gone
 
 /* the clock: now (Unix seconds), and timers on it */
 int64_t wall(void);
@@ -245,7 +255,8 @@ void logf_(const char *level, const char *event, const char *fmt, ...) DT_PRINTF
 int obj_put(const char *key, const cJSON *o);
 int obj_put_text(const char *key, char *json);   /* json: cJSON's text, owned by the store from here */
 bool forget(const char *key, const char *claim); /* delete; a Pod leaves its claim */
-void claim_registered(const cJSON *node);        /* a Node applied: its claim's status.nodeName */
+void node_applied(const cJSON *node);            /* a Node stored: its claim's status.nodeName, or deleting */
+void node_gone(const char *claim, const char *id); /* the machine let go: its Node deleting */
 void arm_batch(void);
 
 /* the state file: read at start, written whole, changes journaled */

@@ -146,6 +146,10 @@ static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_bu
     dt__buf_puts(b, "cordoned (spec.unschedulable)");
     return true;
   }
+  if (n->src->deleting) {
+    dt__buf_puts(b, "being deleted (metadata.deletionTimestamp): takes no new pods");
+    return true;
+  }
   if (!n->src->ready && !n->src->claim_name) {
     dt__buf_puts(b, "not Ready: takes no new pods");
     return true;

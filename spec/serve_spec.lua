@@ -523,6 +523,36 @@ return {
     d.stop()
   end)
 
+  it("takes no new pods onto the Node of a machine it deleted, even when the Node comes again", function()
+    local d = start("--disrupt-interval 200ms")
+    local pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n" ..
+      "  disruption: {consolidateAfter: 0s}\n  template:\n    spec:\n      requirements:\n" ..
+      "        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n"
+    local function pod(name, node)
+      return h.pod(name, { cpu = "2", memory = "1Gi", extra = node and ("  nodeName: " .. node) or nil })
+    end
+    http(d, "PUT", "/v1/objects", h.docs(pool, pod("a")))
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "a's instance")
+    local st = http(d, "GET", "/v1/state")
+    local id, zone = st:match('"id":%s*"(i%-%x+)"'), st:match('"zone":%s*"([%w-]+)"')
+    -- the machine registers as the cluster names it (an AWS hostname, the instance in its provider ID)
+    local node = ("apiVersion: v1\nkind: Node\nmetadata:\n  name: ip-10-0-0-1.ec2.internal\n  labels: {kubernetes.io/arch: amd64, " ..
+      "karpenter.sh/nodepool: default, topology.kubernetes.io/zone: %s}\nspec: {providerID: 'aws:///%s/%s'}\n" ..
+      "status:\n  allocatable: {cpu: '7', memory: 28Gi, pods: '58'}\n  conditions: [{type: Ready, status: 'True'}]\n")
+      :format(zone, zone, id)
+    http(d, "PUT", "/v1/objects", h.docs(node, pod("a", "ip-10-0-0-1.ec2.internal")))
+    http(d, "DELETE", "/v1/objects/Pod/default/a")
+    eventually(function() return metric(d, "dovetail_nodes_deleted_total") == 1 end, "the empty machine deleted")
+    http(d, "PUT", "/v1/objects", node) -- a cluster feed that lags sends the Node again
+    http(d, "PUT", "/v1/objects", h.docs(pod("b"), pod("c")))
+    eventually(function() return metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}') == 2 end,
+      "a machine for b and c")
+    local plan = http(d, "GET", "/v1/plan")
+    assert.is_nil(plan:find("ip-10-0-0-1", 1, true), plan)
+    assert.equal(0, metric(d, "dovetail_pending_pods"))
+    d.stop()
+  end)
+
   it("skips consolidation while nothing changed since a pass found nothing, as Karpenter, and not after a change",
     function()
       local d = launched("--disrupt-interval 200ms")
