@@ -9,6 +9,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,8 +56,9 @@ static cJSON *make_scalar(const char *s, size_t n, bool plain) {
     if (is_null(s, n)) return cJSON_CreateNull();
     int b = is_bool(s, n);
     if (b >= 0) return cJSON_CreateBool(b);
-    if (is_number(s, n)) {
-      cJSON *num = cJSON_CreateNumber(strtod(s, NULL));
+    double v = is_number(s, n) ? strtod(s, NULL) : 0;
+    if (is_number(s, n) && isfinite(v)) { /* past a double's range (89445e894, an unquoted hash): its text */
+      cJSON *num = cJSON_CreateNumber(v);
       if (num) {
         /* cJSON's own allocator, as cJSON_Delete frees it (an arena's, while parsing into one) */
         num->valuestring = cJSON_malloc(n + 1);
@@ -85,10 +87,13 @@ const char *dt__scalar(const cJSON *item, char *tmp, size_t n) {
   if (cJSON_IsNumber(item)) {
     if (item->valuestring) return item->valuestring;
     double d = item->valuedouble;
-    if (d < 9e15 && d > -9e15 && d == (double)(long long)d) /* in range before the conversion (UB past it) */
+    if (d < 9e15 && d > -9e15 && d == (double)(long long)d) { /* in range before the conversion (UB past it) */
       snprintf(tmp, n, "%lld", (long long)d);
-    else
-      snprintf(tmp, n, "%.17g", d);
+    } else { /* the shortest text that reads back as d, as cJSON prints it: 0.1 is "0.1", not
+              * "0.10000000000000001" (101m of cpu where the same YAML read directly gave 100m) */
+      snprintf(tmp, n, "%.15g", d);
+      if (strtod(tmp, NULL) != d) snprintf(tmp, n, "%.17g", d);
+    }
     return tmp;
   }
   if (cJSON_IsBool(item)) return cJSON_IsTrue(item) ? "true" : "false";

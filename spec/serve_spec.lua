@@ -843,6 +843,26 @@ return {
     os.remove(st .. ".journal")
   end)
 
+  it("plans what it stores as the CLI plans what it reads: unquoted numbers keep their value and text", function()
+    -- cpu: 0.1 read back from the stored JSON was 0.10000000000000001 cores, 101m; a label of
+    -- digits, e and digits (an unquoted hash) overflowed a double and was stored as null, after
+    -- which every round failed
+    local pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: d, labels: {pod-template-hash: 89445e894}}\n" ..
+      "spec: {containers: [{name: c, resources: {requests: {cpu: 0.1, memory: 0.3Gi}}}]}\n"
+    local f = h.write(pod)
+    local out = h.cli("plan -o json --now 2026-11-23T12:00:00Z examples/quickstart.yaml " .. f)
+    local cli = out:match('"requests":%s*(%b{})')
+    local d = start()
+    http(d, "PUT", "/v1/objects", quickstart)
+    local body, code = http(d, "PUT", "/v1/objects", pod)
+    assert.equal(200, code, body)
+    eventually(function() return http(d, "GET", "/v1/plan"):find('"d/p"', 1, true) end, "the pod planned")
+    assert.equal(cli, http(d, "GET", "/v1/plan"):match('"requests":%s*(%b{})'))
+    assert.matches('"cpu": "13100m"', cli, 1, true)
+    assert.is_nil(slurp(d.log):find('"level":"error"', 1, true), slurp(d.log))
+    d.stop()
+  end)
+
   it("answers wrong methods with 405 and keeps an encoded slash inside a name", function()
     local d = start()
     http(d, "PUT", "/v1/objects", quickstart)
