@@ -380,8 +380,10 @@ static int get_metrics(h2o_req_t *req) {
       (unsigned long long)D.events);
   dt__buf_printf(&b,
                  "# HELP dovetail_nodes_deleted_total NodeClaims deleted by disruption and remediation.\n"
-                 "# TYPE dovetail_nodes_deleted_total counter\ndovetail_nodes_deleted_total %llu\n",
-                 (unsigned long long)D.deleted);
+                 "# TYPE dovetail_nodes_deleted_total counter\ndovetail_nodes_deleted_total %llu\n"
+                 "# HELP dovetail_orphans_deleted_total Instances deleted that no NodeClaim held.\n"
+                 "# TYPE dovetail_orphans_deleted_total counter\ndovetail_orphans_deleted_total %llu\n",
+                 (unsigned long long)D.deleted, (unsigned long long)D.orphans_deleted);
   dt__buf_printf(&b,
                  "# HELP dovetail_remediations_total Unhealthy nodes replaced.\n"
                  "# TYPE dovetail_remediations_total counter\ndovetail_remediations_total %llu\n"

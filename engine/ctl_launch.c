@@ -385,6 +385,7 @@ static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, con
     snprintf(reason, sizeof reason, "launched for NodeClaim %s after all, whose launch had failed: deleted", claim);
     log_decision("orphan", id, reason);
     D.prov->terminate(id);
+    D.orphans_deleted++;
     return false;
   }
   if (!owner || strcmp(owner, D.cluster) || !D.state_valid || !trusted) {
@@ -401,6 +402,7 @@ static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, con
   }
   log_decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
   D.prov->terminate(id);
+  D.orphans_deleted++;
   return false;
 }
 

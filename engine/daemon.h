@@ -188,6 +188,7 @@ typedef struct dtd {
   double plan_ms_sum, cost;
   uint64_t plan_buckets[8], plans, pending, launched[3], reloads_ok, reloads_failed, provider_ok, provider_ice;
   uint64_t events, deleted, remediations, remediation_paused;
+  uint64_t orphans_deleted;              /* instances deleted that no claim held */
   int64_t preempt_ttl;                   /* unavailable marks for polled preemptions, seconds */
   int64_t unhealthy_s;                   /* a node NotReady (or its instance stopped) this long is replaced */
   int64_t startup_timeout_s;             /* a launched claim not initialized this long is deleted */

@@ -1286,6 +1286,7 @@ return {
         return http(d, "GET", "/v1/decisions"):find("whose launch had failed: deleted", 1, true) and count(c) == 1
       end, "one instance left", 20)
       assert.matches('"state":"running"', instances(c), 1, true)
+      assert.equal(1, metric(d, "dovetail_orphans_deleted_total"))
       d.stop()
       c.stop()
     end)
