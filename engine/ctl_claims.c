@@ -52,10 +52,9 @@ void claim_put(const char *claim, cJSON *o) {
 #define GONE_S   3600  /* how long a machine let go is remembered */
 #define GONE_MAX 10000 /* and how many at most, the oldest forgotten first */
 
-/* Whether Node n is the node of machine g: named as its claim, or its
-** provider ID ends in "/" and the instance id. */
-static bool node_of(const cJSON *n, const char *claim, const char *id) {
-  const char *name = dt__jstr(jget(n, "metadata"), "name"), *pid = dt__jstr(jget(n, "spec"), "providerID");
+/* Whether the Node of this name and provider ID is the node of a machine:
+** named as its claim, or its provider ID ends in "/" and the instance id. */
+static bool node_of(const char *name, const char *pid, const char *claim, const char *id) {
   size_t pl = pid ? strlen(pid) : 0, il = id ? strlen(id) : 0;
   return (name && claim && !strcmp(name, claim)) ||
          (pid && il && pl > il && pid[pl - il - 1] == '/' && !strcmp(pid + pl - il, id));
@@ -95,7 +94,8 @@ void node_gone(const char *claim, const char *id) {
         !((claim && *claim && strstr(j, claim)) || (id && *id && strstr(j, id))))
       continue; /* only a Node whose text names the machine is read */
     cJSON *n = cJSON_Parse(j);
-    if (n && node_of(n, claim, id)) mark_deleting(D.objs.v[i].key, n); /* replaces in place: i stays valid */
+    if (n && node_of(dt__jstr(jget(n, "metadata"), "name"), dt__jstr(jget(n, "spec"), "providerID"), claim, id))
+      mark_deleting(D.objs.v[i].key, n); /* replaces in place: i stays valid */
     cJSON_Delete(n);
   }
 }
@@ -108,10 +108,11 @@ void node_gone(const char *claim, const char *id) {
 ** empty node. */
 void node_applied(const cJSON *n) {
   int64_t now = wall();
+  const char *nname = dt__jstr(jget(n, "metadata"), "name"), *pid = dt__jstr(jget(n, "spec"), "providerID");
   for (size_t i = D.gone.n; i-- > 0;)
-    if (now - D.gone.v[i].at < GONE_S && node_of(n, D.gone.v[i].claim, D.gone.v[i].id)) {
+    if (now - D.gone.v[i].at < GONE_S && node_of(nname, pid, D.gone.v[i].claim, D.gone.v[i].id)) {
       char key[KEY_MAX + 16];
-      snprintf(key, sizeof key, "Node//%s", dt__jstr(jget(n, "metadata"), "name"));
+      snprintf(key, sizeof key, "Node//%s", nname ? nname : "");
       mark_deleting(key, n);
       return;
     }
