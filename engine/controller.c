@@ -423,7 +423,12 @@ static void round_done(uv_work_t *req, int status) {
     return;
   }
   if (status || w->rc) {
-    logf_("error", "plan", "%s", status ? "the round was cancelled" : w->err.msg);
+    /* said when it changes: an object the reader refuses fails every pass, every interval */
+    const char *msg = status ? "the round was cancelled" : w->err.msg;
+    char *was = w->disrupt ? D.pass_error : D.round_error;
+    if (strncmp(msg, was, sizeof D.round_error - 1))
+      logf_("error", "plan", "%s%s", w->disrupt ? "disruption pass: " : "", msg);
+    snprintf(was, sizeof D.round_error, "%s", msg);
     round_free(w);
     after_round();
     return;
@@ -443,6 +448,7 @@ static void round_done(uv_work_t *req, int status) {
     dt_policy_log_clear(D.policy);
   }
   snprintf(D.pool_errors, sizeof D.pool_errors, "%s", w->pool_errors ? w->pool_errors : "");
+  (w->disrupt ? D.pass_error : D.round_error)[0] = 0; /* it worked: a failure after this is said again */
   if (!w->disrupt && w->nrefused) { /* said when it changes: every round would repeat it */
     char line[sizeof D.refused];
     snprintf(line, sizeof line,
