@@ -489,6 +489,13 @@ int dt_time_parse(const char *s, int64_t *out, dt_error *err) {
   return 0;
 }
 
+int dt__uint_parse(const char *s, unsigned long long *out, char **end) {
+  if (!s || *s < '0' || *s > '9') return -1;
+  errno = 0;
+  *out = strtoull(s, end, 10);
+  return errno == ERANGE ? -1 : 0;
+}
+
 /* A duration for an option, in milliseconds: "0", "250ms" (whole
 ** milliseconds only) or a Go-style duration (dt__duration_parse). 0, or -1. */
 int dt__duration_ms_parse(const char *s, int64_t *ms) {

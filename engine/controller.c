@@ -288,6 +288,14 @@ static bool launched_claims(round_work *w) {
 ** entry: they are scattered over memory the size of the store's pods. */
 #define PREFETCH_AHEAD 8
 
+/* msg logged as an error of event when it is not what *last says, which it
+** becomes: what every round or pass would repeat is said when it changes.
+** "" says nothing, and the next message is said again. */
+static void say_changed(char *last, size_t cap, const char *event, const char *msg) {
+  if (*msg && strncmp(msg, last, cap - 1)) logf_("error", event, "%s", msg);
+  snprintf(last, cap, "%s", msg);
+}
+
 /* On the thread pool: nothing here touches the daemon's state but the
 ** policies, which the loop leaves alone while D.planning. */
 static void round_run(uv_work_t *req) {
@@ -422,21 +430,18 @@ static void round_done(uv_work_t *req, int status) {
     after_round();
     return;
   }
+  char *failed = w->disrupt ? D.pass_error : D.round_error; /* an object the reader refuses fails every pass */
   if (status || w->rc) {
-    /* said when it changes: an object the reader refuses fails every pass, every interval */
-    const char *msg = status ? "the round was cancelled" : w->err.msg;
-    char *was = w->disrupt ? D.pass_error : D.round_error;
-    if (strncmp(msg, was, sizeof D.round_error - 1))
-      logf_("error", "plan", "%s%s", w->disrupt ? "disruption pass: " : "", msg);
-    snprintf(was, sizeof D.round_error, "%s", msg);
+    char msg[sizeof D.round_error];
+    snprintf(msg, sizeof msg, "%s%s", w->disrupt ? "disruption pass: " : "",
+             status ? "the round was cancelled" : w->err.msg);
+    say_changed(failed, sizeof D.round_error, "plan", msg);
     round_free(w);
     after_round();
     return;
   }
-  /* NodePool policy errors, logged when they change: a broken file is tried
-  ** again every round and pass, and says the same until it is fixed */
-  if (w->pool_errors && *w->pool_errors && strncmp(w->pool_errors, D.pool_errors, sizeof D.pool_errors - 1))
-    logf_("error", "policy", "%s", w->pool_errors);
+  /* NodePool policy errors: a broken file is tried again every round and pass, and says the same until it is fixed */
+  say_changed(D.pool_errors, sizeof D.pool_errors, "policy", w->pool_errors ? w->pool_errors : "");
   if (D.policy && *dt_policy_log(D.policy)) { /* its dovetail.log lines, one log line each */
     const char *l = dt_policy_log(D.policy);
     while (*l) {
@@ -447,17 +452,14 @@ static void round_done(uv_work_t *req, int status) {
     }
     dt_policy_log_clear(D.policy);
   }
-  snprintf(D.pool_errors, sizeof D.pool_errors, "%s", w->pool_errors ? w->pool_errors : "");
-  (w->disrupt ? D.pass_error : D.round_error)[0] = 0; /* it worked: a failure after this is said again */
-  if (!w->disrupt && w->nrefused) { /* said when it changes: every round would repeat it */
-    char line[sizeof D.refused];
-    snprintf(line, sizeof line,
-             "%zu objects left out of the round, refused by the reader (replace or delete them): %s%s", w->nrefused,
-             w->refused.p ? w->refused.p : "", w->nrefused > 4 ? "; ..." : "");
-    if (strcmp(line + strcspn(line, ","), D.refused + strcspn(D.refused, ","))) logf_("error", "store", "%s", line);
-    memcpy(D.refused, line, sizeof line);
-  } else if (!w->disrupt) {
-    D.refused[0] = 0;
+  say_changed(failed, sizeof D.round_error, "plan", ""); /* it worked: a failure after this is said again */
+  if (!w->disrupt) {
+    char line[sizeof D.refused] = "";
+    if (w->nrefused)
+      snprintf(line, sizeof line,
+               "%zu objects left out of the round, refused by the reader (replace or delete them): %s%s", w->nrefused,
+               w->refused.p ? w->refused.p : "", w->nrefused > 4 ? "; ..." : "");
+    say_changed(D.refused, sizeof D.refused, "store", line);
   }
   if (w->disrupt) {
     bool changed = false;

@@ -84,11 +84,7 @@ static void drop_claim(const char *claim) {
   obj_del(key);
   const instance *in = inst_of(claim);
   node_gone(claim, in ? in->id : NULL);
-  for (size_t i = 0; i < D.insts.n; i++)
-    if (!strcmp(D.insts.v[i].claim, claim)) {
-      inst_remove(i);
-      break;
-    }
+  if (in) inst_remove((size_t)(in - D.insts.v));
 }
 
 /* A launched claim is a node from now on: Initialized and Ready, created
@@ -332,6 +328,13 @@ static bool doubt_take(const char *claim) {
   return false;
 }
 
+/* An instance no claim holds, deleted and counted. */
+static void delete_orphan(const char *id, const char *why) {
+  log_decision("orphan", id, why);
+  D.prov->terminate(id);
+  D.orphans_deleted++;
+}
+
 /* Whether the listing has an instance of that id. */
 static bool listed(const cJSON *list, const char *id) {
   const cJSON *in;
@@ -383,9 +386,7 @@ static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, con
   if (owner && !strcmp(owner, D.cluster) && doubt_take(claim)) {
     char reason[300];
     snprintf(reason, sizeof reason, "launched for NodeClaim %s after all, whose launch had failed: deleted", claim);
-    log_decision("orphan", id, reason);
-    D.prov->terminate(id);
-    D.orphans_deleted++;
+    delete_orphan(id, reason);
     return false;
   }
   if (!owner || strcmp(owner, D.cluster) || !D.state_valid || !trusted) {
@@ -400,9 +401,7 @@ static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, con
     }
     return false;
   }
-  log_decision("orphan", id, "the cloud has an instance for a claim this daemon does not hold: deleted");
-  D.prov->terminate(id);
-  D.orphans_deleted++;
+  delete_orphan(id, "the cloud has an instance for a claim this daemon does not hold: deleted");
   return false;
 }
 

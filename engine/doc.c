@@ -56,8 +56,9 @@ static cJSON *make_scalar(const char *s, size_t n, bool plain) {
     if (is_null(s, n)) return cJSON_CreateNull();
     int b = is_bool(s, n);
     if (b >= 0) return cJSON_CreateBool(b);
-    double v = is_number(s, n) ? strtod(s, NULL) : 0;
-    if (is_number(s, n) && isfinite(v)) { /* past a double's range (89445e894, an unquoted hash): its text */
+    bool num = is_number(s, n);
+    double v = num ? strtod(s, NULL) : 0;
+    if (num && isfinite(v)) { /* past a double's range (89445e894, an unquoted hash): its text */
       cJSON *num = cJSON_CreateNumber(v);
       if (num) {
         /* cJSON's own allocator, as cJSON_Delete frees it (an arena's, while parsing into one) */
@@ -468,19 +469,28 @@ static uint64_t count_nodes(const cJSON *n, uint64_t limit) {
   return c;
 }
 
+/* *out a copy of n, charged to the alias budget (aliases and merge keys
+** copy what they name); an error when the budget or the memory runs out. */
+static int charged_copy(ystate *st, const yaml_mark_t *mark, const cJSON *n, cJSON **out) {
+  uint64_t k = count_nodes(n, st->alias_left);
+  if (k > st->alias_left)
+    return yerr(st, mark, DT_ELIMIT,
+                "aliases expand to more than %d nodes (the limit on alias expansion); is this an alias bomb?",
+                DT_MAX_ALIAS_NODES);
+  st->alias_left -= k;
+  *out = cJSON_Duplicate(n, true);
+  return *out ? 0 : dt__err(st->err, DT_ENOMEM, "out of memory");
+}
+
 static int alias(ystate *st, const yaml_mark_t *mark, const char *an) {
   const anchor *a = NULL;
   for (size_t i = st->anchors.n; i-- > 0 && !a;)
     if (strcmp(st->anchors.v[i].name, an) == 0) a = &st->anchors.v[i];
   if (!a) return yerr(st, mark, DT_EINVAL, "unknown alias *%.200s", an);
   if (st->stack.n == 0) return 0;
-  uint64_t n = count_nodes(a->node, st->alias_left);
-  if (n > st->alias_left)
-    return yerr(st, mark, DT_ELIMIT,
-                "aliases expand to more than %d nodes (the limit on alias expansion); is this an alias bomb?",
-                DT_MAX_ALIAS_NODES);
-  st->alias_left -= n;
-  return attach(st, cJSON_Duplicate(a->node, true), mark, NULL);
+  cJSON *c = NULL;
+  int rc = charged_copy(st, mark, a->node, &c);
+  return rc ? rc : attach(st, c, mark, NULL);
 }
 
 /* A mapping ends: the keys of its merge key's value (a mapping, or a list
@@ -508,15 +518,10 @@ static int merge_keys(ystate *st, level *lv) {
       if (lv->nkeys > DT_MAX_KEYS)
         return yerr(st, mark, DT_ELIMIT, "a mapping with more than %d keys (the limit on keys per mapping)",
                     DT_MAX_KEYS);
-      uint64_t n = count_nodes(c, st->alias_left);
-      if (n > st->alias_left)
-        return yerr(st, mark, DT_ELIMIT,
-                    "aliases and merges expand to more than %d nodes (the limit on alias expansion); is this an "
-                    "alias bomb?",
-                    DT_MAX_ALIAS_NODES);
-      st->alias_left -= n;
-      cJSON *copy = cJSON_Duplicate(c, true);
-      if (!copy || !cJSON_AddItemToObject(lv->node, c->string, copy)) {
+      cJSON *copy = NULL;
+      int rc = charged_copy(st, mark, c, &copy);
+      if (rc) return rc;
+      if (!cJSON_AddItemToObject(lv->node, c->string, copy)) {
         cJSON_Delete(copy);
         return dt__err(st->err, DT_ENOMEM, "out of memory");
       }

@@ -332,10 +332,11 @@ int dt__httpc_request(const char *method, const char *url, const char *body, con
   x->kind = !strcmp(method, "GET") || !strcmp(method, "HEAD") ? K_READ : !strcmp(method, "DELETE") ? K_DELETE : K_WRITE;
   x->seq = arrivals++;
   /* sent at once only when nothing older may go first (a reply's callback
-  ** asks before the slot it freed goes to a request that waits) */
+  ** asks before the slot it freed goes to a request that waits), its own
+  ** queue's included */
   bool older = false;
   for (int i = 0; i < NKIND; i++) older |= Q[i].head && Q[i].hold_until <= uv_now(L);
-  if (running < max_conn && Q[x->kind].hold_until <= uv_now(L) && !Q[x->kind].head && !older && !quiet) {
+  if (running < max_conn && Q[x->kind].hold_until <= uv_now(L) && !older && !quiet) {
     if (send_now(x)) {
       xfer_free(x);
       return -1;

@@ -115,6 +115,10 @@ int dt__read_file(const char *path, char **out, size_t *len, dt_error *err);
 int dt__duration_parse(const char *s, int64_t *out);
 /* "0", "250ms" or a Go-style duration, for options: milliseconds; -1 when malformed. */
 int dt__duration_ms_parse(const char *s, int64_t *ms);
+/* s as a non-negative decimal number, the text after it in *end (as
+** strtoull); -1 when s does not begin with a digit or passes 2^64 - 1
+** (strtoull takes "-1" and " 7", and saturates). */
+int dt__uint_parse(const char *s, unsigned long long *out, char **end);
 
 /* Monotonic milliseconds, for phase timings only (never in decisions). */
 double dt__now_ms(void);

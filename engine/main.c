@@ -12,7 +12,6 @@
 #include "dovetail.h"
 
 #include <stdbool.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +22,7 @@ int dt__serve_main(int argc, char **argv);     /* serve.c */
 int dt__fakecloud_main(int argc, char **argv); /* providers/fakecloud.c */
 int dt__simulate_main(int argc, char **argv);  /* simulate.c */
 int dt__catalog_main(int argc, char **argv);   /* catalogcmd.c */
+int dt__uint_parse(const char *s, unsigned long long *out, char **end); /* alloc.c */
 
 static const char *k_usage =
     "usage: dovetail <command> [options] [FILE...]\n"
@@ -196,12 +196,12 @@ static int plan_option(planargs *pa, const char *a, const char *v) {
     }
   } else if (!strcmp(a, "--seed")) {
     char *end;
-    errno = 0;
-    pa->opts.seed = strtoull(v, &end, 10);
-    if (*end || !*v || *v < '0' || *v > '9' || errno == ERANGE) { /* strtoull takes "-1" and saturates */
+    unsigned long long seed;
+    if (dt__uint_parse(v, &seed, &end) || *end) {
       fprintf(stderr, "dovetail: --seed: expected a non-negative integer, got \"%s\"\n", v);
       return 2;
     }
+    pa->opts.seed = seed;
   } else if (!strcmp(a, "--packing")) {
     if (strcmp(v, "ffd") && strcmp(v, "cost")) {
       fprintf(stderr, "dovetail: --packing: expected ffd or cost, got \"%s\"\n", v);

@@ -169,21 +169,22 @@ static int opt_set(const opt *o, const char *v, bool apply, char *why, size_t n)
     return 0;
   }
   case O_SIZE: {
-    unsigned long long x = strtoull(v, &end, 10);
-    if (!*v || *end || x < 1 || x > (unsigned long long)DT_MAX_INPUT_BYTES) break;
+    unsigned long long x;
+    if (dt__uint_parse(v, &x, &end) || *end || x < 1 || x > (unsigned long long)DT_MAX_INPUT_BYTES) break;
     if (apply) *(size_t *)o->field = (size_t)x;
     return 0;
   }
   case O_COUNT: {
-    unsigned long long x = strtoull(v, &end, 10);
-    if (!*v || *end || x < 1 || x > 1000000) break;
+    unsigned long long x;
+    if (dt__uint_parse(v, &x, &end) || *end || x < 1 || x > 1000000) break;
     if (apply) *(size_t *)o->field = (size_t)x;
     return 0;
   }
   case O_COUNT_PCT: {
-    unsigned long long x = strtoull(v, &end, 10);
+    unsigned long long x;
+    if (dt__uint_parse(v, &x, &end)) break; /* "-1" was 2^64 - 1 nodes */
     bool pct = *end == '%' && end[1] == 0;
-    if (!*v || (*end && !pct) || (pct && x > 100)) break;
+    if ((*end && !pct) || (pct && x > 100)) break;
     if (apply) {
       *(uint64_t *)o->field = x;
       D.max_unhealthy_pct = pct;

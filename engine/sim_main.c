@@ -9,7 +9,6 @@
 #include <malloc.h>
 #endif
 #include <math.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,9 +100,8 @@ static int sim_option(const char *a, const char *val, inputs *in, simargs *o) {
     }
     o->packing = !strcmp(val, "ffd") ? DT_PACKING_FFD : DT_PACKING_COST;
   } else if (!strcmp(a, "--seed") || !strcmp(a, "--trace-limit")) {
-    errno = 0;
-    unsigned long long n = strtoull(val, &end, 10);
-    if (*end || *val < '0' || *val > '9' || errno == ERANGE) { /* strtoull takes "-1" and saturates */
+    unsigned long long n;
+    if (dt__uint_parse(val, &n, &end) || *end) {
       fprintf(stderr, "dovetail simulate: %s: expected a non-negative integer, got \"%s\"\n", a, val);
       return 2;
     }

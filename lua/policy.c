@@ -462,9 +462,9 @@ static int state_open(dt_policy *p, const char *text, size_t len, state *s, dt_e
     pl_budget_stop(L);
   }
   if (status != LUA_OK) { /* a syntax or runtime error names its place; "not enough memory" and the like do not */
-    const char *msg = lua_tostring(L, -1), *name = p->path ? p->path : p->chunk;
+    const char *msg = lua_tostring(L, -1), *name = dt__policy_name(p);
     if (!msg) msg = "error";
-    bool placed = !strncmp(msg, name, strlen(name)) || (p->chunk && !strncmp(msg, p->chunk, strlen(p->chunk)));
+    bool placed = !strncmp(msg, p->chunk + 1, strlen(p->chunk + 1)); /* "@name": Lua says "name:line:" */
     rc = placed                 ? dt__err(err, DT_EINVAL, "%s", msg)
          : status == LUA_ERRMEM ? dt__err(err, DT_EINVAL, "%s: loading the policy: %s (its limit is %zu bytes)", name,
                                           msg, p->lim.memory_bytes)

@@ -106,6 +106,18 @@ static void set_str(char **field, const char *v) {
   *field = dt__strdup(v);
 }
 
+/* *field replaced by the request's body, or by def when it has none. */
+static void set_body_or(h2o_req_t *req, char **field, const char *def) {
+  char *b = req->entity.len ? dt__strndup(req->entity.base, req->entity.len) : NULL;
+  set_str(field, b ? b : def);
+  dt__free(b);
+}
+
+/* Whether /admin/throttle applies to req's method (any, when it named none). */
+static bool throttle_method_is(h2o_req_t *req) {
+  return !F.throttle_method[0] || dt__httpd_method(req, F.throttle_method);
+}
+
 /* /admin/fail, /hang, /lose: the body is how many requests it applies to. */
 static int set_count(h2o_req_t *req, long *counter) {
   char n[32];
@@ -146,8 +158,7 @@ static int on_req(h2o_handler_t *self, h2o_req_t *req) {
   (void)self;
   if (req->path_normalized.len < 7 || memcmp(req->path_normalized.base, "/admin/", 7)) {
     F.requests++;
-    if (F.come_back > uv_now(uv_default_loop()) && (!F.throttle_method[0] || dt__httpd_method(req, F.throttle_method)))
-      F.early++;
+    if (F.come_back > uv_now(uv_default_loop()) && throttle_method_is(req)) F.early++;
     if (F.slow_ms > 0) {
       late_req *l = dt__calloc(1, sizeof *l);
       late_holder *h = h2o_mem_alloc_shared(&req->pool, sizeof *h, late_gone);
@@ -208,15 +219,11 @@ static int api(h2o_req_t *req) {
       set_str(&in->state, "stopped");
       set_str(&in->reason, "stopped_by_preemption");
     } else if (verb == 1) { /* ended by the cloud, and still listed (as AWS lists them for about an hour) */
-      char *st = req->entity.len ? dt__strndup(req->entity.base, req->entity.len) : NULL;
-      set_str(&in->state, st ? st : "terminated");
-      dt__free(st);
+      set_body_or(req, &in->state, "terminated");
     } else { /* the same instance, listed from now on under another id */
       char id[60];
       snprintf(id, sizeof id, "i-%016lx", ++F.seq * 0x9e3779b97f4a7c15ul);
-      char *given = req->entity.len ? dt__strndup(req->entity.base, req->entity.len) : NULL;
-      set_str(&in->id, given ? given : id);
-      dt__free(given);
+      set_body_or(req, &in->id, id);
     }
     return send_json(req, 200, inst_json(in));
   }
@@ -237,7 +244,7 @@ static int api(h2o_req_t *req) {
     F.garble--;
     return dt__httpd_respond(req, 200, "text/html", page, sizeof page - 1);
   }
-  if (F.throttle > 0 && (!F.throttle_method[0] || dt__httpd_method(req, F.throttle_method))) {
+  if (F.throttle > 0 && throttle_method_is(req)) {
     char v[64];
     F.throttle--;
     F.throttled++;

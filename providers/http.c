@@ -148,8 +148,8 @@ static void http_launch(launch_ctx *lc) {
 #define DELETE_TRIES 10
 typedef struct del_retry {
   char *id;
-  int tries;
-  int64_t at; /* wall ms: sent again from then */
+  int tries;  /* sent so far */
+  int64_t at; /* waiting: wall ms, sent again from then */
 } del_retry;
 static DT_VEC(del_retry) g_dels;
 
@@ -162,15 +162,10 @@ static void arm_deletes(void) {
   if (g_dels.n) tm_start(&D.delete_retry, on_delete_retry, next > now ? (uint64_t)(next - now) : 0, 0);
 }
 
-typedef struct del_ctx {
-  char *id;
-  int tries; /* sent so far */
-} del_ctx;
-
 static void send_delete(char *id, int tries);
 
 static void on_delete_reply(void *ud, const dt_httpc_reply *r) {
-  del_ctx *dc = ud;
+  del_retry *dc = ud;
   bool gone = r->status == 200 || r->status == 404;
   bool again = !gone && !r->dropped && (r->status == 0 || r->status >= 500 || r->status == 429);
   if (!gone && !r->dropped) {
@@ -182,8 +177,8 @@ static void on_delete_reply(void *ud, const dt_httpc_reply *r) {
   if (again && dc->tries < DELETE_TRIES) {
     int64_t wait = (int64_t)doubling_ms((unsigned)dc->tries - 1, 60000);
     if (r->retry_after_ms > wait) wait = r->retry_after_ms;
-    del_retry d = {dc->id, dc->tries, (int64_t)dt__now_ms() + wait};
-    if (!dt__vec_push(&g_dels, d)) {
+    dc->at = (int64_t)dt__now_ms() + wait;
+    if (!dt__vec_push(&g_dels, *dc)) {
       dt__free(dc);
       arm_deletes();
       return;
@@ -215,13 +210,13 @@ static void send_delete(char *id, int tries) {
     dt__free(id);
     return;
   }
-  del_ctx *dc = dt__malloc(sizeof *dc);
+  del_retry *dc = dt__malloc(sizeof *dc);
   if (!dc) {
     dt__free(id);
     dt__free(url);
     return;
   }
-  *dc = (del_ctx){id, tries + 1};
+  *dc = (del_retry){id, tries + 1, 0};
   if (dt__httpc_request("DELETE", url, NULL, NULL, (long)D.timeout_ms, on_delete_reply, dc)) {
     logf_("error", "delete", "instance %s: cannot start the request", id);
     dt__free(id);

@@ -946,6 +946,9 @@ return {
       { "--provider aws", 2, '--provider: expected sim or http, got "aws"' },
       { "--listen nowhere", 1, '--listen: expected HOST:PORT, got "nowhere"' },
       { "--config " .. h.write("- a list\n"), 2, "expected a map of options" },
+      -- strtoull read "-1" as 2^64 - 1 nodes
+      { "--max-unhealthy -1", 2, '--max-unhealthy: expected a count or a percentage such as 3 or 40%, got "-1"' },
+      { "--max-connections -1", 2, '--max-connections: expected' },
     }
     for _, c in ipairs(cases) do
       local _, err, code = h.cli("serve " .. c[1])
