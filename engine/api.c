@@ -382,8 +382,11 @@ static int get_metrics(h2o_req_t *req) {
                  "# HELP dovetail_nodes_deleted_total NodeClaims deleted by disruption and remediation.\n"
                  "# TYPE dovetail_nodes_deleted_total counter\ndovetail_nodes_deleted_total %llu\n"
                  "# HELP dovetail_orphans_deleted_total Instances deleted that no NodeClaim held.\n"
-                 "# TYPE dovetail_orphans_deleted_total counter\ndovetail_orphans_deleted_total %llu\n",
-                 (unsigned long long)D.deleted, (unsigned long long)D.orphans_deleted);
+                 "# TYPE dovetail_orphans_deleted_total counter\ndovetail_orphans_deleted_total %llu\n"
+                 "# HELP dovetail_instances_held_back Instances the cloud's listing left out that are not forgotten, "
+                 "the listing taken for one gone wrong.\n"
+                 "# TYPE dovetail_instances_held_back gauge\ndovetail_instances_held_back %zu\n",
+                 (unsigned long long)D.deleted, (unsigned long long)D.orphans_deleted, D.held_back);
   dt__buf_printf(&b,
                  "# HELP dovetail_remediations_total Unhealthy nodes replaced.\n"
                  "# TYPE dovetail_remediations_total counter\ndovetail_remediations_total %llu\n"

@@ -762,11 +762,8 @@ bool forget(const char *key, const char *claim) {
   if (!strncmp(key, "NodePool//", 10)) {
     pool_deleted(key + 10);
   } else if (!strncmp(key, "NodeClaim//", 11)) {
-    for (size_t i = 0; i < D.insts.n; i++)
-      if (!strcmp(D.insts.v[i].claim, key + 11)) {
-        inst_remove(i);
-        break;
-      }
+    const instance *in = inst_of(key + 11);
+    if (in) inst_remove((size_t)(in - D.insts.v));
   } else if (!strncmp(key, "Pod/", 4)) {
     const char *name = key + 4;
     if (claim && unnominate(claim, name)) return true;
@@ -837,19 +834,16 @@ void handle_event(cJSON *e, char *action, size_t n) {
   const cJSON *det = jget(e, "detail");
   const char *id = dt__jstr(det, "instance-id");
   const char *state = dt__jstr(det, "state");
-  int at = -1;
-  for (size_t i = 0; i < D.insts.n && at < 0; i++)
-    if (!strcmp(D.insts.v[i].id, id)) at = (int)i;
+  instance *in = inst_with_id(id);
   D.events++;
   char subj[300], reason[600];
   snprintf(subj, sizeof subj, "instance %s", id);
-  if (at < 0) {
+  if (!in) {
     snprintf(reason, sizeof reason, "%s for an instance this daemon did not launch; ignored", dtype);
     log_decision("event", subj, reason);
     snprintf(action, n, "ignored");
     return;
   }
-  instance *in = &D.insts.v[at];
   bool spot = !strcmp(dtype, "EC2 Spot Instance Interruption Warning");
   bool drain = spot || !strcmp(dtype, "AWS Health Event") ||
                (!strcmp(dtype, "EC2 Instance State-change Notification") && state &&
@@ -883,7 +877,7 @@ void handle_event(cJSON *e, char *action, size_t n) {
   if (!state || (strcmp(state, "shutting-down") && strcmp(state, "terminated"))) D.prov->terminate(in->id);
   obj_del(key);
   node_gone(in->claim, in->id);
-  inst_remove((size_t)at);
+  inst_remove((size_t)(in - D.insts.v));
   snprintf(action, n, "replaced");
   journal_flush();
   arm_batch();
@@ -906,6 +900,8 @@ void ctl_free(void) {
   dt__free(D.slot.v);
   for (size_t i = 0; i < D.insts.n; i++) inst_free(&D.insts.v[i]);
   dt__free(D.insts.v);
+  dt__namemap_free(&D.inst_ids);
+  dt__namemap_free(&D.inst_claims);
   for (size_t i = 0; i < D.replacing.n; i++) {
     dt__free(D.replacing.v[i].claim);
     dt__free(D.replacing.v[i].olds);

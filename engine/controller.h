@@ -59,6 +59,7 @@ typedef struct launch_ctx {
 #define add_instance        dt__ctl_add_instance
 #define inst_free           dt__ctl_inst_free
 #define inst_of             dt__ctl_inst_of
+#define inst_with_id        dt__ctl_inst_with_id
 #define inst_remove         dt__ctl_inst_remove
 #define journal_flush       dt__ctl_journal_flush
 #define manifests           dt__ctl_manifests
@@ -114,7 +115,9 @@ void on_node_up(uv_timer_t *t);
 int add_instance(const char *id, const char *claim, const char *type, const char *zone, const char *ct,
                  const char *pool, double price, int64_t launched);
 void inst_free(instance *in);
-const instance *inst_of(const char *claim);
+/* The instance of a claim, or of an id; NULL when none is held. */
+instance *inst_of(const char *claim);
+instance *inst_with_id(const char *id);
 void inst_remove(size_t i);
 int journal_flush(void);
 dt_manifests *manifests(dt_error *err);

@@ -174,9 +174,7 @@ static void launch_succeeded(const launch_ctx *lc) {
 /* A launched claim's node registered and initialized: it takes pods, and a
 ** replacement lets the nodes it replaces go. */
 static void node_up(const char *claim) {
-  instance *in = NULL;
-  for (size_t i = 0; i < D.insts.n && !in; i++)
-    if (!strcmp(D.insts.v[i].claim, claim)) in = &D.insts.v[i];
+  instance *in = inst_of(claim);
   if (!in) return; /* deleted while it started */
   in->initialized = true;
   claim_initialized(claim);
@@ -292,12 +290,6 @@ void launch_claim(const char *claim, const char *type, const char *zone, const c
   if (lc) launch_start(lc);
 }
 
-static instance *inst_by_id(const char *id) {
-  for (size_t i = 0; i < D.insts.n; i++)
-    if (!strcmp(D.insts.v[i].id, id)) return &D.insts.v[i];
-  return NULL;
-}
-
 /* A launch that failed on the wire (a timeout, a 5xx, a reply without an
 ** id) may have launched all the same; its claim is gone and its pods are
 ** planned again. An instance the cloud lists for it within DOUBT_S is this
@@ -335,8 +327,15 @@ static void delete_orphan(const char *id, const char *why) {
   D.orphans_deleted++;
 }
 
+/* The ids of the listing a poll is reading (dt__ctl_instances), keyed by the
+** listing's own strings: asked once per instance held, a scan of the
+** listing made each poll quadratic in the fleet. Out of memory, listed()
+** scans. */
+static dt_namemap listed_ids;
+
 /* Whether the listing has an instance of that id. */
 static bool listed(const cJSON *list, const char *id) {
+  if (listed_ids.n && !listed_ids.oom) return dt__namemap_get(&listed_ids, id, strlen(id), 0) != 0;
   const cJSON *in;
   cJSON_ArrayForEach(in, list) {
     const char *v = dt__jstr(in, "id");
@@ -445,25 +444,63 @@ static bool poll_known(instance *kin, const char *id, const char *claim, const c
 ** lag its launches (eventually consistent), and forgetting an instance that
 ** runs launches a second one for its pods. Gone means left out of
 ** MISSING_POLLS listings in a row over MISSING_GRACE_S seconds or more
-** (Karpenter's garbage collection looks every two minutes). True when any
-** was forgotten. */
-#define MISSING_POLLS   3
-#define MISSING_GRACE_S 30
+** (Karpenter's garbage collection looks every two minutes).
+**
+** Nor when more than MISSING_MASS_PCT percent of the instances held, and
+** more than MISSING_MASS_OK, would go at once: that is a listing gone wrong
+** (a filter, a region, an API fault), not a fleet gone, and forgetting it
+** would launch a second fleet and then delete the first as orphans when the
+** listing came back (Cluster Autoscaler stops scaling when more than 45% of
+** the nodes, and more than 3, are unready). Nothing is forgotten while it
+** lasts; an instance listed as terminated still is, and a machine that is
+** really gone has a Node that goes NotReady and is remediated. True when
+** any was forgotten. */
+#define MISSING_POLLS    3
+#define MISSING_GRACE_S  30
+#define MISSING_MASS_PCT 45
+#define MISSING_MASS_OK  3
+static bool missing_due(const instance *k, int64_t now) {
+  return k->missing_polls >= MISSING_POLLS && now - k->missing_since >= MISSING_GRACE_S;
+}
+
 static bool forget_missing(const cJSON *list) {
   bool changed = false;
   int64_t now = wall();
-  for (size_t i = 0; i < D.insts.n;) {
+  size_t due = 0, fresh = 0;
+  const char *first = NULL;
+  for (size_t i = 0; i < D.insts.n; i++) {
     instance *k = &D.insts.v[i];
-    bool seen = listed(list, k->id);
-    if (seen) {
+    if (listed(list, k->id)) {
       k->missing_since = 0;
       k->missing_polls = 0;
-    } else if (!k->missing_polls++) {
-      k->missing_since = now;
-      logf_("info", "poll", "instance %s: not in the cloud's listing; forgotten if it stays out %d listings and %d s",
-            k->id, MISSING_POLLS, MISSING_GRACE_S);
+      continue;
     }
-    if (seen || k->missing_polls < MISSING_POLLS || now - k->missing_since < MISSING_GRACE_S) {
+    if (!k->missing_polls++) {
+      k->missing_since = now;
+      if (!fresh++) first = k->id;
+    }
+    due += missing_due(k, now);
+  }
+  if (fresh == 1) /* one line a poll, however many: a listing of nothing named a whole fleet a line each */
+    logf_("info", "poll", "instance %s: not in the cloud's listing; forgotten if it stays out %d listings and %d s",
+          first, MISSING_POLLS, MISSING_GRACE_S);
+  else if (fresh)
+    logf_("info", "poll",
+          "%zu instances (the first, %s) not in the cloud's listing; forgotten if they stay out %d listings and %d s",
+          fresh, first, MISSING_POLLS, MISSING_GRACE_S);
+  bool mass = due > MISSING_MASS_OK && due * 100 > (size_t)MISSING_MASS_PCT * D.insts.n;
+  if (mass && !D.held_back)
+    logf_("error", "poll",
+          "the cloud's listing has left out %zu of the %zu instances held for %d listings and %d s: taken for a "
+          "listing gone wrong, none is forgotten while more than %d%% of them (and more than %d) would be",
+          due, D.insts.n, MISSING_POLLS, MISSING_GRACE_S, MISSING_MASS_PCT, MISSING_MASS_OK);
+  else if (!mass && D.held_back)
+    logf_("info", "poll", "the cloud's listing is no longer taken for one gone wrong (%zu of %zu instances left out)",
+          due, D.insts.n);
+  D.held_back = mass ? due : 0;
+  if (mass) return false;
+  for (size_t i = 0; i < D.insts.n;) {
+    if (!missing_due(&D.insts.v[i], now)) {
       i++;
       continue;
     }
@@ -526,7 +563,9 @@ void dt__ctl_instances(const cJSON *list) {
   cJSON_ArrayForEach(in, list) {
     const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state"),
                *owner = dt__jstr(in, "cluster");
-    if (!id || !claim || inst_by_id(id) || (state && !strcmp(state, "terminated"))) continue;
+    bool added;
+    if (id) dt__namemap_put(&listed_ids, id, strlen(id), 1, &added);
+    if (!id || !claim || inst_with_id(id) || (state && !strcmp(state, "terminated"))) continue;
     if (claim_stored(claim))
       held++; /* adopted below */
     else if (owner && !strcmp(owner, D.cluster))
@@ -537,10 +576,10 @@ void dt__ctl_instances(const cJSON *list) {
   cJSON_ArrayForEach(in, list) {
     const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state");
     if (!id || !claim) continue;
-    instance *kin = inst_by_id(id);
+    instance *kin = inst_with_id(id);
     if (!kin && poll_unknown(list, in, id, claim, state, trusted, &u)) { /* adopted: ours from now */
       changed = true;
-      kin = inst_by_id(id);
+      kin = inst_with_id(id);
     }
     if (kin) changed |= poll_known(kin, id, claim, state, dt__jstr(in, "statusReason"));
   }
@@ -552,6 +591,7 @@ void dt__ctl_instances(const cJSON *list) {
           "%zu instances the cloud has that this daemon cannot account for (the first, %s: %s); left alone", u.n,
           u.first, u.why);
   changed |= forget_missing(list);
+  dt__namemap_free(&listed_ids);
   if (!D.ready) changed |= reconcile_claims();
   if (changed) {
     journal_flush();

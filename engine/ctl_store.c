@@ -335,10 +335,42 @@ void inst_free(instance *in) {
   dt__free(in->pool);
 }
 
+/* The instances' indexes: looked up per listed instance, per poll, a scan
+** of every instance held was quadratic (a 4,000-instance fleet held the
+** loop for a second a poll). A map that ran out of memory stays so, and
+** lookups then scan. */
+static void inst_index(size_t i) {
+  instance *in = &D.insts.v[i];
+  bool added;
+  int32_t *v = dt__namemap_put(&D.inst_ids, in->id, strlen(in->id), (int32_t)i, &added);
+  if (v) *v = (int32_t)i;
+  v = dt__namemap_put(&D.inst_claims, in->claim, strlen(in->claim), (int32_t)i, &added);
+  if (v && !added) D.inst_claim_dups++;
+}
+
+instance *inst_with_id(const char *id) {
+  if (!D.inst_ids.oom) {
+    int32_t i = dt__namemap_get(&D.inst_ids, id, strlen(id), -1);
+    return i < 0 ? NULL : &D.insts.v[i];
+  }
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].id, id)) return &D.insts.v[i];
+  return NULL;
+}
+
+instance *inst_of(const char *claim) {
+  if (!D.inst_claims.oom) {
+    int32_t i = dt__namemap_get(&D.inst_claims, claim, strlen(claim), -1);
+    return i < 0 ? NULL : &D.insts.v[i];
+  }
+  for (size_t i = 0; i < D.insts.n; i++)
+    if (!strcmp(D.insts.v[i].claim, claim)) return &D.insts.v[i];
+  return NULL;
+}
+
 int add_instance(const char *id, const char *claim, const char *type, const char *zone, const char *ct,
                  const char *pool, double price, int64_t launched) {
-  for (size_t i = 0; id && i < D.insts.n; i++)
-    if (!strcmp(D.insts.v[i].id, id)) return 0; /* adopted by a poll while its launch reply was on the way */
+  if (id && inst_with_id(id)) return 0; /* adopted by a poll while its launch reply was on the way */
   /* A provider may leave fields out (GET /instances without nodePool): an
   ** instance is only ever adopted with an id and a claim. */
   if (!id || !claim) return DT_EINVAL;
@@ -355,6 +387,7 @@ int add_instance(const char *id, const char *claim, const char *type, const char
     inst_free(&in);
     return DT_ENOMEM;
   }
+  inst_index(D.insts.n - 1);
   journal_inst(&D.insts.v[D.insts.n - 1]);
   if (D.obs && D.obs->instance) D.obs->instance(D.obs->ud, true, in.id, in.claim, in.type, in.zone, in.ct, in.pool);
   return 0;
@@ -366,8 +399,32 @@ void inst_remove(size_t i) {
   const instance *in = &D.insts.v[i];
   if (D.obs && D.obs->instance)
     D.obs->instance(D.obs->ud, false, in->id, in->claim, in->type, in->zone, in->ct, in->pool);
+  size_t last = D.insts.n - 1, idl = strlen(in->id), cl = strlen(in->claim);
+  dt__namemap_del(&D.inst_ids, in->id, idl);
+  bool claim_here = dt__namemap_get(&D.inst_claims, in->claim, cl, -1) == (int32_t)i;
+  if (claim_here) dt__namemap_del(&D.inst_claims, in->claim, cl);
+  char *claim = D.inst_claim_dups && claim_here ? dt__strdup(in->claim) : NULL;
   inst_free(&D.insts.v[i]);
-  D.insts.v[i] = D.insts.v[--D.insts.n];
+  D.insts.v[i] = D.insts.v[last];
+  D.insts.n = last;
+  if (i < last) { /* the last instance moved to i */
+    const instance *mv = &D.insts.v[i];
+    bool added;
+    int32_t *v = dt__namemap_put(&D.inst_ids, mv->id, strlen(mv->id), (int32_t)i, &added);
+    if (v) *v = (int32_t)i;
+    v = dt__namemap_get(&D.inst_claims, mv->claim, strlen(mv->claim), -1) == (int32_t)last
+            ? dt__namemap_put(&D.inst_claims, mv->claim, strlen(mv->claim), (int32_t)i, &added)
+            : NULL;
+    if (v) *v = (int32_t)i;
+  }
+  for (size_t j = 0; claim && j < D.insts.n; j++) /* another instance of that claim takes the key */
+    if (!strcmp(D.insts.v[j].claim, claim)) {
+      bool added;
+      int32_t *v = dt__namemap_put(&D.inst_claims, D.insts.v[j].claim, strlen(claim), (int32_t)j, &added);
+      if (v) *v = (int32_t)j;
+      break;
+    }
+  dt__free(claim);
 }
 
 /* Apply one journal record; -1 when it is not one. */
@@ -393,11 +450,8 @@ static int replay_one(const cJSON *r) {
                ? -1
                : 0;
   if (!strcmp(op, "uninst") && dt__jstr(r, "id")) {
-    for (size_t i = 0; i < D.insts.n; i++)
-      if (!strcmp(D.insts.v[i].id, dt__jstr(r, "id"))) {
-        inst_remove(i);
-        break;
-      }
+    const instance *gone = inst_with_id(dt__jstr(r, "id"));
+    if (gone) inst_remove((size_t)(gone - D.insts.v));
     return 0;
   }
   return -1;
@@ -565,22 +619,12 @@ int load_state(dt_error *err) {
 
 void arm_batch(void);
 
-const instance *inst_of(const char *claim) {
-  for (size_t i = 0; i < D.insts.n; i++)
-    if (!strcmp(D.insts.v[i].claim, claim)) return &D.insts.v[i];
-  return NULL;
-}
 /* The Node registered for a claim: by name, or by the provider ID that ends
 ** with its instance id. */
 const instance *node_instance(const cJSON *node) {
   const char *name = dt__jstr(jget(node, "metadata"), "name");
   const char *pid = dt__jstr(jget(node, "spec"), "providerID");
-  for (size_t i = 0; i < D.insts.n; i++) {
-    const instance *in = &D.insts.v[i];
-    size_t pl = pid ? strlen(pid) : 0, il = strlen(in->id);
-    if ((name && !strcmp(name, in->claim)) ||
-        (pid && pl > il && pid[pl - il - 1] == '/' && !strcmp(pid + pl - il, in->id)))
-      return in;
-  }
-  return NULL;
+  const instance *in = name ? inst_of(name) : NULL;
+  for (const char *s = pid ? strchr(pid, '/') : NULL; s && !in; s = strchr(s + 1, '/')) in = inst_with_id(s + 1);
+  return in;
 }

@@ -160,6 +160,11 @@ typedef struct dtd {
   struct dt_compiled_catalog *cc; /* D.cat compiled for rounds (a round makes it, on first use) */
   bool cc_stale;                  /* D.cat changed: the next dispatch drops cc */
   DT_VEC(instance) insts;
+  /* D.insts by id and by claim: their index, keyed by the instances' own
+  ** strings (a swap-remove moves the pointers with them). A claim held by
+  ** two instances maps to one of them; inst_claim_dups counts such adds. */
+  dt_namemap inst_ids, inst_claims;
+  size_t inst_claim_dups;
   DT_VEC(replacing) replacing; /* replacements launching before the claims they replace go */
   DT_VEC(failing) failing;     /* offerings whose launches keep failing */
   DT_VEC(doubt) doubts;        /* claims whose launch failed where the cloud may still have launched it */
@@ -190,6 +195,7 @@ typedef struct dtd {
   uint64_t plan_buckets[8], plans, pending, launched[3], reloads_ok, reloads_failed, provider_ok, provider_ice;
   uint64_t events, deleted, remediations, remediation_paused;
   uint64_t orphans_deleted;              /* instances deleted that no claim held */
+  size_t held_back;                      /* instances a listing gone wrong left out, not forgotten */
   int64_t preempt_ttl;                   /* unavailable marks for polled preemptions, seconds */
   int64_t unhealthy_s;                   /* a node NotReady (or its instance stopped) this long is replaced */
   int64_t startup_timeout_s;             /* a launched claim not initialized this long is deleted */

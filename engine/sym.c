@@ -240,6 +240,28 @@ int32_t dt__namemap_get(const dt_namemap *m, const char *s, size_t n, int32_t df
   return dflt;
 }
 
+bool dt__namemap_del(dt_namemap *m, const char *s, size_t n) {
+  if (!m->n) return false;
+  uint32_t mask = m->nslots - 1, hv = hash(s, n), i = hv & mask;
+  for (; m->slots[i].s; i = (i + 1) & mask) {
+    const struct dt_namekey *k = &m->slots[i];
+    if (k->h == hv && k->len == n && memcmp(k->s, s, n) == 0) break;
+  }
+  if (!m->slots[i].s) return false;
+  /* Backward shift: a later key of the run moves into the hole unless its
+  ** home lies cyclically after the hole and at or before its own slot. */
+  for (uint32_t j = (i + 1) & mask; m->slots[j].s; j = (j + 1) & mask) {
+    uint32_t home = m->slots[j].h & mask;
+    bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (stays) continue;
+    m->slots[i] = m->slots[j];
+    i = j;
+  }
+  m->slots[i].s = NULL;
+  m->n--;
+  return true;
+}
+
 void dt__namemap_free(dt_namemap *m) {
   dt__free(m->slots);
   memset(m, 0, sizeof *m);

@@ -1416,6 +1416,47 @@ return {
       os.remove(state .. ".journal")
     end)
 
+    it("forgets an instance left out of the listing for 30 s, but not a fleet a listing leaves out at once", function()
+      -- Two clouds with five instances each, watched side by side (the wait is the 30 s grace, once):
+      -- on one, an instance is deleted behind the daemon's back; the other's listings come back empty.
+      local pairs_ = {}
+      for i = 1, 2 do
+        local state = os.tmpname()
+        os.remove(state)
+        local c, d = on_cloud("--poll 500ms --state " .. state)
+        http(d, "PUT", "/v1/objects", one_node_each(4)) -- and the quickstart's pod: five instances
+        pairs_[i] = { c = c, d = d, state = state }
+      end
+      for _, p in ipairs(pairs_) do eventually(function() return running(p.c) == 5 end, "five instances") end
+      local one, fleet = pairs_[1], pairs_[2]
+      local id = instances(one.c):match('"id":"(i%-%x+)"')
+      http({ port = one.c.port }, "DELETE", "/instances/" .. id) -- gone from the cloud, and from its listings
+      http({ port = fleet.c.port }, "POST", "/admin/hide", "100000")
+      eventually(function()
+        return http(one.d, "GET", "/v1/decisions"):match('"kind":%s*"forget"') and running(one.c) == 5
+          and slurp(fleet.d.log):find("taken for a listing gone wrong", 1, true)
+      end, "the one instance forgotten and replaced, and the empty listings taken for a fault", 90)
+      assert.matches("left out 5 of the 5 instances held", slurp(fleet.d.log), 1, true)
+      assert.equal(5, metric(fleet.d, "dovetail_instances_held_back"))
+      daemon_time(fleet.d, 2000) -- more empty listings: still nothing forgotten or launched
+      assert.is_nil(http(fleet.d, "GET", "/v1/decisions"):match('"kind":%s*"forget"'))
+      assert.equal(5, select(2, slurp(fleet.d.log):gsub('"event":"launch"', "")))
+      -- one line for the five instances the first empty listing left out, not one each
+      assert.equal(1, select(2, slurp(fleet.d.log):gsub("not in the cloud's listing", "")), slurp(fleet.d.log))
+      http({ port = fleet.c.port }, "POST", "/admin/hide", "0")
+      eventually(function() return metric(fleet.d, "dovetail_instances_held_back") == 0 end, "the listing whole again")
+      assert.matches("no longer taken for one gone wrong", slurp(fleet.d.log), 1, true)
+      assert.equal(5, running(fleet.c))
+      assert.equal(0, metric(fleet.d, "dovetail_orphans_deleted_total"))
+      assert.equal(6, select(2, slurp(one.d.log):gsub('"event":"launch"', "")))
+      for _, p in ipairs(pairs_) do
+        p.d.stop()
+        p.c.stop()
+        os.remove(p.state)
+        os.remove(p.state .. ".journal")
+      end
+    end)
+
     it("forgets and replaces an instance the cloud lists as terminated", function()
       local c, d, id = quickstart_on_cloud("--poll 200ms")
       http({ port = c.port }, "POST", "/admin/terminate/" .. id)

@@ -1433,9 +1433,45 @@ static void test_sym(void) {
   free(long_s);
 }
 
+/* Deleting from a name map keeps every other key findable: random puts and
+** deletes against a plain array, through growth and long probe runs. */
+static void test_namemap_del(void) {
+  enum { K = 3000 };
+  static char names[K][16];
+  static bool in[K];
+  dt_namemap m = {0};
+  bool ok = true;
+  uint32_t x = 12345;
+  for (int i = 0; i < K; i++) snprintf(names[i], sizeof names[i], "i-%d", i);
+  for (int step = 0; step < 200000 && ok; step++) {
+    x = x * 1103515245u + 12345u;
+    int k = (int)((x >> 8) % K);
+    bool added;
+    if ((x >> 4) & 1) {
+      int32_t *v = dt__namemap_put(&m, names[k], strlen(names[k]), k, &added);
+      ok = v && *v == k && added == !in[k];
+      in[k] = true;
+    } else {
+      ok = dt__namemap_del(&m, names[k], strlen(names[k])) == in[k];
+      in[k] = false;
+    }
+    if (step % 997 == 0) {
+      uint32_t n = 0;
+      for (int j = 0; j < K && ok; j++) {
+        n += in[j];
+        ok = dt__namemap_get(&m, names[j], strlen(names[j]), -1) == (in[j] ? j : -1);
+      }
+      ok = ok && n == m.n;
+    }
+  }
+  CHECK(ok, "a name map finds every key it holds, and none it let go, through 200,000 puts and deletes");
+  dt__namemap_free(&m);
+}
+
 int main(void) {
   test_api();
   test_sym();
+  test_namemap_del();
   test_results();
   test_plan_outlives_inputs();
   test_many_labels();
