@@ -748,6 +748,10 @@ void reload(const char *why) {
     D.reloads_ok++;
     snprintf(D.reload_result, sizeof D.reload_result, "%s: reloaded (hooks: %s)", ts, dt_policy_hooks(D.policy));
     logf_("info", "reload", "%s (%s): reloaded; hooks: %s", D.policy_path, why, dt_policy_hooks(D.policy));
+  } else if (!strcmp(why, "SIGHUP")) { /* asked for: said, though a file as it was is nothing to load */
+    snprintf(D.reload_result, sizeof D.reload_result, "%s: unchanged on SIGHUP; the policy in force stays (hooks: %s)",
+             ts, dt_policy_hooks(D.policy));
+    logf_("info", "reload", "%s (SIGHUP): unchanged; the policy in force stays", D.policy_path);
   }
 }
 

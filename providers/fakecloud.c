@@ -379,12 +379,19 @@ int dt__fakecloud_main(int argc, char **argv) {
   }
   struct stat st;
   bool by_name = !catalog || (strcmp(catalog, "-") && stat(catalog, &st)); /* not a file: a bundled catalog */
+  dt_error err = {0};
   if (by_name && !dt__catalog_bundled(catalog ? catalog : dt_catalog_bundled(0), &F.catalog, &F.catalog_len)) {
     /* served as the library has it compiled in */
+  } else if (by_name) { /* as serve says it: no such file, and the bundled names */
+    dt_catalog *c = NULL;
+    if (dt_catalog_load_named(catalog, &c, &err)) {
+      fprintf(stderr, "dovetail fakecloud: %s\n", err.msg);
+      return 1;
+    }
+    dt_catalog_free(c);
   } else {
     char *t;
     size_t len;
-    dt_error err = {0};
     if (dt__read_file(catalog, &t, &len, &err)) {
       fprintf(stderr, "dovetail fakecloud: %s\n", err.msg);
       return 1;
@@ -392,6 +399,12 @@ int dt__fakecloud_main(int argc, char **argv) {
     F.catalog = t;
     F.catalog_len = len;
   }
+  dt_catalog *c = NULL; /* a catalog the daemon would refuse is refused here, where it names its file */
+  if (dt_catalog_load_buffer(catalog ? catalog : dt_catalog_bundled(0), F.catalog, F.catalog_len, &c, &err)) {
+    fprintf(stderr, "dovetail fakecloud: %s\n", err.msg);
+    return 1;
+  }
+  dt_catalog_free(c);
   snprintf(F.etag, sizeof F.etag, "\"%016llx\"", (unsigned long long)dt__hash64(F.catalog, F.catalog_len));
   uv_loop_t *loop = uv_default_loop();
   char msg[600];

@@ -87,14 +87,26 @@ describe("an unknown catalog name", function()
     assert.matches('catalog "gcp": no such file, and not a bundled catalog ' .. names, err, 1, true)
   end)
 
-  it("is an error in serve, simulate and catalog", function()
+  it("is an error in serve, simulate, catalog and the fake cloud", function()
     for _, args in ipairs { "serve --listen 127.0.0.1:0 --catalog nope",
                             "simulate -f examples/quickstart.yaml --duration 1m --catalog nope",
-                            "catalog --catalog nope" } do
+                            "catalog --catalog nope",
+                            "fakecloud --listen 127.0.0.1:0 --catalog nope" } do
       local _, err, code = h.cli(args)
       assert.are.equal(1, code, args)
       assert.matches(names, err, 1, true)
     end
+  end)
+
+  it("the fake cloud refuses a catalog file the daemon would refuse, naming it", function()
+    local f = os.tmpname()
+    local w = assert(io.open(f, "w"))
+    w:write("{}")
+    w:close()
+    local _, err, code = h.cli("fakecloud --listen 127.0.0.1:0 --catalog " .. f)
+    os.remove(f)
+    assert.are.equal(1, code)
+    assert.matches(f .. ": instanceTypes: missing or not an array", err, 1, true)
   end)
 
   it("but a path that does not exist is reported as the file it names", function()

@@ -737,6 +737,17 @@ return {
     d.stop()
   end)
 
+  it("says a SIGHUP found the policy unchanged, in the log and in /v1/state", function()
+    local _, pol, put = policy_file()
+    put("return {}\n")
+    local d = start("--disrupt-interval 0 --policy " .. pol)
+    os.execute("kill -HUP " .. d.pid)
+    eventually(function() return slurp(d.log):find("(SIGHUP): unchanged; the policy in force stays", 1, true) end,
+      "the SIGHUP's reload logged")
+    assert.matches('"lastReload":%s*"[^"]*unchanged on SIGHUP', (http(d, "GET", "/v1/state")))
+    d.stop()
+  end)
+
   it("stops at a damaged journal record, and --recover keeps what came before it", function()
     local st = h.write('{"objects": [], "instances": []}')
     local j = assert(io.open(st .. ".journal", "w"))
