@@ -129,7 +129,7 @@ static void put_done(uv_work_t *r, int status) {
   } else {
     for (size_t i = 0; i < w->keys.n; i++) {
       cJSON *node = strncmp(w->keys.v[i], "Node//", 6) ? NULL : cJSON_Parse(w->texts.v[i]);
-      obj_put_text(w->keys.v[i], w->texts.v[i]);
+      obj_put_node(w->keys.v[i], w->texts.v[i], node);
       w->texts.v[i] = NULL;
       if (node) node_applied(node);
       cJSON_Delete(node);

@@ -897,6 +897,7 @@ void ctl_free(void) {
   for (size_t i = 0; i < D.objs.n; i++) {
     dt__free(D.objs.v[i].key);
     cJSON_free(D.objs.v[i].json);
+    dt__free(D.objs.v[i].pid);
   }
   dt__free(D.objs.v);
   dt__free(D.dirty.v);

@@ -400,6 +400,9 @@ static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, con
     }
     return false;
   }
+  int64_t now = wall();
+  for (size_t i = 0; i < D.gone.n; i++) /* let go within the minute: a listing sent before its delete */
+    if (now - D.gone.v[i].at < 60 && !strcmp(D.gone.v[i].id, id)) return false;
   delete_orphan(id, "the cloud has an instance for a claim this daemon does not hold: deleted");
   return false;
 }
@@ -625,8 +628,10 @@ void delete_instance(const char *claim, const char *why) {
   char subj[KEY_MAX], copy[KEY_MAX];
   snprintf(copy, sizeof copy, "%s", claim);
   snprintf(subj, sizeof subj, "NodeClaim %s", copy);
-  for (size_t i = 0; i < D.insts.n; i++)
-    if (!strcmp(D.insts.v[i].claim, copy)) D.prov->terminate(D.insts.v[i].id);
+  const instance *in = inst_of(copy);
+  if (in) D.prov->terminate(in->id);
+  for (size_t i = 0; in && D.inst_claim_dups && i < D.insts.n; i++) /* a claim held twice (an old state's) */
+    if (&D.insts.v[i] != in && !strcmp(D.insts.v[i].claim, copy)) D.prov->terminate(D.insts.v[i].id);
   log_decision("disrupt", subj, why);
   drop_claim(copy);
   D.deleted++;

@@ -132,8 +132,29 @@ int obj_put(const char *key, const cJSON *o) {
   return json ? obj_put_text(key, json) : DT_ENOMEM;
 }
 
+/* A Node's spec.providerID, copied; NULL for anything else or none. */
+static char *node_pid(const char *key, const char *json) {
+  if (strncmp(key, "Node//", 6)) return NULL;
+  cJSON *o = cJSON_Parse(json);
+  const char *pid = dt__jstr(jget(o, "spec"), "providerID");
+  char *c = pid ? dt__strdup(pid) : NULL;
+  cJSON_Delete(o);
+  return c;
+}
+
 /* Store json (compact JSON from cJSON, which the store now owns) under key. */
-int obj_put_text(const char *key, char *json) {
+int obj_put_text(const char *key, char *json) { return obj_put_node(key, json, NULL); }
+
+/* ... with, for a Node the caller has read, its parsed form (n: its
+** provider ID is taken from it, not read from json again). */
+int obj_put_node(const char *key, char *json, const cJSON *n) {
+  char *pid = NULL;
+  if (n) {
+    const char *p = dt__jstr(jget(n, "spec"), "providerID");
+    pid = p ? dt__strdup(p) : NULL;
+  } else {
+    pid = node_pid(key, json);
+  }
   journal_put(key, json);
   D.store_changes++;
   int at = obj_find(key);
@@ -141,14 +162,17 @@ int obj_put_text(const char *key, char *json) {
     cJSON_free(D.objs.v[at].json);
     D.objs.v[at].json = json;
     D.objs.v[at].gen = ++D.obj_gen;
+    dt__free(D.objs.v[at].pid);
+    D.objs.v[at].pid = pid;
     return 0;
   }
-  obj ob = {dt__strdup(key), json, ++D.obj_gen, 0, 0, 0, 0, 0, 0, 0, 0, key_kind(key)};
+  obj ob = {dt__strdup(key), json, ++D.obj_gen, 0, 0, 0, 0, 0, 0, 0, 0, key_kind(key), pid};
   dt_sym s = ob.sym = dt__sym(&D.keys, key);
   while (!D.keys.oom && D.slot.n <= s)
     if (dt__vec_push(&D.slot, (int32_t)-1)) D.keys.oom = 1;
   if (!ob.key || D.keys.oom || dt__vec_push(&D.objs, ob)) {
     dt__free(ob.key);
+    dt__free(ob.pid);
     cJSON_free(json);
     return DT_ENOMEM;
   }
@@ -167,6 +191,7 @@ bool obj_del(const char *key) {
   D.nkind[D.objs.v[at].kind]--;
   dt__free(D.objs.v[at].key);
   cJSON_free(D.objs.v[at].json);
+  dt__free(D.objs.v[at].pid);
   D.objs.v[at] = D.objs.v[--D.objs.n];
   /* the last object fills the hole: the sorted part ends before it, and
   ** the hole is out of place (out of memory: all is sorted again) */

@@ -40,6 +40,7 @@ typedef struct obj {
   uint32_t pods_at, pods_end, event_at, event_end;
   uint32_t pc_hint, pc_epoch; /* a Pod's entry in the round's pod cache (dt__podcache_find_hinted) */
   uint8_t kind;               /* OBJ_* */
+  char *pid; /* a Node's spec.providerID, read when it is put (node_gone looks for machines by it); else NULL */
 } obj;
 
 typedef struct instance {
@@ -241,6 +242,7 @@ static inline cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjec
 #define wall             dt__ctl_wall
 #define obj_put          dt__ctl_obj_put
 #define obj_put_text     dt__ctl_obj_put_text
+#define obj_put_node     dt__ctl_obj_put_node
 #define on_disrupt       dt__ctl_on_disrupt
 #define on_poll_timer    dt__ctl_on_poll_timer
 #define save_state       dt__ctl_save_state
@@ -262,6 +264,7 @@ void logf_(const char *level, const char *event, const char *fmt, ...) DT_PRINTF
 /* the store: objects in (a round follows the batch window), out */
 int obj_put(const char *key, const cJSON *o);
 int obj_put_text(const char *key, char *json);   /* json: cJSON's text, owned by the store from here */
+int obj_put_node(const char *key, char *json, const cJSON *n); /* ... a Node's, n its parsed form (or NULL) */
 bool forget(const char *key, const char *claim); /* delete; a Pod leaves its claim */
 void node_applied(const cJSON *node);            /* a Node stored: its claim's status.nodeName, or deleting */
 void node_gone(const char *claim, const char *id); /* the machine let go: its Node deleting */

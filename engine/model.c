@@ -130,7 +130,17 @@ int dt__claims_paired(const dt_manifests *m, int32_t *out) {
       continue;
     }
     s = n->provider_id ? dt__sym_find(&pids, n->provider_id) : 0;
-    if (s && by_pid.v[s] >= 0) out[i] = by_pid.v[s];
+    if (s && by_pid.v[s] >= 0) {
+      out[i] = by_pid.v[s];
+      continue;
+    }
+    /* A claim that names no node and no machine the Nodes have, and a Node of
+    ** its own name, are one machine (a provider that names nodes after their
+    ** claims, as KWOK does, or a daemon's claim before it records the Node):
+    ** counted apart, the machine was twice its size, and a pass took the empty
+    ** twin for underutilized and deleted the full one. */
+    s = !n->node_name ? dt__sym_find(&names, n->claim_name) : 0;
+    if (s && by_name.v[s] >= 0) out[i] = by_name.v[s];
   }
   dt__symtab_free(&names);
   dt__symtab_free(&pids);

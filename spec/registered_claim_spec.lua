@@ -75,18 +75,26 @@ status:
   - {type: Ready, status: "True", lastTransitionTime: "2026-11-27T05:01:00Z"}
 ]]
 
-describe("a claim whose Node registered under another name", function()
+-- The same machine's Node named as its claim, with no provider ID (KWOK names
+-- nodes so, and the daemon's claims carry neither nodeName nor providerID
+-- until it records them).
+local node_named_as_claim = node:gsub("ip%-10%-9%-9%-9%.ec2%.internal", "default-80z6g")
+  :gsub('spec: {providerID: "aws:///us%-east%-1a/i%-0123456789abcdef0"}\n', "")
+
+describe("a claim and its Node", function()
   for _, case in ipairs({
     { "by provider ID", "  providerID: aws:///us-east-1a/i-0123456789abcdef0\n" },
     { "by status.nodeName", "  nodeName: ip-10-9-9-9.ec2.internal\n" },
+    { "by the claim's own name", "", node_named_as_claim },
   }) do
+    local the_node = case[3] or node
     it("is not empty while the pods nominated to it wait (paired " .. case[1] .. ")", function()
-      local f = h.write(pool .. "---\n" .. claim(case[2]) .. "---\n" .. node)
+      local f = h.write(pool .. "---\n" .. claim(case[2]) .. "---\n" .. the_node)
       local out, err, code = h.cli("disrupt -o json --now " .. NOW .. " " .. f)
       assert.equal(0, code, err)
       assert.matches('"commands": []', out, 1, true)
       -- without the pod, the machine is empty
-      local g = h.write(pool:gsub("%-%-%-\napiVersion: v1\nkind: Pod.*$", "") .. "---\n" .. claim(case[2]) .. "---\n" .. node)
+      local g = h.write(pool:gsub("%-%-%-\napiVersion: v1\nkind: Pod.*$", "") .. "---\n" .. claim(case[2]) .. "---\n" .. the_node)
       out, err, code = h.cli("disrupt -o json --now " .. NOW .. " " .. g)
       assert.equal(0, code, err)
       assert.matches('"commands": [\n    {\n      "reason": "Empty"', out, 1, true)
@@ -96,7 +104,7 @@ describe("a claim whose Node registered under another name", function()
       -- web (1 cpu) waits for the t3a.small; web2 (1.5 cpu) does not fit in the 0.93 cpu left
       local web2 = "---\napiVersion: v1\nkind: Pod\nmetadata: {name: web2, namespace: default}\nspec:\n" ..
         "  containers:\n  - {name: c, image: nginx, resources: {requests: {cpu: 1500m, memory: 256Mi}}}\n"
-      local f = h.write(pool .. web2 .. "---\n" .. claim(case[2]) .. "---\n" .. node)
+      local f = h.write(pool .. web2 .. "---\n" .. claim(case[2]) .. "---\n" .. the_node)
       local out, err, code = h.cli("plan -o json --now " .. NOW .. " " .. f)
       assert.equal(0, code, err)
       local doc = json.decode(out)
