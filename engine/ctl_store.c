@@ -148,6 +148,13 @@ int obj_put_text(const char *key, char *json) { return obj_put_node(key, json, N
 /* ... with, for a Node the caller has read, its parsed form (n: its
 ** provider ID is taken from it, not read from json again). */
 int obj_put_node(const char *key, char *json, const cJSON *n) {
+  int same = obj_find(key);
+  if (same >= 0 && !strcmp(D.objs.v[same].json, json)) {
+    /* as stored: no change (a watcher's re-list of the whole cluster wrote it all to the journal
+    ** again, and counted as a change of the cluster that a consolidated pass must look at again) */
+    cJSON_free(json);
+    return 0;
+  }
   char *pid = NULL;
   if (n) {
     const char *p = dt__jstr(jget(n, "spec"), "providerID");
