@@ -890,8 +890,7 @@ void handle_event(cJSON *e, char *action, size_t n) {
 /* Everything the daemon holds, released (at a stop, or a start that fails). */
 void ctl_free(void) {
   assumed_free();
-  for (size_t i = 0; i < D.gone.n; i++) dt__free(D.gone.v[i].claim), dt__free(D.gone.v[i].id);
-  dt__free(D.gone.v);
+  gone_free();
   for (size_t i = 0; i < D.to_launch.n; i++) lc_done(D.to_launch.v[i]);
   dt__free(D.to_launch.v);
   for (size_t i = 0; i < D.objs.n; i++) {

@@ -77,8 +77,58 @@ static void mark_deleting(const char *key, const cJSON *n) {
 ** comes again (a cluster feed that lags) is stored so, for GONE_S. Left
 ** alone, the Node kept its room: rounds placed new pods on a machine that
 ** no longer ran, and launched nothing for them. */
+/* The machines let go by claim and by instance id: each Node applied looks
+** itself up here (a re-list of 10,000 Nodes after a 9,000-node pool was
+** deleted compared each with every machine, and took twice as long). Built
+** again on first use after D.gone changes; a map that ran out of memory
+** stays so, and the lookup scans. */
+static struct {
+  dt_namemap claims, ids; /* keyed by D.gone's strings: the latest entry's index */
+  bool stale;
+} gone_ix = {.stale = true};
+
+void gone_free(void) {
+  for (size_t i = 0; i < D.gone.n; i++) dt__free(D.gone.v[i].claim), dt__free(D.gone.v[i].id);
+  dt__free(D.gone.v);
+  memset(&D.gone, 0, sizeof D.gone);
+  dt__namemap_free(&gone_ix.claims);
+  dt__namemap_free(&gone_ix.ids);
+  gone_ix.stale = true;
+}
+
+/* The latest machine let go that a Node of this name and provider ID is,
+** within GONE_S; -1 when none. */
+static int32_t gone_find(const char *name, const char *pid, int64_t now) {
+  if (gone_ix.stale) {
+    dt__namemap_free(&gone_ix.claims);
+    dt__namemap_free(&gone_ix.ids);
+    bool added;
+    for (size_t i = 0; i < D.gone.n; i++) {
+      const char *c = D.gone.v[i].claim, *id = D.gone.v[i].id;
+      int32_t *v = *c ? dt__namemap_put(&gone_ix.claims, c, strlen(c), (int32_t)i, &added) : NULL;
+      if (v) *v = (int32_t)i;
+      v = *id ? dt__namemap_put(&gone_ix.ids, id, strlen(id), (int32_t)i, &added) : NULL;
+      if (v) *v = (int32_t)i;
+    }
+    gone_ix.stale = false;
+  }
+  int32_t at = -1;
+  if (gone_ix.claims.oom || gone_ix.ids.oom) {
+    for (size_t i = D.gone.n; i-- > 0 && at < 0;)
+      if (node_of(name, pid, D.gone.v[i].claim, D.gone.v[i].id)) at = (int32_t)i;
+  } else {
+    if (name) at = dt__namemap_get(&gone_ix.claims, name, strlen(name), -1);
+    for (const char *s = pid ? strchr(pid, '/') : NULL; s; s = strchr(s + 1, '/')) {
+      int32_t j = dt__namemap_get(&gone_ix.ids, s + 1, strlen(s + 1), -1);
+      if (j > at) at = j;
+    }
+  }
+  return at >= 0 && now - D.gone.v[at].at < GONE_S ? at : -1;
+}
+
 void node_gone(const char *claim, const char *id) {
   int64_t now = wall();
+  gone_ix.stale = true;
   size_t keep = 0;
   for (size_t i = 0; i < D.gone.n; i++) /* the expired, and the oldest past GONE_MAX - 1 */
     if (now - D.gone.v[i].at < GONE_S && D.gone.n - i < GONE_MAX)
@@ -108,13 +158,12 @@ void node_gone(const char *claim, const char *id) {
 void node_applied(const cJSON *n) {
   int64_t now = wall();
   const char *nname = dt__jstr(jget(n, "metadata"), "name"), *pid = dt__jstr(jget(n, "spec"), "providerID");
-  for (size_t i = D.gone.n; i-- > 0;)
-    if (now - D.gone.v[i].at < GONE_S && node_of(nname, pid, D.gone.v[i].claim, D.gone.v[i].id)) {
-      char key[KEY_MAX + 16];
-      snprintf(key, sizeof key, "Node//%s", nname ? nname : "");
-      mark_deleting(key, n);
-      return;
-    }
+  if (gone_find(nname, pid, now) >= 0) {
+    char key[KEY_MAX + 16];
+    snprintf(key, sizeof key, "Node//%s", nname ? nname : "");
+    mark_deleting(key, n);
+    return;
+  }
   const instance *in = n ? node_instance(n) : NULL;
   const char *name = dt__jstr(jget(n, "metadata"), "name");
   /* a Node named as its claim is paired with it by that name

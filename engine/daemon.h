@@ -254,6 +254,7 @@ static inline cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjec
 #define ctl_free         dt__ctl_serve_free
 #define node_applied     dt__ctl_node_applied
 #define node_gone        dt__ctl_node_gone
+#define gone_free        dt__ctl_gone_free
 
 /* the clock: now (Unix seconds), and timers on it */
 int64_t wall(void);
@@ -268,6 +269,7 @@ int obj_put_node(const char *key, char *json, const cJSON *n); /* ... a Node's, 
 bool forget(const char *key, const char *claim); /* delete; a Pod leaves its claim */
 void node_applied(const cJSON *node);            /* a Node stored: its claim's status.nodeName, or deleting */
 void node_gone(const char *claim, const char *id); /* the machine let go: its Node deleting */
+void gone_free(void);                              /* the machines let go, forgotten (at a stop) */
 void arm_batch(void);
 
 /* the state file: read at start, written whole, changes journaled */
