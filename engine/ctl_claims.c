@@ -102,13 +102,10 @@ static int32_t gone_find(const char *name, const char *pid, int64_t now) {
   if (gone_ix.stale) {
     dt__namemap_free(&gone_ix.claims);
     dt__namemap_free(&gone_ix.ids);
-    bool added;
-    for (size_t i = 0; i < D.gone.n; i++) {
+    for (size_t i = 0; i < D.gone.n; i++) { /* the latest entry of a name wins */
       const char *c = D.gone.v[i].claim, *id = D.gone.v[i].id;
-      int32_t *v = *c ? dt__namemap_put(&gone_ix.claims, c, strlen(c), (int32_t)i, &added) : NULL;
-      if (v) *v = (int32_t)i;
-      v = *id ? dt__namemap_put(&gone_ix.ids, id, strlen(id), (int32_t)i, &added) : NULL;
-      if (v) *v = (int32_t)i;
+      if (*c) dt__namemap_set(&gone_ix.claims, c, strlen(c), (int32_t)i);
+      if (*id) dt__namemap_set(&gone_ix.ids, id, strlen(id), (int32_t)i);
     }
     gone_ix.stale = false;
   }

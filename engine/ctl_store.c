@@ -374,31 +374,26 @@ void inst_free(instance *in) {
 static void inst_index(size_t i) {
   instance *in = &D.insts.v[i];
   bool added;
-  int32_t *v = dt__namemap_put(&D.inst_ids, in->id, strlen(in->id), (int32_t)i, &added);
-  if (v) *v = (int32_t)i;
-  v = dt__namemap_put(&D.inst_claims, in->claim, strlen(in->claim), (int32_t)i, &added);
+  dt__namemap_set(&D.inst_ids, in->id, strlen(in->id), (int32_t)i);
+  int32_t *v = dt__namemap_put(&D.inst_claims, in->claim, strlen(in->claim), (int32_t)i, &added);
   if (v && !added) D.inst_claim_dups++;
 }
 
-instance *inst_with_id(const char *id) {
-  if (!D.inst_ids.oom) {
-    int32_t i = dt__namemap_get(&D.inst_ids, id, strlen(id), -1);
+/* The instance whose claim (by_claim) or id is s. */
+static instance *inst_by(bool by_claim, const char *s) {
+  const dt_namemap *m = by_claim ? &D.inst_claims : &D.inst_ids;
+  if (!m->oom) {
+    int32_t i = dt__namemap_get(m, s, strlen(s), -1);
     return i < 0 ? NULL : &D.insts.v[i];
   }
   for (size_t i = 0; i < D.insts.n; i++)
-    if (!strcmp(D.insts.v[i].id, id)) return &D.insts.v[i];
+    if (!strcmp(by_claim ? D.insts.v[i].claim : D.insts.v[i].id, s)) return &D.insts.v[i];
   return NULL;
 }
 
-instance *inst_of(const char *claim) {
-  if (!D.inst_claims.oom) {
-    int32_t i = dt__namemap_get(&D.inst_claims, claim, strlen(claim), -1);
-    return i < 0 ? NULL : &D.insts.v[i];
-  }
-  for (size_t i = 0; i < D.insts.n; i++)
-    if (!strcmp(D.insts.v[i].claim, claim)) return &D.insts.v[i];
-  return NULL;
-}
+instance *inst_with_id(const char *id) { return inst_by(false, id); }
+
+instance *inst_of(const char *claim) { return inst_by(true, claim); }
 
 int add_instance(const char *id, const char *claim, const char *type, const char *zone, const char *ct,
                  const char *pool, double price, int64_t launched) {
@@ -441,19 +436,14 @@ void inst_remove(size_t i) {
   D.insts.n = last;
   if (i < last) { /* the last instance moved to i */
     const instance *mv = &D.insts.v[i];
-    bool added;
-    int32_t *v = dt__namemap_put(&D.inst_ids, mv->id, strlen(mv->id), (int32_t)i, &added);
-    if (v) *v = (int32_t)i;
-    v = dt__namemap_get(&D.inst_claims, mv->claim, strlen(mv->claim), -1) == (int32_t)last
-            ? dt__namemap_put(&D.inst_claims, mv->claim, strlen(mv->claim), (int32_t)i, &added)
-            : NULL;
-    if (v) *v = (int32_t)i;
+    size_t ml = strlen(mv->claim);
+    dt__namemap_set(&D.inst_ids, mv->id, strlen(mv->id), (int32_t)i);
+    if (dt__namemap_get(&D.inst_claims, mv->claim, ml, -1) == (int32_t)last)
+      dt__namemap_set(&D.inst_claims, mv->claim, ml, (int32_t)i);
   }
   for (size_t j = 0; claim && j < D.insts.n; j++) /* another instance of that claim takes the key */
     if (!strcmp(D.insts.v[j].claim, claim)) {
-      bool added;
-      int32_t *v = dt__namemap_put(&D.inst_claims, D.insts.v[j].claim, strlen(claim), (int32_t)j, &added);
-      if (v) *v = (int32_t)j;
+      dt__namemap_set(&D.inst_claims, D.insts.v[j].claim, strlen(claim), (int32_t)j);
       break;
     }
   dt__free(claim);

@@ -188,6 +188,8 @@ typedef struct dt_namemap {
 int32_t *dt__namemap_put(dt_namemap *m, const char *s, size_t n, int32_t dflt, bool *added);
 /* The value of s[0..n), or dflt when absent. */
 int32_t dt__namemap_get(const dt_namemap *m, const char *s, size_t n, int32_t dflt);
+/* s[0..n) holding v from now on, found or added; false when out of memory. */
+bool dt__namemap_set(dt_namemap *m, const char *s, size_t n, int32_t v);
 /* Take s[0..n) out of the map; false when it was not in it. */
 bool dt__namemap_del(dt_namemap *m, const char *s, size_t n);
 void dt__namemap_free(dt_namemap *m);

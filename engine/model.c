@@ -138,9 +138,13 @@ int dt__claims_paired(const dt_manifests *m, int32_t *out) {
     ** its own name, are one machine (a provider that names nodes after their
     ** claims, as KWOK does, or a daemon's claim before it records the Node):
     ** counted apart, the machine was twice its size, and a pass took the empty
-    ** twin for underutilized and deleted the full one. */
+    ** twin for underutilized and deleted the full one. Only a Node that says
+    ** what it holds (its allocatable or its instance type) stands for the
+    ** machine: a bare one would leave it no room at all. */
     s = !n->node_name ? dt__sym_find(&names, n->claim_name) : 0;
-    if (s && by_name.v[s] >= 0) out[i] = by_name.v[s];
+    const dt_node *nd = s && by_name.v[s] >= 0 ? &m->nodes.v[by_name.v[s]] : NULL;
+    if (nd && (nd->allocatable.n || dt__kv_get(nd->labels.v, nd->labels.n, "node.kubernetes.io/instance-type")))
+      out[i] = by_name.v[s];
   }
   dt__symtab_free(&names);
   dt__symtab_free(&pids);

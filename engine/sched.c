@@ -527,7 +527,7 @@ int dt__cluster_add_node(dt_cluster *cl, const dt_node *n, dt_error *err) {
   int rc = dt__sched_compile_node(p, n, &c.node, &c.f, err);
   if (rc) return rc;
   c.node.pool = -1;
-  c.may_pair = n->claim_name && (n->node_name || n->provider_id);
+  c.may_pair = n->claim_name != NULL; /* by nodeName, providerID or its own name (dt__claims_paired) */
   if (cl->has_pods && n->node_name) dt__sym(&p->syms, n->node_name); /* as a plan's node index interns it */
   uint32_t id = (uint32_t)cl->nodes.n;
   if (dt__vec_push(&cl->nodes, c) || dt__vec_push(&cl->byname, id)) return DT_ENOMEM;

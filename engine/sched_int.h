@@ -274,7 +274,7 @@ typedef struct node_facts {
 typedef struct cnode {
   rt_node node; /* compiled in the base; pool, use and ports are each plan's */
   node_facts f;
-  bool may_pair; /* a NodeClaim that may stand for a Node of the view (by nodeName or providerID) */
+  bool may_pair; /* a NodeClaim that may stand for a Node of the view (by nodeName, providerID or name) */
 } cnode;
 
 /* What the pods bound to one node name use, summed (a node takes the use of

@@ -240,6 +240,13 @@ int32_t dt__namemap_get(const dt_namemap *m, const char *s, size_t n, int32_t df
   return dflt;
 }
 
+bool dt__namemap_set(dt_namemap *m, const char *s, size_t n, int32_t v) {
+  bool added;
+  int32_t *at = dt__namemap_put(m, s, n, v, &added);
+  if (at) *at = v;
+  return at != NULL;
+}
+
 bool dt__namemap_del(dt_namemap *m, const char *s, size_t n) {
   if (!m->n) return false;
   uint32_t mask = m->nslots - 1, hv = hash(s, n), i = hv & mask;
