@@ -71,12 +71,6 @@ static void mark_deleting(const char *key, const cJSON *n) {
   cJSON_Delete(o);
 }
 
-/* The daemon let a machine go (deleted it, or the cloud no longer has it):
-** its Node takes no new pods from here, as Karpenter's termination deletes
-** the Node. The Node in the store is marked as being deleted, and one that
-** comes again (a cluster feed that lags) is stored so, for GONE_S. Left
-** alone, the Node kept its room: rounds placed new pods on a machine that
-** no longer ran, and launched nothing for them. */
 /* The machines let go by claim and by instance id: each Node applied looks
 ** itself up here (a re-list of 10,000 Nodes after a 9,000-node pool was
 ** deleted compared each with every machine, and took twice as long). Built
@@ -96,19 +90,22 @@ void gone_free(void) {
   gone_ix.stale = true;
 }
 
+static void gone_reindex(void) {
+  if (!gone_ix.stale) return;
+  dt__namemap_free(&gone_ix.claims);
+  dt__namemap_free(&gone_ix.ids);
+  for (size_t i = 0; i < D.gone.n; i++) { /* the latest entry of a name wins */
+    const char *c = D.gone.v[i].claim, *id = D.gone.v[i].id;
+    if (*c) dt__namemap_set(&gone_ix.claims, c, strlen(c), (int32_t)i);
+    if (*id) dt__namemap_set(&gone_ix.ids, id, strlen(id), (int32_t)i);
+  }
+  gone_ix.stale = false;
+}
+
 /* The latest machine let go that a Node of this name and provider ID is,
 ** within GONE_S; -1 when none. */
 static int32_t gone_find(const char *name, const char *pid, int64_t now) {
-  if (gone_ix.stale) {
-    dt__namemap_free(&gone_ix.claims);
-    dt__namemap_free(&gone_ix.ids);
-    for (size_t i = 0; i < D.gone.n; i++) { /* the latest entry of a name wins */
-      const char *c = D.gone.v[i].claim, *id = D.gone.v[i].id;
-      if (*c) dt__namemap_set(&gone_ix.claims, c, strlen(c), (int32_t)i);
-      if (*id) dt__namemap_set(&gone_ix.ids, id, strlen(id), (int32_t)i);
-    }
-    gone_ix.stale = false;
-  }
+  gone_reindex();
   int32_t at = -1;
   if (gone_ix.claims.oom || gone_ix.ids.oom) {
     for (size_t i = D.gone.n; i-- > 0 && at < 0;)
@@ -123,6 +120,24 @@ static int32_t gone_find(const char *name, const char *pid, int64_t now) {
   return at >= 0 && now - D.gone.v[at].at < GONE_S ? at : -1;
 }
 
+int64_t gone_at(const char *id) {
+  gone_reindex();
+  int32_t at = -1;
+  if (gone_ix.ids.oom) {
+    for (size_t i = D.gone.n; i-- > 0 && at < 0;)
+      if (!strcmp(D.gone.v[i].id, id)) at = (int32_t)i;
+  } else {
+    at = dt__namemap_get(&gone_ix.ids, id, strlen(id), -1);
+  }
+  return at < 0 ? -1 : D.gone.v[at].at;
+}
+
+/* The daemon let a machine go (deleted it, or the cloud no longer has it):
+** its Node takes no new pods from here, as Karpenter's termination deletes
+** the Node. The Node in the store is marked as being deleted, and one that
+** comes again (a cluster feed that lags) is stored so, for GONE_S. Left
+** alone, the Node kept its room: rounds placed new pods on a machine that
+** no longer ran, and launched nothing for them. */
 void node_gone(const char *claim, const char *id) {
   int64_t now = wall();
   gone_ix.stale = true;

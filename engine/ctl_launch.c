@@ -400,9 +400,9 @@ static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, con
     }
     return false;
   }
-  int64_t now = wall();
-  for (size_t i = 0; i < D.gone.n; i++) /* let go within the minute: a listing sent before its delete */
-    if (now - D.gone.v[i].at < 60 && !strcmp(D.gone.v[i].id, id)) return false;
+  int64_t let_go = gone_at(id);
+  if (let_go >= 0 && wall() - let_go < 60)
+    return false; /* let go within the minute: a listing sent before its delete */
   delete_orphan(id, "the cloud has an instance for a claim this daemon does not hold: deleted");
   return false;
 }
@@ -566,8 +566,7 @@ void dt__ctl_instances(const cJSON *list) {
   cJSON_ArrayForEach(in, list) {
     const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state"),
                *owner = dt__jstr(in, "cluster");
-    bool added;
-    if (id) dt__namemap_put(&listed_ids, id, strlen(id), 1, &added);
+    if (id) dt__namemap_set(&listed_ids, id, strlen(id), 1);
     if (!id || !claim || inst_with_id(id) || (state && !strcmp(state, "terminated"))) continue;
     if (claim_stored(claim))
       held++; /* adopted below */

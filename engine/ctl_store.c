@@ -132,11 +132,12 @@ int obj_put(const char *key, const cJSON *o) {
   return json ? obj_put_text(key, json) : DT_ENOMEM;
 }
 
-/* A Node's spec.providerID, copied; NULL for anything else or none. */
-static char *node_pid(const char *key, const char *json) {
+/* A Node's spec.providerID, copied (from n, its parsed form, when the
+** caller has read it; else from json); NULL for anything else or none. */
+static char *node_pid(const char *key, const char *json, const cJSON *n) {
   if (strncmp(key, "Node//", 6)) return NULL;
-  cJSON *o = cJSON_Parse(json);
-  const char *pid = dt__jstr(jget(o, "spec"), "providerID");
+  cJSON *o = n ? NULL : cJSON_Parse(json);
+  const char *pid = dt__jstr(jget(n ? n : o, "spec"), "providerID");
   char *c = pid ? dt__strdup(pid) : NULL;
   cJSON_Delete(o);
   return c;
@@ -148,23 +149,16 @@ int obj_put_text(const char *key, char *json) { return obj_put_node(key, json, N
 /* ... with, for a Node the caller has read, its parsed form (n: its
 ** provider ID is taken from it, not read from json again). */
 int obj_put_node(const char *key, char *json, const cJSON *n) {
-  int same = obj_find(key);
-  if (same >= 0 && !strcmp(D.objs.v[same].json, json)) {
+  int at = obj_find(key);
+  if (at >= 0 && !strcmp(D.objs.v[at].json, json)) {
     /* as stored: no change (a watcher's re-list of the whole cluster wrote it all to the journal
     ** again, and counted as a change of the cluster that a consolidated pass must look at again) */
     cJSON_free(json);
     return 0;
   }
-  char *pid = NULL;
-  if (n) {
-    const char *p = dt__jstr(jget(n, "spec"), "providerID");
-    pid = p ? dt__strdup(p) : NULL;
-  } else {
-    pid = node_pid(key, json);
-  }
+  char *pid = node_pid(key, json, n);
   journal_put(key, json);
   D.store_changes++;
-  int at = obj_find(key);
   if (at >= 0) {
     cJSON_free(D.objs.v[at].json);
     D.objs.v[at].json = json;

@@ -255,6 +255,7 @@ static inline cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjec
 #define node_applied     dt__ctl_node_applied
 #define node_gone        dt__ctl_node_gone
 #define gone_free        dt__ctl_gone_free
+#define gone_at          dt__ctl_gone_at
 
 /* the clock: now (Unix seconds), and timers on it */
 int64_t wall(void);
@@ -270,6 +271,7 @@ bool forget(const char *key, const char *claim); /* delete; a Pod leaves its cla
 void node_applied(const cJSON *node);            /* a Node stored: its claim's status.nodeName, or deleting */
 void node_gone(const char *claim, const char *id); /* the machine let go: its Node deleting */
 void gone_free(void);                              /* the machines let go, forgotten (at a stop) */
+int64_t gone_at(const char *id);                   /* when the instance id was let go (the latest), or -1 */
 void arm_batch(void);
 
 /* the state file: read at start, written whole, changes journaled */

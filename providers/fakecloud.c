@@ -382,29 +382,25 @@ int dt__fakecloud_main(int argc, char **argv) {
   dt_error err = {0};
   if (by_name && !dt__catalog_bundled(catalog ? catalog : dt_catalog_bundled(0), &F.catalog, &F.catalog_len)) {
     /* served as the library has it compiled in */
-  } else if (by_name) { /* as serve says it: no such file, and the bundled names */
+  } else if (by_name) { /* neither a file nor a bundled name: said as serve says it, with the bundled names */
     dt_catalog *c = NULL;
-    if (dt_catalog_load_named(catalog, &c, &err)) {
+    if (!dt_catalog_load_named(catalog, &c, &err)) snprintf(err.msg, sizeof err.msg, "%s: changed while read", catalog);
+    dt_catalog_free(c);
+    fprintf(stderr, "dovetail fakecloud: %s\n", err.msg);
+    return 1;
+  } else {
+    char *t = NULL;
+    size_t len;
+    dt_catalog *c = NULL; /* a catalog file the daemon would refuse is refused here, where it names the file */
+    if (dt__read_file(catalog, &t, &len, &err) || dt_catalog_load_buffer(catalog, t, len, &c, &err)) {
+      dt__free(t);
       fprintf(stderr, "dovetail fakecloud: %s\n", err.msg);
       return 1;
     }
     dt_catalog_free(c);
-  } else {
-    char *t;
-    size_t len;
-    if (dt__read_file(catalog, &t, &len, &err)) {
-      fprintf(stderr, "dovetail fakecloud: %s\n", err.msg);
-      return 1;
-    }
     F.catalog = t;
     F.catalog_len = len;
   }
-  dt_catalog *c = NULL; /* a catalog the daemon would refuse is refused here, where it names its file */
-  if (dt_catalog_load_buffer(catalog ? catalog : dt_catalog_bundled(0), F.catalog, F.catalog_len, &c, &err)) {
-    fprintf(stderr, "dovetail fakecloud: %s\n", err.msg);
-    return 1;
-  }
-  dt_catalog_free(c);
   snprintf(F.etag, sizeof F.etag, "\"%016llx\"", (unsigned long long)dt__hash64(F.catalog, F.catalog_len));
   uv_loop_t *loop = uv_default_loop();
   char msg[600];
