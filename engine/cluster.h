@@ -74,6 +74,11 @@ int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_man
 ** match byte for byte (spec/unit.c compares them). */
 int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts,
                             dt_disruption **out, dt_error *err);
+/* dt_disrupt_run with every single-node candidate simulated, none screened
+** (disrupt_sim.c): the same commands, byte for byte; a screened candidate's
+** reason differs (spec/unit.c compares them). */
+int dt__disrupt_run_unscreened(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts,
+                               dt_disruption **out, dt_error *err);
 /* dt_disrupt_run (without explain) whose cluster starts from the catalog
 ** compiled once (dt__catalog_compile): the same pass, byte for byte. */
 int dt__disrupt_run_compiled(const dt_catalog *catalog, const struct dt_compiled_catalog *cc, const dt_manifests *m,

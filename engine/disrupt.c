@@ -598,7 +598,7 @@ static bool time_pending(const state *st) {
 }
 
 static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
-                       const dt_disrupt_opts *opts, bool rebuild, dt_disruption **out, dt_error *err) {
+                       const dt_disrupt_opts *opts, bool rebuild, bool screen, dt_disruption **out, dt_error *err) {
   dt__init();
   double t0 = dt__now_ms();
   *out = NULL;
@@ -607,6 +607,7 @@ static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc,
   st.cc_shared = cc;
   st.m = m;
   st.rebuild = rebuild;
+  st.no_screen = !screen;
   if (opts) st.o = *opts;
   if (!st.o.now) st.o.now = 946684800;
   dt_disruption *r = st.r = dt__calloc(1, sizeof *r);
@@ -651,7 +652,8 @@ static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc,
     r->has_policy_errors = true;
     rc = dt__policy_errors_take(st.o.policy, &r->arena, &r->policy_errors);
   }
-  r->stats.simulations = st.sims;
+  r->stats.simulations = st.plans;
+  r->stats.screened = st.screened;
   if (!rc && (dt__alloc_failed(1) || r->arena.oom || st.arena.oom || st.types.oom)) rc = DT_ENOMEM;
   if (!rc) rc = dt__disrupt_doc_build(r, st.o.now);
   for (size_t i = 0; i < st.nodes.n; i++) dt__free(st.nodes.v[i].pods.v);
@@ -660,6 +662,7 @@ static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc,
   dt__arena_free(&st.arena);
   dt__catalog_compiled_free(st.cc);
   dt__cluster_free(st.cl);
+  dt__dr_screen_free(&st);
   if (rc) {
     dt_disrupt_free(r);
     return dt__err(err, rc, "%s", rc == DT_ECANCELED ? "cancelled" : "out of memory");
@@ -680,15 +683,20 @@ int dt_disrupt_run(const dt_catalog *catalog, const dt_manifests *m, const dt_di
                      opts->explain);
     }
   }
-  return disrupt_run(catalog, NULL, m, opts, false, out, err);
+  return disrupt_run(catalog, NULL, m, opts, false, true, out, err);
 }
 
 int dt__disrupt_run_rebuild(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts,
                             dt_disruption **out, dt_error *err) {
-  return disrupt_run(catalog, NULL, m, opts, true, out, err);
+  return disrupt_run(catalog, NULL, m, opts, true, true, out, err);
 }
 
 int dt__disrupt_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
                              const dt_disrupt_opts *opts, dt_disruption **out, dt_error *err) {
-  return disrupt_run(catalog, cc, m, opts, false, out, err);
+  return disrupt_run(catalog, cc, m, opts, false, true, out, err);
+}
+
+int dt__disrupt_run_unscreened(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *opts,
+                               dt_disruption **out, dt_error *err) {
+  return disrupt_run(catalog, NULL, m, opts, false, false, out, err);
 }

@@ -63,6 +63,7 @@ typedef struct state {
   dt_compiled_catalog *cc; /* the catalog compiled once for every simulation of the pass (rebuild mode) */
   dt_cluster *cl;          /* the cluster compiled once: each simulation is an overlay on it */
   bool rebuild;            /* compile every simulation's view from scratch (the reference the overlay matches) */
+  bool no_screen;          /* simulate every single-node candidate (the reference the screen matches) */
   const dt_manifests *m;
   dt_disrupt_opts o;
   dt_arena arena;
@@ -75,7 +76,10 @@ typedef struct state {
   int32_t *pod_pdb; /* per pod: the PDB covering it, -1 none, -2 several */
   dt_symtab types;  /* catalog type name -> index + 1 */
   dt_disruption *r; /* the result: commands, blocked nodes, budgets, explain steps */
-  uint64_t sims;
+  uint64_t sims;    /* simulations, screened ones too: the next one's seed */
+  uint64_t plans;   /* plans run: simulations and the screen's */
+  uint64_t screened;
+  struct screen *scr;   /* single-node consolidation's screen (disrupt_sim.c), NULL until used */
   unsigned budget_held; /* consolidation candidates a budget held back */
   int rc;
 } state;
@@ -152,6 +156,10 @@ int dt__dr_emptiness(state *st);
 int dt__dr_multi_node(state *st);
 int dt__dr_replace_each(state *st, bool expiry);
 int dt__dr_single_node(state *st);
+/* Whether single-node consolidation's simulation of candidate i could only
+** refuse it (1, the reason in out), or must run (0); < 0 an error. */
+int dt__dr_screen(state *st, uint32_t i, char *out, size_t len);
+void dt__dr_screen_free(state *st);
 int dt__dr_static_scale_down(state *st);
 
 #endif

@@ -432,17 +432,20 @@ int dt__dr_single_node(state *st) {
     dt__free(cs.v);
     return rc;
   }
-  /* round-robin across NodePools, each in its own order */
-  cand *rr = dt__malloc((cs.n ? cs.n : 1) * sizeof *rr);
-  size_t *at = dt__calloc(st->m->pools.n + 1, sizeof *at);
+  /* round-robin across NodePools, each in its own order: the candidates
+  ** grouped by pool (order kept), then dealt one of each pool a round */
+  size_t npools = st->m->pools.n;
+  cand *rr = dt__malloc((cs.n ? cs.n : 1) * sizeof *rr), *by = dt__malloc((cs.n ? cs.n : 1) * sizeof *by);
+  size_t *at = dt__calloc(npools + 1, sizeof *at), *end = dt__calloc(npools + 1, sizeof *end);
   verdict *v = dt__calloc(1, sizeof *v);
-  if (!rr || !at || !v) rc = DT_ENOMEM;
+  if (!rr || !by || !at || !end || !v) rc = DT_ENOMEM;
+  for (size_t k = 0; !rc && k < cs.n; k++) end[st->nodes.v[cs.v[k].node].pool + 1]++;
+  for (size_t pi = 0; !rc && pi < npools; pi++) end[pi + 1] += end[pi]; /* end[pi]: where pool pi starts */
+  for (size_t pi = 0; !rc && pi <= npools; pi++) at[pi] = end[pi];
+  for (size_t k = 0; !rc && k < cs.n; k++) by[at[st->nodes.v[cs.v[k].node].pool]++] = cs.v[k];
   for (size_t placed = 0, round = 0; !rc && placed < cs.n; round++)
-    for (size_t pi = 0; pi < st->m->pools.n; pi++) {
-      size_t seen = 0;
-      for (size_t k = 0; k < cs.n; k++)
-        if (st->nodes.v[cs.v[k].node].pool == (int)pi && seen++ == round) rr[placed++] = cs.v[k];
-    }
+    for (size_t pi = 0; pi < npools; pi++)
+      if (end[pi] + round < at[pi]) rr[placed++] = by[end[pi] + round];
   for (size_t k = 0; !rc && k < cs.n; k++) {
     uint32_t i = rr[k].node;
     int pool = st->nodes.v[i].pool;
@@ -450,6 +453,17 @@ int dt__dr_single_node(state *st) {
     if (dt__dr_allowed(st, pool, 2) <= 0) {
       st->budget_held++;
       dt__dr_why(st, i, "budget: NodePool %s allows no more Underutilized disruptions now", st->m->pools.v[pool].name);
+      continue;
+    }
+    int screened = dt__dr_screen(st, i, v->reason, sizeof v->reason);
+    if (screened) {
+      if (screened < 0) {
+        rc = screened;
+        break;
+      }
+      st->sims++; /* the seed it would have taken: the simulations after it plan as they would */
+      st->screened++;
+      dt__dr_why(st, i, "consolidation: %s", v->reason);
       continue;
     }
     sim s;
@@ -463,8 +477,11 @@ int dt__dr_single_node(state *st) {
     dt__dr_sim_free(&s);
   }
   dt__free(rr);
+  dt__free(by);
   dt__free(at);
+  dt__free(end);
   dt__free(v);
   dt__free(cs.v);
+  dt__dr_screen_free(st);
   return rc;
 }

@@ -84,6 +84,7 @@ int dt__disrupt_doc_build(dt_disruption *d, int64_t now) {
   dt__json_put_num(sum, "blocked", (double)st->blocked);
   dt__json_put_price(sum, "savings", st->savings);
   dt__json_put_num(sum, "simulations", (double)st->simulations);
+  dt__json_put_num(sum, "screened", (double)st->screened);
   return dt__alloc_failed(1) ? DT_ENOMEM : 0;
 }
 

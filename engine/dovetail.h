@@ -504,8 +504,10 @@ DT_EXPORT char *dt_disrupt_render(const dt_disruption *d, dt_format format, size
 
 typedef struct dt_disrupt_stats {
   size_t nodes; /* nodes considered */
-  size_t commands, disrupted, blocked, simulations;
-  double savings; /* $/hour */
+  size_t commands, disrupted, blocked;
+  size_t simulations; /* plans run: the candidates simulated, and the screen's plans of the cluster */
+  size_t screened;    /* single-node candidates refused without a simulation (they could only be refused) */
+  double savings;     /* $/hour */
   double run_ms;
   /* consolidation ran and found nothing that time alone can change: no
   ** candidate held back by a budget, no node inside its consolidateAfter

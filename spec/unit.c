@@ -831,6 +831,180 @@ static void test_overlay(void) {
   dt_catalog_free(c);
 }
 
+/*
+** screen: single-node consolidation refuses, without simulating, a
+** candidate its simulation could only refuse (disrupt_sim.c). A pass with
+** the screen must make the same commands, budgets and blocked nodes as one
+** simulating every candidate; only a screened node's reason differs. The
+** clusters: the overlay's, and packed fleets (one large pod a node, a few
+** nodes with room, cheaper and dearer types, spot, a reservation-free
+** NodePool restricted to one family) where the screen refuses most.
+*/
+static const char *jstr(const cJSON *o, const char *k);
+static bool same_str(const char *a, const char *b);
+
+static char *scr_fleet(unsigned seed, size_t *len) {
+  static const char *types[] = {"c5.xlarge", "c5.2xlarge", "m5.xlarge", "m5.large", "r5.large"};
+  static const char *zones[] = {"us-east-1a", "us-east-1b", "us-east-1c"};
+  size_t cap = 1 << 16;
+  char *b = malloc(cap);
+  *len = 0;
+  ov_rng = seed * 104729u + 7;
+  bool family = ov_next(2);
+  ov_put(
+      &b, len, &cap,
+      "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":["
+      "{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\",\"metadata\":{\"name\":\"default\"},\"spec\":{"
+      "\"disruption\":{\"budgets\":[{\"nodes\":\"%s\"}]},\"template\":{\"spec\":{\"requirements\":["
+      "{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"on-demand\"%s]},"
+      "{\"key\":\"karpenter.k8s.aws/instance-family\",\"operator\":\"In\",\"values\":[%s]},"
+      "{\"key\":\"karpenter.k8s.aws/instance-size\",\"operator\":\"In\",\"values\":[\"large\",\"xlarge\"%s]}]}}}},"
+      "{\"apiVersion\":\"apps/"
+      "v1\",\"kind\":\"DaemonSet\",\"metadata\":{\"name\":\"agent\",\"namespace\":\"kube-system\"},"
+      "\"spec\":{\"template\":{\"spec\":{\"tolerations\":[{\"operator\":\"Exists\"}],\"containers\":[{\"name\":\"a\","
+      "\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":\"128Mi\"}}}]}}}}",
+      ov_next(4) ? "100%" : "20%", ov_next(2) == 0 ? ",\"spot\"" : "",
+      family ? "\"c5\"" : "\"c5\",\"m5\",\"r5\",\"t3\",\"c6a\",\"m6a\"", ov_next(2) ? ",\"2xlarge\"" : "");
+  unsigned nn = 20 + ov_next(60), pods = 0;
+  for (unsigned i = 0; i < nn; i++) {
+    const char *type = family ? (ov_next(4) ? "c5.xlarge" : "c5.2xlarge") : types[ov_next(5)];
+    const char *ct = ov_next(6) == 0 ? "spot" : "on-demand";
+    ov_put(&b, len, &cap,
+           ",{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"f-%u\","
+           "\"creationTimestamp\":\"2026-11-%02uT00:00:00Z\",\"labels\":{"
+           "\"node.kubernetes.io/instance-type\":\"%s\",\"topology.kubernetes.io/zone\":\"%s\","
+           "\"karpenter.sh/capacity-type\":\"%s\",\"karpenter.sh/nodepool\":\"default\",\"kubernetes.io/"
+           "arch\":\"amd64\"}}}",
+           i, 1 + ov_next(20), type, zones[ov_next(3)], ct);
+    ov_put(&b, len, &cap,
+           ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"agent-%u\",\"namespace\":\"kube-system\","
+           "\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"name\":\"agent\"}]},\"spec\":{\"nodeName\":\"f-%u\","
+           "\"containers\":[{\"name\":\"a\",\"resources\":{\"requests\":{\"cpu\":\"100m\",\"memory\":\"128Mi\"}}}]}}",
+           i, i);
+    /* most nodes packed by one large pod, some holding small ones (room for others' pods) */
+    unsigned np = ov_next(12) == 0 ? 1 + ov_next(3) : 1;
+    bool small = np > 1 || ov_next(16) == 0;
+    for (unsigned k = 0; k < np; k++, pods++)
+      ov_put(&b, len, &cap,
+             ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"w-%u\",\"namespace\":\"default\","
+             "\"labels\":{\"app\":\"a%u\"}},\"spec\":{\"nodeName\":\"f-%u\",\"containers\":[{\"name\":\"c\","
+             "\"resources\":{\"requests\":{\"cpu\":\"%um\",\"memory\":\"%uMi\"}}}]}}",
+             pods, ov_next(4), i, small ? 100 + ov_next(500) : 1200 + ov_next(2500),
+             small ? 64 + ov_next(500) : 1024 + ov_next(5000));
+  }
+  ov_put(&b, len, &cap, "]}");
+  return b;
+}
+
+/* 1 when a pass with the screen decides as one without it. */
+static int scr_same(const dt_catalog *c, const dt_manifests *m, const char *what, unsigned seed, int spot_to_spot,
+                    dt_policy *pol, unsigned *screened) {
+  dt_error err = {0};
+  dt_disrupt_opts o = {0};
+  o.policy = pol;
+  o.spot_to_spot = spot_to_spot;
+  dt_time_parse("2026-11-23T12:00:00Z", &o.now, NULL);
+  o.seed = seed;
+  dt_disruption *a = NULL, *r = NULL;
+  int ra = dt_disrupt_run(c, m, &o, &a, &err), rr = dt__disrupt_run_unscreened(c, m, &o, &r, &err);
+  char *ta = ra ? NULL : dt_disrupt_render(a, DT_FORMAT_JSON, NULL);
+  char *tr = rr ? NULL : dt_disrupt_render(r, DT_FORMAT_JSON, NULL);
+  cJSON *ja = ta ? cJSON_Parse(ta) : NULL, *jr = tr ? cJSON_Parse(tr) : NULL;
+  int same = ra == rr;
+  if (same && !ra) {
+    same = ja && jr;
+    static const char *keys[] = {"commands", "budgets"};
+    for (size_t k = 0; same && k < 2; k++)
+      same = cJSON_Compare(cJSON_GetObjectItemCaseSensitive(ja, keys[k]), cJSON_GetObjectItemCaseSensitive(jr, keys[k]),
+                           true);
+    const cJSON *ba = cJSON_GetObjectItemCaseSensitive(ja, "blocked"),
+                *br = cJSON_GetObjectItemCaseSensitive(jr, "blocked");
+    same = same && cJSON_GetArraySize(ba) == cJSON_GetArraySize(br);
+    for (int i = 0; same && i < cJSON_GetArraySize(ba); i++) {
+      const cJSON *x = cJSON_GetArrayItem(ba, i), *y = cJSON_GetArrayItem(br, i);
+      const char *rx = jstr(x, "reason"), *ry = jstr(y, "reason");
+      same = same_str(jstr(x, "node"), jstr(y, "node")) && rx && ry;
+      if (same && strcmp(rx, ry)) {
+        /* screened: refused as the simulation refused it, for a reason it found itself */
+        same = strstr(rx, "fits on no other node") || strstr(rx, "fit on no other node");
+        same = same && !strncmp(rx, "consolidation: ", 15) && !strncmp(ry, "consolidation: ", 15);
+      }
+    }
+    dt_disrupt_stats sa;
+    dt_disrupt_stats_get(a, &sa);
+    *screened += (unsigned)sa.screened;
+  }
+  if (!same)
+    printf("the screen changes the pass on %s (seed %u):\n  screened: %.600s\n  simulated: %.600s\n", what, seed,
+           ta ? ta : "(error)", tr ? tr : "(error)");
+  cJSON_Delete(ja);
+  cJSON_Delete(jr);
+  dt_free(ta);
+  dt_free(tr);
+  dt_disrupt_free(a);
+  dt_disrupt_free(r);
+  return same;
+}
+
+static void test_screen(void) {
+  dt_error err = {0};
+  dt_catalog *c = NULL;
+  if (dt_catalog_load_default(&c, &err)) {
+    CHECK(0, "the bundled catalog loads: %s", err.msg);
+    return;
+  }
+  /* the price hook makes c5 dearer and spot cheaper than the catalog says:
+  ** the screen must weigh the prices the simulations pay */
+  static const char *k_policy = "return {\n"
+                                "  price = function(offers) local out = {} for i, o in ipairs(offers) do\n"
+                                "    out[i] = o.price * (o.family == 'c5' and 1.7 or 1) * (o.capacityType == 'spot' "
+                                "and 0.5 or 1) end return out end,\n"
+                                "  score = function(o) return o.price * (o.family == 'm5' and 0.9 or 1) end,\n"
+                                "}\n";
+  /* and one that launches no spot: a spot node's replacement is then
+  ** on-demand, taken when it is cheaper */
+  static const char *k_no_spot = "return { price = function(offers) local out = {} for i, o in ipairs(offers) do\n"
+                                 "  if o.capacityType ~= 'spot' then out[i] = o.price end end return out end }\n";
+  dt_policy *pol = NULL, *nospot = NULL;
+  CHECK(dt_policy_load_buffer("screen.lua", k_policy, strlen(k_policy), NULL, &pol, &err) == 0,
+        "the screen spec's policy loads: %s", err.msg);
+  CHECK(dt_policy_load_buffer("no-spot.lua", k_no_spot, strlen(k_no_spot), NULL, &nospot, &err) == 0,
+        "the screen spec's second policy loads: %s", err.msg);
+  unsigned bad = 0, runs = 0, screened = 0;
+  for (unsigned seed = 1; seed <= 120; seed++) {
+    size_t len;
+    char *text = seed <= 60 ? ov_cluster(seed, &len) : scr_fleet(seed, &len);
+    const char *what = seed <= 60 ? "a generated cluster" : "a packed fleet";
+    dt_manifests *m = dt_manifests_new();
+    if (dt_manifests_add_buffer(m, "cluster.json", text, len, &err)) {
+      CHECK(0, "generated cluster %u parses: %s", seed, err.msg);
+    } else {
+      bad += !scr_same(c, m, what, seed, 0, NULL, &screened), runs++;
+      if (seed % 2 == 0 && pol) bad += !scr_same(c, m, what, seed, 0, pol, &screened), runs++;
+      if (seed % 2 == 1 && nospot) bad += !scr_same(c, m, what, seed, 0, nospot, &screened), runs++;
+      if (seed % 3 == 0) bad += !scr_same(c, m, what, seed, 1, NULL, &screened), runs++;
+    }
+    dt_manifests_free(m);
+    free(text);
+  }
+  static const char *files[] = {"examples/disrupt.yaml", "examples/simulate/cluster.yaml",
+                                "spec/fixtures/cluster-dump.yaml"};
+  for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+    dt_manifests *m = dt_manifests_new();
+    if (dt_manifests_add_file(m, files[i], &err))
+      CHECK(0, "%s loads: %s", files[i], err.msg);
+    else
+      for (int s2s = 0; s2s < 2; s2s++, runs++) bad += !scr_same(c, m, files[i], 0, s2s, NULL, &screened);
+    dt_manifests_free(m);
+  }
+  CHECK(bad == 0, "a pass with the screen decides as one simulating every candidate (%u of %u differ)", bad, runs);
+  CHECK(screened > 200, "the screen refused candidates on the generated clusters (%u)", screened);
+  printf("screen: %u passes compared, %u candidates screened\n", runs, screened);
+  dt_policy_free(pol);
+  dt_policy_free(nospot);
+  dt_catalog_free(c);
+}
+
 /* ------------------------------------------------------------ results */
 
 static const char *jstr(const cJSON *o, const char *k) {
@@ -1468,7 +1642,12 @@ static void test_namemap_del(void) {
   dt__namemap_free(&m);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1 && !strcmp(argv[1], "screen")) { /* one test alone, while working on it */
+    test_screen();
+    printf("unit: %d passed, %d failed\n", passed, failed);
+    return failed != 0;
+  }
   test_api();
   test_sym();
   test_namemap_del();
@@ -1485,6 +1664,7 @@ int main(void) {
   test_cost_packing_work();
   test_queue_order();
   test_overlay();
+  test_screen();
   CHECK(!strcmp(dt_strerror(DT_ENOMEM), "out of memory") && !strcmp(dt_strerror(12345), "unknown error"),
         "dt_strerror");
   test_oom(1, 0);
