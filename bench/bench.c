@@ -891,47 +891,56 @@ static int pool_bench(void) {
 /* A cluster of n nodes with 10 pods each on the bundled AWS catalog: mixed
 ** 2xlarge types over three zones at about 45% cpu use, 2% empty, 1% drifted
 ** (their NodePool hash changed), the default 10% budget. One disrupt pass.
+** packed: a consolidated fleet instead, n c6a.2xlarge nodes each full with
+** two pods of 3.4-3.7 cores (a NodePool of c6a types), 1% holding one pod
+** (a c6a.xlarge would do): single-node consolidation's every candidate.
 ** DOVETAIL_BENCH_DUMP=DIR writes each cluster to DIR for `dovetail disrupt
 ** --now 2026-11-23T12:00:00Z`. */
-static int disrupt_bench(dt_catalog *aws, size_t n) {
+static int disrupt_bench(dt_catalog *aws, size_t n, bool packed) {
   size_t cap = n * 10 * 330 + n * 520 + 4096, len = 0;
   char *b = malloc(cap);
   if (!b) return 1;
-  len += (size_t)snprintf(b + len, cap - len,
+  len += (size_t)snprintf(
+      b + len, cap - len,
       "{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[{\"apiVersion\":\"karpenter.sh/v1\",\"kind\":\"NodePool\","
       "\"metadata\":{\"name\":\"default\"},\"spec\":{\"template\":{\"spec\":{\"requirements\":["
       "{\"key\":\"kubernetes.io/arch\",\"operator\":\"In\",\"values\":[\"amd64\"]},"
       "{\"key\":\"karpenter.sh/capacity-type\",\"operator\":\"In\",\"values\":[\"on-demand\"]},"
-      "{\"key\":\"karpenter.k8s.aws/instance-category\",\"operator\":\"In\",\"values\":[\"c\",\"m\",\"r\"]}]}}}}");
+      "{\"key\":\"%s\",\"operator\":\"In\",\"values\":[%s]}]}}}}",
+      packed ? "karpenter.k8s.aws/instance-family" : "karpenter.k8s.aws/instance-category",
+      packed ? "\"c6a\"" : "\"c\",\"m\",\"r\"");
   static const char *types[] = {"m5.2xlarge", "c5.2xlarge", "r5.2xlarge"};
   static const char *zones[] = {"us-east-1a", "us-east-1b", "us-east-1c"};
   uint64_t x = 7;
+  size_t npods = 0;
   for (size_t i = 0; i < n; i++) {
     x = x * 6364136223846793005ull + 1442695040888963407ull;
     unsigned r = (unsigned)(x >> 33);
-    bool empty = r % 100 < 2, drifted = r % 100 == 2;
-    len += (size_t)snprintf(b + len, cap - len,
+    bool empty = !packed && r % 100 < 2, drifted = !packed && r % 100 == 2, half = packed && r % 100 < 1;
+    len += (size_t)snprintf(
+        b + len, cap - len,
         ",{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"node-%zu\","
         "\"creationTimestamp\":\"2026-11-01T00:00:00Z\"%s,\"labels\":{\"node.kubernetes.io/instance-type\":\"%s\","
         "\"topology.kubernetes.io/zone\":\"%s\",\"karpenter.sh/capacity-type\":\"on-demand\","
         "\"karpenter.sh/nodepool\":\"default\",\"kubernetes.io/arch\":\"amd64\"}}}",
         i, drifted ? ",\"annotations\":{\"dovetail.dev/nodepool-hash\":\"0000000000000000\"}" : "",
-        types[i % 3], zones[(i / 3) % 3]);
-    for (int k = 0; k < 10 && !empty; k++) {
+        packed ? "c6a.2xlarge" : types[i % 3], zones[(i / 3) % 3]);
+    for (int k = 0; k < (packed ? (half ? 1 : 2) : 10) && !empty; k++, npods++) {
       x = x * 6364136223846793005ull + 1442695040888963407ull;
       unsigned q = (unsigned)(x >> 33);
-      len += (size_t)snprintf(b + len, cap - len,
+      len += (size_t)snprintf(
+          b + len, cap - len,
           ",{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"pod-%zu-%d\",\"namespace\":\"default\","
           "\"labels\":{\"app\":\"app-%u\"}},\"spec\":{\"nodeName\":\"node-%zu\",\"containers\":[{\"name\":\"c\","
           "\"resources\":{\"requests\":{\"cpu\":\"%um\",\"memory\":\"%uMi\"}}}]}}",
-          i, k, q % 50, i, 100 + q % 500, 256 + (q >> 9) % 1792);
+          i, k, q % 50, i, packed ? 3400 + q % 300 : 100 + q % 500, 256 + (q >> 9) % 1792);
     }
   }
   len += (size_t)snprintf(b + len, cap - len, "]}");
   const char *dump = getenv("DOVETAIL_BENCH_DUMP"); /* a directory: the cluster as `dovetail disrupt` reads it */
   if (dump) {
     char path[512];
-    snprintf(path, sizeof path, "%s/disrupt-%zuk-nodes.json", dump, n / 1000);
+    snprintf(path, sizeof path, "%s/disrupt-%zuk-%s.json", dump, n / 1000, packed ? "packed" : "nodes");
     FILE *f = fopen(path, "w");
     if (!f || fwrite(b, 1, len, f) != len) fprintf(stderr, "bench: cannot write %s\n", path);
     if (f) fclose(f);
@@ -956,10 +965,10 @@ static int disrupt_bench(dt_catalog *aws, size_t n) {
   dt_disrupt_stats st;
   dt_disrupt_stats_get(d, &st);
   char name[64];
-  snprintf(name, sizeof name, "disrupt-%zuk-nodes", n / 1000);
-  printf("%-24s %7zu nodes, %zu pods: %zu commands, %zu nodes disrupted, saves $%.2f/h, %zu simulations, pass %.0f ms "
-         "(%.0f ms of CPU; target < %s), parse %.0f ms, rss %.0f MiB\n",
-         name, n, n * 10, st.commands, st.disrupted, st.savings, st.simulations, st.run_ms, cpu,
+  snprintf(name, sizeof name, "disrupt-%zuk-%s", n / 1000, packed ? "packed" : "nodes");
+  printf("%-24s %7zu nodes, %zu pods: %zu commands, %zu nodes disrupted, saves $%.2f/h, %zu simulations, %zu "
+         "screened, pass %.0f ms (%.0f ms of CPU; target < %s), parse %.0f ms, rss %.0f MiB\n",
+         name, n, npods, st.commands, st.disrupted, st.savings, st.simulations, st.screened, st.run_ms, cpu,
          n <= 1000 ? "1 s" : "1.5 s", parse, peak_rss_mib());
   dt_disrupt_free(d);
   dt_manifests_free(m);
@@ -1041,8 +1050,9 @@ int main(int argc, char **argv) {
   if (only && !strcmp(only, "disrupt")) { /* without a filter it runs last: peak RSS is per process */
     dt_catalog *aws;
     if (dt_catalog_load_default(&aws, &err)) return 1;
-    rc |= disrupt_bench(aws, 1000);
-    rc |= disrupt_bench(aws, 10000);
+    rc |= disrupt_bench(aws, 1000, false);
+    rc |= disrupt_bench(aws, 10000, false);
+    rc |= disrupt_bench(aws, 10000, true);
     dt_catalog_free(aws);
     return rc;
   }
@@ -1222,8 +1232,9 @@ int main(int argc, char **argv) {
   free(pods);
   if (only && !strcmp(only, "million")) rc |= million(aws, shapes, &r);
   if (!only) {
-    rc |= disrupt_bench(aws, 1000);
-    rc |= disrupt_bench(aws, 10000);
+    rc |= disrupt_bench(aws, 1000, false);
+    rc |= disrupt_bench(aws, 10000, false);
+    rc |= disrupt_bench(aws, 10000, true);
   }
   dt_catalog_free(aws);
   return rc;

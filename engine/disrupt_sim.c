@@ -240,8 +240,10 @@ int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
 ** simulation refuses nearly every candidate, a pass over 10,000 nodes made
 ** 10,000 simulations (22 s). The screen refuses, without simulating, a
 ** candidate its simulation could only refuse: some of its pods fit on no
-** other node that takes pods (allocatable less what its pods request, as
-** the plan charges them), so they would all need the one replacement, and no
+** other initialized node that takes pods (allocatable less what its pods
+** request, as the plan charges them; a moving pod that lands on a node not
+** yet initialized fails the simulation), so they would all need the one
+** replacement, and no
 ** instance type of any NodePool with an offering cheaper than the candidate
 ** holds them together (allocatable less DaemonSet overhead, as a claim's
 ** options are sized; a reserved offering counts as free). Each test is one
@@ -362,8 +364,10 @@ static int screen_build(state *st, screen *c) {
     dt_sym alias = r->src->node_name ? dt__sym_find(&p->syms, r->src->node_name) : 0;
     if (r->name <= p->syms.n && named[r->name]++) collide = true;
     if (alias && alias != r->name && alias <= p->syms.n && named[alias]++) collide = true;
-    /* as the solver's node_fits: nodes that take no pod at all */
-    if (r->src->unschedulable || r->closed || r->src->deleting || (!r->src->ready && !r->src->claim_name)) {
+    /* as the solver's node_fits: nodes that take no pod at all; and nodes
+    ** not initialized, where a moving pod makes the simulation refuse */
+    if (r->src->unschedulable || r->closed || r->src->deleting || (!r->src->ready && !r->src->claim_name) ||
+        !r->src->initialized) {
       c->take[i] = 0;
       continue;
     }
