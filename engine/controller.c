@@ -220,6 +220,7 @@ typedef struct round_work {
   size_t nrefused;
   char **managed; /* a disruption pass: the claims this daemon launched and their Nodes, sorted */
   size_t nmanaged;
+  DT_VEC(char *) held; /* a disruption pass: the nodes of refused pods (spec.nodeName), sorted */
 } round_work;
 
 static void round_free(round_work *w) {
@@ -245,6 +246,8 @@ static void round_free(round_work *w) {
   dt__free(w->refused.p);
   for (size_t i = 0; i < w->nmanaged; i++) dt__free(w->managed[i]);
   dt__free(w->managed);
+  for (size_t i = 0; i < w->held.n; i++) dt__free(w->held.v[i]);
+  dt__free(w->held.v);
   dt__free(w);
 }
 
@@ -319,16 +322,28 @@ static void round_run(uv_work_t *req) {
     /* A Pod or NodePool the reader refuses (one an earlier version stored, which this one reads
     ** more strictly) is left out of a provisioning round and said, not made to fail every round
     ** and plan nothing: Karpenter leaves a NodePool that fails validation out of scheduling.
-    ** The set rolls back what it read of it. Anything else refused (a NodeClaim left out would
-    ** be launched again), and anything in a disruption pass (a node would look emptier than
-    ** it is), still stops it. */
-    if (w->rc == DT_EINVAL && !w->disrupt && (!strncmp(w->key[i], "Pod/", 4) || !strncmp(w->key[i], "NodePool/", 9))) {
+    ** The set rolls back what it read of it. In a disruption pass the node such a pod is bound
+    ** to would look emptier than it is: the pass holds it (never taken away, no destination for
+    ** other pods), and the nodes of a refused NodePool have no pool to take them. Anything else
+    ** refused (a NodeClaim left out would be launched again) still stops it. */
+    if (w->rc == DT_EINVAL && (!strncmp(w->key[i], "Pod/", 4) || !strncmp(w->key[i], "NodePool/", 9))) {
+      if (w->disrupt && !strncmp(w->key[i], "Pod/", 4)) {
+        cJSON *o = w->json[i] ? cJSON_Parse(w->json[i]) : NULL;
+        const char *node = dt__jstr(jget(o, "spec"), "nodeName");
+        char *c = node && *node ? dt__strdup(node) : NULL;
+        if (c && dt__vec_push(&w->held, c)) dt__free(c), c = NULL;
+        bool lost = node && *node && !c;   /* out of memory: the pod cannot be held, so the pass stops */
+        if (!o && w->json[i]) lost = true; /* not even JSON: where it runs is unknown */
+        cJSON_Delete(o);
+        if (lost) continue;
+      }
       if (w->nrefused++ < 4) dt__buf_printf(&w->refused, "%s%s", w->refused.len ? "; " : "", w->err.msg);
       w->rc = 0;
       w->err.msg[0] = 0;
     }
   }
   if (w->rc) return;
+  if (w->held.n) qsort(w->held.v, w->held.n, sizeof *w->held.v, name_cmp);
   dt__podcache_sweep(D.podcache); /* the last round's manifests are freed: only this one's pods stay */
   if (D.pdir) {
     dt_policy_dir_sync(D.pdir, w->m);
@@ -345,7 +360,9 @@ static void round_run(uv_work_t *req) {
                          w->o.npool_policies, w->o.cancel, (const char *const *)w->managed, w->nmanaged,
                          w->skip_consolidation,
                          /* the last round's placements on Nodes: no round runs beside a pass */
-                         (const char *const *)D.assumed_pods, (const char *const *)D.assumed_nodes, D.nassumed};
+                         (const char *const *)D.assumed_pods, (const char *const *)D.assumed_nodes, D.nassumed,
+                         /* the nodes of pods the reader refused */
+                         (const char *const *)w->held.v, w->held.n};
     if ((w->rc = D.cc ? dt__disrupt_run_compiled(D.cat, D.cc, w->m, &o, &w->dis, &w->err)
                       : dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err)))
       return;
@@ -771,7 +788,17 @@ bool forget(const char *key, const char *claim) {
   } else if (!strncmp(key, "Pod/", 4)) {
     const char *name = key + 4;
     if (claim && unnominate(claim, name)) return true;
-    size_t n = strlen(name);
+    char **held;
+    size_t nheld;
+    if (nom_holders(name, &held, &nheld)) {
+      for (size_t i = 0; i < nheld; i++) {
+        unnominate(held[i], name);
+        dt__free(held[i]);
+      }
+      dt__free(held);
+      return true;
+    }
+    size_t n = strlen(name); /* the index is not known (out of memory): every claim read */
     DT_VEC(char *) holders = {0};
     for (size_t i = 0; i < D.objs.n; i++) {
       const obj *ob = &D.objs.v[i];
@@ -906,6 +933,7 @@ void ctl_free(void) {
   dt__free(D.insts.v);
   dt__namemap_free(&D.inst_ids);
   dt__namemap_free(&D.inst_claims);
+  nom_free_all();
   for (size_t i = 0; i < D.replacing.n; i++) {
     dt__free(D.replacing.v[i].claim);
     dt__free(D.replacing.v[i].olds);

@@ -132,6 +132,152 @@ int obj_put(const char *key, const cJSON *o) {
   return json ? obj_put_text(key, json) : DT_ENOMEM;
 }
 
+/* ------------------------------------------------------------ nominations */
+
+/* The values of every "dovetail.dev/pods" key in a claim's compact text,
+** decoded and joined by commas, into b. The annotations' key is the one
+** that counts; another of the name elsewhere only adds names, which a
+** caller (unnominate) checks against the annotation itself. */
+static void nom_names(const char *json, dt_buf *b) {
+  static const char pat[] = "\"" DT_A_PODS "\":\"";
+  for (const char *q = json ? strstr(json, pat) : NULL; q; q = strstr(q + 1, pat)) {
+    const char *v = q + sizeof pat - 1, *e = v;
+    bool esc = false;
+    while (*e && *e != '"') {
+      if (*e == '\\') {
+        esc = true;
+        if (e[1]) e++;
+      }
+      e++;
+    }
+    if (!*e) break;
+    if (b->len) dt__buf_putc(b, ',');
+    if (!esc) {
+      dt__buf_putn(b, v, (size_t)(e - v));
+      continue;
+    }
+    cJSON *str = cJSON_ParseWithLength(v - 1, (size_t)(e - v) + 2);
+    if (cJSON_IsString(str)) dt__buf_puts(b, str->valuestring);
+    cJSON_Delete(str);
+  }
+}
+
+static void nom_add(const char *claim, const char *pod, size_t n) {
+  int32_t at;
+  if (D.nom_free) {
+    at = D.nom_free - 1;
+    D.nom_free = D.nom_e.v[at].next;
+  } else {
+    nom_entry z = {NULL, NULL, -1};
+    if (dt__vec_push(&D.nom_e, z)) {
+      D.nom_oom = true;
+      return;
+    }
+    at = (int32_t)D.nom_e.n - 1;
+  }
+  nom_entry *e = &D.nom_e.v[at];
+  e->pod = dt__strndup(pod, n);
+  e->claim = dt__strdup(claim);
+  bool added;
+  int32_t *head = e->pod && e->claim ? dt__namemap_put(&D.nom, e->pod, n, -1, &added) : NULL;
+  if (!head) {
+    dt__free(e->pod);
+    dt__free(e->claim);
+    *e = (nom_entry){NULL, NULL, D.nom_free};
+    D.nom_free = at + 1;
+    D.nom_oom = true;
+    return;
+  }
+  /* the new entry goes second, so the map's key stays the head's string */
+  if (*head < 0) {
+    *head = at;
+    e->next = -1;
+  } else {
+    e->next = D.nom_e.v[*head].next;
+    D.nom_e.v[*head].next = at;
+  }
+}
+
+static void nom_remove(const char *claim, const char *pod, size_t n) {
+  int32_t head = dt__namemap_get(&D.nom, pod, n, -1), prev = -1;
+  for (int32_t at = head; at >= 0; prev = at, at = D.nom_e.v[at].next) {
+    nom_entry *e = &D.nom_e.v[at];
+    if (strcmp(e->claim, claim)) continue;
+    int32_t next = e->next;
+    if (prev >= 0) {
+      D.nom_e.v[prev].next = next;
+    } else { /* the head goes: the map is keyed by the next one's string, or drops the pod */
+      dt__namemap_del(&D.nom, pod, n);
+      if (next >= 0 && !dt__namemap_set(&D.nom, D.nom_e.v[next].pod, n, next)) D.nom_oom = true;
+    }
+    dt__free(e->pod);
+    dt__free(e->claim);
+    *e = (nom_entry){NULL, NULL, D.nom_free};
+    D.nom_free = at + 1;
+    return;
+  }
+}
+
+/* Claim's nominations from the text old to the text new (either NULL). */
+static void nom_update(const char *claim, const char *old, const char *new) {
+  dt_buf a = {0}, b = {0};
+  nom_names(old, &a);
+  nom_names(new, &b);
+  if (a.oom || b.oom) D.nom_oom = true;
+  if (a.len != b.len || (a.len && memcmp(a.p, b.p, a.len))) {
+    for (const char *s = a.p, *end = a.p + a.len; s && s < end;) {
+      const char *c = memchr(s, ',', (size_t)(end - s));
+      size_t len = c ? (size_t)(c - s) : (size_t)(end - s);
+      if (len) nom_remove(claim, s, len);
+      s = c ? c + 1 : NULL;
+    }
+    for (const char *s = b.p, *end = b.p + b.len; s && s < end;) {
+      const char *c = memchr(s, ',', (size_t)(end - s));
+      size_t len = c ? (size_t)(c - s) : (size_t)(end - s);
+      bool dup = false; /* listed twice in one claim: one entry */
+      for (int32_t at = dt__namemap_get(&D.nom, s, len, -1); len && at >= 0 && !dup; at = D.nom_e.v[at].next)
+        dup = !strcmp(D.nom_e.v[at].claim, claim);
+      if (len && !dup) nom_add(claim, s, len);
+      s = c ? c + 1 : NULL;
+    }
+  }
+  dt__free(a.p);
+  dt__free(b.p);
+}
+
+bool nom_holders(const char *pod, char ***out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (D.nom_oom) return false;
+  size_t k = 0;
+  for (int32_t at = dt__namemap_get(&D.nom, pod, strlen(pod), -1); at >= 0; at = D.nom_e.v[at].next) k++;
+  if (!k) return true;
+  char **v = dt__calloc(k, sizeof *v);
+  if (!v) return false;
+  for (int32_t at = dt__namemap_get(&D.nom, pod, strlen(pod), -1); at >= 0; at = D.nom_e.v[at].next)
+    if (!(v[(*n)++] = dt__strdup(D.nom_e.v[at].claim))) {
+      for (size_t i = 0; i < *n; i++) dt__free(v[i]);
+      dt__free(v);
+      *n = 0;
+      return false;
+    }
+  *out = v;
+  return true;
+}
+
+void nom_free_all(void) {
+  for (size_t i = 0; i < D.nom_e.n; i++) {
+    dt__free(D.nom_e.v[i].pod);
+    dt__free(D.nom_e.v[i].claim);
+  }
+  dt__free(D.nom_e.v);
+  memset(&D.nom_e, 0, sizeof D.nom_e);
+  dt__namemap_free(&D.nom);
+  memset(&D.nom, 0, sizeof D.nom);
+  D.nom_free = 0;
+  D.nom_oom = false;
+}
+
 /* A Node's spec.providerID, copied (from n, its parsed form, when the
 ** caller has read it; else from json); NULL for anything else or none. */
 static char *node_pid(const char *key, const char *json, const cJSON *n) {
@@ -157,6 +303,7 @@ int obj_put_node(const char *key, char *json, const cJSON *n) {
     return 0;
   }
   char *pid = node_pid(key, json, n);
+  if (!strncmp(key, "NodeClaim//", 11)) nom_update(key + 11, at >= 0 ? D.objs.v[at].json : NULL, json);
   journal_put(key, json);
   D.store_changes++;
   if (at >= 0) {
@@ -187,6 +334,7 @@ bool obj_del(const char *key) {
   int at = obj_find(key);
   if (at < 0) return false;
   journal_del("del", "key", key);
+  if (!strncmp(key, "NodeClaim//", 11)) nom_update(key + 11, D.objs.v[at].json, NULL);
   D.store_changes++;
   D.slot.v[dt__sym_find(&D.keys, key)] = -1;
   D.nkind[D.objs.v[at].kind]--;

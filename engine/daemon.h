@@ -43,6 +43,11 @@ typedef struct obj {
   char *pid; /* a Node's spec.providerID, read when it is put (node_gone looks for machines by it); else NULL */
 } obj;
 
+typedef struct nom_entry {
+  char *pod, *claim; /* NULL: a free entry (next: the next free one, + 1) */
+  int32_t next;
+} nom_entry;
+
 typedef struct instance {
   char *id, *claim, *type, *zone, *ct, *pool;
   double price;
@@ -166,6 +171,16 @@ typedef struct dtd {
   ** two instances maps to one of them; inst_claim_dups counts such adds. */
   dt_namemap inst_ids, inst_claims;
   size_t inst_claim_dups;
+  /* The NodeClaims each pod is nominated to (their dovetail.dev/pods
+  ** annotation): pod name (ns/name) -> its first entry in nom_e, keyed by
+  ** that entry's own copy of the name; each entry names a claim and the
+  ** next entry of the same pod (-1 none); free entries chain from nom_free
+  ** (index + 1, 0 none). Kept at every put and delete of a claim; nom_oom:
+  ** an update failed, and lookups read every claim instead. */
+  dt_namemap nom;
+  DT_VEC(nom_entry) nom_e;
+  int32_t nom_free;
+  bool nom_oom;
   DT_VEC(replacing) replacing; /* replacements launching before the claims they replace go */
   DT_VEC(failing) failing;     /* offerings whose launches keep failing */
   DT_VEC(doubt) doubts;        /* claims whose launch failed where the cloud may still have launched it */
@@ -256,6 +271,8 @@ static inline cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjec
 #define node_gone        dt__ctl_node_gone
 #define gone_free        dt__ctl_gone_free
 #define gone_at          dt__ctl_gone_at
+#define nom_holders      dt__ctl_nom_holders
+#define nom_free_all     dt__ctl_nom_free_all
 
 /* the clock: now (Unix seconds), and timers on it */
 int64_t wall(void);
@@ -268,6 +285,11 @@ int obj_put(const char *key, const cJSON *o);
 int obj_put_text(const char *key, char *json);   /* json: cJSON's text, owned by the store from here */
 int obj_put_node(const char *key, char *json, const cJSON *n); /* ... a Node's, n its parsed form (or NULL) */
 bool forget(const char *key, const char *claim); /* delete; a Pod leaves its claim */
+/* The claims whose dovetail.dev/pods lists pod (ns/name), copied (the
+** caller frees each and the array); false when that is not known (out of
+** memory), and the caller reads the claims themselves. */
+bool nom_holders(const char *pod, char ***out, size_t *n);
+void nom_free_all(void);
 void node_applied(const cJSON *node);            /* a Node stored: its claim's status.nodeName, or deleting */
 void node_gone(const char *claim, const char *id); /* the machine let go: its Node deleting */
 void gone_free(void);                              /* the machines let go, forgotten (at a stop) */

@@ -293,6 +293,8 @@ static int nominated(state *st, size_t cap) {
   return rc;
 }
 
+static int str_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
 int dt__dr_build(state *st) {
   const dt_manifests *m = st->m;
   for (size_t i = 0; i < st->cat->ntypes; i++)
@@ -373,7 +375,17 @@ int dt__dr_build(state *st) {
   int oom = names.oom;
   dt__symtab_free(&names);
   if (oom || st->rc) return DT_ENOMEM;
-  for (size_t i = 0; i < st->nodes.n; i++) dt__dr_node_cost(st, &st->nodes.v[i]);
+  for (size_t i = 0; i < st->nodes.n; i++) {
+    dnode *d = &st->nodes.v[i];
+    dt__dr_node_cost(st, d);
+    const char *nm[3] = {d->n->name, d->n->node_name, d->claim ? d->claim->name : NULL};
+    for (int k = 0; k < 3 && st->o.nheld && !d->held; k++)
+      d->held = nm[k] && bsearch(&nm[k], st->o.held_nodes, st->o.nheld, sizeof *st->o.held_nodes, str_cmp);
+    if (d->held)
+      dt__dr_why(st, i,
+                 "runs a pod the reader refused (left out of the pass): not disrupted, and no destination for "
+                 "other pods, while that pod is unknown");
+  }
   /* PDBs: what each allows now (status.disruptionsAllowed, else computed
   ** from the pods it selects, percentages rounded up as Kubernetes does). */
   st->pdb_allowed = dt__arena_alloc(&st->arena, (m->pdbs.n ? m->pdbs.n : 1) * sizeof *st->pdb_allowed);
@@ -471,13 +483,12 @@ int64_t dt__dr_allowed(state *st, int pool, int reason_bit) {
 
 /* ------------------------------------------------------------ candidates */
 
-static int str_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
-
 /* Whether the caller may take node i away (dt_disrupt_opts.managed): by
 ** its name, the node name a claim carries, or the claim a Node registered. */
 bool dt__dr_managed(const state *st, size_t i) {
-  if (!st->o.managed) return true;
   const dnode *d = &st->nodes.v[i];
+  if (d->held) return false;
+  if (!st->o.managed) return true;
   const char *names[3] = {d->n->name, d->n->node_name, d->claim ? d->claim->name : NULL};
   for (int k = 0; k < 3; k++)
     if (names[k] && st->o.nmanaged && bsearch(&names[k], st->o.managed, st->o.nmanaged, sizeof *st->o.managed, str_cmp))
@@ -494,6 +505,7 @@ bool dt__dr_eligible(state *st, size_t i, bool check_pods) {
     dt__dr_why(st, i, "not managed by a NodePool in the input");
     return false;
   }
+  if (d->held) return false; /* its reason is set */
   if (!dt__dr_managed(st, i)) {
     dt__dr_why(st, i, "not launched here: left to its owner");
     return false;

@@ -36,6 +36,7 @@ typedef struct dnode {
   bool tainted; /* a command took it already: karpenter.sh/disrupted on its Node, or on the claim the
                 ** Node registered (the daemon taints its own claims; the Node is the cluster's) */
   bool pending; /* removed by a command that replaces it (still counted by a static pool) */
+  bool held;    /* runs pods the caller could not read (dt_disrupt_opts.held_nodes) */
   bool empty;
   double cost;           /* RescheduleDisruptionCost: 1 + sum of positive pod eviction costs */
   DT_VEC(uint32_t) pods; /* bound pods (indices into st.pods) */

@@ -40,8 +40,9 @@ static void view_nodes(const state *st, const bool *in, bool consolidation, sim 
     /* a machine a command took already takes no pods, whether its Node or
     ** only its claim carries the taint (Karpenter leaves nodes marked for
     ** deletion out of its simulations) */
-    if (d->tainted || (consolidation && d->pool >= 0 && d->n->initialized &&
-                       st->m->pools.v[d->pool].consolidate_after > 0 && dt__dr_settling(st, d)))
+    if (d->tainted || d->held ||
+        (consolidation && d->pool >= 0 && d->n->initialized && st->m->pools.v[d->pool].consolidate_after > 0 &&
+         dt__dr_settling(st, d)))
       copy.unschedulable = true;
     s->view_node[nn] = (uint32_t)i;
     s->view.nodes.v[nn++] = copy;

@@ -488,6 +488,12 @@ typedef struct dt_disrupt_opts {
   ** or bound, keeps that. */
   const char *const *assumed_pods, *const *assumed_nodes;
   size_t nassumed;
+  /* optional: nodes (by name, as managed) running pods the caller left out
+  ** of manifests (it could not read them), sorted by strcmp: never taken
+  ** away, not even when expired, and no destination for other pods, since
+  ** what they hold is not known */
+  const char *const *held_nodes;
+  size_t nheld;
 } dt_disrupt_opts;
 
 typedef struct dt_disruption dt_disruption;

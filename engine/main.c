@@ -326,6 +326,8 @@ static int plan_run(planargs *pa) {
                          0,
                          NULL,
                          NULL,
+                         0,
+                         NULL,
                          0};
     if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto done;
     text = dt_disrupt_render(dis, pa->fmt, &len);
