@@ -237,6 +237,31 @@ describe("consolidation", function()
     assert.matches("not cheaper", blocked(r, "b"))
   end)
 
+  it("refuses without a simulation a full node that nothing cheaper holds (summary.screened)", function()
+    -- each medium node holds 3 cores of pods: they fit on no other node, and no type cheaper than a
+    -- medium holds them (two in a large cost the same, three need two nodes)
+    local items = { pool() }
+    for i = 1, 4 do
+      local n = "full-" .. i
+      items[#items + 1] = node(n)
+      for k = 1, 3 do items[#items + 1] = pod(n .. "-" .. k, n, { cpu = "1" }) end
+    end
+    local r = run(items)
+    assert.equal(0, #r.commands)
+    assert.equal(4, r.summary.screened)
+    for i = 1, 4 do
+      assert.matches("consolidation: not cheaper: 3 of its pods (default/full-" .. i .. "-1 and 2 more) fit on no "
+        .. "other node, and no instance type with an offering cheaper than the node's $0.2000/h holds them together",
+        blocked(r, "full-" .. i), 1, true)
+    end
+    -- one node with room: its pods are simulated, and go there
+    items[#items + 1] = node("light")
+    items[#items + 1] = pod("light-1", "light", { cpu = "250m", memory = "256Mi" })
+    items[#items + 1] = pod("light-2", "light", { cpu = "250m", memory = "256Mi" })
+    r = run(items)
+    assert.is_true(r.summary.screened < 4, tostring(r.summary.screened))
+  end)
+
   it("the node with fewer pods goes first, unless a PDB blocks it", function()
     local items = { pool({ disruption = { budgets = { { nodes = "1" } } } }), node("busy"), node("quiet"),
       pod("b1", "busy"), pod("b2", "busy"), pod("q1", "quiet", { labels = { app = "db" } }) }
