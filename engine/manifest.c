@@ -464,11 +464,14 @@ int mf_meta(mctx *x, const cJSON *o, const char **ns, const char **name, bool na
     return strlen(*name) > 253 ? mf_bad(x, "metadata.name", "longer than 253 characters")
                                : mf_bad(x, "metadata.namespace", "longer than 63 characters");
   }
-  /* and no "/": "Kind/namespace/name" keys are unique only without one */
-  if (strchr(*name, '/') || (*ns && strchr(*ns, '/'))) {
+  /* and no "/": "Kind/namespace/name" keys are unique only without one;
+  ** no ",": dovetail.dev/pods lists a claim's pods by name, comma-separated */
+  const char *bad = strchr(*name, '/') ? "/" : strchr(*name, ',') ? "," : NULL;
+  const char *bad_ns_c = !*ns ? NULL : strchr(*ns, '/') ? "/" : strchr(*ns, ',') ? "," : NULL;
+  if (bad || bad_ns_c) {
     snprintf(x->obj, sizeof x->obj, "%s %.60s", x->kind, *name);
-    return strchr(*name, '/') ? mf_bad(x, "metadata.name", "holds a \"/\" (Kubernetes names never do)")
-                              : mf_bad(x, "metadata.namespace", "holds a \"/\" (Kubernetes namespaces never do)");
+    return bad ? mf_bad(x, "metadata.name", "holds a \"%s\" (Kubernetes names never do)", bad)
+               : mf_bad(x, "metadata.namespace", "holds a \"%s\" (Kubernetes namespaces never do)", bad_ns_c);
   }
   if (namespaced)
     dt__join(x->obj, sizeof x->obj, x->kind, " ", *ns, "/", *name);

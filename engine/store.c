@@ -23,6 +23,8 @@ int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why) {
          : strchr(kind, '/')     ? "kind: holds a /"
          : strchr(name, '/')     ? "metadata.name: holds a / (Kubernetes names never do)"
          : ns && strchr(ns, '/') ? "metadata.namespace: holds a / (Kubernetes namespaces never do)"
+         : strchr(name, ',')     ? "metadata.name: holds a , (Kubernetes names never do)"
+         : ns && strchr(ns, ',') ? "metadata.namespace: holds a , (Kubernetes namespaces never do)"
                                  : NULL;
   if (*why) return -1;
   snprintf(out, n, "%s/%s/%s", kind, cluster ? "" : (ns && *ns ? ns : "default"), name);

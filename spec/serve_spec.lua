@@ -439,6 +439,10 @@ spec:
       .. "spec: {containers: [{name: c}]}\n")
     assert.equal(400, code)
     assert.matches("metadata.name: holds a", body, 1, true)
+    body, code = http(d, "PUT", "/v1/objects", "apiVersion: v1\nkind: Pod\nmetadata: {name: 'p,1', namespace: x}\n"
+      .. "spec: {containers: [{name: c}]}\n")
+    assert.equal(400, code)
+    assert.matches('metadata.name: holds a \\",\\"', body, 1, true) -- as JSON prints it
     d.stop()
   end)
 
