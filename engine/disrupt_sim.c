@@ -253,7 +253,8 @@ int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
 ** the reason says what it found instead. The rooms and types come from one
 ** plan of the cluster as it is, made again after a command changes it.
 ** Where a node's room is not known (a node of the view the plan left out,
-** names two nodes answer to), nothing is screened.
+** other than one it skips in every view; names two nodes answer to),
+** nothing is screened.
 */
 typedef struct screen {
   size_t cmds, nodes; /* the pass's commands and nodes when built: stale after either grows */
@@ -374,6 +375,12 @@ static int screen_build(state *st, screen *c) {
     }
     c->take[i] = 1;
     for (uint32_t q = 0; q < nres; q++) c->room[i * nres + q] = r->alloc[q] - r->used[q];
+  }
+  /* a node the plan skips (no allocatable, and an instance type the catalog
+  ** does not know) is skipped in every view: no room, not an unknown one */
+  for (size_t i = 0; !rc && i < nn; i++) {
+    const dnode *d = &st->nodes.v[i];
+    if (c->take[i] == 2 && !d->n->allocatable.n && (!d->type || !dt__sym_find(&st->types, d->type))) c->take[i] = 0;
   }
   cpu_ix *order = rc ? NULL : dt__malloc((nn ? nn : 1) * sizeof *order);
   if (!rc && !order) rc = DT_ENOMEM;
