@@ -374,7 +374,7 @@ static int screen_build(state *st, screen *c) {
       continue;
     }
     c->take[i] = 1;
-    for (uint32_t q = 0; q < nres; q++) c->room[i * nres + q] = r->alloc[q] - r->used[q];
+    for (uint32_t q = 0; q < nres; q++) c->room[(size_t)i * nres + q] = r->alloc[q] - r->used[q];
   }
   /* a node the plan skips (no allocatable, and an instance type the catalog
   ** does not know) is skipped in every view: no room, not an unknown one */
