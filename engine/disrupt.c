@@ -295,6 +295,15 @@ static int nominated(state *st, size_t cap) {
 
 static int str_cmp(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
+/* Whether a caller's sorted list of node names holds node d: by its name,
+** the node name a claim carries, or the claim a Node registered. */
+static bool node_listed(const dnode *d, const char *const *list, size_t n) {
+  const char *names[3] = {d->n->name, d->n->node_name, d->claim ? d->claim->name : NULL};
+  for (int k = 0; k < 3; k++)
+    if (names[k] && n && bsearch(&names[k], list, n, sizeof *list, str_cmp)) return true;
+  return false;
+}
+
 int dt__dr_build(state *st) {
   const dt_manifests *m = st->m;
   for (size_t i = 0; i < st->cat->ntypes; i++)
@@ -378,9 +387,7 @@ int dt__dr_build(state *st) {
   for (size_t i = 0; i < st->nodes.n; i++) {
     dnode *d = &st->nodes.v[i];
     dt__dr_node_cost(st, d);
-    const char *nm[3] = {d->n->name, d->n->node_name, d->claim ? d->claim->name : NULL};
-    for (int k = 0; k < 3 && st->o.nheld && !d->held; k++)
-      d->held = nm[k] && bsearch(&nm[k], st->o.held_nodes, st->o.nheld, sizeof *st->o.held_nodes, str_cmp);
+    d->held = node_listed(d, st->o.held_nodes, st->o.nheld);
     if (d->held)
       dt__dr_why(st, i,
                  "runs a pod the reader refused (left out of the pass): not disrupted, and no destination for "
@@ -488,12 +495,7 @@ int64_t dt__dr_allowed(state *st, int pool, int reason_bit) {
 bool dt__dr_managed(const state *st, size_t i) {
   const dnode *d = &st->nodes.v[i];
   if (d->held) return false;
-  if (!st->o.managed) return true;
-  const char *names[3] = {d->n->name, d->n->node_name, d->claim ? d->claim->name : NULL};
-  for (int k = 0; k < 3; k++)
-    if (names[k] && st->o.nmanaged && bsearch(&names[k], st->o.managed, st->o.nmanaged, sizeof *st->o.managed, str_cmp))
-      return true;
-  return false;
+  return !st->o.managed || node_listed(d, st->o.managed, st->o.nmanaged);
 }
 
 /* Whether node i may be disrupted at all, and if its pods allow it. */
