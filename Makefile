@@ -177,7 +177,7 @@ bench: .deps-ok
 	@test -f /usr/include/glpk.h || $(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory all $(BUILD)/bench $(BUILD)/load
 	./$(BUILD)/bench
-	./$(BUILD)/load $(BUILD)/dovetail
+	@case "$${DOVETAIL_BENCH_ONLY:-load}" in load) ./$(BUILD)/load $(BUILD)/dovetail;; esac
 	@case "$${DOVETAIL_BENCH_ONLY:-simulate}" in simulate) sh bench/simulate.sh $(BUILD)/dovetail;; esac
 
 # Fuzzing: every engine file built again with clang under libFuzzer, ASan and

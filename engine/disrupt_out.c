@@ -103,8 +103,8 @@ static void render_table(const dt_disruption *d, dt_buf *b) {
     dt__buf_printf(b, "left alone    %s: %s\n", d->blocked.v[i].node, d->blocked.v[i].reason);
   for (size_t i = 0; i < d->explain.n; i++) dt__buf_printf(b, "explain: %s\n", d->explain.v[i]);
   const dt_disrupt_stats *s = &d->stats;
-  dt__buf_printf(b, "%zu commands, %zu of %zu nodes disrupted, saves $%.4f/hour\n", s->commands, s->disrupted, s->nodes,
-                 s->savings);
+  dt__buf_printf(b, "%zu command%s, %zu of %zu nodes disrupted, saves $%.4f/hour\n", s->commands,
+                 s->commands == 1 ? "" : "s", s->disrupted, s->nodes, s->savings);
 }
 
 char *dt_disrupt_render(const dt_disruption *d, dt_format format, size_t *len) {

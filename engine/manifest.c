@@ -671,6 +671,11 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
   mark_t at = mark_of(m);
   mctx x = {m, file, NULL, {0}, err, 0};
   if (err) err->code = 0;
+  /* Nothing at all: read as no objects, but said, since an empty pipe is
+  ** more often a command that failed upstream than an empty cluster. */
+  size_t lead = 0;
+  while (lead < len && (buf[lead] == ' ' || buf[lead] == '\t' || buf[lead] == '\r' || buf[lead] == '\n')) lead++;
+  if (lead == len) dt__buf_printf(&m->notes, "%s: empty, read as no objects\n", file);
   int rc = 0;
   streamed st = {&x, {0}, 0, false, 0};
   int how = dt__json_list_each(buf, len, stream_item, &st);
