@@ -356,13 +356,23 @@ static void round_run(uv_work_t *req) {
   ** it when D.cat changes) */
   if (!D.cc && dt__catalog_compile(D.cat, &D.cc, NULL)) D.cc = NULL;
   if (w->disrupt) {
-    dt_disrupt_opts o = {w->o.now, w->o.seed, w->o.policy, 0, NULL, w->o.pool_policies, w->o.pool_policy_names,
-                         w->o.npool_policies, w->o.cancel, (const char *const *)w->managed, w->nmanaged,
-                         w->skip_consolidation,
+    dt_disrupt_opts o = {.now = w->o.now,
+                         .seed = w->o.seed,
+                         .policy = w->o.policy,
+                         .pool_policies = w->o.pool_policies,
+                         .pool_policy_names = w->o.pool_policy_names,
+                         .npool_policies = w->o.npool_policies,
+                         .cancel = w->o.cancel,
+                         .managed = (const char *const *)w->managed,
+                         .nmanaged = w->nmanaged,
+                         .skip_consolidation = w->skip_consolidation,
                          /* the last round's placements on Nodes: no round runs beside a pass */
-                         (const char *const *)D.assumed_pods, (const char *const *)D.assumed_nodes, D.nassumed,
+                         .assumed_pods = (const char *const *)D.assumed_pods,
+                         .assumed_nodes = (const char *const *)D.assumed_nodes,
+                         .nassumed = D.nassumed,
                          /* the nodes of pods the reader refused */
-                         (const char *const *)w->held.v, w->held.n};
+                         .held_nodes = (const char *const *)w->held.v,
+                         .nheld = w->held.n};
     if ((w->rc = D.cc ? dt__disrupt_run_compiled(D.cat, D.cc, w->m, &o, &w->dis, &w->err)
                       : dt_disrupt_run(D.cat, w->m, &o, &w->dis, &w->err)))
       return;

@@ -312,23 +312,14 @@ static int plan_run(planargs *pa) {
     dt_policy_dir_apply(pdir, &opts->pool_policies, &opts->pool_policy_names, &opts->npool_policies);
   }
   if (pa->cmd == CMD_DISRUPT) {
-    dt_disrupt_opts d = {opts->now,
-                         opts->seed,
-                         opts->policy,
-                         pa->spot_to_spot,
-                         pa->explain,
-                         opts->pool_policies,
-                         opts->pool_policy_names,
-                         opts->npool_policies,
-                         NULL,
-                         NULL,
-                         0,
-                         0,
-                         NULL,
-                         NULL,
-                         0,
-                         NULL,
-                         0};
+    dt_disrupt_opts d = {.now = opts->now,
+                         .seed = opts->seed,
+                         .policy = opts->policy,
+                         .spot_to_spot = pa->spot_to_spot,
+                         .explain = pa->explain,
+                         .pool_policies = opts->pool_policies,
+                         .pool_policy_names = opts->pool_policy_names,
+                         .npool_policies = opts->npool_policies};
     if (dt_disrupt_run(cat, m, &d, &dis, &err)) goto done;
     text = dt_disrupt_render(dis, pa->fmt, &len);
   } else if (pool) {

@@ -509,23 +509,12 @@ static int job_inputs(lua_State *L, job *j) {
 static int job_run(lua_State *L, job *j, int *nret) {
   dt_plan_opts *o = &j->opts;
   if (j->mode == RUN_DISRUPT) {
-    dt_disrupt_opts d = {o->now,
-                         o->seed,
-                         o->policy,
-                         0,
-                         NULL,
-                         o->pool_policies,
-                         o->pool_policy_names,
-                         o->npool_policies,
-                         NULL,
-                         NULL,
-                         0,
-                         0,
-                         NULL,
-                         NULL,
-                         0,
-                         NULL,
-                         0};
+    dt_disrupt_opts d = {.now = o->now,
+                         .seed = o->seed,
+                         .policy = o->policy,
+                         .pool_policies = o->pool_policies,
+                         .pool_policy_names = o->pool_policy_names,
+                         .npool_policies = o->npool_policies};
     lua_getfield(L, 1, "spot_to_spot");
     d.spot_to_spot = lua_toboolean(L, -1);
     lua_getfield(L, 1, "explain");
