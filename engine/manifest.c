@@ -545,17 +545,31 @@ static const reader k_readers[] = {
     {"DataVolume", "cdi.kubevirt.io/", mf_volume},
 };
 
-static int object(mctx *x, const cJSON *o, size_t docno) {
+/* Where an object is in its file, for the errors that cannot name it yet:
+** "document 2", or "document 1, items[41]" inside a List. */
+static const char *where_in_file(char *buf, size_t n, size_t docno, size_t item) {
+  if (item == SIZE_MAX)
+    snprintf(buf, n, "document %zu", docno);
+  else
+    snprintf(buf, n, "document %zu, items[%zu]", docno, item);
+  return buf;
+}
+
+static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
+  char at[64];
   if (!cJSON_IsObject(o)) {
-    if (cJSON_IsNull(o)) return 0; /* empty document */
-    return dt__err(x->err, DT_EINVAL, "%s: document %zu: expected a Kubernetes object (a map)", x->file, docno);
+    if (cJSON_IsNull(o) && item == SIZE_MAX) return 0; /* empty document */
+    return dt__err(x->err, DT_EINVAL, "%s: %s: expected a Kubernetes object (a map)", x->file,
+                   where_in_file(at, sizeof at, docno, item));
   }
   const char *kind = mf_get_str(o, "kind");
   const char *api = mf_get_str(o, "apiVersion");
   if (!kind) {
-    const char *nm = mf_get_str(mf_get(o, "metadata"), "name");
-    return dt__err(x->err, DT_EINVAL, "%s: document %zu%s%s: kind: missing", x->file, docno, nm ? " " : "",
-                   nm ? nm : "");
+    const cJSON *md = mf_get(o, "metadata");
+    const char *nm = mf_get_str(md, "name"), *ns = mf_get_str(md, "namespace");
+    return dt__err(x->err, DT_EINVAL, "%s: %s%s%s%s%s%s: kind: missing", x->file,
+                   where_in_file(at, sizeof at, docno, item), nm ? " (" : "", nm && ns ? ns : "", nm && ns ? "/" : "",
+                   nm ? nm : "", nm ? ")" : "");
   }
   x->kind = kind;
   dt__join(x->obj, sizeof x->obj, kind);
@@ -563,8 +577,9 @@ static int object(mctx *x, const cJSON *o, size_t docno) {
   if (klen >= 4 && strcmp(kind + klen - 4, "List") == 0 && mf_get(o, "items")) {
     const cJSON *items = mf_get(o, "items");
     if (!cJSON_IsArray(items)) return mf_bad(x, "items", "expected a list");
-    for (const cJSON *it = items->child; it; it = it->next)
-      if (object(x, it, docno)) return mf_failed(x);
+    size_t i = 0;
+    for (const cJSON *it = items->child; it; it = it->next, i++)
+      if (object(x, it, docno, i)) return mf_failed(x);
     return 0;
   }
   if (!api) { /* named as the readers name it, when it says who it is */
@@ -657,7 +672,7 @@ static int stream_item(void *arg, const char *text, size_t n) {
   }
   /* After a reader failed, the rest is only parsed: malformed JSON anywhere
   ** is the file's error, as when it is parsed whole. */
-  if (!st->rc && object(st->x, o, 1)) st->rc = mf_failed(st->x);
+  if (!st->rc && object(st->x, o, 1, st->items - 1)) st->rc = mf_failed(st->x);
   return 0;
 }
 
@@ -699,7 +714,7 @@ int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, 
       return rc;
     }
     size_t docno = 1;
-    for (const cJSON *d = docs->child; d && !rc; d = d->next, docno++) rc = object(&x, d, docno);
+    for (const cJSON *d = docs->child; d && !rc; d = d->next, docno++) rc = object(&x, d, docno, SIZE_MAX);
     dt__arena_free(&tree);
   }
   if (rc) {

@@ -226,6 +226,10 @@ static int parse_ports(mctx *x, const cJSON *spec, const char *path, dt_podspec 
     const cJSON *cs = mf_get(spec, lists[li]);
     size_t ci = 0;
     for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next, ci++) {
+      /* An init container's ports are held only while it runs, before the
+      ** pod's containers start; a sidecar's (restartPolicy: Always) stay. */
+      const char *rp = li == 1 ? mf_get_str(c, "restartPolicy") : NULL;
+      if (li == 1 && !(rp && !strcmp(rp, "Always"))) continue;
       const cJSON *ports = mf_get(c, "ports");
       size_t pi = 0;
       for (const cJSON *pt = cJSON_IsArray(ports) ? ports->child : NULL; pt; pt = pt->next, pi++) {
@@ -243,7 +247,8 @@ static int parse_ports(mctx *x, const cJSON *spec, const char *path, dt_podspec 
         d->port = (int)hp->valuedouble;
         const char *proto = mf_get_str(pt, "protocol"), *ip = mf_get_str(pt, "hostIP");
         dt__join(d->proto, sizeof d->proto, proto ? proto : "TCP");
-        if (!(d->ip = dt__strdup(ip && *ip ? ip : "0.0.0.0"))) return mf_oom(x);
+        /* "::" is unspecified too: every address, as 0.0.0.0 */
+        if (!(d->ip = dt__strdup(ip && *ip && strcmp(ip, "::") ? ip : "0.0.0.0"))) return mf_oom(x);
       }
     }
   }
@@ -464,6 +469,25 @@ int mf_pod(mctx *x, const cJSON *o) {
                        : mf_get_str(mf_get(o, "status"), "nominatedNodeName") ? "nominated to a node"
                        : mf_get_str(md, "deletionTimestamp")                  ? "being deleted"
                                                                               : NULL;
+    /* Another scheduler's pod (Fargate's, a batch scheduler's) is provisioned
+    ** only once a scheduler has marked it Unschedulable, as Karpenter plans
+    ** only pods whose PodScheduled condition says so. */
+    const char *sn = mf_get_str(spec, "schedulerName");
+    if (!skip && sn && *sn && strcmp(sn, "default-scheduler")) {
+      bool marked = false;
+      const cJSON *cond;
+      cJSON_ArrayForEach(cond, mf_get(mf_get(o, "status"), "conditions")) {
+        const char *t = mf_get_str(cond, "type"), *st = mf_get_str(cond, "status"), *r = mf_get_str(cond, "reason");
+        marked |= t && st && r && !strcmp(t, "PodScheduled") && !strcmp(st, "False") && !strcmp(r, "Unschedulable");
+      }
+      if (!marked) {
+        dt__buf_printf(&x->m->notes,
+                       "%s: %s: spec.schedulerName %s, which has not marked it Unschedulable, not provisioned (as "
+                       "Karpenter)\n",
+                       x->file, x->obj, sn);
+        return 0;
+      }
+    }
     const cJSON *ow;
     cJSON_ArrayForEach(ow, mf_get(md, "ownerReferences")) {
       const char *k = mf_get_str(ow, "kind");

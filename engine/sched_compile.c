@@ -307,7 +307,7 @@ int dt__sched_compile_selector_kvs(dt_plan *p, const dt_kvs *kv, dt_reqs *out) {
   dt_req *q = dt__malloc(kv->n * sizeof *q);
   if (!q) return DT_ENOMEM;
   for (size_t k = 0; k < kv->n; k++) {
-    dt_sym v = dt__sym(&p->syms, kv->v[k].val), key = dt__sym(&p->syms, kv->v[k].key);
+    dt_sym v = dt__sym(&p->syms, kv->v[k].val), key = dt__sym(&p->syms, normalized_key(kv->v[k].key));
     if (!interruptible(p, key, DT_OP_IN, &v, 1, &q[k])) dt__req_make(&p->arena, &q[k], key, DT_OP_IN, &v, 1, &p->syms);
   }
   dt__reqs_add_many(&p->arena, &p->syms, out, q, kv->n, out);

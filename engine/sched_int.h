@@ -128,12 +128,32 @@ static inline bool interruptible(dt_plan *p, dt_sym key, dt_op op, const dt_sym 
   return true;
 }
 
+/* Label keys a requirement is read under, as Karpenter's NormalizedLabels
+** (core pkg/apis/v1/labels.go; the AWS provider adds the EBS CSI driver's
+** zone key): the deprecated beta keys and a volume's zone key select the
+** stable label every node carries. Only node requirements (nodeSelector,
+** node affinity, volumes, NodePools): a pod label selector's keys stay. */
+static inline const char *normalized_key(const char *k) {
+  static const char *const map[][2] = {
+      {"failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/zone"},
+      {"failure-domain.beta.kubernetes.io/region", "topology.kubernetes.io/region"},
+      {"beta.kubernetes.io/arch", "kubernetes.io/arch"},
+      {"beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type"},
+      {"beta.kubernetes.io/os", "kubernetes.io/os"},
+      {"topology.ebs.csi.aws.com/zone", "topology.kubernetes.io/zone"},
+  };
+  if (k[0] != 'f' && k[0] != 'b' && k[0] != 't') return k;
+  for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+    if (!strcmp(k, map[i][0])) return map[i][1];
+  return k;
+}
+
 static inline int compile_mreq(dt_plan *p, const dt_mreq *m, dt_req *out) {
   dt_sym stack[32];
   dt_sym *vals = m->n <= 32 ? stack : A(p, m->n * sizeof *vals);
   if (!vals) return DT_ENOMEM;
   for (size_t i = 0; i < m->n; i++) vals[i] = dt__sym(&p->syms, m->vals[i]);
-  dt_sym key = dt__sym(&p->syms, m->key);
+  dt_sym key = dt__sym(&p->syms, normalized_key(m->key));
   if (!interruptible(p, key, m->op, vals, (uint32_t)m->n, out))
     dt__req_make(&p->arena, out, key, m->op, vals, (uint32_t)m->n, &p->syms);
   out->min_values = m->min_values;

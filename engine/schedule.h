@@ -101,6 +101,7 @@ typedef struct rt_group {
   dt_i32vec host, ohost;           /* per host id: nodes, then claims */
   int64_t total;
   int64_t example_spec, example_ordinal; /* a matching pod, for messages; -1 none */
+  int64_t owner_spec, owner_ordinal;     /* a pod declaring it (anti-affinity), for messages; -1 none */
   const char *desc;                      /* "app=web", for messages */
 } rt_group;
 

@@ -149,7 +149,7 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   g.sel = r;
   g.nns = n;
   g.ns = dt__arena_alloc(a, n * sizeof *g.ns);
-  g.example_spec = g.example_ordinal = -1;
+  g.example_spec = g.example_ordinal = g.owner_spec = g.owner_ordinal = -1;
   g.desc = dt__arena_strdup(a, desc.p ? desc.p : "everything");
   if (!g.ns || !g.desc || dt__vec_push(&p->groups, g)) {
     rc = DT_ENOMEM;
@@ -392,6 +392,10 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
       if (gi < 0) continue;
     }
     rt_group *g = &p->groups.v[gi];
+    if (g->owner_spec < 0) {
+      g->owner_spec = si;
+      g->owner_ordinal = ordinal;
+    }
     if (g->dom == DOM_HOST) {
       if (host_add(&g->ohost, h, count)) return DT_ENOMEM;
     } else if (g->dom == DOM_ZONE) {
@@ -502,8 +506,10 @@ void dt__topo_explain(const dt_plan *p, const rt_class *c, uint32_t fail, dt_buf
   }
   const char *key = dt__sym_str(&p->syms, g->key);
   char ex[600] = "";
-  if (g->example_spec >= 0) {
-    rt_pod tmp = {0, (uint32_t)g->example_spec, g->example_ordinal, 0};
+  int64_t es = fail >= c->ntc ? g->owner_spec : g->example_spec,
+          eo = fail >= c->ntc ? g->owner_ordinal : g->example_ordinal;
+  if (es >= 0) {
+    rt_pod tmp = {0, (uint32_t)es, eo, 0};
     dt__pod_name(p, &tmp, ex, sizeof ex);
   }
   if (fail >= c->ntc) {

@@ -1,0 +1,87 @@
+-- Karpenter's scheduling on inputs as a cluster prints them: label keys it
+-- normalises, pods another scheduler owns, host ports, and what an error or a
+-- reason names. The fixtures in spec/fixtures/parity/ are kubectl-shaped
+-- (status, managedFields, ownerReferences).
+local h = require "helper"
+
+local DIR = h.fixtures .. "parity/"
+local NOW = "2026-11-28T00:00:00Z"
+
+local function plan(file)
+  local p, err = h.dt.plan { files = { DIR .. file }, now = NOW }
+  assert(p, err)
+  return p
+end
+
+local function placed(p)
+  local where = {}
+  for _, k in ipairs(p.nodeClaims) do
+    for _, pod in ipairs(k.pods) do where[pod] = k end
+  end
+  for _, b in ipairs(p.bindings or {}) do where[b.pod] = b.node end
+  return where
+end
+
+describe("Karpenter parity on real inputs", function()
+  it("reads a volume's EBS CSI zone key as the zone, as the AWS provider normalises it", function()
+    local p = plan "ebs-csi-zone.yaml"
+    assert.are.equal(0, p.summary.unschedulable, p.unschedulable[1] and p.unschedulable[1].reason)
+    local where = placed(p)
+    assert.are.equal("us-east-1d", where["shop/db-0"].zone, "db-0's volume is in us-east-1d")
+    assert.are_not.equal("us-east-1a", where["shop/db-1"].zone, "db-1's class allows b and c")
+    assert.are_not.equal("us-east-1d", where["shop/db-1"].zone)
+  end)
+
+  it("reads the deprecated beta label keys in node selectors as the stable ones", function()
+    local p = plan "beta-labels.yaml"
+    assert.are.equal(0, p.summary.unschedulable, p.unschedulable[1] and p.unschedulable[1].reason)
+    assert.are.equal(4, p.summary.scheduled)
+    local where = placed(p)
+    assert.are.equal("us-east-1c", where["default/p-betazone"].zone)
+  end)
+
+  it("leaves another scheduler's pod alone until it is marked Unschedulable, and says so", function()
+    local out, err, code = h.cli("plan -o json --now " .. NOW .. " " .. DIR .. "other-scheduler.yaml")
+    assert.are.equal(0, code, err)
+    assert.matches("Pod fargate/fargate%-app%-6d9c%-abcde: spec.schedulerName fargate%-scheduler, which has not "
+      .. "marked it Unschedulable, not provisioned", err)
+    assert.matches('"pods": 1', out, 1, true)
+    -- once marked, it is planned as any other
+    local text = h.slurp(DIR .. "other-scheduler.yaml")
+    local marked = text:gsub("schedulerName: fargate%-scheduler\n", "schedulerName: fargate-scheduler\n", 1)
+    marked = marked:gsub("  status:\n    phase: Pending\n", [[
+  status:
+    phase: Pending
+    conditions:
+    - {type: PodScheduled, status: "False", reason: Unschedulable}
+]], 1)
+    local out2, err2 = h.cli("plan -o json --now " .. NOW .. " -", marked)
+    assert.matches('"pods": 2', out2, 1, true, err2)
+  end)
+
+  it("counts host ports as Karpenter does: '::' is every address, a plain init container's ports are gone", function()
+    local any = plan "hostport-ipv6-any.yaml"
+    assert.are.equal(1, #any.nodeClaims, "'::' conflicts with 10.0.0.5 on n1")
+    local init = plan "hostport-init.yaml"
+    assert.are.equal(0, #init.nodeClaims, "the init container's port is free once it has run")
+    assert.are.equal("n1", placed(init)["default/new"])
+  end)
+
+  it("names the pending pod that declares the anti-affinity a pod cannot get past", function()
+    local p = plan "anti-owner-pending.yaml"
+    assert.are.equal(1, #p.unschedulable)
+    assert.matches("anti-affinity declared by pod default/a on topology.kubernetes.io/zone",
+      p.unschedulable[1].reason, 1, true)
+  end)
+
+  it("names a List's item when it is no object or has no kind", function()
+    local _, err, code = h.cli("plan -o json " .. DIR .. "list-item-nokind.yaml")
+    assert.are.equal(1, code)
+    assert.matches("list%-item%-nokind.yaml: document 1, items%[3%]: kind: missing", err)
+    _, err, code = h.cli("plan -o json " .. DIR .. "list-item-scalar.json")
+    assert.are.equal(1, code)
+    assert.matches("list%-item%-scalar.json: document 1, items%[2%]: expected a Kubernetes object", err)
+    _, err = h.cli("plan -o json -", "kind: List\napiVersion: v1\nitems:\n- {metadata: {name: x, namespace: y}}\n")
+    assert.matches("document 1, items[0] (y/x): kind: missing", err, 1, true)
+  end)
+end)
