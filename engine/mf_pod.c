@@ -210,6 +210,13 @@ static int parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspe
     if (wu && strcmp(wu, "DoNotSchedule") && strcmp(wu, "ScheduleAnyway"))
       return mf_bad(x, f, "expected DoNotSchedule or ScheduleAnyway");
     d->anyway = wu && !strcmp(wu, "ScheduleAnyway");
+    const char *nap = mf_get_str(t, "nodeAffinityPolicy"), *ntp = mf_get_str(t, "nodeTaintsPolicy");
+    snprintf(f, sizeof f, "%s[%zu].nodeAffinityPolicy", field, i);
+    if (nap && strcmp(nap, "Honor") && strcmp(nap, "Ignore")) return mf_bad(x, f, "expected Honor or Ignore");
+    snprintf(f, sizeof f, "%s[%zu].nodeTaintsPolicy", field, i);
+    if (ntp && strcmp(ntp, "Honor") && strcmp(ntp, "Ignore")) return mf_bad(x, f, "expected Honor or Ignore");
+    d->affinity_ignore = nap && !strcmp(nap, "Ignore");
+    d->taints_honor = ntp && !strcmp(ntp, "Honor");
     if (!(d->key = dt__strdup(key))) return mf_oom(x);
     snprintf(f, sizeof f, "%s[%zu].labelSelector", field, i);
     if (mf_parse_selector(x, mf_get(t, "labelSelector"), f, &d->sel)) return mf_failed(x);

@@ -220,6 +220,10 @@ typedef struct dt_spread {
   int max_skew, min_domains;
   char *key;
   bool anyway; /* whenUnsatisfiable: ScheduleAnyway */
+  /* nodeAffinityPolicy: Ignore (default Honor: only pods on nodes matching
+  ** the pod's nodeSelector and required node affinity count); nodeTaintsPolicy:
+  ** Honor (default Ignore: pods on nodes whose taints it does not tolerate count too) */
+  bool affinity_ignore, taints_honor;
   dt_selector sel;
   size_t nmlk;
   char **match_label_keys;

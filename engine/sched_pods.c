@@ -140,9 +140,17 @@ static int cmp_label(const void *a, const void *b) {
   return x[0] < y[0] ? -1 : x[0] > y[0];
 }
 
+/* A spread's node filter (rt_group.fmode): the pod's node selector and
+** required terms unless nodeAffinityPolicy is Ignore, its tolerations when
+** nodeTaintsPolicy is Honor. */
+static uint8_t spread_filter(const dt_podspec *d, size_t t) {
+  bool aff = !d->spread[t].affinity_ignore && (d->node_selector.n || d->nterms);
+  return (uint8_t)((aff ? 1 : 0) | (d->spread[t].taints_honor ? 2 : 0));
+}
+
 /* The group of one term (spread or affinity); -1 when its key is not modelled. */
 static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, const dt_selector *sel, char *const *ns,
-                      size_t nns, char *const *mlk, size_t nmlk) {
+                      size_t nns, char *const *mlk, size_t nmlk, uint8_t fmode) {
   const char *vals[32];
   size_t n = 0;
   for (size_t i = 0; i < nmlk && n < 16; i++)
@@ -152,7 +160,7 @@ static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, c
         vals[2 * n + 1] = dt__sym_str(&p->syms, s->lv[k]);
         n++;
       }
-  int g = dt__topo_group(p, kind, key, sel, ns, nns, s->ns, vals, n);
+  int g = dt__topo_group(p, kind, key, sel, ns, nns, (uint32_t)(s - p->specs), fmode, s->ns, vals, n);
   if (g == -1)
     note(p,
          "%s: pod %s/%s: topology key %s is not modelled (zone, hostname and capacity type are); the constraint is "
@@ -205,6 +213,7 @@ static void term_shape_sig(const dt_podspec *d, dt_buf *b) {
     dt__sig_i64(b, t->min_domains);
     dt__sig_str(b, t->key);
     dt__sig_u32(b, t->anyway);
+    dt__sig_u32(b, (uint32_t)t->affinity_ignore << 1 | t->taints_honor);
     selector_sig(b, &t->sel);
     dt__sig_u32(b, (uint32_t)t->nmlk);
     for (size_t k = 0; k < t->nmlk; k++) dt__sig_str(b, t->match_label_keys[k]);
@@ -291,14 +300,14 @@ static int build_groups(dt_plan *p, const uint32_t *termed, uint32_t n) {
     if (nt && !tg) return DT_ENOMEM;
     for (size_t t = 0; t < d->nspread; t++)
       if ((tg[at++] = term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0,
-                                 d->spread[t].match_label_keys, d->spread[t].nmlk)) == DT_ENOMEM)
+                                 d->spread[t].match_label_keys, d->spread[t].nmlk, spread_filter(d, t))) == DT_ENOMEM)
         return DT_ENOMEM;
     const dt_podterm *lists[4] = {d->aff, d->paff, d->anti, d->panti};
     size_t ns[4] = {d->naff, d->npaff, d->nanti, d->npanti};
     for (int l = 0; l < 4; l++)
       for (size_t t = 0; t < ns[l]; t++)
         if ((tg[at++] = term_group(p, s, l < 2 ? TG_AFF : TG_ANTI, lists[l][t].key, &lists[l][t].sel, lists[l][t].ns,
-                                   lists[l][t].nns, NULL, 0)) == DT_ENOMEM)
+                                   lists[l][t].nns, NULL, 0, 0)) == DT_ENOMEM)
           return DT_ENOMEM;
     s->tgroup = tg;
   }
@@ -417,7 +426,7 @@ static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx) {
     if (d->spread[t].anyway && anyway_seen++ < rx->anyway) continue;
     int g = s->tgroup ? s->tgroup[t]
                       : term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0,
-                                   d->spread[t].match_label_keys, d->spread[t].nmlk);
+                                   d->spread[t].match_label_keys, d->spread[t].nmlk, spread_filter(d, t));
     if (g == DT_ENOMEM) return g;
     if (g < 0) continue;
     tcs[ntc++] = (rt_tc){(uint32_t)g,
@@ -445,7 +454,7 @@ static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx) {
       size_t ti = lists[l].order ? lists[l].order[k] : k;
       const dt_podterm *t = &lists[l].t[ti];
       int g = s->tgroup ? s->tgroup[lists[l].first + ti]
-                        : term_group(p, s, lists[l].kind, t->key, &t->sel, t->ns, t->nns, NULL, 0);
+                        : term_group(p, s, lists[l].kind, t->key, &t->sel, t->ns, t->nns, NULL, 0, 0);
       if (g == DT_ENOMEM) return g;
       if (g < 0) continue;
       tcs[ntc++] = (rt_tc){(uint32_t)g,

@@ -102,6 +102,13 @@ typedef struct rt_group {
   int64_t total;
   int64_t example_spec, example_ordinal; /* a matching pod, for messages; -1 none */
   int64_t owner_spec, owner_ordinal;     /* a pod declaring it (anti-affinity), for messages; -1 none */
+  /* A spread's node filter (Karpenter's TopologyNodeFilter): only pods on
+  ** existing nodes it passes count. fmode bit 0: the nodes must match one of
+  ** fterms (the pod's nodeSelector with each required node affinity term);
+  ** bit 1: the pod (spec fspec) must tolerate their taints. */
+  uint8_t fmode;
+  uint32_t fspec, nfterms;
+  dt_reqs *fterms;
   const char *desc;                      /* "app=web", for messages */
 } rt_group;
 
@@ -480,7 +487,7 @@ bool dt__lp_spent(void); /* the pivots up to that count made */
 
 /* topo.c */
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,
-                   dt_sym own_ns, const char *const *mlk_vals, size_t nmlk);
+                   uint32_t fspec, uint8_t fmode, dt_sym own_ns, const char *const *mlk_vals, size_t nmlk);
 int dt__topo_select(dt_plan *p);
 unsigned long long dt__topo_work(void); /* this thread's group lookups and matches so far */
 /* Per spec, the first of specs[0..n) with its namespace and labels (what

@@ -72,8 +72,76 @@ static int domain_of(const dt_plan *p, dt_sym key) {
 /* The group for (kind, key, selector, namespaces); created on first use.
 ** Returns the index, -1 for a topology key dovetail does not model, or
 ** DT_ENOMEM. */
+/* The part of a group's signature its node filter makes: the pod's node
+** selector and required terms (bit 0), its tolerations (bit 1). */
+static void filter_sig(const dt_podspec *d, uint8_t fmode, dt_buf *b) {
+  dt__sig_u32(b, fmode);
+  if (fmode & 1) {
+    dt__sig_u32(b, (uint32_t)d->node_selector.n);
+    for (size_t i = 0; i < d->node_selector.n; i++) {
+      dt__sig_str(b, d->node_selector.v[i].key);
+      dt__sig_str(b, d->node_selector.v[i].val);
+    }
+    dt__sig_u32(b, (uint32_t)d->nterms);
+    for (size_t t = 0; t < d->nterms; t++) {
+      dt__sig_u32(b, (uint32_t)d->terms[t].n);
+      for (size_t i = 0; i < d->terms[t].n; i++) {
+        const dt_mreq *m = &d->terms[t].v[i];
+        dt__sig_str(b, m->key);
+        dt__sig_u32(b, (uint32_t)m->op);
+        dt__sig_u32(b, (uint32_t)m->n);
+        for (size_t k = 0; k < m->n; k++) dt__sig_str(b, m->vals[k]);
+      }
+    }
+  }
+  if (fmode & 2) {
+    dt__sig_u32(b, (uint32_t)d->ntol);
+    for (size_t i = 0; i < d->ntol; i++) {
+      dt__sig_str(b, d->tol[i].key);
+      dt__sig_str(b, d->tol[i].op);
+      dt__sig_str(b, d->tol[i].value);
+      dt__sig_str(b, d->tol[i].effect);
+    }
+  }
+}
+
+/* A new group's node filter, compiled: one requirement set per required
+** term, each with the node selector (one set when there are no terms). */
+static int filter_compile(dt_plan *p, rt_group *g) {
+  const dt_podspec *d = p->specs[g->fspec].src;
+  if (!(g->fmode & 1)) return 0;
+  g->nfterms = d->nterms ? (uint32_t)d->nterms : 1;
+  g->fterms = dt__arena_alloc(&p->arena, g->nfterms * sizeof *g->fterms);
+  if (!g->fterms) return DT_ENOMEM;
+  for (uint32_t t = 0; t < g->nfterms; t++) {
+    memset(&g->fterms[t], 0, sizeof g->fterms[t]);
+    if (dt__sched_compile_selector_kvs(p, &d->node_selector, &g->fterms[t])) return DT_ENOMEM;
+    if (d->nterms && dt__sched_compile_mreqs(p, &d->terms[t], &g->fterms[t])) return DT_ENOMEM;
+  }
+  return 0;
+}
+
+/* Whether existing node h passes g's node filter (pods on it count). */
+static bool filter_passes(const dt_plan *p, const rt_group *g, uint32_t h) {
+  const rt_node *n = &p->nodes[h];
+  if (g->fmode & 2 && !tolerates(p, p->specs[g->fspec].src, n->taints, n->ntaints, false, NULL)) return false;
+  if (!(g->fmode & 1)) return true;
+  for (uint32_t t = 0; t < g->nfterms; t++) {
+    const dt_reqs *r = &g->fterms[t];
+    bool ok = true;
+    for (uint32_t i = 0; i < r->n && ok; i++) {
+      dt_sym v = 0;
+      for (uint32_t k = 0; k < n->nlabels; k++)
+        if (n->lk[k] == r->r[i].key) v = n->lval[k];
+      ok = dt__req_has(&p->syms, &r->r[i], v);
+    }
+    if (ok) return true;
+  }
+  return false;
+}
+
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,
-                   dt_sym own_ns, const char *const *mlk_vals, size_t nmlk) {
+                   uint32_t fspec, uint8_t fmode, dt_sym own_ns, const char *const *mlk_vals, size_t nmlk) {
   topo_work++;
   dt_sym k = dt__sym(&p->syms, key);
   int dom = domain_of(p, k);
@@ -112,6 +180,7 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   for (uint32_t i = 0; i < r.n; i++) dt__req_sig(&r.r[i], &sig);
   dt__sig_u32(&sig, n);
   dt__buf_putn(&sig, (const char *)nsv, n * sizeof *nsv);
+  if (fmode) filter_sig(p->specs[fspec].src, fmode, &sig);
   if (sig.oom || !sig.p) {
     rc = DT_ENOMEM;
     goto out;
@@ -157,6 +226,12 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   }
   memcpy(p->groups.v[p->groups.n - 1].ns, nsv, n * sizeof *nsv);
   rc = (int)p->groups.n - 1;
+  if (fmode) {
+    rt_group *ng = &p->groups.v[rc];
+    ng->fmode = fmode;
+    ng->fspec = fspec;
+    if (filter_compile(p, ng)) rc = DT_ENOMEM;
+  }
 out:
   dt__free(q);
   dt__free(vals);
@@ -357,6 +432,7 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
   const rt_spec *s = &p->specs[c ? c->spec_idx : si];
   for (uint32_t i = 0; i < s->nsel; i++) {
     rt_group *g = &p->groups.v[s->sel[i]];
+    if (g->fmode && h < p->nnodes && !filter_passes(p, g, h)) continue; /* a node the spread's filter leaves out */
     bool all = g->kind == TG_ANTI;
     if (g->dom == DOM_HOST) {
       if (host_add(&g->host, h, count)) return DT_ENOMEM;
@@ -386,8 +462,8 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
     } else if (s->tgroup) { /* found for the spec by build_groups: spreads, affinities, then these */
       gi = s->tgroup[src->nspread + src->naff + src->npaff + t];
     } else {
-      gi = dt__topo_group(p, TG_ANTI, src->anti[t].key, &src->anti[t].sel, src->anti[t].ns, src->anti[t].nns, s->ns,
-                          NULL, 0);
+      gi = dt__topo_group(p, TG_ANTI, src->anti[t].key, &src->anti[t].sel, src->anti[t].ns, src->anti[t].nns, 0, 0,
+                          s->ns, NULL, 0);
       if (gi == DT_ENOMEM) return DT_ENOMEM;
       if (gi < 0) continue;
     }

@@ -40,6 +40,40 @@ describe("Karpenter parity on real inputs", function()
     assert.are.equal("us-east-1c", where["default/p-betazone"].zone)
   end)
 
+  -- Two web pods run on n-a (us-east-1a); the two pending ones spread over zones with maxSkew 1.
+  local function zones(text)
+    local out, err, code = h.cli("plan -o json --now " .. NOW .. " -", text)
+    assert.are.equal(0, code, err)
+    local p = require("dkjson").decode(out)
+    local z = {}
+    for _, k in ipairs(p.nodeClaims) do
+      for _ = 1, #k.pods do z[#z + 1] = k.zone end
+    end
+    table.sort(z)
+    return table.concat(z, " ")
+  end
+
+  it("counts for a spread only pods on nodes matching the pod's node selector (nodeAffinityPolicy)", function()
+    local text = h.slurp(DIR .. "spread-affinity-honor.yaml")
+    -- n-a lacks the pods' nodeSelector label: its pods do not count, so zone a is as empty as b
+    assert.are.equal("us-east-1a us-east-1b", zones(text))
+    local default = text:gsub("\n      nodeAffinityPolicy: Honor", "")
+    assert.are.equal("us-east-1a us-east-1b", zones(default), "Honor is the default")
+    local ignore = text:gsub("nodeAffinityPolicy: Honor", "nodeAffinityPolicy: Ignore")
+    assert.are.equal("us-east-1b us-east-1b", zones(ignore), "Ignore counts n-a's two pods in zone a")
+    local bad = text:gsub("nodeAffinityPolicy: Honor", "nodeAffinityPolicy: Always")
+    local _, err, code = h.cli("plan -o json -", bad)
+    assert.are.equal(1, code)
+    assert.matches("topologySpreadConstraints%[0%]%.nodeAffinityPolicy: expected Honor or Ignore", err)
+  end)
+
+  it("counts for a spread only pods on nodes whose taints the pod tolerates when nodeTaintsPolicy is Honor", function()
+    local text = h.slurp(DIR .. "spread-taints-honor.yaml")
+    assert.are.equal("us-east-1a us-east-1b", zones(text), "n-a's taint is not tolerated: its pods do not count")
+    local default = text:gsub("\n      nodeTaintsPolicy: Honor", "")
+    assert.are.equal("us-east-1b us-east-1b", zones(default), "Ignore is the default")
+  end)
+
   it("leaves another scheduler's pod alone until it is marked Unschedulable, and says so", function()
     local out, err, code = h.cli("plan -o json --now " .. NOW .. " " .. DIR .. "other-scheduler.yaml")
     assert.are.equal(0, code, err)
