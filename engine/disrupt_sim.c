@@ -204,7 +204,7 @@ static void view_verdict(sim *s) {
   for (size_t i = 0; i < p->bindings.n && !s->fail[0]; i++) {
     const rt_pod *pod = &p->pods[p->bindings.v[i].pod];
     const rt_node *nd = &p->nodes[p->bindings.v[i].node];
-    if (!s->moving[pod->spec] || nd->src->initialized) continue;
+    if (!s->moving[pod->spec] || (nd->src->initialized && !nd->initializing)) continue;
     snprintf(s->fail, sizeof s->fail, "would land on %s, which has not initialized", nd->src->name);
   }
   for (size_t i = 0; i < p->claims.n; i++)
@@ -369,7 +369,7 @@ static int screen_build(state *st, screen *c) {
     /* as the solver's node_fits: nodes that take no pod at all; and nodes
     ** not initialized, where a moving pod makes the simulation refuse */
     if (r->src->unschedulable || r->closed || r->src->deleting || (!r->src->ready && !r->src->claim_name) ||
-        !r->src->initialized) {
+        !r->src->initialized || r->initializing) {
       c->take[i] = 0;
       continue;
     }

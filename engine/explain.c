@@ -150,7 +150,7 @@ static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_bu
     dt__buf_puts(b, "being deleted (metadata.deletionTimestamp): takes no new pods");
     return true;
   }
-  if (!n->src->ready && !n->src->claim_name) {
+  if (!n->src->ready && !n->src->claim_name && !n->initializing) {
     dt__buf_puts(b, "not Ready: takes no new pods");
     return true;
   }

@@ -155,6 +155,55 @@ int mf_parse_selector(mctx *x, const cJSON *o, const char *field, dt_selector *s
   return 0;
 }
 
+/* A pod term's namespaceSelector, as Kubernetes reads it (its namespaces
+** join the term's list): {} selects every namespace; one that selects by
+** kubernetes.io/metadata.name (matchLabels, or In) names its namespaces.
+** Any other selects by labels of Namespace objects, which dovetail does not
+** read: every namespace is taken, and said. */
+static int parse_ns_selector(mctx *x, const cJSON *sel, const char *field, dt_podterm *d) {
+  static const char *const name_key = "kubernetes.io/metadata.name";
+  if (!sel || cJSON_IsNull(sel)) return 0;
+  if (!cJSON_IsObject(sel)) return mf_bad(x, field, "expected a label selector");
+  const cJSON *ml = mf_get(sel, "matchLabels"), *me = mf_get(sel, "matchExpressions");
+  size_t nml = cJSON_IsObject(ml) ? (size_t)cJSON_GetArraySize(ml) : 0;
+  size_t nme = cJSON_IsArray(me) ? (size_t)cJSON_GetArraySize(me) : 0;
+  if (!nml && !nme) {
+    d->all_ns = true;
+    return 0;
+  }
+  const char *one = nml == 1 && !nme ? mf_get_str(ml, name_key) : NULL;
+  const cJSON *in = NULL;
+  if (!nml && nme == 1) {
+    const char *k = mf_get_str(me->child, "key"), *op = mf_get_str(me->child, "operator");
+    if (k && op && !strcmp(k, name_key) && !strcmp(op, "In") && cJSON_IsArray(mf_get(me->child, "values")))
+      in = mf_get(me->child, "values");
+  }
+  if (!one && !in) {
+    d->all_ns = true;
+    dt__buf_printf(&x->m->notes,
+                   "%s: %s: %s selects namespaces by their labels, which dovetail does not read: every namespace "
+                   "is taken\n",
+                   x->file, x->obj, field);
+    return 0;
+  }
+  size_t add = one ? 1 : (size_t)cJSON_GetArraySize(in);
+  char **nv = dt__realloc(d->ns, (d->nns + add + 1) * sizeof *nv);
+  if (!nv) return mf_oom(x);
+  d->ns = nv;
+  if (one) {
+    if (!(d->ns[d->nns] = dt__strdup(one))) return mf_oom(x);
+    d->nns++;
+    return 0;
+  }
+  const cJSON *v;
+  cJSON_ArrayForEach(v, in) {
+    if (!cJSON_IsString(v)) return mf_bad(x, field, "expected namespace names as strings");
+    if (!(d->ns[d->nns] = dt__strdup(v->valuestring))) return mf_oom(x);
+    d->nns++;
+  }
+  return 0;
+}
+
 static int parse_podterms(mctx *x, const cJSON *arr, const char *field, bool weighted, dt_podterm **out, size_t *n) {
   size_t cnt, i = 0;
   int lr = mf_list_room(x, arr, field, "a list", sizeof **out, (void **)out, &cnt);
@@ -183,6 +232,8 @@ static int parse_podterms(mctx *x, const cJSON *arr, const char *field, bool wei
     if (mf_parse_selector(x, mf_get(term, "labelSelector"), g, &d->sel)) return mf_failed(x);
     dt__join(g, sizeof g, f, ".namespaces");
     if (parse_strs(x, mf_get(term, "namespaces"), g, &d->ns, &d->nns)) return mf_failed(x);
+    dt__join(g, sizeof g, f, ".namespaceSelector");
+    if (parse_ns_selector(x, mf_get(term, "namespaceSelector"), g, d)) return mf_failed(x);
   }
   return 0;
 }

@@ -213,7 +213,8 @@ typedef struct dt_podterm {
   dt_selector sel;
   char *key; /* topologyKey */
   size_t nns;
-  char **ns; /* namespaces; empty = the pod's own */
+  char **ns;   /* namespaces; empty = the pod's own (unless all_ns) */
+  bool all_ns; /* namespaceSelector: {} (or one dovetail cannot resolve): every namespace */
 } dt_podterm;
 
 typedef struct dt_spread {

@@ -650,6 +650,12 @@ int dt__sched_compile_nodes_overlay(dt_plan *p, dt_error *err) {
     if (!paired || dt__claims_paired(m, paired)) return DT_ENOMEM;
   }
   memset(at, 0xff, cl->nodes.n * sizeof *at);
+  /* Nodes whose NodeClaim says Initialized: not initializing, whatever the Node shows */
+  bool *claim_init = paired ? A(p, nv * sizeof *claim_init) : NULL;
+  if (paired && !claim_init) return DT_ENOMEM;
+  if (paired) memset(claim_init, 0, nv * sizeof *claim_init);
+  for (size_t i = 0; paired && i < nv; i++)
+    if (paired[i] >= 0 && m->nodes.v[i].initialized) claim_init[paired[i]] = true;
   for (size_t i = 0; i < nv; i++) {
     const cnode *c = &cl->nodes.v[p->ov->node[i]];
     if (paired && paired[i] >= 0) continue;
@@ -665,12 +671,15 @@ int dt__sched_compile_nodes_overlay(dt_plan *p, dt_error *err) {
     for (size_t k = 0; k < cl->byname.n; k++) {
       uint32_t id = cl->byname.v[k];
       int32_t vi = at[id];
-      if (vi < 0 || m->nodes.v[vi].initialized != (bool)init) continue;
+      if (vi < 0) continue;
+      bool ing = cl->nodes.v[id].node.initializing && !(claim_init && claim_init[vi]);
+      if ((m->nodes.v[vi].initialized && !ing) != (bool)init) continue;
       p->ov_at[id] = (int32_t)p->nnodes;
       rt_node *r = &p->nodes[p->nnodes];
       *r = cl->nodes.v[id].node;
       r->src = &m->nodes.v[vi];
       r->claim = NULL;
+      if (claim_init && claim_init[vi]) dt__sched_node_initialized(r);
       dt__sched_node_pool(p, r, cl->nodes.v[id].f.pool);
       type[p->nnodes++] = cl->nodes.v[id].f.type;
     }

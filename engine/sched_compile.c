@@ -605,9 +605,61 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
 ** name; nodes of the same name in input order. */
 static int cmp_node(const void *a, const void *b) {
   const rt_node *x = a, *y = b;
-  if (x->src->initialized != y->src->initialized) return x->src->initialized ? -1 : 1;
+  bool xi = x->src->initialized && !x->initializing, yi = y->src->initialized && !y->initializing;
+  if (xi != yi) return xi ? -1 : 1;
   int c = strcmp(x->src->name, y->src->name);
   return c ? c : (x->src > y->src) - (x->src < y->src);
+}
+
+/* Karpenter's known ephemeral taints (the node lifecycle controller's and the
+** cloud controller's while a node starts; Karpenter's own before it registers). */
+static bool ephemeral_taint(const char *key) {
+  return !strcmp(key, "node.kubernetes.io/not-ready") || !strcmp(key, "node.kubernetes.io/unreachable") ||
+         !strcmp(key, "node.cloudprovider.kubernetes.io/uninitialized") || !strcmp(key, "karpenter.sh/unregistered");
+}
+
+/* rt_node.initializing: a Node of NodePool `pool` without the
+** karpenter.sh/initialized label that is NotReady or still carries an
+** ephemeral taint or one of its NodePool's startupTaints. Karpenter's state
+** leaves those taints out until the node initializes (statenode.go Taints)
+** and its provisioner does not ask for readiness, so pods are planned onto
+** it rather than onto a new node. A Ready node without them is as good as
+** initialized and is left as it is. */
+static void initializing(dt_plan *p, const dt_node *n, dt_sym pool, rt_node *r) {
+  if (!pool || n->claim_name) return;
+  const char *init = dt__kv_get(n->labels.v, n->labels.n, "karpenter.sh/initialized");
+  if (init && !strcmp(init, "true")) return;
+  const dt_nodepool *np = NULL;
+  for (uint32_t k = 0; k < p->npools && !np; k++)
+    if (p->pools[k].name == pool) np = p->pools[k].src;
+  uint32_t keep = 0, nleft = 0;
+  rt_taint left[8];
+  bool any = !n->ready;
+  for (size_t i = 0; i < n->ntaints; i++) {
+    const dt_taint *t = &n->taints[i];
+    bool startup = false;
+    for (size_t k = 0; np && k < np->nstartup && !startup; k++) {
+      const dt_taint *s = &np->startup[k];
+      startup = !strcmp(s->key, t->key) && !strcmp(s->effect ? s->effect : "", t->effect ? t->effect : "") &&
+                !strcmp(s->value ? s->value : "", t->value ? t->value : "");
+    }
+    if ((startup || ephemeral_taint(t->key)) && nleft < 8) {
+      left[nleft++] = r->taints[i];
+      any = true;
+    } else {
+      r->taints[keep++] = r->taints[i];
+    }
+  }
+  /* the taints left out after the others, so a claim found initialized
+  ** (dt__sched_node_initialized) puts them back */
+  memcpy(r->taints + keep, left, nleft * sizeof *left);
+  r->initializing = any;
+  r->ntaints = keep;
+}
+
+void dt__sched_node_initialized(rt_node *r) {
+  r->initializing = false;
+  r->ntaints = r->ntaints_all;
 }
 
 int dt__sched_compile_node(dt_plan *p, const dt_node *n, rt_node *r, node_facts *f, dt_error *err) {
@@ -643,9 +695,10 @@ int dt__sched_compile_node(dt_plan *p, const dt_node *n, rt_node *r, node_facts 
   } else {
     memcpy(r->alloc, t->alloc, sizeof r->alloc);
   }
-  r->ntaints = (uint32_t)n->ntaints;
+  r->ntaints = r->ntaints_all = (uint32_t)n->ntaints;
   r->taints = compile_taints(p, n->taints, n->ntaints);
   if (!r->taints) return DT_ENOMEM;
+  initializing(p, n, f->pool, r);
   r->zone = r->ct = -1;
   for (uint32_t k = 0; k < r->nlabels; k++) {
     if (r->lk[k] == p->k_zone)
@@ -759,6 +812,8 @@ int dt__sched_compile_nodes(dt_plan *p, dt_error *err) {
         p->nodes[at[paired[i]]].src == &m->nodes.v[paired[i]]) {
       p->nodes[at[paired[i]]].claim = &m->nodes.v[i];
       p->nodes[at[paired[i]]].closed = dt__node_disrupted(&m->nodes.v[i]);
+      /* its NodeClaim says Initialized (the daemon's own say so at launch) */
+      if (m->nodes.v[i].initialized) dt__sched_node_initialized(&p->nodes[at[paired[i]]]);
     }
   qsort(p->nodes, p->nnodes, sizeof *p->nodes, cmp_node);
   dt__sched_charge_nodes(p, NULL);

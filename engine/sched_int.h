@@ -493,6 +493,7 @@ void dt__sched_charge_nodes(dt_plan *p, const int32_t *type);
 int dt__sched_compile_catalog(dt_plan *p, dt_error *err);
 int dt__sched_compile_mreqs(dt_plan *p, const dt_mreqs *m, dt_reqs *out);
 int dt__sched_compile_node(dt_plan *p, const dt_node *n, rt_node *r, node_facts *f, dt_error *err);
+void dt__sched_node_initialized(rt_node *r); /* its NodeClaim says Initialized: the taints left out come back */
 int dt__sched_compile_nodes(dt_plan *p, dt_error *err);
 int dt__sched_compile_pools(dt_plan *p, dt_error *err);
 rt_port *dt__sched_compile_ports(dt_plan *p, const dt_podspec *s);

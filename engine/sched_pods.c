@@ -197,7 +197,7 @@ static void podterms_sig(dt_buf *b, const dt_podterm *t, size_t n) {
     dt__sig_i64(b, t[i].weight);
     selector_sig(b, &t[i].sel);
     dt__sig_str(b, t[i].key);
-    dt__sig_u32(b, (uint32_t)t[i].nns);
+    dt__sig_u32(b, (uint32_t)t[i].nns | (uint32_t)t[i].all_ns << 31);
     for (size_t k = 0; k < t[i].nns; k++) dt__sig_str(b, t[i].ns[k]);
   }
 }
@@ -307,7 +307,7 @@ static int build_groups(dt_plan *p, const uint32_t *termed, uint32_t n) {
     for (int l = 0; l < 4; l++)
       for (size_t t = 0; t < ns[l]; t++)
         if ((tg[at++] = term_group(p, s, l < 2 ? TG_AFF : TG_ANTI, lists[l][t].key, &lists[l][t].sel, lists[l][t].ns,
-                                   lists[l][t].nns, NULL, 0, 0)) == DT_ENOMEM)
+                                   lists[l][t].all_ns ? DT_NS_ALL : lists[l][t].nns, NULL, 0, 0)) == DT_ENOMEM)
           return DT_ENOMEM;
     s->tgroup = tg;
   }
@@ -453,8 +453,9 @@ static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx) {
     for (size_t k = lists[l].dropped; k < lists[l].n && ntc < 256; k++) {
       size_t ti = lists[l].order ? lists[l].order[k] : k;
       const dt_podterm *t = &lists[l].t[ti];
-      int g = s->tgroup ? s->tgroup[lists[l].first + ti]
-                        : term_group(p, s, lists[l].kind, t->key, &t->sel, t->ns, t->nns, NULL, 0, 0);
+      int g = s->tgroup
+                  ? s->tgroup[lists[l].first + ti]
+                  : term_group(p, s, lists[l].kind, t->key, &t->sel, t->ns, t->all_ns ? DT_NS_ALL : t->nns, NULL, 0, 0);
       if (g == DT_ENOMEM) return g;
       if (g < 0) continue;
       tcs[ntc++] = (rt_tc){(uint32_t)g,

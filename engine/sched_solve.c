@@ -63,7 +63,7 @@ static int node_fits(run *R, uint32_t ni, rt_class *c, uint64_t *Z, uint8_t *C) 
   if (n->src->unschedulable || n->closed || n->src->deleting) return FAIL_EVER;
   /* A registered Node that is not Ready takes no new pods (the kubelet's
   ** not-ready taint); an in-flight NodeClaim is not Ready yet by nature. */
-  if (!n->src->ready && !n->src->claim_name) return FAIL_EVER;
+  if (!n->src->ready && !n->src->claim_name && !n->initializing) return FAIL_EVER;
   if (!fits(p, n->alloc, n->used, c->req)) return FAIL_EVER;
   if (!tolerates(p, c->spec, n->taints, n->ntaints, c->tol_pref, NULL)) return FAIL_EVER;
   for (uint32_t i = 0; i < c->reqs.n; i++) {

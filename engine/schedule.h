@@ -93,6 +93,7 @@ typedef struct rt_group {
   uint8_t kind, dom;
   dt_sym key;
   bool sel_null; /* an absent selector matches no pod */
+  bool ns_all;   /* every namespace (namespaceSelector: {}); ns unused */
   dt_reqs sel;   /* over pod labels */
   uint32_t nns;
   dt_sym *ns;                      /* namespaces the group counts */
@@ -239,6 +240,12 @@ typedef struct rt_pod {
 typedef struct rt_node {
   const dt_node *src;
   const dt_node *claim; /* the NodeClaim in the input this Node registered (paired), or NULL */
+  /* A Karpenter Node registered but not initialized (no karpenter.sh/initialized
+  ** label; NotReady, or an ephemeral or startup taint still on it): it takes
+  ** pods regardless of readiness and of those taints (left out of taints), as
+  ** Karpenter's provisioner; a disruption simulation landing a pod on it fails. */
+  bool initializing;
+  uint32_t ntaints_all; /* with the taints an initializing node leaves out (after the others) */
   DT_VEC(rt_port) ports;
   int zone; /* index, -1 unknown */
   int ct;   /* -1 unknown */
@@ -486,6 +493,7 @@ long dt__lp_stop_at(long at);
 bool dt__lp_spent(void); /* the pivots up to that count made */
 
 /* topo.c */
+#define DT_NS_ALL ((size_t)-1) /* dt__topo_group's nns for a term over every namespace */
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,
                    uint32_t fspec, uint8_t fmode, dt_sym own_ns, const char *const *mlk_vals, size_t nmlk);
 int dt__topo_select(dt_plan *p);

@@ -46,7 +46,7 @@ unsigned long long dt__topo_work(void) { return topo_work; }
 static bool selects(const dt_plan *p, const rt_group *g, const rt_spec *s) {
   topo_work++;
   if (g->sel_null) return false;
-  bool ns_ok = false;
+  bool ns_ok = g->ns_all;
   for (uint32_t i = 0; i < g->nns && !ns_ok; i++) ns_ok = g->ns[i] == s->ns;
   if (!ns_ok) return false;
   for (uint32_t i = 0; i < g->sel.n; i++) {
@@ -146,6 +146,8 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   dt_sym k = dt__sym(&p->syms, key);
   int dom = domain_of(p, k);
   if (dom < 0) return -1;
+  bool ns_all = nns == DT_NS_ALL;
+  if (ns_all) nns = 0;
   dt_arena *a = &p->arena;
   dt_reqs r = {0};
   /* The selector's expressions and matchLabelKeys' values (the pod's own
@@ -173,9 +175,9 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   }
   dt__reqs_add_many(a, &p->syms, &r, q, nq, &r);
   uint32_t n = 0;
-  if (nns == 0) nsv[n++] = own_ns;
+  if (nns == 0 && !ns_all) nsv[n++] = own_ns;
   for (size_t i = 0; i < nns; i++) nsv[n++] = dt__sym(&p->syms, ns[i]);
-  dt__sig_u32(&sig, (uint32_t)kind | (uint32_t)dom << 8 | (uint32_t)sel->present << 16);
+  dt__sig_u32(&sig, (uint32_t)kind | (uint32_t)dom << 8 | (uint32_t)sel->present << 16 | (uint32_t)ns_all << 17);
   dt__sig_u32(&sig, r.n);
   for (uint32_t i = 0; i < r.n; i++) dt__req_sig(&r.r[i], &sig);
   dt__sig_u32(&sig, n);
@@ -215,9 +217,10 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   g.dom = (uint8_t)dom;
   g.key = k;
   g.sel_null = !sel->present;
+  g.ns_all = ns_all;
   g.sel = r;
   g.nns = n;
-  g.ns = dt__arena_alloc(a, n * sizeof *g.ns);
+  g.ns = dt__arena_alloc(a, (n ? n : 1) * sizeof *g.ns);
   g.example_spec = g.example_ordinal = g.owner_spec = g.owner_ordinal = -1;
   g.desc = dt__arena_strdup(a, desc.p ? desc.p : "everything");
   if (!g.ns || !g.desc || dt__vec_push(&p->groups, g)) {
@@ -462,8 +465,8 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
     } else if (s->tgroup) { /* found for the spec by build_groups: spreads, affinities, then these */
       gi = s->tgroup[src->nspread + src->naff + src->npaff + t];
     } else {
-      gi = dt__topo_group(p, TG_ANTI, src->anti[t].key, &src->anti[t].sel, src->anti[t].ns, src->anti[t].nns, 0, 0,
-                          s->ns, NULL, 0);
+      gi = dt__topo_group(p, TG_ANTI, src->anti[t].key, &src->anti[t].sel, src->anti[t].ns,
+                          src->anti[t].all_ns ? DT_NS_ALL : src->anti[t].nns, 0, 0, s->ns, NULL, 0);
       if (gi == DT_ENOMEM) return DT_ENOMEM;
       if (gi < 0) continue;
     }

@@ -74,6 +74,43 @@ describe("Karpenter parity on real inputs", function()
     assert.are.equal("us-east-1b us-east-1b", zones(default), "Ignore is the default")
   end)
 
+  it("plans onto a Karpenter node still initializing, not onto a second node", function()
+    for _, f in ipairs { "initializing-notready.yaml", "initializing-startup-taint.yaml" } do
+      local text = h.slurp(DIR .. f)
+      local p = plan(f)
+      assert.are.equal(0, #p.nodeClaims, f)
+      assert.are.equal("ip-10-0-1-5.ec2.internal", placed(p)["default/new1"], f)
+      -- once its NodeClaim says Initialized, a taint still on it is the node's own, and holds
+      local init = text:gsub("    %- type: Initialized\n      status: Unknown", "    - type: Initialized\n      status: 'True'")
+      assert.are_not.equal(text, init)
+      local out, err = h.cli("plan -o json --now " .. NOW .. " -", init)
+      assert.matches('"nodes": 1', out, 1, true, err)
+      -- and so does the label Karpenter puts on an initialized Node
+      local labelled = text:gsub("      karpenter.sh/registered: 'true'\n",
+        "      karpenter.sh/registered: 'true'\n      karpenter.sh/initialized: 'true'\n")
+      assert.are_not.equal(text, labelled)
+      out, err = h.cli("plan -o json --now " .. NOW .. " -", labelled)
+      assert.matches('"nodes": 1', out, 1, true, err)
+    end
+  end)
+
+  it("reads an anti-affinity's namespaceSelector: {} as every namespace, and a name selector as those names", function()
+    local text = h.slurp(DIR .. "anti-namespace-selector.yaml")
+    local p = plan "anti-namespace-selector.yaml"
+    assert.are.equal(1, #p.nodeClaims, "data/db-0 on n1 matches the selector in every namespace")
+    local named = text:gsub("namespaceSelector: {}", "namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: data}}")
+    assert.are_not.equal(text, named)
+    local out, err = h.cli("plan -o json --now " .. NOW .. " -", named)
+    assert.matches('"nodes": 1', out, 1, true, err)
+    local other = text:gsub("namespaceSelector: {}", "namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: other}}")
+    out, err = h.cli("plan -o json --now " .. NOW .. " -", other)
+    assert.matches('"nodes": 0', out, 1, true, err)
+    local by_label = text:gsub("namespaceSelector: {}", "namespaceSelector: {matchLabels: {team: data}}")
+    out, err = h.cli("plan -o json --now " .. NOW .. " -", by_label)
+    assert.matches('"nodes": 1', out, 1, true, err)
+    assert.matches("namespaceSelector selects namespaces by their labels, which dovetail does not read", err, 1, true)
+  end)
+
   it("leaves another scheduler's pod alone until it is marked Unschedulable, and says so", function()
     local out, err, code = h.cli("plan -o json --now " .. NOW .. " " .. DIR .. "other-scheduler.yaml")
     assert.are.equal(0, code, err)
