@@ -561,6 +561,8 @@ static int name_use_add(dt_cluster *cl, uint32_t i, int sign) {
   }
   int64_t count = cl->pods[i].count;
   for (uint32_t r = 0; r < DT_RES_MAX; r++) u->used[r] += (__int128)sign * cl->specs[i].req[r] * count;
+  if (cl->pods[i].daemon)
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) u->ds[r] += (__int128)sign * cl->specs[i].req[r] * count;
   u->pods += sign * count;
   u->specs += sign;
   return 0;
@@ -781,6 +783,17 @@ void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound) {
       continue;
     }
     for (uint32_t r = 0; r < DT_RES_MAX; r++) p->nodes[n].used[r] -= cl->specs[si].req[r] * count;
+  }
+  /* the room DaemonSet pods not bound yet will take, as a plan's nodes */
+  for (uint32_t n = 0; n < p->nnodes; n++) {
+    rt_node *r = &p->nodes[n];
+    if (!r->ds_want) continue;
+    int64_t b[DT_RES_MAX] = {0};
+    dt_sym s = r->name;
+    if (s < cl->use.n)
+      for (uint32_t k = 0; k < DT_RES_MAX; k++)
+        b[k] = cl->use.v[s].ds[k] > DT_QTY_CAP ? DT_QTY_CAP : (int64_t)cl->use.v[s].ds[k];
+    dt__sched_ds_reserve(r, b);
   }
   *scan = orphans > 0 || p->groups.n || cl->ported;
   *bound = (size_t)pods;

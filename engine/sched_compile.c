@@ -657,6 +657,76 @@ static void initializing(dt_plan *p, const dt_node *n, dt_sym pool, rt_node *r) 
   r->ntaints = keep;
 }
 
+/* Whether node r's labels satisfy every requirement of q. */
+static bool labels_match(const dt_plan *p, const rt_node *r, const dt_reqs *q) {
+  for (uint32_t i = 0; i < q->n; i++) {
+    dt_sym v = 0;
+    for (uint32_t k = 0; k < r->nlabels; k++)
+      if (r->lk[k] == q->r[i].key) v = r->lval[k];
+    if (!dt__req_has(&p->syms, &q->r[i], v)) return false;
+  }
+  return true;
+}
+
+/* The DaemonSets compiled once for every node's ds_want. */
+static int ds_compile(dt_plan *p, dt_error *err) {
+  const dt_manifests *m = p->manifests;
+  size_t n = m->daemonsets.n;
+  p->ds_ready = true;
+  p->ds_req = A(p, n * sizeof *p->ds_req);
+  p->ds_alt = A(p, n * sizeof *p->ds_alt);
+  p->nds_alt = A(p, n * sizeof *p->nds_alt);
+  if (!p->ds_req || !p->ds_alt || !p->nds_alt) return DT_ENOMEM;
+  for (size_t d = 0; d < n; d++) {
+    const dt_podspec *ds = &m->daemonsets.v[d];
+    memset(p->ds_req[d], 0, sizeof p->ds_req[d]);
+    int rc = rlist_vec(p, &ds->requests, p->ds_req[d], err);
+    if (rc) return rc;
+    p->nds_alt[d] = ds->nterms ? (uint32_t)ds->nterms : 1;
+    p->ds_alt[d] = A(p, p->nds_alt[d] * sizeof **p->ds_alt);
+    if (!p->ds_alt[d]) return DT_ENOMEM;
+    for (uint32_t a = 0; a < p->nds_alt[d]; a++) {
+      memset(&p->ds_alt[d][a], 0, sizeof p->ds_alt[d][a]);
+      if (dt__sched_compile_selector_kvs(p, &ds->node_selector, &p->ds_alt[d][a]) ||
+          (ds->nterms && dt__sched_compile_mreqs(p, &ds->terms[a], &p->ds_alt[d][a])))
+        return DT_ENOMEM;
+    }
+  }
+  return 0;
+}
+
+/* rt_node.ds_want: the DaemonSets whose pods belong on r. */
+static int ds_want(dt_plan *p, rt_node *r, dt_error *err) {
+  const dt_manifests *m = p->manifests;
+  if (!m->daemonsets.n) return 0;
+  int rc;
+  if (!p->ds_ready && (rc = ds_compile(p, err))) return rc;
+  int64_t sum[DT_RES_MAX] = {0};
+  bool any = false;
+  for (size_t d = 0; d < m->daemonsets.n; d++) {
+    if (!tolerates(p, &m->daemonsets.v[d], r->taints, r->ntaints, true, NULL)) continue;
+    bool ok = false;
+    for (uint32_t a = 0; a < p->nds_alt[d] && !ok; a++) ok = labels_match(p, r, &p->ds_alt[d][a]);
+    if (!ok) continue;
+    for (uint32_t k = 0; k < DT_RES_MAX; k++) sum[k] = dt__qty_add(sum[k], p->ds_req[d][k]);
+    any = true;
+  }
+  if (!any) return 0;
+  int64_t *w = A(p, sizeof sum);
+  if (!w) return DT_ENOMEM;
+  memcpy(w, sum, sizeof sum);
+  r->ds_want = w;
+  return 0;
+}
+
+void dt__sched_ds_reserve(rt_node *r, const int64_t *bound) {
+  if (!r->ds_want) return;
+  for (uint32_t k = 0; k < DT_RES_MAX; k++) {
+    int64_t due = r->ds_want[k] - (bound ? bound[k] : 0);
+    if (due > 0) r->used[k] = dt__qty_add(r->used[k], due);
+  }
+}
+
 void dt__sched_node_initialized(rt_node *r) {
   r->initializing = false;
   r->ntaints = r->ntaints_all;
@@ -699,6 +769,8 @@ int dt__sched_compile_node(dt_plan *p, const dt_node *n, rt_node *r, node_facts 
   r->taints = compile_taints(p, n->taints, n->ntaints);
   if (!r->taints) return DT_ENOMEM;
   initializing(p, n, f->pool, r);
+  int rc = ds_want(p, r, err);
+  if (rc) return rc;
   r->zone = r->ct = -1;
   for (uint32_t k = 0; k < r->nlabels; k++) {
     if (r->lk[k] == p->k_zone)

@@ -335,6 +335,7 @@ typedef struct name_use {
   __int128 used[DT_RES_MAX]; /* exact: pods are added and taken away again; read saturated */
   int64_t pods;  /* sum of the pods' counts */
   int64_t specs; /* pod specs */
+  __int128 ds[DT_RES_MAX]; /* of it, DaemonSet pods' */
   bool listed;   /* in used_names */
 } name_use;
 
@@ -494,6 +495,8 @@ int dt__sched_compile_catalog(dt_plan *p, dt_error *err);
 int dt__sched_compile_mreqs(dt_plan *p, const dt_mreqs *m, dt_reqs *out);
 int dt__sched_compile_node(dt_plan *p, const dt_node *n, rt_node *r, node_facts *f, dt_error *err);
 void dt__sched_node_initialized(rt_node *r); /* its NodeClaim says Initialized: the taints left out come back */
+/* used grows by what r's DaemonSets ask beyond bound (the requests of its bound DaemonSet pods; NULL none) */
+void dt__sched_ds_reserve(rt_node *r, const int64_t *bound);
 int dt__sched_compile_nodes(dt_plan *p, dt_error *err);
 int dt__sched_compile_pools(dt_plan *p, dt_error *err);
 rt_port *dt__sched_compile_ports(dt_plan *p, const dt_podspec *s);

@@ -860,6 +860,7 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   bool scan = true;
   if (p->ov) dt__sched_overlay_use(p, &scan, &p->bound_already);
   DT_VEC(rt_pod) pods = {0};
+  int64_t(*ds_bound)[DT_RES_MAX] = NULL; /* per node: its bound DaemonSet pods' requests */
   /* without a scan an overlay visits only its pending pods: those of its list */
   const uint32_t *visit = p->ov && !scan ? p->ov->moved : NULL;
   uint32_t nvisit = visit ? p->ov->nmoved : p->nspecs;
@@ -885,6 +886,11 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
         if (!p->ov)
           for (uint32_t r = 0; r < DT_RES_MAX; r++)
             nd->used[r] = dt__qty_add(nd->used[r], dt__qty_mul(s->req[r], d->count));
+        if (!p->ov && d->daemon && nd->ds_want) {
+          if (!ds_bound && !(ds_bound = dt__calloc(p->nnodes, sizeof *ds_bound))) rc = DT_ENOMEM;
+          for (uint32_t r = 0; ds_bound && r < DT_RES_MAX; r++)
+            ds_bound[n][r] = dt__qty_add(ds_bound[n][r], dt__qty_mul(s->req[r], d->count));
+        }
         for (uint32_t k = 0; k < s->nports && !rc; k++)
           if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
         if (!rc) rc = dt__topo_record(p, si, NULL, (uint32_t)n, node_zmask(nd), node_cmask(nd), (int32_t)d->count, -1);
@@ -944,6 +950,10 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     }
   }
   claims_ix_free(&claimed);
+  /* the room DaemonSet pods not bound yet will take (an overlay's comes with its use) */
+  for (uint32_t n = 0; !rc && !p->ov && n < p->nnodes; n++)
+    dt__sched_ds_reserve(&p->nodes[n], ds_bound ? ds_bound[n] : NULL);
+  dt__free(ds_bound);
   if (rc) {
     dt__free(pods.v);
     return rc;

@@ -246,6 +246,11 @@ typedef struct rt_node {
   ** Karpenter's provisioner; a disruption simulation landing a pod on it fails. */
   bool initializing;
   uint32_t ntaints_all; /* with the taints an initializing node leaves out (after the others) */
+  /* What the DaemonSets whose pods belong on this node ask for (their
+  ** tolerations and node affinity against its taints and labels), NULL none:
+  ** the room its DaemonSet pods not bound yet will take (used grows by the
+  ** part the bound DaemonSet pods do not cover), as Karpenter's existing node. */
+  const int64_t *ds_want;
   DT_VEC(rt_port) ports;
   int zone; /* index, -1 unknown */
   int ct;   /* -1 unknown */
@@ -321,6 +326,12 @@ typedef struct rt_unsched {
 
 struct dt_plan {
   dt_plan_result res; /* built by dt_plan_run, not by the overlay and compiled runs of a disruption pass */
+  /* the manifests' DaemonSets compiled for nodes (ds_want): per DaemonSet its
+  ** requests and node-affinity alternatives (nds_alt[d] sets from ds_alt[d]) */
+  bool ds_ready;
+  int64_t (*ds_req)[DT_RES_MAX];
+  dt_reqs **ds_alt;
+  uint32_t *nds_alt;
   dt_arena arena;
   dt_symtab syms;
   int32_t *node_at; /* node by name symbol (node_by_name) */

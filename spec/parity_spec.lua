@@ -111,6 +111,24 @@ describe("Karpenter parity on real inputs", function()
     assert.matches("namespaceSelector selects namespaces by their labels, which dovetail does not read", err, 1, true)
   end)
 
+  it("keeps room on an existing node for the DaemonSet pods that have not landed on it yet", function()
+    local p = plan "daemonset-due.yaml"
+    assert.are.equal(1, #p.nodeClaims, "n1 has 1930m; its agent pod (500m) is due, so a 1500m pod does not fit")
+    -- a 1400m pod fits beside the agent's due 500m
+    local text = h.slurp(DIR .. "daemonset-due.yaml")
+    local smaller = text:gsub("cpu: 1500m", "cpu: 1400m")
+    local out, err = h.cli("plan -o json --now " .. NOW .. " -", smaller)
+    assert.matches('"nodes": 0', out, 1, true, err)
+    -- once the agent's pod is bound there, its room is the pod's own, not taken twice
+    local bound = smaller:gsub("(name: agent%-pn7zq.-\n  spec:\n)", "%1    nodeName: n1\n", 1)
+    assert.are_not.equal(smaller, bound)
+    out, err = h.cli("plan -o json --now " .. NOW .. " -", bound)
+    assert.matches('"nodes": 0', out, 1, true, err)
+    -- and the 1500m pod does not fit beside it either way
+    out, err = h.cli("plan -o json --now " .. NOW .. " -", (bound:gsub("cpu: 1400m", "cpu: 1500m")))
+    assert.matches('"nodes": 1', out, 1, true, err)
+  end)
+
   it("leaves another scheduler's pod alone until it is marked Unschedulable, and says so", function()
     local out, err, code = h.cli("plan -o json --now " .. NOW .. " " .. DIR .. "other-scheduler.yaml")
     assert.are.equal(0, code, err)
