@@ -517,21 +517,33 @@ int dt__duration_ms_parse(const char *s, int64_t *ms) {
   return 0;
 }
 
-/* Go-style durations as Kubernetes objects write them: "3m", "1h30m", "90s",
-** "500ms". Fractions of a second are dropped. */
+/* Go-style durations as Kubernetes objects write them (time.ParseDuration):
+** "3m", "1h30m", "90s", "500ms", "1.5h". Fractions of a second are dropped. */
 int dt__duration_parse(const char *s, int64_t *out) {
   if (!s || !*s) return -1;
   const char *p = s;
   int64_t total = 0;
   while (*p) {
-    if (*p < '0' || *p > '9') return -1;
-    int64_t v = 0;
+    if ((*p < '0' || *p > '9') && *p != '.') return -1;
+    int64_t v = 0, frac = 0, scale = 1;
+    bool digits = false;
     while (*p >= '0' && *p <= '9') {
       if (v > INT64_MAX / 10 - 10) return -1;
       v = v * 10 + (*p++ - '0');
+      digits = true;
     }
+    if (*p == '.') {
+      p++;
+      for (; *p >= '0' && *p <= '9'; p++, digits = true)
+        if (scale < 1000000000) { /* nine places: finer than the units below need */
+          frac = frac * 10 + (*p - '0');
+          scale *= 10;
+        }
+    }
+    if (!digits) return -1;
     int64_t unit;
     if (p[0] == 'm' && p[1] == 's') {
+      frac = (v % 1000 * scale + frac) / 1000; /* of a second, over scale */
       v /= 1000;
       unit = 1;
       p += 2;
@@ -547,8 +559,8 @@ int dt__duration_parse(const char *s, int64_t *out) {
     } else {
       return -1;
     }
-    if (v > INT64_MAX / unit - total) return -1;
-    total += v * unit;
+    if (v > INT64_MAX / unit - total - unit) return -1;
+    total += v * unit + (int64_t)((__int128)frac * unit / scale);
   }
   *out = total;
   return 0;

@@ -377,6 +377,10 @@ int dt__dr_build(state *st) {
     if (s && !at[s]) at[s] = dn_of[paired[i]];
   }
   for (size_t i = 0; i < st->npods; i++) {
+    /* a terminating pod is going (not rescheduled, no do-not-disrupt or PDB of
+    ** its own), except a StatefulSet's, whose replacement waits for it (Karpenter's
+    ** IsReschedulable); its requests still hold the node's room in simulations */
+    if (st->pods[i].terminating && !st->pods[i].sts) continue;
     dt_sym s = dt__sym_find(&names, st->pods[i].node_name);
     if (s && at[s] && dt__vec_push(&st->nodes.v[at[s] - 1].pods, (uint32_t)i)) st->rc = DT_ENOMEM;
   }
@@ -451,10 +455,13 @@ int dt__dr_budgets(state *st) {
     const dnode *d = &st->nodes.v[i];
     if (d->pool < 0) continue;
     poolbudget *b = &st->pb[d->pool];
-    if (d->n->initialized && !d->n->deleting) b->nodes++;
-    if (!d->n->ready || d->n->deleting || d->tainted) b->disrupting++;
     b->cost += d->price > 0 ? d->price : 0;
     b->disruption += d->cost;
+    /* Karpenter's BuildDisruptionBudgetMapping: initialized nodes only, those
+    ** being deleted among them; NotReady or marked ones are disrupting */
+    if (!dt__dr_initialized(d)) continue;
+    b->nodes++;
+    if (!d->n->ready || d->n->deleting || d->tainted) b->disrupting++;
   }
   st->r->has_budgets = true;
   for (size_t pi = 0; pi < m->pools.n; pi++) {
@@ -512,7 +519,7 @@ bool dt__dr_eligible(state *st, size_t i, bool check_pods) {
     dt__dr_why(st, i, "not launched here: left to its owner");
     return false;
   }
-  if (!n->initialized) {
+  if (!dt__dr_initialized(d)) {
     dt__dr_why(st, i, "not initialized yet");
     return false;
   }
@@ -532,11 +539,12 @@ bool dt__dr_eligible(state *st, size_t i, bool check_pods) {
   for (size_t k = 0; k < d->pods.n; k++) {
     uint32_t pi = d->pods.v[k];
     const dt_podspec *p = &st->pods[pi];
-    if (p->daemon) continue;
+    /* do-not-disrupt holds whatever the pod (Karpenter lets DaemonSet and mirror pods block too) */
     if (p->dnd || p->dnd_until > st->o.now) {
       dt__dr_why(st, i, "do-not-disrupt: pod %s/%s is annotated karpenter.sh/do-not-disrupt", p->ns, p->name);
       return false;
     }
+    if (p->daemon) continue;
     if (st->pod_pdb[pi] == -2) {
       dt__dr_why(st, i, "PDB: pod %s/%s is covered by more than one PodDisruptionBudget", p->ns, p->name);
       return false;

@@ -44,6 +44,25 @@ typedef struct dnode {
   char drift[300];       /* why it drifted, "" when it has not */
 } dnode;
 
+/* Initialized, as Karpenter's StateNode: an in-flight claim is not; a Node
+** its NodeClaim registered is once the claim says Initialized or the Node
+** carries karpenter.sh/initialized (a Node alone, with no claim, is). */
+static inline bool dt__dr_initialized(const dnode *d) {
+  if (!d->n->initialized) return false;
+  return !d->claim || d->claim->initialized || d->n->init_label;
+}
+
+/* The machine's expireAfter and the clock it runs from: its NodeClaim's own
+** (spec.expireAfter, creationTimestamp), as Karpenter's expiration
+** controller, else the NodePool's from the node's creation. */
+static inline int64_t dt__dr_expire_after(const dnode *d, const dt_nodepool *p) {
+  const dt_node *c = d->claim ? d->claim : d->n->claim_name ? d->n : NULL;
+  return c && c->has_expire ? c->expire_after : p->expire_after;
+}
+static inline int64_t dt__dr_born(const dnode *d) {
+  return d->claim && d->claim->created ? d->claim->created : d->n->created;
+}
+
 /* The node's last pod event, its creation when it had none. Karpenter keeps
 ** lastPodEventTime on the NodeClaim: when the Node is in the input too, the
 ** claim it registered is read as well (the later of the two counts). */

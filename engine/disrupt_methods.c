@@ -200,8 +200,8 @@ int dt__dr_replace_each(state *st, bool expiry) {
     if (expiry) {
       /* forceful (as Karpenter's expiration controller): no budget, no pod blocks */
       if (d->pool < 0 || !d->n->initialized || d->n->deleting || !dt__dr_managed(st, i)) continue;
-      const dt_nodepool *p = &st->m->pools.v[d->pool];
-      if (p->expire_after < 0 || !d->n->created || dt__dr_age(st, d->n) < p->expire_after) continue;
+      int64_t ea = dt__dr_expire_after(d, &st->m->pools.v[d->pool]), born = dt__dr_born(d);
+      if (ea < 0 || !born || st->o.now - born < ea) continue;
     } else {
       if (!dt__dr_eligible(st, i, true)) continue;
       const dt_nodepool *p = &st->m->pools.v[d->pool];
@@ -285,8 +285,8 @@ int dt__dr_replace_each(state *st, bool expiry) {
       char detail[500];
       if (expiry)
         snprintf(detail, sizeof detail, "expireAfter %llds reached (age %llds)%s%s",
-                 (long long)st->m->pools.v[pool].expire_after, (long long)dt__dr_age(st, st->nodes.v[i].n),
-                 s.fail[0] ? "; " : "", s.fail);
+                 (long long)dt__dr_expire_after(&st->nodes.v[i], &st->m->pools.v[pool]),
+                 (long long)(st->o.now - dt__dr_born(&st->nodes.v[i])), s.fail[0] ? "; " : "", s.fail);
       else
         snprintf(detail, sizeof detail, "%s", st->nodes.v[i].drift);
       rc = dt__dr_apply(st, &i, 1, &s, expiry ? "Expired" : "Drifted", detail, NULL);

@@ -41,7 +41,7 @@ static void view_nodes(const state *st, const bool *in, bool consolidation, sim 
     ** only its claim carries the taint (Karpenter leaves nodes marked for
     ** deletion out of its simulations) */
     if (d->tainted || d->held ||
-        (consolidation && d->pool >= 0 && d->n->initialized && st->m->pools.v[d->pool].consolidate_after > 0 &&
+        (consolidation && d->pool >= 0 && dt__dr_initialized(d) && st->m->pools.v[d->pool].consolidate_after > 0 &&
          dt__dr_settling(st, d)))
       copy.unschedulable = true;
     s->view_node[nn] = (uint32_t)i;

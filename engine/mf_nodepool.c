@@ -46,7 +46,7 @@ static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p, bool 
   size_t nb = cJSON_IsArray(bs) ? (size_t)cJSON_GetArraySize(bs) : 0;
   if (nb > 50) return mf_bad(x, "spec.disruption.budgets", "at most 50 budgets (%zu given)", nb);
   if (!(p->budgets = dt__calloc(nb ? nb : 1, sizeof *p->budgets))) return mf_oom(x);
-  if (!nb) { /* Karpenter's default: one budget of 10% */
+  if (!bs || cJSON_IsNull(bs)) { /* Karpenter's default when none is written: one budget of 10% ([] is none) */
     p->budgets[0] = (dt_budget){10, true, false, {0}, NULL, 0, DT_REASON_ALL};
     p->nbudgets = 1;
   }
@@ -102,7 +102,7 @@ static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p, bool 
         else
           return mf_bad(x, f, "unknown reason \"%s\" (Empty, Drifted, Underutilized)", rv);
       }
-      if (!bu->reasons) bu->reasons = DT_REASON_ALL;
+      /* reasons: [] is a budget for no reason (Karpenter: nil is every reason, empty none) */
     }
   }
   /* The drift hash: the template without what Karpenter leaves out of it

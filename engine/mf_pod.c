@@ -492,6 +492,7 @@ static int pod_disruption(mctx *x, const cJSON *o, dt_podspec *p) {
   for (const cJSON *c = cJSON_IsArray(owners) ? owners->child : NULL; c; c = c->next) {
     const char *k = mf_get_str(c, "kind");
     if (k && !strcmp(k, "DaemonSet")) p->daemon = true;
+    if (k && !strcmp(k, "StatefulSet")) p->sts = true;
   }
   const cJSON *mirror = mf_get(ann, "kubernetes.io/config.mirror");
   if (mirror) p->daemon = true; /* static pods stay with their node */
@@ -763,6 +764,11 @@ int mf_node(mctx *x, const cJSON *o, bool is_claim) {
     /* In flight until the node registers; a claim from the cluster with
     ** Initialized=True counts as initialized. */
     n.initialized = claim_init;
+    const cJSON *ea = mf_get(spec, "expireAfter");
+    if (ea && !cJSON_IsNull(ea)) {
+      if (mf_parse_duration_or_never(x, ea, "spec.expireAfter", &n.expire_after)) goto fail;
+      n.has_expire = true;
+    }
   } else {
     const cJSON *u = mf_get(spec, "unschedulable");
     n.unschedulable = cJSON_IsTrue(u);
@@ -771,6 +777,8 @@ int mf_node(mctx *x, const cJSON *o, bool is_claim) {
     /* A Node without status.allocatable gets its instance type's from the
     ** catalog, when the scheduler compiles it. */
     n.initialized = true;
+    const char *il = dt__kv_get(n.labels.v, n.labels.n, "karpenter.sh/initialized");
+    n.init_label = il && !strcmp(il, "true");
   }
   if (dt__vec_push(&x->m->nodes, n)) goto nomem;
   return 0;

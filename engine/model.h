@@ -267,6 +267,7 @@ typedef struct dt_podspec {
   bool has_overhead;
   char *node_name;   /* spec.nodeName: already bound */
   bool daemon;       /* owned by a DaemonSet: not rescheduled */
+  bool sts;          /* owned by a StatefulSet: terminating, it is still rescheduled (Karpenter) */
   bool terminating;  /* metadata.deletionTimestamp: holds its node's room, but no workload counts it */
   bool dnd;          /* karpenter.sh/do-not-disrupt: "true" */
   int64_t dnd_until; /* do-not-disrupt: a duration from the pod's start; 0 none */
@@ -311,6 +312,9 @@ typedef struct dt_node {
   size_t ntaints;
   dt_taint *taints;
   bool unschedulable, initialized;
+  bool init_label;                           /* a Node's karpenter.sh/initialized: "true" */
+  bool has_expire;                           /* a NodeClaim's spec.expireAfter given: expire_after */
+  int64_t expire_after;                      /* seconds; -1 Never */
   bool ready;                                /* Ready condition (true without conditions) */
   bool dnd;                                  /* karpenter.sh/do-not-disrupt: "true" */
   int64_t created, deleting, last_pod_event; /* Unix seconds; 0 unknown / not deleting */

@@ -176,7 +176,9 @@ describe("disruption budgets", function()
       metadata = { name = "default-abcde", labels = { ["karpenter.sh/nodepool"] = "default",
         ["node.kubernetes.io/instance-type"] = "medium" } },
       spec = { taints = { { key = "karpenter.sh/disrupted", effect = "NoSchedule" } } },
-      status = { nodeName = "n1" },
+      -- initialized, as the daemon marks its claims once launched (one that is not
+      -- counts in no budget, as Karpenter's)
+      status = { nodeName = "n1", conditions = { { type = "Initialized", status = "True" } } },
     }
     local r = run(items)
     assert.equal(2, budget(r, "default", "Empty"))

@@ -174,3 +174,70 @@ describe("Karpenter parity on real inputs", function()
     assert.matches("document 1, items[0] (y/x): kind: missing", err, 1, true)
   end)
 end)
+
+describe("Karpenter parity in disruption on real inputs", function()
+  local function pass(file)
+    local r, err = h.dt.disrupt { files = { DIR .. file }, now = NOW }
+    assert(r, err)
+    return r
+  end
+  local function taken(r)
+    local names = {}
+    for _, c in ipairs(r.commands) do
+      for _, n in ipairs(c.nodes) do names[#names + 1] = c.reason .. " " .. (n.name or n) end
+    end
+    table.sort(names)
+    return names
+  end
+  local function why(r, node)
+    for _, b in ipairs(r.blocked) do
+      if b.node == node then return b.reason end
+    end
+  end
+  local function allowed(r, reason)
+    for _, b in ipairs(r.budgets) do
+      if b.reason == reason then return b.allowed, b.nodes, b.disrupting end
+    end
+  end
+
+  it("leaves a node whose NodeClaim has not initialized, and does not count it in budgets", function()
+    local r = pass "disrupt-uninitialized.yaml"
+    assert.matches("not initialized yet", why(r, "n1"), 1, true)
+    local l = pass "disrupt-launching-budget.yaml"
+    local a, nodes, disrupting = allowed(l, "Underutilized")
+    assert.are.equal(1, a, "a claim still launching uses up none of the 10%")
+    assert.are.equal(10, nodes)
+    assert.are.equal(0, disrupting)
+  end)
+
+  it("counts nodes being deleted in a budget's total", function()
+    local r = pass "disrupt-deleting-total.yaml"
+    local a, nodes, disrupting = allowed(r, "Underutilized")
+    assert.are.equal(11, nodes)
+    assert.are.equal(1, disrupting)
+    assert.are.equal(1, a, "10% of 11 is 2, one of them deleting")
+  end)
+
+  it("expires by the NodeClaim's own expireAfter", function()
+    local r = pass "disrupt-claim-expire.yaml"
+    local t = taken(r)
+    assert.truthy(table.concat(t, ","):find("Expired n1", 1, true), table.concat(t, ","))
+    assert.falsy(table.concat(t, ","):find("Expired n2", 1, true), "n2's claim says Never")
+  end)
+
+  it("lets a DaemonSet pod's do-not-disrupt hold its node, and reads '1.5h'", function()
+    assert.matches("do%-not%-disrupt: pod kube%-system/ds%-agent%-x1", why(pass "disrupt-daemon-dnd.yaml", "n1"))
+    assert.matches("do%-not%-disrupt: pod default/web%-1", why(pass "disrupt-dnd-fraction.yaml", "n1"))
+  end)
+
+  it("takes terminating pods as gone: the node is empty, their do-not-disrupt does not hold", function()
+    assert.same({ "Empty n1" }, taken(pass "disrupt-terminating-empty.yaml"))
+    local r = pass "disrupt-terminating-dnd.yaml"
+    assert.is_nil(why(r, "n1"))
+  end)
+
+  it("reads budgets: [] as no budget and reasons: [] as a budget for no reason", function()
+    assert.are.equal(12, #taken(pass "disrupt-budgets-empty.yaml"))
+    assert.are.equal(12, #taken(pass "disrupt-reasons-empty.yaml"))
+  end)
+end)
