@@ -207,8 +207,17 @@ int dt__dr_replace_each(state *st, bool expiry) {
       const dt_nodepool *p = &st->m->pools.v[d->pool];
       char hex[17];
       snprintf(hex, sizeof hex, "%016llx", (unsigned long long)p->hash);
+      /* the claim's marks: Karpenter's hash of the NodePool it was made from
+      ** (compared only at the same hash version, as Karpenter), its Drifted condition */
+      const dt_node *c = d->claim ? d->claim : d->n->claim_name ? d->n : NULL;
       if (d->n->pool_hash && strcmp(d->n->pool_hash, hex))
         snprintf(reason, sizeof d->drift, "NodePool template changed (hash %s, now %s)", d->n->pool_hash, hex);
+      else if (c && c->k_hash && p->k_hash && c->k_hash_version && p->k_hash_version &&
+               !strcmp(c->k_hash_version, p->k_hash_version) && strcmp(c->k_hash, p->k_hash))
+        snprintf(reason, sizeof d->drift, "NodePool changed (karpenter.sh/nodepool-hash %s, now %s)", c->k_hash,
+                 p->k_hash);
+      else if (c && c->drifted)
+        snprintf(reason, sizeof d->drift, "NodeClaim %s is Drifted (%s)", c->name, c->drifted);
       else if (!dt__dr_node_matches_pool(d->n, p, reason, sizeof d->drift)) {
       } else
         continue;

@@ -83,6 +83,8 @@ static void taints_free(dt_taint *t, size_t n) {
 
 void mf_pool_free(dt_nodepool *p) {
   dt__free(p->name);
+  dt__free(p->k_hash);
+  dt__free(p->k_hash_version);
   dt__kvs_free(&p->labels);
   mf_mreqs_free(&p->reqs);
   taints_free(p->taints, p->ntaints);
@@ -164,6 +166,9 @@ void mf_topo_free(dt_topo_obj *t) {
 void mf_node_free(dt_node *n) {
   dt__free(n->name);
   dt__free(n->pool_hash);
+  dt__free(n->k_hash);
+  dt__free(n->k_hash_version);
+  dt__free(n->drifted);
   dt__free(n->claim_name);
   dt__free(n->node_name);
   dt__free(n->provider_id);

@@ -410,6 +410,10 @@ static int pool_annotations(mctx *x, const cJSON *o, dt_nodepool *p) {
   }
   const char *pn = mf_get_str(ann, "dovetail.dev/policy");
   if (pn && *pn && !(p->policy = dt__strdup(pn))) return mf_oom(x);
+  const char *kh = mf_get_str(ann, "karpenter.sh/nodepool-hash"),
+             *kv = mf_get_str(ann, "karpenter.sh/nodepool-hash-version");
+  if (kh && *kh && !(p->k_hash = dt__strdup(kh))) return mf_oom(x);
+  if (kv && *kv && !(p->k_hash_version = dt__strdup(kv))) return mf_oom(x);
   return 0;
 }
 

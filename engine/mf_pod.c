@@ -697,12 +697,22 @@ int mf_node(mctx *x, const cJSON *o, bool is_claim) {
   n.dnd = dnd && !strcmp(dnd, "true");
   const char *ph = mf_get_str(ann, "dovetail.dev/nodepool-hash");
   if (ph && !(n.pool_hash = dt__strdup(ph))) goto nomem;
+  if (is_claim) { /* Karpenter's own drift marks, on the claims it made */
+    const char *kh = mf_get_str(ann, "karpenter.sh/nodepool-hash"),
+               *kv = mf_get_str(ann, "karpenter.sh/nodepool-hash-version");
+    if (kh && *kh && !(n.k_hash = dt__strdup(kh))) goto nomem;
+    if (kv && *kv && !(n.k_hash_version = dt__strdup(kv))) goto nomem;
+  }
   bool claim_init = false;
   const cJSON *conds = mf_get(st, "conditions");
   for (const cJSON *c = cJSON_IsArray(conds) ? conds->child : NULL; c; c = c->next) {
     const char *t = mf_get_str(c, "type"), *cs = mf_get_str(c, "status");
     if (t && cs && !strcmp(t, "Ready")) n.ready = !strcmp(cs, "True");
     if (t && cs && !strcmp(t, "Initialized")) claim_init = !strcmp(cs, "True");
+    if (is_claim && t && cs && !strcmp(t, "Drifted") && !strcmp(cs, "True") && !n.drifted) {
+      const char *r = mf_get_str(c, "reason");
+      if (!(n.drifted = dt__strdup(r && *r ? r : "Drifted"))) goto nomem;
+    }
   }
   const char *lpe = mf_get_str(st, "lastPodEventTime");
   if (lpe) dt_time_parse(lpe, &n.last_pod_event, NULL);

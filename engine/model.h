@@ -166,6 +166,7 @@ typedef struct dt_nodepool {
   size_t nbudgets;
   dt_budget *budgets;
   uint64_t hash; /* of the template, requirements and expireAfter aside (drift) */
+  char *k_hash, *k_hash_version; /* Karpenter's karpenter.sh/nodepool-hash(-version) annotations, NULL none */
   int weight;
   int64_t replicas; /* spec.replicas: a static NodePool keeps this many NodeClaims; -1 when unset */
   dt_kvs labels;
@@ -319,6 +320,8 @@ typedef struct dt_node {
   bool dnd;                                  /* karpenter.sh/do-not-disrupt: "true" */
   int64_t created, deleting, last_pod_event; /* Unix seconds; 0 unknown / not deleting */
   char *pool_hash;                           /* dovetail.dev/nodepool-hash */
+  char *k_hash, *k_hash_version;             /* a NodeClaim's karpenter.sh/nodepool-hash(-version) */
+  char *drifted;                             /* a NodeClaim's Drifted=True condition: its reason; NULL none */
   size_t npods;
   char **pods;       /* "ns/name" from the dovetail.dev/pods annotation */
   uint32_t *pod_ids; /* a kept node's pods as numbers of the cache's name table (podcache.c); NULL none */

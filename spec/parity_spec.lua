@@ -236,6 +236,17 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.is_nil(why(r, "n1"))
   end)
 
+  it("finds drift as Karpenter marks it on the claims it made: its NodePool hash, its Drifted condition", function()
+    local r = pass "disrupt-karpenter-drift.yaml"
+    assert.same({ "Drifted n1", "Drifted n2" }, taken(r))
+    local text = h.slurp(DIR .. "disrupt-karpenter-drift.yaml")
+    -- another hash version is not compared, as Karpenter
+    local other = text:gsub("karpenter.sh/nodepool%-hash%-version: v3", "karpenter.sh/nodepool-hash-version: v2", 1)
+    local out = h.cli("disrupt -o table --now " .. NOW .. " -", other)
+    assert.matches("Drifted +replace +n2", out)
+    assert.falsy(out:find("Drifted  *replace  *n1"), out)
+  end)
+
   it("reads budgets: [] as no budget and reasons: [] as a budget for no reason", function()
     assert.are.equal(12, #taken(pass "disrupt-budgets-empty.yaml"))
     assert.are.equal(12, #taken(pass "disrupt-reasons-empty.yaml"))
