@@ -59,6 +59,13 @@ static inline int64_t dt__dr_expire_after(const dnode *d, const dt_nodepool *p) 
   const dt_node *c = d->claim ? d->claim : d->n->claim_name ? d->n : NULL;
   return c && c->has_expire ? c->expire_after : p->expire_after;
 }
+/* A terminationGracePeriod bounds the machine's draining (its NodeClaim's,
+** else its NodePool's template's): drift then goes ahead past do-not-disrupt
+** pods and PodDisruptionBudgets, as Karpenter's eventual disruption. */
+static inline bool dt__dr_tgp(const dnode *d, const dt_nodepool *p) {
+  const dt_node *c = d->claim ? d->claim : d->n->claim_name ? d->n : NULL;
+  return c ? c->has_tgp : p->termination_grace != NULL;
+}
 static inline int64_t dt__dr_born(const dnode *d) {
   return d->claim && d->claim->created ? d->claim->created : d->n->created;
 }

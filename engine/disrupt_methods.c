@@ -203,7 +203,7 @@ int dt__dr_replace_each(state *st, bool expiry) {
       int64_t ea = dt__dr_expire_after(d, &st->m->pools.v[d->pool]), born = dt__dr_born(d);
       if (ea < 0 || !born || st->o.now - born < ea) continue;
     } else {
-      if (!dt__dr_eligible(st, i, true)) continue;
+      if (!dt__dr_eligible(st, i, d->pool < 0 || !dt__dr_tgp(d, &st->m->pools.v[d->pool]))) continue;
       const dt_nodepool *p = &st->m->pools.v[d->pool];
       char hex[17];
       snprintf(hex, sizeof hex, "%016llx", (unsigned long long)p->hash);

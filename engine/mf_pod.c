@@ -774,6 +774,8 @@ int mf_node(mctx *x, const cJSON *o, bool is_claim) {
     /* In flight until the node registers; a claim from the cluster with
     ** Initialized=True counts as initialized. */
     n.initialized = claim_init;
+    const cJSON *tg = mf_get(spec, "terminationGracePeriod");
+    n.has_tgp = tg && !cJSON_IsNull(tg);
     const cJSON *ea = mf_get(spec, "expireAfter");
     if (ea && !cJSON_IsNull(ea)) {
       if (mf_parse_duration_or_never(x, ea, "spec.expireAfter", &n.expire_after)) goto fail;

@@ -315,6 +315,7 @@ typedef struct dt_node {
   bool unschedulable, initialized;
   bool init_label;                           /* a Node's karpenter.sh/initialized: "true" */
   bool has_expire;                           /* a NodeClaim's spec.expireAfter given: expire_after */
+  bool has_tgp;                              /* a NodeClaim's spec.terminationGracePeriod given */
   int64_t expire_after;                      /* seconds; -1 Never */
   bool ready;                                /* Ready condition (true without conditions) */
   bool dnd;                                  /* karpenter.sh/do-not-disrupt: "true" */
