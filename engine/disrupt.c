@@ -544,7 +544,8 @@ bool dt__dr_eligible(state *st, size_t i, bool check_pods) {
       dt__dr_why(st, i, "do-not-disrupt: pod %s/%s is annotated karpenter.sh/do-not-disrupt", p->ns, p->name);
       return false;
     }
-    if (p->daemon) continue;
+    if (st->pod_pdb[pi] == -1 || !dt__dr_pdb_applies(p, st->pod_pdb[pi] >= 0 ? &st->m->pdbs.v[st->pod_pdb[pi]] : NULL))
+      continue;
     if (st->pod_pdb[pi] == -2) {
       dt__dr_why(st, i, "PDB: pod %s/%s is covered by more than one PodDisruptionBudget", p->ns, p->name);
       return false;

@@ -70,6 +70,24 @@ static inline int64_t dt__dr_born(const dnode *d) {
   return d->claim && d->claim->created ? d->claim->created : d->n->created;
 }
 
+/* Whether draining the node evicts pod p (so its PodDisruptionBudget has a
+** say), as Karpenter's terminator: not a pod that tolerates the
+** karpenter.sh/disrupted:NoSchedule taint (it stays to the end), nor, under a
+** PDB whose unhealthyPodEvictionPolicy is AlwaysAllow, one not Ready (the
+** PDB lets it go), nor a static pod's mirror. DaemonSet pods are evicted too
+** (Karpenter's IsEvictable). */
+static inline bool dt__dr_pdb_applies(const dt_podspec *p, const dt_pdb *b) {
+  if (p->mirror) return false;
+  for (size_t i = 0; i < p->ntol; i++) {
+    const dt_toleration *t = &p->tol[i];
+    bool exists = t->op && !strcmp(t->op, "Exists");
+    bool key = !t->key ? exists : !strcmp(t->key, "karpenter.sh/disrupted") && (exists || !t->value || !*t->value);
+    bool eff = !t->effect || !*t->effect || !strcmp(t->effect, "NoSchedule");
+    if (key && eff) return false;
+  }
+  return !(b && b->always_allow && p->unready);
+}
+
 /* The node's last pod event, its creation when it had none. Karpenter keeps
 ** lastPodEventTime on the NodeClaim: when the Node is in the input too, the
 ** claim it registered is read as well (the later of the two counts). */

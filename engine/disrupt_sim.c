@@ -809,7 +809,8 @@ int dt__dr_apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     st->pb[d->pool].disrupting++;
     for (size_t q = 0; q < d->pods.n; q++) {
       int32_t b = st->pod_pdb[d->pods.v[q]];
-      if (b >= 0 && st->pdb_allowed[b] > 0 && !st->pods[d->pods.v[q]].daemon) st->pdb_allowed[b]--;
+      if (b >= 0 && st->pdb_allowed[b] > 0 && dt__dr_pdb_applies(&st->pods[d->pods.v[q]], &st->m->pdbs.v[b]))
+        st->pdb_allowed[b]--;
     }
     dt__dr_step(st, cands[k], "%s: %s", reason, replace ? "replaced" : "deleted");
   }

@@ -493,9 +493,15 @@ static int pod_disruption(mctx *x, const cJSON *o, dt_podspec *p) {
     const char *k = mf_get_str(c, "kind");
     if (k && !strcmp(k, "DaemonSet")) p->daemon = true;
     if (k && !strcmp(k, "StatefulSet")) p->sts = true;
+    if (k && !strcmp(k, "Node")) p->mirror = true;
   }
   const cJSON *mirror = mf_get(ann, "kubernetes.io/config.mirror");
-  if (mirror) p->daemon = true; /* static pods stay with their node */
+  if (mirror) p->daemon = p->mirror = true; /* static pods stay with their node */
+  const cJSON *cond;
+  cJSON_ArrayForEach(cond, mf_get(mf_get(o, "status"), "conditions")) {
+    const char *t = mf_get_str(cond, "type"), *s = mf_get_str(cond, "status");
+    if (t && s && !strcmp(t, "Ready")) p->unready = !strcmp(s, "False"); /* as Karpenter: Unknown is not unhealthy */
+  }
   return 0;
 }
 
@@ -932,6 +938,8 @@ int mf_pdb(mctx *x, const cJSON *o) {
   }
   const cJSON *da = mf_get(mf_get(o, "status"), "disruptionsAllowed");
   if (cJSON_IsNumber(da)) p.allowed = dt__to_i64(da->valuedouble);
+  const char *uep = mf_get_str(spec, "unhealthyPodEvictionPolicy");
+  p.always_allow = uep && !strcmp(uep, "AlwaysAllow");
   if (dt__vec_push(&x->m->pdbs, p)) goto nomem;
   return 0;
 nomem:

@@ -269,6 +269,8 @@ typedef struct dt_podspec {
   char *node_name;   /* spec.nodeName: already bound */
   bool daemon;       /* owned by a DaemonSet: not rescheduled */
   bool sts;          /* owned by a StatefulSet: terminating, it is still rescheduled (Karpenter) */
+  bool unready;      /* status.conditions Ready is False */
+  bool mirror;       /* a static pod's mirror (owned by its Node): never evicted */
   bool terminating;  /* metadata.deletionTimestamp: holds its node's room, but no workload counts it */
   bool dnd;          /* karpenter.sh/do-not-disrupt: "true" */
   int64_t dnd_until; /* do-not-disrupt: a duration from the pod's start; 0 none */
@@ -434,6 +436,7 @@ typedef struct dt_pdb {
   bool has_min, has_max, min_pct, max_pct;
   int64_t min_avail, max_unavail;
   int64_t allowed; /* status.disruptionsAllowed; -1 when absent */
+  bool always_allow; /* unhealthyPodEvictionPolicy: AlwaysAllow (a pod not Ready is evicted regardless) */
 } dt_pdb;
 
 /* What volume topology needs of PersistentVolumeClaims ("PVC", key

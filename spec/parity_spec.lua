@@ -256,6 +256,16 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.matches("left alone +n1: do%-not%-disrupt", out)
   end)
 
+  it("asks a PDB only about pods a drain evicts, as Karpenter's IsEvictable", function()
+    -- unhealthyPodEvictionPolicy: AlwaysAllow lets a pod that is not Ready go
+    assert.is_nil(why(pass "disrupt-pdb-unhealthy.yaml", "n1"))
+    -- a pod tolerating karpenter.sh/disrupted stays to the end: its PDB has no say
+    assert.is_nil(why(pass "disrupt-pdb-tolerates.yaml", "n1"))
+    -- a DaemonSet's pod is evicted, so its PDB holds the node
+    local r = pass "disrupt-pdb-daemonset.yaml"
+    assert.matches("PDB: PodDisruptionBudget monitoring/agent allows no eviction", why(r, "n1"))
+  end)
+
   it("reads budgets: [] as no budget and reasons: [] as a budget for no reason", function()
     assert.are.equal(12, #taken(pass "disrupt-budgets-empty.yaml"))
     assert.are.equal(12, #taken(pass "disrupt-reasons-empty.yaml"))
