@@ -382,7 +382,15 @@ int dt__dr_build(state *st) {
     ** IsReschedulable); its requests still hold the node's room in simulations */
     if (st->pods[i].terminating && !st->pods[i].sts) continue;
     dt_sym s = dt__sym_find(&names, st->pods[i].node_name);
-    if (s && at[s] && dt__vec_push(&st->nodes.v[at[s] - 1].pods, (uint32_t)i)) st->rc = DT_ENOMEM;
+    if (!s || !at[s]) continue;
+    /* a pod nominated to a claim its Node stands for names the Node from here
+    ** on, as the simulations' views know the machine by the Node alone: its
+    ** room stays taken there (else a pass found room the next round's plan
+    ** does not, took a node away and the round launched it again) */
+    const dt_node *n = st->nodes.v[at[s] - 1].n;
+    if (strcmp(st->pods[i].node_name, n->name) && (!n->node_name || strcmp(st->pods[i].node_name, n->node_name)))
+      st->pods[i].node_name = n->name;
+    if (dt__vec_push(&st->nodes.v[at[s] - 1].pods, (uint32_t)i)) st->rc = DT_ENOMEM;
   }
   dt__free(at);
   int oom = names.oom;

@@ -170,7 +170,13 @@ static void on_close_noop(uv_handle_t *h) { (void)h; }
 void dt__httpd_close(dt_httpd *s) {
   uv_close((uv_handle_t *)&s->listener, on_close_noop);
   uv_close((uv_handle_t *)&s->sweep, on_close_noop);
+  /* the connections still open (idle keep-alives) shut too: h2o closes each
+  ** through its own path, its timers with it, before its context goes */
+  for (dt_httpd_conn *c = s->conns; c; c = c->next)
+    if (!uv_is_closing((uv_handle_t *)&c->tcp)) conn_shut(c);
 }
+
+size_t dt__httpd_conns(const dt_httpd *s) { return s->nconns; }
 
 /* After the loop has run the listener's close: release h2o's context and
 ** configuration (what LeakSanitizer would otherwise report at exit). */

@@ -51,7 +51,8 @@ typedef int (*dt_httpd_handler)(h2o_handler_t *self, h2o_req_t *req);
 int dt__httpd_start(dt_httpd *s, uv_loop_t *loop, const char *listen, const dt_httpd_limits *lim, dt_httpd_handler h,
                     char *err, size_t n);
 void dt__httpd_close(dt_httpd *s);
-void dt__httpd_dispose(dt_httpd *s); /* once the loop has closed the listener */
+void dt__httpd_dispose(dt_httpd *s);
+size_t dt__httpd_conns(const dt_httpd *s); /* connections still open */ /* once the loop has closed the listener */
 
 int dt__httpd_respond(h2o_req_t *req, int status, const char *ctype, const char *body, size_t len);
 /* The text as a shared reply body; release it when the owner is done with

@@ -581,6 +581,11 @@ static void loop_close(void) {
   uv_close((uv_handle_t *)&D.sigint, on_close_noop);
   if (D.watching) uv_close((uv_handle_t *)&D.watch, on_close_noop);
   uv_run(D.loop, UV_RUN_NOWAIT);
+  /* the shut connections close as h2o reads their end (up to 2 s) */
+  for (int i = 0; i < 200 && dt__httpd_conns(&D.http); i++) {
+    uv_run(D.loop, UV_RUN_NOWAIT);
+    if (dt__httpd_conns(&D.http)) uv_sleep(10);
+  }
   dt__httpd_dispose(&D.http);
 }
 

@@ -266,6 +266,14 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.matches("PDB: PodDisruptionBudget monitoring/agent allows no eviction", why(r, "n1"))
   end)
 
+  it("keeps the room of pods nominated to a registered claim taken in its simulations", function()
+    -- x holds 1800m of 1930m and b1 (100m) is nominated to its claim: y's 100m pod does not fit
+    -- there, so deleting y would only see the next round launch a node for it again
+    local r = assert(h.dt.disrupt { files = { DIR .. "disrupt-nominated-room.json" }, now = "2026-11-28T09:00:00Z" })
+    assert.same({}, taken(r))
+    assert.matches("pod default/c1 fits on no other node", why(r, "y"), 1, true)
+  end)
+
   it("reads budgets: [] as no budget and reasons: [] as a budget for no reason", function()
     assert.are.equal(12, #taken(pass "disrupt-budgets-empty.yaml"))
     assert.are.equal(12, #taken(pass "disrupt-reasons-empty.yaml"))

@@ -270,6 +270,32 @@ spec:
     os.execute("rm -rf " .. dir)
   end)
 
+  it("stops with status 0 on SIGTERM while a client holds an idle keep-alive connection", function()
+    local log, rcf, pidf = os.tmpname(), os.tmpname(), os.tmpname()
+    os.remove(rcf)
+    os.execute("sh -c '(" .. h.bin .. " serve --listen 127.0.0.1:0 2>" .. log .. " & d=$!; echo $d >" .. pidf
+      .. "; wait $d; echo $? >" .. rcf .. ") &'")
+    local port
+    eventually(function()
+      port = slurp(log):match('"listening","msg":"http://[%d.]+:(%d+)')
+      return port ~= nil
+    end, "the daemon listening")
+    local pid = slurp(pidf):match("%d+")
+    -- a client that sent one request and keeps its connection open
+    local hold = os.tmpname()
+    os.execute("bash -c 'exec 3<>/dev/tcp/127.0.0.1/" .. port
+      .. "; printf \"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n\" >&3; sleep 8 <&3 >" .. hold .. "' &")
+    sleep(0.5)
+    os.execute("kill -TERM " .. pid)
+    eventually(function() return slurp(rcf) ~= "" end, "the daemon's exit status", 20)
+    assert.equal("0", slurp(rcf):match("%d+"), slurp(log))
+    assert.falsy(slurp(log):find("Assertion", 1, true), slurp(log))
+    os.remove(log)
+    os.remove(rcf)
+    os.remove(pidf)
+    os.remove(hold)
+  end)
+
   it("writes its state on SIGTERM and adopts it on restart without launching twice", function()
     local state = os.tmpname()
     os.remove(state)
