@@ -238,18 +238,15 @@ bool dt__pod_shape_sig(const dt_podspec *p, dt_buf *b) {
   return !b->oom;
 }
 
-void dt__pod_base_sig(const dt_podspec *p, dt_buf *b) {
-  dt__sig_str(b, p->ns);
-  dt__sig_u32(b, (uint32_t)p->labels.n);
-  for (size_t i = 0; i < p->labels.n; i++) {
-    dt__sig_str(b, p->labels.v[i].key);
-    dt__sig_str(b, p->labels.v[i].val);
+void dt__sig_kvs(dt_buf *b, const dt_kvs *kv) {
+  dt__sig_u32(b, (uint32_t)kv->n);
+  for (size_t i = 0; i < kv->n; i++) {
+    dt__sig_str(b, kv->v[i].key);
+    dt__sig_str(b, kv->v[i].val);
   }
-  dt__sig_u32(b, (uint32_t)p->node_selector.n);
-  for (size_t i = 0; i < p->node_selector.n; i++) {
-    dt__sig_str(b, p->node_selector.v[i].key);
-    dt__sig_str(b, p->node_selector.v[i].val);
-  }
+}
+
+void dt__sig_tols(dt_buf *b, const dt_podspec *p) {
   dt__sig_u32(b, (uint32_t)p->ntol);
   for (size_t i = 0; i < p->ntol; i++) {
     dt__sig_str(b, p->tol[i].key);
@@ -257,6 +254,13 @@ void dt__pod_base_sig(const dt_podspec *p, dt_buf *b) {
     dt__sig_str(b, p->tol[i].value);
     dt__sig_str(b, p->tol[i].effect);
   }
+}
+
+void dt__pod_base_sig(const dt_podspec *p, dt_buf *b) {
+  dt__sig_str(b, p->ns);
+  dt__sig_kvs(b, &p->labels);
+  dt__sig_kvs(b, &p->node_selector);
+  dt__sig_tols(b, p);
 }
 
 static bool str_eq(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }

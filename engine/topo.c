@@ -77,11 +77,7 @@ static int domain_of(const dt_plan *p, dt_sym key) {
 static void filter_sig(const dt_podspec *d, uint8_t fmode, dt_buf *b) {
   dt__sig_u32(b, fmode);
   if (fmode & 1) {
-    dt__sig_u32(b, (uint32_t)d->node_selector.n);
-    for (size_t i = 0; i < d->node_selector.n; i++) {
-      dt__sig_str(b, d->node_selector.v[i].key);
-      dt__sig_str(b, d->node_selector.v[i].val);
-    }
+    dt__sig_kvs(b, &d->node_selector);
     dt__sig_u32(b, (uint32_t)d->nterms);
     for (size_t t = 0; t < d->nterms; t++) {
       dt__sig_u32(b, (uint32_t)d->terms[t].n);
@@ -94,15 +90,7 @@ static void filter_sig(const dt_podspec *d, uint8_t fmode, dt_buf *b) {
       }
     }
   }
-  if (fmode & 2) {
-    dt__sig_u32(b, (uint32_t)d->ntol);
-    for (size_t i = 0; i < d->ntol; i++) {
-      dt__sig_str(b, d->tol[i].key);
-      dt__sig_str(b, d->tol[i].op);
-      dt__sig_str(b, d->tol[i].value);
-      dt__sig_str(b, d->tol[i].effect);
-    }
-  }
+  if (fmode & 2) dt__sig_tols(b, d);
 }
 
 /* A new group's node filter, compiled: one requirement set per required

@@ -84,11 +84,7 @@ local function disrupted(r)
   return out
 end
 
-local function blocked(r, name)
-  for _, b in ipairs(r.blocked) do
-    if b.node == name then return b.reason end
-  end
-end
+local blocked = h.blocked
 
 local function budget(r, pool_name, reason)
   for _, b in ipairs(r.budgets) do

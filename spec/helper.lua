@@ -46,6 +46,13 @@ function M.cli(args, stdin)
   return stdout, stderr, ok and 0 or code
 end
 
+-- Why a disruption pass left node `name` alone (nil when it did not).
+function M.blocked(r, name)
+  for _, b in ipairs(r.blocked) do
+    if b.node == name then return b.reason end
+  end
+end
+
 -- A fresh empty directory under the system temp dir.
 function M.tmpdir()
   local dir = os.tmpname()

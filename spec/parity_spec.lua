@@ -189,11 +189,7 @@ describe("Karpenter parity in disruption on real inputs", function()
     table.sort(names)
     return names
   end
-  local function why(r, node)
-    for _, b in ipairs(r.blocked) do
-      if b.node == node then return b.reason end
-    end
-  end
+  local why = h.blocked
   local function allowed(r, reason)
     for _, b in ipairs(r.budgets) do
       if b.reason == reason then return b.allowed, b.nodes, b.disrupting end
