@@ -52,18 +52,24 @@ static inline bool dt__dr_initialized(const dnode *d) {
   return !d->claim || d->claim->initialized || d->n->init_label;
 }
 
+/* The machine's NodeClaim in the input: the one its Node registered, or the
+** node itself when it is an in-flight claim; NULL for a Node alone. */
+static inline const dt_node *dt__dr_claim_of(const dnode *d) {
+  return d->claim ? d->claim : d->n->claim_name ? d->n : NULL;
+}
+
 /* The machine's expireAfter and the clock it runs from: its NodeClaim's own
 ** (spec.expireAfter, creationTimestamp), as Karpenter's expiration
 ** controller, else the NodePool's from the node's creation. */
 static inline int64_t dt__dr_expire_after(const dnode *d, const dt_nodepool *p) {
-  const dt_node *c = d->claim ? d->claim : d->n->claim_name ? d->n : NULL;
+  const dt_node *c = dt__dr_claim_of(d);
   return c && c->has_expire ? c->expire_after : p->expire_after;
 }
 /* A terminationGracePeriod bounds the machine's draining (its NodeClaim's,
 ** else its NodePool's template's): drift then goes ahead past do-not-disrupt
 ** pods and PodDisruptionBudgets, as Karpenter's eventual disruption. */
 static inline bool dt__dr_tgp(const dnode *d, const dt_nodepool *p) {
-  const dt_node *c = d->claim ? d->claim : d->n->claim_name ? d->n : NULL;
+  const dt_node *c = dt__dr_claim_of(d);
   return c ? c->has_tgp : p->termination_grace != NULL;
 }
 static inline int64_t dt__dr_born(const dnode *d) {

@@ -209,7 +209,7 @@ int dt__dr_replace_each(state *st, bool expiry) {
       snprintf(hex, sizeof hex, "%016llx", (unsigned long long)p->hash);
       /* the claim's marks: Karpenter's hash of the NodePool it was made from
       ** (compared only at the same hash version, as Karpenter), its Drifted condition */
-      const dt_node *c = d->claim ? d->claim : d->n->claim_name ? d->n : NULL;
+      const dt_node *c = dt__dr_claim_of(d);
       if (d->n->pool_hash && strcmp(d->n->pool_hash, hex))
         snprintf(reason, sizeof d->drift, "NodePool template changed (hash %s, now %s)", d->n->pool_hash, hex);
       else if (c && c->k_hash && p->k_hash && c->k_hash_version && p->k_hash_version &&

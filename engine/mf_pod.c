@@ -155,6 +155,21 @@ int mf_parse_selector(mctx *x, const cJSON *o, const char *field, dt_selector *s
   return 0;
 }
 
+/* The status (a string) of an object's status.conditions entry of `type`,
+** the last that has one; NULL none. *reason gets its reason (NULL none). */
+static const char *condition(const cJSON *o, const char *type, const char **reason) {
+  const cJSON *cs = mf_get(mf_get(o, "status"), "conditions");
+  const char *st = NULL;
+  if (reason) *reason = NULL;
+  for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next) {
+    const char *t = mf_get_str(c, "type"), *s = mf_get_str(c, "status");
+    if (!t || !s || strcmp(t, type)) continue;
+    st = s;
+    if (reason) *reason = mf_get_str(c, "reason");
+  }
+  return st;
+}
+
 /* A pod term's namespaceSelector, as Kubernetes reads it (its namespaces
 ** join the term's list): {} selects every namespace; one that selects by
 ** kubernetes.io/metadata.name (matchLabels, or In) names its namespaces.
@@ -497,11 +512,8 @@ static int pod_disruption(mctx *x, const cJSON *o, dt_podspec *p) {
   }
   const cJSON *mirror = mf_get(ann, "kubernetes.io/config.mirror");
   if (mirror) p->daemon = p->mirror = true; /* static pods stay with their node */
-  const cJSON *cond;
-  cJSON_ArrayForEach(cond, mf_get(mf_get(o, "status"), "conditions")) {
-    const char *t = mf_get_str(cond, "type"), *s = mf_get_str(cond, "status");
-    if (t && s && !strcmp(t, "Ready")) p->unready = !strcmp(s, "False"); /* as Karpenter: Unknown is not unhealthy */
-  }
+  const char *ready = condition(o, "Ready", NULL);
+  p->unready = ready && !strcmp(ready, "False"); /* as Karpenter: Unknown is not unhealthy */
   return 0;
 }
 
@@ -539,13 +551,8 @@ int mf_pod(mctx *x, const cJSON *o) {
     ** only pods whose PodScheduled condition says so. */
     const char *sn = mf_get_str(spec, "schedulerName");
     if (!skip && sn && *sn && strcmp(sn, "default-scheduler")) {
-      bool marked = false;
-      const cJSON *cond;
-      cJSON_ArrayForEach(cond, mf_get(mf_get(o, "status"), "conditions")) {
-        const char *t = mf_get_str(cond, "type"), *st = mf_get_str(cond, "status"), *r = mf_get_str(cond, "reason");
-        marked |= t && st && r && !strcmp(t, "PodScheduled") && !strcmp(st, "False") && !strcmp(r, "Unschedulable");
-      }
-      if (!marked) {
+      const char *why, *scheduled = condition(o, "PodScheduled", &why);
+      if (!scheduled || strcmp(scheduled, "False") || !why || strcmp(why, "Unschedulable")) {
         dt__buf_printf(&x->m->notes,
                        "%s: %s: spec.schedulerName %s, which has not marked it Unschedulable, not provisioned (as "
                        "Karpenter)\n",
@@ -709,17 +716,11 @@ int mf_node(mctx *x, const cJSON *o, bool is_claim) {
     if (kh && *kh && !(n.k_hash = dt__strdup(kh))) goto nomem;
     if (kv && *kv && !(n.k_hash_version = dt__strdup(kv))) goto nomem;
   }
-  bool claim_init = false;
-  const cJSON *conds = mf_get(st, "conditions");
-  for (const cJSON *c = cJSON_IsArray(conds) ? conds->child : NULL; c; c = c->next) {
-    const char *t = mf_get_str(c, "type"), *cs = mf_get_str(c, "status");
-    if (t && cs && !strcmp(t, "Ready")) n.ready = !strcmp(cs, "True");
-    if (t && cs && !strcmp(t, "Initialized")) claim_init = !strcmp(cs, "True");
-    if (is_claim && t && cs && !strcmp(t, "Drifted") && !strcmp(cs, "True") && !n.drifted) {
-      const char *r = mf_get_str(c, "reason");
-      if (!(n.drifted = dt__strdup(r && *r ? r : "Drifted"))) goto nomem;
-    }
-  }
+  const char *ready = condition(o, "Ready", NULL), *init = condition(o, "Initialized", NULL), *why;
+  if (ready) n.ready = !strcmp(ready, "True");
+  bool claim_init = init && !strcmp(init, "True");
+  const char *drifted = is_claim ? condition(o, "Drifted", &why) : NULL;
+  if (drifted && !strcmp(drifted, "True") && !(n.drifted = dt__strdup(why && *why ? why : "Drifted"))) goto nomem;
   const char *lpe = mf_get_str(st, "lastPodEventTime");
   if (lpe) dt_time_parse(lpe, &n.last_pod_event, NULL);
   if (is_claim) {

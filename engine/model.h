@@ -494,6 +494,7 @@ bool dt__pod_shape_sig(const dt_podspec *p, dt_buf *b);
 void dt__pod_base_sig(const dt_podspec *p, dt_buf *b);
 void dt__sig_kvs(dt_buf *b, const dt_kvs *kv);     /* a map's count, then each key and value */
 void dt__sig_tols(dt_buf *b, const dt_podspec *p); /* a pod's tolerations */
+void dt__sig_mreqs(dt_buf *b, const dt_mreqs *r);  /* requirements: each key, operator, minValues, values */
 /* Whether p's signature is e's (e has one), without writing either. */
 bool dt__pod_same_shape(const dt_podspec *p, const dt_podspec *e);
 dt_podcache *dt__podcache_new(void);

@@ -246,6 +246,18 @@ void dt__sig_kvs(dt_buf *b, const dt_kvs *kv) {
   }
 }
 
+void dt__sig_mreqs(dt_buf *b, const dt_mreqs *r) {
+  dt__sig_u32(b, (uint32_t)r->n);
+  for (size_t i = 0; i < r->n; i++) {
+    const dt_mreq *m = &r->v[i];
+    dt__sig_str(b, m->key);
+    dt__sig_u32(b, (uint32_t)m->op);
+    dt__sig_i64(b, m->min_values);
+    dt__sig_u32(b, (uint32_t)m->n);
+    for (size_t k = 0; k < m->n; k++) dt__sig_str(b, m->vals[k]);
+  }
+}
+
 void dt__sig_tols(dt_buf *b, const dt_podspec *p) {
   dt__sig_u32(b, (uint32_t)p->ntol);
   for (size_t i = 0; i < p->ntol; i++) {

@@ -657,17 +657,6 @@ static void initializing(dt_plan *p, const dt_node *n, dt_sym pool, rt_node *r) 
   r->ntaints = keep;
 }
 
-/* Whether node r's labels satisfy every requirement of q. */
-static bool labels_match(const dt_plan *p, const rt_node *r, const dt_reqs *q) {
-  for (uint32_t i = 0; i < q->n; i++) {
-    dt_sym v = 0;
-    for (uint32_t k = 0; k < r->nlabels; k++)
-      if (r->lk[k] == q->r[i].key) v = r->lval[k];
-    if (!dt__req_has(&p->syms, &q->r[i], v)) return false;
-  }
-  return true;
-}
-
 /* The DaemonSets compiled once for every node's ds_want. */
 static int ds_compile(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
@@ -706,7 +695,7 @@ static int ds_want(dt_plan *p, rt_node *r, dt_error *err) {
   for (size_t d = 0; d < m->daemonsets.n; d++) {
     if (!tolerates(p, &m->daemonsets.v[d], r->taints, r->ntaints, true, NULL)) continue;
     bool ok = false;
-    for (uint32_t a = 0; a < p->nds_alt[d] && !ok; a++) ok = labels_match(p, r, &p->ds_alt[d][a]);
+    for (uint32_t a = 0; a < p->nds_alt[d] && !ok; a++) ok = node_labels_match(p, r, &p->ds_alt[d][a]);
     if (!ok) continue;
     for (uint32_t k = 0; k < DT_RES_MAX; k++) sum[k] = dt__qty_add(sum[k], p->ds_req[d][k]);
     any = true;

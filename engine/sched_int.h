@@ -76,6 +76,18 @@ static inline rt_taint *compile_taints(dt_plan *p, const dt_taint *t, size_t n) 
   return out;
 }
 
+/* Whether node r's labels satisfy every requirement of q (an absent label
+** is the empty value, which only NotIn and DoesNotExist allow). */
+static inline bool node_labels_match(const dt_plan *p, const rt_node *r, const dt_reqs *q) {
+  for (uint32_t i = 0; i < q->n; i++) {
+    dt_sym v = 0;
+    for (uint32_t k = 0; k < r->nlabels; k++)
+      if (r->lk[k] == q->r[i].key) v = r->lval[k];
+    if (!dt__req_has(&p->syms, &q->r[i], v)) return false;
+  }
+  return true;
+}
+
 /* Whether the pod tolerates every taint. PreferNoSchedule taints block too
 ** unless prefer_ok: Karpenter avoids them until the last relaxation step. */
 static inline bool tolerates(const dt_plan *p, const dt_podspec *s, const rt_taint *t, uint32_t n, bool prefer_ok,

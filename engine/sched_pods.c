@@ -180,15 +180,7 @@ static bool has_term_shape(const dt_podspec *d) {
 
 static void selector_sig(dt_buf *b, const dt_selector *sel) {
   dt__sig_u32(b, sel->present);
-  dt__sig_u32(b, (uint32_t)sel->expr.n);
-  for (size_t i = 0; i < sel->expr.n; i++) {
-    const dt_mreq *m = &sel->expr.v[i];
-    dt__sig_str(b, m->key);
-    dt__sig_u32(b, (uint32_t)m->op);
-    dt__sig_i64(b, m->min_values);
-    dt__sig_u32(b, (uint32_t)m->n);
-    for (size_t k = 0; k < m->n; k++) dt__sig_str(b, m->vals[k]);
-  }
+  dt__sig_mreqs(b, &sel->expr);
 }
 
 static void podterms_sig(dt_buf *b, const dt_podterm *t, size_t n) {

@@ -66,13 +66,7 @@ static int node_fits(run *R, uint32_t ni, rt_class *c, uint64_t *Z, uint8_t *C) 
   if (!n->src->ready && !n->src->claim_name && !n->initializing) return FAIL_EVER;
   if (!fits(p, n->alloc, n->used, c->req)) return FAIL_EVER;
   if (!tolerates(p, c->spec, n->taints, n->ntaints, c->tol_pref, NULL)) return FAIL_EVER;
-  for (uint32_t i = 0; i < c->reqs.n; i++) {
-    const dt_req *r = &c->reqs.r[i];
-    dt_sym v = 0;
-    for (uint32_t k = 0; k < n->nlabels; k++)
-      if (n->lk[k] == r->key) v = n->lval[k];
-    if (!dt__req_has(&p->syms, r, v)) return FAIL_EVER;
-  }
+  if (!node_labels_match(p, n, &c->reqs)) return FAIL_EVER;
   const rt_spec *s = &p->specs[c->spec_idx];
   if (dt__sched_ports_conflict(p, s->ports, s->nports, n->ports.v, n->ports.n)) return FAIL_EVER;
   *Z = node_zmask(n);

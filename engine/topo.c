@@ -79,16 +79,7 @@ static void filter_sig(const dt_podspec *d, uint8_t fmode, dt_buf *b) {
   if (fmode & 1) {
     dt__sig_kvs(b, &d->node_selector);
     dt__sig_u32(b, (uint32_t)d->nterms);
-    for (size_t t = 0; t < d->nterms; t++) {
-      dt__sig_u32(b, (uint32_t)d->terms[t].n);
-      for (size_t i = 0; i < d->terms[t].n; i++) {
-        const dt_mreq *m = &d->terms[t].v[i];
-        dt__sig_str(b, m->key);
-        dt__sig_u32(b, (uint32_t)m->op);
-        dt__sig_u32(b, (uint32_t)m->n);
-        for (size_t k = 0; k < m->n; k++) dt__sig_str(b, m->vals[k]);
-      }
-    }
+    for (size_t t = 0; t < d->nterms; t++) dt__sig_mreqs(b, &d->terms[t]);
   }
   if (fmode & 2) dt__sig_tols(b, d);
 }
@@ -114,17 +105,8 @@ static bool filter_passes(const dt_plan *p, const rt_group *g, uint32_t h) {
   const rt_node *n = &p->nodes[h];
   if (g->fmode & 2 && !tolerates(p, p->specs[g->fspec].src, n->taints, n->ntaints, false, NULL)) return false;
   if (!(g->fmode & 1)) return true;
-  for (uint32_t t = 0; t < g->nfterms; t++) {
-    const dt_reqs *r = &g->fterms[t];
-    bool ok = true;
-    for (uint32_t i = 0; i < r->n && ok; i++) {
-      dt_sym v = 0;
-      for (uint32_t k = 0; k < n->nlabels; k++)
-        if (n->lk[k] == r->r[i].key) v = n->lval[k];
-      ok = dt__req_has(&p->syms, &r->r[i], v);
-    }
-    if (ok) return true;
-  }
+  for (uint32_t t = 0; t < g->nfterms; t++)
+    if (node_labels_match(p, n, &g->fterms[t])) return true;
   return false;
 }
 
