@@ -15,6 +15,11 @@ int dt__ct_parse(const char *s); /* -1 if unknown */
 /* The extended resource a GPU of this name is advertised as by its device
 ** plugin (nvidia.com/gpu when the name says nothing else). */
 const char *dt__gpu_resource(const char *gpu_name);
+/* Whether an extended resource is a device (GPUs, Neuron, Gaudi ...): a
+** domain-qualified name, but for the network interfaces AWS's VPC
+** controllers hand out (vpc.amazonaws.com/pod-eni, vpc.amazonaws.com/efa),
+** which most types carry and no pod pays for by leaving them idle. */
+bool dt__is_device(const char *resource);
 
 /* Default spot discount when a spot offering has no published price: the IBM
 ** Cloud provider's default (spot = on-demand x 0.6). */

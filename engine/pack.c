@@ -698,9 +698,9 @@ static int repack_group(dt_plan *p, rt_claim **claims, size_t n, claim_vec *out,
     if (!dt__type_ok(p, t, &k0->reqs, k0->zmask, k0->ctmask, pl->spot_max)) continue;
     double pr = offer_price(t, k0->zmask, k0->ctmask, true, pl->spot_max);
     if (!isfinite(pr) || pr <= 0) continue;
-    bool unwanted = false; /* devices are the domain-qualified resources */
+    bool unwanted = false;
     for (uint32_t r = DT_R_EPH + 1; r < m && !unwanted; r++) {
-      if (!strchr(p->res_names[r], '/')) continue;
+      if (!dt__is_device(p->res_names[r])) continue;
       bool asked = false;
       for (size_t s = 0; s < ns && !asked; s++) asked = shapes.v[s].req[r] > 0;
       unwanted = !asked && t->cap[r] > 0;

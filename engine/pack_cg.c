@@ -920,7 +920,14 @@ static int colgen_parts(const cg_ctx *g, size_t maxs, cand *cands, packing *out,
   return rc;
 }
 
-uint32_t dt__pack_front(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, uint32_t *front) {
+uint32_t dt__pack_front(const dt_plan *p, const rt_pool *pl, const shape *sh, size_t ns, const cand *by_price,
+                        uint32_t nc, uint32_t *front) {
+  uint32_t res[DT_RES_MAX], nr = 0; /* what a type has of a resource no pod asks for does not make it better */
+  for (uint32_t r = 0; r < p->nres; r++) {
+    bool asked = false;
+    for (size_t s = 0; s < ns && !asked; s++) asked = sh[s].req[r] > 0;
+    if (asked) res[nr++] = r;
+  }
   uint32_t nf = 0;
   for (uint32_t i = 0; i < nc; i++) {
     const int64_t *e = pl->eff[by_price[i].type];
@@ -928,7 +935,7 @@ uint32_t dt__pack_front(const dt_plan *p, const rt_pool *pl, const cand *by_pric
     for (uint32_t f = 0; f < nf && !dom; f++) {
       const int64_t *o = pl->eff[by_price[front[f]].type];
       dom = true;
-      for (uint32_t r = 0; r < p->nres && dom; r++) dom = o[r] >= e[r];
+      for (uint32_t q = 0; q < nr && dom; q++) dom = o[res[q]] >= e[res[q]];
     }
     if (!dom) front[nf++] = i;
   }
@@ -977,7 +984,7 @@ int dt__pack_colgen(const dt_plan *p, const rt_pool *pl, const shape *shapes, si
   double lp_one = 0;
   *lp_obj = 0;
   if (!rc) {
-    g.nfront = dt__pack_front(p, pl, by_price, nc, front);
+    g.nfront = dt__pack_front(p, pl, shapes, ns, by_price, nc, front);
     rc = colgen_tuned(&g, &tune_few, CG_FEW, cands, out, lp_obj, ns > CG_FEW && ns <= CG_MAXS ? &parts : NULL);
   }
   if ((!rc || rc == DT_EINVAL) && ns > CG_FEW && ns <= CG_ONE_MAX) {

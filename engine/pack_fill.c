@@ -274,7 +274,7 @@ int dt__pack_fill(const dt_plan *p, const rt_pool *pl, const shape *shapes, size
     goto out;
   }
   F.front = front;
-  F.nf = dt__pack_front(p, pl, by_price, nc, front);
+  F.nf = dt__pack_front(p, pl, shapes, ns, by_price, nc, front);
   long est[2] = {0, 0}; /* the work of the last run without and with a seed */
   for (size_t v = 0; v < sizeof runs / sizeof *runs && !rc; v++) {
     long e = est[runs[v].seeded] ? est[runs[v].seeded] : 3 * est[0];

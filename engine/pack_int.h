@@ -189,9 +189,10 @@ int dt__pack_greedy_plans(const dt_plan *p, const rt_pool *pl, const shape *shap
                           const cand *by_price, uint32_t nc, packing *plans);
 
 /* The candidates (indices into by_price, cheapest first) that no cheaper
-** or equal one dominates (holds at least as much of every resource), into
-** front; their count returned (pack_cg.c). */
-uint32_t dt__pack_front(const dt_plan *p, const rt_pool *pl, const cand *by_price, uint32_t nc, uint32_t *front);
+** or equal one dominates (holds at least as much of every resource the
+** shapes ask for), into front; their count returned (pack_cg.c). */
+uint32_t dt__pack_front(const dt_plan *p, const rt_pool *pl, const shape *sh, size_t ns, const cand *by_price,
+                        uint32_t nc, uint32_t *front);
 
 /* Plan E (pack_fill.c): node-by-node fills, the cheapest of a few settings,
 ** into out; DT_EINVAL when a pod fits no candidate. */

@@ -493,6 +493,29 @@ static int pool_types_of(dt_plan *p, uint32_t i, const dt_reqs *r, uint64_t zm, 
   return rc;
 }
 
+/* A NodePool requirement on a label of the catalog's provider (Karpenter's
+** AWS provider gives every instance type karpenter.k8s.aws/instance-* labels,
+** and its requirements filter them) that no type in this catalog carries:
+** it cannot be checked, so the types are not filtered by it, and a note
+** says so rather than launch silently what the requirement might exclude. */
+static void unknown_provider_label(dt_plan *p, const dt_nodepool *np, const char *key) {
+  static const struct {
+    const char *provider, *domain, *says;
+  } doms[] = {{"aws", "karpenter.k8s.aws/", "AWS"},
+              {"azure", "karpenter.azure.com/", "Azure"},
+              {"kwok", "karpenter.kwok.sh/", "KWOK"}};
+  for (size_t d = 0; d < sizeof doms / sizeof *doms; d++) {
+    if (strcmp(p->catalog->provider, doms[d].provider) || strncmp(key, doms[d].domain, strlen(doms[d].domain)))
+      continue;
+    dt_sym s = dt__sym_find(&p->syms, key);
+    if (s && slot_of(p, s) >= 0) return;
+    note(p,
+         "%s: NodePool %s: requirement %s: no instance type in catalog %s has this label, so it is not checked; "
+         "Karpenter's %s provider gives it to its types (add it to the catalog's labels to have it filter)",
+         np->file, np->name, key, p->catalog->name, doms[d].says);
+  }
+}
+
 int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
   p->npools = (uint32_t)m->pools.n;
@@ -549,6 +572,7 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     int trc = pool_types_of(p, i, &r, zm, cm, keep, &kept);
     if (trc) return trc;
     if (pl->ntypes == 0) note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
+    for (size_t k = 0; k < np->reqs.n; k++) unknown_provider_label(p, np, np->reqs.v[k].key);
     for (size_t k = 0; k < np->reqs.n; k++) pl->has_min_values |= np->reqs.v[k].min_values > 0;
     for (uint32_t k = 0; k < pl->ntaints; k++)
       pl->has_prefer_taint |= pl->taints[k].effect == DT_TAINT_PREFER_NO_SCHEDULE;

@@ -236,11 +236,11 @@ int dt__sched_hook_pick(dt_plan *p, rt_claim *k, const uint32_t *types, uint32_t
   return 0;
 }
 
-/* Whether type t has devices (domain-qualified resources: GPUs, Neuron)
-** that what used[] asks for leaves idle. */
+/* Whether type t has devices (GPUs, Neuron: dt__is_device) that what used[]
+** asks for leaves idle. */
 static bool idle_devices(const dt_plan *p, uint32_t t, const int64_t *used) {
   for (uint32_t r = DT_R_EPH + 1; used && r < p->nres; r++)
-    if (p->types[t].alloc[r] > 0 && used[r] <= 0 && strchr(p->res_names[r], '/')) return true;
+    if (p->types[t].alloc[r] > 0 && used[r] <= 0 && dt__is_device(p->res_names[r])) return true;
   return false;
 }
 

@@ -868,8 +868,16 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     if (p->ov && p->ov->pod[si] != DT_OV_PENDING && (!scan || p->ov->pod[si] == DT_OV_ABSENT)) continue;
     const dt_podspec *d = &m->pods.v[si];
     rt_spec *s = &p->specs[si];
-    if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
-      int32_t n = p->ov ? dt__sched_node_by_sym(p, p->cl->pod_node[si]) : dt__sched_node_by_name(p, d->node_name);
+    int32_t n = -1;
+    if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL)
+      n = p->ov ? dt__sched_node_by_sym(p, p->cl->pod_node[si]) : dt__sched_node_by_name(p, d->node_name);
+    /* Karpenter provisions for the pods of nodes being deleted with the
+    ** pending ones, before they are evicted: those it would reschedule
+    ** (not a DaemonSet's or a mirror, not terminating unless a
+    ** StatefulSet's) are planned again, their node's room no longer theirs. */
+    if (!p->ov && n >= 0 && p->nodes[n].src->deleting && !d->daemon && !d->mirror && (!d->terminating || d->sts)) {
+      p->from_deleting += (size_t)d->count;
+    } else if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
       if (n < 0) {
         note(p, "%s: pod %s/%s is bound to node %s, which is not in the input; ignored", d->file, d->ns, d->name,
              d->node_name);
@@ -942,6 +950,11 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     }
   }
   claims_ix_free(&claimed);
+  if (p->from_deleting)
+    note(p,
+         "%zu pod%s on nodes being deleted planned again: Karpenter provisions for them with the pending pods, before "
+         "they are evicted",
+         p->from_deleting, p->from_deleting == 1 ? "" : "s");
   /* the room DaemonSet pods not bound yet will take (an overlay's comes with its use) */
   for (uint32_t n = 0; !rc && !p->ov && n < p->nnodes; n++)
     dt__sched_ds_reserve(&p->nodes[n], ds_bound ? ds_bound[n] : NULL);

@@ -400,6 +400,7 @@ struct dt_plan {
   size_t nsnapshot;
   dt_plan_stats stats;
   size_t bound_already;  /* pods bound to nodes or in-flight claims before the run */
+  size_t from_deleting;  /* pods of nodes being deleted, planned again */
   int64_t ex_pod;        /* that pod's index in pods, -1 when none is explained or it is not pending */
   uint32_t early_syms;   /* symbols interned up to the NodePools: messages keep their order (key_before) */
   uint64_t src_id;       /* the compiled catalog its types were copied from (dt__catalog_compile), 0 none */

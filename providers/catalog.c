@@ -123,6 +123,10 @@ const char *dt__gpu_resource(const char *gpu_name) {
   return "nvidia.com/gpu";
 }
 
+bool dt__is_device(const char *resource) {
+  return strchr(resource, '/') && strncmp(resource, "vpc.amazonaws.com/", 18) != 0;
+}
+
 static bool looks_aws(const char *region) {
   /* us-east-1, ap-southeast-2, us-gov-west-1 ... */
   if (!region) return false;

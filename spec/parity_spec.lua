@@ -274,4 +274,65 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.are.equal(12, #taken(pass "disrupt-budgets-empty.yaml"))
     assert.are.equal(12, #taken(pass "disrupt-reasons-empty.yaml"))
   end)
+
+  -- The AWS provider's labels and interface resources on a kubectl-shaped List: three
+  -- NodePools (xen only; local NVMe over 1,000 GB; c/m/r with a label the catalog lacks).
+  local function type_of(name)
+    local out, err, code = h.cli("catalog -o json --type " .. name)
+    assert.are.equal(0, code, err)
+    return require("dkjson").decode(out).instanceTypes[1]
+  end
+
+  it("filters types by the AWS provider's labels and places pods asking for pod ENIs", function()
+    local p = plan "aws-labels.yaml"
+    assert.are.equal(0, p.summary.unschedulable, p.unschedulable[1] and p.unschedulable[1].reason)
+    local where = placed(p)
+    local legacy = type_of(where["shop/legacy-0"].instanceType)
+    assert.are.equal("xen", legacy.labels["karpenter.k8s.aws/instance-hypervisor"])
+    local scratch = type_of(where["shop/scratch-0"].instanceType)
+    assert.is_true(tonumber(scratch.labels["karpenter.k8s.aws/instance-local-nvme"]) > 1000)
+    -- the security-groups-for-pods pod asks for a branch interface
+    local payments = type_of(where["shop/payments-0"].instanceType)
+    assert.is_true(tonumber(payments.allocatable["vpc.amazonaws.com/pod-eni"] or "0") >= 1)
+    local encoder = type_of(where["shop/encoder-0"].instanceType)
+    assert.are.equal("amd", encoder.labels["karpenter.k8s.aws/instance-cpu-manufacturer"])
+    -- a provider label no type carries is named, not silently ignored
+    local said = table.concat(p.notes or {}, "\n")
+    assert.matches("NodePool general: requirement karpenter.k8s.aws/instance%-nitro%-enclaves%-supported: no instance "
+      .. "type in catalog [^ ]+ has this label, so it is not checked", said)
+  end)
+
+  it("types bare metal's hypervisor as empty, and one without a label fails In and passes DoesNotExist", function()
+    local metal = type_of "c5.metal"
+    assert.are.equal("", metal.labels["karpenter.k8s.aws/instance-hypervisor"])
+    local text = h.slurp(DIR .. "aws-labels.yaml")
+    -- c1.medium has no network bandwidth figure: DoesNotExist admits it where Exists would not
+    local only = text:gsub("operator: Gt\n          values:\n          %- '1000'",
+      "operator: DoesNotExist"):gsub("karpenter.k8s.aws/instance%-local%-nvme", "karpenter.k8s.aws/instance-network-bandwidth")
+    local out, err, code = h.cli("plan -o json --now " .. NOW .. " -", only)
+    assert.are.equal(0, code, err)
+    local q = require("dkjson").decode(out)
+    local t
+    for _, k in ipairs(q.nodeClaims) do
+      if k.nodePool == "scratch" then t = type_of(k.instanceType) end
+    end
+    assert.is_nil(t.labels["karpenter.k8s.aws/instance-network-bandwidth"])
+  end)
+
+  -- ip-10-0-1-17 is being deleted (deletionTimestamp, disrupted taint) with two web pods, a
+  -- terminating StatefulSet pod, a terminating Deployment pod, a DaemonSet pod and a mirror pod.
+  it("plans the pods of a node being deleted with the pending ones, as Karpenter's provisioner", function()
+    local p = plan "deleting-node-pods.yaml"
+    assert.are.equal(3, p.summary.pods, "the two web pods and db-0 (a StatefulSet's, terminating)")
+    assert.are.equal(0, p.summary.unschedulable)
+    local where = placed(p)
+    assert.are.equal("ip-10-0-2-40.ec2.internal", where["shop/db-0"], "room on the node that stays")
+    assert.is_table(where["shop/web-7d9f8c6b5d-x2k9q"], "a new claim for the rest")
+    assert.are.equal(where["shop/web-7d9f8c6b5d-x2k9q"], where["shop/web-7d9f8c6b5d-p4m1z"])
+    for _, stays in ipairs { "shop/cache-5b7c9d-qq8rt", "shop/node-exporter-7h2xk",
+      "shop/kube-proxy-ip-10-0-1-17.ec2.internal" } do
+      assert.is_nil(where[stays], stays)
+    end
+    assert.matches("3 pods on nodes being deleted planned again", table.concat(p.notes or {}, "\n"))
+  end)
 end)
