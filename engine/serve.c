@@ -14,6 +14,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -591,6 +594,14 @@ static void loop_close(void) {
 
 int dt__serve_main(int argc0, char **argv0) {
   signal(SIGPIPE, SIG_IGN);
+#ifdef __GLIBC__
+  /* Rounds run on libuv's pool threads, and glibc gives each thread that
+  ** allocates an arena of its own (up to 8 per core), which fragments apart:
+  ** over a 42-minute soak the daemon's RSS went from 72 to 158 MB and stayed
+  ** there, against 46-54 MB with two arenas. MALLOC_ARENA_MAX, when set,
+  ** still decides. */
+  if (!getenv("MALLOC_ARENA_MAX")) mallopt(M_ARENA_MAX, 2);
+#endif
   int argc;
   char **argv;
   char why[700];
