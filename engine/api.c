@@ -263,6 +263,7 @@ static int get_state(h2o_req_t *req) {
     cJSON_AddStringToObject(o, "instanceType", D.insts.v[i].type);
     cJSON_AddStringToObject(o, "zone", D.insts.v[i].zone);
     cJSON_AddStringToObject(o, "capacityType", D.insts.v[i].ct);
+    cJSON_AddBoolToObject(o, "initialized", D.insts.v[i].initialized);
     cJSON_AddItemToArray(insts, o);
   }
   for (size_t i = 0; i < D.objs.n; i++) {

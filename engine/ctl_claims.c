@@ -167,6 +167,45 @@ void node_gone(const char *claim, const char *id) {
 ** records it in status.nodeName, as Karpenter's registration does, so that
 ** plans and disruption passes see one machine, not the claim and a second,
 ** empty node. */
+bool awaits_node(void) {
+  const char *r = D.registration ? D.registration : "launch";
+  return !strcmp(r, "node") || (!strcmp(r, "auto") && D.seen_node);
+}
+
+/* Whether the Node n of claim has initialized as Karpenter's lifecycle
+** controller judges it: labelled karpenter.sh/initialized, or Ready with
+** none of the ephemeral taints and none of the claim's startupTaints. */
+static bool node_initialized(const cJSON *n, const char *claim) {
+  const char *lab = dt__jstr(jget(jget(n, "metadata"), "labels"), "karpenter.sh/initialized");
+  if (lab && !strcmp(lab, "true")) return true;
+  bool ready = false;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, jget(jget(n, "status"), "conditions")) {
+    const char *t = dt__jstr(c, "type"), *s = dt__jstr(c, "status");
+    if (t && s && !strcmp(t, "Ready")) ready = !strcmp(s, "True");
+  }
+  if (!ready) return false;
+  static const char *const ephemeral[] = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
+                                          "node.cloudprovider.kubernetes.io/uninitialized",
+                                          "karpenter.sh/unregistered"};
+  cJSON *k = claim_get(claim);
+  const cJSON *startup = jget(jget(k, "spec"), "startupTaints");
+  bool tainted = false;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, jget(jget(n, "spec"), "taints")) {
+    const char *key = dt__jstr(t, "key");
+    if (!key) continue;
+    for (size_t e = 0; e < sizeof ephemeral / sizeof *ephemeral; e++) tainted |= !strcmp(key, ephemeral[e]);
+    const cJSON *st;
+    cJSON_ArrayForEach(st, startup) {
+      const char *sk = dt__jstr(st, "key"), *se = dt__jstr(st, "effect"), *e = dt__jstr(t, "effect");
+      tainted |= sk && !strcmp(sk, key) && (!se || !e || !strcmp(se, e));
+    }
+  }
+  cJSON_Delete(k);
+  return !tainted;
+}
+
 void node_applied(const cJSON *n) {
   int64_t now = wall();
   const char *nname = dt__jstr(jget(n, "metadata"), "name"), *pid = dt__jstr(jget(n, "spec"), "providerID");
@@ -178,6 +217,13 @@ void node_applied(const cJSON *n) {
   }
   const instance *in = n ? node_instance(n) : NULL;
   const char *name = dt__jstr(jget(n, "metadata"), "name");
+  if (in && !in->initialized && awaits_node() && node_initialized(n, in->claim)) {
+    char claim[KEY_MAX];
+    snprintf(claim, sizeof claim, "%s", in->claim);
+    node_up(claim); /* Karpenter's registration and initialization: it takes pods; a replacement lets the old go */
+    state_dirty();
+    in = inst_of(claim);
+  }
   /* a Node named as its claim is paired with it by that name
   ** (dt__claims_paired); only a Node named otherwise needs the record */
   cJSON *o = in && name && strcmp(name, in->claim) ? claim_get(in->claim) : NULL;

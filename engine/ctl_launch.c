@@ -173,7 +173,7 @@ static void launch_succeeded(const launch_ctx *lc) {
 
 /* A launched claim's node registered and initialized: it takes pods, and a
 ** replacement lets the nodes it replaces go. */
-static void node_up(const char *claim) {
+void node_up(const char *claim) {
   instance *in = inst_of(claim);
   if (!in) return; /* deleted while it started */
   in->initialized = true;
@@ -214,7 +214,13 @@ void dt__ctl_launched(launch_ctx *lc, dt_launch_outcome outcome, const char *id,
       lc_done(lc);
       return;
     }
-    node_up(lc->claim);
+    if (!D.cloud && awaits_node()) { /* initialized when its Node is (node_applied), or the startup timeout acts */
+      instance *in = inst_of(lc->claim);
+      if (in) in->initialized = false;
+      state_dirty();
+    } else {
+      node_up(lc->claim);
+    }
   } else if (outcome == DT_LAUNCH_NO_CAPACITY) {
     D.provider_ice++;
     D.consecutive_failures = 0;

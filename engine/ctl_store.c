@@ -295,6 +295,7 @@ int obj_put_text(const char *key, char *json) { return obj_put_node(key, json, N
 /* ... with, for a Node the caller has read, its parsed form (n: its
 ** provider ID is taken from it, not read from json again). */
 int obj_put_node(const char *key, char *json, const cJSON *n) {
+  if (!strncmp(key, "Node//", 6)) D.seen_node = true;
   int at = obj_find(key);
   if (at >= 0 && !strcmp(D.objs.v[at].json, json)) {
     /* as stored: no change (a watcher's re-list of the whole cluster wrote it all to the journal
@@ -776,6 +777,20 @@ int load_state(dt_error *err) {
       inst_remove(i);
     } else
       i++;
+  }
+  /* A claim that had not initialized when the daemon stopped (no Initialized
+  ** condition) waits for its Node again, its startup timeout counted from
+  ** its launch. */
+  for (size_t i = 0; i < D.insts.n && awaits_node(); i++) {
+    cJSON *k = claim_get(D.insts.v[i].claim);
+    bool init = false;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, jget(jget(k, "status"), "conditions")) {
+      const char *t = dt__jstr(c, "type"), *s = dt__jstr(c, "status");
+      init |= t && s && !strcmp(t, "Initialized") && !strcmp(s, "True");
+    }
+    cJSON_Delete(k);
+    D.insts.v[i].initialized = init;
   }
   logf_("info", "state", "read %s: %zu objects, %zu instances", D.state_path, D.objs.n, D.insts.n);
   return 0;

@@ -215,6 +215,8 @@ typedef struct dtd {
   int64_t preempt_ttl;                   /* unavailable marks for polled preemptions, seconds */
   int64_t unhealthy_s;                   /* a node NotReady (or its instance stopped) this long is replaced */
   int64_t startup_timeout_s;             /* a launched claim not initialized this long is deleted */
+  const char *registration;              /* launch | node | auto: when a launched claim counts as initialized */
+  bool seen_node;                        /* a Node object was ever stored (--registration auto) */
   uint64_t max_unhealthy;                /* remediation stops above this many unhealthy nodes of a pool */
   bool max_unhealthy_pct;                /* ... or this percentage */
   uv_timer_t requeue, lag;               /* pending pods planned again; the loop's lag measured */
@@ -268,6 +270,8 @@ static inline cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjec
 #define reload           dt__ctl_reload
 #define ctl_free         dt__ctl_serve_free
 #define node_applied     dt__ctl_node_applied
+#define node_up          dt__ctl_node_up
+#define awaits_node      dt__ctl_awaits_node
 #define node_gone        dt__ctl_node_gone
 #define gone_free        dt__ctl_gone_free
 #define gone_at          dt__ctl_gone_at
@@ -291,6 +295,8 @@ bool forget(const char *key, const char *claim); /* delete; a Pod leaves its cla
 bool nom_holders(const char *pod, char ***out, size_t *n);
 void nom_free_all(void);
 void node_applied(const cJSON *node);            /* a Node stored: its claim's status.nodeName, or deleting */
+void node_up(const char *claim);                 /* a launched claim's node initialized (ctl_launch.c) */
+bool awaits_node(void);                          /* --registration: a launched claim waits for its Node */
 void node_gone(const char *claim, const char *id); /* the machine let go: its Node deleting */
 void gone_free(void);                              /* the machines let go, forgotten (at a stop) */
 int64_t gone_at(const char *id);                   /* when the instance id was let go (the latest), or -1 */

@@ -98,6 +98,9 @@ static const opt k_opts[] = {
      "DUR  a node Ready=False/Unknown, or stopped by the cloud, this long is replaced (default 5m)"},
     {"startup-timeout", O_DUR_S, true, &D.startup_timeout_s,
      "DUR  a launched claim whose node has not initialized after DUR is deleted (default 15m)"},
+    {"registration", O_STR, false, &D.registration,
+     "launch|node|auto  a launched claim is initialized at launch (the default), when its Node is Ready (node), or "
+     "as node once the cluster feed has sent any Node (auto)"},
     {"max-unhealthy", O_COUNT_PCT, true, &D.max_unhealthy,
      "N|P%  remediation stops when more of a pool's nodes are unhealthy (default 100%)"},
     {"token-file", O_STR, false, &g_token_file,
@@ -412,6 +415,7 @@ static void serve_defaults(void) {
   D.max_unhealthy_pct = true;
   D.http_lim = (dt_httpd_limits){.body = 16u << 20, .conns = 32, .replies = 256u << 20, .stall_ms = 60000};
   D.provider = "sim";
+  D.registration = "launch";
   D.cluster = "dovetail";
   D.poll_ms = 60000;
   D.timeout_ms = 10000;
@@ -450,6 +454,10 @@ static int serve_args(int argc, char **argv) {
   }
   if (strcmp(D.provider, "sim") && strcmp(D.provider, "http")) {
     fprintf(stderr, "dovetail serve: --provider: expected sim or http, got \"%s\"\n", D.provider);
+    return 2;
+  }
+  if (strcmp(D.registration, "auto") && strcmp(D.registration, "node") && strcmp(D.registration, "launch")) {
+    fprintf(stderr, "dovetail serve: --registration: expected auto, node or launch, got \"%s\"\n", D.registration);
     return 2;
   }
   if (!strcmp(D.provider, "http") != !!D.cloud_url) {

@@ -1248,6 +1248,48 @@ return {
       assert.equal(1, select(2, slurp(d.log):gsub('"event":"launch"', "")), slurp(d.log))
     end
 
+    it("waits for a launched claim's Node (--registration node): none in time, the claim goes and another launches;"
+      .. " one whose Node is Ready stays", function()
+      local c, d = on_cloud("--poll 200ms --registration node --startup-timeout 2s --disrupt-interval 300ms")
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return count(c) == 1 end, "the quickstart's instance")
+      assert.matches('"initialized":%s*false', (http(d, "GET", "/v1/state")), "not initialized at launch")
+      eventually(function() return metric(d, "dovetail_remediations_total") == 1 end, "the startup timeout", 20)
+      assert.matches("has not initialized", (http(d, "GET", "/v1/decisions")))
+      eventually(function() return metric(d, 'dovetail_claims_launched_total{capacity_type="spot"}') == 2 end,
+        "a second launch for the quickstart's pods")
+      local st = http(d, "GET", "/v1/state")
+      local id, zone = st:match('"id":%s*"(i%-%x+)"'), st:match('"zone":%s*"([%w-]+)"')
+      -- it registers as the cluster names it, tainted not-ready at first, then Ready
+      local node = ("apiVersion: v1\nkind: Node\nmetadata:\n  name: ip-10-0-0-9.ec2.internal\n  labels: {kubernetes.io/arch: " ..
+        "amd64, karpenter.sh/nodepool: default, topology.kubernetes.io/zone: %s}\nspec:\n  providerID: 'aws:///%s/%s'\n" ..
+        "  taints: %s\nstatus:\n  allocatable: {cpu: '15', memory: 56Gi, pods: '234'}\n" ..
+        "  conditions: [{type: Ready, status: '%s'}]\n")
+      http(d, "PUT", "/v1/objects", node:format(zone, zone, id,
+        "[{key: node.kubernetes.io/not-ready, effect: NoSchedule}]", "False"))
+      sleep(0.5)
+      assert.matches('"initialized":%s*false', (http(d, "GET", "/v1/state")), "NotReady: not initialized")
+      http(d, "PUT", "/v1/objects", node:format(zone, zone, id, "[]", "True"))
+      eventually(function() return http(d, "GET", "/v1/state"):match('"initialized":%s*true') end, "initialized")
+      sleep(3) -- past the startup timeout: it stays
+      assert.equal(1, metric(d, "dovetail_remediations_total"))
+      assert.matches(id, instances(c), 1, true)
+      d.stop()
+    end)
+
+    it("with --registration auto, waits for Nodes once the cluster feed has sent one", function()
+      local c, d = on_cloud("--poll 200ms --registration auto")
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return count(c) == 1 end, "the quickstart's instance")
+      assert.matches('"initialized":%s*true', (http(d, "GET", "/v1/state")), "no Node seen yet: at launch")
+      http(d, "PUT", "/v1/objects", "apiVersion: v1\nkind: Node\nmetadata:\n  name: other\n  labels: " ..
+        "{node.kubernetes.io/instance-type: m5.large}\nstatus:\n  conditions: [{type: Ready, status: 'True'}]\n")
+      http(d, "PUT", "/v1/objects", h.pod("big", { cpu = "30", memory = "8Gi" }))
+      eventually(function() return count(c) == 2 end, "big's instance")
+      assert.matches('"initialized":%s*false', (http(d, "GET", "/v1/state")), "a Node seen: big's waits for its own")
+      d.stop()
+    end)
+
     it("launches through the cloud, moves on after insufficient capacity, and replaces preempted instances", function()
       local c = cloud("--ice m6i.4xlarge/us-east-1a/spot")
       local d = start("--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 300ms")
