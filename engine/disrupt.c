@@ -153,9 +153,15 @@ static int nominations_add(state *st, size_t cap, nom *noms, size_t n) {
       if (!(c.name = dt__arena_strdup(&st->arena, name))) return DT_ENOMEM;
     }
     st->pods[st->npods++] = c;
+    if (st->got) st->got[noms[i].spec] = 1;
   }
   return 0;
 }
+
+/* Whether pod i is taken as pending (not bound, or moving off a machine
+** being deleted); and whether node i may take pod j's nomination. */
+static bool pending_pod(const state *st, size_t i) { return !st->m->pods.v[i].node_name || (st->mov && st->mov[i]); }
+static bool nominates(const state *st, size_t node, size_t pod) { return !(st->mov && st->mov[pod] && st->gone[node]); }
 
 /* nominated() by name numbers below top + 1 (no pending workload): each
 ** number is one pending pod's, so the pods nominated come out in input order
@@ -169,14 +175,15 @@ static int nominated_ids(state *st, size_t cap, uint32_t top) {
   bool any = false;
   for (size_t i = 0; i < m->pods.n && !rc; i++) {
     const dt_podspec *p = &m->pods.v[i];
-    if (p->node_name) continue;
+    if (!pending_pod(st, i)) continue;
     any = true;
     if (!spec_of[p->name_id]) spec_of[p->name_id] = (int32_t)i + 1;
   }
   for (size_t i = 0; i < m->nodes.n && !rc && any; i++)
     for (size_t k = 0; k < m->nodes.v[i].npods; k++) {
       uint32_t id = m->nodes.v[i].pod_ids[k];
-      if (seen[id]) continue; /* one claim per pod: the first names it */
+      if (seen[id] || (spec_of[id] && !nominates(st, i, (size_t)spec_of[id] - 1)))
+        continue; /* one claim per pod: the first names it */
       seen[id] = 1;
       if (spec_of[id]) on[spec_of[id] - 1] = m->nodes.v[i].name;
     }
@@ -187,6 +194,7 @@ static int nominated_ids(state *st, size_t cap, uint32_t top) {
     c.owner = NULL;
     c.node_name = (char *)on[i];
     st->pods[st->npods++] = c;
+    if (st->got) st->got[i] = 1;
   }
   dt__free(spec_of);
   dt__free(seen);
@@ -198,11 +206,17 @@ typedef DT_VEC(nom) nom_vec;
 
 /* Pending pod `name` ("ns/name", or "ns/<workload>-<ordinal>") on node:
 ** a nomination, unless the pod was named before (one node per pod: the
-** first names it) or is not pending. */
-static int nominate_name(const dt_manifests *m, dt_namemap *specs, dt_namemap *seen, nom_vec *noms, const char *name,
-                         const char *node) {
+** first names it) or is not pending, or is the pod of a machine being
+** deleted and node (node_i in m->nodes, SIZE_MAX for none) is one too. */
+static int nominate_name(const state *st, dt_namemap *specs, dt_namemap *seen, nom_vec *noms, const char *name,
+                         const char *node, size_t node_i) {
+  const dt_manifests *m = st->m;
   size_t len = strlen(name);
   bool added;
+  if (node_i != SIZE_MAX && st->mov) {
+    int32_t own = dt__namemap_get(specs, name, len, 0);
+    if (own && !nominates(st, node_i, (size_t)own - 1)) return 0;
+  }
   if (!dt__namemap_put(seen, name, len, 0, &added)) return DT_ENOMEM;
   if (!added) return 0;
   int32_t sy = dt__namemap_get(specs, name, len, 0);
@@ -248,7 +262,7 @@ static int nominated(state *st, size_t cap) {
   uint32_t top = 0;
   for (size_t i = 0; i < m->pods.n; i++) {
     const dt_podspec *p = &m->pods.v[i];
-    if (p->node_name) continue;
+    if (!pending_pod(st, i)) continue;
     ids &= !p->owner && p->name_id;
     if (p->name_id > top) top = p->name_id;
   }
@@ -260,12 +274,12 @@ static int nominated(state *st, size_t cap) {
   }
   if (ids) return nominated_ids(st, cap, top);
   for (size_t i = 0; i < m->pods.n; i++)
-    if (!m->pods.v[i].node_name) total += strlen(m->pods.v[i].ns) + strlen(m->pods.v[i].name) + 2;
+    if (pending_pod(st, i)) total += strlen(m->pods.v[i].ns) + strlen(m->pods.v[i].name) + 2;
   char *keys = dt__malloc(total ? total : 1), *w = keys;
   if (!keys) rc = DT_ENOMEM;
   for (size_t i = 0; i < m->pods.n && !rc; i++) {
     const dt_podspec *p = &m->pods.v[i];
-    if (p->node_name) continue;
+    if (!pending_pod(st, i)) continue;
     size_t a = strlen(p->ns), b = strlen(p->name), n = a + 1 + b;
     memcpy(w, p->ns, a);
     w[a] = '/';
@@ -282,9 +296,9 @@ static int nominated(state *st, size_t cap) {
   }
   for (size_t i = 0; i < m->nodes.n && !rc && specs.n; i++)
     for (size_t k = 0; k < m->nodes.v[i].npods && !rc; k++)
-      rc = nominate_name(m, &specs, &seen, &noms, m->nodes.v[i].pods[k], m->nodes.v[i].name);
+      rc = nominate_name(st, &specs, &seen, &noms, m->nodes.v[i].pods[k], m->nodes.v[i].name, i);
   for (size_t i = 0; i < st->o.nassumed && !rc && specs.n; i++) /* after the claims': a claim's nomination stands */
-    rc = nominate_name(m, &specs, &seen, &noms, st->o.assumed_pods[i], st->o.assumed_nodes[i]);
+    rc = nominate_name(st, &specs, &seen, &noms, st->o.assumed_pods[i], st->o.assumed_nodes[i], SIZE_MAX);
   if (!rc) rc = nominations_add(st, cap, noms.v, noms.n);
   dt__namemap_free(&specs);
   dt__namemap_free(&seen);
@@ -304,6 +318,51 @@ static bool node_listed(const dnode *d, const char *const *list, size_t n) {
   return false;
 }
 
+/*
+** The pods Karpenter reschedules off machines being deleted (a Node or its
+** NodeClaim with a deletionTimestamp): every pod there but a DaemonSet's, a
+** mirror pod, a do-not-disrupt pod and a terminating pod that is not a
+** StatefulSet's. A plan
+** places them anew; here each is where the last round nominated it (a claim
+** launched for it, or a Node the round put it on), so that claim is not
+** "empty" while it waits for them, and the room they will take is not given
+** away, else on the machine it is leaving (st->mov, st->gone, st->got).
+*/
+static int moving_off_deleting(state *st) {
+  const dt_manifests *m = st->m;
+  dt_symtab gone = {0}; /* the names a machine being deleted goes by */
+  for (size_t i = 0; i < m->nodes.n; i++)
+    if (m->nodes.v[i].deleting) {
+      dt__sym(&gone, m->nodes.v[i].name);
+      if (m->nodes.v[i].node_name) dt__sym(&gone, m->nodes.v[i].node_name);
+    }
+  int rc = gone.oom ? DT_ENOMEM : 0;
+  if (!rc && gone.n) { /* a claim whose Node is being deleted, and a Node whose claim is */
+    for (size_t i = 0; i < m->nodes.n; i++) {
+      const dt_node *n = &m->nodes.v[i];
+      if ((n->node_name && dt__sym_find(&gone, n->node_name)) || dt__sym_find(&gone, n->name)) {
+        dt__sym(&gone, n->name);
+        if (n->node_name) dt__sym(&gone, n->node_name);
+      }
+    }
+    st->mov = dt__arena_alloc(&st->arena, m->pods.n ? m->pods.n : 1);
+    st->got = dt__arena_alloc(&st->arena, m->pods.n ? m->pods.n : 1);
+    st->gone = dt__arena_alloc(&st->arena, m->nodes.n ? m->nodes.n : 1);
+    rc = gone.oom || !st->mov || !st->got || !st->gone ? DT_ENOMEM : 0;
+    bool any = false;
+    for (size_t i = 0; i < m->nodes.n && !rc; i++) st->gone[i] = dt__sym_find(&gone, m->nodes.v[i].name) != 0;
+    for (size_t i = 0; i < m->pods.n && !rc; i++) {
+      const dt_podspec *p = &m->pods.v[i];
+      st->mov[i] = p->node_name && dt__sym_find(&gone, p->node_name) && !p->daemon && !p->mirror && !p->dnd &&
+                   (!p->terminating || p->sts);
+      any |= st->mov[i];
+    }
+    if (!any) st->mov = NULL;
+  }
+  dt__symtab_free(&gone);
+  return rc;
+}
+
 int dt__dr_build(state *st) {
   const dt_manifests *m = st->m;
   for (size_t i = 0; i < st->cat->ntypes; i++)
@@ -317,9 +376,12 @@ int dt__dr_build(state *st) {
   st->pods = dt__arena_raw(&st->arena, (nb ? nb : 1) * sizeof *st->pods);
   st->pod_pdb = dt__arena_raw(&st->arena, (nb ? nb : 1) * sizeof *st->pod_pdb);
   if (!st->pods || !st->pod_pdb) return DT_ENOMEM;
+  if (moving_off_deleting(st)) return DT_ENOMEM;
   for (size_t i = 0; i < m->pods.n; i++)
-    if (m->pods.v[i].node_name) st->pods[st->npods++] = m->pods.v[i];
+    if (m->pods.v[i].node_name && !(st->mov && st->mov[i])) st->pods[st->npods++] = m->pods.v[i];
   if (nominated(st, nb)) return DT_ENOMEM;
+  for (size_t i = 0; st->mov && i < m->pods.n; i++) /* nominated nowhere else: where they are */
+    if (st->mov[i] && !st->got[i]) st->pods[st->npods++] = m->pods.v[i];
   /* nodes, with their pods; a NodeClaim a Node in the input stands for is
   ** that Node (one machine, not an empty second one) */
   int32_t *paired = dt__arena_alloc(&st->arena, (m->nodes.n ? m->nodes.n : 1) * sizeof *paired);

@@ -132,6 +132,10 @@ typedef struct state {
   uint64_t screened;
   struct screen *scr;   /* single-node consolidation's screen (disrupt_sim.c), NULL until used */
   unsigned budget_held; /* consolidation candidates a budget held back */
+  /* The pods bound to a machine being deleted that Karpenter reschedules
+  ** (per m->pods, NULL when none): taken as pending pods where the last round
+  ** nominated them (gone: per m->nodes, that machine), else left there. */
+  uint8_t *mov, *gone, *got;
   int rc;
 } state;
 

@@ -284,6 +284,10 @@ static inline void note(dt_plan *p, const char *fmt, ...) {
 }
 
 static inline uint64_t node_zmask(const rt_node *n) { return n->zone >= 0 ? 1ull << n->zone : 0; }
+
+/* Whether the machine is being deleted: its Node or the NodeClaim it
+** registered (Karpenter's MarkedForDeletion). */
+static inline bool machine_deleting(const rt_node *n) { return n->src->deleting || (n->claim && n->claim->deleting); }
 static inline uint8_t node_cmask(const rt_node *n) { return n->ct >= 0 ? (uint8_t)(1u << n->ct) : 0; }
 
 /* ------------------------------------------------------------ shared types */

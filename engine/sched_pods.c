@@ -722,7 +722,7 @@ void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound);
 static int claims_ix_names(dt_plan *p, claims_ix *ix) {
   ix->own_built = true;
   for (uint32_t i = 0; i < p->nnodes; i++)
-    for (int w = 0; w < 2; w++) { /* a node's own list, then its claim's */
+    for (int w = 0; w < 2 && !machine_deleting(&p->nodes[i]); w++) { /* a node's own list, then its claim's */
       const dt_node *n = w ? p->nodes[i].claim : p->nodes[i].src;
       for (size_t k = 0; n && k < n->npods; k++) {
         const char *name = n->pods[k];
@@ -758,7 +758,7 @@ static int claims_ix_build(dt_plan *p, claims_ix *ix) {
   memset(ix->own_id, 0xff, ((size_t)top + 1) * sizeof *ix->own_id);
   ix->nid = top + 1;
   for (uint32_t i = 0; i < p->nnodes; i++)
-    for (int w = 0; w < 2; w++) {
+    for (int w = 0; w < 2 && !machine_deleting(&p->nodes[i]); w++) {
       const dt_node *n = w ? p->nodes[i].claim : p->nodes[i].src;
       for (size_t k = 0; n && k < n->npods; k++)
         ix->own_id[n->pod_ids[k]] = (int32_t)i; /* the last node that carries it */
@@ -874,8 +874,10 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     /* Karpenter provisions for the pods of nodes being deleted with the
     ** pending ones, before they are evicted: those it would reschedule
     ** (not a DaemonSet's or a mirror, not terminating unless a
-    ** StatefulSet's) are planned again, their node's room no longer theirs. */
-    if (!p->ov && n >= 0 && p->nodes[n].src->deleting && !d->daemon && !d->mirror && (!d->terminating || d->sts)) {
+    ** StatefulSet's, not do-not-disrupt: no eviction moves it) are planned
+    ** again, their node's room no longer theirs. */
+    if (!p->ov && n >= 0 && machine_deleting(&p->nodes[n]) && !d->daemon && !d->mirror && !d->dnd &&
+        (!d->terminating || d->sts)) {
       p->from_deleting += (size_t)d->count;
     } else if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
       if (n < 0) {

@@ -60,7 +60,7 @@ static int node_fits(run *R, uint32_t ni, rt_class *c, uint64_t *Z, uint8_t *C) 
   dt_plan *p = R->p;
   rt_node *n = &p->nodes[ni];
   /* a Node or claim being deleted takes no new pods, as Karpenter leaves nodes marked for deletion out */
-  if (n->src->unschedulable || n->closed || n->src->deleting) return FAIL_EVER;
+  if (n->src->unschedulable || n->closed || machine_deleting(n)) return FAIL_EVER;
   /* A registered Node that is not Ready takes no new pods (the kubelet's
   ** not-ready taint); an in-flight NodeClaim is not Ready yet by nature. */
   if (!n->src->ready && !n->src->claim_name && !n->initializing) return FAIL_EVER;

@@ -270,6 +270,15 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.matches("pod default/c1 fits on no other node", why(r, "y"), 1, true)
   end)
 
+  -- ip-10-0-1-17 is being deleted; default-x7k2p (ip-10-0-3-88) was launched for its two web pods,
+  -- which the last round nominated to it (dovetail.dev/pods) while they wait to be evicted.
+  it("counts the pods of a node being deleted on the claim nominated for them: that claim is not empty", function()
+    local r, err = h.dt.disrupt { files = { DIR .. "disrupt-deleting-nominated.yaml" }, now = "2026-11-28T10:05:00Z" }
+    assert(r, err)
+    local names = table.concat(taken(r), ", ")
+    assert.is_nil(names:find("Empty ip-10-0-3-88", 1, true), names)
+  end)
+
   it("reads budgets: [] as no budget and reasons: [] as a budget for no reason", function()
     assert.are.equal(12, #taken(pass "disrupt-budgets-empty.yaml"))
     assert.are.equal(12, #taken(pass "disrupt-reasons-empty.yaml"))
