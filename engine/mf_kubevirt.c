@@ -61,6 +61,44 @@ static uint64_t canon_hash(mctx *x, const cJSON *v, int *rc) {
   return h;
 }
 
+/* Drop o.key, then o itself from parent when that left it empty. */
+static void drop(cJSON *parent, const char *pkey, cJSON *o, const char *key) {
+  cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+  if (parent && cJSON_IsObject(o) && !o->child) cJSON_DeleteItemFromObjectCaseSensitive(parent, pkey);
+}
+
+/*
+** What the cluster adds to a VM the pool controller made, left out of both
+** sides before a VM's template is compared with its pool's (in place): the
+** revision label KubeVirt injects into the template, the null
+** creationTimestamp Go writes for an ObjectMeta, and what virt-api's
+** mutating webhook fills in (architecture, machine type, firmware uuid and
+** serial). Without this every VM read from a cluster differed from its pool
+** and was restarted or re-created, disks and all. A pool template that sets
+** one of these itself is compared without it too.
+*/
+static void strip_server_fields(cJSON *vmi, cJSON *dvt) {
+  cJSON *md = cJSON_GetObjectItemCaseSensitive(vmi, "metadata");
+  cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+  if (cJSON_IsObject(labels)) drop(md, "labels", labels, "kubevirt.io/vm-pool-revision-name");
+  if (cJSON_IsObject(md)) drop(vmi, "metadata", md, "creationTimestamp");
+  cJSON *spec = cJSON_GetObjectItemCaseSensitive(vmi, "spec");
+  if (cJSON_IsObject(spec)) cJSON_DeleteItemFromObjectCaseSensitive(spec, "architecture");
+  cJSON *dom = cJSON_GetObjectItemCaseSensitive(spec, "domain");
+  if (cJSON_IsObject(dom)) {
+    cJSON_DeleteItemFromObjectCaseSensitive(dom, "machine");
+    cJSON *fw = cJSON_GetObjectItemCaseSensitive(dom, "firmware");
+    if (cJSON_IsObject(fw)) {
+      cJSON_DeleteItemFromObjectCaseSensitive(fw, "uuid");
+      drop(dom, "firmware", fw, "serial");
+    }
+  }
+  for (cJSON *d = cJSON_IsArray(dvt) ? dvt->child : NULL; d; d = d->next) {
+    cJSON *dmd = cJSON_GetObjectItemCaseSensitive(d, "metadata");
+    if (cJSON_IsObject(dmd)) cJSON_DeleteItemFromObjectCaseSensitive(dmd, "creationTimestamp");
+  }
+}
+
 /* One selection entry: {labelSelector, nodeSelectorRequirementMatcher}, or
 ** a bare label selector (matchLabels / matchExpressions). */
 static int sel_entry(mctx *x, const cJSON *o, const char *field, dt_selentry *e) {
@@ -468,8 +506,13 @@ int mf_vmpool(mctx *x, const cJSON *o) {
       snprintf(hx, sizeof hx, "%016llx/%u", (unsigned long long)p.hash, p.name_gen);
       p.hash = dt__hash64(hx, strlen(hx));
     }
-    p.vmi_hash = canon_hash(x, vmi, &rc);
-    p.dvt_hash = canon_hash(x, dvt && !cJSON_IsNull(dvt) ? dvt : NULL, &rc);
+    cJSON *cv = cJSON_Duplicate(vmi, 1), *cd = dvt && !cJSON_IsNull(dvt) ? cJSON_Duplicate(dvt, 1) : NULL;
+    if ((vmi && !cv) || (dvt && !cJSON_IsNull(dvt) && !cd)) rc = mf_oom(x);
+    strip_server_fields(cv, cd);
+    p.vmi_hash = canon_hash(x, cv, &rc);
+    p.dvt_hash = canon_hash(x, cd, &rc);
+    cJSON_Delete(cv);
+    cJSON_Delete(cd);
     if (rc || !(p.tmpl = cJSON_Duplicate(tmpl, 1))) rc = mf_oom(x);
   }
   if (!rc) rc = max_unavailable(x, spec, &p);
@@ -540,6 +583,7 @@ static int vm_hashes(mctx *x, const cJSON *vmspec, dt_vm *v) {
   int rc = 0;
   cJSON *vmi = cJSON_Duplicate(mf_get(vmspec, "template"), 1);
   cJSON *dvt = cJSON_Duplicate(mf_get(vmspec, "dataVolumeTemplates"), 1);
+  strip_server_fields(vmi, dvt);
   char suffix[32];
   snprintf(suffix, sizeof suffix, "-%lld", (long long)v->index);
   char *names[64];

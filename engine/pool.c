@@ -225,10 +225,21 @@ static int64_t max_unavailable(const dt_vmpool *p, int64_t base) {
 
 static bool unavailable(const dt_vm *v) { return v->deleting || v->halted || !v->ready; }
 
+/* Whether VM v has its pool's template: by the template hash dovetail
+** stamps on the VMs it makes; else, as KubeVirt's isOutdatedVM, by the
+** revision label the pool controller puts on them (the pool's current
+** generation); else by comparing templates, less what the cluster adds
+** (strip_server_fields), where KubeVirt reads the ControllerRevision the
+** label names. */
 static bool current(const dt_vmpool *p, const dt_vm *v) {
   if (v->tmpl_hash) {
     char hex[17];
     return !strcmp(v->tmpl_hash, hash_hex(p->hash, hex));
+  }
+  if (v->revision && p->generation) {
+    char rev[600];
+    snprintf(rev, sizeof rev, "%s-%lld", p->name, (long long)p->generation);
+    if (!strcmp(v->revision, rev)) return true;
   }
   return v->vmi_hash_ng[p->name_gen & 3] == p->vmi_hash && v->dvt_hash == p->dvt_hash;
 }

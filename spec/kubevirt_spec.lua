@@ -62,8 +62,9 @@ local function by_name(list)
 end
 
 -- The VM KubeVirt's controller would have made at index i of the pool (its
--- names indexed as the pool's nameGeneration says), running and ready.
-local function kubevirt_vm(pl, i, indexed)
+-- names indexed as the pool's nameGeneration says), running and ready, from
+-- the pool's generation gen (3, the pool's own, unless an older one made it).
+local function kubevirt_vm(pl, i, indexed, gen)
   local tmpl = pl.spec.virtualMachineTemplate
   local sfx = "-" .. i
   local vols = {}
@@ -90,7 +91,7 @@ local function kubevirt_vm(pl, i, indexed)
     kind = "VirtualMachine",
     metadata = {
       name = pl.metadata.name .. sfx, namespace = "prod", creationTimestamp = "2026-11-01T10:00:00Z",
-      labels = { app = "db", ["kubevirt.io/vm-pool-revision-name"] = pl.metadata.name .. "-3" },
+      labels = { app = "db", ["kubevirt.io/vm-pool-revision-name"] = pl.metadata.name .. "-" .. (gen or 3) },
       ownerReferences = { { apiVersion = "pool.kubevirt.io/v1beta1", kind = "VirtualMachinePool",
         name = pl.metadata.name, uid = pl.metadata.uid, controller = true, blockOwnerDeletion = true } },
     },
@@ -160,13 +161,13 @@ describe("VirtualMachinePool nameGeneration", function()
     assert.equal(0, #p.update)
     assert.equal(0, p.status.outdated)
     -- db-1 shares its ConfigMap: not what the pool makes now
-    p = run({ pl, kubevirt_vm(pl, 0, both), kubevirt_vm(pl, 1, { secrets = true }) })
+    p = run({ pl, kubevirt_vm(pl, 0, both), kubevirt_vm(pl, 1, { secrets = true }, 2) })
     assert.equal(1, #p.update)
     assert.equal("db-1", p.update[1].name)
     assert.equal("db-config-1", volumes(p.update[1].object).config.configMap.name)
     -- and without nameGeneration, indexed references are the outdated ones
     local plain = pool({ uid = POOL_UID })
-    p = run({ plain, kubevirt_vm(plain, 0, {}), kubevirt_vm(plain, 1, both) })
+    p = run({ plain, kubevirt_vm(plain, 0, {}), kubevirt_vm(plain, 1, both, 2) })
     assert.equal(1, #p.update)
     assert.equal("db-1", p.update[1].name)
   end)
@@ -370,7 +371,7 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
       spec = { nameGeneration = { appendIndexToConfigMapRefs = true, appendIndexToSecretRefs = true } } })
     -- with two VMs: db-0 is outdated (an update), db-1 fails (a heal);
     -- with none, all three are created
-    local stale = kubevirt_vm(pl, 0, {})
+    local stale = kubevirt_vm(pl, 0, {}, 2)
     local failing = kubevirt_vm(pl, 1, { configMaps = true, secrets = true })
     failing.status = { ready = false, printableStatus = "CrashLoopBackOff", startFailure = { consecutiveFailCount = 5 } }
     pl.spec.autohealing = { startUpFailureThreshold = 3 }
@@ -421,5 +422,38 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
     table.sort(errs)
     assert.same({ ".spec.template.spec.domain.cpu.cores: expected integer",
       ".spec.template.spec.domain.rebootPolicy: Sometimes is not one of the enum" }, errs)
+  end)
+
+  -- A converged pool read from a cluster: KubeVirt compares revisions, so it does nothing; the VMs
+  -- carry what the cluster adds (the revision label in their template, creationTimestamp: null in
+  -- their data volume templates, virt-api's firmware, machine and architecture defaults).
+  describe("on a converged pool as kubectl prints it", function()
+    local text = h.slurp(h.fixtures .. "kubevirt/pool-steady-dump.yaml")
+    local function updates(t)
+      local r, err = dt.pool({ manifests = t, now = NOW })
+      assert(r, err)
+      local names = {}
+      for _, a in ipairs(r.pools[1].update or {}) do names[#names + 1] = a.action .. " " .. a.name end
+      table.sort(names)
+      return table.concat(names, ", "), r.pools[1]
+    end
+    local function bumped(t) -- the pool's generation only (a replicas change bumps it too)
+      local at = t:find("generation: 1", t:find("kind: VirtualMachinePool", 1, true), true)
+      return t:sub(1, at - 1) .. "generation: 2" .. t:sub(at + #"generation: 1")
+    end
+
+    it("updates no VM at the revision the VMs carry", function()
+      assert.equal("", (updates(text)))
+    end)
+
+    it("updates no VM at a later generation whose template is the same", function()
+      assert.equal("", (updates(bumped(text))))
+    end)
+
+    it("restarts every VM when the template changed", function()
+      local at = text:find("guest: 1Gi", 1, true)
+      local changed = bumped(text:sub(1, at - 1) .. "guest: 2Gi" .. text:sub(at + #"guest: 1Gi"))
+      assert.equal("restart web-0, restart web-1, restart web-2", (updates(changed)))
+    end)
   end)
 end)
