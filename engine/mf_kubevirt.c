@@ -492,6 +492,7 @@ int mf_vmpool(mctx *x, const cJSON *o) {
   p.heal_factor = DEFAULT_HEAL_FACTOR;
   p.heal_cap = DEFAULT_HEAL_CAP;
   p.update_sel.base = DT_SORT_ASCENDING;
+  p.deleting = mf_get(md, "deletionTimestamp") && !cJSON_IsNull(mf_get(md, "deletionTimestamp"));
   const cJSON *gen = mf_get(md, "generation");
   if (cJSON_IsNumber(gen)) p.generation = dt__to_i64(gen->valuedouble);
   const cJSON *tmpl = mf_get(spec, "virtualMachineTemplate"), *vmi = NULL, *dvt = NULL;
@@ -654,7 +655,14 @@ static int vm_status(mctx *x, const cJSON *spec, const cJSON *st, dt_vm *v) {
   v->has_status = cJSON_IsObject(st);
   const char *ps = mf_get_str(st, "printableStatus");
   if (ps && !(v->status = dt__strdup(ps))) return mf_oom(x);
-  v->halted = !vmi_runs(spec) || (ps && !strcmp(ps, "Stopped"));
+  /* runStrategy Manual: the user starts and stops it, so its status says
+  ** whether it runs (a Manual VM running and ready is available, as
+  ** KubeVirt's readiness reads it) */
+  const char *rs = mf_get_str(spec, "runStrategy");
+  bool manual = rs && !strcmp(rs, "Manual");
+  bool stopped = ps && (!strcmp(ps, "Stopped") || !strcmp(ps, "Halted"));
+  v->halted = manual ? (!v->has_status || !ps || stopped) && !cJSON_IsTrue(mf_get(st, "ready"))
+                     : !vmi_runs(spec) || (ps && !strcmp(ps, "Stopped"));
   v->ready = cJSON_IsTrue(mf_get(st, "ready"));
   const cJSON *fc = mf_get(mf_get(st, "startFailure"), "consecutiveFailCount");
   if (fc && !cJSON_IsNull(fc)) {

@@ -382,6 +382,7 @@ typedef struct dt_vmpool {
   char *uid; /* metadata.uid: the VMs' ownerReferences carry it (the API server requires it); NULL if absent */
   int64_t replicas, generation;
   bool paused;
+  bool deleting; /* metadata.deletionTimestamp: KubeVirt only releases its VMs' finalizers */
   dt_selector selector;
   int64_t max_unavail; /* absolute, or percent when max_unavail_pct */
   bool max_unavail_pct;

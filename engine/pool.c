@@ -628,15 +628,17 @@ static int pool_update(poolrun *r, int64_t mu_update) {
 static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int64_t *used, size_t nused) {
   poolrun r = {.x = x, .pi = pi, .p = &x->m->vmpools.v[pi], .now = x->o->now};
   int rc = pool_open(&r, vms, nvms);
-  if (!rc) pool_heal(&r);
   const dt_vmpool *p = r.p;
+  if (!rc && !p->deleting) pool_heal(&r);
   int64_t mu_scale = max_unavailable(p, p->replicas > r.count ? p->replicas : r.count);
   int64_t mu_update = max_unavailable(p, p->replicas);
   if (!rc) {
     r.rec->has_max_unavailable = true;
     r.rec->info.max_unavailable = mu_update;
   }
-  if (!rc && p->paused) {
+  if (!rc && p->deleting) { /* KubeVirt's execute: no sync for a pool being deleted (handlePoolDeletion) */
+    note(&r, "being deleted: nothing is created, deleted, healed or updated; its VMs go with it");
+  } else if (!rc && p->paused) {
     note(&r, "paused: no scaling or updates (autohealing still runs)");
   } else if (!rc) {
     if (r.diff > 0) rc = pool_scale_out(&r, used, nused);

@@ -456,4 +456,30 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
       assert.equal("restart web-0, restart web-1, restart web-2", (updates(changed)))
     end)
   end)
+
+  it("creates nothing for a pool being deleted (KubeVirt only releases its VMs)", function()
+    local pl = pool({ uid = POOL_UID, replicas = 3 })
+    pl.metadata.deletionTimestamp = "2026-11-23T11:59:00Z"
+    pl.metadata.finalizers = { "pool.kubevirt.io/finalizer" }
+    local p = run({ pl, kubevirt_vm(pl, 0, {}) })
+    assert.equal(0, #p.create)
+    assert.equal(0, #p.update)
+  end)
+
+  it("takes a runStrategy Manual VM that runs and is ready as running", function()
+    local pl = pool({ uid = POOL_UID, replicas = 1, spec = { scaleInStrategy = { opportunistic = {} } } })
+    pl.spec.virtualMachineTemplate.spec.runStrategy = "Manual"
+    local vms = {}
+    for i = 0, 2 do
+      vms[i + 1] = kubevirt_vm(pl, i, {})
+      vms[i + 1].spec.runStrategy = "Manual"
+    end
+    local p = run({ pl, vms[1], vms[2], vms[3] })
+    assert.equal(0, #p.delete, "opportunistic scale-in deletes only halted VMs")
+    assert.equal(3, p.status.ready)
+    vms[2].status = { printableStatus = "Stopped", ready = false }
+    p = run({ pl, vms[1], vms[2], vms[3] })
+    assert.equal(1, #p.delete)
+    assert.equal("db-1", p.delete[1].name)
+  end)
 end)
