@@ -224,11 +224,63 @@ static bool remediate(void) {
 ** over the cluster the daemon holds, its commands carried out on the claims
 ** it launched. */
 
+/* Whether a pod still holds Node `name` up: bound there, not a DaemonSet's,
+** not a mirror pod, not finished. */
+static bool holds_node(const char *json, const char *name) {
+  char pat[KEY_MAX + 16];
+  snprintf(pat, sizeof pat, "\"nodeName\":\"%s\"", name);
+  if (!strstr(json, pat)) return false; /* most pods: not parsed */
+  cJSON *o = cJSON_Parse(json);
+  const char *nn = dt__jstr(jget(o, "spec"), "nodeName"), *phase = dt__jstr(jget(o, "status"), "phase");
+  bool holds = nn && !strcmp(nn, name) && !(phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed")));
+  const cJSON *r;
+  cJSON_ArrayForEach(r, jget(jget(o, "metadata"), "ownerReferences")) {
+    const char *k = dt__jstr(r, "kind");
+    if (k && (!strcmp(k, "DaemonSet") || !strcmp(k, "Node"))) holds = false;
+  }
+  cJSON_Delete(o);
+  return holds;
+}
+
+/*
+** A Node of a claim this daemon launched that someone else is deleting
+** (`kubectl delete node`: a deletionTimestamp, Karpenter's termination
+** finalizer holding it while it drains): once its pods have left, its claim
+** and instance go, as Karpenter's termination controller deletes the
+** NodeClaim and the instance with it. The pods' new room is the rounds'
+** (they plan the pods of nodes being deleted).
+*/
+static bool deleted_nodes(void) {
+  bool acted = false;
+  for (size_t i = 0; i < D.objs.n; i++) {
+    if (strncmp(D.objs.v[i].key, "Node//", 6) || !strstr(D.objs.v[i].json, "\"deletionTimestamp\"")) continue;
+    cJSON *o = cJSON_Parse(D.objs.v[i].json);
+    const cJSON *md = jget(o, "metadata");
+    const instance *in = dt__jstr(md, "deletionTimestamp") ? node_instance(o) : NULL;
+    char name[KEY_MAX], claim[KEY_MAX];
+    snprintf(name, sizeof name, "%s", dt__jstr(md, "name") ? dt__jstr(md, "name") : "");
+    if (in) snprintf(claim, sizeof claim, "%s", in->claim);
+    cJSON_Delete(o);
+    if (!in) continue;
+    bool held = false;
+    for (size_t k = 0; k < D.objs.n && !held; k++)
+      held = D.objs.v[k].kind == OBJ_POD && holds_node(D.objs.v[k].json, name);
+    if (held) continue;
+    char why[KEY_MAX + 200];
+    snprintf(why, sizeof why, "Node %s is being deleted and has drained: its NodeClaim and instance go with it", name);
+    delete_instance(claim, why); /* the store changes: scan again from the start next pass */
+    acted = true;
+    break;
+  }
+  return acted;
+}
+
 void on_disrupt(uv_timer_t *t) {
   (void)t;
   if (!D.ready || D.batch_open || D.planning) return; /* provisioning first, as Karpenter's pending-pods rule */
   expire_marks();
   bool timed_out = startup_timeouts();
+  timed_out |= deleted_nodes();
   if (remediate() || timed_out) {
     journal_flush();
     arm_batch();

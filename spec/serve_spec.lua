@@ -593,6 +593,39 @@ return {
     d.stop()
   end)
 
+  it("lets a machine go once its Node, deleted by someone else, has drained; provisions for its pods first", function()
+    local d = start("--disrupt-interval 200ms")
+    local pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n" ..
+      "  disruption: {consolidateAfter: 1h}\n  template:\n    spec:\n      requirements:\n" ..
+      "        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n"
+    local function pod(name, node)
+      return h.pod(name, { cpu = "2", memory = "1Gi", extra = node and ("  nodeName: " .. node) or nil })
+    end
+    http(d, "PUT", "/v1/objects", h.docs(pool, pod("a")))
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "a's instance")
+    local st = http(d, "GET", "/v1/state")
+    local id, zone = st:match('"id":%s*"(i%-%x+)"'), st:match('"zone":%s*"([%w-]+)"')
+    local node = ("apiVersion: v1\nkind: Node\nmetadata:\n  name: ip-10-0-0-7.ec2.internal\n%s  labels: " ..
+      "{kubernetes.io/arch: amd64, karpenter.sh/nodepool: default, topology.kubernetes.io/zone: %s}\n" ..
+      "spec: {providerID: 'aws:///%s/%s'}\nstatus:\n  allocatable: {cpu: '7', memory: 28Gi, pods: '58'}\n" ..
+      "  conditions: [{type: Ready, status: 'True'}]\n")
+    http(d, "PUT", "/v1/objects", h.docs(node:format("", zone, zone, id), pod("a", "ip-10-0-0-7.ec2.internal")))
+    -- kubectl delete node: a deletionTimestamp while a drains
+    http(d, "PUT", "/v1/objects", node:format("  deletionTimestamp: '2026-11-28T10:00:00Z'\n  finalizers: " ..
+      "[karpenter.sh/termination]\n", zone, zone, id))
+    eventually(function() return metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}') == 2 end,
+      "a machine for a, before it is evicted")
+    rounds(d, 6, "passes while a is still there")
+    assert.matches(id, (http(d, "GET", "/v1/state")), 1, true)
+    http(d, "DELETE", "/v1/objects/Pod/default/a")
+    eventually(function()
+      return not http(d, "GET", "/v1/state"):find(id, 1, true)
+    end, "the drained machine let go")
+    assert.matches("is being deleted and has drained", (http(d, "GET", "/v1/decisions")))
+    assert.equal(2, metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}'))
+    d.stop()
+  end)
+
   it("takes no new pods onto the Node of a machine it deleted, even when the Node comes again", function()
     local d = start("--disrupt-interval 200ms")
     local pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n" ..
