@@ -93,6 +93,7 @@ void mf_pool_free(dt_nodepool *p) {
   cJSON_Delete(p->node_class_ref);
   dt__free(p->uid);
   dt__free(p->termination_grace);
+  dt__free(p->unusable);
   dt__kvs_free(&p->annotations);
   dt__free(p->policy);
   for (size_t i = 0; i < p->nbudgets; i++) {

@@ -510,6 +510,23 @@ static int contradictions(mctx *x, const dt_nodepool *p) {
   return !rc && soom ? mf_oom(x) : rc;
 }
 
+/* As Karpenter's NewScheduler leaves NodePools out of provisioning: one
+** being deleted, or whose status says Ready=False (its NodeClass not ready,
+** most often). A NodePool written by hand has no status: usable. */
+static int pool_usable(mctx *x, const cJSON *o, dt_nodepool *p) {
+  const cJSON *del = mf_get(mf_get(o, "metadata"), "deletionTimestamp");
+  char why[400] = "";
+  if (del && !cJSON_IsNull(del)) snprintf(why, sizeof why, "being deleted");
+  const cJSON *c;
+  cJSON_ArrayForEach(c, mf_get(mf_get(o, "status"), "conditions")) {
+    const char *t = mf_get_str(c, "type"), *s = mf_get_str(c, "status"), *r = mf_get_str(c, "reason");
+    if (!*why && t && s && !strcmp(t, "Ready") && !strcmp(s, "False"))
+      snprintf(why, sizeof why, "status Ready=False%s%s", r ? ": " : "", r ? r : "");
+  }
+  if (*why && !(p->unusable = dt__strdup(why))) return mf_oom(x);
+  return 0;
+}
+
 int mf_nodepool(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name) || nodepool_validate(x, o))
@@ -537,6 +554,7 @@ int mf_nodepool(mctx *x, const cJSON *o) {
     rc = mf_failed(x);
   if (!rc) rc = claim_template(x, o, tmpl, &p);
   if (!rc) rc = contradictions(x, &p);
+  if (!rc) rc = pool_usable(x, o, &p);
   if (!rc && dt__vec_push(&x->m->pools, p)) rc = mf_oom(x);
   if (!rc) return 0;
   mf_pool_free(&p);

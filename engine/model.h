@@ -185,6 +185,7 @@ typedef struct dt_nodepool {
   dt_kvs annotations;      /* spec.template.metadata.annotations, carried to the NodeClaims */
   double spot_max;         /* dovetail.dev/spot-max-price, < 0 when unset */
   char *policy;            /* dovetail.dev/policy: a policy name, NULL when unset */
+  char *unusable;          /* why Karpenter launches nothing for it (being deleted, status Ready=False); NULL: usable */
   size_t seq;
 } dt_nodepool;
 

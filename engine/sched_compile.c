@@ -571,7 +571,13 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     pool_types *kept;
     int trc = pool_types_of(p, i, &r, zm, cm, keep, &kept);
     if (trc) return trc;
-    if (pl->ntypes == 0) note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
+    if (np->unusable) {
+      note(p, "%s: NodePool %s: %s; no claim is launched for it, as Karpenter's provisioner leaves it out", np->file,
+           np->name, np->unusable);
+      pl->ntypes = 0;
+    } else if (pl->ntypes == 0) {
+      note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
+    }
     for (size_t k = 0; k < np->reqs.n; k++) unknown_provider_label(p, np, np->reqs.v[k].key);
     for (size_t k = 0; k < np->reqs.n; k++) pl->has_min_values |= np->reqs.v[k].min_values > 0;
     for (uint32_t k = 0; k < pl->ntaints; k++)

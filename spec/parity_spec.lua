@@ -284,6 +284,15 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.are.equal(12, #taken(pass "disrupt-reasons-empty.yaml"))
   end)
 
+  it("launches nothing for a NodePool being deleted or whose status says Ready=False", function()
+    for _, f in ipairs { "nodepool-not-ready.yaml", "nodepool-deleting.yaml" } do
+      local p = plan(f)
+      assert.are.equal(0, p.summary.unschedulable, f)
+      for _, k in ipairs(p.nodeClaims) do assert.are.equal("general", k.nodePool, f) end
+      assert.matches("no claim is launched for it", table.concat(p.notes or {}, "\n"), 1, true)
+    end
+  end)
+
   -- The AWS provider's labels and interface resources on a kubectl-shaped List: three
   -- NodePools (xen only; local NVMe over 1,000 GB; c/m/r with a label the catalog lacks).
   local function type_of(name)
