@@ -43,7 +43,7 @@ static void view_nodes(const state *st, const bool *in, bool consolidation, sim 
     if (d->tainted || d->held ||
         (consolidation && d->pool >= 0 && dt__dr_initialized(d) && st->m->pools.v[d->pool].consolidate_after > 0 &&
          dt__dr_settling(st, d)))
-      copy.unschedulable = true;
+      copy.sim_closed = true;
     s->view_node[nn] = (uint32_t)i;
     s->view.nodes.v[nn++] = copy;
   }
@@ -368,8 +368,8 @@ static int screen_build(state *st, screen *c) {
     if (alias && alias != r->name && alias <= p->syms.n && named[alias]++) collide = true;
     /* as the solver's node_fits: nodes that take no pod at all; and nodes
     ** not initialized, where a moving pod makes the simulation refuse */
-    if (r->src->unschedulable || r->closed || r->src->deleting || (!r->src->ready && !r->src->claim_name) ||
-        !r->src->initialized || r->initializing) {
+    if (r->src->unschedulable || r->src->sim_closed || r->closed || r->src->deleting ||
+        (!r->src->ready && !r->src->claim_name) || !r->src->initialized || r->initializing) {
       c->take[i] = 0;
       continue;
     }

@@ -142,16 +142,18 @@ static void short_of(const dt_plan *p, const int64_t *alloc, const int64_t *used
 /* Why existing node ni does not take class c (as node_fits), or false when it does. */
 static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_buf *b) {
   const rt_node *n = &p->nodes[ni];
-  if (n->src->unschedulable) {
-    dt__buf_puts(b, "cordoned (spec.unschedulable)");
+  const char *ct = node_condition_taint(n);
+  if (n->src->unschedulable && !tolerates_noschedule(c->spec, ct)) {
+    dt__buf_puts(b,
+                 "cordoned (spec.unschedulable): taint node.kubernetes.io/unschedulable:NoSchedule is not tolerated");
     return true;
   }
   if (n->src->deleting) {
     dt__buf_puts(b, "being deleted (metadata.deletionTimestamp): takes no new pods");
     return true;
   }
-  if (!n->src->ready && !n->src->claim_name && !n->initializing) {
-    dt__buf_puts(b, "not Ready: takes no new pods");
+  if (ct && !n->src->unschedulable && !tolerates_noschedule(c->spec, ct)) {
+    dt__buf_puts(b, "not Ready: taint node.kubernetes.io/not-ready:NoSchedule is not tolerated");
     return true;
   }
   if (!dt__x_fits(p, n->alloc, n->used, c->req)) {

@@ -321,6 +321,7 @@ typedef struct dt_node {
   size_t ntaints;
   dt_taint *taints;
   bool unschedulable, initialized;
+  bool sim_closed;                           /* a disruption simulation's view: takes no pod, whatever it tolerates */
   bool init_label;                           /* a Node's karpenter.sh/initialized: "true" */
   bool has_expire;                           /* a NodeClaim's spec.expireAfter given: expire_after */
   bool has_tgp;                              /* a NodeClaim's spec.terminationGracePeriod given */

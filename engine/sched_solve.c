@@ -60,10 +60,11 @@ static int node_fits(run *R, uint32_t ni, rt_class *c, uint64_t *Z, uint8_t *C) 
   dt_plan *p = R->p;
   rt_node *n = &p->nodes[ni];
   /* a Node or claim being deleted takes no new pods, as Karpenter leaves nodes marked for deletion out */
-  if (n->src->unschedulable || n->closed || machine_deleting(n)) return FAIL_EVER;
-  /* A registered Node that is not Ready takes no new pods (the kubelet's
-  ** not-ready taint); an in-flight NodeClaim is not Ready yet by nature. */
-  if (!n->src->ready && !n->src->claim_name && !n->initializing) return FAIL_EVER;
+  if (n->closed || n->src->sim_closed || machine_deleting(n)) return FAIL_EVER;
+  /* Cordoned, or a registered Node not Ready (an in-flight NodeClaim is not
+  ** Ready yet by nature): only pods that tolerate its taint. */
+  const char *ct = node_condition_taint(n);
+  if (ct && !tolerates_noschedule(c->spec, ct)) return FAIL_EVER;
   if (!fits(p, n->alloc, n->used, c->req)) return FAIL_EVER;
   if (!tolerates(p, c->spec, n->taints, n->ntaints, c->tol_pref, NULL)) return FAIL_EVER;
   if (!node_labels_match(p, n, &c->reqs)) return FAIL_EVER;

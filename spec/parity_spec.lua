@@ -279,9 +279,24 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.is_nil(names:find("Empty ip-10-0-3-88", 1, true), names)
   end)
 
+  it("moves a pod that tolerates everything onto a cordoned node to delete its own", function()
+    local r, err = h.dt.disrupt { files = { DIR .. "node-consolidate-onto-cordoned.yaml" }, now = "2026-11-28T12:00:00Z" }
+    assert(r, err)
+    assert.are.same({ "Underutilized ip-10-0-1-22.ec2.internal" }, taken(r))
+    assert.are.equal("delete", r.commands[1].action)
+  end)
+
   it("reads budgets: [] as no budget and reasons: [] as a budget for no reason", function()
     assert.are.equal(12, #taken(pass "disrupt-budgets-empty.yaml"))
     assert.are.equal(12, #taken(pass "disrupt-reasons-empty.yaml"))
+  end)
+
+  it("puts pods that tolerate a cordoned or NotReady node's taint on it, as Karpenter's existing nodes take them", function()
+    for _, f in ipairs { "node-cordoned.yaml", "node-notready.yaml" } do
+      local p = plan(f)
+      assert.are.equal(0, #p.nodeClaims, f)
+      assert.are.equal(0, p.summary.unschedulable, f)
+    end
   end)
 
   it("launches nothing for a NodePool being deleted or whose status says Ready=False", function()
