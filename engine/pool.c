@@ -32,8 +32,13 @@ typedef struct pvm {
 
 /* ------------------------------------------------------------ matching */
 
+/* A selection entry against a VM, as KubeVirt's filterVMsBasedOnSelectors:
+** its label selector against the VM template's labels only (those after
+** the VM's own metadata labels in v->labels). */
 static bool entry_match(const dt_selentry *e, const dt_vm *v) {
-  if (e->labels.present && !dt__selector_match(&e->labels, v->labels.v, v->labels.n)) return false;
+  if (e->labels.present &&
+      !dt__selector_match(&e->labels, v->labels.v + v->nmeta_labels, v->labels.n - v->nmeta_labels))
+    return false;
   for (size_t i = 0; i < e->node.n; i++)
     if (!dt__mreq_match(&e->node.v[i], v->node_selector.v, v->node_selector.n)) return false;
   return true;

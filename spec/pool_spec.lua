@@ -51,6 +51,11 @@ local function vm(name, o)
   end
   local ready = o.ready
   if ready == nil then ready = not o.halted end
+  -- its labels on its template too, as the pool's template gave them (selectors read the template's)
+  local tmpl = o.template or vmi()
+  if o.labels and not o.template then
+    for k, v in pairs(o.labels) do tmpl.metadata.labels[k] = v end
+  end
   return {
     apiVersion = "kubevirt.io/v1",
     kind = "VirtualMachine",
@@ -63,7 +68,7 @@ local function vm(name, o)
       annotations = o.annotations,
       ownerReferences = owners,
     },
-    spec = { runStrategy = o.halted and "Halted" or "Always", template = o.template or vmi() },
+    spec = { runStrategy = o.halted and "Halted" or "Always", template = tmpl },
     status = {
       ready = ready,
       printableStatus = o.status or (o.halted and "Stopped" or (ready and "Running" or "Starting")),
@@ -180,6 +185,17 @@ describe("VM pool scale-in", function()
     })
     assert.same({ "web-2" }, names(p.delete))
     assert.matches("orderedPolicies%[0%]", p.delete[1].reason)
+  end)
+
+  it("matches a label selector against the VM template's labels only, as KubeVirt", function()
+    local own = vm("web-0", { created = 300 })
+    own.metadata.labels.tier = "canary" -- on the VM, not its template: not selected
+    local p = run({
+      pool({ replicas = 2, scaleInStrategy = { proactive = { selectionPolicy = {
+        orderedPolicies = { { matchLabels = { tier = "canary" } } }, basePolicy = "Newest" } } } }),
+      own, vm("web-1", { created = 100 }), vm("web-2", { created = 200, labels = { tier = "canary" } }),
+    })
+    assert.same({ "web-2" }, names(p.delete))
   end)
 
   it("falls back to the base policy when too few VMs match (KubeVirt indexes past the end here)", function()
