@@ -192,7 +192,7 @@ describe("VM pool scale-in", function()
     own.metadata.labels.tier = "canary" -- on the VM, not its template: not selected
     local p = run({
       pool({ replicas = 2, scaleInStrategy = { proactive = { selectionPolicy = {
-        orderedPolicies = { { matchLabels = { tier = "canary" } } }, basePolicy = "Newest" } } } }),
+        orderedPolicies = { { matchLabels = { tier = "canary" } } }, basePolicy = "Oldest" } } } }),
       own, vm("web-1", { created = 100 }), vm("web-2", { created = 200, labels = { tier = "canary" } }),
     })
     assert.same({ "web-2" }, names(p.delete))
