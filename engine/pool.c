@@ -489,9 +489,10 @@ static int scale_in_order(poolrun *r, pvm *cand, size_t nc, int64_t remove, size
   return rc;
 }
 
-/* 3. Scale in, within maxUnavailable and the burst limit. VMs already being
-** deleted count toward it. */
-static int pool_scale_in(poolrun *r, int64_t mu_scale) {
+/* 3. Scale in: what the selection policy puts first, at most the burst
+** limit a round (VMs already being deleted count toward it); maxUnavailable
+** holds updates only, as KubeVirt's scaleIn. */
+static int pool_scale_in(poolrun *r) {
   const dt_vmpool *p = r->p;
   int64_t remove = -r->diff - (int64_t)r->ndel;
   if (r->ndel) note(r, "%zu VMs are already being deleted and count toward the scale-in", r->ndel);
@@ -515,22 +516,18 @@ static int pool_scale_in(poolrun *r, int64_t mu_scale) {
     order_vms(cand, nc, &p->scale_sel, r->x->o->seed ^ dt__hash64(p->name, strlen(p->name)));
     rc = scale_in_order(r, cand, nc, remove, ord, &hooked);
   }
-  int64_t left = mu_scale - (int64_t)r->nunavail;
   size_t take = (size_t)remove < nc ? (size_t)remove : nc;
   for (size_t k = 0; !rc && k < take; k++) {
     const pvm *c = &cand[ord[k]];
     char sel[300];
     why_selected(&p->scale_sel, c, sel, sizeof sel);
-    bool free_slot = unavailable(c->v);
-    if (r->deletes_left <= 0 || (!free_slot && left <= 0)) {
-      snprintf(r->tmp, sizeof r->tmp, "scale in %lld → %lld (%s%s): waits for %s", (long long)r->count,
-               (long long)p->replicas, sel, hooked ? ", order from the scale_in hook" : "",
-               r->deletes_left <= 0 ? "the burst limit" : "maxUnavailable");
-      action(r, DT_POOL_WAITING, c->v->name, r->tmp)->info.wait_for = r->deletes_left <= 0 ? "burst" : "maxUnavailable";
+    if (r->deletes_left <= 0) {
+      snprintf(r->tmp, sizeof r->tmp, "scale in %lld → %lld (%s%s): waits for the burst limit", (long long)r->count,
+               (long long)p->replicas, sel, hooked ? ", order from the scale_in hook" : "");
+      action(r, DT_POOL_WAITING, c->v->name, r->tmp)->info.wait_for = "burst";
       st->waiting++;
       continue;
     }
-    if (!free_slot) left--;
     r->deletes_left--;
     snprintf(r->tmp, sizeof r->tmp, "scale in %lld → %lld: %s%s", (long long)r->count, (long long)p->replicas, sel,
              hooked ? ", order from the scale_in hook" : "");
@@ -635,7 +632,6 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
   int rc = pool_open(&r, vms, nvms);
   const dt_vmpool *p = r.p;
   if (!rc && !p->deleting) pool_heal(&r);
-  int64_t mu_scale = max_unavailable(p, p->replicas > r.count ? p->replicas : r.count);
   int64_t mu_update = max_unavailable(p, p->replicas);
   if (!rc) {
     r.rec->has_max_unavailable = true;
@@ -647,7 +643,7 @@ static int run_pool(ctx *x, size_t pi, const size_t *vms, size_t nvms, const int
     note(&r, "paused: no scaling or updates (autohealing still runs)");
   } else if (!rc) {
     if (r.diff > 0) rc = pool_scale_out(&r, used, nused);
-    if (!rc && r.diff < 0) rc = pool_scale_in(&r, mu_scale);
+    if (!rc && r.diff < 0) rc = pool_scale_in(&r);
     if (!rc) rc = pool_update(&r, mu_update);
   }
   dt__free(r.act);
