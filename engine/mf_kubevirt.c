@@ -45,6 +45,7 @@ void mf_vm_free(dt_vm *v) {
   dt__free(v->ns);
   dt__free(v->name);
   dt__free(v->owner);
+  dt__free(v->owner_uid);
   dt__kvs_free(&v->labels);
   dt__kvs_free(&v->node_selector);
   dt__free(v->status);
@@ -729,8 +730,10 @@ int mf_vm(mctx *x, const cJSON *o) {
   const cJSON *owners = mf_get(md, "ownerReferences");
   for (const cJSON *c = cJSON_IsArray(owners) ? owners->child : NULL; c; c = c->next) {
     const char *k = mf_get_str(c, "kind"), *n = mf_get_str(c, "name");
-    if (k && n && !strcmp(k, "VirtualMachinePool") && !cJSON_IsFalse(mf_get(c, "controller")) && !v.owner)
-      if (!(v.owner = dt__strdup(n))) goto nomem;
+    /* the controller reference only, as KubeVirt's isOwned (metav1.GetControllerOf) */
+    const char *uid = mf_get_str(c, "uid");
+    if (k && n && !strcmp(k, "VirtualMachinePool") && cJSON_IsTrue(mf_get(c, "controller")) && !v.owner)
+      if (!(v.owner = dt__strdup(n)) || (uid && !(v.owner_uid = dt__strdup(uid)))) goto nomem;
   }
   if (mf_parse_kvs(x, mf_get(md, "labels"), "metadata.labels", &v.labels)) goto fail;
   v.nmeta_labels = v.labels.n;

@@ -410,6 +410,7 @@ typedef struct dt_vmpool {
 typedef struct dt_vm {
   char *ns, *name, *file;
   char *owner;               /* controller ownerReference to a VirtualMachinePool, or NULL */
+  char *owner_uid;           /* ... and the uid it names, NULL if absent */
   dt_kvs labels;             /* metadata.labels, then spec.template.metadata.labels */
   size_t nmeta_labels;       /* how many of labels are metadata.labels */
   dt_kvs node_selector;      /* spec.template.spec.nodeSelector */

@@ -677,6 +677,8 @@ static int group_vms(const dt_manifests *m, dt_symtab *pools, size_t *start, siz
     if (v->owner) {
       snprintf(key, sizeof key, "%s/%s", v->ns, v->owner);
       dt_sym s = dt__sym_find(pools, key);
+      const char *puid = s ? m->vmpools.v[s - 1].uid : NULL;
+      if (s && puid && v->owner_uid && strcmp(puid, v->owner_uid)) s = 0; /* an earlier pool's of that name */
       if (s) {
         owner[i] = s - 1;
         start[s]++;
@@ -716,8 +718,13 @@ static void pools_tail(ctx *x, const size_t *owner) {
   char key[1200];
   for (size_t i = 0; i < m->vms.n; i++)
     if (m->vms.v[i].owner && owner[i] == SIZE_MAX) {
-      snprintf(key, sizeof key, "%s: VirtualMachine %s/%s is owned by VirtualMachinePool %s, which is not in the input",
-               m->vms.v[i].file, m->vms.v[i].ns, m->vms.v[i].name, m->vms.v[i].owner);
+      snprintf(key, sizeof key,
+               "%s: VirtualMachine %s/%s is owned by VirtualMachinePool %s%s%s, which is not in the input%s",
+               m->vms.v[i].file, m->vms.v[i].ns, m->vms.v[i].name, m->vms.v[i].owner,
+               m->vms.v[i].owner_uid ? " uid " : "", m->vms.v[i].owner_uid ? m->vms.v[i].owner_uid : "",
+               m->vms.v[i].owner_uid ? " (one of that name with another uid is: its VMs are not this pool's; the "
+                                       "name stays taken)"
+                                     : "");
       const char *s = rstr(x, key);
       if (!s || dt__vec_push(&r->notes, s)) r->arena.oom = 1;
     }

@@ -482,4 +482,16 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
     assert.equal(1, #p.delete)
     assert.equal("db-1", p.delete[1].name)
   end)
+
+  it("owns the VMs whose controller reference names its uid, as KubeVirt's isOwned", function()
+    local pl = pool({ uid = POOL_UID, replicas = 2 })
+    local stale, loose = kubevirt_vm(pl, 0, {}), kubevirt_vm(pl, 1, {})
+    stale.metadata.ownerReferences[1].uid = "0000dead-0000-0000-0000-00000000beef" -- a pool of that name before
+    loose.metadata.ownerReferences[1].controller = nil -- not the controller reference
+    local p = run({ pl, stale, loose })
+    assert.equal(0, p.status.current)
+    local made = {}
+    for _, c in ipairs(p.create) do made[#made + 1] = c.name end
+    assert.same({ "db-2", "db-3" }, made, "their names stay taken")
+  end)
 end)
