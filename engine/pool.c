@@ -395,6 +395,17 @@ static void pool_heal(poolrun *r) {
     if (v->healed_at && v->heal_attempt > 0 && now - v->healed_at <= 2 * p->heal_cap) attempt = v->heal_attempt + 1;
     int64_t next = attempt > 1 ? v->healed_at + heal_delay(p, attempt) : now;
     dt_pool_act *a;
+    if (r->diff < 0 && p->scale_in != DT_STRAT_UNMANAGED && r->deletes_left > 0) {
+      /* the pool scales in: the failing VM goes and counts toward it (KubeVirt heals, then scales) */
+      snprintf(r->tmp, sizeof r->tmp, "%s; the pool scales in %lld → %lld: deleted, not re-created", why,
+               (long long)r->count, (long long)p->replicas);
+      action(r, DT_POOL_DELETE, v->name, r->tmp)->info.preserve_state = p->preserve != DT_PRESERVE_DISABLED;
+      r->healing[v - r->x->m->vms.v] = true;
+      r->deletes_left--;
+      r->diff++;
+      r->x->r->stats.del++;
+      continue;
+    }
     if (next > now || r->deletes_left <= 0 || r->creates_left <= 0) {
       snprintf(r->tmp, sizeof r->tmp, "%s; attempt %lld waits %s", why, (long long)attempt,
                next > now ? "for its backoff" : "for the burst limit");

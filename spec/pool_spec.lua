@@ -427,6 +427,14 @@ describe("VM pool autohealing", function()
     return pool({ replicas = 1, autohealing = {}, annotations = o })
   end
 
+  it("deletes a failing VM when the pool scales in, and counts it toward the scale-in (KubeVirt heals, then scales)",
+    function()
+      local p = run({ pool({ replicas = 2, autohealing = {}, scaleInStrategy = { proactive = { selectionPolicy = {
+        basePolicy = "DescendingOrder" } } } }), vm("web-0", { fails = 3, ready = false }), vm("web-1"), vm("web-2") })
+      assert.same({}, names(p.heal))
+      assert.same({ "web-0" }, names(p.delete), "web-2, healthy, stays: web-0's deletion is the scale-in")
+    end)
+
   it("heals a VM after 3 start failures, not before", function()
     local p = run({ healing(), vm("web-0", { fails = 2, ready = false }) })
     assert.same({}, names(p.heal))
