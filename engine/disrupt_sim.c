@@ -642,6 +642,14 @@ void dt__dr_price_rule(state *st, const sim *s, const uint32_t *cands, size_t n,
       v->nopt = SPOT_TO_SPOT_MIN;
     }
   }
+  /* RemoveInstanceTypeOptionsByPriceAndMinValues under the Strict policy
+  ** (Karpenter's default): the cheaper options must still meet minValues */
+  if (p->pools[k->pool].has_min_values && !dt__min_values_ok(p, &k->reqs, v->opt, v->nopt)) {
+    snprintf(v->reason, sizeof v->reason,
+             "not cheaper within minValues: the %u cheaper instance types do not meet the NodePool's minValues",
+             v->nopt);
+    return;
+  }
   v->ok = true;
   v->replace = true;
   v->savings = price - v->new_price;

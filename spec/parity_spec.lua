@@ -286,6 +286,13 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.are.equal("delete", r.commands[1].action)
   end)
 
+  it("refuses a replacement whose cheaper types fail the NodePool's minValues (Karpenter's Strict policy)", function()
+    local r, err = h.dt.disrupt { files = { DIR .. "disrupt-min-values-replace.yaml" }, now = "2026-11-28T12:00:00Z" }
+    assert(r, err)
+    assert.are.equal(0, #r.commands)
+    assert.matches("minValues", why(r, "ip-10-0-1-63.ec2.internal"))
+  end)
+
   it("reads budgets: [] as no budget and reasons: [] as a budget for no reason", function()
     assert.are.equal(12, #taken(pass "disrupt-budgets-empty.yaml"))
     assert.are.equal(12, #taken(pass "disrupt-reasons-empty.yaml"))
