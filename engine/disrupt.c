@@ -641,7 +641,7 @@ bool dt__dr_settled(state *st, size_t i) {
     return false;
   }
   if (dt__dr_settling(st, d)) {
-    dt__dr_why(st, i, "consolidateAfter %llds not elapsed (%llds since the last pod event)",
+    dt__dr_why(st, i, "consolidateAfter %llds not elapsed (%llds since its last pod event or initialization)",
                (long long)p->consolidate_after, (long long)(st->o.now - dt__dr_since(d)));
     return false;
   }

@@ -94,11 +94,15 @@ static inline bool dt__dr_pdb_applies(const dt_podspec *p, const dt_pdb *b) {
   return !(b && b->always_allow && p->unready);
 }
 
-/* The node's last pod event, its creation when it had none. Karpenter keeps
-** lastPodEventTime on the NodeClaim: when the Node is in the input too, the
-** claim it registered is read as well (the later of the two counts). */
+/* The node's last pod event, its creation or its claim's initialization
+** (Karpenter counts consolidateAfter from the Initialized condition when no
+** pod event came), the latest of them. Karpenter keeps lastPodEventTime on
+** the NodeClaim: when the Node is in the input too, the claim it registered
+** is read as well. */
 static inline int64_t dt__dr_since(const dnode *d) {
   int64_t t = d->n->last_pod_event > d->n->created ? d->n->last_pod_event : d->n->created;
+  if (d->n->initialized_at > t) t = d->n->initialized_at;
+  if (d->claim && d->claim->initialized_at > t) t = d->claim->initialized_at;
   return d->claim && d->claim->last_pod_event > t ? d->claim->last_pod_event : t;
 }
 

@@ -723,6 +723,10 @@ int mf_node(mctx *x, const cJSON *o, bool is_claim) {
   if (drifted && !strcmp(drifted, "True") && !(n.drifted = dt__strdup(why && *why ? why : "Drifted"))) goto nomem;
   const char *lpe = mf_get_str(st, "lastPodEventTime");
   if (lpe) dt_time_parse(lpe, &n.last_pod_event, NULL);
+  for (const cJSON *c = claim_init ? mf_get(st, "conditions")->child : NULL; c; c = c->next) {
+    const char *t = mf_get_str(c, "type"), *lt = mf_get_str(c, "lastTransitionTime");
+    if (t && lt && !strcmp(t, "Initialized")) dt_time_parse(lt, &n.initialized_at, NULL);
+  }
   if (is_claim) {
     if (!(n.claim_name = dt__strdup(name))) goto nomem;
     const char *pid = mf_get_str(st, "providerID");

@@ -329,6 +329,7 @@ typedef struct dt_node {
   bool ready;                                /* Ready condition (true without conditions) */
   bool dnd;                                  /* karpenter.sh/do-not-disrupt: "true" */
   int64_t created, deleting, last_pod_event; /* Unix seconds; 0 unknown / not deleting */
+  int64_t initialized_at;                    /* a NodeClaim's Initialized=True lastTransitionTime; 0 unknown */
   char *pool_hash;                           /* dovetail.dev/nodepool-hash */
   char *k_hash, *k_hash_version;             /* a NodeClaim's karpenter.sh/nodepool-hash(-version) */
   char *drifted;                             /* a NodeClaim's Drifted=True condition: its reason; NULL none */

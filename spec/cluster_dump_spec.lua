@@ -79,7 +79,7 @@ status: {phase: Failed, reason: OutOfcpu}
     local d = assert(h.dt.disrupt { files = { f }, now = "2026-11-23T12:00:00Z" })
     assert.are.equal(0, #d.commands, "consolidateAfter: 30s has not passed since the last pod event")
     local out = h.cli("disrupt -o table --now 2026-11-23T12:00:00Z " .. f)
-    assert.matches("consolidateAfter 30s not elapsed (10s since the last pod event)", out, 1, true)
+    assert.matches("consolidateAfter 30s not elapsed (10s since its last pod event or initialization)", out, 1, true)
     -- and a minute later it has
     d = assert(h.dt.disrupt { files = { f }, now = "2026-11-23T12:00:50Z" })
     assert.are.equal(1, #d.commands)

@@ -293,6 +293,14 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.matches("minValues", why(r, "ip-10-0-1-63.ec2.internal"))
   end)
 
+  it("counts consolidateAfter from the claim's initialization when no pod event came", function()
+    local r, err = h.dt.disrupt { files = { DIR .. "disrupt-consolidate-after-init.yaml" }, now = "2026-11-28T12:00:00Z" }
+    assert(r, err)
+    assert.are.equal(0, #r.commands, "initialized 4 min ago, consolidateAfter 5m")
+    r = assert(h.dt.disrupt { files = { DIR .. "disrupt-consolidate-after-init.yaml" }, now = "2026-11-28T12:02:00Z" })
+    assert.are.equal(1, #r.commands)
+  end)
+
   it("reads budgets: [] as no budget and reasons: [] as a budget for no reason", function()
     assert.are.equal(12, #taken(pass "disrupt-budgets-empty.yaml"))
     assert.are.equal(12, #taken(pass "disrupt-reasons-empty.yaml"))
