@@ -597,11 +597,21 @@ static int pool_update(poolrun *r, int64_t mu_update) {
   size_t nout = 0;
   pvm *out_of = dt__calloc(r->nact ? r->nact : 1, sizeof *out_of);
   if (!out_of) return DT_ENOMEM;
+  /* KubeVirt's update selectors scope the rollout (its update() filters by
+  ** them): the outdated VMs they leave out are not updated */
+  const dt_selentry *scope = p->update_sel.selectors_first && p->update_sel.n ? &p->update_sel.v[0] : NULL;
+  size_t outside = 0;
   for (size_t k = 0; k < r->nact; k++) {
     const dt_vm *v = r->act[k].v;
     if (v->deleting || r->healing[v - r->x->m->vms.v] || current(p, v)) continue;
+    if (scope && !entry_match(scope, v)) {
+      outside++;
+      continue;
+    }
     out_of[nout++].v = v;
   }
+  if (outside)
+    note(r, "%zu outdated VMs are outside updateStrategy's selectors and are not updated (as KubeVirt)", outside);
   r->rec->has_outdated = true;
   r->rec->info.outdated = (int64_t)nout;
   if (!nout) {

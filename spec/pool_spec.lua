@@ -427,6 +427,20 @@ describe("VM pool autohealing", function()
     return pool({ replicas = 1, autohealing = {}, annotations = o })
   end
 
+  it("updates only the outdated VMs KubeVirt's update selectors select (a staged rollout)", function()
+    local function old(name, canary)
+      local t = vmi()
+      t.spec.domain.cpu.cores = 1 -- the pool's template says 2
+      if canary then t.metadata.labels.tier = "canary" end
+      return vm(name, { template = t })
+    end
+    local p = run({ pool({ replicas = 3, updateStrategy = { proactive = { selectionPolicy = {
+      selectors = { labelSelector = { matchLabels = { tier = "canary" } } } } } } }),
+      old("web-0", true), old("web-1"), old("web-2") })
+    assert.same({ "web-0" }, names(p.update))
+    assert.matches("2 outdated VMs are outside updateStrategy's selectors", table.concat(p.notes or {}, "\n"), 1, true)
+  end)
+
   it("deletes a failing VM when the pool scales in, and counts it toward the scale-in (KubeVirt heals, then scales)",
     function()
       local p = run({ pool({ replicas = 2, autohealing = {}, scaleInStrategy = { proactive = { selectionPolicy = {
