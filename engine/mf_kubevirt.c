@@ -719,7 +719,8 @@ int mf_vm(mctx *x, const cJSON *o) {
   if (dash && dash[1]) {
     char *end;
     long long i = strtoll(dash + 1, &end, 10);
-    if (!*end && dash[1] >= '0' && dash[1] <= '9' && i >= 0) v.index = i;
+    /* "<pool>-<i>" as KubeVirt writes it: no leading zero (web-01 is not web-1's name) */
+    if (!*end && dash[1] >= '0' && dash[1] <= '9' && i >= 0 && (dash[1] != '0' || !dash[2])) v.index = i;
   }
   const char *del = mf_get_str(md, "deletionTimestamp");
   if (del && dt_time_parse(del, &v.deleting, NULL)) {

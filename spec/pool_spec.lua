@@ -427,6 +427,11 @@ describe("VM pool autohealing", function()
     return pool({ replicas = 1, autohealing = {}, annotations = o })
   end
 
+  it("takes web-01 for no index: the name web-1 is free, as KubeVirt checks exact names", function()
+    local p = run({ pool({ replicas = 3 }), vm("web-0"), vm("web-01") })
+    assert.same({ "web-1" }, names(p.create))
+  end)
+
   it("updates only the outdated VMs KubeVirt's update selectors select (a staged rollout)", function()
     local function old(name, canary)
       local t = vmi()
