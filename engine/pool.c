@@ -192,6 +192,19 @@ static cJSON *vm_object(const dt_vmpool *p, const char *name, int64_t idx, int64
   cJSON *fin = dt__json_put(md, "finalizers", cJSON_CreateArray());
   dt__json_put(fin, NULL, cJSON_CreateString("pool.kubevirt.io/finalizer"));
   cJSON *spec = dt__json_put(o, "spec", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(p->tmpl, "spec"), 1));
+  if (p->generation) { /* and on its VMI template, as KubeVirt's injectPoolRevisionLabelsIntoVM */
+    char rev[600];
+    snprintf(rev, sizeof rev, "%s-%lld", p->name, (long long)p->generation);
+    cJSON *vt = cJSON_GetObjectItemCaseSensitive(spec, "template");
+    if (cJSON_IsObject(vt)) {
+      cJSON *vmd = cJSON_GetObjectItemCaseSensitive(vt, "metadata");
+      if (!cJSON_IsObject(vmd)) vmd = dt__json_put(vt, "metadata", cJSON_CreateObject());
+      cJSON *vl = cJSON_GetObjectItemCaseSensitive(vmd, "labels");
+      if (!cJSON_IsObject(vl)) vl = dt__json_put(vmd, "labels", cJSON_CreateObject());
+      cJSON_DeleteItemFromObjectCaseSensitive(vl, "kubevirt.io/vm-pool-revision-name");
+      dt__json_put_str(vl, "kubevirt.io/vm-pool-revision-name", rev);
+    }
+  }
   cJSON *dvt = cJSON_GetObjectItemCaseSensitive(spec, "dataVolumeTemplates");
   for (cJSON *d = cJSON_IsArray(dvt) ? dvt->child : NULL; d; d = d->next)
     suffix_name(cJSON_GetObjectItemCaseSensitive(d, "metadata"), "name", p, idx, false);

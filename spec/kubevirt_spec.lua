@@ -494,4 +494,11 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
     for _, c in ipairs(p.create) do made[#made + 1] = c.name end
     assert.same({ "db-2", "db-3" }, made, "their names stay taken")
   end)
+
+  it("puts the revision label on a created VM and on its VMI template, as KubeVirt's controller", function()
+    local p = run({ pool({ uid = POOL_UID, replicas = 1 }) })
+    local vm = p.create[1].object
+    assert.equal("db-3", vm.metadata.labels["kubevirt.io/vm-pool-revision-name"])
+    assert.equal("db-3", vm.spec.template.metadata.labels["kubevirt.io/vm-pool-revision-name"])
+  end)
 end)
