@@ -98,6 +98,7 @@ typedef struct rt_group {
   uint32_t nns;
   dt_sym *ns;                      /* namespaces the group counts */
   int32_t zone[64], ct[DT_CT_N];   /* matching pods per domain */
+  uint64_t zdom;                   /* a zone spread's domains from existing nodes its filter passes */
   int32_t ozone[64], oct[DT_CT_N]; /* pods declaring this anti-affinity (inverse) */
   dt_i32vec host, ohost;           /* per host id: nodes, then claims */
   int64_t total;

@@ -205,6 +205,15 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
     ng->fspec = fspec;
     if (filter_compile(p, ng)) rc = DT_ENOMEM;
   }
+  /* Karpenter's countDomains: the zones of existing nodes the spread's
+  ** filter passes are domains too, with or without pods, even where no
+  ** NodePool launches (the kube-scheduler counts them alike) */
+  for (uint32_t h = 0; rc >= 0 && kind == TG_SPREAD && dom == DOM_ZONE && h < p->nnodes; h++) {
+    rt_group *ng = &p->groups.v[rc];
+    const rt_node *n = &p->nodes[h];
+    if (n->zone < 0 || machine_deleting(n) || (ng->fmode && !filter_passes(p, ng, h))) continue;
+    ng->zdom |= 1ull << n->zone;
+  }
 out:
   dt__free(q);
   dt__free(vals);
@@ -497,7 +506,8 @@ int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, uint64_t *Z,
     const int32_t *cnt = g->dom == DOM_ZONE ? g->zone : g->ct;
     int nd = g->dom == DOM_ZONE ? (int)p->nzones : DT_CT_N;
     uint64_t cur = g->dom == DOM_ZONE ? z : ct;
-    uint64_t elig = g->dom == DOM_ZONE ? (p->universe_z & c->elig_z) : (uint64_t)(p->universe_c & c->elig_c);
+    uint64_t elig =
+        g->dom == DOM_ZONE ? ((p->universe_z | g->zdom) & c->elig_z) : (uint64_t)(p->universe_c & c->elig_c);
     uint64_t next = 0;
     if (tc->kind == TG_SPREAD) {
       int d = pick_spread(cnt, nd, cur & elig, elig, tc);

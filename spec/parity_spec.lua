@@ -314,6 +314,15 @@ describe("Karpenter parity in disruption on real inputs", function()
     end
   end)
 
+  -- A managed node group's node (tainted CriticalAddonsOnly) runs in us-east-1f, outside the NodePool's
+  -- zones; six api pods spread over zones with maxSkew 1.
+  it("counts an existing node's zone outside every NodePool as a spread domain, as Karpenter and the kube-scheduler",
+    function()
+      local p = plan "spread-zone-outside-pools.yaml"
+      assert.are.equal(3, p.summary.scheduled, "one per zone a, b, c: us-east-1f holds none")
+      assert.are.equal(3, p.summary.unschedulable)
+    end)
+
   it("launches nothing for a NodePool being deleted or whose status says Ready=False", function()
     for _, f in ipairs { "nodepool-not-ready.yaml", "nodepool-deleting.yaml" } do
       local p = plan(f)
