@@ -99,8 +99,8 @@ static const opt k_opts[] = {
     {"startup-timeout", O_DUR_S, true, &D.startup_timeout_s,
      "DUR  a launched claim whose node has not initialized after DUR is deleted (default 15m)"},
     {"registration", O_STR, false, &D.registration,
-     "launch|node|auto  a launched claim is initialized at launch (the default), when its Node is Ready (node), or "
-     "as node once the cluster feed has sent any Node (auto)"},
+     "auto|node|launch  a launched claim is initialized when its Node is Ready (node), at launch (launch), or "
+     "as node once the cluster feed has sent any Node (auto, the default)"},
     {"max-unhealthy", O_COUNT_PCT, true, &D.max_unhealthy,
      "N|P%  remediation stops when more of a pool's nodes are unhealthy (default 100%)"},
     {"token-file", O_STR, false, &g_token_file,
@@ -415,7 +415,7 @@ static void serve_defaults(void) {
   D.max_unhealthy_pct = true;
   D.http_lim = (dt_httpd_limits){.body = 16u << 20, .conns = 32, .replies = 256u << 20, .stall_ms = 60000};
   D.provider = "sim";
-  D.registration = "launch";
+  D.registration = "auto";
   D.cluster = "dovetail";
   D.poll_ms = 60000;
   D.timeout_ms = 10000;

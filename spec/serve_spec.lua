@@ -408,8 +408,9 @@ spec:
     -- Five empty Nodes of the pool that another owner launched (tainted, so
     -- the pod cannot use them): a pass that took them as candidates spent the
     -- Empty budget of 1 on one of them every time, and never reached the
-    -- daemon's own empty claim.
-    local d = start("--disrupt-interval 200ms")
+    -- daemon's own empty claim. (The feed sends no Node for the daemon's
+    -- machine: its claim counts as initialized at launch.)
+    local d = start("--disrupt-interval 200ms --registration launch")
     local docs = { ONE_AT_A_TIME }
     for i = 0, 4 do
       docs[#docs + 1] = h.json({ apiVersion = "v1", kind = "Node",
@@ -719,7 +720,8 @@ return {
     -- spec slept: the replace decision carries the time it was made, which must
     -- be at least the timeout after the node's lastTransitionTime (both whole
     -- seconds of the same clock), however slow the machine.
-    local d = launched("--unhealthy-timeout 3s --disrupt-interval 200ms")
+    -- the feed sends no Node for the replacement: it counts as initialized at launch
+    local d = launched("--unhealthy-timeout 3s --disrupt-interval 200ms --registration launch")
     local claim, since = not_ready(d, 0)
     eventually(function() return not http(d, "GET", "/v1/state"):find('"' .. claim .. '"', 1, true) end,
       "the unhealthy node replaced")
@@ -733,6 +735,27 @@ return {
     assert.matches("Unhealthy: node " .. claim .. " Ready=False", decisions, 1, true)
     assert.matches("dovetail_remediations_total 1\n", (http(d, "GET", "/metrics")), 1, true)
     assert.matches('"id":%s*"i%-', (http(d, "GET", "/v1/state")))
+    d.stop()
+  end)
+
+  it("deletes a replaced node only once its replacement's Node is Ready (--registration auto, the default)", function()
+    local d = launched("--unhealthy-timeout 1s --disrupt-interval 200ms")
+    local claim = not_ready(d, 60) -- the feed sends Nodes from here on
+    local new
+    eventually(function()
+      for c in http(d, "GET", "/v1/state"):gmatch('"nodeClaim":%s*"([%w-]+)"') do
+        if c ~= claim then new = c end
+      end
+      return new
+    end, "the replacement launched")
+    rounds(d, 6, "passes while the replacement boots")
+    assert.matches('"' .. claim .. '"', (http(d, "GET", "/v1/state")), 1, true)
+    local _, code = http(d, "PUT", "/v1/objects", h.json({ apiVersion = "v1", kind = "Node",
+      metadata = { name = new, labels = { ["karpenter.sh/nodepool"] = "default" } },
+      status = { conditions = h.array { { type = "Ready", status = "True" } } } }))
+    assert.equal(200, code)
+    eventually(function() return not http(d, "GET", "/v1/state"):find('"' .. claim .. '"', 1, true) end,
+      "the replaced node deleted once its replacement joined")
     d.stop()
   end)
 
