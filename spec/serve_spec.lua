@@ -594,10 +594,12 @@ return {
     d.stop()
   end)
 
-  it("lets a machine go once its Node, deleted by someone else, has drained; provisions for its pods first", function()
+  -- A daemon (disruption every 200 ms) that launched one machine for pod a (2 cpu) under a
+  -- NodePool with consolidateAfter; the pod maker and the machine's instance id and zone.
+  local function one_machine(consolidate_after)
     local d = start("--disrupt-interval 200ms")
     local pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n" ..
-      "  disruption: {consolidateAfter: 1h}\n  template:\n    spec:\n      requirements:\n" ..
+      "  disruption: {consolidateAfter: " .. consolidate_after .. "}\n  template:\n    spec:\n      requirements:\n" ..
       "        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n"
     local function pod(name, node)
       return h.pod(name, { cpu = "2", memory = "1Gi", extra = node and ("  nodeName: " .. node) or nil })
@@ -605,7 +607,11 @@ return {
     http(d, "PUT", "/v1/objects", h.docs(pool, pod("a")))
     eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "a's instance")
     local st = http(d, "GET", "/v1/state")
-    local id, zone = st:match('"id":%s*"(i%-%x+)"'), st:match('"zone":%s*"([%w-]+)"')
+    return d, pod, st:match('"id":%s*"(i%-%x+)"'), st:match('"zone":%s*"([%w-]+)"')
+  end
+
+  it("lets a machine go once its Node, deleted by someone else, has drained; provisions for its pods first", function()
+    local d, pod, id, zone = one_machine("1h")
     local node = ("apiVersion: v1\nkind: Node\nmetadata:\n  name: ip-10-0-0-7.ec2.internal\n%s  labels: " ..
       "{kubernetes.io/arch: amd64, karpenter.sh/nodepool: default, topology.kubernetes.io/zone: %s}\n" ..
       "spec: {providerID: 'aws:///%s/%s'}\nstatus:\n  allocatable: {cpu: '7', memory: 28Gi, pods: '58'}\n" ..
@@ -628,17 +634,7 @@ return {
   end)
 
   it("takes no new pods onto the Node of a machine it deleted, even when the Node comes again", function()
-    local d = start("--disrupt-interval 200ms")
-    local pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n" ..
-      "  disruption: {consolidateAfter: 0s}\n  template:\n    spec:\n      requirements:\n" ..
-      "        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n"
-    local function pod(name, node)
-      return h.pod(name, { cpu = "2", memory = "1Gi", extra = node and ("  nodeName: " .. node) or nil })
-    end
-    http(d, "PUT", "/v1/objects", h.docs(pool, pod("a")))
-    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "a's instance")
-    local st = http(d, "GET", "/v1/state")
-    local id, zone = st:match('"id":%s*"(i%-%x+)"'), st:match('"zone":%s*"([%w-]+)"')
+    local d, pod, id, zone = one_machine("0s")
     -- the machine registers as the cluster names it (an AWS hostname, the instance in its provider ID)
     local node = ("apiVersion: v1\nkind: Node\nmetadata:\n  name: ip-10-0-0-1.ec2.internal\n  labels: {kubernetes.io/arch: amd64, " ..
       "karpenter.sh/nodepool: default, topology.kubernetes.io/zone: %s}\nspec: {providerID: 'aws:///%s/%s'}\n" ..
