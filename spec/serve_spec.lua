@@ -1327,6 +1327,7 @@ return {
       assert.equal(1, metric(d, "dovetail_remediations_total"))
       assert.matches(id, instances(c), 1, true)
       d.stop()
+      c.stop()
     end)
 
     it("with --registration node, a claim not initialized at a restart waits again, timed from its launch", function()
@@ -1345,6 +1346,7 @@ return {
       eventually(function() return metric(d, "dovetail_remediations_total") == 1 end, "the startup timeout", 20)
       assert.matches("has not initialized", (http(d, "GET", "/v1/decisions")))
       d.stop()
+      c.stop()
       os.remove(state)
     end)
 
@@ -1359,6 +1361,7 @@ return {
       eventually(function() return count(c) == 2 end, "big's instance")
       assert.matches('"initialized":%s*false', (http(d, "GET", "/v1/state")), "a Node seen: big's waits for its own")
       d.stop()
+      c.stop()
     end)
 
     it("launches through the cloud, moves on after insufficient capacity, and replaces preempted instances", function()
