@@ -161,33 +161,19 @@ void node_gone(const char *claim, const char *id) {
   }
 }
 
-/* A Node applied: the node of a machine the daemon let go is stored as
-** being deleted (node_gone); else, when it is the node of a claim this
-** daemon launched (by the provider ID ending in the instance id), the claim
-** records it in status.nodeName, as Karpenter's registration does, so that
-** plans and disruption passes see one machine, not the claim and a second,
-** empty node. */
 bool awaits_node(void) {
   const char *r = D.registration ? D.registration : "launch";
   return !strcmp(r, "node") || (!strcmp(r, "auto") && D.seen_node);
 }
 
 /* Whether the Node n of claim has initialized as Karpenter's lifecycle
-** controller judges it: labelled karpenter.sh/initialized, or Ready with
-** none of the ephemeral taints and none of the claim's startupTaints. */
+** controller judges it (and the plans' initializing nodes read it):
+** labelled karpenter.sh/initialized, or Ready with none of the ephemeral
+** taints and none of the claim's startupTaints (key, value and effect). */
 static bool node_initialized(const cJSON *n, const char *claim) {
   const char *lab = dt__jstr(jget(jget(n, "metadata"), "labels"), "karpenter.sh/initialized");
   if (lab && !strcmp(lab, "true")) return true;
-  bool ready = false;
-  const cJSON *c;
-  cJSON_ArrayForEach(c, jget(jget(n, "status"), "conditions")) {
-    const char *t = dt__jstr(c, "type"), *s = dt__jstr(c, "status");
-    if (t && s && !strcmp(t, "Ready")) ready = !strcmp(s, "True");
-  }
-  if (!ready) return false;
-  static const char *const ephemeral[] = {"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable",
-                                          "node.cloudprovider.kubernetes.io/uninitialized",
-                                          "karpenter.sh/unregistered"};
+  if (!cond_true(n, "Ready")) return false;
   cJSON *k = claim_get(claim);
   const cJSON *startup = jget(jget(k, "spec"), "startupTaints");
   bool tainted = false;
@@ -195,17 +181,28 @@ static bool node_initialized(const cJSON *n, const char *claim) {
   cJSON_ArrayForEach(t, jget(jget(n, "spec"), "taints")) {
     const char *key = dt__jstr(t, "key");
     if (!key) continue;
-    for (size_t e = 0; e < sizeof ephemeral / sizeof *ephemeral; e++) tainted |= !strcmp(key, ephemeral[e]);
+    tainted |= dt__ephemeral_taint(key);
     const cJSON *st;
     cJSON_ArrayForEach(st, startup) {
-      const char *sk = dt__jstr(st, "key"), *se = dt__jstr(st, "effect"), *e = dt__jstr(t, "effect");
-      tainted |= sk && !strcmp(sk, key) && (!se || !e || !strcmp(se, e));
+      static const char *const f[] = {"key", "value", "effect"};
+      bool same = true;
+      for (int q = 0; q < 3 && same; q++) {
+        const char *a = dt__jstr(st, f[q]), *b = dt__jstr(t, f[q]);
+        same = !strcmp(a ? a : "", b ? b : "");
+      }
+      tainted |= same;
     }
   }
   cJSON_Delete(k);
   return !tainted;
 }
 
+/* A Node applied: the node of a machine the daemon let go is stored as
+** being deleted (node_gone); else, when it is the node of a claim this
+** daemon launched (by the provider ID ending in the instance id), the claim
+** records it in status.nodeName, as Karpenter's registration does, so that
+** plans and disruption passes see one machine, not the claim and a second,
+** empty node. */
 void node_applied(const cJSON *n) {
   int64_t now = wall();
   const char *nname = dt__jstr(jget(n, "metadata"), "name"), *pid = dt__jstr(jget(n, "spec"), "providerID");

@@ -783,14 +783,8 @@ int load_state(dt_error *err) {
   ** its launch. */
   for (size_t i = 0; i < D.insts.n && awaits_node(); i++) {
     cJSON *k = claim_get(D.insts.v[i].claim);
-    bool init = false;
-    const cJSON *c;
-    cJSON_ArrayForEach(c, jget(jget(k, "status"), "conditions")) {
-      const char *t = dt__jstr(c, "type"), *s = dt__jstr(c, "status");
-      init |= t && s && !strcmp(t, "Initialized") && !strcmp(s, "True");
-    }
+    D.insts.v[i].initialized = cond_true(k, "Initialized");
     cJSON_Delete(k);
-    D.insts.v[i].initialized = init;
   }
   logf_("info", "state", "read %s: %zu objects, %zu instances", D.state_path, D.objs.n, D.insts.n);
   return 0;

@@ -251,6 +251,16 @@ extern const double dt__plan_buckets[8], dt__lag_buckets[8];
 #define k_lag_buckets dt__lag_buckets
 
 static inline cJSON *jget(const cJSON *o, const char *k) { return cJSON_GetObjectItemCaseSensitive(o, k); }
+/* Whether object o's status condition of this type says True (its last entry, as the manifest reader). */
+static inline bool cond_true(const cJSON *o, const char *type) {
+  bool yes = false;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, jget(jget(o, "status"), "conditions")) {
+    const char *t = dt__jstr(c, "type"), *s = dt__jstr(c, "status");
+    if (t && s && !strcmp(t, type)) yes = !strcmp(s, "True");
+  }
+  return yes;
+}
 
 #define arm_batch        dt__ctl_arm_batch
 #define handle_event     dt__ctl_handle_event

@@ -319,46 +319,38 @@ static bool node_listed(const dnode *d, const char *const *list, size_t n) {
 }
 
 /*
-** The pods Karpenter reschedules off machines being deleted (a Node or its
-** NodeClaim with a deletionTimestamp): every pod there but a DaemonSet's, a
-** mirror pod, a do-not-disrupt pod and a terminating pod that is not a
-** StatefulSet's. A plan
-** places them anew; here each is where the last round nominated it (a claim
-** launched for it, or a Node the round put it on), so that claim is not
-** "empty" while it waits for them, and the room they will take is not given
-** away, else on the machine it is leaving (st->mov, st->gone, st->got).
+** The pods Karpenter reschedules (dt__pod_reschedulable) off machines being
+** deleted: a Node or its NodeClaim (paired as the pass pairs them) with a
+** deletionTimestamp. A plan places them anew; here each is where the last
+** round nominated it (a claim launched for it, or a Node the round put it
+** on), so that claim is not "empty" while it waits for them, and the room
+** they will take is not given away, else on the machine it is leaving
+** (st->mov, st->gone, st->got).
 */
-static int moving_off_deleting(state *st) {
+static int moving_off_deleting(state *st, const int32_t *paired) {
   const dt_manifests *m = st->m;
-  dt_symtab gone = {0}; /* the names a machine being deleted goes by */
+  bool any = false;
+  for (size_t i = 0; i < m->nodes.n && !any; i++) any = m->nodes.v[i].deleting;
+  if (!any) return 0;
+  st->gone = dt__arena_alloc(&st->arena, m->nodes.n);
+  if (!st->gone) return DT_ENOMEM;
   for (size_t i = 0; i < m->nodes.n; i++)
-    if (m->nodes.v[i].deleting) {
-      dt__sym(&gone, m->nodes.v[i].name);
-      if (m->nodes.v[i].node_name) dt__sym(&gone, m->nodes.v[i].node_name);
-    }
-  int rc = gone.oom ? DT_ENOMEM : 0;
-  if (!rc && gone.n) { /* a claim whose Node is being deleted, and a Node whose claim is */
-    for (size_t i = 0; i < m->nodes.n; i++) {
-      const dt_node *n = &m->nodes.v[i];
-      if ((n->node_name && dt__sym_find(&gone, n->node_name)) || dt__sym_find(&gone, n->name)) {
-        dt__sym(&gone, n->name);
-        if (n->node_name) dt__sym(&gone, n->node_name);
-      }
-    }
-    st->mov = dt__arena_alloc(&st->arena, m->pods.n ? m->pods.n : 1);
-    st->got = dt__arena_alloc(&st->arena, m->pods.n ? m->pods.n : 1);
-    st->gone = dt__arena_alloc(&st->arena, m->nodes.n ? m->nodes.n : 1);
-    rc = gone.oom || !st->mov || !st->got || !st->gone ? DT_ENOMEM : 0;
-    bool any = false;
-    for (size_t i = 0; i < m->nodes.n && !rc; i++) st->gone[i] = dt__sym_find(&gone, m->nodes.v[i].name) != 0;
-    for (size_t i = 0; i < m->pods.n && !rc; i++) {
-      const dt_podspec *p = &m->pods.v[i];
-      st->mov[i] = p->node_name && dt__sym_find(&gone, p->node_name) && !p->daemon && !p->mirror && !p->dnd &&
-                   (!p->terminating || p->sts);
-      any |= st->mov[i];
-    }
-    if (!any) st->mov = NULL;
+    if (m->nodes.v[i].deleting) st->gone[i] = st->gone[paired[i] >= 0 ? (size_t)paired[i] : i] = 1;
+  dt_symtab gone = {0}; /* the names the machines being deleted go by */
+  for (size_t i = 0; i < m->nodes.n; i++) {
+    if (paired[i] >= 0 && st->gone[paired[i]]) st->gone[i] = 1; /* the claim of a Node being deleted */
+    if (st->gone[i]) dt__sym(&gone, m->nodes.v[i].name);
   }
+  st->mov = dt__arena_alloc(&st->arena, m->pods.n ? m->pods.n : 1);
+  st->got = dt__arena_alloc(&st->arena, m->pods.n ? m->pods.n : 1);
+  int rc = gone.oom || !st->mov || !st->got ? DT_ENOMEM : 0;
+  any = false;
+  for (size_t i = 0; i < m->pods.n && !rc; i++) {
+    const dt_podspec *p = &m->pods.v[i];
+    st->mov[i] = p->node_name && dt__sym_find(&gone, p->node_name) && dt__pod_reschedulable(p);
+    any |= st->mov[i];
+  }
+  if (!any) st->mov = NULL;
   dt__symtab_free(&gone);
   return rc;
 }
@@ -376,16 +368,16 @@ int dt__dr_build(state *st) {
   st->pods = dt__arena_raw(&st->arena, (nb ? nb : 1) * sizeof *st->pods);
   st->pod_pdb = dt__arena_raw(&st->arena, (nb ? nb : 1) * sizeof *st->pod_pdb);
   if (!st->pods || !st->pod_pdb) return DT_ENOMEM;
-  if (moving_off_deleting(st)) return DT_ENOMEM;
+  /* a NodeClaim a Node in the input stands for is that Node (one machine,
+  ** not an empty second one) */
+  int32_t *paired = dt__arena_alloc(&st->arena, (m->nodes.n ? m->nodes.n : 1) * sizeof *paired);
+  if (!paired || dt__claims_paired(m, paired) || moving_off_deleting(st, paired)) return DT_ENOMEM;
   for (size_t i = 0; i < m->pods.n; i++)
     if (m->pods.v[i].node_name && !(st->mov && st->mov[i])) st->pods[st->npods++] = m->pods.v[i];
   if (nominated(st, nb)) return DT_ENOMEM;
   for (size_t i = 0; st->mov && i < m->pods.n; i++) /* nominated nowhere else: where they are */
     if (st->mov[i] && !st->got[i]) st->pods[st->npods++] = m->pods.v[i];
-  /* nodes, with their pods; a NodeClaim a Node in the input stands for is
-  ** that Node (one machine, not an empty second one) */
-  int32_t *paired = dt__arena_alloc(&st->arena, (m->nodes.n ? m->nodes.n : 1) * sizeof *paired);
-  if (!paired || dt__claims_paired(m, paired)) return DT_ENOMEM;
+  /* nodes, with their pods */
   dt_symtab names = {0};
   /* m->nodes index -> st->nodes index + 1, for the claims paired with a Node */
   int32_t *dn_of = dt__arena_alloc(&st->arena, (m->nodes.n ? m->nodes.n : 1) * sizeof *dn_of);

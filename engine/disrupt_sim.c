@@ -368,7 +368,7 @@ static int screen_build(state *st, screen *c) {
     if (alias && alias != r->name && alias <= p->syms.n && named[alias]++) collide = true;
     /* as the solver's node_fits: nodes that take no pod at all; and nodes
     ** not initialized, where a moving pod makes the simulation refuse */
-    if (r->src->unschedulable || r->src->sim_closed || r->closed || r->src->deleting ||
+    if (r->src->unschedulable || r->src->sim_closed || r->closed || machine_deleting(r) ||
         (!r->src->ready && !r->src->claim_name) || !r->src->initialized || r->initializing) {
       c->take[i] = 0;
       continue;

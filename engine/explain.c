@@ -143,16 +143,17 @@ static void short_of(const dt_plan *p, const int64_t *alloc, const int64_t *used
 static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_buf *b) {
   const rt_node *n = &p->nodes[ni];
   const char *ct = node_condition_taint(n);
-  if (n->src->unschedulable && !tolerates_noschedule(c->spec, ct)) {
+  bool refused = ct && !tolerates_taint(c->spec, ct, "", "NoSchedule");
+  if (n->src->unschedulable && refused) {
     dt__buf_puts(b,
                  "cordoned (spec.unschedulable): taint node.kubernetes.io/unschedulable:NoSchedule is not tolerated");
     return true;
   }
-  if (n->src->deleting) {
+  if (machine_deleting(n)) {
     dt__buf_puts(b, "being deleted (metadata.deletionTimestamp): takes no new pods");
     return true;
   }
-  if (ct && !n->src->unschedulable && !tolerates_noschedule(c->spec, ct)) {
+  if (refused) {
     dt__buf_puts(b, "not Ready: taint node.kubernetes.io/not-ready:NoSchedule is not tolerated");
     return true;
   }

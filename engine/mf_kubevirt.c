@@ -662,9 +662,9 @@ static int vm_status(mctx *x, const cJSON *spec, const cJSON *st, dt_vm *v) {
   const char *rs = mf_get_str(spec, "runStrategy");
   bool manual = rs && !strcmp(rs, "Manual");
   bool stopped = ps && (!strcmp(ps, "Stopped") || !strcmp(ps, "Halted"));
-  v->halted = manual ? (!v->has_status || !ps || stopped) && !cJSON_IsTrue(mf_get(st, "ready"))
-                     : !vmi_runs(spec) || (ps && !strcmp(ps, "Stopped"));
   v->ready = cJSON_IsTrue(mf_get(st, "ready"));
+  v->halted =
+      manual ? (!v->has_status || !ps || stopped) && !v->ready : !vmi_runs(spec) || (ps && !strcmp(ps, "Stopped"));
   const cJSON *fc = mf_get(mf_get(st, "startFailure"), "consecutiveFailCount");
   if (fc && !cJSON_IsNull(fc)) {
     if (!cJSON_IsNumber(fc) || fc->valuedouble < 0)

@@ -8,6 +8,8 @@
 
 #include "internal.h"
 
+#include <string.h>
+
 /* Capacity types, in Karpenter's launch precedence order. */
 enum { DT_CT_RESERVED = 0, DT_CT_SPOT = 1, DT_CT_ON_DEMAND = 2, DT_CT_N = 3 };
 extern const char *const dt__ct_names[DT_CT_N];
@@ -309,6 +311,20 @@ typedef struct dt_podspec {
   ** within one set, equal numbers are equal names. 0: none. */
   uint32_t name_id;
 } dt_podspec;
+
+/* Karpenter's known ephemeral taints (the node lifecycle controller's and the
+** cloud controller's while a node starts; Karpenter's own before it registers). */
+static inline bool dt__ephemeral_taint(const char *key) {
+  return !strcmp(key, "node.kubernetes.io/not-ready") || !strcmp(key, "node.kubernetes.io/unreachable") ||
+         !strcmp(key, "node.cloudprovider.kubernetes.io/uninitialized") || !strcmp(key, "karpenter.sh/unregistered");
+}
+
+/* Whether Karpenter reschedules pod p off a machine being deleted
+** (IsReschedulable): not a DaemonSet's, not a mirror pod, not terminating
+** unless a StatefulSet's; and not do-not-disrupt, which no eviction moves. */
+static inline bool dt__pod_reschedulable(const dt_podspec *p) {
+  return !p->daemon && !p->mirror && !p->dnd && (!p->terminating || p->sts);
+}
 
 /* An existing Node, or an in-flight NodeClaim. */
 typedef struct dt_node {

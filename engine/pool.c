@@ -153,6 +153,25 @@ static char *hash_hex(uint64_t h, char *out) {
 ** (data volumes and the volumes that use them get "-<idx>", and with
 ** spec.nameGeneration ConfigMap and Secret references too), owned by the
 ** pool and stamped with the template hash (and autohealing's attempt). */
+/* The pool's current revision as KubeVirt names it and labels its VMs with
+** (kubevirt.io/vm-pool-revision-name), into buf; false without a generation. */
+static bool revision_name(const dt_vmpool *p, char *buf, size_t n) {
+  if (!p->generation) return false;
+  snprintf(buf, n, "%s-%lld", p->name, (long long)p->generation);
+  return true;
+}
+
+/* o.labels[kubevirt.io/vm-pool-revision-name] = rev, o.labels made when absent. */
+static void put_revision(cJSON *o, const char *rev) {
+  cJSON *l = cJSON_GetObjectItemCaseSensitive(o, "labels");
+  if (!cJSON_IsObject(l)) {
+    cJSON_DeleteItemFromObjectCaseSensitive(o, "labels");
+    l = dt__json_put(o, "labels", cJSON_CreateObject());
+  }
+  cJSON_DeleteItemFromObjectCaseSensitive(l, "kubevirt.io/vm-pool-revision-name");
+  dt__json_put_str(l, "kubevirt.io/vm-pool-revision-name", rev);
+}
+
 static cJSON *vm_object(const dt_vmpool *p, const char *name, int64_t idx, int64_t attempt, int64_t now) {
   cJSON *o = cJSON_CreateObject();
   dt__json_put_str(o, "apiVersion", "kubevirt.io/v1");
@@ -164,12 +183,9 @@ static cJSON *vm_object(const dt_vmpool *p, const char *name, int64_t idx, int64
   cJSON *labels = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tmd, "labels"), 1);
   if (!labels) labels = cJSON_CreateObject();
   dt__json_put(md, "labels", labels);
-  if (p->generation) {
-    char rev[600];
-    snprintf(rev, sizeof rev, "%s-%lld", p->name, (long long)p->generation);
-    cJSON_DeleteItemFromObjectCaseSensitive(labels, "kubevirt.io/vm-pool-revision-name");
-    dt__json_put_str(labels, "kubevirt.io/vm-pool-revision-name", rev);
-  }
+  char rev[600];
+  bool has_rev = revision_name(p, rev, sizeof rev);
+  if (has_rev) put_revision(md, rev);
   cJSON *ann = cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(tmd, "annotations"), 1);
   if (!ann) ann = cJSON_CreateObject();
   dt__json_put(md, "annotations", ann);
@@ -192,18 +208,14 @@ static cJSON *vm_object(const dt_vmpool *p, const char *name, int64_t idx, int64
   cJSON *fin = dt__json_put(md, "finalizers", cJSON_CreateArray());
   dt__json_put(fin, NULL, cJSON_CreateString("pool.kubevirt.io/finalizer"));
   cJSON *spec = dt__json_put(o, "spec", cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(p->tmpl, "spec"), 1));
-  if (p->generation) { /* and on its VMI template, as KubeVirt's injectPoolRevisionLabelsIntoVM */
-    char rev[600];
-    snprintf(rev, sizeof rev, "%s-%lld", p->name, (long long)p->generation);
-    cJSON *vt = cJSON_GetObjectItemCaseSensitive(spec, "template");
-    if (cJSON_IsObject(vt)) {
-      cJSON *vmd = cJSON_GetObjectItemCaseSensitive(vt, "metadata");
-      if (!cJSON_IsObject(vmd)) vmd = dt__json_put(vt, "metadata", cJSON_CreateObject());
-      cJSON *vl = cJSON_GetObjectItemCaseSensitive(vmd, "labels");
-      if (!cJSON_IsObject(vl)) vl = dt__json_put(vmd, "labels", cJSON_CreateObject());
-      cJSON_DeleteItemFromObjectCaseSensitive(vl, "kubevirt.io/vm-pool-revision-name");
-      dt__json_put_str(vl, "kubevirt.io/vm-pool-revision-name", rev);
+  cJSON *vt = cJSON_GetObjectItemCaseSensitive(spec, "template");
+  if (has_rev && cJSON_IsObject(vt)) { /* and on its VMI template, as KubeVirt's injectPoolRevisionLabelsIntoVM */
+    cJSON *vmd = cJSON_GetObjectItemCaseSensitive(vt, "metadata");
+    if (!cJSON_IsObject(vmd)) {
+      cJSON_DeleteItemFromObjectCaseSensitive(vt, "metadata");
+      vmd = dt__json_put(vt, "metadata", cJSON_CreateObject());
     }
+    put_revision(vmd, rev);
   }
   cJSON *dvt = cJSON_GetObjectItemCaseSensitive(spec, "dataVolumeTemplates");
   for (cJSON *d = cJSON_IsArray(dvt) ? dvt->child : NULL; d; d = d->next)
@@ -254,11 +266,8 @@ static bool current(const dt_vmpool *p, const dt_vm *v) {
     char hex[17];
     return !strcmp(v->tmpl_hash, hash_hex(p->hash, hex));
   }
-  if (v->revision && p->generation) {
-    char rev[600];
-    snprintf(rev, sizeof rev, "%s-%lld", p->name, (long long)p->generation);
-    if (!strcmp(v->revision, rev)) return true;
-  }
+  char rev[600];
+  if (v->revision && revision_name(p, rev, sizeof rev) && !strcmp(v->revision, rev)) return true;
   return v->vmi_hash_ng[p->name_gen & 3] == p->vmi_hash && v->dvt_hash == p->dvt_hash;
 }
 

@@ -641,13 +641,6 @@ static int cmp_node(const void *a, const void *b) {
   return c ? c : (x->src > y->src) - (x->src < y->src);
 }
 
-/* Karpenter's known ephemeral taints (the node lifecycle controller's and the
-** cloud controller's while a node starts; Karpenter's own before it registers). */
-static bool ephemeral_taint(const char *key) {
-  return !strcmp(key, "node.kubernetes.io/not-ready") || !strcmp(key, "node.kubernetes.io/unreachable") ||
-         !strcmp(key, "node.cloudprovider.kubernetes.io/uninitialized") || !strcmp(key, "karpenter.sh/unregistered");
-}
-
 /* rt_node.initializing: a Node of NodePool `pool` without the
 ** karpenter.sh/initialized label that is NotReady or still carries an
 ** ephemeral taint or one of its NodePool's startupTaints. Karpenter's state
@@ -673,7 +666,7 @@ static void initializing(dt_plan *p, const dt_node *n, dt_sym pool, rt_node *r) 
       startup = !strcmp(s->key, t->key) && !strcmp(s->effect ? s->effect : "", t->effect ? t->effect : "") &&
                 !strcmp(s->value ? s->value : "", t->value ? t->value : "");
     }
-    if ((startup || ephemeral_taint(t->key)) && nleft < 8) {
+    if ((startup || dt__ephemeral_taint(t->key)) && nleft < 8) {
       left[nleft++] = r->taints[i];
       any = true;
     } else {

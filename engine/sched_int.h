@@ -94,21 +94,8 @@ static inline bool tolerates(const dt_plan *p, const dt_podspec *s, const rt_tai
                              const rt_taint **which) {
   for (uint32_t i = 0; i < n; i++) {
     if (t[i].effect == DT_TAINT_PREFER_NO_SCHEDULE && prefer_ok) continue;
-    const char *key = dt__sym_str(&p->syms, t[i].key);
-    const char *val = dt__sym_str(&p->syms, t[i].value);
     static const char *eff[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
-    bool ok = false;
-    for (size_t k = 0; k < s->ntol && !ok; k++) {
-      const dt_toleration *o = &s->tol[k];
-      if (o->effect && strcmp(o->effect, eff[t[i].effect])) continue;
-      if (!o->key) {
-        ok = strcmp(o->op, "Exists") == 0;
-        continue;
-      }
-      if (strcmp(o->key, key)) continue;
-      ok = strcmp(o->op, "Exists") == 0 || strcmp(o->value, val) == 0;
-    }
-    if (!ok) {
+    if (!tolerates_taint(s, dt__sym_str(&p->syms, t[i].key), dt__sym_str(&p->syms, t[i].value), eff[t[i].effect])) {
       if (which) *which = &t[i];
       return false;
     }
@@ -284,10 +271,6 @@ static inline void note(dt_plan *p, const char *fmt, ...) {
 }
 
 static inline uint64_t node_zmask(const rt_node *n) { return n->zone >= 0 ? 1ull << n->zone : 0; }
-
-/* Whether the machine is being deleted: its Node or the NodeClaim it
-** registered (Karpenter's MarkedForDeletion). */
-static inline bool machine_deleting(const rt_node *n) { return n->src->deleting || (n->claim && n->claim->deleting); }
 static inline uint8_t node_cmask(const rt_node *n) { return n->ct >= 0 ? (uint8_t)(1u << n->ct) : 0; }
 
 /* ------------------------------------------------------------ shared types */

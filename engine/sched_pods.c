@@ -872,12 +872,9 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL)
       n = p->ov ? dt__sched_node_by_sym(p, p->cl->pod_node[si]) : dt__sched_node_by_name(p, d->node_name);
     /* Karpenter provisions for the pods of nodes being deleted with the
-    ** pending ones, before they are evicted: those it would reschedule
-    ** (not a DaemonSet's or a mirror, not terminating unless a
-    ** StatefulSet's, not do-not-disrupt: no eviction moves it) are planned
-    ** again, their node's room no longer theirs. */
-    if (!p->ov && n >= 0 && machine_deleting(&p->nodes[n]) && !d->daemon && !d->mirror && !d->dnd &&
-        (!d->terminating || d->sts)) {
+    ** pending ones, before they are evicted: those it would reschedule are
+    ** planned again, their node's room no longer theirs. */
+    if (!p->ov && n >= 0 && machine_deleting(&p->nodes[n]) && dt__pod_reschedulable(d)) {
       p->from_deleting += (size_t)d->count;
     } else if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
       if (n < 0) {

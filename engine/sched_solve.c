@@ -64,7 +64,7 @@ static int node_fits(run *R, uint32_t ni, rt_class *c, uint64_t *Z, uint8_t *C) 
   /* Cordoned, or a registered Node not Ready (an in-flight NodeClaim is not
   ** Ready yet by nature): only pods that tolerate its taint. */
   const char *ct = node_condition_taint(n);
-  if (ct && !tolerates_noschedule(c->spec, ct)) return FAIL_EVER;
+  if (ct && !tolerates_taint(c->spec, ct, "", "NoSchedule")) return FAIL_EVER;
   if (!fits(p, n->alloc, n->used, c->req)) return FAIL_EVER;
   if (!tolerates(p, c->spec, n->taints, n->ntaints, c->tol_pref, NULL)) return FAIL_EVER;
   if (!node_labels_match(p, n, &c->reqs)) return FAIL_EVER;

@@ -519,22 +519,26 @@ int dt__topo_record(dt_plan *p, uint32_t spec, const rt_class *c, uint32_t host,
 int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t host, uint64_t *Z, uint8_t *C, uint32_t *fail);
 void dt__topo_explain(const dt_plan *p, const rt_class *c, uint32_t fail, dt_buf *b);
 
-/* Whether pod s tolerates a NoSchedule taint `key` with no value: what a
-** cordoned Node (node.kubernetes.io/unschedulable) and a NotReady one
-** (node.kubernetes.io/not-ready) carry, whether or not the dump shows it. */
-static inline bool tolerates_noschedule(const dt_podspec *s, const char *key) {
+/* Whether one of pod s's tolerations tolerates the taint key=val:effect. */
+static inline bool tolerates_taint(const dt_podspec *s, const char *key, const char *val, const char *effect) {
   for (size_t k = 0; k < s->ntol; k++) {
     const dt_toleration *o = &s->tol[k];
-    if (o->effect && strcmp(o->effect, "NoSchedule")) continue;
-    if (!o->key ? !strcmp(o->op, "Exists") : !strcmp(o->key, key) && (!strcmp(o->op, "Exists") || !*o->value))
+    if (o->effect && strcmp(o->effect, effect)) continue;
+    if (!o->key ? !strcmp(o->op, "Exists")
+                : !strcmp(o->key, key) && (!strcmp(o->op, "Exists") || !strcmp(o->value, val)))
       return true;
   }
   return false;
 }
 
-/* A Node that takes pods only if they tolerate its condition's taint, as
-** Karpenter's existing nodes and the kube-scheduler take them: cordoned, or
-** a registered Node that is not Ready (not one still initializing). */
+/* Whether the machine is being deleted: its Node or the NodeClaim it
+** registered (Karpenter's MarkedForDeletion). */
+static inline bool machine_deleting(const rt_node *n) { return n->src->deleting || (n->claim && n->claim->deleting); }
+
+/* The NoSchedule taint a Node carries for its condition, whether or not the
+** dump shows it (it takes only pods that tolerate it, as Karpenter's existing
+** nodes and the kube-scheduler take them): cordoned, or a registered Node
+** that is not Ready (not one still initializing); NULL for neither. */
 static inline const char *node_condition_taint(const rt_node *n) {
   if (n->src->unschedulable) return "node.kubernetes.io/unschedulable";
   if (!n->src->ready && !n->src->claim_name && !n->initializing) return "node.kubernetes.io/not-ready";
