@@ -1144,6 +1144,7 @@ return {
       { "--batch-idle soon", 2, '--batch-idle: expected a duration such as 1s, 500ms or 3m, got "soon"' },
       { "--provider http", 2, "--provider http and --cloud-url URL go together" },
       { "--provider aws", 2, '--provider: expected sim or http, got "aws"' },
+      { "--registration later", 2, '--registration: expected auto, node or launch, got "later"' },
       { "--listen nowhere", 1, '--listen: expected HOST:PORT, got "nowhere"' },
       { "--config " .. h.write("- a list\n"), 2, "expected a map of options" },
       -- strtoull read "-1" as 2^64 - 1 nodes
