@@ -83,7 +83,7 @@ static int offering_why(const dt_plan *p, const rt_claim *k, const rt_class *c, 
       dt__fmt_quantity(need, sizeof need, p->res_names[r], pods_sum[r]);
       dt__fmt_quantity(has, sizeof has, p->res_names[r], pl->eff[ti][r] > 0 ? pl->eff[ti][r] : 0);
       dt__buf_printf(b, "%s: the claim's pods (%zu) need %s, it has %s allocatable%s", p->res_names[r], k->pods.n, need,
-                     has, pl->eff[ti] != t->alloc ? " after DaemonSet overhead" : "");
+                     has, pl->eff[ti] != pl->alloc[ti] ? " after DaemonSet overhead" : "");
       break;
     }
     return W_SMALL;

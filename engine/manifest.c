@@ -189,6 +189,8 @@ dt_manifests *dt_manifests_new(void) { return dt__calloc(1, sizeof(dt_manifests)
 void dt_manifests_free(dt_manifests *m) {
   if (!m) return;
   for (size_t i = 0; i < m->pools.n; i++) mf_pool_free(&m->pools.v[i]);
+  for (size_t i = 0; i < m->nodeclasses.n; i++) mf_nodeclass_free(&m->nodeclasses.v[i]);
+  dt__free(m->nodeclasses.v);
   for (size_t i = 0; i < m->pods.n; i++)
     if (!m->pods.v[i].borrowed) mf_pod_free(&m->pods.v[i]);
   for (size_t i = 0; i < m->daemonsets.n; i++) mf_pod_free(&m->daemonsets.v[i]);
@@ -533,6 +535,7 @@ typedef struct reader {
 static const reader k_readers[] = {
     {"NodePool", "karpenter.sh/", mf_nodepool},
     {"NodeClaim", "karpenter.sh/", claim_object},
+    {"EC2NodeClass", "karpenter.k8s.aws/", mf_nodeclass},
     {"Pod", "v1", mf_pod},
     {"Node", "v1", node_object},
     {"Deployment", "apps/", workload_object},
@@ -611,16 +614,29 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
 
 /* Where a file's objects start, so a bad file adds nothing. */
 typedef struct mark_t {
-  size_t np, npod, nn, ns, nl, nds, nrc, nmk, nvp, nvm, nvol, npdb, ntopo;
+  size_t np, nnc, npod, nn, ns, nl, nds, nrc, nmk, nvp, nvm, nvol, npdb, ntopo;
   int64_t npods;
   const char *varch, *varch_file;
 } mark_t;
 
 static mark_t mark_of(const dt_manifests *m) {
-  return (mark_t){m->pools.n,   m->pods.n,       m->nodes.n,           m->seen_file.n,
-                  m->notes.len, m->daemonsets.n, m->runtime_classes.n, m->marks.n,
-                  m->vmpools.n, m->vms.n,        m->volumes.n,         m->pdbs.n,
-                  m->topo.n,    m->npods,        m->vm_default_arch,   m->vm_default_arch_file};
+  return (mark_t){m->pools.n,
+                  m->nodeclasses.n,
+                  m->pods.n,
+                  m->nodes.n,
+                  m->seen_file.n,
+                  m->notes.len,
+                  m->daemonsets.n,
+                  m->runtime_classes.n,
+                  m->marks.n,
+                  m->vmpools.n,
+                  m->vms.n,
+                  m->volumes.n,
+                  m->pdbs.n,
+                  m->topo.n,
+                  m->npods,
+                  m->vm_default_arch,
+                  m->vm_default_arch_file};
 }
 
 static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
@@ -628,6 +644,7 @@ static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
   m->vm_default_arch = k->varch;
   m->vm_default_arch_file = k->varch_file;
   while (m->pools.n > k->np) mf_pool_free(&m->pools.v[--m->pools.n]);
+  while (m->nodeclasses.n > k->nnc) mf_nodeclass_free(&m->nodeclasses.v[--m->nodeclasses.n]);
   while (m->pods.n > k->npod) mf_pod_free(&m->pods.v[--m->pods.n]);
   while (m->nodes.n > k->nn) mf_node_free(&m->nodes.v[--m->nodes.n]);
   while (m->daemonsets.n > k->nds) mf_pod_free(&m->daemonsets.v[--m->daemonsets.n]);

@@ -165,6 +165,40 @@ typedef struct dt_budget {
   unsigned reasons; /* DT_REASON_*; DT_REASON_ALL when none listed */
 } dt_budget;
 
+/* AMI families as Karpenter's AWS provider tells them apart for node
+** resources (amiSelectorTerms' alias, else spec.amiFamily). */
+enum { DT_AMI_AL2023 = 0, DT_AMI_AL2, DT_AMI_BOTTLEROCKET, DT_AMI_WINDOWS, DT_AMI_CUSTOM };
+
+/* A kubelet eviction threshold: bytes, or a percent of the capacity. */
+typedef struct dt_evict {
+  bool set, pct;
+  double value; /* bytes, or percent */
+} dt_evict;
+
+/* An EC2NodeClass (karpenter.k8s.aws) as far as it shapes the nodes of the
+** NodePools naming it: the kubelet's pods and reservations, the volume that
+** gives ephemeral storage, the zones of its subnets, its readiness. */
+typedef struct dt_nodeclass {
+  char *name, *file;
+  int family;                   /* DT_AMI_* */
+  int64_t max_pods;             /* spec.kubelet.maxPods; -1 unset */
+  int64_t pods_per_core;        /* spec.kubelet.podsPerCore; 0 unset */
+  dt_rlist kube_reserved;       /* spec.kubelet.kubeReserved: cpu, memory, ephemeral-storage */
+  dt_rlist system_reserved;     /* spec.kubelet.systemReserved */
+  dt_evict evict_mem, evict_fs; /* evictionHard memory.available, nodefs.available */
+  int64_t volume_bytes;         /* the ephemeral volume's size from blockDeviceMappings; -1 the family's default */
+  bool raid0;                   /* instanceStorePolicy RAID0: ephemeral storage is the instance store */
+  char **zones;                 /* status.subnets[].zone, each once, in order */
+  size_t nzones;
+  char *unready; /* status Ready=False and its reason; NULL: ready or no status */
+} dt_nodeclass;
+
+/* Indices of what dt__aws_node_resources sizes. */
+enum { DT_NODE_CPU = 0, DT_NODE_MEM = 1, DT_NODE_PODS = 2, DT_NODE_EPH = 3 };
+struct dt_catalog;
+bool dt__aws_node_resources(const struct dt_catalog *c, const dt_ctype *t, const dt_nodeclass *nc, int64_t cap[4],
+                            int64_t alloc[4]);
+
 typedef struct dt_nodepool {
   char *name, *file;
   int consolidation;         /* DT_CONSOL_* */
@@ -487,6 +521,7 @@ struct dt_manifests {
   ** configuration), the file that gave it; NULL: amd64 */
   const char *vm_default_arch, *vm_default_arch_file;
   DT_VEC(dt_nodepool) pools;
+  DT_VEC(dt_nodeclass) nodeclasses; /* EC2NodeClasses */
   DT_VEC(dt_podspec) pods;
   DT_VEC(dt_podspec) daemonsets;
   DT_VEC(dt_runtimeclass) runtime_classes;

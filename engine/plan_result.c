@@ -580,9 +580,14 @@ static int result_pools(rb *b) {
 }
 
 /* The record of type t, made on first use; its index, -1 when out of memory. */
-static int32_t type_rec(rb *b, uint32_t t) {
-  if (b->tidx[t] >= 0) return b->tidx[t];
+/* The record of type t on pool pl's nodes, made on first use (one per type,
+** and one per pool whose EC2NodeClass changes the type's allocatable); its
+** index, -1 when out of memory. */
+static int32_t type_rec(rb *b, uint32_t t, uint32_t pl) {
   dt_plan *p = b->p;
+  const int64_t *alloc = p->pools[pl].alloc ? p->pools[pl].alloc[t] : p->types[t].alloc;
+  size_t at = alloc == p->types[t].alloc ? t : (size_t)(pl + 1) * (p->ntypes + 1) + t;
+  if (b->tidx[at] >= 0) return b->tidx[at];
   dt_plan_result *r = &p->res;
   const rt_type *rt = &p->types[t];
   dt_claim_type *c = &r->types[r->ntypes];
@@ -590,11 +595,11 @@ static int32_t type_rec(rb *b, uint32_t t) {
   dt_resource_info *al = dt__arena_alloc(b->a, p->nres * sizeof *al + 1);
   if (!al) return -1;
   for (uint32_t i = 0; i < p->nres; i++) {
-    if (!rt->alloc[i]) continue;
-    al[c->nalloc++] = (dt_resource_info){b->rname[i], res_qty(b, i, rt->alloc[i]), rt->alloc[i]};
+    if (!alloc[i]) continue;
+    al[c->nalloc++] = (dt_resource_info){b->rname[i], res_qty(b, i, alloc[i]), alloc[i]};
   }
   c->alloc = al;
-  return b->tidx[t] = (int32_t)r->ntypes++;
+  return b->tidx[at] = (int32_t)r->ntypes++;
 }
 
 /* ------------------------------------------------------------ the result */
@@ -606,7 +611,7 @@ static int result_claims(rb *b) {
   for (size_t i = 0; i < p->claims.n; i++) n += p->claims.v[i]->type >= 0;
   r->claims = dt__arena_alloc(b->a, n * sizeof *r->claims + 1);
   r->recs = dt__arena_alloc(b->a, n * sizeof *r->recs + 1);
-  r->types = dt__arena_alloc(b->a, (n < p->ntypes ? n : p->ntypes) * sizeof *r->types + 1);
+  r->types = dt__arena_alloc(b->a, n * sizeof *r->types + 1);
   if (!r->claims || !r->recs || !r->types) return DT_ENOMEM;
   for (size_t i = 0; i < p->claims.n; i++) {
     const rt_claim *k = p->claims.v[i];
@@ -615,7 +620,7 @@ static int result_claims(rb *b) {
     uint32_t s = option_set(b, k);
     if (s == UINT32_MAX) return DT_ENOMEM;
     claim_info(b, k, s, &r->claims[r->nclaims++]);
-    int32_t t = type_rec(b, (uint32_t)k->type);
+    int32_t t = type_rec(b, (uint32_t)k->type, k->pool);
     if (t < 0) return DT_ENOMEM;
     rec->type = (uint32_t)t;
     rec->pool = k->pool;
@@ -661,14 +666,15 @@ int dt__plan_result_build(dt_plan *p) {
   size_t n = p->ntypes + 1;
   rb b = {.p = p, .a = &p->res.arena};
   b.tname = dt__calloc(n, sizeof *b.tname);
-  b.tidx = dt__malloc(n * sizeof *b.tidx);
+  size_t ntidx = (size_t)(p->npools + 1) * n; /* per type, then per pool and type (type_rec) */
+  b.tidx = dt__malloc(ntidx * sizeof *b.tidx);
   b.by_rank = dt__malloc(n * sizeof *b.by_rank);
   b.mark = dt__calloc(n, sizeof *b.mark);
   b.offz = dt__calloc((size_t)(p->npools ? p->npools : 1) * n * DT_CT_N, sizeof *b.offz);
   b.offz_ready = dt__calloc(p->npools ? p->npools : 1, sizeof *b.offz_ready);
   int rc = b.tname && b.tidx && b.by_rank && b.mark && b.offz && b.offz_ready ? 0 : DT_ENOMEM;
+  for (size_t i = 0; !rc && i < ntidx; i++) b.tidx[i] = -1;
   for (uint32_t t = 0; !rc && t < p->ntypes; t++) {
-    b.tidx[t] = -1;
     b.by_rank[p->types[t].rank] = t;
     if (!(b.tname[t] = res_str(&b, p->types[t].src->name))) rc = DT_ENOMEM;
   }

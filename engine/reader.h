@@ -108,6 +108,8 @@ void mf_topo_free(dt_topo_obj *t);
 
 /* mf_nodepool.c */
 int mf_nodepool(mctx *x, const cJSON *o);
+int mf_nodeclass(mctx *x, const cJSON *o);
+void mf_nodeclass_free(dt_nodeclass *c);
 
 /* mf_pod.c */
 int mf_node(mctx *x, const cJSON *o, bool is_claim);

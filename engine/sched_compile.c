@@ -346,7 +346,7 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
   const dt_manifests *m = p->manifests;
   pl->eff = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->eff);
   if (!pl->eff) return DT_ENOMEM;
-  for (uint32_t t = 0; t < p->ntypes; t++) pl->eff[t] = p->types[t].alloc;
+  for (uint32_t t = 0; t < p->ntypes; t++) pl->eff[t] = pl->alloc[t];
   if (!m->daemonsets.n) return 0;
   int64_t(*over)[DT_RES_MAX] = A(p, p->ntypes * sizeof *over);
   if (!over) return DT_ENOMEM;
@@ -394,7 +394,7 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
     uint32_t ti = pl->types[t];
     int64_t *e = A(p, sizeof(int64_t) * DT_RES_MAX);
     if (!e) return DT_ENOMEM;
-    for (uint32_t r = 0; r < DT_RES_MAX; r++) e[r] = p->types[ti].alloc[r] - over[ti][r];
+    for (uint32_t r = 0; r < DT_RES_MAX; r++) e[r] = pl->alloc[ti][r] - over[ti][r];
     pl->eff[ti] = e;
   }
   return 0;
@@ -516,6 +516,71 @@ static void unknown_provider_label(dt_plan *p, const dt_nodepool *np, const char
   }
 }
 
+/* The EC2NodeClass a NodePool names (karpenter.k8s.aws, EC2NodeClass), when
+** the input holds it; a note when the input holds others but not that one. */
+static const dt_nodeclass *nodeclass_of(dt_plan *p, const dt_nodepool *np) {
+  const cJSON *ref = np->node_class_ref;
+  const cJSON *g = cJSON_GetObjectItemCaseSensitive(ref, "group"), *k = cJSON_GetObjectItemCaseSensitive(ref, "kind"),
+              *n = cJSON_GetObjectItemCaseSensitive(ref, "name");
+  const dt_manifests *m = p->manifests;
+  if (!cJSON_IsString(g) || !cJSON_IsString(k) || !cJSON_IsString(n) || strcmp(g->valuestring, "karpenter.k8s.aws") ||
+      strcmp(k->valuestring, "EC2NodeClass") || !m->nodeclasses.n)
+    return NULL;
+  for (size_t i = 0; i < m->nodeclasses.n; i++)
+    if (!strcmp(m->nodeclasses.v[i].name, n->valuestring)) return &m->nodeclasses.v[i];
+  note(p,
+       "%s: NodePool %s: spec.template.spec.nodeClassRef: EC2NodeClass %s is not in the input (which holds other "
+       "EC2NodeClasses); its nodes are sized with the catalog's defaults",
+       np->file, np->name, n->valuestring);
+  return NULL;
+}
+
+/* The zones of an EC2NodeClass's subnets, as a requirement on the pool:
+** Karpenter's AWS provider offers a type only in those zones. */
+static int subnet_zones(dt_plan *p, const dt_nodepool *np, const dt_nodeclass *nc, dt_reqs *r) {
+  dt_sym *v = A(p, nc->nzones * sizeof *v);
+  if (!v) return DT_ENOMEM;
+  bool known = false;
+  for (size_t i = 0; i < nc->nzones; i++) {
+    v[i] = dt__sym(&p->syms, nc->zones[i]);
+    if (!v[i]) return DT_ENOMEM;
+    for (uint32_t z = 0; z < p->nzones; z++) known |= p->zones[z] == v[i];
+  }
+  if (!known)
+    note(p,
+         "%s: EC2NodeClass %s: status.subnets: its subnets are in zone%s %s%s, none of which catalog %s offers; "
+         "NodePool %s launches nothing",
+         nc->file, nc->name, nc->nzones > 1 ? "s" : "", nc->zones[0], nc->nzones > 1 ? ", ..." : "", p->catalog->name,
+         np->name);
+  dt_req q;
+  dt__req_make(&p->arena, &q, p->k_zone, DT_OP_IN, v, (uint32_t)nc->nzones, &p->syms);
+  dt__reqs_add(&p->arena, &p->syms, r, &q, r);
+  return p->arena.oom || p->syms.oom ? DT_ENOMEM : 0;
+}
+
+/* rt_pool.alloc: each type's allocatable on the pool's nodes; the catalog's
+** unless its EC2NodeClass's kubelet or volumes change it. */
+static int pool_alloc(dt_plan *p, rt_pool *pl, const dt_nodeclass *nc) {
+  pl->alloc = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->alloc);
+  if (!pl->alloc) return DT_ENOMEM;
+  for (uint32_t t = 0; t < p->ntypes; t++) pl->alloc[t] = p->types[t].alloc;
+  for (uint32_t k = 0; nc && k < pl->ntypes; k++) {
+    const rt_type *ty = &p->types[pl->types[k]];
+    int64_t cap[4], al[4];
+    if (!dt__aws_node_resources(p->catalog, ty->src, nc, cap, al)) continue;
+    if (ty->alloc[DT_R_CPU] == al[DT_NODE_CPU] && ty->alloc[DT_R_MEM] == al[DT_NODE_MEM] &&
+        ty->alloc[DT_R_PODS] == al[DT_NODE_PODS] && ty->alloc[DT_R_EPH] == al[DT_NODE_EPH])
+      continue;
+    int64_t *v = A(p, DT_RES_MAX * sizeof *v);
+    if (!v) return DT_ENOMEM;
+    memcpy(v, ty->alloc, DT_RES_MAX * sizeof *v);
+    v[DT_R_CPU] = al[DT_NODE_CPU], v[DT_R_MEM] = al[DT_NODE_MEM], v[DT_R_PODS] = al[DT_NODE_PODS];
+    v[DT_R_EPH] = al[DT_NODE_EPH];
+    pl->alloc[pl->types[k]] = v;
+  }
+  return 0;
+}
+
 int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
   p->npools = (uint32_t)m->pools.n;
@@ -561,6 +626,8 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     dt_req q;
     dt__req_make(&p->arena, &q, p->k_pool, DT_OP_IN, &pl->name, 1, &p->syms);
     dt__reqs_add(&p->arena, &p->syms, &r, &q, &r);
+    const dt_nodeclass *nc = nodeclass_of(p, np);
+    if (nc && nc->nzones && subnet_zones(p, np, nc, &r)) return DT_ENOMEM;
     pl->reqs = r;
     pl->ntaints = (uint32_t)np->ntaints;
     pl->taints = compile_taints(p, np->taints, np->ntaints);
@@ -574,6 +641,12 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     if (np->unusable) {
       note(p, "%s: NodePool %s: %s; no claim is launched for it, as Karpenter's provisioner leaves it out", np->file,
            np->name, np->unusable);
+      pl->ntypes = 0;
+    } else if (nc && nc->unready) {
+      note(p,
+           "%s: NodePool %s: its EC2NodeClass %s has %s; no claim is launched for it, as Karpenter's provisioner "
+           "leaves a NodePool whose NodeClass is not ready out",
+           np->file, np->name, nc->name, nc->unready);
       pl->ntypes = 0;
     } else if (pl->ntypes == 0) {
       note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
@@ -611,6 +684,7 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
         kept->universe_ok = true;
       }
     }
+    if (pool_alloc(p, pl, nc)) return DT_ENOMEM;
     int drc = daemon_overhead(p, pl, zm, cm, err);
     if (drc) return drc;
     for (uint32_t k = 0; k < DT_RES_MAX; k++) pl->remaining[k] = INT64_MAX;
@@ -775,7 +849,11 @@ int dt__sched_compile_node(dt_plan *p, const dt_node *n, rt_node *r, node_facts 
     f->skip = true;
     return 0;
   } else {
-    memcpy(r->alloc, t->alloc, sizeof r->alloc);
+    /* a claim not launched yet: its type's allocatable on its pool's nodes */
+    const int64_t *al = t->alloc;
+    for (uint32_t k = 0; k < p->npools && f->pool; k++)
+      if (p->pools[k].name == f->pool && p->pools[k].alloc) al = p->pools[k].alloc[f->type];
+    memcpy(r->alloc, al, sizeof r->alloc);
   }
   r->ntaints = r->ntaints_all = (uint32_t)n->ntaints;
   r->taints = compile_taints(p, n->taints, n->ntaints);

@@ -702,8 +702,8 @@ static int launch_claim(dt_plan *p, rt_claim *k, uint32_t *fin, uint32_t n, int3
   k->type = bt;
   k->off = bo;
   /* The claim requests its pods plus the DaemonSet overhead of its type. */
-  const int64_t *e = p->pools[k->pool].eff[bt];
-  for (uint32_t r = 0; r < p->nres; r++) k->used[r] += p->types[bt].alloc[r] - e[r];
+  const int64_t *e = p->pools[k->pool].eff[bt], *al = p->pools[k->pool].alloc[bt];
+  for (uint32_t r = 0; r < p->nres; r++) k->used[r] += al[r] - e[r];
   rt_off *of = &dt__offs_mut(p, (uint32_t)bt)[bo];
   if (of->avail > 0) {
     of->avail--;

@@ -167,7 +167,8 @@ typedef struct rt_pool {
   rt_taint *taints;
   uint32_t ntypes;
   uint32_t *types;     /* compatible, price order */
-  const int64_t **eff; /* per catalog type: allocatable minus DaemonSet overhead */
+  const int64_t **alloc; /* per catalog type: its allocatable on this pool's nodes (its EC2NodeClass's kubelet) */
+  const int64_t **eff;   /* per catalog type: that allocatable minus DaemonSet overhead */
   uint32_t nds_ports;
   rt_port *ds_ports;              /* host ports of DaemonSets landing on this pool's nodes */
   double spot_max;                /* maxPrice for spot offerings; INFINITY when unset */

@@ -116,6 +116,64 @@ static int64_t azure_kube_reserved_mem_mib(double gib) {
   return (int64_t)(1024 * azure_tax(gib, bound, rate, 5));
 }
 
+static const dt_rq *rlist_find(const dt_rlist *l, const char *name) {
+  for (size_t i = 0; i < l->n; i++)
+    if (!strcmp(l->v[i].name, name)) return &l->v[i];
+  return NULL;
+}
+
+/* The nodes of an AWS catalog type launched under an EC2NodeClass, as
+** Karpenter's AWS provider sizes them (instancetype/types.go: pods(),
+** kubeReservedResources(), systemReservedResources(), evictionThreshold(),
+** ephemeralStorage()): cap and alloc get cpu, memory, pods and
+** ephemeral-storage (DT_NODE_*), in milli-units. False when the catalog gave
+** the type its own overhead or is not AWS's: its nodes are as it says. */
+bool dt__aws_node_resources(const dt_catalog *c, const dt_ctype *t, const dt_nodeclass *nc, int64_t cap[4],
+                            int64_t alloc[4]) {
+  if (!c || strcmp(c->provider, "aws") || t->src.has_overhead) return false;
+  int64_t cpu_m = dt__rlist_get(&t->capacity, "cpu"), mem = dt__rlist_get(&t->capacity, "memory") / 1000;
+  int64_t eni = dt__rlist_get(&t->capacity, "pods") / 1000,
+          eph = dt__rlist_get(&t->capacity, "ephemeral-storage") / 1000;
+  int64_t pods = nc->max_pods >= 0 ? nc->max_pods : nc->family == DT_AMI_WINDOWS ? 110 : eni;
+  if (nc->pods_per_core > 0 && nc->family != DT_AMI_BOTTLEROCKET) {
+    int64_t per = nc->pods_per_core * (cpu_m / 1000);
+    if (per < pods) pods = per;
+  }
+  /* AL2, AL2023 and Custom reserve memory for the ENI-limited pods whatever maxPods says */
+  bool eni_memory = nc->family == DT_AMI_AL2023 || nc->family == DT_AMI_AL2 || nc->family == DT_AMI_CUSTOM;
+  const char *nvme = dt__kv_get(t->labels.v, t->labels.n, "karpenter.k8s.aws/instance-local-nvme");
+  if (nc->raid0 && nvme && atoll(nvme) > 0)
+    eph = atoll(nvme) * 1000000000LL;
+  else if (nc->volume_bytes >= 0)
+    eph = nc->volume_bytes;
+  else if (nc->family == DT_AMI_WINDOWS)
+    eph = 50 * GIB;
+  int64_t kr[4] = {aws_kube_reserved_cpu_m(cpu_m), ((eni_memory ? eni : pods) * 11 + 255) * MIB, 0, GIB};
+  static const char *const names[4] = {"cpu", "memory", "pods", "ephemeral-storage"};
+  int64_t sr[4] = {0};
+  for (int r = 0; r < 4; r++) {
+    const dt_rq *k = rlist_find(&nc->kube_reserved, names[r]);
+    if (k) kr[r] = r == 0 ? k->milli : k->milli / 1000;
+    const dt_rq *s = rlist_find(&nc->system_reserved, names[r]);
+    if (s) sr[r] = r == 0 ? s->milli : s->milli / 1000;
+  }
+  /* eviction: a percent of the capacity (100% reserving nothing, as Karpenter reads it) */
+  const dt_evict *ev[2] = {&nc->evict_mem, &nc->evict_fs};
+  int64_t base[2] = {mem, eph}, dflt[2] = {100 * MIB, (int64_t)ceil((double)eph * 10 / 100)}, evict[2];
+  for (int i = 0; i < 2; i++)
+    evict[i] = !ev[i]->set           ? dflt[i]
+               : !ev[i]->pct         ? (int64_t)ev[i]->value
+               : ev[i]->value >= 100 ? 0
+                                     : (int64_t)ceil((double)base[i] * ev[i]->value / 100);
+  cap[0] = cpu_m, cap[1] = mem * 1000, cap[2] = pods * 1000, cap[3] = eph * 1000;
+  int64_t left[4] = {cpu_m - kr[0] - sr[0], mem - kr[1] - sr[1] - evict[0], pods, eph - kr[3] - sr[3] - evict[1]};
+  for (int r = 0; r < 4; r++) {
+    if (left[r] < 0) left[r] = 0;
+    alloc[r] = r == 0 ? left[r] : left[r] * 1000;
+  }
+  return true;
+}
+
 const char *dt__gpu_resource(const char *gpu_name) {
   if (!gpu_name) return "nvidia.com/gpu";
   if (strstr(gpu_name, "radeon") || strstr(gpu_name, "instinct")) return "amd.com/gpu";

@@ -473,6 +473,25 @@ spec:
     d.stop()
   end)
 
+  it("sizes its launches by the EC2NodeClass it stores: maxPods 110 puts 100 small pods on one node", function()
+    local d = start("--disrupt-interval 0")
+    local dump = slurp(h.fixtures .. "nodeclass/cluster.yaml")
+    local body, code = http(d, "PUT", "/v1/objects", dump)
+    assert.equal(200, code, body)
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    daemon_time(d, 3000) -- time for a second launch, were one coming
+    local state = http(d, "GET", "/v1/state")
+    local n = select(2, state:gsub('"id":%s*"i%-', ""))
+    assert.equal(1, n, state)
+    assert.matches('"zone":%s*"us%-east%-1[bc]"', state)
+    -- a node class the reader refuses is refused whole, naming the field
+    body, code = http(d, "PUT", "/v1/objects", "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\n"
+      .. "metadata: {name: bad}\nspec: {amiSelectorTerms: [{alias: al2023@latest}], kubelet: {maxPods: many}}\n")
+    assert.equal(400, code)
+    assert.matches("EC2NodeClass bad: spec.kubelet.maxPods", body, 1, true)
+    d.stop()
+  end)
+
   it("reads a List within a List as the CLI does, and an object with an items field as itself", function()
     local d = start("--disrupt-interval 0")
     local pod = '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "%s", "namespace": "d"}, '

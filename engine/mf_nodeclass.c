@@ -1,0 +1,263 @@
+/*
+** mf_nodeclass.c: EC2NodeClasses read (karpenter.k8s.aws/v1, v1beta1): what
+** Karpenter's AWS provider takes from one for the nodes it launches. The
+** kubelet's maxPods, podsPerCore, kubeReserved, systemReserved and
+** evictionHard, and the volume that gives ephemeral storage (a
+** blockDeviceMapping, or the instance store under instanceStorePolicy RAID0),
+** set each instance type's allocatable as its instancetype/types.go does; the
+** zones of status.subnets are where its offerings are; status Ready=False
+** keeps its NodePools from launching. Fields that shape nothing dovetail
+** decides (role, tags, userData, metadataOptions, ...) are left as they are.
+*/
+#include "reader.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GIB (1024.0 * 1024 * 1024)
+
+void mf_nodeclass_free(dt_nodeclass *c) {
+  dt__free(c->name);
+  dt__rlist_free(&c->kube_reserved);
+  dt__rlist_free(&c->system_reserved);
+  mf_strs_free(c->zones, c->nzones);
+  dt__free(c->unready);
+}
+
+/* The AMI family: amiSelectorTerms' alias (family@version) wins, as
+** Karpenter's v1 API derives amiFamily from it; else spec.amiFamily. */
+static int ami_family(mctx *x, const cJSON *spec, dt_nodeclass *c) {
+  static const struct {
+    const char *alias, *name;
+    int family;
+  } fams[] = {{"al2023", "AL2023", DT_AMI_AL2023},
+              {"al2", "AL2", DT_AMI_AL2},
+              {"bottlerocket", "Bottlerocket", DT_AMI_BOTTLEROCKET},
+              {"windows2019", "Windows2019", DT_AMI_WINDOWS},
+              {"windows2022", "Windows2022", DT_AMI_WINDOWS},
+              {"windows2025", "Windows2025", DT_AMI_WINDOWS},
+              {NULL, "Custom", DT_AMI_CUSTOM}};
+  const size_t nf = sizeof fams / sizeof *fams;
+  char f[300];
+  const cJSON *terms = mf_get(spec, "amiSelectorTerms");
+  if (terms && !cJSON_IsNull(terms) && !cJSON_IsArray(terms))
+    return mf_bad(x, "spec.amiSelectorTerms", "expected a list of terms");
+  size_t i = 0;
+  const cJSON *t;
+  cJSON_ArrayForEach(t, (cJSON_IsArray(terms) ? terms : NULL)) {
+    const cJSON *a = mf_get(t, "alias");
+    snprintf(f, sizeof f, "spec.amiSelectorTerms[%zu].alias", i++);
+    if (!a || cJSON_IsNull(a)) continue;
+    const char *s = cJSON_IsString(a) ? a->valuestring : "";
+    size_t fl = strcspn(s, "@");
+    for (size_t k = 0; k < nf && fams[k].alias; k++)
+      if (strlen(fams[k].alias) == fl && !strncmp(s, fams[k].alias, fl) && s[fl] == '@' && s[fl + 1]) {
+        c->family = fams[k].family;
+        return 0;
+      }
+    return mf_bad(x, f,
+                  "expected family@version with family one of al2, al2023, bottlerocket, windows2019, windows2022, "
+                  "windows2025 (such as al2023@latest)");
+  }
+  const cJSON *fam = mf_get(spec, "amiFamily");
+  if (!fam || cJSON_IsNull(fam))
+    return mf_bad(x, "spec.amiFamily",
+                  "missing: Karpenter requires it when no term of spec.amiSelectorTerms is an alias (such as "
+                  "al2023@latest)");
+  const char *s = cJSON_IsString(fam) ? fam->valuestring : "";
+  for (size_t k = 0; k < nf; k++)
+    if (!strcmp(s, fams[k].name)) {
+      c->family = fams[k].family;
+      return 0;
+    }
+  return mf_bad(x, "spec.amiFamily",
+                "expected AL2, AL2023, Bottlerocket, Windows2019, Windows2022, Windows2025 or Custom");
+}
+
+/* A resource map of the kubelet (kubeReserved, systemReserved): cpu,
+** memory, ephemeral-storage and pid, each a quantity; pid reserves nothing
+** dovetail packs and is left out. */
+static int reserved(mctx *x, const cJSON *kubelet, const char *key, dt_rlist *out) {
+  char f[300];
+  dt__join(f, sizeof f, "spec.kubelet.", key);
+  const cJSON *o = mf_get(kubelet, key);
+  if (!o || cJSON_IsNull(o)) return 0;
+  if (!cJSON_IsObject(o)) return mf_bad(x, f, "expected a map of resources to quantities");
+  const cJSON *r;
+  cJSON_ArrayForEach(r, o) {
+    if (!strcmp(r->string, "pid")) continue;
+    if (strcmp(r->string, "cpu") && strcmp(r->string, "memory") && strcmp(r->string, "ephemeral-storage")) {
+      dt__join(f, sizeof f, "spec.kubelet.", key, ".", r->string);
+      return mf_bad(x, f, "unknown resource (Karpenter takes cpu, memory, ephemeral-storage and pid)");
+    }
+  }
+  cJSON *copy = cJSON_Duplicate(o, true);
+  if (!copy) return mf_oom(x);
+  cJSON_DeleteItemFromObjectCaseSensitive(copy, "pid");
+  int rc = mf_parse_rlist(x, copy, f, out, false);
+  cJSON_Delete(copy);
+  return rc ? mf_failed(x) : 0;
+}
+
+/* An eviction signal's threshold: a quantity, or a percent from 0 to 100. */
+static int threshold(mctx *x, const cJSON *v, const char *field, dt_evict *out) {
+  const char *s = cJSON_IsString(v) ? v->valuestring : NULL;
+  if (!s) return mf_bad(x, field, "expected a quantity (such as 500Mi) or a percent (such as 10%%)");
+  size_t n = strlen(s);
+  if (n && s[n - 1] == '%') {
+    char *end;
+    double p = strtod(s, &end);
+    if (end != s + n - 1 || !(p >= 0 && p <= 100))
+      return mf_bad(x, field, "\"%s\": expected a percent from 0 to 100", s);
+    *out = (dt_evict){true, true, p};
+    return 0;
+  }
+  int64_t milli;
+  dt_error e = {0};
+  if (dt_quantity_parse(s, &milli, &e) || milli < 0)
+    return mf_bad(x, field, "\"%s\" is not a quantity (such as 500Mi) or a percent (such as 10%%)", s);
+  *out = (dt_evict){true, false, (double)milli / 1000};
+  return 0;
+}
+
+static int kubelet(mctx *x, const cJSON *spec, dt_nodeclass *c) {
+  const cJSON *k = mf_get(spec, "kubelet");
+  c->max_pods = -1;
+  if (!k || cJSON_IsNull(k)) return 0;
+  if (!cJSON_IsObject(k)) return mf_bad(x, "spec.kubelet", "expected a map");
+  const cJSON *mp = mf_get(k, "maxPods"), *ppc = mf_get(k, "podsPerCore");
+  if (mp && !cJSON_IsNull(mp)) {
+    if (!mf_is_int_in(mp, 0, 2147483647)) return mf_bad(x, "spec.kubelet.maxPods", "expected a whole number from 0");
+    c->max_pods = (int64_t)mp->valuedouble;
+  }
+  if (ppc && !cJSON_IsNull(ppc)) {
+    if (!mf_is_int_in(ppc, 0, 2147483647))
+      return mf_bad(x, "spec.kubelet.podsPerCore", "expected a whole number from 0");
+    c->pods_per_core = (int64_t)ppc->valuedouble;
+  }
+  if (reserved(x, k, "kubeReserved", &c->kube_reserved) || reserved(x, k, "systemReserved", &c->system_reserved))
+    return mf_failed(x);
+  const cJSON *eh = mf_get(k, "evictionHard");
+  if (eh && !cJSON_IsNull(eh) && !cJSON_IsObject(eh))
+    return mf_bad(x, "spec.kubelet.evictionHard", "expected a map of signals to thresholds");
+  const cJSON *sig;
+  cJSON_ArrayForEach(sig, (cJSON_IsObject(eh) ? eh : NULL)) {
+    static const char *const known[] = {"memory.available",
+                                        "nodefs.available",
+                                        "nodefs.inodesFree",
+                                        "imagefs.available",
+                                        "imagefs.inodesFree",
+                                        "pid.available",
+                                        NULL};
+    bool ok = false;
+    for (const char *const *s = known; *s && !ok; s++) ok = !strcmp(*s, sig->string);
+    char f[300];
+    dt__join(f, sizeof f, "spec.kubelet.evictionHard.", sig->string);
+    if (!ok)
+      return mf_bad(x, f,
+                    "unknown signal (Karpenter takes memory.available, nodefs.available, nodefs.inodesFree, "
+                    "imagefs.available, imagefs.inodesFree and pid.available)");
+    if (!strcmp(sig->string, "memory.available") && threshold(x, sig, f, &c->evict_mem)) return mf_failed(x);
+    if (!strcmp(sig->string, "nodefs.available") && threshold(x, sig, f, &c->evict_fs)) return mf_failed(x);
+  }
+  return 0;
+}
+
+/* The volume Karpenter counts as the node's ephemeral storage: the mapping
+** marked rootVolume; for a Custom AMI the last mapping; otherwise the one
+** on the family's ephemeral device (/dev/xvda, Bottlerocket's data volume
+** /dev/xvdb, Windows' /dev/sda1). None: the family's default size. */
+static int volumes(mctx *x, const cJSON *spec, dt_nodeclass *c) {
+  c->volume_bytes = -1;
+  const cJSON *isp = mf_get(spec, "instanceStorePolicy");
+  if (isp && !cJSON_IsNull(isp)) {
+    if (!cJSON_IsString(isp) || strcmp(isp->valuestring, "RAID0"))
+      return mf_bad(x, "spec.instanceStorePolicy", "expected RAID0");
+    c->raid0 = true;
+  }
+  const cJSON *bdm = mf_get(spec, "blockDeviceMappings");
+  if (!bdm || cJSON_IsNull(bdm)) return 0;
+  if (!cJSON_IsArray(bdm)) return mf_bad(x, "spec.blockDeviceMappings", "expected a list of mappings");
+  const char *dev = c->family == DT_AMI_BOTTLEROCKET ? "/dev/xvdb"
+                    : c->family == DT_AMI_WINDOWS    ? "/dev/sda1"
+                    : c->family == DT_AMI_CUSTOM     ? NULL
+                                                     : "/dev/xvda";
+  int64_t root = -1, on_dev = -1, last = -1;
+  size_t i = 0;
+  const cJSON *m;
+  cJSON_ArrayForEach(m, bdm) {
+    char f[300];
+    snprintf(f, sizeof f, "spec.blockDeviceMappings[%zu]", i++);
+    if (!cJSON_IsObject(m)) return mf_bad(x, f, "expected a mapping with deviceName and ebs");
+    const cJSON *sz = mf_get(mf_get(m, "ebs"), "volumeSize");
+    int64_t bytes = -1;
+    if (sz && !cJSON_IsNull(sz)) {
+      char tmp[64];
+      const char *s = dt__scalar(sz, tmp, sizeof tmp);
+      int64_t milli;
+      dt_error e = {0};
+      if (!s || dt_quantity_parse(s, &milli, &e) || milli <= 0 || milli / 1000 > 64 * (int64_t)GIB * 1024) {
+        char fs[320];
+        dt__join(fs, sizeof fs, f, ".ebs.volumeSize");
+        return mf_bad(x, fs, "expected a size such as 100Gi, at most 64Ti");
+      }
+      bytes = milli / 1000;
+    }
+    const char *dn = mf_get_str(m, "deviceName");
+    const cJSON *rv = mf_get(m, "rootVolume");
+    if (cJSON_IsTrue(rv) && root < 0) root = bytes;
+    if (dev && dn && !strcmp(dn, dev) && on_dev < 0) on_dev = bytes;
+    last = bytes;
+  }
+  c->volume_bytes = root >= 0 ? root : c->family == DT_AMI_CUSTOM ? last : on_dev;
+  return 0;
+}
+
+/* status: the zones of its subnets, and Ready=False. */
+static int status(mctx *x, const cJSON *o, dt_nodeclass *c) {
+  const cJSON *st = mf_get(o, "status"), *sn = mf_get(st, "subnets");
+  if (sn && !cJSON_IsNull(sn) && !cJSON_IsArray(sn)) return mf_bad(x, "status.subnets", "expected a list");
+  size_t n = cJSON_IsArray(sn) ? (size_t)cJSON_GetArraySize(sn) : 0;
+  if (n && !(c->zones = dt__calloc(n, sizeof *c->zones))) return mf_oom(x);
+  size_t i = 0;
+  const cJSON *s;
+  cJSON_ArrayForEach(s, (cJSON_IsArray(sn) ? sn : NULL)) {
+    const char *z = mf_get_str(s, "zone");
+    char f[300];
+    snprintf(f, sizeof f, "status.subnets[%zu].zone", i++);
+    if (!z || !*z) return mf_bad(x, f, "missing: each subnet names its zone");
+    bool seen = false;
+    for (size_t k = 0; k < c->nzones && !seen; k++) seen = !strcmp(c->zones[k], z);
+    if (!seen && !(c->zones[c->nzones++] = dt__strdup(z))) return mf_oom(x);
+  }
+  const cJSON *cond;
+  cJSON_ArrayForEach(cond, mf_get(st, "conditions")) {
+    const char *t = mf_get_str(cond, "type"), *v = mf_get_str(cond, "status"), *r = mf_get_str(cond, "reason");
+    if (!c->unready && t && v && !strcmp(t, "Ready") && !strcmp(v, "False")) {
+      char why[400];
+      snprintf(why, sizeof why, "status Ready=False%s%s", r ? ": " : "", r ? r : "");
+      if (!(c->unready = dt__strdup(why))) return mf_oom(x);
+    }
+  }
+  return 0;
+}
+
+int mf_nodeclass(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name)) return mf_failed(x);
+  dt_nodeclass c = {0};
+  c.file = (char *)x->file;
+  const cJSON *spec = mf_get(o, "spec");
+  int rc = !(c.name = dt__strdup(name)) ? mf_oom(x) : 0;
+  if (!rc && spec && !cJSON_IsObject(spec)) rc = mf_bad(x, "spec", "expected a map");
+  if (!rc) rc = ami_family(x, spec, &c);
+  if (!rc) rc = kubelet(x, spec, &c);
+  if (!rc) rc = volumes(x, spec, &c);
+  if (!rc) rc = status(x, o, &c);
+  if (!rc && dt__vec_push(&x->m->nodeclasses, c)) rc = mf_oom(x);
+  if (!rc) return 0;
+  mf_nodeclass_free(&c);
+  return mf_failed(x);
+}

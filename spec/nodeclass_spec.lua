@@ -1,0 +1,222 @@
+-- EC2NodeClasses as `kubectl get -o yaml` prints them: the kubelet settings
+-- and volumes that size a node (Karpenter's AWS provider, instancetype/
+-- types.go), the zones of its subnets, its readiness. The fixture is a
+-- cluster dump (spec/fixtures/nodeclass/cluster.yaml); variants edit it.
+local h = require "helper"
+
+local FILE = h.fixtures .. "nodeclass/cluster.yaml"
+local TEXT = h.slurp(FILE)
+local NOW = "2026-11-28T00:00:00Z"
+
+-- The dump with `from` replaced by `to` (plain text, exactly once).
+local function edit(text, from, to)
+  local at = assert(text:find(from, 1, true), "fixture lacks " .. from)
+  return text:sub(1, at - 1) .. to .. text:sub(at + #from)
+end
+
+local function plan(text)
+  return h.plan(text, { now = NOW })
+end
+
+-- The claims' status.allocatable as `plan -o yaml` prints it, first claim.
+local function allocatable(text)
+  local out, err, code = h.cli("plan -o yaml --now " .. NOW .. " " .. h.write(text))
+  assert.are.equal(0, code, err)
+  local at = assert(out:find("\n  allocatable:\n", 1, true), out)
+  local a = {}
+  for line in out:sub(at + 16):gmatch("[^\n]+") do
+    local k, v = line:match("^    ([%w%./%-]+): \"?([^\"]+)\"?$")
+    if not k then break end
+    a[k] = v
+  end
+  return a, out
+end
+
+local function notes(p) return table.concat(p.notes or {}, "\n") end
+
+-- Everything but the EC2NodeClass: the dump as it would be without it.
+local function without_nodeclass(text)
+  local from = text:find("- apiVersion: karpenter.k8s.aws/v1\n  kind: EC2NodeClass", 1, true)
+  local to = text:find("- apiVersion: apps/v1\n  kind: DaemonSet", 1, true)
+  return text:sub(1, from - 1) .. text:sub(to)
+end
+
+describe("EC2NodeClass", function()
+  it("kubelet.maxPods sets the pods a node takes (prefix delegation): 100 small pods on one m5.large, not four", function()
+    local p = plan(TEXT)
+    assert.are.equal(100, h.claimed_once(p))
+    assert.are.equal(1, #p.nodeClaims)
+    local a = allocatable(TEXT)
+    assert.are.equal("110", a.pods)
+    -- AL2023 reserves memory for the ENI-limited 29 pods whatever maxPods says
+    assert.are.equal("6903Mi", a.memory)
+    assert.are.equal("1930m", a.cpu)
+    local before = plan(without_nodeclass(TEXT))
+    assert.are.equal(4, #before.nodeClaims, "m5.large takes 29 pods without the node class (28 beside aws-node)")
+  end)
+
+  it("offers only the zones of its subnets, so a zonal spread has two domains", function()
+    local spread = edit(TEXT, "      spec:\n        containers:\n        - image: nginx:1.27", [[
+      spec:
+        topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector:
+            matchLabels:
+              app: tiny
+        containers:
+        - image: nginx:1.27]])
+    spread = edit(spread, "replicas: 100", "replicas: 6")
+    local p = plan(spread)
+    assert.are.equal(6, h.claimed_once(p))
+    local per = {}
+    for _, k in ipairs(p.nodeClaims) do
+      assert.truthy(k.zone == "us-east-1b" or k.zone == "us-east-1c", k.zone)
+      per[k.zone] = (per[k.zone] or 0) + #k.pods
+    end
+    assert.are.same({ ["us-east-1b"] = 3, ["us-east-1c"] = 3 }, per)
+    -- without the node class the six zones are domains: six nodes, one pod each
+    local wide = plan(without_nodeclass(spread))
+    assert.are.equal(6, #wide.nodeClaims)
+  end)
+
+  it("sizes Bottlerocket's kube-reserved memory by its maxPods", function()
+    local a = allocatable(edit(TEXT, "alias: al2023@latest", "alias: bottlerocket@latest"))
+    assert.are.equal("110", a.pods)
+    assert.are.equal("6012Mi", a.memory) -- 7577Mi less 11 x 110 + 255 MiB and 100Mi eviction
+  end)
+
+  it("takes kubeReserved, systemReserved, evictionHard, podsPerCore and the root volume as Karpenter does", function()
+    local t = edit(TEXT, "      maxPods: 110\n", [[
+      podsPerCore: 4
+      kubeReserved:
+        cpu: 200m
+        memory: 1Gi
+        pid: "100"
+      systemReserved:
+        memory: 500Mi
+      evictionHard:
+        memory.available: 5%
+        nodefs.available: 15%
+]])
+    t = edit(t, "volumeSize: 20Gi", "volumeSize: 100Gi")
+    t = edit(t, "replicas: 100", "replicas: 5")
+    local a = allocatable(t)
+    assert.are.equal("1800m", a.cpu)
+    assert.are.equal("8", a.pods) -- 4 a core, 2 vCPUs
+    -- 7577Mi - 1Gi - 500Mi - ceil(5% of 7577Mi) bytes
+    assert.are.equal(tostring(7577 * 1048576 - 1024 * 1048576 - 500 * 1048576 - math.ceil(7577 * 1048576 * 0.05)),
+      a.memory)
+    assert.are.equal("84Gi", a["ephemeral-storage"]) -- 100Gi - 1Gi kube-reserved - 15%
+  end)
+
+  it("with instanceStorePolicy RAID0 gives the instance store as ephemeral storage", function()
+    local t = edit(TEXT, "          - m5.large\n", "          - m5d.large\n")
+    t = edit(t, "              cpu: 10m\n              memory: 16Mi", "              cpu: 10m\n              memory: 16Mi\n"
+      .. "              ephemeral-storage: 50Gi")
+    t = edit(t, "replicas: 100", "replicas: 1")
+    local p = plan(t)
+    assert.are.equal(1, #p.unschedulable, "a 20Gi root volume holds no 50Gi pod")
+    local raid = edit(t, "    kubelet:\n", "    instanceStorePolicy: RAID0\n    kubelet:\n")
+    p = plan(raid)
+    assert.are.equal(0, #p.unschedulable, p.unschedulable[1] and p.unschedulable[1].reason)
+    local a = allocatable(raid)
+    assert.are.equal("m5d.large", p.nodeClaims[1].instanceType)
+    -- 75 GB of NVMe less 1Gi and 10%
+    assert.are.equal(tostring(75000000000 - 1073741824 - 7500000000), a["ephemeral-storage"])
+  end)
+
+  it("sizes a claim in flight from its pool (no status.allocatable yet) by the node class", function()
+    local claim = [[
+- apiVersion: karpenter.sh/v1
+  kind: NodeClaim
+  metadata:
+    name: general-inflight
+    labels:
+      karpenter.sh/nodepool: general
+      node.kubernetes.io/instance-type: m5.large
+      topology.kubernetes.io/zone: us-east-1b
+      karpenter.sh/capacity-type: on-demand
+    ownerReferences:
+    - apiVersion: karpenter.sh/v1
+      blockOwnerDeletion: true
+      kind: NodePool
+      name: general
+      uid: 0b3c6d0e-8a4f-4f55-9b8e-2a1d5e0f6c11
+  spec:
+    nodeClassRef:
+      group: karpenter.k8s.aws
+      kind: EC2NodeClass
+      name: prefix
+    requirements:
+    - key: node.kubernetes.io/instance-type
+      operator: In
+      values:
+      - m5.large
+  status:
+    conditions:
+    - type: Launched
+      status: Unknown
+      reason: AwaitingReconciliation
+]]
+    local t = edit(TEXT, "- apiVersion: apps/v1\n  kind: DaemonSet", claim .. "- apiVersion: apps/v1\n  kind: DaemonSet")
+    local p = plan(t)
+    assert.are.equal(0, #p.nodeClaims, "the claim in flight takes all 100 pods")
+    assert.are.equal(100, #p.bindings)
+  end)
+
+  it("launches nothing for a NodePool whose node class is not ready, and says why", function()
+    local t = edit(TEXT, [[
+      reason: Ready
+      status: "True"
+      type: Ready
+    instanceProfile]], [[
+      reason: SubnetsNotFound
+      status: "False"
+      type: Ready
+    instanceProfile]])
+    local p = plan(t)
+    assert.are.equal(0, #p.nodeClaims)
+    assert.are.equal(100, #p.unschedulable)
+    assert.matches("EC2NodeClass prefix has status Ready=False: SubnetsNotFound", notes(p), 1, true)
+  end)
+
+  it("notes a node class the input lacks when it holds others, and plans with the catalog's sizes", function()
+    local p = plan(edit(TEXT, "    name: prefix\n    resourceVersion", "    name: other\n    resourceVersion"))
+    assert.are.equal(4, #p.nodeClaims)
+    assert.matches("EC2NodeClass prefix is not in the input", notes(p), 1, true)
+  end)
+
+  it("notes subnets in zones the catalog does not offer", function()
+    local t = edit(TEXT, "zone: us-east-1b", "zone: eu-west-1a")
+    t = edit(t, "zone: us-east-1c", "zone: eu-west-1b")
+    local p = plan(t)
+    assert.are.equal(0, #p.nodeClaims)
+    assert.matches("its subnets are in zones eu%-west%-1a, %.%.%., none of which catalog", notes(p))
+  end)
+
+  it("refuses bad fields naming the file, the object and the field", function()
+    local cases = {
+      { "alias: al2023@latest", "alias: ubuntu@latest", "spec.amiSelectorTerms[0].alias: expected family@version" },
+      { "    - alias: al2023@latest\n", "    - id: ami-0123\n", "spec.amiFamily: missing" },
+      { "maxPods: 110", "maxPods: -1", "spec.kubelet.maxPods: expected a whole number" },
+      { "maxPods: 110", "maxPods: 110\n      kubeReserved:\n        gpu: \"1\"", "spec.kubelet.kubeReserved.gpu: unknown resource" },
+      { "maxPods: 110", "maxPods: 110\n      kubeReserved:\n        memory: lots", "spec.kubelet.kubeReserved.memory" },
+      { "maxPods: 110", "maxPods: 110\n      evictionHard:\n        memory.available: 120%",
+        "spec.kubelet.evictionHard.memory.available: \"120%\": expected a percent" },
+      { "maxPods: 110", "maxPods: 110\n      evictionHard:\n        memory.avail: 1Gi",
+        "spec.kubelet.evictionHard.memory.avail: unknown signal" },
+      { "volumeSize: 20Gi", "volumeSize: big", "spec.blockDeviceMappings[0].ebs.volumeSize: expected a size" },
+      { "    kubelet:\n", "    instanceStorePolicy: RAID1\n    kubelet:\n", "spec.instanceStorePolicy: expected RAID0" },
+      { "      zone: us-east-1b\n      zoneID: use1-az2\n", "      zoneID: use1-az2\n", "status.subnets[0].zone: missing" },
+    }
+    for _, c in ipairs(cases) do
+      local f = h.write(edit(TEXT, c[1], c[2]))
+      local _, err, code = h.cli("plan " .. f)
+      assert.are_not.equal(0, code, c[3])
+      assert.matches(f .. ": EC2NodeClass prefix: " .. c[3], err, 1, true)
+      os.remove(f)
+    end
+  end)
+end)
