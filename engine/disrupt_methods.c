@@ -190,6 +190,40 @@ int dt__dr_emptiness(state *st) {
   return rc;
 }
 
+/* Karpenter's AWS provider's drift (cloudprovider/drift.go): the claim's
+** EC2NodeClass hash, compared only at the same hash version (dovetail's own
+** on the claims it wrote), then its image, which must be one of the node
+** class's AMIs for the node's instance type (status.amis and their
+** requirements against the node's labels). */
+static bool nodeclass_drift(const state *st, const dnode *d, const dt_node *c, const dt_nodepool *p, char *why,
+                            size_t n) {
+  const dt_nodeclass *nc = dt__nodeclass_of(st->m, p, NULL);
+  if (!nc || !c) return false;
+  char hex[17];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)nc->hash);
+  if (c->nc_hash && strcmp(c->nc_hash, hex)) {
+    snprintf(why, n, "NodeClassDrift: EC2NodeClass %s changed (hash %s, now %s)", nc->name, c->nc_hash, hex);
+    return true;
+  }
+  if (c->nc_k_hash && nc->k_hash && c->nc_k_hash_version && nc->k_hash_version &&
+      !strcmp(c->nc_k_hash_version, nc->k_hash_version) && strcmp(c->nc_k_hash, nc->k_hash)) {
+    snprintf(why, n, "NodeClassDrift: EC2NodeClass %s changed (karpenter.k8s.aws/ec2nodeclass-hash %s, now %s)",
+             nc->name, c->nc_k_hash, nc->k_hash);
+    return true;
+  }
+  if (!c->image_id || !nc->namis) return false;
+  const dt_kvs *l = &d->n->labels;
+  for (size_t i = 0; i < nc->namis; i++) {
+    if (strcmp(nc->amis[i].id, c->image_id)) continue;
+    bool fits = true;
+    for (size_t k = 0; k < nc->amis[i].reqs.n && fits; k++) fits = dt__mreq_match(&nc->amis[i].reqs.v[k], l->v, l->n);
+    if (fits) return false;
+  }
+  snprintf(why, n, "AMIDrift: image %s is not among EC2NodeClass %s's AMIs for its instance type", c->image_id,
+           nc->name);
+  return true;
+}
+
 /* Drift and expiry: each candidate alone, any number of replacements. */
 int dt__dr_replace_each(state *st, bool expiry) {
   candvec cs = {0};
@@ -219,6 +253,7 @@ int dt__dr_replace_each(state *st, bool expiry) {
       else if (c && c->drifted)
         snprintf(reason, sizeof d->drift, "NodeClaim %s is Drifted (%s)", c->name, c->drifted);
       else if (!dt__dr_node_matches_pool(d->n, p, reason, sizeof d->drift)) {
+      } else if (nodeclass_drift(st, d, c, p, reason, sizeof d->drift)) {
       } else
         continue;
       dt__dr_step(st, i, "drift: %s", reason);

@@ -170,6 +170,10 @@ void mf_node_free(dt_node *n) {
   dt__free(n->k_hash);
   dt__free(n->k_hash_version);
   dt__free(n->drifted);
+  dt__free(n->image_id);
+  dt__free(n->nc_hash);
+  dt__free(n->nc_k_hash);
+  dt__free(n->nc_k_hash_version);
   dt__free(n->claim_name);
   dt__free(n->node_name);
   dt__free(n->provider_id);

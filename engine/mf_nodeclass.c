@@ -24,6 +24,69 @@ void mf_nodeclass_free(dt_nodeclass *c) {
   dt__rlist_free(&c->system_reserved);
   mf_strs_free(c->zones, c->nzones);
   dt__free(c->unready);
+  dt__free(c->k_hash);
+  dt__free(c->k_hash_version);
+  for (size_t i = 0; i < c->namis; i++) {
+    dt__free(c->amis[i].id);
+    mf_mreqs_free(&c->amis[i].reqs);
+  }
+  dt__free(c->amis);
+}
+
+const dt_nodeclass *dt__nodeclass_of(const dt_manifests *m, const dt_nodepool *np, const char **missing) {
+  const cJSON *ref = np->node_class_ref;
+  const char *g = mf_get_str(ref, "group"), *k = mf_get_str(ref, "kind"), *n = mf_get_str(ref, "name");
+  if (missing) *missing = NULL;
+  if (!g || !k || !n || strcmp(g, "karpenter.k8s.aws") || strcmp(k, "EC2NodeClass") || !m->nodeclasses.n) return NULL;
+  for (size_t i = 0; i < m->nodeclasses.n; i++)
+    if (!strcmp(m->nodeclasses.v[i].name, n)) return &m->nodeclasses.v[i];
+  if (missing) *missing = n;
+  return NULL;
+}
+
+/* Drift marks: the hash of spec without the selector terms (what they
+** select is in status, and is checked there: AMIs), and Karpenter's own
+** hash annotations, which its NodeClaims carry too. */
+static int drift_marks(mctx *x, const cJSON *o, const cJSON *spec, dt_nodeclass *c) {
+  cJSON *t = spec ? cJSON_Duplicate(spec, 1) : cJSON_CreateObject();
+  if (!t) return mf_oom(x);
+  static const char *const terms[] = {"amiSelectorTerms", "subnetSelectorTerms", "securityGroupSelectorTerms",
+                                      "capacityReservationSelectorTerms"};
+  for (size_t i = 0; i < sizeof terms / sizeof *terms; i++) cJSON_DeleteItemFromObjectCaseSensitive(t, terms[i]);
+  dt_buf b = {0};
+  dt__json_canon(t, &b);
+  c->hash = dt__hash64(b.p ? b.p : "", b.len);
+  int oom = b.oom;
+  dt__free(b.p);
+  cJSON_Delete(t);
+  if (oom) return mf_oom(x);
+  const cJSON *ann = mf_get(mf_get(o, "metadata"), "annotations");
+  const char *kh = mf_get_str(ann, "karpenter.k8s.aws/ec2nodeclass-hash"),
+             *kv = mf_get_str(ann, "karpenter.k8s.aws/ec2nodeclass-hash-version");
+  if (kh && *kh && !(c->k_hash = dt__strdup(kh))) return mf_oom(x);
+  if (kv && *kv && !(c->k_hash_version = dt__strdup(kv))) return mf_oom(x);
+  return 0;
+}
+
+/* status.amis: each image and the instance types it is for. */
+static int amis(mctx *x, const cJSON *o, dt_nodeclass *c) {
+  const cJSON *a = mf_get(mf_get(o, "status"), "amis");
+  size_t n;
+  int lr = mf_list_room(x, a, "status.amis", "a list of images", sizeof *c->amis, (void **)&c->amis, &n);
+  if (lr) return lr > 0 ? 0 : lr;
+  size_t i = 0;
+  const cJSON *e;
+  cJSON_ArrayForEach(e, a) {
+    char f[300];
+    struct dt_ami *am = &c->amis[c->namis++];
+    snprintf(f, sizeof f, "status.amis[%zu].id", i);
+    const char *id = mf_get_str(e, "id");
+    if (!id || !*id) return mf_bad(x, f, "missing: each image has an id");
+    if (!(am->id = dt__strdup(id))) return mf_oom(x);
+    snprintf(f, sizeof f, "status.amis[%zu].requirements", i++);
+    if (mf_parse_mreqs(x, mf_get(e, "requirements"), f, &am->reqs, false)) return mf_failed(x);
+  }
+  return 0;
 }
 
 /* The AMI family: amiSelectorTerms' alias (family@version) wins, as
@@ -256,6 +319,8 @@ int mf_nodeclass(mctx *x, const cJSON *o) {
   if (!rc) rc = kubelet(x, spec, &c);
   if (!rc) rc = volumes(x, spec, &c);
   if (!rc) rc = status(x, o, &c);
+  if (!rc) rc = amis(x, o, &c);
+  if (!rc) rc = drift_marks(x, o, spec, &c);
   if (!rc && dt__vec_push(&x->m->nodeclasses, c)) rc = mf_oom(x);
   if (!rc) return 0;
   mf_nodeclass_free(&c);

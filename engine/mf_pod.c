@@ -715,6 +715,14 @@ int mf_node(mctx *x, const cJSON *o, bool is_claim) {
                *kv = mf_get_str(ann, "karpenter.sh/nodepool-hash-version");
     if (kh && *kh && !(n.k_hash = dt__strdup(kh))) goto nomem;
     if (kv && *kv && !(n.k_hash_version = dt__strdup(kv))) goto nomem;
+    /* the AWS provider's: the EC2NodeClass it was made from, and its image */
+    const char *ch = mf_get_str(ann, "karpenter.k8s.aws/ec2nodeclass-hash"),
+               *cv = mf_get_str(ann, "karpenter.k8s.aws/ec2nodeclass-hash-version"),
+               *dh = mf_get_str(ann, "dovetail.dev/ec2nodeclass-hash"), *img = mf_get_str(st, "imageID");
+    if (ch && *ch && !(n.nc_k_hash = dt__strdup(ch))) goto nomem;
+    if (cv && *cv && !(n.nc_k_hash_version = dt__strdup(cv))) goto nomem;
+    if (dh && *dh && !(n.nc_hash = dt__strdup(dh))) goto nomem;
+    if (img && *img && !(n.image_id = dt__strdup(img))) goto nomem;
   }
   const char *ready = condition(o, "Ready", NULL), *init = condition(o, "Initialized", NULL), *why;
   if (ready) n.ready = !strcmp(ready, "True");

@@ -190,7 +190,14 @@ typedef struct dt_nodeclass {
   bool raid0;                   /* instanceStorePolicy RAID0: ephemeral storage is the instance store */
   char **zones;                 /* status.subnets[].zone, each once, in order */
   size_t nzones;
-  char *unready; /* status Ready=False and its reason; NULL: ready or no status */
+  char *unready;                 /* status Ready=False and its reason; NULL: ready or no status */
+  uint64_t hash;                 /* of spec, the selector terms aside (status tells what they found): drift */
+  char *k_hash, *k_hash_version; /* Karpenter's karpenter.k8s.aws/ec2nodeclass-hash(-version), NULL none */
+  size_t namis;
+  struct dt_ami {
+    char *id;
+    dt_mreqs reqs; /* the instance types it is for */
+  } * amis;        /* status.amis */
 } dt_nodeclass;
 
 /* Indices of what dt__aws_node_resources sizes. */
@@ -224,6 +231,11 @@ typedef struct dt_nodepool {
   char *unusable;          /* why Karpenter launches nothing for it (being deleted, status Ready=False); NULL: usable */
   size_t seq;
 } dt_nodepool;
+
+/* The EC2NodeClass the input holds for NodePool np (its nodeClassRef names
+** karpenter.k8s.aws EC2NodeClass NAME); NULL none, with *missing set to the
+** name when the input holds other EC2NodeClasses but not that one. */
+const dt_nodeclass *dt__nodeclass_of(const struct dt_manifests *m, const dt_nodepool *np, const char **missing);
 
 /* The most of p's nodes its budgets let be disrupted at once for reason (a
 ** DT_REASON_* bit) at now (Unix seconds) when it has nodes: the least of
@@ -383,6 +395,9 @@ typedef struct dt_node {
   char *pool_hash;                           /* dovetail.dev/nodepool-hash */
   char *k_hash, *k_hash_version;             /* a NodeClaim's karpenter.sh/nodepool-hash(-version) */
   char *drifted;                             /* a NodeClaim's Drifted=True condition: its reason; NULL none */
+  char *image_id;                            /* a NodeClaim's status.imageID */
+  char *nc_hash;                             /* dovetail.dev/ec2nodeclass-hash */
+  char *nc_k_hash, *nc_k_hash_version;       /* a NodeClaim's karpenter.k8s.aws/ec2nodeclass-hash(-version) */
   size_t npods;
   char **pods;       /* "ns/name" from the dovetail.dev/pods annotation */
   uint32_t *pod_ids; /* a kept node's pods as numbers of the cache's name table (podcache.c); NULL none */

@@ -318,6 +318,14 @@ static void claim_meta(const dt_plan_result *r, size_t i, cJSON *md) {
   /* the template hash dovetail disrupt tells drift by */
   snprintf(tmp, sizeof tmp, "%016llx", (unsigned long long)np->hash);
   dt__json_put_str(ann, "dovetail.dev/nodepool-hash", tmp);
+  if (np->has_nc) { /* the EC2NodeClass's, as Karpenter's AWS provider annotates the claims it launches */
+    snprintf(tmp, sizeof tmp, "%016llx", (unsigned long long)np->nc_hash);
+    dt__json_put_str(ann, "dovetail.dev/ec2nodeclass-hash", tmp);
+    if (np->nc_k_hash && np->nc_k_hash_version) {
+      dt__json_put_str(ann, "karpenter.k8s.aws/ec2nodeclass-hash", np->nc_k_hash);
+      dt__json_put_str(ann, "karpenter.k8s.aws/ec2nodeclass-hash-version", np->nc_k_hash_version);
+    }
+  }
 }
 
 /* Claim i's NodeClaim object; NULL when out of memory. */

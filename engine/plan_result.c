@@ -557,6 +557,13 @@ static int result_pools(rb *b) {
     c->labels = res_kvs(b, &np->labels);
     c->annotations = res_kvs(b, &np->annotations);
     c->hash = np->hash;
+    const dt_nodeclass *nc = p->pools[i].nodeclass;
+    if (nc) {
+      c->has_nc = true;
+      c->nc_hash = nc->hash;
+      c->nc_k_hash = res_str(b, nc->k_hash);
+      c->nc_k_hash_version = res_str(b, nc->k_hash_version);
+    }
     c->expire_after = np->expire_after;
     c->taints = res_taints(b, np->taints, c->ntaints = np->ntaints);
     c->startup = res_taints(b, np->startup, c->nstartup = np->nstartup);

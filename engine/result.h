@@ -115,6 +115,9 @@ typedef struct dt_claim_pool {
   cJSON *node_class_ref;              /* owned by the result; NULL when absent */
   const char *class_key, *class_name; /* the node class label (<group>/<kind>), NULL when the ref lacks one */
   uint64_t hash;
+  bool has_nc;                               /* its EC2NodeClass is in the input: */
+  uint64_t nc_hash;                          /* its drift hash */
+  const char *nc_k_hash, *nc_k_hash_version; /* Karpenter's hash annotations on it, NULL none */
   int64_t expire_after; /* seconds; -1 Never */
   size_t ntaints, nstartup;
   const dt_taint *taints, *startup;

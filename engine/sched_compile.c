@@ -519,20 +519,14 @@ static void unknown_provider_label(dt_plan *p, const dt_nodepool *np, const char
 /* The EC2NodeClass a NodePool names (karpenter.k8s.aws, EC2NodeClass), when
 ** the input holds it; a note when the input holds others but not that one. */
 static const dt_nodeclass *nodeclass_of(dt_plan *p, const dt_nodepool *np) {
-  const cJSON *ref = np->node_class_ref;
-  const cJSON *g = cJSON_GetObjectItemCaseSensitive(ref, "group"), *k = cJSON_GetObjectItemCaseSensitive(ref, "kind"),
-              *n = cJSON_GetObjectItemCaseSensitive(ref, "name");
-  const dt_manifests *m = p->manifests;
-  if (!cJSON_IsString(g) || !cJSON_IsString(k) || !cJSON_IsString(n) || strcmp(g->valuestring, "karpenter.k8s.aws") ||
-      strcmp(k->valuestring, "EC2NodeClass") || !m->nodeclasses.n)
-    return NULL;
-  for (size_t i = 0; i < m->nodeclasses.n; i++)
-    if (!strcmp(m->nodeclasses.v[i].name, n->valuestring)) return &m->nodeclasses.v[i];
-  note(p,
-       "%s: NodePool %s: spec.template.spec.nodeClassRef: EC2NodeClass %s is not in the input (which holds other "
-       "EC2NodeClasses); its nodes are sized with the catalog's defaults",
-       np->file, np->name, n->valuestring);
-  return NULL;
+  const char *missing;
+  const dt_nodeclass *nc = dt__nodeclass_of(p->manifests, np, &missing);
+  if (missing)
+    note(p,
+         "%s: NodePool %s: spec.template.spec.nodeClassRef: EC2NodeClass %s is not in the input (which holds other "
+         "EC2NodeClasses); its nodes are sized with the catalog's defaults",
+         np->file, np->name, missing);
+  return nc;
 }
 
 /* The zones of an EC2NodeClass's subnets, as a requirement on the pool:
@@ -626,7 +620,7 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     dt_req q;
     dt__req_make(&p->arena, &q, p->k_pool, DT_OP_IN, &pl->name, 1, &p->syms);
     dt__reqs_add(&p->arena, &p->syms, &r, &q, &r);
-    const dt_nodeclass *nc = nodeclass_of(p, np);
+    const dt_nodeclass *nc = pl->nodeclass = nodeclass_of(p, np);
     if (nc && nc->nzones && subnet_zones(p, np, nc, &r)) return DT_ENOMEM;
     pl->reqs = r;
     pl->ntaints = (uint32_t)np->ntaints;

@@ -167,6 +167,7 @@ typedef struct rt_pool {
   rt_taint *taints;
   uint32_t ntypes;
   uint32_t *types;     /* compatible, price order */
+  const dt_nodeclass *nodeclass; /* the EC2NodeClass the input holds for it, NULL none */
   const int64_t **alloc; /* per catalog type: its allocatable on this pool's nodes (its EC2NodeClass's kubelet) */
   const int64_t **eff;   /* per catalog type: that allocatable minus DaemonSet overhead */
   uint32_t nds_ports;

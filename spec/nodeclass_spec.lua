@@ -3,6 +3,7 @@
 -- types.go), the zones of its subnets, its readiness. The fixture is a
 -- cluster dump (spec/fixtures/nodeclass/cluster.yaml); variants edit it.
 local h = require "helper"
+local json = require "dkjson"
 
 local FILE = h.fixtures .. "nodeclass/cluster.yaml"
 local TEXT = h.slurp(FILE)
@@ -218,5 +219,59 @@ describe("EC2NodeClass", function()
       assert.matches(f .. ": EC2NodeClass prefix: " .. c[3], err, 1, true)
       os.remove(f)
     end
+  end)
+end)
+
+describe("EC2NodeClass drift", function()
+  local DRIFT = h.fixtures .. "nodeclass/drift.yaml"
+  local TEXT2 = h.slurp(DRIFT)
+
+  -- the detail of the command that takes each node in a disruption pass over text
+  local function details(text)
+    local out, err, code = h.cli("disrupt -o json --now " .. NOW .. " -", text)
+    assert.are.equal(0, code, err)
+    local by = {}
+    for _, c in ipairs(json.decode(out).commands) do
+      for _, n in ipairs(c.nodes) do by[n.name] = c.detail end
+    end
+    return by
+  end
+
+  it("replaces nodes made from an earlier node class or running an image it no longer selects, as Karpenter", function()
+    local by = details(TEXT2)
+    assert.matches("^NodeClassDrift: EC2NodeClass default changed %(karpenter.k8s.aws/ec2nodeclass%-hash 4444, now 5555%)",
+      by.n1 or "", 1)
+    assert.matches("^AMIDrift: image ami%-old is not among", by.n2 or "")
+    assert.matches("^AMIDrift: image ami%-arm", by.n3 or "", "an arm64 image on an amd64 node is not its image")
+    assert.is_nil(by.n4, "n4 runs the current image of the current node class")
+  end)
+
+  it("compares Karpenter's hash only at the same hash version", function()
+    -- the node class comes first in the dump: its annotation is the first
+    local t = TEXT2:gsub("karpenter.k8s.aws/ec2nodeclass%-hash%-version: v4", "karpenter.k8s.aws/ec2nodeclass-hash-version: v5",
+      1)
+    assert.are_not.equal(TEXT2, t)
+    local by = details(t)
+    assert.is_nil(by.n1, by.n1)
+    assert.truthy(by.n2)
+  end)
+
+  it("tells drift by the hash dovetail writes on its claims when Karpenter's is absent", function()
+    -- plan writes it, and Karpenter's annotations copied from the node class
+    local out = h.cli("plan -o yaml --now " .. NOW .. " " .. FILE)
+    local hash = out:match("dovetail.dev/ec2nodeclass%-hash: \"?(%x+)")
+    assert.truthy(hash, out:sub(1, 2000))
+    assert.matches("karpenter.k8s.aws/ec2nodeclass-hash: \"1178495224453364853\"", out, 1, true)
+    assert.matches("karpenter.k8s.aws/ec2nodeclass-hash-version: v4", out, 1, true)
+    -- a claim whose hash is not the node class's now is drifted; the same hash is not
+    local function with(h1)
+      return TEXT2:gsub("karpenter.k8s.aws/ec2nodeclass%-hash: '4444'", "dovetail.dev/ec2nodeclass-hash: " .. h1, 1)
+    end
+    local stale = with("00000000000000aa")
+    assert.are_not.equal(TEXT2, stale)
+    assert.matches("^NodeClassDrift: EC2NodeClass default changed %(hash 00000000000000aa, now %x+%)",
+      details(stale).n1 or "")
+    local now_hash = details(stale).n1:match("now (%x+)")
+    assert.is_nil(details(with(now_hash)).n1)
   end)
 end)
