@@ -492,6 +492,26 @@ spec:
     d.stop()
   end)
 
+  it("replaces its node once when its EC2NodeClass changes, and then stays put", function()
+    local d = start("--disrupt-interval 1s")
+    local dump = slurp(h.fixtures .. "nodeclass/cluster.yaml")
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", dump)))
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    -- the node class without prefix delegation's headroom: 100 pods a node, so the 100 pods and aws-node need two
+    local from = assert(dump:find("- apiVersion: karpenter.k8s.aws/v1\n  kind: EC2NodeClass", 1, true))
+    local to = assert(dump:find("- apiVersion: apps/v1\n  kind: DaemonSet", 1, true))
+    local nc = dump:sub(from, to - 1):gsub("\n  ", "\n"):sub(3):gsub("maxPods: 110", "maxPods: 100")
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", nc)))
+    eventually(function() return slurp(d.log):match('"event":"disrupt","msg":"NodeClaim [%w-]+: Drifted') end,
+      "the drifted node replaced", 30)
+    daemon_time(d, 4000) -- four more disruption passes
+    local log = slurp(d.log)
+    assert.equal(3, select(2, log:gsub('"event":"launch"', "")), "one node, then its two replacements")
+    assert.equal(1, select(2, log:gsub('"event":"disrupt"', "")), "and no more")
+    assert.matches("NodeClassDrift: EC2NodeClass prefix changed", (http(d, "GET", "/v1/decisions")), 1, true)
+    d.stop()
+  end)
+
   it("reads a List within a List as the CLI does, and an object with an items field as itself", function()
     local d = start("--disrupt-interval 0")
     local pod = '{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "%s", "namespace": "d"}, '
