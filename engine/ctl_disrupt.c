@@ -87,7 +87,8 @@ bool carry_out(const dt_command_info *c) {
       uint64_t group = ++D.groups;
       char savings[64];
       dt__fmt_price(savings, sizeof savings, c->savings);
-      snprintf(why, sizeof why, "%s (saves $%s/h)", reason, savings);
+      snprintf(why, sizeof why, "%s%s%s (saves $%s/h)", reason, c->detail ? ": " : "", c->detail ? c->detail : "",
+               savings);
       for (size_t k = 0; k < c->nreplacements; k++) {
         const dt_claim_info *r = &c->replacements[k];
         char name[KEY_MAX];
@@ -108,7 +109,8 @@ bool carry_out(const dt_command_info *c) {
         e = strchr(s, ',');
         if (e) *e = 0;
         const instance *in = inst_of(s);
-        snprintf(why, sizeof why, "%s: %s (instance %s)", reason, action, in ? in->id : "?");
+        snprintf(why, sizeof why, "%s: %s (instance %s)%s%s", reason, action, in ? in->id : "?", c->detail ? ": " : "",
+                 c->detail ? c->detail : "");
         delete_instance(s, why);
       }
     }
