@@ -205,6 +205,15 @@ static int strategy(mctx *x, const cJSON *o, const char *field, int *strat, int 
   return 0;
 }
 
+/* A VM spec's run strategy, hashed for comparison: runStrategy, else the
+** deprecated running as Always or Halted; 0 when it says neither. */
+static uint64_t run_strategy(const cJSON *vmspec) {
+  const char *rs = mf_get_str(vmspec, "runStrategy");
+  const cJSON *r = mf_get(vmspec, "running");
+  if (!rs && cJSON_IsBool(r)) rs = cJSON_IsTrue(r) ? "Always" : "Halted";
+  return rs ? dt__hash64(rs, strlen(rs)) | 1 : 0;
+}
+
 static bool vmi_runs(const cJSON *vmspec) {
   const char *rs = mf_get_str(vmspec, "runStrategy");
   if (rs) return strcmp(rs, "Halted") && strcmp(rs, "Manual");
@@ -502,12 +511,10 @@ int mf_vmpool(mctx *x, const cJSON *o) {
   if (!rc) rc = vmpool_template(x, tmpl, &p, &vmi, &dvt);
   if (!rc) rc = name_generation(x, spec, &p);
   if (!rc) {
+    /* the VM template alone, as KubeVirt's isOutdatedVM compares it:
+    ** spec.nameGeneration shapes only the VMs made after it changes */
     p.hash = canon_hash(x, tmpl, &rc);
-    if (p.name_gen) { /* the VMs it makes differ with it: part of what makes a VM current */
-      char hx[40];
-      snprintf(hx, sizeof hx, "%016llx/%u", (unsigned long long)p.hash, p.name_gen);
-      p.hash = dt__hash64(hx, strlen(hx));
-    }
+    p.run_strategy = run_strategy(mf_get(tmpl, "spec"));
     cJSON *cv = cJSON_Duplicate(vmi, 1), *cd = dvt && !cJSON_IsNull(dvt) ? cJSON_Duplicate(dvt, 1) : NULL;
     if ((vmi && !cv) || (dvt && !cJSON_IsNull(dvt) && !cd)) rc = mf_oom(x);
     strip_server_fields(cv, cd);
@@ -762,6 +769,7 @@ int mf_vm(mctx *x, const cJSON *o) {
     if (!strcmp(v.labels.v[i].key, "kubevirt.io/vm-pool-revision-name")) rev = v.labels.v[i].val;
   const char *th = mf_get_str(ann, "dovetail.dev/template-hash");
   if ((rev && !(v.revision = dt__strdup(rev))) || (th && !(v.tmpl_hash = dt__strdup(th)))) goto nomem;
+  v.run_strategy = run_strategy(spec);
   if (vm_heal_annotations(x, ann, &v) || vm_status(x, spec, st, &v)) goto fail;
   if (vm_hashes(x, spec, &v)) goto fail;
   /* A VM that should run but has no node yet needs capacity: its virt-launcher

@@ -452,6 +452,7 @@ typedef struct dt_vmpool {
   bool paused;
   bool deleting; /* metadata.deletionTimestamp: KubeVirt only releases its VMs' finalizers */
   dt_selector selector;
+  uint64_t run_strategy; /* the template's, as dt_vm.run_strategy */
   int64_t max_unavail; /* absolute, or percent when max_unavail_pct */
   bool max_unavail_pct;
   int scale_in, update, preserve;
@@ -488,6 +489,7 @@ typedef struct dt_vm {
   int64_t not_ready_since;     /* Ready=False lastTransitionTime, 0 if unknown */
   char *revision;              /* kubevirt.io/vm-pool-revision-name */
   char *tmpl_hash;             /* dovetail.dev/template-hash */
+  uint64_t run_strategy;       /* its run strategy (runStrategy, or running as Always/Halted) hashed; 0 unset */
   uint64_t vmi_hash, dvt_hash; /* de-indexed template and dataVolumeTemplates */
   uint64_t vmi_hash_ng[4];     /* vmi_hash with ConfigMap ([1]), Secret ([2]) or both ([3]) references
                            ** de-indexed too, for pools with spec.nameGeneration; [0] is vmi_hash */

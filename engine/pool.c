@@ -261,6 +261,27 @@ static bool unavailable(const dt_vm *v) { return v->deleting || v->halted || !v-
 ** generation); else by comparing templates, less what the cluster adds
 ** (strip_server_fields), where KubeVirt reads the ControllerRevision the
 ** label names. */
+/* Whether VM v's instance template is the pool's, its own index and
+** spec.nameGeneration's indexing (either way: KubeVirt does not tell a VM
+** outdated by that setting) taken out, and its data volume templates too. */
+static bool same_vmi(const dt_vmpool *p, const dt_vm *v) {
+  bool same = false;
+  for (unsigned bits = 0; bits < 4 && !same; bits++) same = v->vmi_hash_ng[bits] == p->vmi_hash;
+  return same && v->dvt_hash == p->dvt_hash;
+}
+
+/* Whether VM v has the template's labels (its own, not its instance
+** template's: those are in the instance template's hash). Labels it has
+** beyond them may be anyone's and say nothing. */
+static bool has_template_labels(const dt_vmpool *p, const dt_vm *v) {
+  const cJSON *l = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p->tmpl, "metadata"), "labels");
+  for (const cJSON *e = cJSON_IsObject(l) ? l->child : NULL; e; e = e->next) {
+    const char *mine = dt__kv_get(v->labels.v, v->nmeta_labels, e->string);
+    if (!cJSON_IsString(e) || !mine || strcmp(mine, e->valuestring)) return false;
+  }
+  return true;
+}
+
 static bool current(const dt_vmpool *p, const dt_vm *v) {
   if (v->tmpl_hash) {
     char hex[17];
@@ -268,7 +289,9 @@ static bool current(const dt_vmpool *p, const dt_vm *v) {
   }
   char rev[600];
   if (v->revision && revision_name(p, rev, sizeof rev) && !strcmp(v->revision, rev)) return true;
-  return v->vmi_hash_ng[p->name_gen & 3] == p->vmi_hash && v->dvt_hash == p->dvt_hash;
+  /* the VM-level part of the template too: its labels, its run strategy */
+  return same_vmi(p, v) && has_template_labels(p, v) &&
+         (!p->run_strategy || !v->run_strategy || p->run_strategy == v->run_strategy);
 }
 
 static const char *const k_failing[] = {
@@ -584,6 +607,17 @@ static const char *update_one(poolrun *r, const pvm *o, int64_t mu_update, int64
   const dt_vmpool *p = r->p;
   const dt_vm *v = o->v;
   bool dv_changed = v->dvt_hash != p->dvt_hash;
+  if (same_vmi(p, v)) {
+    /* KubeVirt's opportunisticUpdate rewrites the VM, and its VMI, whose
+    ** revision's instance template is the same, only gets the new revision
+    ** label (proactiveUpdateTypePatchRevisionLabel): nothing restarts */
+    bool halts = p->run_strategy && p->run_strategy != v->run_strategy && !v->halted;
+    snprintf(r->tmp, sizeof r->tmp,
+             "template changed outside its instance template (the VM's labels, annotations or spec): the VM is "
+             "rewritten without a restart%s",
+             halts ? "; its new run strategy applies, which may stop it" : "");
+    return "rewrite";
+  }
   if (v->halted) {
     snprintf(r->tmp, sizeof r->tmp, "template changed; halted, the new spec applies at its next start");
     return "apply";

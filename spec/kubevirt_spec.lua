@@ -152,7 +152,9 @@ describe("VirtualMachinePool nameGeneration", function()
     assert.equal("db-network-0", sec.cloudinit.cloudInitNoCloud.networkDataSecretRef.name)
   end)
 
-  it("takes VMs KubeVirt made with indexed references as current, and unindexed ones as outdated", function()
+  it("takes VMs as current whether nameGeneration indexed their references or not, as KubeVirt", function()
+    -- KubeVirt's isOutdatedVM compares the VM template alone: the setting
+    -- shapes only the VMs created after it changes (its indexVMSpec)
     local pl = pool({ uid = POOL_UID, spec = { nameGeneration = { appendIndexToConfigMapRefs = true,
       appendIndexToSecretRefs = true } } })
     local both = { configMaps = true, secrets = true }
@@ -160,26 +162,33 @@ describe("VirtualMachinePool nameGeneration", function()
     assert.equal(0, #p.create)
     assert.equal(0, #p.update)
     assert.equal(0, p.status.outdated)
-    -- db-1 shares its ConfigMap: not what the pool makes now
+    -- db-1 was made before ConfigMap references were indexed: still current
     p = run({ pl, kubevirt_vm(pl, 0, both), kubevirt_vm(pl, 1, { secrets = true }, 2) })
-    assert.equal(1, #p.update)
-    assert.equal("db-1", p.update[1].name)
-    assert.equal("db-config-1", volumes(p.update[1].object).config.configMap.name)
-    -- and without nameGeneration, indexed references are the outdated ones
+    assert.equal(0, #p.update)
+    -- nor are indexed references outdated once the setting is off
     local plain = pool({ uid = POOL_UID })
     p = run({ plain, kubevirt_vm(plain, 0, {}), kubevirt_vm(plain, 1, both, 2) })
+    assert.equal(0, #p.update)
+    -- an instance template that changed is
+    local changed = kubevirt_vm(plain, 1, both, 2)
+    changed.spec.template.spec.terminationGracePeriodSeconds = 99
+    p = run({ plain, kubevirt_vm(plain, 0, {}), changed })
     assert.equal(1, #p.update)
     assert.equal("db-1", p.update[1].name)
+    assert.equal("restart", p.update[1].action)
   end)
 
-  it("makes the VMs it created before nameGeneration was turned on outdated", function()
+  it("leaves the VMs it created before nameGeneration was turned on running, and indexes the new ones", function()
     local first = by_name(run({ pool({ uid = POOL_UID }) }).create)
     local vms = { first["db-0"].object, first["db-1"].object }
     for _, v in ipairs(vms) do v.status = { ready = true, printableStatus = "Running" } end
     local p = run({ pool({ uid = POOL_UID }), vms[1], vms[2] })
     assert.equal(0, #p.update)
-    p = run({ pool({ uid = POOL_UID, spec = { nameGeneration = { appendIndexToSecretRefs = true } } }), vms[1], vms[2] })
-    assert.equal(2, #p.update)
+    local on = pool({ uid = POOL_UID, replicas = 3, spec = { nameGeneration = { appendIndexToSecretRefs = true } } })
+    p = run({ on, vms[1], vms[2] })
+    assert.equal(0, #p.update)
+    assert.equal(1, #p.create)
+    assert.equal("db-creds-2", volumes(p.create[1].object).creds.secret.secretName)
   end)
 
   it("names the file, the object and the field of a bad nameGeneration", function()
@@ -372,6 +381,7 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
     -- with two VMs: db-0 is outdated (an update), db-1 fails (a heal);
     -- with none, all three are created
     local stale = kubevirt_vm(pl, 0, {}, 2)
+    stale.spec.template.spec.terminationGracePeriodSeconds = 99
     local failing = kubevirt_vm(pl, 1, { configMaps = true, secrets = true })
     failing.status = { ready = false, printableStatus = "CrashLoopBackOff", startFailure = { consecutiveFailCount = 5 } }
     pl.spec.autohealing = { startUpFailureThreshold = 3 }
@@ -450,10 +460,50 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
       assert.equal("", (updates(bumped(text))))
     end)
 
+    it("rewrites without a restart when only the VM's own labels changed (its instance template is the same)", function()
+      local at = text:find("labels:", text:find("virtualMachineTemplate:", 1, true), true)
+      assert(at, "the dump's pool has VM template labels")
+      local changed = bumped(text:sub(1, at - 1) .. "labels:\n          team: blue" .. text:sub(at + #"labels:"))
+      local names, pool = updates(changed)
+      assert.equal("rewrite web-0, rewrite web-1, rewrite web-2", names)
+      assert.matches("without a restart", pool.update[1].reason, 1, true)
+    end)
+
     it("restarts every VM when the template changed", function()
       local at = text:find("guest: 1Gi", 1, true)
       local changed = bumped(text:sub(1, at - 1) .. "guest: 2Gi" .. text:sub(at + #"guest: 1Gi"))
       assert.equal("restart web-0, restart web-1, restart web-2", (updates(changed)))
+    end)
+  end)
+
+  -- KubeVirt v1.9.0's pool controller: an outdated VM (isOutdatedVM: its
+  -- revision's VirtualMachineTemplate, metadata and spec, differs) is
+  -- rewritten (opportunisticUpdate); only an instance template that differs
+  -- restarts it (isOutdatedVMI), else its VMI gets the new revision label
+  describe("updates outside the instance template", function()
+    local function actions(file)
+      local r, err = dt.pool({ files = { h.fixtures .. "kubevirt/" .. file }, now = NOW })
+      assert(r, err)
+      local out = {}
+      for _, a in ipairs(r.pools[1].update or {}) do out[#out + 1] = a.action .. " " .. a.name end
+      table.sort(out)
+      return table.concat(out, ", "), r.pools[1]
+    end
+
+    it("restarts no VM dovetail made when only the VM template's labels changed", function()
+      assert.equal("rewrite web-0, rewrite web-1", (actions "metadata-label-changed.yaml"))
+    end)
+
+    it("takes VMs made before nameGeneration was turned on as current: nothing restarts into missing ConfigMaps", function()
+      assert.equal("", (actions "namegen-toggled.yaml"))
+    end)
+
+    it("rewrites KubeVirt's VMs when the VM template's labels or run strategy changed", function()
+      assert.equal("rewrite web-0, rewrite web-1", (actions "vm-labels-changed.yaml"))
+      local names, pool = actions "runstrategy-halted.yaml"
+      assert.equal("rewrite web-0, rewrite web-1", names)
+      assert.matches("its new run strategy applies", pool.update[1].reason, 1, true)
+      assert.equal("Halted", pool.update[1].object.spec.runStrategy)
     end)
   end)
 

@@ -1167,6 +1167,22 @@ return {
     d.stop()
   end)
 
+  it("rewrites a VM whose pool changed outside its instance template once, keeping it running", function()
+    local d = start("--disrupt-interval 200ms")
+    local dump = slurp(h.fixtures .. "kubevirt/vm-labels-changed.yaml")
+    http(d, "PUT", "/v1/objects", dump)
+    eventually(function()
+      return http(d, "GET", "/metrics"):match('dovetail_vmpool_actions_total{vmpool="default/web",action="update"} 2')
+    end, "both VMs rewritten")
+    rounds(d, 5, "five more rounds")
+    local metrics = http(d, "GET", "/metrics")
+    assert.matches('dovetail_vmpool_actions_total{vmpool="default/web",action="update"} 2\n', metrics, 1, true)
+    assert.matches('dovetail_vms{vmpool="default/web",state="Running"} 2\n', metrics, 1, true)
+    assert.matches('"update rewrite: template changed outside its instance template', (http(d, "GET", "/v1/decisions")),
+      1, true)
+    d.stop()
+  end)
+
   it("raises its soft limit on open files to the hard one, as Go programs do (a launch is a socket)", function()
     local p = io.popen("sh -c 'ulimit -Hn'")
     local hard = tonumber(p:read("l"))
