@@ -51,6 +51,15 @@ static size_t pool_actions(const dt_pools *r, const dt_pool_info *pool, dt_pool_
     } else {
       continue;
     }
+    /* a VM deleted, re-created or restarted loses its running instance
+    ** (KubeVirt deletes the VMI): the one stored would say it still runs
+    ** the old revision, and restart it again at every round */
+    if (list != DT_POOL_CREATE && !(a.action && (!strcmp(a.action, "rewrite") || !strcmp(a.action, "apply") ||
+                                                 !strcmp(a.action, "wait-for-halt")))) {
+      char vk[KEY_MAX + 32];
+      snprintf(vk, sizeof vk, "VirtualMachineInstance/%s/%s", a.ns, a.vm ? a.vm : "");
+      if (obj_find(vk) >= 0) obj_del(vk);
+    }
     snprintf(subj, sizeof subj, "VirtualMachine %s/%s", a.ns, a.vm);
     char why[900];
     snprintf(why, sizeof why, "%s%s%s: %s", k_list[list], a.action ? " " : "", a.action ? a.action : "",

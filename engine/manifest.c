@@ -195,6 +195,10 @@ void dt_manifests_free(dt_manifests *m) {
   for (size_t i = 0; i < m->pools.n; i++) mf_pool_free(&m->pools.v[i]);
   for (size_t i = 0; i < m->nodeclasses.n; i++) mf_nodeclass_free(&m->nodeclasses.v[i]);
   dt__free(m->nodeclasses.v);
+  for (size_t i = 0; i < m->vmis.n; i++) mf_vmi_free(&m->vmis.v[i]);
+  dt__free(m->vmis.v);
+  for (size_t i = 0; i < m->pool_revs.n; i++) mf_pool_rev_free(&m->pool_revs.v[i]);
+  dt__free(m->pool_revs.v);
   for (size_t i = 0; i < m->pods.n; i++)
     if (!m->pods.v[i].borrowed) mf_pod_free(&m->pods.v[i]);
   for (size_t i = 0; i < m->daemonsets.n; i++) mf_pod_free(&m->daemonsets.v[i]);
@@ -551,6 +555,8 @@ static const reader k_readers[] = {
     {"PodDisruptionBudget", "policy/", mf_pdb},
     {"VirtualMachinePool", "pool.kubevirt.io/", mf_vmpool},
     {"VirtualMachine", "kubevirt.io/", mf_vm},
+    {"VirtualMachineInstance", "kubevirt.io/", mf_vmi},
+    {"ControllerRevision", "apps/", mf_ctrl_revision},
     {"KubeVirt", "kubevirt.io/", mf_kubevirt},
     {"PersistentVolume", "v1", mf_persistent_volume},
     {"StorageClass", "storage.k8s.io/", mf_storage_class},
@@ -618,29 +624,16 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
 
 /* Where a file's objects start, so a bad file adds nothing. */
 typedef struct mark_t {
-  size_t np, nnc, npod, nn, ns, nl, nds, nrc, nmk, nvp, nvm, nvol, npdb, ntopo;
+  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nrc, nmk, nvp, nvm, nvol, npdb, ntopo;
   int64_t npods;
   const char *varch, *varch_file;
 } mark_t;
 
 static mark_t mark_of(const dt_manifests *m) {
-  return (mark_t){m->pools.n,
-                  m->nodeclasses.n,
-                  m->pods.n,
-                  m->nodes.n,
-                  m->seen_file.n,
-                  m->notes.len,
-                  m->daemonsets.n,
-                  m->runtime_classes.n,
-                  m->marks.n,
-                  m->vmpools.n,
-                  m->vms.n,
-                  m->volumes.n,
-                  m->pdbs.n,
-                  m->topo.n,
-                  m->npods,
-                  m->vm_default_arch,
-                  m->vm_default_arch_file};
+  return (mark_t){m->pools.n, m->nodeclasses.n, m->vmis.n,          m->pool_revs.n,         m->pods.n,
+                  m->nodes.n, m->seen_file.n,   m->notes.len,       m->daemonsets.n,        m->runtime_classes.n,
+                  m->marks.n, m->vmpools.n,     m->vms.n,           m->volumes.n,           m->pdbs.n,
+                  m->topo.n,  m->npods,         m->vm_default_arch, m->vm_default_arch_file};
 }
 
 static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
@@ -649,6 +642,8 @@ static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
   m->vm_default_arch_file = k->varch_file;
   while (m->pools.n > k->np) mf_pool_free(&m->pools.v[--m->pools.n]);
   while (m->nodeclasses.n > k->nnc) mf_nodeclass_free(&m->nodeclasses.v[--m->nodeclasses.n]);
+  while (m->vmis.n > k->nvmi) mf_vmi_free(&m->vmis.v[--m->vmis.n]);
+  while (m->pool_revs.n > k->nprev) mf_pool_rev_free(&m->pool_revs.v[--m->pool_revs.n]);
   while (m->pods.n > k->npod) mf_pod_free(&m->pods.v[--m->pods.n]);
   while (m->nodes.n > k->nn) mf_node_free(&m->nodes.v[--m->nodes.n]);
   while (m->daemonsets.n > k->nds) mf_pod_free(&m->daemonsets.v[--m->daemonsets.n]);

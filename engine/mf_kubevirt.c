@@ -770,6 +770,11 @@ int mf_vm(mctx *x, const cJSON *o) {
   const char *th = mf_get_str(ann, "dovetail.dev/template-hash");
   if ((rev && !(v.revision = dt__strdup(rev))) || (th && !(v.tmpl_hash = dt__strdup(th)))) goto nomem;
   v.run_strategy = run_strategy(spec);
+  for (const cJSON *c = cJSON_IsArray(mf_get(st, "conditions")) ? mf_get(st, "conditions")->child : NULL; c;
+       c = c->next)
+    if (mf_get_str(c, "type") && !strcmp(mf_get_str(c, "type"), "RestartRequired") && mf_get_str(c, "status") &&
+        !strcmp(mf_get_str(c, "status"), "True"))
+      v.restart_required = true;
   if (vm_heal_annotations(x, ann, &v) || vm_status(x, spec, st, &v)) goto fail;
   if (vm_hashes(x, spec, &v)) goto fail;
   /* A VM that should run but has no node yet needs capacity: its virt-launcher
@@ -816,4 +821,59 @@ int mf_kubevirt(mctx *x, const cJSON *o) {
     x->m->vm_default_arch_file = x->file;
   }
   return 0;
+}
+
+void mf_vmi_free(dt_vmi *v) {
+  dt__free(v->ns);
+  dt__free(v->name);
+  dt__free(v->revision);
+}
+
+void mf_pool_rev_free(dt_pool_rev *r) {
+  dt__free(r->ns);
+  dt__free(r->name);
+}
+
+/* A VirtualMachineInstance: which pool revision it runs. */
+int mf_vmi(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
+  const char *rev = mf_get_str(mf_get(mf_get(o, "metadata"), "labels"), "kubevirt.io/vm-pool-revision-name");
+  dt_vmi v = {0};
+  if (!(v.ns = dt__strdup(ns)) || !(v.name = dt__strdup(name)) || (rev && !(v.revision = dt__strdup(rev))) ||
+      dt__vec_push(&x->m->vmis, v)) {
+    mf_vmi_free(&v);
+    return mf_oom(x);
+  }
+  return 0;
+}
+
+/* An apps/v1 ControllerRevision a VirtualMachinePool owns (its controller
+** reference): the pool spec it holds, hashed as the pool's own. The
+** revisions of DaemonSets and StatefulSets a dump holds are passed over. */
+int mf_ctrl_revision(mctx *x, const cJSON *o) {
+  const cJSON *md = mf_get(o, "metadata");
+  bool pool = false;
+  const cJSON *c;
+  cJSON_ArrayForEach(c, mf_get(md, "ownerReferences")) {
+    const char *k = mf_get_str(c, "kind");
+    pool |= k && !strcmp(k, "VirtualMachinePool") && cJSON_IsTrue(mf_get(c, "controller"));
+  }
+  if (!pool) return 0;
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
+  const cJSON *tmpl = mf_get(mf_get(o, "data"), "virtualMachineTemplate"), *ts = mf_get(tmpl, "spec");
+  const cJSON *vmi = mf_get(ts, "template"), *dvt = mf_get(ts, "dataVolumeTemplates");
+  cJSON *cv = vmi ? cJSON_Duplicate(vmi, 1) : NULL, *cd = dvt && !cJSON_IsNull(dvt) ? cJSON_Duplicate(dvt, 1) : NULL;
+  int rc = (vmi && !cv) || (dvt && !cJSON_IsNull(dvt) && !cd) ? mf_oom(x) : 0;
+  strip_server_fields(cv, cd);
+  dt_pool_rev r = {0};
+  r.vmi_hash = canon_hash(x, cv, &rc);
+  r.dvt_hash = canon_hash(x, cd, &rc);
+  cJSON_Delete(cv);
+  cJSON_Delete(cd);
+  if (!rc && (!(r.ns = dt__strdup(ns)) || !(r.name = dt__strdup(name)) || dt__vec_push(&x->m->pool_revs, r)))
+    rc = mf_oom(x);
+  if (rc) mf_pool_rev_free(&r);
+  return rc ? mf_failed(x) : 0;
 }

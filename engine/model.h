@@ -490,12 +490,27 @@ typedef struct dt_vm {
   char *revision;              /* kubevirt.io/vm-pool-revision-name */
   char *tmpl_hash;             /* dovetail.dev/template-hash */
   uint64_t run_strategy;       /* its run strategy (runStrategy, or running as Always/Halted) hashed; 0 unset */
+  bool restart_required;       /* status condition RestartRequired=True: its VMI runs an older spec */
   uint64_t vmi_hash, dvt_hash; /* de-indexed template and dataVolumeTemplates */
   uint64_t vmi_hash_ng[4];     /* vmi_hash with ConfigMap ([1]), Secret ([2]) or both ([3]) references
                            ** de-indexed too, for pools with spec.nameGeneration; [0] is vmi_hash */
   int64_t heal_attempt, healed_at;
   size_t seq;
 } dt_vm;
+
+/* A running VirtualMachineInstance: the pool revision it was started from
+** (kubevirt.io/vm-pool-revision-name), NULL none. */
+typedef struct dt_vmi {
+  char *ns, *name, *revision;
+} dt_vmi;
+
+/* A VirtualMachinePool's ControllerRevision: its name and what KubeVirt's
+** isOutdatedVMI compares, the instance template and data volume templates
+** of the pool spec it holds. */
+typedef struct dt_pool_rev {
+  char *ns, *name;
+  uint64_t vmi_hash, dvt_hash;
+} dt_pool_rev;
 
 /* A VM a pool run decided to create: pool index and name index. */
 typedef struct dt_pool_create {
@@ -531,6 +546,8 @@ struct dt_manifests {
   DT_VEC(dt_pdb) pdbs;
   DT_VEC(dt_vmpool) vmpools;
   DT_VEC(dt_vm) vms;
+  DT_VEC(dt_vmi) vmis;
+  DT_VEC(dt_pool_rev) pool_revs;
   DT_VEC(char *) volumes;   /* "ns/name" of PersistentVolumeClaims and DataVolumes */
   DT_VEC(dt_topo_obj) topo; /* PVCs, PVs and StorageClasses: where a pod's volumes can be */
   DT_VEC(dt_mark) marks;

@@ -24,6 +24,9 @@
 
 typedef struct pvm {
   const dt_vm *v;
+  const char *vmi_rev; /* a current VM whose VMI runs this older revision (vmi_outdated); NULL none */
+  bool vmi_dv;         /* ... and the revisions' data volume templates differ */
+  bool vmi_revs;       /* ... as the two ControllerRevisions say (else RestartRequired) */
   int tier;     /* first ordered-policy entry the VM matches; n when none */
   int base;     /* the base policy ordering it */
   int calm;     /* Random: 0 halted, 1 not ready, 2 running and ready */
@@ -123,6 +126,7 @@ typedef struct ctx {
   const dt_pool_opts *o;
   dt_pools *r;
   dt_symtab volumes;   /* "ns/name" of PVCs and DataVolumes */
+  dt_symtab vmis;      /* "ns/name" of VirtualMachineInstances: symbol k + 1 is m->vmis.v[k] */
   dt_pool_act scratch; /* written instead of an action that found no memory (the run then fails) */
   bool lean;           /* decisions only: no VM objects, no document (dt__pools_run_lean) */
 } ctx;
@@ -601,12 +605,66 @@ static int pool_scale_in(poolrun *r) {
   return rc;
 }
 
+static const dt_pool_rev *pool_rev(const dt_manifests *m, const char *ns, const char *name) {
+  for (size_t i = 0; i < m->pool_revs.n; i++)
+    if (!strcmp(m->pool_revs.v[i].name, name) && !strcmp(m->pool_revs.v[i].ns, ns)) return &m->pool_revs.v[i];
+  return NULL;
+}
+
+/* KubeVirt's isOutdatedVMI for a current VM: its VMI was started from
+** another revision (kubevirt.io/vm-pool-revision-name) whose instance
+** template differs, read from the two ControllerRevisions when the input
+** holds both, else from the VM's RestartRequired condition (KubeVirt's VM
+** controller sets it when the VM's spec changed under a running VMI).
+** Equal templates only get the VMI relabelled: nothing to do here. The
+** VMI's revision into o. */
+static bool vmi_outdated(const poolrun *r, pvm *o) {
+  const dt_vm *v = o->v;
+  const dt_manifests *m = r->x->m;
+  if (!v->revision || !m->vmis.n || v->halted || v->deleting) return false;
+  char key[1200];
+  snprintf(key, sizeof key, "%s/%s", v->ns, v->name);
+  dt_sym s = dt__sym_find(&r->x->vmis, key);
+  const dt_vmi *vmi = s ? &m->vmis.v[s - 1] : NULL;
+  if (!vmi || !vmi->revision || !strcmp(vmi->revision, v->revision)) return false;
+  const dt_pool_rev *now = pool_rev(m, v->ns, v->revision), *then = pool_rev(m, v->ns, vmi->revision);
+  bool differ = now && then ? now->vmi_hash != then->vmi_hash || now->dvt_hash != then->dvt_hash : v->restart_required;
+  if (!differ) return false;
+  o->vmi_rev = vmi->revision;
+  o->vmi_dv = now && then && now->dvt_hash != then->dvt_hash;
+  o->vmi_revs = now && then;
+  return true;
+}
+
 /* How one outdated VM is updated (into r->tmp, the action's name into
 ** *what), or NULL after recording that it waits for maxUnavailable. */
 static const char *update_one(poolrun *r, const pvm *o, int64_t mu_update, int64_t *left) {
   const dt_vmpool *p = r->p;
   const dt_vm *v = o->v;
-  bool dv_changed = v->dvt_hash != p->dvt_hash;
+  bool dv_changed = o->vmi_rev ? o->vmi_dv : v->dvt_hash != p->dvt_hash;
+  if (o->vmi_rev && p->update == DT_STRAT_OPPORTUNISTIC) {
+    snprintf(r->tmp, sizeof r->tmp,
+             "its VMI runs revision %s; updateStrategy opportunistic: the VM's spec applies when it next restarts",
+             o->vmi_rev);
+    return "wait-for-halt";
+  }
+  if (o->vmi_rev) {
+    if (!v->ready || *left > 0) {
+      if (v->ready) (*left)--;
+      snprintf(r->tmp, sizeof r->tmp,
+               "its VMI runs revision %s, whose instance template is not its own (%s)%s: %s as KubeVirt's "
+               "isOutdatedVMI",
+               o->vmi_rev, o->vmi_revs ? "the ControllerRevisions differ" : "the VM says RestartRequired",
+               v->ready ? "" : "; not ready, so without counting against maxUnavailable",
+               dv_changed ? "re-created" : "restarted");
+      return dv_changed ? "recreate" : "restart";
+    }
+    snprintf(r->tmp, sizeof r->tmp, "its VMI runs revision %s; waits for maxUnavailable (%lld)", o->vmi_rev,
+             (long long)mu_update);
+    action(r, DT_POOL_WAITING, v->name, r->tmp)->info.wait_for = "maxUnavailable";
+    r->x->r->stats.waiting++;
+    return NULL;
+  }
   if (same_vmi(p, v)) {
     /* KubeVirt's opportunisticUpdate rewrites the VM, and its VMI, whose
     ** revision's instance template is the same, only gets the new revision
@@ -659,12 +717,13 @@ static int pool_update(poolrun *r, int64_t mu_update) {
   size_t outside = 0;
   for (size_t k = 0; k < r->nact; k++) {
     const dt_vm *v = r->act[k].v;
-    if (v->deleting || r->healing[v - r->x->m->vms.v] || current(p, v)) continue;
+    pvm o = {.v = v};
+    if (v->deleting || r->healing[v - r->x->m->vms.v] || (current(p, v) && !vmi_outdated(r, &o))) continue;
     if (scope && !entry_match(scope, v)) {
       outside++;
       continue;
     }
-    out_of[nout++].v = v;
+    out_of[nout++] = o;
   }
   if (outside)
     note(r, "%zu outdated VMs are outside updateStrategy's selectors and are not updated (as KubeVirt)", outside);
@@ -839,6 +898,10 @@ static int pools_run(const dt_manifests *m, const dt_pool_opts *opts, bool lean,
   }
   for (size_t i = 0; i < m->volumes.n && !rc; i++)
     if (!dt__sym(&x.volumes, m->volumes.v[i])) rc = DT_ENOMEM;
+  for (size_t i = 0; i < m->vmis.n && !rc; i++) {
+    snprintf(key, sizeof key, "%s/%s", m->vmis.v[i].ns, m->vmis.v[i].name);
+    if (dt__sym(&x.vmis, key) != i + 1) rc = DT_ENOMEM;
+  }
   if (!rc) rc = group_vms(m, &pools, start, members, ustart, used, owner, namer);
   g_sort_m = m;
   if (!rc) qsort(order, np, sizeof *order, pool_cmp_q);
@@ -849,10 +912,11 @@ static int pools_run(const dt_manifests *m, const dt_pool_opts *opts, bool lean,
     r->stats.pools++;
   }
   if (!rc) pools_tail(&x, owner);
-  if (!rc && (dt__alloc_failed(1) || pools.oom || x.volumes.oom || r->arena.oom)) rc = DT_ENOMEM;
+  if (!rc && (dt__alloc_failed(1) || pools.oom || x.volumes.oom || x.vmis.oom || r->arena.oom)) rc = DT_ENOMEM;
   if (!rc && !lean) rc = dt__pools_doc_build(r, o.now);
   dt__symtab_free(&pools);
   dt__symtab_free(&x.volumes);
+  dt__symtab_free(&x.vmis);
   dt__free(order);
   dt__free(start);
   dt__free(members);

@@ -37,6 +37,7 @@ typedef struct where {
 #define mf_check_duplicate         dt__mf_check_duplicate
 #define mf_check_request           dt__mf_check_request
 #define mf_created_at              dt__mf_created_at
+#define mf_ctrl_revision           dt__mf_ctrl_revision
 #define mf_failed                  dt__mf_failed
 #define mf_get                     dt__mf_get
 #define mf_get_str                 dt__mf_get_str
@@ -47,6 +48,8 @@ typedef struct where {
 #define mf_mreqs_free              dt__mf_mreqs_free
 #define mf_node                    dt__mf_node
 #define mf_node_free               dt__mf_node_free
+#define mf_nodeclass               dt__mf_nodeclass
+#define mf_nodeclass_free          dt__mf_nodeclass_free
 #define mf_nodepool                dt__mf_nodepool
 #define mf_oom                     dt__mf_oom
 #define mf_parse_duration_or_never dt__mf_parse_duration_or_never
@@ -63,6 +66,7 @@ typedef struct where {
 #define mf_pod_free                dt__mf_pod_free
 #define mf_podspec                 dt__mf_podspec
 #define mf_pool_free               dt__mf_pool_free
+#define mf_pool_rev_free           dt__mf_pool_rev_free
 #define mf_request_absurd          dt__mf_request_absurd
 #define mf_rlist_at                dt__mf_rlist_at
 #define mf_runtime_class           dt__mf_runtime_class
@@ -73,6 +77,8 @@ typedef struct where {
 #define mf_unavailable             dt__mf_unavailable
 #define mf_vm                      dt__mf_vm
 #define mf_vm_free                 dt__mf_vm_free
+#define mf_vmi                     dt__mf_vmi
+#define mf_vmi_free                dt__mf_vmi_free
 #define mf_vmpool                  dt__mf_vmpool
 #define mf_vmpool_free             dt__mf_vmpool_free
 #define mf_volume                  dt__mf_volume
@@ -128,6 +134,10 @@ int mf_workload(mctx *x, const cJSON *o, bool daemonset);
 /* mf_kubevirt.c */
 int mf_kubevirt(mctx *x, const cJSON *o);
 int mf_vm(mctx *x, const cJSON *o);
+int mf_vmi(mctx *x, const cJSON *o);
+void mf_vmi_free(dt_vmi *v);
+int mf_ctrl_revision(mctx *x, const cJSON *o);
+void mf_pool_rev_free(dt_pool_rev *r);
 void mf_vm_free(dt_vm *v);
 int mf_vmpool(mctx *x, const cJSON *o);
 void mf_vmpool_free(dt_vmpool *p);

@@ -464,9 +464,9 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
       local at = text:find("labels:", text:find("virtualMachineTemplate:", 1, true), true)
       assert(at, "the dump's pool has VM template labels")
       local changed = bumped(text:sub(1, at - 1) .. "labels:\n          team: blue" .. text:sub(at + #"labels:"))
-      local names, pool = updates(changed)
+      local names, res = updates(changed)
       assert.equal("rewrite web-0, rewrite web-1, rewrite web-2", names)
-      assert.matches("without a restart", pool.update[1].reason, 1, true)
+      assert.matches("without a restart", res.update[1].reason, 1, true)
     end)
 
     it("restarts every VM when the template changed", function()
@@ -500,10 +500,67 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
 
     it("rewrites KubeVirt's VMs when the VM template's labels or run strategy changed", function()
       assert.equal("rewrite web-0, rewrite web-1", (actions "vm-labels-changed.yaml"))
-      local names, pool = actions "runstrategy-halted.yaml"
+      local names, res = actions "runstrategy-halted.yaml"
       assert.equal("rewrite web-0, rewrite web-1", names)
-      assert.matches("its new run strategy applies", pool.update[1].reason, 1, true)
-      assert.equal("Halted", pool.update[1].object.spec.runStrategy)
+      assert.matches("its new run strategy applies", res.update[1].reason, 1, true)
+      assert.equal("Halted", res.update[1].object.spec.runStrategy)
+    end)
+  end)
+
+  -- KubeVirt's isOutdatedVMI: a VM rewritten to the pool's revision whose
+  -- running VMI is of an older one with another instance template restarts
+  describe("a rollout half done", function()
+    local text = h.slurp(h.fixtures .. "kubevirt/mid-rollout.yaml")
+    local function updates(t)
+      local r, err = dt.pool({ manifests = t, now = NOW })
+      assert(r, err)
+      local out = {}
+      for _, a in ipairs(r.pools[1].update or {}) do out[#out + 1] = a.action .. " " .. a.name end
+      table.sort(out)
+      return table.concat(out, ", "), r.pools[1]
+    end
+    -- the dump without its ControllerRevisions (kubectl get of pools, VMs and VMIs)
+    local function no_revisions(t)
+      local at = assert(t:find("\n%- apiVersion: apps/v1\n"))
+      return t:sub(1, at) .. "kind: List\n"
+    end
+
+    it("restarts the VMs whose VMIs run an older revision with another instance template", function()
+      local names, res = updates(text)
+      assert.equal("restart web-0, restart web-1", names)
+      assert.matches("the ControllerRevisions differ", res.update[1].reason, 1, true)
+    end)
+
+    it("reads RestartRequired when the dump holds no ControllerRevisions", function()
+      local t = no_revisions(text)
+      assert.is_nil(t:find("kind: ControllerRevision", 1, true))
+      local names, res = updates(t)
+      assert.equal("restart web-0, restart web-1", names)
+      assert.matches("RestartRequired", res.update[1].reason, 1, true)
+      -- and without it, nothing says the VMI's spec is old
+      assert.equal("", (updates((t:gsub("type: RestartRequired", "type: Paused")))))
+    end)
+
+    it("leaves VMIs alone whose revision has the same instance template (KubeVirt relabels them)", function()
+      -- the revision web-1 with web-2's two cores: only the revision name differs
+      -- its data comes before its metadata, as kubectl sorts the keys
+      local at = text:find("kind: ControllerRevision\n  metadata:\n    name: web-1\n", 1, true)
+      assert(at, "the fixture's revision web-1")
+      local from = 1
+      for k in text:gmatch("()\n%- apiVersion: apps/v1\n") do
+        if k < at then from = k end
+      end
+      local cores = text:find("cores: 1", from, true)
+      assert(cores and cores < at)
+      local same = text:sub(1, cores - 1) .. "cores: 2" .. text:sub(cores + #"cores: 1")
+      assert.equal("", (updates(same)))
+    end)
+
+    it("restarts within maxUnavailable", function()
+      local t = text:gsub("replicas: 2\n", "replicas: 2\n    maxUnavailable: 1\n", 1)
+      local names, res = updates(t)
+      assert.equal("restart web-0", names)
+      assert.equal(1, #res.waiting)
     end)
   end)
 

@@ -1183,6 +1183,21 @@ return {
     d.stop()
   end)
 
+  it("restarts a VM whose VMI runs an older revision once, not at every round", function()
+    local d = start("--disrupt-interval 200ms")
+    http(d, "PUT", "/v1/objects", slurp(h.fixtures .. "kubevirt/mid-rollout.yaml"))
+    eventually(function()
+      return http(d, "GET", "/metrics"):match('dovetail_vmpool_actions_total{vmpool="default/web",action="update"} 2')
+    end, "both VMs restarted")
+    -- another provisioning round, in which the pools converge again (the pod has no NodePool to go to)
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", h.pod("late"))))
+    eventually(function() return slurp(d.log):match('"round %d+: 1 pending pods') end, "a round that plans")
+    rounds(d, 5, "five more rounds")
+    assert.matches('dovetail_vmpool_actions_total{vmpool="default/web",action="update"} 2\n',
+      (http(d, "GET", "/metrics")), 1, true)
+    d.stop()
+  end)
+
   it("raises its soft limit on open files to the hard one, as Go programs do (a launch is a socket)", function()
     local p = io.popen("sh -c 'ulimit -Hn'")
     local hard = tonumber(p:read("l"))
