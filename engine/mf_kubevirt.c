@@ -487,6 +487,13 @@ int mf_vmpool(mctx *x, const cJSON *o) {
   if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
   const cJSON *spec = mf_get(o, "spec"), *md = mf_get(o, "metadata"), *ann = mf_get(md, "annotations");
   if (!cJSON_IsObject(spec)) return mf_bad(x, "spec", "missing or not an object");
+  /* the fields of pool.kubevirt.io v1beta1 (v1alpha1 has fewer): a misspelt
+  ** one is named, as the API server refuses it, not read as its default */
+  static const char *const top[] = {"apiVersion", "kind", "metadata", "spec", "status", NULL};
+  static const char *const fields[] = {
+      "replicas",       "selector",    "virtualMachineTemplate", "paused", "maxUnavailable", "scaleInStrategy",
+      "updateStrategy", "autohealing", "nameGeneration",         NULL};
+  if (mf_known_fields(x, o, "", top) || mf_known_fields(x, spec, "spec", fields)) return mf_failed(x);
   dt_vmpool p = {0};
   p.file = (char *)x->file;
   p.seq = x->m->seq++;

@@ -150,7 +150,9 @@ static size_t edit_distance(const char *a, const char *b) {
   return d[n][m];
 }
 
-static int known_fields(mctx *x, const cJSON *o, const char *path, const char *const *keys) {
+/* Each field of o one of keys (a NULL-ended list), else an error naming it
+** (path.field) with the known field it is nearest to, when one is. */
+int mf_known_fields(mctx *x, const cJSON *o, const char *path, const char *const *keys) {
   const cJSON *c;
   cJSON_ArrayForEach(c, o) {
     bool ok = false;
@@ -260,7 +262,7 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
     dt__join(path, sizeof path, k_nodepool_fields[i].path);
     for (char *save = NULL, *t = strtok_r(path, ".", &save); t && at; t = strtok_r(NULL, ".", &save))
       at = mf_get(at, t);
-    if (cJSON_IsObject(at) && known_fields(x, at, k_nodepool_fields[i].path, k_nodepool_fields[i].keys))
+    if (cJSON_IsObject(at) && mf_known_fields(x, at, k_nodepool_fields[i].path, k_nodepool_fields[i].keys))
       return mf_failed(x);
   }
   const cJSON *tm = mf_get(mf_get(mf_get(o, "spec"), "template"), "metadata"), *c;

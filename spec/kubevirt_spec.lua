@@ -564,6 +564,17 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
     end)
   end)
 
+  it("names a misspelt pool field with the field meant, as the API server refuses it, not read as its default", function()
+    local f = h.fixtures .. "kubevirt/pool-typos.yaml"
+    local _, err, code = h.cli("pool " .. f)
+    assert.are_not.equal(0, code)
+    assert.matches(f .. ": VirtualMachinePool default/web: spec.replica: unknown field (did you mean replicas?)", err, 1,
+      true)
+    local text = h.slurp(f):gsub("replica: 5", "replicas: 5")
+    _, err = h.cli("pool -", text)
+    assert.matches("spec.maxUnavailble: unknown field (did you mean maxUnavailable?)", err, 1, true)
+  end)
+
   it("creates nothing for a pool being deleted (KubeVirt only releases its VMs)", function()
     local pl = pool({ uid = POOL_UID, replicas = 3 })
     pl.metadata.deletionTimestamp = "2026-11-23T11:59:00Z"
