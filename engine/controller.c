@@ -319,14 +319,16 @@ static void round_run(uv_work_t *req) {
                          : dt__manifests_add_cached(w->m, D.podcache, w->key[i], w->gen[i], w->kept[i], w->json[i],
                                                     w->json[i] ? strlen(w->json[i]) : 0,
                                                     w->has_spans[i] ? &w->spans[4 * i] : NULL, &w->err);
-    /* A Pod or NodePool the reader refuses (one an earlier version stored, which this one reads
+    /* A Pod, NodePool, EC2NodeClass or VirtualMachinePool the reader refuses (one an earlier version stored, which this one reads
     ** more strictly) is left out of a provisioning round and said, not made to fail every round
     ** and plan nothing: Karpenter leaves a NodePool that fails validation out of scheduling.
     ** The set rolls back what it read of it. In a disruption pass the node such a pod is bound
     ** to would look emptier than it is: the pass holds it (never taken away, no destination for
-    ** other pods), and the nodes of a refused NodePool have no pool to take them. Anything else
+    ** other pods), and the nodes of a refused NodePool have no pool to take them; a refused
+    ** EC2NodeClass leaves its NodePools the catalog's sizes (noted), a refused VirtualMachinePool
+    ** its VMs as they are. Anything else
     ** refused (a NodeClaim left out would be launched again) still stops it. */
-    if (w->rc == DT_EINVAL && (!strncmp(w->key[i], "Pod/", 4) || !strncmp(w->key[i], "NodePool/", 9))) {
+    if (w->rc == DT_EINVAL && dt__obj_left_out(w->key[i])) {
       if (w->disrupt && !strncmp(w->key[i], "Pod/", 4)) {
         cJSON *o = w->json[i] ? cJSON_Parse(w->json[i]) : NULL;
         const char *node = dt__jstr(jget(o, "spec"), "nodeName");

@@ -32,6 +32,13 @@ int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why) {
   return 0;
 }
 
+bool dt__obj_left_out(const char *key) {
+  static const char *const kinds[] = {"Pod/", "NodePool/", "EC2NodeClass/", "VirtualMachinePool/"};
+  for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+    if (!strncmp(key, kinds[i], strlen(kinds[i]))) return true;
+  return false;
+}
+
 /* An object, or a List's items, as the manifests read them: a kind ending
 ** in "List" with items (Lists within Lists too) is its items; any other
 ** object is itself, whatever fields it has. */

@@ -15,6 +15,10 @@
 
 /* The store key of an object, "Kind/namespace/name" (namespace empty for
 ** cluster-scoped kinds, "default" when unset); 0, or -1 with *why. */
+/* Whether a stored object of that key ("Kind/ns/name") that this version's
+** reader refuses is left out of the daemon's rounds (and said) rather than
+** failing them: Pods, NodePools, EC2NodeClasses and VirtualMachinePools. */
+bool dt__obj_left_out(const char *key);
 int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why);
 
 /* A PUT /v1/objects body: parsed, every object read by the manifest reader
