@@ -428,6 +428,96 @@ void replacement_done(const char *claim, bool ok) {
   arm_batch();
 }
 
+/* The stored object of that key, parsed; NULL none. */
+static cJSON *stored(const char *key) {
+  int at = obj_find(key);
+  return at < 0 ? NULL : cJSON_Parse(D.objs.v[at].json);
+}
+
+/* A replacement claim as the provisioner writes its claims, from its
+** NodePool as stored: the template's labels, annotations, taints, startup
+** taints, nodeClassRef, expireAfter and terminationGracePeriod, its
+** requirements narrowed to the offering, the owner reference, and the
+** hashes drift is told by (the template's, and its EC2NodeClass's when
+** stored); without them a replacement could never drift. */
+static void from_pool(cJSON *o, const char *pool, const char *type, const char *zone, const char *ct) {
+  char key[KEY_MAX + 16];
+  snprintf(key, sizeof key, "NodePool//%s", pool);
+  cJSON *np = stored(key);
+  dt_manifests *m = np ? dt_manifests_new() : NULL;
+  dt_error err = {0};
+  int at = obj_find(key);
+  if (!m || dt_manifests_add_buffer(m, key, D.objs.v[at].json, strlen(D.objs.v[at].json), &err) || m->pools.n != 1) {
+    dt_manifests_free(m);
+    cJSON_Delete(np);
+    return;
+  }
+  const dt_nodepool *p = &m->pools.v[0];
+  const char *ncname = dt__jstr(p->node_class_ref, "name"), *nckind = dt__jstr(p->node_class_ref, "kind");
+  if (ncname && nckind && !strcmp(nckind, "EC2NodeClass")) {
+    snprintf(key, sizeof key, "EC2NodeClass//%s", ncname);
+    int nat = obj_find(key);
+    if (nat >= 0) dt_manifests_add_buffer(m, key, D.objs.v[nat].json, strlen(D.objs.v[nat].json), &err);
+  }
+  p = &m->pools.v[0];
+  const dt_nodeclass *nc = dt__nodeclass_of(m, p, NULL);
+  cJSON *md = jget(o, "metadata");
+  const cJSON *tmpl = jget(jget(np, "spec"), "template"), *tspec = jget(tmpl, "spec"), *c;
+  cJSON_ArrayForEach(c, jget(jget(tmpl, "metadata"), "labels")) if (cJSON_IsString(c) &&
+                                                                    !jget(jget(md, "labels"), c->string))
+      put_in(md, "labels", c->string, c->valuestring);
+  cJSON_ArrayForEach(c, jget(jget(tmpl, "metadata"), "annotations")) if (cJSON_IsString(c))
+      set_annotation(o, c->string, c->valuestring);
+  char hex[24];
+  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)p->hash);
+  set_annotation(o, "dovetail.dev/nodepool-hash", hex);
+  if (nc) {
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)nc->hash);
+    set_annotation(o, "dovetail.dev/ec2nodeclass-hash", hex);
+    if (nc->k_hash && nc->k_hash_version) {
+      set_annotation(o, "karpenter.k8s.aws/ec2nodeclass-hash", nc->k_hash);
+      set_annotation(o, "karpenter.k8s.aws/ec2nodeclass-hash-version", nc->k_hash_version);
+    }
+  }
+  if (p->uid) {
+    cJSON *ow = cJSON_CreateObject();
+    cJSON_AddStringToObject(ow, "apiVersion", "karpenter.sh/v1");
+    cJSON_AddStringToObject(ow, "kind", "NodePool");
+    cJSON_AddStringToObject(ow, "name", p->name);
+    cJSON_AddStringToObject(ow, "uid", p->uid);
+    cJSON_AddBoolToObject(ow, "blockOwnerDeletion", true);
+    cJSON *owners = cJSON_AddArrayToObject(md, "ownerReferences");
+    if (owners)
+      cJSON_AddItemToArray(owners, ow);
+    else
+      cJSON_Delete(ow);
+  }
+  cJSON *spec = cJSON_AddObjectToObject(o, "spec");
+  static const char *const copied[] = {"nodeClassRef", "taints", "startupTaints", "expireAfter",
+                                       "terminationGracePeriod"};
+  for (size_t i = 0; spec && i < sizeof copied / sizeof *copied; i++)
+    if (jget(tspec, copied[i])) cJSON_AddItemToObject(spec, copied[i], cJSON_Duplicate(jget(tspec, copied[i]), 1));
+  cJSON *reqs = spec ? cJSON_AddArrayToObject(spec, "requirements") : NULL;
+  static const char *const pinned[] = {DT_L_INSTANCE_TYPE, DT_L_ZONE, DT_L_CAPACITY_TYPE};
+  const char *vals[] = {type, zone, ct};
+  cJSON_ArrayForEach(c, jget(tspec, "requirements")) {
+    const char *k = dt__jstr(c, "key");
+    bool pin = false;
+    for (int i = 0; i < 3 && k; i++) pin |= !strcmp(k, pinned[i]);
+    if (reqs && !pin) cJSON_AddItemToArray(reqs, cJSON_Duplicate(c, 1));
+  }
+  for (int i = 0; reqs && i < 3; i++) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "key", pinned[i]);
+    cJSON_AddStringToObject(r, "operator", "In");
+    cJSON *v = cJSON_AddArrayToObject(r, "values");
+    if (v) cJSON_AddItemToArray(v, cJSON_CreateString(vals[i]));
+    cJSON_AddItemToArray(reqs, r);
+  }
+  dt_manifests_free(m);
+  cJSON_Delete(np);
+}
+
 /* Launch a claim named name of this offering, carrying pods, to replace
 ** the claims in olds (comma-separated) for why. */
 void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct,
@@ -447,6 +537,7 @@ void replace_with(const char *name, const char *pool, const char *type, const ch
   set_annotation(o, DT_A_PODS, pods);
   set_annotation(o, "dovetail.dev/replaces", olds);
   set_annotation(o, DT_A_LAUNCHED, "true");
+  from_pool(o, pool, type, zone, ct);
   pod_event(o);
   replacing r = {dt__strdup(name), dt__strdup(olds), dt__strdup(why), group, false};
   if (!r.claim || !r.olds || !r.why || dt__vec_push(&D.replacing, r)) {

@@ -509,6 +509,14 @@ spec:
     assert.equal(3, select(2, log:gsub('"event":"launch"', "")), "one node, then its two replacements")
     assert.equal(1, select(2, log:gsub('"event":"disrupt"', "")), "and no more")
     assert.matches("NodeClassDrift: EC2NodeClass prefix changed", (http(d, "GET", "/v1/decisions")), 1, true)
+    -- the replacements carry the hashes drift is told by: a second change drifts them in turn
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", (nc:gsub("maxPods: 100", "maxPods: 90")))))
+    eventually(function() return select(2, slurp(d.log):gsub('"event":"disrupt"', "")) == 3 end,
+      "both replacements replaced", 30)
+    daemon_time(d, 4000)
+    log = slurp(d.log)
+    assert.equal(5, select(2, log:gsub('"event":"launch"', "")))
+    assert.equal(3, select(2, log:gsub('"event":"disrupt"', "")))
     d.stop()
   end)
 
