@@ -347,7 +347,8 @@ static int moving_off_deleting(state *st, const int32_t *paired) {
   any = false;
   for (size_t i = 0; i < m->pods.n && !rc; i++) {
     const dt_podspec *p = &m->pods.v[i];
-    st->mov[i] = p->node_name && dt__sym_find(&gone, p->node_name) && dt__pod_reschedulable(p);
+    st->mov[i] =
+        p->node_name && dt__sym_find(&gone, p->node_name) && dt__pod_reschedulable(p) && !dt__pdb_fully_blocks(m, p);
     any |= st->mov[i];
   }
   if (!any) st->mov = NULL;

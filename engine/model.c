@@ -152,3 +152,12 @@ int dt__claims_paired(const dt_manifests *m, int32_t *out) {
   dt__free(by_pid.v);
   return rc;
 }
+
+bool dt__pdb_fully_blocks(const dt_manifests *m, const dt_podspec *p) {
+  for (size_t i = 0; i < m->pdbs.n; i++) {
+    const dt_pdb *b = &m->pdbs.v[i];
+    bool full = (b->has_max && b->max_unavail == 0) || (b->has_min && b->min_pct && b->min_avail == 100);
+    if (full && !strcmp(b->ns, p->ns) && dt__selector_match(&b->sel, p->labels.v, p->labels.n)) return true;
+  }
+  return false;
+}

@@ -531,6 +531,13 @@ typedef struct dt_pdb {
   bool always_allow; /* unhealthyPodEvictionPolicy: AlwaysAllow (a pod not Ready is evicted regardless) */
 } dt_pdb;
 
+/* Whether a PodDisruptionBudget of m blocks every eviction of pod p
+** (maxUnavailable 0 or "0%", or minAvailable "100%"): Karpenter provisions
+** nothing for such a pod of a node being deleted, which it will not evict
+** (pdb.go isFullyBlocked, "Don't provision capacity for pods which will
+** not get evicted"). */
+bool dt__pdb_fully_blocks(const struct dt_manifests *m, const dt_podspec *p);
+
 /* What volume topology needs of PersistentVolumeClaims ("PVC", key
 ** "ns/name", the PV it is bound to and its StorageClass), PersistentVolumes
 ** ("PV", its required node affinity's first term) and StorageClasses

@@ -874,7 +874,7 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     /* Karpenter provisions for the pods of nodes being deleted with the
     ** pending ones, before they are evicted: those it would reschedule are
     ** planned again, their node's room no longer theirs. */
-    if (!p->ov && n >= 0 && machine_deleting(&p->nodes[n]) && dt__pod_reschedulable(d)) {
+    if (!p->ov && n >= 0 && machine_deleting(&p->nodes[n]) && dt__pod_reschedulable(d) && !dt__pdb_fully_blocks(m, d)) {
       p->from_deleting += (size_t)d->count;
     } else if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
       if (n < 0) {

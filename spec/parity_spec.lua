@@ -392,4 +392,18 @@ describe("Karpenter parity in disruption on real inputs", function()
     end
     assert.matches("3 pods on nodes being deleted planned again", table.concat(p.notes or {}, "\n"))
   end)
+
+  -- ip-10-0-1-41 is being deleted; it runs ml/train-job (do-not-disrupt) and db/zk-0, whose PDB
+  -- has maxUnavailable 0: neither will be evicted, so Karpenter provisions nothing for them
+  it("provisions nothing for pods of a deleting node that will not be evicted (do-not-disrupt, a PDB at 0)", function()
+    local p = plan "deleting-node-unevictable.yaml"
+    assert.are.equal(0, #p.nodeClaims)
+    assert.are.equal(0, p.summary.pods)
+    local text = h.slurp(DIR .. "deleting-node-unevictable.yaml")
+    local allows = text:gsub("maxUnavailable: 0\n", "maxUnavailable: 1\n", 1)
+    assert.are_not.equal(text, allows)
+    local out = h.cli("plan -o json --now " .. NOW .. " -", allows)
+    assert.matches('"db/zk%-0"', out, "a PDB that allows an eviction: zk-0 gets a node")
+    assert.falsy(out:find('"ml/train-job', 1, true), "train-job stays do-not-disrupt")
+  end)
 end)
