@@ -23,6 +23,8 @@ void mf_nodeclass_free(dt_nodeclass *c) {
   dt__rlist_free(&c->kube_reserved);
   dt__rlist_free(&c->system_reserved);
   mf_strs_free(c->zones, c->nzones);
+  for (size_t i = 0; c->zone_ids && i < c->nzones; i++) dt__free(c->zone_ids[i]);
+  dt__free(c->zone_ids);
   dt__free(c->unready);
   dt__free(c->k_hash);
   dt__free(c->k_hash_version);
@@ -283,7 +285,8 @@ static int status(mctx *x, const cJSON *o, dt_nodeclass *c) {
   const cJSON *st = mf_get(o, "status"), *sn = mf_get(st, "subnets");
   if (sn && !cJSON_IsNull(sn) && !cJSON_IsArray(sn)) return mf_bad(x, "status.subnets", "expected a list");
   size_t n = cJSON_IsArray(sn) ? (size_t)cJSON_GetArraySize(sn) : 0;
-  if (n && !(c->zones = dt__calloc(n, sizeof *c->zones))) return mf_oom(x);
+  if (n && (!(c->zones = dt__calloc(n, sizeof *c->zones)) || !(c->zone_ids = dt__calloc(n, sizeof *c->zone_ids))))
+    return mf_oom(x);
   size_t i = 0;
   const cJSON *s;
   cJSON_ArrayForEach(s, (cJSON_IsArray(sn) ? sn : NULL)) {
@@ -291,9 +294,16 @@ static int status(mctx *x, const cJSON *o, dt_nodeclass *c) {
     char f[300];
     snprintf(f, sizeof f, "status.subnets[%zu].zone", i++);
     if (!z || !*z) return mf_bad(x, f, "missing: each subnet names its zone");
+    const char *zid = mf_get_str(s, "zoneID");
     bool seen = false;
     for (size_t k = 0; k < c->nzones && !seen; k++) seen = !strcmp(c->zones[k], z);
-    if (!seen && !(c->zones[c->nzones++] = dt__strdup(z))) return mf_oom(x);
+    if (seen) continue;
+    if (!(c->zones[c->nzones] = dt__strdup(z))) return mf_oom(x);
+    if (zid && *zid && !(c->zone_ids[c->nzones] = dt__strdup(zid))) {
+      c->nzones++;
+      return mf_oom(x);
+    }
+    c->nzones++;
   }
   const cJSON *cond;
   cJSON_ArrayForEach(cond, mf_get(st, "conditions")) {

@@ -189,6 +189,7 @@ typedef struct dt_nodeclass {
   int64_t volume_bytes;         /* the ephemeral volume's size from blockDeviceMappings; -1 the family's default */
   bool raid0;                   /* instanceStorePolicy RAID0: ephemeral storage is the instance store */
   char **zones;                 /* status.subnets[].zone, each once, in order */
+  char **zone_ids;              /* and each one's zoneID (AWS's account-independent name), NULL unknown */
   size_t nzones;
   char *unready;                 /* status Ready=False and its reason; NULL: ready or no status */
   uint64_t hash;                 /* of spec, the selector terms aside (status tells what they found): drift */

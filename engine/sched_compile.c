@@ -307,7 +307,9 @@ int dt__sched_compile_selector_kvs(dt_plan *p, const dt_kvs *kv, dt_reqs *out) {
   dt_req *q = dt__malloc(kv->n * sizeof *q);
   if (!q) return DT_ENOMEM;
   for (size_t k = 0; k < kv->n; k++) {
-    dt_sym v = dt__sym(&p->syms, kv->v[k].val), key = dt__sym(&p->syms, normalized_key(kv->v[k].key));
+    bool zid = p->nzid && !strcmp(kv->v[k].key, DT_L_ZONE_ID);
+    dt_sym v = dt__sym(&p->syms, zid ? zone_of_id(p, kv->v[k].val) : kv->v[k].val),
+           key = dt__sym(&p->syms, req_key(p, kv->v[k].key));
     if (!interruptible(p, key, DT_OP_IN, &v, 1, &q[k])) dt__req_make(&p->arena, &q[k], key, DT_OP_IN, &v, 1, &p->syms);
   }
   dt__reqs_add_many(&p->arena, &p->syms, out, q, kv->n, out);
@@ -575,8 +577,31 @@ static int pool_alloc(dt_plan *p, rt_pool *pl, const dt_nodeclass *nc) {
   return 0;
 }
 
+/* dt_plan.zid: every zone ID the EC2NodeClasses' subnets name, once. */
+static int zone_ids(dt_plan *p) {
+  const dt_manifests *m = p->manifests;
+  size_t n = 0;
+  for (size_t i = 0; i < m->nodeclasses.n; i++) n += m->nodeclasses.v[i].nzones;
+  p->nzid = 0;
+  if (!n) return 0;
+  p->zid = A(p, n * sizeof *p->zid);
+  p->zid_zone = A(p, n * sizeof *p->zid_zone);
+  if (!p->zid || !p->zid_zone) return DT_ENOMEM;
+  for (size_t i = 0; i < m->nodeclasses.n; i++) {
+    const dt_nodeclass *c = &m->nodeclasses.v[i];
+    for (size_t k = 0; k < c->nzones; k++) {
+      if (!c->zone_ids[k]) continue;
+      bool seen = false;
+      for (size_t j = 0; j < p->nzid && !seen; j++) seen = !strcmp(p->zid[j], c->zone_ids[k]);
+      if (!seen) p->zid[p->nzid] = c->zone_ids[k], p->zid_zone[p->nzid++] = c->zones[k];
+    }
+  }
+  return 0;
+}
+
 int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
   const dt_manifests *m = p->manifests;
+  if (zone_ids(p)) return DT_ENOMEM;
   p->npools = (uint32_t)m->pools.n;
   p->pools = A(p, (p->npools ? p->npools : 1) * sizeof *p->pools);
   if (!p->pools) return DT_ENOMEM;

@@ -147,12 +147,28 @@ static inline const char *normalized_key(const char *k) {
   return k;
 }
 
+#define DT_L_ZONE_ID "topology.k8s.aws/zone-id"
+
+/* A zone ID's zone (dt_plan.zid), or the value as it is. */
+static inline const char *zone_of_id(const dt_plan *p, const char *v) {
+  for (size_t i = 0; i < p->nzid; i++)
+    if (!strcmp(p->zid[i], v)) return p->zid_zone[i];
+  return v;
+}
+
+/* A label key as requirements and topology keys read it: normalized_key,
+** and the zone ID as the zone when the EC2NodeClasses name zone IDs. */
+static inline const char *req_key(const dt_plan *p, const char *k) {
+  return p->nzid && !strcmp(k, DT_L_ZONE_ID) ? DT_L_ZONE : normalized_key(k);
+}
+
 static inline int compile_mreq(dt_plan *p, const dt_mreq *m, dt_req *out) {
   dt_sym stack[32];
   dt_sym *vals = m->n <= 32 ? stack : A(p, m->n * sizeof *vals);
   if (!vals) return DT_ENOMEM;
-  for (size_t i = 0; i < m->n; i++) vals[i] = dt__sym(&p->syms, m->vals[i]);
-  dt_sym key = dt__sym(&p->syms, normalized_key(m->key));
+  bool zid = p->nzid && !strcmp(m->key, DT_L_ZONE_ID);
+  for (size_t i = 0; i < m->n; i++) vals[i] = dt__sym(&p->syms, zid ? zone_of_id(p, m->vals[i]) : m->vals[i]);
+  dt_sym key = dt__sym(&p->syms, req_key(p, m->key));
   if (!interruptible(p, key, m->op, vals, (uint32_t)m->n, out))
     dt__req_make(&p->arena, out, key, m->op, vals, (uint32_t)m->n, &p->syms);
   out->min_values = m->min_values;

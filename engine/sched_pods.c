@@ -160,7 +160,9 @@ static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, c
         vals[2 * n + 1] = dt__sym_str(&p->syms, s->lv[k]);
         n++;
       }
-  int g = dt__topo_group(p, kind, key, sel, ns, nns, (uint32_t)(s - p->specs), fmode, s->ns, vals, n);
+  /* a zone ID names one zone: spreading over zone IDs is spreading over zones */
+  const char *tk = p->nzid && !strcmp(key, DT_L_ZONE_ID) ? DT_L_ZONE : key;
+  int g = dt__topo_group(p, kind, tk, sel, ns, nns, (uint32_t)(s - p->specs), fmode, s->ns, vals, n);
   if (g == -1)
     note(p,
          "%s: pod %s/%s: topology key %s is not modelled (zone, hostname and capacity type are); the constraint is "

@@ -354,6 +354,11 @@ struct dt_plan {
   uint64_t memo_gen;     /* this plan's launch's, unique in the process (rt_type.memo_gen) */
   /* well-known keys */
   dt_sym k_zone, k_ct, k_type, k_pool, k_hostname, k_resv, k_arch, k_os, k_region, k_interruptible;
+  /* zone IDs (topology.k8s.aws/zone-id) and the zones they name, from the
+  ** EC2NodeClasses' subnets: a requirement or topology key on the zone ID
+  ** is read as one on the zone */
+  size_t nzid;
+  const char **zid, **zid_zone;
   dt_sym ct_sym[DT_CT_N];
   int16_t *keyslot; /* by symbol, -1 if not a type key; size nkeyslot */
   uint32_t nkeyslot, nslots;

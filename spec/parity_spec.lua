@@ -393,6 +393,26 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.matches("3 pods on nodes being deleted planned again", table.concat(p.notes or {}, "\n"))
   end)
 
+  -- zone IDs name the same zones in every account; an EC2NodeClass's subnets say which zone each is
+  it("reads topology.k8s.aws/zone-id requirements and spreads by the zone IDs of the EC2NodeClass's subnets", function()
+    local p = plan "zone-id.yaml"
+    assert.are.equal(0, p.summary.unschedulable, p.unschedulable[1] and p.unschedulable[1].reason)
+    local where = placed(p)
+    assert.are.equal("us-east-1c", where["prod/pinned-0"].zone, "use1-az4 is us-east-1c here")
+    local zones = {}
+    for pod, k in pairs(where) do
+      if pod:find("^prod/api") then zones[k.zone] = (zones[k.zone] or 0) + 1 end
+    end
+    assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones)
+    -- without the node class nothing says which zone an ID is
+    local text = h.slurp(DIR .. "zone-id.yaml")
+    local from = assert(text:find("\n%- apiVersion: karpenter.k8s.aws/v1\n"))
+    local to = assert(text:find("\n%- apiVersion:", from + 1))
+    local out = h.cli("plan -o json --now " .. NOW .. " -", text:sub(1, from) .. text:sub(to + 1))
+    assert.matches('"prod/pinned%-0"', out)
+    assert.matches("does not define label topology.k8s.aws/zone%-id", out)
+  end)
+
   -- ip-10-0-1-41 is being deleted; it runs ml/train-job (do-not-disrupt) and db/zk-0, whose PDB
   -- has maxUnavailable 0: neither will be evicted, so Karpenter provisions nothing for them
   it("provisions nothing for pods of a deleting node that will not be evicted (do-not-disrupt, a PDB at 0)", function()
