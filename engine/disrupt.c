@@ -503,7 +503,9 @@ int64_t dt__budget_nodes(const dt_nodepool *p, unsigned reason, int64_t now, int
   int64_t v = INT64_MAX;
   for (size_t k = 0; k < p->nbudgets; k++) {
     const dt_budget *bu = &p->budgets[k];
-    if (!(bu->reasons & reason) || !budget_active(bu, now)) continue;
+    if (!(bu->reasons & reason)) continue;
+    if (bu->fail_closed) return 0; /* Karpenter's GetAllowedDisruptions on a schedule it cannot parse */
+    if (!budget_active(bu, now)) continue;
     int64_t n = scaled(bu->nodes, bu->pct, nodes);
     if (n < v) v = n;
   }

@@ -47,7 +47,7 @@ static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p, bool 
   if (nb > 50) return mf_bad(x, "spec.disruption.budgets", "at most 50 budgets (%zu given)", nb);
   if (!(p->budgets = dt__calloc(nb ? nb : 1, sizeof *p->budgets))) return mf_oom(x);
   if (!bs || cJSON_IsNull(bs)) { /* Karpenter's default when none is written: one budget of 10% ([] is none) */
-    p->budgets[0] = (dt_budget){10, true, false, {0}, NULL, 0, DT_REASON_ALL};
+    p->budgets[0] = (dt_budget){10, true, false, {0}, NULL, 0, DT_REASON_ALL, false};
     p->nbudgets = 1;
   }
   size_t i = 0;
@@ -76,7 +76,18 @@ static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p, bool 
     if (sch) {
       char why[300];
       snprintf(f, sizeof f, "spec.disruption.budgets[%zu].schedule", i);
-      if (dt__cron_parse(sch, &bu->cron, why, sizeof why)) return mf_bad(x, f, "\"%s\": %s", sch, why);
+      /* Karpenter parses "TZ=UTC " + schedule: a zone of its own makes that
+      ** fail, and a budget it cannot read allows nothing (fail closed) */
+      const char *at = sch + strspn(sch, " \t");
+      bu->fail_closed = !strncmp(at, "CRON_TZ=", 8) || !strncmp(at, "TZ=", 3);
+      if (bu->fail_closed)
+        dt__buf_printf(&x->m->notes,
+                       "%s: NodePool %s: %s: Karpenter's budgets take no time zone (\"%s\"): it cannot read this "
+                       "schedule and allows no disruption for the budget's reasons at any time (fail closed), as "
+                       "dovetail does\n",
+                       x->file, p->name, f, sch);
+      else if (dt__cron_parse(sch, &bu->cron, why, sizeof why))
+        return mf_bad(x, f, "\"%s\": %s", sch, why);
       if (!(bu->schedule = dt__strdup(sch))) return mf_oom(x);
       snprintf(f, sizeof f, "spec.disruption.budgets[%zu].duration", i);
       /* whole minutes, as the disruption-controls design validates it
@@ -84,7 +95,7 @@ static int nodepool_disruption(mctx *x, const cJSON *spec, dt_nodepool *p, bool 
       if (dt__duration_parse(dur, &bu->duration) || bu->duration <= 0 || bu->duration % 60)
         return mf_bad(x, f, "expected a positive duration in hours and minutes such as 8h, 30m or 1h30m, got \"%s\"",
                       dur);
-      bu->scheduled = true;
+      bu->scheduled = !bu->fail_closed;
     }
     const cJSON *rs = mf_get(b, "reasons");
     if (rs && !cJSON_IsNull(rs)) {

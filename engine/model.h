@@ -163,6 +163,7 @@ typedef struct dt_budget {
   char *schedule;   /* as written, for messages */
   int64_t duration; /* seconds */
   unsigned reasons; /* DT_REASON_*; DT_REASON_ALL when none listed */
+  bool fail_closed; /* a schedule Karpenter cannot parse (a time-zone prefix): no disruption for its reasons */
 } dt_budget;
 
 /* AMI families as Karpenter's AWS provider tells them apart for node
