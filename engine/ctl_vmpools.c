@@ -40,8 +40,11 @@ static size_t pool_actions(const dt_pools *r, const dt_pool_info *pool, dt_pool_
       /* a VM created (or re-created) here runs nowhere yet: Provisioning, so
       ** its virt-launcher pod joins this round's pending pods */
       if (copy && list != DT_POOL_UPDATE) put_in(copy, "status", "printableStatus", "Provisioning");
-      /* a VM rewritten without a restart keeps running as it was: its status stays */
-      int at = copy && a.action && !strcmp(a.action, "rewrite") ? obj_find(key) : -1;
+      /* a VM rewritten without a restart (or halted, or left to restart on its
+      ** own) keeps running as it was: its status stays */
+      bool keeps = a.action &&
+                   (!strcmp(a.action, "rewrite") || !strcmp(a.action, "apply") || !strcmp(a.action, "wait-for-halt"));
+      int at = copy && keeps ? obj_find(key) : -1;
       cJSON *old = at >= 0 ? cJSON_Parse(D.objs.v[at].json) : NULL;
       cJSON *st = old ? cJSON_DetachItemFromObjectCaseSensitive(old, "status") : NULL;
       if (st) cJSON_AddItemToObject(copy, "status", st);

@@ -51,6 +51,8 @@ void mf_vm_free(dt_vm *v) {
   dt__free(v->status);
   dt__free(v->revision);
   dt__free(v->tmpl_hash);
+  dt__free(v->fw_uuid);
+  dt__free(v->fw_serial);
 }
 
 static uint64_t canon_hash(mctx *x, const cJSON *v, int *rc) {
@@ -78,15 +80,39 @@ static void drop(cJSON *parent, const char *pkey, cJSON *o, const char *key) {
 ** and was restarted or re-created, disks and all. A pool template that sets
 ** one of these itself is compared without it too.
 */
+/* A quantity string in its canonical form (1024Mi and 1Gi alike), in place. */
+static void canon_quantity(cJSON *o, const char *key, const char *resource) {
+  cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+  int64_t milli;
+  dt_error e = {0};
+  if (!cJSON_IsString(v) || dt_quantity_parse(v->valuestring, &milli, &e)) return;
+  char buf[64];
+  dt__fmt_quantity(buf, sizeof buf, resource, milli);
+  cJSON_ReplaceItemInObjectCaseSensitive(o, key, cJSON_CreateString(buf));
+}
+
 static void strip_server_fields(cJSON *vmi, cJSON *dvt) {
   cJSON *md = cJSON_GetObjectItemCaseSensitive(vmi, "metadata");
   cJSON *labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
   if (cJSON_IsObject(labels)) drop(md, "labels", labels, "kubevirt.io/vm-pool-revision-name");
+  /* virt-api's VM mutator stamps the PCI topology version on new VMs */
+  cJSON *ann = cJSON_GetObjectItemCaseSensitive(md, "annotations");
+  if (cJSON_IsObject(ann)) drop(md, "annotations", ann, "kubevirt.io/pci-topology-version");
   if (cJSON_IsObject(md)) drop(vmi, "metadata", md, "creationTimestamp");
   cJSON *spec = cJSON_GetObjectItemCaseSensitive(vmi, "spec");
   if (cJSON_IsObject(spec)) cJSON_DeleteItemFromObjectCaseSensitive(spec, "architecture");
   cJSON *dom = cJSON_GetObjectItemCaseSensitive(spec, "domain");
   if (cJSON_IsObject(dom)) {
+    /* Go writes an empty resources struct out; sizes compare by value */
+    cJSON *res = cJSON_GetObjectItemCaseSensitive(dom, "resources");
+    if (cJSON_IsObject(res) && !res->child) cJSON_DeleteItemFromObjectCaseSensitive(dom, "resources");
+    canon_quantity(cJSON_GetObjectItemCaseSensitive(dom, "memory"), "guest", "memory");
+    static const char *const rl[] = {"requests", "limits"};
+    for (int i = 0; i < 2; i++) {
+      cJSON *q = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(dom, "resources"), rl[i]);
+      canon_quantity(q, "memory", "memory");
+      canon_quantity(q, "cpu", "cpu");
+    }
     cJSON_DeleteItemFromObjectCaseSensitive(dom, "machine");
     cJSON *fw = cJSON_GetObjectItemCaseSensitive(dom, "firmware");
     if (cJSON_IsObject(fw)) {
@@ -98,6 +124,23 @@ static void strip_server_fields(cJSON *vmi, cJSON *dvt) {
     cJSON *dmd = cJSON_GetObjectItemCaseSensitive(d, "metadata");
     if (cJSON_IsObject(dmd)) cJSON_DeleteItemFromObjectCaseSensitive(dmd, "creationTimestamp");
   }
+}
+
+/* A VM template hashed as KubeVirt's isOutdatedVM compares two (Go values,
+** by equality.Semantic: quantities by value, an empty struct as none): the
+** pool's against the one a ControllerRevision stored. */
+static uint64_t tmpl_rev_hash(mctx *x, const cJSON *tmpl, int *rc) {
+  cJSON *t = tmpl ? cJSON_Duplicate(tmpl, 1) : NULL;
+  if (tmpl && !t) {
+    *rc = mf_oom(x);
+    return 0;
+  }
+  cJSON *ts = cJSON_GetObjectItemCaseSensitive(t, "spec");
+  strip_server_fields(cJSON_GetObjectItemCaseSensitive(ts, "template"),
+                      cJSON_GetObjectItemCaseSensitive(ts, "dataVolumeTemplates"));
+  uint64_t h = canon_hash(x, t, rc);
+  cJSON_Delete(t);
+  return h;
 }
 
 /* One selection entry: {labelSelector, nodeSelectorRequirementMatcher}, or
@@ -521,6 +564,7 @@ int mf_vmpool(mctx *x, const cJSON *o) {
     /* the VM template alone, as KubeVirt's isOutdatedVM compares it:
     ** spec.nameGeneration shapes only the VMs made after it changes */
     p.hash = canon_hash(x, tmpl, &rc);
+    p.rev_hash = tmpl_rev_hash(x, tmpl, &rc);
     p.run_strategy = run_strategy(mf_get(tmpl, "spec"));
     cJSON *cv = cJSON_Duplicate(vmi, 1), *cd = dvt && !cJSON_IsNull(dvt) ? cJSON_Duplicate(dvt, 1) : NULL;
     if ((vmi && !cv) || (dvt && !cJSON_IsNull(dvt) && !cd)) rc = mf_oom(x);
@@ -777,6 +821,9 @@ int mf_vm(mctx *x, const cJSON *o) {
   const char *th = mf_get_str(ann, "dovetail.dev/template-hash");
   if ((rev && !(v.revision = dt__strdup(rev))) || (th && !(v.tmpl_hash = dt__strdup(th)))) goto nomem;
   v.run_strategy = run_strategy(spec);
+  const cJSON *fw = mf_get(mf_get(mf_get(vmi, "spec"), "domain"), "firmware");
+  const char *uuid = mf_get_str(fw, "uuid"), *serial = mf_get_str(fw, "serial");
+  if ((uuid && !(v.fw_uuid = dt__strdup(uuid))) || (serial && !(v.fw_serial = dt__strdup(serial)))) goto nomem;
   for (const cJSON *c = cJSON_IsArray(mf_get(st, "conditions")) ? mf_get(st, "conditions")->child : NULL; c;
        c = c->next)
     if (mf_get_str(c, "type") && !strcmp(mf_get_str(c, "type"), "RestartRequired") && mf_get_str(c, "status") &&
@@ -845,8 +892,10 @@ void mf_pool_rev_free(dt_pool_rev *r) {
 int mf_vmi(mctx *x, const cJSON *o) {
   const char *ns, *name;
   if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
-  const char *rev = mf_get_str(mf_get(mf_get(o, "metadata"), "labels"), "kubevirt.io/vm-pool-revision-name");
+  const cJSON *md = mf_get(o, "metadata");
+  const char *rev = mf_get_str(mf_get(md, "labels"), "kubevirt.io/vm-pool-revision-name");
   dt_vmi v = {0};
+  v.deleting = mf_get(md, "deletionTimestamp") && !cJSON_IsNull(mf_get(md, "deletionTimestamp"));
   if (!(v.ns = dt__strdup(ns)) || !(v.name = dt__strdup(name)) || (rev && !(v.revision = dt__strdup(rev))) ||
       dt__vec_push(&x->m->vmis, v)) {
     mf_vmi_free(&v);
@@ -875,6 +924,7 @@ int mf_ctrl_revision(mctx *x, const cJSON *o) {
   int rc = (vmi && !cv) || (dvt && !cJSON_IsNull(dvt) && !cd) ? mf_oom(x) : 0;
   strip_server_fields(cv, cd);
   dt_pool_rev r = {0};
+  r.tmpl_hash = tmpl_rev_hash(x, tmpl, &rc);
   r.vmi_hash = canon_hash(x, cv, &rc);
   r.dvt_hash = canon_hash(x, cd, &rc);
   cJSON_Delete(cv);

@@ -455,6 +455,7 @@ typedef struct dt_vmpool {
   bool deleting; /* metadata.deletionTimestamp: KubeVirt only releases its VMs' finalizers */
   dt_selector selector;
   uint64_t run_strategy; /* the template's, as dt_vm.run_strategy */
+  uint64_t rev_hash;     /* the template as a ControllerRevision's is compared (dt_pool_rev.tmpl_hash) */
   int64_t max_unavail; /* absolute, or percent when max_unavail_pct */
   bool max_unavail_pct;
   int scale_in, update, preserve;
@@ -493,6 +494,7 @@ typedef struct dt_vm {
   char *tmpl_hash;             /* dovetail.dev/template-hash */
   uint64_t run_strategy;       /* its run strategy (runStrategy, or running as Always/Halted) hashed; 0 unset */
   bool restart_required;       /* status condition RestartRequired=True: its VMI runs an older spec */
+  char *fw_uuid, *fw_serial;   /* spec.template.spec.domain.firmware: its identity, kept when rewritten */
   uint64_t vmi_hash, dvt_hash; /* de-indexed template and dataVolumeTemplates */
   uint64_t vmi_hash_ng[4];     /* vmi_hash with ConfigMap ([1]), Secret ([2]) or both ([3]) references
                            ** de-indexed too, for pools with spec.nameGeneration; [0] is vmi_hash */
@@ -504,6 +506,7 @@ typedef struct dt_vm {
 ** (kubevirt.io/vm-pool-revision-name), NULL none. */
 typedef struct dt_vmi {
   char *ns, *name, *revision;
+  bool deleting; /* metadata.deletionTimestamp: already going */
 } dt_vmi;
 
 /* A VirtualMachinePool's ControllerRevision: its name and what KubeVirt's
@@ -511,7 +514,8 @@ typedef struct dt_vmi {
 ** of the pool spec it holds. */
 typedef struct dt_pool_rev {
   char *ns, *name;
-  uint64_t vmi_hash, dvt_hash;
+  uint64_t tmpl_hash;          /* its virtualMachineTemplate, as dt_vmpool.hash: what isOutdatedVM compares */
+  uint64_t vmi_hash, dvt_hash; /* its instance and data volume templates, as dt_vmpool's: isOutdatedVMI's */
 } dt_pool_rev;
 
 /* A VM a pool run decided to create: pool index and name index. */

@@ -26,7 +26,7 @@ typedef struct pvm {
   const dt_vm *v;
   const char *vmi_rev; /* a current VM whose VMI runs this older revision (vmi_outdated); NULL none */
   bool vmi_dv;         /* ... and the revisions' data volume templates differ */
-  bool vmi_revs;       /* ... as the two ControllerRevisions say (else RestartRequired) */
+  const char *why;     /* ... and how that is known */
   int tier;     /* first ordered-policy entry the VM matches; n when none */
   int base;     /* the base policy ordering it */
   int calm;     /* Random: 0 halted, 1 not ready, 2 running and ready */
@@ -286,13 +286,22 @@ static bool has_template_labels(const dt_vmpool *p, const dt_vm *v) {
   return true;
 }
 
-static bool current(const dt_vmpool *p, const dt_vm *v) {
+static const dt_pool_rev *pool_rev(const dt_manifests *m, const char *ns, const char *name) {
+  for (size_t i = 0; name && i < m->pool_revs.n; i++)
+    if (!strcmp(m->pool_revs.v[i].name, name) && !strcmp(m->pool_revs.v[i].ns, ns)) return &m->pool_revs.v[i];
+  return NULL;
+}
+
+static bool current(const dt_manifests *m, const dt_vmpool *p, const dt_vm *v) {
   if (v->tmpl_hash) {
     char hex[17];
     return !strcmp(v->tmpl_hash, hash_hex(p->hash, hex));
   }
   char rev[600];
   if (v->revision && revision_name(p, rev, sizeof rev) && !strcmp(v->revision, rev)) return true;
+  /* KubeVirt's isOutdatedVM itself: the template its revision stored against the pool's */
+  const dt_pool_rev *r = pool_rev(m, v->ns, v->revision);
+  if (r) return r->tmpl_hash == p->rev_hash;
   /* the VM-level part of the template too: its labels, its run strategy */
   return same_vmi(p, v) && has_template_labels(p, v) &&
          (!p->run_strategy || !v->run_strategy || p->run_strategy == v->run_strategy);
@@ -605,12 +614,6 @@ static int pool_scale_in(poolrun *r) {
   return rc;
 }
 
-static const dt_pool_rev *pool_rev(const dt_manifests *m, const char *ns, const char *name) {
-  for (size_t i = 0; i < m->pool_revs.n; i++)
-    if (!strcmp(m->pool_revs.v[i].name, name) && !strcmp(m->pool_revs.v[i].ns, ns)) return &m->pool_revs.v[i];
-  return NULL;
-}
-
 /* KubeVirt's isOutdatedVMI for a current VM: its VMI was started from
 ** another revision (kubevirt.io/vm-pool-revision-name) whose instance
 ** template differs, read from the two ControllerRevisions when the input
@@ -621,18 +624,31 @@ static const dt_pool_rev *pool_rev(const dt_manifests *m, const char *ns, const 
 static bool vmi_outdated(const poolrun *r, pvm *o) {
   const dt_vm *v = o->v;
   const dt_manifests *m = r->x->m;
-  if (!v->revision || !m->vmis.n || v->halted || v->deleting) return false;
+  /* only a proactive update restarts (KubeVirt's update skips proactiveUpdate otherwise) */
+  if (!v->revision || !m->vmis.n || v->halted || v->deleting || r->p->update != DT_STRAT_PROACTIVE) return false;
   char key[1200];
   snprintf(key, sizeof key, "%s/%s", v->ns, v->name);
   dt_sym s = dt__sym_find(&r->x->vmis, key);
   const dt_vmi *vmi = s ? &m->vmis.v[s - 1] : NULL;
-  if (!vmi || !vmi->revision || !strcmp(vmi->revision, v->revision)) return false;
+  /* a VMI already going is not restarted again */
+  if (!vmi || vmi->deleting || (vmi->revision && !strcmp(vmi->revision, v->revision))) return false;
   const dt_pool_rev *now = pool_rev(m, v->ns, v->revision), *then = pool_rev(m, v->ns, vmi->revision);
-  bool differ = now && then ? now->vmi_hash != then->vmi_hash || now->dvt_hash != then->dvt_hash : v->restart_required;
+  bool differ;
+  if (!vmi->revision) {
+    differ = true; /* a VMI without the label: KubeVirt restarts it */
+    o->why = "the VM's is the pool's";
+  } else if (m->pool_revs.n) {
+    /* with the revisions at hand, as KubeVirt reads them: the VM's own
+    ** missing, no update; the VMI's missing, a restart */
+    differ = now && (!then || now->vmi_hash != then->vmi_hash || now->dvt_hash != then->dvt_hash);
+    o->why = !then ? "the VMI's ControllerRevision is gone" : "the ControllerRevisions differ";
+  } else {
+    differ = v->restart_required;
+    o->why = "the VM says RestartRequired";
+  }
   if (!differ) return false;
-  o->vmi_rev = vmi->revision;
+  o->vmi_rev = vmi->revision ? vmi->revision : "(none)";
   o->vmi_dv = now && then && now->dvt_hash != then->dvt_hash;
-  o->vmi_revs = now && then;
   return true;
 }
 
@@ -642,19 +658,13 @@ static const char *update_one(poolrun *r, const pvm *o, int64_t mu_update, int64
   const dt_vmpool *p = r->p;
   const dt_vm *v = o->v;
   bool dv_changed = o->vmi_rev ? o->vmi_dv : v->dvt_hash != p->dvt_hash;
-  if (o->vmi_rev && p->update == DT_STRAT_OPPORTUNISTIC) {
-    snprintf(r->tmp, sizeof r->tmp,
-             "its VMI runs revision %s; updateStrategy opportunistic: the VM's spec applies when it next restarts",
-             o->vmi_rev);
-    return "wait-for-halt";
-  }
   if (o->vmi_rev) {
     if (!v->ready || *left > 0) {
       if (v->ready) (*left)--;
-      snprintf(r->tmp, sizeof r->tmp,
-               "its VMI runs revision %s, whose instance template is not its own (%s)%s: %s as KubeVirt's "
-               "isOutdatedVMI",
-               o->vmi_rev, o->vmi_revs ? "the ControllerRevisions differ" : "the VM says RestartRequired",
+      bool label = strcmp(o->vmi_rev, "(none)");
+      snprintf(r->tmp, sizeof r->tmp, "%s%s%s (%s)%s: %s as KubeVirt's isOutdatedVMI",
+               label ? "its VMI runs revision " : "its VMI carries no revision label", label ? o->vmi_rev : "",
+               label ? ", whose instance template is not its own" : "", o->why,
                v->ready ? "" : "; not ready, so without counting against maxUnavailable",
                dv_changed ? "re-created" : "restarted");
       return dv_changed ? "recreate" : "restart";
@@ -705,6 +715,31 @@ static const char *update_one(poolrun *r, const pvm *o, int64_t mu_update, int64
   return NULL;
 }
 
+/* A VM rewritten in place keeps its firmware UUID and serial (KubeVirt's
+** preserveVMIdentityFields): without them KubeVirt's VM controller puts new
+** ones in, says RestartRequired, and the guest comes back as another machine
+** (cloud-init takes the UUID for its instance-id). A re-created VM is new. */
+static void keep_identity(cJSON *vm, const dt_vm *v) {
+  if (!vm || (!v->fw_uuid && !v->fw_serial)) return;
+  cJSON *t = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(vm, "spec"), "template");
+  cJSON *spec = cJSON_GetObjectItemCaseSensitive(t, "spec");
+  cJSON *dom = cJSON_GetObjectItemCaseSensitive(spec, "domain");
+  if (!cJSON_IsObject(dom)) return;
+  cJSON *fw = cJSON_GetObjectItemCaseSensitive(dom, "firmware");
+  if (!cJSON_IsObject(fw)) {
+    cJSON_DeleteItemFromObjectCaseSensitive(dom, "firmware");
+    fw = dt__json_put(dom, "firmware", cJSON_CreateObject());
+  }
+  if (v->fw_uuid) {
+    cJSON_DeleteItemFromObjectCaseSensitive(fw, "uuid");
+    dt__json_put_str(fw, "uuid", v->fw_uuid);
+  }
+  if (v->fw_serial) {
+    cJSON_DeleteItemFromObjectCaseSensitive(fw, "serial");
+    dt__json_put_str(fw, "serial", v->fw_serial);
+  }
+}
+
 /* 4. Updates, once the pool is at its replica count (as KubeVirt). */
 static int pool_update(poolrun *r, int64_t mu_update) {
   const dt_vmpool *p = r->p;
@@ -718,7 +753,7 @@ static int pool_update(poolrun *r, int64_t mu_update) {
   for (size_t k = 0; k < r->nact; k++) {
     const dt_vm *v = r->act[k].v;
     pvm o = {.v = v};
-    if (v->deleting || r->healing[v - r->x->m->vms.v] || (current(p, v) && !vmi_outdated(r, &o))) continue;
+    if (v->deleting || r->healing[v - r->x->m->vms.v] || (current(r->x->m, p, v) && !vmi_outdated(r, &o))) continue;
     if (scope && !entry_match(scope, v)) {
       outside++;
       continue;
@@ -753,7 +788,11 @@ static int pool_update(poolrun *r, int64_t mu_update) {
       if (!what) continue;
       dt_pool_act *a = action(r, DT_POOL_UPDATE, v->name, r->tmp);
       a->info.action = what;
-      if (!r->x->lean) put_object(r, a, vm_object(p, v->name, v->index, 0, r->now)); /* the VM as it is to be */
+      if (!r->x->lean) { /* the VM as it is to be */
+        cJSON *vm = vm_object(p, v->name, v->index, 0, r->now);
+        if (strcmp(what, "recreate")) keep_identity(vm, v);
+        put_object(r, a, vm);
+      }
       r->x->r->stats.update++;
     }
   }

@@ -556,6 +556,24 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
       assert.equal("", (updates(same)))
     end)
 
+    it("does not restart a VMI already being deleted (KubeVirt passes over VMIs that are going)", function()
+      local t = text:gsub("kind: VirtualMachineInstance\n  metadata:\n",
+        "kind: VirtualMachineInstance\n  metadata:\n    deletionTimestamp: '2026-08-01T23:30:00Z'\n")
+      assert.are_not.equal(text, t)
+      assert.equal("", (updates(t)))
+    end)
+
+    it("restarts nothing with updateStrategy opportunistic (KubeVirt skips proactiveUpdate)", function()
+      assert.equal("", (updates(h.slurp(h.fixtures .. "kubevirt/opportunistic-mid-rollout.yaml"))))
+    end)
+
+    it("restarts a VMI without a revision label, or whose revision is gone; not when the VM's own is gone", function()
+      local function of(file) return (updates(h.slurp(h.fixtures .. "kubevirt/" .. file))) end
+      assert.equal("restart web-0", of "vmi-no-revision-label.yaml")
+      assert.equal("restart web-0", of "vmi-revision-missing.yaml")
+      assert.equal("", of "vm-revision-missing.yaml")
+    end)
+
     it("restarts within maxUnavailable", function()
       local t = text:gsub("replicas: 2\n", "replicas: 2\n    maxUnavailable: 1\n", 1)
       local names, res = updates(t)
@@ -565,14 +583,55 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
   end)
 
   it("names a misspelt pool field with the field meant, as the API server refuses it, not read as its default", function()
-    local f = h.fixtures .. "kubevirt/pool-typos.yaml"
-    local _, err, code = h.cli("pool " .. f)
+    local file = h.fixtures .. "kubevirt/pool-typos.yaml"
+    local _, err, code = h.cli("pool " .. file)
     assert.are_not.equal(0, code)
-    assert.matches(f .. ": VirtualMachinePool default/web: spec.replica: unknown field (did you mean replicas?)", err, 1,
-      true)
-    local text = h.slurp(f):gsub("replica: 5", "replicas: 5")
+    assert.matches(file .. ": VirtualMachinePool default/web: spec.replica: unknown field (did you mean replicas?)", err,
+      1, true)
+    local text = h.slurp(file):gsub("replica: 5", "replicas: 5")
     _, err = h.cli("pool -", text)
     assert.matches("spec.maxUnavailble: unknown field (did you mean maxUnavailable?)", err, 1, true)
+  end)
+
+  describe("VMs KubeVirt v1.9 made", function()
+    local function updates(file)
+      local r, err = dt.pool({ files = { h.fixtures .. "kubevirt/" .. file }, now = NOW })
+      assert(r, err)
+      local out = {}
+      for _, a in ipairs(r.pools[1].update or {}) do out[#out + 1] = a.action .. " " .. a.name end
+      table.sort(out)
+      return table.concat(out, ", "), r.pools[1]
+    end
+
+    -- its pci-topology annotation, resources: {} and a quantity written otherwise are the cluster's,
+    -- and the ControllerRevision the VM's label names says its template is the pool's
+    it("are current at an older revision whose template is the pool's", function()
+      assert.equal("", (updates "v19-defaults.yaml"))
+      assert.equal("", (updates "quantity-1024Mi.yaml"))
+    end)
+
+    it("keep their firmware UUID and serial when rewritten or restarted (KubeVirt's preserveVMIdentityFields)", function()
+      local input = {}
+      local function firmware(vm) return vm.spec.template.spec.domain.firmware end
+      for _, file in ipairs { "firmware-label-added.yaml", "firmware-cores-changed.yaml" } do
+        local r = assert(dt.pool({ files = { h.fixtures .. "kubevirt/" .. file }, now = NOW }))
+        local names, res = updates(file)
+        assert.matches(file == "firmware-label-added.yaml" and "^rewrite web%-0, rewrite web%-1$" or
+          "^restart web%-0, restart web%-1$", names)
+        for _, a in ipairs(res.update) do
+          local fw = firmware(a.object)
+          assert.truthy(fw and fw.uuid and fw.serial, a.name)
+          input[file .. a.name] = fw.uuid
+        end
+        assert(r)
+      end
+      -- the UUIDs the VMs had (web-0's differs from web-1's) are the ones written
+      local text = h.slurp(h.fixtures .. "kubevirt/firmware-label-added.yaml")
+      for name in ("web-0 web-1"):gmatch("%S+") do
+        assert.truthy(text:find(input["firmware-label-added.yaml" .. name], 1, true), name)
+      end
+      assert.are_not.equal(input["firmware-label-added.yaml" .. "web-0"], input["firmware-label-added.yaml" .. "web-1"])
+    end)
   end)
 
   it("creates nothing for a pool being deleted (KubeVirt only releases its VMs)", function()
