@@ -320,6 +320,7 @@ static bool pool_refuses(dt_plan *p, uint32_t pi, rt_class *c, dt_buf *b) {
   const rt_spec *s = &p->specs[c->spec_idx];
   const rt_taint *t = NULL;
   const dt_req *bad = NULL;
+  if (dt__x_pool_unusable(pl, b)) return true;
   if (!dt__x_tolerates(p, c->spec, pl->taints, pl->ntaints, c->tol_pref, &t)) {
     dt__buf_puts(b, "taint ");
     taint_text(p, t, b);

@@ -153,10 +153,23 @@ static void diagnose_sizes(dt_plan *p, rt_class *c, const rt_pool *pl, const poo
   dt__buf_puts(b, pr->limited ? ") within its limits" : ")");
 }
 
+/* Why Karpenter's provisioner leaves NodePool pl out, appended to b; false
+** when it does not. */
+bool dt__x_pool_unusable(const rt_pool *pl, dt_buf *b) {
+  const dt_nodepool *np = pl->src;
+  if (np->unusable)
+    dt__buf_printf(b, "NodePool %s launches nothing: %s", np->name, np->unusable);
+  else if (pl->nodeclass && pl->nodeclass->unready)
+    dt__buf_printf(b, "NodePool %s launches nothing: its EC2NodeClass %s has %s", np->name, pl->nodeclass->name,
+                   pl->nodeclass->unready);
+  return np->unusable || (pl->nodeclass && pl->nodeclass->unready);
+}
+
 /* Why NodePool pi cannot open a claim for class c, appended to b. */
 static void diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b) {
-  if (diagnose_pool_terms(p, c, pi, b)) return;
   const rt_pool *pl = &p->pools[pi];
+  if (dt__x_pool_unusable(pl, b)) return;
+  if (diagnose_pool_terms(p, c, pi, b)) return;
   pool_room pr;
   pool_room_of(p, c, pl, &pr);
   if (!pr.allowed)

@@ -111,7 +111,7 @@ typedef struct rt_group {
   uint8_t fmode;
   uint32_t fspec, nfterms;
   dt_reqs *fterms;
-  const char *desc;                      /* "app=web", for messages */
+  const char *desc; /* "app=web", for messages */
 } rt_group;
 
 /* One topology constraint of a class. */
@@ -166,7 +166,7 @@ typedef struct rt_pool {
   uint32_t ntaints;
   rt_taint *taints;
   uint32_t ntypes;
-  uint32_t *types;     /* compatible, price order */
+  uint32_t *types;               /* compatible, price order */
   const dt_nodeclass *nodeclass; /* the EC2NodeClass the input holds for it, NULL none */
   const int64_t **alloc; /* per catalog type: its allocatable on this pool's nodes (its EC2NodeClass's kubelet) */
   const int64_t **eff;   /* per catalog type: that allocatable minus DaemonSet overhead */
@@ -479,6 +479,8 @@ bool dt__x_fits(const dt_plan *p, const int64_t *alloc, const int64_t *used, con
 int16_t dt__x_slot(const dt_plan *p, dt_sym key);
 bool dt__x_ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb);
 void dt__x_diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b);
+/* Why Karpenter leaves NodePool pl out (being deleted, not ready, its EC2NodeClass not ready), appended to b; false when it does not. */
+bool dt__x_pool_unusable(const rt_pool *pl, dt_buf *b);
 
 /* explain.c: --explain POD. begin finds the pod (DT_EINVAL when it is not
 ** in the plan); attempt records, before each try of that pod, why every

@@ -181,6 +181,8 @@ describe("EC2NodeClass", function()
     assert.are.equal(0, #p.nodeClaims)
     assert.are.equal(100, #p.unschedulable)
     assert.matches("EC2NodeClass prefix has status Ready=False: SubnetsNotFound", notes(p), 1, true)
+    assert.are.equal("NodePool general launches nothing: its EC2NodeClass prefix has status Ready=False: SubnetsNotFound",
+      p.unschedulable[1].reason)
   end)
 
   it("notes a node class the input lacks when it holds others, and plans with the catalog's sizes", function()
