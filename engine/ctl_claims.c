@@ -496,7 +496,10 @@ static void from_pool(cJSON *o, const char *pool, const char *type, const char *
   static const char *const copied[] = {"nodeClassRef", "taints", "startupTaints", "expireAfter",
                                        "terminationGracePeriod"};
   for (size_t i = 0; spec && i < sizeof copied / sizeof *copied; i++)
-    if (jget(tspec, copied[i])) cJSON_AddItemToObject(spec, copied[i], cJSON_Duplicate(jget(tspec, copied[i]), 1));
+    if (jget(tspec, copied[i])) {
+      cJSON *c2 = cJSON_Duplicate(jget(tspec, copied[i]), 1);
+      if (c2 && !cJSON_AddItemToObject(spec, copied[i], c2)) cJSON_Delete(c2);
+    }
   cJSON *reqs = spec ? cJSON_AddArrayToObject(spec, "requirements") : NULL;
   static const char *const pinned[] = {DT_L_INSTANCE_TYPE, DT_L_ZONE, DT_L_CAPACITY_TYPE};
   const char *vals[] = {type, zone, ct};

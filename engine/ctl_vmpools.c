@@ -47,7 +47,7 @@ static size_t pool_actions(const dt_pools *r, const dt_pool_info *pool, dt_pool_
       int at = copy && keeps ? obj_find(key) : -1;
       cJSON *old = at >= 0 ? cJSON_Parse(D.objs.v[at].json) : NULL;
       cJSON *st = old ? cJSON_DetachItemFromObjectCaseSensitive(old, "status") : NULL;
-      if (st) cJSON_AddItemToObject(copy, "status", st);
+      if (st && !cJSON_AddItemToObject(copy, "status", st)) cJSON_Delete(st);
       cJSON_Delete(old);
       if (copy) obj_put(key, copy);
       cJSON_Delete(copy);

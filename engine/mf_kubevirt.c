@@ -88,7 +88,7 @@ static void canon_quantity(cJSON *o, const char *key, const char *resource) {
   if (!cJSON_IsString(v) || dt_quantity_parse(v->valuestring, &milli, &e)) return;
   char buf[64];
   dt__fmt_quantity(buf, sizeof buf, resource, milli);
-  cJSON_ReplaceItemInObjectCaseSensitive(o, key, cJSON_CreateString(buf));
+  cJSON_SetValuestring(v, buf); /* out of memory: the text stays as written */
 }
 
 static void strip_server_fields(cJSON *vmi, cJSON *dvt) {
