@@ -49,12 +49,67 @@ const dt_nodeclass *dt__nodeclass_of(const dt_manifests *m, const dt_nodepool *n
 /* Drift marks: the hash of spec without the selector terms (what they
 ** select is in status, and is checked there: AMIs), and Karpenter's own
 ** hash annotations, which its NodeClaims carry too. */
+/* As Karpenter's hashstructure options read a value (IgnoreZeroValue,
+** ZeroNil, SlicesAsSets): fields that are null, false, 0 or "" left out,
+** and every list's items in one order (by their canonical text). */
+static void hash_form(cJSON *v) {
+  if (cJSON_IsObject(v)) {
+    for (cJSON *c = v->child, *next; c; c = next) {
+      next = c->next;
+      hash_form(c);
+      bool zero = cJSON_IsNull(c) || cJSON_IsFalse(c) || (cJSON_IsNumber(c) && c->valuedouble == 0) ||
+                  (cJSON_IsString(c) && !*c->valuestring);
+      if (zero) cJSON_Delete(cJSON_DetachItemViaPointer(v, c));
+    }
+  } else if (cJSON_IsArray(v)) {
+    size_t n = 0;
+    for (cJSON *c = v->child; c; c = c->next) hash_form(c), n++;
+    if (n < 2) return;
+    cJSON **items = dt__malloc(n * sizeof *items);
+    char **keys = dt__calloc(n, sizeof *keys);
+    bool ok = items && keys;
+    n = 0;
+    for (cJSON *c = v->child; ok && c; c = c->next, n++) {
+      dt_buf b = {0};
+      dt__json_canon(c, &b);
+      items[n] = c;
+      keys[n] = b.p;
+      ok = !b.oom && b.p;
+    }
+    for (size_t i = 1; ok && i < n; i++) /* insertion sort: lists here are short */
+      for (size_t k = i; k > 0 && strcmp(keys[k - 1], keys[k]) > 0; k--) {
+        char *tk = keys[k];
+        cJSON *ti = items[k];
+        keys[k] = keys[k - 1], items[k] = items[k - 1];
+        keys[k - 1] = tk, items[k - 1] = ti;
+      }
+    if (ok) {
+      for (size_t i = 0; i < n; i++) cJSON_DetachItemViaPointer(v, items[i]);
+      for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(v, items[i]);
+    }
+    for (size_t i = 0; keys && i < n; i++) dt__free(keys[i]);
+    dt__free(keys);
+    dt__free(items);
+  }
+}
+
 static int drift_marks(mctx *x, const cJSON *o, const cJSON *spec, dt_nodeclass *c) {
   cJSON *t = spec ? cJSON_Duplicate(spec, 1) : cJSON_CreateObject();
   if (!t) return mf_oom(x);
-  static const char *const terms[] = {"amiSelectorTerms", "subnetSelectorTerms", "securityGroupSelectorTerms",
-                                      "capacityReservationSelectorTerms"};
-  for (size_t i = 0; i < sizeof terms / sizeof *terms; i++) cJSON_DeleteItemFromObjectCaseSensitive(t, terms[i]);
+  /* Karpenter's hash:"ignore" fields: what the selectors select is in status
+  ** and checked there; the AMI family is hashed as resolved */
+  static const char *const ignored[] = {"amiSelectorTerms",
+                                        "subnetSelectorTerms",
+                                        "securityGroupSelectorTerms",
+                                        "capacityReservationSelectorTerms",
+                                        "ipPrefixCount",
+                                        "amiFamily"};
+  for (size_t i = 0; i < sizeof ignored / sizeof *ignored; i++) cJSON_DeleteItemFromObjectCaseSensitive(t, ignored[i]);
+  hash_form(t);
+  if (!cJSON_AddStringToObject(t, "\x01amiFamily", c->family_name)) {
+    cJSON_Delete(t);
+    return mf_oom(x);
+  }
   dt_buf b = {0};
   dt__json_canon(t, &b);
   c->hash = dt__hash64(b.p ? b.p : "", b.len);
@@ -91,8 +146,9 @@ static int amis(mctx *x, const cJSON *o, dt_nodeclass *c) {
   return 0;
 }
 
-/* The AMI family: amiSelectorTerms' alias (family@version) wins, as
-** Karpenter's v1 API derives amiFamily from it; else spec.amiFamily. */
+/* The AMI family as Karpenter's AMIFamily() resolves it: spec.amiFamily
+** when set, else the family of an amiSelectorTerms alias (family@version);
+** its name into c->family_name, for the drift hash. */
 static int ami_family(mctx *x, const cJSON *spec, dt_nodeclass *c) {
   static const struct {
     const char *alias, *name;
@@ -109,6 +165,7 @@ static int ami_family(mctx *x, const cJSON *spec, dt_nodeclass *c) {
   const cJSON *terms = mf_get(spec, "amiSelectorTerms");
   if (terms && !cJSON_IsNull(terms) && !cJSON_IsArray(terms))
     return mf_bad(x, "spec.amiSelectorTerms", "expected a list of terms");
+  int alias = -1;
   size_t i = 0;
   const cJSON *t;
   cJSON_ArrayForEach(t, (cJSON_IsArray(terms) ? terms : NULL)) {
@@ -117,24 +174,29 @@ static int ami_family(mctx *x, const cJSON *spec, dt_nodeclass *c) {
     if (!a || cJSON_IsNull(a)) continue;
     const char *s = cJSON_IsString(a) ? a->valuestring : "";
     size_t fl = strcspn(s, "@");
-    for (size_t k = 0; k < nf && fams[k].alias; k++)
-      if (strlen(fams[k].alias) == fl && !strncmp(s, fams[k].alias, fl) && s[fl] == '@' && s[fl + 1]) {
-        c->family = fams[k].family;
-        return 0;
-      }
-    return mf_bad(x, f,
-                  "expected family@version with family one of al2, al2023, bottlerocket, windows2019, windows2022, "
-                  "windows2025 (such as al2023@latest)");
+    for (size_t k = 0; k < nf && fams[k].alias && alias < 0; k++)
+      if (strlen(fams[k].alias) == fl && !strncmp(s, fams[k].alias, fl) && s[fl] == '@' && s[fl + 1]) alias = (int)k;
+    if (alias < 0)
+      return mf_bad(x, f,
+                    "expected family@version with family one of al2, al2023, bottlerocket, windows2019, windows2022, "
+                    "windows2025 (such as al2023@latest)");
+    break;
   }
   const cJSON *fam = mf_get(spec, "amiFamily");
-  if (!fam || cJSON_IsNull(fam))
-    return mf_bad(x, "spec.amiFamily",
-                  "missing: Karpenter requires it when no term of spec.amiSelectorTerms is an alias (such as "
-                  "al2023@latest)");
+  if (!fam || cJSON_IsNull(fam)) {
+    if (alias < 0)
+      return mf_bad(x, "spec.amiFamily",
+                    "missing: Karpenter requires it when no term of spec.amiSelectorTerms is an alias (such as "
+                    "al2023@latest)");
+    c->family = fams[alias].family;
+    c->family_name = fams[alias].name;
+    return 0;
+  }
   const char *s = cJSON_IsString(fam) ? fam->valuestring : "";
   for (size_t k = 0; k < nf; k++)
     if (!strcmp(s, fams[k].name)) {
       c->family = fams[k].family;
+      c->family_name = fams[k].name;
       return 0;
     }
   return mf_bad(x, "spec.amiFamily",
@@ -305,15 +367,25 @@ static int status(mctx *x, const cJSON *o, dt_nodeclass *c) {
     }
     c->nzones++;
   }
-  const cJSON *cond;
+  /* Karpenter's Create launches only for a node class whose Ready is True
+  ** at its generation (Ready=Unknown, none at all, or an older
+  ** observedGeneration: not yet); one written by hand has no status at all */
+  const cJSON *cond, *ready = NULL;
   cJSON_ArrayForEach(cond, mf_get(st, "conditions")) {
-    const char *t = mf_get_str(cond, "type"), *v = mf_get_str(cond, "status"), *r = mf_get_str(cond, "reason");
-    if (!c->unready && t && v && !strcmp(t, "Ready") && !strcmp(v, "False")) {
-      char why[400];
-      snprintf(why, sizeof why, "status Ready=False%s%s", r ? ": " : "", r ? r : "");
-      if (!(c->unready = dt__strdup(why))) return mf_oom(x);
-    }
+    const char *t = mf_get_str(cond, "type");
+    if (t && !strcmp(t, "Ready") && !ready) ready = cond;
   }
+  const char *v = mf_get_str(ready, "status"), *r = mf_get_str(ready, "reason");
+  const cJSON *og = mf_get(ready, "observedGeneration"), *gen = mf_get(mf_get(o, "metadata"), "generation");
+  char why[400] = "";
+  if (cJSON_IsObject(st) && !ready)
+    snprintf(why, sizeof why, "a status without a Ready condition (not reconciled yet)");
+  else if (ready && (!v || strcmp(v, "True")))
+    snprintf(why, sizeof why, "status Ready=%s%s%s", v ? v : "(none)", r && *r ? ": " : "", r && *r ? r : "");
+  else if (ready && cJSON_IsNumber(og) && cJSON_IsNumber(gen) && og->valuedouble < gen->valuedouble)
+    snprintf(why, sizeof why, "status Ready for generation %.0f, not its generation %.0f (not reconciled yet)",
+             og->valuedouble, gen->valuedouble);
+  if (*why && !(c->unready = dt__strdup(why))) return mf_oom(x);
   return 0;
 }
 

@@ -533,8 +533,8 @@ static int pool_usable(mctx *x, const cJSON *o, dt_nodepool *p) {
   const cJSON *c;
   cJSON_ArrayForEach(c, mf_get(mf_get(o, "status"), "conditions")) {
     const char *t = mf_get_str(c, "type"), *s = mf_get_str(c, "status"), *r = mf_get_str(c, "reason");
-    if (!*why && t && s && !strcmp(t, "Ready") && !strcmp(s, "False"))
-      snprintf(why, sizeof why, "status Ready=False%s%s", r ? ": " : "", r ? r : "");
+    if (!*why && t && s && !strcmp(t, "Ready") && strcmp(s, "True")) /* False, or Unknown: not yet */
+      snprintf(why, sizeof why, "status Ready=%s%s%s", s, r && *r ? ": " : "", r && *r ? r : "");
   }
   if (*why && !(p->unusable = dt__strdup(why))) return mf_oom(x);
   return 0;

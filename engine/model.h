@@ -182,6 +182,7 @@ typedef struct dt_evict {
 typedef struct dt_nodeclass {
   char *name, *file;
   int family;                   /* DT_AMI_* */
+  const char *family_name;      /* AL2023, Bottlerocket, ... (static) */
   int64_t max_pods;             /* spec.kubelet.maxPods; -1 unset */
   int64_t pods_per_core;        /* spec.kubelet.podsPerCore; 0 unset */
   dt_rlist kube_reserved;       /* spec.kubelet.kubeReserved: cpu, memory, ephemeral-storage */

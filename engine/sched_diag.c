@@ -159,10 +159,13 @@ bool dt__x_pool_unusable(const rt_pool *pl, dt_buf *b) {
   const dt_nodepool *np = pl->src;
   if (np->unusable)
     dt__buf_printf(b, "NodePool %s launches nothing: %s", np->name, np->unusable);
+  else if (pl->nodeclass && pl->nodeclass->family == DT_AMI_WINDOWS)
+    dt__buf_printf(b, "NodePool %s launches nothing: its EC2NodeClass %s runs Windows, which dovetail does not model",
+                   np->name, pl->nodeclass->name);
   else if (pl->nodeclass && pl->nodeclass->unready)
     dt__buf_printf(b, "NodePool %s launches nothing: its EC2NodeClass %s has %s", np->name, pl->nodeclass->name,
                    pl->nodeclass->unready);
-  return np->unusable || (pl->nodeclass && pl->nodeclass->unready);
+  return np->unusable || (pl->nodeclass && (pl->nodeclass->unready || pl->nodeclass->family == DT_AMI_WINDOWS));
 }
 
 /* Why NodePool pi cannot open a claim for class c, appended to b. */

@@ -151,20 +151,26 @@ bool dt__aws_node_resources(const dt_catalog *c, const dt_ctype *t, const dt_nod
   int64_t kr[4] = {aws_kube_reserved_cpu_m(cpu_m), ((eni_memory ? eni : pods) * 11 + 255) * MIB, 0, GIB};
   static const char *const names[4] = {"cpu", "memory", "pods", "ephemeral-storage"};
   int64_t sr[4] = {0};
+  int64_t capv[4] = {cpu_m, mem, pods, eph};
   for (int r = 0; r < 4; r++) {
     const dt_rq *k = rlist_find(&nc->kube_reserved, names[r]);
     if (k) kr[r] = r == 0 ? k->milli : k->milli / 1000;
     const dt_rq *s = rlist_find(&nc->system_reserved, names[r]);
     if (s) sr[r] = r == 0 ? s->milli : s->milli / 1000;
+    /* more than the node has leaves it nothing: no sum to overflow */
+    if (kr[r] > capv[r]) kr[r] = capv[r];
+    if (sr[r] > capv[r]) sr[r] = capv[r];
   }
   /* eviction: a percent of the capacity (100% reserving nothing, as Karpenter reads it) */
   const dt_evict *ev[2] = {&nc->evict_mem, &nc->evict_fs};
   int64_t base[2] = {mem, eph}, dflt[2] = {100 * MIB, (int64_t)ceil((double)eph * 10 / 100)}, evict[2];
-  for (int i = 0; i < 2; i++)
+  for (int i = 0; i < 2; i++) {
     evict[i] = !ev[i]->set           ? dflt[i]
-               : !ev[i]->pct         ? (int64_t)ev[i]->value
+               : !ev[i]->pct         ? (int64_t)fmin(ev[i]->value, 9e18)
                : ev[i]->value >= 100 ? 0
                                      : (int64_t)ceil((double)base[i] * ev[i]->value / 100);
+    if (evict[i] > base[i]) evict[i] = base[i];
+  }
   cap[0] = cpu_m, cap[1] = mem * 1000, cap[2] = pods * 1000, cap[3] = eph * 1000;
   int64_t left[4] = {cpu_m - kr[0] - sr[0], mem - kr[1] - sr[1] - evict[0], pods, eph - kr[3] - sr[3] - evict[1]};
   for (int r = 0; r < 4; r++) {

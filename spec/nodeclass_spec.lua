@@ -112,6 +112,69 @@ describe("EC2NodeClass", function()
     assert.are.equal("84Gi", a["ephemeral-storage"]) -- 100Gi - 1Gi kube-reserved - 15%
   end)
 
+  it("takes spec.amiFamily over an alias's family, as Karpenter's AMIFamily()", function()
+    local t = edit(TEXT, "    - alias: al2023@latest\n", "    - alias: bottlerocket@latest\n    amiFamily: Custom\n")
+    local a = allocatable(t)
+    assert.are.equal("110", a.pods)
+    assert.are.equal("6903Mi", a.memory, "Custom reserves memory for the ENI-limited pods, Bottlerocket would not")
+  end)
+
+  it("hashes for drift as Karpenter: fields it ignores, the family as resolved and lists as sets change nothing", function()
+    local function hash(text)
+      local out = h.cli("plan -o yaml --now " .. NOW .. " " .. h.write(text))
+      return assert(out:match("dovetail.dev/ec2nodeclass%-hash: \"?(%x+)"), out)
+    end
+    local base = hash(TEXT)
+    assert.are.equal(base, hash(edit(TEXT, "    kubelet:\n", "    ipPrefixCount: 4\n    kubelet:\n")))
+    assert.are.equal(base, hash(edit(TEXT, "    - alias: al2023@latest\n", "    - alias: al2023@latest\n    amiFamily: AL2023\n")))
+    local two = edit(TEXT, "    blockDeviceMappings:\n", [[
+    blockDeviceMappings:
+    - deviceName: /dev/xvdb
+      ebs:
+        volumeSize: 100Gi
+]])
+    local swapped = edit(TEXT, "        volumeType: gp3\n", [[
+        volumeType: gp3
+    - deviceName: /dev/xvdb
+      ebs:
+        volumeSize: 100Gi
+]])
+    assert.are.equal(hash(two), hash(swapped))
+    assert.are_not.equal(base, hash(two))
+    assert.are_not.equal(base, hash((TEXT:gsub("maxPods: 110", "maxPods: 100"))))
+  end)
+
+  it("launches nothing until its Ready is True at its generation, and nothing for Windows", function()
+    local function reason(text)
+      local p = plan(text)
+      assert.are.equal(0, #p.nodeClaims)
+      return p.unschedulable[1].reason
+    end
+    -- the node class's Ready condition (the NodePool's comes first in the dump)
+    local ready = "      reason: Ready\n      status: \"True\"\n      type: Ready\n    instanceProfile"
+    assert.matches("has status Ready=Unknown: Reconciling", reason(edit(TEXT, ready,
+      "      reason: Reconciling\n      status: \"Unknown\"\n      type: Ready\n    instanceProfile")), 1, true)
+    assert.matches("a status without a Ready condition", reason(edit(TEXT, ready,
+      "      reason: Ready\n      status: \"True\"\n      type: SubnetsReady\n    instanceProfile")), 1, true)
+    local stale = edit(TEXT, "    generation: 1\n    managedFields:", "    generation: 2\n    managedFields:")
+    assert.matches("status Ready for generation 1, not its generation 2", reason(stale), 1, true)
+    assert.matches("its EC2NodeClass prefix runs Windows",
+      reason(edit(TEXT, "alias: al2023@latest", "alias: windows2022@latest")), 1, true)
+  end)
+
+  it("takes reservations larger than the node as leaving it nothing, without overflow", function()
+    local t = edit(TEXT, "      maxPods: 110\n", [[
+      maxPods: 110
+      kubeReserved:
+        cpu: 9223372036854775807m
+      systemReserved:
+        cpu: 9223372036854775807m
+]])
+    local p = plan(t)
+    assert.are.equal(0, #p.nodeClaims)
+    assert.are.equal(100, #p.unschedulable)
+  end)
+
   it("with instanceStorePolicy RAID0 gives the instance store as ephemeral storage", function()
     local t = edit(TEXT, "          - m5.large\n", "          - m5d.large\n")
     t = edit(t, "              cpu: 10m\n              memory: 16Mi", "              cpu: 10m\n              memory: 16Mi\n"
