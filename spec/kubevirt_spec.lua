@@ -55,6 +55,16 @@ local function run(items)
   return r.pools[1]
 end
 
+-- The first pool's updates of a run as "action name", sorted and joined, and the pool.
+local function updates_of(args)
+  local r, err = dt.pool(args)
+  assert(r, err)
+  local out = {}
+  for _, a in ipairs(r.pools[1].update or {}) do out[#out + 1] = a.action .. " " .. a.name end
+  table.sort(out)
+  return table.concat(out, ", "), r.pools[1]
+end
+
 local function by_name(list)
   local out = {}
   for _, v in ipairs(list or {}) do out[v.name] = v end
@@ -439,14 +449,7 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
   -- their data volume templates, virt-api's firmware, machine and architecture defaults).
   describe("on a converged pool as kubectl prints it", function()
     local text = h.slurp(h.fixtures .. "kubevirt/pool-steady-dump.yaml")
-    local function updates(t)
-      local r, err = dt.pool({ manifests = t, now = NOW })
-      assert(r, err)
-      local names = {}
-      for _, a in ipairs(r.pools[1].update or {}) do names[#names + 1] = a.action .. " " .. a.name end
-      table.sort(names)
-      return table.concat(names, ", "), r.pools[1]
-    end
+    local function updates(t) return updates_of { manifests = t, now = NOW } end
     local function bumped(t) -- the pool's generation only (a replicas change bumps it too)
       local at = t:find("generation: 1", t:find("kind: VirtualMachinePool", 1, true), true)
       return t:sub(1, at - 1) .. "generation: 2" .. t:sub(at + #"generation: 1")
@@ -481,14 +484,7 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
   -- rewritten (opportunisticUpdate); only an instance template that differs
   -- restarts it (isOutdatedVMI), else its VMI gets the new revision label
   describe("updates outside the instance template", function()
-    local function actions(file)
-      local r, err = dt.pool({ files = { h.fixtures .. "kubevirt/" .. file }, now = NOW })
-      assert(r, err)
-      local out = {}
-      for _, a in ipairs(r.pools[1].update or {}) do out[#out + 1] = a.action .. " " .. a.name end
-      table.sort(out)
-      return table.concat(out, ", "), r.pools[1]
-    end
+    local function actions(file) return updates_of { files = { h.fixtures .. "kubevirt/" .. file }, now = NOW } end
 
     it("restarts no VM dovetail made when only the VM template's labels changed", function()
       assert.equal("rewrite web-0, rewrite web-1", (actions "metadata-label-changed.yaml"))
@@ -511,14 +507,7 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
   -- running VMI is of an older one with another instance template restarts
   describe("a rollout half done", function()
     local text = h.slurp(h.fixtures .. "kubevirt/mid-rollout.yaml")
-    local function updates(t)
-      local r, err = dt.pool({ manifests = t, now = NOW })
-      assert(r, err)
-      local out = {}
-      for _, a in ipairs(r.pools[1].update or {}) do out[#out + 1] = a.action .. " " .. a.name end
-      table.sort(out)
-      return table.concat(out, ", "), r.pools[1]
-    end
+    local function updates(t) return updates_of { manifests = t, now = NOW } end
     -- the dump without its ControllerRevisions (kubectl get of pools, VMs and VMIs)
     local function no_revisions(t)
       local at = assert(t:find("\n%- apiVersion: apps/v1\n"))
@@ -594,14 +583,7 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
   end)
 
   describe("VMs KubeVirt v1.9 made", function()
-    local function updates(file)
-      local r, err = dt.pool({ files = { h.fixtures .. "kubevirt/" .. file }, now = NOW })
-      assert(r, err)
-      local out = {}
-      for _, a in ipairs(r.pools[1].update or {}) do out[#out + 1] = a.action .. " " .. a.name end
-      table.sort(out)
-      return table.concat(out, ", "), r.pools[1]
-    end
+    local function updates(file) return updates_of { files = { h.fixtures .. "kubevirt/" .. file }, now = NOW } end
 
     -- its pci-topology annotation, resources: {} and a quantity written otherwise are the cluster's,
     -- and the ControllerRevision the VM's label names says its template is the pool's
