@@ -435,6 +435,20 @@ static int pool_open(poolrun *r, const size_t *vms, size_t nvms) {
   }
   r->count = (int64_t)r->nact, r->diff = p->replicas - r->count;
   r->rec->info.current = r->count;
+  /* names the API server refuses, as KubeVirt's own creates would fail:
+  ** said here rather than printed as objects that cannot be applied */
+  char rev[600];
+  size_t nl = strlen(p->name) + 1 + (size_t)snprintf(NULL, 0, "%lld", (long long)(p->replicas ? p->replicas - 1 : 0));
+  if (r->diff > 0 && nl > 253)
+    note(r,
+         "its VMs' names (%s-<index>) would be %zu characters, over the 253 a name may have: the API server "
+         "refuses them, as it would KubeVirt's",
+         p->name, nl);
+  if (revision_name(p, rev, sizeof rev) && strlen(rev) > 63)
+    note(r,
+         "its revision label value %s is %zu characters, over the 63 a label value may have: the API server "
+         "refuses the VMs that carry it, as it would KubeVirt's",
+         rev, strlen(rev));
   r->rec->info.ready = (int64_t)r->nready;
   r->rec->info.unavailable = (int64_t)r->nunavail;
   r->creates_left = p->burst, r->deletes_left = p->burst;

@@ -616,6 +616,19 @@ describe("VirtualMachines from dovetail pool -o yaml against KubeVirt's VirtualM
     end)
   end)
 
+  it("says when its VMs' names or revision label are longer than the API server takes", function()
+    local pl = pool({ uid = POOL_UID, replicas = 2 })
+    pl.metadata.name = string.rep("w", 62)
+    pl.metadata.generation = 12
+    local notes = table.concat(run({ pl }).notes or {}, "\n")
+    assert.matches("revision label value " .. pl.metadata.name .. "%-12 is 65 characters, over the 63", notes)
+    pl.metadata.name = string.rep("w", 252)
+    notes = table.concat(run({ pl }).notes or {}, "\n")
+    assert.matches("would be 254 characters, over the 253", notes, 1, true)
+    pl.metadata.name = "db"
+    assert.equal("", table.concat(run({ pl }).notes or {}, "\n"))
+  end)
+
   it("creates nothing for a pool being deleted (KubeVirt only releases its VMs)", function()
     local pl = pool({ uid = POOL_UID, replicas = 3 })
     pl.metadata.deletionTimestamp = "2026-11-23T11:59:00Z"
