@@ -201,16 +201,17 @@ static bool nodeclass_drift(const state *st, const dnode *d, const dt_node *c, c
   if (!nc || !c) return false;
   char hex[17];
   snprintf(hex, sizeof hex, "%016llx", (unsigned long long)nc->hash);
-  /* Karpenter's own hash where both carry it at one version; else dovetail's */
-  bool karpenter = c->nc_k_hash && nc->k_hash && c->nc_k_hash_version && nc->k_hash_version &&
-                   !strcmp(c->nc_k_hash_version, nc->k_hash_version);
-  if (karpenter && strcmp(c->nc_k_hash, nc->k_hash)) {
-    snprintf(why, n, "NodeClassDrift: EC2NodeClass %s changed (karpenter.k8s.aws/ec2nodeclass-hash %s, now %s)",
-             nc->name, c->nc_k_hash, nc->k_hash);
+  /* dovetail's hash (of what Karpenter's covers) on the claims it wrote: a
+  ** node class edited where no Karpenter updates its annotation still
+  ** drifts them; then Karpenter's own, compared only at one version */
+  if (c->nc_hash && strcmp(c->nc_hash, hex)) {
+    snprintf(why, n, "NodeClassDrift: EC2NodeClass %s changed (hash %s, now %s)", nc->name, c->nc_hash, hex);
     return true;
   }
-  if (!karpenter && c->nc_hash && strcmp(c->nc_hash, hex)) {
-    snprintf(why, n, "NodeClassDrift: EC2NodeClass %s changed (hash %s, now %s)", nc->name, c->nc_hash, hex);
+  if (c->nc_k_hash && nc->k_hash && c->nc_k_hash_version && nc->k_hash_version &&
+      !strcmp(c->nc_k_hash_version, nc->k_hash_version) && strcmp(c->nc_k_hash, nc->k_hash)) {
+    snprintf(why, n, "NodeClassDrift: EC2NodeClass %s changed (karpenter.k8s.aws/ec2nodeclass-hash %s, now %s)",
+             nc->name, c->nc_k_hash, nc->k_hash);
     return true;
   }
   if (!c->image_id || !nc->namis) return false;
