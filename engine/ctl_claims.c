@@ -428,12 +428,6 @@ void replacement_done(const char *claim, bool ok) {
   arm_batch();
 }
 
-/* The stored object of that key, parsed; NULL none. */
-static cJSON *stored(const char *key) {
-  int at = obj_find(key);
-  return at < 0 ? NULL : cJSON_Parse(D.objs.v[at].json);
-}
-
 /* A replacement claim as the provisioner writes its claims, from its
 ** NodePool as stored: the template's labels, annotations, taints, startup
 ** taints, nodeClassRef, expireAfter and terminationGracePeriod, its
@@ -443,11 +437,13 @@ static cJSON *stored(const char *key) {
 static void from_pool(cJSON *o, const char *pool, const char *type, const char *zone, const char *ct) {
   char key[KEY_MAX + 16];
   snprintf(key, sizeof key, "NodePool//%s", pool);
-  cJSON *np = stored(key);
+  int at = obj_find(key);
+  if (at < 0) return;
+  const char *text = D.objs.v[at].json;
+  cJSON *np = cJSON_Parse(text);
   dt_manifests *m = np ? dt_manifests_new() : NULL;
   dt_error err = {0};
-  int at = obj_find(key);
-  if (!m || dt_manifests_add_buffer(m, key, D.objs.v[at].json, strlen(D.objs.v[at].json), &err) || m->pools.n != 1) {
+  if (!m || dt_manifests_add_buffer(m, key, text, strlen(text), &err) || m->pools.n != 1) {
     dt_manifests_free(m);
     cJSON_Delete(np);
     return;
@@ -459,7 +455,6 @@ static void from_pool(cJSON *o, const char *pool, const char *type, const char *
     int nat = obj_find(key);
     if (nat >= 0) dt_manifests_add_buffer(m, key, D.objs.v[nat].json, strlen(D.objs.v[nat].json), &err);
   }
-  p = &m->pools.v[0];
   const dt_nodeclass *nc = dt__nodeclass_of(m, p, NULL);
   cJSON *md = jget(o, "metadata");
   const cJSON *tmpl = jget(jget(np, "spec"), "template"), *tspec = jget(tmpl, "spec"), *c;
@@ -468,30 +463,10 @@ static void from_pool(cJSON *o, const char *pool, const char *type, const char *
       put_in(md, "labels", c->string, c->valuestring);
   cJSON_ArrayForEach(c, jget(jget(tmpl, "metadata"), "annotations")) if (cJSON_IsString(c))
       set_annotation(o, c->string, c->valuestring);
-  char hex[24];
-  snprintf(hex, sizeof hex, "%016llx", (unsigned long long)p->hash);
-  set_annotation(o, "dovetail.dev/nodepool-hash", hex);
-  if (nc) {
-    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)nc->hash);
-    set_annotation(o, "dovetail.dev/ec2nodeclass-hash", hex);
-    if (nc->k_hash && nc->k_hash_version) {
-      set_annotation(o, "karpenter.k8s.aws/ec2nodeclass-hash", nc->k_hash);
-      set_annotation(o, "karpenter.k8s.aws/ec2nodeclass-hash-version", nc->k_hash_version);
-    }
-  }
-  if (p->uid) {
-    cJSON *ow = cJSON_CreateObject();
-    cJSON_AddStringToObject(ow, "apiVersion", "karpenter.sh/v1");
-    cJSON_AddStringToObject(ow, "kind", "NodePool");
-    cJSON_AddStringToObject(ow, "name", p->name);
-    cJSON_AddStringToObject(ow, "uid", p->uid);
-    cJSON_AddBoolToObject(ow, "blockOwnerDeletion", true);
-    cJSON *owners = cJSON_AddArrayToObject(md, "ownerReferences");
-    if (owners)
-      cJSON_AddItemToArray(owners, ow);
-    else
-      cJSON_Delete(ow);
-  }
+  cJSON *ann = jget(md, "annotations");
+  if (ann)
+    dt__claim_drift_marks(ann, p->hash, nc ? &nc->hash : NULL, nc ? nc->k_hash : NULL, nc ? nc->k_hash_version : NULL);
+  dt__claim_owner(md, p->name, p->uid);
   cJSON *spec = cJSON_AddObjectToObject(o, "spec");
   static const char *const copied[] = {"nodeClassRef", "taints", "startupTaints", "expireAfter",
                                        "terminationGracePeriod"};

@@ -32,6 +32,11 @@ static size_t pool_actions(const dt_pools *r, const dt_pool_info *pool, dt_pool_
     snprintf(key, sizeof key, "VirtualMachine/%s/%s", a.ns, a.vm ? a.vm : "");
     size_t len = 0;
     char *text = list == DT_POOL_DELETE ? NULL : dt_pools_action_object(r, i, &len);
+    /* a VM rewritten without a restart (or halted, or left to restart on its
+    ** own) keeps running as it was; any other update, a re-creation or a
+    ** deletion ends its running instance */
+    bool in_place =
+        a.action && (!strcmp(a.action, "rewrite") || !strcmp(a.action, "apply") || !strcmp(a.action, "wait-for-halt"));
     if (list == DT_POOL_DELETE) {
       obj_del(key);
     } else if (text) {
@@ -40,11 +45,8 @@ static size_t pool_actions(const dt_pools *r, const dt_pool_info *pool, dt_pool_
       /* a VM created (or re-created) here runs nowhere yet: Provisioning, so
       ** its virt-launcher pod joins this round's pending pods */
       if (copy && list != DT_POOL_UPDATE) put_in(copy, "status", "printableStatus", "Provisioning");
-      /* a VM rewritten without a restart (or halted, or left to restart on its
-      ** own) keeps running as it was: its status stays */
-      bool keeps = a.action &&
-                   (!strcmp(a.action, "rewrite") || !strcmp(a.action, "apply") || !strcmp(a.action, "wait-for-halt"));
-      int at = copy && keeps ? obj_find(key) : -1;
+      /* in place, its status stays */
+      int at = copy && in_place ? obj_find(key) : -1;
       cJSON *old = at >= 0 ? cJSON_Parse(D.objs.v[at].json) : NULL;
       cJSON *st = old ? cJSON_DetachItemFromObjectCaseSensitive(old, "status") : NULL;
       if (st && !cJSON_AddItemToObject(copy, "status", st)) cJSON_Delete(st);
@@ -54,11 +56,9 @@ static size_t pool_actions(const dt_pools *r, const dt_pool_info *pool, dt_pool_
     } else {
       continue;
     }
-    /* a VM deleted, re-created or restarted loses its running instance
-    ** (KubeVirt deletes the VMI): the one stored would say it still runs
-    ** the old revision, and restart it again at every round */
-    if (list != DT_POOL_CREATE && !(a.action && (!strcmp(a.action, "rewrite") || !strcmp(a.action, "apply") ||
-                                                 !strcmp(a.action, "wait-for-halt")))) {
+    /* otherwise KubeVirt deletes its VMI: the one stored would say it still
+    ** runs the old revision, and restart it again at every round */
+    if (list != DT_POOL_CREATE && !in_place) {
       char vk[KEY_MAX + 32];
       snprintf(vk, sizeof vk, "VirtualMachineInstance/%s/%s", a.ns, a.vm ? a.vm : "");
       if (obj_find(vk) >= 0) obj_del(vk);

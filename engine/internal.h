@@ -389,6 +389,14 @@ void dt__doc_write(const cJSON *root, dt_format format, dt_buf *b);
 ** the plan's is the caller's to free (NULL when out of memory), the others
 ** belong to their result. */
 cJSON *dt__plan_doc(const dt_plan *plan);
+/* What every NodeClaim dovetail writes carries, planned or written by the
+** daemon as a replacement: the owner reference to its NodePool (only with the
+** pool's uid: the API server takes none without), and on its annotations the
+** marks drift is told by: the NodePool's template hash and, with its
+** EC2NodeClass (nc_hash not NULL), that one's and Karpenter's where it has it. */
+void dt__claim_owner(cJSON *md, const char *pool, const char *uid);
+void dt__claim_drift_marks(cJSON *ann, uint64_t pool_hash, const uint64_t *nc_hash, const char *k_hash,
+                           const char *k_version);
 const cJSON *dt__plan_explain_doc(const dt_plan *plan); /* NULL without explain */
 const cJSON *dt__disrupt_doc(const dt_disruption *d);
 const cJSON *dt__pools_doc(const dt_pools *r);

@@ -126,21 +126,25 @@ static void strip_server_fields(cJSON *vmi, cJSON *dvt) {
   }
 }
 
-/* A VM template hashed as KubeVirt's isOutdatedVM compares two (Go values,
-** by equality.Semantic: quantities by value, an empty struct as none): the
-** pool's against the one a ControllerRevision stored. */
-static uint64_t tmpl_rev_hash(mctx *x, const cJSON *tmpl, int *rc) {
+/* The hashes a VM template (a pool's, or one a ControllerRevision stored) is
+** compared by, from one copy with what the cluster adds left out: the whole
+** (KubeVirt's isOutdatedVM compares two as Go values, by equality.Semantic:
+** quantities by value, an empty struct as none), its instance template and
+** its data volume templates (isOutdatedVMI's, and a VM's against them). */
+static int template_hashes(mctx *x, const cJSON *tmpl, uint64_t *whole, uint64_t *vmi, uint64_t *dvt) {
   cJSON *t = tmpl ? cJSON_Duplicate(tmpl, 1) : NULL;
-  if (tmpl && !t) {
-    *rc = mf_oom(x);
-    return 0;
-  }
+  if (tmpl && !t) return mf_oom(x);
   cJSON *ts = cJSON_GetObjectItemCaseSensitive(t, "spec");
-  strip_server_fields(cJSON_GetObjectItemCaseSensitive(ts, "template"),
-                      cJSON_GetObjectItemCaseSensitive(ts, "dataVolumeTemplates"));
-  uint64_t h = canon_hash(x, t, rc);
+  cJSON *cv = cJSON_GetObjectItemCaseSensitive(ts, "template"),
+        *cd = cJSON_GetObjectItemCaseSensitive(ts, "dataVolumeTemplates");
+  if (cJSON_IsNull(cd)) cd = NULL;
+  strip_server_fields(cv, cd);
+  int rc = 0;
+  *whole = canon_hash(x, t, &rc);
+  *vmi = canon_hash(x, cv, &rc);
+  *dvt = canon_hash(x, cd, &rc);
   cJSON_Delete(t);
-  return h;
+  return rc;
 }
 
 /* One selection entry: {labelSelector, nodeSelectorRequirementMatcher}, or
@@ -564,15 +568,8 @@ int mf_vmpool(mctx *x, const cJSON *o) {
     /* the VM template alone, as KubeVirt's isOutdatedVM compares it:
     ** spec.nameGeneration shapes only the VMs made after it changes */
     p.hash = canon_hash(x, tmpl, &rc);
-    p.rev_hash = tmpl_rev_hash(x, tmpl, &rc);
     p.run_strategy = run_strategy(mf_get(tmpl, "spec"));
-    cJSON *cv = cJSON_Duplicate(vmi, 1), *cd = dvt && !cJSON_IsNull(dvt) ? cJSON_Duplicate(dvt, 1) : NULL;
-    if ((vmi && !cv) || (dvt && !cJSON_IsNull(dvt) && !cd)) rc = mf_oom(x);
-    strip_server_fields(cv, cd);
-    p.vmi_hash = canon_hash(x, cv, &rc);
-    p.dvt_hash = canon_hash(x, cd, &rc);
-    cJSON_Delete(cv);
-    cJSON_Delete(cd);
+    if (!rc) rc = template_hashes(x, tmpl, &p.rev_hash, &p.vmi_hash, &p.dvt_hash);
     if (rc || !(p.tmpl = cJSON_Duplicate(tmpl, 1))) rc = mf_oom(x);
   }
   if (!rc) rc = max_unavailable(x, spec, &p);
@@ -824,11 +821,8 @@ int mf_vm(mctx *x, const cJSON *o) {
   const cJSON *fw = mf_get(mf_get(mf_get(vmi, "spec"), "domain"), "firmware");
   const char *uuid = mf_get_str(fw, "uuid"), *serial = mf_get_str(fw, "serial");
   if ((uuid && !(v.fw_uuid = dt__strdup(uuid))) || (serial && !(v.fw_serial = dt__strdup(serial)))) goto nomem;
-  for (const cJSON *c = cJSON_IsArray(mf_get(st, "conditions")) ? mf_get(st, "conditions")->child : NULL; c;
-       c = c->next)
-    if (mf_get_str(c, "type") && !strcmp(mf_get_str(c, "type"), "RestartRequired") && mf_get_str(c, "status") &&
-        !strcmp(mf_get_str(c, "status"), "True"))
-      v.restart_required = true;
+  const char *rr = mf_get_str(mf_condition(o, "RestartRequired"), "status");
+  v.restart_required = rr && !strcmp(rr, "True");
   if (vm_heal_annotations(x, ann, &v) || vm_status(x, spec, st, &v)) goto fail;
   if (vm_hashes(x, spec, &v)) goto fail;
   /* A VM that should run but has no node yet needs capacity: its virt-launcher
@@ -918,17 +912,9 @@ int mf_ctrl_revision(mctx *x, const cJSON *o) {
   if (!pool) return 0;
   const char *ns, *name;
   if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
-  const cJSON *tmpl = mf_get(mf_get(o, "data"), "virtualMachineTemplate"), *ts = mf_get(tmpl, "spec");
-  const cJSON *vmi = mf_get(ts, "template"), *dvt = mf_get(ts, "dataVolumeTemplates");
-  cJSON *cv = vmi ? cJSON_Duplicate(vmi, 1) : NULL, *cd = dvt && !cJSON_IsNull(dvt) ? cJSON_Duplicate(dvt, 1) : NULL;
-  int rc = (vmi && !cv) || (dvt && !cJSON_IsNull(dvt) && !cd) ? mf_oom(x) : 0;
-  strip_server_fields(cv, cd);
   dt_pool_rev r = {0};
-  r.tmpl_hash = tmpl_rev_hash(x, tmpl, &rc);
-  r.vmi_hash = canon_hash(x, cv, &rc);
-  r.dvt_hash = canon_hash(x, cd, &rc);
-  cJSON_Delete(cv);
-  cJSON_Delete(cd);
+  int rc =
+      template_hashes(x, mf_get(mf_get(o, "data"), "virtualMachineTemplate"), &r.tmpl_hash, &r.vmi_hash, &r.dvt_hash);
   if (!rc && (!(r.ns = dt__strdup(ns)) || !(r.name = dt__strdup(name)) || dt__vec_push(&x->m->pool_revs, r)))
     rc = mf_oom(x);
   if (rc) mf_pool_rev_free(&r);

@@ -370,19 +370,13 @@ static int status(mctx *x, const cJSON *o, dt_nodeclass *c) {
   /* Karpenter's Create launches only for a node class whose Ready is True
   ** at its generation (Ready=Unknown, none at all, or an older
   ** observedGeneration: not yet); one written by hand has no status at all */
-  const cJSON *cond, *ready = NULL;
-  cJSON_ArrayForEach(cond, mf_get(st, "conditions")) {
-    const char *t = mf_get_str(cond, "type");
-    if (t && !strcmp(t, "Ready") && !ready) ready = cond;
-  }
-  const char *v = mf_get_str(ready, "status"), *r = mf_get_str(ready, "reason");
+  const cJSON *ready = mf_condition(o, "Ready");
   const cJSON *og = mf_get(ready, "observedGeneration"), *gen = mf_get(mf_get(o, "metadata"), "generation");
   char why[400] = "";
   if (cJSON_IsObject(st) && !ready)
     snprintf(why, sizeof why, "a status without a Ready condition (not reconciled yet)");
-  else if (ready && (!v || strcmp(v, "True")))
-    snprintf(why, sizeof why, "status Ready=%s%s%s", v ? v : "(none)", r && *r ? ": " : "", r && *r ? r : "");
-  else if (ready && cJSON_IsNumber(og) && cJSON_IsNumber(gen) && og->valuedouble < gen->valuedouble)
+  else if (!mf_not_ready(o, why, sizeof why) && ready && cJSON_IsNumber(og) && cJSON_IsNumber(gen) &&
+           og->valuedouble < gen->valuedouble)
     snprintf(why, sizeof why, "status Ready for generation %.0f, not its generation %.0f (not reconciled yet)",
              og->valuedouble, gen->valuedouble);
   if (*why && !(c->unready = dt__strdup(why))) return mf_oom(x);

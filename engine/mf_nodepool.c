@@ -529,13 +529,10 @@ static int contradictions(mctx *x, const dt_nodepool *p) {
 static int pool_usable(mctx *x, const cJSON *o, dt_nodepool *p) {
   const cJSON *del = mf_get(mf_get(o, "metadata"), "deletionTimestamp");
   char why[400] = "";
-  if (del && !cJSON_IsNull(del)) snprintf(why, sizeof why, "being deleted");
-  const cJSON *c;
-  cJSON_ArrayForEach(c, mf_get(mf_get(o, "status"), "conditions")) {
-    const char *t = mf_get_str(c, "type"), *s = mf_get_str(c, "status"), *r = mf_get_str(c, "reason");
-    if (!*why && t && s && !strcmp(t, "Ready") && strcmp(s, "True")) /* False, or Unknown: not yet */
-      snprintf(why, sizeof why, "status Ready=%s%s%s", s, r && *r ? ": " : "", r && *r ? r : "");
-  }
+  if (del && !cJSON_IsNull(del))
+    snprintf(why, sizeof why, "being deleted");
+  else
+    mf_not_ready(o, why, sizeof why);
   if (*why && !(p->unusable = dt__strdup(why))) return mf_oom(x);
   return 0;
 }

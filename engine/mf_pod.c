@@ -157,17 +157,27 @@ int mf_parse_selector(mctx *x, const cJSON *o, const char *field, dt_selector *s
 
 /* The status (a string) of an object's status.conditions entry of `type`,
 ** the last that has one; NULL none. *reason gets its reason (NULL none). */
-static const char *condition(const cJSON *o, const char *type, const char **reason) {
-  const cJSON *cs = mf_get(mf_get(o, "status"), "conditions");
-  const char *st = NULL;
-  if (reason) *reason = NULL;
+const cJSON *mf_condition(const cJSON *o, const char *type) {
+  const cJSON *cs = mf_get(mf_get(o, "status"), "conditions"), *found = NULL;
   for (const cJSON *c = cJSON_IsArray(cs) ? cs->child : NULL; c; c = c->next) {
-    const char *t = mf_get_str(c, "type"), *s = mf_get_str(c, "status");
-    if (!t || !s || strcmp(t, type)) continue;
-    st = s;
-    if (reason) *reason = mf_get_str(c, "reason");
+    const char *t = mf_get_str(c, "type");
+    if (t && mf_get_str(c, "status") && !strcmp(t, type)) found = c;
   }
-  return st;
+  return found;
+}
+
+bool mf_not_ready(const cJSON *o, char *why, size_t n) {
+  const cJSON *c = mf_condition(o, "Ready");
+  const char *s = mf_get_str(c, "status"), *r = mf_get_str(c, "reason");
+  if (!s || !strcmp(s, "True")) return false;
+  snprintf(why, n, "status Ready=%s%s%s", s, r && *r ? ": " : "", r && *r ? r : "");
+  return true;
+}
+
+static const char *condition(const cJSON *o, const char *type, const char **reason) {
+  const cJSON *c = mf_condition(o, type);
+  if (reason) *reason = mf_get_str(c, "reason");
+  return mf_get_str(c, "status");
 }
 
 /* A pod term's namespaceSelector, as Kubernetes reads it (its namespaces

@@ -293,15 +293,7 @@ static void claim_meta(const dt_plan_result *r, size_t i, cJSON *md) {
   dt__json_put_str(labels, DT_L_CAPACITY_TYPE, c->capacity_type);
   if (!strcmp(c->capacity_type, dt__ct_names[DT_CT_SPOT])) dt__json_put_str(labels, DT_L_INTERRUPTIBLE, "true");
   if (c->reservation_id) dt__json_put_str(labels, DT_L_RESERVATION, c->reservation_id);
-  if (np->uid) { /* the API server takes an owner only with its uid */
-    cJSON *own = dt__json_put(md, "ownerReferences", cJSON_CreateArray());
-    cJSON *o = dt__json_put(own, NULL, cJSON_CreateObject());
-    dt__json_put_str(o, "apiVersion", "karpenter.sh/v1");
-    dt__json_put_str(o, "kind", "NodePool");
-    dt__json_put_str(o, "name", np->name);
-    dt__json_put_str(o, "uid", np->uid);
-    dt__json_put(o, "blockOwnerDeletion", cJSON_CreateTrue());
-  }
+  dt__claim_owner(md, np->name, np->uid);
   cJSON *ann = add_obj(md, "annotations");
   for (size_t j = 0; j < np->annotations.n; j++)
     dt__json_put_str(ann, np->annotations.v[j].key, np->annotations.v[j].val);
@@ -315,16 +307,39 @@ static void claim_meta(const dt_plan_result *r, size_t i, cJSON *md) {
   char tmp[64];
   dt__fmt_price(tmp, sizeof tmp, c->price);
   dt__json_put_str(ann, "dovetail.dev/price", tmp);
+  dt__claim_drift_marks(ann, np->hash, np->has_nc ? &np->nc_hash : NULL, np->nc_k_hash, np->nc_k_hash_version);
+}
+
+void dt__claim_owner(cJSON *md, const char *pool, const char *uid) {
+  if (!uid) return;
+  cJSON *own = dt__json_put(md, "ownerReferences", cJSON_CreateArray());
+  cJSON *o = dt__json_put(own, NULL, cJSON_CreateObject());
+  dt__json_put_str(o, "apiVersion", "karpenter.sh/v1");
+  dt__json_put_str(o, "kind", "NodePool");
+  dt__json_put_str(o, "name", pool);
+  dt__json_put_str(o, "uid", uid);
+  dt__json_put(o, "blockOwnerDeletion", cJSON_CreateTrue());
+}
+
+/* Each mark replaces one of its key already there (a template annotation). */
+static void put_mark(cJSON *ann, const char *key, const char *v) {
+  cJSON_DeleteItemFromObjectCaseSensitive(ann, key);
+  dt__json_put_str(ann, key, v);
+}
+
+void dt__claim_drift_marks(cJSON *ann, uint64_t pool_hash, const uint64_t *nc_hash, const char *k_hash,
+                           const char *k_version) {
+  char tmp[24];
   /* the template hash dovetail disrupt tells drift by */
-  snprintf(tmp, sizeof tmp, "%016llx", (unsigned long long)np->hash);
-  dt__json_put_str(ann, "dovetail.dev/nodepool-hash", tmp);
-  if (np->has_nc) { /* the EC2NodeClass's, as Karpenter's AWS provider annotates the claims it launches */
-    snprintf(tmp, sizeof tmp, "%016llx", (unsigned long long)np->nc_hash);
-    dt__json_put_str(ann, "dovetail.dev/ec2nodeclass-hash", tmp);
-    if (np->nc_k_hash && np->nc_k_hash_version) {
-      dt__json_put_str(ann, "karpenter.k8s.aws/ec2nodeclass-hash", np->nc_k_hash);
-      dt__json_put_str(ann, "karpenter.k8s.aws/ec2nodeclass-hash-version", np->nc_k_hash_version);
-    }
+  snprintf(tmp, sizeof tmp, "%016llx", (unsigned long long)pool_hash);
+  put_mark(ann, "dovetail.dev/nodepool-hash", tmp);
+  if (!nc_hash) return;
+  /* the EC2NodeClass's, as Karpenter's AWS provider annotates the claims it launches */
+  snprintf(tmp, sizeof tmp, "%016llx", (unsigned long long)*nc_hash);
+  put_mark(ann, "dovetail.dev/ec2nodeclass-hash", tmp);
+  if (k_hash && k_version) {
+    put_mark(ann, "karpenter.k8s.aws/ec2nodeclass-hash", k_hash);
+    put_mark(ann, "karpenter.k8s.aws/ec2nodeclass-hash-version", k_version);
   }
 }
 

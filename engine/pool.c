@@ -24,7 +24,8 @@
 
 typedef struct pvm {
   const dt_vm *v;
-  const char *vmi_rev; /* a current VM whose VMI runs this older revision (vmi_outdated); NULL none */
+  bool vmi_stale;      /* a current VM whose VMI is of an older revision (vmi_outdated) */
+  const char *vmi_rev; /* ... that revision; NULL: the VMI carries no revision label */
   bool vmi_dv;         /* ... and the revisions' data volume templates differ */
   const char *why;     /* ... and how that is known */
   int tier;     /* first ordered-policy entry the VM matches; n when none */
@@ -153,10 +154,6 @@ static char *hash_hex(uint64_t h, char *out) {
   return out;
 }
 
-/* The VirtualMachine the pool creates at index idx: the template, indexed
-** (data volumes and the volumes that use them get "-<idx>", and with
-** spec.nameGeneration ConfigMap and Secret references too), owned by the
-** pool and stamped with the template hash (and autohealing's attempt). */
 /* The pool's current revision as KubeVirt names it and labels its VMs with
 ** (kubevirt.io/vm-pool-revision-name), into buf; false without a generation. */
 static bool revision_name(const dt_vmpool *p, char *buf, size_t n) {
@@ -176,6 +173,10 @@ static void put_revision(cJSON *o, const char *rev) {
   dt__json_put_str(l, "kubevirt.io/vm-pool-revision-name", rev);
 }
 
+/* The VirtualMachine the pool creates at index idx: the template, indexed
+** (data volumes and the volumes that use them get "-<idx>", and with
+** spec.nameGeneration ConfigMap and Secret references too), owned by the
+** pool and stamped with the template hash (and autohealing's attempt). */
 static cJSON *vm_object(const dt_vmpool *p, const char *name, int64_t idx, int64_t attempt, int64_t now) {
   cJSON *o = cJSON_CreateObject();
   dt__json_put_str(o, "apiVersion", "kubevirt.io/v1");
@@ -259,12 +260,6 @@ static int64_t max_unavailable(const dt_vmpool *p, int64_t base) {
 
 static bool unavailable(const dt_vm *v) { return v->deleting || v->halted || !v->ready; }
 
-/* Whether VM v has its pool's template: by the template hash dovetail
-** stamps on the VMs it makes; else, as KubeVirt's isOutdatedVM, by the
-** revision label the pool controller puts on them (the pool's current
-** generation); else by comparing templates, less what the cluster adds
-** (strip_server_fields), where KubeVirt reads the ControllerRevision the
-** label names. */
 /* Whether VM v's instance template is the pool's, its own index and
 ** spec.nameGeneration's indexing (either way: KubeVirt does not tell a VM
 ** outdated by that setting) taken out, and its data volume templates too. */
@@ -292,6 +287,12 @@ static const dt_pool_rev *pool_rev(const dt_manifests *m, const char *ns, const 
   return NULL;
 }
 
+/* Whether VM v has its pool's template: by the template hash dovetail
+** stamps on the VMs it makes; else, as KubeVirt's isOutdatedVM, by the
+** revision label the pool controller puts on them (the pool's current
+** generation), or by the template the ControllerRevision that label names
+** holds; else by comparing templates, less what the cluster adds
+** (strip_server_fields), and the VM's own labels and run strategy. */
 static bool current(const dt_manifests *m, const dt_vmpool *p, const dt_vm *v) {
   if (v->tmpl_hash) {
     char hex[17];
@@ -661,7 +662,8 @@ static bool vmi_outdated(const poolrun *r, pvm *o) {
     o->why = "the VM says RestartRequired";
   }
   if (!differ) return false;
-  o->vmi_rev = vmi->revision ? vmi->revision : "(none)";
+  o->vmi_stale = true;
+  o->vmi_rev = vmi->revision;
   o->vmi_dv = now && then && now->dvt_hash != then->dvt_hash;
   return true;
 }
@@ -671,11 +673,11 @@ static bool vmi_outdated(const poolrun *r, pvm *o) {
 static const char *update_one(poolrun *r, const pvm *o, int64_t mu_update, int64_t *left) {
   const dt_vmpool *p = r->p;
   const dt_vm *v = o->v;
-  bool dv_changed = o->vmi_rev ? o->vmi_dv : v->dvt_hash != p->dvt_hash;
-  if (o->vmi_rev) {
+  bool dv_changed = o->vmi_stale ? o->vmi_dv : v->dvt_hash != p->dvt_hash;
+  if (o->vmi_stale) {
     if (!v->ready || *left > 0) {
       if (v->ready) (*left)--;
-      bool label = strcmp(o->vmi_rev, "(none)");
+      bool label = o->vmi_rev != NULL;
       snprintf(r->tmp, sizeof r->tmp, "%s%s%s (%s)%s: %s as KubeVirt's isOutdatedVMI",
                label ? "its VMI runs revision " : "its VMI carries no revision label", label ? o->vmi_rev : "",
                label ? ", whose instance template is not its own" : "", o->why,
@@ -683,8 +685,8 @@ static const char *update_one(poolrun *r, const pvm *o, int64_t mu_update, int64
                dv_changed ? "re-created" : "restarted");
       return dv_changed ? "recreate" : "restart";
     }
-    snprintf(r->tmp, sizeof r->tmp, "its VMI runs revision %s; waits for maxUnavailable (%lld)", o->vmi_rev,
-             (long long)mu_update);
+    snprintf(r->tmp, sizeof r->tmp, "its VMI runs revision %s; waits for maxUnavailable (%lld)",
+             o->vmi_rev ? o->vmi_rev : "(none)", (long long)mu_update);
     action(r, DT_POOL_WAITING, v->name, r->tmp)->info.wait_for = "maxUnavailable";
     r->x->r->stats.waiting++;
     return NULL;

@@ -37,6 +37,7 @@ typedef struct where {
 #define mf_check_duplicate         dt__mf_check_duplicate
 #define mf_check_request           dt__mf_check_request
 #define mf_created_at              dt__mf_created_at
+#define mf_condition               dt__mf_condition
 #define mf_ctrl_revision           dt__mf_ctrl_revision
 #define mf_failed                  dt__mf_failed
 #define mf_get                     dt__mf_get
@@ -50,6 +51,7 @@ typedef struct where {
 #define mf_node                    dt__mf_node
 #define mf_node_free               dt__mf_node_free
 #define mf_nodeclass               dt__mf_nodeclass
+#define mf_not_ready               dt__mf_not_ready
 #define mf_nodeclass_free          dt__mf_nodeclass_free
 #define mf_nodepool                dt__mf_nodepool
 #define mf_oom                     dt__mf_oom
@@ -88,6 +90,12 @@ typedef struct where {
 /* manifest.c */
 int mf_bad(mctx *x, const char *field, const char *fmt, ...) DT_PRINTF(3, 4);
 int mf_check_duplicate(mctx *x, const char *ns, const char *name);
+/* An object's status.conditions entry of `type` (the last that has a
+** status string); NULL none. */
+const cJSON *mf_condition(const cJSON *o, const char *type);
+/* Whether its Ready condition is there and not True (False, or Unknown: not
+** yet): "status Ready=<status>[: <reason>]" into why. */
+bool mf_not_ready(const cJSON *o, char *why, size_t n);
 int mf_check_request(mctx *x, const char *field, const char *res, int64_t v);
 int64_t mf_created_at(const cJSON *o);
 int mf_failed(const mctx *x);

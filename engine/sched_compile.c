@@ -657,22 +657,11 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     pool_types *kept;
     int trc = pool_types_of(p, i, &r, zm, cm, keep, &kept);
     if (trc) return trc;
-    if (np->unusable) {
+    char buf[600];
+    const char *out = dt__x_pool_left_out(pl, buf, sizeof buf);
+    if (out) {
       note(p, "%s: NodePool %s: %s; no claim is launched for it, as Karpenter's provisioner leaves it out", np->file,
-           np->name, np->unusable);
-      pl->ntypes = 0;
-    } else if (nc && nc->family == DT_AMI_WINDOWS) {
-      note(p,
-           "%s: NodePool %s: its EC2NodeClass %s runs Windows (%s), whose nodes dovetail does not model "
-           "(kubernetes.io/os windows, the windows-build label, amd64 only); no claim is launched for it, rather "
-           "than plan Linux pods onto Windows nodes",
-           np->file, np->name, nc->name, nc->family_name);
-      pl->ntypes = 0;
-    } else if (nc && nc->unready) {
-      note(p,
-           "%s: NodePool %s: its EC2NodeClass %s has %s; no claim is launched for it, as Karpenter's provisioner "
-           "leaves a NodePool whose NodeClass is not ready out",
-           np->file, np->name, nc->name, nc->unready);
+           np->name, out);
       pl->ntypes = 0;
     } else if (pl->ntypes == 0) {
       note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);

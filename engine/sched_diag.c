@@ -153,19 +153,27 @@ static void diagnose_sizes(dt_plan *p, rt_class *c, const rt_pool *pl, const poo
   dt__buf_puts(b, pr->limited ? ") within its limits" : ")");
 }
 
-/* Why Karpenter's provisioner leaves NodePool pl out, appended to b; false
-** when it does not. */
-bool dt__x_pool_unusable(const rt_pool *pl, dt_buf *b) {
+const char *dt__x_pool_left_out(const rt_pool *pl, char *buf, size_t n) {
   const dt_nodepool *np = pl->src;
-  if (np->unusable)
-    dt__buf_printf(b, "NodePool %s launches nothing: %s", np->name, np->unusable);
-  else if (pl->nodeclass && pl->nodeclass->family == DT_AMI_WINDOWS)
-    dt__buf_printf(b, "NodePool %s launches nothing: its EC2NodeClass %s runs Windows, which dovetail does not model",
-                   np->name, pl->nodeclass->name);
-  else if (pl->nodeclass && pl->nodeclass->unready)
-    dt__buf_printf(b, "NodePool %s launches nothing: its EC2NodeClass %s has %s", np->name, pl->nodeclass->name,
-                   pl->nodeclass->unready);
-  return np->unusable || (pl->nodeclass && (pl->nodeclass->unready || pl->nodeclass->family == DT_AMI_WINDOWS));
+  const dt_nodeclass *nc = pl->nodeclass;
+  if (np->unusable) return np->unusable;
+  if (nc && nc->family == DT_AMI_WINDOWS)
+    snprintf(buf, n,
+             "its EC2NodeClass %s runs Windows (%s), whose nodes dovetail does not model (kubernetes.io/os windows, "
+             "the windows-build label, amd64 only)",
+             nc->name, nc->family_name);
+  else if (nc && nc->unready)
+    snprintf(buf, n, "its EC2NodeClass %s has %s", nc->name, nc->unready);
+  else
+    return NULL;
+  return buf;
+}
+
+bool dt__x_pool_unusable(const rt_pool *pl, dt_buf *b) {
+  char buf[600];
+  const char *why = dt__x_pool_left_out(pl, buf, sizeof buf);
+  if (why) dt__buf_printf(b, "NodePool %s launches nothing: %s", pl->src->name, why);
+  return why != NULL;
 }
 
 /* Why NodePool pi cannot open a claim for class c, appended to b. */

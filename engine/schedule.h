@@ -479,7 +479,12 @@ bool dt__x_fits(const dt_plan *p, const int64_t *alloc, const int64_t *used, con
 int16_t dt__x_slot(const dt_plan *p, dt_sym key);
 bool dt__x_ports_conflict(const dt_plan *p, const rt_port *a, uint32_t na, const rt_port *b, size_t nb);
 void dt__x_diagnose_pool(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b);
-/* Why Karpenter leaves NodePool pl out (being deleted, not ready, its EC2NodeClass not ready), appended to b; false when it does not. */
+/* Why Karpenter's provisioner leaves NodePool pl out (being deleted, not
+** ready, its EC2NodeClass not ready or one dovetail does not model), in
+** buf[0..n) or the pool's own text; NULL when it does not. */
+const char *dt__x_pool_left_out(const rt_pool *pl, char *buf, size_t n);
+/* The same as a pod's reason, "NodePool NAME launches nothing: WHY",
+** appended to b; false when it is not left out. */
 bool dt__x_pool_unusable(const rt_pool *pl, dt_buf *b);
 
 /* explain.c: --explain POD. begin finds the pod (DT_EINVAL when it is not
