@@ -330,6 +330,13 @@ describe("Karpenter parity in disruption on real inputs", function()
       for _, k in ipairs(p.nodeClaims) do assert.are.equal("general", k.nodePool, f) end
       assert.matches("no claim is launched for it", table.concat(p.notes or {}, "\n"), 1, true)
     end
+    -- Ready=Unknown (its NodeClass not reconciled yet) too: Karpenter takes only a pool Ready=True
+    local text = h.slurp(DIR .. "nodepool-not-ready.yaml")
+    local unknown = text:gsub("    %- type: Ready\n      status: 'False'\n      reason: UnhealthyDependents",
+      "    - type: Ready\n      status: 'Unknown'\n      reason: AwaitingReconciliation", 1)
+    assert.are_not.equal(text, unknown)
+    local out = h.cli("plan -o json --now " .. NOW .. " -", unknown)
+    assert.matches("status Ready=Unknown: AwaitingReconciliation; no claim is launched for it", out, 1, true)
   end)
 
   -- The AWS provider's labels and interface resources on a kubectl-shaped List: three
