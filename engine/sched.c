@@ -833,6 +833,7 @@ void dt__plan_state_free(dt_plan *p) {
     dt__free(p->groups.v[i].ohost.v);
   }
   dt__free(p->groups.v);
+  dt__free(p->lkeys.v);
   dt__symtab_free(&p->group_sigs);
   for (uint32_t i = 0; p->nodes && i < p->nnodes; i++) dt__free(p->nodes[i].ports.v);
   for (size_t i = 0; i < p->claims.n; i++) {

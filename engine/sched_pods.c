@@ -148,7 +148,7 @@ static uint8_t spread_filter(const dt_podspec *d, size_t t) {
   return (uint8_t)((aff ? 1 : 0) | (d->spread[t].taints_honor ? 2 : 0));
 }
 
-/* The group of one term (spread or affinity); -1 when its key is not modelled. */
+/* The group of one term (spread or affinity); -1 when its key is not modelled (said in a note). */
 static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, const dt_selector *sel, char *const *ns,
                       size_t nns, char *const *mlk, size_t nmlk, uint8_t fmode) {
   const char *vals[32];
@@ -163,12 +163,14 @@ static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, c
   /* a zone ID names one zone: spreading over zone IDs is spreading over zones */
   const char *tk = p->nzid && !strcmp(key, DT_L_ZONE_ID) ? DT_L_ZONE : key;
   int g = dt__topo_group(p, kind, tk, sel, ns, nns, (uint32_t)(s - p->specs), fmode, s->ns, vals, n);
-  if (g == -1)
+  if (g == -1 || g == -3)
     note(p,
-         "%s: pod %s/%s: topology key %s is not modelled (zone, hostname and capacity type are); the constraint is "
-         "ignored",
+         g == -3 ? "%s: pod %s/%s: topology key %s has more than 64 values among the NodePools, instance types and "
+                   "nodes, which dovetail does not model; the constraint is ignored"
+                 : "%s: pod %s/%s: topology key %s is not one a claim can take a value of (no NodePool's requirements "
+                   "or labels or instance type's labels give it one, or the cloud sets it); the constraint is ignored",
          s->src->file, s->src->ns, s->src->name, key);
-  return g;
+  return g == -3 ? -1 : g;
 }
 
 /* A pod whose only constraints past a shape's (namespace, labels, node

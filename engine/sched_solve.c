@@ -74,7 +74,7 @@ static int node_fits(run *R, uint32_t ni, rt_class *c, uint64_t *Z, uint8_t *C) 
   *C = node_cmask(n);
   if (c->topo) {
     uint32_t why;
-    int t = dt__topo_check(p, c, ni, Z, C, &why);
+    int t = dt__topo_check(p, c, ni, NULL, Z, C, NULL, &why);
     if (t) return t;
   }
   return FIT;
@@ -384,7 +384,8 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
   if (k->fixed && changed && (!dt__type_labels_ok(p, &p->types[k->opt[0]], &nr) || !zm || !cm)) return 0;
   if (c->topo) {
     uint32_t why;
-    int t = dt__topo_check(p, c, p->nnodes + k->idx, &zm, &cm, &why);
+    topo_pins pins;
+    int t = dt__topo_check(p, c, p->nnodes + k->idx, &nr, &zm, &cm, &pins, &why);
     if (t) {
       *res = t;
       R->topo_fail_class = (int32_t)ci;
@@ -392,6 +393,8 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
       return 0;
     }
     changed |= zm != k->zmask || cm != k->ctmask;
+    if (pins.n && dt__topo_pin(p, &pins, &nr)) /* a value of a custom topology key taken */
+      changed = reqs_changed = true;
   }
   if (k->fixed) {
     if (!zm || !cm) {
@@ -585,9 +588,10 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
     uint64_t zm = po->zm;
     uint8_t cm = po->cm;
     uint32_t host = p->nnodes + (uint32_t)p->claims.n;
+    topo_pins pins = {0};
     if (c->topo) {
       uint32_t why;
-      int t = dt__topo_check(p, c, host, &zm, &cm, &why);
+      int t = dt__topo_check(p, c, host, &nr, &zm, &cm, &pins, &why);
       if (t) {
         if (*res == FAIL_EVER || t == FAIL_NOW) *res = FAIL_NOW; /* a new claim may work later */
         R->topo_fail_class = (int32_t)ci;
@@ -625,6 +629,17 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
         cap_max(p, opt, n, m->mx);
         e = m;
       }
+    }
+    /* a value of a custom topology key taken: on a key of the types' labels,
+    ** only the types with that value stay options */
+    if (pins.n && dt__topo_pin(p, &pins, &nr) && dt__topo_pins_type_key(p, &pins)) {
+      uint32_t *keep = A_RAW(p, (n ? n : 1) * sizeof *keep), m = 0;
+      if (!keep) return DT_ENOMEM;
+      for (uint32_t i = 0; i < n; i++)
+        if (dt__type_labels_ok(p, &p->types[opt[i]], &nr)) keep[m++] = opt[i];
+      opt = keep;
+      n = m;
+      e = NULL; /* its largest capacities were the options' before */
     }
     if (!n || (pl->has_min_values && !dt__min_values_ok(p, &nr, opt, n))) continue;
     rt_claim *k = A(p, sizeof *k);

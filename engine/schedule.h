@@ -85,7 +85,32 @@ typedef struct rt_taint {
 /* Topology groups: pods counted per domain for spread, affinity and
 ** anti-affinity (Karpenter's topology.go / topologygroup.go). */
 enum { TG_SPREAD = 0, TG_AFF = 1, TG_ANTI = 2 };
-enum { DOM_ZONE = 0, DOM_HOST = 1, DOM_CT = 2 };
+enum { DOM_ZONE = 0, DOM_HOST = 1, DOM_CT = 2, DOM_LABEL = 3 };
+
+/* A topology key other than zone, hostname and capacity type (DOM_LABEL):
+** its domains are the values the NodePools' requirements and labels, their
+** types' labels and the existing nodes' labels give it (Karpenter's
+** buildDomainGroups and countDomains), at most TOPO_LVALS of them. A claim
+** takes one by a requirement on the key; pods count per value (rt_group's
+** zone and ozone arrays, indexed as v). */
+#define TOPO_LVALS 64
+typedef struct rt_lkey {
+  dt_sym key;
+  uint32_t n;
+  dt_sym v[TOPO_LVALS];
+  uint64_t universe; /* the values the pools and their types give */
+} rt_lkey;
+
+/* A topology check's narrowing of a claim on such keys: the values left of
+** key lkeys[lk], to become a requirement on it. */
+#define TOPO_PINS 8
+typedef struct topo_pins {
+  uint32_t n;
+  struct {
+    uint32_t lk;
+    uint64_t mask;
+  } v[TOPO_PINS];
+} topo_pins;
 
 typedef DT_VEC(int32_t) dt_i32vec;
 
@@ -97,8 +122,9 @@ typedef struct rt_group {
   dt_reqs sel;   /* over pod labels */
   uint32_t nns;
   dt_sym *ns;                      /* namespaces the group counts */
-  int32_t zone[64], ct[DT_CT_N];   /* matching pods per domain */
-  uint64_t zdom;                   /* a zone spread's domains from existing nodes its filter passes */
+  uint32_t lk;                     /* DOM_LABEL: its key, p->lkeys.v[lk] */
+  int32_t zone[64], ct[DT_CT_N];   /* matching pods per domain (DOM_LABEL: per value of its key) */
+  uint64_t zdom;                   /* a zone (or label) spread's domains from existing nodes its filter passes */
   int32_t ozone[64], oct[DT_CT_N]; /* pods declaring this anti-affinity (inverse) */
   dt_i32vec host, ohost;           /* per host id: nodes, then claims */
   int64_t total;
@@ -259,7 +285,7 @@ typedef struct rt_node {
   int ct;   /* -1 unknown */
   dt_sym name;
   uint32_t nlabels;
-  dt_sym *lk, *lval; /* sorted by key */
+  dt_sym *lk, *lval; /* in the Node's order */
   uint32_t ntaints;
   rt_taint *taints;
   int64_t alloc[DT_RES_MAX], used[DT_RES_MAX];
@@ -385,6 +411,7 @@ struct dt_plan {
   rt_spec *specs;
   DT_VEC(rt_group) groups;
   dt_symtab group_sigs;
+  DT_VEC(rt_lkey) lkeys; /* the DOM_LABEL groups' keys */
   uint64_t universe_z; /* zones any pool can launch in */
   uint8_t universe_c;
   bool any_prefer_taint;
@@ -530,7 +557,12 @@ unsigned long long dt__topo_work(void); /* this thread's group lookups and match
 int dt__topo_label_reps(const struct rt_spec *specs, uint32_t n, uint32_t *rep);
 int dt__topo_record(dt_plan *p, uint32_t spec, const rt_class *c, uint32_t host, uint64_t Z, uint8_t C, int32_t count,
                     int64_t ordinal);
-int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t host, uint64_t *Z, uint8_t *C, uint32_t *fail);
+int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t host, const dt_reqs *hr, uint64_t *Z, uint8_t *C,
+                   topo_pins *pins, uint32_t *fail);
+/* Narrow *r by pins (requirements on their keys); true when it changed. */
+bool dt__topo_pin(dt_plan *p, const topo_pins *pins, dt_reqs *r);
+/* Whether the pins name a key some instance type carries as a label. */
+bool dt__topo_pins_type_key(const dt_plan *p, const topo_pins *pins);
 void dt__topo_explain(const dt_plan *p, const rt_class *c, uint32_t fail, dt_buf *b);
 
 /* Whether one of pod s's tolerations tolerates the taint key=val:effect. */

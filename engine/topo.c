@@ -3,8 +3,11 @@
 ** topology.go and topologygroup.go.
 **
 ** A group counts the pods matching one label selector (in some namespaces)
-** per domain of one topology key: zone, capacity type or hostname (each
-** node and each claim is its own host). A pod's constraint names a group and
+** per domain of one topology key: zone, capacity type, hostname (each node
+** and each claim is its own host), or any other label with values to take
+** (DOM_LABEL: Karpenter's custom-key spreads, such as a capacity-spread label
+** that NodePools split between spot and on-demand). A claim takes a value
+** of such a key by a requirement on it, which the NodeClaim's labels carry. A pod's constraint names a group and
 ** how to read it:
 **   spread    a domain is valid if count + self - min <= maxSkew, where min is
 **             the lowest count over the domains the pod may use (0 for
@@ -66,7 +69,144 @@ static int domain_of(const dt_plan *p, dt_sym key) {
   if (key == p->k_zone) return DOM_ZONE;
   if (key == p->k_hostname) return DOM_HOST;
   if (key == p->k_ct) return DOM_CT;
+  /* another key: a label of the instance types, or one of the user's; not
+  ** the other labels the cloud or Karpenter sets (instance type, NodePool,
+  ** zone ID where no EC2NodeClass maps it to a zone...), whose values a
+  ** claim cannot take by a requirement */
+  if (slot_of(p, key) < 0 && (is_well_known(p, key) || !strcmp(dt__sym_str(&p->syms, key), DT_L_ZONE_ID))) return -1;
+  return DOM_LABEL;
+}
+
+/* Node n's value of label key, 0 when it has none. */
+static dt_sym node_label(const rt_node *n, dt_sym key) {
+  for (uint32_t k = 0; k < n->nlabels; k++)
+    if (n->lk[k] == key) return n->lval[k];
+  return 0;
+}
+
+/* Value v's bit in L, made when add (false when L is full). */
+static bool lkey_bit(rt_lkey *L, dt_sym v, bool add, uint64_t *bit) {
+  for (uint32_t i = 0; i < L->n; i++)
+    if (L->v[i] == v) {
+      *bit = 1ull << i;
+      return true;
+    }
+  *bit = 0;
+  if (!add || L->n == TOPO_LVALS) return !add;
+  L->v[L->n] = v;
+  *bit = 1ull << L->n++;
+  return true;
+}
+
+/* The index of key among p->lkeys, made on first use from the values the
+** pools' requirements and labels (In), their types' labels and the nodes'
+** labels give it, as Karpenter's buildDomainGroups and countDomains; -1
+** when no pool or type gives it a value (Karpenter finds no domain a claim
+** can take, and the constraint constrains nothing), -3 when more than
+** TOPO_LVALS values do (not modelled), or DT_ENOMEM. */
+static int lkey_of(dt_plan *p, dt_sym key) {
+  for (size_t i = 0; i < p->lkeys.n; i++)
+    if (p->lkeys.v[i].key == key) return p->lkeys.v[i].n ? (int)i : p->lkeys.v[i].universe ? -3 : -1;
+  rt_lkey L;
+  memset(&L, 0, sizeof L);
+  L.key = key;
+  bool full = false;
+  int16_t slot = slot_of(p, key);
+  uint64_t bit;
+  for (uint32_t i = 0; i < p->npools && !full; i++) {
+    const rt_pool *pl = &p->pools[i];
+    const dt_req *r = dt__reqs_get(&pl->reqs, key);
+    if (r && !r->complement)
+      for (uint32_t j = 0; j < r->n && !full; j++) {
+        full = !lkey_bit(&L, r->v[j], true, &bit);
+        L.universe |= bit;
+      }
+    for (uint32_t j = 0; slot >= 0 && j < pl->ntypes && !full; j++) {
+      dt_sym v = p->types[pl->types[j]].lv[slot];
+      if (!v || (r && !dt__req_has(&p->syms, r, v))) continue;
+      full = !lkey_bit(&L, v, true, &bit);
+      L.universe |= bit;
+    }
+  }
+  for (uint32_t h = 0; h < p->nnodes && !full; h++) {
+    dt_sym v = node_label(&p->nodes[h], key);
+    if (v && !machine_deleting(&p->nodes[h])) full = !lkey_bit(&L, v, true, &bit);
+  }
+  if (full) { /* remembered as not modelled: n 0, universe set */
+    L.n = 0;
+    L.universe = 1;
+  } else if (!L.universe) { /* only nodes carry it: no claim could take a value (remembered: n 0, universe 0) */
+    L.n = 0;
+  }
+  if (dt__vec_push(&p->lkeys, L)) return DT_ENOMEM;
+  return L.n ? (int)p->lkeys.n - 1 : full ? -3 : -1;
+}
+
+/* The values of L host h may take: an existing node's own, a claim's (hr, or
+** its requirements when hr is NULL) those of the pools and types its
+** requirement on the key allows (every one without a requirement). */
+static uint64_t host_lmask(const dt_plan *p, const rt_lkey *L, uint32_t h, const dt_reqs *hr) {
+  uint64_t m = 0, bit;
+  if (h < p->nnodes) {
+    dt_sym v = node_label(&p->nodes[h], L->key);
+    return v && lkey_bit((rt_lkey *)L, v, false, &bit) ? bit : 0;
+  }
+  if (!hr && h - p->nnodes < p->claims.n) hr = &p->claims.v[h - p->nnodes]->reqs;
+  const dt_req *r = hr ? dt__reqs_get(hr, L->key) : NULL;
+  for (uint32_t i = 0; i < L->n; i++)
+    if (L->universe >> i & 1 && (!r || dt__req_has(&p->syms, r, L->v[i]))) m |= 1ull << i;
+  return m;
+}
+
+/* The values of L class c's requirements allow. */
+static uint64_t class_lmask(const dt_plan *p, const rt_class *c, const rt_lkey *L) {
+  const dt_req *r = dt__reqs_get(&c->reqs, L->key);
+  uint64_t m = 0;
+  for (uint32_t i = 0; i < L->n; i++)
+    if (!r || dt__req_has(&p->syms, r, L->v[i])) m |= 1ull << i;
+  return m;
+}
+
+static int pin_find(const topo_pins *pins, uint32_t lk) {
+  for (uint32_t i = 0; i < pins->n; i++)
+    if (pins->v[i].lk == lk) return (int)i;
   return -1;
+}
+
+/* Pin key lk to mask; false when the pins are full. */
+static bool pin_set(topo_pins *pins, uint32_t lk, uint64_t mask) {
+  int i = pin_find(pins, lk);
+  if (i < 0) {
+    if (pins->n == TOPO_PINS) return false;
+    i = (int)pins->n++;
+    pins->v[i].lk = lk;
+  }
+  pins->v[i].mask = mask;
+  return true;
+}
+
+bool dt__topo_pin(dt_plan *p, const topo_pins *pins, dt_reqs *r) {
+  bool changed = false;
+  for (uint32_t i = 0; i < pins->n; i++) {
+    const rt_lkey *L = &p->lkeys.v[pins->v[i].lk];
+    dt_sym vals[TOPO_LVALS];
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < L->n; d++)
+      if (pins->v[i].mask >> d & 1) vals[n++] = L->v[d];
+    dt_req q;
+    dt__req_make(&p->arena, &q, L->key, DT_OP_IN, vals, n, &p->syms);
+    dt_reqs out;
+    dt__reqs_add(&p->arena, &p->syms, r, &q, &out);
+    changed |= !dt__reqs_equal(&out, r);
+    *r = out;
+  }
+  return changed;
+}
+
+bool dt__topo_pins_type_key(const dt_plan *p, const topo_pins *pins) {
+  for (uint32_t i = 0; i < pins->n; i++)
+    if (slot_of(p, p->lkeys.v[pins->v[i].lk].key) >= 0) return true;
+  return false;
 }
 
 /* The group for (kind, key, selector, namespaces); created on first use.
@@ -114,8 +254,9 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
                    uint32_t fspec, uint8_t fmode, dt_sym own_ns, const char *const *mlk_vals, size_t nmlk) {
   topo_work++;
   dt_sym k = dt__sym(&p->syms, key);
-  int dom = domain_of(p, k);
+  int dom = domain_of(p, k), lk = 0;
   if (dom < 0) return -1;
+  if (dom == DOM_LABEL && (lk = lkey_of(p, k)) < 0) return lk;
   bool ns_all = nns == DT_NS_ALL;
   if (ns_all) nns = 0;
   dt_arena *a = &p->arena;
@@ -148,6 +289,7 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   if (nns == 0 && !ns_all) nsv[n++] = own_ns;
   for (size_t i = 0; i < nns; i++) nsv[n++] = dt__sym(&p->syms, ns[i]);
   dt__sig_u32(&sig, (uint32_t)kind | (uint32_t)dom << 8 | (uint32_t)sel->present << 16 | (uint32_t)ns_all << 17);
+  if (dom == DOM_LABEL) dt__sig_u32(&sig, k);
   dt__sig_u32(&sig, r.n);
   for (uint32_t i = 0; i < r.n; i++) dt__req_sig(&r.r[i], &sig);
   dt__sig_u32(&sig, n);
@@ -186,6 +328,7 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   g.kind = (uint8_t)kind;
   g.dom = (uint8_t)dom;
   g.key = k;
+  g.lk = (uint32_t)lk;
   g.sel_null = !sel->present;
   g.ns_all = ns_all;
   g.sel = r;
@@ -208,11 +351,12 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
   /* Karpenter's countDomains: the zones of existing nodes the spread's
   ** filter passes are domains too, with or without pods, even where no
   ** NodePool launches (the kube-scheduler counts them alike) */
-  for (uint32_t h = 0; rc >= 0 && kind == TG_SPREAD && dom == DOM_ZONE && h < p->nnodes; h++) {
+  for (uint32_t h = 0; rc >= 0 && kind == TG_SPREAD && (dom == DOM_ZONE || dom == DOM_LABEL) && h < p->nnodes; h++) {
     rt_group *ng = &p->groups.v[rc];
     const rt_node *n = &p->nodes[h];
-    if (n->zone < 0 || machine_deleting(n) || (ng->fmode && !filter_passes(p, ng, h))) continue;
-    ng->zdom |= 1ull << n->zone;
+    if (machine_deleting(n) || (ng->fmode && !filter_passes(p, ng, h))) continue;
+    if (dom == DOM_ZONE && n->zone >= 0) ng->zdom |= 1ull << n->zone;
+    if (dom == DOM_LABEL) ng->zdom |= host_lmask(p, &p->lkeys.v[lk], h, NULL);
   }
 out:
   dt__free(q);
@@ -422,6 +566,12 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
       if (all || popcount64(Z) == 1)
         for (uint32_t z = 0; z < p->nzones; z++)
           if (Z >> z & 1) g->zone[z] += count;
+    } else if (g->dom == DOM_LABEL) {
+      const rt_lkey *L = &p->lkeys.v[g->lk];
+      uint64_t m = host_lmask(p, L, h, NULL);
+      if (all || popcount64(m) == 1)
+        for (uint32_t d = 0; d < L->n; d++)
+          if (m >> d & 1) g->zone[d] += count;
     } else {
       if (all || popcount64(C) == 1)
         for (int k = 0; k < DT_CT_N; k++)
@@ -459,6 +609,11 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
     } else if (g->dom == DOM_ZONE) {
       for (uint32_t z = 0; z < p->nzones; z++)
         if (Z >> z & 1) g->ozone[z] += count;
+    } else if (g->dom == DOM_LABEL) {
+      const rt_lkey *L = &p->lkeys.v[g->lk];
+      uint64_t m = host_lmask(p, L, h, NULL);
+      for (uint32_t d = 0; d < L->n; d++)
+        if (m >> d & 1) g->ozone[d] += count;
     } else {
       for (int q = 0; q < DT_CT_N; q++)
         if (C >> q & 1) g->oct[q] += count;
@@ -484,14 +639,20 @@ static int pick_spread(const int32_t *cnt, int n, uint64_t cand, uint64_t elig, 
 }
 
 /*
-** Check the class's topology on host h; narrow *Z and *C to what it allows.
-** Returns 0 (fits), 1 (not now: counts may change) or 2 (never on this
-** host). *fail gets the failing constraint index, or ntc + group index for an
-** inverse anti-affinity.
+** Check the class's topology on host h; narrow *Z and *C to what it allows,
+** and (on a claim, whose requirements are hr, or its own when NULL) pins the
+** values of other label keys it may take. Returns 0 (fits), 1 (not now:
+** counts may change) or 2 (never on this host). *fail gets the failing
+** constraint index, or ntc + group index for an inverse anti-affinity.
 */
-int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, uint64_t *Z, uint8_t *C, uint32_t *fail) {
+int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, const dt_reqs *hr, uint64_t *Z, uint8_t *C,
+                   topo_pins *pins, uint32_t *fail) {
   uint64_t z = *Z;
   uint8_t ct = *C;
+  topo_pins own;
+  if (!pins) pins = &own;
+  pins->n = 0;
+  bool node = h < p->nnodes;
   for (uint32_t i = 0; i < c->ntc; i++) {
     const rt_tc *tc = &c->tc[i];
     const rt_group *g = &p->groups.v[tc->group];
@@ -503,11 +664,25 @@ int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, uint64_t *Z,
       if (tc->kind == TG_AFF && n == 0 && !(tc->self && g->total == 0)) return 1;
       continue;
     }
-    const int32_t *cnt = g->dom == DOM_ZONE ? g->zone : g->ct;
-    int nd = g->dom == DOM_ZONE ? (int)p->nzones : DT_CT_N;
-    uint64_t cur = g->dom == DOM_ZONE ? z : ct;
-    uint64_t elig =
-        g->dom == DOM_ZONE ? ((p->universe_z | g->zdom) & c->elig_z) : (uint64_t)(p->universe_c & c->elig_c);
+    const rt_lkey *L = g->dom == DOM_LABEL ? &p->lkeys.v[g->lk] : NULL;
+    int pi = L ? pin_find(pins, g->lk) : -1;
+    uint64_t cur, elig;
+    int nd;
+    const int32_t *cnt = g->dom == DOM_CT ? g->ct : g->zone;
+    if (L) {
+      cur = pi >= 0 ? pins->v[pi].mask : host_lmask(p, L, h, hr);
+      if (node && !cur) { /* a node without the label is in no domain: anti-affinity passes it, the others never */
+        if (tc->kind == TG_ANTI) continue;
+        return 2;
+      }
+      nd = (int)L->n;
+      uint64_t all = L->n == 64 ? UINT64_MAX : (1ull << L->n) - 1;
+      elig = (tc->kind == TG_SPREAD ? L->universe | g->zdom : all) & class_lmask(p, c, L);
+    } else {
+      nd = g->dom == DOM_ZONE ? (int)p->nzones : DT_CT_N;
+      cur = g->dom == DOM_ZONE ? z : ct;
+      elig = g->dom == DOM_ZONE ? ((p->universe_z | g->zdom) & c->elig_z) : (uint64_t)(p->universe_c & c->elig_c);
+    }
     uint64_t next = 0;
     if (tc->kind == TG_SPREAD) {
       int d = pick_spread(cnt, nd, cur & elig, elig, tc);
@@ -525,10 +700,13 @@ int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, uint64_t *Z,
         if (cur >> d & 1 && cnt[d] == 0) next |= 1ull << d;
       if (!next) return 2;
     }
-    if (g->dom == DOM_ZONE)
+    if (L) {
+      if (!node && next != cur && !pin_set(pins, g->lk, next)) return 2;
+    } else if (g->dom == DOM_ZONE) {
       z = next;
-    else
+    } else {
       ct = (uint8_t)next;
+    }
   }
   /* Inverse anti-affinity: avoid where pods that exclude us are. */
   const rt_spec *s = &p->specs[c->spec_idx];
@@ -542,6 +720,15 @@ int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, uint64_t *Z,
       for (uint32_t d = 0; d < p->nzones; d++)
         if (g->ozone[d] > 0) z &= ~(1ull << d);
       if (!z) return 2;
+    } else if (g->dom == DOM_LABEL) {
+      const rt_lkey *L = &p->lkeys.v[g->lk];
+      int pi = pin_find(pins, g->lk);
+      uint64_t cur = pi >= 0 ? pins->v[pi].mask : host_lmask(p, L, h, hr), next = cur;
+      if (node && !cur) continue;
+      for (uint32_t d = 0; d < L->n; d++)
+        if (g->ozone[d] > 0) next &= ~(1ull << d);
+      if (!next) return 2;
+      if (!node && next != cur && !pin_set(pins, g->lk, next)) return 2;
     } else {
       for (int d = 0; d < DT_CT_N; d++)
         if (g->oct[d] > 0) ct &= (uint8_t) ~(1u << d);
@@ -555,7 +742,7 @@ int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, uint64_t *Z,
 
 /* Why a topology check failed, for an unschedulable pod. */
 void dt__topo_explain(const dt_plan *p, const rt_class *c, uint32_t fail, dt_buf *b) {
-  static const char *dom_name[] = {"zone", "node", "capacity type"};
+  static const char *dom_name[] = {"zone", "node", "capacity type", "value"};
   const rt_group *g;
   if (fail >= c->ntc) {
     g = &p->groups.v[fail - c->ntc];

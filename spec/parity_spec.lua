@@ -323,6 +323,54 @@ describe("Karpenter parity in disruption on real inputs", function()
       assert.are.equal(3, p.summary.unschedulable)
     end)
 
+  -- Karpenter Blueprints' on-demand / spot split: NodePools with disjoint values of a custom
+  -- label (capacity-spread 1 on-demand, 2-5 spot), ten replicas spread on it with maxSkew 1; an
+  -- existing spot node of value 2 runs two of them.
+  it("spreads over a custom label's values that NodePools split, and writes the value on each claim", function()
+    local p = plan "spread-custom-key.yaml"
+    assert.are.equal(8, p.summary.scheduled)
+    assert.are.equal(0, p.summary.unschedulable)
+    local out, err, code = h.cli("plan -o yaml --now " .. NOW .. " " .. DIR .. "spread-custom-key.yaml")
+    assert.are.equal(0, code, err)
+    local per, od = {}, 0
+    for _, d in ipairs(require("lyaml").load(out, { all = true })) do
+      if type(d) == "table" and d.kind == "NodeClaim" then
+        local v = d.metadata.labels["capacity-spread"]
+        local req
+        for _, r in ipairs(d.spec.requirements) do
+          if r.key == "capacity-spread" then req = r end
+        end
+        assert.are.same({ key = "capacity-spread", operator = "In", values = { v } }, req)
+        per[v] = (per[v] or 0) + 1
+        if d.metadata.labels["karpenter.sh/nodepool"] == "node-od" then
+          od = od + 1
+          assert.are.equal("1", v)
+        end
+      end
+    end
+    -- value 2 holds the running two: each other value gets two pods on one node
+    assert.are.same({ ["1"] = 1, ["3"] = 1, ["4"] = 1, ["5"] = 1 }, per)
+    assert.are.equal(1, od, "one on-demand node in five, the blueprint's 20/80")
+    for _, k in ipairs(p.nodeClaims) do assert.are.equal(2, #k.pods) end
+    assert.is_nil(table.concat(p.notes or {}, "\n"):match("capacity%-spread"))
+  end)
+
+  it("keeps the custom-label spread in consolidation: no node of the split is merged into the others", function()
+    -- five nodes, two replicas each, one node per value: moving the on-demand node's pods onto
+    -- the spot nodes (which have room) would leave value 1 empty with 3 elsewhere
+    local r = assert(h.dt.disrupt { files = { DIR .. "disrupt-spread-custom-key.yaml" }, now = NOW })
+    assert.are.equal(0, #r.commands)
+  end)
+
+  it("ignores, and says so, a spread on a label no NodePool or instance type gives a value", function()
+    local text = h.slurp(DIR .. "spread-custom-key.yaml"):gsub("topologyKey: capacity%-spread", "topologyKey: rack")
+    local out, err, code = h.cli("plan -o json --now " .. NOW .. " -", text)
+    assert.are.equal(0, code, err)
+    assert.matches("topology key rack is not one a claim can take a value of", out, 1, true)
+    local p = require("dkjson").decode(out)
+    assert.are.equal(8, p.summary.scheduled)
+  end)
+
   it("launches nothing for a NodePool being deleted or whose status says Ready=False", function()
     for _, f in ipairs { "nodepool-not-ready.yaml", "nodepool-deleting.yaml" } do
       local p = plan(f)

@@ -625,6 +625,27 @@ return {
     d.stop()
   end)
 
+  it("launches a custom-label split once and stays put: its nodes keep the values their claims took", function()
+    -- Karpenter Blueprints' on-demand / spot split (spec/fixtures/parity): capacity-spread 1 on
+    -- demand, 2-5 spot, eight pending replicas spread on it; a node of value 2 runs two. Its
+    -- claims initialize at launch, so every pass weighs them: the on-demand node's two pods fit
+    -- the spot nodes' room, and only the spread keeps them there
+    local d = start("--disrupt-interval 200ms --registration launch")
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", slurp(h.fixtures .. "parity/spread-custom-key.yaml"))))
+    local function launches(ct) return metric(d, 'dovetail_claims_launched_total{capacity_type="' .. ct .. '"}') end
+    eventually(function() return launches("on-demand") == 1 and launches("spot") == 3 end, "values 1, 3, 4 and 5")
+    rounds(d, 16, "sixteen rounds and disruption passes")
+    local st = http(d, "GET", "/v1/state")
+    assert.equal(4, select(2, st:gsub('"initialized":%s*true', "")), st)
+    assert.equal(1, launches("on-demand"))
+    assert.equal(3, launches("spot"))
+    assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
+    assert.equal(0, metric(d, "dovetail_pending_pods"))
+    local decisions = http(d, "GET", "/v1/decisions")
+    assert.is_nil(decisions:match('"kind":%s*"disrupt"'), decisions)
+    d.stop()
+  end)
+
   it("holds the room a round gave a pending pod on an existing Node until it binds: no launch-delete cycle", function()
     -- the cluster dump: web-...-klmno fits the existing node, worker gets a claim; a pass that
     -- handed web's room to worker deleted the claim, and the next round launched it again

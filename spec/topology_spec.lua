@@ -101,6 +101,49 @@ spec:
       p.unschedulable[1].reason, 1, true)
   end)
 
+  local function key_spread(key)
+    return ([[
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: %s
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: web}}]]):format(key)
+  end
+
+  it("spreads on a label of the instance types: each claim takes one value, and only types that carry it", function()
+    local np = h.nodepool("default", { requirements = { { "example.com/family", "In", { "gp", "mo" } } } })
+    local p = plan(np, deployment("web", 4, key_spread("example.com/family")))
+    assert.are.same({ gp = 2, mo = 2 }, count_by(p, "instanceType"))
+    for _, c in ipairs(p.nodeClaims) do
+      for _, t in ipairs(c.instanceTypeOptions) do assert.are.equal(c.instanceType, t) end
+    end
+  end)
+
+  it("spreads on a custom label over the NodePools' values and an existing node's, as Karpenter's domains", function()
+    -- rack r1 and r2 from two NodePools' labels; r3 only on a full node that runs one web pod
+    local node = [[
+apiVersion: v1
+kind: Node
+metadata: {name: n3, labels: {rack: r3, topology.kubernetes.io/zone: test-1a, kubernetes.io/arch: amd64}}
+status: {allocatable: {cpu: "0", memory: 0, pods: "10"}}
+]]
+    local running = [[
+apiVersion: v1
+kind: Pod
+metadata: {name: old, namespace: default, labels: {app: web}}
+spec:
+  nodeName: n3
+  containers: [{name: c, resources: {requests: {cpu: "0"}}}]
+]]
+    local p = plan(h.nodepool("one", { labels = { rack = "r1" } }), h.nodepool("two", { labels = { rack = "r2" } }),
+      node, running, deployment("web", 5, key_spread("rack")))
+    -- r1 2 and r2 2 beside r3's 1: a fifth in r1 or r2 would make 3 against 1
+    assert.are.same({ one = 2, two = 2 }, count_by(p, "nodePool"))
+    assert.are.equal(1, #p.unschedulable)
+    assert.matches("topology spread on rack: maxSkew 1 would be exceeded in every allowed value",
+      p.unschedulable[1].reason, 1, true)
+  end)
+
   it("spreads on hostname: maxSkew 1 puts one matching pod per node", function()
     local spread = [[
       topologySpreadConstraints:
