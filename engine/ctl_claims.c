@@ -434,7 +434,8 @@ void replacement_done(const char *claim, bool ok) {
 ** requirements narrowed to the offering, the owner reference, and the
 ** hashes drift is told by (the template's, and its EC2NodeClass's when
 ** stored); without them a replacement could never drift. */
-static void from_pool(cJSON *o, const char *pool, const char *type, const char *zone, const char *ct) {
+static void from_pool(cJSON *o, const char *pool, const char *type, const char *zone, const char *ct,
+                      const dt_label_info *labels, size_t nlabels) {
   char key[KEY_MAX + 16];
   snprintf(key, sizeof key, "NodePool//%s", pool);
   int at = obj_find(key);
@@ -482,24 +483,45 @@ static void from_pool(cJSON *o, const char *pool, const char *type, const char *
     const char *k = dt__jstr(c, "key");
     bool pin = false;
     for (int i = 0; i < 3 && k; i++) pin |= !strcmp(k, pinned[i]);
+    for (size_t i = 0; i < nlabels && k; i++) pin |= !strcmp(k, labels[i].key);
     if (reqs && !pin) cJSON_AddItemToArray(reqs, cJSON_Duplicate(c, 1));
   }
-  for (int i = 0; reqs && i < 3; i++) {
+  for (size_t i = 0; reqs && i < 3 + nlabels; i++) {
     cJSON *r = cJSON_CreateObject();
-    cJSON_AddStringToObject(r, "key", pinned[i]);
+    cJSON_AddStringToObject(r, "key", i < 3 ? pinned[i] : labels[i - 3].key);
     cJSON_AddStringToObject(r, "operator", "In");
     cJSON *v = cJSON_AddArrayToObject(r, "values");
-    if (v) cJSON_AddItemToArray(v, cJSON_CreateString(vals[i]));
+    if (v) cJSON_AddItemToArray(v, cJSON_CreateString(i < 3 ? vals[i] : labels[i - 3].value));
     cJSON_AddItemToArray(reqs, r);
   }
   dt_manifests_free(m);
   cJSON_Delete(np);
 }
 
+/* The labels a stored claim's requirements pinned beyond its offering and
+** NodePool (In one value, carried as that label: a value a pod required, or
+** one a topology spread took), at most max, into out; the strings claim's. */
+size_t claim_pinned_labels(const cJSON *claim, dt_label_info *out, size_t max) {
+  static const char *const offering[] = {DT_L_INSTANCE_TYPE, DT_L_ZONE, DT_L_CAPACITY_TYPE, DT_L_NODEPOOL};
+  const cJSON *labels = jget(jget(claim, "metadata"), "labels"), *r;
+  size_t n = 0;
+  cJSON_ArrayForEach(r, jget(jget(claim, "spec"), "requirements")) {
+    const char *k = dt__jstr(r, "key"), *op = dt__jstr(r, "operator");
+    const cJSON *v = jget(r, "values");
+    if (!k || !op || strcmp(op, "In") || cJSON_GetArraySize(v) != 1 || !cJSON_IsString(v->child) || n == max) continue;
+    bool skip = false;
+    for (size_t i = 0; i < sizeof offering / sizeof *offering; i++) skip |= !strcmp(k, offering[i]);
+    const char *have = dt__jstr(labels, k);
+    if (!skip && have && !strcmp(have, v->child->valuestring)) out[n++] = (dt_label_info){k, have};
+  }
+  return n;
+}
+
 /* Launch a claim named name of this offering, carrying pods, to replace
 ** the claims in olds (comma-separated) for why. */
 void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct,
-                  const char *pods, const char *olds, const char *why, uint64_t group) {
+                  const dt_label_info *labels, size_t nlabels, const char *pods, const char *olds, const char *why,
+                  uint64_t group) {
   if (!pool || !type || !zone || !ct) return; /* a command without its offering: nothing to launch */
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "apiVersion", "karpenter.sh/v1");
@@ -512,10 +534,11 @@ void replace_with(const char *name, const char *pool, const char *type, const ch
   cJSON_AddStringToObject(lab, "topology.kubernetes.io/zone", zone);
   cJSON_AddStringToObject(lab, "karpenter.sh/capacity-type", ct);
   if (!strcmp(ct, "spot")) cJSON_AddStringToObject(lab, "cluster.x-k8s.io/interruptible", "true");
+  for (size_t i = 0; i < nlabels; i++) put_in(md, "labels", labels[i].key, labels[i].value);
   set_annotation(o, DT_A_PODS, pods);
   set_annotation(o, "dovetail.dev/replaces", olds);
   set_annotation(o, DT_A_LAUNCHED, "true");
-  from_pool(o, pool, type, zone, ct);
+  from_pool(o, pool, type, zone, ct, labels, nlabels);
   pod_event(o);
   replacing r = {dt__strdup(name), dt__strdup(olds), dt__strdup(why), group, false};
   if (!r.claim || !r.olds || !r.why || dt__vec_push(&D.replacing, r)) {

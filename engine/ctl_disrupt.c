@@ -99,8 +99,8 @@ bool carry_out(const dt_command_info *c) {
           dt__buf_puts(&mine, r->pods[q]);
         }
         if (!mine.oom)
-          replace_with(name, r->nodepool, r->instance_type, r->zone, r->capacity_type, mine.p ? mine.p : "", olds.p,
-                       why, group);
+          replace_with(name, r->nodepool, r->instance_type, r->zone, r->capacity_type, r->labels, r->nlabels,
+                       mine.p ? mine.p : "", olds.p, why, group);
         dt__free(mine.p);
       }
       launch_group(group);
@@ -210,7 +210,11 @@ static bool remediate(void) {
     snprintf(ct, sizeof ct, "%s", in->ct), snprintf(pool, sizeof pool, "%s", in->pool);
     replacement_name(pool, claim, name, sizeof name);
     D.remediations++;
-    replace_with(name, pool, type, zone, ct, pods ? pods : "", claim, whys.v[i], ++D.groups);
+    cJSON *old = claim_get(claim); /* its replacement keeps the values its requirements took */
+    dt_label_info pinned[32];
+    size_t npinned = old ? claim_pinned_labels(old, pinned, 32) : 0;
+    replace_with(name, pool, type, zone, ct, pinned, npinned, pods ? pods : "", claim, whys.v[i], ++D.groups);
+    cJSON_Delete(old);
     launch_group(D.groups); /* may move D.insts */
     dt__free(pods);
     for (size_t k = i + 1; k < sick.n; k++) sick.v[k] = NULL; /* pointers into D.insts are stale now */

@@ -764,20 +764,33 @@ int dt__dr_apply(state *st, const uint32_t *cands, size_t n, const sim *s, const
     o->instance_type_options = opts;
     o->noptions = nopt;
     for (size_t q = 0; q < nopt; q++) opts[q] = dt__dr_rstr(st, p->types[chosen ? v->opt[q] : k->final[q]].src->name);
+    /* the values its requirements took (a custom label a pod requires, a
+    ** topology spread's), which the replacement must carry */
+    dt_label_info *cl = dt__arena_alloc(ra, k->reqs.n * sizeof *cl + 1);
+    ptrdiff_t ncl = cl ? dt__claim_custom_labels(p, k, ra, cl) : -1;
+    if (ncl < 0) return DT_ENOMEM;
+    for (ptrdiff_t q = 0; q < ncl; q++)
+      cl[q] = (dt_label_info){dt__dr_rstr(st, cl[q].key), dt__dr_rstr(st, cl[q].value)};
+    o->labels = cl;
+    o->nlabels = (size_t)ncl;
     /* The replacement joins the cluster in flight. It outlives the
     ** simulation's plan, so strings from the plan's symbols are copied. */
     dt_node *nn = dt__arena_alloc(&st->arena, sizeof *nn);
-    dt_kv *lab = dt__arena_alloc(&st->arena, 4 * sizeof *lab);
+    dt_kv *lab = dt__arena_alloc(&st->arena, (4 + (size_t)ncl) * sizeof *lab);
     zone = dt__arena_strdup(&st->arena, zone);
     if (!nn || !lab || !zone) return DT_ENOMEM;
     lab[0] = (dt_kv){DT_L_INSTANCE_TYPE, (char *)tname};
     lab[1] = (dt_kv){DT_L_ZONE, (char *)zone};
     lab[2] = (dt_kv){DT_L_CAPACITY_TYPE, (char *)dt__ct_names[ct]};
     lab[3] = (dt_kv){DT_L_NODEPOOL, (char *)p->pools[k->pool].src->name};
+    for (ptrdiff_t q = 0; q < ncl; q++)
+      if (!(lab[4 + q].key = dt__arena_strdup(&st->arena, cl[q].key)) ||
+          !(lab[4 + q].val = dt__arena_strdup(&st->arena, cl[q].value)))
+        return DT_ENOMEM;
     nn->name = nn->claim_name = dt__arena_strdup(&st->arena, cname);
     nn->kind = "NodeClaim";
     nn->file = "(replacement)";
-    nn->labels = (dt_kvs){4, lab};
+    nn->labels = (dt_kvs){4 + (size_t)ncl, lab};
     nn->ready = true;
     nn->created = st->o.now;
     dnode d = {0};

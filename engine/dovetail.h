@@ -332,6 +332,11 @@ typedef struct dt_resource_info {
   int64_t milli;
 } dt_resource_info;
 
+/* A label: its key and value. */
+typedef struct dt_label_info {
+  const char *key, *value;
+} dt_label_info;
+
 /* A new node claim: the offering it launches as and the pods it takes. */
 typedef struct dt_claim_info {
   const char *name; /* the NodeClaim's metadata.name */
@@ -347,6 +352,11 @@ typedef struct dt_claim_info {
   const dt_resource_info *requests; /* what its pods request, resources not requested left out */
   size_t noptions;
   const char *const *instance_type_options; /* the types it may launch as, cheapest first */
+  /* The labels its requirements give it beyond its NodePool's and its
+  ** type's, as Karpenter's custom labels: a value a pod requires, or one a
+  ** topology spread took (capacity-spread: 3). A replacement carries them. */
+  size_t nlabels;
+  const dt_label_info *labels;
 } dt_claim_info;
 
 DT_EXPORT size_t dt_plan_claim_count(const dt_plan *plan);

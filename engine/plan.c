@@ -35,6 +35,10 @@ cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement) {
   }
   dt__json_put_strs(c, "pods", k->pods, k->npods);
   dt__json_put_strs(c, "instanceTypeOptions", k->instance_type_options, k->noptions);
+  if (replacement && k->nlabels) {
+    cJSON *lab = dt__json_put(c, "labels", cJSON_CreateObject());
+    for (size_t i = 0; i < k->nlabels; i++) dt__json_put_str(lab, k->labels[i].key, k->labels[i].value);
+  }
   return c;
 }
 

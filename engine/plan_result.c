@@ -506,12 +506,11 @@ static int claim_reqs(rb *b, const rt_claim *k, uint32_t s, const dt_claim_pool 
 ** instance type defines (resolveCustomLabelsFromRequirements): In takes a
 ** value (the first by name, where Karpenter takes any), NotIn and Exists the
 ** smallest integer they allow (where Karpenter draws one at random), so a
-** pod that required the label finds it on the node.
+** pod that required the label finds it on the node. Those its NodePool's
+** template labels set are left out. Into v (k->reqs.n at most), the
+** strings the plan's or a's; their count, or -1 out of memory.
 */
-static int custom_labels(rb *b, const rt_claim *k, dt_claim_rec *rec) {
-  const dt_plan *p = b->p;
-  dt_kv *v = dt__arena_alloc(b->a, k->reqs.n * sizeof *v + 1);
-  if (!v) return DT_ENOMEM;
+ptrdiff_t dt__claim_custom_labels(const dt_plan *p, const rt_claim *k, dt_arena *a, dt_label_info *v) {
   size_t n = 0;
   for (uint32_t i = 0; i < k->reqs.n; i++) {
     const dt_req *r = &k->reqs.r[i];
@@ -520,6 +519,8 @@ static int custom_labels(rb *b, const rt_claim *k, dt_claim_rec *rec) {
         r->key == p->k_region || r->key == p->k_interruptible || dt__slot_of(p, r->key) >= 0)
       continue;
     const char *key = dt__sym_str(&p->syms, r->key), *val = NULL;
+    const dt_kvs *own = &p->pools[k->pool].src->labels; /* the template's labels it has anyway */
+    if (dt__kv_get(own->v, own->n, key)) continue;
     char num[32];
     dt_op op = dt__req_operator(r);
     if (op == DT_OP_IN) {
@@ -531,11 +532,27 @@ static int custom_labels(rb *b, const rt_claim *k, dt_claim_rec *rec) {
         dt_sym s = dt__sym_find(&p->syms, num);
         if (!s || dt__req_has(&p->syms, r, s)) val = num;
       }
+      if (val == num && !(val = dt__arena_strdup(a, num))) return -1;
     }
-    if (val) v[n++] = (dt_kv){(char *)res_str(b, key), (char *)res_str(b, val)};
+    if (val) v[n++] = (dt_label_info){key, val};
   }
-  rec->custom = v;
-  rec->ncustom = n;
+  return (ptrdiff_t)n;
+}
+
+/* The claim's custom labels, on its record (for its NodeClaim) and its info. */
+static int custom_labels(rb *b, const rt_claim *k, dt_claim_rec *rec, dt_claim_info *info) {
+  dt_label_info *v = dt__arena_alloc(b->a, k->reqs.n * sizeof *v + 1);
+  dt_kv *kv = dt__arena_alloc(b->a, k->reqs.n * sizeof *kv + 1);
+  ptrdiff_t n = v && kv ? dt__claim_custom_labels(b->p, k, b->a, v) : -1;
+  if (n < 0) return DT_ENOMEM;
+  for (ptrdiff_t i = 0; i < n; i++) {
+    v[i] = (dt_label_info){res_str(b, v[i].key), res_str(b, v[i].value)};
+    kv[i] = (dt_kv){(char *)v[i].key, (char *)v[i].value};
+  }
+  rec->custom = kv;
+  rec->ncustom = (size_t)n;
+  info->labels = v;
+  info->nlabels = (size_t)n;
   return 0;
 }
 
@@ -633,7 +650,7 @@ static int result_claims(rb *b) {
     rec->pool = k->pool;
     r->pools[k->pool].used = true;
     int rc = claim_reqs(b, k, s, &r->pools[k->pool], rec);
-    if (rc || (rc = custom_labels(b, k, rec))) return rc;
+    if (rc || (rc = custom_labels(b, k, rec, &r->claims[r->nclaims - 1]))) return rc;
   }
   return 0;
 }

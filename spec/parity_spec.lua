@@ -360,6 +360,15 @@ describe("Karpenter parity in disruption on real inputs", function()
     -- the spot nodes (which have room) would leave value 1 empty with 3 elsewhere
     local r = assert(h.dt.disrupt { files = { DIR .. "disrupt-spread-custom-key.yaml" }, now = NOW })
     assert.are.equal(0, #r.commands)
+    -- the on-demand node oversized: it is replaced by a smaller one that keeps value 1
+    local text = h.slurp(DIR .. "disrupt-spread-custom-key.yaml"):gsub("c6a%.large", "c6a.2xlarge")
+    local out, err, code = h.cli("disrupt -o json --now " .. NOW .. " -", text)
+    assert.are.equal(0, code, err)
+    r = require("dkjson").decode(out)
+    assert.are.equal(1, #r.commands)
+    assert.are.equal("ip-10-0-1-11.ec2.internal", r.commands[1].nodes[1].name)
+    assert.are.equal(1, #r.commands[1].replacements)
+    assert.are.same({ ["capacity-spread"] = "1" }, r.commands[1].replacements[1].labels)
   end)
 
   it("ignores, and says so, a spread on a label no NodePool or instance type gives a value", function()

@@ -625,26 +625,57 @@ return {
     d.stop()
   end)
 
-  it("launches a custom-label split once and stays put: its nodes keep the values their claims took", function()
-    -- Karpenter Blueprints' on-demand / spot split (spec/fixtures/parity): capacity-spread 1 on
-    -- demand, 2-5 spot, eight pending replicas spread on it; a node of value 2 runs two. Its
-    -- claims initialize at launch, so every pass weighs them: the on-demand node's two pods fit
-    -- the spot nodes' room, and only the spread keeps them there
-    local d = start("--disrupt-interval 200ms --registration launch")
-    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", slurp(h.fixtures .. "parity/spread-custom-key.yaml"))))
-    local function launches(ct) return metric(d, 'dovetail_claims_launched_total{capacity_type="' .. ct .. '"}') end
-    eventually(function() return launches("on-demand") == 1 and launches("spot") == 3 end, "values 1, 3, 4 and 5")
-    rounds(d, 16, "sixteen rounds and disruption passes")
-    local st = http(d, "GET", "/v1/state")
-    assert.equal(4, select(2, st:gsub('"initialized":%s*true', "")), st)
-    assert.equal(1, launches("on-demand"))
-    assert.equal(3, launches("spot"))
-    assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
-    assert.equal(0, metric(d, "dovetail_pending_pods"))
-    local decisions = http(d, "GET", "/v1/decisions")
-    assert.is_nil(decisions:match('"kind":%s*"disrupt"'), decisions)
-    d.stop()
-  end)
+  it("launches a custom-label split once and stays put; drift replacements keep the values their claims took",
+    function()
+      -- Karpenter Blueprints' on-demand / spot split (spec/fixtures/parity): capacity-spread 1 on
+      -- demand, 2-5 spot, eight pending replicas spread on it; a node of value 2 runs two. Its
+      -- claims initialize at launch, so every pass weighs them: the on-demand node's two pods fit
+      -- the spot nodes' room, and only the spread keeps them there
+      local st = h.tmpdir() .. "/state.json"
+      local d = start("--disrupt-interval 200ms --registration launch --state " .. st)
+      local dump = slurp(h.fixtures .. "parity/spread-custom-key.yaml")
+      assert.equal(200, select(2, http(d, "PUT", "/v1/objects", dump)))
+      local function launches(ct) return metric(d, 'dovetail_claims_launched_total{capacity_type="' .. ct .. '"}') end
+      eventually(function() return launches("on-demand") == 1 and launches("spot") == 3 end, "values 1, 3, 4 and 5")
+      rounds(d, 16, "sixteen rounds and disruption passes")
+      local state = http(d, "GET", "/v1/state")
+      assert.equal(4, select(2, state:gsub('"initialized":%s*true', "")), state)
+      assert.equal(1, launches("on-demand"))
+      assert.equal(3, launches("spot"))
+      assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
+      assert.equal(0, metric(d, "dovetail_pending_pods"))
+      local decisions = http(d, "GET", "/v1/decisions")
+      assert.is_nil(decisions:match('"kind":%s*"disrupt"'), decisions)
+      -- the spot NodePool's template gains a label: its three claims drift, and each replacement
+      -- must take the value its claim had (the pool allows four), or the spread breaks and churns
+      local at = assert(dump:find("    name: node-spot\n", 1, true))
+      local from = assert(dump:find("      metadata: {}\n", at, true))
+      local drifted = dump:sub(1, from - 1) .. "      metadata:\n        labels: {team: web}\n" ..
+        dump:sub(from + #"      metadata: {}\n")
+      assert.equal(200, select(2, http(d, "PUT", "/v1/objects", drifted)))
+      eventually(function() return launches("spot") == 6 and metric(d, "dovetail_nodes_deleted_total") == 3 end,
+        "the three spot claims replaced", 30)
+      rounds(d, 16, "sixteen more")
+      assert.equal(6, launches("spot"))
+      assert.equal(1, launches("on-demand"))
+      assert.equal(3, metric(d, "dovetail_nodes_deleted_total"))
+      assert.equal(0, metric(d, "dovetail_pending_pods"))
+      d.stop()
+      local values = {}
+      for _, o in ipairs(require("dkjson").decode(slurp(st)).objects) do
+        if o.kind == "NodeClaim" and o.metadata.labels.team == "web" then
+          local v = o.metadata.labels["capacity-spread"]
+          local req
+          for _, r in ipairs(o.spec.requirements) do
+            if r.key == "capacity-spread" then req = r end
+          end
+          assert.are.same({ key = "capacity-spread", operator = "In", values = { v } }, req)
+          values[#values + 1] = v
+        end
+      end
+      table.sort(values)
+      assert.are.same({ "3", "4", "5" }, values)
+    end)
 
   it("holds the room a round gave a pending pod on an existing Node until it binds: no launch-delete cycle", function()
     -- the cluster dump: web-...-klmno fits the existing node, worker gets a claim; a pass that
@@ -800,6 +831,39 @@ return {
     assert.matches("dovetail_remediations_total 1\n", (http(d, "GET", "/metrics")), 1, true)
     assert.matches('"id":%s*"i%-', (http(d, "GET", "/v1/state")))
     d.stop()
+  end)
+
+  it("replaces a NotReady node of a custom-label split with one of the same value", function()
+    local st = h.tmpdir() .. "/state.json"
+    local d = start("--unhealthy-timeout 1s --disrupt-interval 200ms --registration launch --state " .. st)
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", slurp(h.fixtures .. "parity/spread-custom-key.yaml"))))
+    eventually(function() return metric(d, 'dovetail_claims_launched_total{capacity_type="spot"}') == 3 end,
+      "the split launched")
+    local claim = http(d, "GET", "/v1/state"):match('"nodeClaim":%s*"(node%-spot%-[%w]+)"')
+    local t = os.date("!%Y-%m-%dT%H:%M:%SZ", os.time() - 60)
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", h.json({ apiVersion = "v1", kind = "Node",
+      metadata = { name = claim, labels = { ["karpenter.sh/nodepool"] = "node-spot" } },
+      status = { conditions = h.array { { type = "Ready", status = "False", lastTransitionTime = t } } } }))))
+    eventually(function() return metric(d, "dovetail_remediations_total") == 1 end, "the unhealthy node replaced")
+    eventually(function() return not http(d, "GET", "/v1/state"):find('"' .. claim .. '"', 1, true) end,
+      "the unhealthy node gone")
+    d.stop()
+    local values, replaced = {}, 0
+    for _, o in ipairs(require("dkjson").decode(slurp(st)).objects) do
+      if o.kind == "NodeClaim" and o.metadata.labels["karpenter.sh/nodepool"] == "node-spot" then
+        local v = o.metadata.labels["capacity-spread"]
+        local req
+        for _, r in ipairs(o.spec.requirements) do
+          if r.key == "capacity-spread" then req = r end
+        end
+        assert.are.same({ key = "capacity-spread", operator = "In", values = { v } }, req)
+        values[#values + 1] = v
+        replaced = replaced + (o.metadata.annotations["dovetail.dev/replaces"] == claim and 1 or 0)
+      end
+    end
+    table.sort(values)
+    assert.are.same({ "3", "4", "5" }, values)
+    assert.equal(1, replaced)
   end)
 
   it("deletes a replaced node only once its replacement's Node is Ready (--registration auto, the default)", function()
