@@ -187,6 +187,13 @@ static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_bu
     dt__buf_puts(b, "a host port of the pod is taken on it");
     return true;
   }
+  uint32_t over;
+  if (n->nvlim && s->ncsi && !dt__sched_vols_fit(n, s, &over)) {
+    dt__buf_printf(
+        b, "its CSINode attaches at most %d volumes of %s and %d are attached or planned: the pod's would pass it",
+        n->vlim[over].limit, dt__sym_str(&p->syms, n->vlim[over].driver), n->vlim[over].used);
+    return true;
+  }
   if (c->topo) {
     uint64_t Z = n->zone >= 0 ? 1ull << n->zone : 0;
     uint8_t C = n->ct >= 0 ? (uint8_t)(1u << n->ct) : 0;

@@ -162,6 +162,10 @@ void mf_topo_free(dt_topo_obj *t) {
   dt__free(t->volume);
   dt__free(t->storage_class);
   mf_mreqs_free(&t->term);
+  dt__free(t->driver);
+  for (size_t i = 0; i < t->nlim; i++) dt__free(t->lim_driver[i]);
+  dt__free(t->lim_driver);
+  dt__free(t->lim_count);
 }
 
 void mf_node_free(dt_node *n) {
@@ -560,6 +564,7 @@ static const reader k_readers[] = {
     {"KubeVirt", "kubevirt.io/", mf_kubevirt},
     {"PersistentVolume", "v1", mf_persistent_volume},
     {"StorageClass", "storage.k8s.io/", mf_storage_class},
+    {"CSINode", "storage.k8s.io/", mf_csinode},
     {"PersistentVolumeClaim", "v1", mf_volume},
     {"DataVolume", "cdi.kubevirt.io/", mf_volume},
 };

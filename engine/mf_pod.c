@@ -830,7 +830,7 @@ fail:
   return mf_failed(x);
 }
 
-/* A cluster-scoped object (PersistentVolume, StorageClass): its name read,
+/* A cluster-scoped object (PersistentVolume, StorageClass, CSINode): its name read,
 ** checked for duplicates and taken as t's key; 0 or the error. */
 static int topo_named(mctx *x, const cJSON *o, dt_topo_obj *t) {
   const char *ns, *name;
@@ -859,8 +859,16 @@ int mf_volume(mctx *x, const cJSON *o) {
   if (strcmp(x->kind, "PersistentVolumeClaim")) return 0;
   const cJSON *spec = mf_get(o, "spec");
   const char *vn = mf_get_str(spec, "volumeName"), *sc = mf_get_str(spec, "storageClassName");
-  dt_topo_obj t = {"PVC", dt__strdup(key), vn && *vn ? dt__strdup(vn) : NULL, sc && *sc ? dt__strdup(sc) : NULL, false,
-                   {0}};
+  dt_topo_obj t = {"PVC",
+                   dt__strdup(key),
+                   vn && *vn ? dt__strdup(vn) : NULL,
+                   sc && *sc ? dt__strdup(sc) : NULL,
+                   false,
+                   {0},
+                   NULL,
+                   0,
+                   NULL,
+                   NULL};
   if (!t.key || (vn && *vn && !t.volume) || (sc && *sc && !t.storage_class)) {
     mf_topo_free(&t);
     return mf_oom(x);
@@ -868,11 +876,36 @@ int mf_volume(mctx *x, const cJSON *o) {
   return topo_push(x, &t);
 }
 
-/* A PersistentVolume: where it can be attached (its required node affinity). */
+/* The CSI driver that attaches a volume of an in-tree plugin (a PV's source
+** or a StorageClass's provisioner), as the CSI migration names it; NULL
+** for another. */
+static const char *in_tree_driver(const char *plugin) {
+  static const char *const map[][2] = {{"awsElasticBlockStore", "ebs.csi.aws.com"},
+                                       {"kubernetes.io/aws-ebs", "ebs.csi.aws.com"},
+                                       {"gcePersistentDisk", "pd.csi.storage.gke.io"},
+                                       {"kubernetes.io/gce-pd", "pd.csi.storage.gke.io"},
+                                       {"azureDisk", "disk.csi.azure.com"},
+                                       {"kubernetes.io/azure-disk", "disk.csi.azure.com"},
+                                       {"cinder", "cinder.csi.openstack.org"},
+                                       {"kubernetes.io/cinder", "cinder.csi.openstack.org"}};
+  for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+    if (!strcmp(plugin, map[i][0])) return map[i][1];
+  return NULL;
+}
+
+/* A PersistentVolume: where it can be attached (its required node affinity)
+** and by which CSI driver. */
 int mf_persistent_volume(mctx *x, const cJSON *o) {
-  dt_topo_obj t = {"PV", NULL, NULL, NULL, false, {0}};
+  dt_topo_obj t = {"PV", NULL, NULL, NULL, false, {0}, NULL, 0, NULL, NULL};
   int rc = topo_named(x, o, &t);
   if (rc) return rc;
+  const cJSON *spec = mf_get(o, "spec"), *src;
+  const char *drv = mf_get_str(mf_get(spec, "csi"), "driver");
+  cJSON_ArrayForEach(src, spec) if (!drv && cJSON_IsObject(src) && src->string) drv = in_tree_driver(src->string);
+  if (drv && *drv && !(t.driver = dt__strdup(drv))) {
+    mf_topo_free(&t);
+    return mf_oom(x);
+  }
   const cJSON *terms = mf_get(mf_get(mf_get(mf_get(o, "spec"), "nodeAffinity"), "required"), "nodeSelectorTerms");
   if (cJSON_GetArraySize(terms) > 1)
     dt__buf_printf(&x->m->notes, "%s: %s: spec.nodeAffinity has %d terms; pods follow the first\n", x->file, x->obj,
@@ -889,10 +922,14 @@ int mf_persistent_volume(mctx *x, const cJSON *o) {
 /* A StorageClass: WaitForFirstConsumer and its allowedTopologies (each
 ** label's values; one term, as Karpenter reads the first). */
 int mf_storage_class(mctx *x, const cJSON *o) {
-  const char *mode = mf_get_str(o, "volumeBindingMode");
-  dt_topo_obj t = {"SC", NULL, NULL, NULL, mode && !strcmp(mode, "WaitForFirstConsumer"), {0}};
+  const char *mode = mf_get_str(o, "volumeBindingMode"), *prov = mf_get_str(o, "provisioner");
+  dt_topo_obj t = {"SC", NULL, NULL, NULL, mode && !strcmp(mode, "WaitForFirstConsumer"), {0}, NULL, 0, NULL, NULL};
   int rc = topo_named(x, o, &t);
   if (rc) return rc;
+  if (prov && *prov && !(t.driver = dt__strdup(in_tree_driver(prov) ? in_tree_driver(prov) : prov))) {
+    mf_topo_free(&t);
+    return mf_oom(x);
+  }
   const cJSON *at = mf_get(o, "allowedTopologies");
   if (at && at->child) {
     cJSON *exprs = cJSON_CreateArray(), *e;
@@ -909,6 +946,45 @@ int mf_storage_class(mctx *x, const cJSON *o) {
       mf_topo_free(&t);
       return mf_failed(x);
     }
+  }
+  return topo_push(x, &t);
+}
+
+/* A CSINode: how many volumes of each CSI driver its node can attach
+** (spec.drivers[].allocatable.count; a driver without one has no limit). */
+int mf_csinode(mctx *x, const cJSON *o) {
+  dt_topo_obj t = {"CSI", NULL, NULL, NULL, false, {0}, NULL, 0, NULL, NULL};
+  int rc = topo_named(x, o, &t);
+  if (rc) return rc;
+  const cJSON *drivers = mf_get(mf_get(o, "spec"), "drivers"), *d;
+  size_t n = (size_t)cJSON_GetArraySize(drivers), i = 0;
+  t.lim_driver = dt__calloc(n ? n : 1, sizeof *t.lim_driver);
+  t.lim_count = dt__calloc(n ? n : 1, sizeof *t.lim_count);
+  if (!t.lim_driver || !t.lim_count) {
+    mf_topo_free(&t);
+    return mf_oom(x);
+  }
+  cJSON_ArrayForEach(d, drivers) {
+    const cJSON *count = mf_get(mf_get(d, "allocatable"), "count");
+    const char *name = mf_get_str(d, "name");
+    char f[120];
+    if (!name || !*name) {
+      snprintf(f, sizeof f, "spec.drivers[%zu].name", i);
+      mf_topo_free(&t);
+      return mf_bad(x, f, "missing");
+    }
+    if (count && !mf_is_int_in(count, 0, 2147483647)) {
+      snprintf(f, sizeof f, "spec.drivers[%zu].allocatable.count", i);
+      mf_topo_free(&t);
+      return mf_bad(x, f, "expected an integer from 0 to 2147483647");
+    }
+    i++;
+    if (!count) continue;
+    if (!(t.lim_driver[t.nlim] = dt__strdup(name))) {
+      mf_topo_free(&t);
+      return mf_oom(x);
+    }
+    t.lim_count[t.nlim++] = (int64_t)count->valuedouble;
   }
   return topo_push(x, &t);
 }

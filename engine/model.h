@@ -548,12 +548,19 @@ bool dt__pdb_fully_blocks(const struct dt_manifests *m, const dt_podspec *p);
 /* What volume topology needs of PersistentVolumeClaims ("PVC", key
 ** "ns/name", the PV it is bound to and its StorageClass), PersistentVolumes
 ** ("PV", its required node affinity's first term) and StorageClasses
-** ("SC", WaitForFirstConsumer and its allowed topologies as one term). */
+** ("SC", WaitForFirstConsumer and its allowed topologies as one term); and
+** what volume limits need: a PV's CSI driver and a StorageClass's
+** provisioner (driver, in-tree plugins by their CSI driver's name), and
+** CSINodes ("CSI", key the node's name: each driver's allocatable count). */
 typedef struct dt_topo_obj {
   char kind[4];
   char *key, *volume, *storage_class;
   bool wait_for_consumer;
   dt_mreqs term;
+  char *driver;
+  size_t nlim;
+  char **lim_driver;
+  int64_t *lim_count;
 } dt_topo_obj;
 
 struct dt_manifests {

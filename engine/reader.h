@@ -75,6 +75,7 @@ typedef struct where {
 #define mf_runtime_class           dt__mf_runtime_class
 #define mf_selector_free           dt__mf_selector_free
 #define mf_storage_class           dt__mf_storage_class
+#define mf_csinode                 dt__mf_csinode
 #define mf_strs_free               dt__mf_strs_free
 #define mf_topo_free               dt__mf_topo_free
 #define mf_unavailable             dt__mf_unavailable
@@ -137,6 +138,7 @@ int mf_pod(mctx *x, const cJSON *o);
 int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p);
 int mf_runtime_class(mctx *x, const cJSON *o);
 int mf_storage_class(mctx *x, const cJSON *o);
+int mf_csinode(mctx *x, const cJSON *o);
 int mf_unavailable(mctx *x, const cJSON *o);
 int mf_volume(mctx *x, const cJSON *o);
 int mf_workload(mctx *x, const cJSON *o, bool daemonset);

@@ -795,7 +795,7 @@ void dt__sched_overlay_use(dt_plan *p, bool *scan, size_t *bound) {
         b[k] = cl->use.v[s].ds[k] > DT_QTY_CAP ? DT_QTY_CAP : (int64_t)cl->use.v[s].ds[k];
     dt__sched_ds_reserve(r, b);
   }
-  *scan = orphans > 0 || p->groups.n || cl->ported;
+  *scan = orphans > 0 || p->groups.n || cl->ported || p->any_vlim;
   *bound = (size_t)pods;
 }
 
@@ -835,7 +835,10 @@ void dt__plan_state_free(dt_plan *p) {
   dt__free(p->groups.v);
   dt__free(p->lkeys.v);
   dt__symtab_free(&p->group_sigs);
-  for (uint32_t i = 0; p->nodes && i < p->nnodes; i++) dt__free(p->nodes[i].ports.v);
+  for (uint32_t i = 0; p->nodes && i < p->nnodes; i++) {
+    dt__free(p->nodes[i].ports.v);
+    dt__free(p->nodes[i].vols.v);
+  }
   for (size_t i = 0; i < p->claims.n; i++) {
     dt__free(p->claims.v[i]->pods.v);
     dt__free(p->claims.v[i]->ports.v);

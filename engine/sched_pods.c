@@ -350,6 +350,10 @@ static void class_sig(const dt_plan *p, const rt_spec *s, const rt_relax *rx, co
     dt__sig_u32(sig, s->ports[k].proto);
     dt__sig_u32(sig, s->ports[k].ip);
   }
+  if (s->ncsi) { /* its volumes count against a node's limits: pods of other volumes are other classes */
+    dt__sig_u32(sig, s->ncsi);
+    dt__buf_putn(sig, (const char *)s->csi, s->ncsi * sizeof *s->csi);
+  }
 }
 
 /*
@@ -584,23 +588,84 @@ static int64_t *replicas_wanted(dt_plan *p) {
 static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *d, rt_spec *s) {
   const dt_manifests *m = p->manifests;
   if (!d->npvcs || !m->topo.n) return 0;
-  if (!(s->vol = A(p, d->npvcs * sizeof *s->vol))) return DT_ENOMEM;
+  if (!(s->vol = A(p, d->npvcs * sizeof *s->vol)) || !(s->csi = A(p, d->npvcs * sizeof *s->csi))) return DT_ENOMEM;
   for (size_t i = 0; i < d->npvcs; i++) {
     char k[700];
     snprintf(k, sizeof k, "PVC:%s/%s", d->ns, d->pvcs[i]);
     dt_sym c = dt__sym_find(topo, k);
     if (!c) continue; /* not in the input: nothing known of where it is */
-    const dt_topo_obj *pvc = &m->topo.v[c - 1], *where = NULL;
+    const dt_topo_obj *pvc = &m->topo.v[c - 1], *where = NULL, *by = NULL;
     if (pvc->volume) {
       snprintf(k, sizeof k, "PV:%s", pvc->volume);
       dt_sym v = dt__sym_find(topo, k);
-      where = v ? &m->topo.v[v - 1] : NULL;
+      where = by = v ? &m->topo.v[v - 1] : NULL;
     } else if (pvc->storage_class) {
       snprintf(k, sizeof k, "SC:%s", pvc->storage_class);
       dt_sym v = dt__sym_find(topo, k);
-      where = v && m->topo.v[v - 1].wait_for_consumer ? &m->topo.v[v - 1] : NULL;
+      by = v ? &m->topo.v[v - 1] : NULL;
+      where = by && by->wait_for_consumer ? by : NULL;
     }
     if (where && where->term.n) s->vol[s->nvol++] = &where->term;
+    /* the driver that attaches it: the PV's, or the class's provisioner (Karpenter's volumeusage.go) */
+    bool dup = false;
+    uint64_t e = by && by->driver ? (uint64_t)dt__sym(&p->syms, by->driver) << 32 | dt__sym(&p->syms, pvc->key) : 0;
+    for (uint32_t j = 0; j < s->ncsi && e; j++) dup |= s->csi[j] == e;
+    if (e && !dup) s->csi[s->ncsi++] = e;
+  }
+  return 0;
+}
+
+bool dt__sched_vols_fit(const rt_node *n, const rt_spec *s, uint32_t *over) {
+  for (uint32_t l = 0; l < n->nvlim; l++) {
+    int64_t more = 0;
+    for (uint32_t j = 0; j < s->ncsi; j++) {
+      if ((dt_sym)(s->csi[j] >> 32) != n->vlim[l].driver) continue;
+      bool have = false;
+      for (size_t q = 0; q < n->vols.n && !have; q++) have = n->vols.v[q] == s->csi[j];
+      more += !have;
+    }
+    if (more && n->vlim[l].used + more > n->vlim[l].limit) {
+      if (over) *over = l;
+      return false;
+    }
+  }
+  return true;
+}
+
+int dt__sched_vols_add(rt_node *n, const rt_spec *s) {
+  for (uint32_t j = 0; j < s->ncsi; j++)
+    for (uint32_t l = 0; l < n->nvlim; l++) {
+      if ((dt_sym)(s->csi[j] >> 32) != n->vlim[l].driver) continue;
+      bool have = false;
+      for (size_t q = 0; q < n->vols.n && !have; q++) have = n->vols.v[q] == s->csi[j];
+      if (have) break;
+      if (dt__vec_push(&n->vols, s->csi[j])) return DT_ENOMEM;
+      n->vlim[l].used++;
+      break;
+    }
+  return 0;
+}
+
+/* The nodes' CSINode volume limits, with nothing attached yet: the pods
+** bound to them and nominated to them attach theirs as they are read. */
+static int volume_limits(dt_plan *p) {
+  const dt_manifests *m = p->manifests;
+  p->any_vlim = false;
+  for (uint32_t i = 0; i < p->nnodes; i++) {
+    p->nodes[i].nvlim = 0;
+    p->nodes[i].vlim = NULL;
+    memset(&p->nodes[i].vols, 0, sizeof p->nodes[i].vols);
+  }
+  for (size_t i = 0; i < m->topo.n; i++) {
+    const dt_topo_obj *t = &m->topo.v[i];
+    if (strcmp(t->kind, "CSI") || !t->nlim) continue;
+    int32_t n = dt__sched_node_by_name(p, t->key);
+    if (n < 0 || p->nodes[n].nvlim) continue;
+    rt_node *r = &p->nodes[n];
+    if (!(r->vlim = A(p, t->nlim * sizeof *r->vlim))) return DT_ENOMEM;
+    for (size_t k = 0; k < t->nlim; k++)
+      r->vlim[r->nvlim++] = (struct rt_vlim){dt__sym(&p->syms, t->lim_driver[k]), (int32_t)t->lim_count[k], 0};
+    p->any_vlim = true;
   }
   return 0;
 }
@@ -854,6 +919,10 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   /* An overlay's nodes take their bound pods' use from the per-name sums;
   ** the pods themselves are visited only when something else needs them. */
   bool scan = true;
+  if ((rc = volume_limits(p))) {
+    claims_ix_free(&claimed);
+    return rc;
+  }
   if (p->ov) dt__sched_overlay_use(p, &scan, &p->bound_already);
   DT_VEC(rt_pod) pods = {0};
   int64_t(*ds_bound)[DT_RES_MAX] = NULL; /* per node: its bound DaemonSet pods' requests */
@@ -896,6 +965,7 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
         }
         for (uint32_t k = 0; k < s->nports && !rc; k++)
           if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
+        if (!rc && nd->nvlim && s->ncsi) rc = dt__sched_vols_add(nd, s); /* finished pods are not read */
         if (!rc) rc = dt__topo_record(p, si, NULL, (uint32_t)n, node_zmask(nd), node_cmask(nd), (int32_t)d->count, -1);
       }
       if (!p->ov) p->bound_already += (size_t)d->count;
@@ -939,6 +1009,7 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
           for (uint32_t r = 0; r < DT_RES_MAX; r++) nd->used[r] = dt__qty_add(nd->used[r], s->req[r]);
           for (uint32_t k = 0; k < s->nports && !rc; k++)
             if (dt__vec_push(&nd->ports, s->ports[k])) rc = DT_ENOMEM;
+          if (!rc && nd->nvlim && s->ncsi) rc = dt__sched_vols_add(nd, s);
           if (!rc)
             rc =
                 dt__topo_record(p, si, &p->classes.v[ci], (uint32_t)cn, node_zmask(nd), node_cmask(nd), 1, pod.ordinal);

@@ -70,6 +70,7 @@ static int node_fits(run *R, uint32_t ni, rt_class *c, uint64_t *Z, uint8_t *C) 
   if (!node_labels_match(p, n, &c->reqs)) return FAIL_EVER;
   const rt_spec *s = &p->specs[c->spec_idx];
   if (dt__sched_ports_conflict(p, s->ports, s->nports, n->ports.v, n->ports.n)) return FAIL_EVER;
+  if (n->nvlim && s->ncsi && !dt__sched_vols_fit(n, s, NULL)) return FAIL_EVER; /* its CSINode's volume limit */
   *Z = node_zmask(n);
   *C = node_cmask(n);
   if (c->topo) {
@@ -772,6 +773,7 @@ static int try_place(run *R, uint32_t ci, uint32_t podi, bool *placed) {
       const rt_spec *s = &p->specs[c->spec_idx];
       for (uint32_t q = 0; q < s->nports; q++)
         if (dt__vec_push(&n->ports, s->ports[q])) return DT_ENOMEM;
+      if (n->nvlim && s->ncsi && (rc = dt__sched_vols_add(n, s))) return rc;
       rt_binding bnd = {podi, i};
       if (dt__vec_push(&p->bindings, bnd)) return DT_ENOMEM;
       *placed = true;

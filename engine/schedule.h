@@ -181,6 +181,8 @@ typedef struct rt_spec {
   int32_t base_class; /* class of the unrelaxed pod, -1 until compiled */
   uint32_t nvol;
   const dt_mreqs **vol; /* where its volumes can be: each a term its node must meet too (arena) */
+  uint32_t ncsi;
+  uint64_t *csi;        /* its volumes a CSI driver attaches: driver << 32 | PVC ("ns/name"), symbols (arena) */
   int32_t *tgroup;      /* per topology term (spread, affinity, preferred, anti, preferred anti, each as
                         ** written): its group, -1 for a key not modelled; NULL until the groups are built */
 } rt_spec;
@@ -281,6 +283,15 @@ typedef struct rt_node {
   ** part the bound DaemonSet pods do not cover), as Karpenter's existing node. */
   const int64_t *ds_want;
   DT_VEC(rt_port) ports;
+  /* Its CSINode's volume limits, as Karpenter's VolumeUsage: per driver the
+  ** volumes it can attach and those its pods' claims attach (vols: driver
+  ** << 32 | PVC, each once). */
+  uint32_t nvlim;
+  struct rt_vlim {
+    dt_sym driver;
+    int32_t limit, used;
+  } * vlim;
+  DT_VEC(uint64_t) vols;
   int zone; /* index, -1 unknown */
   int ct;   /* -1 unknown */
   dt_sym name;
@@ -415,6 +426,7 @@ struct dt_plan {
   uint64_t universe_z; /* zones any pool can launch in */
   uint8_t universe_c;
   bool any_prefer_taint;
+  bool any_vlim; /* a node has a CSINode volume limit: bound pods are visited for their volumes */
   uint32_t npods;
   rt_pod *pods; /* queue order */
   uint32_t nnodes;
@@ -559,6 +571,10 @@ unsigned long long dt__topo_work(void); /* this thread's group lookups and match
 int dt__topo_label_reps(const struct rt_spec *specs, uint32_t n, uint32_t *rep);
 int dt__topo_record(dt_plan *p, uint32_t spec, const rt_class *c, uint32_t host, uint64_t Z, uint8_t C, int32_t count,
                     int64_t ordinal);
+/* Whether node n's CSINode limits take spec s's volumes besides those
+** attached (else *over, when given, is the limit passed); attach them. */
+bool dt__sched_vols_fit(const rt_node *n, const rt_spec *s, uint32_t *over);
+int dt__sched_vols_add(rt_node *n, const rt_spec *s);
 int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t host, const dt_reqs *hr, uint64_t *Z, uint8_t *C,
                    topo_pins *pins, uint32_t *fail);
 /* Narrow *r by pins (requirements on their keys); true when it changed. */

@@ -380,6 +380,36 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.are.equal(8, p.summary.scheduled)
   end)
 
+  -- A node group's node whose CSINode attaches at most 26 EBS volumes (25 attached), and pods each
+  -- with a volume (PVCs bound to CSI PVs, or of a gp3 class of ebs.csi.aws.com waiting for them).
+  it("keeps to a node's CSINode volume limit, as Karpenter's volume usage: one pod of three joins it", function()
+    local p = plan "csinode-volume-limit.yaml"
+    assert.are.equal(3, p.summary.scheduled)
+    assert.are.equal(1, #p.bindings, "the node attaches one more volume")
+    assert.are.equal(1, #p.nodeClaims)
+    assert.are.equal(2, #p.nodeClaims[1].pods)
+    local on_claim = p.nodeClaims[1].pods[2]
+    local out = h.cli("plan --now " .. NOW .. " --explain " .. on_claim .. " " .. DIR .. "csinode-volume-limit.yaml")
+    assert.matches("ip-10-0-3-41.ec2.internal: its CSINode attaches at most 26 volumes of ebs.csi.aws.com and 26 are " ..
+      "attached or planned", out, 1, true)
+    -- consolidation moves a Karpenter node's two pods only where their volumes can attach: one onto the
+    -- node group's node, the other onto a smaller replacement (not a delete that strands it)
+    local r = assert(h.dt.disrupt { files = { DIR .. "disrupt-csinode-volume-limit.yaml" }, now = NOW })
+    assert.are.equal(1, #r.commands)
+    assert.are.equal("replace", r.commands[1].action)
+    assert.are.same({ "tenant-25/db-1" }, r.commands[1].replacements[1].pods)
+  end)
+
+  it("refuses a CSINode whose driver has no name or a count that is not a whole number", function()
+    local text = h.slurp(DIR .. "csinode-volume-limit.yaml")
+    local _, err, code = h.cli("plan --now " .. NOW .. " -", (text:gsub("count: 26", "count: 2.5")))
+    assert.are.equal(1, code)
+    assert.matches("CSINode ip%-10%-0%-3%-41%.ec2%.internal.*spec%.drivers%[0%]%.allocatable%.count", err)
+    _, err, code = h.cli("plan --now " .. NOW .. " -", (text:gsub("%- name: efs%.csi%.aws%.com", "- name: ''")))
+    assert.are.equal(1, code)
+    assert.matches("spec%.drivers%[1%]%.name: missing", err)
+  end)
+
   it("launches nothing for a NodePool being deleted or whose status says Ready=False", function()
     for _, f in ipairs { "nodepool-not-ready.yaml", "nodepool-deleting.yaml" } do
       local p = plan(f)

@@ -1219,6 +1219,20 @@ return {
     d.stop()
   end)
 
+  it("stores CSINodes and keeps to their volume limits round after round: one launch for two pods", function()
+    local d = start("--disrupt-interval 200ms")
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", slurp(h.fixtures .. "parity/csinode-volume-limit.yaml"))))
+    eventually(function() return metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}') == 1 end,
+      "a claim for the pods whose volumes the node cannot attach")
+    local plan = require("dkjson").decode((http(d, "GET", "/v1/plan")))
+    assert.are.same({ { pod = "tenant-25/db-0", node = "ip-10-0-3-41.ec2.internal" } }, plan.bindings)
+    assert.are.same({ "tenant-25/db-1", "tenant-25/db-2" }, plan.nodeClaims[1].pods)
+    rounds(d, 12, "twelve rounds and passes")
+    assert.equal(1, metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}'))
+    assert.is_nil(slurp(d.log):find('"level":"error"', 1, true), slurp(d.log))
+    d.stop()
+  end)
+
   it("says once, not every interval, that its passes fail on an object the reader refuses", function()
     -- a NodeClaim stored by an earlier version, with an operator this one refuses: rounds and
     -- passes stop at it (left out, its machine would be launched again)
