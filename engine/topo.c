@@ -7,8 +7,8 @@
 ** and each claim is its own host), or any other label with values to take
 ** (DOM_LABEL: Karpenter's custom-key spreads, such as a capacity-spread label
 ** that NodePools split between spot and on-demand). A claim takes a value
-** of such a key by a requirement on it, which the NodeClaim's labels carry. A pod's constraint names a group and
-** how to read it:
+** of such a key by a requirement on it, which the NodeClaim's labels carry.
+** A pod's constraint names a group and how to read it:
 **   spread    a domain is valid if count + self - min <= maxSkew, where min is
 **             the lowest count over the domains the pod may use (0 for
 **             hostname, since a new node can always be made, and 0 when
@@ -84,15 +84,17 @@ static dt_sym node_label(const rt_node *n, dt_sym key) {
   return 0;
 }
 
-/* Value v's bit in L, made when add (false when L is full). */
-static bool lkey_bit(rt_lkey *L, dt_sym v, bool add, uint64_t *bit) {
+/* Value v's bit in L, 0 when it is not one of L's. */
+static uint64_t lkey_find(const rt_lkey *L, dt_sym v) {
   for (uint32_t i = 0; i < L->n; i++)
-    if (L->v[i] == v) {
-      *bit = 1ull << i;
-      return true;
-    }
-  *bit = 0;
-  if (!add || L->n == TOPO_LVALS) return !add;
+    if (L->v[i] == v) return 1ull << i;
+  return 0;
+}
+
+/* Value v's bit in L, added when new; false when L is full. */
+static bool lkey_bit(rt_lkey *L, dt_sym v, uint64_t *bit) {
+  if ((*bit = lkey_find(L, v))) return true;
+  if (L->n == TOPO_LVALS) return false;
   L->v[L->n] = v;
   *bit = 1ull << L->n++;
   return true;
@@ -118,19 +120,19 @@ static int lkey_of(dt_plan *p, dt_sym key) {
     const dt_req *r = dt__reqs_get(&pl->reqs, key);
     if (r && !r->complement)
       for (uint32_t j = 0; j < r->n && !full; j++) {
-        full = !lkey_bit(&L, r->v[j], true, &bit);
+        full = !lkey_bit(&L, r->v[j], &bit);
         L.universe |= bit;
       }
     for (uint32_t j = 0; slot >= 0 && j < pl->ntypes && !full; j++) {
       dt_sym v = p->types[pl->types[j]].lv[slot];
       if (!v || (r && !dt__req_has(&p->syms, r, v))) continue;
-      full = !lkey_bit(&L, v, true, &bit);
+      full = !lkey_bit(&L, v, &bit);
       L.universe |= bit;
     }
   }
   for (uint32_t h = 0; h < p->nnodes && !full; h++) {
     dt_sym v = node_label(&p->nodes[h], key);
-    if (v && !machine_deleting(&p->nodes[h])) full = !lkey_bit(&L, v, true, &bit);
+    if (v && !machine_deleting(&p->nodes[h])) full = !lkey_bit(&L, v, &bit);
   }
   if (full) { /* remembered as not modelled: n 0, universe set */
     L.n = 0;
@@ -146,10 +148,10 @@ static int lkey_of(dt_plan *p, dt_sym key) {
 ** its requirements when hr is NULL) those of the pools and types its
 ** requirement on the key allows (every one without a requirement). */
 static uint64_t host_lmask(const dt_plan *p, const rt_lkey *L, uint32_t h, const dt_reqs *hr) {
-  uint64_t m = 0, bit;
+  uint64_t m = 0;
   if (h < p->nnodes) {
     dt_sym v = node_label(&p->nodes[h], L->key);
-    return v && lkey_bit((rt_lkey *)L, v, false, &bit) ? bit : 0;
+    return v ? lkey_find(L, v) : 0;
   }
   if (!hr && h - p->nnodes < p->claims.n) hr = &p->claims.v[h - p->nnodes]->reqs;
   const dt_req *r = hr ? dt__reqs_get(hr, L->key) : NULL;
