@@ -458,6 +458,8 @@ static void from_pool(cJSON *o, const char *pool, const char *type, const char *
   }
   const dt_nodeclass *nc = dt__nodeclass_of(m, p, NULL);
   cJSON *md = jget(o, "metadata");
+  for (size_t z = 0; nc && z < nc->nzones; z++) /* the zone's ID from its subnets, as the provisioner's claims */
+    if (nc->zone_ids[z] && !strcmp(nc->zones[z], zone)) put_in(md, "labels", DT_L_ZONE_ID, nc->zone_ids[z]);
   const cJSON *tmpl = jget(jget(np, "spec"), "template"), *tspec = jget(tmpl, "spec"), *c;
   cJSON_ArrayForEach(c, jget(jget(tmpl, "metadata"), "labels")) if (cJSON_IsString(c) &&
                                                                     !jget(jget(md, "labels"), c->string))

@@ -30,6 +30,7 @@ bool dt__is_device(const char *resource);
 /* Well-known label keys. */
 #define DT_L_INSTANCE_TYPE "node.kubernetes.io/instance-type"
 #define DT_L_ZONE          "topology.kubernetes.io/zone"
+#define DT_L_ZONE_ID       "topology.k8s.aws/zone-id" /* the AWS provider's */
 #define DT_L_REGION        "topology.kubernetes.io/region"
 #define DT_L_CAPACITY_TYPE "karpenter.sh/capacity-type"
 #define DT_L_ARCH          "kubernetes.io/arch"

@@ -294,6 +294,8 @@ static void claim_meta(const dt_plan_result *r, size_t i, cJSON *md) {
   for (size_t j = 0; j < k->ncustom; j++) put_absent(labels, k->custom[j].key, k->custom[j].val);
   for (size_t j = 0; j < t->labels.n; j++) put_absent(labels, t->labels.v[j].key, t->labels.v[j].val);
   dt__json_put_str(labels, DT_L_ZONE, c->zone);
+  for (size_t z = 0; z < np->nzones; z++) /* the zone's ID from the EC2NodeClass's subnets, as the AWS provider */
+    if (np->zone_ids[z] && !strcmp(np->zones[z], c->zone)) dt__json_put_str(labels, DT_L_ZONE_ID, np->zone_ids[z]);
   dt__json_put_str(labels, DT_L_CAPACITY_TYPE, c->capacity_type);
   if (!strcmp(c->capacity_type, dt__ct_names[DT_CT_SPOT])) dt__json_put_str(labels, DT_L_INTERRUPTIBLE, "true");
   if (c->reservation_id) dt__json_put_str(labels, DT_L_RESERVATION, c->reservation_id);

@@ -580,6 +580,14 @@ static int result_pools(rb *b) {
       c->nc_hash = nc->hash;
       c->nc_k_hash = res_str(b, nc->k_hash);
       c->nc_k_hash_version = res_str(b, nc->k_hash_version);
+      c->zones = dt__arena_alloc(b->a, nc->nzones * sizeof *c->zones + 1);
+      c->zone_ids = dt__arena_alloc(b->a, nc->nzones * sizeof *c->zone_ids + 1);
+      if (!c->zones || !c->zone_ids) return DT_ENOMEM;
+      for (size_t z = 0; z < nc->nzones; z++) {
+        c->zones[z] = res_str(b, nc->zones[z]);
+        c->zone_ids[z] = res_str(b, nc->zone_ids[z]);
+      }
+      c->nzones = nc->nzones;
     }
     c->expire_after = np->expire_after;
     c->taints = res_taints(b, np->taints, c->ntaints = np->ntaints);

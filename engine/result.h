@@ -118,6 +118,8 @@ typedef struct dt_claim_pool {
   bool has_nc;                               /* its EC2NodeClass is in the input: */
   uint64_t nc_hash;                          /* its drift hash */
   const char *nc_k_hash, *nc_k_hash_version; /* Karpenter's hash annotations on it, NULL none */
+  size_t nzones;                             /* its subnets' zones and their zone IDs (NULL unknown) */
+  const char **zones, **zone_ids;
   int64_t expire_after; /* seconds; -1 Never */
   size_t ntaints, nstartup;
   const dt_taint *taints, *startup;

@@ -147,8 +147,6 @@ static inline const char *normalized_key(const char *k) {
   return k;
 }
 
-#define DT_L_ZONE_ID "topology.k8s.aws/zone-id"
-
 /* A zone ID's zone (dt_plan.zid), or the value as it is. */
 static inline const char *zone_of_id(const dt_plan *p, const char *v) {
   for (size_t i = 0; i < p->nzid; i++)

@@ -77,6 +77,19 @@ describe("EC2NodeClass", function()
       per[k.zone] = (per[k.zone] or 0) + #k.pods
     end
     assert.are.same({ ["us-east-1b"] = 3, ["us-east-1c"] = 3 }, per)
+    -- each NodeClaim carries its zone's ID from the subnets, as the AWS provider labels it
+    local out, err, code = h.cli("plan -o yaml --now " .. NOW .. " " .. h.write(spread))
+    assert.are.equal(0, code, err)
+    local ids = { ["us-east-1b"] = "use1-az2", ["us-east-1c"] = "use1-az4" }
+    local n = 0
+    for _, d in ipairs(require("lyaml").load(out, { all = true })) do
+      if type(d) == "table" and d.kind == "NodeClaim" then
+        local l = d.metadata.labels
+        assert.are.equal(ids[l["topology.kubernetes.io/zone"]], l["topology.k8s.aws/zone-id"])
+        n = n + 1
+      end
+    end
+    assert.are.equal(#p.nodeClaims, n)
     -- without the node class the six zones are domains: six nodes, one pod each
     local wide = plan(without_nodeclass(spread))
     assert.are.equal(6, #wide.nodeClaims)
