@@ -520,7 +520,7 @@ ptrdiff_t dt__claim_custom_labels(const dt_plan *p, const rt_claim *k, dt_arena 
       continue;
     const char *key = dt__sym_str(&p->syms, r->key), *val = NULL;
     const dt_kvs *own = &p->pools[k->pool].src->labels; /* the template's labels it has anyway */
-    if (dt__kv_get(own->v, own->n, key)) continue;
+    if (dt__kv_get(own->v, own->n, key) || !strcmp(key, DT_L_ZONE_ID)) continue; /* a zone's ID: its subnet's */
     char num[32];
     dt_op op = dt__req_operator(r);
     if (op == DT_OP_IN) {
