@@ -157,6 +157,16 @@ end
 
 local quickstart = slurp("examples/quickstart.yaml")
 
+-- A stored NodeClaim's capacity-spread label, once its requirement is seen to pin that value.
+local function spread_value(o)
+  local v, req = o.metadata.labels["capacity-spread"], nil
+  for _, r in ipairs(o.spec.requirements) do
+    if r.key == "capacity-spread" then req = r end
+  end
+  assert.are.same({ key = "capacity-spread", operator = "In", values = { v } }, req)
+  return v
+end
+
 -- A daemon started with args that has launched the quickstart's instance.
 local function launched(args)
   local d = start(args)
@@ -664,12 +674,7 @@ return {
       local values = {}
       for _, o in ipairs(require("dkjson").decode(slurp(st)).objects) do
         if o.kind == "NodeClaim" and o.metadata.labels.team == "web" then
-          local v = o.metadata.labels["capacity-spread"]
-          local req
-          for _, r in ipairs(o.spec.requirements) do
-            if r.key == "capacity-spread" then req = r end
-          end
-          assert.are.same({ key = "capacity-spread", operator = "In", values = { v } }, req)
+          local v = spread_value(o)
           values[#values + 1] = v
         end
       end
@@ -851,12 +856,7 @@ return {
     local values, replaced = {}, 0
     for _, o in ipairs(require("dkjson").decode(slurp(st)).objects) do
       if o.kind == "NodeClaim" and o.metadata.labels["karpenter.sh/nodepool"] == "node-spot" then
-        local v = o.metadata.labels["capacity-spread"]
-        local req
-        for _, r in ipairs(o.spec.requirements) do
-          if r.key == "capacity-spread" then req = r end
-        end
-        assert.are.same({ key = "capacity-spread", operator = "In", values = { v } }, req)
+        local v = spread_value(o)
         values[#values + 1] = v
         replaced = replaced + (o.metadata.annotations["dovetail.dev/replaces"] == claim and 1 or 0)
       end
