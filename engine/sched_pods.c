@@ -615,14 +615,18 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *
   return 0;
 }
 
+/* Whether volume e (driver << 32 | PVC) is attached to n already. */
+static bool vols_have(const rt_node *n, uint64_t e) {
+  for (size_t q = 0; q < n->vols.n; q++)
+    if (n->vols.v[q] == e) return true;
+  return false;
+}
+
 bool dt__sched_vols_fit(const rt_node *n, const rt_spec *s, uint32_t *over) {
   for (uint32_t l = 0; l < n->nvlim; l++) {
     int64_t more = 0;
     for (uint32_t j = 0; j < s->ncsi; j++) {
-      if ((dt_sym)(s->csi[j] >> 32) != n->vlim[l].driver) continue;
-      bool have = false;
-      for (size_t q = 0; q < n->vols.n && !have; q++) have = n->vols.v[q] == s->csi[j];
-      more += !have;
+      if ((dt_sym)(s->csi[j] >> 32) == n->vlim[l].driver) more += !vols_have(n, s->csi[j]);
     }
     if (more && n->vlim[l].used + more > n->vlim[l].limit) {
       if (over) *over = l;
@@ -636,9 +640,7 @@ int dt__sched_vols_add(rt_node *n, const rt_spec *s) {
   for (uint32_t j = 0; j < s->ncsi; j++)
     for (uint32_t l = 0; l < n->nvlim; l++) {
       if ((dt_sym)(s->csi[j] >> 32) != n->vlim[l].driver) continue;
-      bool have = false;
-      for (size_t q = 0; q < n->vols.n && !have; q++) have = n->vols.v[q] == s->csi[j];
-      if (have) break;
+      if (vols_have(n, s->csi[j])) break;
       if (dt__vec_push(&n->vols, s->csi[j])) return DT_ENOMEM;
       n->vlim[l].used++;
       break;
