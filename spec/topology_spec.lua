@@ -62,6 +62,23 @@ local zonal_spread = [[
           whenUnsatisfiable: DoNotSchedule
           labelSelector: {matchLabels: {app: web}}]]
 
+-- A full node in test-1a (labels: extra ones first, as "key: value, ") running one web pod.
+local function full_node_running_web(name, labels)
+  return ([[
+apiVersion: v1
+kind: Node
+metadata: {name: %s, labels: {%stopology.kubernetes.io/zone: test-1a, kubernetes.io/arch: amd64}}
+status: {allocatable: {cpu: "0", memory: 0, pods: "10"}}
+]]):format(name, labels), ([[
+apiVersion: v1
+kind: Pod
+metadata: {name: old, namespace: default, labels: {app: web}}
+spec:
+  nodeName: %s
+  containers: [{name: c, resources: {requests: {cpu: "0"}}}]
+]]):format(name)
+end
+
 describe("topology spread", function()
   it("spreads 4 pods over 3 zones as {1, 1, 2}", function()
     local p = plan(h.nodepool("default"), deployment("web", 4, zonal_spread))
@@ -70,20 +87,7 @@ describe("topology spread", function()
   end)
 
   it("counts pods already running on existing nodes", function()
-    local node = [[
-apiVersion: v1
-kind: Node
-metadata: {name: n1, labels: {topology.kubernetes.io/zone: test-1a, kubernetes.io/arch: amd64}}
-status: {allocatable: {cpu: "0", memory: 0, pods: "10"}}
-]]
-    local running = [[
-apiVersion: v1
-kind: Pod
-metadata: {name: old, namespace: default, labels: {app: web}}
-spec:
-  nodeName: n1
-  containers: [{name: c, resources: {requests: {cpu: "0"}}}]
-]]
+    local node, running = full_node_running_web("n1", "")
     local p = plan(h.nodepool("default"), node, running, deployment("web", 2, zonal_spread))
     local z = count_by(p, "zone")
     assert.is_nil(z["test-1a"])
@@ -121,20 +125,7 @@ spec:
 
   it("spreads on a custom label over the NodePools' values and an existing node's, as Karpenter's domains", function()
     -- rack r1 and r2 from two NodePools' labels; r3 only on a full node that runs one web pod
-    local node = [[
-apiVersion: v1
-kind: Node
-metadata: {name: n3, labels: {rack: r3, topology.kubernetes.io/zone: test-1a, kubernetes.io/arch: amd64}}
-status: {allocatable: {cpu: "0", memory: 0, pods: "10"}}
-]]
-    local running = [[
-apiVersion: v1
-kind: Pod
-metadata: {name: old, namespace: default, labels: {app: web}}
-spec:
-  nodeName: n3
-  containers: [{name: c, resources: {requests: {cpu: "0"}}}]
-]]
+    local node, running = full_node_running_web("n3", "rack: r3, ")
     local p = plan(h.nodepool("one", { labels = { rack = "r1" } }), h.nodepool("two", { labels = { rack = "r2" } }),
       node, running, deployment("web", 5, key_spread("rack")))
     -- r1 2 and r2 2 beside r3's 1: a fifth in r1 or r2 would make 3 against 1
