@@ -198,7 +198,7 @@ static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_bu
     uint64_t Z = n->zone >= 0 ? 1ull << n->zone : 0;
     uint8_t C = n->ct >= 0 ? (uint8_t)(1u << n->ct) : 0;
     uint32_t why;
-    if (dt__topo_check(p, c, ni, NULL, &Z, &C, NULL, &why)) {
+    if (dt__topo_check(p, c, ni, NULL, UINT32_MAX, &Z, &C, NULL, &why)) {
       dt__topo_explain(p, c, why, b);
       return true;
     }
@@ -293,7 +293,7 @@ static bool claim_refuses(dt_plan *p, const rt_claim *k, const rt_class *c, dt_b
   }
   if (c->topo) {
     uint32_t why;
-    if (dt__topo_check(p, c, p->nnodes + k->idx, NULL, &zm, &cm, NULL, &why)) {
+    if (dt__topo_check(p, c, p->nnodes + k->idx, NULL, UINT32_MAX, &zm, &cm, NULL, &why)) {
       dt__topo_explain(p, c, why, b);
       return true;
     }
@@ -352,7 +352,7 @@ static bool pool_refuses(dt_plan *p, uint32_t pi, rt_class *c, dt_buf *b) {
   dt__x_masks(p, &nr, &zm, &cm);
   if (c->topo) {
     uint32_t why;
-    if (dt__topo_check(p, c, p->nnodes + (uint32_t)p->claims.n, &nr, &zm, &cm, NULL, &why)) {
+    if (dt__topo_check(p, c, p->nnodes + (uint32_t)p->claims.n, &nr, pi, &zm, &cm, NULL, &why)) {
       dt__topo_explain(p, c, why, b);
       return true;
     }

@@ -228,7 +228,7 @@ static const char *topo_reason(dt_plan *p, rt_class *c) {
     uint8_t cm;
     masks(p, &nr, &zm, &cm);
     uint32_t f;
-    if (dt__topo_check(p, c, p->nnodes + (uint32_t)p->claims.n, &nr, &zm, &cm, NULL, &f)) {
+    if (dt__topo_check(p, c, p->nnodes + (uint32_t)p->claims.n, &nr, pi, &zm, &cm, NULL, &f)) {
       dt_buf b = {0};
       dt__topo_explain(p, c, f, &b);
       return arena_buf(p, &b);

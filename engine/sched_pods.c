@@ -167,8 +167,8 @@ static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, c
     note(p,
          g == -3 ? "%s: pod %s/%s: topology key %s has more than 64 values among the NodePools, instance types and "
                    "nodes, which dovetail does not model; the constraint is ignored"
-                 : "%s: pod %s/%s: topology key %s is not one a claim can take a value of (no NodePool's requirements "
-                   "or labels or instance type's labels give it one, or the cloud sets it); the constraint is ignored",
+                 : "%s: pod %s/%s: topology key %s is a label the cloud or Karpenter sets (instance type, NodePool, "
+                   "region...), whose domains dovetail does not model; the constraint is ignored",
          s->src->file, s->src->ns, s->src->name, key);
   return g == -3 ? -1 : g;
 }

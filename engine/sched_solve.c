@@ -75,7 +75,7 @@ static int node_fits(run *R, uint32_t ni, rt_class *c, uint64_t *Z, uint8_t *C) 
   *C = node_cmask(n);
   if (c->topo) {
     uint32_t why;
-    int t = dt__topo_check(p, c, ni, NULL, Z, C, NULL, &why);
+    int t = dt__topo_check(p, c, ni, NULL, UINT32_MAX, Z, C, NULL, &why);
     if (t) return t;
   }
   return FIT;
@@ -386,7 +386,7 @@ static int claim_add(run *R, rt_claim *k, uint32_t ci, uint32_t podi, int *res) 
   if (c->topo) {
     uint32_t why;
     topo_pins pins;
-    int t = dt__topo_check(p, c, p->nnodes + k->idx, &nr, &zm, &cm, &pins, &why);
+    int t = dt__topo_check(p, c, p->nnodes + k->idx, &nr, UINT32_MAX, &zm, &cm, &pins, &why);
     if (t) {
       *res = t;
       R->topo_fail_class = (int32_t)ci;
@@ -592,7 +592,7 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
     topo_pins pins = {0};
     if (c->topo) {
       uint32_t why;
-      int t = dt__topo_check(p, c, host, &nr, &zm, &cm, &pins, &why);
+      int t = dt__topo_check(p, c, host, &nr, pi, &zm, &cm, &pins, &why);
       if (t) {
         if (*res == FAIL_EVER || t == FAIL_NOW) *res = FAIL_NOW; /* a new claim may work later */
         R->topo_fail_class = (int32_t)ci;

@@ -99,6 +99,7 @@ typedef struct rt_lkey {
   uint32_t n;
   dt_sym v[TOPO_LVALS];
   uint64_t universe; /* the values the pools and their types give */
+  bool full;         /* more than TOPO_LVALS values: not modelled (n 0) */
 } rt_lkey;
 
 /* A topology check's narrowing of a claim on such keys: the values left of
@@ -575,8 +576,9 @@ int dt__topo_record(dt_plan *p, uint32_t spec, const rt_class *c, uint32_t host,
 ** attached (else *over, when given, is the limit passed); attach them. */
 bool dt__sched_vols_fit(const rt_node *n, const rt_spec *s, uint32_t *over);
 int dt__sched_vols_add(rt_node *n, const rt_spec *s);
-int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t host, const dt_reqs *hr, uint64_t *Z, uint8_t *C,
-                   topo_pins *pins, uint32_t *fail);
+/* (pool: the pool of the claim not made yet, host nnodes + claims.n) */
+int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t host, const dt_reqs *hr, uint32_t pool, uint64_t *Z,
+                   uint8_t *C, topo_pins *pins, uint32_t *fail);
 /* Narrow *r by pins (requirements on their keys); true when it changed. */
 bool dt__topo_pin(dt_plan *p, const topo_pins *pins, dt_reqs *r);
 /* Whether the pins name a key some instance type carries as a label. */

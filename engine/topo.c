@@ -102,13 +102,14 @@ static bool lkey_bit(rt_lkey *L, dt_sym v, uint64_t *bit) {
 
 /* The index of key among p->lkeys, made on first use from the values the
 ** pools' requirements and labels (In), their types' labels and the nodes'
-** labels give it, as Karpenter's buildDomainGroups and countDomains; -1
-** when no pool or type gives it a value (Karpenter finds no domain a claim
-** can take, and the constraint constrains nothing), -3 when more than
-** TOPO_LVALS values do (not modelled), or DT_ENOMEM. */
+** labels give it, as Karpenter's buildDomainGroups and countDomains; -3
+** when more than TOPO_LVALS values do (not modelled), or DT_ENOMEM. A key
+** no pool or type gives a value is modelled all the same: no claim can take
+** one (Karpenter's requirement on it is incompatible with every NodePool),
+** so a node's pod may only go where an existing node carries it. */
 static int lkey_of(dt_plan *p, dt_sym key) {
   for (size_t i = 0; i < p->lkeys.n; i++)
-    if (p->lkeys.v[i].key == key) return p->lkeys.v[i].n ? (int)i : p->lkeys.v[i].universe ? -3 : -1;
+    if (p->lkeys.v[i].key == key) return p->lkeys.v[i].full ? -3 : (int)i;
   rt_lkey L;
   memset(&L, 0, sizeof L);
   L.key = key;
@@ -134,26 +135,32 @@ static int lkey_of(dt_plan *p, dt_sym key) {
     dt_sym v = node_label(&p->nodes[h], key);
     if (v && !machine_deleting(&p->nodes[h])) full = !lkey_bit(&L, v, &bit);
   }
-  if (full) { /* remembered as not modelled: n 0, universe set */
+  if (full) { /* remembered as not modelled */
     L.n = 0;
-    L.universe = 1;
-  } else if (!L.universe) { /* only nodes carry it: no claim could take a value (remembered: n 0, universe 0) */
-    L.n = 0;
+    L.universe = 0;
+    L.full = true;
   }
   if (dt__vec_push(&p->lkeys, L)) return DT_ENOMEM;
-  return L.n ? (int)p->lkeys.n - 1 : full ? -3 : -1;
+  return full ? -3 : (int)p->lkeys.n - 1;
 }
 
-/* The values of L host h may take: an existing node's own, a claim's (hr, or
-** its requirements when hr is NULL) those of the pools and types its
-** requirement on the key allows (every one without a requirement). */
-static uint64_t host_lmask(const dt_plan *p, const rt_lkey *L, uint32_t h, const dt_reqs *hr) {
+/* The values of L host h may take: an existing node's own; a claim's (of
+** pool, for the claim not made yet; hr its requirements, or the claim's
+** own when NULL) those of the pools and types its requirement on the key
+** allows, and none where its pool does not define the key (a label of no
+** instance type): Karpenter's requirement on it is incompatible there. */
+static uint64_t host_lmask(const dt_plan *p, const rt_lkey *L, uint32_t h, const dt_reqs *hr, uint32_t pool) {
   uint64_t m = 0;
   if (h < p->nnodes) {
     dt_sym v = node_label(&p->nodes[h], L->key);
     return v ? lkey_find(L, v) : 0;
   }
-  if (!hr && h - p->nnodes < p->claims.n) hr = &p->claims.v[h - p->nnodes]->reqs;
+  if (h - p->nnodes < p->claims.n) {
+    const rt_claim *k = p->claims.v[h - p->nnodes];
+    if (!hr) hr = &k->reqs;
+    pool = k->pool;
+  }
+  if (pool < p->npools && slot_of(p, L->key) < 0 && !dt__reqs_get(&p->pools[pool].reqs, L->key)) return 0;
   const dt_req *r = hr ? dt__reqs_get(hr, L->key) : NULL;
   for (uint32_t i = 0; i < L->n; i++)
     if (L->universe >> i & 1 && (!r || dt__req_has(&p->syms, r, L->v[i]))) m |= 1ull << i;
@@ -358,7 +365,7 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
     const rt_node *n = &p->nodes[h];
     if (machine_deleting(n) || (ng->fmode && !filter_passes(p, ng, h))) continue;
     if (dom == DOM_ZONE && n->zone >= 0) ng->zdom |= 1ull << n->zone;
-    if (dom == DOM_LABEL) ng->zdom |= host_lmask(p, &p->lkeys.v[lk], h, NULL);
+    if (dom == DOM_LABEL) ng->zdom |= host_lmask(p, &p->lkeys.v[lk], h, NULL, UINT32_MAX);
   }
 out:
   dt__free(q);
@@ -570,7 +577,7 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
           if (Z >> z & 1) g->zone[z] += count;
     } else if (g->dom == DOM_LABEL) {
       const rt_lkey *L = &p->lkeys.v[g->lk];
-      uint64_t m = host_lmask(p, L, h, NULL);
+      uint64_t m = host_lmask(p, L, h, NULL, UINT32_MAX);
       if (all || popcount64(m) == 1)
         for (uint32_t d = 0; d < L->n; d++)
           if (m >> d & 1) g->zone[d] += count;
@@ -613,7 +620,7 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
         if (Z >> z & 1) g->ozone[z] += count;
     } else if (g->dom == DOM_LABEL) {
       const rt_lkey *L = &p->lkeys.v[g->lk];
-      uint64_t m = host_lmask(p, L, h, NULL);
+      uint64_t m = host_lmask(p, L, h, NULL, UINT32_MAX);
       for (uint32_t d = 0; d < L->n; d++)
         if (m >> d & 1) g->ozone[d] += count;
     } else {
@@ -647,8 +654,8 @@ static int pick_spread(const int32_t *cnt, int n, uint64_t cand, uint64_t elig, 
 ** counts may change) or 2 (never on this host). *fail gets the failing
 ** constraint index, or ntc + group index for an inverse anti-affinity.
 */
-int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, const dt_reqs *hr, uint64_t *Z, uint8_t *C,
-                   topo_pins *pins, uint32_t *fail) {
+int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, const dt_reqs *hr, uint32_t pool, uint64_t *Z,
+                   uint8_t *C, topo_pins *pins, uint32_t *fail) {
   uint64_t z = *Z;
   uint8_t ct = *C;
   topo_pins own;
@@ -672,8 +679,8 @@ int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, const dt_req
     int nd;
     const int32_t *cnt = g->dom == DOM_CT ? g->ct : g->zone;
     if (L) {
-      cur = pi >= 0 ? pins->v[pi].mask : host_lmask(p, L, h, hr);
-      if (node && !cur) { /* a node without the label is in no domain: anti-affinity passes it, the others never */
+      cur = pi >= 0 ? pins->v[pi].mask : host_lmask(p, L, h, hr, pool);
+      if (!cur) { /* a host without the label is in no domain: anti-affinity passes it, the others never */
         if (tc->kind == TG_ANTI) continue;
         return 2;
       }
@@ -725,8 +732,8 @@ int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, const dt_req
     } else if (g->dom == DOM_LABEL) {
       const rt_lkey *L = &p->lkeys.v[g->lk];
       int pi = pin_find(pins, g->lk);
-      uint64_t cur = pi >= 0 ? pins->v[pi].mask : host_lmask(p, L, h, hr), next = cur;
-      if (node && !cur) continue;
+      uint64_t cur = pi >= 0 ? pins->v[pi].mask : host_lmask(p, L, h, hr, pool), next = cur;
+      if (!cur) continue;
       for (uint32_t d = 0; d < L->n; d++)
         if (g->ozone[d] > 0) next &= ~(1ull << d);
       if (!next) return 2;
@@ -766,7 +773,12 @@ void dt__topo_explain(const dt_plan *p, const rt_class *c, uint32_t fail, dt_buf
     return;
   }
   const rt_tc *tc = &c->tc[fail];
-  if (tc->kind == TG_SPREAD)
+  if (g->dom == DOM_LABEL && tc->kind != TG_ANTI && !p->lkeys.v[g->lk].universe)
+    dt__buf_printf(b,
+                   "%s on %s: no NodePool's requirements or labels, nor instance type's labels, give %s a value a "
+                   "new node could take, and no node it fits carries one",
+                   tc->kind == TG_SPREAD ? "topology spread" : "pod affinity", key, key);
+  else if (tc->kind == TG_SPREAD)
     dt__buf_printf(b, "topology spread on %s: maxSkew %d would be exceeded in every allowed %s (selector %s)", key,
                    tc->max_skew, dom_name[g->dom], g->desc);
   else if (tc->kind == TG_AFF)

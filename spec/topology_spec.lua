@@ -135,6 +135,39 @@ describe("topology spread", function()
       p.unschedulable[1].reason, 1, true)
   end)
 
+  it("launches for a spread on a custom label only from the NodePools that define it", function()
+    -- Karpenter's claim requirement rack In [r1] is incompatible with a NodePool with no rack:
+    -- its node would carry no rack, and kube-scheduler would keep the pods off it
+    local p = plan(h.nodepool("one", { labels = { rack = "r1" }, weight = 1 }), h.nodepool("two", { weight = 50 }),
+      deployment("web", 3, key_spread("rack")))
+    assert.are.same({ one = 3 }, count_by(p, "nodePool"))
+    -- with no NodePool defining it, no claim can take a value: the pods wait, as Karpenter's
+    p = plan(h.nodepool("two"), deployment("web", 3, key_spread("rack")))
+    assert.are.equal(0, #p.nodeClaims)
+    assert.are.equal(3, #p.unschedulable)
+    assert.matches("topology spread on rack: no NodePool's requirements or labels, nor instance type's labels, give "
+      .. "rack a value", p.unschedulable[1].reason, 1, true)
+  end)
+
+  it("passes a required anti-affinity on a label no node takes, and keeps a required affinity on it pending", function()
+    local function term(kind)
+      return ([[
+      affinity:
+        %s:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            - topologyKey: rack
+              labelSelector: {matchLabels: {app: web}}]]):format(kind)
+    end
+    -- kube-scheduler's InterPodAffinity: a node without the label is in no domain, where
+    -- anti-affinity finds no pod and affinity never holds
+    local p = plan(h.nodepool("two"), deployment("web", 3, term("podAntiAffinity")))
+    assert.are.equal(3, p.summary.scheduled)
+    assert.are.equal(1, #p.nodeClaims)
+    p = plan(h.nodepool("two"), deployment("web", 3, term("podAffinity")))
+    assert.are.equal(0, p.summary.scheduled)
+    assert.matches("pod affinity on rack: no NodePool's", p.unschedulable[1].reason, 1, true)
+  end)
+
   it("spreads on hostname: maxSkew 1 puts one matching pod per node", function()
     local spread = [[
       topologySpreadConstraints:
