@@ -674,6 +674,8 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     /* what its types offer (kept with its types, under the same offerings) */
     if (kept && kept->universe_ok) {
       pl->has_reserved |= kept->has_reserved;
+      pl->universe_z = kept->universe_z;
+      pl->universe_c = kept->universe_c;
       p->universe_z |= kept->universe_z;
       p->universe_c |= kept->universe_c;
     } else {
@@ -690,6 +692,8 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
           }
       }
       pl->has_reserved |= resv;
+      pl->universe_z = uz;
+      pl->universe_c = uc;
       p->universe_z |= uz;
       p->universe_c |= uc;
       if (kept) {

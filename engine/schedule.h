@@ -126,6 +126,7 @@ typedef struct rt_group {
   uint32_t lk;                     /* DOM_LABEL: its key, p->lkeys.v[lk] */
   int32_t zone[64], ct[DT_CT_N];   /* matching pods per domain (DOM_LABEL: per value of its key) */
   uint64_t zdom;                   /* a zone (or label) spread's domains from existing nodes its filter passes */
+  uint64_t pdom;                   /* a spread honouring taints: the domains of the NodePools its pod tolerates */
   int32_t ozone[64], oct[DT_CT_N]; /* pods declaring this anti-affinity (inverse) */
   dt_i32vec host, ohost;           /* per host id: nodes, then claims */
   int64_t total;
@@ -208,6 +209,8 @@ typedef struct rt_pool {
   bool has_reserved; /* some type has a reserved offering this pool may launch */
   bool has_prefer_taint;
   bool has_limits;
+  uint64_t universe_z; /* the zones and capacity types its types' offerings give */
+  uint8_t universe_c;
   int64_t remaining[DT_RES_MAX];   /* INT64_MAX when unlimited */
   int64_t nodes_remaining;         /* -1 unlimited */
   int64_t replicas;                /* static pools (spec.replicas): how many NodeClaims it keeps; -1 dynamic */

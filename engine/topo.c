@@ -144,6 +144,22 @@ static int lkey_of(dt_plan *p, dt_sym key) {
   return full ? -3 : (int)p->lkeys.n - 1;
 }
 
+/* The values of L NodePool i gives (its In requirement or template label on
+** the key, its types' labels). */
+static uint64_t pool_lmask(const dt_plan *p, const rt_lkey *L, uint32_t i) {
+  const rt_pool *pl = &p->pools[i];
+  const dt_req *r = dt__reqs_get(&pl->reqs, L->key);
+  int16_t slot = slot_of(p, L->key);
+  uint64_t m = 0;
+  if (r && !r->complement)
+    for (uint32_t j = 0; j < r->n; j++) m |= lkey_find(L, r->v[j]);
+  for (uint32_t j = 0; slot >= 0 && j < pl->ntypes; j++) {
+    dt_sym v = p->types[pl->types[j]].lv[slot];
+    if (v && (!r || dt__req_has(&p->syms, r, v))) m |= lkey_find(L, v);
+  }
+  return m & L->universe;
+}
+
 /* The values of L host h may take: an existing node's own; a claim's (of
 ** pool, for the claim not made yet; hr its requirements, or the claim's
 ** own when NULL) those of the pools and types its requirement on the key
@@ -356,6 +372,20 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
     ng->fmode = fmode;
     ng->fspec = fspec;
     if (filter_compile(p, ng)) rc = DT_ENOMEM;
+  }
+  /* A spread honouring taints takes as domains only those of the NodePools
+  ** whose taints its pod tolerates, as Karpenter's TopologyDomainGroup */
+  if (rc >= 0 && kind == TG_SPREAD && fmode & 2) {
+    rt_group *ng = &p->groups.v[rc];
+    const dt_podspec *src = p->specs[fspec].src;
+    for (uint32_t i = 0; i < p->npools; i++) {
+      const rt_pool *pl = &p->pools[i];
+      if (!tolerates(p, src, pl->taints, pl->ntaints, false, NULL)) continue;
+      ng->pdom |= dom == DOM_ZONE    ? pl->universe_z
+                  : dom == DOM_CT    ? pl->universe_c
+                  : dom == DOM_LABEL ? pool_lmask(p, &p->lkeys.v[lk], i)
+                                     : 0;
+    }
   }
   /* Karpenter's countDomains: the zones of existing nodes the spread's
   ** filter passes are domains too, with or without pods, even where no
@@ -686,11 +716,14 @@ int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, const dt_req
       }
       nd = (int)L->n;
       uint64_t all = L->n == 64 ? UINT64_MAX : (1ull << L->n) - 1;
-      elig = (tc->kind == TG_SPREAD ? L->universe | g->zdom : all) & class_lmask(p, c, L);
+      uint64_t pools = tc->kind == TG_SPREAD && g->fmode & 2 ? g->pdom : L->universe;
+      elig = (tc->kind == TG_SPREAD ? pools | g->zdom : all) & class_lmask(p, c, L);
     } else {
       nd = g->dom == DOM_ZONE ? (int)p->nzones : DT_CT_N;
       cur = g->dom == DOM_ZONE ? z : ct;
-      elig = g->dom == DOM_ZONE ? ((p->universe_z | g->zdom) & c->elig_z) : (uint64_t)(p->universe_c & c->elig_c);
+      bool honor = tc->kind == TG_SPREAD && g->fmode & 2;
+      uint64_t pz = honor ? g->pdom : p->universe_z, pc = honor ? g->pdom : p->universe_c;
+      elig = g->dom == DOM_ZONE ? ((pz | g->zdom) & c->elig_z) : (uint64_t)(pc & c->elig_c);
     }
     uint64_t next = 0;
     if (tc->kind == TG_SPREAD) {

@@ -168,6 +168,40 @@ describe("topology spread", function()
     assert.matches("pod affinity on rack: no NodePool's", p.unschedulable[1].reason, 1, true)
   end)
 
+  it("counts as domains, for a spread with nodeTaintsPolicy Honor, only the NodePools whose taints its pod tolerates",
+    function()
+      local function spread(key, policy)
+        return ([[
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: %s
+          whenUnsatisfiable: DoNotSchedule
+          nodeTaintsPolicy: %s
+          labelSelector: {matchLabels: {app: web}}]]):format(key, policy)
+      end
+      local zone = "topology.kubernetes.io/zone"
+      local pools = {
+        h.nodepool("general", { requirements = { { zone, "In", { "test-1a", "test-1b" } } }, labels = { rack = "r1" } }),
+        h.nodepool("gpu", { requirements = { { zone, "In", { "test-1c" } } }, labels = { rack = "r2" },
+          taints = { { "gpu", "true", "NoSchedule" } } }),
+      }
+      local function run(key, policy)
+        return plan(pools[1], pools[2], deployment("web", 4, spread(key, policy)))
+      end
+      -- Ignore (the default): test-1c is a domain the pods can never take, so its 0 holds the others at 1
+      local p = run(zone, "Ignore")
+      assert.are.equal(2, p.summary.scheduled)
+      -- Honor: the tainted NodePool's zone is no domain of theirs
+      p = run(zone, "Honor")
+      assert.are.equal(4, p.summary.scheduled)
+      assert.are.same({ ["test-1a"] = 2, ["test-1b"] = 2 }, count_by(p, "zone"))
+      -- the same on a custom label: r2 only from the tainted NodePool
+      assert.are.equal(1, run("rack", "Ignore").summary.scheduled)
+      p = run("rack", "Honor")
+      assert.are.equal(4, p.summary.scheduled)
+      assert.are.same({ general = 4 }, count_by(p, "nodePool"))
+    end)
+
   it("spreads on hostname: maxSkew 1 puts one matching pod per node", function()
     local spread = [[
       topologySpreadConstraints:
