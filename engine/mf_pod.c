@@ -397,9 +397,19 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
     return mf_bad(x, f, "missing or not an object");
   }
   if (pod_requests(x, spec, path, &p->requests)) return mf_failed(x);
+  /* A Pod's generic ephemeral volume is the claim <pod>-<volume> the
+  ** ephemeral controller makes for it (Karpenter's GetPersistentVolumeClaim);
+  ** a workload's template has no pod yet, and so no claim. */
+  const char *kind = mf_get_str(tmpl, "kind"), *pod = mf_get_str(mf_get(tmpl, "metadata"), "name");
+  if (!kind || strcmp(kind, "Pod")) pod = NULL;
   const cJSON *vol;
   cJSON_ArrayForEach(vol, mf_get(spec, "volumes")) {
-    const char *cn = mf_get_str(mf_get(vol, "persistentVolumeClaim"), "claimName");
+    const char *cn = mf_get_str(mf_get(vol, "persistentVolumeClaim"), "claimName"), *vn = mf_get_str(vol, "name");
+    char eph[600];
+    if (!cn && pod && vn && cJSON_IsObject(mf_get(vol, "ephemeral"))) {
+      dt__join(eph, sizeof eph, pod, "-", vn);
+      cn = eph;
+    }
     if (!cn) continue;
     char **nv = dt__realloc(p->pvcs, (p->npvcs + 1) * sizeof *nv);
     if (!nv) return mf_oom(x);

@@ -416,6 +416,22 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.are.same({ "tenant-25/db-1" }, r.commands[1].replacements[1].pods)
   end)
 
+  it("counts a pod's generic ephemeral volume, the claim <pod>-<volume>, against a CSINode's limit", function()
+    local text = h.slurp(DIR .. "csinode-volume-limit.yaml")
+    local at = text:find("    name: data%-db%-0\n    namespace: tenant%-25\n")
+    local head, tail = text:sub(1, at - 1), text:sub(at)
+    -- the three pending pods' volumes become ephemeral, their claims the ones the ephemeral controller made
+    tail = tail:gsub("    name: data%-db%-(%d)\n", "    name: db-%1-data\n")
+      :gsub("      persistentVolumeClaim:\n        claimName: data%-db%-%d\n",
+        "      ephemeral:\n        volumeClaimTemplate:\n          spec:\n            accessModes: [ReadWriteOnce]\n"
+        .. "            storageClassName: gp3\n            resources: {requests: {storage: 10Gi}}\n")
+    assert.is_nil(tail:find("claimName: data%-db"))
+    local p = require("dkjson").decode((h.cli("plan -o json --now " .. NOW .. " -", head .. tail)))
+    assert.are.equal(3, p.summary.scheduled)
+    assert.are.equal(1, #p.bindings, "the node attaches one more volume")
+    assert.are.equal(1, #p.nodeClaims)
+  end)
+
   it("refuses a CSINode whose driver has no name or a count that is not a whole number", function()
     local text = h.slurp(DIR .. "csinode-volume-limit.yaml")
     local _, err, code = h.cli("plan --now " .. NOW .. " -", (text:gsub("count: 26", "count: 2.5")))
