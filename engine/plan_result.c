@@ -10,6 +10,7 @@
 ** was computed from, and nothing reads the solver's state after the run.
 */
 #include "schedule.h"
+#include "sched_int.h"
 
 #include "hooks.h"
 
@@ -514,10 +515,7 @@ ptrdiff_t dt__claim_custom_labels(const dt_plan *p, const rt_claim *k, dt_arena 
   size_t n = 0;
   for (uint32_t i = 0; i < k->reqs.n; i++) {
     const dt_req *r = &k->reqs.r[i];
-    if (r->key == p->k_zone || r->key == p->k_ct || r->key == p->k_type || r->key == p->k_pool ||
-        r->key == p->k_hostname || r->key == p->k_resv || r->key == p->k_arch || r->key == p->k_os ||
-        r->key == p->k_region || r->key == p->k_interruptible || dt__slot_of(p, r->key) >= 0)
-      continue;
+    if (is_well_known(p, r->key) || r->key == p->k_interruptible) continue;
     const char *key = dt__sym_str(&p->syms, r->key), *val = NULL;
     const dt_kvs *own = &p->pools[k->pool].src->labels; /* the template's labels it has anyway */
     if (dt__kv_get(own->v, own->n, key) || !strcmp(key, DT_L_ZONE_ID)) continue; /* a zone's ID: its subnet's */

@@ -41,8 +41,6 @@
 
 /* ------------------------------------------------------------ helpers */
 
-int16_t dt__slot_of(const dt_plan *p, dt_sym key) { return slot_of(p, key); }
-
 /* Whether instance type t satisfies the requirements' label constraints and
 ** has an available offering within the masks. */
 bool dt__type_labels_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r) {

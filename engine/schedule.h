@@ -504,8 +504,6 @@ bool dt__type_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r, uint64_t 
 void dt__reqs_order(const dt_plan *p, const dt_reqs *r, uint32_t *idx);
 /* Whether instance type t's labels satisfy the requirements (offerings aside). */
 bool dt__type_labels_ok(const dt_plan *p, const rt_type *t, const dt_reqs *r);
-/* The label slot of key among the instance types' labels, -1 if none carries it. */
-int16_t dt__slot_of(const dt_plan *p, dt_sym key);
 /* Claim k's custom labels (plan_result.c) into v, k->reqs.n at most; the count, or -1 out of memory. */
 ptrdiff_t dt__claim_custom_labels(const dt_plan *p, const rt_claim *k, dt_arena *a, dt_label_info *v);
 int dt__pack_improve(dt_plan *p);
