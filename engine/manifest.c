@@ -115,6 +115,7 @@ static void terms_free(dt_podterm *t, size_t n) {
     mf_selector_free(&t[i].sel);
     dt__free(t[i].key);
     mf_strs_free(t[i].ns, t[i].nns);
+    mf_selector_free(&t[i].ns_sel);
   }
   dt__free(t);
 }
@@ -206,6 +207,8 @@ void dt_manifests_free(dt_manifests *m) {
   for (size_t i = 0; i < m->pods.n; i++)
     if (!m->pods.v[i].borrowed) mf_pod_free(&m->pods.v[i]);
   for (size_t i = 0; i < m->daemonsets.n; i++) mf_pod_free(&m->daemonsets.v[i]);
+  for (size_t i = 0; i < m->namespaces.n; i++) mf_namespace_free(&m->namespaces.v[i]);
+  dt__free(m->namespaces.v);
   for (size_t i = 0; i < m->runtime_classes.n; i++) {
     dt__free(m->runtime_classes.v[i].name);
     dt__rlist_free(&m->runtime_classes.v[i].overhead);
@@ -555,6 +558,7 @@ static const reader k_readers[] = {
     {"StatefulSet", "apps/", workload_object},
     {"DaemonSet", "apps/", daemonset_object},
     {"RuntimeClass", "node.k8s.io/", mf_runtime_class},
+    {"Namespace", "v1", mf_namespace},
     {"UnavailableOffering", "dovetail.dev/", mf_unavailable},
     {"PodDisruptionBudget", "policy/", mf_pdb},
     {"VirtualMachinePool", "pool.kubevirt.io/", mf_vmpool},
@@ -629,16 +633,16 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
 
 /* Where a file's objects start, so a bad file adds nothing. */
 typedef struct mark_t {
-  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nrc, nmk, nvp, nvm, nvol, npdb, ntopo;
+  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nrc, nmk, nvp, nvm, nvol, npdb, ntopo, nnsp;
   int64_t npods;
   const char *varch, *varch_file;
 } mark_t;
 
 static mark_t mark_of(const dt_manifests *m) {
-  return (mark_t){m->pools.n, m->nodeclasses.n, m->vmis.n,          m->pool_revs.n,         m->pods.n,
-                  m->nodes.n, m->seen_file.n,   m->notes.len,       m->daemonsets.n,        m->runtime_classes.n,
-                  m->marks.n, m->vmpools.n,     m->vms.n,           m->volumes.n,           m->pdbs.n,
-                  m->topo.n,  m->npods,         m->vm_default_arch, m->vm_default_arch_file};
+  return (mark_t){m->pools.n, m->nodeclasses.n, m->vmis.n,    m->pool_revs.n,     m->pods.n,
+                  m->nodes.n, m->seen_file.n,   m->notes.len, m->daemonsets.n,    m->runtime_classes.n,
+                  m->marks.n, m->vmpools.n,     m->vms.n,     m->volumes.n,       m->pdbs.n,
+                  m->topo.n,  m->namespaces.n,  m->npods,     m->vm_default_arch, m->vm_default_arch_file};
 }
 
 static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
@@ -657,6 +661,7 @@ static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
   while (m->vms.n > k->nvm) mf_vm_free(&m->vms.v[--m->vms.n]);
   while (m->volumes.n > k->nvol) dt__free(m->volumes.v[--m->volumes.n]);
   while (m->topo.n > k->ntopo) mf_topo_free(&m->topo.v[--m->topo.n]);
+  while (m->namespaces.n > k->nnsp) mf_namespace_free(&m->namespaces.v[--m->namespaces.n]);
   while (m->marks.n > k->nmk) {
     dt_mark *mk = &m->marks.v[--m->marks.n];
     dt__free(mk->instance_type);

@@ -183,10 +183,10 @@ static const char *condition(const cJSON *o, const char *type, const char **reas
 /* A pod term's namespaceSelector, as Kubernetes reads it (its namespaces
 ** join the term's list): {} selects every namespace; one that selects by
 ** kubernetes.io/metadata.name (matchLabels, or In) names its namespaces.
-** Any other selects by labels of Namespace objects, which dovetail does not
-** read: every namespace is taken, and said. */
+** Any other selects by the labels of Namespace objects: kept, and matched
+** against the input's when the plan is made. */
 static int parse_ns_selector(mctx *x, const cJSON *sel, const char *field, dt_podterm *d) {
-  static const char *const name_key = "kubernetes.io/metadata.name";
+  static const char *const name_key = DT_L_NS_NAME;
   if (!sel || cJSON_IsNull(sel)) return 0;
   if (!cJSON_IsObject(sel)) return mf_bad(x, field, "expected a label selector");
   const cJSON *ml = mf_get(sel, "matchLabels"), *me = mf_get(sel, "matchExpressions");
@@ -203,14 +203,7 @@ static int parse_ns_selector(mctx *x, const cJSON *sel, const char *field, dt_po
     if (k && op && !strcmp(k, name_key) && !strcmp(op, "In") && cJSON_IsArray(mf_get(me->child, "values")))
       in = mf_get(me->child, "values");
   }
-  if (!one && !in) {
-    d->all_ns = true;
-    dt__buf_printf(&x->m->notes,
-                   "%s: %s: %s selects namespaces by their labels, which dovetail does not read: every namespace "
-                   "is taken\n",
-                   x->file, x->obj, field);
-    return 0;
-  }
+  if (!one && !in) return mf_parse_selector(x, sel, field, &d->ns_sel);
   size_t add = one ? 1 : (size_t)cJSON_GetArraySize(in);
   char **nv = dt__realloc(d->ns, (d->nns + add + 1) * sizeof *nv);
   if (!nv) return mf_oom(x);
@@ -687,6 +680,40 @@ int mf_unavailable(mctx *x, const cJSON *o) {
     dt__free(mk.instance_type);
     dt__free(mk.zone);
     dt__free(mk.name);
+    return mf_oom(x);
+  }
+  return 0;
+}
+
+void mf_namespace_free(dt_namespace *n) {
+  dt__free(n->name);
+  dt__kvs_free(&n->labels);
+}
+
+/* A Namespace: its labels, with kubernetes.io/metadata.name (which the API
+** server sets on every one) where a hand-written one leaves it out. */
+int mf_namespace(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name)) return mf_failed(x);
+  dt_namespace n = {0};
+  if (!(n.name = dt__strdup(name))) return mf_oom(x);
+  if (mf_parse_kvs(x, mf_get(mf_get(o, "metadata"), "labels"), "metadata.labels", &n.labels)) {
+    mf_namespace_free(&n);
+    return mf_failed(x);
+  }
+  if (!dt__kv_get(n.labels.v, n.labels.n, DT_L_NS_NAME)) {
+    dt_kv *nv = dt__realloc(n.labels.v, (n.labels.n + 1) * sizeof *nv);
+    if (nv) n.labels.v = nv;
+    char *k = nv ? dt__strdup(DT_L_NS_NAME) : NULL, *v = k ? dt__strdup(name) : NULL;
+    if (!v) {
+      dt__free(k);
+      mf_namespace_free(&n);
+      return mf_oom(x);
+    }
+    n.labels.v[n.labels.n++] = (dt_kv){k, v};
+  }
+  if (dt__vec_push(&x->m->namespaces, n)) {
+    mf_namespace_free(&n);
     return mf_oom(x);
   }
   return 0;

@@ -39,6 +39,7 @@ bool dt__is_device(const char *resource);
 #define DT_L_HOSTNAME      "kubernetes.io/hostname"
 #define DT_L_RESERVATION   "karpenter.k8s.aws/capacity-reservation-id"
 #define DT_L_INTERRUPTIBLE "cluster.x-k8s.io/interruptible"
+#define DT_L_NS_NAME       "kubernetes.io/metadata.name"
 
 typedef struct dt_kv {
   char *key, *val;
@@ -273,7 +274,10 @@ typedef struct dt_podterm {
   char *key; /* topologyKey */
   size_t nns;
   char **ns;   /* namespaces; empty = the pod's own (unless all_ns) */
-  bool all_ns; /* namespaceSelector: {} (or one dovetail cannot resolve): every namespace */
+  bool all_ns; /* namespaceSelector: {}: every namespace */
+  /* a namespaceSelector on other labels: the Namespace objects it selects
+  ** join ns (every namespace where the input holds none) */
+  dt_selector ns_sel;
 } dt_podterm;
 
 typedef struct dt_spread {
@@ -412,6 +416,13 @@ typedef struct dt_node {
 /* Whether a command took the node or claim: the karpenter.sh/disrupted
 ** taint (NULL: no). */
 bool dt__node_disrupted(const dt_node *n);
+
+/* A Namespace: its labels (kubernetes.io/metadata.name among them), for
+** pod terms' namespaceSelectors. */
+typedef struct dt_namespace {
+  char *name;
+  dt_kvs labels;
+} dt_namespace;
 
 typedef struct dt_runtimeclass {
   char *name;
@@ -581,6 +592,7 @@ struct dt_manifests {
   DT_VEC(dt_podspec) pods;
   DT_VEC(dt_podspec) daemonsets;
   DT_VEC(dt_runtimeclass) runtime_classes;
+  DT_VEC(dt_namespace) namespaces;
   DT_VEC(dt_node) nodes;
   DT_VEC(char *) files; /* owned file names, referenced by objects */
   dt_buf notes;

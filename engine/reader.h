@@ -73,6 +73,8 @@ typedef struct where {
 #define mf_request_absurd          dt__mf_request_absurd
 #define mf_rlist_at                dt__mf_rlist_at
 #define mf_runtime_class           dt__mf_runtime_class
+#define mf_namespace               dt__mf_namespace
+#define mf_namespace_free          dt__mf_namespace_free
 #define mf_selector_free           dt__mf_selector_free
 #define mf_storage_class           dt__mf_storage_class
 #define mf_csinode                 dt__mf_csinode
@@ -137,6 +139,8 @@ int mf_persistent_volume(mctx *x, const cJSON *o);
 int mf_pod(mctx *x, const cJSON *o);
 int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p);
 int mf_runtime_class(mctx *x, const cJSON *o);
+int mf_namespace(mctx *x, const cJSON *o);
+void mf_namespace_free(dt_namespace *n);
 int mf_storage_class(mctx *x, const cJSON *o);
 int mf_csinode(mctx *x, const cJSON *o);
 int mf_unavailable(mctx *x, const cJSON *o);

@@ -148,6 +148,38 @@ static uint8_t spread_filter(const dt_podspec *d, size_t t) {
   return (uint8_t)((aff ? 1 : 0) | (d->spread[t].taints_honor ? 2 : 0));
 }
 
+/*
+** The namespaces term t of spec s counts pods in, into *ns and *nns
+** (DT_NS_ALL: every one): its list, and the Namespace objects its
+** namespaceSelector selects (as Karpenter's buildNamespaceList); where the
+** input holds no Namespace, such a selector takes every namespace, and says so.
+*/
+int dt__term_ns(dt_plan *p, const rt_spec *s, const dt_podterm *t, char *const **ns, size_t *nns) {
+  *ns = t->ns;
+  *nns = t->all_ns ? DT_NS_ALL : t->nns;
+  if (t->all_ns || !t->ns_sel.present) return 0;
+  const dt_manifests *m = p->manifests;
+  if (!m->namespaces.n) {
+    note(p,
+         "%s: pod %s/%s: a namespaceSelector selects namespaces by their labels, and the input holds no Namespace: "
+         "every namespace is taken",
+         s->src->file, s->src->ns, s->src->name);
+    *nns = DT_NS_ALL;
+    return 0;
+  }
+  char **v = A(p, (t->nns + m->namespaces.n + 1) * sizeof *v);
+  if (!v) return DT_ENOMEM;
+  size_t n = 0;
+  for (size_t i = 0; i < t->nns; i++) v[n++] = t->ns[i];
+  for (size_t i = 0; i < m->namespaces.n; i++) {
+    const dt_namespace *q = &m->namespaces.v[i];
+    if (dt__selector_match(&t->ns_sel, q->labels.v, q->labels.n)) v[n++] = q->name;
+  }
+  *ns = v;
+  *nns = n;
+  return 0;
+}
+
 /* The group of one term (spread or affinity); -1 when its key is not modelled (said in a note). */
 static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, const dt_selector *sel, char *const *ns,
                       size_t nns, char *const *mlk, size_t nmlk, uint8_t fmode) {
@@ -195,6 +227,7 @@ static void podterms_sig(dt_buf *b, const dt_podterm *t, size_t n) {
     dt__sig_str(b, t[i].key);
     dt__sig_u32(b, (uint32_t)t[i].nns | (uint32_t)t[i].all_ns << 31);
     for (size_t k = 0; k < t[i].nns; k++) dt__sig_str(b, t[i].ns[k]);
+    selector_sig(b, &t[i].ns_sel);
   }
 }
 
@@ -301,10 +334,14 @@ static int build_groups(dt_plan *p, const uint32_t *termed, uint32_t n) {
     const dt_podterm *lists[4] = {d->aff, d->paff, d->anti, d->panti};
     size_t ns[4] = {d->naff, d->npaff, d->nanti, d->npanti};
     for (int l = 0; l < 4; l++)
-      for (size_t t = 0; t < ns[l]; t++)
-        if ((tg[at++] = term_group(p, s, l < 2 ? TG_AFF : TG_ANTI, lists[l][t].key, &lists[l][t].sel, lists[l][t].ns,
-                                   lists[l][t].all_ns ? DT_NS_ALL : lists[l][t].nns, NULL, 0, 0)) == DT_ENOMEM)
+      for (size_t t = 0; t < ns[l]; t++) {
+        char *const *tns;
+        size_t tnns;
+        if (dt__term_ns(p, s, &lists[l][t], &tns, &tnns) ||
+            (tg[at++] = term_group(p, s, l < 2 ? TG_AFF : TG_ANTI, lists[l][t].key, &lists[l][t].sel, tns, tnns, NULL,
+                                   0, 0)) == DT_ENOMEM)
           return DT_ENOMEM;
+      }
     s->tgroup = tg;
   }
   if (p->ov && !p->cl->termed.n) return 0; /* no pod has terms: no group, now or later, and every nsel stays 0 */
@@ -453,9 +490,15 @@ static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx) {
     for (size_t k = lists[l].dropped; k < lists[l].n && ntc < 256; k++) {
       size_t ti = lists[l].order ? lists[l].order[k] : k;
       const dt_podterm *t = &lists[l].t[ti];
-      int g = s->tgroup
-                  ? s->tgroup[lists[l].first + ti]
-                  : term_group(p, s, lists[l].kind, t->key, &t->sel, t->ns, t->all_ns ? DT_NS_ALL : t->nns, NULL, 0, 0);
+      int g;
+      if (s->tgroup) {
+        g = s->tgroup[lists[l].first + ti];
+      } else {
+        char *const *tns;
+        size_t tnns;
+        g = dt__term_ns(p, s, t, &tns, &tnns);
+        if (!g) g = term_group(p, s, lists[l].kind, t->key, &t->sel, tns, tnns, NULL, 0, 0);
+      }
       if (g == DT_ENOMEM) return g;
       if (g < 0) continue;
       tcs[ntc++] = (rt_tc){(uint32_t)g,

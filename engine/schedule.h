@@ -564,6 +564,8 @@ bool dt__lp_spent(void); /* the pivots up to that count made */
 
 /* topo.c */
 #define DT_NS_ALL ((size_t)-1) /* dt__topo_group's nns for a term over every namespace */
+/* The namespaces term t of spec s counts pods in (sched_pods.c): *nns DT_NS_ALL for every one. */
+int dt__term_ns(dt_plan *p, const struct rt_spec *s, const dt_podterm *t, char *const **ns, size_t *nns);
 int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel, char *const *ns, size_t nns,
                    uint32_t fspec, uint8_t fmode, dt_sym own_ns, const char *const *mlk_vals, size_t nmlk);
 int dt__topo_select(dt_plan *p);

@@ -15,7 +15,7 @@ int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why) {
   bool cluster = kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
                           !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering") ||
                           !strcmp(kind, "PersistentVolume") || !strcmp(kind, "StorageClass") ||
-                          !strcmp(kind, "EC2NodeClass") || !strcmp(kind, "CSINode"));
+                          !strcmp(kind, "EC2NodeClass") || !strcmp(kind, "CSINode") || !strcmp(kind, "Namespace"));
   *why = !kind || !*kind         ? "kind: missing"
          : strlen(kind) > 63     ? "kind: longer than 63 characters"
          : !name || !*name       ? "metadata.name: missing"

@@ -633,8 +633,10 @@ int dt__topo_record(dt_plan *p, uint32_t si, const rt_class *c, uint32_t h, uint
     } else if (s->tgroup) { /* found for the spec by build_groups: spreads, affinities, then these */
       gi = s->tgroup[src->nspread + src->naff + src->npaff + t];
     } else {
-      gi = dt__topo_group(p, TG_ANTI, src->anti[t].key, &src->anti[t].sel, src->anti[t].ns,
-                          src->anti[t].all_ns ? DT_NS_ALL : src->anti[t].nns, 0, 0, s->ns, NULL, 0);
+      char *const *tns;
+      size_t tnns;
+      if (dt__term_ns(p, s, &src->anti[t], &tns, &tnns)) return DT_ENOMEM;
+      gi = dt__topo_group(p, TG_ANTI, src->anti[t].key, &src->anti[t].sel, tns, tnns, 0, 0, s->ns, NULL, 0);
       if (gi == DT_ENOMEM) return DT_ENOMEM;
       if (gi < 0) continue;
     }

@@ -94,7 +94,8 @@ describe("Karpenter parity on real inputs", function()
     end
   end)
 
-  it("reads an anti-affinity's namespaceSelector: {} as every namespace, and a name selector as those names", function()
+  it("reads an anti-affinity's namespaceSelector: {} as every namespace, a name selector as those names, and one on "
+    .. "other labels against the Namespaces", function()
     local text = h.slurp(DIR .. "anti-namespace-selector.yaml")
     local p = plan "anti-namespace-selector.yaml"
     assert.are.equal(1, #p.nodeClaims, "data/db-0 on n1 matches the selector in every namespace")
@@ -108,7 +109,29 @@ describe("Karpenter parity on real inputs", function()
     local by_label = text:gsub("namespaceSelector: {}", "namespaceSelector: {matchLabels: {team: data}}")
     out, err = h.cli("plan -o json --now " .. NOW .. " -", by_label)
     assert.matches('"nodes": 1', out, 1, true, err)
-    assert.matches("namespaceSelector selects namespaces by their labels, which dovetail does not read", err, 1, true)
+    assert.matches("a namespaceSelector selects namespaces by their labels, and the input holds no Namespace: every "
+      .. "namespace is taken", out, 1, true)
+    -- with the cluster's Namespaces (as kubectl prints them), the selector picks those its labels match
+    local function namespaces(team)
+      local ns = ""
+      for _, n in ipairs { "data", "web", "kube-system" } do
+        ns = ns .. ("- apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: %s\n    uid: 5d0c6b1e-0000-4000-8000-00000000000%d\n"
+          .. "    creationTimestamp: '2026-11-01T00:00:00Z'\n    labels:\n      kubernetes.io/metadata.name: %s\n%s"
+          .. "  spec:\n    finalizers:\n    - kubernetes\n  status:\n    phase: Active\n"):format(n, #ns % 10, n,
+            n == "data" and ("      team: " .. team .. "\n") or "")
+      end
+      return (by_label:gsub("\nitems:\n", "\nitems:\n" .. ns, 1))
+    end
+    out, err = h.cli("plan -o json --now " .. NOW .. " -", namespaces("data"))
+    assert.matches('"nodes": 1', out, 1, true, err)
+    assert.is_nil(out:find("holds no Namespace", 1, true))
+    out, err = h.cli("plan -o json --now " .. NOW .. " -", namespaces("analytics"))
+    assert.matches('"nodes": 0', out, 1, true, err)
+    -- matchExpressions on other labels too
+    local expr = namespaces("data"):gsub("namespaceSelector: {matchLabels: {team: data}}",
+      "namespaceSelector: {matchExpressions: [{key: team, operator: NotIn, values: [data]}]}")
+    out, err = h.cli("plan -o json --now " .. NOW .. " -", expr)
+    assert.matches('"nodes": 0', out, 1, true, err)
   end)
 
   it("keeps room on an existing node for the DaemonSet pods that have not landed on it yet", function()
