@@ -220,11 +220,13 @@ static const char *restricted_label(const char *key) {
 
 /* A qualified name as Karpenter's CRDs write its pattern for label keys and
 ** taints: an optional DNS-subdomain prefix and '/', then a name that starts
-** and ends with a letter or digit and holds only those, '-', '_' and '.'. */
+** and ends with a letter or digit and holds only those, '-', '_' and '.';
+** as Kubernetes' IsQualifiedName (Karpenter's runtime validation), the
+** prefix at most 253 characters and the name at most 63. */
 static bool qualified_name(const char *s) {
   const char *slash = strchr(s, '/'), *name = s;
   if (slash) {
-    if (slash == s || strchr(slash + 1, '/')) return false;
+    if (slash == s || slash - s > 253 || strchr(slash + 1, '/')) return false;
     for (const char *lab = s; lab < slash;) { /* dot-separated lowercase labels */
       const char *e = lab;
       while (e < slash && *e != '.') e++;
@@ -238,7 +240,7 @@ static bool qualified_name(const char *s) {
     name = slash + 1;
   }
   size_t n = strlen(name);
-  if (!n) return false;
+  if (!n || n > 63) return false;
   for (size_t i = 0; i < n; i++) {
     char c = name[i];
     bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
@@ -285,8 +287,9 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
     dt__join(f, sizeof f, "spec.template.metadata.labels.", c->string);
     if (why) return mf_bad(x, f, "label %s %s", c->string, why);
     if (strlen(c->string) > 316 || !qualified_name(c->string))
-      return mf_bad(x, f,
-                    "not a valid label key (an optional DNS prefix and '/', then letters, digits, '-', '_' and '.')");
+      return mf_bad(
+          x, f,
+          "not a valid label key (an optional DNS prefix and '/', then at most 63 letters, digits, '-', '_' and '.')");
     if (cJSON_IsString(c) && !label_value(c->valuestring))
       return mf_bad(x, f,
                     "\"%.100s\" is not a valid label value (at most 63 letters, digits, '-', '_' and '.', "
@@ -300,10 +303,22 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
     snprintf(f, sizeof f, "spec.template.spec.requirements[%zu].key", i++);
     if (why) return mf_bad(x, f, "label %s %s", key, why);
     if (key && (strlen(key) > 316 || !qualified_name(key)))
-      return mf_bad(x, f,
-                    "\"%.100s\" is not a valid label key (an optional DNS prefix and '/', then letters, digits, "
-                    "'-', '_' and '.')",
-                    key);
+      return mf_bad(
+          x, f,
+          "\"%.100s\" is not a valid label key (an optional DNS prefix and '/', then at most 63 letters, digits, "
+          "'-', '_' and '.')",
+          key);
+    const cJSON *v, *vals = mf_get(c, "values");
+    size_t j = 0;
+    if (cJSON_IsArray(vals))
+      cJSON_ArrayForEach(v, vals) { /* the CRD's items: maxLength 63 and the label value pattern */
+        snprintf(f, sizeof f, "spec.template.spec.requirements[%zu].values[%zu]", i - 1, j++);
+        if (cJSON_IsString(v) && !label_value(v->valuestring))
+          return mf_bad(x, f,
+                        "\"%.100s\" is not a valid label value (at most 63 letters, digits, '-', '_' and '.', "
+                        "starting and ending with a letter or digit)",
+                        v->valuestring);
+      }
     const cJSON *r, *fields = cJSON_IsObject(c) ? c : NULL; /* a requirement that is not a mapping is refused later */
     cJSON_ArrayForEach(r, fields) {
       static const char *const rk[] = {"key", "operator", "values", "minValues", NULL};
@@ -399,10 +414,11 @@ static int pool_limits_taints(mctx *x, const dt_nodepool *p) {
     size_t k = i < p->ntaints ? i : i - p->ntaints;
     snprintf(f, sizeof f, "spec.template.spec.%s[%zu].%s", list, k, qualified_name(t->key) ? "value" : "key");
     if (!qualified_name(t->key) || (t->value[0] && !qualified_name(t->value)))
-      return mf_bad(x, f,
-                    "\"%.100s\" is not a valid taint %s (an optional DNS prefix and '/', then letters, digits, '-', "
-                    "'_' and '.', starting and ending with a letter or digit)",
-                    qualified_name(t->key) ? t->value : t->key, qualified_name(t->key) ? "value" : "key");
+      return mf_bad(
+          x, f,
+          "\"%.100s\" is not a valid taint %s (an optional DNS prefix and '/', then at most 63 letters, digits, '-', "
+          "'_' and '.', starting and ending with a letter or digit)",
+          qualified_name(t->key) ? t->value : t->key, qualified_name(t->key) ? "value" : "key");
   }
   return 0;
 }

@@ -642,11 +642,13 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *
       snprintf(k, sizeof k, "PV:%s", pvc->volume);
       dt_sym v = dt__sym_find(topo, k);
       where = by = v ? &m->topo.v[v - 1] : NULL;
-    } else if (pvc->storage_class) {
+    }
+    if (!by &&
+        pvc->storage_class) { /* unbound, or its PV not in the input: the class's driver (kube-scheduler's CSI limits) */
       snprintf(k, sizeof k, "SC:%s", pvc->storage_class);
       dt_sym v = dt__sym_find(topo, k);
       by = v ? &m->topo.v[v - 1] : NULL;
-      where = by && by->wait_for_consumer ? by : NULL;
+      if (!pvc->volume) where = by && by->wait_for_consumer ? by : NULL;
     }
     if (where && where->term.n) s->vol[s->nvol++] = &where->term;
     /* the driver that attaches it: the PV's, or the class's provisioner (Karpenter's volumeusage.go) */

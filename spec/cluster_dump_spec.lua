@@ -192,6 +192,23 @@ describe("NodePools as Karpenter's CRD takes them", function()
       { catalog_text = h.small_catalog })
   end)
 
+  it("refuses a requirement value or a label key name longer than Kubernetes takes", function()
+    -- the CRD's values items: maxLength 63 and the label value pattern
+    local long = string.rep("x", 64)
+    assert.matches("spec.template.spec.requirements[0].values[1]: \"" .. long .. "\" is not a valid label value",
+      err_of(h.nodepool("default", { requirements = { { "example.com/team", "In", { "a", long } } } })), 1, true)
+    assert.matches("spec.template.spec.requirements[0].values[0]: \"a/b\" is not a valid label value",
+      err_of(h.nodepool("default", { requirements = { { "example.com/team", "In", { "a/b" } } } })), 1, true)
+    -- IsQualifiedName: a name of at most 63 characters after the prefix
+    assert.matches("spec.template.spec.requirements[0].key: \"example.com/" .. long .. "\" is not a valid label key",
+      err_of(h.nodepool("default", { requirements = { { "example.com/" .. long, "Exists" } } })), 1, true)
+    assert.matches("spec.template.metadata.labels." .. long .. ": not a valid label key",
+      err_of(h.nodepool("default", { labels = { [long] = "x" } })), 1, true)
+    local ok63 = string.rep("y", 63)
+    h.plan(h.docs(h.nodepool("default", { labels = { ["example.com/" .. ok63] = ok63 },
+      requirements = { { "example.com/team", "In", { ok63 } } } })), { catalog_text = h.small_catalog })
+  end)
+
   it("reads a v1beta1 NodePool as Karpenter's conversion webhook does", function()
     local np = [[
 apiVersion: karpenter.sh/v1beta1

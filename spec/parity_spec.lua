@@ -437,6 +437,17 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.are.equal(1, #r.commands)
     assert.are.equal("replace", r.commands[1].action)
     assert.are.same({ "tenant-25/db-1" }, r.commands[1].replacements[1].pods)
+    -- bound claims whose PersistentVolumes the input lacks count by their StorageClass's driver, as
+    -- kube-scheduler's CSI limits do: the same replace, not a delete onto the full node
+    local text = h.slurp(DIR .. "disrupt-csinode-volume-limit.yaml")
+    local no_pvs = text:gsub("(kind: PersistentVolume\n  metadata:\n    name: )", "%1gone-")
+    assert.are_not.equal(text, no_pvs)
+    local dout, err = h.cli("disrupt -o json --now " .. NOW .. " -", no_pvs)
+    r = require("dkjson").decode(dout)
+    assert(r, err)
+    assert.are.equal(1, #r.commands)
+    assert.are.equal("replace", r.commands[1].action)
+    assert.are.same({ "tenant-25/db-1" }, r.commands[1].replacements[1].pods)
   end)
 
   it("counts a pod's generic ephemeral volume, the claim <pod>-<volume>, against a CSINode's limit", function()
