@@ -936,7 +936,11 @@ int mf_persistent_volume(mctx *x, const cJSON *o) {
   dt_topo_obj t = {"PV", NULL, NULL, NULL, false, {0}, NULL, 0, NULL, NULL};
   int rc = topo_named(x, o, &t);
   if (rc) return rc;
-  const cJSON *spec = mf_get(o, "spec"), *src;
+  const cJSON *spec = mf_get(o, "spec"), *src, *dv = mf_get(mf_get(spec, "csi"), "driver");
+  if (dv && !cJSON_IsString(dv)) {
+    mf_topo_free(&t);
+    return mf_bad(x, "spec.csi.driver", "expected a string");
+  }
   const char *drv = mf_get_str(mf_get(spec, "csi"), "driver");
   cJSON_ArrayForEach(src, spec) if (!drv && cJSON_IsObject(src) && src->string) drv = in_tree_driver(src->string);
   if (drv && *drv && !(t.driver = dt__strdup(drv))) {
@@ -963,6 +967,11 @@ int mf_storage_class(mctx *x, const cJSON *o) {
   dt_topo_obj t = {"SC", NULL, NULL, NULL, mode && !strcmp(mode, "WaitForFirstConsumer"), {0}, NULL, 0, NULL, NULL};
   int rc = topo_named(x, o, &t);
   if (rc) return rc;
+  const cJSON *pv = mf_get(o, "provisioner");
+  if (pv && !cJSON_IsString(pv)) {
+    mf_topo_free(&t);
+    return mf_bad(x, "provisioner", "expected a string");
+  }
   if (prov && *prov && !(t.driver = dt__strdup(in_tree_driver(prov) ? in_tree_driver(prov) : prov))) {
     mf_topo_free(&t);
     return mf_oom(x);
@@ -994,6 +1003,10 @@ int mf_csinode(mctx *x, const cJSON *o) {
   int rc = topo_named(x, o, &t);
   if (rc) return rc;
   const cJSON *drivers = mf_get(mf_get(o, "spec"), "drivers"), *d;
+  if (drivers && !cJSON_IsNull(drivers) && !cJSON_IsArray(drivers)) {
+    mf_topo_free(&t);
+    return mf_bad(x, "spec.drivers", "expected a list");
+  }
   size_t n = (size_t)cJSON_GetArraySize(drivers), i = 0;
   t.lim_driver = dt__calloc(n ? n : 1, sizeof *t.lim_driver);
   t.lim_count = dt__calloc(n ? n : 1, sizeof *t.lim_count);
@@ -1014,6 +1027,14 @@ int mf_csinode(mctx *x, const cJSON *o) {
       snprintf(f, sizeof f, "spec.drivers[%zu].allocatable.count", i);
       mf_topo_free(&t);
       return mf_bad(x, f, "expected an integer from 0 to 2147483647");
+    }
+    for (const cJSON *e = drivers->child; e != d; e = e->next) { /* the list's key is the name (API server) */
+      const char *other = mf_get_str(e, "name");
+      if (other && !strcmp(other, name)) {
+        snprintf(f, sizeof f, "spec.drivers[%zu].name", i);
+        mf_topo_free(&t);
+        return mf_bad(x, f, "driver %s is listed twice", name);
+      }
     }
     i++;
     if (!count) continue;
