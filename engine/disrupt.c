@@ -109,8 +109,10 @@ bool dt__dr_node_matches_pool(const dt_node *n, const dt_nodepool *p, char *out,
     const char *v = dt__kv_get(n->labels.v, n->labels.n, q->key);
     if (!v) continue; /* a label the node does not carry is not drift */
     if (!dt__mreq_match(q, n->labels.v, n->labels.n)) {
-      snprintf(out, len, "label %s=%s no longer satisfies the NodePool's requirement %s %s", q->key, v, q->key,
-               dt__op_name(q->op));
+      int at = snprintf(out, len, "label %s=%s no longer satisfies the NodePool's requirement %s %s", q->key, v, q->key,
+                        dt__op_name(q->op));
+      for (size_t j = 0; j < q->n && at >= 0 && (size_t)at < len; j++) /* its values, as [a, b] */
+        at += snprintf(out + at, len - (size_t)at, "%s%s%s", j ? ", " : " [", q->vals[j], j + 1 == q->n ? "]" : "");
       return false;
     }
   }

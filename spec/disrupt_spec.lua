@@ -386,7 +386,8 @@ describe("drift and expiry", function()
     end
     assert.equal("Drifted", c.reason)
     assert.same({ "old" }, { c.nodes[1].name })
-    assert.matches("no longer satisfies", c.detail)
+    assert.matches("label node.kubernetes.io/instance-type=medium no longer satisfies the NodePool's requirement "
+      .. "node.kubernetes.io/instance-type In [small]", c.detail, 1, true)
   end)
 
   it("replaces a node whose template hash changed", function()
