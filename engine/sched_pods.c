@@ -643,8 +643,8 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *
       dt_sym v = dt__sym_find(topo, k);
       where = by = v ? &m->topo.v[v - 1] : NULL;
     }
-    if (!by &&
-        pvc->storage_class) { /* unbound, or its PV not in the input: the class's driver (kube-scheduler's CSI limits) */
+    /* unbound, or its PV not in the input: the class's driver (kube-scheduler's CSI limits) */
+    if (!by && pvc->storage_class) {
       snprintf(k, sizeof k, "SC:%s", pvc->storage_class);
       dt_sym v = dt__sym_find(topo, k);
       by = v ? &m->topo.v[v - 1] : NULL;

@@ -100,6 +100,27 @@ static bool lkey_bit(rt_lkey *L, dt_sym v, uint64_t *bit) {
   return true;
 }
 
+/* The values of L NodePool i gives (its In requirement or template label on
+** the key, its types' labels) into *m; with add, values new to L join it
+** (false when L is full), else only those L holds count. */
+static bool pool_values(const dt_plan *p, rt_lkey *L, uint32_t i, bool add, uint64_t *m) {
+  const rt_pool *pl = &p->pools[i];
+  const dt_req *r = dt__reqs_get(&pl->reqs, L->key);
+  int16_t slot = slot_of(p, L->key);
+  uint64_t bit;
+  for (uint32_t j = 0; r && !r->complement && j < r->n; j++) {
+    if (add && !lkey_bit(L, r->v[j], &bit)) return false;
+    *m |= add ? bit : lkey_find(L, r->v[j]);
+  }
+  for (uint32_t j = 0; slot >= 0 && j < pl->ntypes; j++) {
+    dt_sym v = p->types[pl->types[j]].lv[slot];
+    if (!v || (r && !dt__req_has(&p->syms, r, v))) continue;
+    if (add && !lkey_bit(L, v, &bit)) return false;
+    *m |= add ? bit : lkey_find(L, v);
+  }
+  return true;
+}
+
 /* The index of key among p->lkeys, made on first use from the values the
 ** pools' requirements and labels (In), their types' labels and the nodes'
 ** labels give it, as Karpenter's buildDomainGroups and countDomains; -3
@@ -114,23 +135,8 @@ static int lkey_of(dt_plan *p, dt_sym key) {
   memset(&L, 0, sizeof L);
   L.key = key;
   bool full = false;
-  int16_t slot = slot_of(p, key);
   uint64_t bit;
-  for (uint32_t i = 0; i < p->npools && !full; i++) {
-    const rt_pool *pl = &p->pools[i];
-    const dt_req *r = dt__reqs_get(&pl->reqs, key);
-    if (r && !r->complement)
-      for (uint32_t j = 0; j < r->n && !full; j++) {
-        full = !lkey_bit(&L, r->v[j], &bit);
-        L.universe |= bit;
-      }
-    for (uint32_t j = 0; slot >= 0 && j < pl->ntypes && !full; j++) {
-      dt_sym v = p->types[pl->types[j]].lv[slot];
-      if (!v || (r && !dt__req_has(&p->syms, r, v))) continue;
-      full = !lkey_bit(&L, v, &bit);
-      L.universe |= bit;
-    }
-  }
+  for (uint32_t i = 0; i < p->npools && !full; i++) full = !pool_values(p, &L, i, true, &L.universe);
   for (uint32_t h = 0; h < p->nnodes && !full; h++) {
     dt_sym v = node_label(&p->nodes[h], key);
     if (v && !machine_deleting(&p->nodes[h])) full = !lkey_bit(&L, v, &bit);
@@ -142,22 +148,6 @@ static int lkey_of(dt_plan *p, dt_sym key) {
   }
   if (dt__vec_push(&p->lkeys, L)) return DT_ENOMEM;
   return full ? -3 : (int)p->lkeys.n - 1;
-}
-
-/* The values of L NodePool i gives (its In requirement or template label on
-** the key, its types' labels). */
-static uint64_t pool_lmask(const dt_plan *p, const rt_lkey *L, uint32_t i) {
-  const rt_pool *pl = &p->pools[i];
-  const dt_req *r = dt__reqs_get(&pl->reqs, L->key);
-  int16_t slot = slot_of(p, L->key);
-  uint64_t m = 0;
-  if (r && !r->complement)
-    for (uint32_t j = 0; j < r->n; j++) m |= lkey_find(L, r->v[j]);
-  for (uint32_t j = 0; slot >= 0 && j < pl->ntypes; j++) {
-    dt_sym v = p->types[pl->types[j]].lv[slot];
-    if (v && (!r || dt__req_has(&p->syms, r, v))) m |= lkey_find(L, v);
-  }
-  return m & L->universe;
 }
 
 /* The values of L host h may take: an existing node's own; a claim's (of
@@ -381,10 +371,9 @@ int dt__topo_group(dt_plan *p, int kind, const char *key, const dt_selector *sel
     for (uint32_t i = 0; i < p->npools; i++) {
       const rt_pool *pl = &p->pools[i];
       if (!tolerates(p, src, pl->taints, pl->ntaints, false, NULL)) continue;
-      ng->pdom |= dom == DOM_ZONE    ? pl->universe_z
-                  : dom == DOM_CT    ? pl->universe_c
-                  : dom == DOM_LABEL ? pool_lmask(p, &p->lkeys.v[lk], i)
-                                     : 0;
+      if (dom == DOM_ZONE) ng->pdom |= pl->universe_z;
+      if (dom == DOM_CT) ng->pdom |= pl->universe_c;
+      if (dom == DOM_LABEL) pool_values(p, &p->lkeys.v[lk], i, false, &ng->pdom);
     }
   }
   /* Karpenter's countDomains: the zones of existing nodes the spread's
@@ -710,6 +699,7 @@ int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, const dt_req
     uint64_t cur, elig;
     int nd;
     const int32_t *cnt = g->dom == DOM_CT ? g->ct : g->zone;
+    bool honor = tc->kind == TG_SPREAD && g->fmode & 2; /* domains from the pools it tolerates */
     if (L) {
       cur = pi >= 0 ? pins->v[pi].mask : host_lmask(p, L, h, hr, pool);
       if (!cur) { /* a host without the label is in no domain: anti-affinity passes it, the others never */
@@ -718,12 +708,10 @@ int dt__topo_check(const dt_plan *p, const rt_class *c, uint32_t h, const dt_req
       }
       nd = (int)L->n;
       uint64_t all = L->n == 64 ? UINT64_MAX : (1ull << L->n) - 1;
-      uint64_t pools = tc->kind == TG_SPREAD && g->fmode & 2 ? g->pdom : L->universe;
-      elig = (tc->kind == TG_SPREAD ? pools | g->zdom : all) & class_lmask(p, c, L);
+      elig = (tc->kind == TG_SPREAD ? (honor ? g->pdom : L->universe) | g->zdom : all) & class_lmask(p, c, L);
     } else {
       nd = g->dom == DOM_ZONE ? (int)p->nzones : DT_CT_N;
       cur = g->dom == DOM_ZONE ? z : ct;
-      bool honor = tc->kind == TG_SPREAD && g->fmode & 2;
       uint64_t pz = honor ? g->pdom : p->universe_z, pc = honor ? g->pdom : p->universe_c;
       elig = g->dom == DOM_ZONE ? ((pz | g->zdom) & c->elig_z) : (uint64_t)(pc & c->elig_c);
     }
