@@ -132,6 +132,12 @@ describe("Karpenter parity on real inputs", function()
       "namespaceSelector: {matchExpressions: [{key: team, operator: NotIn, values: [data]}]}")
     out, err = h.cli("plan -o json --now " .. NOW .. " -", expr)
     assert.matches('"nodes": 0', out, 1, true, err)
+    -- a Namespace whose labels are not a map is refused, naming it and the field
+    local bad = namespaces("data"):gsub("    labels:\n      kubernetes.io/metadata.name: data\n      team: data\n",
+      "    labels: [team]\n", 1)
+    local _, berr, code = h.cli("plan -o json --now " .. NOW .. " -", bad)
+    assert.are.equal(1, code)
+    assert.matches("Namespace data: metadata.labels: expected a map of strings", berr, 1, true)
   end)
 
   it("keeps room on an existing node for the DaemonSet pods that have not landed on it yet", function()
