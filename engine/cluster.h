@@ -65,6 +65,8 @@ int dt__cluster_set_pods(dt_cluster *cl, const dt_podspec *pods, size_t n, dt_er
 ** set its node_name so): every change of a pod's node goes through here. */
 int dt__cluster_bind(dt_cluster *cl, size_t pod, const char *node);
 void dt__cluster_free(dt_cluster *cl);
+/* The plan the cluster compiled into: what it noted of the input. */
+const dt_plan *dt__cluster_plan(const dt_cluster *cl);
 /* Plan view (whose pods are the cluster's array) as the overlay says. */
 int dt__plan_run_overlay(const dt_catalog *catalog, dt_cluster *cl, const dt_manifests *view, const dt_overlay *ov,
                          const dt_plan_opts *opts, dt_plan **out, dt_error *err);

@@ -665,6 +665,7 @@ static int cluster(state *st) {
   int rc = dt__cluster_new_compiled(st->cat, st->cc_shared, st->m, &st->cl, &e);
   for (size_t i = 0; !rc && i < st->nodes.n; i++) rc = dt__cluster_add_node(st->cl, st->nodes.v[i].n, &e);
   if (!rc) rc = dt__cluster_set_pods(st->cl, st->pods, st->npods, &e);
+  if (!rc) rc = dt__dr_take_notes(st, dt__cluster_plan(st->cl));
   if (rc) {
     dt__cluster_free(st->cl);
     st->cl = NULL;

@@ -189,6 +189,7 @@ typedef struct verdict {
 int64_t dt__dr_age(const state *st, const dt_node *n);
 void dt__dr_node_cost(state *st, dnode *d);
 const char *dt__dr_rstr(state *st, const char *s);
+int dt__dr_take_notes(state *st, const struct dt_plan *p);
 void dt__dr_step(state *st, size_t i, const char *fmt, ...);
 int64_t dt__dr_allowed(state *st, int pool, int reason_bit);
 bool dt__dr_eligible(state *st, size_t i, bool check_pods);

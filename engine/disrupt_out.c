@@ -75,6 +75,7 @@ int dt__disrupt_doc_build(dt_disruption *d, int64_t now) {
     dt__json_put_str(e, "node", d->explain_node);
     dt__json_put_strs(e, "steps", d->explain.v, d->explain.n);
   }
+  if (d->notes.n) dt__json_put_strs(root, "notes", d->notes.v, d->notes.n);
   if (d->has_policy_errors) dt__json_put_policy_errors(root, d->policy_errors.v, d->policy_errors.n);
   const dt_disrupt_stats *st = &d->stats;
   cJSON *sum = dt__json_put(root, "summary", cJSON_CreateObject());
@@ -102,6 +103,7 @@ static void render_table(const dt_disruption *d, dt_buf *b) {
   for (size_t i = 0; i < d->blocked.n; i++)
     dt__buf_printf(b, "left alone    %s: %s\n", d->blocked.v[i].node, d->blocked.v[i].reason);
   for (size_t i = 0; i < d->explain.n; i++) dt__buf_printf(b, "explain: %s\n", d->explain.v[i]);
+  for (size_t i = 0; i < d->notes.n; i++) dt__buf_printf(b, "note: %s\n", d->notes.v[i]);
   const dt_disrupt_stats *s = &d->stats;
   dt__buf_printf(b, "%zu command%s, %zu of %zu nodes disrupted, saves $%.4f/hour\n", s->commands,
                  s->commands == 1 ? "" : "s", s->disrupted, s->nodes, s->savings);
@@ -142,6 +144,8 @@ void dt_disrupt_free(dt_disruption *d) {
   dt__free(d->blocked.v);
   dt__free(d->budgets.v);
   dt__free(d->explain.v);
+  dt__free(d->notes.v);
+  dt__symtab_free(&d->notes_seen);
   dt__free(d->policy_errors.v);
   dt__arena_free(&d->arena);
   dt__free(d);

@@ -76,7 +76,10 @@ static void view_pods(const state *st, const bool *on, sim *s) {
     dt_podspec p = st->pods[i];
     bool mv = on[i];
     if (mv && p.daemon) continue;
-    if (mv) p.node_name = NULL;
+    if (mv) {
+      p.node_name = NULL;
+      p.evicted = true;
+    }
     s->moving[np] = mv;
     s->view_pod[np] = (uint32_t)i;
     s->view.pods.v[np++] = p;
@@ -164,6 +167,20 @@ static int view_build(state *st, const uint32_t *cands, size_t n, bool consolida
   return rc ? rc : view_static_pools(st, spool, swant, s);
 }
 
+/* What plan p noted of the input, into the result's notes, each once. */
+int dt__dr_take_notes(state *st, const dt_plan *p) {
+  dt_disruption *r = st->r;
+  for (size_t i = 0; i < p->input_notes.n; i++) {
+    const char *n = p->notes.v[p->input_notes.v[i]];
+    size_t before = r->notes_seen.n;
+    if (!dt__sym(&r->notes_seen, n)) return DT_ENOMEM;
+    if (r->notes_seen.n == before) continue;
+    const char *s = dt__dr_rstr(st, n);
+    if (!s || dt__vec_push(&r->notes, s)) return DT_ENOMEM;
+  }
+  return 0;
+}
+
 /* Plan the view as Karpenter's simulation does (first-fit, the pass's
 ** clock, seed and policies), on the compiled cluster when there is one. A
 ** simulation takes the next seed; the screen's plan (below), which launches
@@ -181,13 +198,16 @@ static int view_plan(state *st, sim *s, bool simulation, dt_error *err) {
   po.cancel = st->o.cancel;
   if (simulation) st->sims++;
   st->plans++;
+  int rc;
   if (st->cl) {
     const dt_overlay ov = {s->view_node, s->ovpod, s->ovmoved, s->novmoved};
-    return dt__plan_run_overlay(st->cat, st->cl, &s->view, &ov, &po, &s->plan, err);
-  }
-  if (!st->cc && dt__catalog_compile(st->cat, &st->cc, NULL)) st->cc = NULL; /* compiled per run then */
-  return st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, false, &s->plan, err)
+    rc = dt__plan_run_overlay(st->cat, st->cl, &s->view, &ov, &po, &s->plan, err);
+  } else {
+    if (!st->cc && dt__catalog_compile(st->cat, &st->cc, NULL)) st->cc = NULL; /* compiled per run then */
+    rc = st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, false, &s->plan, err)
                 : dt_plan_run(st->cat, &s->view, &po, &s->plan, err);
+  }
+  return rc ? rc : dt__dr_take_notes(st, s->plan);
 }
 
 /* s->fail: why the simulated plan cannot carry the decision (a moving pod

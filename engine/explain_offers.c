@@ -356,13 +356,15 @@ int dt__explain_finish(dt_plan *p) {
   uint32_t podi = (uint32_t)p->ex_pod;
   const rt_spec *s = &p->specs[ex->spec];
   put_requests(p, doc, "requests", s->req);
-  cJSON *q = dt__json_put(doc, "queue", cJSON_CreateObject());
-  uint32_t at = 0;
-  while (at < p->npods && at != podi) at++;
-  dt__json_put_num(q, "position", (double)at + 1);
-  dt__json_put_num(q, "of", (double)p->npods);
-  dt__json_put_num(q, "pass", (double)ex->pass + 1);
-  dt__json_put_num(q, "tries", (double)ex->tries);
+  if (!spec_refused(s)) { /* a refused pod is never queued */
+    cJSON *q = dt__json_put(doc, "queue", cJSON_CreateObject());
+    uint32_t at = 0;
+    while (at < p->npods && at != podi) at++;
+    dt__json_put_num(q, "position", (double)at + 1);
+    dt__json_put_num(q, "of", (double)p->npods);
+    dt__json_put_num(q, "pass", (double)ex->pass + 1);
+    dt__json_put_num(q, "tries", (double)ex->tries);
+  }
   /* where it is now: a node, a launched claim, or nowhere */
   int32_t node = -1;
   for (size_t i = 0; i < p->bindings.n && node < 0; i++)

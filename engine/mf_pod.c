@@ -896,16 +896,15 @@ int mf_volume(mctx *x, const cJSON *o) {
   if (strcmp(x->kind, "PersistentVolumeClaim")) return 0;
   const cJSON *spec = mf_get(o, "spec");
   const char *vn = mf_get_str(spec, "volumeName"), *sc = mf_get_str(spec, "storageClassName");
-  dt_topo_obj t = {"PVC",
-                   dt__strdup(key),
-                   vn && *vn ? dt__strdup(vn) : NULL,
-                   sc && *sc ? dt__strdup(sc) : NULL,
-                   false,
-                   {0},
-                   NULL,
-                   0,
-                   NULL,
-                   NULL};
+  const cJSON *md = mf_get(o, "metadata");
+  const char *phase = mf_get_str(mf_get(o, "status"), "phase");
+  dt_topo_obj t = {.kind = "PVC",
+                   .key = dt__strdup(key),
+                   .volume = vn && *vn ? dt__strdup(vn) : NULL,
+                   .storage_class = sc && *sc ? dt__strdup(sc) : NULL,
+                   .deleting = mf_get_str(md, "deletionTimestamp") != NULL,
+                   .lost = phase && !strcmp(phase, "Lost"),
+                   .bind_completed = mf_get(mf_get(md, "annotations"), "pv.kubernetes.io/bind-completed") != NULL};
   if (!t.key || (vn && *vn && !t.volume) || (sc && *sc && !t.storage_class)) {
     mf_topo_free(&t);
     return mf_oom(x);
@@ -933,7 +932,7 @@ static const char *in_tree_driver(const char *plugin) {
 /* A PersistentVolume: where it can be attached (its required node affinity)
 ** and by which CSI driver. */
 int mf_persistent_volume(mctx *x, const cJSON *o) {
-  dt_topo_obj t = {"PV", NULL, NULL, NULL, false, {0}, NULL, 0, NULL, NULL};
+  dt_topo_obj t = {.kind = "PV", .deleting = mf_get_str(mf_get(o, "metadata"), "deletionTimestamp") != NULL};
   int rc = topo_named(x, o, &t);
   if (rc) return rc;
   const cJSON *spec = mf_get(o, "spec"), *src, *dv = mf_get(mf_get(spec, "csi"), "driver");
@@ -964,7 +963,9 @@ int mf_persistent_volume(mctx *x, const cJSON *o) {
 ** label's values; one term, as Karpenter reads the first). */
 int mf_storage_class(mctx *x, const cJSON *o) {
   const char *mode = mf_get_str(o, "volumeBindingMode"), *prov = mf_get_str(o, "provisioner");
-  dt_topo_obj t = {"SC", NULL, NULL, NULL, mode && !strcmp(mode, "WaitForFirstConsumer"), {0}, NULL, 0, NULL, NULL};
+  dt_topo_obj t = {.kind = "SC",
+                   .wait_for_consumer = mode && !strcmp(mode, "WaitForFirstConsumer"),
+                   .immediate = mode && !strcmp(mode, "Immediate")};
   int rc = topo_named(x, o, &t);
   if (rc) return rc;
   const cJSON *pv = mf_get(o, "provisioner");
@@ -999,7 +1000,7 @@ int mf_storage_class(mctx *x, const cJSON *o) {
 /* A CSINode: how many volumes of each CSI driver its node can attach
 ** (spec.drivers[].allocatable.count; a driver without one has no limit). */
 int mf_csinode(mctx *x, const cJSON *o) {
-  dt_topo_obj t = {"CSI", NULL, NULL, NULL, false, {0}, NULL, 0, NULL, NULL};
+  dt_topo_obj t = {.kind = "CSI"};
   int rc = topo_named(x, o, &t);
   if (rc) return rc;
   const cJSON *drivers = mf_get(mf_get(o, "spec"), "drivers"), *d;

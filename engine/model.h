@@ -334,6 +334,7 @@ typedef struct dt_podspec {
   bool unready;      /* status.conditions Ready is False */
   bool mirror;       /* a static pod's mirror (owned by its Node): never evicted */
   bool terminating;  /* metadata.deletionTimestamp: holds its node's room, but no workload counts it */
+  bool evicted;      /* a disruption's view: moving off a candidate, pending again (not validated as new) */
   bool dnd;          /* karpenter.sh/do-not-disrupt: "true" */
   int64_t dnd_until; /* do-not-disrupt: a duration from the pod's start; 0 none */
   int64_t deletion_cost, priority;
@@ -563,11 +564,16 @@ bool dt__pdb_fully_blocks(const struct dt_manifests *m, const dt_podspec *p);
 ** ("SC", WaitForFirstConsumer and its allowed topologies as one term); and
 ** what volume limits need: a PV's CSI driver and a StorageClass's
 ** provisioner (driver, in-tree plugins by their CSI driver's name), and
-** CSINodes ("CSI", key the node's name: each driver's allocatable count). */
+** CSINodes ("CSI", key the node's name: each driver's allocatable count).
+** What Karpenter validates of a pending pod's claims (volumetopology.go
+** ValidatePersistentVolumeClaims): whether a PVC or PV is being deleted, a
+** PVC is Lost or carries pv.kubernetes.io/bind-completed, a StorageClass
+** binds Immediate. */
 typedef struct dt_topo_obj {
   char kind[4];
   char *key, *volume, *storage_class;
   bool wait_for_consumer;
+  bool immediate, deleting, lost, bind_completed;
   dt_mreqs term;
   char *driver;
   size_t nlim;

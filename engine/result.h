@@ -42,6 +42,8 @@ struct dt_disruption {
   DT_VEC(dt_blocked_info) blocked;
   DT_VEC(dt_budget_rec) budgets;
   bool has_budgets;
+  DT_VEC(const char *) notes; /* what its plans noted of the input, each once, as first noted */
+  dt_symtab notes_seen;
   const char *explain_node;     /* --explain's node, NULL when none was asked for */
   DT_VEC(const char *) explain; /* that node's steps */
   dt_policy_error_vec policy_errors;

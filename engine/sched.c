@@ -609,6 +609,8 @@ int dt__cluster_bind(dt_cluster *cl, size_t pod, const char *node) {
   return rc ? rc : cl->base->syms.oom ? DT_ENOMEM : 0;
 }
 
+const dt_plan *dt__cluster_plan(const dt_cluster *cl) { return cl->base; }
+
 void dt__cluster_free(dt_cluster *cl) {
   if (!cl) return;
   dt_plan_free(cl->base);
@@ -846,6 +848,7 @@ void dt__plan_state_free(dt_plan *p) {
   dt__free(p->bindings.v);
   dt__free(p->unsched.v);
   dt__free(p->notes.v);
+  dt__free(p->input_notes.v);
   dt__symtab_free(&p->syms);
   dt__arena_free(&p->arena);
   /* what outlives the state: the results, the figures, the explanation */

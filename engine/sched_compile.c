@@ -236,8 +236,8 @@ int dt__sched_apply_marks(dt_plan *p) {
         hit = true;
       }
     if (!hit) {
-      note(p, "%s: UnavailableOffering %s names no offering in the catalog (%s %s %s)", mk->file, mk->name,
-           dt__ct_names[mk->ct], mk->instance_type, mk->zone);
+      note_in(p, "%s: UnavailableOffering %s names no offering in the catalog (%s %s %s)", mk->file, mk->name,
+              dt__ct_names[mk->ct], mk->instance_type, mk->zone);
       continue;
     }
     if (dt__vec_push(&p->marks, (uint32_t)i)) return DT_ENOMEM;
@@ -511,10 +511,10 @@ static void unknown_provider_label(dt_plan *p, const dt_nodepool *np, const char
       continue;
     dt_sym s = dt__sym_find(&p->syms, key);
     if (s && slot_of(p, s) >= 0) return;
-    note(p,
-         "%s: NodePool %s: requirement %s: no instance type in catalog %s has this label, so it is not checked; "
-         "Karpenter's %s provider gives it to its types (add it to the catalog's labels to have it filter)",
-         np->file, np->name, key, p->catalog->name, doms[d].says);
+    note_in(p,
+            "%s: NodePool %s: requirement %s: no instance type in catalog %s has this label, so it is not checked; "
+            "Karpenter's %s provider gives it to its types (add it to the catalog's labels to have it filter)",
+            np->file, np->name, key, p->catalog->name, doms[d].says);
   }
 }
 
@@ -524,10 +524,10 @@ static const dt_nodeclass *nodeclass_of(dt_plan *p, const dt_nodepool *np) {
   const char *missing;
   const dt_nodeclass *nc = dt__nodeclass_of(p->manifests, np, &missing);
   if (missing)
-    note(p,
-         "%s: NodePool %s: spec.template.spec.nodeClassRef: EC2NodeClass %s is not in the input (which holds other "
-         "EC2NodeClasses); its nodes are sized with the catalog's defaults",
-         np->file, np->name, missing);
+    note_in(p,
+            "%s: NodePool %s: spec.template.spec.nodeClassRef: EC2NodeClass %s is not in the input (which holds other "
+            "EC2NodeClasses); its nodes are sized with the catalog's defaults",
+            np->file, np->name, missing);
   return nc;
 }
 
@@ -543,11 +543,11 @@ static int subnet_zones(dt_plan *p, const dt_nodepool *np, const dt_nodeclass *n
     for (uint32_t z = 0; z < p->nzones; z++) known |= p->zones[z] == v[i];
   }
   if (!known)
-    note(p,
-         "%s: EC2NodeClass %s: status.subnets: its subnets are in zone%s %s%s, none of which catalog %s offers; "
-         "NodePool %s launches nothing",
-         nc->file, nc->name, nc->nzones > 1 ? "s" : "", nc->zones[0], nc->nzones > 1 ? ", ..." : "", p->catalog->name,
-         np->name);
+    note_in(p,
+            "%s: EC2NodeClass %s: status.subnets: its subnets are in zone%s %s%s, none of which catalog %s offers; "
+            "NodePool %s launches nothing",
+            nc->file, nc->name, nc->nzones > 1 ? "s" : "", nc->zones[0], nc->nzones > 1 ? ", ..." : "",
+            p->catalog->name, np->name);
   dt_req q;
   dt__req_make(&p->arena, &q, p->k_zone, DT_OP_IN, v, (uint32_t)nc->nzones, &p->syms);
   dt__reqs_add(&p->arena, &p->syms, r, &q, r);
@@ -622,10 +622,11 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
       /* A missing policy costs this pool its hooks, never the plan: the
       ** built-in defaults decide for it and the note says why. */
       if (!pl->policy)
-        note(p,
-             "%s: NodePool %s: metadata.annotations.dovetail.dev/policy: no policy named \"%s\" was loaded (is it "
-             "in the policy directory, and does it pass dovetail check?); the built-in defaults decide for this pool",
-             np->file, np->name, np->policy);
+        note_in(
+            p,
+            "%s: NodePool %s: metadata.annotations.dovetail.dev/policy: no policy named \"%s\" was loaded (is it "
+            "in the policy directory, and does it pass dovetail check?); the built-in defaults decide for this pool",
+            np->file, np->name, np->policy);
     }
     dt_reqs r = {0};
     dt_req *qs = dt__malloc((np->reqs.n + np->labels.n + 1) * sizeof *qs);
@@ -660,11 +661,11 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
     char buf[600];
     const char *out = dt__x_pool_left_out(pl, buf, sizeof buf);
     if (out) {
-      note(p, "%s: NodePool %s: %s; no claim is launched for it, as Karpenter's provisioner leaves it out", np->file,
-           np->name, out);
+      note_in(p, "%s: NodePool %s: %s; no claim is launched for it, as Karpenter's provisioner leaves it out", np->file,
+              np->name, out);
       pl->ntypes = 0;
     } else if (pl->ntypes == 0) {
-      note(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
+      note_in(p, "NodePool %s: no instance type in the catalog satisfies its requirements", np->name);
     }
     for (size_t k = 0; k < np->reqs.n; k++) unknown_provider_label(p, np, np->reqs.v[k].key);
     for (size_t k = 0; k < np->reqs.n; k++) pl->has_min_values |= np->reqs.v[k].min_values > 0;
@@ -903,8 +904,8 @@ void dt__sched_count_static(dt_plan *p, const dt_node *n, dt_sym own) {
 }
 
 void dt__sched_skipped_node(dt_plan *p, const dt_node *n, const char *itype) {
-  note(p, "%s: %s %s has no status.allocatable and %s; skipped", n->file, n->kind, n->name,
-       itype ? "its instance type is not in the catalog" : "no instance-type label");
+  note_in(p, "%s: %s %s has no status.allocatable and %s; skipped", n->file, n->kind, n->name,
+          itype ? "its instance type is not in the catalog" : "no instance-type label");
 }
 
 void dt__sched_node_pool(dt_plan *p, rt_node *r, dt_sym pool) {

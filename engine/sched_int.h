@@ -284,6 +284,20 @@ static inline void note(dt_plan *p, const char *fmt, ...) {
   if (s && dt__vec_push(&p->notes, s)) p->arena.oom = 1;
 }
 
+/* A note that tells of the input (an object left out, a constraint not
+** modelled), the same in every plan of it: a disruption's simulations pass
+** these on, where a note of one plan's outcome would mislead. */
+static inline void note_in(dt_plan *p, const char *fmt, ...) DT_PRINTF(2, 3);
+static inline void note_in(dt_plan *p, const char *fmt, ...) {
+  char tmp[600];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  va_end(ap);
+  char *s = dt__arena_strdup(&p->arena, tmp);
+  if (s && (dt__vec_push(&p->notes, s) || dt__vec_push(&p->input_notes, (uint32_t)p->notes.n - 1))) p->arena.oom = 1;
+}
+
 static inline uint64_t node_zmask(const rt_node *n) { return n->zone >= 0 ? 1ull << n->zone : 0; }
 static inline uint8_t node_cmask(const rt_node *n) { return n->ct >= 0 ? (uint8_t)(1u << n->ct) : 0; }
 

@@ -160,10 +160,10 @@ int dt__term_ns(dt_plan *p, const rt_spec *s, const dt_podterm *t, char *const *
   if (t->all_ns || !t->ns_sel.present) return 0;
   const dt_manifests *m = p->manifests;
   if (!m->namespaces.n) {
-    note(p,
-         "%s: pod %s/%s: a namespaceSelector selects namespaces by their labels, and the input holds no Namespace: "
-         "every namespace is taken",
-         s->src->file, s->src->ns, s->src->name);
+    note_in(p,
+            "%s: pod %s/%s: a namespaceSelector selects namespaces by their labels, and the input holds no Namespace: "
+            "every namespace is taken",
+            s->src->file, s->src->ns, s->src->name);
     *nns = DT_NS_ALL;
     return 0;
   }
@@ -196,12 +196,12 @@ static int term_group(dt_plan *p, const rt_spec *s, int kind, const char *key, c
   const char *tk = p->nzid && !strcmp(key, DT_L_ZONE_ID) ? DT_L_ZONE : key;
   int g = dt__topo_group(p, kind, tk, sel, ns, nns, (uint32_t)(s - p->specs), fmode, s->ns, vals, n);
   if (g == -1 || g == -3)
-    note(p,
-         g == -3 ? "%s: pod %s/%s: topology key %s has more than 64 values among the NodePools, instance types and "
-                   "nodes, which dovetail does not model; the constraint is ignored"
-                 : "%s: pod %s/%s: topology key %s is a label the cloud or Karpenter sets (instance type, NodePool, "
-                   "region...), whose domains dovetail does not model; the constraint is ignored",
-         s->src->file, s->src->ns, s->src->name, key);
+    note_in(p,
+            g == -3 ? "%s: pod %s/%s: topology key %s has more than 64 values among the NodePools, instance types and "
+                      "nodes, which dovetail does not model; the constraint is ignored"
+                    : "%s: pod %s/%s: topology key %s is a label the cloud or Karpenter sets (instance type, NodePool, "
+                      "region...), whose domains dovetail does not model; the constraint is ignored",
+            s->src->file, s->src->ns, s->src->name, key);
   return g == -3 ? -1 : g;
 }
 
@@ -628,26 +628,80 @@ static int64_t *replicas_wanted(dt_plan *p) {
 ** pod whose volume is in us-east-1d is planned in us-east-1d). The index
 ** in topo is built from m->topo ("KIND:key" -> index + 1).
 */
-static int volume_topology(dt_plan *p, const dt_symtab *topo, const dt_podspec *d, rt_spec *s) {
+/*
+** Why a pending pod's claim keeps it from being planned, as Karpenter's
+** ValidatePersistentVolumeClaims (and kube-scheduler's VolumeBinding before
+** it) refuses it; NULL when nothing is wrong. A claim, volume or class that
+** is not in the input counts only when the input holds objects of that kind
+** (a dump of pods alone says nothing of their volumes).
+*/
+static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *name, const dt_topo_obj *pvc,
+                                 const dt_topo_obj *pv, const dt_topo_obj *sc, const uint32_t have[3]) {
+  dt_buf b = {0};
+  dt__buf_printf(&b, "PersistentVolumeClaim %s/%s ", d->ns, name);
+  if (!pvc && have[0])
+    dt__buf_puts(&b, "is not in the input, which holds PersistentVolumeClaims: Karpenter provisions for the pod once "
+                     "it exists");
+  else if (!pvc)
+    ;
+  else if (pvc->deleting)
+    dt__buf_puts(&b, "is being deleted (metadata.deletionTimestamp)");
+  else if (pvc->lost)
+    dt__buf_printf(&b, "is Lost (status.phase): bound to PersistentVolume %s, which no longer exists",
+                   pvc->volume ? pvc->volume : "\"\"");
+  else if (pvc->volume && !pv && have[1])
+    dt__buf_printf(&b, "names PersistentVolume %s (spec.volumeName), which is not in the input", pvc->volume);
+  else if (pvc->volume && pv && pv->deleting)
+    dt__buf_printf(&b, "is bound to PersistentVolume %s, which is being deleted", pvc->volume);
+  else if (pvc->volume && !pvc->bind_completed)
+    dt__buf_printf(&b,
+                   "names PersistentVolume %s but has no pv.kubernetes.io/bind-completed annotation: kube-scheduler "
+                   "takes it as unbound",
+                   pvc->volume);
+  else if (!pvc->volume && !pvc->storage_class)
+    dt__buf_puts(&b, "is unbound and names no StorageClass (spec.storageClassName)");
+  else if (!pvc->volume && !sc && have[2])
+    dt__buf_printf(&b, "is unbound and its StorageClass %s is not in the input", pvc->storage_class);
+  else if (!pvc->volume && sc && sc->immediate)
+    dt__buf_printf(&b,
+                   "is unbound and its StorageClass %s binds Immediate (volumeBindingMode): the volume is bound "
+                   "before the pod is placed, not where a new node is",
+                   pvc->storage_class);
+  if (b.oom || (b.len && b.p[b.len - 1] == ' ')) {
+    p->arena.oom |= b.oom;
+    dt__free(b.p);
+    return NULL;
+  }
+  const char *r = arena_buf(p, &b);
+  if (!r) p->arena.oom = 1;
+  return r;
+}
+
+static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t have[3], const dt_podspec *d, rt_spec *s) {
   const dt_manifests *m = p->manifests;
+  s->invalid = NULL;
   if (!d->npvcs || !m->topo.n) return 0;
   if (!(s->vol = A(p, d->npvcs * sizeof *s->vol)) || !(s->csi = A(p, d->npvcs * sizeof *s->csi))) return DT_ENOMEM;
   for (size_t i = 0; i < d->npvcs; i++) {
     char k[700];
     snprintf(k, sizeof k, "PVC:%s/%s", d->ns, d->pvcs[i]);
     dt_sym c = dt__sym_find(topo, k);
-    if (!c) continue; /* not in the input: nothing known of where it is */
-    const dt_topo_obj *pvc = &m->topo.v[c - 1], *where = NULL, *by = NULL;
-    if (pvc->volume) {
+    const dt_topo_obj *pvc = c ? &m->topo.v[c - 1] : NULL, *pv = NULL, *sc = NULL, *where = NULL, *by = NULL;
+    if (pvc && pvc->volume) {
       snprintf(k, sizeof k, "PV:%s", pvc->volume);
       dt_sym v = dt__sym_find(topo, k);
-      where = by = v ? &m->topo.v[v - 1] : NULL;
+      pv = where = by = v ? &m->topo.v[v - 1] : NULL;
     }
-    /* unbound, or its PV not in the input: the class's driver (kube-scheduler's CSI limits) */
-    if (!by && pvc->storage_class) {
+    if (pvc && pvc->storage_class) {
       snprintf(k, sizeof k, "SC:%s", pvc->storage_class);
       dt_sym v = dt__sym_find(topo, k);
-      by = v ? &m->topo.v[v - 1] : NULL;
+      sc = v ? &m->topo.v[v - 1] : NULL;
+    }
+    if (!s->invalid) s->invalid = claim_invalid(p, d, d->pvcs[i], pvc, pv, sc, have);
+    if (!pvc) continue; /* not in the input: nothing known of where it is */
+    /* unbound, or its PV not in the input: the class's driver (kube-scheduler's CSI limits) */
+    if (!by && pvc->storage_class) {
+      by = sc;
       if (!pvc->volume) where = by && by->wait_for_consumer ? by : NULL;
     }
     if (where && where->term.n) s->vol[s->nvol++] = &where->term;
@@ -811,8 +865,8 @@ int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc
 }
 
 void dt__sched_runtime_class_note(dt_plan *p, const dt_podspec *d) {
-  note(p, "%s: pod %s/%s: RuntimeClass %s is not in the input; its overhead is not counted", d->file, d->ns, d->name,
-       d->runtime_class);
+  note_in(p, "%s: pod %s/%s: RuntimeClass %s is not in the input; its overhead is not counted", d->file, d->ns, d->name,
+          d->runtime_class);
 }
 
 /* Volume topology of every spec, indexed by m->topo. */
@@ -820,13 +874,18 @@ int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
   const dt_manifests *m = p->manifests;
   int rc = 0;
   dt_symtab topo = {0}; /* "PVC:ns/name", "PV:name", "SC:name" -> index + 1 in m->topo */
+  uint32_t have[3] = {0}; /* PVCs, PVs and StorageClasses in the input */
   for (size_t i = 0; i < m->topo.n && !topo.oom; i++) {
+    const dt_topo_obj *t = &m->topo.v[i];
     char k[700];
-    snprintf(k, sizeof k, "%s:%s", m->topo.v[i].kind, m->topo.v[i].key);
+    snprintf(k, sizeof k, "%s:%s", t->kind, t->key);
     dt__sym(&topo, k); /* kinds and names are unique (duplicates are refused), so object i is symbol i + 1 */
+    have[0] += !strcmp(t->kind, "PVC");
+    have[1] += !strcmp(t->kind, "PV");
+    have[2] += !strcmp(t->kind, "SC");
   }
-  for (uint32_t si = 0; si < n && !rc; si++) rc = volume_topology(p, &topo, specs[si].src, &specs[si]);
-  if (topo.oom) rc = DT_ENOMEM;
+  for (uint32_t si = 0; si < n && !rc; si++) rc = volume_topology(p, &topo, have, specs[si].src, &specs[si]);
+  if (topo.oom || p->arena.oom) rc = DT_ENOMEM;
   dt__symtab_free(&topo);
   return rc;
 }
@@ -998,8 +1057,8 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
       p->from_deleting += (size_t)d->count;
     } else if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
       if (n < 0) {
-        note(p, "%s: pod %s/%s is bound to node %s, which is not in the input; ignored", d->file, d->ns, d->name,
-             d->node_name);
+        note_in(p, "%s: pod %s/%s is bound to node %s, which is not in the input; ignored", d->file, d->ns, d->name,
+                d->node_name);
       } else {
         rt_node *nd = &p->nodes[n];
         if (!p->ov)

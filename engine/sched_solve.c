@@ -918,8 +918,15 @@ int dt__sched_solve(dt_plan *p) {
     rc = DT_ENOMEM;
     goto out;
   }
-  for (uint32_t i = 0; i < p->npods; i++) queue[i] = i;
-  uint32_t qn = p->npods, pass = 0;
+  uint32_t qn = 0, pass = 0;
+  for (uint32_t i = 0; i < p->npods && !rc; i++) {
+    const rt_spec *s = &p->specs[p->pods[i].spec];
+    if (spec_refused(s))
+      rc = dt__sched_unschedulable(p, i, s->invalid);
+    else
+      queue[qn++] = i;
+  }
+  if (rc) goto out;
   /*
   ** Karpenter's queue: a pod that fails goes to the back; the run stops
   ** when a whole pass places nothing. Pods whose constraints depend on

@@ -185,9 +185,15 @@ typedef struct rt_spec {
   const dt_mreqs **vol; /* where its volumes can be: each a term its node must meet too (arena) */
   uint32_t ncsi;
   uint64_t *csi;        /* its volumes a CSI driver attaches: driver << 32 | PVC ("ns/name"), symbols (arena) */
+  const char *invalid;  /* why its claims keep it from being planned when it is pending (claim_invalid), or NULL */
   int32_t *tgroup;      /* per topology term (spread, affinity, preferred, anti, preferred anti, each as
                         ** written): its group, -1 for a key not modelled; NULL until the groups are built */
 } rt_spec;
+
+/* A pod pending in the input whose claims Karpenter refuses (rt_spec.invalid) is
+** not planned, as its provisioner's Validate drops it; one moving off a node
+** is, as Karpenter's simulations reschedule it without validating. */
+static inline bool spec_refused(const rt_spec *s) { return s->invalid && !s->src->node_name && !s->src->evicted; }
 
 typedef struct rt_pool {
   const dt_nodepool *src;
@@ -440,6 +446,7 @@ struct dt_plan {
   DT_VEC(rt_binding) bindings;
   DT_VEC(rt_unsched) unsched;
   DT_VEC(char *) notes;   /* arena strings */
+  DT_VEC(uint32_t) input_notes; /* those of notes that tell of the input, not of this plan (note_in) */
   DT_VEC(uint32_t) marks; /* manifests' unavailable offerings in force */
   /* policies used by this plan, and the offering snapshot their hooks see */
   DT_VEC(dt_policy *) policies;

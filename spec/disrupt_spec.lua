@@ -572,3 +572,44 @@ describe("dovetail disrupt (CLI)", function()
     assert.matches("spec.disruption.budgets[0].nodes", err, 1, true)
   end)
 end)
+
+describe("disrupt's notes", function()
+  local EX = "examples/disrupt.yaml"
+  local function notes_of(text)
+    local out, err, code = h.cli("disrupt -o json --now 2026-11-23T12:00:00Z -", text)
+    assert.are.equal(0, code, err)
+    return require("dkjson").decode(out), out
+  end
+
+  it("tell, once each, what its simulations noted of the input", function()
+    local text = h.slurp(EX)
+    local r = notes_of(text)
+    assert.is_nil(r.notes, "a clean input notes nothing")
+    local commands = #r.commands
+    -- a pod on a candidate names a RuntimeClass the input lacks; a NodePool no catalog type satisfies
+    local edited, n = text:gsub("spec: {nodeName: a, containers:", "spec: {runtimeClassName: kata, nodeName: a, containers:")
+    assert.are.equal(1, n)
+    edited = edited .. "\n---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: none}\nspec:\n  template:\n" ..
+      "    spec:\n      requirements:\n        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [zz]}\n"
+    r = notes_of(edited)
+    assert.are.equal(commands, #r.commands, "the notes change no decision")
+    assert.is_true(r.summary.simulations > 1)
+    local want = {
+      ["<stdin>: pod default/p1: RuntimeClass kata is not in the input; its overhead is not counted"] = true,
+      ["NodePool none: no instance type in the catalog satisfies its requirements"] = true,
+    }
+    assert.are.equal(2, #r.notes, table.concat(r.notes, "\n"))
+    for _, note in ipairs(r.notes) do assert.is_true(want[note], note) end
+    local out = h.cli("disrupt -o table --now 2026-11-23T12:00:00Z -", edited)
+    assert.matches("\nnote: NodePool none: no instance type in the catalog satisfies its requirements\n", out, 1, true)
+  end)
+
+  it("leave out what one simulation's plan noted of its own outcome", function()
+    -- a static NodePool: each simulation's plan notes how many claims it plans, which is no note of the input
+    local text = h.slurp(EX):gsub("  disruption:\n", "  replicas: 3\n  disruption:\n", 1)
+    local p = h.cli("plan -o json --now 2026-11-23T12:00:00Z -", text)
+    assert.matches("is static", p, 1, true)
+    local r = notes_of(text)
+    for _, note in ipairs(r.notes or {}) do assert.is_nil(note:find("is static", 1, true), note) end
+  end)
+end)

@@ -32,6 +32,96 @@ describe("Karpenter parity on real inputs", function()
     assert.are_not.equal("us-east-1d", where["shop/db-1"].zone)
   end)
 
+  describe("leaves pending, with the claim and what is wrong, a pod whose claim Karpenter refuses", function()
+    local text = h.slurp(DIR .. "ebs-csi-zone.yaml")
+    local function json(input)
+      local out, err, code = h.cli("plan -o json --now " .. NOW .. " -", input)
+      assert.are.equal(0, code, err)
+      return require("dkjson").decode(out)
+    end
+    -- db-0's claim is bound (data-db-0 -> pvc-1111), db-1's waits for its first consumer (gp3)
+    local function outcome(input)
+      local p = json(input)
+      local why = {}
+      for _, u in ipairs(p.unschedulable) do why[u.pod] = u.reason end
+      return why, placed(p), p
+    end
+    local function edit(from, to)
+      local s, n = text:gsub(from, to)
+      assert.are.equal(1, n, from)
+      return s
+    end
+
+    it("plans both when every claim is sound", function()
+      local why, where = outcome(text)
+      assert.is_nil(next(why))
+      assert.is_not_nil(where["shop/db-0"])
+      assert.is_not_nil(where["shop/db-1"])
+    end)
+
+    it("a bound claim without pv.kubernetes.io/bind-completed (kube-scheduler takes it as unbound)", function()
+      local why, where = outcome(edit("      pv%.kubernetes%.io/bind%-completed: 'yes'\n", ""))
+      assert.are.equal("PersistentVolumeClaim shop/data-db-0 names PersistentVolume pvc-1111 but has no " ..
+        "pv.kubernetes.io/bind-completed annotation: kube-scheduler takes it as unbound", why["shop/db-0"])
+      assert.is_nil(where["shop/db-0"])
+      assert.is_not_nil(where["shop/db-1"], "the other pod is planned as before")
+    end)
+
+    it("an unbound claim whose StorageClass binds Immediate", function()
+      local why, where = outcome(edit("volumeBindingMode: WaitForFirstConsumer", "volumeBindingMode: Immediate"))
+      assert.matches("PersistentVolumeClaim shop/data-db-1 is unbound and its StorageClass gp3 binds Immediate",
+        why["shop/db-1"], 1, true)
+      assert.is_nil(where["shop/db-1"])
+      assert.is_not_nil(where["shop/db-0"], "a bound claim does not read its class's binding mode")
+    end)
+
+    it("a claim being deleted, a Lost claim, a claim the input lacks", function()
+      local why = outcome(edit("    name: data%-db%-1\n    namespace: shop\n",
+        "    name: data-db-1\n    namespace: shop\n    deletionTimestamp: '2026-11-27T10:00:00Z'\n"))
+      assert.are.equal("PersistentVolumeClaim shop/data-db-1 is being deleted (metadata.deletionTimestamp)",
+        why["shop/db-1"])
+      why = outcome(edit("    phase: Bound\n    capacity:", "    phase: Lost\n    capacity:"))
+      assert.matches("shop/data-db-0 is Lost (status.phase): bound to PersistentVolume pvc-1111", why["shop/db-0"],
+        1, true)
+      why = outcome(edit("    name: data%-db%-1\n    namespace: shop\n", "    name: data-db-9\n    namespace: shop\n"))
+      assert.matches("PersistentVolumeClaim shop/data-db-1 is not in the input", why["shop/db-1"], 1, true)
+      assert.is_nil(why["shop/db-0"])
+    end)
+
+    it("a volume or class the input lacks counts only when it holds objects of that kind", function()
+      -- the bound claim's volume renamed: the input holds a PersistentVolume, not db-0's
+      local why = outcome(edit("    name: pvc%-1111\n", "    name: pvc-2222\n"))
+      assert.are.equal("PersistentVolumeClaim shop/data-db-0 names PersistentVolume pvc-1111 (spec.volumeName), " ..
+        "which is not in the input", why["shop/db-0"])
+      -- no PersistentVolume at all: nothing is known of volumes, and the pod is planned
+      local at, to = text:find("%- apiVersion: v1\n  kind: PersistentVolume\n.-\n%- apiVersion")
+      local no_pv = text:sub(1, at - 1) .. text:sub(to - #"- apiVersion" + 1)
+      assert.is_nil(no_pv:find("kind: PersistentVolume\n"))
+      why = outcome(no_pv)
+      assert.is_nil(next(why))
+      -- a class renamed: the input holds a StorageClass, not db-1's
+      why = outcome(edit("kind: StorageClass\n  metadata:\n    name: gp3\n", "kind: StorageClass\n  metadata:\n" ..
+        "    name: gp2\n"))
+      assert.are.equal("PersistentVolumeClaim shop/data-db-1 is unbound and its StorageClass gp3 is not in the input",
+        why["shop/db-1"])
+    end)
+
+    it("explains the refusal under --explain and keeps a moving pod's claim out of it", function()
+      local input = edit("      pv%.kubernetes%.io/bind%-completed: 'yes'\n", "")
+      local out = h.cli("plan --now " .. NOW .. " --explain shop/db-0 -", input)
+      assert.matches("bind-completed", out, 1, true)
+      -- consolidation moves pods off nodes without validating their claims (Karpenter's simulation
+      -- reschedules them as they are): the volume-limit case decides the same without the annotations
+      local dtext = h.slurp(DIR .. "disrupt-csinode-volume-limit.yaml")
+      local stripped, n = dtext:gsub("      pv%.kubernetes%.io/bind%-completed: 'yes'\n", "")
+      assert.is_true(n > 1)
+      local r = require("dkjson").decode((h.cli("disrupt -o json --now " .. NOW .. " -", stripped)))
+      assert.are.equal(1, #r.commands)
+      assert.are.equal("replace", r.commands[1].action)
+      assert.are.same({ "tenant-25/db-1" }, r.commands[1].replacements[1].pods)
+    end)
+  end)
+
   it("reads the deprecated beta label keys in node selectors as the stable ones", function()
     local p = plan "beta-labels.yaml"
     assert.are.equal(0, p.summary.unschedulable, p.unschedulable[1] and p.unschedulable[1].reason)
