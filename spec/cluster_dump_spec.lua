@@ -263,7 +263,7 @@ spec:
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
-metadata: {name: data, namespace: default}
+metadata: {name: data, namespace: default, annotations: {pv.kubernetes.io/bind-completed: "yes"}}
 spec: {volumeName: pv-data, storageClassName: gp3}
 status: {phase: Bound}
 ---
