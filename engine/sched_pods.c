@@ -621,14 +621,6 @@ static int64_t *replicas_wanted(dt_plan *p) {
 }
 
 /*
-** Volume topology, as Karpenter's: a pod's PersistentVolumeClaim bound to a
-** PersistentVolume brings the volume's required node affinity; one not yet
-** bound whose StorageClass waits for the first consumer brings the class's
-** allowed topologies. Either is a term the pod's node must also meet (a
-** pod whose volume is in us-east-1d is planned in us-east-1d). The index
-** in topo is built from m->topo ("KIND:key" -> index + 1).
-*/
-/*
 ** Why a pending pod's claim keeps it from being planned, as Karpenter's
 ** ValidatePersistentVolumeClaims (and kube-scheduler's VolumeBinding before
 ** it) refuses it; NULL when nothing is wrong. A claim, volume or class that
@@ -637,38 +629,43 @@ static int64_t *replicas_wanted(dt_plan *p) {
 */
 static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *name, const dt_topo_obj *pvc,
                                  const dt_topo_obj *pv, const dt_topo_obj *sc, const uint32_t have[3]) {
-  dt_buf b = {0};
-  dt__buf_printf(&b, "PersistentVolumeClaim %s/%s ", d->ns, name);
+  char why[700];
+  const char *vol = pvc ? pvc->volume : NULL, *cls = pvc ? pvc->storage_class : NULL;
   if (!pvc && have[0])
-    dt__buf_puts(&b, "is not in the input, which holds PersistentVolumeClaims: Karpenter provisions for the pod once "
-                     "it exists");
+    snprintf(
+        why, sizeof why,
+        "is not in the input, which holds PersistentVolumeClaims: Karpenter provisions for the pod once it exists");
   else if (!pvc)
-    ;
+    return NULL;
   else if (pvc->deleting)
-    dt__buf_puts(&b, "is being deleted (metadata.deletionTimestamp)");
+    snprintf(why, sizeof why, "is being deleted (metadata.deletionTimestamp)");
   else if (pvc->lost)
-    dt__buf_printf(&b, "is Lost (status.phase): bound to PersistentVolume %s, which no longer exists",
-                   pvc->volume ? pvc->volume : "\"\"");
-  else if (pvc->volume && !pv && have[1])
-    dt__buf_printf(&b, "names PersistentVolume %s (spec.volumeName), which is not in the input", pvc->volume);
-  else if (pvc->volume && pv && pv->deleting)
-    dt__buf_printf(&b, "is bound to PersistentVolume %s, which is being deleted", pvc->volume);
-  else if (pvc->volume && !pvc->bind_completed)
-    dt__buf_printf(&b,
-                   "names PersistentVolume %s but has no pv.kubernetes.io/bind-completed annotation: kube-scheduler "
-                   "takes it as unbound",
-                   pvc->volume);
-  else if (!pvc->volume && !pvc->storage_class)
-    dt__buf_puts(&b, "is unbound and names no StorageClass (spec.storageClassName)");
-  else if (!pvc->volume && !sc && have[2])
-    dt__buf_printf(&b, "is unbound and its StorageClass %s is not in the input", pvc->storage_class);
-  else if (!pvc->volume && sc && sc->immediate)
-    dt__buf_printf(&b,
-                   "is unbound and its StorageClass %s binds Immediate (volumeBindingMode): the volume is bound "
-                   "before the pod is placed, not where a new node is",
-                   pvc->storage_class);
-  if (b.oom || (b.len && b.p[b.len - 1] == ' ')) {
-    p->arena.oom |= b.oom;
+    snprintf(why, sizeof why, "is Lost (status.phase): bound to PersistentVolume %s, which no longer exists",
+             vol ? vol : "\"\"");
+  else if (vol && !pv && have[1])
+    snprintf(why, sizeof why, "names PersistentVolume %s (spec.volumeName), which is not in the input", vol);
+  else if (vol && pv && pv->deleting)
+    snprintf(why, sizeof why, "is bound to PersistentVolume %s, which is being deleted", vol);
+  else if (vol && !pvc->bind_completed)
+    snprintf(why, sizeof why,
+             "names PersistentVolume %s but has no pv.kubernetes.io/bind-completed annotation: kube-scheduler takes "
+             "it as unbound",
+             vol);
+  else if (!vol && !cls)
+    snprintf(why, sizeof why, "is unbound and names no StorageClass (spec.storageClassName)");
+  else if (!vol && !sc && have[2])
+    snprintf(why, sizeof why, "is unbound and its StorageClass %s is not in the input", cls);
+  else if (!vol && sc && sc->immediate)
+    snprintf(why, sizeof why,
+             "is unbound and its StorageClass %s binds Immediate (volumeBindingMode): the volume is bound before the "
+             "pod is placed, not where a new node is",
+             cls);
+  else
+    return NULL;
+  dt_buf b = {0};
+  dt__buf_printf(&b, "PersistentVolumeClaim %s/%s %s", d->ns, name, why);
+  if (b.oom) {
+    p->arena.oom = 1;
     dt__free(b.p);
     return NULL;
   }
@@ -677,6 +674,14 @@ static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *na
   return r;
 }
 
+/*
+** Volume topology, as Karpenter's: a pod's PersistentVolumeClaim bound to a
+** PersistentVolume brings the volume's required node affinity; one not yet
+** bound whose StorageClass waits for the first consumer brings the class's
+** allowed topologies. Either is a term the pod's node must also meet (a
+** pod whose volume is in us-east-1d is planned in us-east-1d). The index
+** in topo is built from m->topo ("KIND:key" -> index + 1).
+*/
 static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t have[3], const dt_podspec *d, rt_spec *s) {
   const dt_manifests *m = p->manifests;
   s->invalid = NULL;
