@@ -210,10 +210,21 @@ static int view_plan(state *st, sim *s, bool simulation, dt_error *err) {
   return rc ? rc : dt__dr_take_notes(st, s->plan);
 }
 
+/* Whether a moving pod may land on plan node nd of s's view, as Karpenter's
+** StateNode.Initialized: a Node with its NodeClaim in the input is
+** initialized once the claim says so or the Node carries
+** karpenter.sh/initialized (a Ready Node that lacks both is still in its
+** initialization loop, dt__dr_initialized); a Node alone is. */
+static bool dest_initialized(const state *st, const sim *s, const rt_node *nd) {
+  if (!nd->src->initialized || nd->initializing) return false;
+  ptrdiff_t v = nd->src - s->view.nodes.v;
+  return v < 0 || (size_t)v >= s->nview || dt__dr_initialized(&st->nodes.v[s->view_node[v]]);
+}
+
 /* s->fail: why the simulated plan cannot carry the decision (a moving pod
 ** fits nowhere, or lands on a node that has not initialized); the plan's
 ** new claims counted. */
-static void view_verdict(sim *s) {
+static void view_verdict(const state *st, sim *s) {
   const dt_plan *p = s->plan;
   for (size_t i = 0; i < p->unsched.n && !s->fail[0]; i++) {
     const rt_pod *pod = &p->pods[p->unsched.v[i].pod];
@@ -224,7 +235,7 @@ static void view_verdict(sim *s) {
   for (size_t i = 0; i < p->bindings.n && !s->fail[0]; i++) {
     const rt_pod *pod = &p->pods[p->bindings.v[i].pod];
     const rt_node *nd = &p->nodes[p->bindings.v[i].node];
-    if (!s->moving[pod->spec] || (nd->src->initialized && !nd->initializing)) continue;
+    if (!s->moving[pod->spec] || dest_initialized(st, s, nd)) continue;
     snprintf(s->fail, sizeof s->fail, "would land on %s, which has not initialized", nd->src->name);
   }
   for (size_t i = 0; i < p->claims.n; i++)
@@ -249,7 +260,7 @@ int dt__dr_simulate(state *st, const uint32_t *cands, size_t n, bool consolidati
     snprintf(s->fail, sizeof s->fail, "simulation failed: %s", err.msg);
     return 0;
   }
-  view_verdict(s);
+  view_verdict(st, s);
   return 0;
 }
 
@@ -389,7 +400,7 @@ static int screen_build(state *st, screen *c) {
     /* as the solver's node_fits: nodes that take no pod at all; and nodes
     ** not initialized, where a moving pod makes the simulation refuse */
     if (r->src->unschedulable || r->src->sim_closed || r->closed || machine_deleting(r) ||
-        (!r->src->ready && !r->src->claim_name) || !r->src->initialized || r->initializing) {
+        (!r->src->ready && !r->src->claim_name) || !dest_initialized(st, &s, r)) {
       c->take[i] = 0;
       continue;
     }

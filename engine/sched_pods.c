@@ -1062,8 +1062,8 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
       p->from_deleting += (size_t)d->count;
     } else if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
       if (n < 0) {
-        note_in(p, "%s: pod %s/%s is bound to node %s, which is not in the input; ignored", d->file, d->ns, d->name,
-                d->node_name);
+        note(p, "%s: pod %s/%s is bound to node %s, which is not in the input; ignored", d->file, d->ns, d->name,
+             d->node_name);
       } else {
         rt_node *nd = &p->nodes[n];
         if (!p->ov)
