@@ -207,7 +207,9 @@ static int view_plan(state *st, sim *s, bool simulation, dt_error *err) {
     rc = st->cc ? dt__plan_run_compiled(st->cat, st->cc, &s->view, &po, false, &s->plan, err)
                 : dt_plan_run(st->cat, &s->view, &po, &s->plan, err);
   }
-  return rc ? rc : dt__dr_take_notes(st, s->plan);
+  /* the notes of the input are the same in every plan of the pass: the
+  ** first one's are taken, not each simulation's formatted and hashed again */
+  return rc || st->plans > 1 ? rc : dt__dr_take_notes(st, s->plan);
 }
 
 /* Whether a moving pod may land on plan node nd of s's view, as Karpenter's

@@ -399,6 +399,23 @@ static const cJSON *claim_at(void *ud, size_t i, bool *owned) {
   return d;
 }
 
+/* A YAML comment line "# " and t's text, which it frees: line breaks and
+** other control characters become spaces and invalid UTF-8 U+FFFD, so
+** nothing a name carries (a claim's name is any string the API server
+** took) can end the comment and put an object into the stream. */
+static void comment_line(dt_buf *b, dt_buf *t) {
+  dt_buf c = {0};
+  dt__buf_utf8(&c, t->p ? t->p : "", t->len);
+  for (size_t i = 0; c.p && i < c.len; i++)
+    if ((unsigned char)c.p[i] < 0x20 || c.p[i] == 0x7f) c.p[i] = ' ';
+  dt__buf_puts(b, "# ");
+  if (c.p) dt__buf_puts(b, c.p);
+  dt__buf_putc(b, '\n');
+  dt__free(c.p);
+  dt__free(t->p);
+  memset(t, 0, sizeof *t);
+}
+
 /* The plan's new NodeClaims, a document each, made as they are emitted. */
 static int render_yaml(const dt_plan_result *p, dt_buf *b, bool launched) {
   dt__init();
@@ -414,7 +431,9 @@ static int render_yaml(const dt_plan_result *p, dt_buf *b, bool launched) {
                      p->pools[pi].name);
   /* Pods that fit nowhere are reported as comments, so nothing is lost. */
   for (size_t i = 0; i < p->nunsched; i++) {
-    dt__buf_printf(b, "# unschedulable %s: %s\n", p->unsched[i].pod, p->unsched[i].reason);
+    dt_buf t = {0};
+    dt__buf_printf(&t, "unschedulable %s: %s", p->unsched[i].pod, p->unsched[i].reason);
+    comment_line(b, &t);
     dt__buf_spill(b, false);
   }
   return rc;

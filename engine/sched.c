@@ -579,7 +579,7 @@ int dt__cluster_set_pods(dt_cluster *cl, const dt_podspec *pods, size_t n, dt_er
     const dt_podspec *d = &pods[i];
     bool missing;
     rc = dt__sched_compile_spec(p, d, &cl->specs[i], &missing, err);
-    if (!rc && missing) rc = dt__vec_push(&cl->rc_missing, (uint32_t)i);
+    if (!rc && missing) dt__sched_runtime_class_note(p, d); /* once, in the base: no overlay plan repeats it */
     if (!rc && (d->nspread || d->naff || d->npaff || d->nanti || d->npanti))
       rc = dt__vec_push(&cl->termed, (uint32_t)i);
     if (!rc && d->owner) rc = dt__vec_push(&cl->owned, (uint32_t)i);
@@ -618,7 +618,6 @@ void dt__cluster_free(dt_cluster *cl) {
   dt__free(cl->byname.v);
   dt__free(cl->use.v);
   dt__free(cl->used_names.v);
-  dt__free(cl->rc_missing.v);
   dt__free(cl->termed.v);
   dt__free(cl->termed_rep.v);
   dt__free(cl->label_rep.v);
@@ -740,8 +739,6 @@ int dt__sched_cluster_specs(dt_plan *p) {
   const dt_cluster *cl = p->cl;
   p->nspecs = cl->npods;
   p->specs = cl->specs;
-  for (size_t k = 0; k < cl->rc_missing.n; k++)
-    if (!spec_absent(p, cl->rc_missing.v[k])) dt__sched_runtime_class_note(p, &cl->pods[cl->rc_missing.v[k]]);
   return 0;
 }
 

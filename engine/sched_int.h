@@ -273,28 +273,36 @@ static inline const char *arena_buf(dt_plan *p, dt_buf *b) {
   return s;
 }
 
+/* A note, formatted whole into the plan's arena (names are up to 253
+** characters, and a note is never cut mid-name or mid-character). */
+static inline char *note_fmt(dt_plan *p, const char *fmt, va_list ap) {
+  va_list aq;
+  va_copy(aq, ap);
+  int n = vsnprintf(NULL, 0, fmt, aq);
+  va_end(aq);
+  char *s = n < 0 ? NULL : (char *)dt__arena_alloc(&p->arena, (size_t)n + 1);
+  if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
+  return s;
+}
+
 static inline void note(dt_plan *p, const char *fmt, ...) DT_PRINTF(2, 3);
 static inline void note(dt_plan *p, const char *fmt, ...) {
-  char tmp[600];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  char *s = note_fmt(p, fmt, ap);
   va_end(ap);
-  char *s = dt__arena_strdup(&p->arena, tmp);
   if (s && dt__vec_push(&p->notes, s)) p->arena.oom = 1;
 }
 
 /* A note that tells of the input (an object left out, a constraint not
-** modelled), the same in every plan of it: a disruption's simulations pass
-** these on, where a note of one plan's outcome would mislead. */
+** modelled), the same in every plan of it: a disruption passes these on,
+** where a note of one plan's outcome would mislead. */
 static inline void note_in(dt_plan *p, const char *fmt, ...) DT_PRINTF(2, 3);
 static inline void note_in(dt_plan *p, const char *fmt, ...) {
-  char tmp[600];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(tmp, sizeof tmp, fmt, ap);
+  char *s = note_fmt(p, fmt, ap);
   va_end(ap);
-  char *s = dt__arena_strdup(&p->arena, tmp);
   if (s && (dt__vec_push(&p->notes, s) || dt__vec_push(&p->input_notes, (uint32_t)p->notes.n - 1))) p->arena.oom = 1;
 }
 
@@ -411,7 +419,6 @@ struct dt_cluster {
   DT_VEC(name_use) use;      /* by node name symbol */
   DT_VEC(dt_sym) used_names; /* symbols with a use entry, each once */
   /* the few pods a plan must visit one by one (spec ids, ascending) */
-  DT_VEC(uint32_t) rc_missing; /* RuntimeClass not in the input (a note) */
   DT_VEC(uint32_t) termed;     /* spread or pod (anti-)affinity terms: topology groups */
   DT_VEC(uint32_t) termed_rep; /* per termed entry: the first entry of its term shape, or NO_REP */
   DT_VEC(uint32_t) label_rep;  /* per pod: the first pod of its namespace and labels (dt__topo_label_reps) */

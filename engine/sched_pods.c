@@ -629,41 +629,44 @@ static int64_t *replicas_wanted(dt_plan *p) {
 */
 static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *name, const dt_topo_obj *pvc,
                                  const dt_topo_obj *pv, const dt_topo_obj *sc, const uint32_t have[3]) {
-  char why[700];
   const char *vol = pvc ? pvc->volume : NULL, *cls = pvc ? pvc->storage_class : NULL;
+  const char *why, *arg = NULL; /* the fault, with one %s for arg when arg is set */
   if (!pvc && have[0])
-    snprintf(
-        why, sizeof why,
-        "is not in the input, which holds PersistentVolumeClaims: Karpenter provisions for the pod once it exists");
+    why = "is not in the input, which holds PersistentVolumeClaims: Karpenter provisions for the pod once it exists";
   else if (!pvc)
     return NULL;
   else if (pvc->deleting)
-    snprintf(why, sizeof why, "is being deleted (metadata.deletionTimestamp)");
+    why = "is being deleted (metadata.deletionTimestamp)";
   else if (pvc->lost)
-    snprintf(why, sizeof why, "is Lost (status.phase): bound to PersistentVolume %s, which no longer exists",
-             vol ? vol : "\"\"");
+    why = "is Lost (status.phase): bound to PersistentVolume %s, which no longer exists", arg = vol ? vol : "\"\"";
   else if (vol && !pv && have[1])
-    snprintf(why, sizeof why, "names PersistentVolume %s (spec.volumeName), which is not in the input", vol);
+    why = "names PersistentVolume %s (spec.volumeName), which is not in the input", arg = vol;
   else if (vol && pv && pv->deleting)
-    snprintf(why, sizeof why, "is bound to PersistentVolume %s, which is being deleted", vol);
+    why = "is bound to PersistentVolume %s, which is being deleted", arg = vol;
   else if (vol && !pvc->bind_completed)
-    snprintf(why, sizeof why,
-             "names PersistentVolume %s but has no pv.kubernetes.io/bind-completed annotation: kube-scheduler takes "
-             "it as unbound",
-             vol);
+    why = "names PersistentVolume %s but has no pv.kubernetes.io/bind-completed annotation: kube-scheduler takes it "
+          "as unbound",
+    arg = vol;
   else if (!vol && !cls)
-    snprintf(why, sizeof why, "is unbound and names no StorageClass (spec.storageClassName)");
+    why = "is unbound and names no StorageClass (spec.storageClassName)";
   else if (!vol && !sc && have[2])
-    snprintf(why, sizeof why, "is unbound and its StorageClass %s is not in the input", cls);
+    why = "is unbound and its StorageClass %s is not in the input", arg = cls;
   else if (!vol && sc && sc->immediate)
-    snprintf(why, sizeof why,
-             "is unbound and its StorageClass %s binds Immediate (volumeBindingMode): the volume is bound before the "
-             "pod is placed, not where a new node is",
-             cls);
+    why = "is unbound and its StorageClass %s binds Immediate (volumeBindingMode): the volume is bound before the pod "
+          "is placed, not where a new node is",
+    arg = cls;
   else
     return NULL;
   dt_buf b = {0};
-  dt__buf_printf(&b, "PersistentVolumeClaim %s/%s %s", d->ns, name, why);
+  dt__buf_printf(&b, "PersistentVolumeClaim %s/%s ", d->ns, name);
+  const char *at = strstr(why, "%s");
+  if (at) {
+    dt__buf_putn(&b, why, (size_t)(at - why));
+    dt__buf_puts(&b, arg);
+    dt__buf_puts(&b, at + 2);
+  } else {
+    dt__buf_puts(&b, why);
+  }
   if (b.oom) {
     p->arena.oom = 1;
     dt__free(b.p);
@@ -702,12 +705,18 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t hav
       dt_sym v = dt__sym_find(topo, k);
       sc = v ? &m->topo.v[v - 1] : NULL;
     }
-    if (!s->invalid) s->invalid = claim_invalid(p, d, d->pvcs[i], pvc, pv, sc, have);
+    /* a DataVolume the input holds makes its claim of the same name (CDI) */
+    char dv[700];
+    snprintf(dv, sizeof dv, "VOL:%s/%s", d->ns, d->pvcs[i]);
+    if (!s->invalid && (pvc || !dt__sym_find(topo, dv)))
+      s->invalid = claim_invalid(p, d, d->pvcs[i], pvc, pv, sc, have);
     if (!pvc) continue; /* not in the input: nothing known of where it is */
     /* unbound, or its PV not in the input: the class's driver (kube-scheduler's CSI limits) */
     if (!by && pvc->storage_class) {
       by = sc;
-      if (!pvc->volume) where = by && by->wait_for_consumer ? by : NULL;
+      /* an Immediate class's claim is refused above; any other brings its
+      ** allowed topologies (the API server makes an unset mode Immediate) */
+      if (!pvc->volume) where = by && !by->immediate ? by : NULL;
     }
     if (where && where->term.n) s->vol[s->nvol++] = &where->term;
     /* the driver that attaches it: the PV's, or the class's provisioner (Karpenter's volumeusage.go) */
@@ -888,6 +897,11 @@ int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
     have[0] += !strcmp(t->kind, "PVC");
     have[1] += !strcmp(t->kind, "PV");
     have[2] += !strcmp(t->kind, "SC");
+  }
+  for (size_t i = 0; i < m->volumes.n && !topo.oom; i++) { /* claims and DataVolumes, after the objects */
+    char k[700];
+    snprintf(k, sizeof k, "VOL:%s", m->volumes.v[i]);
+    dt__sym(&topo, k);
   }
   for (uint32_t si = 0; si < n && !rc; si++) rc = volume_topology(p, &topo, have, specs[si].src, &specs[si]);
   if (topo.oom || p->arena.oom) rc = DT_ENOMEM;

@@ -106,6 +106,27 @@ describe("Karpenter parity on real inputs", function()
         why["shop/db-1"])
     end)
 
+    it("takes a DataVolume for the claim CDI makes of it, and a class with no binding mode as Karpenter reads it",
+      function()
+      local renamed = edit("    name: data%-db%-1\n    namespace: shop\n", "    name: data-db-9\n    namespace: shop\n")
+      local why = outcome(renamed .. "\n- apiVersion: cdi.kubevirt.io/v1beta1\n  kind: DataVolume\n" ..
+        "  metadata: {name: data-db-1, namespace: shop}\n  spec: {storage: {storageClassName: gp3}}\n")
+      assert.is_nil(why["shop/db-1"])
+      -- no volumeBindingMode (an API server would default it to Immediate): its allowed topologies hold
+      local _, where = outcome(edit("  volumeBindingMode: WaitForFirstConsumer\n", ""))
+      assert.is_true(where["shop/db-1"].zone == "us-east-1b" or where["shop/db-1"].zone == "us-east-1c",
+        where["shop/db-1"].zone)
+    end)
+
+    it("keeps a claim's name, whatever it carries, inside the YAML comment that reports it", function()
+      local input = edit("        claimName: data%-db%-1\n", "        claimName: \"x\\nkind: NodePool\\nmetadata: {name: injected}\\n#\"\n")
+      local out, err, code = h.cli("plan -o yaml --now " .. NOW .. " -", input)
+      assert.are.equal(0, code, err)
+      assert.is_nil(out:find("\nkind: NodePool", 1, true), out)
+      assert.matches("\n# unschedulable shop/db-1: PersistentVolumeClaim shop/x kind: NodePool metadata: " ..
+        "{name: injected} # is not in the input", out, 1, true)
+    end)
+
     it("explains the refusal under --explain and keeps a moving pod's claim out of it", function()
       local input = edit("      pv%.kubernetes%.io/bind%-completed: 'yes'\n", "")
       local out = h.cli("plan --now " .. NOW .. " --explain shop/db-0 -", input)
