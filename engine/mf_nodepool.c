@@ -182,6 +182,65 @@ int mf_known_fields(mctx *x, const cJSON *o, const char *path, const char *const
   return 0;
 }
 
+/* The labels of the karpenter.k8s.aws domain the AWS provider's NodePool
+** schema lets labels and requirements use (its CRD's CEL rule, as of
+** aws/karpenter-provider-aws 1d92708); any other key of the domain is
+** refused there. */
+static const char *const k_aws_labels[] = {"instance-tenancy",
+                                           "capacity-reservation-type",
+                                           "capacity-reservation-id",
+                                           "capacity-reservation-interruptible",
+                                           "ec2nodeclass",
+                                           "instance-encryption-in-transit-supported",
+                                           "nitro-sandbox",
+                                           "instance-category",
+                                           "instance-hypervisor",
+                                           "instance-family",
+                                           "instance-generation",
+                                           "instance-local-nvme",
+                                           "instance-size",
+                                           "instance-cpu",
+                                           "instance-cpu-manufacturer",
+                                           "instance-cpu-sustained-clock-speed-mhz",
+                                           "instance-memory",
+                                           "instance-ebs-bandwidth",
+                                           "instance-network-bandwidth",
+                                           "instance-gpu-name",
+                                           "instance-gpu-manufacturer",
+                                           "instance-gpu-count",
+                                           "instance-gpu-memory",
+                                           "instance-accelerator-name",
+                                           "instance-accelerator-manufacturer",
+                                           "instance-accelerator-count",
+                                           "instance-capability-flex",
+                                           "placement-group-id",
+                                           "placement-group-partition",
+                                           NULL};
+
+/* A key of the karpenter.k8s.aws domain the schema does not list: an error
+** into why (with the listed key it is nearest to), else false. */
+static bool aws_label_refused(const char *key, char *why, size_t n) {
+  const char *slash = strchr(key, '/');
+  static const char dom[] = "karpenter.k8s.aws";
+  size_t dl = slash ? (size_t)(slash - key) : 0, rl = sizeof dom - 1;
+  if (!slash || dl < rl || memcmp(slash - rl, dom, rl) || (dl > rl && slash[-(ptrdiff_t)rl - 1] != '.')) return false;
+  const char *near = NULL;
+  size_t best = 4;
+  for (const char *const *k = k_aws_labels; *k; k++) {
+    if (dl == rl && !strcmp(slash + 1, *k)) return false;
+    size_t dist = edit_distance(slash + 1, *k);
+    if (dist < best) best = dist, near = *k;
+  }
+  if (near)
+    snprintf(why, n,
+             "is in the restricted domain karpenter.k8s.aws and is not one of the AWS provider's labels (did you mean "
+             "karpenter.k8s.aws/%s?)",
+             near);
+  else
+    snprintf(why, n, "is in the restricted domain karpenter.k8s.aws and is not one of the AWS provider's labels");
+  return true;
+}
+
 /* Karpenter's restricted labels: its own domain and Kubernetes' (but for
 ** node.kubernetes.io and node-restriction.kubernetes.io), except the
 ** well-known labels a NodePool may require; never the hostname. */
@@ -283,9 +342,10 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
   if (!cJSON_IsObject(labels)) labels = NULL;
   cJSON_ArrayForEach(c, labels) {
     const char *why = restricted_label(c->string);
-    char f[400];
+    char f[400], aws[300];
     dt__join(f, sizeof f, "spec.template.metadata.labels.", c->string);
     if (why) return mf_bad(x, f, "label %s %s", c->string, why);
+    if (aws_label_refused(c->string, aws, sizeof aws)) return mf_bad(x, f, "label %.100s %s", c->string, aws);
     if (strlen(c->string) > 316 || !qualified_name(c->string))
       return mf_bad(
           x, f,
@@ -301,7 +361,9 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
     const char *key = mf_get_str(c, "key"), *why = key ? restricted_label(key) : NULL;
     char f[300];
     snprintf(f, sizeof f, "spec.template.spec.requirements[%zu].key", i++);
+    char aws[300];
     if (why) return mf_bad(x, f, "label %s %s", key, why);
+    if (key && aws_label_refused(key, aws, sizeof aws)) return mf_bad(x, f, "label %.100s %s", key, aws);
     if (key && (strlen(key) > 316 || !qualified_name(key)))
       return mf_bad(
           x, f,

@@ -192,6 +192,21 @@ describe("NodePools as Karpenter's CRD takes them", function()
       { catalog_text = h.small_catalog })
   end)
 
+  it("refuses a karpenter.k8s.aws key the AWS provider's schema does not list, naming the one meant", function()
+    assert.matches("spec.template.spec.requirements[0].key: label karpenter.k8s.aws/instance-categroy is in the " ..
+      "restricted domain karpenter.k8s.aws and is not one of the AWS provider's labels (did you mean " ..
+      "karpenter.k8s.aws/instance-category?)",
+      err_of(h.nodepool("default", { requirements = { { "karpenter.k8s.aws/instance-categroy", "In", { "c" } } } })),
+      1, true)
+    assert.matches("spec.template.metadata.labels.sub.karpenter.k8s.aws/anything: label sub.karpenter.k8s.aws/" ..
+      "anything is in the restricted domain karpenter.k8s.aws",
+      err_of(h.nodepool("default", { labels = { ["sub.karpenter.k8s.aws/anything"] = "x" } })), 1, true)
+    -- the listed keys, and a domain that merely ends alike, are fine
+    h.plan(h.docs(h.nodepool("default", { labels = { ["notkarpenter.k8s.aws/x"] = "y" }, requirements = {
+      { "karpenter.k8s.aws/instance-family", "Exists" }, { "karpenter.k8s.aws/instance-tenancy", "Exists" } } })),
+      { catalog_text = h.small_catalog })
+  end)
+
   it("refuses a requirement value or a label key name longer than Kubernetes takes", function()
     -- the CRD's values items: maxLength 63 and the label value pattern
     local long = string.rep("x", 64)

@@ -645,7 +645,7 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.are.equal("amd", encoder.labels["karpenter.k8s.aws/instance-cpu-manufacturer"])
     -- a provider label no type carries is named, not silently ignored
     local said = table.concat(p.notes or {}, "\n")
-    assert.matches("NodePool general: requirement karpenter.k8s.aws/instance%-nitro%-enclaves%-supported: no instance "
+    assert.matches("NodePool general: requirement karpenter.k8s.aws/instance%-encryption%-in%-transit%-supported: no instance "
       .. "type in catalog [^ ]+ has this label, so it is not checked", said)
   end)
 
