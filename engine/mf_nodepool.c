@@ -611,6 +611,27 @@ static int pool_usable(mctx *x, const cJSON *o, dt_nodepool *p) {
     snprintf(why, sizeof why, "being deleted");
   else
     mf_not_ready(o, why, sizeof why);
+  /* Karpenter's validateWellKnownValues: a capacity-type requirement In
+  ** none of on-demand, spot and reserved (or fewer of them than its
+  ** minValues) keeps the NodePool from going Ready */
+  const cJSON *r;
+  cJSON_ArrayForEach(r, mf_get(mf_get(mf_get(mf_get(o, "spec"), "template"), "spec"), "requirements")) {
+    const char *key = mf_get_str(r, "key"), *op = mf_get_str(r, "operator");
+    if (*why || !key || !op || strcmp(key, DT_L_CAPACITY_TYPE) || strcmp(op, "In")) continue;
+    const cJSON *v, *mv = mf_get(r, "minValues");
+    int known = 0;
+    cJSON_ArrayForEach(v, mf_get(r, "values")) known += cJSON_IsString(v) && dt__ct_parse(v->valuestring) >= 0;
+    if (!known)
+      snprintf(why, sizeof why,
+               "requirement %s In has none of on-demand, spot and reserved among its values (the NodePool is not "
+               "Ready)",
+               DT_L_CAPACITY_TYPE);
+    else if (cJSON_IsNumber(mv) && known < mv->valuedouble)
+      snprintf(why, sizeof why,
+               "requirement %s In has %d of on-demand, spot and reserved among its values, fewer than its minValues "
+               "(the NodePool is not Ready)",
+               DT_L_CAPACITY_TYPE, known);
+  }
   if (*why && !(p->unusable = dt__strdup(why))) return mf_oom(x);
   return 0;
 }

@@ -207,6 +207,19 @@ describe("NodePools as Karpenter's CRD takes them", function()
       { catalog_text = h.small_catalog })
   end)
 
+  it("leaves out a NodePool whose capacity types are none Karpenter knows, as it is not Ready", function()
+    local function reason(values, min)
+      local np = h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", values } } })
+      if min then np = np:gsub("operator: In", "operator: In\n          minValues: " .. min) end
+      local p = h.plan(h.docs(np, h.pod("a", { cpu = "1" })), { catalog_text = h.small_catalog })
+      return p.unschedulable[1] and p.unschedulable[1].reason
+    end
+    assert.matches("NodePool default launches nothing: requirement karpenter.sh/capacity-type In has none of " ..
+      "on-demand, spot and reserved", reason { "Spot" }, 1, true)
+    assert.matches("fewer than its minValues", reason({ "spot", "Spot" }, 2), 1, true)
+    assert.is_nil(reason { "spot", "Spot" }, "a known value among unknown ones is used")
+  end)
+
   it("refuses a requirement value or a label key name longer than Kubernetes takes", function()
     -- the CRD's values items: maxLength 63 and the label value pattern
     local long = string.rep("x", 64)
