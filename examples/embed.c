@@ -23,8 +23,8 @@ int main(int argc, char **argv) {
   if (dt_plan_run(catalog, m, &opts, &plan, &err)) goto out;
   dt_plan_stats st;
   dt_plan_stats_get(plan, &st);
-  printf("%zu pods: %zu scheduled on %zu new nodes for $%.4f/hour, %zu unschedulable\n", st.pods,
-         st.scheduled, st.nodes, st.hourly_cost, st.unschedulable);
+  printf("%zu pods: %zu scheduled on %zu new node%s for $%.4f/hour, %zu unschedulable\n", st.pods, st.scheduled,
+         st.nodes, st.nodes == 1 ? "" : "s", st.hourly_cost, st.unschedulable);
   /* The decisions, read as sqlite3_column_* reads a row: the strings belong
   ** to the plan and live until dt_plan_free. */
   dt_claim_info c;

@@ -3,7 +3,8 @@
 local dt = require "dovetail"
 
 local plan = assert(dt.plan { files = { "examples/quickstart.yaml" } })
-print(("%d pods, %d new nodes, $%.4f/hour"):format(plan.summary.pods, plan.summary.nodes, plan.summary.hourlyCost))
+local s = plan.summary
+print(("%d pods, %d new node%s, $%.4f/hour"):format(s.pods, s.nodes, s.nodes == 1 and "" or "s", s.hourlyCost))
 for _, claim in ipairs(plan.nodeClaims) do
   print(("%-16s %-14s %-11s %-9s %d pods"):format(claim.name, claim.instanceType, claim.zone,
     claim.capacityType, #claim.pods))

@@ -14,7 +14,7 @@ describe("examples", function()
   it("embeds dovetail from stock Lua", function()
     local out, ok = run("LUA_CPATH='" .. build .. "/?.so;;' lua5.4 examples/embed.lua")
     assert.is_true(ok, out)
-    assert.matches("16 pods, 1 new nodes", out, 1, true)
+    assert.matches("16 pods, 1 new node,", out, 1, true)
   end)
 
   it("embeds libdovetail from C", function()

@@ -163,7 +163,7 @@ print(package.searchpath("dovetail", package.cpath), dt.version, plan.summary.no
       assert.matches("NEEDED%)%s+Shared library: %[libdovetail%.so%.0%]", run("readelf -d " .. bin .. "/embed"))
       out, code = run("LD_LIBRARY_PATH=" .. libdir .. " " .. bin .. "/embed examples/quickstart.yaml")
       assert.are.equal(0, code, out)
-      assert.matches("^16 pods: 16 scheduled on 1 new nodes for %$[%d.]+/hour, 0 unschedulable\n", out)
+      assert.matches("^16 pods: 16 scheduled on 1 new node for %$[%d.]+/hour, 0 unschedulable\n", out)
       -- the library it ran with is the packaged one
       assert.matches(libdir .. "/libdovetail.so.0 ", run("LD_LIBRARY_PATH=" .. libdir .. " ldd " .. bin .. "/embed"), 1, true)
     end)
@@ -181,7 +181,7 @@ print(package.searchpath("dovetail", package.cpath), dt.version, plan.summary.no
       assert.is_nil(run("readelf -d " .. bin .. "/embed"):match("libdovetail"))
       out, code = run(bin .. "/embed examples/quickstart.yaml")
       assert.are.equal(0, code, out)
-      assert.matches("^16 pods: 16 scheduled on 1 new nodes for %$[%d.]+/hour, 0 unschedulable\n", out)
+      assert.matches("^16 pods: 16 scheduled on 1 new node for %$[%d.]+/hour, 0 unschedulable\n", out)
     end)
   end)
 
