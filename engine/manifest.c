@@ -15,6 +15,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* What a reader that failed returns: out of memory or bad input, the same
 ** whether or not the caller passed a dt_error. */
@@ -624,6 +625,18 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
     size_t al = strlen(r->api);
     if (!strcmp(kind, r->kind) && (r->api[al - 1] == '/' ? !strncmp(api, r->api, al) : !strcmp(api, r->api)))
       return r->read(x, o);
+  }
+  /* a kind of a group it reads, spelt another way: the API server knows no
+  ** such kind (kinds are case-sensitive), so it is an error, not a skip */
+  const char *slash = strchr(api, '/');
+  size_t gl = slash ? (size_t)(slash - api) + 1 : strlen(api);
+  for (size_t i = 0; i < sizeof k_readers / sizeof *k_readers; i++) {
+    const reader *r = &k_readers[i];
+    size_t al = strlen(r->api);
+    bool group = r->api[al - 1] == '/' ? al == gl && !strncmp(api, r->api, al) : !strcmp(api, r->api);
+    if (group && !strcasecmp(kind, r->kind))
+      return dt__err(x->err, DT_EINVAL, "%s: %s: kind: %s is no kind of %s (kinds are case-sensitive: %s?)", x->file,
+                     where_in_file(at, sizeof at, docno, item), kind, api, r->kind);
   }
   const char *nm = mf_get_str(mf_get(o, "metadata"), "name");
   dt__buf_printf(&x->m->notes, "%s: %s %s (%s): not used by plan, skipped\n", x->file, kind, nm ? nm : "(unnamed)",

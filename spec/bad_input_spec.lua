@@ -28,6 +28,19 @@ describe("bad manifests", function()
     end
   end)
 
+  it("refuses a kind of a group it reads spelt in another case, naming the kind meant", function()
+    local err = err_of("apiVersion: karpenter.sh/v1\nkind: Nodepool\nmetadata: {name: default}\n")
+    assert.matches("manifests: document 1: kind: Nodepool is no kind of karpenter.sh/v1 (kinds are case-sensitive: " ..
+      "NodePool?)", err, 1, true)
+    err = err_of("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: apps/v1, kind: deployment, metadata: {name: w}}\n")
+    assert.matches("document 1, items[0]: kind: deployment is no kind of apps/v1 (kinds are case-sensitive: " ..
+      "Deployment?)", err, 1, true)
+    -- a kind of another group, or one it does not read, is skipped with a note as before
+    local p = assert(h.dt.plan { manifests = "apiVersion: example.com/v1\nkind: Nodepool\nmetadata: {name: x}\n" ..
+      "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n" })
+    assert.are.equal(0, p.summary.pods)
+  end)
+
   it("reports malformed YAML with line and column", function()
     local err = err_of("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [oops\n")
     assert.matches("^manifests:%d+:%d+: malformed YAML", err)
