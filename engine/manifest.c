@@ -311,6 +311,23 @@ int mf_rlist_at(mctx *x, const cJSON *o, const where *w, dt_rlist *out, bool is_
     return mf_bad(x, field, "expected a map of quantities");
   }
   for (const cJSON *c = o->child; c; c = c->next) {
+    /* a container's resource without a domain is one Kubernetes defines
+    ** (its API server refuses any other: memroy is no resource) */
+    static const char *const standard[] = {"cpu", "memory", "ephemeral-storage", NULL};
+    bool known = strchr(c->string, '/') || !strncmp(c->string, "hugepages-", 10) || !w->list;
+    const char *near = NULL;
+    for (const char *const *k = standard; *k && !known; k++) {
+      known = !strcmp(c->string, *k);
+      if (mf_edit_distance(c->string, *k) <= 2) near = *k;
+    }
+    if (!known) {
+      where_fmt(w, field, sizeof field);
+      dt__join(f, sizeof f, field, ".", c->string);
+      return mf_bad(x, f,
+                    "not a resource a container can ask for (cpu, memory, ephemeral-storage, hugepages-<size>, or "
+                    "an extended resource with its domain, such as nvidia.com/gpu)%s%s%s",
+                    near ? "; did you mean " : "", near ? near : "", near ? "?" : "");
+    }
     const char *s = dt__scalar(c, tmp, sizeof tmp);
     int64_t v;
     dt_error qe;

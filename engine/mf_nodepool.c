@@ -148,7 +148,7 @@ static const struct {
     {"spec.template.spec.nodeClassRef", (const char *const[]){"group", "kind", "name", "apiVersion", NULL}},
 };
 
-static size_t edit_distance(const char *a, const char *b) {
+size_t mf_edit_distance(const char *a, const char *b) {
   size_t n = strlen(a), m = strlen(b), d[33][33];
   if (n > 32 || m > 32) return 99;
   for (size_t i = 0; i <= n; i++) d[i][0] = i;
@@ -171,7 +171,7 @@ int mf_known_fields(mctx *x, const cJSON *o, const char *path, const char *const
     size_t best = 3;
     for (const char *const *k = keys; *k && !ok; k++) {
       ok = !strcmp(c->string, *k);
-      size_t dist = edit_distance(c->string, *k);
+      size_t dist = mf_edit_distance(c->string, *k);
       if (dist < best) best = dist, near = *k;
     }
     if (ok) continue;
@@ -228,7 +228,7 @@ static bool aws_label_refused(const char *key, char *why, size_t n) {
   size_t best = 4;
   for (const char *const *k = k_aws_labels; *k; k++) {
     if (dl == rl && !strcmp(slash + 1, *k)) return false;
-    size_t dist = edit_distance(slash + 1, *k);
+    size_t dist = mf_edit_distance(slash + 1, *k);
     if (dist < best) best = dist, near = *k;
   }
   if (near)

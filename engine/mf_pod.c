@@ -604,10 +604,48 @@ fail:
   return mf_failed(x);
 }
 
+/* A workload's spec field not among its kind's, but within two edits of one
+** (spec.replica): refused with the field meant, as kubectl's strict field
+** validation refuses it; a field far from all (one a newer Kubernetes adds)
+** is left alone. */
+static int workload_typo(mctx *x, const cJSON *spec) {
+  static const char *const fields[] = {"replicas",
+                                       "selector",
+                                       "template",
+                                       "strategy",
+                                       "minReadySeconds",
+                                       "revisionHistoryLimit",
+                                       "paused",
+                                       "progressDeadlineSeconds",
+                                       "volumeClaimTemplates",
+                                       "serviceName",
+                                       "podManagementPolicy",
+                                       "updateStrategy",
+                                       "persistentVolumeClaimRetentionPolicy",
+                                       "ordinals",
+                                       NULL};
+  const cJSON *c;
+  cJSON_ArrayForEach(c, spec) {
+    const char *near = NULL;
+    bool ok = false;
+    for (const char *const *k = fields; *k && !ok; k++) {
+      ok = !strcmp(c->string, *k);
+      if (mf_edit_distance(c->string, *k) <= 2) near = *k;
+    }
+    if (!ok && near) {
+      char f[300];
+      dt__join(f, sizeof f, "spec.", c->string);
+      return mf_bad(x, f, "unknown field (did you mean %s?)", near);
+    }
+  }
+  return 0;
+}
+
 int mf_workload(mctx *x, const cJSON *o, bool daemonset) {
   const char *ns, *name;
   if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
   const cJSON *spec = mf_get(o, "spec");
+  if (cJSON_IsObject(spec) && workload_typo(x, spec)) return mf_failed(x);
   const cJSON *r = daemonset ? NULL : mf_get(spec, "replicas");
   int64_t replicas = 1;
   if (r && !cJSON_IsNull(r)) {

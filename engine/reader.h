@@ -44,6 +44,7 @@ typedef struct where {
 #define mf_get_str                 dt__mf_get_str
 #define mf_is_int_in               dt__mf_is_int_in
 #define mf_known_fields            dt__mf_known_fields
+#define mf_edit_distance           dt__mf_edit_distance
 #define mf_kubevirt                dt__mf_kubevirt
 #define mf_list_room               dt__mf_list_room
 #define mf_meta                    dt__mf_meta
@@ -127,6 +128,8 @@ void mf_topo_free(dt_topo_obj *t);
 /* mf_nodepool.c */
 int mf_nodepool(mctx *x, const cJSON *o);
 int mf_known_fields(mctx *x, const cJSON *o, const char *path, const char *const *keys);
+/* Levenshtein distance of two names of at most 32 bytes; 99 for longer ones. */
+size_t mf_edit_distance(const char *a, const char *b);
 int mf_nodeclass(mctx *x, const cJSON *o);
 void mf_nodeclass_free(dt_nodeclass *c);
 

@@ -41,6 +41,25 @@ describe("bad manifests", function()
     assert.are.equal(0, p.summary.pods)
   end)
 
+  it("refuses a container resource Kubernetes does not define, and a workload field one edit from its own", function()
+    local pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: shop}\nspec:\n  containers:\n" ..
+      "  - {name: c, resources: {requests: {cpu: '1', %s: 1Gi}}}\n"
+    assert.matches("Pod shop/p: spec.containers[0].resources.requests.memroy: not a resource a container can ask " ..
+      "for (cpu, memory, ephemeral-storage, hugepages-<size>, or an extended resource with its domain, such as " ..
+      "nvidia.com/gpu); did you mean memory?", err_of(pod:format("memroy")), 1, true)
+    assert.matches("requests.gpu: not a resource a container can ask for", err_of(pod:format("gpu")), 1, true)
+    for _, ok in ipairs { "memory", "ephemeral-storage", "hugepages-2Mi", "example.com/dongle" } do
+      assert(h.dt.plan { manifests = pod:format(ok) }, ok)
+    end
+    local deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n" ..
+      "  %s: 3\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n" ..
+      "    spec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n"
+    assert.matches("Deployment shop/web: spec.replica: unknown field (did you mean replicas?)",
+      err_of(deploy:format("replica")), 1, true)
+    -- a field far from every known one (a newer Kubernetes') is left alone
+    assert.are.equal(0, assert(h.dt.plan { manifests = deploy:format("someFutureKnob") }).summary.pods - 1)
+  end)
+
   it("reports malformed YAML with line and column", function()
     local err = err_of("apiVersion: v1\nkind: Pod\nmetadata:\n  name: [oops\n")
     assert.matches("^manifests:%d+:%d+: malformed YAML", err)
