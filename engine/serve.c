@@ -11,6 +11,7 @@
 #include "httpc.h"
 #include "httpd.h"
 #include "store.h"
+#include "reader.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -217,6 +218,21 @@ static const opt *opt_find(const char *flag) {
   return NULL;
 }
 
+/* The option nearest to name (no dashes), within two edits; NULL none. */
+static const char *opt_near(const char *name) {
+  const char *near = NULL;
+  size_t best = 3;
+  for (size_t i = 0; i < NOPTS; i++) {
+    size_t d = mf_edit_distance(name, k_opts[i].name);
+    if (d < best) best = d, near = k_opts[i].name;
+  }
+  return near;
+}
+
+/* How many of the arguments config_args made came from the --config file
+** (the first ones), so an error in their values names the file. */
+static int g_config_nargs;
+
 /* A copy of s at the end of a vector of strings; non-zero, and nothing
 ** added, when out of memory. */
 static int push_copy(char ***v, size_t *n, size_t *cap, const char *s) {
@@ -259,6 +275,12 @@ static int config_args(int argc, char **argv, int *outc, char ***outv, char *why
     cJSON_ArrayForEach(c, map) {
       char flag[200], tmp[64];
       snprintf(flag, sizeof flag, "--%s", c->string);
+      if (!rc && !opt_find(flag) && strcmp(flag, "--recover")) {
+        const char *near = opt_near(c->string);
+        snprintf(why, wn, "--config %s: %s: unknown option%s%s%s", path, c->string, near ? " (did you mean " : "",
+                 near ? near : "", near ? "?)" : "");
+        rc = -1;
+      }
       const cJSON *items = cJSON_IsArray(c) ? c->child : c;
       for (const cJSON *it = items; it && !rc; it = cJSON_IsArray(c) ? it->next : NULL) {
         const char *val = dt__scalar(it, tmp, sizeof tmp);
@@ -272,6 +294,7 @@ static int config_args(int argc, char **argv, int *outc, char ***outv, char *why
     }
     cJSON_Delete(docs);
   }
+  g_config_nargs = (int)v.n;
   for (int i = 0; i < argc && !rc; i++) {
     if (!strcmp(argv[i], "--config") && i + 1 < argc) {
       i++;
@@ -447,7 +470,10 @@ static int serve_args(int argc, char **argv) {
       return 2;
     }
     if (opt_set(o, v, true, why, sizeof why)) {
-      fprintf(stderr, "dovetail serve: %s\n", why);
+      if (i < g_config_nargs) /* the file's: named, as its line is not the command line's */
+        fprintf(stderr, "dovetail serve: --config %s: %s\n", g_config_path, why);
+      else
+        fprintf(stderr, "dovetail serve: %s\n", why);
       return 2;
     }
     i++;

@@ -1341,6 +1341,7 @@ return {
   end)
 
   it("refuses bad options and config with a message naming them", function()
+    local typo, value = h.write("batch-idel: 1s\n"), h.write("batch-idle: 1 second\n")
     local cases = {
       { "--batch-idle soon", 2, '--batch-idle: expected a duration such as 1s, 500ms or 3m, got "soon"' },
       { "--provider http", 2, "--provider http and --cloud-url URL go together" },
@@ -1348,6 +1349,9 @@ return {
       { "--registration later", 2, '--registration: expected auto, node or launch, got "later"' },
       { "--listen nowhere", 1, '--listen: expected HOST:PORT, got "nowhere"' },
       { "--config " .. h.write("- a list\n"), 2, "expected a map of options" },
+      -- a mistake in the file names the file and the key, not a command line the user never typed
+      { "--config " .. typo, 2, "--config " .. typo .. ": batch-idel: unknown option (did you mean batch-idle?)" },
+      { "--config " .. value, 2, "--config " .. value .. ': --batch-idle: expected a duration such as 1s, 500ms or 3m, got "1 second"' },
       -- strtoull read "-1" as 2^64 - 1 nodes
       { "--max-unhealthy -1", 2, '--max-unhealthy: expected a count or a percentage such as 3 or 40%, got "-1"' },
       { "--max-connections -1", 2, '--max-connections: expected' },
