@@ -705,10 +705,13 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t hav
       dt_sym v = dt__sym_find(topo, k);
       sc = v ? &m->topo.v[v - 1] : NULL;
     }
-    /* a DataVolume the input holds makes its claim of the same name (CDI) */
-    char dv[700];
+    /* a claim the input lacks is missing only where the input gives claims of
+    ** its namespace (`kubectl get pvc -n a` says nothing of b's), and not
+    ** when it holds a DataVolume of its name, which makes it (CDI) */
+    char dv[700], nsk[300];
     snprintf(dv, sizeof dv, "VOL:%s/%s", d->ns, d->pvcs[i]);
-    if (!s->invalid && (pvc || !dt__sym_find(topo, dv)))
+    snprintf(nsk, sizeof nsk, "NS:%s", d->ns);
+    if (!s->invalid && (pvc || (!dt__sym_find(topo, dv) && dt__sym_find(topo, nsk))))
       s->invalid = claim_invalid(p, d, d->pvcs[i], pvc, pv, sc, have);
     if (!pvc) continue; /* not in the input: nothing known of where it is */
     /* unbound, or its PV not in the input: the class's driver (kube-scheduler's CSI limits) */
@@ -901,6 +904,13 @@ int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
   for (size_t i = 0; i < m->volumes.n && !topo.oom; i++) { /* claims and DataVolumes, after the objects */
     char k[700];
     snprintf(k, sizeof k, "VOL:%s", m->volumes.v[i]);
+    dt__sym(&topo, k);
+  }
+  for (size_t i = 0; i < m->topo.n && !topo.oom; i++) { /* the namespaces the input gives claims of */
+    const char *key = m->topo.v[i].key, *slash = strchr(key, '/');
+    char k[700];
+    if (strcmp(m->topo.v[i].kind, "PVC") || !slash) continue;
+    snprintf(k, sizeof k, "NS:%.*s", (int)(slash - key), key);
     dt__sym(&topo, k);
   }
   for (uint32_t si = 0; si < n && !rc; si++) rc = volume_topology(p, &topo, have, specs[si].src, &specs[si]);

@@ -93,6 +93,11 @@ describe("Karpenter parity on real inputs", function()
       local why = outcome(edit("    name: pvc%-1111\n", "    name: pvc-2222\n"))
       assert.are.equal("PersistentVolumeClaim shop/data-db-0 names PersistentVolume pvc-1111 (spec.volumeName), " ..
         "which is not in the input", why["shop/db-0"])
+      -- claims of another namespace only (kubectl get pvc -n other): nothing is known of shop's
+      local other = text:gsub("kind: PersistentVolumeClaim\n  metadata:\n    name: (data%-db%-%d)\n    namespace: shop",
+        "kind: PersistentVolumeClaim\n  metadata:\n    name: %1\n    namespace: other")
+      assert.is_nil(other:find("namespace: shop\n    uid: uid%-pvc"))
+      assert.is_nil(next((outcome(other))))
       -- no PersistentVolume at all: nothing is known of volumes, and the pod is planned
       local at, to = text:find("%- apiVersion: v1\n  kind: PersistentVolume\n.-\n%- apiVersion")
       local no_pv = text:sub(1, at - 1) .. text:sub(to - #"- apiVersion" + 1)
