@@ -491,9 +491,13 @@ static void render_table(const dt_plan_result *r, dt_buf *b) {
   }
   char price[64];
   dt__fmt_price(price, sizeof price, r->stats.hourly_cost);
-  dt__buf_printf(b, "%zu new node%s, $%s/hour; %zu of %zu pending pods scheduled (%zu on existing nodes)\n",
+  size_t on_claims = 0;
+  for (size_t i = 0; i < r->nbindings; i++) on_claims += r->bindings[i].claim;
+  dt__buf_printf(b, "%zu new node%s, $%s/hour; %zu of %zu pending pods scheduled (%zu on existing nodes",
                  r->stats.nodes, r->stats.nodes == 1 ? "" : "s", price, r->stats.scheduled, r->stats.pods,
-                 r->nbindings);
+                 r->nbindings - on_claims);
+  if (on_claims) dt__buf_printf(b, ", %zu on claims in flight", on_claims);
+  dt__buf_puts(b, ")\n");
   if (r->nunsched) {
     dt__buf_printf(b, "%zu unschedulable:\n", r->nunsched);
     for (size_t i = 0; i < r->nunsched; i++) {

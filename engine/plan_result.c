@@ -667,7 +667,9 @@ static int result_rest(rb *b) {
   r->bindings = dt__arena_alloc(b->a, p->bindings.n * sizeof *r->bindings + 1);
   for (size_t i = 0; r->bindings && i < p->bindings.n; i++) {
     const rt_binding *bd = &p->bindings.v[i];
-    r->bindings[r->nbindings++] = (dt_binding_info){res_pod(b, bd->pod), res_str(b, p->nodes[bd->node].src->name)};
+    const dt_node *n = p->nodes[bd->node].src;
+    r->bindings[r->nbindings++] =
+        (dt_binding_info){res_pod(b, bd->pod), res_str(b, n->name), n->claim_name && !strcmp(n->kind, "NodeClaim")};
   }
   r->unsched = dt__arena_alloc(b->a, p->unsched.n * sizeof *r->unsched + 1);
   for (size_t i = 0; r->unsched && i < p->unsched.n; i++)

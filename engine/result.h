@@ -97,6 +97,7 @@ cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement);
 ** the renderer (plan.c). Every string lives in arena. */
 typedef struct dt_binding_info {
   const char *pod, *node;
+  bool claim; /* node is a NodeClaim in flight, not a Node */
 } dt_binding_info;
 
 /* One requirement of a NodeClaim as it is written: the key, the operator,
