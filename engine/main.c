@@ -99,7 +99,11 @@ static int cmd_check(int argc, char **argv) {
         bool has = false;
         for (const char *q = strstr(h, all[k]); q && !has; q = strstr(q + 1, all[k]))
           has = (q == h || q[-1] == ' ') && (q[len] == 0 || q[len] == ' ');
-        printf("  %-20s %s\n", all[k], has ? "overridden" : "built-in default");
+        bool test = !strcmp(all[k], "selftest"); /* no hook: the policy's own test, run at load */
+        printf("  %-20s %s\n", all[k],
+               has    ? (test ? "defined (passed)" : "overridden")
+               : test ? "none"
+                      : "built-in default");
       }
     }
     dt_policy_free(p);

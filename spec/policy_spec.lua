@@ -395,6 +395,9 @@ describe("dovetail check", function()
     assert.matches("policies/default.lua: ok", out, 1, true)
     assert.matches("rank%s+overridden", out)
     assert.matches("budget%s+built%-in default", out)
+    -- selftest is no hook with a default: default.lua's ran and passed, spot-ratio.lua has none
+    assert.matches("policies/default.lua: ok\n.-selftest%s+defined %(passed%)\n", out)
+    assert.matches("policies/spot%-ratio.lua: ok\n.-selftest%s+none\n", out)
   end)
 
   it("exits 1 with the error for a broken policy", function()
