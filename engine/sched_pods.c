@@ -630,7 +630,7 @@ static int64_t *replicas_wanted(dt_plan *p) {
 static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *name, const dt_topo_obj *pvc,
                                  const dt_topo_obj *pv, const dt_topo_obj *sc, const uint32_t have[3]) {
   const char *vol = pvc ? pvc->volume : NULL, *cls = pvc ? pvc->storage_class : NULL;
-  const char *why, *arg = NULL; /* the fault, with one %s for arg when arg is set */
+  const char *why; /* the fault; a %s in it is the claim's volume, or its class when it names none */
   if (!pvc && have[0])
     why = "is not in the input, which holds PersistentVolumeClaims: Karpenter provisions for the pod once it exists";
   else if (!pvc)
@@ -638,25 +638,25 @@ static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *na
   else if (pvc->deleting)
     why = "is being deleted (metadata.deletionTimestamp)";
   else if (pvc->lost)
-    why = "is Lost (status.phase): bound to PersistentVolume %s, which no longer exists", arg = vol ? vol : "\"\"";
+    why = vol ? "is Lost (status.phase): bound to PersistentVolume %s, which no longer exists"
+              : "is Lost (status.phase): bound to a PersistentVolume that no longer exists";
   else if (vol && !pv && have[1])
-    why = "names PersistentVolume %s (spec.volumeName), which is not in the input", arg = vol;
+    why = "names PersistentVolume %s (spec.volumeName), which is not in the input";
   else if (vol && pv && pv->deleting)
-    why = "is bound to PersistentVolume %s, which is being deleted", arg = vol;
+    why = "is bound to PersistentVolume %s, which is being deleted";
   else if (vol && !pvc->bind_completed)
     why = "names PersistentVolume %s but has no pv.kubernetes.io/bind-completed annotation: kube-scheduler takes it "
-          "as unbound",
-    arg = vol;
+          "as unbound";
   else if (!vol && !cls)
     why = "is unbound and names no StorageClass (spec.storageClassName)";
   else if (!vol && !sc && have[2])
-    why = "is unbound and its StorageClass %s is not in the input", arg = cls;
+    why = "is unbound and its StorageClass %s is not in the input";
   else if (!vol && sc && sc->immediate)
     why = "is unbound and its StorageClass %s binds Immediate (volumeBindingMode): the volume is bound before the pod "
-          "is placed, not where a new node is",
-    arg = cls;
+          "is placed, not where a new node is";
   else
     return NULL;
+  const char *arg = vol ? vol : cls;
   dt_buf b = {0};
   dt__buf_printf(&b, "PersistentVolumeClaim %s/%s ", d->ns, name);
   const char *at = strstr(why, "%s");
