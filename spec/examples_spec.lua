@@ -20,7 +20,7 @@ describe("examples", function()
   it("embeds libdovetail from C", function()
     local out, ok = run(build .. "/embed examples/quickstart.yaml")
     assert.is_true(ok, out)
-    assert.matches("16 pods: 16 scheduled on 1 new nodes", out, 1, true)
+    assert.matches("16 pods: 16 scheduled on 1 new node for", out, 1, true)
     -- the claim as dt_plan_claim gives it, the same as the plan's JSON says
     local plan = assert(require("dovetail").plan { files = { "examples/quickstart.yaml" } })
     local c = plan.nodeClaims[1]
