@@ -217,9 +217,7 @@ static const char *const k_aws_labels[] = {"instance-tenancy",
                                            "placement-group-partition",
                                            NULL};
 
-/* A key of the karpenter.k8s.aws domain the schema does not list: an error
-** into why (with the listed key it is nearest to), else false. */
-static bool aws_label_refused(const char *key, char *why, size_t n) {
+bool dt__aws_label_refused(const char *key, char *why, size_t n) {
   const char *slash = strchr(key, '/');
   static const char dom[] = "karpenter.k8s.aws";
   size_t dl = slash ? (size_t)(slash - key) : 0, rl = sizeof dom - 1;
@@ -241,39 +239,21 @@ static bool aws_label_refused(const char *key, char *why, size_t n) {
   return true;
 }
 
-/* Karpenter's restricted labels: its own domain and Kubernetes' (but for
-** node.kubernetes.io and node-restriction.kubernetes.io), except the
-** well-known labels a NodePool may require; never the hostname. */
+/* Karpenter's restricted labels (core pkg/apis/v1/labels.go and its NodePool
+** CRD): its own domain karpenter.sh, but for the capacity type, and the
+** hostname; the NodePool label is its own to set. Kubernetes' domains were
+** restricted too until Karpenter v1.10 (core #2586); they are not now
+** (kops.k8s.io/instancegroup, beta.kubernetes.io/arch are taken). */
 static const char *restricted_label(const char *key) {
-  static const char *const allowed[] = {DT_L_ZONE,
-                                        "topology.kubernetes.io/region",
-                                        DT_L_INSTANCE_TYPE,
-                                        DT_L_ARCH,
-                                        DT_L_OS,
-                                        DT_L_CAPACITY_TYPE,
-                                        "kubernetes.io/os",
-                                        NULL};
-  for (const char *const *a = allowed; *a; a++)
-    if (!strcmp(key, *a)) return NULL;
+  if (!strcmp(key, DT_L_CAPACITY_TYPE)) return NULL;
   if (!strcmp(key, DT_L_HOSTNAME)) return "is restricted: a node's hostname is its own";
   if (!strcmp(key, DT_L_NODEPOOL)) return "is restricted: Karpenter sets it to the NodePool's name";
   const char *slash = strchr(key, '/');
   if (!slash) return NULL;
-  char dom[256];
-  snprintf(dom, sizeof dom, "%.*s", (int)(slash - key), key);
-  size_t dl = strlen(dom);
-  static const char *const excepted[] = {"node.kubernetes.io", "node-restriction.kubernetes.io",
-                                         "node-role.kubernetes.io", NULL};
-  for (const char *const *e = excepted; *e; e++) {
-    size_t el = strlen(*e);
-    if (dl >= el && !strcmp(dom + dl - el, *e) && (dl == el || dom[dl - el - 1] == '.')) return NULL;
-  }
-  static const char *const doms[] = {"kubernetes.io", "k8s.io", "karpenter.sh", NULL};
-  for (const char *const *r = doms; *r; r++) {
-    size_t rl = strlen(*r);
-    if (dl >= rl && !strcmp(dom + dl - rl, *r) && (dl == rl || dom[dl - rl - 1] == '.'))
-      return "is in a restricted domain (kubernetes.io, k8s.io and karpenter.sh are Karpenter's and Kubernetes')";
-  }
+  static const char dom[] = "karpenter.sh";
+  size_t dl = (size_t)(slash - key), rl = sizeof dom - 1;
+  if (dl >= rl && !memcmp(slash - rl, dom, rl) && (dl == rl || slash[-(ptrdiff_t)rl - 1] == '.'))
+    return "is in the restricted domain karpenter.sh (Karpenter's own labels)";
   return NULL;
 }
 
@@ -342,10 +322,9 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
   if (!cJSON_IsObject(labels)) labels = NULL;
   cJSON_ArrayForEach(c, labels) {
     const char *why = restricted_label(c->string);
-    char f[400], aws[300];
+    char f[400];
     dt__join(f, sizeof f, "spec.template.metadata.labels.", c->string);
     if (why) return mf_bad(x, f, "label %s %s", c->string, why);
-    if (aws_label_refused(c->string, aws, sizeof aws)) return mf_bad(x, f, "label %.100s %s", c->string, aws);
     if (strlen(c->string) > 316 || !qualified_name(c->string))
       return mf_bad(
           x, f,
@@ -361,9 +340,7 @@ static int nodepool_validate(mctx *x, const cJSON *o) {
     const char *key = mf_get_str(c, "key"), *why = key ? restricted_label(key) : NULL;
     char f[300];
     snprintf(f, sizeof f, "spec.template.spec.requirements[%zu].key", i++);
-    char aws[300];
     if (why) return mf_bad(x, f, "label %s %s", key, why);
-    if (key && aws_label_refused(key, aws, sizeof aws)) return mf_bad(x, f, "label %.100s %s", key, aws);
     if (key && (strlen(key) > 316 || !qualified_name(key)))
       return mf_bad(
           x, f,

@@ -558,6 +558,12 @@ typedef struct dt_pdb {
 ** not get evicted"). */
 bool dt__pdb_fully_blocks(const struct dt_manifests *m, const dt_podspec *p);
 
+/* A key of the karpenter.k8s.aws domain the AWS provider's NodePool schema
+** does not list (its CRD's CEL rule): the error into why, with the listed
+** key it is nearest to, and true; false for any other key. Checked where
+** the catalog is AWS's: only that provider's CRD carries the rule. */
+bool dt__aws_label_refused(const char *key, char *why, size_t n);
+
 /* What volume topology needs of PersistentVolumeClaims ("PVC", key
 ** "ns/name", the PV it is bound to and its StorageClass), PersistentVolumes
 ** ("PV", its required node affinity's first term) and StorageClasses

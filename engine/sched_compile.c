@@ -611,6 +611,17 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
   for (uint32_t i = 0; i < p->npools; i++) {
     rt_pool *pl = &p->pools[i];
     const dt_nodepool *np = pl->src;
+    if (!strcmp(p->catalog->provider, "aws")) {
+      char why[300];
+      for (size_t k = 0; k < np->labels.n; k++)
+        if (dt__aws_label_refused(np->labels.v[k].key, why, sizeof why))
+          return dt__err(err, DT_EINVAL, "%s: NodePool %s: spec.template.metadata.labels.%s: label %.100s %s", np->file,
+                         np->name, np->labels.v[k].key, np->labels.v[k].key, why);
+      for (size_t k = 0; k < np->reqs.n; k++)
+        if (dt__aws_label_refused(np->reqs.v[k].key, why, sizeof why))
+          return dt__err(err, DT_EINVAL, "%s: NodePool %s: spec.template.spec.requirements: label %.100s %s", np->file,
+                         np->name, np->reqs.v[k].key, why);
+    }
     pl->name = dt__sym(&p->syms, np->name);
     pl->replicas = np->replicas;
     pl->spot_max = np->spot_max >= 0 ? np->spot_max : INFINITY;
