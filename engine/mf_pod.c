@@ -521,6 +521,7 @@ static int pod_disruption(mctx *x, const cJSON *o, dt_podspec *p) {
     const char *k = mf_get_str(c, "kind");
     if (k && !strcmp(k, "DaemonSet")) p->daemon = true;
     if (k && !strcmp(k, "StatefulSet")) p->sts = true;
+    if (k && !strcmp(k, "ReplicaSet")) p->rs = true;
     if (k && !strcmp(k, "Node")) p->mirror = true;
   }
   const cJSON *mirror = mf_get(ann, "kubernetes.io/config.mirror");
@@ -942,7 +943,8 @@ int mf_volume(mctx *x, const cJSON *o) {
                    .storage_class = sc && *sc ? dt__strdup(sc) : NULL,
                    .deleting = mf_get_str(md, "deletionTimestamp") != NULL,
                    .lost = phase && !strcmp(phase, "Lost"),
-                   .bind_completed = mf_get(mf_get(md, "annotations"), "pv.kubernetes.io/bind-completed") != NULL};
+                   .bind_completed = mf_get(mf_get(md, "annotations"), "pv.kubernetes.io/bind-completed") != NULL,
+                   .class_given = cJSON_IsString(mf_get(spec, "storageClassName"))};
   if (!t.key || (vn && *vn && !t.volume) || (sc && *sc && !t.storage_class)) {
     mf_topo_free(&t);
     return mf_oom(x);
@@ -1001,9 +1003,13 @@ int mf_persistent_volume(mctx *x, const cJSON *o) {
 ** label's values; one term, as Karpenter reads the first). */
 int mf_storage_class(mctx *x, const cJSON *o) {
   const char *mode = mf_get_str(o, "volumeBindingMode"), *prov = mf_get_str(o, "provisioner");
+  const cJSON *ann = mf_get(mf_get(o, "metadata"), "annotations");
+  const char *def = mf_get_str(ann, "storageclass.kubernetes.io/is-default-class"),
+             *bdef = mf_get_str(ann, "storageclass.beta.kubernetes.io/is-default-class");
   dt_topo_obj t = {.kind = "SC",
                    .wait_for_consumer = mode && !strcmp(mode, "WaitForFirstConsumer"),
-                   .immediate = mode && !strcmp(mode, "Immediate")};
+                   .immediate = mode && !strcmp(mode, "Immediate"),
+                   .is_default = (def && !strcmp(def, "true")) || (bdef && !strcmp(bdef, "true"))};
   int rc = topo_named(x, o, &t);
   if (rc) return rc;
   const cJSON *pv = mf_get(o, "provisioner");

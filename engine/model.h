@@ -331,6 +331,7 @@ typedef struct dt_podspec {
   char *node_name;   /* spec.nodeName: already bound */
   bool daemon;       /* owned by a DaemonSet: not rescheduled */
   bool sts;          /* owned by a StatefulSet: terminating, it is still rescheduled (Karpenter) */
+  bool rs;           /* owned by a ReplicaSet: a Deployment's replica, with or without its pod-template-hash */
   bool unready;      /* status.conditions Ready is False */
   bool mirror;       /* a static pod's mirror (owned by its Node): never evicted */
   bool terminating;  /* metadata.deletionTimestamp: holds its node's room, but no workload counts it */
@@ -580,6 +581,8 @@ typedef struct dt_topo_obj {
   char *key, *volume, *storage_class;
   bool wait_for_consumer;
   bool immediate, deleting, lost, bind_completed;
+  bool is_default;  /* a StorageClass annotated storageclass.kubernetes.io/is-default-class: "true" */
+  bool class_given; /* a PVC's spec.storageClassName is there, if only "" (no dynamic provisioning) */
   dt_mreqs term;
   char *driver;
   size_t nlim;

@@ -608,8 +608,13 @@ static int64_t *replicas_wanted(dt_plan *p) {
         hi = mid;
     }
     int64_t have = 0;
+    /* a Deployment's pods are its ReplicaSets', whose selectors add the
+    ** pod-template-hash: a bare Pod that carries the Deployment's labels (a
+    ** chart's test Pod) is none of its replicas */
+    bool deploy = !strncmp(d->owner, "Deployment/", 11);
     for (size_t q = lo; q < nplain && have < d->count && !strcmp(m->pods.v[byns[q]].ns, d->ns); q++) {
       const dt_podspec *o = &m->pods.v[byns[q]];
+      if (deploy && !o->rs && !dt__kv_get(o->labels.v, o->labels.n, "pod-template-hash")) continue;
       if (!o->terminating && dt__selector_match(&d->sel, o->labels.v, o->labels.n)) have++;
     }
     want[si] = d->count - have;
@@ -628,8 +633,9 @@ static int64_t *replicas_wanted(dt_plan *p) {
 ** (a dump of pods alone says nothing of their volumes).
 */
 static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *name, const dt_topo_obj *pvc,
-                                 const dt_topo_obj *pv, const dt_topo_obj *sc, const uint32_t have[3]) {
-  const char *vol = pvc ? pvc->volume : NULL, *cls = pvc ? pvc->storage_class : NULL;
+                                 const dt_topo_obj *pv, const dt_topo_obj *sc, const char *cls,
+                                 const uint32_t have[3]) {
+  const char *vol = pvc ? pvc->volume : NULL;
   const char *why; /* the fault; a %s in it is the claim's volume, or its class when it names none */
   if (!pvc && have[0])
     why = "is not in the input, which holds PersistentVolumeClaims: Karpenter provisions for the pod once it exists";
@@ -647,8 +653,12 @@ static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *na
   else if (vol && !pvc->bind_completed)
     why = "names PersistentVolume %s but has no pv.kubernetes.io/bind-completed annotation: kube-scheduler takes it "
           "as unbound";
+  else if (!vol && !cls && (pvc->class_given || have[2]))
+    why = pvc->class_given ? "is unbound and its spec.storageClassName is \"\" (no dynamic provisioning)"
+                           : "is unbound and names no StorageClass (spec.storageClassName), and the input's "
+                             "StorageClasses have no default (storageclass.kubernetes.io/is-default-class)";
   else if (!vol && !cls)
-    why = "is unbound and names no StorageClass (spec.storageClassName)";
+    return NULL; /* the class the API server gave it is not in the input */
   else if (!vol && !sc && have[2])
     why = "is unbound and its StorageClass %s is not in the input";
   else if (!vol && sc && sc->immediate)
@@ -685,7 +695,8 @@ static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *na
 ** pod whose volume is in us-east-1d is planned in us-east-1d). The index
 ** in topo is built from m->topo ("KIND:key" -> index + 1).
 */
-static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t have[3], const dt_podspec *d, rt_spec *s) {
+static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t have[3], const dt_topo_obj *dflt,
+                           const dt_podspec *d, rt_spec *s) {
   const dt_manifests *m = p->manifests;
   s->invalid = NULL;
   if (!d->npvcs || !m->topo.n) return 0;
@@ -700,10 +711,16 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t hav
       dt_sym v = dt__sym_find(topo, k);
       pv = where = by = v ? &m->topo.v[v - 1] : NULL;
     }
-    if (pvc && pvc->storage_class) {
-      snprintf(k, sizeof k, "SC:%s", pvc->storage_class);
+    /* its class: the one it names, or, naming none, the default the API
+    ** server gives it (a class of the input annotated is-default-class) */
+    const char *cls = pvc ? pvc->storage_class : NULL;
+    if (cls) {
+      snprintf(k, sizeof k, "SC:%s", cls);
       dt_sym v = dt__sym_find(topo, k);
       sc = v ? &m->topo.v[v - 1] : NULL;
+    } else if (pvc && !pvc->class_given && dflt) {
+      sc = dflt;
+      cls = dflt->key;
     }
     /* a claim the input lacks is missing only where the input gives claims of
     ** its namespace (`kubectl get pvc -n a` says nothing of b's), and not
@@ -712,10 +729,10 @@ static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t hav
     snprintf(dv, sizeof dv, "VOL:%s/%s", d->ns, d->pvcs[i]);
     snprintf(nsk, sizeof nsk, "NS:%s", d->ns);
     if (!s->invalid && (pvc || (!dt__sym_find(topo, dv) && dt__sym_find(topo, nsk))))
-      s->invalid = claim_invalid(p, d, d->pvcs[i], pvc, pv, sc, have);
+      s->invalid = claim_invalid(p, d, d->pvcs[i], pvc, pv, sc, cls, have);
     if (!pvc) continue; /* not in the input: nothing known of where it is */
     /* unbound, or its PV not in the input: the class's driver (kube-scheduler's CSI limits) */
-    if (!by && pvc->storage_class) {
+    if (!by && cls) {
       by = sc;
       /* an Immediate class's claim is refused above; any other brings its
       ** allowed topologies (the API server makes an unset mode Immediate) */
@@ -913,7 +930,10 @@ int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
     snprintf(k, sizeof k, "NS:%.*s", (int)(slash - key), key);
     dt__sym(&topo, k);
   }
-  for (uint32_t si = 0; si < n && !rc; si++) rc = volume_topology(p, &topo, have, specs[si].src, &specs[si]);
+  const dt_topo_obj *dflt = NULL; /* the default StorageClass: the first of the input's so annotated */
+  for (size_t i = 0; i < m->topo.n && !dflt; i++)
+    if (!strcmp(m->topo.v[i].kind, "SC") && m->topo.v[i].is_default) dflt = &m->topo.v[i];
+  for (uint32_t si = 0; si < n && !rc; si++) rc = volume_topology(p, &topo, have, dflt, specs[si].src, &specs[si]);
   if (topo.oom || p->arena.oom) rc = DT_ENOMEM;
   dt__symtab_free(&topo);
   return rc;

@@ -58,6 +58,32 @@ status: {phase: Failed, reason: OutOfcpu}
     assert.are.equal(3, p.summary.alreadyBound, "the two web pods and the DaemonSet pod on the node")
   end)
 
+  it("counts no bare Pod that carries a Deployment's labels as one of its replicas (a chart's test Pod)", function()
+    local deploy = [[
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: shop}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web-test-connection, namespace: shop, labels: {app: web}}
+spec: {containers: [{name: t, resources: {requests: {cpu: "1"}}}]}
+]]
+    local p = h.plan(h.docs(h.nodepool("default"), deploy), { now = "2026-11-23T12:00:00Z" })
+    assert.are.equal(4, p.summary.pods, "three replicas and the test Pod")
+    -- a replica the ReplicaSet made (its hash, its owner) does count
+    local replica = deploy:gsub("metadata: {name: web%-test%-connection, namespace: shop, labels: {app: web}}",
+      "metadata: {name: web-5d4f-x, namespace: shop, labels: {app: web, pod-template-hash: 5d4f}}")
+    p = h.plan(h.docs(h.nodepool("default"), replica), { now = "2026-11-23T12:00:00Z" })
+    assert.are.equal(3, p.summary.pods, "two more replicas and the one there")
+  end)
+
   it("reads a Node and the NodeClaim it registered as one machine, in plan and disrupt", function()
     local p = plan()
     assert.are.equal(1, p.summary.existingNodes)

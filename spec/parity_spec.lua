@@ -123,6 +123,26 @@ describe("Karpenter parity on real inputs", function()
         where["shop/db-1"].zone)
     end)
 
+    it("gives a claim that names no class the input's default class, as the API server does", function()
+      local unnamed = edit("    storageClassName: gp3\n    volumeMode: Filesystem\n  status:\n    phase: Pending",
+        "    volumeMode: Filesystem\n  status:\n    phase: Pending")
+      -- gp3 is no default: the API server left the claim without a class, and Karpenter refuses it
+      local why = outcome(unnamed)
+      assert.matches("PersistentVolumeClaim shop/data-db-1 is unbound and names no StorageClass", why["shop/db-1"],
+        1, true)
+      -- gp3 the default: the claim is gp3's, and its pod is planned in gp3's allowed zones
+      local dflt = unnamed:gsub("kind: StorageClass\n  metadata:\n    name: gp3\n", "kind: StorageClass\n  metadata:\n" ..
+        "    name: gp3\n    annotations:\n      storageclass.kubernetes.io/is-default-class: 'true'\n", 1)
+      local why2, where = outcome(dflt)
+      assert.is_nil(why2["shop/db-1"])
+      assert.is_true(where["shop/db-1"].zone == "us-east-1b" or where["shop/db-1"].zone == "us-east-1c",
+        where["shop/db-1"].zone)
+      -- "" is no class at all, default or not
+      local none = dflt:gsub("    volumeMode: Filesystem\n  status:\n    phase: Pending",
+        "    storageClassName: ''\n    volumeMode: Filesystem\n  status:\n    phase: Pending", 1)
+      assert.matches("spec.storageClassName is \"\" (no dynamic provisioning)", (outcome(none))["shop/db-1"], 1, true)
+    end)
+
     it("keeps a claim's name, whatever it carries, inside the YAML comment that reports it", function()
       local input = edit("        claimName: data%-db%-1\n", "        claimName: \"x\\nkind: NodePool\\nmetadata: {name: injected}\\n#\"\n")
       local out, err, code = h.cli("plan -o yaml --now " .. NOW .. " -", input)
