@@ -274,24 +274,26 @@ static inline const char *arena_buf(dt_plan *p, dt_buf *b) {
 }
 
 /* A note, formatted whole into the plan's arena (names are up to 253
-** characters, and a note is never cut mid-name or mid-character). */
-static inline char *note_fmt(dt_plan *p, const char *fmt, va_list ap) {
+** characters, and a note is never cut mid-name or mid-character); input:
+** it tells of the input (note_in). */
+static inline void note_add(dt_plan *p, bool input, const char *fmt, va_list ap) {
   va_list aq;
   va_copy(aq, ap);
   int n = vsnprintf(NULL, 0, fmt, aq);
   va_end(aq);
   char *s = n < 0 ? NULL : (char *)dt__arena_alloc(&p->arena, (size_t)n + 1);
-  if (s) vsnprintf(s, (size_t)n + 1, fmt, ap);
-  return s;
+  if (!s) return;
+  vsnprintf(s, (size_t)n + 1, fmt, ap);
+  if (dt__vec_push(&p->notes, s) || (input && dt__vec_push(&p->input_notes, (uint32_t)p->notes.n - 1)))
+    p->arena.oom = 1;
 }
 
 static inline void note(dt_plan *p, const char *fmt, ...) DT_PRINTF(2, 3);
 static inline void note(dt_plan *p, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  char *s = note_fmt(p, fmt, ap);
+  note_add(p, false, fmt, ap);
   va_end(ap);
-  if (s && dt__vec_push(&p->notes, s)) p->arena.oom = 1;
 }
 
 /* A note that tells of the input (an object left out, a constraint not
@@ -301,9 +303,8 @@ static inline void note_in(dt_plan *p, const char *fmt, ...) DT_PRINTF(2, 3);
 static inline void note_in(dt_plan *p, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  char *s = note_fmt(p, fmt, ap);
+  note_add(p, true, fmt, ap);
   va_end(ap);
-  if (s && (dt__vec_push(&p->notes, s) || dt__vec_push(&p->input_notes, (uint32_t)p->notes.n - 1))) p->arena.oom = 1;
 }
 
 static inline uint64_t node_zmask(const rt_node *n) { return n->zone >= 0 ? 1ull << n->zone : 0; }
