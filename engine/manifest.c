@@ -640,8 +640,15 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
   for (size_t i = 0; i < sizeof k_readers / sizeof *k_readers; i++) {
     const reader *r = &k_readers[i];
     size_t al = strlen(r->api);
-    if (!strcmp(kind, r->kind) && (r->api[al - 1] == '/' ? !strncmp(api, r->api, al) : !strcmp(api, r->api)))
+    if (!strcmp(kind, r->kind) && (r->api[al - 1] == '/' ? !strncmp(api, r->api, al) : !strcmp(api, r->api))) {
+      /* Karpenter's kinds are served at v1 and, converted, v1beta1: another
+      ** version is none the API server knows, not one to read as v1 */
+      bool karpenter = !strcmp(r->api, "karpenter.sh/") || !strcmp(r->api, "karpenter.k8s.aws/");
+      if (karpenter && strcmp(api + al, "v1") && strcmp(api + al, "v1beta1"))
+        return mf_bad(x, "apiVersion", "%s is no version of %s (%sv1, or v1beta1 as Karpenter converts it)", api, kind,
+                      r->api);
       return r->read(x, o);
+    }
   }
   /* a kind of a group it reads, spelt another way: the API server knows no
   ** such kind (kinds are case-sensitive), so it is an error, not a skip */

@@ -35,6 +35,10 @@ describe("bad manifests", function()
     err = err_of("apiVersion: v1\nkind: List\nitems:\n- {apiVersion: apps/v1, kind: deployment, metadata: {name: w}}\n")
     assert.matches("document 1, items[0]: kind: deployment is no kind of apps/v1 (kinds are case-sensitive: " ..
       "Deployment?)", err, 1, true)
+    -- a version of Karpenter's groups the API server does not serve is no v1
+    err = err_of("apiVersion: karpenter.sh/v2\nkind: NodePool\nmetadata: {name: default}\n")
+    assert.matches("manifests: NodePool: apiVersion: karpenter.sh/v2 is no version of NodePool (karpenter.sh/v1, " ..
+      "or v1beta1 as Karpenter converts it)", err, 1, true)
     -- a kind of another group, or one it does not read, is skipped with a note as before
     local p = assert(h.dt.plan { manifests = "apiVersion: example.com/v1\nkind: Nodepool\nmetadata: {name: x}\n" ..
       "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n" })
