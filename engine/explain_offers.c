@@ -358,10 +358,14 @@ int dt__explain_finish(dt_plan *p) {
   put_requests(p, doc, "requests", s->req);
   if (!spec_refused(s)) { /* a refused pod is never queued */
     cJSON *q = dt__json_put(doc, "queue", cJSON_CreateObject());
-    uint32_t at = 0;
-    while (at < p->npods && at != podi) at++;
+    uint32_t at = 0, of = 0; /* among the pods queued: those refused for their claims never are */
+    for (uint32_t i = 0; i < p->npods; i++) {
+      if (spec_refused(&p->specs[p->pods[i].spec])) continue;
+      at += i < podi;
+      of++;
+    }
     dt__json_put_num(q, "position", (double)at + 1);
-    dt__json_put_num(q, "of", (double)p->npods);
+    dt__json_put_num(q, "of", (double)of);
     dt__json_put_num(q, "pass", (double)ex->pass + 1);
     dt__json_put_num(q, "tries", (double)ex->tries);
   }

@@ -156,6 +156,10 @@ describe("Karpenter parity on real inputs", function()
       local input = edit("      pv%.kubernetes%.io/bind%-completed: 'yes'\n", "")
       local out = h.cli("plan --now " .. NOW .. " --explain shop/db-0 -", input)
       assert.matches("bind-completed", out, 1, true)
+      assert.is_nil(out:find("queue:", 1, true), "a refused pod is never queued")
+      -- the other pod's place in the queue counts only the pods queued
+      out = h.cli("plan --now " .. NOW .. " --explain shop/db-1 -", input)
+      assert.matches("queue: 1 of 1 pending pods", out, 1, true)
       -- consolidation moves pods off nodes without validating their claims (Karpenter's simulation
       -- reschedules them as they are): the volume-limit case decides the same without the annotations
       local dtext = h.slurp(DIR .. "disrupt-csinode-volume-limit.yaml")
