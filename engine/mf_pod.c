@@ -609,23 +609,33 @@ fail:
 ** (spec.replica): refused with the field meant, as kubectl's strict field
 ** validation refuses it; a field far from all (one a newer Kubernetes adds)
 ** is left alone. */
+static const char *const k_deploy_fields[] = {"replicas",
+                                              "selector",
+                                              "template",
+                                              "strategy",
+                                              "minReadySeconds",
+                                              "revisionHistoryLimit",
+                                              "paused",
+                                              "progressDeadlineSeconds",
+                                              NULL};
+static const char *const k_rs_fields[] = {"replicas", "selector", "template", "minReadySeconds", NULL};
+static const char *const k_sts_fields[] = {"replicas",        "selector",
+                                           "template",        "volumeClaimTemplates",
+                                           "serviceName",     "podManagementPolicy",
+                                           "updateStrategy",  "revisionHistoryLimit",
+                                           "minReadySeconds", "persistentVolumeClaimRetentionPolicy",
+                                           "ordinals",        NULL};
+static const char *const k_ds_fields[] = {
+    "selector", "template", "updateStrategy", "minReadySeconds", "revisionHistoryLimit", NULL};
+
 static int workload_typo(mctx *x, const cJSON *spec) {
-  static const char *const fields[] = {"replicas",
-                                       "selector",
-                                       "template",
-                                       "strategy",
-                                       "minReadySeconds",
-                                       "revisionHistoryLimit",
-                                       "paused",
-                                       "progressDeadlineSeconds",
-                                       "volumeClaimTemplates",
-                                       "serviceName",
-                                       "podManagementPolicy",
-                                       "updateStrategy",
-                                       "persistentVolumeClaimRetentionPolicy",
-                                       "ordinals",
-                                       NULL};
+  const char *const *fields = !strcmp(x->kind, "Deployment")    ? k_deploy_fields
+                              : !strcmp(x->kind, "ReplicaSet")  ? k_rs_fields
+                              : !strcmp(x->kind, "StatefulSet") ? k_sts_fields
+                              : !strcmp(x->kind, "DaemonSet")   ? k_ds_fields
+                                                                : NULL;
   const cJSON *c;
+  if (!fields) return 0;
   cJSON_ArrayForEach(c, spec) {
     const char *near = NULL;
     bool ok = false;
@@ -636,7 +646,7 @@ static int workload_typo(mctx *x, const cJSON *spec) {
     if (!ok && near) {
       char f[300];
       dt__join(f, sizeof f, "spec.", c->string);
-      return mf_bad(x, f, "unknown field (did you mean %s?)", near);
+      return mf_bad(x, f, "unknown field of a %s (did you mean %s?)", x->kind, near);
     }
   }
   return 0;

@@ -58,8 +58,15 @@ describe("bad manifests", function()
     local deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n" ..
       "  %s: 3\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n" ..
       "    spec: {containers: [{name: c, resources: {requests: {cpu: '1'}}}]}\n"
-    assert.matches("Deployment shop/web: spec.replica: unknown field (did you mean replicas?)",
+    assert.matches("Deployment shop/web: spec.replica: unknown field of a Deployment (did you mean replicas?)",
       err_of(deploy:format("replica")), 1, true)
+    -- each kind's own fields: a StatefulSet's near miss is one, a Deployment's paused is no DaemonSet's
+    local sts = deploy:gsub("kind: Deployment", "kind: StatefulSet")
+    assert.matches("StatefulSet shop/web: spec.podManagmentPolicy: unknown field of a StatefulSet (did you mean " ..
+      "podManagementPolicy?)", err_of(sts:format("podManagmentPolicy")), 1, true)
+    assert.matches("spec.ordinal: unknown field of a StatefulSet (did you mean ordinals?)",
+      err_of(sts:format("ordinal")), 1, true)
+    assert(h.dt.plan { manifests = deploy:format("ordinal") }, "no Deployment field is near ordinal")
     -- a field far from every known one (a newer Kubernetes') is left alone
     assert.are.equal(0, assert(h.dt.plan { manifests = deploy:format("someFutureKnob") }).summary.pods - 1)
   end)
