@@ -314,13 +314,8 @@ int mf_rlist_at(mctx *x, const cJSON *o, const where *w, dt_rlist *out, bool is_
     /* a container's resource without a domain is one Kubernetes defines
     ** (its API server refuses any other: memroy is no resource) */
     static const char *const standard[] = {"cpu", "memory", "ephemeral-storage", NULL};
-    bool known = strchr(c->string, '/') || !strncmp(c->string, "hugepages-", 10) || !w->list;
-    const char *near = NULL;
-    for (const char *const *k = standard; *k && !known; k++) {
-      known = !strcmp(c->string, *k);
-      if (mf_edit_distance(c->string, *k) <= 2) near = *k;
-    }
-    if (!known) {
+    if (w->list && !strchr(c->string, '/') && strncmp(c->string, "hugepages-", 10) && !mf_one_of(c->string, standard)) {
+      const char *near = mf_nearest(c->string, standard, 2);
       where_fmt(w, field, sizeof field);
       dt__join(f, sizeof f, field, ".", c->string);
       return mf_bad(x, f,
@@ -637,31 +632,27 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
       dt__join(x->obj, sizeof x->obj, kind, " ", nm);
     return mf_bad(x, "apiVersion", "missing");
   }
+  const reader *other_case = NULL; /* a kind of the group spelt another way */
   for (size_t i = 0; i < sizeof k_readers / sizeof *k_readers; i++) {
     const reader *r = &k_readers[i];
     size_t al = strlen(r->api);
-    if (!strcmp(kind, r->kind) && (r->api[al - 1] == '/' ? !strncmp(api, r->api, al) : !strcmp(api, r->api))) {
-      /* Karpenter's kinds are served at v1 and, converted, v1beta1: another
-      ** version is none the API server knows, not one to read as v1 */
-      bool karpenter = !strcmp(r->api, "karpenter.sh/") || !strcmp(r->api, "karpenter.k8s.aws/");
-      if (karpenter && strcmp(api + al, "v1") && strcmp(api + al, "v1beta1"))
-        return mf_bad(x, "apiVersion", "%s is no version of %s (%sv1, or v1beta1 as Karpenter converts it)", api, kind,
-                      r->api);
-      return r->read(x, o);
+    if (r->api[al - 1] == '/' ? strncmp(api, r->api, al) : strcmp(api, r->api)) continue;
+    if (strcmp(kind, r->kind)) {
+      if (!other_case && !strcasecmp(kind, r->kind)) other_case = r;
+      continue;
     }
+    /* Karpenter's kinds are served at v1 and, converted, v1beta1: another
+    ** version is none the API server knows, not one to read as v1 */
+    bool karpenter = !strcmp(r->api, "karpenter.sh/") || !strcmp(r->api, "karpenter.k8s.aws/");
+    if (karpenter && strcmp(api + al, "v1") && strcmp(api + al, "v1beta1"))
+      return mf_bad(x, "apiVersion", "%s is no version of %s (%sv1, or v1beta1 as Karpenter converts it)", api, kind,
+                    r->api);
+    return r->read(x, o);
   }
-  /* a kind of a group it reads, spelt another way: the API server knows no
-  ** such kind (kinds are case-sensitive), so it is an error, not a skip */
-  const char *slash = strchr(api, '/');
-  size_t gl = slash ? (size_t)(slash - api) + 1 : strlen(api);
-  for (size_t i = 0; i < sizeof k_readers / sizeof *k_readers; i++) {
-    const reader *r = &k_readers[i];
-    size_t al = strlen(r->api);
-    bool group = r->api[al - 1] == '/' ? al == gl && !strncmp(api, r->api, al) : !strcmp(api, r->api);
-    if (group && !strcasecmp(kind, r->kind))
-      return dt__err(x->err, DT_EINVAL, "%s: %s: kind: %s is no kind of %s (kinds are case-sensitive: %s?)", x->file,
-                     where_in_file(at, sizeof at, docno, item), kind, api, r->kind);
-  }
+  /* the API server knows no such kind (kinds are case-sensitive): an error, not a skip */
+  if (other_case)
+    return dt__err(x->err, DT_EINVAL, "%s: %s: kind: %s is no kind of %s (kinds are case-sensitive: %s?)", x->file,
+                   where_in_file(at, sizeof at, docno, item), kind, api, other_case->kind);
   const char *nm = mf_get_str(mf_get(o, "metadata"), "name");
   dt__buf_printf(&x->m->notes, "%s: %s %s (%s): not used by plan, skipped\n", x->file, kind, nm ? nm : "(unnamed)",
                  api);

@@ -161,20 +161,29 @@ size_t mf_edit_distance(const char *a, const char *b) {
   return d[n][m];
 }
 
+bool mf_one_of(const char *name, const char *const *keys) {
+  for (const char *const *k = keys; *k; k++)
+    if (!strcmp(name, *k)) return true;
+  return false;
+}
+
+const char *mf_nearest(const char *name, const char *const *keys, size_t within) {
+  const char *near = NULL;
+  size_t best = within + 1;
+  for (const char *const *k = keys; *k; k++) {
+    size_t dist = mf_edit_distance(name, *k);
+    if (dist < best) best = dist, near = *k;
+  }
+  return near;
+}
+
 /* Each field of o one of keys (a NULL-ended list), else an error naming it
 ** (path.field) with the known field it is nearest to, when one is. */
 int mf_known_fields(mctx *x, const cJSON *o, const char *path, const char *const *keys) {
   const cJSON *c;
   cJSON_ArrayForEach(c, o) {
-    bool ok = false;
-    const char *near = NULL;
-    size_t best = 3;
-    for (const char *const *k = keys; *k && !ok; k++) {
-      ok = !strcmp(c->string, *k);
-      size_t dist = mf_edit_distance(c->string, *k);
-      if (dist < best) best = dist, near = *k;
-    }
-    if (ok) continue;
+    if (mf_one_of(c->string, keys)) continue;
+    const char *near = mf_nearest(c->string, keys, 2);
     char f[300];
     dt__join(f, sizeof f, path, *path ? "." : "", c->string);
     return near ? mf_bad(x, f, "unknown field (did you mean %s?)", near) : mf_bad(x, f, "unknown field");
@@ -217,18 +226,21 @@ static const char *const k_aws_labels[] = {"instance-tenancy",
                                            "placement-group-partition",
                                            NULL};
 
-bool dt__aws_label_refused(const char *key, char *why, size_t n) {
+/* Whether key's prefix is the domain dom or one of its subdomains; 2 for
+** dom itself, 1 for a subdomain, 0 neither. */
+static int in_domain(const char *key, const char *dom) {
   const char *slash = strchr(key, '/');
-  static const char dom[] = "karpenter.k8s.aws";
-  size_t dl = slash ? (size_t)(slash - key) : 0, rl = sizeof dom - 1;
-  if (!slash || dl < rl || memcmp(slash - rl, dom, rl) || (dl > rl && slash[-(ptrdiff_t)rl - 1] != '.')) return false;
-  const char *near = NULL;
-  size_t best = 4;
-  for (const char *const *k = k_aws_labels; *k; k++) {
-    if (dl == rl && !strcmp(slash + 1, *k)) return false;
-    size_t dist = mf_edit_distance(slash + 1, *k);
-    if (dist < best) best = dist, near = *k;
-  }
+  size_t dl = slash ? (size_t)(slash - key) : 0, rl = strlen(dom);
+  if (!slash || dl < rl || memcmp(slash - rl, dom, rl)) return 0;
+  return dl == rl ? 2 : slash[-(ptrdiff_t)rl - 1] == '.';
+}
+
+bool dt__aws_label_refused(const char *key, char *why, size_t n) {
+  int in = in_domain(key, "karpenter.k8s.aws");
+  if (!in) return false;
+  const char *name = strchr(key, '/') + 1;
+  if (in == 2 && mf_one_of(name, k_aws_labels)) return false;
+  const char *near = mf_nearest(name, k_aws_labels, 3);
   if (near)
     snprintf(why, n,
              "is in the restricted domain karpenter.k8s.aws and is not one of the AWS provider's labels (did you mean "
@@ -248,13 +260,7 @@ static const char *restricted_label(const char *key) {
   if (!strcmp(key, DT_L_CAPACITY_TYPE)) return NULL;
   if (!strcmp(key, DT_L_HOSTNAME)) return "is restricted: a node's hostname is its own";
   if (!strcmp(key, DT_L_NODEPOOL)) return "is restricted: Karpenter sets it to the NodePool's name";
-  const char *slash = strchr(key, '/');
-  if (!slash) return NULL;
-  static const char dom[] = "karpenter.sh";
-  size_t dl = (size_t)(slash - key), rl = sizeof dom - 1;
-  if (dl >= rl && !memcmp(slash - rl, dom, rl) && (dl == rl || slash[-(ptrdiff_t)rl - 1] == '.'))
-    return "is in the restricted domain karpenter.sh (Karpenter's own labels)";
-  return NULL;
+  return in_domain(key, "karpenter.sh") ? "is in the restricted domain karpenter.sh (Karpenter's own labels)" : NULL;
 }
 
 /* A qualified name as Karpenter's CRDs write its pattern for label keys and

@@ -637,13 +637,8 @@ static int workload_typo(mctx *x, const cJSON *spec) {
   const cJSON *c;
   if (!fields) return 0;
   cJSON_ArrayForEach(c, spec) {
-    const char *near = NULL;
-    bool ok = false;
-    for (const char *const *k = fields; *k && !ok; k++) {
-      ok = !strcmp(c->string, *k);
-      if (mf_edit_distance(c->string, *k) <= 2) near = *k;
-    }
-    if (!ok && near) {
+    const char *near = mf_one_of(c->string, fields) ? NULL : mf_nearest(c->string, fields, 2);
+    if (near) {
       char f[300];
       dt__join(f, sizeof f, "spec.", c->string);
       return mf_bad(x, f, "unknown field of a %s (did you mean %s?)", x->kind, near);
@@ -1009,15 +1004,15 @@ int mf_persistent_volume(mctx *x, const cJSON *o) {
   return topo_push(x, &t);
 }
 
-/* A StorageClass: WaitForFirstConsumer and its allowedTopologies (each
-** label's values; one term, as Karpenter reads the first). */
+/* A StorageClass: whether it binds Immediate, whether it is the default,
+** and its allowedTopologies (each label's values; one term, as Karpenter
+** reads the first). */
 int mf_storage_class(mctx *x, const cJSON *o) {
   const char *mode = mf_get_str(o, "volumeBindingMode"), *prov = mf_get_str(o, "provisioner");
   const cJSON *ann = mf_get(mf_get(o, "metadata"), "annotations");
   const char *def = mf_get_str(ann, "storageclass.kubernetes.io/is-default-class"),
              *bdef = mf_get_str(ann, "storageclass.beta.kubernetes.io/is-default-class");
   dt_topo_obj t = {.kind = "SC",
-                   .wait_for_consumer = mode && !strcmp(mode, "WaitForFirstConsumer"),
                    .immediate = mode && !strcmp(mode, "Immediate"),
                    .is_default = (def && !strcmp(def, "true")) || (bdef && !strcmp(bdef, "true"))};
   int rc = topo_named(x, o, &t);

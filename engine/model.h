@@ -568,7 +568,7 @@ bool dt__aws_label_refused(const char *key, char *why, size_t n);
 /* What volume topology needs of PersistentVolumeClaims ("PVC", key
 ** "ns/name", the PV it is bound to and its StorageClass), PersistentVolumes
 ** ("PV", its required node affinity's first term) and StorageClasses
-** ("SC", WaitForFirstConsumer and its allowed topologies as one term); and
+** ("SC", its binding mode and its allowed topologies as one term); and
 ** what volume limits need: a PV's CSI driver and a StorageClass's
 ** provisioner (driver, in-tree plugins by their CSI driver's name), and
 ** CSINodes ("CSI", key the node's name: each driver's allocatable count).
@@ -579,7 +579,6 @@ bool dt__aws_label_refused(const char *key, char *why, size_t n);
 typedef struct dt_topo_obj {
   char kind[4];
   char *key, *volume, *storage_class;
-  bool wait_for_consumer;
   bool immediate, deleting, lost, bind_completed;
   bool is_default;  /* a StorageClass annotated storageclass.kubernetes.io/is-default-class: "true" */
   bool class_given; /* a PVC's spec.storageClassName is there, if only "" (no dynamic provisioning) */

@@ -45,6 +45,8 @@ typedef struct where {
 #define mf_is_int_in               dt__mf_is_int_in
 #define mf_known_fields            dt__mf_known_fields
 #define mf_edit_distance           dt__mf_edit_distance
+#define mf_one_of                  dt__mf_one_of
+#define mf_nearest                 dt__mf_nearest
 #define mf_kubevirt                dt__mf_kubevirt
 #define mf_list_room               dt__mf_list_room
 #define mf_meta                    dt__mf_meta
@@ -130,6 +132,10 @@ int mf_nodepool(mctx *x, const cJSON *o);
 int mf_known_fields(mctx *x, const cJSON *o, const char *path, const char *const *keys);
 /* Levenshtein distance of two names of at most 32 bytes; 99 for longer ones. */
 size_t mf_edit_distance(const char *a, const char *b);
+/* Whether name is one of keys (a NULL-ended list). */
+bool mf_one_of(const char *name, const char *const *keys);
+/* The first of keys nearest to name, within `within` edits; NULL when none is. */
+const char *mf_nearest(const char *name, const char *const *keys, size_t within);
 int mf_nodeclass(mctx *x, const cJSON *o);
 void mf_nodeclass_free(dt_nodeclass *c);
 

@@ -628,38 +628,38 @@ static int64_t *replicas_wanted(dt_plan *p) {
 /*
 ** Why a pending pod's claim keeps it from being planned, as Karpenter's
 ** ValidatePersistentVolumeClaims (and kube-scheduler's VolumeBinding before
-** it) refuses it; NULL when nothing is wrong. A claim, volume or class that
-** is not in the input counts only when the input holds objects of that kind
-** (a dump of pods alone says nothing of their volumes).
+** it) refuses it; NULL when nothing is wrong. pvc NULL: the claim is not in
+** an input that gives claims of its namespace. A volume or class that is
+** not in the input counts only when the input holds objects of that kind,
+** have[0] PersistentVolumes and have[1] StorageClasses (a dump of pods
+** alone says nothing of their volumes).
 */
 static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *name, const dt_topo_obj *pvc,
                                  const dt_topo_obj *pv, const dt_topo_obj *sc, const char *cls,
-                                 const uint32_t have[3]) {
+                                 const uint32_t have[2]) {
   const char *vol = pvc ? pvc->volume : NULL;
   const char *why; /* the fault; a %s in it is the claim's volume, or its class when it names none */
-  if (!pvc && have[0])
+  if (!pvc)
     why = "is not in the input, which holds PersistentVolumeClaims: Karpenter provisions for the pod once it exists";
-  else if (!pvc)
-    return NULL;
   else if (pvc->deleting)
     why = "is being deleted (metadata.deletionTimestamp)";
   else if (pvc->lost)
     why = vol ? "is Lost (status.phase): bound to PersistentVolume %s, which no longer exists"
               : "is Lost (status.phase): bound to a PersistentVolume that no longer exists";
-  else if (vol && !pv && have[1])
+  else if (vol && !pv && have[0])
     why = "names PersistentVolume %s (spec.volumeName), which is not in the input";
   else if (vol && pv && pv->deleting)
     why = "is bound to PersistentVolume %s, which is being deleted";
   else if (vol && !pvc->bind_completed)
     why = "names PersistentVolume %s but has no pv.kubernetes.io/bind-completed annotation: kube-scheduler takes it "
           "as unbound";
-  else if (!vol && !cls && (pvc->class_given || have[2]))
+  else if (!vol && !cls && (pvc->class_given || have[1]))
     why = pvc->class_given ? "is unbound and its spec.storageClassName is \"\" (no dynamic provisioning)"
                            : "is unbound and names no StorageClass (spec.storageClassName), and the input's "
                              "StorageClasses have no default (storageclass.kubernetes.io/is-default-class)";
   else if (!vol && !cls)
     return NULL; /* the class the API server gave it is not in the input */
-  else if (!vol && !sc && have[2])
+  else if (!vol && !sc && have[1])
     why = "is unbound and its StorageClass %s is not in the input";
   else if (!vol && sc && sc->immediate)
     why = "is unbound and its StorageClass %s binds Immediate (volumeBindingMode): the volume is bound before the pod "
@@ -695,7 +695,7 @@ static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *na
 ** pod whose volume is in us-east-1d is planned in us-east-1d). The index
 ** in topo is built from m->topo ("KIND:key" -> index + 1).
 */
-static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t have[3], const dt_topo_obj *dflt,
+static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t have[2], const dt_topo_obj *dflt,
                            const dt_podspec *d, rt_spec *s) {
   const dt_manifests *m = p->manifests;
   s->invalid = NULL;
@@ -908,15 +908,16 @@ int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
   const dt_manifests *m = p->manifests;
   int rc = 0;
   dt_symtab topo = {0}; /* "PVC:ns/name", "PV:name", "SC:name" -> index + 1 in m->topo */
-  uint32_t have[3] = {0}; /* PVCs, PVs and StorageClasses in the input */
+  uint32_t have[2] = {0};         /* PersistentVolumes and StorageClasses in the input */
+  const dt_topo_obj *dflt = NULL; /* the default StorageClass: the first of the input's so annotated */
   for (size_t i = 0; i < m->topo.n && !topo.oom; i++) {
     const dt_topo_obj *t = &m->topo.v[i];
     char k[700];
     snprintf(k, sizeof k, "%s:%s", t->kind, t->key);
     dt__sym(&topo, k); /* kinds and names are unique (duplicates are refused), so object i is symbol i + 1 */
-    have[0] += !strcmp(t->kind, "PVC");
-    have[1] += !strcmp(t->kind, "PV");
-    have[2] += !strcmp(t->kind, "SC");
+    have[0] += !strcmp(t->kind, "PV");
+    have[1] += !strcmp(t->kind, "SC");
+    if (!dflt && !strcmp(t->kind, "SC") && t->is_default) dflt = t;
   }
   for (size_t i = 0; i < m->volumes.n && !topo.oom; i++) { /* claims and DataVolumes, after the objects */
     char k[700];
@@ -930,9 +931,6 @@ int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
     snprintf(k, sizeof k, "NS:%.*s", (int)(slash - key), key);
     dt__sym(&topo, k);
   }
-  const dt_topo_obj *dflt = NULL; /* the default StorageClass: the first of the input's so annotated */
-  for (size_t i = 0; i < m->topo.n && !dflt; i++)
-    if (!strcmp(m->topo.v[i].kind, "SC") && m->topo.v[i].is_default) dflt = &m->topo.v[i];
   for (uint32_t si = 0; si < n && !rc; si++) rc = volume_topology(p, &topo, have, dflt, specs[si].src, &specs[si]);
   if (topo.oom || p->arena.oom) rc = DT_ENOMEM;
   dt__symtab_free(&topo);
