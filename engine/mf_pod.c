@@ -974,6 +974,115 @@ static const char *in_tree_driver(const char *plugin) {
   return NULL;
 }
 
+/* Whether requirement a is b (key, operator, and values in any order). */
+static bool mreq_same(const dt_mreq *a, const dt_mreq *b) {
+  if (strcmp(a->key, b->key) || a->op != b->op || a->n != b->n) return false;
+  for (size_t i = 0; i < a->n; i++) {
+    bool found = false;
+    for (size_t j = 0; j < b->n && !found; j++) found = !strcmp(a->vals[i], b->vals[j]);
+    if (!found) return false;
+  }
+  return true;
+}
+
+static const dt_mreq *mreq_of(const dt_mreqs *t, const char *key) {
+  for (size_t i = 0; i < t->n; i++)
+    if (!strcmp(t->v[i].key, key)) return &t->v[i];
+  return NULL;
+}
+
+/* Term t folded into acc, the union of the terms before it, when one term
+** can say both: the same keys and operators, and all values the same but
+** those of one key that both take In. Then that key's values become the
+** union of both, and *folded is set. Keys named twice in a term (whose
+** values intersect) are never folded. */
+static int fold_term(mctx *x, dt_mreqs *acc, const dt_mreqs *t, bool *folded) {
+  *folded = false;
+  if (acc->n != t->n) return 0;
+  dt_mreq *differ = NULL;
+  const dt_mreq *with = NULL;
+  for (size_t i = 0; i < acc->n; i++) {
+    const dt_mreq *o = mreq_of(t, acc->v[i].key);
+    if (!o || mreq_of(acc, acc->v[i].key) != &acc->v[i] || o->op != acc->v[i].op) return 0;
+    for (size_t j = 0; j < t->n; j++)
+      if (&t->v[j] != o && !strcmp(t->v[j].key, o->key)) return 0;
+    if (mreq_same(&acc->v[i], o)) continue;
+    if (differ || o->op != DT_OP_IN) return 0;
+    differ = &acc->v[i];
+    with = o;
+  }
+  *folded = true;
+  for (size_t j = 0; differ && j < with->n; j++) {
+    bool have = false;
+    for (size_t k = 0; k < differ->n && !have; k++) have = !strcmp(differ->vals[k], with->vals[j]);
+    if (have) continue;
+    char **nv = dt__realloc(differ->vals, (differ->n + 1) * sizeof *nv);
+    if (!nv) return mf_oom(x);
+    differ->vals = nv;
+    if (!(differ->vals[differ->n] = dt__strdup(with->vals[j]))) return mf_oom(x);
+    differ->n++;
+  }
+  return 0;
+}
+
+/*
+** Where a volume can be: a PersistentVolume's nodeSelectorTerms or a
+** StorageClass's allowedTopologies (whose matchLabelExpressions are In
+** requirements). Karpenter takes each term as an alternative, the first a
+** node meets serving; terms without requirements are none. Terms that one
+** term can say (zones one term each, the common case: the same labels but
+** one label's values) become that term, which every node of any of them
+** meets; terms that differ more are noted, and pods follow the first.
+*/
+static int topo_terms(mctx *x, const cJSON *terms, const char *path, const char *exprs_key, dt_mreqs *out) {
+  if (!terms || cJSON_IsNull(terms)) return 0;
+  if (!cJSON_IsArray(terms)) return mf_bad(x, path, "expected a list");
+  size_t i = 0, nterms = 0;
+  bool all_folded = true, sc = !strcmp(exprs_key, "matchLabelExpressions");
+  for (const cJSON *term = terms->child; term; term = term->next, i++) {
+    char f[300];
+    snprintf(f, sizeof f, "%s[%zu].%s", path, i, exprs_key);
+    const cJSON *exprs = mf_get(term, exprs_key);
+    cJSON *conv = NULL;
+    if (sc && cJSON_IsArray(exprs)) { /* a topology selector's requirements are In */
+      const cJSON *e;
+      bool ok = (conv = cJSON_CreateArray()) != NULL;
+      for (e = ok ? exprs->child : NULL; e; e = e->next) {
+        cJSON *r = cJSON_CreateObject();
+        const cJSON *v = mf_get(e, "values");
+        ok = r && cJSON_AddItemToArray(conv, r) &&
+             cJSON_AddStringToObject(r, "key", mf_get_str(e, "key") ? mf_get_str(e, "key") : "") &&
+             cJSON_AddStringToObject(r, "operator", "In") &&
+             (!v || cJSON_AddItemToObject(r, "values", cJSON_Duplicate(v, true)));
+        if (!ok) break;
+      }
+      if (!ok) {
+        cJSON_Delete(conv);
+        return mf_oom(x);
+      }
+      exprs = conv;
+    }
+    dt_mreqs t = {0};
+    int rc = mf_parse_mreqs(x, exprs, f, &t, false);
+    cJSON_Delete(conv);
+    bool folded = true;
+    if (!rc && t.n && !nterms++) {
+      *out = t;
+      continue;
+    }
+    if (!rc && t.n) rc = fold_term(x, out, &t, &folded);
+    mf_mreqs_free(&t);
+    if (rc) return mf_failed(x);
+    all_folded &= folded;
+  }
+  if (!all_folded)
+    dt__buf_printf(&x->m->notes,
+                   "%s: %s: %s has %zu terms that differ in more than one label's values; pods follow the first "
+                   "(Karpenter tries each in turn)\n",
+                   x->file, x->obj, path, nterms);
+  return 0;
+}
+
 /* A PersistentVolume: where it can be attached (its required node affinity)
 ** and by which CSI driver. */
 int mf_persistent_volume(mctx *x, const cJSON *o) {
@@ -992,12 +1101,7 @@ int mf_persistent_volume(mctx *x, const cJSON *o) {
     return mf_oom(x);
   }
   const cJSON *terms = mf_get(mf_get(mf_get(mf_get(o, "spec"), "nodeAffinity"), "required"), "nodeSelectorTerms");
-  if (cJSON_GetArraySize(terms) > 1)
-    dt__buf_printf(&x->m->notes, "%s: %s: spec.nodeAffinity has %d terms; pods follow the first\n", x->file, x->obj,
-                   cJSON_GetArraySize(terms));
-  if (terms && terms->child &&
-      mf_parse_mreqs(x, mf_get(terms->child, "matchExpressions"),
-                     "spec.nodeAffinity.required.nodeSelectorTerms[0].matchExpressions", &t.term, false)) {
+  if (topo_terms(x, terms, "spec.nodeAffinity.required.nodeSelectorTerms", "matchExpressions", &t.term)) {
     mf_topo_free(&t);
     return mf_failed(x);
   }
@@ -1026,22 +1130,9 @@ int mf_storage_class(mctx *x, const cJSON *o) {
     mf_topo_free(&t);
     return mf_oom(x);
   }
-  const cJSON *at = mf_get(o, "allowedTopologies");
-  if (at && at->child) {
-    cJSON *exprs = cJSON_CreateArray(), *e;
-    cJSON_ArrayForEach(e, mf_get(at->child, "matchLabelExpressions")) {
-      cJSON *r = cJSON_CreateObject();
-      cJSON_AddStringToObject(r, "key", mf_get_str(e, "key") ? mf_get_str(e, "key") : "");
-      cJSON_AddStringToObject(r, "operator", "In");
-      cJSON_AddItemToObject(r, "values", cJSON_Duplicate(mf_get(e, "values"), true));
-      cJSON_AddItemToArray(exprs, r);
-    }
-    rc = mf_parse_mreqs(x, exprs, "allowedTopologies[0].matchLabelExpressions", &t.term, false);
-    cJSON_Delete(exprs);
-    if (rc) {
-      mf_topo_free(&t);
-      return mf_failed(x);
-    }
+  if (topo_terms(x, mf_get(o, "allowedTopologies"), "allowedTopologies", "matchLabelExpressions", &t.term)) {
+    mf_topo_free(&t);
+    return mf_failed(x);
   }
   return topo_push(x, &t);
 }

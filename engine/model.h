@@ -567,8 +567,8 @@ bool dt__aws_label_refused(const char *key, char *why, size_t n);
 
 /* What volume topology needs of PersistentVolumeClaims ("PVC", key
 ** "ns/name", the PV it is bound to and its StorageClass), PersistentVolumes
-** ("PV", its required node affinity's first term) and StorageClasses
-** ("SC", its binding mode and its allowed topologies as one term); and
+** ("PV", its required node affinity) and StorageClasses ("SC", its binding
+** mode and its allowed topologies), their terms as one (topo_terms); and
 ** what volume limits need: a PV's CSI driver and a StorageClass's
 ** provisioner (driver, in-tree plugins by their CSI driver's name), and
 ** CSINodes ("CSI", key the node's name: each driver's allocatable count).

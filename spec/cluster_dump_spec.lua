@@ -357,6 +357,72 @@ spec: {storageClassName: gp3}
     local p = h.plan(h.docs(h.nodepool("default"), pvs, pod_with("fresh")), { now = "2026-11-23T12:00:00Z" })
     assert.are.equal("us-east-1c", p.nodeClaims[1].zone)
   end)
+
+  -- Karpenter takes each term as an alternative: a pod whose NodePool allows
+  -- only the second term's zone is planned there, not left pending
+  local zonal_pool = h.nodepool("default", { requirements = {
+    { "kubernetes.io/arch", "In", { "amd64" } }, { "topology.kubernetes.io/zone", "In", { "us-east-1c" } } } })
+  local two_zones = [[
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: zonal}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies:
+- matchLabelExpressions:
+  - {key: topology.kubernetes.io/zone, values: [us-east-1b]}
+- matchLabelExpressions:
+  - {key: topology.kubernetes.io/zone, values: [us-east-1c]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: fresh, namespace: default}
+spec: {storageClassName: zonal}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-either}
+spec:
+  csi: {driver: ebs.csi.aws.com, volumeHandle: vol-1}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
+      - matchExpressions: []
+      - matchExpressions:
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1c, us-east-1a]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data, namespace: default, annotations: {pv.kubernetes.io/bind-completed: "yes"}}
+spec: {volumeName: pv-either, storageClassName: zonal}
+status: {phase: Bound}
+]]
+
+  it("takes every term of allowedTopologies and of a volume's node affinity, one per zone, as alternatives", function()
+    for _, claim in ipairs { "fresh", "data" } do
+      local p = h.plan(h.docs(zonal_pool, two_zones, pod_with(claim)), { now = "2026-11-23T12:00:00Z" })
+      assert.are.equal(1, #p.nodeClaims, claim)
+      assert.are.equal("us-east-1c", p.nodeClaims[1].zone, claim)
+      assert.are.equal(0, #p.unschedulable, claim)
+    end
+    local p = h.plan(h.docs(h.nodepool("default"), two_zones, pod_with("data"), (pod_with("fresh"):gsub("db", "db2"))),
+      { now = "2026-11-23T12:00:00Z" })
+    local zones = {}
+    for _, c in ipairs(p.nodeClaims) do zones[c.zone] = true end
+    assert.is_nil(zones["us-east-1d"], "no term allows us-east-1d")
+    for _, n in ipairs(p.notes or {}) do assert.not_matches("terms", n) end
+  end)
+
+  it("follows the first of terms that differ in more than one label, and says so", function()
+    local sc = two_zones:gsub("values: %[us%-east%-1c%]}", "values: [us-east-1c]}\n  - {key: kubernetes.io/arch, " ..
+      "values: [arm64]}", 1)
+    local p = h.plan(h.docs(zonal_pool, sc, pod_with("fresh")), { now = "2026-11-23T12:00:00Z" })
+    assert.are.equal(1, #p.unschedulable, "the first term's us-east-1b is outside the NodePool")
+    local _, err = h.cli("plan --now 2026-11-23T12:00:00Z -", h.docs(zonal_pool, sc, pod_with("fresh")))
+    assert.matches("StorageClass zonal: allowedTopologies has 2 terms that differ in more than one label", err, 1, true)
+  end)
 end)
 
 describe("emitted NodeClaims", function()
