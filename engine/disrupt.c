@@ -234,7 +234,7 @@ static int nominate_name(const state *st, dt_namemap *specs, dt_namemap *seen, n
       size_t bl = (size_t)(dash - name);
       sy = dt__namemap_get(specs, name, bl < 599 ? bl : 599, 0);
       const dt_podspec *t = sy ? &m->pods.v[sy - 1] : NULL;
-      if (t && t->owner && o < t->count) {
+      if (t && t->owner && o >= t->ordinal_base && o - t->ordinal_base < t->count) {
         n.spec = (size_t)sy - 1;
         n.ordinal = o;
         found = true;

@@ -356,11 +356,11 @@ int dt__explain_finish(dt_plan *p) {
   uint32_t podi = (uint32_t)p->ex_pod;
   const rt_spec *s = &p->specs[ex->spec];
   put_requests(p, doc, "requests", s->req);
-  if (!spec_refused(s)) { /* a refused pod is never queued */
+  if (!pod_refused(s, p->pods[podi].ordinal)) { /* a refused pod is never queued */
     cJSON *q = dt__json_put(doc, "queue", cJSON_CreateObject());
     uint32_t at = 0, of = 0; /* among the pods queued: those refused for their claims never are */
     for (uint32_t i = 0; i < p->npods; i++) {
-      if (spec_refused(&p->specs[p->pods[i].spec])) continue;
+      if (pod_refused(&p->specs[p->pods[i].spec], p->pods[i].ordinal)) continue;
       at += i < podi;
       of++;
     }

@@ -143,6 +143,11 @@ void mf_pod_free(dt_podspec *p) {
   dt__free(p->parent);
   mf_selector_free(&p->sel);
   mf_strs_free(p->pvcs, p->npvcs);
+  for (size_t i = 0; i < p->nvct; i++) {
+    dt__free(p->vct[i].name);
+    dt__free(p->vct[i].cls);
+  }
+  dt__free(p->vct);
   dt__rlist_free(&p->requests);
   dt__kvs_free(&p->labels);
   dt__kvs_free(&p->node_selector);

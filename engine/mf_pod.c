@@ -647,6 +647,44 @@ static int workload_typo(mctx *x, const cJSON *spec) {
   return 0;
 }
 
+/* A StatefulSet's replicas: their first ordinal (spec.ordinals.start) and
+** the claims each has of its own (spec.volumeClaimTemplates). */
+static int sts_identity(mctx *x, const cJSON *spec, dt_podspec *p) {
+  const cJSON *start = mf_get(mf_get(spec, "ordinals"), "start");
+  if (start && !cJSON_IsNull(start)) {
+    if (!mf_is_int_in(start, 0, INT32_MAX)) return mf_bad(x, "spec.ordinals.start", "expected an integer from 0");
+    p->ordinal_base = (int64_t)start->valuedouble;
+  }
+  const cJSON *vcts = mf_get(spec, "volumeClaimTemplates");
+  size_t n;
+  int lr = mf_list_room(x, vcts, "spec.volumeClaimTemplates", "a list of PersistentVolumeClaims", sizeof *p->vct,
+                        (void **)&p->vct, &n);
+  if (lr) return lr > 0 ? 0 : lr;
+  size_t i = 0;
+  for (const cJSON *t = vcts->child; t; t = t->next, i++) {
+    char f[120];
+    const char *name = mf_get_str(mf_get(t, "metadata"), "name");
+    if (!name || !*name) {
+      snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu].metadata.name", i);
+      return mf_bad(x, f, "missing");
+    }
+    for (size_t k = 0; k < p->nvct; k++)
+      if (!strcmp(p->vct[k].name, name)) {
+        snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu].metadata.name", i);
+        return mf_bad(x, f, "%s is the name of template %zu too", name, k);
+      }
+    const cJSON *cls = mf_get(mf_get(t, "spec"), "storageClassName");
+    if (cls && !cJSON_IsNull(cls) && !cJSON_IsString(cls)) {
+      snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu].spec.storageClassName", i);
+      return mf_bad(x, f, "expected a string");
+    }
+    dt_vct *v = &p->vct[p->nvct++];
+    v->class_given = cJSON_IsString(cls);
+    if (!(v->name = dt__strdup(name)) || (v->class_given && !(v->cls = dt__strdup(cls->valuestring)))) return mf_oom(x);
+  }
+  return 0;
+}
+
 int mf_workload(mctx *x, const cJSON *o, bool daemonset) {
   const char *ns, *name;
   if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
@@ -673,6 +711,7 @@ int mf_workload(mctx *x, const cJSON *o, bool daemonset) {
       mf_podspec(x, tmpl, "spec.template.spec", &p) ||
       mf_parse_selector(x, mf_get(spec, "selector"), "spec.selector", &p.sel))
     goto fail;
+  if (!strcmp(x->kind, "StatefulSet") && sts_identity(x, spec, &p)) goto fail;
   /* A ReplicaSet a Deployment owns: the Deployment counts its replicas. */
   const cJSON *ow;
   cJSON_ArrayForEach(ow, mf_get(mf_get(o, "metadata"), "ownerReferences")) {

@@ -304,13 +304,20 @@ typedef struct dt_hostport {
   char *ip;
 } dt_hostport;
 
+/* A StatefulSet's volumeClaimTemplate: its name, and the class its claims
+** get (cls NULL: none given, the default class; "" given: no class). */
+typedef struct dt_vct {
+  char *name, *cls;
+  bool class_given;
+} dt_vct;
+
 /* A pod, or a template expanded into count pods (Deployment replicas). */
 typedef struct dt_podspec {
   char *ns, *name, *file;
   char *owner;       /* "Deployment/web" for expanded pods, NULL for a Pod */
   int64_t count;     /* 1 for a Pod */
   int64_t created;   /* Unix seconds, 0 if unknown */
-  int ordinal_base;  /* StatefulSets name pods name-0..; others name-<i> too */
+  int64_t ordinal_base; /* a StatefulSet's spec.ordinals.start: its pods are name-<base>..; others name-<i> from 0 */
   dt_rlist requests; /* effective requests: max(init) vs sum(containers)+sidecars, + overhead */
   dt_kvs labels;
   dt_kvs node_selector;
@@ -344,6 +351,10 @@ typedef struct dt_podspec {
   char *parent;    /* "Deployment/name" for a ReplicaSet a Deployment owns */
   char **pvcs;     /* the PersistentVolumeClaims its volumes name */
   size_t npvcs;
+  /* A StatefulSet's volumeClaimTemplates: replica <name>-<k> has claim
+  ** <template>-<name>-<k>, made from the template when not there already */
+  size_t nvct;
+  dt_vct *vct;
   /* a virt-launcher pod: the VMI's spec.architecture ("amd64", "arm64",
   ** "s390x"), "" for the cluster's default, NULL for any other pod */
   const char *vm_arch;

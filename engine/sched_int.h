@@ -546,7 +546,7 @@ int dt__sched_sort_by_price(dt_plan *p, uint32_t *types, const double *price, ui
 int dt__sched_use_policy(dt_plan *p, dt_policy *pol);
 
 /* sched_pods.c */
-int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx);
+int dt__sched_class_for(dt_plan *p, uint32_t si, int64_t ordinal, const rt_relax *rx);
 int dt__sched_compile_pods(dt_plan *p, dt_error *err);
 int dt__sched_compile_spec(dt_plan *p, const dt_podspec *d, rt_spec *s, bool *rc_missing, dt_error *err);
 void dt__sched_runtime_class_note(dt_plan *p, const dt_podspec *d);

@@ -399,7 +399,7 @@ static void class_sig(const dt_plan *p, const rt_spec *s, const rt_relax *rx, co
 ** with the same constraints share failure caches. Returns the class index
 ** or a negative error.
 */
-static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx);
+static int class_make(dt_plan *p, uint32_t si, const rt_ordvol *ov, const rt_relax *rx);
 
 /* What an unrelaxed pod of a shape has its class by (its first bytes up to
 ** the plan's resources). */
@@ -408,8 +408,10 @@ typedef struct class_key {
   int64_t req[DT_RES_MAX];
 } class_key;
 
-int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
+int dt__sched_class_for(dt_plan *p, uint32_t si, int64_t ordinal, const rt_relax *rx) {
   rt_spec *s = &p->specs[si];
+  const rt_ordvol *ov = s->nord ? spec_ord(s, ordinal) : NULL; /* a replica with claims of its own */
+  if (ov) return class_make(p, si, ov, rx);
   bool plain = !rx->term && !rx->paff && !rx->panti && !rx->pref && !rx->anyway && !rx->tol_pref;
   if (plain && s->base_class >= 0) return s->base_class;
   /* A pod of a shape (no terms, volumes, ports or preferences, or only
@@ -427,7 +429,7 @@ int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
     int32_t memo = dt__namemap_get(&p->class_memo, (const char *)&key, klen, -1);
     if (memo >= 0) return memo;
   }
-  int ci = class_make(p, si, rx);
+  int ci = class_make(p, si, NULL, rx);
   if (ci >= 0 && klen) {
     char *k = A(p, klen);
     bool added;
@@ -438,7 +440,8 @@ int dt__sched_class_for(dt_plan *p, uint32_t si, const rt_relax *rx) {
   return ci;
 }
 
-static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx) {
+/* The class of spec si's pod relaxed as rx says; ov: a replica's own volume terms. */
+static int class_make(dt_plan *p, uint32_t si, const rt_ordvol *ov, const rt_relax *rx) {
   rt_spec *s = &p->specs[si];
   const dt_podspec *d = s->src;
   dt_reqs reqs = {0};
@@ -451,8 +454,8 @@ static int class_make(dt_plan *p, uint32_t si, const rt_relax *rx) {
     dt__sched_compile_selector_kvs(p, &one, &reqs);
   }
   if (d->nterms && dt__sched_compile_mreqs(p, &d->terms[rx->term], &reqs)) return DT_ENOMEM;
-  for (uint32_t v = 0; v < s->nvol; v++)
-    if (dt__sched_compile_mreqs(p, s->vol[v], &reqs)) return DT_ENOMEM;
+  for (uint32_t v = 0, nv = ov ? ov->nvol : s->nvol; v < nv; v++)
+    if (dt__sched_compile_mreqs(p, ov ? ov->vol[v] : s->vol[v], &reqs)) return DT_ENOMEM;
   if (rx->pref < d->npref && dt__sched_compile_mreqs(p, &d->pref[s->pref_order[rx->pref]].reqs, &reqs))
     return DT_ENOMEM;
   /* Topology constraints. */
@@ -555,10 +558,44 @@ static int ns_cmp(const void *a, const void *b) {
   return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-static int64_t *replicas_wanted(dt_plan *p) {
+/* The ordinal of StatefulSet replica `name` (its pod's name) when it is one
+** of d's, from ordinal_base below count more; -1 for none. */
+static int64_t sts_ordinal(const dt_podspec *d, const char *name) {
+  size_t bl = strlen(d->name);
+  if (strncmp(name, d->name, bl) || name[bl] != '-') return -1;
+  const char *q = name + bl + 1;
+  if (!*q || (q[0] == '0' && q[1]) || strspn(q, "0123456789") != strlen(q) || strlen(q) > 10) return -1;
+  int64_t k = strtoll(q, NULL, 10);
+  return k >= d->ordinal_base && k - d->ordinal_base < d->count ? k : -1;
+}
+
+static int i64_cmp(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The ordinals of StatefulSet d's replicas that have no pod, given the
+** sorted ordinals of those that have (duplicates allowed), into the arena. */
+static const int64_t *sts_missing(dt_plan *p, const dt_podspec *d, const int64_t *have, size_t nhave, int64_t nwant) {
+  int64_t *out = A(p, (size_t)(nwant ? nwant : 1) * sizeof *out);
+  if (!out) return NULL;
+  size_t h = 0;
+  int64_t n = 0;
+  for (int64_t k = d->ordinal_base; k < d->ordinal_base + d->count && n < nwant; k++) {
+    while (h < nhave && have[h] < k) h++;
+    if (h < nhave && have[h] == k) continue;
+    out[n++] = k;
+  }
+  return out;
+}
+
+static int64_t *replicas_wanted(dt_plan *p, const int64_t ***missing) {
   const dt_manifests *m = p->manifests;
   int64_t *want = A(p, (p->nspecs ? p->nspecs : 1) * sizeof *want);
+  *missing = NULL;
   if (!want) return NULL;
+  DT_VEC(int64_t) ords = {0}; /* a StatefulSet's replicas that have a pod */
+  bool lost = false;
   dt_symtab owners = {0}; /* "Deployment/ns/name" of the workloads in the input */
   uint32_t *byns = NULL;
   size_t nplain = 0;
@@ -587,7 +624,8 @@ static int64_t *replicas_wanted(dt_plan *p) {
         continue;
       }
     }
-    if (!d->sel.present) continue;
+    bool sts = !strncmp(d->owner, "StatefulSet/", 12);
+    if (!d->sel.present && !sts) continue;
     if (!byns) { /* the Pods, sorted by namespace, built once for the first selector */
       byns = dt__malloc((p->nspecs ? p->nspecs : 1) * sizeof *byns);
       if (!byns) {
@@ -612,16 +650,36 @@ static int64_t *replicas_wanted(dt_plan *p) {
     ** pod-template-hash: a bare Pod that carries the Deployment's labels (a
     ** chart's test Pod) is none of its replicas */
     bool deploy = !strncmp(d->owner, "Deployment/", 11);
+    ords.n = 0;
     for (size_t q = lo; q < nplain && have < d->count && !strcmp(m->pods.v[byns[q]].ns, d->ns); q++) {
       const dt_podspec *o = &m->pods.v[byns[q]];
       if (deploy && !o->rs && !dt__kv_get(o->labels.v, o->labels.n, "pod-template-hash")) continue;
-      if (!o->terminating && dt__selector_match(&d->sel, o->labels.v, o->labels.n)) have++;
+      if (o->terminating || (d->sel.present && !dt__selector_match(&d->sel, o->labels.v, o->labels.n))) continue;
+      /* a StatefulSet's pods are its ordinals' names: one of another name is none of its replicas */
+      int64_t k = sts ? sts_ordinal(d, o->name) : 0;
+      if (k < 0) continue;
+      if (sts && dt__vec_push(&ords, k)) lost = true;
+      have++;
     }
     want[si] = d->count - have;
+    if (sts && ords.n && !lost) { /* the replicas made are the ordinals without a pod */
+      qsort(ords.v, ords.n, sizeof *ords.v, i64_cmp);
+      size_t u = 0; /* two pods of one name (a listing's and a file's) are one replica */
+      for (size_t q = 0; q < ords.n; q++)
+        if (!u || ords.v[u - 1] != ords.v[q]) ords.v[u++] = ords.v[q];
+      want[si] = d->count - (int64_t)u;
+      if (!*missing) {
+        const int64_t **mv = A(p, (p->nspecs ? p->nspecs : 1) * sizeof *mv);
+        if (mv) memset(mv, 0, (p->nspecs ? p->nspecs : 1) * sizeof *mv);
+        *missing = mv;
+      }
+      if (!*missing || !((*missing)[si] = sts_missing(p, d, ords.v, u, want[si]))) lost = true;
+    }
   }
-  bool oom = owners.oom;
+  bool oom = owners.oom || lost;
   dt__symtab_free(&owners);
   dt__free(byns);
+  dt__free(ords.v);
   return oom ? NULL : want;
 }
 
@@ -687,65 +745,191 @@ static const char *claim_invalid(dt_plan *p, const dt_podspec *d, const char *na
   return r;
 }
 
+/* What volume topology reads of the input: its PVCs, PVs and StorageClasses
+** by "KIND:key" (index + 1 in m->topo), claims and DataVolumes by "VOL:ns/name",
+** the namespaces it gives claims of by "NS:ns"; how many PVs (have[0]) and
+** StorageClasses (have[1]) it holds; its default StorageClass. */
+typedef struct vol_ix {
+  dt_symtab topo;
+  uint32_t have[2];
+  const dt_topo_obj *dflt;
+} vol_ix;
+
+static dt_sym vol_sym(const vol_ix *ix, const char *kind, const char *ns, const char *name) {
+  char k[700];
+  snprintf(k, sizeof k, "%s:%s%s%s", kind, ns ? ns : "", ns ? "/" : "", name);
+  return dt__sym_find(&ix->topo, k);
+}
+
+static bool vol_has(const vol_ix *ix, const char *kind, const char *ns, const char *name) {
+  return vol_sym(ix, kind, ns, name) != 0;
+}
+
+/* A PVC, PV or StorageClass of the input; NULL none. */
+static const dt_topo_obj *vol_find(const dt_plan *p, const vol_ix *ix, const char *kind, const char *ns,
+                                   const char *name) {
+  dt_sym v = vol_sym(ix, kind, ns, name);
+  return v ? &p->manifests->topo.v[v - 1] : NULL;
+}
+
+/* What one claim brings a pod: a term its node must meet too (NULL none),
+** the volume a CSI driver attaches (driver << 32 | claim; 0 none) and why
+** Karpenter refuses the pod for it (NULL nothing). */
+typedef struct claim_at {
+  const dt_mreqs *term;
+  uint64_t csi;
+  const char *invalid;
+} claim_at;
+
+/* Claim `name` of pod d, as the input has it. */
+static claim_at claim_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, const char *name) {
+  claim_at r = {0};
+  const dt_topo_obj *pvc = vol_find(p, ix, "PVC", d->ns, name), *pv = NULL, *sc = NULL, *where = NULL, *by = NULL;
+  if (pvc && pvc->volume) pv = where = by = vol_find(p, ix, "PV", NULL, pvc->volume);
+  /* its class: the one it names, or, naming none, the default the API
+  ** server gives it (a class of the input annotated is-default-class) */
+  const char *cls = pvc ? pvc->storage_class : NULL;
+  if (cls) {
+    sc = vol_find(p, ix, "SC", NULL, cls);
+  } else if (pvc && !pvc->class_given && ix->dflt) {
+    sc = ix->dflt;
+    cls = ix->dflt->key;
+  }
+  /* a claim the input lacks is missing only where the input gives claims of
+  ** its namespace (`kubectl get pvc -n a` says nothing of b's), and not
+  ** when it holds a DataVolume of its name, which makes it (CDI) */
+  if (pvc || (!vol_has(ix, "VOL", d->ns, name) && vol_has(ix, "NS", NULL, d->ns)))
+    r.invalid = claim_invalid(p, d, name, pvc, pv, sc, cls, ix->have);
+  if (!pvc) return r; /* not in the input: nothing known of where it is */
+  /* unbound, or its PV not in the input: the class's driver (kube-scheduler's CSI limits) */
+  if (!by && cls) {
+    by = sc;
+    /* an Immediate class's claim is refused above; any other brings its
+    ** allowed topologies (the API server makes an unset mode Immediate) */
+    if (!pvc->volume) where = by && !by->immediate ? by : NULL;
+  }
+  if (where && where->term.n) r.term = &where->term;
+  /* the driver that attaches it: the PV's, or the class's provisioner (Karpenter's volumeusage.go) */
+  if (by && by->driver) r.csi = (uint64_t)dt__sym(&p->syms, by->driver) << 32 | dt__sym(&p->syms, pvc->key);
+  return r;
+}
+
+/* A fault of a StatefulSet's template, as the reason its replicas wait. */
+static const char *vct_fault(dt_plan *p, const dt_podspec *d, const dt_vct *v, const char *what, const char *cls) {
+  dt_buf b = {0};
+  dt__buf_printf(&b, "%s: volumeClaimTemplate %s ", d->owner, v->name);
+  dt__buf_printf(&b, what, cls);
+  const char *r = b.oom ? NULL : arena_buf(p, &b);
+  if (!r) p->arena.oom = 1;
+  dt__free(b.oom ? b.p : NULL);
+  return r;
+}
+
+/* The claim a StatefulSet's controller makes from template v for a replica
+** whose claim is not there yet: unbound, of the template's class (or the
+** default), so where its class allows, as Karpenter takes an unbound claim. */
+static claim_at template_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, const dt_vct *v) {
+  claim_at r = {0};
+  const char *cls = v->class_given ? v->cls : ix->dflt ? ix->dflt->key : NULL;
+  const dt_topo_obj *sc = cls && *cls ? vol_find(p, ix, "SC", NULL, cls) : NULL;
+  if (cls && !*cls)
+    r.invalid =
+        vct_fault(p, d, v, "names storageClassName \"\": its claims are unbound, with no dynamic provisioning%s", "");
+  else if (!cls && ix->have[1])
+    r.invalid = vct_fault(p, d, v,
+                          "names no StorageClass (spec.storageClassName), and the input's StorageClasses have no "
+                          "default (storageclass.kubernetes.io/is-default-class)%s",
+                          "");
+  else if (cls && !sc && ix->have[1])
+    r.invalid = vct_fault(p, d, v, "names StorageClass %s, which is not in the input", cls);
+  if (!sc) return r;
+  /* an Immediate class binds the claim before the pod is placed, where the
+  ** plan cannot know: the replica goes anywhere, as Karpenter then plans it
+  ** in the zone of a volume nothing here has made */
+  if (!sc->immediate && sc->term.n) r.term = &sc->term;
+  if (sc->driver) r.csi = (uint64_t)dt__sym(&p->syms, sc->driver) << 32; /* one claim per replica: never shared */
+  return r;
+}
+
+static bool csi_push(rt_spec *s, uint64_t e) {
+  for (uint32_t j = 0; j < s->ncsi && (uint32_t)e; j++)
+    if (s->csi[j] == e) return false;
+  if (e) s->csi[s->ncsi++] = e;
+  return e != 0;
+}
+
 /*
 ** Volume topology, as Karpenter's: a pod's PersistentVolumeClaim bound to a
 ** PersistentVolume brings the volume's required node affinity; one not yet
 ** bound whose StorageClass waits for the first consumer brings the class's
 ** allowed topologies. Either is a term the pod's node must also meet (a
-** pod whose volume is in us-east-1d is planned in us-east-1d). The index
-** in topo is built from m->topo ("KIND:key" -> index + 1).
+** pod whose volume is in us-east-1d is planned in us-east-1d).
+** A StatefulSet's replica <name>-<k> has its templates' claims
+** <template>-<name>-<k>: those the input holds are read as claims, in
+** s->ord for the replicas that have any (the claims a replica scaled away
+** keeps bind it to its volume's zone when it comes back); the others are made
+** from the template, unbound, of its class.
 */
-static int volume_topology(dt_plan *p, const dt_symtab *topo, const uint32_t have[2], const dt_topo_obj *dflt,
-                           const dt_podspec *d, rt_spec *s) {
+static int volume_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, rt_spec *s) {
   const dt_manifests *m = p->manifests;
   s->invalid = NULL;
-  if (!d->npvcs || !m->topo.n) return 0;
-  if (!(s->vol = A(p, d->npvcs * sizeof *s->vol)) || !(s->csi = A(p, d->npvcs * sizeof *s->csi))) return DT_ENOMEM;
+  s->nord = 0;
+  s->ord = NULL;
+  if ((!d->npvcs && !d->nvct) || !m->topo.n) return 0;
+  size_t nc = d->npvcs + d->nvct;
+  if (!(s->vol = A(p, nc * sizeof *s->vol)) || !(s->csi = A(p, nc * sizeof *s->csi))) return DT_ENOMEM;
   for (size_t i = 0; i < d->npvcs; i++) {
-    char k[700];
-    snprintf(k, sizeof k, "PVC:%s/%s", d->ns, d->pvcs[i]);
-    dt_sym c = dt__sym_find(topo, k);
-    const dt_topo_obj *pvc = c ? &m->topo.v[c - 1] : NULL, *pv = NULL, *sc = NULL, *where = NULL, *by = NULL;
-    if (pvc && pvc->volume) {
-      snprintf(k, sizeof k, "PV:%s", pvc->volume);
-      dt_sym v = dt__sym_find(topo, k);
-      pv = where = by = v ? &m->topo.v[v - 1] : NULL;
-    }
-    /* its class: the one it names, or, naming none, the default the API
-    ** server gives it (a class of the input annotated is-default-class) */
-    const char *cls = pvc ? pvc->storage_class : NULL;
-    if (cls) {
-      snprintf(k, sizeof k, "SC:%s", cls);
-      dt_sym v = dt__sym_find(topo, k);
-      sc = v ? &m->topo.v[v - 1] : NULL;
-    } else if (pvc && !pvc->class_given && dflt) {
-      sc = dflt;
-      cls = dflt->key;
-    }
-    /* a claim the input lacks is missing only where the input gives claims of
-    ** its namespace (`kubectl get pvc -n a` says nothing of b's), and not
-    ** when it holds a DataVolume of its name, which makes it (CDI) */
-    char dv[700], nsk[300];
-    snprintf(dv, sizeof dv, "VOL:%s/%s", d->ns, d->pvcs[i]);
-    snprintf(nsk, sizeof nsk, "NS:%s", d->ns);
-    if (!s->invalid && (pvc || (!dt__sym_find(topo, dv) && dt__sym_find(topo, nsk))))
-      s->invalid = claim_invalid(p, d, d->pvcs[i], pvc, pv, sc, cls, have);
-    if (!pvc) continue; /* not in the input: nothing known of where it is */
-    /* unbound, or its PV not in the input: the class's driver (kube-scheduler's CSI limits) */
-    if (!by && cls) {
-      by = sc;
-      /* an Immediate class's claim is refused above; any other brings its
-      ** allowed topologies (the API server makes an unset mode Immediate) */
-      if (!pvc->volume) where = by && !by->immediate ? by : NULL;
-    }
-    if (where && where->term.n) s->vol[s->nvol++] = &where->term;
-    /* the driver that attaches it: the PV's, or the class's provisioner (Karpenter's volumeusage.go) */
-    bool dup = false;
-    uint64_t e = by && by->driver ? (uint64_t)dt__sym(&p->syms, by->driver) << 32 | dt__sym(&p->syms, pvc->key) : 0;
-    for (uint32_t j = 0; j < s->ncsi && e; j++) dup |= s->csi[j] == e;
-    if (e && !dup) s->csi[s->ncsi++] = e;
+    claim_at c = claim_topology(p, ix, d, d->pvcs[i]);
+    if (!s->invalid) s->invalid = c.invalid;
+    if (c.term) s->vol[s->nvol++] = c.term;
+    csi_push(s, c.csi);
   }
-  return 0;
+  uint32_t nshared = s->nvol;
+  const char *shared_invalid = s->invalid;
+  for (size_t i = 0; i < d->nvct; i++) {
+    claim_at c = template_topology(p, ix, d, &d->vct[i]);
+    if (!s->invalid) s->invalid = c.invalid;
+    if (c.term) s->vol[s->nvol++] = c.term;
+    csi_push(s, c.csi);
+  }
+  if (!d->nvct || !vol_has(ix, "NS", NULL, d->ns)) return p->arena.oom ? DT_ENOMEM : 0;
+  /* the replicas whose claims the input holds: the StatefulSet's ordinals,
+  ** each looked up (a replica's pod being there or not is the plan's
+  ** business, replicas_wanted) */
+  DT_VEC(rt_ordvol) ord = {0};
+  int rc = 0;
+  for (int64_t k = d->ordinal_base; k < d->ordinal_base + d->count && !rc; k++) {
+    char name[600];
+    bool any = false;
+    for (size_t i = 0; i < d->nvct && !any; i++) {
+      snprintf(name, sizeof name, "%s-%s-%lld", d->vct[i].name, d->name, (long long)k);
+      any = vol_find(p, ix, "PVC", d->ns, name) != NULL;
+    }
+    if (!any) continue;
+    rt_ordvol o = {k, 0, A(p, nc * sizeof *o.vol), shared_invalid};
+    if (!o.vol) {
+      rc = DT_ENOMEM;
+      break;
+    }
+    for (uint32_t v = 0; v < nshared; v++) o.vol[o.nvol++] = s->vol[v];
+    for (size_t i = 0; i < d->nvct; i++) {
+      snprintf(name, sizeof name, "%s-%s-%lld", d->vct[i].name, d->name, (long long)k);
+      claim_at c = vol_find(p, ix, "PVC", d->ns, name) ? claim_topology(p, ix, d, name)
+                                                       : template_topology(p, ix, d, &d->vct[i]);
+      if (!o.invalid) o.invalid = c.invalid;
+      if (c.term) o.vol[o.nvol++] = c.term;
+    }
+    if (dt__vec_push(&ord, o)) rc = DT_ENOMEM;
+  }
+  if (!rc && ord.n) {
+    if ((s->ord = A(p, ord.n * sizeof *s->ord)))
+      memcpy(s->ord, ord.v, ord.n * sizeof *s->ord);
+    else
+      rc = DT_ENOMEM;
+    s->nord = (uint32_t)ord.n;
+  }
+  dt__free(ord.v);
+  return rc ? rc : p->arena.oom ? DT_ENOMEM : 0;
 }
 
 /* Whether volume e (driver << 32 | PVC) is attached to n already. */
@@ -907,33 +1091,31 @@ void dt__sched_runtime_class_note(dt_plan *p, const dt_podspec *d) {
 int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
   const dt_manifests *m = p->manifests;
   int rc = 0;
-  dt_symtab topo = {0}; /* "PVC:ns/name", "PV:name", "SC:name" -> index + 1 in m->topo */
-  uint32_t have[2] = {0};         /* PersistentVolumes and StorageClasses in the input */
-  const dt_topo_obj *dflt = NULL; /* the default StorageClass: the first of the input's so annotated */
-  for (size_t i = 0; i < m->topo.n && !topo.oom; i++) {
+  vol_ix ix = {0};
+  for (size_t i = 0; i < m->topo.n && !ix.topo.oom; i++) {
     const dt_topo_obj *t = &m->topo.v[i];
     char k[700];
     snprintf(k, sizeof k, "%s:%s", t->kind, t->key);
-    dt__sym(&topo, k); /* kinds and names are unique (duplicates are refused), so object i is symbol i + 1 */
-    have[0] += !strcmp(t->kind, "PV");
-    have[1] += !strcmp(t->kind, "SC");
-    if (!dflt && !strcmp(t->kind, "SC") && t->is_default) dflt = t;
+    dt__sym(&ix.topo, k); /* kinds and names are unique (duplicates are refused), so object i is symbol i + 1 */
+    ix.have[0] += !strcmp(t->kind, "PV");
+    ix.have[1] += !strcmp(t->kind, "SC");
+    if (!ix.dflt && !strcmp(t->kind, "SC") && t->is_default) ix.dflt = t; /* the first of the input's so annotated */
   }
-  for (size_t i = 0; i < m->volumes.n && !topo.oom; i++) { /* claims and DataVolumes, after the objects */
+  for (size_t i = 0; i < m->volumes.n && !ix.topo.oom; i++) { /* claims and DataVolumes, after the objects */
     char k[700];
     snprintf(k, sizeof k, "VOL:%s", m->volumes.v[i]);
-    dt__sym(&topo, k);
+    dt__sym(&ix.topo, k);
   }
-  for (size_t i = 0; i < m->topo.n && !topo.oom; i++) { /* the namespaces the input gives claims of */
+  for (size_t i = 0; i < m->topo.n && !ix.topo.oom; i++) { /* the namespaces the input gives claims of */
     const char *key = m->topo.v[i].key, *slash = strchr(key, '/');
     char k[700];
     if (strcmp(m->topo.v[i].kind, "PVC") || !slash) continue;
     snprintf(k, sizeof k, "NS:%.*s", (int)(slash - key), key);
-    dt__sym(&topo, k);
+    dt__sym(&ix.topo, k);
   }
-  for (uint32_t si = 0; si < n && !rc; si++) rc = volume_topology(p, &topo, have, dflt, specs[si].src, &specs[si]);
-  if (topo.oom || p->arena.oom) rc = DT_ENOMEM;
-  dt__symtab_free(&topo);
+  for (uint32_t si = 0; si < n && !rc && !ix.topo.oom; si++) rc = volume_topology(p, &ix, specs[si].src, &specs[si]);
+  if (ix.topo.oom || p->arena.oom) rc = DT_ENOMEM;
+  dt__symtab_free(&ix.topo);
   return rc;
 }
 
@@ -1060,7 +1242,8 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
   }
   if ((rc = build_groups(p, termed, ntermed))) return rc;
 
-  int64_t *want = replicas_wanted(p);
+  const int64_t **missing; /* per StatefulSet some of whose replicas have pods: the ordinals of those that have not */
+  int64_t *want = replicas_wanted(p, &missing);
   if (!want) return DT_ENOMEM;
 
   /* Pods an in-flight claim already carries (dovetail.dev/pods). */
@@ -1135,15 +1318,26 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     }
     rt_relax none = {0};
     s->base_class = -1; /* an overlay's specs are the cluster's: the last plan's class means nothing here */
-    int ci = dt__sched_class_for(p, si, &none);
+    int ci = dt__sched_class_for(p, si, -1, &none);
     if (ci < 0) {
       rc = ci;
       break;
     }
     s->base_class = ci;
     int64_t nwant = p->ov && !d->owner ? d->count : want[si]; /* an overlay's want holds only its workloads */
+    /* a StatefulSet's replicas are its ordinals (from spec.ordinals.start) that have no pod */
+    const int64_t *ords = missing ? missing[si] : NULL;
     for (int64_t o = 0; o < nwant; o++) {
-      rt_pod pod = {(uint32_t)ci, si, d->owner ? o : -1, d->seq};
+      int64_t ordinal = !d->owner ? -1 : ords ? ords[o] : d->ordinal_base + o;
+      rt_pod pod = {(uint32_t)ci, si, ordinal, d->seq};
+      if (s->nord && spec_ord(s, ordinal)) { /* claims of its own: a class of its own */
+        int oc = dt__sched_class_for(p, si, ordinal, &none);
+        if (oc < 0) {
+          rc = oc;
+          break;
+        }
+        pod.cls = (uint32_t)oc;
+      }
       if (claimed.any) {
         int32_t cn;
         if (claims_ix_by_id(&claimed, d, pod.ordinal)) { /* by number: the same name, the same nodes */

@@ -901,7 +901,7 @@ static int place_pod(run *R, uint32_t podi, uint32_t pass, uint32_t qn, bool *pl
     if (ex) dt__explain_outcome(p, *placed, nb, nk, R->order.v, R->order.n);
     /* Deferred for a reservation: not relaxed, as Karpenter's trySchedule. */
     if (*placed || R->reserved_error || !relax(p, &p->specs[pod->spec], &rx)) return 0;
-    if ((*ci = dt__sched_class_for(p, pod->spec, &rx)) < 0) return *ci;
+    if ((*ci = dt__sched_class_for(p, pod->spec, pod->ordinal, &rx)) < 0) return *ci;
   }
 }
 
@@ -920,9 +920,9 @@ int dt__sched_solve(dt_plan *p) {
   }
   uint32_t qn = 0, pass = 0;
   for (uint32_t i = 0; i < p->npods && !rc; i++) {
-    const rt_spec *s = &p->specs[p->pods[i].spec];
-    if (spec_refused(s))
-      rc = dt__sched_unschedulable(p, i, s->invalid);
+    const char *why = pod_refused(&p->specs[p->pods[i].spec], p->pods[i].ordinal);
+    if (why)
+      rc = dt__sched_unschedulable(p, i, why);
     else
       queue[qn++] = i;
   }

@@ -166,6 +166,15 @@ typedef struct rt_relax {
   uint8_t tol_pref; /* PreferNoSchedule taints tolerated */
 } rt_relax;
 
+/* A StatefulSet's replica whose claims the input holds: its own volume terms
+** and fault, in place of its spec's (volume_topology). */
+typedef struct rt_ordvol {
+  int64_t ordinal;
+  uint32_t nvol;
+  const dt_mreqs **vol;
+  const char *invalid;
+} rt_ordvol;
+
 typedef struct rt_spec {
   const dt_podspec *src;
   int64_t req[DT_RES_MAX];
@@ -186,6 +195,8 @@ typedef struct rt_spec {
   uint32_t ncsi;
   uint64_t *csi;        /* its volumes a CSI driver attaches: driver << 32 | PVC ("ns/name"), symbols (arena) */
   const char *invalid;  /* why its claims keep it from being planned when it is pending (claim_invalid), or NULL */
+  uint32_t nord;
+  rt_ordvol *ord;       /* a StatefulSet's replicas with claims of their own in the input, by ordinal (arena) */
   int32_t *tgroup;      /* per topology term (spread, affinity, preferred, anti, preferred anti, each as
                         ** written): its group, -1 for a key not modelled; NULL until the groups are built */
 } rt_spec;
@@ -193,7 +204,24 @@ typedef struct rt_spec {
 /* A pod pending in the input whose claims Karpenter refuses (rt_spec.invalid) is
 ** not planned, as its provisioner's Validate drops it; one moving off a node
 ** is, as Karpenter's simulations reschedule it without validating. */
-static inline bool spec_refused(const rt_spec *s) { return s->invalid && !s->src->node_name && !s->src->evicted; }
+static inline const rt_ordvol *spec_ord(const rt_spec *s, int64_t ordinal) {
+  uint32_t lo = 0, hi = s->nord;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (s->ord[mid].ordinal < ordinal)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo < s->nord && s->ord[lo].ordinal == ordinal ? &s->ord[lo] : NULL;
+}
+
+/* Why pod `ordinal` of spec s is refused (NULL: it is not). */
+static inline const char *pod_refused(const rt_spec *s, int64_t ordinal) {
+  if (s->src->node_name || s->src->evicted) return NULL;
+  const rt_ordvol *o = s->nord ? spec_ord(s, ordinal) : NULL;
+  return o ? o->invalid : s->invalid;
+}
 
 typedef struct rt_pool {
   const dt_nodepool *src;

@@ -746,3 +746,108 @@ describe("Karpenter parity in disruption on real inputs", function()
     assert.falsy(out:find('"ml/train-job', 1, true), "train-job stays do-not-disrupt")
   end)
 end)
+
+-- dovetail makes the replicas a StatefulSet still lacks (Karpenter sees them once its controller
+-- has): each is the ordinal without a pod, with its claims <template>-<name>-<ordinal>.
+-- sts-claim-templates.yaml: cache (replicas 4, template class gp3 in us-east-1b); cache-0 runs
+-- with data-cache-0 in us-east-1a; data-cache-2 (retained after a scale-down) is in us-east-1c.
+describe("StatefulSet replicas dovetail makes", function()
+  local text = h.slurp(DIR .. "sts-claim-templates.yaml")
+  local function run(input)
+    local out, err, code = h.cli("plan -o json --now " .. NOW .. " -", input)
+    assert.are.equal(0, code, err)
+    local p = require("dkjson").decode(out)
+    local why = {}
+    for _, u in ipairs(p.unschedulable) do why[u.pod] = u.reason end
+    return placed(p), why, p, err
+  end
+  local function edit(from, to, n)
+    local s, k = text:gsub(from, to)
+    assert.are.equal(n or 1, k, from)
+    return s
+  end
+
+  it("are the ordinals without a pod, each with its own claims: a retained claim keeps its zone", function()
+    local where, why, p = run(text)
+    assert.is_nil(next(why))
+    assert.are.equal(3, p.summary.scheduled, "cache-0 runs: three replicas are made")
+    assert.is_nil(where["shop/cache-0"], "never made again: cache-0 has its pod")
+    assert.are.equal("us-east-1b", where["shop/cache-1"].zone, "a new claim of the template's class (gp3)")
+    assert.are.equal("us-east-1c", where["shop/cache-2"].zone, "data-cache-2 is bound to a volume in us-east-1c")
+    assert.are.equal("us-east-1b", where["shop/cache-3"].zone)
+  end)
+
+  it("start at spec.ordinals.start", function()
+    local where = run(edit("    podManagementPolicy: Parallel\n", "    podManagementPolicy: Parallel\n" ..
+      "    ordinals:\n      start: 2\n"))
+    -- ordinals 2..5: cache-0 is none of them, and cache-2's claim is data-cache-2's
+    assert.is_nil(where["shop/cache-1"])
+    assert.are.equal("us-east-1c", where["shop/cache-2"].zone)
+    for _, k in ipairs { 3, 4, 5 } do assert.are.equal("us-east-1b", where["shop/cache-" .. k].zone, k) end
+  end)
+
+  it("take the default StorageClass for a template that names none", function()
+    local where = run(edit("        storageClassName: gp3\n        volumeMode: Filesystem\n      status:\n",
+      "        volumeMode: Filesystem\n      status:\n"))
+    assert.are.equal("us-east-1d", where["shop/cache-1"].zone, "standard (the default) allows us-east-1d")
+    assert.are.equal("us-east-1c", where["shop/cache-2"].zone, "a claim of its own is read as it is")
+  end)
+
+  it("wait, with the template and what is wrong, when its claims could not be provisioned", function()
+    local where, why = run(edit("        storageClassName: gp3\n        volumeMode: Filesystem\n      status:\n",
+      "        storageClassName: gp3-encrypted\n        volumeMode: Filesystem\n      status:\n"))
+    local want = "StatefulSet/cache: volumeClaimTemplate data names StorageClass gp3-encrypted, which is not in the input"
+    assert.are.equal(want, why["shop/cache-1"])
+    assert.are.equal(want, why["shop/cache-3"])
+    assert.are.equal("us-east-1c", where["shop/cache-2"].zone, "its claim is there: it does not wait for one")
+    _, why = run(edit("        storageClassName: gp3\n        volumeMode: Filesystem\n      status:\n",
+      "        storageClassName: ''\n        volumeMode: Filesystem\n      status:\n"))
+    assert.matches('volumeClaimTemplate data names storageClassName "": its claims are unbound', why["shop/cache-1"],
+      1, true)
+  end)
+
+  it("are refused for a template without a name or an ordinal start that is not one", function()
+    local _, err, code = h.cli("plan --now " .. NOW .. " -", edit("        creationTimestamp: null\n        name: data\n",
+      "        creationTimestamp: null\n"))
+    assert.are_not.equal(0, code)
+    assert.matches("StatefulSet shop/cache: spec.volumeClaimTemplates[0].metadata.name: missing", err, 1, true)
+    _, err, code = h.cli("plan --now " .. NOW .. " -", edit("    podManagementPolicy: Parallel\n",
+      "    podManagementPolicy: Parallel\n    ordinals: {start: -1}\n"))
+    assert.are_not.equal(0, code)
+    assert.matches("spec.ordinals.start: expected an integer from 0", err, 1, true)
+  end)
+
+  it("are the names a claim in flight carries, so a replica it was launched for is not planned twice", function()
+    local claim = [[
+- apiVersion: karpenter.sh/v1
+  kind: NodeClaim
+  metadata:
+    name: default-x7k2p
+    uid: uid-nc-1
+    creationTimestamp: '2026-11-27T23:59:30Z'
+    annotations:
+      dovetail.dev/pods: shop/cache-3
+    labels:
+      karpenter.sh/nodepool: default
+      node.kubernetes.io/instance-type: c6a.large
+      topology.kubernetes.io/zone: us-east-1b
+      karpenter.sh/capacity-type: on-demand
+  spec:
+    nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+    requirements:
+    - {key: node.kubernetes.io/instance-type, operator: In, values: [c6a.large]}
+    - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1b]}
+    - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+    resources:
+      requests: {cpu: '1', memory: 2Gi, pods: '1'}
+  status:
+    conditions:
+    - {type: Launched, status: 'True', reason: Launched, lastTransitionTime: '2026-11-27T23:59:32Z'}
+]]
+    local where, _, p = run(text .. claim)
+    assert.are.equal(2, p.summary.scheduled, "cache-1 and cache-2 get nodes; cache-3 waits for its claim")
+    assert.is_nil(where["shop/cache-3"])
+    assert.are.equal("us-east-1b", where["shop/cache-1"].zone)
+    assert.are.equal("us-east-1c", where["shop/cache-2"].zone)
+  end)
+end)
