@@ -817,7 +817,7 @@ static claim_at claim_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d
 /* A fault of a StatefulSet's template, as the reason its replicas wait. */
 static const char *vct_fault(dt_plan *p, const dt_podspec *d, const dt_vct *v, const char *what, const char *cls) {
   dt_buf b = {0};
-  dt__buf_printf(&b, "%s: volumeClaimTemplate %s ", d->owner, v->name);
+  dt__buf_printf(&b, "StatefulSet %s/%s: volumeClaimTemplate %s ", d->ns, d->name, v->name);
   dt__buf_printf(&b, what, cls);
   const char *r = b.oom ? NULL : arena_buf(p, &b);
   if (!r) p->arena.oom = 1;

@@ -796,12 +796,12 @@ describe("StatefulSet replicas dovetail makes", function()
   it("wait, with the template and what is wrong, when its claims could not be provisioned", function()
     local where, why = run(edit("        storageClassName: gp3\n        volumeMode: Filesystem\n      status:\n",
       "        storageClassName: gp3-encrypted\n        volumeMode: Filesystem\n      status:\n"))
-    local want = "StatefulSet/cache: volumeClaimTemplate data names StorageClass gp3-encrypted, which is not in the input"
+    local want = "StatefulSet shop/cache: volumeClaimTemplate data names StorageClass gp3-encrypted, which is not in the input"
     assert.are.equal(want, why["shop/cache-1"])
     assert.are.equal(want, why["shop/cache-3"])
     assert.are.equal("us-east-1c", where["shop/cache-2"].zone, "its claim is there: it does not wait for one")
-    _, why = run(edit("        storageClassName: gp3\n        volumeMode: Filesystem\n      status:\n",
-      "        storageClassName: ''\n        volumeMode: Filesystem\n      status:\n"))
+    why = select(2, run(edit("        storageClassName: gp3\n        volumeMode: Filesystem\n      status:\n",
+      "        storageClassName: ''\n        volumeMode: Filesystem\n      status:\n")))
     assert.matches('volumeClaimTemplate data names storageClassName "": its claims are unbound', why["shop/cache-1"],
       1, true)
   end)
