@@ -932,9 +932,10 @@ static int volume_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, rt
   return rc ? rc : p->arena.oom ? DT_ENOMEM : 0;
 }
 
-/* Whether volume e (driver << 32 | PVC) is attached to n already. */
+/* Whether volume e (driver << 32 | PVC) is attached to n already; a
+** replica's claim made from a template (PVC 0) is its own, never shared. */
 static bool vols_have(const rt_node *n, uint64_t e) {
-  for (size_t q = 0; q < n->vols.n; q++)
+  for (size_t q = 0; q < n->vols.n && (uint32_t)e; q++)
     if (n->vols.v[q] == e) return true;
   return false;
 }

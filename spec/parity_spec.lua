@@ -851,3 +851,41 @@ describe("StatefulSet replicas dovetail makes", function()
     assert.are.equal("us-east-1c", where["shop/cache-2"].zone)
   end)
 end)
+
+describe("StatefulSet replicas and volume limits", function()
+  it("count a claim each, made from the template, against the node's CSINode limit", function()
+    local text = h.slurp(DIR .. "sts-claim-templates.yaml")
+    local function sub(from, to, n)
+      local s, k = text:gsub(from, to)
+      assert.are.equal(n, k, from)
+      text = s
+    end
+    sub("      values:\n      %- us%-east%-1b\n", "      values:\n      - us-east-1a\n", 1) -- gp3 in the node's zone
+    sub("              cpu: '1'\n              memory: 2Gi\n", "              cpu: 100m\n              memory: 256Mi\n", 1)
+    sub("          cpu: '1'\n          memory: 2Gi\n", "          cpu: 100m\n          memory: 256Mi\n", 1)
+    -- the node attaches two EBS volumes at most: data-cache-0 and one more
+    local csinode = [[
+- apiVersion: storage.k8s.io/v1
+  kind: CSINode
+  metadata:
+    name: ip-10-0-1-17.ec2.internal
+    ownerReferences:
+    - {apiVersion: v1, kind: Node, name: ip-10-0-1-17.ec2.internal, uid: uid-node-1}
+  spec:
+    drivers:
+    - name: ebs.csi.aws.com
+      nodeID: i-0aaa111
+      allocatable: {count: 2}
+      topologyKeys: [topology.ebs.csi.aws.com/zone]
+]]
+    local out, err, code = h.cli("plan -o json --now " .. NOW .. " -", text .. csinode)
+    assert.are.equal(0, code, err)
+    local p = require("dkjson").decode(out)
+    local on_node = 0
+    for _, b in ipairs(p.bindings) do
+      if b.node == "ip-10-0-1-17.ec2.internal" then on_node = on_node + 1 end
+    end
+    assert.are.equal(1, on_node, "cache-1 and cache-3 each have a claim of their own: one fits the limit")
+    assert.are.equal(3, p.summary.scheduled)
+  end)
+end)
