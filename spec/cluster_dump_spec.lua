@@ -415,11 +415,41 @@ status: {phase: Bound}
     for _, n in ipairs(p.notes or {}) do assert.not_matches("terms", n) end
   end)
 
+  it("keeps a pod whose local volume is on a node that is gone pending, naming the volume's requirement", function()
+    local pv = [[
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: local-pv-1}
+spec:
+  capacity: {storage: 100Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: local-storage
+  local: {path: /mnt/disks/ssd1}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: kubernetes.io/hostname, operator: In, values: [ip-10-0-9-9.ec2.internal]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: local, namespace: default, annotations: {pv.kubernetes.io/bind-completed: "yes"}}
+spec: {volumeName: local-pv-1, storageClassName: local-storage}
+status: {phase: Bound}
+]]
+    local p = h.plan(h.docs(h.nodepool("default"), pv, pod_with("local")), { now = "2026-11-23T12:00:00Z" })
+    assert.are.equal(0, #p.nodeClaims, "a new node cannot take a volume on another node's disk")
+    assert.matches("the pod's volumes require kubernetes.io/hostname In [ip-10-0-9-9.ec2.internal]",
+      p.unschedulable[1].reason, 1, true)
+  end)
+
   it("follows the first of terms that differ in more than one label, and says so", function()
     local sc = two_zones:gsub("values: %[us%-east%-1c%]}", "values: [us-east-1c]}\n  - {key: kubernetes.io/arch, " ..
       "values: [arm64]}", 1)
     local p = h.plan(h.docs(zonal_pool, sc, pod_with("fresh")), { now = "2026-11-23T12:00:00Z" })
     assert.are.equal(1, #p.unschedulable, "the first term's us-east-1b is outside the NodePool")
+    assert.matches("the pod's volumes require topology.kubernetes.io/zone In [us-east-1b] but NodePool default allows",
+      p.unschedulable[1].reason, 1, true)
     local _, err = h.cli("plan --now 2026-11-23T12:00:00Z -", h.docs(zonal_pool, sc, pod_with("fresh")))
     assert.matches("StorageClass zonal: allowedTopologies has 2 terms that differ in more than one label", err, 1, true)
   end)
