@@ -140,6 +140,11 @@ static void short_of(const dt_plan *p, const int64_t *alloc, const int64_t *used
 }
 
 /* Why existing node ni does not take class c (as node_fits), or false when it does. */
+/* Who requires label key k of class c: the pod, or its volumes alone. */
+static const char *who_requires(const dt_plan *p, const rt_class *c, dt_sym k) {
+  return dt__sched_key_from_volume(p, &p->specs[c->spec_idx], k) ? "the pod's volumes require " : "the pod requires ";
+}
+
 static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_buf *b) {
   const rt_node *n = &p->nodes[ni];
   const char *ct = node_condition_taint(n);
@@ -174,7 +179,7 @@ static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_bu
     for (uint32_t k = 0; k < n->nlabels; k++)
       if (n->lk[k] == r->key) v = n->lval[k];
     if (dt__req_has(&p->syms, r, v)) continue;
-    dt__buf_puts(b, "the pod requires ");
+    dt__buf_puts(b, who_requires(p, c, r->key));
     ex_describe_reqs(p, r, b);
     if (v)
       dt__buf_printf(b, "; the node has %s=%s", dt__sym_str(&p->syms, r->key), dt__sym_str(&p->syms, v));
@@ -240,7 +245,7 @@ static bool claim_refuses(dt_plan *p, const rt_claim *k, const rt_class *c, dt_b
     return true;
   }
   if (!dt__x_compatible(p, &pl->reqs, &c->reqs, &bad)) {
-    dt__buf_puts(b, "the pod requires ");
+    dt__buf_puts(b, who_requires(p, c, bad->key));
     ex_describe_reqs(p, bad, b);
     dt__buf_printf(b, ", which its NodePool %s does not allow", pl->src->name);
     return true;
@@ -259,7 +264,7 @@ static bool claim_refuses(dt_plan *p, const rt_claim *k, const rt_class *c, dt_b
   if (c->reqs.n) {
     if (!dt__x_compatible(p, &k->reqs, &c->reqs, &bad)) {
       const dt_req *ex = dt__reqs_get(&k->reqs, bad->key);
-      dt__buf_puts(b, "the pod requires ");
+      dt__buf_puts(b, who_requires(p, c, bad->key));
       ex_describe_reqs(p, bad, b);
       if (ex) {
         dt__buf_puts(b, " but the claim's pods and NodePool allow ");

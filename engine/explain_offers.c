@@ -72,7 +72,9 @@ static int offering_why(const dt_plan *p, const rt_claim *k, const rt_class *c, 
     int16_t s = dt__x_slot(p, k->reqs.r[i].key);
     if (s < 0 || dt__req_has(&p->syms, &k->reqs.r[i], t->lv[s])) continue;
     const dt_req *mine = c ? excluding(p, &c->reqs, k->reqs.r[i].key, t->lv[s]) : NULL;
-    dt__buf_puts(b, mine ? "the pod requires " : "a pod on the claim requires ");
+    dt__buf_puts(b, !mine                                                             ? "a pod on the claim requires "
+                    : dt__sched_key_from_volume(p, &p->specs[c->spec_idx], mine->key) ? "the pod's volumes require "
+                                                                                      : "the pod requires ");
     ex_describe_reqs(p, mine ? mine : &k->reqs.r[i], b);
     return W_REQ;
   }

@@ -12,20 +12,20 @@
 
 /* Whether requirement key k of spec s comes from where its volumes can be
 ** (rt_spec.vol, or a replica's own) and not from the pod's node selector or
-** affinity: the reason then names the volume, which the pod does not show. */
-static bool key_from_volume(const dt_plan *p, const rt_spec *s, dt_sym k) {
-  const char *key = dt__sym_str(&p->syms, k);
+** affinity: a reason then names the volumes, which the pod does not show. */
+bool dt__sched_key_from_volume(const dt_plan *p, const rt_spec *s, dt_sym k) {
   const dt_podspec *d = s->src;
-  if (dt__kv_get(d->node_selector.v, d->node_selector.n, key)) return false;
+  for (size_t i = 0; i < d->node_selector.n; i++)
+    if (dt__sym_find(&p->syms, req_key(p, d->node_selector.v[i].key)) == k) return false;
   for (size_t t = 0; t < d->nterms; t++)
     for (size_t i = 0; i < d->terms[t].n; i++)
-      if (!strcmp(d->terms[t].v[i].key, key)) return false;
+      if (dt__sym_find(&p->syms, req_key(p, d->terms[t].v[i].key)) == k) return false;
   for (uint32_t o = 0; o <= s->nord; o++) {
     const dt_mreqs *const *vol = o < s->nord ? s->ord[o].vol : s->vol;
     uint32_t nv = o < s->nord ? s->ord[o].nvol : s->nvol;
     for (uint32_t v = 0; v < nv; v++)
       for (size_t i = 0; i < vol[v]->n; i++)
-        if (!strcmp(vol[v]->v[i].key, key)) return true;
+        if (dt__sym_find(&p->syms, req_key(p, vol[v]->v[i].key)) == k) return true;
   }
   return false;
 }
@@ -48,7 +48,7 @@ static bool diagnose_pool_terms(dt_plan *p, rt_class *c, uint32_t pi, dt_buf *b)
   if (!compatible(p, &pl->reqs, &c->reqs, &bad)) {
     bad = first_incompatible(p, &pl->reqs, &c->reqs);
     const dt_req *ex = dt__reqs_get(&pl->reqs, bad->key);
-    dt__buf_puts(b, key_from_volume(p, s, bad->key) ? "the pod's volumes require " : "pod requires ");
+    dt__buf_puts(b, dt__sched_key_from_volume(p, s, bad->key) ? "the pod's volumes require " : "pod requires ");
     dt__req_describe(&p->syms, bad, b);
     if (ex) {
       dt__buf_printf(b, " but NodePool %s allows ", pn);

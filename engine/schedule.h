@@ -216,6 +216,10 @@ static inline const rt_ordvol *spec_ord(const rt_spec *s, int64_t ordinal) {
   return lo < s->nord && s->ord[lo].ordinal == ordinal ? &s->ord[lo] : NULL;
 }
 
+/* Whether label key k a class of spec s requires comes from its volumes
+** alone, not from the pod's node selector or affinity (sched_diag.c). */
+bool dt__sched_key_from_volume(const dt_plan *p, const rt_spec *s, dt_sym k);
+
 /* Why pod `ordinal` of spec s is refused (NULL: it is not). */
 static inline const char *pod_refused(const rt_spec *s, int64_t ordinal) {
   if (s->src->node_name || s->src->evicted) return NULL;

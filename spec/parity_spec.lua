@@ -775,6 +775,8 @@ describe("StatefulSet replicas dovetail makes", function()
     assert.are.equal("us-east-1b", where["shop/cache-1"].zone, "a new claim of the template's class (gp3)")
     assert.are.equal("us-east-1c", where["shop/cache-2"].zone, "data-cache-2 is bound to a volume in us-east-1c")
     assert.are.equal("us-east-1b", where["shop/cache-3"].zone)
+    local out = h.cli("plan -o table --now " .. NOW .. " --explain shop/cache-2 -", text)
+    assert.matches("the pod's volumes require topology.kubernetes.io/zone In [us-east-1c]", out, 1, true)
   end)
 
   it("start at spec.ordinals.start", function()
