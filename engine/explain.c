@@ -56,11 +56,17 @@ int dt__explain_begin(dt_plan *p, dt_error *err) {
       snprintf(second, sizeof second, "%s", name);
     }
   }
+  /* one pending pod of that name, and others of the same name (a replica
+  ** made for a pod being deleted, which holds its name until it is gone):
+  ** the pending one is the one a plan decides on */
+  size_t pending = found;
+  bool same = true;
   for (size_t i = 0; i < m->pods.n; i++) { /* bound to a node by spec.nodeName */
     const dt_podspec *d = &m->pods.v[i];
     if (!d->node_name || d->owner) continue;
     snprintf(name, sizeof name, "%s/%s", d->ns, d->name);
     if (!name_match(name, target)) continue;
+    same &= !strcmp(name, first);
     if (!found++) {
       snprintf(first, sizeof first, "%s", name);
       kind = EX_BOUND;
@@ -74,6 +80,7 @@ int dt__explain_begin(dt_plan *p, dt_error *err) {
     for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
       const char *n = p->nodes[i].src->pods[k];
       if (!name_match(n, target)) continue;
+      same &= !strcmp(n, first);
       if (!found++) {
         snprintf(first, sizeof first, "%s", n);
         kind = EX_INFLIGHT;
@@ -88,6 +95,12 @@ int dt__explain_begin(dt_plan *p, dt_error *err) {
                    "in-flight NodeClaim, as namespace/name or a name that is unique; pods the provisioner does not "
                    "plan are listed on standard error)",
                    target);
+  if (found > 1 && pending == 1 && same) {
+    found = 1;
+    kind = EX_PENDING;
+    node = NULL;
+    spec = p->pods[podi].spec;
+  }
   if (found > 1)
     return dt__err(err, DT_EINVAL, "explain: %s names %zu pods (%s, %s%s); give namespace/name", target, found, first,
                    second, found > 2 ? ", ..." : "");

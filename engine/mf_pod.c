@@ -648,11 +648,17 @@ static int workload_typo(mctx *x, const cJSON *spec) {
 }
 
 /* A StatefulSet's replicas: their first ordinal (spec.ordinals.start) and
-** the claims each has of its own (spec.volumeClaimTemplates). */
+** the claims each has of its own (spec.volumeClaimTemplates). A volume of
+** the pod template named as a claim template is the template's claim, as
+** the StatefulSet controller replaces it (updateStorage): the claim it named
+** is none of the replicas'. */
 static int sts_identity(mctx *x, const cJSON *spec, dt_podspec *p) {
-  const cJSON *start = mf_get(mf_get(spec, "ordinals"), "start");
+  const cJSON *ords = mf_get(spec, "ordinals");
+  if (ords && !cJSON_IsNull(ords) && !cJSON_IsObject(ords)) return mf_bad(x, "spec.ordinals", "expected an object");
+  const cJSON *start = mf_get(ords, "start");
   if (start && !cJSON_IsNull(start)) {
-    if (!mf_is_int_in(start, 0, INT32_MAX)) return mf_bad(x, "spec.ordinals.start", "expected an integer from 0");
+    if (!mf_is_int_in(start, 0, INT32_MAX))
+      return mf_bad(x, "spec.ordinals.start", "expected an integer from 0 to %d", INT32_MAX);
     p->ordinal_base = (int64_t)start->valuedouble;
   }
   const cJSON *vcts = mf_get(spec, "volumeClaimTemplates");
@@ -663,17 +669,18 @@ static int sts_identity(mctx *x, const cJSON *spec, dt_podspec *p) {
   size_t i = 0;
   for (const cJSON *t = vcts->child; t; t = t->next, i++) {
     char f[120];
-    const char *name = mf_get_str(mf_get(t, "metadata"), "name");
-    if (!name || !*name) {
-      snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu].metadata.name", i);
-      return mf_bad(x, f, "missing");
-    }
+    snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu]", i);
+    if (!cJSON_IsObject(t)) return mf_bad(x, f, "expected an object");
+    const cJSON *md = mf_get(t, "metadata"), *nm = mf_get(md, "name"), *ts = mf_get(t, "spec");
+    snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu].metadata.name", i);
+    if (!nm || cJSON_IsNull(nm)) return mf_bad(x, f, "missing");
+    if (!cJSON_IsString(nm) || !*nm->valuestring) return mf_bad(x, f, "expected a non-empty string");
+    const char *name = nm->valuestring;
     for (size_t k = 0; k < p->nvct; k++)
-      if (!strcmp(p->vct[k].name, name)) {
-        snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu].metadata.name", i);
-        return mf_bad(x, f, "%s is the name of template %zu too", name, k);
-      }
-    const cJSON *cls = mf_get(mf_get(t, "spec"), "storageClassName");
+      if (!strcmp(p->vct[k].name, name)) return mf_bad(x, f, "%s is the name of template %zu too", name, k);
+    snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu].spec", i);
+    if (ts && !cJSON_IsNull(ts) && !cJSON_IsObject(ts)) return mf_bad(x, f, "expected an object");
+    const cJSON *cls = mf_get(ts, "storageClassName");
     if (cls && !cJSON_IsNull(cls) && !cJSON_IsString(cls)) {
       snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu].spec.storageClassName", i);
       return mf_bad(x, f, "expected a string");
@@ -681,6 +688,19 @@ static int sts_identity(mctx *x, const cJSON *spec, dt_podspec *p) {
     dt_vct *v = &p->vct[p->nvct++];
     v->class_given = cJSON_IsString(cls);
     if (!(v->name = dt__strdup(name)) || (v->class_given && !(v->cls = dt__strdup(cls->valuestring)))) return mf_oom(x);
+  }
+  const cJSON *vol;
+  cJSON_ArrayForEach(vol, mf_get(mf_get(mf_get(spec, "template"), "spec"), "volumes")) {
+    const char *vn = mf_get_str(vol, "name"), *cn = mf_get_str(mf_get(vol, "persistentVolumeClaim"), "claimName");
+    bool templated = false;
+    for (size_t k = 0; vn && cn && k < p->nvct && !templated; k++) templated = !strcmp(p->vct[k].name, vn);
+    for (size_t k = 0; templated && k < p->npvcs; k++)
+      if (!strcmp(p->pvcs[k], cn)) { /* that volume's claim, once */
+        dt__free(p->pvcs[k]);
+        memmove(p->pvcs + k, p->pvcs + k + 1, (p->npvcs - k - 1) * sizeof *p->pvcs);
+        p->npvcs--;
+        break;
+      }
   }
   return 0;
 }
@@ -1013,55 +1033,55 @@ static const char *in_tree_driver(const char *plugin) {
   return NULL;
 }
 
-/* Whether requirement a is b (key, operator, and values in any order). */
-static bool mreq_same(const dt_mreq *a, const dt_mreq *b) {
-  if (strcmp(a->key, b->key) || a->op != b->op || a->n != b->n) return false;
-  for (size_t i = 0; i < a->n; i++) {
-    bool found = false;
-    for (size_t j = 0; j < b->n && !found; j++) found = !strcmp(a->vals[i], b->vals[j]);
-    if (!found) return false;
+static int vals_cmp(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static int mreq_key_cmp(const void *a, const void *b) {
+  return strcmp(((const dt_mreq *)a)->key, ((const dt_mreq *)b)->key);
+}
+
+/* Values sorted, each once (a requirement's values are a set). */
+static void vals_canon(dt_mreq *q) {
+  if (q->n < 2) return;
+  qsort(q->vals, q->n, sizeof *q->vals, vals_cmp);
+  size_t u = 1;
+  for (size_t i = 1; i < q->n; i++) {
+    if (!strcmp(q->vals[i], q->vals[u - 1]))
+      dt__free(q->vals[i]);
+    else
+      q->vals[u++] = q->vals[i];
   }
+  q->n = u;
+}
+
+/* A term in one form: requirements by key, values sorted and once each;
+** false when it names a key twice (whose values then intersect). */
+static bool term_canon(dt_mreqs *t) {
+  for (size_t i = 0; i < t->n; i++) vals_canon(&t->v[i]);
+  if (t->n > 1) qsort(t->v, t->n, sizeof *t->v, mreq_key_cmp);
+  for (size_t i = 1; i < t->n; i++)
+    if (!strcmp(t->v[i].key, t->v[i - 1].key)) return false;
   return true;
 }
 
-static const dt_mreq *mreq_of(const dt_mreqs *t, const char *key) {
-  for (size_t i = 0; i < t->n; i++)
-    if (!strcmp(t->v[i].key, key)) return &t->v[i];
-  return NULL;
+static bool vals_same(const dt_mreq *a, const dt_mreq *b) {
+  if (a->n != b->n) return false;
+  for (size_t i = 0; i < a->n; i++)
+    if (strcmp(a->vals[i], b->vals[i])) return false;
+  return true;
 }
 
-/* Term t folded into acc, the union of the terms before it, when one term
-** can say both: the same keys and operators, and all values the same but
-** those of one key that both take In. Then that key's values become the
-** union of both, and *folded is set. Keys named twice in a term (whose
-** values intersect) are never folded. */
-static int fold_term(mctx *x, dt_mreqs *acc, const dt_mreqs *t, bool *folded) {
-  *folded = false;
-  if (acc->n != t->n) return 0;
-  dt_mreq *differ = NULL;
-  const dt_mreq *with = NULL;
-  for (size_t i = 0; i < acc->n; i++) {
-    const dt_mreq *o = mreq_of(t, acc->v[i].key);
-    if (!o || mreq_of(acc, acc->v[i].key) != &acc->v[i] || o->op != acc->v[i].op) return 0;
-    for (size_t j = 0; j < t->n; j++)
-      if (&t->v[j] != o && !strcmp(t->v[j].key, o->key)) return 0;
-    if (mreq_same(&acc->v[i], o)) continue;
-    if (differ || o->op != DT_OP_IN) return 0;
-    differ = &acc->v[i];
-    with = o;
+/* Which requirement of canonical term t differs from canonical term first,
+** when both have the same keys and operators and only that one's In values
+** differ: its index, -1 when none differs, -2 when they differ otherwise. */
+static long term_differs(const dt_mreqs *first, const dt_mreqs *t) {
+  if (first->n != t->n) return -2;
+  long d = -1;
+  for (size_t i = 0; i < t->n; i++) {
+    if (strcmp(first->v[i].key, t->v[i].key) || first->v[i].op != t->v[i].op) return -2;
+    if (vals_same(&first->v[i], &t->v[i])) continue;
+    if (d >= 0 || t->v[i].op != DT_OP_IN) return -2;
+    d = (long)i;
   }
-  *folded = true;
-  for (size_t j = 0; differ && j < with->n; j++) {
-    bool have = false;
-    for (size_t k = 0; k < differ->n && !have; k++) have = !strcmp(differ->vals[k], with->vals[j]);
-    if (have) continue;
-    char **nv = dt__realloc(differ->vals, (differ->n + 1) * sizeof *nv);
-    if (!nv) return mf_oom(x);
-    differ->vals = nv;
-    if (!(differ->vals[differ->n] = dt__strdup(with->vals[j]))) return mf_oom(x);
-    differ->n++;
-  }
-  return 0;
+  return d;
 }
 
 /*
@@ -1069,17 +1089,29 @@ static int fold_term(mctx *x, dt_mreqs *acc, const dt_mreqs *t, bool *folded) {
 ** StorageClass's allowedTopologies (whose matchLabelExpressions are In
 ** requirements). Karpenter takes each term as an alternative, the first a
 ** node meets serving; terms without requirements are none. Terms that one
-** term can say (zones one term each, the common case: the same labels but
-** one label's values) become that term, which every node of any of them
-** meets; terms that differ more are noted, and pods follow the first.
+** term can say become that term, which a node meets when it meets any of
+** them: the same keys and operators, the same values but for one key's,
+** the same key in every term, which all take In (a zone per term, the
+** common case); that key's values are then all of theirs. Terms that
+** differ more are noted, and pods follow the first. Linear in the terms'
+** size, less the sorting.
 */
 static int topo_terms(mctx *x, const cJSON *terms, const char *path, const char *exprs_key, dt_mreqs *out) {
   if (!terms || cJSON_IsNull(terms)) return 0;
   if (!cJSON_IsArray(terms)) return mf_bad(x, path, "expected a list");
   size_t i = 0, nterms = 0;
-  bool all_folded = true, sc = !strcmp(exprs_key, "matchLabelExpressions");
-  for (const cJSON *term = terms->child; term; term = term->next, i++) {
+  long dkey = -1;            /* the requirement of the first term whose values the others add to */
+  bool foldable = true;      /* every term so far one with the first */
+  DT_VEC(char *) more = {0}; /* values of dkey the other terms add, in term order */
+  bool sc = !strcmp(exprs_key, "matchLabelExpressions");
+  int rc = 0;
+  for (const cJSON *term = terms->child; term && !rc; term = term->next, i++) {
     char f[300];
+    snprintf(f, sizeof f, "%s[%zu]", path, i);
+    if (!cJSON_IsObject(term)) {
+      rc = mf_bad(x, f, "expected an object");
+      break;
+    }
     snprintf(f, sizeof f, "%s[%zu].%s", path, i, exprs_key);
     const cJSON *exprs = mf_get(term, exprs_key);
     cJSON *conv = NULL;
@@ -1097,24 +1129,55 @@ static int topo_terms(mctx *x, const cJSON *terms, const char *path, const char 
       }
       if (!ok) {
         cJSON_Delete(conv);
-        return mf_oom(x);
+        rc = mf_oom(x);
+        break;
       }
       exprs = conv;
     }
     dt_mreqs t = {0};
-    int rc = mf_parse_mreqs(x, exprs, f, &t, false);
+    rc = mf_parse_mreqs(x, exprs, f, &t, false);
     cJSON_Delete(conv);
-    bool folded = true;
-    if (!rc && t.n && !nterms++) {
-      *out = t;
+    if (rc || !t.n) {
+      mf_mreqs_free(&t);
       continue;
     }
-    if (!rc && t.n) rc = fold_term(x, out, &t, &folded);
+    bool canon = term_canon(&t);
+    if (!nterms++) {
+      *out = t;
+      foldable = canon;
+      continue;
+    }
+    long d = foldable && canon ? term_differs(out, &t) : -2;
+    if (d >= 0 && dkey >= 0 && d != dkey) d = -2;
+    if (d == -2) foldable = false;
+    if (d >= 0) {
+      dkey = d;
+      for (size_t k = 0; k < t.v[d].n && !rc; k++) { /* taken, not copied */
+        if (dt__vec_push(&more, t.v[d].vals[k]))
+          rc = mf_oom(x);
+        else
+          t.v[d].vals[k] = NULL;
+      }
+    }
     mf_mreqs_free(&t);
-    if (rc) return mf_failed(x);
-    all_folded &= folded;
   }
-  if (!all_folded)
+  if (!rc && foldable && dkey >= 0 && more.n) {
+    dt_mreq *q = &out->v[dkey];
+    char **nv = dt__realloc(q->vals, (q->n + more.n) * sizeof *nv);
+    if (!nv) {
+      rc = mf_oom(x);
+    } else {
+      q->vals = nv;
+      memcpy(q->vals + q->n, more.v, more.n * sizeof *more.v);
+      q->n += more.n;
+      more.n = 0;
+      vals_canon(q);
+    }
+  }
+  for (size_t k = 0; k < more.n; k++) dt__free(more.v[k]);
+  dt__free(more.v);
+  if (rc) return mf_failed(x);
+  if (!foldable && nterms > 1)
     dt__buf_printf(&x->m->notes,
                    "%s: %s: %s has %zu terms that differ in more than one label's values; pods follow the first "
                    "(Karpenter tries each in turn)\n",

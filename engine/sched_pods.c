@@ -558,15 +558,30 @@ static int ns_cmp(const void *a, const void *b) {
   return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
-/* The ordinal of StatefulSet replica `name` (its pod's name) when it is one
-** of d's, from ordinal_base below count more; -1 for none. */
+/* Whether bound pod d, on a machine being deleted, is planned again with the
+** pending pods: Karpenter provisions for those it would reschedule before
+** they are evicted (their node's room no longer theirs). */
+static bool replanned_off_deleting(dt_plan *p, const dt_podspec *d) {
+  if (p->ov || !d->node_name) return false;
+  int32_t n = dt__sched_node_by_name(p, d->node_name);
+  return n >= 0 && machine_deleting(&p->nodes[n]) && dt__pod_reschedulable(d) && !dt__pdb_fully_blocks(p->manifests, d);
+}
+
+/* The ordinal q writes, when it is one of StatefulSet d's (from its
+** ordinal_base below count more), in the form its controller writes it
+** (decimal, no sign, no leading zero); -1 for none. */
+static int64_t ordinal_in(const dt_podspec *d, const char *q) {
+  size_t n = strlen(q);
+  if (!n || n > 10 || (q[0] == '0' && n > 1) || strspn(q, "0123456789") != n) return -1;
+  int64_t k = strtoll(q, NULL, 10);
+  return k >= d->ordinal_base && k - d->ordinal_base < d->count ? k : -1;
+}
+
+/* The ordinal of StatefulSet replica `name` (its pod's name, <d>-<ordinal>), -1 none. */
 static int64_t sts_ordinal(const dt_podspec *d, const char *name) {
   size_t bl = strlen(d->name);
   if (strncmp(name, d->name, bl) || name[bl] != '-') return -1;
-  const char *q = name + bl + 1;
-  if (!*q || (q[0] == '0' && q[1]) || strspn(q, "0123456789") != strlen(q) || strlen(q) > 10) return -1;
-  int64_t k = strtoll(q, NULL, 10);
-  return k >= d->ordinal_base && k - d->ordinal_base < d->count ? k : -1;
+  return ordinal_in(d, name + bl + 1);
 }
 
 static int i64_cmp(const void *a, const void *b) {
@@ -654,10 +669,14 @@ static int64_t *replicas_wanted(dt_plan *p, const int64_t ***missing) {
     for (size_t q = lo; q < nplain && have < d->count && !strcmp(m->pods.v[byns[q]].ns, d->ns); q++) {
       const dt_podspec *o = &m->pods.v[byns[q]];
       if (deploy && !o->rs && !dt__kv_get(o->labels.v, o->labels.n, "pod-template-hash")) continue;
-      if (o->terminating || (d->sel.present && !dt__selector_match(&d->sel, o->labels.v, o->labels.n))) continue;
-      /* a StatefulSet's pods are its ordinals' names: one of another name is none of its replicas */
+      /* A StatefulSet's replicas are its ordinals' names, whatever their
+      ** labels: a pod of that name is one the controller cannot make again
+      ** (and one of another name is none of its replicas). Being deleted,
+      ** it is made again once gone, unless it is planned again already off a
+      ** machine being deleted. */
       int64_t k = sts ? sts_ordinal(d, o->name) : 0;
-      if (k < 0) continue;
+      if (k < 0 || (o->terminating && !(sts && replanned_off_deleting(p, o)))) continue;
+      if (!sts && d->sel.present && !dt__selector_match(&d->sel, o->labels.v, o->labels.n)) continue;
       if (sts && dt__vec_push(&ords, k)) lost = true;
       have++;
     }
@@ -753,6 +772,7 @@ typedef struct vol_ix {
   dt_symtab topo;
   uint32_t have[2];
   const dt_topo_obj *dflt;
+  uint32_t *pvc, npvc; /* the PVCs' indices in m->topo, by key ("ns/name"), for a StatefulSet's by prefix */
 } vol_ix;
 
 static dt_sym vol_sym(const vol_ix *ix, const char *kind, const char *ns, const char *name) {
@@ -843,10 +863,10 @@ static claim_at template_topology(dt_plan *p, const vol_ix *ix, const dt_podspec
   else if (cls && !sc && ix->have[1])
     r.invalid = vct_fault(p, d, v, "names StorageClass %s, which is not in the input", cls);
   if (!sc) return r;
-  /* an Immediate class binds the claim before the pod is placed, where the
-  ** plan cannot know: the replica goes anywhere, as Karpenter then plans it
-  ** in the zone of a volume nothing here has made */
-  if (!sc->immediate && sc->term.n) r.term = &sc->term;
+  /* its volume is made where the class allows: before the pod is placed
+  ** when the class binds Immediate (somewhere in those topologies), or where
+  ** the pod goes when it waits for the first consumer */
+  if (sc->term.n) r.term = &sc->term;
   if (sc->driver) r.csi = (uint64_t)dt__sym(&p->syms, sc->driver) << 32; /* one claim per replica: never shared */
   return r;
 }
@@ -892,20 +912,36 @@ static int volume_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, rt
     if (c.term) s->vol[s->nvol++] = c.term;
     csi_push(s, c.csi);
   }
-  if (!d->nvct || !vol_has(ix, "NS", NULL, d->ns)) return p->arena.oom ? DT_ENOMEM : 0;
-  /* the replicas whose claims the input holds: the StatefulSet's ordinals,
-  ** each looked up (a replica's pod being there or not is the plan's
-  ** business, replicas_wanted) */
+  if (!d->nvct || !ix->npvc) return p->arena.oom ? DT_ENOMEM : 0;
+  /* the replicas whose claims the input holds: each template's claims
+  ** <template>-<name>-<ordinal> found by their prefix among the input's,
+  ** so the work follows the claims there are, not the replicas (a
+  ** replica's pod being there or not is the plan's business, replicas_wanted) */
+  DT_VEC(int64_t) ks = {0};
   DT_VEC(rt_ordvol) ord = {0};
   int rc = 0;
-  for (int64_t k = d->ordinal_base; k < d->ordinal_base + d->count && !rc; k++) {
-    char name[600];
-    bool any = false;
-    for (size_t i = 0; i < d->nvct && !any; i++) {
-      snprintf(name, sizeof name, "%s-%s-%lld", d->vct[i].name, d->name, (long long)k);
-      any = vol_find(p, ix, "PVC", d->ns, name) != NULL;
+  for (size_t i = 0; i < d->nvct && !rc; i++) {
+    char pre[800];
+    int pl = snprintf(pre, sizeof pre, "%s/%s-%s-", d->ns, d->vct[i].name, d->name);
+    if (pl < 0 || (size_t)pl >= sizeof pre) continue;
+    uint32_t lo = 0, hi = ix->npvc;
+    while (lo < hi) {
+      uint32_t mid = lo + (hi - lo) / 2;
+      if (strcmp(m->topo.v[ix->pvc[mid]].key, pre) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
-    if (!any) continue;
+    for (uint32_t q = lo; q < ix->npvc && !rc && !strncmp(m->topo.v[ix->pvc[q]].key, pre, (size_t)pl); q++) {
+      int64_t k = ordinal_in(d, m->topo.v[ix->pvc[q]].key + pl);
+      if (k >= 0 && dt__vec_push(&ks, k)) rc = DT_ENOMEM;
+    }
+  }
+  if (ks.n > 1) qsort(ks.v, ks.n, sizeof *ks.v, i64_cmp);
+  for (size_t j = 0; j < ks.n && !rc; j++) {
+    int64_t k = ks.v[j];
+    if (j && ks.v[j - 1] == k) continue;
+    char name[600];
     rt_ordvol o = {k, 0, A(p, nc * sizeof *o.vol), shared_invalid};
     if (!o.vol) {
       rc = DT_ENOMEM;
@@ -921,6 +957,7 @@ static int volume_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, rt
     }
     if (dt__vec_push(&ord, o)) rc = DT_ENOMEM;
   }
+  dt__free(ks.v);
   if (!rc && ord.n) {
     if ((s->ord = A(p, ord.n * sizeof *s->ord)))
       memcpy(s->ord, ord.v, ord.n * sizeof *s->ord);
@@ -1088,6 +1125,11 @@ void dt__sched_runtime_class_note(dt_plan *p, const dt_podspec *d) {
           d->runtime_class);
 }
 
+static const dt_topo_obj *g_pvc_topo; /* qsort has no context argument in C11 */
+static int pvc_key_cmp(const void *a, const void *b) {
+  return strcmp(g_pvc_topo[*(const uint32_t *)a].key, g_pvc_topo[*(const uint32_t *)b].key);
+}
+
 /* Volume topology of every spec, indexed by m->topo. */
 int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
   const dt_manifests *m = p->manifests;
@@ -1114,9 +1156,20 @@ int dt__sched_volume_topologies(dt_plan *p, rt_spec *specs, uint32_t n) {
     snprintf(k, sizeof k, "NS:%.*s", (int)(slash - key), key);
     dt__sym(&ix.topo, k);
   }
+  bool sts = false; /* a StatefulSet with claim templates: its claims are looked up by prefix */
+  for (uint32_t si = 0; si < n && !sts; si++) sts = specs[si].src->nvct > 0;
+  if (sts && !ix.topo.oom) {
+    ix.pvc = dt__malloc((m->topo.n ? m->topo.n : 1) * sizeof *ix.pvc);
+    if (!ix.pvc) rc = DT_ENOMEM;
+    for (size_t i = 0; ix.pvc && i < m->topo.n; i++)
+      if (!strcmp(m->topo.v[i].kind, "PVC")) ix.pvc[ix.npvc++] = (uint32_t)i;
+    g_pvc_topo = m->topo.v;
+    if (ix.npvc > 1) qsort(ix.pvc, ix.npvc, sizeof *ix.pvc, pvc_key_cmp);
+  }
   for (uint32_t si = 0; si < n && !rc && !ix.topo.oom; si++) rc = volume_topology(p, &ix, specs[si].src, &specs[si]);
   if (ix.topo.oom || p->arena.oom) rc = DT_ENOMEM;
   dt__symtab_free(&ix.topo);
+  dt__free(ix.pvc);
   return rc;
 }
 
@@ -1284,7 +1337,7 @@ int dt__sched_compile_pods(dt_plan *p, dt_error *err) {
     /* Karpenter provisions for the pods of nodes being deleted with the
     ** pending ones, before they are evicted: those it would reschedule are
     ** planned again, their node's room no longer theirs. */
-    if (!p->ov && n >= 0 && machine_deleting(&p->nodes[n]) && dt__pod_reschedulable(d) && !dt__pdb_fully_blocks(m, d)) {
+    if (n >= 0 && replanned_off_deleting(p, d)) {
       p->from_deleting += (size_t)d->count;
     } else if (p->ov ? p->ov->pod[si] == DT_OV_BOUND : d->node_name != NULL) {
       if (n < 0) {

@@ -443,6 +443,41 @@ status: {phase: Bound}
       p.unschedulable[1].reason, 1, true)
   end)
 
+  it("compares terms' values as sets: a value twice is not another value", function()
+    local pv = [[
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-twice}
+spec:
+  csi: {driver: ebs.csi.aws.com, volumeHandle: vol-2}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: node.kubernetes.io/instance-type, operator: NotIn, values: [t3a.small, t3a.small]}
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1c]}
+      - matchExpressions:
+        - {key: node.kubernetes.io/instance-type, operator: NotIn, values: [t3a.small, t3.small]}
+        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1d]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: twice, namespace: default, annotations: {pv.kubernetes.io/bind-completed: "yes"}}
+spec: {volumeName: pv-twice}
+status: {phase: Bound}
+]]
+    -- folded, the union would allow a t3.small in us-east-1d, which neither term allows
+    local pod = h.pod("db", { extra = "  nodeSelector: {topology.kubernetes.io/zone: us-east-1d}\n" ..
+      "  volumes:\n  - name: data\n    persistentVolumeClaim: {claimName: twice}" })
+    local p = h.plan(h.docs(h.nodepool("default"), pv, pod), { now = "2026-11-23T12:00:00Z" })
+    assert.are.equal(0, #p.nodeClaims, "the terms differ in two labels: the first (us-east-1c) holds")
+    local _, err, code = h.cli("plan --now 2026-11-23T12:00:00Z -",
+      h.docs(h.nodepool("default"), pv:gsub("nodeSelectorTerms:\n", "nodeSelectorTerms:\n      - 5\n", 1), pod))
+    assert.are_not.equal(0, code)
+    assert.matches("PersistentVolume pv-twice: spec.nodeAffinity.required.nodeSelectorTerms[0]: expected an object", err,
+      1, true)
+  end)
+
   it("follows the first of terms that differ in more than one label, and says so", function()
     local sc = two_zones:gsub("values: %[us%-east%-1c%]}", "values: [us-east-1c]}\n  - {key: kubernetes.io/arch, " ..
       "values: [arm64]}", 1)

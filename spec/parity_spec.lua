@@ -816,7 +816,53 @@ describe("StatefulSet replicas dovetail makes", function()
     _, err, code = h.cli("plan --now " .. NOW .. " -", edit("    podManagementPolicy: Parallel\n",
       "    podManagementPolicy: Parallel\n    ordinals: {start: -1}\n"))
     assert.are_not.equal(0, code)
-    assert.matches("spec.ordinals.start: expected an integer from 0", err, 1, true)
+    assert.matches("spec.ordinals.start: expected an integer from 0 to 2147483647", err, 1, true)
+    _, err = h.cli("plan --now " .. NOW .. " -", edit("    podManagementPolicy: Parallel\n",
+      "    podManagementPolicy: Parallel\n    ordinals: x\n"))
+    assert.matches("StatefulSet shop/cache: spec.ordinals: expected an object", err, 1, true)
+    _, err = h.cli("plan --now " .. NOW .. " -", edit("    volumeClaimTemplates:\n", "    volumeClaimTemplates:\n    - 5\n"))
+    assert.matches("spec.volumeClaimTemplates[0]: expected an object", err, 1, true)
+  end)
+
+  it("are made once for a pod being deleted off a node being deleted, which Karpenter plans again itself", function()
+    local input = edit("    providerID: aws:///us%-east%-1a/i%-0aaa111\n",
+      "    providerID: aws:///us-east-1a/i-0aaa111\n    unschedulable: true\n")
+    input = input:gsub("    name: ip%-10%-0%-1%-17%.ec2%.internal\n    uid: uid%-node%-1\n",
+      "    name: ip-10-0-1-17.ec2.internal\n    uid: uid-node-1\n    deletionTimestamp: '2026-11-27T23:50:00Z'\n", 1)
+    input = input:gsub("    name: cache%-0\n    namespace: shop\n",
+      "    name: cache-0\n    namespace: shop\n    deletionTimestamp: '2026-11-27T23:55:00Z'\n", 1)
+    local where, why, p = run(input)
+    assert.is_nil(next(why))
+    assert.are.equal(4, p.summary.scheduled, "cache-0 once, and cache-1..3")
+    local n = 0
+    for _, c in ipairs(p.nodeClaims) do
+      for _, pod in ipairs(c.pods) do n = n + (pod == "shop/cache-0" and 1 or 0) end
+    end
+    assert.are.equal(1, n)
+    assert.are.equal("us-east-1a", where["shop/cache-0"].zone, "data-cache-0 is in us-east-1a")
+    local out = h.cli("plan -o table --now " .. NOW .. " --explain shop/cache-0 -", input)
+    assert.matches("result: it opened NodeClaim", out, 1, true)
+  end)
+
+  it("count a pod of a replica's name whatever its labels: the controller cannot make that pod again", function()
+    local where, _, p = run(edit("      app: cache\n      apps.kubernetes.io/pod%-index: '0'\n",
+      "      app: cache-old\n      apps.kubernetes.io/pod-index: '0'\n"))
+    assert.are.equal(3, p.summary.scheduled)
+    assert.is_nil(where["shop/cache-0"])
+  end)
+
+  it("take a template volume named as a claim template as that template's claim, as the controller does", function()
+    local where = run(edit("        dnsPolicy: ClusterFirst\n", "        volumes:\n        - name: data\n" ..
+      "          persistentVolumeClaim: {claimName: data-cache-0}\n        dnsPolicy: ClusterFirst\n"))
+    assert.are.equal("us-east-1b", where["shop/cache-1"].zone, "data-cache-1, not data-cache-0 in us-east-1a")
+  end)
+
+  it("keep to the allowed topologies of a template class that binds Immediate", function()
+    local where, why = run(edit("  volumeBindingMode: WaitForFirstConsumer\n  allowVolumeExpansion: true\n",
+      "  volumeBindingMode: Immediate\n  allowVolumeExpansion: true\n"))
+    assert.is_nil(next(why), "their claims are made, and bound, by the provisioner")
+    assert.are.equal("us-east-1b", where["shop/cache-1"].zone)
+    assert.are.equal("us-east-1c", where["shop/cache-2"].zone, "a bound claim is where its volume is")
   end)
 
   it("are the names a claim in flight carries, so a replica it was launched for is not planned twice", function()
