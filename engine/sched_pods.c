@@ -530,6 +530,7 @@ static int class_make(dt_plan *p, uint32_t si, const rt_ordvol *ov, const rt_rel
   c.reqs = reqs;
   c.spec = d;
   c.spec_idx = si;
+  c.ov = ov;
   c.tol_pref = rx->tol_pref;
   c.ntc = ntc;
   c.tc = A(p, (ntc ? ntc : 1) * sizeof *c.tc);

@@ -290,6 +290,7 @@ typedef struct rt_class {
   dt_reqs reqs;
   const dt_podspec *spec; /* tolerations */
   uint32_t spec_idx;
+  const rt_ordvol *ov; /* made for a StatefulSet replica with claims of its own: its volume terms; NULL the spec's */
   bool tol_pref;
   uint32_t ntc;
   rt_tc *tc;

@@ -865,6 +865,17 @@ describe("StatefulSet replicas dovetail makes", function()
     assert.are.equal("us-east-1c", where["shop/cache-2"].zone, "a bound claim is where its volume is")
   end)
 
+  it("wait, naming both, when a retained claim and a template's class allow no zone in common", function()
+    local logs = "    - apiVersion: v1\n      kind: PersistentVolumeClaim\n      metadata: {name: logs}\n" ..
+      "      spec: {accessModes: [ReadWriteOnce], storageClassName: gp3, resources: {requests: {storage: 1Gi}}}\n"
+    local where, why = run(edit("    volumeClaimTemplates:\n", "    volumeClaimTemplates:\n" .. logs))
+    assert.are.equal("us-east-1b", where["shop/cache-1"].zone, "data and logs both new, both of gp3")
+    assert.is_nil(where["shop/cache-2"])
+    assert.matches("on topology.kubernetes.io/zone its volumes (a PersistentVolume's node affinity, a StorageClass's " ..
+      "allowedTopologies) require In [us-east-1b] and In [us-east-1c], which no node meets at once", why["shop/cache-2"],
+      1, true)
+  end)
+
   it("are the names a claim in flight carries, so a replica it was launched for is not planned twice", function()
     local claim = [[
 - apiVersion: karpenter.sh/v1
