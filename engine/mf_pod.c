@@ -390,6 +390,15 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
     return mf_bad(x, f, "missing or not an object");
   }
   if (pod_requests(x, spec, path, &p->requests)) return mf_failed(x);
+  /* Dynamic Resource Allocation, as Karpenter's HasDRARequirements: claims
+  ** of the pod, or of a container or init container */
+  p->dra = cJSON_GetArraySize(mf_get(spec, "resourceClaims")) > 0;
+  static const char *const lists[] = {"containers", "initContainers"};
+  for (int l = 0; l < 2 && !p->dra; l++) {
+    const cJSON *c;
+    cJSON_ArrayForEach(c, mf_get(spec, lists[l])) p->dra |=
+        cJSON_GetArraySize(mf_get(mf_get(c, "resources"), "claims")) > 0;
+  }
   /* A Pod's generic ephemeral volume is the claim <pod>-<volume> the
   ** ephemeral controller makes for it (Karpenter's GetPersistentVolumeClaim);
   ** a workload's template has no pod yet, and so no claim. */

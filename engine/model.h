@@ -343,6 +343,7 @@ typedef struct dt_podspec {
   bool mirror;       /* a static pod's mirror (owned by its Node): never evicted */
   bool terminating;  /* metadata.deletionTimestamp: holds its node's room, but no workload counts it */
   bool evicted;      /* a disruption's view: moving off a candidate, pending again (not validated as new) */
+  bool dra;          /* asks for Dynamic Resource Allocation: spec.resourceClaims, or a container's resources.claims */
   bool dnd;          /* karpenter.sh/do-not-disrupt: "true" */
   int64_t dnd_until; /* do-not-disrupt: a duration from the pod's start; 0 none */
   int64_t deletion_cost, priority;

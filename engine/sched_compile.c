@@ -355,7 +355,7 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
   bool any = false;
   for (size_t d = 0; d < m->daemonsets.n; d++) {
     const dt_podspec *ds = &m->daemonsets.v[d];
-    if (!tolerates(p, ds, pl->taints, pl->ntaints, true, NULL)) continue;
+    if (ds->dra || !tolerates(p, ds, pl->taints, pl->ntaints, true, NULL)) continue; /* Karpenter skips DRA's */
     int64_t req[DT_RES_MAX] = {0};
     int rc = rlist_vec(p, &ds->requests, req, err);
     if (rc) return rc;
@@ -821,7 +821,7 @@ static int ds_want(dt_plan *p, rt_node *r, dt_error *err) {
   int64_t sum[DT_RES_MAX] = {0};
   bool any = false;
   for (size_t d = 0; d < m->daemonsets.n; d++) {
-    if (!tolerates(p, &m->daemonsets.v[d], r->taints, r->ntaints, true, NULL)) continue;
+    if (m->daemonsets.v[d].dra || !tolerates(p, &m->daemonsets.v[d], r->taints, r->ntaints, true, NULL)) continue;
     bool ok = false;
     for (uint32_t a = 0; a < p->nds_alt[d] && !ok; a++) ok = node_labels_match(p, r, &p->ds_alt[d][a]);
     if (!ok) continue;

@@ -203,7 +203,8 @@ typedef struct rt_spec {
 
 /* A pod pending in the input whose claims Karpenter refuses (rt_spec.invalid) is
 ** not planned, as its provisioner's Validate drops it; one moving off a node
-** is, as Karpenter's simulations reschedule it without validating. */
+** is, as Karpenter's simulations reschedule it without validating. A pod
+** that asks for DRA is never planned, pending or moving. */
 static inline const rt_ordvol *spec_ord(const rt_spec *s, int64_t ordinal) {
   uint32_t lo = 0, hi = s->nord;
   while (lo < hi) {
@@ -222,6 +223,11 @@ bool dt__sched_key_from_volume(const dt_plan *p, const rt_spec *s, dt_sym k);
 
 /* Why pod `ordinal` of spec s is refused (NULL: it is not). */
 static inline const char *pod_refused(const rt_spec *s, int64_t ordinal) {
+  /* Karpenter's scheduler refuses every pod it would place that asks for
+  ** DRA, pending or moving (its --ignore-dra-requests, on by default) */
+  if (s->src->dra)
+    return "the pod asks for Dynamic Resource Allocation (spec.resourceClaims or a container's resources.claims), "
+           "which Karpenter does not provision for (its --ignore-dra-requests, on by default)";
   if (s->src->node_name || s->src->evicted) return NULL;
   const rt_ordvol *o = s->nord ? spec_ord(s, ordinal) : NULL;
   return o ? o->invalid : s->invalid;

@@ -282,3 +282,39 @@ describe("Karpenter parity in consolidation: Topology Consideration (consolidati
     for _, n in ipairs { "1-11", "2-12", "3-13" } do assert.is_not_nil(why(r, ip(n)), n) end
   end)
 end)
+
+-- Karpenter's --ignore-dra-requests (on by default): its scheduler refuses a pod that asks for
+-- Dynamic Resource Allocation, so a node running one cannot be consolidated (the pod would not
+-- schedule in the simulation), and no capacity is planned for one pending.
+describe("Karpenter parity with pods that ask for DRA", function()
+  local text = h.slurp(DIR .. "replace-on-demand.yaml")
+  local function with_claim(s)
+    local out, n = s:gsub("    containers:\n    %- name: web\n      image: public%.ecr%.aws/nginx/nginx:1%.27\n" ..
+      "      resources:\n        requests:\n          cpu: 500m\n          memory: 512Mi\n",
+      "    resourceClaims:\n    - name: gpu\n      resourceClaimTemplateName: single-gpu\n" ..
+      "    containers:\n    - name: web\n      image: public.ecr.aws/nginx/nginx:1.27\n" ..
+      "      resources:\n        requests:\n          cpu: 500m\n          memory: 512Mi\n        claims:\n        - name: gpu\n")
+    assert.are.equal(1, n)
+    return out
+  end
+
+  it("keeps a node whose pod asks for DRA: Karpenter's simulation cannot place it", function()
+    local r, err = h.dt.disrupt { manifests = with_claim(text), now = NOW }
+    assert(r, err)
+    assert.same({}, taken(r))
+    r = assert(h.dt.disrupt { manifests = text, now = NOW })
+    assert.are.equal(1, #r.commands, "without the claim the node is replaced")
+  end)
+
+  it("plans nothing for a pending pod that asks for DRA, and says why", function()
+    local pending, n = with_claim(text):gsub("    serviceAccountName: default\n    terminationGracePeriodSeconds: 30\n" ..
+      "    nodeName: ip%-10%-0%-1%-11%.ec2%.internal\n", "    serviceAccountName: default\n" ..
+      "    terminationGracePeriodSeconds: 30\n")
+    assert.are.equal(1, n)
+    local p, err = h.dt.plan { manifests = pending, now = NOW }
+    assert(p, err)
+    assert.are.equal(0, #p.nodeClaims)
+    assert.are.equal(1, #p.unschedulable)
+    assert.matches("asks for Dynamic Resource Allocation", p.unschedulable[1].reason, 1, true)
+  end)
+end)
