@@ -408,9 +408,21 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   cJSON_ArrayForEach(vol, mf_get(spec, "volumes")) {
     const char *cn = mf_get_str(mf_get(vol, "persistentVolumeClaim"), "claimName"), *vn = mf_get_str(vol, "name");
     char eph[600];
-    if (!cn && pod && vn && cJSON_IsObject(mf_get(vol, "ephemeral"))) {
+    const cJSON *ephemeral = mf_get(vol, "ephemeral");
+    if (!cn && pod && vn && cJSON_IsObject(ephemeral)) {
       dt__join(eph, sizeof eph, pod, "-", vn);
       cn = eph;
+    } else if (!cn && !pod && vn && cJSON_IsObject(ephemeral)) {
+      /* a workload's: its pods' claims are made from the volume's template, of its class */
+      const cJSON *cls = mf_get(mf_get(mf_get(ephemeral, "volumeClaimTemplate"), "spec"), "storageClassName");
+      dt_vct *nv = dt__realloc(p->vct, (p->nvct + 1) * sizeof *nv);
+      if (!nv) return mf_oom(x);
+      p->vct = nv;
+      dt_vct *v = &p->vct[p->nvct++];
+      memset(v, 0, sizeof *v);
+      v->ephemeral = true;
+      v->class_given = cJSON_IsString(cls);
+      if (!(v->name = dt__strdup(vn)) || (v->class_given && !(v->cls = dt__strdup(cls->valuestring)))) return mf_oom(x);
     }
     if (!cn) continue;
     char **nv = dt__realloc(p->pvcs, (p->npvcs + 1) * sizeof *nv);
@@ -671,12 +683,15 @@ static int sts_identity(mctx *x, const cJSON *spec, dt_podspec *p) {
     p->ordinal_base = (int64_t)start->valuedouble;
   }
   const cJSON *vcts = mf_get(spec, "volumeClaimTemplates");
-  size_t n;
-  int lr = mf_list_room(x, vcts, "spec.volumeClaimTemplates", "a list of PersistentVolumeClaims", sizeof *p->vct,
-                        (void **)&p->vct, &n);
-  if (lr) return lr > 0 ? 0 : lr;
-  size_t i = 0;
-  for (const cJSON *t = vcts->child; t; t = t->next, i++) {
+  if (vcts && !cJSON_IsNull(vcts) && !cJSON_IsArray(vcts))
+    return mf_bad(x, "spec.volumeClaimTemplates", "expected a list of PersistentVolumeClaims");
+  size_t i = 0, n = (size_t)cJSON_GetArraySize(vcts);
+  if (n) { /* after the template's ephemeral volumes */
+    dt_vct *nv = dt__realloc(p->vct, (p->nvct + n) * sizeof *nv);
+    if (!nv) return mf_oom(x);
+    p->vct = nv;
+  }
+  for (const cJSON *t = n ? vcts->child : NULL; t; t = t->next, i++) {
     char f[120];
     snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu]", i);
     if (!cJSON_IsObject(t)) return mf_bad(x, f, "expected an object");
@@ -685,8 +700,9 @@ static int sts_identity(mctx *x, const cJSON *spec, dt_podspec *p) {
     if (!nm || cJSON_IsNull(nm)) return mf_bad(x, f, "missing");
     if (!cJSON_IsString(nm) || !*nm->valuestring) return mf_bad(x, f, "expected a non-empty string");
     const char *name = nm->valuestring;
-    for (size_t k = 0; k < p->nvct; k++)
-      if (!strcmp(p->vct[k].name, name)) return mf_bad(x, f, "%s is the name of template %zu too", name, k);
+    for (size_t k = 0, at = 0; k < p->nvct; k++, at += !p->vct[k - 1].ephemeral)
+      if (!p->vct[k].ephemeral && !strcmp(p->vct[k].name, name))
+        return mf_bad(x, f, "%s is the name of template %zu too", name, at);
     snprintf(f, sizeof f, "spec.volumeClaimTemplates[%zu].spec", i);
     if (ts && !cJSON_IsNull(ts) && !cJSON_IsObject(ts)) return mf_bad(x, f, "expected an object");
     const cJSON *cls = mf_get(ts, "storageClassName");
@@ -695,6 +711,7 @@ static int sts_identity(mctx *x, const cJSON *spec, dt_podspec *p) {
       return mf_bad(x, f, "expected a string");
     }
     dt_vct *v = &p->vct[p->nvct++];
+    memset(v, 0, sizeof *v);
     v->class_given = cJSON_IsString(cls);
     if (!(v->name = dt__strdup(name)) || (v->class_given && !(v->cls = dt__strdup(cls->valuestring)))) return mf_oom(x);
   }
@@ -702,7 +719,8 @@ static int sts_identity(mctx *x, const cJSON *spec, dt_podspec *p) {
   cJSON_ArrayForEach(vol, mf_get(mf_get(mf_get(spec, "template"), "spec"), "volumes")) {
     const char *vn = mf_get_str(vol, "name"), *cn = mf_get_str(mf_get(vol, "persistentVolumeClaim"), "claimName");
     bool templated = false;
-    for (size_t k = 0; vn && cn && k < p->nvct && !templated; k++) templated = !strcmp(p->vct[k].name, vn);
+    for (size_t k = 0; vn && cn && k < p->nvct && !templated; k++)
+      templated = !p->vct[k].ephemeral && !strcmp(p->vct[k].name, vn);
     for (size_t k = 0; templated && k < p->npvcs; k++)
       if (!strcmp(p->pvcs[k], cn)) { /* that volume's claim, once */
         dt__free(p->pvcs[k]);

@@ -304,11 +304,14 @@ typedef struct dt_hostport {
   char *ip;
 } dt_hostport;
 
-/* A StatefulSet's volumeClaimTemplate: its name, and the class its claims
-** get (cls NULL: none given, the default class; "" given: no class). */
+/* A claim a replica gets made for it: a StatefulSet's volumeClaimTemplate,
+** or a workload template's generic ephemeral volume (ephemeral: its claim is
+** <pod>-<volume>, made with each new pod); its name (the template's, or the
+** volume's), and the class its claims get (cls NULL: none given, the default
+** class; "" given: no class). */
 typedef struct dt_vct {
   char *name, *cls;
-  bool class_given;
+  bool class_given, ephemeral;
 } dt_vct;
 
 /* A pod, or a template expanded into count pods (Deployment replicas). */
@@ -353,7 +356,8 @@ typedef struct dt_podspec {
   char **pvcs;     /* the PersistentVolumeClaims its volumes name */
   size_t npvcs;
   /* A StatefulSet's volumeClaimTemplates: replica <name>-<k> has claim
-  ** <template>-<name>-<k>, made from the template when not there already */
+  ** <template>-<name>-<k>, made from the template when not there already;
+  ** and a workload template's ephemeral volumes, whose claims come with each pod */
   size_t nvct;
   dt_vct *vct;
   /* a virt-launcher pod: the VMI's spec.architecture ("amd64", "arm64",

@@ -838,7 +838,10 @@ static claim_at claim_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d
 /* A fault of a StatefulSet's template, as the reason its replicas wait. */
 static const char *vct_fault(dt_plan *p, const dt_podspec *d, const dt_vct *v, const char *what, const char *cls) {
   dt_buf b = {0};
-  dt__buf_printf(&b, "StatefulSet %s/%s: volumeClaimTemplate %s ", d->ns, d->name, v->name);
+  const char *slash = d->owner ? strchr(d->owner, '/') : NULL;
+  int kl = slash ? (int)(slash - d->owner) : 3;
+  dt__buf_printf(&b, "%.*s %s/%s: %s %s ", kl, slash ? d->owner : "Pod", d->ns, d->name,
+                 v->ephemeral ? "ephemeral volume" : "volumeClaimTemplate", v->name);
   dt__buf_printf(&b, what, cls);
   const char *r = b.oom ? NULL : arena_buf(p, &b);
   if (!r) p->arena.oom = 1;
@@ -923,6 +926,7 @@ static int volume_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, rt
   int rc = 0;
   for (size_t i = 0; i < d->nvct && !rc; i++) {
     char pre[800];
+    if (d->vct[i].ephemeral) continue; /* a new pod's: never there before it */
     int pl = snprintf(pre, sizeof pre, "%s/%s-%s-", d->ns, d->vct[i].name, d->name);
     if (pl < 0 || (size_t)pl >= sizeof pre) continue;
     uint32_t lo = 0, hi = ix->npvc;
@@ -951,8 +955,9 @@ static int volume_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, rt
     for (uint32_t v = 0; v < nshared; v++) o.vol[o.nvol++] = s->vol[v];
     for (size_t i = 0; i < d->nvct; i++) {
       snprintf(name, sizeof name, "%s-%s-%lld", d->vct[i].name, d->name, (long long)k);
-      claim_at c = vol_find(p, ix, "PVC", d->ns, name) ? claim_topology(p, ix, d, name)
-                                                       : template_topology(p, ix, d, &d->vct[i]);
+      claim_at c = !d->vct[i].ephemeral && vol_find(p, ix, "PVC", d->ns, name)
+                       ? claim_topology(p, ix, d, name)
+                       : template_topology(p, ix, d, &d->vct[i]);
       if (!o.invalid) o.invalid = c.invalid;
       if (c.term) o.vol[o.nvol++] = c.term;
     }

@@ -478,6 +478,43 @@ status: {phase: Bound}
       1, true)
   end)
 
+  it("plans a workload's replicas where the class of their ephemeral volumes' claims allows", function()
+    local deploy = [[
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: scratch, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: scratch}}
+  template:
+    metadata: {labels: {app: scratch}}
+    spec:
+      containers:
+      - name: c
+        image: busybox
+        resources: {requests: {cpu: "1", memory: 1Gi}}
+        volumeMounts: [{name: work, mountPath: /work}]
+      volumes:
+      - name: work
+        ephemeral:
+          volumeClaimTemplate:
+            spec:
+              accessModes: [ReadWriteOnce]
+              storageClassName: zonal
+              resources: {requests: {storage: 10Gi}}
+]]
+    local p = h.plan(h.docs(h.nodepool("default"), two_zones, deploy), { now = "2026-11-23T12:00:00Z" })
+    assert.are.equal(0, #p.unschedulable)
+    for _, c in ipairs(p.nodeClaims) do
+      assert.is_truthy(c.zone == "us-east-1b" or c.zone == "us-east-1c", c.zone)
+    end
+    p = h.plan(h.docs(h.nodepool("default"), two_zones, (deploy:gsub("storageClassName: zonal", "storageClassName: io2"))),
+      { now = "2026-11-23T12:00:00Z" })
+    assert.are.equal(0, #p.nodeClaims)
+    assert.are.equal("Deployment default/scratch: ephemeral volume work names StorageClass io2, which is not in the input",
+      p.unschedulable[1].reason)
+  end)
+
   it("follows the first of terms that differ in more than one label, and says so", function()
     local sc = two_zones:gsub("values: %[us%-east%-1c%]}", "values: [us-east-1c]}\n  - {key: kubernetes.io/arch, " ..
       "values: [arm64]}", 1)
