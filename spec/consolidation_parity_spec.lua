@@ -306,6 +306,18 @@ describe("Karpenter parity with pods that ask for DRA", function()
     assert.are.equal(1, #r.commands, "without the claim the node is replaced")
   end)
 
+  it("does not replace a drifted node whose pod asks for DRA (drift.go: not all pods would schedule)", function()
+    local drift = h.slurp(h.fixtures .. "parity/disrupt-karpenter-drift.yaml")
+    local with, n = drift:gsub("  spec:\n    nodeName: n1\n    schedulerName: default%-scheduler\n",
+      "  spec:\n    nodeName: n1\n    schedulerName: default-scheduler\n    resourceClaims:\n    - name: gpu\n" ..
+      "      resourceClaimTemplateName: single-gpu\n", 1)
+    assert.are.equal(1, n)
+    local r = assert(h.dt.disrupt { manifests = with, now = NOW })
+    assert.same({ "Drifted replace n2" }, taken(r))
+    r = assert(h.dt.disrupt { manifests = drift, now = NOW })
+    assert.same({ "Drifted replace n1", "Drifted replace n2" }, taken(r))
+  end)
+
   it("plans nothing for a pending pod that asks for DRA, and says why", function()
     local pending, n = with_claim(text):gsub("    serviceAccountName: default\n    terminationGracePeriodSeconds: 30\n" ..
       "    nodeName: ip%-10%-0%-1%-11%.ec2%.internal\n", "    serviceAccountName: default\n" ..
