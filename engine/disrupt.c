@@ -149,10 +149,12 @@ static int nominations_add(state *st, size_t cap, nom *noms, size_t n) {
     c.count = 1;
     c.owner = NULL;
     c.node_name = (char *)noms[i].node;
-    if (noms[i].ordinal >= 0) {
+    if (noms[i].ordinal >= 0) { /* one replica: its claims are its ordinal's */
       char name[600];
       snprintf(name, sizeof name, "%s-%lld", p->name, (long long)noms[i].ordinal);
       if (!(c.name = dt__arena_strdup(&st->arena, name))) return DT_ENOMEM;
+      c.replica_of = p->name;
+      c.replica_ordinal = noms[i].ordinal;
     }
     st->pods[st->npods++] = c;
     if (st->got) st->got[noms[i].spec] = 1;
@@ -210,8 +212,8 @@ typedef DT_VEC(nom) nom_vec;
 ** a nomination, unless the pod was named before (one node per pod: the
 ** first names it) or is not pending, or is the pod of a machine being
 ** deleted and node (node_i in m->nodes, SIZE_MAX for none) is one too. */
-static int nominate_name(const state *st, dt_namemap *specs, dt_namemap *seen, nom_vec *noms, const char *name,
-                         const char *node, size_t node_i) {
+static int nominate_name(const state *st, dt_namemap *specs, dt_namemap *seen, const dt_namemap *pods, nom_vec *noms,
+                         const char *name, const char *node, size_t node_i) {
   const dt_manifests *m = st->m;
   size_t len = strlen(name);
   bool added;
@@ -226,11 +228,14 @@ static int nominate_name(const state *st, dt_namemap *specs, dt_namemap *seen, n
   bool found = sy && !m->pods.v[sy - 1].owner;
   if (found) {
     n.spec = (size_t)sy - 1;
-  } else { /* "<ns>/<workload>-<ordinal>" */
-    const char *dash = strrchr(name, '-');
-    char *end = NULL;
-    long long o = dash ? strtoll(dash + 1, &end, 10) : -1;
-    if (dash && end && !*end && end != dash + 1 && o >= 0) {
+  } else if (!dt__namemap_get(pods, name, len, 0)) {
+    /* "<ns>/<workload>-<ordinal>", the ordinal as a plan writes it, of a
+    ** replica no pod of the input stands for (a pod of that name makes the
+    ** nomination an old one: the pod is where it is) */
+    const char *dash = strrchr(name, '-'), *q = dash ? dash + 1 : NULL;
+    size_t nd = q ? strspn(q, "0123456789") : 0;
+    long long o = nd && nd <= 18 && !q[nd] && (q[0] != '0' || nd == 1) ? strtoll(q, NULL, 10) : -1;
+    if (o >= 0) {
       size_t bl = (size_t)(dash - name);
       sy = dt__namemap_get(specs, name, bl < 599 ? bl : 599, 0);
       const dt_podspec *t = sy ? &m->pods.v[sy - 1] : NULL;
@@ -253,7 +258,7 @@ static int nominated(state *st, size_t cap) {
   ** taken; the keys are written once into one block, each cut at 599 bytes
   ** as the 600-byte key buffer always cut them (a workload's base name is
   ** cut the same way; a nominated name is looked up whole) */
-  dt_namemap specs = {0}, seen = {0};
+  dt_namemap specs = {0}, seen = {0}, pods = {0}; /* pods: "ns/name" of the input's Pods, not being deleted */
   nom_vec noms = {0};
   int rc = 0;
   size_t total = 0;
@@ -296,14 +301,24 @@ static int nominated(state *st, size_t cap) {
       *v = (int32_t)i + 1;
     w += a + b + 2;
   }
+  for (size_t i = 0; i < m->pods.n && !rc && specs.n; i++) {
+    const dt_podspec *p = &m->pods.v[i];
+    char k[600];
+    bool added;
+    if (p->owner || p->terminating) continue;
+    snprintf(k, sizeof k, "%s/%s", p->ns, p->name);
+    const char *key = dt__arena_strdup(&st->arena, k); /* the map keeps the key, not a copy */
+    if (!key || !dt__namemap_put(&pods, key, strlen(key), 1, &added)) rc = DT_ENOMEM;
+  }
   for (size_t i = 0; i < m->nodes.n && !rc && specs.n; i++)
     for (size_t k = 0; k < m->nodes.v[i].npods && !rc; k++)
-      rc = nominate_name(st, &specs, &seen, &noms, m->nodes.v[i].pods[k], m->nodes.v[i].name, i);
+      rc = nominate_name(st, &specs, &seen, &pods, &noms, m->nodes.v[i].pods[k], m->nodes.v[i].name, i);
   for (size_t i = 0; i < st->o.nassumed && !rc && specs.n; i++) /* after the claims': a claim's nomination stands */
-    rc = nominate_name(st, &specs, &seen, &noms, st->o.assumed_pods[i], st->o.assumed_nodes[i], SIZE_MAX);
+    rc = nominate_name(st, &specs, &seen, &pods, &noms, st->o.assumed_pods[i], st->o.assumed_nodes[i], SIZE_MAX);
   if (!rc) rc = nominations_add(st, cap, noms.v, noms.n);
   dt__namemap_free(&specs);
   dt__namemap_free(&seen);
+  dt__namemap_free(&pods);
   dt__free(keys);
   dt__free(noms.v);
   return rc;

@@ -76,19 +76,37 @@ int dt__explain_begin(dt_plan *p, dt_error *err) {
       snprintf(second, sizeof second, "%s", name);
     }
   }
-  for (uint32_t i = 0; i < p->nnodes; i++) /* carried by an in-flight NodeClaim (dovetail.dev/pods) */
-    for (size_t k = 0; k < p->nodes[i].src->npods; k++) {
-      const char *n = p->nodes[i].src->pods[k];
-      if (!name_match(n, target)) continue;
+  /* carried by an in-flight NodeClaim (dovetail.dev/pods): the claim's list
+  ** or the list of the Node it registered, a name found there once */
+  for (uint32_t i = 0; i < p->nnodes; i++) {
+    const dt_node *src = p->nodes[i].src, *cl = p->nodes[i].claim;
+    size_t nsrc = src->npods, nall = nsrc + (cl ? cl->npods : 0);
+    for (size_t k = 0; k < nall; k++) {
+      const char *n = k < nsrc ? src->pods[k] : cl->pods[k - nsrc];
+      if (!name_match(n, target) || (found && kind == EX_INFLIGHT && !strcmp(n, first))) continue;
       same &= !strcmp(n, first);
       if (!found++) {
         snprintf(first, sizeof first, "%s", n);
         kind = EX_INFLIGHT;
-        node = p->nodes[i].src->name;
+        node = k < nsrc ? src->name : cl->name;
       } else if (found == 2) {
         snprintf(second, sizeof second, "%s", n);
       }
     }
+  }
+  /* the pod a claim carries: its spec, for its requests (a pending Pod of
+  ** that name, or the workload whose replica <name>-<ordinal> it is) */
+  bool spec_known = kind != EX_INFLIGHT;
+  for (size_t i = 0; i < m->pods.n && !spec_known && found == 1; i++) {
+    const dt_podspec *d = &m->pods.v[i];
+    size_t nl = strlen(d->ns), bl = strlen(d->name);
+    if (d->node_name || strncmp(first, d->ns, nl) || first[nl] != '/' || strncmp(first + nl + 1, d->name, bl)) continue;
+    const char *rest = first + nl + 1 + bl;
+    if (d->owner ? rest[0] == '-' && rest[1] && strspn(rest + 1, "0123456789") == strlen(rest + 1) : !*rest) {
+      spec = (uint32_t)i;
+      spec_known = true;
+    }
+  }
   if (!found)
     return dt__err(err, DT_EINVAL,
                    "explain: no pod %s in the input (it takes a pending pod, a pod bound to a node, or a pod of an "
@@ -109,6 +127,7 @@ int dt__explain_begin(dt_plan *p, dt_error *err) {
   ex->kind = kind;
   ex->node = node;
   ex->spec = spec;
+  ex->spec_known = spec_known;
   ex->node_at = -1;
   snprintf(ex->pod, sizeof ex->pod, "%s", first);
   p->ex = ex;
@@ -152,12 +171,29 @@ static void short_of(const dt_plan *p, const int64_t *alloc, const int64_t *used
   }
 }
 
-/* Why existing node ni does not take class c (as node_fits), or false when it does. */
 /* Who requires label key k of class c: the pod, or its volumes alone. */
 static const char *who_requires(const dt_plan *p, const rt_class *c, dt_sym k) {
   return dt__sched_key_from_volume(p, &p->specs[c->spec_idx], k) ? "the pod's volumes require " : "the pod requires ";
 }
 
+/* "<who> requires <r>" of class c; a requirement that admits no value,
+** where its volumes and the pod exclude each other, as each of them. */
+static void requires_text(const dt_plan *p, const rt_class *c, const dt_req *r, dt_buf *b) {
+  if (!r->complement && !r->n && !r->has_gte && !r->has_lte) {
+    size_t at = b->len;
+    dt__buf_printf(b, "the pod's requirements on %s exclude each other (", dt__sym_str(&p->syms, r->key));
+    if (dt__sched_describe_conflict(p, &p->specs[c->spec_idx], c->ov, r->key, b)) {
+      dt__buf_puts(b, ")");
+      return;
+    }
+    b->len = at;
+    if (b->p) b->p[at] = 0;
+  }
+  dt__buf_puts(b, who_requires(p, c, r->key));
+  ex_describe_reqs(p, r, b);
+}
+
+/* Why existing node ni does not take class c (as node_fits), or false when it does. */
 static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_buf *b) {
   const rt_node *n = &p->nodes[ni];
   const char *ct = node_condition_taint(n);
@@ -192,8 +228,7 @@ static bool node_refuses(const dt_plan *p, uint32_t ni, const rt_class *c, dt_bu
     for (uint32_t k = 0; k < n->nlabels; k++)
       if (n->lk[k] == r->key) v = n->lval[k];
     if (dt__req_has(&p->syms, r, v)) continue;
-    dt__buf_puts(b, who_requires(p, c, r->key));
-    ex_describe_reqs(p, r, b);
+    requires_text(p, c, r, b);
     if (v)
       dt__buf_printf(b, "; the node has %s=%s", dt__sym_str(&p->syms, r->key), dt__sym_str(&p->syms, v));
     else
@@ -258,8 +293,7 @@ static bool claim_refuses(dt_plan *p, const rt_claim *k, const rt_class *c, dt_b
     return true;
   }
   if (!dt__x_compatible(p, &pl->reqs, &c->reqs, &bad)) {
-    dt__buf_puts(b, who_requires(p, c, bad->key));
-    ex_describe_reqs(p, bad, b);
+    requires_text(p, c, bad, b);
     dt__buf_printf(b, ", which its NodePool %s does not allow", pl->src->name);
     return true;
   }
@@ -277,8 +311,7 @@ static bool claim_refuses(dt_plan *p, const rt_claim *k, const rt_class *c, dt_b
   if (c->reqs.n) {
     if (!dt__x_compatible(p, &k->reqs, &c->reqs, &bad)) {
       const dt_req *ex = dt__reqs_get(&k->reqs, bad->key);
-      dt__buf_puts(b, who_requires(p, c, bad->key));
-      ex_describe_reqs(p, bad, b);
+      requires_text(p, c, bad, b);
       if (ex) {
         dt__buf_puts(b, " but the claim's pods and NodePool allow ");
         ex_describe_reqs(p, ex, b);

@@ -18,6 +18,7 @@ typedef struct dt_explain {
   char pod[600];
   const char *node; /* EX_BOUND, EX_INFLIGHT: the node or claim that has it */
   uint32_t spec;
+  bool spec_known; /* EX_INFLIGHT: spec is the pending pod (or workload) the claim carries */
   uint32_t tries, pass, pos, qlen;
   cJSON *attempt;           /* the last try */
   DT_VEC(rt_claim *) tried; /* attempt's claims, in its order */

@@ -283,7 +283,7 @@ static int explain_not_pending(dt_plan *p, cJSON *doc) {
   const dt_explain *ex = p->ex;
   char tmp[1400];
   const dt_podspec *d = &p->manifests->pods.v[ex->spec];
-  if (ex->kind == EX_BOUND) {
+  if (ex->kind == EX_BOUND || ex->spec_known) {
     int64_t req[DT_RES_MAX] = {0};
     for (size_t i = 0; i < d->requests.n; i++)
       for (uint32_t r = 0; r < p->nres; r++)

@@ -360,6 +360,11 @@ typedef struct dt_podspec {
   ** and a workload template's ephemeral volumes, whose claims come with each pod */
   size_t nvct;
   dt_vct *vct;
+  /* One replica of a workload standing alone (a disruption's view of a
+  ** replica a claim carries): the workload's name (borrowed) and its ordinal,
+  ** whose claims are <template>-<replica_of>-<ordinal>; NULL for others. */
+  const char *replica_of;
+  int64_t replica_ordinal;
   /* a virt-launcher pod: the VMI's spec.architecture ("amd64", "arm64",
   ** "s390x"), "" for the cluster's default, NULL for any other pod */
   const char *vm_arch;

@@ -127,10 +127,10 @@ static bool mreq_has(const dt_mreq *q, const char *v) {
 
 /* Where the In requirements on label key k of spec s exclude each other
 ** (a volume bound in one zone and a claim template's class in another, or
-** a volume and the pod's own node selector): each of them, appended to b;
-** false when none do. The pod's own are its node selector and, with one
+** a volume and the pod's own node selector): each of them, appended to b
+** ("its volumes (...) require In [a] and In [b]"); false when none do. The pod's own are its node selector and, with one
 ** term, its node affinity; the volumes' are the spec's, or ov's (a replica's own). */
-static bool describe_conflict(dt_plan *p, const rt_spec *s, const rt_ordvol *ov, dt_sym k, dt_buf *b) {
+bool dt__sched_describe_conflict(const dt_plan *p, const rt_spec *s, const rt_ordvol *ov, dt_sym k, dt_buf *b) {
   const dt_podspec *d = s->src;
   const char *key = dt__sym_str(&p->syms, k), *sel = NULL;
   const dt_mreq *own[64];
@@ -163,19 +163,16 @@ static bool describe_conflict(dt_plan *p, const rt_spec *s, const rt_ordvol *ov,
       meet = ok;
     }
     if (meet) return false;
-    dt__buf_printf(b, ": on %s", key);
-    if (sel) dt__buf_printf(b, " its nodeSelector says %s;", sel);
+    if (sel) dt__buf_printf(b, "its nodeSelector says %s; ", sel);
     for (size_t i = 0; i < n; i++) {
-      if (i == 0 && nown) dt__buf_puts(b, " its node affinity requires");
+      if (i == 0 && nown) dt__buf_puts(b, "its node affinity requires");
       if (i == nown)
-        dt__buf_puts(b,
-                     " its volumes (a PersistentVolume's node affinity, a StorageClass's allowedTopologies) require");
+        dt__buf_puts(b, "its volumes (a PersistentVolume's node affinity, a StorageClass's allowedTopologies) require");
       dt__buf_puts(b, i && i != nown ? " and In [" : " In [");
       for (size_t j = 0; j < all[i]->n && j < 8; j++) dt__buf_printf(b, "%s%s", j ? ", " : "", all[i]->vals[j]);
       dt__buf_puts(b, all[i]->n > 8 ? ", ...]" : "]");
-      if (i + 1 == nown) dt__buf_puts(b, ";");
+      if (i + 1 == nown) dt__buf_puts(b, "; ");
     }
-    dt__buf_puts(b, ", which no node meets at once");
     return true;
   }
   return false;
@@ -188,8 +185,11 @@ static void diagnose_no_type(dt_plan *p, rt_class *c, const char *pn, const pool
     const dt_req *r = &c->reqs.r[k];
     if (!r->complement && !r->n && !r->has_gte && !r->has_lte && (s->nvol || s->nord)) {
       size_t at = b->len;
-      dt__buf_printf(b, "no node of NodePool %s can hold the pod", pn);
-      if (describe_conflict(p, s, c->ov, r->key, b)) return;
+      dt__buf_printf(b, "no node of NodePool %s can hold the pod: on %s ", pn, dt__sym_str(&p->syms, r->key));
+      if (dt__sched_describe_conflict(p, s, c->ov, r->key, b)) {
+        dt__buf_puts(b, ", which no node meets at once");
+        return;
+      }
       b->len = at;
       if (b->p) b->p[at] = 0;
     }

@@ -515,6 +515,9 @@ static int class_make(dt_plan *p, uint32_t si, const rt_ordvol *ov, const rt_rel
   for (uint32_t i = 0; i < s->nsel; i++) inverse |= p->groups.v[s->sel[i]].kind == TG_ANTI;
   dt_buf sig = {0};
   class_sig(p, s, rx, &reqs, tcs, ntc, &sig);
+  /* a replica's own claims: its own class, which keeps them for its reasons
+  ** (requirements that admit nothing are alike, whatever made them) */
+  if (ov) dt__buf_printf(&sig, "\x1dord %u %lld", si, (long long)ov->ordinal);
   /* Pods whose requests, requirements, tolerations, topology constraints,
   ** selecting groups and host ports agree share a class, whatever spec
   ** they come from: the class is all the scheduler reads. */
@@ -839,8 +842,12 @@ static claim_at claim_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d
 static const char *vct_fault(dt_plan *p, const dt_podspec *d, const dt_vct *v, const char *what, const char *cls) {
   dt_buf b = {0};
   const char *slash = d->owner ? strchr(d->owner, '/') : NULL;
-  int kl = slash ? (int)(slash - d->owner) : 3;
-  dt__buf_printf(&b, "%.*s %s/%s: %s %s ", kl, slash ? d->owner : "Pod", d->ns, d->name,
+  int kl = slash ? (int)(slash - d->owner) : d->replica_of ? 11 : 3;
+  dt__buf_printf(&b, "%.*s %s/%s: %s %s ", kl,
+                 slash           ? d->owner
+                 : d->replica_of ? "StatefulSet"
+                                 : "Pod",
+                 d->ns, d->replica_of ? d->replica_of : d->name,
                  v->ephemeral ? "ephemeral volume" : "volumeClaimTemplate", v->name);
   dt__buf_printf(&b, what, cls);
   const char *r = b.oom ? NULL : arena_buf(p, &b);
@@ -911,12 +918,20 @@ static int volume_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, rt
   uint32_t nshared = s->nvol;
   const char *shared_invalid = s->invalid;
   for (size_t i = 0; i < d->nvct; i++) {
-    claim_at c = template_topology(p, ix, d, &d->vct[i]);
+    char name[600];
+    claim_at c;
+    if (d->replica_of && !d->vct[i].ephemeral) { /* one replica alone: its own claim, if there */
+      snprintf(name, sizeof name, "%s-%s-%lld", d->vct[i].name, d->replica_of, (long long)d->replica_ordinal);
+      c = vol_find(p, ix, "PVC", d->ns, name) ? claim_topology(p, ix, d, name)
+                                              : template_topology(p, ix, d, &d->vct[i]);
+    } else {
+      c = template_topology(p, ix, d, &d->vct[i]);
+    }
     if (!s->invalid) s->invalid = c.invalid;
     if (c.term) s->vol[s->nvol++] = c.term;
     csi_push(s, c.csi);
   }
-  if (!d->nvct || !ix->npvc) return p->arena.oom ? DT_ENOMEM : 0;
+  if (!d->nvct || !ix->npvc || d->replica_of) return p->arena.oom ? DT_ENOMEM : 0;
   /* the replicas whose claims the input holds: each template's claims
   ** <template>-<name>-<ordinal> found by their prefix among the input's,
   ** so the work follows the claims there are, not the replicas (a

@@ -220,6 +220,9 @@ static inline const rt_ordvol *spec_ord(const rt_spec *s, int64_t ordinal) {
 /* Whether label key k a class of spec s requires comes from its volumes
 ** alone, not from the pod's node selector or affinity (sched_diag.c). */
 bool dt__sched_key_from_volume(const dt_plan *p, const rt_spec *s, dt_sym k);
+/* Where the In requirements on label key k of spec s (ov: a replica's own
+** volumes) exclude each other, appended to b; false when they do not. */
+bool dt__sched_describe_conflict(const dt_plan *p, const rt_spec *s, const rt_ordvol *ov, dt_sym k, dt_buf *b);
 
 /* Why pod `ordinal` of spec s is refused (NULL: it is not). */
 static inline const char *pod_refused(const rt_spec *s, int64_t ordinal) {

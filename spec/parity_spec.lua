@@ -948,3 +948,63 @@ describe("StatefulSet replicas and volume limits", function()
     assert.are.equal(3, p.summary.scheduled)
   end)
 end)
+
+-- Replicas a claim carries, and what a replica's own claims say, in disrupt and --explain
+-- (spec/fixtures/parity/sts/: each file's header gives the case and the outcome expected).
+describe("StatefulSet replicas a claim carries", function()
+  local SDIR = h.fixtures .. "parity/sts/"
+  local function disrupt(file)
+    local r, err = h.dt.disrupt { files = { SDIR .. file }, now = NOW }
+    assert(r, err)
+    return r
+  end
+
+  it("are not carried when a pod of that name runs elsewhere: the claim is empty", function()
+    local r = disrupt "s10-stale-nomination.yaml"
+    local empty = false
+    for _, c in ipairs(r.commands) do
+      empty = empty or (c.reason == "Empty" and c.nodes[1].name == "ip-10-0-1-12.ec2.internal")
+      for _, k in ipairs(c.replacements or {}) do
+        local seen = {}
+        for _, pod in ipairs(k.pods) do
+          assert.is_nil(seen[pod], pod .. " twice")
+          seen[pod] = true
+        end
+      end
+    end
+    assert.is_true(empty)
+  end)
+
+  it("keep their own claims: a replacement stays in the zone of the replica's retained volume", function()
+    local r = disrupt "s9-nominated-retained-claim.yaml"
+    local replaced = 0
+    for _, c in ipairs(r.commands) do
+      if c.nodes[1].name == "ip-10-0-3-12.ec2.internal" then
+        for _, k in ipairs(c.replacements) do
+          assert.are.equal("us-east-1c", k.zone, "data-db-7's volume is in us-east-1c")
+          replaced = replaced + 1
+        end
+      end
+    end
+    assert.are.equal(1, replaced)
+  end)
+
+  it("are told apart by their own claims when they wait, in the reason and in --explain", function()
+    local p = assert(h.dt.plan { files = { SDIR .. "s6e-retained-claim-reason.yaml" }, now = NOW })
+    assert.matches("require In [us-east-1a] and In [us-east-1c], which no node meets at once",
+      p.unschedulable[1].reason, 1, true)
+    local out = h.cli("plan -o table --now " .. NOW .. " --explain default/db-1 " .. SDIR .. "s6-doesnotexist-explain.yaml")
+    assert.matches("the pod's requirements on topology.kubernetes.io/zone exclude each other", out, 1, true)
+    assert.falsy(out:find("DoesNotExist", 1, true), out)
+  end)
+
+  it("are explained as carried by a claim whose Node has registered, with their requests", function()
+    for _, pod in ipairs { "default/solo", "default/db-0" } do
+      local out, err, code = h.cli("plan -o table --now " .. NOW .. " --explain " .. pod .. " " .. SDIR ..
+        "s13-explain-nominated.yaml")
+      assert.are.equal(0, code, err)
+      assert.matches("already carried by in-flight NodeClaim", out, 1, true)
+      assert.matches("requests: cpu 1,", out, 1, true)
+    end
+  end)
+end)
