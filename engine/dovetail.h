@@ -159,6 +159,13 @@ DT_EXPORT dt_manifests *dt_manifests_new(void);
 ** that file is added and err names the file, the object and the field. */
 DT_EXPORT int dt_manifests_add_file(dt_manifests *m, const char *path, dt_error *err);
 
+/* The cluster's default topology spread constraints, from the document
+** Karpenter's --scheduler-config takes (podTopologySpread.defaultConstraints):
+** each pod of m that declares none of its own gets them, with the selector
+** kube-scheduler deduces for it (its Services', its ReplicaSet's or
+** StatefulSet's). Call after every input is added. "-" reads standard input. */
+DT_EXPORT int dt_manifests_scheduler_config(dt_manifests *m, const char *path, dt_error *err);
+
 /* As dt_manifests_add_file, from a buffer; name labels error messages. */
 DT_EXPORT int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len, dt_error *err);
 

@@ -1,7 +1,8 @@
 /*
 ** main.c: the dovetail command.
 **
-**   dovetail plan [--catalog F] [-o json|yaml|table] [--now T] [--seed N] [--explain POD] FILE...
+**   dovetail plan [--catalog F] [-o json|yaml|table] [--now T] [--seed N] [--explain POD]
+**                 [--scheduler-config F] FILE...
 **   dovetail disrupt [--catalog F] [-o ...] [--now T] [--policy F] [--explain NODE] [--spot-to-spot] FILE...
 **   dovetail pool [-o json|yaml|table] [--now T] [--seed N] [--policy F] FILE...
 **   dovetail catalog [--catalog F] [-o table|json] [--type GLOB] [--zone Z] ... [--convert]
@@ -52,8 +53,10 @@ static const char *k_usage =
     "  --policy-dir DIR   where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (default policies)\n"
     "  --unavailable FILE UnavailableOffering marks (capacity type, instance type, zone, expiry)\n"
     "  --timings          add parse and scheduling times to the JSON summary\n"
+    "  --scheduler-config FILE  Karpenter's --scheduler-config document: podTopologySpread.defaultConstraints\n"
+    "                     for pods that declare none (their selector deduced as kube-scheduler does)\n"
     "  --explain POD      why that pod went where it went, instead of the plan (text; -o json for a document)\n"
-    "disrupt options: --catalog, -o, --now, --seed, --policy, --policy-dir, and\n"
+    "disrupt options: --catalog, -o, --now, --seed, --policy, --policy-dir, --scheduler-config, and\n"
     "  --explain NODE     every step that node went through\n"
     "  --spot-to-spot     allow spot-to-spot consolidation (off, as Karpenter's feature gate)\n"
     "pool options: -o, --now, --seed (the Random selection policy), --policy (its scale_in hook)\n"
@@ -130,6 +133,8 @@ static const char *k_usage_plan =
     "  --policy-dir DIR   where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (default policies)\n"
     "  --unavailable FILE UnavailableOffering marks\n"
     "  --timings          add parse and scheduling times to the JSON summary\n"
+    "  --scheduler-config FILE  Karpenter's --scheduler-config document: podTopologySpread.defaultConstraints\n"
+    "                     for pods that declare none (their selector deduced as kube-scheduler does)\n"
     "  --explain POD      print instead why POD (namespace/name, or name when unique) went where it went: the\n"
     "                     nodes, claims and NodePools tried and why each did not take it, the offering launched\n"
     "                     and the cheaper ones not chosen, or why it is unschedulable; text, or a document with\n"
@@ -141,7 +146,8 @@ static const char *k_usage_plan =
 static const char *k_usage_disrupt =
     "usage: dovetail disrupt [options] FILE...\n"
     "What Karpenter's disruption controller would take away now, and why every other node stays.\n"
-    "  --catalog NAME|FILE, -o FMT, --now RFC3339, --seed N, --policy FILE, --policy-dir DIR, -f FILE: as plan\n"
+    "  --catalog NAME|FILE, -o FMT, --now RFC3339, --seed N, --policy FILE, --policy-dir DIR, -f FILE,\n"
+    "  --scheduler-config FILE: as plan\n"
     "  --explain NODE     every step that node went through\n"
     "  --spot-to-spot     allow spot-to-spot consolidation (off, as Karpenter's feature gate)\n"
     "exit status: 0 decided, 1 bad input, 2 bad usage\n";
@@ -157,7 +163,7 @@ static const char *k_usage_pool =
 /* plan, disrupt and pool: the command line, once read. */
 typedef struct planargs {
   int cmd;
-  const char *explain, *catalog, *out, *policy, *policy_dir;
+  const char *explain, *catalog, *out, *policy, *policy_dir, *scheduler_config;
   bool spot_to_spot;
   const char **files;
   int nfiles;
@@ -189,6 +195,8 @@ static int plan_option(planargs *pa, const char *a, const char *v) {
     pa->explain = v;
   else if (!strcmp(a, "--policy-dir"))
     pa->policy_dir = v;
+  else if (!strcmp(a, "--scheduler-config") && pa->cmd != CMD_POOL)
+    pa->scheduler_config = v;
   else if (!strcmp(a, "--catalog"))
     pa->catalog = v;
   else if (!strcmp(a, "-o") || !strcmp(a, "--output"))
@@ -305,6 +313,7 @@ static int plan_run(planargs *pa) {
   }
   for (int i = 0; i < pa->nfiles; i++)
     if (dt_manifests_add_file(m, pa->files[i], &err)) goto done;
+  if (pa->scheduler_config && dt_manifests_scheduler_config(m, pa->scheduler_config, &err)) goto done;
   fputs(dt_manifests_notes(m), stderr);
   if (pa->policy && dt_policy_load_file(pa->policy, NULL, &opts->policy, &err)) goto done;
   if (!pool) {

@@ -162,6 +162,7 @@ void mf_pod_free(dt_podspec *p) {
   dt__free(p->tol);
   dt__free(p->node_name);
   dt__free(p->claim);
+  dt__free(p->controller);
 }
 
 void mf_topo_free(dt_topo_obj *t) {
@@ -215,6 +216,8 @@ void dt_manifests_free(dt_manifests *m) {
   for (size_t i = 0; i < m->daemonsets.n; i++) mf_pod_free(&m->daemonsets.v[i]);
   for (size_t i = 0; i < m->namespaces.n; i++) mf_namespace_free(&m->namespaces.v[i]);
   dt__free(m->namespaces.v);
+  for (size_t i = 0; i < m->services.n; i++) mf_service_free(&m->services.v[i]);
+  dt__free(m->services.v);
   for (size_t i = 0; i < m->runtime_classes.n; i++) {
     dt__free(m->runtime_classes.v[i].name);
     dt__rlist_free(&m->runtime_classes.v[i].overhead);
@@ -589,6 +592,7 @@ static const reader k_readers[] = {
     {"CSINode", "storage.k8s.io/", mf_csinode},
     {"PersistentVolumeClaim", "v1", mf_volume},
     {"DataVolume", "cdi.kubevirt.io/", mf_volume},
+    {"Service", "v1", mf_service},
 };
 
 /* Where an object is in its file, for the errors that cannot name it yet:
@@ -666,16 +670,33 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
 
 /* Where a file's objects start, so a bad file adds nothing. */
 typedef struct mark_t {
-  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nrc, nmk, nvp, nvm, nvol, npdb, ntopo, nnsp;
+  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nrc, nmk, nvp, nvm, nvol, npdb, ntopo, nnsp, nsvc;
   int64_t npods;
   const char *varch, *varch_file;
 } mark_t;
 
 static mark_t mark_of(const dt_manifests *m) {
-  return (mark_t){m->pools.n, m->nodeclasses.n, m->vmis.n,    m->pool_revs.n,     m->pods.n,
-                  m->nodes.n, m->seen_file.n,   m->notes.len, m->daemonsets.n,    m->runtime_classes.n,
-                  m->marks.n, m->vmpools.n,     m->vms.n,     m->volumes.n,       m->pdbs.n,
-                  m->topo.n,  m->namespaces.n,  m->npods,     m->vm_default_arch, m->vm_default_arch_file};
+  return (mark_t){m->pools.n,
+                  m->nodeclasses.n,
+                  m->vmis.n,
+                  m->pool_revs.n,
+                  m->pods.n,
+                  m->nodes.n,
+                  m->seen_file.n,
+                  m->notes.len,
+                  m->daemonsets.n,
+                  m->runtime_classes.n,
+                  m->marks.n,
+                  m->vmpools.n,
+                  m->vms.n,
+                  m->volumes.n,
+                  m->pdbs.n,
+                  m->topo.n,
+                  m->namespaces.n,
+                  m->services.n,
+                  m->npods,
+                  m->vm_default_arch,
+                  m->vm_default_arch_file};
 }
 
 static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
@@ -695,6 +716,7 @@ static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
   while (m->volumes.n > k->nvol) dt__free(m->volumes.v[--m->volumes.n]);
   while (m->topo.n > k->ntopo) mf_topo_free(&m->topo.v[--m->topo.n]);
   while (m->namespaces.n > k->nnsp) mf_namespace_free(&m->namespaces.v[--m->namespaces.n]);
+  while (m->services.n > k->nsvc) mf_service_free(&m->services.v[--m->services.n]);
   while (m->marks.n > k->nmk) {
     dt_mark *mk = &m->marks.v[--m->marks.n];
     dt__free(mk->instance_type);

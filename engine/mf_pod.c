@@ -256,7 +256,7 @@ static int parse_podterms(mctx *x, const cJSON *arr, const char *field, bool wei
   return 0;
 }
 
-static int parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspec *p) {
+int mf_parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspec *p) {
   size_t cnt, i = 0;
   int lr = mf_list_room(x, arr, field, "a list", sizeof *p->spread, (void **)&p->spread, &cnt);
   if (lr) return lr > 0 ? 0 : lr;
@@ -496,7 +496,7 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   }
   if (mf_get(spec, "topologySpreadConstraints")) {
     dt__join(g, sizeof g, path, ".topologySpreadConstraints");
-    if (parse_spreads(x, mf_get(spec, "topologySpreadConstraints"), g, p)) return mf_failed(x);
+    if (mf_parse_spreads(x, mf_get(spec, "topologySpreadConstraints"), g, p)) return mf_failed(x);
   }
   if (parse_ports(x, spec, path, p)) return mf_failed(x);
   const char *rc = mf_get_str(spec, "runtimeClassName");
@@ -539,7 +539,12 @@ static int pod_disruption(mctx *x, const cJSON *o, dt_podspec *p) {
   if (cJSON_IsNumber(pr)) p->priority = dt__to_i64(pr->valuedouble);
   const cJSON *owners = mf_get(md, "ownerReferences");
   for (const cJSON *c = cJSON_IsArray(owners) ? owners->child : NULL; c; c = c->next) {
-    const char *k = mf_get_str(c, "kind");
+    const char *k = mf_get_str(c, "kind"), *on = mf_get_str(c, "name");
+    if (k && on && cJSON_IsTrue(mf_get(c, "controller")) && !p->controller) {
+      char ctl[600];
+      dt__join(ctl, sizeof ctl, k, "/", on);
+      if (!(p->controller = dt__strdup(ctl))) return mf_oom(x);
+    }
     if (k && !strcmp(k, "DaemonSet")) p->daemon = true;
     if (k && !strcmp(k, "StatefulSet")) p->sts = true;
     if (k && !strcmp(k, "ReplicaSet")) p->rs = true;
@@ -810,6 +815,31 @@ int mf_unavailable(mctx *x, const cJSON *o) {
     dt__free(mk.instance_type);
     dt__free(mk.zone);
     dt__free(mk.name);
+    return mf_oom(x);
+  }
+  return 0;
+}
+
+void mf_service_free(dt_service *v) {
+  dt__free(v->ns);
+  dt__kvs_free(&v->sel);
+}
+
+/* A Service: what its selector takes, for the selector kube-scheduler
+** deduces for a pod's default topology spread constraints. */
+int mf_service(mctx *x, const cJSON *o) {
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
+  const cJSON *sel = mf_get(mf_get(o, "spec"), "selector");
+  dt_service v = {0};
+  v.has_sel = sel && !cJSON_IsNull(sel);
+  if (!(v.ns = dt__strdup(ns))) return mf_oom(x);
+  if (v.has_sel && mf_parse_kvs(x, sel, "spec.selector", &v.sel)) {
+    mf_service_free(&v);
+    return mf_failed(x);
+  }
+  if (dt__vec_push(&x->m->services, v)) {
+    mf_service_free(&v);
     return mf_oom(x);
   }
   return 0;

@@ -351,6 +351,7 @@ typedef struct dt_podspec {
   int64_t dnd_until; /* do-not-disrupt: a duration from the pod's start; 0 none */
   int64_t deletion_cost, priority;
   char *claim;     /* bound by a NodeClaim's dovetail.dev/pods annotation */
+  char *controller; /* a Pod's controller (ownerReferences controller: true) as "Kind/name", or NULL */
   dt_selector sel; /* a workload's spec.selector: its pods already running count against replicas */
   char *parent;    /* "Deployment/name" for a ReplicaSet a Deployment owns */
   char **pvcs;     /* the PersistentVolumeClaims its volumes name */
@@ -610,8 +611,17 @@ typedef struct dt_topo_obj {
   int64_t *lim_count;
 } dt_topo_obj;
 
+/* A Service: its selector (a map: present with no labels selects every pod
+** of its namespace; absent selects none), for default topology spreads. */
+typedef struct dt_service {
+  char *ns;
+  bool has_sel;
+  dt_kvs sel;
+} dt_service;
+
 struct dt_manifests {
   DT_VEC(dt_pdb) pdbs;
+  DT_VEC(dt_service) services;
   DT_VEC(dt_vmpool) vmpools;
   DT_VEC(dt_vm) vms;
   DT_VEC(dt_vmi) vmis;

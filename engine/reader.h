@@ -78,7 +78,10 @@ typedef struct where {
 #define mf_runtime_class           dt__mf_runtime_class
 #define mf_namespace               dt__mf_namespace
 #define mf_namespace_free          dt__mf_namespace_free
+#define mf_service                 dt__mf_service
+#define mf_service_free            dt__mf_service_free
 #define mf_selector_free           dt__mf_selector_free
+#define mf_parse_spreads           dt__mf_parse_spreads
 #define mf_storage_class           dt__mf_storage_class
 #define mf_csinode                 dt__mf_csinode
 #define mf_strs_free               dt__mf_strs_free
@@ -124,6 +127,8 @@ void mf_pool_free(dt_nodepool *p);
 bool mf_request_absurd(const char *res, int64_t v);
 int mf_rlist_at(mctx *x, const cJSON *o, const where *w, dt_rlist *out, bool is_request);
 void mf_selector_free(dt_selector *s);
+/* A pod's topologySpreadConstraints (arr, at field) into p->spread. */
+int mf_parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspec *p);
 void mf_strs_free(char **v, size_t n);
 void mf_topo_free(dt_topo_obj *t);
 
@@ -150,6 +155,8 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p);
 int mf_runtime_class(mctx *x, const cJSON *o);
 int mf_namespace(mctx *x, const cJSON *o);
 void mf_namespace_free(dt_namespace *n);
+int mf_service(mctx *x, const cJSON *o);
+void mf_service_free(dt_service *v);
 int mf_storage_class(mctx *x, const cJSON *o);
 int mf_csinode(mctx *x, const cJSON *o);
 int mf_unavailable(mctx *x, const cJSON *o);

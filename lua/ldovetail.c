@@ -108,6 +108,9 @@ static int add_manifests(lua_State *L, dt_manifests *m, dt_error *err) {
     if (dt_manifests_add_file(m, lua_tostring(L, -1), err)) return -1;
   }
   lua_pop(L, 1);
+  lua_getfield(L, 1, "scheduler_config"); /* Karpenter's --scheduler-config file, after every input */
+  if (lua_type(L, -1) == LUA_TSTRING && dt_manifests_scheduler_config(m, lua_tostring(L, -1), err)) return -1;
+  lua_pop(L, 1);
   return 0;
 }
 
@@ -170,8 +173,10 @@ enum { RUN_PLAN, RUN_POOL, RUN_DISRUPT };
 ** misspelt `file` must not plan nothing without a word). */
 static const char *unknown_option(lua_State *L, int mode) {
   static const char *const common[] = {"manifests", "files", "now", "seed", "format", "policy", NULL};
-  static const char *const plan[] = {"catalog", "catalog_text", "packing", "timings", "policy_dir", "explain", NULL};
-  static const char *const disrupt[] = {"catalog", "catalog_text", "policy_dir", "spot_to_spot", "explain", NULL};
+  static const char *const plan[] = {"catalog",    "catalog_text", "packing",          "timings",
+                                     "policy_dir", "explain",      "scheduler_config", NULL};
+  static const char *const disrupt[] = {"catalog", "catalog_text",     "policy_dir", "spot_to_spot",
+                                        "explain", "scheduler_config", NULL};
   const char *const *extra = mode == RUN_POOL ? NULL : mode == RUN_DISRUPT ? disrupt : plan;
   lua_pushnil(L);
   while (lua_next(L, 1)) {
@@ -235,6 +240,7 @@ static const char *check_options(lua_State *L, int mode) {
       {"explain", mode == RUN_DISRUPT ? "a node's name" : "a pod, as namespace/name or a unique name", LUA_TSTRING,
        LUA_TSTRING},
       {"spot_to_spot", "a boolean", LUA_TBOOLEAN, LUA_TBOOLEAN},
+      {"scheduler_config", "a path (Karpenter's --scheduler-config document)", LUA_TSTRING, LUA_TSTRING},
   };
   for (size_t i = 0; i < sizeof k_opts / sizeof k_opts[0]; i++) {
     int t = lua_getfield(L, 1, k_opts[i].key);
@@ -668,9 +674,9 @@ static int run(lua_State *L, int mode) {
                                    : "plan",
              mode == RUN_POOL      ? "manifests, files, now, seed, format, policy"
              : mode == RUN_DISRUPT ? "manifests, files, catalog, catalog_text, now, seed, format, policy, policy_dir, "
-                                     "spot_to_spot, explain"
+                                     "spot_to_spot, explain, scheduler_config"
                                    : "manifests, files, catalog, catalog_text, now, seed, format, packing, policy, "
-                                     "policy_dir, timings, explain");
+                                     "policy_dir, timings, explain, scheduler_config");
     return push_fail(L, msg);
   }
   if ((bad = check_options(L, mode))) return push_fail(L, bad);

@@ -550,3 +550,96 @@ describe("minValues", function()
     assert.matches("minValues", p.unschedulable[1].reason)
   end)
 end)
+
+-- Karpenter's --scheduler-config (podTopologySpread.defaultConstraints, as kube-scheduler's
+-- PodTopologySpread plugin): a pod that declares no spread of its own gets the defaults, with the
+-- selector kube-scheduler deduces (its Services', its ReplicaSet's or StatefulSet's).
+describe("default topology spread constraints (--scheduler-config)", function()
+  local function tmpfile(text)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "w"))
+    f:write(text)
+    f:close()
+    return path
+  end
+  local zonal = tmpfile("podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 1\n" ..
+    "    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: DoNotSchedule\n")
+  local pool = h.nodepool("default", { requirements = { { "kubernetes.io/arch", "In", { "amd64" } },
+    { "karpenter.sh/capacity-type", "In", { "on-demand" } },
+    { "topology.kubernetes.io/zone", "In", { "us-east-1a", "us-east-1b", "us-east-1c" } } } })
+  local function workload(kind, name, extra)
+    return "apiVersion: apps/v1\nkind: " .. kind .. "\nmetadata: {name: " .. name .. ", namespace: shop}\n" ..
+      "spec:\n  replicas: 3\n  selector: {matchLabels: {app: " .. name .. "}}\n  template:\n" ..
+      "    metadata: {labels: {app: " .. name .. "}}\n    spec:\n      containers:\n      - name: c\n" ..
+      "        image: nginx\n        resources: {requests: {cpu: 100m, memory: 128Mi}}\n" .. (extra or "")
+  end
+  local service = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n" ..
+    "spec: {selector: {app: web}, ports: [{port: 80}]}\n"
+  local function zones(p)
+    local z = {}
+    for _, c in ipairs(p.nodeClaims) do z[c.zone] = (z[c.zone] or 0) + #c.pods end
+    return z
+  end
+  local NOW = "2026-11-23T12:00:00Z"
+
+  it("spread a Deployment's replicas over the zones; without the configuration they share a node", function()
+    local docs = h.docs(pool, service, workload("Deployment", "web"))
+    local p = assert(h.dt.plan { manifests = docs, now = NOW })
+    assert.are.equal(1, #p.nodeClaims)
+    p = assert(h.dt.plan { manifests = docs, now = NOW, scheduler_config = zonal })
+    assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
+    local out, err, code = h.cli("plan -o json --now " .. NOW .. " --scheduler-config " .. zonal .. " -", docs)
+    assert.are.equal(0, code, err)
+    assert.are.equal(3, select(2, out:gsub('"zone": "us%-east%-1', "")))
+  end)
+
+  it("deduce a pending pod's selector from its ReplicaSet, and leave alone pods with spreads or nothing to deduce",
+    function()
+      local rs = workload("ReplicaSet", "api") -- its 3 pods pending, made already
+      local pods = {}
+      for i = 1, 3 do
+        pods[#pods + 1] = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: api-" .. i .. "\n  namespace: shop\n" ..
+          "  labels: {app: api}\n  ownerReferences:\n  - {apiVersion: apps/v1, kind: ReplicaSet, name: api, " ..
+          "uid: u1, controller: true}\nspec:\n  containers:\n  - name: c\n    image: nginx\n" ..
+          "    resources: {requests: {cpu: 100m, memory: 128Mi}}\n"
+      end
+      local p = assert(h.dt.plan { manifests = h.docs(pool, rs, table.unpack(pods)), now = NOW,
+        scheduler_config = zonal })
+      assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
+      -- no Service and no controller: nothing deduced, no default
+      local bare = {}
+      for i = 1, 3 do bare[i] = (pods[i]:gsub("  ownerReferences:\n[^\n]*\n", "")) end
+      p = assert(h.dt.plan { manifests = h.docs(pool, table.unpack(bare)), now = NOW, scheduler_config = zonal })
+      assert.are.equal(1, #p.nodeClaims)
+      -- its own spread (on hostname, maxSkew 3): the defaults are not added
+      local own = workload("Deployment", "web", "      topologySpreadConstraints:\n      - {maxSkew: 3, " ..
+        "topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: " ..
+        "{matchLabels: {app: web}}}\n")
+      p = assert(h.dt.plan { manifests = h.docs(pool, service, own), now = NOW, scheduler_config = zonal })
+      assert.are.equal(1, #p.nodeClaims)
+    end)
+
+  it("refuse what kube-scheduler refuses, naming the file and the field", function()
+    local docs = h.docs(pool, service, workload("Deployment", "web"))
+    for text, want in pairs {
+      ["podTopologySpread:\n  defaultConstraint: []\n"] = "podTopologySpread.defaultConstraint: unknown field " ..
+        "(did you mean defaultConstraints?)",
+      ["podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: " ..
+        "DoNotSchedule, labelSelector: {matchLabels: {a: b}}}\n"] = "defaultConstraints[0].labelSelector: must not be set",
+      ["podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: " ..
+        "DoNotSchedule}\n  - {maxSkew: 2, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}\n"] =
+        "defaultConstraints[1]: repeats [0]",
+      ["podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: zone}\n"] =
+        "defaultConstraints[0].whenUnsatisfiable: missing",
+      ["podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: 'a b', whenUnsatisfiable: " ..
+        "DoNotSchedule}\n"] = "defaultConstraints[0].topologyKey: not a valid label name",
+    } do
+      local path = tmpfile(text)
+      local p, err = h.dt.plan { manifests = docs, now = NOW, scheduler_config = path }
+      assert.is_nil(p)
+      assert.matches(path .. ": ", err, 1, true)
+      assert.matches(want, err, 1, true)
+      os.remove(path)
+    end
+  end)
+end)

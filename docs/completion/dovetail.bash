@@ -26,8 +26,8 @@ _dovetail() {
   esac
   local opts
   case $cmd in
-    plan) opts="--catalog -o --output --now --seed --packing --policy --policy-dir --unavailable --timings --explain -f --help" ;;
-    disrupt) opts="--catalog -o --output --now --seed --policy --policy-dir --explain --spot-to-spot -f --help" ;;
+    plan) opts="--catalog -o --output --now --seed --packing --policy --policy-dir --unavailable --timings --explain --scheduler-config -f --help" ;;
+    disrupt) opts="--catalog -o --output --now --seed --policy --policy-dir --explain --spot-to-spot --scheduler-config -f --help" ;;
     pool) opts="-o --output --now --seed --policy -f --help" ;;
     catalog) opts="--catalog -o --output --type --zone --capacity-type --min-cpu --max-price --convert --help" ;;
     serve) opts="$(dovetail serve --help 2>/dev/null | sed -n 's/^  \(--[a-z-]*\).*/\1/p' | tr '\n' ' ')" ;;

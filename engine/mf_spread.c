@@ -1,0 +1,255 @@
+/*
+** mf_spread.c: the cluster's default topology spread constraints, as
+** Karpenter's --scheduler-config mirrors kube-scheduler's PodTopologySpread
+** defaultConstraints (Karpenter's scheduling/defaultconstraints.go).
+**
+** The configuration is Karpenter's document:
+**
+**   podTopologySpread:
+**     defaultConstraints:
+**     - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}
+**
+** read strictly (an unknown field is an error) and validated as
+** kube-scheduler validates its arguments. Each pod that declares no
+** topologySpreadConstraints of its own gets these, with the selector
+** kube-scheduler deduces for it (helper.DefaultSelector): the selectors of
+** the Services of its namespace that select it, merged, and its
+** controller's selector (a ReplicaSet's or StatefulSet's) added; a pod for
+** which nothing is deduced gets none. A workload's replicas dovetail makes
+** take the workload's own selector. The constraints join the pods when the
+** input is read whole, before any plan.
+*/
+#include "reader.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A Kubernetes qualified name ([prefix/]name, the name 1-63 of
+** [A-Za-z0-9_.-], alphanumeric at both ends; the prefix a DNS subdomain). */
+static bool qualified_name(const char *k) {
+  const char *slash = strrchr(k, '/'), *n = slash ? slash + 1 : k;
+  size_t nl = strlen(n);
+  if (!nl || nl > 63 || (slash && (slash == k || slash - k > 253))) return false;
+  for (size_t i = 0; i < nl; i++) {
+    char c = n[i];
+    bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    if (!alnum && ((c != '-' && c != '_' && c != '.') || i == 0 || i == nl - 1)) return false;
+  }
+  for (const char *c = k; slash && c < slash; c++)
+    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '.')) return false;
+  return true;
+}
+
+static int cfg_bad(dt_error *err, const char *file, const char *field, const char *what) {
+  return dt__err(err, DT_EINVAL, "%s: %s: %s", file, field, what);
+}
+
+/* Only these keys in object o: the first other one is named in the error. */
+static int only_keys(dt_error *err, const char *file, const cJSON *o, const char *path, const char *const *keys) {
+  const cJSON *c;
+  cJSON_ArrayForEach(c, o) {
+    bool known = false;
+    for (size_t i = 0; keys[i] && !known; i++) known = !strcmp(c->string, keys[i]);
+    if (!known) {
+      char f[300], why[200];
+      const char *near = mf_nearest(c->string, keys, 2);
+      snprintf(f, sizeof f, "%s%s%s", path, *path ? "." : "", c->string);
+      snprintf(why, sizeof why, "unknown field%s%s%s", near ? " (did you mean " : "", near ? near : "",
+               near ? "?)" : "");
+      return cfg_bad(err, file, f, why);
+    }
+  }
+  return 0;
+}
+
+/* The constraints of the document, validated; parsed as a pod's are. */
+static int read_constraints(dt_manifests *m, const char *file, const cJSON *doc, dt_podspec *out, dt_error *err) {
+  static const char *const top[] = {"podTopologySpread", NULL}, *const pts[] = {"defaultConstraints", NULL},
+                           *const tsc[] = {"maxSkew",       "topologyKey",        "whenUnsatisfiable",
+                                           "minDomains",    "nodeAffinityPolicy", "nodeTaintsPolicy",
+                                           "labelSelector", "matchLabelKeys",     NULL};
+  if (!cJSON_IsObject(doc)) return cfg_bad(err, file, "(document)", "expected a map with podTopologySpread");
+  const cJSON *p = cJSON_GetObjectItemCaseSensitive(doc, "podTopologySpread");
+  int rc = only_keys(err, file, doc, "", top);
+  if (rc) return rc;
+  if (!p || cJSON_IsNull(p)) return 0;
+  if (!cJSON_IsObject(p)) return cfg_bad(err, file, "podTopologySpread", "expected a map");
+  if ((rc = only_keys(err, file, p, "podTopologySpread", pts))) return rc;
+  const cJSON *dc = cJSON_GetObjectItemCaseSensitive(p, "defaultConstraints"), *c;
+  if (!dc || cJSON_IsNull(dc)) return 0;
+  if (!cJSON_IsArray(dc)) return cfg_bad(err, file, "podTopologySpread.defaultConstraints", "expected a list");
+  size_t i = 0;
+  cJSON_ArrayForEach(c, dc) {
+    char f[200];
+    snprintf(f, sizeof f, "podTopologySpread.defaultConstraints[%zu]", i++);
+    if (!cJSON_IsObject(c)) return cfg_bad(err, file, f, "expected a map");
+    if ((rc = only_keys(err, file, c, f, tsc))) return rc;
+    char g[260];
+    snprintf(g, sizeof g, "%s.labelSelector", f);
+    if (cJSON_GetObjectItemCaseSensitive(c, "labelSelector"))
+      return cfg_bad(err, file, g, "must not be set: the selector is deduced for each pod, as kube-scheduler does");
+    snprintf(g, sizeof g, "%s.matchLabelKeys", f);
+    if (cJSON_GetObjectItemCaseSensitive(c, "matchLabelKeys"))
+      return cfg_bad(err, file, g, "must not be set: it has no effect on default constraints");
+    const char *key = mf_get_str(c, "topologyKey"), *wu = mf_get_str(c, "whenUnsatisfiable");
+    snprintf(g, sizeof g, "%s.topologyKey", f);
+    if (key && *key && !qualified_name(key)) return cfg_bad(err, file, g, "not a valid label name");
+    snprintf(g, sizeof g, "%s.whenUnsatisfiable", f);
+    if (!wu) return cfg_bad(err, file, g, "missing: DoNotSchedule or ScheduleAnyway");
+  }
+  /* each one as a pod's constraint reads it (maxSkew, key, policies) */
+  mctx x = {m, file, "SchedulerConfiguration", "scheduler config", err, 0};
+  if (mf_parse_spreads(&x, dc, "podTopologySpread.defaultConstraints", out)) return x.code ? x.code : DT_EINVAL;
+  for (size_t a = 0; a < out->nspread; a++)
+    for (size_t b = 0; b < a; b++)
+      if (!strcmp(out->spread[a].key, out->spread[b].key) && out->spread[a].anyway == out->spread[b].anyway)
+        return dt__err(err, DT_EINVAL,
+                       "%s: podTopologySpread.defaultConstraints[%zu]: repeats [%zu] (%s, %s), which kube-scheduler "
+                       "refuses",
+                       file, a, b, out->spread[a].key, out->spread[a].anyway ? "ScheduleAnyway" : "DoNotSchedule");
+  return 0;
+}
+
+/* key In [val] appended to sel, unless it says so already. */
+static int sel_add(dt_selector *sel, const char *key, const char *val) {
+  for (size_t i = 0; i < sel->expr.n; i++)
+    if (sel->expr.v[i].op == DT_OP_IN && sel->expr.v[i].n == 1 && !strcmp(sel->expr.v[i].key, key) &&
+        !strcmp(sel->expr.v[i].vals[0], val))
+      return 0;
+  dt_mreq *nv = dt__realloc(sel->expr.v, (sel->expr.n + 1) * sizeof *nv);
+  if (!nv) return DT_ENOMEM;
+  sel->expr.v = nv;
+  dt_mreq *q = &sel->expr.v[sel->expr.n];
+  memset(q, 0, sizeof *q);
+  q->op = DT_OP_IN;
+  if (!(q->key = dt__strdup(key)) || !(q->vals = dt__calloc(1, sizeof *q->vals)) || !(q->vals[0] = dt__strdup(val))) {
+    dt__free(q->key);
+    dt__free(q->vals);
+    return DT_ENOMEM;
+  }
+  q->n = 1;
+  sel->expr.n++;
+  sel->present = true;
+  return 0;
+}
+
+static int sel_copy_into(dt_selector *to, const dt_selector *from) {
+  for (size_t i = 0; i < from->expr.n; i++) {
+    const dt_mreq *r = &from->expr.v[i];
+    dt_mreq *nv = dt__realloc(to->expr.v, (to->expr.n + 1) * sizeof *nv);
+    if (!nv) return DT_ENOMEM;
+    to->expr.v = nv;
+    dt_mreq *q = &to->expr.v[to->expr.n];
+    memset(q, 0, sizeof *q);
+    q->op = r->op;
+    if (!(q->key = dt__strdup(r->key)) || !(q->vals = dt__calloc(r->n ? r->n : 1, sizeof *q->vals))) {
+      dt__free(q->key);
+      return DT_ENOMEM;
+    }
+    to->expr.n++;
+    for (size_t k = 0; k < r->n; k++, q->n++)
+      if (!(q->vals[k] = dt__strdup(r->vals[k]))) return DT_ENOMEM;
+    to->present = true;
+  }
+  return 0;
+}
+
+/* The workload of the input named "Kind/name" in namespace ns. */
+static const dt_podspec *workload(const dt_manifests *m, const char *ns, const char *owner) {
+  for (size_t i = 0; i < m->pods.n; i++)
+    if (m->pods.v[i].owner && !strcmp(m->pods.v[i].owner, owner) && !strcmp(m->pods.v[i].ns, ns)) return &m->pods.v[i];
+  return NULL;
+}
+
+/* The selector kube-scheduler deduces for pod d: the merged selectors of
+** its namespace's Services that select it (a key two set: the last one's),
+** then its controller's (a ReplicaSet's or StatefulSet's; a workload's
+** replicas take the workload's own). Nothing deduced: sel stays absent. */
+static int deduce(const dt_manifests *m, const dt_podspec *d, dt_selector *sel) {
+  dt_kvs merged = {0};
+  int rc = 0;
+  for (size_t i = 0; i < m->services.n && !rc; i++) {
+    const dt_service *v = &m->services.v[i];
+    if (!v->has_sel || strcmp(v->ns, d->ns)) continue;
+    bool all = true;
+    for (size_t k = 0; k < v->sel.n && all; k++) {
+      const char *have = dt__kv_get(d->labels.v, d->labels.n, v->sel.v[k].key);
+      all = have && !strcmp(have, v->sel.v[k].val);
+    }
+    for (size_t k = 0; all && k < v->sel.n && !rc; k++) {
+      size_t at = 0;
+      while (at < merged.n && strcmp(merged.v[at].key, v->sel.v[k].key)) at++;
+      if (at == merged.n) {
+        dt_kv *nv = dt__realloc(merged.v, (merged.n + 1) * sizeof *nv);
+        if (!nv) {
+          rc = DT_ENOMEM;
+          break;
+        }
+        merged.v = nv;
+        merged.n++;
+      } else {
+        dt__free(merged.v[at].key);
+        dt__free(merged.v[at].val);
+      }
+      merged.v[at].key = dt__strdup(v->sel.v[k].key);
+      merged.v[at].val = dt__strdup(v->sel.v[k].val);
+      if (!merged.v[at].key || !merged.v[at].val) rc = DT_ENOMEM;
+    }
+  }
+  for (size_t k = 0; k < merged.n && !rc; k++) rc = sel_add(sel, merged.v[k].key, merged.v[k].val);
+  dt__kvs_free(&merged);
+  const dt_podspec *owner = NULL;
+  if (d->owner && (!strncmp(d->owner, "ReplicaSet/", 11) || !strncmp(d->owner, "StatefulSet/", 12) ||
+                   !strncmp(d->owner, "Deployment/", 11)))
+    owner = d;
+  else if (d->controller && (!strncmp(d->controller, "ReplicaSet/", 11) || !strncmp(d->controller, "StatefulSet/", 12)))
+    owner = workload(m, d->ns, d->controller);
+  if (!rc && owner && owner->sel.present) rc = sel_copy_into(sel, &owner->sel);
+  return rc;
+}
+
+/* The constraints of c given to pod d, with selector sel (taken). */
+static int give(dt_podspec *d, const dt_podspec *c, dt_selector *sel) {
+  d->spread = dt__calloc(c->nspread, sizeof *d->spread);
+  if (!d->spread) return DT_ENOMEM;
+  for (size_t i = 0; i < c->nspread; i++) {
+    dt_spread *s = &d->spread[d->nspread++];
+    *s = c->spread[i];
+    s->match_label_keys = NULL;
+    s->nmlk = 0;
+    memset(&s->sel, 0, sizeof s->sel);
+    if (!(s->key = dt__strdup(c->spread[i].key)) || sel_copy_into(&s->sel, sel)) return DT_ENOMEM;
+  }
+  return 0;
+}
+
+int dt_manifests_scheduler_config(dt_manifests *m, const char *path, dt_error *err) {
+  dt__init();
+  char *buf;
+  size_t len;
+  int rc = dt__read_file(path, &buf, &len, err);
+  if (rc) return rc;
+  const char *file = strcmp(path, "-") ? path : "<stdin>";
+  cJSON *docs = NULL;
+  dt_arena tree = {0};
+  rc = dt__doc_parse_in(&tree, file, buf, len, &docs, err);
+  dt__free(buf);
+  dt_podspec cfg = {0}; /* the constraints, read as a pod's */
+  if (!rc && cJSON_GetArraySize(docs) != 1)
+    rc = dt__err(err, DT_EINVAL, "%s: expected one document (Karpenter's --scheduler-config), got %d", file,
+                 cJSON_GetArraySize(docs));
+  if (!rc) rc = read_constraints(m, file, docs->child, &cfg, err);
+  dt__arena_free(&tree);
+  /* every pod that declares none of its own: the defaults, with its selector */
+  for (size_t i = 0; i < m->pods.n && !rc && cfg.nspread; i++) {
+    dt_podspec *d = &m->pods.v[i];
+    if (d->nspread || d->borrowed) continue;
+    dt_selector sel = {0};
+    rc = deduce(m, d, &sel);
+    if (!rc && sel.present) rc = give(d, &cfg, &sel);
+    mf_selector_free(&sel);
+  }
+  if (rc == DT_ENOMEM) dt__err(err, DT_ENOMEM, "out of memory");
+  mf_pod_free(&cfg);
+  return rc;
+}
