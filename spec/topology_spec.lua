@@ -555,13 +555,7 @@ end)
 -- PodTopologySpread plugin): a pod that declares no spread of its own gets the defaults, with the
 -- selector kube-scheduler deduces (its Services', its ReplicaSet's or StatefulSet's).
 describe("default topology spread constraints (--scheduler-config)", function()
-  local function tmpfile(text)
-    local path = os.tmpname()
-    local f = assert(io.open(path, "w"))
-    f:write(text)
-    f:close()
-    return path
-  end
+  local tmpfile = h.write
   local zonal = tmpfile("podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 1\n" ..
     "    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: DoNotSchedule\n")
   local pool = h.nodepool("default", { requirements = { { "kubernetes.io/arch", "In", { "amd64" } },
