@@ -593,6 +593,7 @@ static const reader k_readers[] = {
     {"PersistentVolumeClaim", "v1", mf_volume},
     {"DataVolume", "cdi.kubevirt.io/", mf_volume},
     {"Service", "v1", mf_service},
+    {"ReplicationController", "v1", mf_service},
 };
 
 /* Where an object is in its file, for the errors that cannot name it yet:

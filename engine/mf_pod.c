@@ -822,28 +822,40 @@ int mf_unavailable(mctx *x, const cJSON *o) {
 
 void mf_service_free(dt_service *v) {
   dt__free(v->ns);
+  dt__free(v->rc);
   dt__kvs_free(&v->sel);
 }
 
-/* A Service: what its selector takes, for the selector kube-scheduler
-** deduces for a pod's default topology spread constraints. */
-int mf_service(mctx *x, const cJSON *o) {
+/* A Service, or a ReplicationController (rc): what its selector (a map)
+** takes, for the selector kube-scheduler deduces for a pod's default
+** topology spread constraints. Read for that alone: one whose selector is
+** not a map of strings is noted and left out, never the input's error. */
+static int selector_object(mctx *x, const cJSON *o, bool rc) {
   const char *ns, *name;
-  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
-  const cJSON *sel = mf_get(mf_get(o, "spec"), "selector");
+  if (mf_meta(x, o, &ns, &name, true)) return mf_failed(x);
+  const cJSON *sel = mf_get(mf_get(o, "spec"), "selector"), *c;
   dt_service v = {0};
   v.has_sel = sel && !cJSON_IsNull(sel);
-  if (!(v.ns = dt__strdup(ns))) return mf_oom(x);
-  if (v.has_sel && mf_parse_kvs(x, sel, "spec.selector", &v.sel)) {
-    mf_service_free(&v);
-    return mf_failed(x);
+  bool ok = !v.has_sel || cJSON_IsObject(sel);
+  for (c = ok && v.has_sel ? sel->child : NULL; c; c = c->next) ok &= cJSON_IsString(c);
+  if (!ok) {
+    dt__buf_printf(&x->m->notes, "%s: %s: spec.selector is not a map of strings; left out\n", x->file, x->obj);
+    return 0;
   }
-  if (dt__vec_push(&x->m->services, v)) {
+  char key[600];
+  dt__join(key, sizeof key, rc ? "ReplicationController/" : "", rc ? name : "");
+  if (!(v.ns = dt__strdup(ns)) || (rc && !(v.rc = dt__strdup(key)))) {
+    mf_service_free(&v);
+    return mf_oom(x);
+  }
+  if ((v.has_sel && mf_parse_kvs(x, sel, "spec.selector", &v.sel)) || dt__vec_push(&x->m->services, v)) {
     mf_service_free(&v);
     return mf_oom(x);
   }
   return 0;
 }
+
+int mf_service(mctx *x, const cJSON *o) { return selector_object(x, o, !strcmp(x->kind, "ReplicationController")); }
 
 void mf_namespace_free(dt_namespace *n) {
   dt__free(n->name);

@@ -35,8 +35,16 @@ static bool qualified_name(const char *k) {
     bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
     if (!alnum && ((c != '-' && c != '_' && c != '.') || i == 0 || i == nl - 1)) return false;
   }
-  for (const char *c = k; slash && c < slash; c++)
-    if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '.')) return false;
+  /* the prefix: a DNS subdomain, its labels of [a-z0-9-], alphanumeric at both ends */
+  for (const char *c = k, *label = k; slash && c <= slash; c++) {
+    bool alnum = (*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9');
+    if (c == slash || *c == '.') {
+      if (c == label || c[-1] == '-') return false;
+      label = c + 1;
+    } else if (!alnum && (*c != '-' || c == label)) {
+      return false;
+    }
+  }
   return true;
 }
 
@@ -86,16 +94,22 @@ static int read_constraints(dt_manifests *m, const char *file, const cJSON *doc,
     if ((rc = only_keys(err, file, c, f, tsc))) return rc;
     char g[260];
     snprintf(g, sizeof g, "%s.labelSelector", f);
-    if (cJSON_GetObjectItemCaseSensitive(c, "labelSelector"))
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(c, "labelSelector"),
+                *mlk = cJSON_GetObjectItemCaseSensitive(c, "matchLabelKeys"), *ms = mf_get(c, "maxSkew");
+    if (ls && !cJSON_IsNull(ls))
       return cfg_bad(err, file, g, "must not be set: the selector is deduced for each pod, as kube-scheduler does");
     snprintf(g, sizeof g, "%s.matchLabelKeys", f);
-    if (cJSON_GetObjectItemCaseSensitive(c, "matchLabelKeys"))
+    if (mlk && !cJSON_IsNull(mlk) && cJSON_GetArraySize(mlk) > 0)
       return cfg_bad(err, file, g, "must not be set: it has no effect on default constraints");
+    snprintf(g, sizeof g, "%s.maxSkew", f);
+    if (cJSON_IsNumber(ms) && ms->valuedouble > INT32_MAX)
+      return cfg_bad(err, file, g, "expected an integer from 1 to 2147483647");
     const char *key = mf_get_str(c, "topologyKey"), *wu = mf_get_str(c, "whenUnsatisfiable");
     snprintf(g, sizeof g, "%s.topologyKey", f);
     if (key && *key && !qualified_name(key)) return cfg_bad(err, file, g, "not a valid label name");
     snprintf(g, sizeof g, "%s.whenUnsatisfiable", f);
-    if (!wu) return cfg_bad(err, file, g, "missing: DoNotSchedule or ScheduleAnyway");
+    if (!mf_get(c, "whenUnsatisfiable")) return cfg_bad(err, file, g, "missing: DoNotSchedule or ScheduleAnyway");
+    if (!wu) return cfg_bad(err, file, g, "expected DoNotSchedule or ScheduleAnyway");
   }
   /* each one as a pod's constraint reads it (maxSkew, key, policies) */
   mctx x = {m, file, "SchedulerConfiguration", "scheduler config", err, 0};
@@ -168,34 +182,38 @@ static const dt_podspec *workload(const dt_manifests *m, const char *ns, const c
 static int deduce(const dt_manifests *m, const dt_podspec *d, dt_selector *sel) {
   dt_kvs merged = {0};
   int rc = 0;
-  for (size_t i = 0; i < m->services.n && !rc; i++) {
-    const dt_service *v = &m->services.v[i];
-    if (!v->has_sel || strcmp(v->ns, d->ns)) continue;
-    bool all = true;
-    for (size_t k = 0; k < v->sel.n && all; k++) {
-      const char *have = dt__kv_get(d->labels.v, d->labels.n, v->sel.v[k].key);
-      all = have && !strcmp(have, v->sel.v[k].val);
-    }
-    for (size_t k = 0; all && k < v->sel.n && !rc; k++) {
-      size_t at = 0;
-      while (at < merged.n && strcmp(merged.v[at].key, v->sel.v[k].key)) at++;
-      if (at == merged.n) {
-        dt_kv *nv = dt__realloc(merged.v, (merged.n + 1) * sizeof *nv);
-        if (!nv) {
-          rc = DT_ENOMEM;
-          break;
-        }
-        merged.v = nv;
-        merged.n++;
-      } else {
-        dt__free(merged.v[at].key);
-        dt__free(merged.v[at].val);
+  /* the Services first, then the pod's ReplicationController, whose values
+  ** win (labels.Merge), taken whether or not it selects the pod */
+  for (size_t pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < m->services.n && !rc; i++) {
+      const dt_service *v = &m->services.v[i];
+      bool mine = v->rc && d->controller && !strcmp(v->rc, d->controller);
+      if (!v->has_sel || strcmp(v->ns, d->ns) || (pass == 0 ? v->rc != NULL : !mine)) continue;
+      bool all = !v->rc;
+      for (size_t k = 0; k < v->sel.n && all; k++) {
+        const char *have = dt__kv_get(d->labels.v, d->labels.n, v->sel.v[k].key);
+        all = have && !strcmp(have, v->sel.v[k].val);
       }
-      merged.v[at].key = dt__strdup(v->sel.v[k].key);
-      merged.v[at].val = dt__strdup(v->sel.v[k].val);
-      if (!merged.v[at].key || !merged.v[at].val) rc = DT_ENOMEM;
+      for (size_t k = 0; (all || mine) && k < v->sel.n && !rc; k++) {
+        size_t at = 0;
+        while (at < merged.n && strcmp(merged.v[at].key, v->sel.v[k].key)) at++;
+        if (at == merged.n) {
+          dt_kv *nv = dt__realloc(merged.v, (merged.n + 1) * sizeof *nv);
+          if (!nv) {
+            rc = DT_ENOMEM;
+            break;
+          }
+          merged.v = nv;
+          merged.n++;
+        } else {
+          dt__free(merged.v[at].key);
+          dt__free(merged.v[at].val);
+        }
+        merged.v[at].key = dt__strdup(v->sel.v[k].key);
+        merged.v[at].val = dt__strdup(v->sel.v[k].val);
+        if (!merged.v[at].key || !merged.v[at].val) rc = DT_ENOMEM;
+      }
     }
-  }
   for (size_t k = 0; k < merged.n && !rc; k++) rc = sel_add(sel, merged.v[k].key, merged.v[k].val);
   dt__kvs_free(&merged);
   const dt_podspec *owner = NULL;
@@ -210,6 +228,7 @@ static int deduce(const dt_manifests *m, const dt_podspec *d, dt_selector *sel) 
 
 /* The constraints of c given to pod d, with selector sel (taken). */
 static int give(dt_podspec *d, const dt_podspec *c, dt_selector *sel) {
+  dt__free(d->spread); /* topologySpreadConstraints: [] is none of its own, read as an empty list */
   d->spread = dt__calloc(c->nspread, sizeof *d->spread);
   if (!d->spread) return DT_ENOMEM;
   for (size_t i = 0; i < c->nspread; i++) {
@@ -235,10 +254,11 @@ int dt_manifests_scheduler_config(dt_manifests *m, const char *path, dt_error *e
   rc = dt__doc_parse_in(&tree, file, buf, len, &docs, err);
   dt__free(buf);
   dt_podspec cfg = {0}; /* the constraints, read as a pod's */
-  if (!rc && cJSON_GetArraySize(docs) != 1)
+  /* nothing (or comments alone) is no configuration, as Karpenter's empty value */
+  if (!rc && cJSON_GetArraySize(docs) > 1)
     rc = dt__err(err, DT_EINVAL, "%s: expected one document (Karpenter's --scheduler-config), got %d", file,
                  cJSON_GetArraySize(docs));
-  if (!rc) rc = read_constraints(m, file, docs->child, &cfg, err);
+  if (!rc && docs->child && !cJSON_IsNull(docs->child)) rc = read_constraints(m, file, docs->child, &cfg, err);
   dt__arena_free(&tree);
   /* every pod that declares none of its own: the defaults, with its selector */
   for (size_t i = 0; i < m->pods.n && !rc && cfg.nspread; i++) {

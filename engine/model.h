@@ -611,10 +611,12 @@ typedef struct dt_topo_obj {
   int64_t *lim_count;
 } dt_topo_obj;
 
-/* A Service: its selector (a map: present with no labels selects every pod
-** of its namespace; absent selects none), for default topology spreads. */
+/* A Service or a ReplicationController: its selector (a map: present with no
+** labels selects every pod of its namespace; absent selects none), for
+** default topology spreads. */
 typedef struct dt_service {
   char *ns;
+  char *rc; /* a ReplicationController's "ReplicationController/name"; NULL for a Service */
   bool has_sel;
   dt_kvs sel;
 } dt_service;

@@ -691,28 +691,29 @@ static int new_claim(run *R, uint32_t ci, uint32_t podi, int *res) {
   return 0;
 }
 
-/* One relaxation step, in Karpenter's order; false when nothing is left. */
+/* One relaxation step, in Karpenter's order; false when nothing is left
+** (each count stops at 255, its type's top: never wraps round to relax forever). */
 static bool relax(const dt_plan *p, const rt_spec *s, rt_relax *rx) {
   const dt_podspec *d = s->src;
-  if (d->nterms > (size_t)rx->term + 1) {
+  if (d->nterms > (size_t)rx->term + 1 && rx->term < UINT8_MAX) {
     rx->term++;
     return true;
   }
-  if (rx->paff < d->npaff) {
+  if (rx->paff < d->npaff && rx->paff < UINT8_MAX) {
     rx->paff++;
     return true;
   }
-  if (rx->panti < d->npanti) {
+  if (rx->panti < d->npanti && rx->panti < UINT8_MAX) {
     rx->panti++;
     return true;
   }
-  if (rx->pref < d->npref) {
+  if (rx->pref < d->npref && rx->pref < UINT8_MAX) {
     rx->pref++;
     return true;
   }
   size_t anyway = 0;
   for (size_t i = 0; i < d->nspread; i++) anyway += d->spread[i].anyway;
-  if (rx->anyway < anyway) {
+  if (rx->anyway < anyway && rx->anyway < UINT8_MAX) {
     rx->anyway++;
     return true;
   }

@@ -613,6 +613,39 @@ describe("default topology spread constraints (--scheduler-config)", function()
       assert.are.equal(1, #p.nodeClaims)
     end)
 
+  it("take a ReplicationController's selector over a Service's, and give an empty list of one's own the defaults",
+    function()
+      local rc = "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: legacy, namespace: shop}\n" ..
+        "spec: {replicas: 3, selector: {app: legacy}}\n"
+      local pods = {}
+      for i = 1, 3 do
+        pods[i] = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: legacy-" .. i .. "\n  namespace: shop\n" ..
+          "  labels: {app: legacy}\n  ownerReferences:\n  - {apiVersion: v1, kind: ReplicationController, " ..
+          "name: legacy, uid: u2, controller: true}\nspec:\n  topologySpreadConstraints: []\n  containers:\n" ..
+          "  - name: c\n    image: nginx\n    resources: {requests: {cpu: 100m, memory: 128Mi}}\n"
+      end
+      local p = assert(h.dt.plan { manifests = h.docs(pool, rc, table.unpack(pods)), now = NOW,
+        scheduler_config = zonal })
+      assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
+      -- a Service whose selector is not a map of strings is left out, noted, never the input's error
+      local bad = "apiVersion: v1\nkind: Service\nmetadata: {name: odd, namespace: shop}\nspec: {selector: {app: null}}\n"
+      local _, err, code = h.cli("plan -o json --now " .. NOW .. " -", h.docs(pool, bad, rc, table.unpack(pods)))
+      assert.are.equal(0, code, err)
+      assert.matches("Service shop/odd: spec.selector is not a map of strings; left out", err, 1, true)
+    end)
+
+  it("stop relaxing at 255 ScheduleAnyway constraints, never round again", function()
+    local many = { "podTopologySpread:\n  defaultConstraints:\n" }
+    for i = 1, 300 do
+      many[#many + 1] = "  - {maxSkew: 1, topologyKey: example.com/k" .. i .. ", whenUnsatisfiable: ScheduleAnyway}\n"
+    end
+    local path = tmpfile(table.concat(many))
+    local p = assert(h.dt.plan { manifests = h.docs(pool, service, workload("Deployment", "web")), now = NOW,
+      scheduler_config = path })
+    assert.are.equal(3, #p.unschedulable + p.summary.scheduled)
+    os.remove(path)
+  end)
+
   it("refuse what kube-scheduler refuses, naming the file and the field", function()
     local docs = h.docs(pool, service, workload("Deployment", "web"))
     for text, want in pairs {
@@ -627,6 +660,10 @@ describe("default topology spread constraints (--scheduler-config)", function()
         "defaultConstraints[0].whenUnsatisfiable: missing",
       ["podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: 'a b', whenUnsatisfiable: " ..
         "DoNotSchedule}\n"] = "defaultConstraints[0].topologyKey: not a valid label name",
+      ["podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: -foo.com/zone, whenUnsatisfiable: " ..
+        "DoNotSchedule}\n"] = "defaultConstraints[0].topologyKey: not a valid label name",
+      ["podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 2147483648, topologyKey: zone, whenUnsatisfiable: " ..
+        "DoNotSchedule}\n"] = "defaultConstraints[0].maxSkew: expected an integer from 1 to 2147483647",
     } do
       local path = tmpfile(text)
       local p, err = h.dt.plan { manifests = docs, now = NOW, scheduler_config = path }
