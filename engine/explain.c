@@ -179,18 +179,16 @@ static const char *who_requires(const dt_plan *p, const rt_class *c, dt_sym k) {
 /* "<who> requires <r>" of class c; a requirement that admits no value,
 ** where its volumes and the pod exclude each other, as each of them. */
 static void requires_text(const dt_plan *p, const rt_class *c, const dt_req *r, dt_buf *b) {
-  if (!r->complement && !r->n && !r->has_gte && !r->has_lte) {
-    size_t at = b->len;
-    dt__buf_printf(b, "the pod's requirements on %s exclude each other (", dt__sym_str(&p->syms, r->key));
-    if (dt__sched_describe_conflict(p, &p->specs[c->spec_idx], c->ov, r->key, b)) {
-      dt__buf_puts(b, ")");
-      return;
-    }
-    b->len = at;
-    if (b->p) b->p[at] = 0;
+  dt_buf why = {0};
+  if (dt__sched_describe_conflict(p, c, r, &why)) {
+    dt__buf_printf(b, "the pod's requirements on %s exclude each other (%s)", dt__sym_str(&p->syms, r->key),
+                   why.p ? why.p : "");
+  } else {
+    dt__buf_puts(b, who_requires(p, c, r->key));
+    ex_describe_reqs(p, r, b);
   }
-  dt__buf_puts(b, who_requires(p, c, r->key));
-  ex_describe_reqs(p, r, b);
+  b->oom |= why.oom;
+  dt__free(why.p);
 }
 
 /* Why existing node ni does not take class c (as node_fits), or false when it does. */

@@ -125,74 +125,61 @@ static bool mreq_has(const dt_mreq *q, const char *v) {
   return false;
 }
 
-/* Where the In requirements on label key k of spec s exclude each other
-** (a volume bound in one zone and a claim template's class in another, or
-** a volume and the pod's own node selector): each of them, appended to b
-** ("its volumes (...) require In [a] and In [b]"); false when none do. The pod's own are its node selector and, with one
-** term, its node affinity; the volumes' are the spec's, or ov's (a replica's own). */
-bool dt__sched_describe_conflict(const dt_plan *p, const rt_spec *s, const rt_ordvol *ov, dt_sym k, dt_buf *b) {
+/* Whether class c's requirement r admits no value because the In
+** requirements on its key exclude each other (a volume bound in one zone and
+** a claim template's class in another, or a volume and the pod's own node
+** selector); if so each of them is appended to b ("its volumes (...)
+** require In [a] and In [b]"). The pod's own are its node selector and,
+** with one term, its node affinity; the volumes' are the spec's, or the
+** replica's own the class was made for. */
+bool dt__sched_describe_conflict(const dt_plan *p, const rt_class *c, const dt_req *r, dt_buf *b) {
+  const rt_spec *s = &p->specs[c->spec_idx];
   const dt_podspec *d = s->src;
-  const char *key = dt__sym_str(&p->syms, k), *sel = NULL;
-  const dt_mreq *own[64];
-  size_t nown = 0;
+  if (r->complement || r->n || r->has_gte || r->has_lte || (!s->nvol && !s->nord)) return false;
+  const char *key = dt__sym_str(&p->syms, r->key), *sel = NULL;
+  const dt_mreq *all[64];
+  size_t n = 0, nown;
   for (size_t i = 0; i < d->node_selector.n; i++)
     if (!strcmp(req_key(p, d->node_selector.v[i].key), key)) sel = d->node_selector.v[i].val;
-  for (size_t i = 0; d->nterms == 1 && i < d->terms[0].n && nown < 64; i++)
-    if (d->terms[0].v[i].op == DT_OP_IN && !strcmp(req_key(p, d->terms[0].v[i].key), key))
-      own[nown++] = &d->terms[0].v[i];
-  {
-    const dt_mreqs *const *vol = ov ? ov->vol : s->vol;
-    uint32_t nv = ov ? ov->nvol : s->nvol;
-    const dt_mreq *all[64];
-    size_t n = 0, nvq = 0;
-    for (size_t i = 0; i < nown; i++) all[n++] = own[i];
-    for (uint32_t v = 0; v < nv; v++)
-      for (size_t i = 0; i < vol[v]->n && n < 64; i++)
-        if (vol[v]->v[i].op == DT_OP_IN && !strcmp(req_key(p, vol[v]->v[i].key), key)) {
-          all[n++] = &vol[v]->v[i];
-          nvq++;
-        }
-    if (!nvq || n + (sel != NULL) < 2) return false;
-    /* a value every one of them takes: then they do not exclude each other */
-    const dt_mreq *base = all[0];
-    bool meet = false;
-    for (size_t j = 0; j < base->n && !meet; j++) {
-      const char *v = base->vals[j];
-      bool ok = !sel || !strcmp(sel, v);
-      for (size_t i = 1; i < n && ok; i++) ok = mreq_has(all[i], v);
-      meet = ok;
-    }
-    if (meet) return false;
-    if (sel) dt__buf_printf(b, "its nodeSelector says %s; ", sel);
-    for (size_t i = 0; i < n; i++) {
-      if (i == 0 && nown) dt__buf_puts(b, "its node affinity requires");
-      if (i == nown)
-        dt__buf_puts(b, "its volumes (a PersistentVolume's node affinity, a StorageClass's allowedTopologies) require");
-      dt__buf_puts(b, i && i != nown ? " and In [" : " In [");
-      for (size_t j = 0; j < all[i]->n && j < 8; j++) dt__buf_printf(b, "%s%s", j ? ", " : "", all[i]->vals[j]);
-      dt__buf_puts(b, all[i]->n > 8 ? ", ...]" : "]");
-      if (i + 1 == nown) dt__buf_puts(b, "; ");
-    }
-    return true;
+  for (size_t i = 0; d->nterms == 1 && i < d->terms[0].n && n < 64; i++)
+    if (d->terms[0].v[i].op == DT_OP_IN && !strcmp(req_key(p, d->terms[0].v[i].key), key)) all[n++] = &d->terms[0].v[i];
+  nown = n;
+  const dt_mreqs *const *vol = c->ov ? c->ov->vol : s->vol;
+  for (uint32_t v = 0, nv = c->ov ? c->ov->nvol : s->nvol; v < nv; v++)
+    for (size_t i = 0; i < vol[v]->n && n < 64; i++)
+      if (vol[v]->v[i].op == DT_OP_IN && !strcmp(req_key(p, vol[v]->v[i].key), key)) all[n++] = &vol[v]->v[i];
+  if (n == nown || n + (sel != NULL) < 2) return false;
+  /* a value every one of them takes: then they do not exclude each other */
+  for (size_t j = 0; j < all[0]->n; j++) {
+    const char *v = all[0]->vals[j];
+    bool ok = !sel || !strcmp(sel, v);
+    for (size_t i = 1; i < n && ok; i++) ok = mreq_has(all[i], v);
+    if (ok) return false;
   }
-  return false;
+  if (sel) dt__buf_printf(b, "its nodeSelector says %s; ", sel);
+  for (size_t i = 0; i < n; i++) {
+    if (i == 0 && nown) dt__buf_puts(b, "its node affinity requires");
+    if (i == nown)
+      dt__buf_puts(b, "its volumes (a PersistentVolume's node affinity, a StorageClass's allowedTopologies) require");
+    dt__buf_puts(b, i && i != nown ? " and In [" : " In [");
+    for (size_t j = 0; j < all[i]->n && j < 8; j++) dt__buf_printf(b, "%s%s", j ? ", " : "", all[i]->vals[j]);
+    dt__buf_puts(b, all[i]->n > 8 ? ", ...]" : "]");
+    if (i + 1 == nown) dt__buf_puts(b, "; ");
+  }
+  return true;
 }
 
 /* No type of the pool is allowed: the pod's requirements, as it wrote them. */
 static void diagnose_no_type(dt_plan *p, rt_class *c, const char *pn, const pool_room *pr, dt_buf *b) {
-  const rt_spec *s = &p->specs[c->spec_idx];
-  for (uint32_t k = 0; k < c->reqs.n; k++) { /* requirements that admit no value: where they come from */
-    const dt_req *r = &c->reqs.r[k];
-    if (!r->complement && !r->n && !r->has_gte && !r->has_lte && (s->nvol || s->nord)) {
-      size_t at = b->len;
-      dt__buf_printf(b, "no node of NodePool %s can hold the pod: on %s ", pn, dt__sym_str(&p->syms, r->key));
-      if (dt__sched_describe_conflict(p, s, c->ov, r->key, b)) {
-        dt__buf_puts(b, ", which no node meets at once");
-        return;
-      }
-      b->len = at;
-      if (b->p) b->p[at] = 0;
-    }
+  for (uint32_t k = 0; k < c->reqs.n; k++) { /* a requirement that admits no value: where it comes from */
+    dt_buf why = {0};
+    bool conflict = dt__sched_describe_conflict(p, c, &c->reqs.r[k], &why);
+    if (conflict)
+      dt__buf_printf(b, "no node of NodePool %s can hold the pod: on %s %s, which no node meets at once", pn,
+                     dt__sym_str(&p->syms, c->reqs.r[k].key), why.p ? why.p : "");
+    b->oom |= why.oom;
+    dt__free(why.p);
+    if (conflict) return;
   }
   dt__buf_printf(b, "no instance type in NodePool %s satisfies the pod's requirements", pn);
   uint32_t *idx = c->reqs.n ? A(p, c->reqs.n * sizeof *idx) : NULL;

@@ -220,9 +220,6 @@ static inline const rt_ordvol *spec_ord(const rt_spec *s, int64_t ordinal) {
 /* Whether label key k a class of spec s requires comes from its volumes
 ** alone, not from the pod's node selector or affinity (sched_diag.c). */
 bool dt__sched_key_from_volume(const dt_plan *p, const rt_spec *s, dt_sym k);
-/* Where the In requirements on label key k of spec s (ov: a replica's own
-** volumes) exclude each other, appended to b; false when they do not. */
-bool dt__sched_describe_conflict(const dt_plan *p, const rt_spec *s, const rt_ordvol *ov, dt_sym k, dt_buf *b);
 
 /* Why pod `ordinal` of spec s is refused (NULL: it is not). */
 static inline const char *pod_refused(const rt_spec *s, int64_t ordinal) {
@@ -313,6 +310,11 @@ typedef struct rt_class {
   uint32_t node_cursor; /* existing nodes before it cannot take this class */
   bool no_new_claim;    /* no pool can open a claim for it (permanent within a run) */
 } rt_class;
+
+/* Whether class c's requirement r admits no value because the In
+** requirements on its key (the pod's and its volumes') exclude each other;
+** if so they are appended to b (sched_diag.c). */
+bool dt__sched_describe_conflict(const dt_plan *p, const rt_class *c, const dt_req *r, dt_buf *b);
 
 typedef struct rt_pod {
   uint32_t cls, spec;
