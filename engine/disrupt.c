@@ -232,9 +232,8 @@ static int nominate_name(const state *st, dt_namemap *specs, dt_namemap *seen, c
     /* "<ns>/<workload>-<ordinal>", the ordinal as a plan writes it, of a
     ** replica no pod of the input stands for (a pod of that name makes the
     ** nomination an old one: the pod is where it is) */
-    const char *dash = strrchr(name, '-'), *q = dash ? dash + 1 : NULL;
-    size_t nd = q ? strspn(q, "0123456789") : 0;
-    long long o = nd && nd <= 18 && !q[nd] && (q[0] != '0' || nd == 1) ? strtoll(q, NULL, 10) : -1;
+    const char *dash = strrchr(name, '-');
+    int64_t o = dash ? dt__ordinal_text(dash + 1) : -1;
     if (o >= 0) {
       size_t bl = (size_t)(dash - name);
       sy = dt__namemap_get(specs, name, bl < 599 ? bl : 599, 0);

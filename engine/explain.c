@@ -102,7 +102,7 @@ int dt__explain_begin(dt_plan *p, dt_error *err) {
     size_t nl = strlen(d->ns), bl = strlen(d->name);
     if (d->node_name || strncmp(first, d->ns, nl) || first[nl] != '/' || strncmp(first + nl + 1, d->name, bl)) continue;
     const char *rest = first + nl + 1 + bl;
-    if (d->owner ? rest[0] == '-' && rest[1] && strspn(rest + 1, "0123456789") == strlen(rest + 1) : !*rest) {
+    if (d->owner ? rest[0] == '-' && dt__ordinal_text(rest + 1) >= 0 : !*rest) {
       spec = (uint32_t)i;
       spec_known = true;
     }

@@ -8,6 +8,7 @@
 
 #include "internal.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Capacity types, in Karpenter's launch precedence order. */
@@ -389,6 +390,14 @@ typedef struct dt_podspec {
   ** within one set, equal numbers are equal names. 0: none. */
   uint32_t name_id;
 } dt_podspec;
+
+/* The ordinal q writes as a workload's replica names it (<name>-<ordinal>:
+** decimal, no sign, no leading zero, at most 18 digits); -1 for none. */
+static inline int64_t dt__ordinal_text(const char *q) {
+  size_t n = strspn(q, "0123456789");
+  if (!n || n > 18 || q[n] || (q[0] == '0' && n > 1)) return -1;
+  return strtoll(q, NULL, 10);
+}
 
 /* Karpenter's known ephemeral taints (the node lifecycle controller's and the
 ** cloud controller's while a node starts; Karpenter's own before it registers). */

@@ -575,9 +575,7 @@ static bool replanned_off_deleting(dt_plan *p, const dt_podspec *d) {
 ** ordinal_base below count more), in the form its controller writes it
 ** (decimal, no sign, no leading zero); -1 for none. */
 static int64_t ordinal_in(const dt_podspec *d, const char *q) {
-  size_t n = strlen(q);
-  if (!n || n > 10 || (q[0] == '0' && n > 1) || strspn(q, "0123456789") != n) return -1;
-  int64_t k = strtoll(q, NULL, 10);
+  int64_t k = dt__ordinal_text(q);
   return k >= d->ordinal_base && k - d->ordinal_base < d->count ? k : -1;
 }
 
