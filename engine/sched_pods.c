@@ -689,11 +689,7 @@ static int64_t *replicas_wanted(dt_plan *p, const int64_t ***missing) {
       for (size_t q = 0; q < ords.n; q++)
         if (!u || ords.v[u - 1] != ords.v[q]) ords.v[u++] = ords.v[q];
       want[si] = d->count - (int64_t)u;
-      if (!*missing) {
-        const int64_t **mv = A(p, (p->nspecs ? p->nspecs : 1) * sizeof *mv);
-        if (mv) memset(mv, 0, (p->nspecs ? p->nspecs : 1) * sizeof *mv);
-        *missing = mv;
-      }
+      if (!*missing) *missing = A(p, (p->nspecs ? p->nspecs : 1) * sizeof **missing); /* zeroed: NULL each */
       if (!*missing || !((*missing)[si] = sts_missing(p, d, ords.v, u, want[si]))) lost = true;
     }
   }
@@ -836,21 +832,29 @@ static claim_at claim_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d
   return r;
 }
 
-/* A fault of a StatefulSet's template, as the reason its replicas wait. */
-static const char *vct_fault(dt_plan *p, const dt_podspec *d, const dt_vct *v, const char *what, const char *cls) {
-  dt_buf b = {0};
+/* A fault of a claim template, as the reason the replicas wait:
+** "<Kind> ns/name: volumeClaimTemplate data names ...". */
+static const char *vct_fault(dt_plan *p, const dt_podspec *d, const dt_vct *v, const char *fmt, ...) DT_PRINTF(4, 5);
+static const char *vct_fault(dt_plan *p, const dt_podspec *d, const dt_vct *v, const char *fmt, ...) {
   const char *slash = d->owner ? strchr(d->owner, '/') : NULL;
-  int kl = slash ? (int)(slash - d->owner) : d->replica_of ? 11 : 3;
-  dt__buf_printf(&b, "%.*s %s/%s: %s %s ", kl,
-                 slash           ? d->owner
-                 : d->replica_of ? "StatefulSet"
-                                 : "Pod",
-                 d->ns, d->replica_of ? d->replica_of : d->name,
-                 v->ephemeral ? "ephemeral volume" : "volumeClaimTemplate", v->name);
-  dt__buf_printf(&b, what, cls);
-  const char *r = b.oom ? NULL : arena_buf(p, &b);
+  const char *kind = slash ? d->owner : d->replica_of ? "StatefulSet" : "Pod";
+  dt_buf b = {0};
+  dt__buf_printf(&b, "%.*s %s/%s: %s %s ", slash ? (int)(slash - d->owner) : (int)strlen(kind), kind, d->ns,
+                 d->replica_of ? d->replica_of : d->name, v->ephemeral ? "ephemeral volume" : "volumeClaimTemplate",
+                 v->name);
+  va_list ap;
+  va_start(ap, fmt);
+  char tail[512]; /* its fault with one name (a class: 253 characters at most), never cut */
+  vsnprintf(tail, sizeof tail, fmt, ap);
+  va_end(ap);
+  dt__buf_puts(&b, tail);
+  if (b.oom) {
+    dt__free(b.p);
+    p->arena.oom = 1;
+    return NULL;
+  }
+  const char *r = arena_buf(p, &b);
   if (!r) p->arena.oom = 1;
-  dt__free(b.oom ? b.p : NULL);
   return r;
 }
 
@@ -862,13 +866,11 @@ static claim_at template_topology(dt_plan *p, const vol_ix *ix, const dt_podspec
   const char *cls = v->class_given ? v->cls : ix->dflt ? ix->dflt->key : NULL;
   const dt_topo_obj *sc = cls && *cls ? vol_find(p, ix, "SC", NULL, cls) : NULL;
   if (cls && !*cls)
-    r.invalid =
-        vct_fault(p, d, v, "names storageClassName \"\": its claims are unbound, with no dynamic provisioning%s", "");
+    r.invalid = vct_fault(p, d, v, "names storageClassName \"\": its claims are unbound, with no dynamic provisioning");
   else if (!cls && ix->have[1])
     r.invalid = vct_fault(p, d, v,
                           "names no StorageClass (spec.storageClassName), and the input's StorageClasses have no "
-                          "default (storageclass.kubernetes.io/is-default-class)%s",
-                          "");
+                          "default (storageclass.kubernetes.io/is-default-class)");
   else if (cls && !sc && ix->have[1])
     r.invalid = vct_fault(p, d, v, "names StorageClass %s, which is not in the input", cls);
   if (!sc) return r;
@@ -880,11 +882,21 @@ static claim_at template_topology(dt_plan *p, const vol_ix *ix, const dt_podspec
   return r;
 }
 
-static bool csi_push(rt_spec *s, uint64_t e) {
+/* Volume e (0 none) to spec s's, once; a template's (PVC 0) once per claim. */
+static void csi_push(rt_spec *s, uint64_t e) {
   for (uint32_t j = 0; j < s->ncsi && (uint32_t)e; j++)
-    if (s->csi[j] == e) return false;
+    if (s->csi[j] == e) return;
   if (e) s->csi[s->ncsi++] = e;
-  return e != 0;
+}
+
+/* Claim template v of replica <wl>-<k>: its claim if the input holds it,
+** else the one made from the template (an ephemeral volume's always is). */
+static claim_at replica_claim(dt_plan *p, const vol_ix *ix, const dt_podspec *d, const dt_vct *v, const char *wl,
+                              int64_t k) {
+  char name[600];
+  snprintf(name, sizeof name, "%s-%s-%lld", v->name, wl, (long long)k);
+  return !v->ephemeral && vol_find(p, ix, "PVC", d->ns, name) ? claim_topology(p, ix, d, name)
+                                                              : template_topology(p, ix, d, v);
 }
 
 /*
@@ -915,16 +927,9 @@ static int volume_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, rt
   }
   uint32_t nshared = s->nvol;
   const char *shared_invalid = s->invalid;
-  for (size_t i = 0; i < d->nvct; i++) {
-    char name[600];
-    claim_at c;
-    if (d->replica_of && !d->vct[i].ephemeral) { /* one replica alone: its own claim, if there */
-      snprintf(name, sizeof name, "%s-%s-%lld", d->vct[i].name, d->replica_of, (long long)d->replica_ordinal);
-      c = vol_find(p, ix, "PVC", d->ns, name) ? claim_topology(p, ix, d, name)
-                                              : template_topology(p, ix, d, &d->vct[i]);
-    } else {
-      c = template_topology(p, ix, d, &d->vct[i]);
-    }
+  for (size_t i = 0; i < d->nvct; i++) { /* one replica alone: its own claims */
+    claim_at c = d->replica_of ? replica_claim(p, ix, d, &d->vct[i], d->replica_of, d->replica_ordinal)
+                               : template_topology(p, ix, d, &d->vct[i]);
     if (!s->invalid) s->invalid = c.invalid;
     if (c.term) s->vol[s->nvol++] = c.term;
     csi_push(s, c.csi);
@@ -959,7 +964,6 @@ static int volume_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, rt
   for (size_t j = 0; j < ks.n && !rc; j++) {
     int64_t k = ks.v[j];
     if (j && ks.v[j - 1] == k) continue;
-    char name[600];
     rt_ordvol o = {k, 0, A(p, nc * sizeof *o.vol), shared_invalid};
     if (!o.vol) {
       rc = DT_ENOMEM;
@@ -967,10 +971,7 @@ static int volume_topology(dt_plan *p, const vol_ix *ix, const dt_podspec *d, rt
     }
     for (uint32_t v = 0; v < nshared; v++) o.vol[o.nvol++] = s->vol[v];
     for (size_t i = 0; i < d->nvct; i++) {
-      snprintf(name, sizeof name, "%s-%s-%lld", d->vct[i].name, d->name, (long long)k);
-      claim_at c = !d->vct[i].ephemeral && vol_find(p, ix, "PVC", d->ns, name)
-                       ? claim_topology(p, ix, d, name)
-                       : template_topology(p, ix, d, &d->vct[i]);
+      claim_at c = replica_claim(p, ix, d, &d->vct[i], d->name, k);
       if (!o.invalid) o.invalid = c.invalid;
       if (c.term) o.vol[o.nvol++] = c.term;
     }
