@@ -168,18 +168,37 @@ static int sel_copy_into(dt_selector *to, const dt_selector *from) {
   return 0;
 }
 
+/* The workloads of the input by "ns/Kind/name": symbol i + 1 is spec at[i]. */
+typedef struct workloads {
+  dt_symtab names;
+  size_t *at;
+} workloads;
+
+static int workloads_index(const dt_manifests *m, workloads *w) {
+  if (!(w->at = dt__malloc((m->pods.n ? m->pods.n : 1) * sizeof *w->at))) return DT_ENOMEM;
+  for (size_t i = 0; i < m->pods.n && !w->names.oom; i++) {
+    char k[800];
+    if (!m->pods.v[i].owner) continue;
+    snprintf(k, sizeof k, "%s/%s", m->pods.v[i].ns, m->pods.v[i].owner);
+    dt_sym s = dt__sym(&w->names, k);
+    if (s) w->at[s - 1] = i; /* a name twice (refused by the reader) would keep the last */
+  }
+  return w->names.oom ? DT_ENOMEM : 0;
+}
+
 /* The workload of the input named "Kind/name" in namespace ns. */
-static const dt_podspec *workload(const dt_manifests *m, const char *ns, const char *owner) {
-  for (size_t i = 0; i < m->pods.n; i++)
-    if (m->pods.v[i].owner && !strcmp(m->pods.v[i].owner, owner) && !strcmp(m->pods.v[i].ns, ns)) return &m->pods.v[i];
-  return NULL;
+static const dt_podspec *workload(const dt_manifests *m, const workloads *w, const char *ns, const char *owner) {
+  char k[800];
+  snprintf(k, sizeof k, "%s/%s", ns, owner);
+  dt_sym s = dt__sym_find(&w->names, k);
+  return s ? &m->pods.v[w->at[s - 1]] : NULL;
 }
 
 /* The selector kube-scheduler deduces for pod d: the merged selectors of
 ** its namespace's Services that select it (a key two set: the last one's),
 ** then its controller's (a ReplicaSet's or StatefulSet's; a workload's
 ** replicas take the workload's own). Nothing deduced: sel stays absent. */
-static int deduce(const dt_manifests *m, const dt_podspec *d, dt_selector *sel) {
+static int deduce(const dt_manifests *m, const workloads *w, const dt_podspec *d, dt_selector *sel) {
   dt_kvs merged = {0};
   int rc = 0;
   /* the Services first, then the pod's ReplicationController, whose values
@@ -221,7 +240,7 @@ static int deduce(const dt_manifests *m, const dt_podspec *d, dt_selector *sel) 
                    !strncmp(d->owner, "Deployment/", 11)))
     owner = d;
   else if (d->controller && (!strncmp(d->controller, "ReplicaSet/", 11) || !strncmp(d->controller, "StatefulSet/", 12)))
-    owner = workload(m, d->ns, d->controller);
+    owner = workload(m, w, d->ns, d->controller);
   if (!rc && owner && owner->sel.present) rc = sel_copy_into(sel, &owner->sel);
   return rc;
 }
@@ -260,15 +279,20 @@ int dt_manifests_scheduler_config(dt_manifests *m, const char *path, dt_error *e
                  cJSON_GetArraySize(docs));
   if (!rc && docs->child && !cJSON_IsNull(docs->child)) rc = read_constraints(m, file, docs->child, &cfg, err);
   dt__arena_free(&tree);
-  /* every pod that declares none of its own: the defaults, with its selector */
+  /* every pod that declares none of its own: the defaults, with its selector
+  ** (its controller looked up by name, once indexed) */
+  workloads w = {0};
+  if (!rc && cfg.nspread) rc = workloads_index(m, &w);
   for (size_t i = 0; i < m->pods.n && !rc && cfg.nspread; i++) {
     dt_podspec *d = &m->pods.v[i];
     if (d->nspread || d->borrowed) continue;
     dt_selector sel = {0};
-    rc = deduce(m, d, &sel);
+    rc = deduce(m, &w, d, &sel);
     if (!rc && sel.present) rc = give(d, &cfg, &sel);
     mf_selector_free(&sel);
   }
+  dt__symtab_free(&w.names);
+  dt__free(w.at);
   if (rc == DT_ENOMEM) dt__err(err, DT_ENOMEM, "out of memory");
   mf_pod_free(&cfg);
   return rc;
