@@ -567,6 +567,17 @@ describe("default topology spread constraints (--scheduler-config)", function()
       "    metadata: {labels: {app: " .. name .. "}}\n    spec:\n      containers:\n      - name: c\n" ..
       "        image: nginx\n        resources: {requests: {cpu: 100m, memory: 128Mi}}\n" .. (extra or "")
   end
+  -- three pending pods <app>-1..3 labelled app: <app>, their controller `owner` ({apiVersion, kind, name})
+  local function owned_pods(app, owner, spec_extra)
+    local pods = {}
+    for i = 1, 3 do
+      pods[i] = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " .. app .. "-" .. i .. "\n  namespace: shop\n" ..
+        "  labels: {app: " .. app .. "}\n  ownerReferences:\n  - {apiVersion: " .. owner[1] .. ", kind: " .. owner[2] ..
+        ", name: " .. owner[3] .. ", uid: u-" .. owner[3] .. ", controller: true}\nspec:\n" .. (spec_extra or "") ..
+        "  containers:\n  - name: c\n    image: nginx\n    resources: {requests: {cpu: 100m, memory: 128Mi}}\n"
+    end
+    return pods
+  end
   local service = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\n" ..
     "spec: {selector: {app: web}, ports: [{port: 80}]}\n"
   local function zones(p)
@@ -590,13 +601,7 @@ describe("default topology spread constraints (--scheduler-config)", function()
   it("deduce a pending pod's selector from its ReplicaSet, and leave alone pods with spreads or nothing to deduce",
     function()
       local rs = workload("ReplicaSet", "api") -- its 3 pods pending, made already
-      local pods = {}
-      for i = 1, 3 do
-        pods[#pods + 1] = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: api-" .. i .. "\n  namespace: shop\n" ..
-          "  labels: {app: api}\n  ownerReferences:\n  - {apiVersion: apps/v1, kind: ReplicaSet, name: api, " ..
-          "uid: u1, controller: true}\nspec:\n  containers:\n  - name: c\n    image: nginx\n" ..
-          "    resources: {requests: {cpu: 100m, memory: 128Mi}}\n"
-      end
+      local pods = owned_pods("api", { "apps/v1", "ReplicaSet", "api" })
       local p = assert(h.dt.plan { manifests = h.docs(pool, rs, table.unpack(pods)), now = NOW,
         scheduler_config = zonal })
       assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
@@ -617,13 +622,7 @@ describe("default topology spread constraints (--scheduler-config)", function()
     function()
       local rc = "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: legacy, namespace: shop}\n" ..
         "spec: {replicas: 3, selector: {app: legacy}}\n"
-      local pods = {}
-      for i = 1, 3 do
-        pods[i] = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: legacy-" .. i .. "\n  namespace: shop\n" ..
-          "  labels: {app: legacy}\n  ownerReferences:\n  - {apiVersion: v1, kind: ReplicationController, " ..
-          "name: legacy, uid: u2, controller: true}\nspec:\n  topologySpreadConstraints: []\n  containers:\n" ..
-          "  - name: c\n    image: nginx\n    resources: {requests: {cpu: 100m, memory: 128Mi}}\n"
-      end
+      local pods = owned_pods("legacy", { "v1", "ReplicationController", "legacy" }, "  topologySpreadConstraints: []\n")
       local p = assert(h.dt.plan { manifests = h.docs(pool, rc, table.unpack(pods)), now = NOW,
         scheduler_config = zonal })
       assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
