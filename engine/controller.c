@@ -347,6 +347,9 @@ static void round_run(uv_work_t *req) {
   if (w->rc) return;
   if (w->held.n) qsort(w->held.v, w->held.n, sizeof *w->held.v, name_cmp);
   dt__podcache_sweep(D.podcache); /* the last round's manifests are freed: only this one's pods stay */
+  /* the cluster's default spreads, on this set's copies of the pods (a Service
+  ** or controller that changed changes them, the kept pods stay as read) */
+  if ((w->rc = dt__spread_defaults_apply(w->m, &D.spread_cfg, &w->err))) return;
   if (D.pdir) {
     dt_policy_dir_sync(D.pdir, w->m);
     w->pool_errors = dt__strdup(dt_policy_dir_errors(D.pdir));
@@ -968,6 +971,7 @@ void ctl_free(void) {
   dt__free((char *)D.token);
   dt__free(D.jbuf.p);
   dt_policy_dir_free(D.pdir);
+  dt__mf_pod_free(&D.spread_cfg);
   dt_policy_free(D.policy);
   dt__catalog_compiled_free(D.cc); /* before the catalog it was compiled from */
   dt_catalog_free(D.cat);
@@ -1007,6 +1011,8 @@ int dt__ctl_start_virtual(const dt_ctl_config *c, dt_error *err) {
   D.decisions = cJSON_CreateArray();
   if (!D.decisions) return dt__err(err, DT_ENOMEM, "out of memory");
   if (c->policy_dir && dt_policy_dir_open(c->policy_dir, &D.pdir, err)) return err ? err->code : DT_EINVAL;
+  if (c->scheduler_config && dt__spread_defaults_read(c->scheduler_config, &D.spread_cfg, err))
+    return err ? err->code : DT_EINVAL;
   if (D.disrupt_ms) tm_start(&D.disrupt, on_disrupt, D.disrupt_ms, D.disrupt_ms);
   return 0;
 }

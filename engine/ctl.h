@@ -60,6 +60,7 @@ typedef struct dt_ctl_config {
   dt_catalog *cat;        /* borrowed */
   dt_policy *policy;      /* borrowed; NULL for the built-ins */
   const char *policy_dir; /* NodePools' own policies; NULL: none */
+  const char *scheduler_config; /* --scheduler-config FILE; NULL: none */
   const dt_ctl_cloud *cloud;
   const dt_ctl_observer *obs;
 } dt_ctl_config;

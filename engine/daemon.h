@@ -228,6 +228,10 @@ typedef struct dtd {
   double lag_sum, lag_expect;
   dt_policy_dir *pdir; /* NodePools' own policies */
   const char *policy_dir;
+  /* --scheduler-config: the cluster's default spreads, read at the start
+  ** and given to every round's and pass's pods (nspread 0: none) */
+  const char *scheduler_config;
+  dt_podspec spread_cfg;
   char config_result[600];
   /* the clock: libuv's, or a virtual one (dovetail simulate) */
   bool virt;

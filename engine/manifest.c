@@ -121,6 +121,15 @@ static void terms_free(dt_podterm *t, size_t n) {
   dt__free(t);
 }
 
+void mf_spreads_free(dt_spread *s, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    dt__free(s[i].key);
+    mf_selector_free(&s[i].sel);
+    mf_strs_free(s[i].match_label_keys, s[i].nmlk);
+  }
+  dt__free(s);
+}
+
 void mf_pod_free(dt_podspec *p) {
   for (size_t i = 0; i < p->npref; i++) mf_mreqs_free(&p->pref[i].reqs);
   dt__free(p->pref);
@@ -128,12 +137,7 @@ void mf_pod_free(dt_podspec *p) {
   terms_free(p->anti, p->nanti);
   terms_free(p->paff, p->npaff);
   terms_free(p->panti, p->npanti);
-  for (size_t i = 0; i < p->nspread; i++) {
-    dt__free(p->spread[i].key);
-    mf_selector_free(&p->spread[i].sel);
-    mf_strs_free(p->spread[i].match_label_keys, p->spread[i].nmlk);
-  }
-  dt__free(p->spread);
+  mf_spreads_free(p->spread, p->nspread);
   for (size_t i = 0; i < p->nports; i++) dt__free(p->ports[i].ip);
   dt__free(p->ports);
   dt__free(p->runtime_class);
@@ -213,7 +217,11 @@ void dt_manifests_free(dt_manifests *m) {
   dt__free(m->pool_revs.v);
   for (size_t i = 0; i < m->pods.n; i++)
     if (!m->pods.v[i].borrowed) mf_pod_free(&m->pods.v[i]);
+    else if (m->pods.v[i].spread_own)
+      mf_spreads_free(m->pods.v[i].spread, m->pods.v[i].nspread);
   for (size_t i = 0; i < m->daemonsets.n; i++) mf_pod_free(&m->daemonsets.v[i]);
+  for (size_t i = 0; i < m->idle.n; i++) mf_pod_free(&m->idle.v[i]);
+  dt__free(m->idle.v);
   for (size_t i = 0; i < m->namespaces.n; i++) mf_namespace_free(&m->namespaces.v[i]);
   dt__free(m->namespaces.v);
   for (size_t i = 0; i < m->services.n; i++) mf_service_free(&m->services.v[i]);
@@ -671,7 +679,7 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
 
 /* Where a file's objects start, so a bad file adds nothing. */
 typedef struct mark_t {
-  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nrc, nmk, nvp, nvm, nvol, npdb, ntopo, nnsp, nsvc;
+  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nidle, nrc, nmk, nvp, nvm, nvol, npdb, ntopo, nnsp, nsvc;
   int64_t npods;
   const char *varch, *varch_file;
 } mark_t;
@@ -686,6 +694,7 @@ static mark_t mark_of(const dt_manifests *m) {
                   m->seen_file.n,
                   m->notes.len,
                   m->daemonsets.n,
+                  m->idle.n,
                   m->runtime_classes.n,
                   m->marks.n,
                   m->vmpools.n,
@@ -711,6 +720,7 @@ static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
   while (m->pods.n > k->npod) mf_pod_free(&m->pods.v[--m->pods.n]);
   while (m->nodes.n > k->nn) mf_node_free(&m->nodes.v[--m->nodes.n]);
   while (m->daemonsets.n > k->nds) mf_pod_free(&m->daemonsets.v[--m->daemonsets.n]);
+  while (m->idle.n > k->nidle) mf_pod_free(&m->idle.v[--m->idle.n]);
   while (m->pdbs.n > k->npdb) mf_pdb_free(&m->pdbs.v[--m->pdbs.n]);
   while (m->vmpools.n > k->nvp) mf_vmpool_free(&m->vmpools.v[--m->vmpools.n]);
   while (m->vms.n > k->nvm) mf_vm_free(&m->vms.v[--m->vms.n]);

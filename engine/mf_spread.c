@@ -71,7 +71,7 @@ static int only_keys(dt_error *err, const char *file, const cJSON *o, const char
 }
 
 /* The constraints of the document, validated; parsed as a pod's are. */
-static int read_constraints(dt_manifests *m, const char *file, const cJSON *doc, dt_podspec *out, dt_error *err) {
+static int read_constraints(const char *file, const cJSON *doc, dt_podspec *out, dt_error *err) {
   static const char *const top[] = {"podTopologySpread", NULL}, *const pts[] = {"defaultConstraints", NULL},
                            *const tsc[] = {"maxSkew",       "topologyKey",        "whenUnsatisfiable",
                                            "minDomains",    "nodeAffinityPolicy", "nodeTaintsPolicy",
@@ -112,7 +112,7 @@ static int read_constraints(dt_manifests *m, const char *file, const cJSON *doc,
     if (!wu) return cfg_bad(err, file, g, "expected DoNotSchedule or ScheduleAnyway");
   }
   /* each one as a pod's constraint reads it (maxSkew, key, policies) */
-  mctx x = {m, file, "SchedulerConfiguration", "scheduler config", err, 0};
+  mctx x = {NULL, file, "SchedulerConfiguration", "scheduler config", err, 0};
   if (mf_parse_spreads(&x, dc, "podTopologySpread.defaultConstraints", out)) return x.code ? x.code : DT_EINVAL;
   for (size_t a = 0; a < out->nspread; a++)
     for (size_t b = 0; b < a; b++)
@@ -168,46 +168,85 @@ static int sel_copy_into(dt_selector *to, const dt_selector *from) {
   return 0;
 }
 
-/* The workloads of the input by "ns/Kind/name": symbol i + 1 is spec at[i]. */
+/* The workloads of the input by "ns/Kind/name" (those of no replicas too):
+** symbol i + 1 is at[i]. */
 typedef struct workloads {
   dt_symtab names;
-  size_t *at;
+  const dt_podspec **at;
 } workloads;
 
+static void workloads_add(workloads *w, const dt_podspec *p) {
+  char k[800];
+  if (!p->owner) return;
+  snprintf(k, sizeof k, "%s/%s", p->ns, p->owner);
+  dt_sym s = dt__sym(&w->names, k);
+  if (s) w->at[s - 1] = p; /* a name twice (refused by the reader) would keep the last */
+}
+
 static int workloads_index(const dt_manifests *m, workloads *w) {
-  if (!(w->at = dt__malloc((m->pods.n ? m->pods.n : 1) * sizeof *w->at))) return DT_ENOMEM;
-  for (size_t i = 0; i < m->pods.n && !w->names.oom; i++) {
-    char k[800];
-    if (!m->pods.v[i].owner) continue;
-    snprintf(k, sizeof k, "%s/%s", m->pods.v[i].ns, m->pods.v[i].owner);
-    dt_sym s = dt__sym(&w->names, k);
-    if (s) w->at[s - 1] = i; /* a name twice (refused by the reader) would keep the last */
-  }
+  if (!(w->at = dt__malloc((m->pods.n + m->idle.n + 1) * sizeof *w->at))) return DT_ENOMEM;
+  for (size_t i = 0; i < m->pods.n && !w->names.oom; i++) workloads_add(w, &m->pods.v[i]);
+  for (size_t i = 0; i < m->idle.n && !w->names.oom; i++) workloads_add(w, &m->idle.v[i]);
   return w->names.oom ? DT_ENOMEM : 0;
 }
 
 /* The workload of the input named "Kind/name" in namespace ns. */
-static const dt_podspec *workload(const dt_manifests *m, const workloads *w, const char *ns, const char *owner) {
+static const dt_podspec *workload(const workloads *w, const char *ns, const char *owner) {
   char k[800];
   snprintf(k, sizeof k, "%s/%s", ns, owner);
   dt_sym s = dt__sym_find(&w->names, k);
-  return s ? &m->pods.v[w->at[s - 1]] : NULL;
+  return s ? w->at[s - 1] : NULL;
+}
+
+/* The Services and ReplicationControllers of the input by namespace, and
+** within one in input order. */
+typedef struct svc_at {
+  const char *ns;
+  size_t i;
+} svc_at;
+
+static int svc_cmp(const void *a, const void *b) {
+  const svc_at *x = a, *y = b;
+  int c = strcmp(x->ns, y->ns);
+  return c ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+static svc_at *services_index(const dt_manifests *m) {
+  svc_at *ix = dt__malloc((m->services.n + 1) * sizeof *ix);
+  if (!ix) return NULL;
+  for (size_t i = 0; i < m->services.n; i++) ix[i] = (svc_at){m->services.v[i].ns, i};
+  qsort(ix, m->services.n, sizeof *ix, svc_cmp);
+  return ix;
+}
+
+/* The first of ix (n of them) in namespace ns; n when none. */
+static size_t services_of(const svc_at *ix, size_t n, const char *ns) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(ix[mid].ns, ns) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
 /* The selector kube-scheduler deduces for pod d: the merged selectors of
 ** its namespace's Services that select it (a key two set: the last one's),
 ** then its controller's (a ReplicaSet's or StatefulSet's; a workload's
 ** replicas take the workload's own). Nothing deduced: sel stays absent. */
-static int deduce(const dt_manifests *m, const workloads *w, const dt_podspec *d, dt_selector *sel) {
+static int deduce(const dt_manifests *m, const workloads *w, const svc_at *ix, const dt_podspec *d, dt_selector *sel) {
   dt_kvs merged = {0};
   int rc = 0;
+  size_t first = services_of(ix, m->services.n, d->ns);
   /* the Services first, then the pod's ReplicationController, whose values
   ** win (labels.Merge), taken whether or not it selects the pod */
   for (size_t pass = 0; pass < 2; pass++)
-    for (size_t i = 0; i < m->services.n && !rc; i++) {
-      const dt_service *v = &m->services.v[i];
+    for (size_t j = first; j < m->services.n && !rc && !strcmp(ix[j].ns, d->ns); j++) {
+      const dt_service *v = &m->services.v[ix[j].i];
       bool mine = v->rc && d->controller && !strcmp(v->rc, d->controller);
-      if (!v->has_sel || strcmp(v->ns, d->ns) || (pass == 0 ? v->rc != NULL : !mine)) continue;
+      if (!v->has_sel || (pass == 0 ? v->rc != NULL : !mine)) continue;
       bool all = !v->rc;
       for (size_t k = 0; k < v->sel.n && all; k++) {
         const char *have = dt__kv_get(d->labels.v, d->labels.n, v->sel.v[k].key);
@@ -240,16 +279,21 @@ static int deduce(const dt_manifests *m, const workloads *w, const dt_podspec *d
                    !strncmp(d->owner, "Deployment/", 11)))
     owner = d;
   else if (d->controller && (!strncmp(d->controller, "ReplicaSet/", 11) || !strncmp(d->controller, "StatefulSet/", 12)))
-    owner = workload(m, w, d->ns, d->controller);
+    owner = workload(w, d->ns, d->controller);
   if (!rc && owner && owner->sel.present) rc = sel_copy_into(sel, &owner->sel);
   return rc;
 }
 
-/* The constraints of c given to pod d, with selector sel (taken). */
-static int give(dt_podspec *d, const dt_podspec *c, dt_selector *sel) {
-  dt__free(d->spread); /* topologySpreadConstraints: [] is none of its own, read as an empty list */
-  d->spread = dt__calloc(c->nspread, sizeof *d->spread);
-  if (!d->spread) return DT_ENOMEM;
+/* The constraints of c given to pod d, with selector sel. A kept pod's copy
+** (borrowed) gets an array of the set's own, the kept one left as it is. */
+static int give(dt_podspec *d, const dt_podspec *c, const dt_selector *sel) {
+  if (!d->borrowed) dt__free(d->spread); /* topologySpreadConstraints: [] is none of its own, read as an empty list */
+  d->nspread = 0;
+  if (!(d->spread = dt__calloc(c->nspread, sizeof *d->spread))) return DT_ENOMEM;
+  if (d->borrowed) {
+    d->spread_own = true; /* the set frees it */
+    d->shape = 0;         /* a pod with spreads compiles in full */
+  }
   for (size_t i = 0; i < c->nspread; i++) {
     dt_spread *s = &d->spread[d->nspread++];
     *s = c->spread[i];
@@ -261,7 +305,7 @@ static int give(dt_podspec *d, const dt_podspec *c, dt_selector *sel) {
   return 0;
 }
 
-int dt_manifests_scheduler_config(dt_manifests *m, const char *path, dt_error *err) {
+int dt__spread_defaults_read(const char *path, dt_podspec *cfg, dt_error *err) {
   dt__init();
   char *buf;
   size_t len;
@@ -272,28 +316,45 @@ int dt_manifests_scheduler_config(dt_manifests *m, const char *path, dt_error *e
   dt_arena tree = {0};
   rc = dt__doc_parse_in(&tree, file, buf, len, &docs, err);
   dt__free(buf);
-  dt_podspec cfg = {0}; /* the constraints, read as a pod's */
   /* nothing (or comments alone) is no configuration, as Karpenter's empty value */
   if (!rc && cJSON_GetArraySize(docs) > 1)
     rc = dt__err(err, DT_EINVAL, "%s: expected one document (Karpenter's --scheduler-config), got %d", file,
                  cJSON_GetArraySize(docs));
-  if (!rc && docs->child && !cJSON_IsNull(docs->child)) rc = read_constraints(m, file, docs->child, &cfg, err);
+  if (!rc && docs->child && !cJSON_IsNull(docs->child)) rc = read_constraints(file, docs->child, cfg, err);
   dt__arena_free(&tree);
+  if (rc) {
+    mf_pod_free(cfg);
+    memset(cfg, 0, sizeof *cfg);
+  }
+  return rc;
+}
+
+int dt__spread_defaults_apply(dt_manifests *m, const dt_podspec *cfg, dt_error *err) {
+  if (!cfg || !cfg->nspread) return 0;
   /* every pod that declares none of its own: the defaults, with its selector
-  ** (its controller looked up by name, once indexed) */
+  ** (its controller and its namespace's Services looked up, once indexed) */
   workloads w = {0};
-  if (!rc && cfg.nspread) rc = workloads_index(m, &w);
-  for (size_t i = 0; i < m->pods.n && !rc && cfg.nspread; i++) {
+  svc_at *ix = services_index(m);
+  int rc = ix ? workloads_index(m, &w) : DT_ENOMEM;
+  for (size_t i = 0; i < m->pods.n && !rc; i++) {
     dt_podspec *d = &m->pods.v[i];
-    if (d->nspread || d->borrowed) continue;
+    if (d->nspread) continue;
     dt_selector sel = {0};
-    rc = deduce(m, &w, d, &sel);
-    if (!rc && sel.present) rc = give(d, &cfg, &sel);
+    rc = deduce(m, &w, ix, d, &sel);
+    if (!rc && sel.present) rc = give(d, cfg, &sel);
     mf_selector_free(&sel);
   }
   dt__symtab_free(&w.names);
   dt__free(w.at);
+  dt__free(ix);
   if (rc == DT_ENOMEM) dt__err(err, DT_ENOMEM, "out of memory");
+  return rc;
+}
+
+int dt_manifests_scheduler_config(dt_manifests *m, const char *path, dt_error *err) {
+  dt_podspec cfg = {0}; /* the constraints, read as a pod's */
+  int rc = dt__spread_defaults_read(path, &cfg, err);
+  if (!rc) rc = dt__spread_defaults_apply(m, &cfg, err);
   mf_pod_free(&cfg);
   return rc;
 }

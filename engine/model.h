@@ -372,6 +372,7 @@ typedef struct dt_podspec {
   const char *vm_arch;
   size_t seq;
   bool borrowed; /* a kept pod's copy (podcache.c): its owner frees it, not the set */
+  bool spread_own; /* a kept pod's copy given the cluster's default spreads: the set frees spread */
   /* A kept pod whose requests name only cpu, memory, pods and
   ** ephemeral-storage: their indices among every plan's first four resources
   ** and amounts, in the order of requests (podcache.c), so a plan need not
@@ -630,6 +631,14 @@ typedef struct dt_service {
   dt_kvs sel;
 } dt_service;
 
+/* The cluster's default topology spreads (mf_spread.c): a
+** --scheduler-config document read into cfg's spreads (nothing when it
+** names none; free with dt__mf_pod_free), and given to the pods of m that
+** declare none, each with the selector deduced for it. A kept pod's copy
+** gets spreads of the set's own. */
+int dt__spread_defaults_read(const char *path, dt_podspec *cfg, dt_error *err);
+int dt__spread_defaults_apply(dt_manifests *m, const dt_podspec *cfg, dt_error *err);
+
 struct dt_manifests {
   DT_VEC(dt_pdb) pdbs;
   DT_VEC(dt_service) services;
@@ -647,6 +656,9 @@ struct dt_manifests {
   DT_VEC(dt_nodeclass) nodeclasses; /* EC2NodeClasses */
   DT_VEC(dt_podspec) pods;
   DT_VEC(dt_podspec) daemonsets;
+  /* ReplicaSets and StatefulSets of spec.replicas 0: their namespace, name,
+  ** owner ("Kind/name") and selector alone, for default spreads */
+  DT_VEC(dt_podspec) idle;
   DT_VEC(dt_runtimeclass) runtime_classes;
   DT_VEC(dt_namespace) namespaces;
   DT_VEC(dt_node) nodes;

@@ -70,6 +70,7 @@ typedef struct where {
 #define mf_persistent_volume       dt__mf_persistent_volume
 #define mf_pod                     dt__mf_pod
 #define mf_pod_free                dt__mf_pod_free
+#define mf_spreads_free            dt__mf_spreads_free
 #define mf_podspec                 dt__mf_podspec
 #define mf_pool_free               dt__mf_pool_free
 #define mf_pool_rev_free           dt__mf_pool_rev_free
@@ -123,6 +124,7 @@ int mf_parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out, bo
 int mf_parse_taints(mctx *x, const cJSON *arr, const char *field, dt_taint **out, size_t *nout);
 int mf_parse_tolerations(mctx *x, const cJSON *arr, const char *field, dt_podspec *p);
 void mf_pod_free(dt_podspec *p);
+void mf_spreads_free(dt_spread *s, size_t n); /* n spreads and the array */
 void mf_pool_free(dt_nodepool *p);
 bool mf_request_absurd(const char *res, int64_t v);
 int mf_rlist_at(mctx *x, const cJSON *o, const where *w, dt_rlist *out, bool is_request);

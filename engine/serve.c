@@ -88,6 +88,9 @@ static const opt k_opts[] = {
     {"policy-dir", O_STR, false, &D.policy_dir,
      "DIR     where NodePools' dovetail.dev/policy: NAME are found as NAME.lua (default policies; read\n"
      "                       again by the next round or pass when changed)"},
+    {"scheduler-config", O_STR, false, &D.scheduler_config,
+     "FILE  Karpenter's --scheduler-config document: podTopologySpread.defaultConstraints for pods that\n"
+     "                       declare no spread (read at the start)"},
     {"state", O_STR, false, &D.state_path, "FILE         crash-safe state (written atomically, once per round)"},
     {"batch-idle", O_DUR_MS, true, &D.idle_ms, "DUR     provisioning batch idle window (default 1s)"},
     {"batch-max", O_DUR_MS, true, &D.max_ms, "DUR      provisioning batch maximum window (default 10s)"},
@@ -514,7 +517,8 @@ static int serve_open(void) {
   files_limit();
   if (dt_catalog_load_named(g_catalog, &D.cat, &err) ||
       (D.policy_path && dt_policy_load_file(D.policy_path, NULL, &D.policy, &err)) ||
-      dt_policy_dir_open(D.policy_dir ? D.policy_dir : "policies", &D.pdir, &err)) {
+      dt_policy_dir_open(D.policy_dir ? D.policy_dir : "policies", &D.pdir, &err) ||
+      (D.scheduler_config && dt__spread_defaults_read(D.scheduler_config, &D.spread_cfg, &err))) {
     fprintf(stderr, "dovetail serve: %s\n", err.msg);
     return 1;
   }

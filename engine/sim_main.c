@@ -33,6 +33,7 @@ static const char *k_sim_usage =
     "  --baseline            add a run with first-fit-decreasing and no policy (Karpenter's behaviour)\n"
     "  --packing cost|ffd    packing of the runs without --baseline (default cost)\n"
     "  --policy-dir DIR      NodePools' own policies (dovetail.dev/policy: NAME)\n"
+    "  --scheduler-config FILE  default topology spreads (podTopologySpread.defaultConstraints), as serve\n"
     "  --seed N              randomness: names, interruptions (default 1)\n"
     "  --start RFC3339       the virtual clock's start (default 2026-01-01T00:00:00Z)\n"
     "  --step DUR            time-series step (default 1m)\n"
@@ -85,6 +86,8 @@ static int sim_option(const char *a, const char *val, inputs *in, simargs *o) {
     in->catalog = val;
   else if (!strcmp(a, "--policy-dir"))
     in->cfg.policy_dir = val;
+  else if (!strcmp(a, "--scheduler-config"))
+    in->cfg.scheduler_config = val;
   else if (!strcmp(a, "--out"))
     o->out = val;
   else if (!strcmp(a, "--report"))

@@ -33,6 +33,16 @@ static void deployment_scale(run *r, deployment *d, int64_t want) {
     snprintf(name, sizeof name, "%s-%lld", d->name, (long long)i);
     int64_t cpu, mem;
     cJSON *o = pod_object(d->ns, name, 0, 0, d->tmpl);
+    /* its ReplicaSet's, as the controller makes them (its selector is what
+    ** default spreads deduce for the pod) */
+    cJSON *ref = cJSON_CreateObject();
+    cJSON_AddStringToObject(ref, "apiVersion", "apps/v1");
+    cJSON_AddStringToObject(ref, "kind", "ReplicaSet");
+    cJSON_AddStringToObject(ref, "name", d->name);
+    cJSON_AddStringToObject(ref, "uid", d->name);
+    cJSON_AddBoolToObject(ref, "controller", true);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "ownerReferences"),
+                         ref);
     pod_requests(o, &cpu, &mem);
     track(r, d->ns, name, cpu, mem, -1, d->name);
     dt_error err = {0};
@@ -100,6 +110,24 @@ void apply_object(run *r, const cJSON *o) {
     }
     cJSON_Delete(d->tmpl);
     d->tmpl = cJSON_Duplicate(jget(jget(o, "spec"), "template"), true);
+    /* the Deployment's ReplicaSet, named as it and holding no replicas of
+    ** its own (the simulator makes and removes the pods): its selector */
+    const cJSON *sel = jget(jget(o, "spec"), "selector");
+    if (sel && d->tmpl) {
+      cJSON *rs = cJSON_CreateObject(), *spec;
+      cJSON_AddStringToObject(rs, "apiVersion", "apps/v1");
+      cJSON_AddStringToObject(rs, "kind", "ReplicaSet");
+      cJSON *rmd = cJSON_AddObjectToObject(rs, "metadata");
+      cJSON_AddStringToObject(rmd, "name", name);
+      cJSON_AddStringToObject(rmd, "namespace", ns);
+      spec = cJSON_AddObjectToObject(rs, "spec");
+      cJSON_AddNumberToObject(spec, "replicas", 0);
+      cJSON_AddItemToObject(spec, "selector", cJSON_Duplicate(sel, true));
+      cJSON_AddItemToObject(spec, "template", cJSON_Duplicate(d->tmpl, true));
+      dt_error err = {0};
+      if (dt__ctl_apply(rs, &err)) violate(r, "Deployment %s/%s: %s", ns, name, err.msg);
+      cJSON_Delete(rs);
+    }
     const cJSON *rep = jget(jget(o, "spec"), "replicas");
     deployment_scale(r, d, cJSON_IsNumber(rep) ? dt__to_i64(rep->valuedouble) : 1);
     return;

@@ -115,7 +115,7 @@ function M.nodepool(name, opts)
   return table.concat(lines, "\n") .. "\n"
 end
 
--- A Pod manifest. opts: cpu, memory, namespace, nodeSelector, tolerations (raw yaml), extra (raw spec yaml)
+-- A Pod manifest. opts: cpu, memory, namespace, labels, nodeSelector, tolerations (raw yaml), extra (raw spec yaml)
 function M.pod(name, opts)
   opts = opts or {}
   local lines = {
@@ -124,8 +124,15 @@ function M.pod(name, opts)
     "metadata:",
     "  name: " .. name,
     "  namespace: " .. (opts.namespace or "default"),
-    "spec:",
   }
+  if opts.labels then
+    lines[#lines + 1] = "  labels:"
+    local keys = {}
+    for k in pairs(opts.labels) do keys[#keys + 1] = k end
+    table.sort(keys)
+    for _, k in ipairs(keys) do lines[#lines + 1] = "    " .. k .. ': "' .. opts.labels[k] .. '"' end
+  end
+  lines[#lines + 1] = "spec:"
   if opts.nodeSelector then
     lines[#lines + 1] = "  nodeSelector:"
     for k, v in pairs(opts.nodeSelector) do lines[#lines + 1] = "    " .. k .. ': "' .. v .. '"' end

@@ -1151,6 +1151,56 @@ return {
     os.remove(st .. ".journal")
   end)
 
+  it("spreads pods by its --scheduler-config in every round and pass, and stays put; refuses a bad one at start",
+    function()
+      local cfg = h.write("podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: " ..
+        "topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}\n")
+      local pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n" ..
+        "  disruption: {consolidateAfter: 0s, budgets: [{nodes: '100%'}]}\n  template:\n    spec:\n" ..
+        "      requirements:\n        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n" ..
+        "        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge]}\n" ..
+        "        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a, us-east-1b, us-east-1c]}\n"
+      local service = "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\n" ..
+        "spec: {selector: {app: web}, ports: [{port: 80}]}\n"
+      local pods = {}
+      for i = 1, 3 do pods[i] = h.pod("web-" .. i, { cpu = "1", memory = "1Gi", labels = { app = "web" } }) end
+      local function zones(d)
+        local z = {}
+        for zone in http(d, "GET", "/v1/state"):gmatch('"zone":%s*"(us%-east%-1%a)"') do z[zone] = true end
+        return z
+      end
+      -- the pods fit one node: without the configuration, one launch
+      local d = start("--disrupt-interval 200ms")
+      http(d, "PUT", "/v1/objects", h.docs(pool, service, table.unpack(pods)))
+      eventually(function() return select(2, http(d, "GET", "/v1/state"):gsub('"id":%s*"i%-', "")) == 1 end,
+        "an instance")
+      rounds(d, 2, "two more rounds and passes")
+      assert.equal(1, select(2, http(d, "GET", "/v1/state"):gsub('"id":%s*"i%-', "")))
+      d.stop()
+      -- with it, a node in each zone, kept over many passes (consolidation would put them together)
+      d = start("--disrupt-interval 200ms --scheduler-config " .. cfg)
+      http(d, "PUT", "/v1/objects", h.docs(pool, service, table.unpack(pods)))
+      eventually(function() return select(2, http(d, "GET", "/v1/state"):gsub('"id":%s*"i%-', "")) == 3 end,
+        "three instances")
+      assert.are.same({ ["us-east-1a"] = true, ["us-east-1b"] = true, ["us-east-1c"] = true }, zones(d))
+      rounds(d, 8, "eight more rounds and passes")
+      assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
+      assert.equal(3, select(2, http(d, "GET", "/v1/state"):gsub('"id":%s*"i%-', "")))
+      assert.equal(3, metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}'))
+      d.stop()
+      -- a document kube-scheduler refuses stops the start, naming the file and the field
+      local bad = h.write("podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 0, topologyKey: zone, " ..
+        "whenUnsatisfiable: DoNotSchedule}\n")
+      local p = io.popen(h.bin .. " serve --listen 127.0.0.1:0 --scheduler-config " .. bad .. " 2>&1; echo rc=$?")
+      local out = p:read("a")
+      p:close()
+      assert.matches(bad .. ": scheduler config: podTopologySpread.defaultConstraints[0].maxSkew: expected an integer >= 1",
+        out, 1, true)
+      assert.matches("rc=1", out, 1, true)
+      os.remove(cfg)
+      os.remove(bad)
+    end)
+
   it("holds, in its disruption passes, the node of a pod its state holds and this version refuses", function()
     -- The pass used to stop at such a pod, every pass: nothing was consolidated while it lasted.
     -- Left out, its node would look emptier than it is; held, the pass goes on around it.

@@ -94,6 +94,26 @@ describe("dovetail simulate", function()
     assert.is_true(math.abs(at(run, 120).cost - 2 * 0.192 * 114 / 3600) < 1e-5)
   end)
 
+  it("spreads a Deployment's replicas by --scheduler-config over the zones, and keeps them so for hours", function()
+    local zonal = h.write("podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: " ..
+      "topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule}\n")
+    local three = h.write((pool("od3", '"on-demand"'):gsub('values: %["us%-east%-1a"%]',
+      'values: ["us-east-1a", "us-east-1b", "us-east-1c"]')))
+    -- three 1-cpu replicas with a selector (its ReplicaSet's, which the simulator stores)
+    local scenario = h.write((SCALE_DOWN:gsub("replicas: 6\n", "replicas: 3\n        selector: {matchLabels: " ..
+      "{app: web}}\n"):gsub("  %- at: 30m\n[^\n]*\n", "")))
+    local doc, _, err, code = simulate("-f " .. three .. " --scenario " .. scenario ..
+      " --duration 3h --disrupt-interval 1m --check")
+    assert.are.equal(0, code, err)
+    local s = at(doc.runs[1], 10800)
+    assert.are.same({ 1, 3, 1, 0 }, { s.nodes["on-demand"], s.running, s.launches, s.disruptions })
+    doc, _, err, code = simulate("-f " .. three .. " --scenario " .. scenario ..
+      " --duration 3h --disrupt-interval 1m --check --scheduler-config " .. zonal)
+    assert.are.equal(0, code, err)
+    s = at(doc.runs[1], 10800)
+    assert.are.same({ 3, 3, 3, 0 }, { s.nodes["on-demand"], s.running, s.launches, s.disruptions })
+  end)
+
   it("runs pods on the Nodes the cluster started with, as the kube-scheduler binds them", function()
     -- an m5.xlarge the cluster has (3,910m allocatable) with room for two of the three pods;
     -- the third needs a new node

@@ -618,6 +618,31 @@ describe("default topology spread constraints (--scheduler-config)", function()
       assert.are.equal(1, #p.nodeClaims)
     end)
 
+  it("deduce from a ReplicaSet of no replicas whose pods are still there, and from Services of the pod's namespace only",
+    function()
+      -- an old ReplicaSet of a Deployment, scaled to 0 while its three pods still wait
+      local rs = workload("ReplicaSet", "api"):gsub("replicas: 3", "replicas: 0")
+      local pods = owned_pods("api", { "apps/v1", "ReplicaSet", "api" })
+      local p = assert(h.dt.plan { manifests = h.docs(pool, rs, table.unpack(pods)), now = NOW,
+        scheduler_config = zonal })
+      assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
+      -- a Service selecting them from another namespace is not theirs; one in theirs, sorted after it, is
+      local bare = {}
+      for i = 1, 3 do bare[i] = (pods[i]:gsub("  ownerReferences:\n[^\n]*\n", "")) end
+      local elsewhere = "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: zzz}\n" ..
+        "spec: {selector: {app: api}}\n"
+      local before = "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: aaa}\n" ..
+        "spec: {selector: {app: api}}\n"
+      p = assert(h.dt.plan { manifests = h.docs(pool, elsewhere, before, table.unpack(bare)), now = NOW,
+        scheduler_config = zonal })
+      assert.are.equal(1, #p.nodeClaims)
+      local theirs = "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: shop}\n" ..
+        "spec: {selector: {app: api}}\n"
+      p = assert(h.dt.plan { manifests = h.docs(pool, elsewhere, theirs, before, table.unpack(bare)), now = NOW,
+        scheduler_config = zonal })
+      assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
+    end)
+
   it("take a ReplicationController's selector over a Service's, and give an empty list of one's own the defaults",
     function()
       local rc = "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: legacy, namespace: shop}\n" ..

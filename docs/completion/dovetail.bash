@@ -21,7 +21,7 @@ _dovetail() {
     --provider) COMPREPLY=($(compgen -W "sim http" -- "$cur")); return ;;
     --log-format) COMPREPLY=($(compgen -W "json logfmt" -- "$cur")); return ;;
     --policy-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-    --policy|--unavailable|--state|--config|--token-file|-f|--filename|--trace|--scenario|--out|--report|--spot-advisor)
+    --policy|--unavailable|--state|--config|--token-file|-f|--filename|--trace|--scenario|--out|--report|--spot-advisor|--scheduler-config)
       COMPREPLY=($(compgen -f -- "$cur")); return ;;
   esac
   local opts
