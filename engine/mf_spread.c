@@ -299,6 +299,7 @@ static int give(dt_podspec *d, const dt_podspec *c, const dt_selector *sel) {
     *s = c->spread[i];
     s->match_label_keys = NULL;
     s->nmlk = 0;
+    s->dflt = true;
     memset(&s->sel, 0, sizeof s->sel);
     if (!(s->key = dt__strdup(c->spread[i].key)) || sel_copy_into(&s->sel, sel)) return DT_ENOMEM;
   }

@@ -289,6 +289,7 @@ typedef struct dt_spread {
   ** the pod's nodeSelector and required node affinity count); nodeTaintsPolicy:
   ** Honor (default Ignore: pods on nodes whose taints it does not tolerate count too) */
   bool affinity_ignore, taints_honor;
+  bool dflt; /* the cluster's default (--scheduler-config), not the pod's own */
   dt_selector sel;
   size_t nmlk;
   char **match_label_keys;

@@ -378,6 +378,7 @@ static void class_sig(const dt_plan *p, const rt_spec *s, const rt_relax *rx, co
     dt__sig_i64(sig, t->owner);
     dt__sig_i64(sig, t->max_skew);
     dt__sig_i64(sig, t->min_domains);
+    dt__sig_i64(sig, t->dflt);
   }
   dt__sig_u32(sig, s->nsel);
   if (s->nsel) dt__buf_putn(sig, (const char *)s->sel, s->nsel * sizeof *s->sel);
@@ -474,7 +475,8 @@ static int class_make(dt_plan *p, uint32_t si, const rt_ordvol *ov, const rt_rel
                          spec_selected_by(s, (uint32_t)g),
                          false,
                          d->spread[t].max_skew,
-                         d->spread[t].min_domains};
+                         d->spread[t].min_domains,
+                         d->spread[t].dflt};
   }
   struct {
     const dt_podterm *t;
@@ -509,7 +511,8 @@ static int class_make(dt_plan *p, uint32_t si, const rt_ordvol *ov, const rt_rel
                            spec_selected_by(s, (uint32_t)g),
                            lists[l].required && lists[l].kind == TG_ANTI,
                            0,
-                           0};
+                           0,
+                           false};
     }
   bool inverse = false;
   for (uint32_t i = 0; i < s->nsel; i++) inverse |= p->groups.v[s->sel[i]].kind == TG_ANTI;

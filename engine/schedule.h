@@ -149,6 +149,7 @@ typedef struct rt_tc {
   bool self;  /* the pod matches the group's selector */
   bool owner; /* a required anti-affinity the pod declares (recorded as owner) */
   int32_t max_skew, min_domains;
+  bool dflt; /* a spread the pod has from the cluster's defaults (dt_spread.dflt) */
 } rt_tc;
 
 typedef struct rt_port {

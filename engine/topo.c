@@ -812,4 +812,5 @@ void dt__topo_explain(const dt_plan *p, const rt_class *c, uint32_t fail, dt_buf
   else
     dt__buf_printf(b, "anti-affinity on %s: every allowed %s already has a pod matching %s", key, dom_name[g->dom],
                    g->desc);
+  if (tc->dflt) dt__buf_printf(b, " (a default constraint of --scheduler-config)");
 }

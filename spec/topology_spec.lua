@@ -658,6 +658,18 @@ describe("default topology spread constraints (--scheduler-config)", function()
       assert.matches("Service shop/odd: spec.selector is not a map of strings; left out", err, 1, true)
     end)
 
+  it("say that a pod is held by a default constraint, which it does not declare", function()
+    local three = tmpfile("podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 1, topologyKey: " ..
+      "topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, minDomains: 4}\n")
+    local four = workload("Deployment", "web"):gsub("replicas: 3", "replicas: 4")
+    local p = assert(h.dt.plan { manifests = h.docs(pool, service, four), now = NOW, scheduler_config = three })
+    -- four zones wanted, three allowed: the global minimum counts as 0, one pod a zone
+    assert.are.same({ 3, 1 }, { p.summary.scheduled, #p.unschedulable })
+    assert.matches("topology spread on topology.kubernetes.io/zone: maxSkew 1 would be exceeded in every allowed " ..
+      "zone (selector app In [web]) (a default constraint of --scheduler-config)", p.unschedulable[1].reason, 1, true)
+    os.remove(three)
+  end)
+
   it("stop relaxing at 255 ScheduleAnyway constraints, never round again", function()
     local many = { "podTopologySpread:\n  defaultConstraints:\n" }
     for i = 1, 300 do
