@@ -12,8 +12,63 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Effective requests of a pod spec (KEP-753 sidecars, init max, overhead). */
-static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *out) {
+/* The status of container name (status.containerStatuses, then
+** initContainerStatuses), and where it is; NULL when none. */
+static const cJSON *container_status(const cJSON *status, const char *name, where *at) {
+  static const char *const lists[] = {"containerStatuses", "initContainerStatuses"};
+  for (int l = 0; l < 2 && name; l++) {
+    size_t i = 0;
+    for (const cJSON *c = cJSON_IsArray(mf_get(status, lists[l])) ? mf_get(status, lists[l])->child : NULL; c;
+         c = c->next, i++) {
+      const char *n = mf_get_str(c, "name");
+      if (n && !strcmp(n, name)) {
+        *at = (where){"status", lists[l], i, ""};
+        return c;
+      }
+    }
+  }
+  return NULL;
+}
+
+/* A container's requests as the scheduler counts a pod being resized in
+** place (Kubernetes' resource helpers with status resources, which
+** Karpenter's resources.Ceiling asks for): with a status that reports its
+** resources, the most of each of the spec's requests (req), the resources
+** the kubelet set (status.resources.requests) and those it admitted
+** (allocatedResources); a resize the node cannot take (the PodResizePending
+** condition, reason Infeasible) counts the status only. */
+static int resized_requests(mctx *x, const cJSON *status, const cJSON *c, dt_rlist *req) {
+  where at;
+  const cJSON *cs = container_status(status, mf_get_str(c, "name"), &at), *res = mf_get(cs, "resources");
+  if (!res || cJSON_IsNull(res)) return 0;
+  bool infeasible = false;
+  const cJSON *cond;
+  cJSON_ArrayForEach(cond, mf_get(status, "conditions")) {
+    const char *t = mf_get_str(cond, "type"), *why = mf_get_str(cond, "reason");
+    if (t && !strcmp(t, "PodResizePending")) {
+      infeasible = why && !strcmp(why, "Infeasible");
+      break;
+    }
+  }
+  dt_rlist act = {0}, alloc = {0};
+  where wa = at, wl = at;
+  wa.tail = ".resources.requests";
+  wl.tail = ".allocatedResources";
+  int rc = mf_rlist_at(x, mf_get(res, "requests"), &wa, &act, true);
+  if (!rc) rc = mf_rlist_at(x, mf_get(cs, "allocatedResources"), &wl, &alloc, true);
+  if (!rc && infeasible) dt__rlist_free(req); /* the spec's ask is what cannot be had */
+  for (size_t k = 0; k < act.n && !rc; k++)
+    if (dt__rlist_add(req, act.v[k].name, act.v[k].milli, DT_RL_MAX)) rc = mf_oom(x);
+  for (size_t k = 0; k < alloc.n && !rc; k++)
+    if (dt__rlist_add(req, alloc.v[k].name, alloc.v[k].milli, DT_RL_MAX)) rc = mf_oom(x);
+  dt__rlist_free(&act);
+  dt__rlist_free(&alloc);
+  return rc;
+}
+
+/* Effective requests of a pod spec (KEP-753 sidecars, init max, overhead);
+** status, a Pod's, for containers being resized in place. */
+static int pod_requests(mctx *x, const cJSON *spec, const cJSON *status, const char *path, dt_rlist *out) {
   dt_rlist sum = {0}, init_max = {0}, sidecars = {0};
   char f[300];
   int rc = 0;
@@ -40,6 +95,7 @@ static int pod_requests(mctx *x, const cJSON *spec, const char *path, dt_rlist *
       }
       const char *rp = mf_get_str(c, "restartPolicy");
       bool sidecar = li == 1 && rp && strcmp(rp, "Always") == 0;
+      if (!rc && status && (li == 0 || sidecar)) rc = resized_requests(x, status, c, &req);
       for (size_t k = 0; !rc && k < req.n; k++) {
         const char *rn = req.v[k].name;
         int64_t v = req.v[k].milli;
@@ -389,7 +445,8 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
     dt__join(f, sizeof f, path);
     return mf_bad(x, f, "missing or not an object");
   }
-  if (pod_requests(x, spec, path, &p->requests)) return mf_failed(x);
+  const cJSON *status = mf_get(tmpl, "status"); /* a Pod's; a template has none */
+  if (pod_requests(x, spec, cJSON_IsObject(status) ? status : NULL, path, &p->requests)) return mf_failed(x);
   /* Dynamic Resource Allocation, as Karpenter's HasDRARequirements: claims
   ** of the pod, or of a container or init container */
   p->dra = cJSON_GetArraySize(mf_get(spec, "resourceClaims")) > 0;

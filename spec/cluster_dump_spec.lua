@@ -311,6 +311,52 @@ describe("pod-level resources", function()
   end)
 end)
 
+describe("pods resized in place", function()
+  -- a Node with room for 2 cpu, a running pod on it whose spec and status disagree (a resize under
+  -- way), and a pending pod of 1 cpu that fits beside the running pod only if it holds 1 cpu
+  local node = "apiVersion: v1\nkind: Node\nmetadata: {name: node-1, labels: {kubernetes.io/arch: amd64, " ..
+    "karpenter.sh/nodepool: default}}\nstatus: {allocatable: {cpu: '2', memory: 4Gi, pods: '10'}}\n"
+  local function running(spec_cpu, status_cpu, allocated_cpu, condition)
+    return ("apiVersion: v1\nkind: Pod\nmetadata: {name: resized, namespace: default}\nspec:\n  nodeName: node-1\n" ..
+      "  containers:\n  - name: app\n    image: nginx\n    resources: {requests: {cpu: '%s', memory: 1Gi}}\n" ..
+      "  - name: log\n    image: fluent-bit\n    resources: {requests: {cpu: '0', memory: 64Mi}}\n" ..
+      "status:\n  phase: Running\n%s  containerStatuses:\n  - name: log\n    ready: true\n" ..
+      "    resources: {requests: {cpu: '0', memory: 64Mi}}\n  - name: app\n    ready: true\n" ..
+      "    allocatedResources: {cpu: '%s', memory: 1Gi}\n    resources: {requests: {cpu: '%s', memory: 1Gi}}\n")
+      :format(spec_cpu, condition and ("  conditions:\n  - {type: PodResizePending, status: 'True', reason: " ..
+        condition .. "}\n") or "", allocated_cpu, status_cpu)
+  end
+  local function plan(bound)
+    return h.plan(h.docs(h.nodepool("default"), node, bound, h.pod("new", { cpu = "1" })),
+      { catalog_text = h.small_catalog, packing = "ffd" })
+  end
+
+  it("hold the most of what their spec asks and what the kubelet set and admitted, as Karpenter counts them", function()
+    -- resized down from 1500m in the spec, not yet actuated: the node still gives it 1500m
+    local p = plan(running("500m", "1500m", "1500m"))
+    assert.are.same({ 0, 1 }, { #p.bindings, #p.nodeClaims })
+    -- admitted at 1500m, not yet actuated (status still 500m): 1500m too
+    p = plan(running("500m", "500m", "1500m"))
+    assert.are.same({ 0, 1 }, { #p.bindings, #p.nodeClaims })
+    -- resized down and done: 500m, and the new pod fits beside it
+    p = plan(running("500m", "500m", "500m"))
+    assert.are.same({ 1, 0 }, { #p.bindings, #p.nodeClaims })
+    -- a resize up to 1500m the node cannot take (Infeasible): it keeps its 500m, the spec's ask is not held
+    p = plan(running("1500m", "500m", "500m", "Infeasible"))
+    assert.are.same({ 1, 0 }, { #p.bindings, #p.nodeClaims })
+    -- the same resize only deferred: the spec's ask counts
+    p = plan(running("1500m", "500m", "500m", "Deferred"))
+    assert.are.same({ 0, 1 }, { #p.bindings, #p.nodeClaims })
+  end)
+
+  it("refuse a status quantity that does not read, naming the field", function()
+    local bad = running("500m", "half", "500m")
+    local p, err = h.dt.plan { manifests = h.docs(h.nodepool("default"), node, bad), now = "2026-11-23T00:00:00Z" }
+    assert.is_nil(p)
+    assert.matches("status.containerStatuses[1].resources.requests.cpu", err, 1, true)
+  end)
+end)
+
 describe("volume topology", function()
   local function pod_with(claim)
     return h.pod("db", { extra = "  volumes:\n  - name: data\n    persistentVolumeClaim: {claimName: " .. claim .. "}" })
