@@ -37,6 +37,8 @@ bool dt__is_device(const char *resource);
 #define DT_L_ARCH          "kubernetes.io/arch"
 #define DT_L_OS            "kubernetes.io/os"
 #define DT_L_NODEPOOL      "karpenter.sh/nodepool"
+#define DT_L_REGISTERED    "karpenter.sh/registered"
+#define DT_L_INITIALIZED   "karpenter.sh/initialized"
 #define DT_L_HOSTNAME      "kubernetes.io/hostname"
 #define DT_L_RESERVATION   "karpenter.k8s.aws/capacity-reservation-id"
 #define DT_L_INTERRUPTIBLE "cluster.x-k8s.io/interruptible"

@@ -352,6 +352,16 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
   if (!m->daemonsets.n) return 0;
   int64_t(*over)[DT_RES_MAX] = A(p, p->ntypes * sizeof *over);
   if (!over) return DT_ENOMEM;
+  /* The pool's requirements as a DaemonSet's pods meet them: a new node
+  ** becomes registered and initialized (karpenter.sh/registered and
+  ** /initialized "true"), which Karpenter's NodeClaimTemplate adds for its
+  ** DaemonSet simulation alone, so an agent that waits for them counts. */
+  static char k_reg[] = DT_L_REGISTERED, k_init[] = DT_L_INITIALIZED, k_true[] = "true";
+  dt_kv life_kv[] = {{k_reg, k_true}, {k_init, k_true}};
+  dt_kvs life = {2, life_kv};
+  dt_reqs lr = {0}, base;
+  if (dt__sched_compile_selector_kvs(p, &life, &lr)) return DT_ENOMEM;
+  dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &lr, &base);
   bool any = false;
   for (size_t d = 0; d < m->daemonsets.n; d++) {
     const dt_podspec *ds = &m->daemonsets.v[d];
@@ -369,9 +379,9 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
         dt__sched_compile_selector_kvs(p, &ds->node_selector, &r);
         if (ds->nterms && dt__sched_compile_mreqs(p, &ds->terms[a], &r)) return DT_ENOMEM;
         const dt_req *bad;
-        if (!compatible(p, &pl->reqs, &r, &bad)) continue;
+        if (!compatible(p, &base, &r, &bad)) continue;
         dt_reqs mr;
-        dt__reqs_merge(&p->arena, &p->syms, &pl->reqs, &r, &mr);
+        dt__reqs_merge(&p->arena, &p->syms, &base, &r, &mr);
         uint64_t z2;
         uint8_t c2;
         masks(p, &mr, &z2, &c2);
