@@ -12,22 +12,65 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The status of container name (status.containerStatuses, then
-** initContainerStatuses), and where it is; NULL when none. */
-static const cJSON *container_status(const cJSON *status, const char *name, where *at) {
+/* A Pod's container statuses by name (containerStatuses, then
+** initContainerStatuses: of one name twice, the last, as Kubernetes' map of
+** them keeps), and whether a resize is Infeasible (the first
+** PodResizePending condition's reason), read once per pod. */
+typedef struct cstatus {
+  const char *name;
+  const cJSON *o;
+  where at;
+  size_t seq;
+} cstatus;
+
+typedef struct pod_status {
+  cstatus *v;
+  size_t n;
+  bool infeasible;
+} pod_status;
+
+static int cstatus_cmp(const void *a, const void *b) {
+  const cstatus *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static int pod_status_read(const cJSON *status, pod_status *ps) {
   static const char *const lists[] = {"containerStatuses", "initContainerStatuses"};
-  for (int l = 0; l < 2 && name; l++) {
+  size_t n = 0;
+  for (int l = 0; l < 2; l++) n += (size_t)cJSON_GetArraySize(mf_get(status, lists[l]));
+  if (n && !(ps->v = dt__malloc(n * sizeof *ps->v))) return DT_ENOMEM;
+  for (int l = 0; l < 2; l++) {
     size_t i = 0;
-    for (const cJSON *c = cJSON_IsArray(mf_get(status, lists[l])) ? mf_get(status, lists[l])->child : NULL; c;
-         c = c->next, i++) {
-      const char *n = mf_get_str(c, "name");
-      if (n && !strcmp(n, name)) {
-        *at = (where){"status", lists[l], i, ""};
-        return c;
-      }
+    const cJSON *arr = mf_get(status, lists[l]);
+    for (const cJSON *c = cJSON_IsArray(arr) ? arr->child : NULL; c; c = c->next, i++) {
+      const char *name = mf_get_str(c, "name");
+      if (name) ps->v[ps->n] = (cstatus){name, c, {"status", lists[l], i, ""}, ps->n}, ps->n++;
     }
   }
-  return NULL;
+  if (ps->n > 1) qsort(ps->v, ps->n, sizeof *ps->v, cstatus_cmp);
+  const cJSON *cond;
+  cJSON_ArrayForEach(cond, mf_get(status, "conditions")) {
+    const char *t = mf_get_str(cond, "type"), *why = mf_get_str(cond, "reason");
+    if (t && !strcmp(t, "PodResizePending")) {
+      ps->infeasible = why && !strcmp(why, "Infeasible");
+      break;
+    }
+  }
+  return 0;
+}
+
+/* The status of container name; NULL when none. */
+static const cstatus *container_status(const pod_status *ps, const char *name) {
+  size_t lo = 0, hi = ps->n;
+  while (name && lo < hi) { /* past the last of that name */
+    size_t mid = lo + (hi - lo) / 2;
+    if (strcmp(ps->v[mid].name, name) <= 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return name && lo && !strcmp(ps->v[lo - 1].name, name) ? &ps->v[lo - 1] : NULL;
 }
 
 /* A container's requests as the scheduler counts a pod being resized in
@@ -37,26 +80,17 @@ static const cJSON *container_status(const cJSON *status, const char *name, wher
 ** the kubelet set (status.resources.requests) and those it admitted
 ** (allocatedResources); a resize the node cannot take (the PodResizePending
 ** condition, reason Infeasible) counts the status only. */
-static int resized_requests(mctx *x, const cJSON *status, const cJSON *c, dt_rlist *req) {
-  where at;
-  const cJSON *cs = container_status(status, mf_get_str(c, "name"), &at), *res = mf_get(cs, "resources");
+static int resized_requests(mctx *x, const pod_status *ps, const cJSON *c, dt_rlist *req) {
+  const cstatus *st = container_status(ps, mf_get_str(c, "name"));
+  const cJSON *res = st ? mf_get(st->o, "resources") : NULL;
   if (!res || cJSON_IsNull(res)) return 0;
-  bool infeasible = false;
-  const cJSON *cond;
-  cJSON_ArrayForEach(cond, mf_get(status, "conditions")) {
-    const char *t = mf_get_str(cond, "type"), *why = mf_get_str(cond, "reason");
-    if (t && !strcmp(t, "PodResizePending")) {
-      infeasible = why && !strcmp(why, "Infeasible");
-      break;
-    }
-  }
   dt_rlist act = {0}, alloc = {0};
-  where wa = at, wl = at;
+  where wa = st->at, wl = st->at;
   wa.tail = ".resources.requests";
   wl.tail = ".allocatedResources";
   int rc = mf_rlist_at(x, mf_get(res, "requests"), &wa, &act, true);
-  if (!rc) rc = mf_rlist_at(x, mf_get(cs, "allocatedResources"), &wl, &alloc, true);
-  if (!rc && infeasible) dt__rlist_free(req); /* the spec's ask is what cannot be had */
+  if (!rc) rc = mf_rlist_at(x, mf_get(st->o, "allocatedResources"), &wl, &alloc, true);
+  if (!rc && ps->infeasible) dt__rlist_free(req); /* the spec's ask is what cannot be had */
   for (size_t k = 0; k < act.n && !rc; k++)
     if (dt__rlist_add(req, act.v[k].name, act.v[k].milli, DT_RL_MAX)) rc = mf_oom(x);
   for (size_t k = 0; k < alloc.n && !rc; k++)
@@ -71,7 +105,8 @@ static int resized_requests(mctx *x, const cJSON *status, const cJSON *c, dt_rli
 static int pod_requests(mctx *x, const cJSON *spec, const cJSON *status, const char *path, dt_rlist *out) {
   dt_rlist sum = {0}, init_max = {0}, sidecars = {0};
   char f[300];
-  int rc = 0;
+  pod_status ps = {0};
+  int rc = status && pod_status_read(status, &ps) ? mf_oom(x) : 0;
   static const char *lists[] = {"containers", "initContainers"};
   for (int li = 0; li < 2 && !rc; li++) {
     const cJSON *cs = mf_get(spec, lists[li]);
@@ -95,7 +130,7 @@ static int pod_requests(mctx *x, const cJSON *spec, const cJSON *status, const c
       }
       const char *rp = mf_get_str(c, "restartPolicy");
       bool sidecar = li == 1 && rp && strcmp(rp, "Always") == 0;
-      if (!rc && status && (li == 0 || sidecar)) rc = resized_requests(x, status, c, &req);
+      if (!rc && ps.n && (li == 0 || sidecar)) rc = resized_requests(x, &ps, c, &req);
       for (size_t k = 0; !rc && k < req.n; k++) {
         const char *rn = req.v[k].name;
         int64_t v = req.v[k].milli;
@@ -152,6 +187,7 @@ static int pod_requests(mctx *x, const cJSON *spec, const cJSON *status, const c
   }
   dt__rlist_free(&init_max);
   dt__rlist_free(&sidecars);
+  dt__free(ps.v);
   if (rc) {
     dt__rlist_free(&sum);
     return rc;
