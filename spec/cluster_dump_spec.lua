@@ -326,26 +326,26 @@ describe("pods resized in place", function()
       :format(spec_cpu, condition and ("  conditions:\n  - {type: PodResizePending, status: 'True', reason: " ..
         condition .. "}\n") or "", allocated_cpu, status_cpu)
   end
-  local function plan(bound)
+  local function plan_beside(bound)
     return h.plan(h.docs(h.nodepool("default"), node, bound, h.pod("new", { cpu = "1" })),
       { catalog_text = h.small_catalog, packing = "ffd" })
   end
 
   it("hold the most of what their spec asks and what the kubelet set and admitted, as Karpenter counts them", function()
     -- resized down from 1500m in the spec, not yet actuated: the node still gives it 1500m
-    local p = plan(running("500m", "1500m", "1500m"))
+    local p = plan_beside(running("500m", "1500m", "1500m"))
     assert.are.same({ 0, 1 }, { #p.bindings, #p.nodeClaims })
     -- admitted at 1500m, not yet actuated (status still 500m): 1500m too
-    p = plan(running("500m", "500m", "1500m"))
+    p = plan_beside(running("500m", "500m", "1500m"))
     assert.are.same({ 0, 1 }, { #p.bindings, #p.nodeClaims })
     -- resized down and done: 500m, and the new pod fits beside it
-    p = plan(running("500m", "500m", "500m"))
+    p = plan_beside(running("500m", "500m", "500m"))
     assert.are.same({ 1, 0 }, { #p.bindings, #p.nodeClaims })
     -- a resize up to 1500m the node cannot take (Infeasible): it keeps its 500m, the spec's ask is not held
-    p = plan(running("1500m", "500m", "500m", "Infeasible"))
+    p = plan_beside(running("1500m", "500m", "500m", "Infeasible"))
     assert.are.same({ 1, 0 }, { #p.bindings, #p.nodeClaims })
     -- the same resize only deferred: the spec's ask counts
-    p = plan(running("1500m", "500m", "500m", "Deferred"))
+    p = plan_beside(running("1500m", "500m", "500m", "Deferred"))
     assert.are.same({ 0, 1 }, { #p.bindings, #p.nodeClaims })
   end)
 

@@ -500,15 +500,17 @@ spec:
   it("count those that wait for a node registered or initialized, as a new node becomes both", function()
     -- Karpenter's NodeClaimTemplate meets karpenter.sh/registered and /initialized "true" for its
     -- DaemonSet simulation; an agent waiting for either lands on the new node
+    local function affinity(expr)
+      return ds:gsub("    spec:\n", "    spec:\n      affinity: {nodeAffinity: {requiredDuringSchedulingIgnored" ..
+        "DuringExecution: {nodeSelectorTerms: [{matchExpressions: [" .. expr .. "]}]}}}\n", 1)
+    end
     for _, wait in ipairs({ "karpenter.sh/initialized", "karpenter.sh/registered" }) do
-      local waiting = ds:gsub("    spec:\n", "    spec:\n      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: " ..
-        "{nodeSelectorTerms: [{matchExpressions: [{key: " .. wait .. ", operator: In, values: ['true']}]}]}}}\n", 1)
+      local waiting = affinity("{key: " .. wait .. ", operator: In, values: ['true']}")
       local p = plan(h.nodepool("default"), waiting, deployment("web", 1, "", { cpu = "1500m" }))
       assert.are.same({ "s4", "2500m" }, { p.nodeClaims[1].instanceType, p.nodeClaims[1].requests.cpu })
     end
     -- one that runs only on nodes not yet initialized never lands on a new node for long: not counted
-    local early = ds:gsub("    spec:\n", "    spec:\n      affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: " ..
-      "{nodeSelectorTerms: [{matchExpressions: [{key: karpenter.sh/initialized, operator: DoesNotExist}]}]}}}\n", 1)
+    local early = affinity("{key: karpenter.sh/initialized, operator: DoesNotExist}")
     local p = plan(h.nodepool("default"), early, deployment("web", 1, "", { cpu = "1500m" }))
     assert.are.equal("s2", p.nodeClaims[1].instanceType)
   end)
