@@ -79,6 +79,10 @@ typedef struct deployment {
   char *ns, *name;
   cJSON *tmpl; /* the pod template */
   int64_t replicas;
+  /* the ReplicaSet the simulator stores for it ("<name>-simulated", its
+  ** selector, no replicas of its own) and its pods' controller; NULL: none
+  ** (no selector, or the input holds an object of that name) */
+  char *rs;
 } deployment;
 
 typedef struct sample {

@@ -35,14 +35,16 @@ static void deployment_scale(run *r, deployment *d, int64_t want) {
     cJSON *o = pod_object(d->ns, name, 0, 0, d->tmpl);
     /* its ReplicaSet's, as the controller makes them (its selector is what
     ** default spreads deduce for the pod) */
-    cJSON *ref = cJSON_CreateObject();
-    cJSON_AddStringToObject(ref, "apiVersion", "apps/v1");
-    cJSON_AddStringToObject(ref, "kind", "ReplicaSet");
-    cJSON_AddStringToObject(ref, "name", d->name);
-    cJSON_AddStringToObject(ref, "uid", d->name);
-    cJSON_AddBoolToObject(ref, "controller", true);
-    cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "ownerReferences"),
-                         ref);
+    if (d->rs) {
+      cJSON *ref = cJSON_CreateObject();
+      cJSON_AddStringToObject(ref, "apiVersion", "apps/v1");
+      cJSON_AddStringToObject(ref, "kind", "ReplicaSet");
+      cJSON_AddStringToObject(ref, "name", d->rs);
+      cJSON_AddStringToObject(ref, "uid", d->rs);
+      cJSON_AddBoolToObject(ref, "controller", true);
+      cJSON_AddItemToArray(cJSON_AddArrayToObject(cJSON_GetObjectItemCaseSensitive(o, "metadata"), "ownerReferences"),
+                           ref);
+    }
     pod_requests(o, &cpu, &mem);
     track(r, d->ns, name, cpu, mem, -1, d->name);
     dt_error err = {0};
@@ -100,7 +102,7 @@ void apply_object(run *r, const cJSON *o) {
   if (kind && name && !strcmp(kind, "Deployment")) {
     deployment *d = deployment_find(r, ns, name);
     if (!d) {
-      deployment z = {dt__strdup(ns), dt__strdup(name), NULL, 0};
+      deployment z = {dt__strdup(ns), dt__strdup(name), NULL, 0, NULL};
       if (!z.ns || !z.name || dt__vec_push(&r->deps, z)) {
         dt__free(z.ns), dt__free(z.name);
         violate(r, "out of memory");
@@ -110,16 +112,28 @@ void apply_object(run *r, const cJSON *o) {
     }
     cJSON_Delete(d->tmpl);
     d->tmpl = cJSON_Duplicate(jget(jget(o, "spec"), "template"), true);
-    /* the Deployment's ReplicaSet, named as it and holding no replicas of
-    ** its own (the simulator makes and removes the pods): its selector */
+    /* the Deployment's ReplicaSet, holding no replicas of its own (the
+    ** simulator makes and removes the pods): its selector. Named apart from
+    ** the Deployment, marked as the simulator's, and never in place of an
+    ** object of the input: then the pods have no controller. */
     const cJSON *sel = jget(jget(o, "spec"), "selector");
-    if (sel && d->tmpl) {
+    char rsname[300], key[700];
+    snprintf(rsname, sizeof rsname, "%s-simulated", name);
+    snprintf(key, sizeof key, "ReplicaSet/%s/%s", ns, rsname);
+    cJSON *had = sel && d->tmpl && strlen(rsname) <= 253 ? dt__ctl_get(key) : NULL;
+    const char *by = dt__jstr(jget(jget(had, "metadata"), "annotations"), "dovetail.dev/simulated-for");
+    bool ours = !had || (by && !strcmp(by, name));
+    cJSON_Delete(had);
+    dt__free(d->rs);
+    d->rs = NULL;
+    if (sel && d->tmpl && strlen(rsname) <= 253 && ours && (d->rs = dt__strdup(rsname))) {
       cJSON *rs = cJSON_CreateObject(), *spec;
       cJSON_AddStringToObject(rs, "apiVersion", "apps/v1");
       cJSON_AddStringToObject(rs, "kind", "ReplicaSet");
       cJSON *rmd = cJSON_AddObjectToObject(rs, "metadata");
-      cJSON_AddStringToObject(rmd, "name", name);
+      cJSON_AddStringToObject(rmd, "name", rsname);
       cJSON_AddStringToObject(rmd, "namespace", ns);
+      cJSON_AddStringToObject(cJSON_AddObjectToObject(rmd, "annotations"), "dovetail.dev/simulated-for", name);
       spec = cJSON_AddObjectToObject(rs, "spec");
       cJSON_AddNumberToObject(spec, "replicas", 0);
       cJSON_AddItemToObject(spec, "selector", cJSON_Duplicate(sel, true));

@@ -756,7 +756,7 @@ void run_free(run *r) {
   for (size_t i = 0; i < r->outages.n; i++)
     dt__free(r->outages.v[i].type), dt__free(r->outages.v[i].zone), dt__free(r->outages.v[i].ct);
   for (size_t i = 0; i < r->deps.n; i++)
-    dt__free(r->deps.v[i].ns), dt__free(r->deps.v[i].name), cJSON_Delete(r->deps.v[i].tmpl);
+    dt__free(r->deps.v[i].ns), dt__free(r->deps.v[i].name), cJSON_Delete(r->deps.v[i].tmpl), dt__free(r->deps.v[i].rs);
   for (size_t i = 0; i < r->npools.n; i++) dt__free(r->npools.v[i].name), dt_manifests_free(r->npools.v[i].m);
   dt__free(r->npools.v);
   dt__free(r->claims.v), dt__free(r->pods.v), dt__free(r->heap.v), dt__free(r->outages.v), dt__free(r->deps.v);

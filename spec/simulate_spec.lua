@@ -112,6 +112,20 @@ describe("dovetail simulate", function()
     assert.are.equal(0, code, err)
     s = at(doc.runs[1], 10800)
     assert.are.same({ 3, 3, 3, 0 }, { s.nodes["on-demand"], s.running, s.launches, s.disruptions })
+    -- a ReplicaSet of the cluster named as the Deployment (scaled to 0, selecting other pods) stays
+    -- the cluster's: the Deployment's pods keep their own selector, and spread
+    local rs = h.write("apiVersion: apps/v1\nkind: ReplicaSet\nmetadata: {name: web, namespace: shop}\nspec:\n" ..
+      "  replicas: 0\n  selector: {matchLabels: {app: batch}}\n  template:\n    metadata: {labels: {app: batch}}\n" ..
+      "    spec:\n      containers:\n      - name: b\n        resources: {requests: {cpu: '3', memory: 1Gi}}\n")
+    local dep = h.write(((SCALE_DOWN:gsub("replicas: 6\n", "replicas: 3\n        selector: {matchLabels: " ..
+      "{app: web}}\n"):match("apply:\n(.-)  %- at: 30m")):gsub("\n      ", "\n"):gsub("^      ", "")))
+    for _, files in ipairs({ dep .. " -f " .. rs, rs .. " -f " .. dep }) do
+      doc, _, err, code = simulate("-f " .. three .. " -f " .. files ..
+        " --duration 1h --disrupt-interval 1m --check --scheduler-config " .. zonal)
+      assert.are.equal(0, code, err)
+      s = at(doc.runs[1], 3600)
+      assert.are.same({ 3, 0, 3 }, { s.nodes["on-demand"], s.pending, s.running })
+    end
   end)
 
   it("runs pods on the Nodes the cluster started with, as the kube-scheduler binds them", function()
