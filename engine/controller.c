@@ -313,6 +313,7 @@ static void round_run(uv_work_t *req) {
     w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
     return;
   }
+  DT_VEC(char *) refused_pods = {0}; /* a disruption pass: "ns/name" of the Pods the reader refused */
   for (size_t i = 0; i < w->n && !w->rc; i++) {
     if (i + PREFETCH_AHEAD < w->n) dt__podcache_prefetch(D.podcache, w->kept[i + PREFETCH_AHEAD], true);
     w->rc = *w->o.cancel ? DT_ECANCELED
@@ -330,6 +331,13 @@ static void round_run(uv_work_t *req) {
     ** refused (a NodeClaim left out would be launched again) still stops it. */
     if (w->rc == DT_EINVAL && dt__obj_left_out(w->key[i])) {
       if (w->disrupt && !strncmp(w->key[i], "Pod/", 4)) {
+        /* and the claims that nominate it (below), which would look empty */
+        char *pn = dt__strdup(w->key[i] + 4);
+        if (!pn || dt__vec_push(&refused_pods, pn)) {
+          dt__free(pn);
+          w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
+          break;
+        }
         cJSON *o = w->json[i] ? cJSON_Parse(w->json[i]) : NULL;
         const char *node = dt__jstr(jget(o, "spec"), "nodeName");
         char *c = node && *node ? dt__strdup(node) : NULL;
@@ -344,6 +352,21 @@ static void round_run(uv_work_t *req) {
       w->err.msg[0] = 0;
     }
   }
+  /* a claim nominating a pod left out holds it as a Node running one does */
+  if (refused_pods.n > 1) qsort(refused_pods.v, refused_pods.n, sizeof *refused_pods.v, name_cmp);
+  for (size_t i = 0; i < w->m->nodes.n && refused_pods.n && !w->rc; i++) {
+    const dt_node *n = &w->m->nodes.v[i];
+    bool holds = false;
+    for (size_t k = 0; k < n->npods && !holds; k++)
+      holds = bsearch(&n->pods[k], refused_pods.v, refused_pods.n, sizeof *refused_pods.v, name_cmp) != NULL;
+    char *c = holds ? dt__strdup(n->name) : NULL;
+    if (holds && (!c || dt__vec_push(&w->held, c))) {
+      dt__free(c);
+      w->rc = dt__err(&w->err, DT_ENOMEM, "out of memory");
+    }
+  }
+  for (size_t i = 0; i < refused_pods.n; i++) dt__free(refused_pods.v[i]);
+  dt__free(refused_pods.v);
   if (w->rc) return;
   if (w->held.n) qsort(w->held.v, w->held.n, sizeof *w->held.v, name_cmp);
   dt__podcache_sweep(D.podcache); /* the last round's manifests are freed: only this one's pods stay */
