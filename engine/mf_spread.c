@@ -198,80 +198,149 @@ static const dt_podspec *workload(const workloads *w, const char *ns, const char
   return s ? w->at[s - 1] : NULL;
 }
 
-/* The Services and ReplicationControllers of the input by namespace, and
-** within one in input order. */
-typedef struct svc_at {
-  const char *ns;
-  size_t i;
-} svc_at;
+/* The Services of the input by one pair of their selectors (the pair the
+** fewest others of their namespace share), so that a pod meets only the
+** Services one of its labels names, and the ReplicationControllers by name. */
+typedef struct svc_index {
+  dt_symtab keys;        /* "ns\1key\1value"; "ns\1" an empty selector (every pod); "ns\2ReplicationController/x" */
+  uint32_t *head, *tail; /* by key: the first and last Service (index + 1) filed there */
+  uint32_t *next;        /* by Service: the next of its key, in input order (index + 1) */
+  uint32_t *rc;          /* by key: the ReplicationController (index + 1) */
+  DT_VEC(uint32_t) cand; /* a pod's Services, gathered */
+  dt_buf b;
+} svc_index;
 
-static int svc_cmp(const void *a, const void *b) {
-  const svc_at *x = a, *y = b;
-  int c = strcmp(x->ns, y->ns);
-  return c ? c : (x->i > y->i) - (x->i < y->i);
-}
-
-static svc_at *services_index(const dt_manifests *m) {
-  svc_at *ix = dt__malloc((m->services.n + 1) * sizeof *ix);
-  if (!ix) return NULL;
-  for (size_t i = 0; i < m->services.n; i++) ix[i] = (svc_at){m->services.v[i].ns, i};
-  qsort(ix, m->services.n, sizeof *ix, svc_cmp);
-  return ix;
-}
-
-/* The first of ix (n of them) in namespace ns; n when none. */
-static size_t services_of(const svc_at *ix, size_t n, const char *ns) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (strcmp(ix[mid].ns, ns) < 0)
-      lo = mid + 1;
-    else
-      hi = mid;
+/* The key of a selector pair (k NULL: the namespace's every-pod key), or
+** of a controller (ctl); NULL when out of memory. */
+static const char *svc_key(svc_index *x, const char *ns, const char *k, const char *v, const char *ctl) {
+  x->b.len = 0;
+  dt__buf_puts(&x->b, ns);
+  dt__buf_putc(&x->b, ctl ? '\2' : '\1');
+  if (ctl) dt__buf_puts(&x->b, ctl);
+  if (k) {
+    dt__buf_puts(&x->b, k);
+    dt__buf_putc(&x->b, '\1');
+    dt__buf_puts(&x->b, v);
   }
-  return lo;
+  dt__buf_putc(&x->b, 0);
+  return x->b.oom ? NULL : x->b.p;
+}
+
+static void svc_index_free(svc_index *x) {
+  dt__symtab_free(&x->keys);
+  dt__free(x->head), dt__free(x->tail), dt__free(x->next), dt__free(x->rc), dt__free(x->cand.v), dt__free(x->b.p);
+}
+
+static int svc_index_make(const dt_manifests *m, svc_index *x) {
+  const char *k;
+  for (size_t i = 0; i < m->services.n; i++) { /* every key first */
+    const dt_service *v = &m->services.v[i];
+    if (!v->has_sel) continue;
+    if (v->rc) {
+      if (!(k = svc_key(x, v->ns, NULL, NULL, v->rc)) || !dt__sym(&x->keys, k)) return DT_ENOMEM;
+      continue;
+    }
+    if (!v->sel.n && (!(k = svc_key(x, v->ns, NULL, NULL, NULL)) || !dt__sym(&x->keys, k))) return DT_ENOMEM;
+    for (size_t p = 0; p < v->sel.n; p++)
+      if (!(k = svc_key(x, v->ns, v->sel.v[p].key, v->sel.v[p].val, NULL)) || !dt__sym(&x->keys, k)) return DT_ENOMEM;
+  }
+  size_t nk = (size_t)x->keys.n + 1;
+  uint32_t *cnt = dt__calloc(nk, sizeof *cnt);
+  x->head = dt__calloc(nk, sizeof *x->head), x->tail = dt__calloc(nk, sizeof *x->tail);
+  x->rc = dt__calloc(nk, sizeof *x->rc), x->next = dt__calloc(m->services.n + 1, sizeof *x->next);
+  if (!cnt || !x->head || !x->tail || !x->rc || !x->next) {
+    dt__free(cnt);
+    return DT_ENOMEM;
+  }
+  for (size_t i = 0; i < m->services.n; i++) {
+    const dt_service *v = &m->services.v[i];
+    for (size_t p = 0; v->has_sel && !v->rc && p < v->sel.n; p++)
+      if ((k = svc_key(x, v->ns, v->sel.v[p].key, v->sel.v[p].val, NULL))) cnt[dt__sym_find(&x->keys, k)]++;
+  }
+  for (size_t i = 0; i < m->services.n; i++) {
+    const dt_service *v = &m->services.v[i];
+    if (!v->has_sel) continue;
+    dt_sym at = 0;
+    if (v->rc) {
+      if ((k = svc_key(x, v->ns, NULL, NULL, v->rc))) x->rc[dt__sym_find(&x->keys, k)] = (uint32_t)i + 1;
+      continue;
+    }
+    if (!v->sel.n && (k = svc_key(x, v->ns, NULL, NULL, NULL))) at = dt__sym_find(&x->keys, k);
+    for (size_t p = 0; p < v->sel.n; p++) {
+      dt_sym s = (k = svc_key(x, v->ns, v->sel.v[p].key, v->sel.v[p].val, NULL)) ? dt__sym_find(&x->keys, k) : 0;
+      if (s && (!at || cnt[s] < cnt[at])) at = s;
+    }
+    if (!at) continue;
+    if (x->tail[at])
+      x->next[x->tail[at] - 1] = (uint32_t)i + 1;
+    else
+      x->head[at] = (uint32_t)i + 1;
+    x->tail[at] = (uint32_t)i + 1;
+  }
+  dt__free(cnt);
+  return x->b.oom ? DT_ENOMEM : 0;
+}
+
+static int u32_cmp(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+/* The Services filed under key k that select pod d, into x->cand. */
+static int svc_gather(svc_index *x, const dt_manifests *m, const dt_podspec *d, const char *k) {
+  dt_sym s = k ? dt__sym_find(&x->keys, k) : 0;
+  for (uint32_t i = s ? x->head[s] : 0; i; i = x->next[i - 1]) {
+    const dt_service *v = &m->services.v[i - 1];
+    bool all = true;
+    for (size_t p = 0; p < v->sel.n && all; p++) {
+      const char *have = dt__kv_get(d->labels.v, d->labels.n, v->sel.v[p].key);
+      all = have && !strcmp(have, v->sel.v[p].val);
+    }
+    if (all && dt__vec_push(&x->cand, i - 1)) return DT_ENOMEM;
+  }
+  return 0;
+}
+
+/* sel's pairs into merged, a key set twice taking the later value. */
+static int merge_pairs(dt_kvs *merged, const dt_kvs *sel) {
+  for (size_t k = 0; k < sel->n; k++) {
+    size_t at = 0;
+    while (at < merged->n && strcmp(merged->v[at].key, sel->v[k].key)) at++;
+    if (at == merged->n) {
+      dt_kv *nv = dt__realloc(merged->v, (merged->n + 1) * sizeof *nv);
+      if (!nv) return DT_ENOMEM;
+      merged->v = nv;
+      merged->n++;
+    } else {
+      dt__free(merged->v[at].key);
+      dt__free(merged->v[at].val);
+    }
+    merged->v[at].key = dt__strdup(sel->v[k].key);
+    merged->v[at].val = dt__strdup(sel->v[k].val);
+    if (!merged->v[at].key || !merged->v[at].val) return DT_ENOMEM;
+  }
+  return 0;
 }
 
 /* The selector kube-scheduler deduces for pod d: the merged selectors of
 ** its namespace's Services that select it (a key two set: the last one's),
 ** then its controller's (a ReplicaSet's or StatefulSet's; a workload's
 ** replicas take the workload's own). Nothing deduced: sel stays absent. */
-static int deduce(const dt_manifests *m, const workloads *w, const svc_at *ix, const dt_podspec *d, dt_selector *sel) {
+static int deduce(const dt_manifests *m, const workloads *w, svc_index *x, const dt_podspec *d, dt_selector *sel) {
   dt_kvs merged = {0};
   int rc = 0;
-  size_t first = services_of(ix, m->services.n, d->ns);
-  /* the Services first, then the pod's ReplicationController, whose values
-  ** win (labels.Merge), taken whether or not it selects the pod */
-  for (size_t pass = 0; pass < 2; pass++)
-    for (size_t j = first; j < m->services.n && !rc && !strcmp(ix[j].ns, d->ns); j++) {
-      const dt_service *v = &m->services.v[ix[j].i];
-      bool mine = v->rc && d->controller && !strcmp(v->rc, d->controller);
-      if (!v->has_sel || (pass == 0 ? v->rc != NULL : !mine)) continue;
-      bool all = !v->rc;
-      for (size_t k = 0; k < v->sel.n && all; k++) {
-        const char *have = dt__kv_get(d->labels.v, d->labels.n, v->sel.v[k].key);
-        all = have && !strcmp(have, v->sel.v[k].val);
-      }
-      for (size_t k = 0; (all || mine) && k < v->sel.n && !rc; k++) {
-        size_t at = 0;
-        while (at < merged.n && strcmp(merged.v[at].key, v->sel.v[k].key)) at++;
-        if (at == merged.n) {
-          dt_kv *nv = dt__realloc(merged.v, (merged.n + 1) * sizeof *nv);
-          if (!nv) {
-            rc = DT_ENOMEM;
-            break;
-          }
-          merged.v = nv;
-          merged.n++;
-        } else {
-          dt__free(merged.v[at].key);
-          dt__free(merged.v[at].val);
-        }
-        merged.v[at].key = dt__strdup(v->sel.v[k].key);
-        merged.v[at].val = dt__strdup(v->sel.v[k].val);
-        if (!merged.v[at].key || !merged.v[at].val) rc = DT_ENOMEM;
-      }
-    }
+  /* the Services first, in input order, then the pod's ReplicationController,
+  ** whose values win (labels.Merge), taken whether or not it selects the pod */
+  x->cand.n = 0;
+  for (size_t l = 0; l < d->labels.n && !rc; l++)
+    rc = svc_gather(x, m, d, svc_key(x, d->ns, d->labels.v[l].key, d->labels.v[l].val, NULL));
+  if (!rc) rc = svc_gather(x, m, d, svc_key(x, d->ns, NULL, NULL, NULL));
+  if (!rc && x->b.oom) rc = DT_ENOMEM;
+  if (x->cand.n > 1) qsort(x->cand.v, x->cand.n, sizeof *x->cand.v, u32_cmp);
+  for (size_t j = 0; j < x->cand.n && !rc; j++) rc = merge_pairs(&merged, &m->services.v[x->cand.v[j]].sel);
+  const char *ck = d->controller && !rc ? svc_key(x, d->ns, NULL, NULL, d->controller) : NULL;
+  dt_sym s = ck ? dt__sym_find(&x->keys, ck) : 0;
+  if (s && x->rc[s]) rc = merge_pairs(&merged, &m->services.v[x->rc[s] - 1].sel);
   for (size_t k = 0; k < merged.n && !rc; k++) rc = sel_add(sel, merged.v[k].key, merged.v[k].val);
   dt__kvs_free(&merged);
   const dt_podspec *owner = NULL;
@@ -335,19 +404,20 @@ int dt__spread_defaults_apply(dt_manifests *m, const dt_podspec *cfg, dt_error *
   /* every pod that declares none of its own: the defaults, with its selector
   ** (its controller and its namespace's Services looked up, once indexed) */
   workloads w = {0};
-  svc_at *ix = services_index(m);
-  int rc = ix ? workloads_index(m, &w) : DT_ENOMEM;
+  svc_index ix = {0};
+  int rc = svc_index_make(m, &ix);
+  if (!rc) rc = workloads_index(m, &w);
   for (size_t i = 0; i < m->pods.n && !rc; i++) {
     dt_podspec *d = &m->pods.v[i];
     if (d->nspread) continue;
     dt_selector sel = {0};
-    rc = deduce(m, &w, ix, d, &sel);
+    rc = deduce(m, &w, &ix, d, &sel);
     if (!rc && sel.present) rc = give(d, cfg, &sel);
     mf_selector_free(&sel);
   }
   dt__symtab_free(&w.names);
   dt__free(w.at);
-  dt__free(ix);
+  svc_index_free(&ix);
   if (rc == DT_ENOMEM) dt__err(err, DT_ENOMEM, "out of memory");
   return rc;
 }
