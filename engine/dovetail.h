@@ -58,6 +58,7 @@ DT_EXPORT const char *dt_strerror(int code);
 #define DT_MAX_PODS        2000000               /* pods of all inputs together, replicas expanded */
 #define DT_MAX_TYPES       10000                 /* instance types in one catalog (AWS us-east-1 has about 1,400) */
 #define DT_MAX_PRICE       1e6                   /* $/hour of one offering */
+#define DT_MAX_TERMS       255                   /* a pod's terms of one kind (node affinity, preferences, spreads) */
 
 /* An error description. Filled by functions that fail; msg is always
 ** NUL-terminated. Caller-owned, usually on the stack. */

@@ -474,6 +474,26 @@ static void *list_alloc(mctx *x, const cJSON *v, const char *f, size_t size) {
   return e;
 }
 
+/* A pod's scheduling terms within dovetail's limit: relaxation steps
+** through at most DT_MAX_TERMS of each kind (a pod past it could never
+** relax its last). */
+static int terms_limit(mctx *x, const char *path, const dt_podspec *p) {
+  const struct {
+    size_t n;
+    const char *f;
+  } k[] = {{p->nterms, ".affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms"},
+           {p->npref, ".affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"},
+           {p->npaff, ".affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution"},
+           {p->npanti, ".affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution"},
+           {p->nspread, ".topologySpreadConstraints"}};
+  char f[400];
+  for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
+    dt__join(f, sizeof f, path, k[i].f);
+    if (k[i].n > DT_MAX_TERMS) return mf_bad(x, f, "%zu terms; dovetail takes at most %d", k[i].n, DT_MAX_TERMS);
+  }
+  return 0;
+}
+
 int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
   const cJSON *spec = mf_get(tmpl, "spec");
   char f[300];
@@ -591,6 +611,7 @@ int mf_podspec(mctx *x, const cJSON *tmpl, const char *path, dt_podspec *p) {
     dt__join(g, sizeof g, path, ".topologySpreadConstraints");
     if (mf_parse_spreads(x, mf_get(spec, "topologySpreadConstraints"), g, p)) return mf_failed(x);
   }
+  if (terms_limit(x, path, p)) return mf_failed(x);
   if (parse_ports(x, spec, path, p)) return mf_failed(x);
   const char *rc = mf_get_str(spec, "runtimeClassName");
   if (rc && *rc && !(p->runtime_class = dt__strdup(rc))) return mf_oom(x);

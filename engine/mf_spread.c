@@ -112,6 +112,9 @@ static int read_constraints(const char *file, const cJSON *doc, dt_podspec *out,
     if (!wu) return cfg_bad(err, file, g, "expected DoNotSchedule or ScheduleAnyway");
   }
   /* each one as a pod's constraint reads it (maxSkew, key, policies) */
+  if (i > DT_MAX_TERMS)
+    return cfg_bad(err, file, "podTopologySpread.defaultConstraints",
+                   "more than 255 constraints; dovetail takes at most 255");
   mctx x = {NULL, file, "SchedulerConfiguration", "scheduler config", err, 0};
   if (mf_parse_spreads(&x, dc, "podTopologySpread.defaultConstraints", out)) return x.code ? x.code : DT_EINVAL;
   for (size_t a = 0; a < out->nspread; a++)

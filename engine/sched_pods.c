@@ -401,6 +401,8 @@ static void class_sig(const dt_plan *p, const rt_spec *s, const rt_relax *rx, co
 ** or a negative error.
 */
 static int class_make(dt_plan *p, uint32_t si, const rt_ordvol *ov, const rt_relax *rx);
+static int class_topo(dt_plan *p, uint32_t si, const rt_relax *rx, rt_tc *tcs, const dt_reqs *reqs_in,
+                      const rt_ordvol *ov);
 
 /* What an unrelaxed pod of a shape has its class by (its first bytes up to
 ** the plan's resources). */
@@ -459,11 +461,26 @@ static int class_make(dt_plan *p, uint32_t si, const rt_ordvol *ov, const rt_rel
     if (dt__sched_compile_mreqs(p, ov ? ov->vol[v] : s->vol[v], &reqs)) return DT_ENOMEM;
   if (rx->pref < d->npref && dt__sched_compile_mreqs(p, &d->pref[s->pref_order[rx->pref]].reqs, &reqs))
     return DT_ENOMEM;
-  /* Topology constraints. */
-  rt_tc tcs[256];
+  /* Topology constraints: as many as the pod has (the reader bounds each
+  ** kind), on the stack when few. */
+  rt_tc few[32], *tcs = few;
+  size_t most = d->nspread + d->naff + d->npaff + d->nanti + d->npanti;
+  if (most > sizeof few / sizeof *few && !(tcs = dt__malloc(most * sizeof *tcs))) return DT_ENOMEM;
+  int rc = class_topo(p, si, rx, tcs, &reqs, ov);
+  if (tcs != few) dt__free(tcs);
+  return rc;
+}
+
+/* The rest of class_make: the topology constraints into tcs (room for all),
+** then the class found or made. */
+static int class_topo(dt_plan *p, uint32_t si, const rt_relax *rx, rt_tc *tcs, const dt_reqs *reqs_in,
+                      const rt_ordvol *ov) {
+  rt_spec *s = &p->specs[si];
+  const dt_podspec *d = s->src;
+  dt_reqs reqs = *reqs_in;
   uint32_t ntc = 0;
   uint32_t anyway_seen = 0;
-  for (size_t t = 0; t < d->nspread && ntc < 256; t++) {
+  for (size_t t = 0; t < d->nspread; t++) {
     if (d->spread[t].anyway && anyway_seen++ < rx->anyway) continue;
     int g = s->tgroup ? s->tgroup[t]
                       : term_group(p, s, TG_SPREAD, d->spread[t].key, &d->spread[t].sel, NULL, 0,
@@ -492,7 +509,7 @@ static int class_make(dt_plan *p, uint32_t si, const rt_ordvol *ov, const rt_rel
       {d->anti, d->nanti, NULL, 0, TG_ANTI, true, d->nspread + d->naff + d->npaff},
       {d->panti, d->npanti, s->panti_order, rx->panti, TG_ANTI, false, d->nspread + d->naff + d->npaff + d->nanti}};
   for (int l = 0; l < 4; l++)
-    for (size_t k = lists[l].dropped; k < lists[l].n && ntc < 256; k++) {
+    for (size_t k = lists[l].dropped; k < lists[l].n; k++) {
       size_t ti = lists[l].order ? lists[l].order[k] : k;
       const dt_podterm *t = &lists[l].t[ti];
       int g;

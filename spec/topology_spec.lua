@@ -688,16 +688,36 @@ describe("default topology spread constraints (--scheduler-config)", function()
     os.remove(three)
   end)
 
-  it("stop relaxing at 255 ScheduleAnyway constraints, never round again", function()
-    local many = { "podTopologySpread:\n  defaultConstraints:\n" }
-    for i = 1, 300 do
-      many[#many + 1] = "  - {maxSkew: 1, topologyKey: example.com/k" .. i .. ", whenUnsatisfiable: ScheduleAnyway}\n"
+  it("relax up to 255 ScheduleAnyway constraints, and refuse more, as a pod's own", function()
+    local function many(n)
+      local t = { "podTopologySpread:\n  defaultConstraints:\n" }
+      for i = 1, n do
+        t[#t + 1] = "  - {maxSkew: 1, topologyKey: example.com/k" .. i .. ", whenUnsatisfiable: ScheduleAnyway}\n"
+      end
+      return tmpfile(table.concat(t))
     end
-    local path = tmpfile(table.concat(many))
+    -- keys no node carries: each is relaxed in turn, the last one too, and every pod placed
+    local path = many(255)
     local p = assert(h.dt.plan { manifests = h.docs(pool, service, workload("Deployment", "web")), now = NOW,
       scheduler_config = path })
-    assert.are.equal(3, #p.unschedulable + p.summary.scheduled)
+    assert.are.same({ 3, 0 }, { p.summary.scheduled, #p.unschedulable })
     os.remove(path)
+    for _, n in ipairs({ 256, 300 }) do
+      path = many(n)
+      local none, err = h.dt.plan { manifests = h.docs(pool, service, workload("Deployment", "web")), now = NOW,
+        scheduler_config = path }
+      assert.is_nil(none)
+      assert.matches(path .. ": podTopologySpread.defaultConstraints: more than 255 constraints", err, 1, true)
+      os.remove(path)
+    end
+    -- a pod's own: 256 spreads are refused naming the field
+    local own = { "      topologySpreadConstraints:\n" }
+    for i = 1, 256 do
+      own[#own + 1] = "      - {maxSkew: 1, topologyKey: example.com/k" .. i .. ", whenUnsatisfiable: ScheduleAnyway}\n"
+    end
+    local _, err = h.dt.plan { manifests = h.docs(pool, workload("Deployment", "web", table.concat(own))), now = NOW }
+    assert.matches("Deployment shop/web: spec.template.spec.topologySpreadConstraints: 256 terms; dovetail takes " ..
+      "at most 255", err, 1, true)
   end)
 
   it("refuse what kube-scheduler refuses, naming the file and the field", function()
