@@ -397,22 +397,26 @@ char *dt__buf_take(dt_buf *b, size_t *len) {
 /* ------------------------------------------------------------------ misc */
 
 int dt__read_file(const char *path, char **out, size_t *len, dt_error *err) {
+  return dt__read_file_max(path, (size_t)DT_MAX_INPUT_BYTES, "the limit on one input file", out, len, err);
+}
+
+int dt__read_file_max(const char *path, size_t max, const char *what, char **out, size_t *len, dt_error *err) {
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
   if (!f) return dt__err(err, DT_EIO, "%s: cannot open: %s", path, strerror(errno));
   dt_buf b = {0};
   char tmp[65536];
   size_t n;
-  while ((n = fread(tmp, 1, sizeof tmp, f)) > 0 && b.len <= DT_MAX_INPUT_BYTES) dt__buf_putn(&b, tmp, n);
-  int bad = ferror(f);
+  errno = 0;
+  while (b.len <= max && (n = fread(tmp, 1, sizeof tmp, f)) > 0) dt__buf_putn(&b, tmp, n);
+  int bad = ferror(f), why = errno;
   if (f != stdin) fclose(f);
-  if (b.len > DT_MAX_INPUT_BYTES) {
+  if (b.len > max) {
     dt__free(b.p);
-    return dt__err(err, DT_ELIMIT, "%s: larger than %ld bytes (the limit on one input file)", path,
-                   (long)DT_MAX_INPUT_BYTES);
+    return dt__err(err, DT_ELIMIT, "%s: larger than %zu bytes (%s)", path, max, what);
   }
   if (bad) {
     dt__free(b.p);
-    return dt__err(err, DT_EIO, "%s: read error", path);
+    return dt__err(err, DT_EIO, "%s: read error%s%s", path, why ? ": " : "", why ? strerror(why) : "");
   }
   if (b.oom) {
     dt__free(b.p);

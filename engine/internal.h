@@ -110,6 +110,8 @@ int dt__vec_grow(void **v, size_t *cap, size_t need, size_t elem);
 
 /* Read a whole file ("-" = stdin). *out is NUL-terminated, caller frees. */
 int dt__read_file(const char *path, char **out, size_t *len, dt_error *err);
+/* The same, refused past max bytes (what: the limit's name, for the error). */
+int dt__read_file_max(const char *path, size_t max, const char *what, char **out, size_t *len, dt_error *err);
 
 /* "3m", "1h30m", "90s" to seconds; -1 on a malformed duration. */
 int dt__duration_parse(const char *s, int64_t *out);

@@ -49,7 +49,7 @@ static bool qualified_name(const char *k) {
 }
 
 static int cfg_bad(dt_error *err, const char *file, const char *field, const char *what) {
-  return dt__err(err, DT_EINVAL, "%s: %s: %s", file, field, what);
+  return dt__err(err, DT_EINVAL, "%s: scheduler config: %s: %s", file, field, what);
 }
 
 /* Only these keys in object o: the first other one is named in the error. */
@@ -121,8 +121,8 @@ static int read_constraints(const char *file, const cJSON *doc, dt_podspec *out,
     for (size_t b = 0; b < a; b++)
       if (!strcmp(out->spread[a].key, out->spread[b].key) && out->spread[a].anyway == out->spread[b].anyway)
         return dt__err(err, DT_EINVAL,
-                       "%s: podTopologySpread.defaultConstraints[%zu]: repeats [%zu] (%s, %s), which kube-scheduler "
-                       "refuses",
+                       "%s: scheduler config: podTopologySpread.defaultConstraints[%zu]: repeats [%zu] (%s, %s), which "
+                       "kube-scheduler refuses",
                        file, a, b, out->spread[a].key, out->spread[a].anyway ? "ScheduleAnyway" : "DoNotSchedule");
   return 0;
 }
@@ -382,18 +382,23 @@ int dt__spread_defaults_read(const char *path, dt_podspec *cfg, dt_error *err) {
   dt__init();
   char *buf;
   size_t len;
-  int rc = dt__read_file(path, &buf, &len, err);
+  int rc = dt__read_file_max(path, 1 << 20, "the limit on a scheduler configuration", &buf, &len, err);
   if (rc) return rc;
   const char *file = strcmp(path, "-") ? path : "<stdin>";
   cJSON *docs = NULL;
   dt_arena tree = {0};
   rc = dt__doc_parse_in(&tree, file, buf, len, &docs, err);
   dt__free(buf);
-  /* nothing (or comments alone) is no configuration, as Karpenter's empty value */
-  if (!rc && cJSON_GetArraySize(docs) > 1)
-    rc = dt__err(err, DT_EINVAL, "%s: expected one document (Karpenter's --scheduler-config), got %d", file,
-                 cJSON_GetArraySize(docs));
-  if (!rc && docs->child && !cJSON_IsNull(docs->child)) rc = read_constraints(file, docs->child, cfg, err);
+  /* nothing (or comments, or empty documents alone) is no configuration, as
+  ** Karpenter's empty value */
+  const cJSON *doc = NULL, *d;
+  int ndocs = 0;
+  for (d = rc ? NULL : docs->child; d; d = d->next)
+    if (!cJSON_IsNull(d)) doc = d, ndocs++;
+  if (ndocs > 1)
+    rc = dt__err(err, DT_EINVAL, "%s: scheduler config: expected one document (Karpenter's --scheduler-config), got %d",
+                 file, ndocs);
+  if (!rc && doc) rc = read_constraints(file, doc, cfg, err);
   dt__arena_free(&tree);
   if (rc) {
     mf_pod_free(cfg);

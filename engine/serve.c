@@ -178,9 +178,31 @@ static int opt_set(const opt *o, const char *v, bool apply, char *why, size_t n)
     if (apply) *(int *)o->field = (int)x;
     return 0;
   }
-  case O_SIZE: {
+  case O_SIZE: { /* bytes, or with a unit: Ki, Mi, Gi (and KiB ...), k, M, G */
+    static const struct {
+      const char *s;
+      unsigned long long m;
+    } units[] = {{"", 1},
+                 {"Ki", 1ULL << 10},
+                 {"KiB", 1ULL << 10},
+                 {"Mi", 1ULL << 20},
+                 {"MiB", 1ULL << 20},
+                 {"Gi", 1ULL << 30},
+                 {"GiB", 1ULL << 30},
+                 {"k", 1000},
+                 {"K", 1000},
+                 {"KB", 1000},
+                 {"M", 1000000},
+                 {"MB", 1000000},
+                 {"G", 1000000000},
+                 {"GB", 1000000000}};
     unsigned long long x;
-    if (dt__uint_parse(v, &x, &end) || *end || x < 1 || x > (unsigned long long)DT_MAX_INPUT_BYTES) break;
+    if (dt__uint_parse(v, &x, &end)) break;
+    size_t u = 0;
+    while (u < sizeof units / sizeof *units && strcmp(end, units[u].s)) u++;
+    if (u == sizeof units / sizeof *units || x > (unsigned long long)DT_MAX_INPUT_BYTES) break;
+    x *= units[u].m;
+    if (x < 1 || x > (unsigned long long)DT_MAX_INPUT_BYTES) break;
     if (apply) *(size_t *)o->field = (size_t)x;
     return 0;
   }
@@ -206,7 +228,7 @@ static int opt_set(const opt *o, const char *v, bool apply, char *why, size_t n)
                                        "a duration such as 1s, 500ms or 3m",
                                        "a duration such as 30s or 5m",
                                        "an integer from 0 to 100",
-                                       "a byte count from 1",
+                                       "a byte count from 1 to 1 GiB (64Mi, 16777216)",
                                        "",
                                        "a count or a percentage such as 3 or 40%",
                                        "a count from 1 to 1000000"};

@@ -707,7 +707,8 @@ describe("default topology spread constraints (--scheduler-config)", function()
       local none, err = h.dt.plan { manifests = h.docs(pool, service, workload("Deployment", "web")), now = NOW,
         scheduler_config = path }
       assert.is_nil(none)
-      assert.matches(path .. ": podTopologySpread.defaultConstraints: more than 255 constraints", err, 1, true)
+      assert.matches(path .. ": scheduler config: podTopologySpread.defaultConstraints: more than 255 constraints", err, 1,
+        true)
       os.remove(path)
     end
     -- a pod's own: 256 spreads are refused naming the field
@@ -742,9 +743,19 @@ describe("default topology spread constraints (--scheduler-config)", function()
       local path = tmpfile(text)
       local p, err = h.dt.plan { manifests = docs, now = NOW, scheduler_config = path }
       assert.is_nil(p)
-      assert.matches(path .. ": ", err, 1, true)
+      assert.matches(path .. ": scheduler config: ", err, 1, true)
       assert.matches(want, err, 1, true)
       os.remove(path)
     end
+    -- a directory, or a file past 1 MiB (a link to /dev/zero), is refused before it is read whole;
+    -- empty documents alone are no configuration
+    local dir = h.tmpdir()
+    local _, err = h.dt.plan { manifests = docs, now = NOW, scheduler_config = dir }
+    assert.matches(dir .. ": read error: Is a directory", err, 1, true)
+    _, err = h.dt.plan { manifests = docs, now = NOW, scheduler_config = "/dev/zero" }
+    assert.matches("/dev/zero: larger than 1048576 bytes (the limit on a scheduler configuration)", err, 1, true)
+    local empty = tmpfile("---\n# nothing\n---\n")
+    assert.are.equal(1, #assert(h.dt.plan { manifests = docs, now = NOW, scheduler_config = empty }).nodeClaims)
+    os.remove(empty)
   end)
 end)
