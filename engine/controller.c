@@ -217,6 +217,7 @@ typedef struct round_work {
   double ms;
   char *pool_errors;
   dt_buf refused; /* objects the reader refused, left out of this round: "KEY: why" */
+  char *notes;    /* what the reader noted, its first lines ("; "-joined), and how many there were */
   size_t nrefused;
   char **managed; /* a disruption pass: the claims this daemon launched and their Nodes, sorted */
   size_t nmanaged;
@@ -244,6 +245,7 @@ static void round_free(round_work *w) {
   dt_free(w->json_text);
   dt__free(w->pool_errors);
   dt__free(w->refused.p);
+  dt__free(w->notes);
   for (size_t i = 0; i < w->nmanaged; i++) dt__free(w->managed[i]);
   dt__free(w->managed);
   for (size_t i = 0; i < w->held.n; i++) dt__free(w->held.v[i]);
@@ -351,6 +353,21 @@ static void round_run(uv_work_t *req) {
       w->rc = 0;
       w->err.msg[0] = 0;
     }
+  }
+  /* what the reader noted (a Service's selector left out, a kind skipped):
+  ** its first lines, said by the loop when they change */
+  if (!w->disrupt && w->m->notes.len) {
+    dt_buf nb = {0};
+    size_t lines = 0;
+    for (const char *l = w->m->notes.p; *l; lines++) {
+      const char *e = strchr(l, '\n');
+      size_t n = e ? (size_t)(e - l) : strlen(l);
+      if (nb.len < 800) dt__buf_printf(&nb, "%s%.*s", nb.len ? "; " : "", (int)n, l);
+      l += n + (e != NULL);
+    }
+    if (lines > 1) dt__buf_printf(&nb, " (%zu notes)", lines);
+    w->notes = nb.oom ? NULL : nb.p;
+    if (nb.oom) dt__free(nb.p);
   }
   /* a claim nominating a pod left out holds it as a Node running one does */
   if (refused_pods.n > 1) qsort(refused_pods.v, refused_pods.n, sizeof *refused_pods.v, name_cmp);
@@ -515,6 +532,10 @@ static void round_done(uv_work_t *req, int status) {
                "%zu objects left out of the round, refused by the reader (replace or delete them): %s%s", w->nrefused,
                w->refused.p ? w->refused.p : "", w->nrefused > 4 ? "; ..." : "");
     say_changed(D.refused, sizeof D.refused, "store", line);
+    /* the reader's notes, at a lower level, once each time they change */
+    const char *notes = w->notes ? w->notes : "";
+    if (*notes && strncmp(notes, D.notes, sizeof D.notes - 1)) logf_("warn", "store", "the reader noted: %s", notes);
+    snprintf(D.notes, sizeof D.notes, "%s", notes);
   }
   if (w->disrupt) {
     bool changed = false;

@@ -195,6 +195,7 @@ typedef struct dtd {
   DT_VEC(cJSON *) queued;                       /* events that need the policy, queued during a round */
   char pool_errors[1200];                       /* the last round's NodePool policy errors */
   char refused[1200];                           /* the last round's objects the reader refused */
+  char notes[1200];                             /* the last round's reader notes (fields left out, kinds skipped) */
   char round_error[600], pass_error[600];       /* the last round's and pass's failure, "" none */
   /* the last round's pending pods placed on Nodes (the kube-scheduler binds them): held there in
   ** disruption passes until bound, as Karpenter's consolidation schedules pending pods too */

@@ -1196,6 +1196,13 @@ return {
       assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
       assert.equal(3, select(2, http(d, "GET", "/v1/state"):gsub('"id":%s*"i%-', "")))
       assert.equal(3, metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}'))
+      -- a Service whose selector is not a map of strings is left out, and the log says so once
+      http(d, "PUT", "/v1/objects", "apiVersion: v1\nkind: Service\nmetadata: {name: odd, namespace: default}\n" ..
+        "spec: {selector: {app: [web]}}\n")
+      rounds(d, 3, "three more rounds and passes")
+      local _, said = h.slurp(d.log):gsub("the reader noted: [^\n]*Service default/odd: spec.selector is not a map of " ..
+        "strings; left out", "")
+      assert.equal(1, said, h.slurp(d.log))
       d.stop()
       -- a document kube-scheduler refuses stops the start, naming the file and the field
       local bad = h.write("podTopologySpread:\n  defaultConstraints:\n  - {maxSkew: 0, topologyKey: zone, " ..
