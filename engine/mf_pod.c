@@ -877,6 +877,12 @@ int mf_workload(mctx *x, const cJSON *o, bool daemonset) {
       mf_podspec(x, tmpl, "spec.template.spec", &p) ||
       mf_parse_selector(x, mf_get(spec, "selector"), "spec.selector", &p.sel))
     goto fail;
+  /* the API server refuses a workload whose pods its selector would not own */
+  if (p.sel.present && !dt__selector_match(&p.sel, p.labels.v, p.labels.n)) {
+    mf_bad(x, "spec.template.metadata.labels", "do not match spec.selector (the API server refuses such a %s)",
+           x->kind);
+    goto fail;
+  }
   if (!strcmp(x->kind, "StatefulSet") && sts_identity(x, spec, &p)) goto fail;
   /* A ReplicaSet a Deployment owns: the Deployment counts its replicas. */
   const cJSON *ow;

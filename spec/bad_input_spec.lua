@@ -69,6 +69,13 @@ describe("bad manifests", function()
     assert(h.dt.plan { manifests = deploy:format("ordinal") }, "no Deployment field is near ordinal")
     -- a field far from every known one (a newer Kubernetes') is left alone
     assert.are.equal(0, assert(h.dt.plan { manifests = deploy:format("someFutureKnob") }).summary.pods - 1)
+    -- a selector that would not own the template's pods, which the API server refuses
+    for _, kind in ipairs { "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet" } do
+      local mismatch = deploy:format("replicas"):gsub("kind: Deployment", "kind: " .. kind)
+        :gsub("labels: {app: web}", "labels: {app: api}")
+      assert.matches(kind .. " shop/web: spec.template.metadata.labels: do not match spec.selector (the API server " ..
+        "refuses such a " .. kind .. ")", err_of(mismatch), 1, true)
+    end
   end)
 
   it("reports malformed YAML with line and column", function()
