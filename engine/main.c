@@ -147,7 +147,7 @@ static const char *k_usage_disrupt =
     "usage: dovetail disrupt [options] FILE...\n"
     "What Karpenter's disruption controller would take away now, and why every other node stays.\n"
     "  --catalog NAME|FILE, -o FMT, --now RFC3339, --seed N, --policy FILE, --policy-dir DIR, -f FILE,\n"
-    "  --scheduler-config FILE: as plan\n"
+    "  --unavailable FILE, --scheduler-config FILE: as plan\n"
     "  --explain NODE     every step that node went through\n"
     "  --spot-to-spot     allow spot-to-spot consolidation (off, as Karpenter's feature gate)\n"
     "exit status: 0 decided, 1 bad input, 2 bad usage\n";
@@ -178,6 +178,11 @@ static const char *cmd_name(int cmd) { return cmd == CMD_DISRUPT ? "disrupt" : c
 ** after saying what is wrong. */
 static int plan_option(planargs *pa, const char *a, const char *v) {
   dt_error err = {0};
+  /* each command's own: what another takes is no option of this one */
+  bool plan = pa->cmd == CMD_PLAN, pool = pa->cmd == CMD_POOL;
+  if ((!plan && (!strcmp(a, "--timings") || !strcmp(a, "--packing"))) ||
+      (pool && (!strcmp(a, "--catalog") || !strcmp(a, "--policy-dir") || !strcmp(a, "--unavailable"))))
+    return -1;
   if (!strcmp(a, "--timings")) {
     pa->opts.timings = 1;
     return 0;

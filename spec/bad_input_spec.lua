@@ -224,5 +224,13 @@ spec:
     _, err, code = h.cli("plan -o xml")
     assert.are.equal(2, code)
     assert.matches("expected json, yaml or table", err, 1, true)
+    -- another command's option is none of this one's, not taken and ignored
+    for _, c in ipairs { "disrupt --packing ffd", "disrupt --timings", "pool --catalog azure-eastus",
+      "pool --packing ffd", "pool --policy-dir policies", "pool --unavailable x.yaml" } do
+      _, err, code = h.cli(c .. " examples/quickstart.yaml")
+      assert.are.equal(2, code, c)
+      assert.matches("unknown or incomplete option " .. c:match("(%-%-%S+)") .. " (dovetail " .. c:match("^%a+") ..
+        " --help lists them)", err, 1, true)
+    end
   end)
 end)
