@@ -367,11 +367,13 @@ int dt__fakecloud_main(int argc, char **argv) {
       fputs("usage: dovetail fakecloud [--listen HOST:PORT] [--catalog NAME|FILE] [--ice TYPE/ZONE/CT]...\n"
             "An in-memory cloud speaking the http provider's contract, for tests and demos (see README).\n"
             "Test controls (POST, body in parentheses): /admin/ice (TYPE/ZONE/CT), /admin/preempt/ID,\n"
-            "/admin/terminate/ID (terminated, still listed), /admin/reid/ID (listed under a new id),\n"
+            "/admin/terminate/ID (terminated, still listed; STATE: that state instead, such as shutting-down),\n"
+            "/admin/reid/ID (listed under a new id; NEW-ID: that one),\n"
             "/admin/fail (N: the next N requests 503), /admin/hang (N: no answer), /admin/lose (N: launched,\n"
             "answer lost), /admin/garble (N: a 200 with an HTML page), /admin/hide (N: listings with no\n"
             "instance), /admin/slow (MS: every request that late), /admin/throttle (N S: the next N requests\n"
-            "429 with Retry-After: S); GET /admin/stats.\n"
+            "429 with Retry-After: S; N S date: S as an HTTP date; N S METHOD: only that method's requests);\n"
+            "GET /admin/stats.\n"
             "/admin/* requests count for none of them.\n",
             help ? stdout : stderr);
       return help ? 0 : 2;
