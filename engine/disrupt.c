@@ -622,7 +622,13 @@ bool dt__dr_eligible(state *st, size_t i, bool check_pods) {
     const dt_podspec *p = &st->pods[pi];
     /* do-not-disrupt holds whatever the pod (Karpenter lets DaemonSet and mirror pods block too) */
     if (p->dnd || p->dnd_until > st->o.now) {
-      dt__dr_why(st, i, "do-not-disrupt: pod %s/%s is annotated karpenter.sh/do-not-disrupt", p->ns, p->name);
+      char until[40] = "";
+      if (!p->dnd) { /* a duration from the pod's start: when the hold ends */
+        char t[32];
+        dt__fmt_time(p->dnd_until, t, sizeof t);
+        snprintf(until, sizeof until, " (until %s)", t);
+      }
+      dt__dr_why(st, i, "do-not-disrupt: pod %s/%s is annotated karpenter.sh/do-not-disrupt%s", p->ns, p->name, until);
       return false;
     }
     if (st->pod_pdb[pi] == -1 || !dt__dr_pdb_applies(p, st->pod_pdb[pi] >= 0 ? &st->m->pdbs.v[st->pod_pdb[pi]] : NULL))
