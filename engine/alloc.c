@@ -402,6 +402,7 @@ int dt__read_file(const char *path, char **out, size_t *len, dt_error *err) {
 
 int dt__read_file_max(const char *path, size_t max, const char *what, char **out, size_t *len, dt_error *err) {
   FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+  if (f == stdin) path = "<stdin>"; /* as every message names it */
   if (!f) return dt__err(err, DT_EIO, "%s: cannot open: %s", path, strerror(errno));
   dt_buf b = {0};
   char tmp[65536];

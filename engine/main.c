@@ -84,6 +84,10 @@ static int cmd_check(int argc, char **argv) {
       explain = 1;
       continue;
     }
+    if (argv[i][0] == '-' && argv[i][1]) {
+      fprintf(stderr, "dovetail: unknown option %s (dovetail check --help lists them)\n", argv[i]);
+      return 2;
+    }
     n++;
     dt_error err = {0};
     dt_policy *p = NULL;
@@ -288,6 +292,14 @@ static int plan_args(planargs *pa, int argc, char **argv) {
   if (!pa->nfiles) {
     fprintf(stderr, "dovetail: no input: give FILE..., -f FILE or - for standard input (dovetail %s --help)\n",
             cmd_name(pa->cmd));
+    return 2;
+  }
+  /* standard input reads once: a second reader would find it empty */
+  int stdin_uses =
+      (pa->scheduler_config && !strcmp(pa->scheduler_config, "-")) + (pa->policy && !strcmp(pa->policy, "-"));
+  for (int i = 0; i < pa->nfiles; i++) stdin_uses += !strcmp(pa->files[i], "-");
+  if (stdin_uses > 1) {
+    fprintf(stderr, "dovetail: - (standard input) given %d times; it can be read once\n", stdin_uses);
     return 2;
   }
   return -1;

@@ -877,7 +877,13 @@ int mf_workload(mctx *x, const cJSON *o, bool daemonset) {
       mf_podspec(x, tmpl, "spec.template.spec", &p) ||
       mf_parse_selector(x, mf_get(spec, "selector"), "spec.selector", &p.sel))
     goto fail;
-  /* the API server refuses a workload whose pods its selector would not own */
+  /* the API server refuses a workload whose pods its selector would not own,
+  ** and an empty selector (which would own every pod of the namespace) */
+  const cJSON *sj = mf_get(spec, "selector");
+  if (cJSON_IsObject(sj) && !p.sel.expr.n) {
+    mf_bad(x, "spec.selector", "empty: it would select every pod (the API server refuses such a %s)", x->kind);
+    goto fail;
+  }
   if (p.sel.present && !dt__selector_match(&p.sel, p.labels.v, p.labels.n)) {
     mf_bad(x, "spec.template.metadata.labels", "do not match spec.selector (the API server refuses such a %s)",
            x->kind);
@@ -965,7 +971,7 @@ void mf_service_free(dt_service *v) {
 ** not a map of strings is noted and left out, never the input's error. */
 static int selector_object(mctx *x, const cJSON *o, bool rc) {
   const char *ns, *name;
-  if (mf_meta(x, o, &ns, &name, true)) return mf_failed(x);
+  if (mf_meta(x, o, &ns, &name, true) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
   const cJSON *sel = mf_get(mf_get(o, "spec"), "selector"), *c;
   dt_service v = {0};
   v.has_sel = sel && !cJSON_IsNull(sel);

@@ -306,6 +306,12 @@ static int config_args(int argc, char **argv, int *outc, char ***outv, char *why
                  near ? near : "", near ? "?)" : "");
         rc = -1;
       }
+      const opt *oc = opt_find(flag);
+      if (!rc && cJSON_IsArray(c) && oc && oc->kind != O_LIST) {
+        snprintf(why, wn, "--config %s: %s: expected one value, got a list (only repeatable options take one)", path,
+                 c->string);
+        rc = -1;
+      }
       const cJSON *items = cJSON_IsArray(c) ? c->child : c;
       for (const cJSON *it = items; it && !rc; it = cJSON_IsArray(c) ? it->next : NULL) {
         const char *val = dt__scalar(it, tmp, sizeof tmp);

@@ -92,6 +92,28 @@ static void record_pool(run *r, const char *name, const cJSON *o) {
   }
 }
 
+/* Whether o (an object, a list of them, or a List's items) holds
+** ReplicaSet ns/name. */
+static bool holds_rs(const cJSON *o, const char *ns, const char *name, int depth) {
+  if (cJSON_IsArray(o) || (cJSON_IsObject(o) && cJSON_IsArray(jget(o, "items")))) {
+    for (const cJSON *c = (cJSON_IsArray(o) ? o : jget(o, "items"))->child; c && depth < 8; c = c->next)
+      if (holds_rs(c, ns, name, depth + 1)) return true;
+    return false;
+  }
+  const char *k = dt__jstr(o, "kind"), *n = dt__jstr(jget(o, "metadata"), "name"),
+             *s = dt__jstr(jget(o, "metadata"), "namespace");
+  return k && n && !strcmp(k, "ReplicaSet") && !strcmp(n, name) && !strcmp(s ? s : "default", ns);
+}
+
+/* Whether the run's input (its cluster, its scenario's applies) holds
+** ReplicaSet ns/name, whenever it comes. */
+static bool input_holds_rs(const run *r, const char *ns, const char *name) {
+  if (holds_rs(r->in->cluster, ns, name, 0)) return true;
+  const cJSON *ev;
+  cJSON_ArrayForEach(ev, r->in->scenario) if (holds_rs(jget(ev, "apply"), ns, name, 0)) return true;
+  return false;
+}
+
 /* Apply one object as the cluster would: Deployments become their pods
 ** (the simulator plays the ReplicaSet controller), Pods are followed. */
 void apply_object(run *r, const cJSON *o) {
@@ -118,15 +140,18 @@ void apply_object(run *r, const cJSON *o) {
     ** object of the input: then the pods have no controller. */
     const cJSON *sel = jget(jget(o, "spec"), "selector");
     char rsname[300], key[700];
-    snprintf(rsname, sizeof rsname, "%s-simulated", name);
-    snprintf(key, sizeof key, "ReplicaSet/%s/%s", ns, rsname);
-    cJSON *had = sel && d->tmpl && strlen(rsname) <= 253 ? dt__ctl_get(key) : NULL;
-    const char *by = dt__jstr(jget(jget(had, "metadata"), "annotations"), "dovetail.dev/simulated-for");
-    bool ours = !had || (by && !strcmp(by, name));
-    cJSON_Delete(had);
+    bool ours = false; /* the first of <name>-simulated, -simulated-2 ... no object of the input takes */
+    for (int k = 1; k <= 9 && !ours && sel && d->tmpl; k++) {
+      snprintf(rsname, sizeof rsname, k == 1 ? "%s-simulated" : "%s-simulated-%d", name, k);
+      snprintf(key, sizeof key, "ReplicaSet/%s/%s", ns, rsname);
+      cJSON *had = strlen(rsname) <= 253 ? dt__ctl_get(key) : NULL;
+      const char *by = dt__jstr(jget(jget(had, "metadata"), "annotations"), "dovetail.dev/simulated-for");
+      ours = strlen(rsname) <= 253 && (!had || (by && !strcmp(by, name))) && !input_holds_rs(r, ns, rsname);
+      cJSON_Delete(had);
+    }
     dt__free(d->rs);
     d->rs = NULL;
-    if (sel && d->tmpl && strlen(rsname) <= 253 && ours && (d->rs = dt__strdup(rsname))) {
+    if (ours && (d->rs = dt__strdup(rsname))) {
       cJSON *rs = cJSON_CreateObject(), *spec;
       cJSON_AddStringToObject(rs, "apiVersion", "apps/v1");
       cJSON_AddStringToObject(rs, "kind", "ReplicaSet");

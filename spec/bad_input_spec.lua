@@ -76,6 +76,11 @@ describe("bad manifests", function()
       assert.matches(kind .. " shop/web: spec.template.metadata.labels: do not match spec.selector (the API server " ..
         "refuses such a " .. kind .. ")", err_of(mismatch), 1, true)
     end
+    -- an empty selector would own every pod of its namespace: refused too
+    for _, empty in ipairs { "{}", "{matchLabels: {}}", "{matchExpressions: []}" } do
+      local e = deploy:format("replicas"):gsub("selector: {matchLabels: {app: web}}", "selector: " .. empty)
+      assert.matches("Deployment shop/web: spec.selector: empty: it would select every pod", err_of(e), 1, true)
+    end
   end)
 
   it("reports malformed YAML with line and column", function()
@@ -224,6 +229,10 @@ spec:
     _, err, code = h.cli("plan -o xml")
     assert.are.equal(2, code)
     assert.matches("expected json, yaml or table", err, 1, true)
+    -- standard input reads once
+    _, err, code = h.cli("plan --scheduler-config - - examples/quickstart.yaml", "")
+    assert.are.equal(2, code)
+    assert.matches("- (standard input) given 2 times; it can be read once", err, 1, true)
     -- another command's option is none of this one's, not taken and ignored
     for _, c in ipairs { "disrupt --packing ffd", "disrupt --timings", "pool --catalog azure-eastus",
       "pool --packing ffd", "pool --policy-dir policies", "pool --unavailable x.yaml" } do

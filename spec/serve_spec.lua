@@ -354,6 +354,13 @@ spec:
     p:close()
     assert.matches('--body-limit: expected a byte count from 1 to 1 GiB (64Mi, 16777216), got "2Ti"', out, 1, true)
     assert.matches("rc=2", out, 1, true)
+    -- a list is a repeatable option's alone: one for another is refused, not its last item taken
+    local cfg = h.write("body-limit: [1]\n")
+    p = io.popen(h.bin .. " serve --listen 127.0.0.1:0 --config " .. cfg .. " 2>&1; echo rc=$?")
+    out = p:read("a")
+    p:close()
+    assert.matches("body-limit: expected one value, got a list (only repeatable options take one)", out, 1, true)
+    assert.matches("rc=2", out, 1, true)
   end)
   it("takes away a node its pods left, with a disruption pass every interval", function()
     local d = launched("--disrupt-interval 300ms")

@@ -119,7 +119,9 @@ describe("dovetail simulate", function()
       "    spec:\n      containers:\n      - name: b\n        resources: {requests: {cpu: '3', memory: 1Gi}}\n")
     local dep = h.write(((SCALE_DOWN:gsub("replicas: 6\n", "replicas: 3\n        selector: {matchLabels: " ..
       "{app: web}}\n"):match("apply:\n(.-)  %- at: 30m")):gsub("\n      ", "\n"):gsub("^      ", "")))
-    for _, files in ipairs({ dep .. " -f " .. rs, rs .. " -f " .. dep }) do
+    -- nor does one named as the simulator's own would be, before or after the Deployment
+    local rs2 = h.write((h.slurp(rs):gsub("name: web,", "name: web-simulated,")))
+    for _, files in ipairs({ dep .. " -f " .. rs, rs .. " -f " .. dep, dep .. " -f " .. rs2, rs2 .. " -f " .. dep }) do
       doc, _, err, code = simulate("-f " .. three .. " -f " .. files ..
         " --duration 1h --disrupt-interval 1m --check --scheduler-config " .. zonal)
       assert.are.equal(0, code, err)

@@ -669,6 +669,10 @@ describe("default topology spread constraints (--scheduler-config)", function()
       local p = assert(h.dt.plan { manifests = h.docs(pool, rc, table.unpack(pods)), now = NOW,
         scheduler_config = zonal })
       assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
+      -- two of one name are refused, as any kind's (a merge of both was no object's selector)
+      local _, dup = h.dt.plan { manifests = h.docs(pool, rc, rc:gsub("app: legacy", "tier: x"), table.unpack(pods)),
+        now = NOW, scheduler_config = zonal }
+      assert.matches("ReplicationController shop/legacy: metadata.name: duplicate object", dup, 1, true)
       -- a Service whose selector is not a map of strings is left out, noted, never the input's error
       local bad = "apiVersion: v1\nkind: Service\nmetadata: {name: odd, namespace: shop}\nspec: {selector: {app: null}}\n"
       local _, err, code = h.cli("plan -o json --now " .. NOW .. " -", h.docs(pool, bad, rc, table.unpack(pods)))
