@@ -206,7 +206,7 @@ static int ami_family(mctx *x, const cJSON *spec, dt_nodeclass *c) {
 /* A resource map of the kubelet (kubeReserved, systemReserved): cpu,
 ** memory, ephemeral-storage and pid, each a quantity; pid reserves nothing
 ** dovetail packs and is left out. */
-static int reserved(mctx *x, const cJSON *kubelet, const char *key, dt_rlist *out) {
+static int reserved(mctx *x, const cJSON *kubelet, const char *key, dt_rlist *out, dt_buf *cel) {
   char f[300];
   dt__join(f, sizeof f, "spec.kubelet.", key);
   const cJSON *o = mf_get(kubelet, key);
@@ -223,6 +223,16 @@ static int reserved(mctx *x, const cJSON *kubelet, const char *key, dt_rlist *ou
   cJSON *copy = cJSON_Duplicate(o, true);
   if (!copy) return mf_oom(x);
   cJSON_DeleteItemFromObjectCaseSensitive(copy, "pid");
+  /* a string that is no quantity is a CEL expression (the AWS provider's
+  ** NodeClassCEL): named in cel, and left out */
+  for (cJSON *r2 = copy->child, *nx; r2; r2 = nx) {
+    nx = r2->next;
+    int64_t milli;
+    dt_error e = {0};
+    if (!cJSON_IsString(r2) || !dt_quantity_parse(r2->valuestring, &milli, &e)) continue;
+    dt__buf_printf(cel, "%s%s.%s", cel->len ? ", " : "", key, r2->string);
+    cJSON_Delete(cJSON_DetachItemViaPointer(copy, r2));
+  }
   int rc = mf_parse_rlist(x, copy, f, out, false);
   cJSON_Delete(copy);
   return rc ? mf_failed(x) : 0;
@@ -249,13 +259,15 @@ static int threshold(mctx *x, const cJSON *v, const char *field, dt_evict *out) 
   return 0;
 }
 
-static int kubelet(mctx *x, const cJSON *spec, dt_nodeclass *c) {
+static int kubelet(mctx *x, const cJSON *spec, dt_nodeclass *c, dt_buf *cel) {
   const cJSON *k = mf_get(spec, "kubelet");
   c->max_pods = -1;
   if (!k || cJSON_IsNull(k)) return 0;
   if (!cJSON_IsObject(k)) return mf_bad(x, "spec.kubelet", "expected a map");
   const cJSON *mp = mf_get(k, "maxPods"), *ppc = mf_get(k, "podsPerCore");
-  if (mp && !cJSON_IsNull(mp)) {
+  if (cJSON_IsString(mp)) { /* IntOrString: a string is a CEL expression */
+    dt__buf_printf(cel, "%smaxPods", cel->len ? ", " : "");
+  } else if (mp && !cJSON_IsNull(mp)) {
     if (!mf_is_int_in(mp, 0, 2147483647)) return mf_bad(x, "spec.kubelet.maxPods", "expected a whole number from 0");
     c->max_pods = (int64_t)mp->valuedouble;
   }
@@ -264,7 +276,8 @@ static int kubelet(mctx *x, const cJSON *spec, dt_nodeclass *c) {
       return mf_bad(x, "spec.kubelet.podsPerCore", "expected a whole number from 0");
     c->pods_per_core = (int64_t)ppc->valuedouble;
   }
-  if (reserved(x, k, "kubeReserved", &c->kube_reserved) || reserved(x, k, "systemReserved", &c->system_reserved))
+  if (reserved(x, k, "kubeReserved", &c->kube_reserved, cel) ||
+      reserved(x, k, "systemReserved", &c->system_reserved, cel))
     return mf_failed(x);
   const cJSON *eh = mf_get(k, "evictionHard");
   if (eh && !cJSON_IsNull(eh) && !cJSON_IsObject(eh))
@@ -392,9 +405,34 @@ int mf_nodeclass(mctx *x, const cJSON *o) {
   int rc = !(c.name = dt__strdup(name)) ? mf_oom(x) : 0;
   if (!rc && spec && !cJSON_IsObject(spec)) rc = mf_bad(x, "spec", "expected a map");
   if (!rc) rc = ami_family(x, spec, &c);
-  if (!rc) rc = kubelet(x, spec, &c);
+  dt_buf cel = {0};
+  if (!rc) rc = kubelet(x, spec, &c, &cel);
   if (!rc) rc = volumes(x, spec, &c);
   if (!rc) rc = status(x, o, &c);
+  /* CEL expressions in the kubelet (AWS provider, NodeClassCEL gate, off by
+  ** default) are not evaluated. Where the node class says it is Ready (its
+  ** Karpenter had the gate on) its nodes are sized with the AMI family's
+  ** defaults for those fields, noted; otherwise it is not Ready, as
+  ** Karpenter's validation leaves it with the gate off. */
+  if (!rc && cel.len) {
+    const cJSON *rd = mf_condition(o, "Ready");
+    const char *rs = mf_get_str(rd, "status");
+    char why[600];
+    if (!c.unready && rs && !strcmp(rs, "True")) {
+      dt__buf_printf(&x->m->notes,
+                     "%s: %s: spec.kubelet %s: CEL expressions dovetail does not evaluate; its nodes are sized with "
+                     "the AMI family's defaults for them\n",
+                     x->file, x->obj, cel.p);
+    } else if (!c.unready) {
+      snprintf(why, sizeof why,
+               "CEL expressions in spec.kubelet (%s), which Karpenter's AWS provider takes only with its NodeClassCEL "
+               "feature gate (off by default) and dovetail does not evaluate",
+               cel.p);
+      if (!(c.unready = dt__strdup(why))) rc = mf_oom(x);
+    }
+  }
+  if (cel.oom && !rc) rc = mf_oom(x);
+  dt__free(cel.p);
   if (!rc) rc = amis(x, o, &c);
   if (!rc) rc = drift_marks(x, o, spec, &c);
   if (!rc && dt__vec_push(&x->m->nodeclasses, c)) rc = mf_oom(x);

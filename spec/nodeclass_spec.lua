@@ -261,6 +261,35 @@ describe("EC2NodeClass", function()
       p.unschedulable[1].reason)
   end)
 
+  it("takes kubelet CEL expressions as Karpenter's AWS provider with its NodeClassCEL gate off, unless Ready says on",
+    function()
+      -- a string maxPods, or a reservation that is no quantity, is an expression: with the gate off (the
+      -- default) the node class is not Ready, and its pools launch nothing, saying why
+      local cel = edit(TEXT, "maxPods: 110", "maxPods: \"vcpus * 10\"\n      kubeReserved:\n        memory: " ..
+        "\"memory_mib / 100\"")
+      local gate = "its EC2NodeClass prefix has CEL expressions in spec.kubelet (maxPods, kubeReserved.memory), which " ..
+        "Karpenter's AWS provider takes only with its NodeClassCEL feature gate (off by default) and dovetail does " ..
+        "not evaluate"
+      local without_status, n = cel:gsub("\n  status:\n    amis:.-\n%- apiVersion: apps/v1", "\n- apiVersion: apps/v1", 1)
+      assert.are.equal(1, n)
+      local disabled = edit(cel, [[
+      reason: Ready
+      status: "True"]], [[
+      reason: KubeletExpressionsDisabled
+      status: "False"]])
+      for t, why in pairs { [without_status] = gate, [disabled] = "Ready=False: KubeletExpressionsDisabled" } do
+        local p = plan(t)
+        assert.are.same({ 0, 100 }, { #p.nodeClaims, #p.unschedulable })
+        assert.matches(why, p.unschedulable[1].reason, 1, true)
+      end
+      -- Ready True: its Karpenter evaluated them; dovetail sizes the nodes with the family's defaults, and notes it
+      local _, err, code = h.cli("plan -o json --now " .. NOW .. " -", cel)
+      assert.are.equal(0, code, err)
+      assert.matches("EC2NodeClass prefix: spec.kubelet maxPods, kubeReserved.memory: CEL expressions dovetail does " ..
+        "not evaluate; its nodes are sized with the AMI family's defaults for them", err, 1, true)
+      assert.are.equal(0, #plan(cel).unschedulable)
+    end)
+
   it("notes a node class the input lacks when it holds others, and plans with the catalog's sizes", function()
     local p = plan(edit(TEXT, "    name: prefix\n    resourceVersion", "    name: other\n    resourceVersion"))
     assert.are.equal(4, #p.nodeClaims)
@@ -281,7 +310,6 @@ describe("EC2NodeClass", function()
       { "    - alias: al2023@latest\n", "    - id: ami-0123\n", "spec.amiFamily: missing" },
       { "maxPods: 110", "maxPods: -1", "spec.kubelet.maxPods: expected a whole number" },
       { "maxPods: 110", "maxPods: 110\n      kubeReserved:\n        gpu: \"1\"", "spec.kubelet.kubeReserved.gpu: unknown resource" },
-      { "maxPods: 110", "maxPods: 110\n      kubeReserved:\n        memory: lots", "spec.kubelet.kubeReserved.memory" },
       { "maxPods: 110", "maxPods: 110\n      evictionHard:\n        memory.available: 120%",
         "spec.kubelet.evictionHard.memory.available: \"120%\": expected a percent" },
       { "maxPods: 110", "maxPods: 110\n      evictionHard:\n        memory.avail: 1Gi",
