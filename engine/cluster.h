@@ -20,6 +20,9 @@
 typedef struct dt_compiled_catalog dt_compiled_catalog;
 int dt__catalog_compile(const dt_catalog *catalog, dt_compiled_catalog **out, dt_error *err);
 void dt__catalog_compiled_free(dt_compiled_catalog *cc);
+/* Whether binding i of a plan places a CapacityBuffer's chunk (held there,
+** never nominated). */
+bool dt__plan_binding_virtual(const dt_plan *p, size_t i);
 int dt__plan_run_compiled(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *manifests,
                           const dt_plan_opts *opts, bool results, dt_plan **out, dt_error *err);
 

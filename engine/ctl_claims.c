@@ -5,6 +5,7 @@
 ** they replace are deleted, one group per disruption command.
 */
 #define _GNU_SOURCE
+#include "cluster.h"
 #include "controller.h"
 #include "httpc.h"
 #include "model.h"
@@ -292,16 +293,40 @@ void assumed_free(void) {
   D.nassumed = 0;
 }
 
+/* A placement the next disruption pass holds: pod on node (a Node, or a
+** claim for a CapacityBuffer's chunk). */
+static void assume(const char *pod, const char *node) {
+  char *ap = dt__strdup(pod), *an = ap ? dt__strdup(node) : NULL;
+  if (an) {
+    D.assumed_pods[D.nassumed] = ap;
+    D.assumed_nodes[D.nassumed++] = an;
+  } else {
+    dt__free(ap);
+  }
+}
+
 void nominate(const dt_plan *p) {
-  size_t n = dt_plan_binding_count(p);
+  size_t n = dt_plan_binding_count(p), nv = 0;
+  /* CapacityBuffers' chunks are never nominated: where the round placed them
+  ** (a new claim, one in flight, a Node) is held by the next pass, as
+  ** Karpenter keeps a node hosting buffer pods from being empty */
+  for (size_t i = 0, nc = dt_plan_claim_count(p); i < nc; i++) {
+    dt_claim_info c;
+    if (!dt_plan_claim(p, i, &c)) nv += c.nvirtual;
+  }
   binding *bs = dt__calloc(n ? n : 1, sizeof *bs);
   assumed_free();
-  D.assumed_pods = dt__calloc(n ? n : 1, sizeof *D.assumed_pods);
-  D.assumed_nodes = dt__calloc(n ? n : 1, sizeof *D.assumed_nodes);
+  D.assumed_pods = dt__calloc(n + nv ? n + nv : 1, sizeof *D.assumed_pods);
+  D.assumed_nodes = dt__calloc(n + nv ? n + nv : 1, sizeof *D.assumed_nodes);
   if (!bs || !D.assumed_pods || !D.assumed_nodes) {
     dt__free(bs);
     assumed_free();
     return;
+  }
+  for (size_t i = 0, nc = dt_plan_claim_count(p); i < nc; i++) {
+    dt_claim_info c;
+    if (dt_plan_claim(p, i, &c)) continue;
+    for (size_t j = c.npods - c.nvirtual; j < c.npods; j++) assume(c.pods[j], c.name);
   }
   size_t k = 0;
   for (size_t i = 0; i < n; i++) {
@@ -309,15 +334,13 @@ void nominate(const dt_plan *p) {
     const char *node;
     if (dt_plan_binding(p, i, pod, sizeof pod, &node)) continue;
     char key[KEY_MAX + 16];
+    if (dt__plan_binding_virtual(p, i)) { /* a buffer's chunk: held, never bound */
+      assume(pod, node);
+      continue;
+    }
     if (!claim_obj(node, key, sizeof key)) { /* a Node: the kube-scheduler binds; until then, held there */
       if (D.obs && D.obs->bound) D.obs->bound(D.obs->ud, node, pod);
-      char *ap = dt__strdup(pod), *an = ap ? dt__strdup(node) : NULL;
-      if (an) {
-        D.assumed_pods[D.nassumed] = ap;
-        D.assumed_nodes[D.nassumed++] = an;
-      } else {
-        dt__free(ap);
-      }
+      assume(pod, node);
       continue;
     }
     if (!(bs[k].pod = dt__strdup(pod))) continue;

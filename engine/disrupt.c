@@ -94,13 +94,15 @@ static int64_t scaled(int64_t v, bool pct, int64_t of) { return pct ? (v * of + 
 /* The disruption cost and emptiness of node i, from its reschedulable pods. */
 void dt__dr_node_cost(state *st, dnode *d) {
   d->cost = 1.0;
+  size_t moving = 0; /* reschedulable pods: a node with one is not empty, whatever its priority */
   for (size_t k = 0; k < d->pods.n; k++) {
     const dt_podspec *p = &st->pods[d->pods.v[k]];
     if (p->daemon) continue;
+    moving++;
     double c = dt__dr_eviction_cost(p);
     if (c > 0) d->cost += c;
   }
-  d->empty = d->cost <= 1.0;
+  d->empty = !moving;
 }
 
 bool dt__dr_node_matches_pool(const dt_node *n, const dt_nodepool *p, char *out, size_t len) {
@@ -708,9 +710,71 @@ static bool time_pending(const state *st) {
   return false;
 }
 
+static int disrupt_run_held(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
+                            const dt_disrupt_opts *opts, bool rebuild, bool screen, dt_disruption **out, dt_error *err);
+
+/* Where a plan of m places its CapacityBuffers' chunks on the input's nodes
+** and claims, as Karpenter's provisioner last placed its virtual pods (a
+** node hosting them is not empty): into *pods and *nodes, n of them. The
+** caller frees both arrays and their strings. */
+static int buffer_placements(const dt_catalog *catalog, const dt_manifests *m, const dt_disrupt_opts *o, char ***pods,
+                             char ***nodes, size_t *n, dt_error *err) {
+  *pods = *nodes = NULL;
+  *n = 0;
+  bool any = false;
+  for (size_t i = 0; i < m->pods.n && !any; i++) any = m->pods.v[i].buffer;
+  if (!any) return 0;
+  dt_plan_opts po = {.now = o->now, .seed = o->seed, .packing = DT_PACKING_FFD};
+  dt_plan *p = NULL;
+  int rc = dt_plan_run(catalog, m, &po, &p, err);
+  size_t nb = rc ? 0 : dt_plan_binding_count(p);
+  if (!rc && (!(*pods = dt__calloc(nb + 1, sizeof **pods)) || !(*nodes = dt__calloc(nb + 1, sizeof **nodes))))
+    rc = dt__err(err, DT_ENOMEM, "out of memory");
+  for (size_t i = 0; i < nb && !rc; i++) {
+    char pod[600];
+    const char *node;
+    if (!dt__plan_binding_virtual(p, i) || dt_plan_binding(p, i, pod, sizeof pod, &node)) continue;
+    if (!((*pods)[*n] = dt__strdup(pod)) || !((*nodes)[*n] = dt__strdup(node))) {
+      dt__free((*pods)[*n]);
+      rc = dt__err(err, DT_ENOMEM, "out of memory");
+      break;
+    }
+    (*n)++;
+  }
+  dt_plan_free(p);
+  return rc;
+}
+
 static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
                        const dt_disrupt_opts *opts, bool rebuild, bool screen, dt_disruption **out, dt_error *err) {
   dt__init();
+  *out = NULL;
+  if (m && m->buffers.n && !m->buffers_resolved) { /* the first pass makes the buffers' chunks (once) */
+    int brc = dt__buffers_resolve((dt_manifests *)m, err);
+    if (brc) return brc;
+  }
+  /* a caller that says where no pending pod was placed (a one-shot pass):
+  ** the buffers' chunks where a plan puts them on the cluster, held */
+  if (m && m->buffers.n && (!opts || !opts->nassumed)) {
+    char **bp, **bn;
+    size_t nbp;
+    int brc = buffer_placements(catalog, m, opts ? opts : &(dt_disrupt_opts){0}, &bp, &bn, &nbp, err);
+    dt_disrupt_opts o2 = opts ? *opts : (dt_disrupt_opts){0};
+    o2.assumed_pods = (const char *const *)bp;
+    o2.assumed_nodes = (const char *const *)bn;
+    o2.nassumed = nbp;
+    if (!brc) brc = disrupt_run_held(catalog, cc, m, &o2, rebuild, screen, out, err);
+    for (size_t i = 0; i < nbp; i++) dt__free(bp[i]), dt__free(bn[i]);
+    dt__free(bp), dt__free(bn);
+    return brc;
+  }
+  return disrupt_run_held(catalog, cc, m, opts, rebuild, screen, out, err);
+}
+
+/* disrupt_run, with the placements it holds given */
+static int disrupt_run_held(const dt_catalog *catalog, const dt_compiled_catalog *cc, const dt_manifests *m,
+                            const dt_disrupt_opts *opts, bool rebuild, bool screen, dt_disruption **out,
+                            dt_error *err) {
   double t0 = dt__now_ms();
   *out = NULL;
   state st = {0};

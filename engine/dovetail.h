@@ -167,6 +167,12 @@ DT_EXPORT int dt_manifests_add_file(dt_manifests *m, const char *path, dt_error 
 ** StatefulSet's). Call after every input is added. "-" reads standard input. */
 DT_EXPORT int dt_manifests_scheduler_config(dt_manifests *m, const char *path, dt_error *err);
 
+/* What depends on the whole input, made once every input is added: the
+** chunks of its CapacityBuffers (virtual pods). A plan or disruption pass
+** over m, and dt_manifests_scheduler_config, call it when the caller has
+** not; call it first to read its notes before them. */
+DT_EXPORT int dt_manifests_finish(dt_manifests *m, dt_error *err);
+
 /* As dt_manifests_add_file, from a buffer; name labels error messages. */
 DT_EXPORT int dt_manifests_add_buffer(dt_manifests *m, const char *name, const char *buf, size_t len, dt_error *err);
 
@@ -365,6 +371,9 @@ typedef struct dt_claim_info {
   ** topology spread took (capacity-spread: 3). A replacement carries them. */
   size_t nlabels;
   const dt_label_info *labels;
+  /* of pods, the last nvirtual are CapacityBuffers' chunks (virtual pods):
+  ** they size the claim but no pod is nominated to it for them */
+  size_t nvirtual;
 } dt_claim_info;
 
 DT_EXPORT size_t dt_plan_claim_count(const dt_plan *plan);

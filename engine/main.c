@@ -330,6 +330,7 @@ static int plan_run(planargs *pa) {
   }
   for (int i = 0; i < pa->nfiles; i++)
     if (dt_manifests_add_file(m, pa->files[i], &err)) goto done;
+  if (dt_manifests_finish(m, &err)) goto done;
   if (pa->scheduler_config && dt_manifests_scheduler_config(m, pa->scheduler_config, &err)) goto done;
   fputs(dt_manifests_notes(m), stderr);
   if (pa->policy && dt_policy_load_file(pa->policy, NULL, &opts->policy, &err)) goto done;

@@ -222,6 +222,10 @@ void dt_manifests_free(dt_manifests *m) {
   for (size_t i = 0; i < m->daemonsets.n; i++) mf_pod_free(&m->daemonsets.v[i]);
   for (size_t i = 0; i < m->idle.n; i++) mf_pod_free(&m->idle.v[i]);
   dt__free(m->idle.v);
+  for (size_t i = 0; i < m->templates.n; i++) mf_pod_free(&m->templates.v[i]);
+  dt__free(m->templates.v);
+  for (size_t i = 0; i < m->buffers.n; i++) mf_buffer_free(&m->buffers.v[i]);
+  dt__free(m->buffers.v);
   for (size_t i = 0; i < m->namespaces.n; i++) mf_namespace_free(&m->namespaces.v[i]);
   dt__free(m->namespaces.v);
   for (size_t i = 0; i < m->services.n; i++) mf_service_free(&m->services.v[i]);
@@ -602,6 +606,8 @@ static const reader k_readers[] = {
     {"DataVolume", "cdi.kubevirt.io/", mf_volume},
     {"Service", "v1", mf_service},
     {"ReplicationController", "v1", mf_service},
+    {"CapacityBuffer", "autoscaling.x-k8s.io/", mf_capacity_buffer},
+    {"PodTemplate", "v1", mf_pod_template},
 };
 
 /* Where an object is in its file, for the errors that cannot name it yet:
@@ -679,7 +685,8 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
 
 /* Where a file's objects start, so a bad file adds nothing. */
 typedef struct mark_t {
-  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nidle, nrc, nmk, nvp, nvm, nvol, npdb, ntopo, nnsp, nsvc;
+  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nidle, nbuf, ntmpl, nrc, nmk, nvp, nvm, nvol, npdb, ntopo, nnsp,
+      nsvc;
   int64_t npods;
   const char *varch, *varch_file;
 } mark_t;
@@ -695,6 +702,8 @@ static mark_t mark_of(const dt_manifests *m) {
                   m->notes.len,
                   m->daemonsets.n,
                   m->idle.n,
+                  m->buffers.n,
+                  m->templates.n,
                   m->runtime_classes.n,
                   m->marks.n,
                   m->vmpools.n,
@@ -721,6 +730,8 @@ static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
   while (m->nodes.n > k->nn) mf_node_free(&m->nodes.v[--m->nodes.n]);
   while (m->daemonsets.n > k->nds) mf_pod_free(&m->daemonsets.v[--m->daemonsets.n]);
   while (m->idle.n > k->nidle) mf_pod_free(&m->idle.v[--m->idle.n]);
+  while (m->buffers.n > k->nbuf) mf_buffer_free(&m->buffers.v[--m->buffers.n]);
+  while (m->templates.n > k->ntmpl) mf_pod_free(&m->templates.v[--m->templates.n]);
   while (m->pdbs.n > k->npdb) mf_pdb_free(&m->pdbs.v[--m->pdbs.n]);
   while (m->vmpools.n > k->nvp) mf_vmpool_free(&m->vmpools.v[--m->vmpools.n]);
   while (m->vms.n > k->nvm) mf_vm_free(&m->vms.v[--m->vms.n]);

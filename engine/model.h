@@ -376,6 +376,10 @@ typedef struct dt_podspec {
   size_t seq;
   bool borrowed; /* a kept pod's copy (podcache.c): its owner frees it, not the set */
   bool spread_own; /* a kept pod's copy given the cluster's default spreads: the set frees spread */
+  /* A CapacityBuffer's chunks (mf_buffer.c): a workload of count virtual
+  ** pods capacity-buffer-<name>-<k>, k from 1, that no pod counts against,
+  ** queued after every real pod and never nominated to a claim */
+  bool buffer;
   /* A kept pod whose requests name only cpu, memory, pods and
   ** ephemeral-storage: their indices among every plan's first four resources
   ** and amounts, in the order of requests (podcache.c), so a plan need not
@@ -642,6 +646,22 @@ typedef struct dt_service {
 int dt__spread_defaults_read(const char *path, dt_podspec *cfg, dt_error *err);
 int dt__spread_defaults_apply(dt_manifests *m, const dt_podspec *cfg, dt_error *err);
 
+/* A CapacityBuffer (autoscaling.x-k8s.io), as read (mf_buffer.c). */
+typedef struct dt_buffer {
+  char *ns, *name;
+  char *tmpl;          /* spec.podTemplateRef.name, or NULL */
+  char *kind, *target; /* spec.scalableRef's kind and name, or NULL */
+  bool group_ok;       /* its apiGroup is apps (or none) */
+  bool has_replicas, has_pct, has_limits;
+  int64_t replicas, pct;
+  dt_rlist limits;
+  const char *file;
+} dt_buffer;
+
+/* The chunks of the input's CapacityBuffers, as workloads appended to
+** m->pods (once; after every input is read). 0, or the error. */
+int dt__buffers_resolve(dt_manifests *m, dt_error *err);
+
 struct dt_manifests {
   DT_VEC(dt_pdb) pdbs;
   DT_VEC(dt_service) services;
@@ -662,6 +682,9 @@ struct dt_manifests {
   /* ReplicaSets and StatefulSets of spec.replicas 0: their namespace, name,
   ** owner ("Kind/name") and selector alone, for default spreads */
   DT_VEC(dt_podspec) idle;
+  DT_VEC(dt_buffer) buffers;    /* CapacityBuffers */
+  DT_VEC(dt_podspec) templates; /* PodTemplates: namespace, name and the pod they make */
+  bool buffers_resolved;        /* their chunks are in pods (dt__buffers_resolve) */
   DT_VEC(dt_runtimeclass) runtime_classes;
   DT_VEC(dt_namespace) namespaces;
   DT_VEC(dt_node) nodes;

@@ -304,7 +304,7 @@ static void claim_meta(const dt_plan_result *r, size_t i, cJSON *md) {
   for (size_t j = 0; j < np->annotations.n; j++)
     dt__json_put_str(ann, np->annotations.v[j].key, np->annotations.v[j].val);
   dt_buf pods = {0};
-  for (size_t j = 0; j < c->npods; j++) {
+  for (size_t j = 0; j < c->npods - c->nvirtual; j++) { /* a buffer's chunks are never nominated */
     if (j) dt__buf_putc(&pods, ',');
     dt__buf_puts(&pods, c->pods[j]);
   }

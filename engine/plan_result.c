@@ -289,8 +289,15 @@ static void claim_info(rb *b, const rt_claim *k, uint32_t s, dt_claim_info *c) {
     req[c->nrequests++] = (dt_resource_info){b->rname[r], res_qty(b, r, k->used[r]), k->used[r]};
   }
   c->requests = req;
+  /* its pods in the order placed, a CapacityBuffer's chunks last */
   const char **pods = dt__arena_alloc(b->a, k->pods.n * sizeof *pods + 1);
-  for (size_t j = 0; pods && j < k->pods.n; j++) pods[j] = res_pod(b, k->pods.v[j]);
+  size_t np = 0;
+  for (int virt = 0; virt < 2; virt++)
+    for (size_t j = 0; pods && j < k->pods.n; j++)
+      if (p->manifests->pods.v[p->pods[k->pods.v[j]].spec].buffer == virt) {
+        pods[np++] = res_pod(b, k->pods.v[j]);
+        c->nvirtual += (size_t)virt;
+      }
   c->pods = pods;
   c->npods = pods ? k->pods.n : 0;
   c->instance_type_options = b->sets.v[s].opts;
@@ -669,7 +676,8 @@ static int result_rest(rb *b) {
     const rt_binding *bd = &p->bindings.v[i];
     const dt_node *n = p->nodes[bd->node].src;
     r->bindings[r->nbindings++] =
-        (dt_binding_info){res_pod(b, bd->pod), res_str(b, n->name), n->claim_name && !strcmp(n->kind, "NodeClaim")};
+        (dt_binding_info){res_pod(b, bd->pod), res_str(b, n->name), n->claim_name && !strcmp(n->kind, "NodeClaim"),
+                          p->manifests->pods.v[p->pods[bd->pod].spec].buffer};
   }
   r->unsched = dt__arena_alloc(b->a, p->unsched.n * sizeof *r->unsched + 1);
   for (size_t i = 0; r->unsched && i < p->unsched.n; i++)
@@ -775,6 +783,8 @@ char *dt_plan_claim_object(const dt_plan *plan, size_t i, int launched, size_t *
 }
 
 size_t dt_plan_binding_count(const dt_plan *p) { return p->res.nbindings; }
+
+bool dt__plan_binding_virtual(const dt_plan *p, size_t i) { return i < p->res.nbindings && p->res.bindings[i].virt; }
 
 int dt_plan_binding(const dt_plan *p, size_t i, char *pod, size_t n, const char **node) {
   if (i >= p->res.nbindings) return DT_ERANGE;

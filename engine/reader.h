@@ -70,6 +70,9 @@ typedef struct where {
 #define mf_persistent_volume       dt__mf_persistent_volume
 #define mf_pod                     dt__mf_pod
 #define mf_pod_free                dt__mf_pod_free
+#define mf_buffer_free             dt__mf_buffer_free
+#define mf_capacity_buffer         dt__mf_capacity_buffer
+#define mf_pod_template            dt__mf_pod_template
 #define mf_spreads_free            dt__mf_spreads_free
 #define mf_podspec                 dt__mf_podspec
 #define mf_pool_free               dt__mf_pool_free
@@ -124,6 +127,10 @@ int mf_parse_rlist(mctx *x, const cJSON *o, const char *field, dt_rlist *out, bo
 int mf_parse_taints(mctx *x, const cJSON *arr, const char *field, dt_taint **out, size_t *nout);
 int mf_parse_tolerations(mctx *x, const cJSON *arr, const char *field, dt_podspec *p);
 void mf_pod_free(dt_podspec *p);
+/* mf_buffer.c: CapacityBuffers and PodTemplates */
+void mf_buffer_free(dt_buffer *b);
+int mf_capacity_buffer(mctx *x, const cJSON *o);
+int mf_pod_template(mctx *x, const cJSON *o);
 void mf_spreads_free(dt_spread *s, size_t n); /* n spreads and the array */
 void mf_pool_free(dt_nodepool *p);
 bool mf_request_absurd(const char *res, int64_t v);

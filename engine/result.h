@@ -98,6 +98,7 @@ cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement);
 typedef struct dt_binding_info {
   const char *pod, *node;
   bool claim; /* node is a NodeClaim in flight, not a Node */
+  bool virt;  /* pod is a CapacityBuffer's chunk: held there, never nominated */
 } dt_binding_info;
 
 /* One requirement of a NodeClaim as it is written: the key, the operator,

@@ -401,6 +401,11 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
                     bool results, const dt_manifests *manifests, const dt_plan_opts *opts, dt_plan **out,
                     dt_error *err) {
   *out = NULL;
+  /* the first plan over manifests makes their CapacityBuffers' chunks (once) */
+  if (!cl && manifests && manifests->buffers.n && !manifests->buffers_resolved) {
+    int brc = dt__buffers_resolve((dt_manifests *)manifests, err);
+    if (brc) return brc;
+  }
   dt_plan *p = dt__calloc(1, sizeof *p);
   if (!p) return dt__err(err, DT_ENOMEM, "out of memory");
   p->catalog = catalog;

@@ -11,12 +11,14 @@
 ** time, then input order (Karpenter uses the UID, which we do not have).
 ** The first three are a spec's; the pods of a spec come in input order. */
 typedef struct queue_key {
+  int64_t last; /* a CapacityBuffer's chunks: after every real pod */
   int64_t cpu, mem, created;
   uint32_t n; /* pods with this key (in the sorted copy, the key's index) */
 } queue_key;
 
 static int cmp_queue_key(const void *a, const void *b) {
   const queue_key *x = a, *y = b;
+  if (x->last != y->last) return x->last < y->last ? -1 : 1;
   if (x->cpu != y->cpu) return x->cpu > y->cpu ? -1 : 1;
   if (x->mem != y->mem) return x->mem > y->mem ? -1 : 1;
   return x->created < y->created ? -1 : x->created > y->created;
@@ -55,7 +57,7 @@ int dt__sched_queue_order(const rt_spec *specs, const rt_pod *in, size_t n, rt_p
       continue;
     }
     const rt_spec *s = &specs[in[i].spec];
-    keys[nk] = (queue_key){s->req[DT_R_CPU], s->req[DT_R_MEM], s->src->created, 0};
+    keys[nk] = (queue_key){s->src->buffer, s->req[DT_R_CPU], s->req[DT_R_MEM], s->src->created, 0};
     bool added;
     int32_t *q = dt__namemap_put(&seen, (const char *)&keys[nk], offsetof(queue_key, n), (int32_t)nk, &added);
     if (!q) {
@@ -652,7 +654,7 @@ static int64_t *replicas_wanted(dt_plan *p, const int64_t ***missing) {
   for (uint32_t k = 0; k < nvisit; k++) {
     uint32_t si = p->ov ? p->cl->owned.v[k] : k;
     const dt_podspec *d = &m->pods.v[si];
-    if (!d->owner || spec_absent(p, si)) continue;
+    if (!d->owner || d->buffer || spec_absent(p, si)) continue; /* a buffer's chunks are all virtual */
     char k[800];
     if (d->parent) {
       snprintf(k, sizeof k, "Deployment/%s/%s", d->ns, d->parent + 11);

@@ -108,6 +108,7 @@ static int add_manifests(lua_State *L, dt_manifests *m, dt_error *err) {
     if (dt_manifests_add_file(m, lua_tostring(L, -1), err)) return -1;
   }
   lua_pop(L, 1);
+  if (dt_manifests_finish(m, err)) return -1; /* what depends on the whole input: buffers' chunks */
   lua_getfield(L, 1, "scheduler_config"); /* Karpenter's --scheduler-config file, after every input */
   if (lua_type(L, -1) == LUA_TSTRING && dt_manifests_scheduler_config(m, lua_tostring(L, -1), err)) return -1;
   lua_pop(L, 1);

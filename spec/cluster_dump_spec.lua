@@ -626,3 +626,93 @@ describe("extended resources from the catalog", function()
     assert.matches("extendedResources.example.com/fpga: expected a device count", err, 1, true)
   end)
 end)
+
+-- Karpenter's CapacityBuffer support (its feature gate of that name): a buffer's chunks are virtual
+-- pods shaped as a template, planned after the real pods and never nominated.
+describe("CapacityBuffers", function()
+  local T = "2026-11-23T00:00:00Z"
+  local pool = h.nodepool("default", { requirements = { { "karpenter.sh/capacity-type", "In", { "on-demand" } },
+    { "node.kubernetes.io/instance-type", "In", { "m5.xlarge" } } } })
+  local tmpl = "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: chunk, namespace: shop}\ntemplate:\n" ..
+    "  metadata: {labels: {app: headroom}}\n  spec:\n    containers: [{name: c, resources: {requests: " ..
+    "{cpu: '1', memory: 1Gi}}}]\n"
+  local deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: shop}\nspec:\n" ..
+    "  replicas: 10\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n" ..
+    "    spec: {containers: [{name: c, resources: {requests: {cpu: 500m, memory: 512Mi}}}]}\n"
+  local function buffer(spec)
+    return "apiVersion: autoscaling.x-k8s.io/v1beta1\nkind: CapacityBuffer\nmetadata: {name: spare, namespace: " ..
+      "shop}\nspec: " .. spec .. "\n"
+  end
+  local function chunks(p)
+    local n, nominated = 0, 0
+    for _, c in ipairs(p.nodeClaims) do
+      for _, pod in ipairs(c.pods) do
+        if pod:find("^shop/capacity%-buffer%-spare%-%d+$") then n = n + 1 end
+      end
+    end
+    local out = h.cli("plan -o yaml --now " .. T .. " -", h.docs(pool, tmpl, deploy, buffer(
+      "{podTemplateRef: {name: chunk}, replicas: 3}")))
+    for _ in out:gmatch("capacity%-buffer%-spare") do nominated = nominated + 1 end
+    return n, nominated
+  end
+
+  it("plan a buffer's chunks after the real pods, named as Karpenter's virtual pods, and nominate none", function()
+    local p = assert(h.dt.plan { manifests = h.docs(pool, tmpl, buffer("{podTemplateRef: {name: chunk}, replicas: 3}"),
+      deploy), now = T })
+    local n, nominated = chunks(p)
+    assert.are.same({ 3, 0 }, { n, nominated })
+    -- queued after the Deployment's pods, whatever their sizes: the first claim holds real pods first
+    assert.are.equal("shop/web-0", p.nodeClaims[1].pods[1])
+    assert.are.equal("shop/capacity-buffer-spare-3", p.nodeClaims[#p.nodeClaims].pods[#p.nodeClaims[#p.nodeClaims].pods])
+  end)
+
+  it("size a buffer by a percentage of its workload, by replicas, and by its limits, as Karpenter's controller",
+    function()
+      local function count(spec)
+        local p = assert(h.dt.plan { manifests = h.docs(pool, tmpl, deploy, buffer(spec)), now = T })
+        return (chunks(p))
+      end
+      -- 25% of 10 replicas, rounded up: 3; with replicas 5, the larger; limits of 2 cpu hold 4 half-cpu chunks
+      assert.are.equal(3, count("{scalableRef: {kind: Deployment, name: web}, percentage: 25}"))
+      assert.are.equal(5, count("{scalableRef: {kind: Deployment, name: web}, percentage: 25, replicas: 5}"))
+      assert.are.equal(4, count("{scalableRef: {apiGroup: apps, kind: Deployment, name: web}, limits: {cpu: '2'}}"))
+      assert.are.equal(2, count("{podTemplateRef: {name: chunk}, replicas: 5, limits: {cpu: 2500m}}"))
+      -- a template that is not there, or a kind Karpenter does not resolve: none, noted
+      local _, err = h.cli("plan --now " .. T .. " -", h.docs(pool, buffer("{podTemplateRef: {name: gone}, " ..
+        "replicas: 2}")))
+      assert.matches("CapacityBuffer shop/spare: its podTemplateRef names no PodTemplate of the input; not " ..
+        "provisioned (as Karpenter)", err, 1, true)
+      assert.are.equal(0, count("{scalableRef: {apiGroup: batch, kind: Job, name: web}, replicas: 2}"))
+    end)
+
+  it("refuse what the CRD refuses, naming the field", function()
+    for spec, want in pairs {
+      ["{podTemplateRef: {name: chunk}, scalableRef: {kind: Deployment, name: web}, replicas: 1}"] =
+        "spec: You must define either PodTemplateRef or ScalableRef, but not both",
+      ["{podTemplateRef: {name: chunk}}"] = "spec: If podTemplateRef is set, replicas or limits must also be set",
+      ["{podTemplateRef: {name: chunk}, replicas: -1}"] = "spec.replicas: expected an integer from 0 to 2147483647",
+      ["{podTemplateRef: {name: chunk}, replica: 1}"] = "spec.replica: unknown field",
+      ["{scalableRef: {kind: Deployment}, replicas: 1}"] = "spec.scalableRef.name: missing",
+    } do
+      local p, err = h.dt.plan { manifests = h.docs(pool, tmpl, deploy, buffer(spec)), now = T }
+      assert.is_nil(p, spec)
+      assert.matches("CapacityBuffer shop/spare: " .. want, err, 1, true)
+    end
+  end)
+
+  it("keep the nodes that hold a buffer's chunks from being empty in a disruption pass, as Karpenter", function()
+    local node = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n  labels: {kubernetes.io/arch: amd64, " ..
+      "kubernetes.io/os: linux, karpenter.sh/nodepool: default, karpenter.sh/capacity-type: on-demand, " ..
+      "node.kubernetes.io/instance-type: m5.xlarge, topology.kubernetes.io/zone: us-east-1a, " ..
+      "karpenter.sh/initialized: 'true', karpenter.sh/registered: 'true'}\n  creationTimestamp: " ..
+      "'2026-11-20T00:00:00Z'\nspec: {providerID: 'aws:///us-east-1a/i-1'}\nstatus:\n  allocatable: {cpu: 3920m, " ..
+      "memory: 14Gi, pods: '58'}\n  conditions: [{type: Ready, status: 'True'}]\n"
+    local np = pool:gsub("spec:\n", "spec:\n  disruption: {consolidateAfter: 0s}\n", 1)
+    local function taken(spec)
+      local r = assert(h.dt.disrupt { manifests = h.docs(np, node, tmpl, buffer(spec)), now = T })
+      return #r.commands
+    end
+    assert.are.equal(0, taken("{podTemplateRef: {name: chunk}, replicas: 2}"))
+    assert.are.equal(1, taken("{podTemplateRef: {name: chunk}, replicas: 0}")) -- no headroom asked: empty
+  end)
+end)

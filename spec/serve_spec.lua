@@ -1224,6 +1224,34 @@ return {
       os.remove(bad)
     end)
 
+  it("keeps a CapacityBuffer's headroom launched, never nominated, over many passes, and restores it when pods take it",
+    function()
+      local pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: default}\nspec:\n" ..
+        "  disruption: {consolidateAfter: 0s, budgets: [{nodes: '100%'}]}\n  template:\n    spec:\n" ..
+        "      requirements:\n        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n" ..
+        "        - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge]}\n"
+      local tmpl = "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: chunk, namespace: shop}\ntemplate:\n" ..
+        "  metadata: {labels: {app: headroom}}\n  spec:\n    containers: [{name: c, resources: {requests: " ..
+        "{cpu: '1', memory: 1Gi}}}]\n"
+      local buffer = "apiVersion: autoscaling.x-k8s.io/v1beta1\nkind: CapacityBuffer\nmetadata: {name: spare, " ..
+        "namespace: shop}\nspec: {podTemplateRef: {name: chunk}, replicas: 2}\n"
+      local function instances(d) return select(2, http(d, "GET", "/v1/state"):gsub('"id":%s*"i%-', "")) end
+      local d = start("--disrupt-interval 200ms")
+      http(d, "PUT", "/v1/objects", h.docs(pool, tmpl, buffer))
+      eventually(function() return instances(d) == 1 end, "the headroom's instance")
+      rounds(d, 8, "eight more rounds and passes")
+      assert.are.same({ 1, 0 }, { instances(d), metric(d, "dovetail_nodes_deleted_total") })
+      -- no pod is nominated for the chunks: the claim's dovetail.dev/pods is empty
+      local claims = http(d, "GET", "/v1/state")
+      assert.is_nil(claims:find("capacity-buffer-spare", 1, true), claims)
+      -- a pod of 2 cpu takes the headroom's room: the buffer gets a second node, and both stay
+      http(d, "PUT", "/v1/objects", h.pod("app", { cpu = "2", memory = "1Gi", namespace = "shop" }))
+      eventually(function() return instances(d) == 2 end, "the headroom restored")
+      rounds(d, 8, "eight more rounds and passes")
+      assert.are.same({ 2, 0 }, { instances(d), metric(d, "dovetail_nodes_deleted_total") })
+      d.stop()
+    end)
+
   it("holds, in its disruption passes, the claim nominating a pod its state holds and this version refuses",
     function()
       local st = h.tmpdir() .. "/state.json"
