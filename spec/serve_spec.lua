@@ -512,7 +512,7 @@ spec:
     assert.matches('"zone":%s*"us%-east%-1[bc]"', state)
     -- a node class the reader refuses is refused whole, naming the field
     body, code = http(d, "PUT", "/v1/objects", "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\n"
-      .. "metadata: {name: bad}\nspec: {amiSelectorTerms: [{alias: al2023@latest}], kubelet: {maxPods: many}}\n")
+      .. "metadata: {name: bad}\nspec: {amiSelectorTerms: [{alias: al2023@latest}], kubelet: {maxPods: -1}}\n")
     assert.equal(400, code)
     assert.matches("EC2NodeClass bad: spec.kubelet.maxPods", body, 1, true)
     d.stop()
