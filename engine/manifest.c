@@ -671,6 +671,9 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
     if (karpenter && strcmp(api + al, "v1") && strcmp(api + al, "v1beta1"))
       return mf_bad(x, "apiVersion", "%s is no version of %s (%sv1, or v1beta1 as Karpenter converts it)", api, kind,
                     r->api);
+    /* the CapacityBuffer CRD Karpenter installs serves v1beta1 alone */
+    if (!strcmp(r->api, "autoscaling.x-k8s.io/") && strcmp(api + al, "v1beta1"))
+      return mf_bad(x, "apiVersion", "%s is no version of %s (%sv1beta1)", api, kind, r->api);
     return r->read(x, o);
   }
   /* the API server knows no such kind (kinds are case-sensitive): an error, not a skip */

@@ -176,6 +176,23 @@ static int64_t limit_replicas(const dt_buffer *b, const dt_podspec *t) {
 
 int dt_manifests_finish(dt_manifests *m, dt_error *err) { return dt__buffers_resolve(m, err); }
 
+/* Whether chunk names base-1..base-want of namespace ns are taken: by a Pod
+** of one of those names, or by a workload of that base name (its replicas
+** are base-<k>); a plan, a nomination and --explain tell pods by name. */
+static bool names_taken(const dt_manifests *m, const char *ns, const char *base, int64_t want) {
+  size_t bl = strlen(base);
+  for (size_t i = 0; i < m->pods.n; i++) {
+    const dt_podspec *p = &m->pods.v[i];
+    if (strncmp(p->name, base, bl) || strcmp(p->ns, ns)) continue;
+    if (p->owner ? !p->name[bl] : p->name[bl] == '-') {
+      if (p->owner) return true;
+      int64_t k = dt__ordinal_text(p->name + bl + 1);
+      if (k >= 1 && k <= want) return true;
+    }
+  }
+  return false;
+}
+
 int dt__buffers_resolve(dt_manifests *m, dt_error *err) {
   if (m->buffers_resolved || !m->buffers.n) return 0;
   m->buffers_resolved = true;
@@ -210,7 +227,21 @@ int dt__buffers_resolve(dt_manifests *m, dt_error *err) {
     /* the chunks: the template's pod, borrowed (it lives as long as m), under
     ** the buffer's names; its claims' volumes and node name left out */
     char nm[600], ow[600];
-    snprintf(nm, sizeof nm, "capacity-buffer-%s", b->name);
+    snprintf(nm, sizeof nm, "capacity-buffer-%s", b->name); /* Karpenter's, unless a pod of the input has it */
+    for (int k = 1; k <= 9 && names_taken(m, b->ns, nm, want); k++)
+      snprintf(nm, sizeof nm, k == 1 ? "capacity-buffer-%s-virtual" : "capacity-buffer-%s-virtual-%d", b->name, k);
+    if (names_taken(m, b->ns, nm, want)) {
+      dt__buf_printf(&m->notes,
+                     "%s: CapacityBuffer %s/%s: the input's pods take every name its chunks could have; "
+                     "not provisioned\n",
+                     b->file, b->ns, b->name);
+      continue;
+    }
+    if (strcmp(nm + 16, b->name))
+      dt__buf_printf(&m->notes,
+                     "%s: CapacityBuffer %s/%s: pods of the input are named as its chunks; they are "
+                     "%s-<k>\n",
+                     b->file, b->ns, b->name, nm);
     snprintf(ow, sizeof ow, "CapacityBuffer/%s", b->name);
     char *name = dt__strdup(nm), *owner = dt__strdup(ow);
     if (!name || !owner || dt__vec_push(&m->files, name)) {

@@ -899,20 +899,13 @@ int mf_workload(mctx *x, const cJSON *o, bool daemonset) {
     if (!daemonset && k && on && !strcmp(k, "Deployment") && !p.parent && !(p.parent = dt__strdup(parent))) goto nomem;
   }
   if (replicas == 0) {
-    /* none to plan; a ReplicaSet's or StatefulSet's selector still names its
-    ** pods' controller for default spreads (a scaled-down or old ReplicaSet
-    ** whose pods are still there): kept, the rest freed */
-    dt_podspec keep = {0};
-    if (!daemonset && p.sel.present && (!strcmp(x->kind, "ReplicaSet") || !strcmp(x->kind, "StatefulSet"))) {
-      keep.ns = p.ns, keep.name = p.name, keep.owner = p.owner, keep.sel = p.sel, keep.seq = p.seq;
-      p.ns = p.name = p.owner = NULL;
-      memset(&p.sel, 0, sizeof p.sel);
-      if (dt__vec_push(&x->m->idle, keep)) {
-        mf_pod_free(&keep);
-        goto nomem;
-      }
-    }
-    mf_pod_free(&p);
+    /* none to plan, kept whole apart: a ReplicaSet's or StatefulSet's
+    ** selector still names its pods' controller for default spreads (a
+    ** scaled-down or old ReplicaSet whose pods are still there), and a
+    ** CapacityBuffer's scalableRef takes the template of a workload of any
+    ** replicas */
+    if (!daemonset && dt__vec_push(&x->m->idle, p)) goto nomem;
+    if (daemonset) mf_pod_free(&p);
     return 0;
   }
   if (!daemonset && count_pods(x, replicas, "spec.replicas")) goto fail;

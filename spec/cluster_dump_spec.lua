@@ -683,7 +683,32 @@ describe("CapacityBuffers", function()
       assert.matches("CapacityBuffer shop/spare: its podTemplateRef names no PodTemplate of the input; not " ..
         "provisioned (as Karpenter)", err, 1, true)
       assert.are.equal(0, count("{scalableRef: {apiGroup: batch, kind: Job, name: web}, replicas: 2}"))
+      -- a workload scaled to 0 still gives its template (replicas or limits say how many)
+      local zero = deploy:gsub("replicas: 10", "replicas: 0")
+      for spec, want in pairs { ["{scalableRef: {kind: Deployment, name: web}, replicas: 3}"] = 3,
+        ["{scalableRef: {kind: Deployment, name: web}, percentage: 50, limits: {cpu: '2'}}"] = 4 } do
+        local p = assert(h.dt.plan { manifests = h.docs(pool, zero, buffer(spec)), now = T })
+        assert.are.same({ want, want * 500 }, { (chunks(p)), h.dt.milli(p.nodeClaims[1].requests.cpu) }, spec)
+      end
     end)
+
+  it("name its chunks apart from the input's pods, and read v1beta1 alone, as the CRD serves", function()
+    local taken = h.pod("capacity-buffer-spare-1", { cpu = "2", namespace = "shop" })
+    local p, err
+    local out
+    out, err = h.cli("plan -o json --now " .. T .. " -", h.docs(pool, tmpl, taken,
+      buffer("{podTemplateRef: {name: chunk}, replicas: 2}")))
+    assert.matches("CapacityBuffer shop/spare: pods of the input are named as its chunks; they are " ..
+      "capacity-buffer-spare-virtual-<k>", err, 1, true)
+    assert.are.same({ 1, 1, 1 }, { select(2, out:gsub('"shop/capacity%-buffer%-spare%-1"', "")),
+      select(2, out:gsub('"shop/capacity%-buffer%-spare%-virtual%-1"', "")),
+      select(2, out:gsub('"shop/capacity%-buffer%-spare%-virtual%-2"', "")) })
+    p, err = h.dt.plan { manifests = h.docs(pool, tmpl, buffer("{podTemplateRef: {name: chunk}, replicas: 2}")
+      :gsub("v1beta1", "v1alpha1")), now = T }
+    assert.is_nil(p)
+    assert.matches("apiVersion: autoscaling.x-k8s.io/v1alpha1 is no version of CapacityBuffer " ..
+      "(autoscaling.x-k8s.io/v1beta1)", err, 1, true)
+  end)
 
   it("refuse what the CRD refuses, naming the field", function()
     for spec, want in pairs {
