@@ -167,6 +167,19 @@ local function spread_value(o)
   return v
 end
 
+-- Edit a stopped daemon's state file as an earlier version stored pod a: a request of 2^51
+-- devices, which this version refuses; the journal goes, so the file is the state.
+local function refused_pod_a(st)
+  local text = slurp(st)
+  local n
+  text, n = text:gsub('("name":"a","namespace":"default".-"requests":{)', '%1"example.com/dev":"2251799813685248",')
+  assert.equal(1, n, text)
+  local f = io.open(st, "w")
+  f:write(text)
+  f:close()
+  os.remove(st .. ".journal")
+end
+
 -- A daemon started with args that has launched the quickstart's instance.
 local function launched(args)
   local d = start(args)
@@ -1262,15 +1275,7 @@ return {
       http(d, "PUT", "/v1/objects", h.docs(pool, h.pod("a", { cpu = "1" })))
       eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
       d.stop()
-      -- as an earlier version stored pod a, nominated to the claim launched for it (never bound)
-      local text = h.slurp(st)
-      local n
-      text, n = text:gsub('("name":"a","namespace":"default".-"requests":{)', '%1"example.com/dev":"2251799813685248",')
-      assert.equal(1, n, text)
-      local f = io.open(st, "w")
-      f:write(text)
-      f:close()
-      os.remove(st .. ".journal")
+      refused_pod_a(st) -- as an earlier version stored it, nominated to the claim launched for it (never bound)
       d = start("--disrupt-interval 200ms --state " .. st)
       rounds(d, 8, "eight passes")
       assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
@@ -1308,15 +1313,7 @@ return {
     rounds(d, 4, "passes over the two nodes")
     assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
     d.stop()
-    -- as an earlier version stored pod a: a request of 2^51 devices, which this one refuses
-    local text = slurp(st)
-    local n
-    text, n = text:gsub('("name":"a","namespace":"default".-"requests":{)', '%1"example.com/dev":"2251799813685248",')
-    assert.equal(1, n, text)
-    local f = io.open(st, "w")
-    f:write(text)
-    f:close()
-    os.remove(st .. ".journal")
+    refused_pod_a(st)
     d = start("--disrupt-interval 200ms --state " .. st)
     assert.equal(200, select(2, http(d, "DELETE", "/v1/objects/Pod/default/b"))) -- node-2 is empty now
     eventually(function() return metric(d, "dovetail_nodes_deleted_total") == 1 end, "the empty node deleted")

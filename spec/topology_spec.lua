@@ -604,6 +604,17 @@ describe("default topology spread constraints (--scheduler-config)", function()
     return z
   end
   local NOW = "2026-11-23T12:00:00Z"
+  local THREE = { ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }
+  -- the plan of docs with the zonal defaults
+  local function zonal_plan(...)
+    return assert(h.dt.plan { manifests = h.docs(...), now = NOW, scheduler_config = zonal })
+  end
+  -- pods without their controller
+  local function bare(pods)
+    local out = {}
+    for i, pod in ipairs(pods) do out[i] = (pod:gsub("  ownerReferences:\n[^\n]*\n", "")) end
+    return out
+  end
 
   it("spread a Deployment's replicas over the zones; without the configuration they share a node", function()
     local docs = h.docs(pool, service, workload("Deployment", "web"))
@@ -620,14 +631,10 @@ describe("default topology spread constraints (--scheduler-config)", function()
     function()
       local rs = workload("ReplicaSet", "api") -- its 3 pods pending, made already
       local pods = owned_pods("api", { "apps/v1", "ReplicaSet", "api" })
-      local p = assert(h.dt.plan { manifests = h.docs(pool, rs, table.unpack(pods)), now = NOW,
-        scheduler_config = zonal })
-      assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
+      assert.are.same(THREE, zones(zonal_plan(pool, rs, table.unpack(pods))))
       -- no Service and no controller: nothing deduced, no default
-      local bare = {}
-      for i = 1, 3 do bare[i] = (pods[i]:gsub("  ownerReferences:\n[^\n]*\n", "")) end
-      p = assert(h.dt.plan { manifests = h.docs(pool, table.unpack(bare)), now = NOW, scheduler_config = zonal })
-      assert.are.equal(1, #p.nodeClaims)
+      assert.are.equal(1, #zonal_plan(pool, table.unpack(bare(pods))).nodeClaims)
+      local p
       -- its own spread (on hostname, maxSkew 3): the defaults are not added
       local own = workload("Deployment", "web", "      topologySpreadConstraints:\n      - {maxSkew: 3, " ..
         "topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: " ..
@@ -641,24 +648,17 @@ describe("default topology spread constraints (--scheduler-config)", function()
       -- an old ReplicaSet of a Deployment, scaled to 0 while its three pods still wait
       local rs = workload("ReplicaSet", "api"):gsub("replicas: 3", "replicas: 0")
       local pods = owned_pods("api", { "apps/v1", "ReplicaSet", "api" })
-      local p = assert(h.dt.plan { manifests = h.docs(pool, rs, table.unpack(pods)), now = NOW,
-        scheduler_config = zonal })
-      assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
+      assert.are.same(THREE, zones(zonal_plan(pool, rs, table.unpack(pods))))
       -- a Service selecting them from another namespace is not theirs; one in theirs, sorted after it, is
-      local bare = {}
-      for i = 1, 3 do bare[i] = (pods[i]:gsub("  ownerReferences:\n[^\n]*\n", "")) end
+      local unowned = bare(pods)
       local elsewhere = "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: zzz}\n" ..
         "spec: {selector: {app: api}}\n"
       local before = "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: aaa}\n" ..
         "spec: {selector: {app: api}}\n"
-      p = assert(h.dt.plan { manifests = h.docs(pool, elsewhere, before, table.unpack(bare)), now = NOW,
-        scheduler_config = zonal })
-      assert.are.equal(1, #p.nodeClaims)
+      assert.are.equal(1, #zonal_plan(pool, elsewhere, before, table.unpack(unowned)).nodeClaims)
       local theirs = "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: shop}\n" ..
         "spec: {selector: {app: api}}\n"
-      p = assert(h.dt.plan { manifests = h.docs(pool, elsewhere, theirs, before, table.unpack(bare)), now = NOW,
-        scheduler_config = zonal })
-      assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
+      assert.are.same(THREE, zones(zonal_plan(pool, elsewhere, theirs, before, table.unpack(unowned))))
     end)
 
   it("take a ReplicationController's selector over a Service's, and give an empty list of one's own the defaults",
@@ -666,9 +666,7 @@ describe("default topology spread constraints (--scheduler-config)", function()
       local rc = "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: legacy, namespace: shop}\n" ..
         "spec: {replicas: 3, selector: {app: legacy}}\n"
       local pods = owned_pods("legacy", { "v1", "ReplicationController", "legacy" }, "  topologySpreadConstraints: []\n")
-      local p = assert(h.dt.plan { manifests = h.docs(pool, rc, table.unpack(pods)), now = NOW,
-        scheduler_config = zonal })
-      assert.are.same({ ["us-east-1a"] = 1, ["us-east-1b"] = 1, ["us-east-1c"] = 1 }, zones(p))
+      assert.are.same(THREE, zones(zonal_plan(pool, rc, table.unpack(pods))))
       -- two of one name are refused, as any kind's (a merge of both was no object's selector)
       local _, dup = h.dt.plan { manifests = h.docs(pool, rc, rc:gsub("app: legacy", "tier: x"), table.unpack(pods)),
         now = NOW, scheduler_config = zonal }
