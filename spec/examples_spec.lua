@@ -53,6 +53,19 @@ describe("examples", function()
     assert.matches("explain: Underutilized: deleted", ex, 1, true)
   end)
 
+  it("keeps a Deployment's headroom as examples/headroom.yaml says, and holds it on the claims it launched",
+    function()
+      local out, _, code = h.cli("plan -o json --now 2026-11-23T00:00:00Z examples/headroom.yaml")
+      assert.are.equal(0, code)
+      assert.matches('"shop/web-7", "shop/capacity-buffer-web-headroom-1", "shop/capacity-buffer-web-headroom-2"',
+        out, 1, true)
+      local claims = h.cli("plan -o yaml --now 2026-11-23T00:00:00Z examples/headroom.yaml")
+      assert.is_nil(claims:find("capacity-buffer", 1, true), "no claim nominates a chunk")
+      local again = h.cli("plan -o table --now 2026-11-23T00:00:00Z examples/headroom.yaml " .. h.write(claims))
+      assert.matches("0 new nodes, $0/hour; 2 of 2 pending pods scheduled (0 on existing nodes, 2 on claims in " ..
+        "flight)", again, 1, true)
+    end)
+
   it("feeds a plan's NodeClaims back as the README's outputs-are-inputs shows", function()
     local claims = h.write((h.cli("plan -o yaml examples/quickstart.yaml")))
     local again = h.cli("plan -o table examples/quickstart.yaml " .. claims)
