@@ -34,6 +34,8 @@ cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement) {
     for (size_t r = 0; r < k->nrequests; r++) dt__json_put_str(req, k->requests[r].name, k->requests[r].quantity);
   }
   dt__json_put_strs(c, "pods", k->pods, k->npods);
+  /* the last of pods that are CapacityBuffers' chunks, nominated to no claim */
+  if (k->nvirtual) dt__json_put_num(c, "virtualPods", (double)k->nvirtual);
   dt__json_put_strs(c, "instanceTypeOptions", k->instance_type_options, k->noptions);
   if (replacement && k->nlabels) {
     cJSON *lab = dt__json_put(c, "labels", cJSON_CreateObject());
