@@ -355,7 +355,7 @@ static void round_run(uv_work_t *req) {
     }
   }
   /* what depends on the whole store: its CapacityBuffers' chunks */
-  if (!w->rc) w->rc = dt__buffers_resolve(w->m, &w->err);
+  if (!w->rc) w->rc = dt_manifests_finish(w->m, &w->err);
   /* what the reader noted (a Service's selector left out, a kind skipped):
   ** its first lines, said by the loop when they change */
   if (!w->disrupt && w->m->notes.len) {

@@ -749,17 +749,15 @@ static int disrupt_run(const dt_catalog *catalog, const dt_compiled_catalog *cc,
                        const dt_disrupt_opts *opts, bool rebuild, bool screen, dt_disruption **out, dt_error *err) {
   dt__init();
   *out = NULL;
-  if (m && m->buffers.n && !m->buffers_resolved) { /* the first pass makes the buffers' chunks (once) */
-    int brc = dt__buffers_resolve((dt_manifests *)m, err);
-    if (brc) return brc;
-  }
+  int brc = m ? dt_manifests_finish((dt_manifests *)m, err) : 0; /* the first pass makes the chunks */
+  if (brc) return brc;
   /* a caller that says where no pending pod was placed (a one-shot pass):
   ** the buffers' chunks where a plan puts them on the cluster, held */
   if (m && m->buffers.n && (!opts || !opts->nassumed)) {
     char **bp, **bn;
     size_t nbp;
-    int brc = buffer_placements(catalog, m, opts ? opts : &(dt_disrupt_opts){0}, &bp, &bn, &nbp, err);
     dt_disrupt_opts o2 = opts ? *opts : (dt_disrupt_opts){0};
+    brc = buffer_placements(catalog, m, &o2, &bp, &bn, &nbp, err);
     o2.assumed_pods = (const char *const *)bp;
     o2.assumed_nodes = (const char *const *)bn;
     o2.nassumed = nbp;

@@ -174,8 +174,6 @@ static int64_t limit_replicas(const dt_buffer *b, const dt_podspec *t) {
   return best;
 }
 
-int dt_manifests_finish(dt_manifests *m, dt_error *err) { return dt__buffers_resolve(m, err); }
-
 /* Whether chunk names base-1..base-want of namespace ns are taken: by a Pod
 ** of one of those names, or by a workload of that base name (its replicas
 ** are base-<k>); a plan, a nomination and --explain tell pods by name. */
@@ -193,7 +191,7 @@ static bool names_taken(const dt_manifests *m, const char *ns, const char *base,
   return false;
 }
 
-int dt__buffers_resolve(dt_manifests *m, dt_error *err) {
+int dt_manifests_finish(dt_manifests *m, dt_error *err) {
   if (m->buffers_resolved || !m->buffers.n) return 0;
   m->buffers_resolved = true;
   for (size_t i = 0; i < m->buffers.n; i++) {

@@ -414,16 +414,15 @@ int mf_nodeclass(mctx *x, const cJSON *o) {
   ** Karpenter had the gate on) its nodes are sized with the AMI family's
   ** defaults for those fields, noted; otherwise it is not Ready, as
   ** Karpenter's validation leaves it with the gate off. */
-  if (!rc && cel.len) {
-    const cJSON *rd = mf_condition(o, "Ready");
-    const char *rs = mf_get_str(rd, "status");
+  if (!rc && cel.len && !c.unready) { /* not Ready for another reason: that one stands */
+    const char *rs = mf_get_str(mf_condition(o, "Ready"), "status");
     char why[600];
-    if (!c.unready && rs && !strcmp(rs, "True")) {
+    if (rs && !strcmp(rs, "True")) {
       dt__buf_printf(&x->m->notes,
                      "%s: %s: spec.kubelet %s: CEL expressions dovetail does not evaluate; its nodes are sized with "
                      "the AMI family's defaults for them\n",
                      x->file, x->obj, cel.p);
-    } else if (!c.unready) {
+    } else {
       snprintf(why, sizeof why,
                "CEL expressions in spec.kubelet (%s), which Karpenter's AWS provider takes only with its NodeClassCEL "
                "feature gate (off by default) and dovetail does not evaluate",

@@ -409,7 +409,7 @@ int dt__spread_defaults_read(const char *path, dt_podspec *cfg, dt_error *err) {
 
 int dt__spread_defaults_apply(dt_manifests *m, const dt_podspec *cfg, dt_error *err) {
   if (!cfg || !cfg->nspread) return 0;
-  int brc = dt__buffers_resolve(m, err); /* a buffer's chunks get them too, as Karpenter's virtual pods */
+  int brc = dt_manifests_finish(m, err); /* a buffer's chunks get them too, as Karpenter's virtual pods */
   if (brc) return brc;
   /* every pod that declares none of its own: the defaults, with its selector
   ** (its controller and its namespace's Services looked up, once indexed) */

@@ -658,10 +658,6 @@ typedef struct dt_buffer {
   const char *file;
 } dt_buffer;
 
-/* The chunks of the input's CapacityBuffers, as workloads appended to
-** m->pods (once; after every input is read). 0, or the error. */
-int dt__buffers_resolve(dt_manifests *m, dt_error *err);
-
 struct dt_manifests {
   DT_VEC(dt_pdb) pdbs;
   DT_VEC(dt_service) services;
@@ -684,7 +680,7 @@ struct dt_manifests {
   DT_VEC(dt_podspec) idle;
   DT_VEC(dt_buffer) buffers;    /* CapacityBuffers */
   DT_VEC(dt_podspec) templates; /* PodTemplates: namespace, name and the pod they make */
-  bool buffers_resolved;        /* their chunks are in pods (dt__buffers_resolve) */
+  bool buffers_resolved;        /* their chunks are in pods (dt_manifests_finish) */
   DT_VEC(dt_runtimeclass) runtime_classes;
   DT_VEC(dt_namespace) namespaces;
   DT_VEC(dt_node) nodes;

@@ -272,6 +272,9 @@ static const char **set_sorted(rb *b, uint32_t s) {
 
 /* ------------------------------------------------------------ claims */
 
+/* Whether planned pod i is a CapacityBuffer's chunk (a virtual pod). */
+static bool pod_virtual(const dt_plan *p, uint32_t i) { return p->manifests->pods.v[p->pods[i].spec].buffer; }
+
 /* Claim k, of option set s, as the accessors give it. */
 static void claim_info(rb *b, const rt_claim *k, uint32_t s, dt_claim_info *c) {
   dt_plan *p = b->p;
@@ -294,7 +297,7 @@ static void claim_info(rb *b, const rt_claim *k, uint32_t s, dt_claim_info *c) {
   size_t np = 0;
   for (int virt = 0; virt < 2; virt++)
     for (size_t j = 0; pods && j < k->pods.n; j++)
-      if (p->manifests->pods.v[p->pods[k->pods.v[j]].spec].buffer == virt) {
+      if (pod_virtual(p, k->pods.v[j]) == virt) {
         pods[np++] = res_pod(b, k->pods.v[j]);
         c->nvirtual += (size_t)virt;
       }
@@ -677,7 +680,7 @@ static int result_rest(rb *b) {
     const dt_node *n = p->nodes[bd->node].src;
     r->bindings[r->nbindings++] =
         (dt_binding_info){res_pod(b, bd->pod), res_str(b, n->name), n->claim_name && !strcmp(n->kind, "NodeClaim"),
-                          p->manifests->pods.v[p->pods[bd->pod].spec].buffer};
+                          pod_virtual(p, bd->pod)};
   }
   r->unsched = dt__arena_alloc(b->a, p->unsched.n * sizeof *r->unsched + 1);
   for (size_t i = 0; r->unsched && i < p->unsched.n; i++)

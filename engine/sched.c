@@ -402,8 +402,8 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
                     dt_error *err) {
   *out = NULL;
   /* the first plan over manifests makes their CapacityBuffers' chunks (once) */
-  if (!cl && manifests && manifests->buffers.n && !manifests->buffers_resolved) {
-    int brc = dt__buffers_resolve((dt_manifests *)manifests, err);
+  if (!cl && manifests) {
+    int brc = dt_manifests_finish((dt_manifests *)manifests, err);
     if (brc) return brc;
   }
   dt_plan *p = dt__calloc(1, sizeof *p);
