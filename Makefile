@@ -55,7 +55,7 @@ LDLIBS  := $(PKG_LIBS) -lm -lpthread
 CATALOG := providers/catalogs/aws-us-east-1.json
 CATALOG_AZURE := providers/catalogs/azure-eastus.json
 ENGINE_SRC := engine/alloc.c engine/quantity.c engine/sym.c engine/req.c engine/doc.c engine/topo.c engine/lp.c engine/pack.c engine/pack_cg.c engine/pack_fill.c engine/pack_knap.c engine/explain.c engine/explain_offers.c \
-	      engine/model.c engine/manifest.c engine/mf_nodepool.c engine/mf_nodeclass.c engine/mf_pod.c engine/mf_spread.c engine/mf_buffer.c engine/mf_kubevirt.c engine/sched.c engine/sched_compile.c engine/sched_pods.c engine/sched_solve.c engine/sched_diag.c engine/sched_launch.c engine/plan.c engine/plan_result.c engine/pool.c engine/cron.c engine/disrupt.c engine/disrupt_sim.c engine/disrupt_methods.c engine/disrupt_out.c engine/pool_out.c engine/store.c engine/podcache.c providers/catalog.c providers/catalog_out.c providers/kwok.c lua/policy.c lua/hooks.c
+	      engine/model.c engine/manifest.c engine/mf_nodepool.c engine/mf_nodeclass.c engine/mf_pod.c engine/mf_spread.c engine/mf_buffer.c engine/mf_overlay.c engine/mf_kubevirt.c engine/sched_overlay.c engine/sched.c engine/sched_compile.c engine/sched_pods.c engine/sched_solve.c engine/sched_diag.c engine/sched_launch.c engine/plan.c engine/plan_result.c engine/pool.c engine/cron.c engine/disrupt.c engine/disrupt_sim.c engine/disrupt_methods.c engine/disrupt_out.c engine/pool_out.c engine/store.c engine/podcache.c providers/catalog.c providers/catalog_out.c providers/kwok.c lua/policy.c lua/hooks.c
 ENGINE_OBJ := $(patsubst %.c,$(BUILD)/%.o,$(ENGINE_SRC)) $(BUILD)/providers/bundled.o
 LUA_OBJ := $(BUILD)/lua/ldovetail.o
 HEADERS := $(wildcard engine/*.h)

@@ -374,6 +374,10 @@ typedef struct dt_claim_info {
   /* of pods, the last nvirtual are CapacityBuffers' chunks (virtual pods):
   ** they size the claim but no pod is nominated to it for them */
   size_t nvirtual;
+  /* NodeOverlays changed the price (of an offering), or the capacity, of
+  ** one of its options on its NodePool: Karpenter's
+  ** karpenter.sh/price-overlay-applied and capacity-overlay-applied */
+  int price_overlaid, capacity_overlaid;
 } dt_claim_info;
 
 DT_EXPORT size_t dt_plan_claim_count(const dt_plan *plan);

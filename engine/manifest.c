@@ -226,6 +226,8 @@ void dt_manifests_free(dt_manifests *m) {
   dt__free(m->templates.v);
   for (size_t i = 0; i < m->buffers.n; i++) mf_buffer_free(&m->buffers.v[i]);
   dt__free(m->buffers.v);
+  for (size_t i = 0; i < m->nodeoverlays.n; i++) mf_overlay_free(&m->nodeoverlays.v[i]);
+  dt__free(m->nodeoverlays.v);
   for (size_t i = 0; i < m->namespaces.n; i++) mf_namespace_free(&m->namespaces.v[i]);
   dt__free(m->namespaces.v);
   for (size_t i = 0; i < m->services.n; i++) mf_service_free(&m->services.v[i]);
@@ -583,6 +585,7 @@ typedef struct reader {
 static const reader k_readers[] = {
     {"NodePool", "karpenter.sh/", mf_nodepool},
     {"NodeClaim", "karpenter.sh/", claim_object},
+    {"NodeOverlay", "karpenter.sh/", mf_nodeoverlay},
     {"EC2NodeClass", "karpenter.k8s.aws/", mf_nodeclass},
     {"Pod", "v1", mf_pod},
     {"Node", "v1", node_object},
@@ -668,7 +671,10 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
     /* Karpenter's kinds are served at v1 and, converted, v1beta1: another
     ** version is none the API server knows, not one to read as v1 */
     bool karpenter = !strcmp(r->api, "karpenter.sh/") || !strcmp(r->api, "karpenter.k8s.aws/");
-    if (karpenter && strcmp(api + al, "v1") && strcmp(api + al, "v1beta1"))
+    /* the NodeOverlay CRD serves v1alpha1 alone */
+    if (r->read == mf_nodeoverlay && strcmp(api + al, "v1alpha1"))
+      return mf_bad(x, "apiVersion", "%s is no version of %s (%sv1alpha1)", api, kind, r->api);
+    if (karpenter && r->read != mf_nodeoverlay && strcmp(api + al, "v1") && strcmp(api + al, "v1beta1"))
       return mf_bad(x, "apiVersion", "%s is no version of %s (%sv1, or v1beta1 as Karpenter converts it)", api, kind,
                     r->api);
     /* the CapacityBuffer CRD Karpenter installs serves v1beta1 alone */
@@ -688,8 +694,8 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
 
 /* Where a file's objects start, so a bad file adds nothing. */
 typedef struct mark_t {
-  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nidle, nbuf, ntmpl, nrc, nmk, nvp, nvm, nvol, npdb, ntopo, nnsp,
-      nsvc;
+  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nidle, nbuf, novl, ntmpl, nrc, nmk, nvp, nvm, nvol, npdb, ntopo,
+      nnsp, nsvc;
   int64_t npods;
   const char *varch, *varch_file;
 } mark_t;
@@ -706,6 +712,7 @@ static mark_t mark_of(const dt_manifests *m) {
                   m->daemonsets.n,
                   m->idle.n,
                   m->buffers.n,
+                  m->nodeoverlays.n,
                   m->templates.n,
                   m->runtime_classes.n,
                   m->marks.n,
@@ -734,6 +741,7 @@ static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
   while (m->daemonsets.n > k->nds) mf_pod_free(&m->daemonsets.v[--m->daemonsets.n]);
   while (m->idle.n > k->nidle) mf_pod_free(&m->idle.v[--m->idle.n]);
   while (m->buffers.n > k->nbuf) mf_buffer_free(&m->buffers.v[--m->buffers.n]);
+  while (m->nodeoverlays.n > k->novl) mf_overlay_free(&m->nodeoverlays.v[--m->nodeoverlays.n]);
   while (m->templates.n > k->ntmpl) mf_pod_free(&m->templates.v[--m->templates.n]);
   while (m->pdbs.n > k->npdb) mf_pdb_free(&m->pdbs.v[--m->pdbs.n]);
   while (m->vmpools.n > k->nvp) mf_vmpool_free(&m->vmpools.v[--m->vmpools.n]);

@@ -658,6 +658,20 @@ typedef struct dt_buffer {
   const char *file;
 } dt_buffer;
 
+/* A NodeOverlay (karpenter.sh/v1alpha1), as read (mf_overlay.c): what it
+** changes of the instance types its requirements select, per NodePool. */
+enum { DT_OVL_NONE = 0, DT_OVL_PRICE = 1, DT_OVL_ADD = 2, DT_OVL_PERCENT = 3 };
+typedef struct dt_nodeoverlay {
+  char *name;
+  const char *file;
+  dt_mreqs reqs;
+  int32_t weight;    /* spec.weight, 0 when unset */
+  int price_kind;    /* DT_OVL_*: spec.price, or spec.priceAdjustment as an amount or a percentage */
+  double price;      /* the price, the amount added, or the percentage added */
+  char *price_text;  /* as written */
+  dt_rlist capacity; /* spec.capacity: extended resources only */
+} dt_nodeoverlay;
+
 struct dt_manifests {
   DT_VEC(dt_pdb) pdbs;
   DT_VEC(dt_service) services;
@@ -679,6 +693,7 @@ struct dt_manifests {
   ** owner ("Kind/name") and selector alone, for default spreads */
   DT_VEC(dt_podspec) idle;
   DT_VEC(dt_buffer) buffers;    /* CapacityBuffers */
+  DT_VEC(dt_nodeoverlay) nodeoverlays;
   DT_VEC(dt_podspec) templates; /* PodTemplates: namespace, name and the pod they make */
   bool buffers_resolved;        /* their chunks are in pods (dt_manifests_finish) */
   DT_VEC(dt_runtimeclass) runtime_classes;

@@ -315,6 +315,8 @@ static void claim_meta(const dt_plan_result *r, size_t i, cJSON *md) {
   char tmp[64];
   dt__fmt_price(tmp, sizeof tmp, c->price);
   dt__json_put_str(ann, "dovetail.dev/price", tmp);
+  if (c->price_overlaid) dt__json_put_str(ann, "karpenter.sh/price-overlay-applied", "true");
+  if (c->capacity_overlaid) dt__json_put_str(ann, "karpenter.sh/capacity-overlay-applied", "true");
   dt__claim_drift_marks(ann, np->hash, np->has_nc ? &np->nc_hash : NULL, np->nc_k_hash, np->nc_k_hash_version);
 }
 

@@ -305,6 +305,12 @@ static void claim_info(rb *b, const rt_claim *k, uint32_t s, dt_claim_info *c) {
   c->npods = pods ? k->pods.n : 0;
   c->instance_type_options = b->sets.v[s].opts;
   c->noptions = k->nfinal;
+  int32_t row = p->ovl ? dt__ovl_row(p->ovl, p->pools[k->pool].src->name) : -1;
+  for (uint32_t j = 0; row >= 0 && j < k->nfinal; j++) {
+    uint8_t f = p->ovl->flags[(size_t)row * p->ovl->ntypes + k->final[j]];
+    c->price_overlaid |= (f & OVL_F_PRICE) ? 1 : 0;
+    c->capacity_overlaid |= (f & OVL_F_CAP) ? 1 : 0;
+  }
 }
 
 /* ------------------------------------------------- NodeClaim requirements */

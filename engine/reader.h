@@ -57,6 +57,8 @@ typedef struct where {
 #define mf_not_ready               dt__mf_not_ready
 #define mf_nodeclass_free          dt__mf_nodeclass_free
 #define mf_nodepool                dt__mf_nodepool
+#define mf_nodeoverlay             dt__mf_nodeoverlay
+#define mf_overlay_free            dt__mf_overlay_free
 #define mf_oom                     dt__mf_oom
 #define mf_parse_duration_or_never dt__mf_parse_duration_or_never
 #define mf_parse_kvs               dt__mf_parse_kvs
@@ -140,6 +142,10 @@ void mf_selector_free(dt_selector *s);
 int mf_parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspec *p);
 void mf_strs_free(char **v, size_t n);
 void mf_topo_free(dt_topo_obj *t);
+
+/* mf_overlay.c: NodeOverlays */
+int mf_nodeoverlay(mctx *x, const cJSON *o);
+void mf_overlay_free(dt_nodeoverlay *v);
 
 /* mf_nodepool.c */
 int mf_nodepool(mctx *x, const cJSON *o);

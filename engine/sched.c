@@ -431,7 +431,8 @@ static int plan_run(const dt_catalog *catalog, const dt_compiled_catalog *cc, dt
   } else {
     if ((rc = plan_begin(p)) || (rc = add_pool_vms(p, err)) || (rc = dt__sched_compile_catalog(p, err))) goto fail;
   }
-  if ((rc = dt__sched_apply_marks(p)) || (rc = dt__sched_build_snapshot(p)) || (rc = dt__sched_apply_price_hook(p)))
+  if ((rc = dt__sched_overlays(p)) || (rc = dt__sched_apply_marks(p)) || (rc = dt__sched_build_snapshot(p)) ||
+      (rc = dt__sched_apply_price_hook(p)))
     goto fail;
   priced_keep(p);
   if ((rc = dt__sched_compile_pools(p, err)) || (rc = dt__sched_compile_nodes(p, err))) goto fail;
@@ -513,6 +514,7 @@ int dt__cluster_new_compiled(const dt_catalog *catalog, const dt_compiled_catalo
   /* the order a plan interns names in: the catalog's (or their copy), then the pools' */
   int rc = cc ? copy_compiled(p, cc->base, NULL) : plan_begin(p);
   if (!rc && !cc) rc = dt__sched_compile_catalog(p, err);
+  if (!rc) rc = dt__sched_overlays(p); /* its overlays read these prices and this capacity */
   if (!rc) rc = dt__sched_compile_pools(p, err);
   if (!rc && (p->arena.oom || p->syms.oom)) rc = DT_ENOMEM;
   if (rc) {

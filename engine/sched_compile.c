@@ -565,8 +565,9 @@ static int subnet_zones(dt_plan *p, const dt_nodepool *np, const dt_nodeclass *n
 }
 
 /* rt_pool.alloc: each type's allocatable on the pool's nodes; the catalog's
-** unless its EC2NodeClass's kubelet or volumes change it. */
-static int pool_alloc(dt_plan *p, rt_pool *pl, const dt_nodeclass *nc) {
+** unless its EC2NodeClass's kubelet or volumes change it, with the extended
+** resources NodeOverlays give it on this pool. */
+static int pool_alloc(dt_plan *p, rt_pool *pl, const dt_nodeclass *nc, dt_error *err) {
   pl->alloc = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->alloc);
   if (!pl->alloc) return DT_ENOMEM;
   for (uint32_t t = 0; t < p->ntypes; t++) pl->alloc[t] = p->types[t].alloc;
@@ -582,6 +583,20 @@ static int pool_alloc(dt_plan *p, rt_pool *pl, const dt_nodeclass *nc) {
     memcpy(v, ty->alloc, DT_RES_MAX * sizeof *v);
     v[DT_R_CPU] = al[DT_NODE_CPU], v[DT_R_MEM] = al[DT_NODE_MEM], v[DT_R_PODS] = al[DT_NODE_PODS];
     v[DT_R_EPH] = al[DT_NODE_EPH];
+    pl->alloc[pl->types[k]] = v;
+  }
+  int32_t row = p->ovl ? dt__ovl_row(p->ovl, pl->src->name) : -1;
+  for (uint32_t k = 0; row >= 0 && k < pl->ntypes; k++) {
+    size_t c = (size_t)row * p->ovl->ntypes + pl->types[k];
+    if (!p->ovl->ncap[c]) continue;
+    int64_t *v = A(p, DT_RES_MAX * sizeof *v);
+    if (!v) return DT_ENOMEM;
+    memcpy(v, pl->alloc[pl->types[k]], DT_RES_MAX * sizeof *v);
+    for (uint16_t i = 0; i < p->ovl->ncap[c]; i++) { /* Karpenter's capacity overlay sets each resource it names */
+      int ri = res_index(p, p->ovl->cap[c][i].name, err);
+      if (ri < 0) return ri;
+      v[ri] = p->ovl->cap[c][i].milli;
+    }
     pl->alloc[pl->types[k]] = v;
   }
   return 0;
@@ -725,7 +740,8 @@ int dt__sched_compile_pools(dt_plan *p, dt_error *err) {
         kept->universe_ok = true;
       }
     }
-    if (pool_alloc(p, pl, nc)) return DT_ENOMEM;
+    int arc = pool_alloc(p, pl, nc, err);
+    if (arc) return arc;
     int drc = daemon_overhead(p, pl, zm, cm, err);
     if (drc) return drc;
     for (uint32_t k = 0; k < DT_RES_MAX; k++) pl->remaining[k] = INT64_MAX;

@@ -521,6 +521,12 @@ static inline bool dt__pool_is(const rt_pool *pl, double spot_max, uint32_t n, c
 /* sched.c: types[0..n) and their offerings copied into a (NULL: out of memory) */
 rt_type *dt__types_copy(dt_arena *a, const rt_type *from, uint32_t n);
 
+/* sched_overlay.c: the input's NodeOverlays resolved into p->ovl, the
+** offerings' prices overlaid (an overlay plan reads its cluster base's,
+** whose types it copied); and the row of pool np in it, -1 none. */
+int dt__sched_overlays(dt_plan *p);
+int32_t dt__ovl_row(const rt_ovl *o, const char *pool);
+
 /* sched_compile.c */
 int dt__sched_apply_marks(dt_plan *p);
 int dt__sched_apply_price_hook(dt_plan *p);

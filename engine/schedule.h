@@ -519,7 +519,29 @@ struct dt_plan {
   uint8_t *own;
   bool lent;             /* types is its cluster's lent copy (dt_cluster.lend), not its own */
   struct dt_explain *ex; /* --explain POD: what that pod went through (explain.c); NULL otherwise */
+  /* What the input's NodeOverlays change, per NodePool and type
+  ** (sched_overlay.c); NULL when it holds none. An overlay plan reads its
+  ** cluster base's. */
+  const struct rt_ovl *ovl;
 };
+
+/* NodeOverlays resolved (sched_overlay.c): per row (a NodePool of the
+** manifests, in their order) and type, whether its prices were overlaid
+** (OVL_F_PRICE) and the extended resources its capacity gains. */
+enum { OVL_F_PRICE = 1, OVL_F_CAP = 2 };
+typedef struct rt_ovl_res {
+  const char *name;
+  int64_t milli;
+} rt_ovl_res;
+typedef struct rt_ovl {
+  uint32_t nrows, ntypes;
+  const char **row_pool;  /* the NodePool's name of each row */
+  uint8_t *flags;         /* [row * ntypes + t]: OVL_F_* */
+  const rt_ovl_res **cap; /* [row * ntypes + t]: ncap[...] resources, NULL none */
+  uint16_t *ncap;
+  const char **notes; /* what resolving noted, said by every plan that reads it */
+  size_t nnotes;
+} rt_ovl;
 
 /* Type t's offerings, the plan's own to change: every write to an
 ** offering goes through here (an overlay shares its cluster's priced copy

@@ -12,10 +12,11 @@ int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why) {
   const char *kind = dt__jstr(o, "kind"), *ns = dt__jstr(md, "namespace"), *name = dt__jstr(md, "name");
   /* the kinds the manifests read as cluster-scoped: a namespace on one of
   ** them is ignored there, so it must not make a second key here */
-  bool cluster = kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
-                          !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering") ||
-                          !strcmp(kind, "PersistentVolume") || !strcmp(kind, "StorageClass") ||
-                          !strcmp(kind, "EC2NodeClass") || !strcmp(kind, "CSINode") || !strcmp(kind, "Namespace"));
+  bool cluster =
+      kind && (!strcmp(kind, "NodePool") || !strcmp(kind, "NodeClaim") || !strcmp(kind, "Node") ||
+               !strcmp(kind, "RuntimeClass") || !strcmp(kind, "UnavailableOffering") ||
+               !strcmp(kind, "PersistentVolume") || !strcmp(kind, "StorageClass") || !strcmp(kind, "EC2NodeClass") ||
+               !strcmp(kind, "CSINode") || !strcmp(kind, "Namespace") || !strcmp(kind, "NodeOverlay"));
   *why = !kind || !*kind         ? "kind: missing"
          : strlen(kind) > 63     ? "kind: longer than 63 characters"
          : !name || !*name       ? "metadata.name: missing"
@@ -34,7 +35,7 @@ int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why) {
 
 bool dt__obj_left_out(const char *key) {
   static const char *const kinds[] = {
-      "Pod/", "NodePool/", "EC2NodeClass/", "VirtualMachinePool/", "CapacityBuffer/", "PodTemplate/"};
+      "Pod/", "NodePool/", "EC2NodeClass/", "VirtualMachinePool/", "CapacityBuffer/", "PodTemplate/", "NodeOverlay/"};
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
     if (!strncmp(key, kinds[i], strlen(kinds[i]))) return true;
   return false;

@@ -407,6 +407,18 @@ describe("dovetail check", function()
     assert.matches("hook 'rank' must be a function", err, 1, true)
     os.remove(path)
   end)
+
+  it("refuses the other commands' options rather than reading them as policy files (exit 2)", function()
+    for _, opt in ipairs({ "--packing cost", "--catalog x.json", "-o json", "--now 0" }) do
+      local out, err, code = h.cli("check " .. opt .. " policies/default.lua")
+      assert.are.equal(2, code, opt)
+      assert.are.equal("", out, opt)
+      assert.matches("unknown option " .. opt:match("^%S+"):gsub("%-", "%%-"), err)
+      assert.matches("dovetail check --help", err, 1, true)
+    end
+    local _, _, code = h.cli("check")
+    assert.are.equal(2, code)
+  end)
 end)
 
 describe("shipped policies", function()
