@@ -149,7 +149,7 @@ static int amis(mctx *x, const cJSON *o, dt_nodeclass *c) {
 /* The AMI family as Karpenter's AMIFamily() resolves it: spec.amiFamily
 ** when set, else the family of an amiSelectorTerms alias (family@version);
 ** its name into c->family_name, for the drift hash. */
-static int ami_family(mctx *x, const cJSON *spec, dt_nodeclass *c) {
+static int ami_family(mctx *x, const cJSON *spec, bool v1beta1, dt_nodeclass *c) {
   static const struct {
     const char *alias, *name;
     int family;
@@ -193,6 +193,17 @@ static int ami_family(mctx *x, const cJSON *spec, dt_nodeclass *c) {
     return 0;
   }
   const char *s = cJSON_IsString(fam) ? fam->valuestring : "";
+  /* v1beta1's Ubuntu, as the AWS provider's v1 conversion took it: the AL2
+  ** family (the same user data) on Ubuntu's root volume, /dev/sda1 of 20Gi,
+  ** unless mappings are given (volumes() reads those); without
+  ** amiSelectorTerms the class is incompatible and provisions nothing. */
+  if (v1beta1 && !strcmp(s, "Ubuntu")) {
+    c->family = DT_AMI_AL2;
+    c->family_name = "AL2";
+    c->ubuntu = true;
+    if (!cJSON_IsArray(terms) || !cJSON_GetArraySize(terms)) c->ubuntu_incompatible = true;
+    return 0;
+  }
   for (size_t k = 0; k < nf; k++)
     if (!strcmp(s, fams[k].name)) {
       c->family = fams[k].family;
@@ -318,6 +329,7 @@ static int volumes(mctx *x, const cJSON *spec, dt_nodeclass *c) {
     c->raid0 = true;
   }
   const cJSON *bdm = mf_get(spec, "blockDeviceMappings");
+  if ((!bdm || cJSON_IsNull(bdm)) && c->ubuntu) c->volume_bytes = 20 * (int64_t)GIB;
   if (!bdm || cJSON_IsNull(bdm)) return 0;
   if (!cJSON_IsArray(bdm)) return mf_bad(x, "spec.blockDeviceMappings", "expected a list of mappings");
   const char *dev = c->family == DT_AMI_BOTTLEROCKET ? "/dev/xvdb"
@@ -404,11 +416,15 @@ int mf_nodeclass(mctx *x, const cJSON *o) {
   const cJSON *spec = mf_get(o, "spec");
   int rc = !(c.name = dt__strdup(name)) ? mf_oom(x) : 0;
   if (!rc && spec && !cJSON_IsObject(spec)) rc = mf_bad(x, "spec", "expected a map");
-  if (!rc) rc = ami_family(x, spec, &c);
+  if (!rc) rc = ami_family(x, spec, !strcmp(mf_get_str(o, "apiVersion"), "karpenter.k8s.aws/v1beta1"), &c);
   dt_buf cel = {0};
   if (!rc) rc = kubelet(x, spec, &c, &cel);
   if (!rc) rc = volumes(x, spec, &c);
   if (!rc) rc = status(x, o, &c);
+  if (!rc && c.ubuntu_incompatible && !c.unready &&
+      !(c.unready = dt__strdup("amiFamily Ubuntu without amiSelectorTerms, which Karpenter v1's conversion marks "
+                               "incompatible: it provisions nothing for it")))
+    rc = mf_oom(x);
   /* CEL expressions in the kubelet (AWS provider, NodeClassCEL gate, off by
   ** default) are not evaluated. Where the node class says it is Ready (its
   ** Karpenter had the gate on) its nodes are sized with the AMI family's

@@ -313,6 +313,33 @@ static bool whole_duration(const char *s) {
   return true;
 }
 
+/* Kubelet settings on a NodePool: a v1beta1 field that Karpenter v1 moved
+** to the EC2NodeClass. v1.0's conversion kept them in an annotation its
+** AWS provider read before the EC2NodeClass's; since v1.1 neither is read,
+** so neither is here: a v1 NodePool with the field is refused (its CRD has
+** none), and the field or the annotation is noted, not silently dropped. */
+static int nodepool_kubelet(mctx *x, const cJSON *o, const char *name) {
+  bool v1beta1 = !strcmp(mf_get_str(o, "apiVersion"), "karpenter.sh/v1beta1");
+  const cJSON *k = mf_get(mf_get(mf_get(mf_get(o, "spec"), "template"), "spec"), "kubelet");
+  const char *ann = "compatibility.karpenter.sh/v1beta1-kubelet-conversion";
+  if (k && !cJSON_IsNull(k) && !v1beta1)
+    return mf_bad(x, "spec.template.spec.kubelet",
+                  "unknown field (a karpenter.sh/v1 NodePool has none: kubelet settings are its EC2NodeClass's "
+                  "spec.kubelet)");
+  if (k && !cJSON_IsNull(k))
+    dt__buf_printf(&x->m->notes,
+                   "%s: NodePool %s: spec.template.spec.kubelet is not read: Karpenter v1 takes kubelet settings "
+                   "from the EC2NodeClass's spec.kubelet (and no longer reads what its v1.0 conversion kept of "
+                   "them); set them there\n",
+                   x->file, name);
+  else if (mf_get(mf_get(mf_get(o, "metadata"), "annotations"), ann))
+    dt__buf_printf(&x->m->notes,
+                   "%s: NodePool %s: metadata.annotations.%s is not read, as Karpenter since v1.1: kubelet settings "
+                   "are the EC2NodeClass's spec.kubelet\n",
+                   x->file, name, ann);
+  return x->m->notes.oom ? mf_oom(x) : 0;
+}
+
 static int nodepool_validate(mctx *x, const cJSON *o) {
   for (size_t i = 0; i < sizeof k_nodepool_fields / sizeof k_nodepool_fields[0]; i++) {
     const cJSON *at = o;
@@ -621,7 +648,8 @@ static int pool_usable(mctx *x, const cJSON *o, dt_nodepool *p) {
 
 int mf_nodepool(mctx *x, const cJSON *o) {
   const char *ns, *name;
-  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name) || nodepool_validate(x, o))
+  if (mf_meta(x, o, &ns, &name, false) || mf_check_duplicate(x, NULL, name) || nodepool_validate(x, o) ||
+      nodepool_kubelet(x, o, name))
     return mf_failed(x);
   bool v1beta1 = !strcmp(mf_get_str(o, "apiVersion"), "karpenter.sh/v1beta1");
   dt_nodepool p = {0};

@@ -195,6 +195,8 @@ typedef struct dt_nodeclass {
   dt_evict evict_mem, evict_fs; /* evictionHard memory.available, nodefs.available */
   int64_t volume_bytes;         /* the ephemeral volume's size from blockDeviceMappings; -1 the family's default */
   bool raid0;                   /* instanceStorePolicy RAID0: ephemeral storage is the instance store */
+  bool ubuntu;                  /* v1beta1 amiFamily Ubuntu, converted (AL2 on Ubuntu's root volume) */
+  bool ubuntu_incompatible;     /* ... without amiSelectorTerms: the conversion's incompatible mark */
   char **zones;                 /* status.subnets[].zone, each once, in order */
   char **zone_ids;              /* and each one's zoneID (AWS's account-independent name), NULL unknown */
   size_t nzones;

@@ -381,3 +381,66 @@ describe("EC2NodeClass drift", function()
     assert.is_nil(details(with(now_hash)).n1)
   end)
 end)
+
+describe("Karpenter v1beta1 objects as Karpenter v1 takes them", function()
+  local function pool(api, kubelet, annotations)
+    return ([[
+apiVersion: karpenter.sh/%s
+kind: NodePool
+metadata:
+  name: default%s
+spec:
+  template:
+    spec:
+      nodeClassRef: {%s, kind: EC2NodeClass, name: ubuntu}
+      requirements:
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}%s
+]]):format(api, annotations and ("\n  annotations: {%s}"):format(annotations) or "",
+      api == "v1" and "group: karpenter.k8s.aws" or "apiVersion: karpenter.k8s.aws/v1beta1",
+      kubelet and "\n      kubelet: {maxPods: 110}" or "")
+  end
+  local function nodeclass(api, family, terms)
+    return ([[
+apiVersion: karpenter.k8s.aws/%s
+kind: EC2NodeClass
+metadata: {name: ubuntu}
+spec:
+  amiFamily: %s
+  role: KarpenterNodeRole%s
+]]):format(api, family, terms and "\n  amiSelectorTerms: [{id: ami-0123456789abcdef0}]" or "")
+  end
+  local function pods(n)
+    local t = {}
+    for i = 1, n do t[#t + 1] = h.pod("p" .. i, { cpu = "10m", memory = "16Mi" }) end
+    return table.concat(t, "---\n")
+  end
+
+  it("a NodePool's kubelet: refused on v1 (its CRD has none), noted and not read on v1beta1 or as v1.0's annotation",
+    function()
+      local _, err, code = h.cli("plan " .. h.write(h.docs(pool("v1", true), nodeclass("v1", "AL2023"), pods(1))))
+      assert.are.equal(1, code)
+      assert.matches("NodePool default: spec.template.spec.kubelet: unknown field", err, 1, true)
+      -- the reader's notes go to standard error
+      local text = h.docs(pool("v1beta1", true), nodeclass("v1beta1", "AL2023"), pods(100))
+      assert.are.equal(4, #plan(text).nodeClaims, "maxPods 110 is not read: m5.large takes its 29 pods")
+      _, err = h.cli("plan " .. h.write(text))
+      assert.matches("NodePool default: spec.template.spec.kubelet is not read", err, 1, true)
+      text = h.docs(pool("v1", false, '"compatibility.karpenter.sh/v1beta1-kubelet-conversion": "{\\"maxPods\\":110}"'),
+        nodeclass("v1", "AL2023"), pods(100))
+      assert.are.equal(4, #plan(text).nodeClaims)
+      _, err = h.cli("plan " .. h.write(text))
+      assert.matches("v1beta1-kubelet-conversion is not read", err, 1, true)
+    end)
+
+  it("a v1beta1 EC2NodeClass of amiFamily Ubuntu: AL2 on Ubuntu's root volume; without AMI terms, incompatible", function()
+    local p = plan(h.docs(pool("v1beta1"), nodeclass("v1beta1", "Ubuntu", true), pods(1)))
+    assert.are.equal(1, #p.nodeClaims)
+    p = plan(h.docs(pool("v1beta1"), nodeclass("v1beta1", "Ubuntu", false), pods(1)))
+    assert.are.equal(0, #p.nodeClaims)
+    assert.matches("amiFamily Ubuntu without amiSelectorTerms", notes(p), 1, true)
+    local _, err, code = h.cli("plan " .. h.write(h.docs(pool("v1"), nodeclass("v1", "Ubuntu", true), pods(1))))
+    assert.are.equal(1, code)
+    assert.matches("spec.amiFamily", err, 1, true)
+  end)
+end)
