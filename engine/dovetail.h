@@ -168,7 +168,8 @@ DT_EXPORT int dt_manifests_add_file(dt_manifests *m, const char *path, dt_error 
 DT_EXPORT int dt_manifests_scheduler_config(dt_manifests *m, const char *path, dt_error *err);
 
 /* What depends on the whole input, made once every input is added: the
-** chunks of its CapacityBuffers (virtual pods). A plan or disruption pass
+** chunks of its CapacityBuffers (virtual pods), and the virt-launcher pods
+** of VMs sized by KubeVirt instancetypes. A plan or disruption pass
 ** over m, and dt_manifests_scheduler_config, call it when the caller has
 ** not; call it first to read its notes before them. */
 DT_EXPORT int dt_manifests_finish(dt_manifests *m, dt_error *err);

@@ -141,6 +141,7 @@ void mf_pod_free(dt_podspec *p) {
   for (size_t i = 0; i < p->nports; i++) dt__free(p->ports[i].ip);
   dt__free(p->ports);
   dt__free(p->runtime_class);
+  dt__free(p->vm_itype);
   dt__free(p->ns);
   dt__free(p->name);
   dt__free(p->owner);
@@ -228,6 +229,8 @@ void dt_manifests_free(dt_manifests *m) {
   dt__free(m->buffers.v);
   for (size_t i = 0; i < m->nodeoverlays.n; i++) mf_overlay_free(&m->nodeoverlays.v[i]);
   dt__free(m->nodeoverlays.v);
+  for (size_t i = 0; i < m->itypes.n; i++) mf_itype_free(&m->itypes.v[i]);
+  dt__free(m->itypes.v);
   for (size_t i = 0; i < m->namespaces.n; i++) mf_namespace_free(&m->namespaces.v[i]);
   dt__free(m->namespaces.v);
   for (size_t i = 0; i < m->services.n; i++) mf_service_free(&m->services.v[i]);
@@ -602,6 +605,8 @@ static const reader k_readers[] = {
     {"VirtualMachineInstance", "kubevirt.io/", mf_vmi},
     {"ControllerRevision", "apps/", mf_ctrl_revision},
     {"KubeVirt", "kubevirt.io/", mf_kubevirt},
+    {"VirtualMachineInstancetype", "instancetype.kubevirt.io/", mf_itype},
+    {"VirtualMachineClusterInstancetype", "instancetype.kubevirt.io/", mf_itype},
     {"PersistentVolume", "v1", mf_persistent_volume},
     {"StorageClass", "storage.k8s.io/", mf_storage_class},
     {"CSINode", "storage.k8s.io/", mf_csinode},
@@ -694,8 +699,8 @@ static int object(mctx *x, const cJSON *o, size_t docno, size_t item) {
 
 /* Where a file's objects start, so a bad file adds nothing. */
 typedef struct mark_t {
-  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nidle, nbuf, novl, ntmpl, nrc, nmk, nvp, nvm, nvol, npdb, ntopo,
-      nnsp, nsvc;
+  size_t np, nnc, nvmi, nprev, npod, nn, ns, nl, nds, nidle, nbuf, novl, nit, ntmpl, nrc, nmk, nvp, nvm, nvol, npdb,
+      ntopo, nnsp, nsvc;
   int64_t npods;
   const char *varch, *varch_file;
 } mark_t;
@@ -713,6 +718,7 @@ static mark_t mark_of(const dt_manifests *m) {
                   m->idle.n,
                   m->buffers.n,
                   m->nodeoverlays.n,
+                  m->itypes.n,
                   m->templates.n,
                   m->runtime_classes.n,
                   m->marks.n,
@@ -742,6 +748,7 @@ static void roll_back(dt_manifests *m, const mark_t *k, const char *file) {
   while (m->idle.n > k->nidle) mf_pod_free(&m->idle.v[--m->idle.n]);
   while (m->buffers.n > k->nbuf) mf_buffer_free(&m->buffers.v[--m->buffers.n]);
   while (m->nodeoverlays.n > k->novl) mf_overlay_free(&m->nodeoverlays.v[--m->nodeoverlays.n]);
+  while (m->itypes.n > k->nit) mf_itype_free(&m->itypes.v[--m->itypes.n]);
   while (m->templates.n > k->ntmpl) mf_pod_free(&m->templates.v[--m->templates.n]);
   while (m->pdbs.n > k->npdb) mf_pdb_free(&m->pdbs.v[--m->pdbs.n]);
   while (m->vmpools.n > k->nvp) mf_vmpool_free(&m->vmpools.v[--m->vmpools.n]);

@@ -192,8 +192,10 @@ static bool names_taken(const dt_manifests *m, const char *ns, const char *base,
 }
 
 int dt_manifests_finish(dt_manifests *m, dt_error *err) {
-  if (m->buffers_resolved || !m->buffers.n) return 0;
-  m->buffers_resolved = true;
+  if (m->finished) return 0;
+  m->finished = true;
+  int rc = mf_itypes_resolve(m, err); /* VMs sized by their instancetypes, before chunks borrow a template */
+  if (rc) return rc;
   for (size_t i = 0; i < m->buffers.n; i++) {
     const dt_buffer *b = &m->buffers.v[i];
     int64_t scal = 0;

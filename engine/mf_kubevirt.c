@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 const char *const dt__sort_names[5] = {"Random", "Oldest", "Newest", "AscendingOrder", "DescendingOrder"};
 
@@ -276,12 +277,128 @@ static const char *vm_arch(const char *s) {
   return NULL;
 }
 
-/* The virt-launcher pod a VMI template needs: domain requests (memory
-** defaulting to the guest memory, cpu to 100m per vCPU as KubeVirt's default
-** cpuAllocationRatio of 10 gives), with the template's placement fields, and
+/* The memory KubeVirt adds to a virt-launcher pod's request beyond its
+** guest's (the KVM backend's GetMemoryOverhead): page tables (a byte per
+** 512 of guest memory), the launcher's processes (240Mi), 8Mi a vCPU and
+** 8Mi for the IO thread, 32Mi of video unless no graphics device is
+** attached, 128Mi for arm64's UEFI flash, 1Gi for VFIO (GPUs, host
+** devices), 100Mi and 10Mi a probe for exec probes, 256Mi under SEV, 53Mi
+** for a TPM, 100Mi for dedicated CPUs or Guaranteed QoS, and the
+** reservedOverhead it names (added by the caller). In bytes. */
+static int64_t launcher_overhead(const cJSON *spec, const cJSON *domain, int64_t mem, int64_t vcpus, bool arm64,
+                                 bool dedicated, bool guaranteed) {
+  const int64_t Mi = 1024 * 1024;
+  int64_t o = ((mem + 999) / 1000) * 1000 / 512;
+  o += (25 + 100 + 25 + 40 + 50) * Mi;
+  o += 8 * Mi * (vcpus < 1 ? 1 : vcpus) + 8 * Mi;
+  const cJSON *dev = mf_get(domain, "devices");
+  if (!cJSON_IsFalse(mf_get(dev, "autoattachGraphicsDevice"))) o += 32 * Mi;
+  if (arm64) o += 128 * Mi;
+  if (cJSON_GetArraySize(mf_get(dev, "gpus")) > 0 || cJSON_GetArraySize(mf_get(dev, "hostDevices")) > 0) o += 1024 * Mi;
+  bool live = cJSON_IsObject(mf_get(mf_get(spec, "livenessProbe"), "exec"));
+  bool ready = cJSON_IsObject(mf_get(mf_get(spec, "readinessProbe"), "exec"));
+  o += (live ? 10 * Mi : 0) + (ready ? 10 * Mi : 0) + (live || ready ? 100 * Mi : 0);
+  const cJSON *ls = mf_get(domain, "launchSecurity");
+  if (cJSON_IsObject(mf_get(ls, "sev")) || cJSON_IsObject(mf_get(ls, "snp"))) o += 256 * Mi;
+  const cJSON *tpm = mf_get(dev, "tpm");
+  if (cJSON_IsObject(tpm) && !cJSON_IsFalse(mf_get(tpm, "enabled"))) o += 53 * Mi;
+  if (dedicated || guaranteed) o += 100 * Mi;
+  return o;
+}
+
+/* A virt-launcher pod's requests, as KubeVirt renders them from the VMI
+** (renderresources.go, after its defaulting webhook): the domain's
+** requests, a limit standing in for a missing request (the API server's
+** defaulting, and KubeVirt's for cpu), memory defaulting to the guest
+** memory; cpu to 100m a vCPU (the default cpuAllocationRatio of 10), or
+** with dedicated CPUs a whole core each (and one more for an isolated
+** emulator thread); memory raised by the launcher's overhead unless
+** overcommitGuestOverhead. vCPUs are cores × sockets × threads, else the
+** cpu limit's or request's whole cores, else 1. */
+static int launcher_requests(mctx *x, const cJSON *vmspec, const cJSON *spec, const cJSON *domain, const char *path,
+                             const char *arch, dt_rlist *req, dt_rlist *lim, dt_podspec *p) {
+  char f[400], tmp[64];
+  const cJSON *it = mf_get(vmspec, "instancetype");
+  if (it && !cJSON_IsNull(it)) { /* sized once the instancetypes are read (mf_itypes_resolve) */
+    const char *in = mf_get_str(it, "name"), *kind = mf_get_str(it, "kind");
+    if (!cJSON_IsObject(it) || !in || !*in) return mf_bad(x, "spec.instancetype.name", "missing");
+    bool ns_kind = kind && (!strcasecmp(kind, "VirtualMachineInstancetype") ||
+                            !strcasecmp(kind, "virtualmachineinstancetypes") || !strcasecmp(kind, "vminstancetype"));
+    bool cl_kind = !kind || !*kind || !strcasecmp(kind, "VirtualMachineClusterInstancetype") ||
+                   !strcasecmp(kind, "virtualmachineclusterinstancetypes") ||
+                   !strcasecmp(kind, "vmclusterinstancetype");
+    if (!ns_kind && !cl_kind)
+      return mf_bad(x, "spec.instancetype.kind",
+                    "expected VirtualMachineClusterInstancetype or VirtualMachineInstancetype");
+    p->vm_itype_ns = ns_kind;
+    if (!(p->vm_itype = dt__strdup(in))) return mf_oom(x);
+  }
+  const cJSON *res = mf_get(domain, "resources");
+  dt__join(f, sizeof f, path, ".spec.domain.resources.requests");
+  if (mf_parse_rlist(x, mf_get(res, "requests"), f, req, true)) return mf_failed(x);
+  dt__join(f, sizeof f, path, ".spec.domain.resources.limits");
+  if (mf_parse_rlist(x, mf_get(res, "limits"), f, lim, true)) return mf_failed(x);
+  for (size_t i = 0; i < lim->n; i++)
+    if (!dt__rlist_get(req, lim->v[i].name) && dt__rlist_add(req, lim->v[i].name, lim->v[i].milli, DT_RL_SET))
+      return mf_oom(x);
+  if (!dt__rlist_get(req, "memory")) {
+    const char *g = dt__scalar(mf_get(mf_get(domain, "memory"), "guest"), tmp, sizeof tmp);
+    int64_t v;
+    dt_error qe;
+    dt__join(f, sizeof f, path, ".spec.domain.memory.guest");
+    if (g && dt_quantity_parse(g, &v, &qe)) return mf_bad(x, f, "%s", qe.msg);
+    if (g && dt__rlist_add(req, "memory", v, DT_RL_SET)) return mf_oom(x);
+  }
+  const cJSON *cpu = mf_get(domain, "cpu");
+  int64_t vcpus = 1;
+  bool topo = false;
+  static const char *dims[] = {"cores", "sockets", "threads"};
+  for (int i = 0; i < 3; i++) {
+    const cJSON *d = mf_get(cpu, dims[i]);
+    dt__join(f, sizeof f, path, ".spec.domain.cpu.", dims[i]);
+    if (!d || cJSON_IsNull(d)) continue;
+    if (!mf_is_int_in(d, 1, 4096)) return mf_bad(x, f, "expected an integer from 1 to 4096");
+    vcpus *= (int64_t)d->valuedouble;
+    topo = true;
+  }
+  if (!topo) { /* the webhook's topology from the cpu limit, else the request, in whole cores */
+    int64_t c = dt__rlist_get(lim, "cpu") ? dt__rlist_get(lim, "cpu") : dt__rlist_get(req, "cpu");
+    if (c > 0) vcpus = (c + 999) / 1000;
+  }
+  bool dedicated = cJSON_IsTrue(mf_get(cpu, "dedicatedCpuPlacement"));
+  if (dedicated) {
+    int64_t cores = vcpus + (cJSON_IsTrue(mf_get(cpu, "isolateEmulatorThread")) ? 1 : 0);
+    if (dt__rlist_add(req, "cpu", cores * 1000, DT_RL_SET)) return mf_oom(x);
+  } else if (!dt__rlist_get(req, "cpu") && dt__rlist_add(req, "cpu", vcpus * 100, DT_RL_SET)) {
+    return mf_oom(x);
+  }
+  int64_t mem = dt__rlist_get(req, "memory") / 1000;
+  bool guaranteed = dt__rlist_get(lim, "cpu") && dt__rlist_get(lim, "memory") &&
+                    dt__rlist_get(lim, "cpu") == dt__rlist_get(req, "cpu") &&
+                    dt__rlist_get(lim, "memory") == dt__rlist_get(req, "memory");
+  const char *add =
+      dt__scalar(mf_get(mf_get(mf_get(domain, "memory"), "reservedOverhead"), "addedOverhead"), tmp, sizeof tmp);
+  int64_t av = 0;
+  dt_error qe;
+  dt__join(f, sizeof f, path, ".spec.domain.memory.reservedOverhead.addedOverhead");
+  if (add && (dt_quantity_parse(add, &av, &qe) || av < 0)) return mf_bad(x, f, "expected a quantity such as 256Mi");
+  bool arm64 = arch && !strcmp(arch, "arm64"), ovc = cJSON_IsTrue(mf_get(res, "overcommitGuestOverhead"));
+  if (p->vm_itype) { /* what does not hang on the instancetype's memory and vCPUs */
+    p->vm_ovh = launcher_overhead(spec, domain, 0, 1, arm64, false, false) - 8 * 1024 * 1024 + av / 1000;
+    p->vm_ovc = ovc;
+  }
+  if (mem > 0 && !ovc) {
+    int64_t o = launcher_overhead(spec, domain, mem, vcpus, arm64, dedicated, guaranteed) + av / 1000;
+    if (dt__rlist_add(req, "memory", (mem + o) * 1000, DT_RL_SET)) return mf_oom(x);
+  }
+  return 0;
+}
+
+/* The virt-launcher pod a VMI template needs: its requests as KubeVirt
+** renders them (launcher_requests), with the template's placement fields, and
 ** its spec.architecture, which KubeVirt's virt-launcher pods select as
 ** kubernetes.io/arch (the cluster's default architecture when unset). */
-static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *p) {
+static int vmi_podspec(mctx *x, const cJSON *vmspec, const cJSON *vmi, const char *path, dt_podspec *p) {
   char f[400];
   const cJSON *spec = mf_get(vmi, "spec");
   dt__join(f, sizeof f, path, ".spec");
@@ -296,39 +413,9 @@ static int vmi_podspec(mctx *x, const cJSON *vmi, const char *path, dt_podspec *
                     cJSON_IsString(arch) ? "\"" : "");
   }
   const cJSON *domain = mf_get(spec, "domain");
-  dt_rlist req = {0};
-  dt__join(f, sizeof f, path, ".spec.domain.resources.requests");
-  if (mf_parse_rlist(x, mf_get(mf_get(domain, "resources"), "requests"), f, &req, true)) {
-    dt__rlist_free(&req);
-    return mf_failed(x);
-  }
-  int rc = 0;
-  char tmp[64];
-  if (!dt__rlist_get(&req, "memory")) {
-    const char *g = dt__scalar(mf_get(mf_get(domain, "memory"), "guest"), tmp, sizeof tmp);
-    int64_t v;
-    dt_error qe;
-    dt__join(f, sizeof f, path, ".spec.domain.memory.guest");
-    if (g && dt_quantity_parse(g, &v, &qe))
-      rc = mf_bad(x, f, "%s", qe.msg);
-    else if (g && dt__rlist_add(&req, "memory", v, DT_RL_SET))
-      rc = mf_oom(x);
-  }
-  if (!rc && !dt__rlist_get(&req, "cpu")) {
-    const cJSON *cpu = mf_get(domain, "cpu");
-    int64_t vcpus = 1;
-    static const char *dims[] = {"cores", "sockets", "threads"};
-    for (int i = 0; i < 3 && !rc; i++) {
-      const cJSON *d = mf_get(cpu, dims[i]);
-      dt__join(f, sizeof f, path, ".spec.domain.cpu.", dims[i]);
-      if (!d || cJSON_IsNull(d)) continue;
-      if (!mf_is_int_in(d, 1, 4096))
-        rc = mf_bad(x, f, "expected an integer from 1 to 4096");
-      else
-        vcpus *= (int64_t)d->valuedouble;
-    }
-    if (!rc && dt__rlist_add(&req, "cpu", vcpus * 100, DT_RL_SET)) rc = mf_oom(x);
-  }
+  dt_rlist req = {0}, lim = {0};
+  int rc = launcher_requests(x, vmspec, spec, domain, path, va, &req, &lim, p);
+  dt__rlist_free(&lim);
   if (rc) {
     dt__rlist_free(&req);
     return rc;
@@ -421,7 +508,7 @@ static int vmpool_template(mctx *x, const cJSON *tmpl, dt_vmpool *p, const cJSON
   const cJSON *vmi = *vmi_out = mf_get(vmspec, "template");
   if (!cJSON_IsObject(vmi)) return mf_bad(x, "spec.virtualMachineTemplate.spec.template", "missing or not an object");
   p->runs = vmi_runs(vmspec);
-  if (vmi_podspec(x, vmi, "spec.virtualMachineTemplate.spec.template", &p->launcher) ||
+  if (vmi_podspec(x, vmspec, vmi, "spec.virtualMachineTemplate.spec.template", &p->launcher) ||
       mf_parse_kvs(x, mf_get(mf_get(vmi, "metadata"), "labels"),
                    "spec.virtualMachineTemplate.spec.template.metadata.labels", &p->launcher.labels))
     return mf_failed(x);
@@ -739,7 +826,8 @@ static int vm_status(mctx *x, const cJSON *spec, const cJSON *st, dt_vm *v) {
 }
 
 /* The virt-launcher pod of a VM waiting for a node, among the pending pods. */
-static int vm_launcher(mctx *x, const char *ns, const char *name, const cJSON *vmi, const dt_vm *v) {
+static int vm_launcher(mctx *x, const char *ns, const char *name, const cJSON *vmspec, const cJSON *vmi,
+                       const dt_vm *v) {
   dt_podspec p = {0};
   char pn[600];
   dt__join(pn, sizeof pn, "virt-launcher-", name);
@@ -750,7 +838,7 @@ static int vm_launcher(mctx *x, const char *ns, const char *name, const cJSON *v
   int rc = 0;
   if (!(p.ns = dt__strdup(ns)) || !(p.name = dt__strdup(pn)))
     rc = mf_oom(x);
-  else if (vmi_podspec(x, vmi, "spec.template", &p) ||
+  else if (vmi_podspec(x, vmspec, vmi, "spec.template", &p) ||
            mf_parse_kvs(x, mf_get(mf_get(vmi, "metadata"), "labels"), "spec.template.metadata.labels", &p.labels))
     rc = mf_failed(x);
   else if (dt__vec_push(&x->m->pods, p))
@@ -830,7 +918,7 @@ int mf_vm(mctx *x, const cJSON *o) {
   static const char *const waiting[] = {
       "Provisioning", "Pending", "Unschedulable", "ErrorUnschedulable", "WaitingForVolumeBinding", NULL};
   if (vmi_runs(spec) && !v.deleting && one_of(v.status, waiting) && cJSON_IsObject(vmi) &&
-      vm_launcher(x, ns, name, vmi, &v))
+      vm_launcher(x, ns, name, spec, vmi, &v))
     goto fail;
   if (dt__vec_push(&x->m->vms, v)) goto nomem;
   return 0;
@@ -919,4 +1007,92 @@ int mf_ctrl_revision(mctx *x, const cJSON *o) {
     rc = mf_oom(x);
   if (rc) mf_pool_rev_free(&r);
   return rc ? mf_failed(x) : 0;
+}
+
+void mf_itype_free(dt_itype *t) {
+  dt__free(t->ns);
+  dt__free(t->name);
+}
+
+/* A VirtualMachineInstancetype or VirtualMachineClusterInstancetype: the
+** guest's vCPUs and memory (both required by its CRD), dedicated CPUs, an
+** isolated emulator thread, the memory overcommitted, and whether it
+** passes devices through (VFIO). */
+int mf_itype(mctx *x, const cJSON *o) {
+  bool cluster = !strcmp(x->kind, "VirtualMachineClusterInstancetype");
+  const char *ns, *name;
+  if (mf_meta(x, o, &ns, &name, !cluster) || mf_check_duplicate(x, ns, name)) return mf_failed(x);
+  const cJSON *spec = mf_get(o, "spec"), *cpu = mf_get(spec, "cpu"), *mem = mf_get(spec, "memory");
+  dt_itype t = {0};
+  t.file = x->file;
+  const cJSON *g = mf_get(cpu, "guest");
+  if (!mf_is_int_in(g, 1, 4096)) return mf_bad(x, "spec.cpu.guest", "expected an integer from 1 to 4096 (required)");
+  t.vcpus = (int64_t)g->valuedouble;
+  char tmp[64];
+  const char *mg = dt__scalar(mf_get(mem, "guest"), tmp, sizeof tmp);
+  dt_error qe;
+  if (!mg || dt_quantity_parse(mg, &t.mem, &qe) || t.mem <= 0)
+    return mf_bad(x, "spec.memory.guest", "expected a quantity such as 4Gi (required)");
+  const cJSON *oc = mf_get(mem, "overcommitPercent");
+  if (oc && !cJSON_IsNull(oc)) {
+    if (!mf_is_int_in(oc, 0, 100))
+      return mf_bad(x, "spec.memory.overcommitPercent", "expected an integer from 0 to 100");
+    t.overcommit = (int64_t)oc->valuedouble;
+  }
+  t.dedicated = cJSON_IsTrue(mf_get(cpu, "dedicatedCPUPlacement"));
+  t.isolate = cJSON_IsTrue(mf_get(cpu, "isolateEmulatorThread"));
+  t.vfio = cJSON_GetArraySize(mf_get(spec, "gpus")) > 0 || cJSON_GetArraySize(mf_get(spec, "hostDevices")) > 0;
+  if ((!cluster && !(t.ns = dt__strdup(ns))) || !(t.name = dt__strdup(name)) || dt__vec_push(&x->m->itypes, t)) {
+    mf_itype_free(&t);
+    return mf_oom(x);
+  }
+  return 0;
+}
+
+/* Launcher pod d of a VM naming an instancetype, sized as KubeVirt applies
+** it (pkg/instancetype/apply) and renders the pod: the guest's memory
+** requested (less overcommitPercent), 100m a vCPU or a core each when
+** dedicated (one more for an isolated emulator thread), the launcher's
+** overhead on top; refused, saying why, when the input lacks it. */
+static int itype_apply(dt_manifests *m, dt_podspec *d) {
+  const dt_itype *t = NULL;
+  for (size_t i = 0; i < m->itypes.n && !t; i++) {
+    const dt_itype *c = &m->itypes.v[i];
+    if (!strcmp(c->name, d->vm_itype) && (d->vm_itype_ns ? c->ns && !strcmp(c->ns, d->ns) : !c->ns)) t = c;
+  }
+  d->refused = NULL;
+  if (!t) {
+    char why[800];
+    snprintf(why, sizeof why,
+             "its VM names %s %s%s%s, which is not in the input: KubeVirt starts no VMI without it, and its size is "
+             "unknown (add the instancetypes: kubectl get virtualmachineclusterinstancetypes,"
+             "virtualmachineinstancetypes -A -o yaml)",
+             d->vm_itype_ns ? "VirtualMachineInstancetype" : "VirtualMachineClusterInstancetype",
+             d->vm_itype_ns ? d->ns : "", d->vm_itype_ns ? "/" : "", d->vm_itype);
+    char *r = dt__strdup(why);
+    if (!r || dt__vec_push(&m->files, r)) {
+      dt__free(r);
+      return DT_ENOMEM;
+    }
+    d->refused = r;
+    return 0;
+  }
+  const int64_t Mi = 1024 * 1024;
+  int64_t mem = t->mem / 1000 * (100 - t->overcommit) / 100;
+  int64_t cpu = t->dedicated ? (t->vcpus + (t->isolate ? 1 : 0)) * 1000 : t->vcpus * 100;
+  int64_t o = ((mem + 999) / 1000) * 1000 / 512 + d->vm_ovh + 8 * Mi * t->vcpus + (t->dedicated ? 100 * Mi : 0) +
+              (t->vfio ? 1024 * Mi : 0);
+  if (dt__rlist_add(&d->requests, "cpu", cpu, DT_RL_SET) ||
+      dt__rlist_add(&d->requests, "memory", (mem + (d->vm_ovc ? 0 : o)) * 1000, DT_RL_SET))
+    return DT_ENOMEM;
+  return 0;
+}
+
+int mf_itypes_resolve(dt_manifests *m, dt_error *err) {
+  for (size_t i = 0; i < m->pods.n; i++)
+    if (m->pods.v[i].vm_itype && itype_apply(m, &m->pods.v[i])) return dt__err(err, DT_ENOMEM, "out of memory");
+  for (size_t i = 0; i < m->vmpools.n; i++)
+    if (m->vmpools.v[i].launcher.vm_itype && itype_apply(m, &m->vmpools.v[i].launcher))
+      return dt__err(err, DT_ENOMEM, "out of memory");
+  return 0;
 }

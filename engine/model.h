@@ -375,6 +375,17 @@ typedef struct dt_podspec {
   /* a virt-launcher pod: the VMI's spec.architecture ("amd64", "arm64",
   ** "s390x"), "" for the cluster's default, NULL for any other pod */
   const char *vm_arch;
+  /* A virt-launcher pod of a VM sized by an instancetype: its name (a
+  ** VirtualMachineInstancetype of the pod's namespace when vm_itype_ns, else
+  ** a VirtualMachineClusterInstancetype), resolved by dt_manifests_finish;
+  ** its launcher's memory overhead but page tables, vCPUs and dedicated
+  ** CPUs (bytes), and whether overcommitGuestOverhead. NULL none. */
+  char *vm_itype;
+  bool vm_itype_ns, vm_ovc;
+  int64_t vm_ovh;
+  /* Why a pending pod is not planned, known when read (its VM's
+  ** instancetype is not in the input); NULL: nothing. */
+  const char *refused;
   size_t seq;
   bool borrowed; /* a kept pod's copy (podcache.c): its owner frees it, not the set */
   bool spread_own; /* a kept pod's copy given the cluster's default spreads: the set frees spread */
@@ -660,6 +671,16 @@ typedef struct dt_buffer {
   const char *file;
 } dt_buffer;
 
+/* A KubeVirt instancetype (instancetype.kubevirt.io): the vCPUs and memory
+** a VM naming it gets, read by mf_kubevirt.c. */
+typedef struct dt_itype {
+  char *ns, *name; /* ns NULL: a VirtualMachineClusterInstancetype */
+  const char *file;
+  int64_t vcpus, mem; /* spec.cpu.guest; spec.memory.guest in milli-bytes */
+  int64_t overcommit; /* spec.memory.overcommitPercent */
+  bool dedicated, isolate, vfio;
+} dt_itype;
+
 /* A NodeOverlay (karpenter.sh/v1alpha1), as read (mf_overlay.c): what it
 ** changes of the instance types its requirements select, per NodePool. */
 enum { DT_OVL_NONE = 0, DT_OVL_PRICE = 1, DT_OVL_ADD = 2, DT_OVL_PERCENT = 3 };
@@ -696,8 +717,9 @@ struct dt_manifests {
   DT_VEC(dt_podspec) idle;
   DT_VEC(dt_buffer) buffers;    /* CapacityBuffers */
   DT_VEC(dt_nodeoverlay) nodeoverlays;
+  DT_VEC(dt_itype) itypes;      /* KubeVirt instancetypes */
+  bool finished;                /* dt_manifests_finish has run */
   DT_VEC(dt_podspec) templates; /* PodTemplates: namespace, name and the pod they make */
-  bool buffers_resolved;        /* their chunks are in pods (dt_manifests_finish) */
   DT_VEC(dt_runtimeclass) runtime_classes;
   DT_VEC(dt_namespace) namespaces;
   DT_VEC(dt_node) nodes;

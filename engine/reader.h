@@ -48,6 +48,9 @@ typedef struct where {
 #define mf_one_of                  dt__mf_one_of
 #define mf_nearest                 dt__mf_nearest
 #define mf_kubevirt                dt__mf_kubevirt
+#define mf_itype                   dt__mf_itype
+#define mf_itype_free              dt__mf_itype_free
+#define mf_itypes_resolve          dt__mf_itypes_resolve
 #define mf_list_room               dt__mf_list_room
 #define mf_meta                    dt__mf_meta
 #define mf_mreqs_free              dt__mf_mreqs_free
@@ -180,6 +183,11 @@ int mf_workload(mctx *x, const cJSON *o, bool daemonset);
 
 /* mf_kubevirt.c */
 int mf_kubevirt(mctx *x, const cJSON *o);
+int mf_itype(mctx *x, const cJSON *o);
+void mf_itype_free(dt_itype *t);
+/* The virt-launcher pods of VMs sized by an instancetype, sized (or, when
+** the input lacks it, refused with why); dt_manifests_finish calls it. */
+int mf_itypes_resolve(dt_manifests *m, dt_error *err);
 int mf_vm(mctx *x, const cJSON *o);
 int mf_vmi(mctx *x, const cJSON *o);
 void mf_vmi_free(dt_vmi *v);

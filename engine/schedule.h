@@ -230,6 +230,7 @@ static inline const char *pod_refused(const rt_spec *s, int64_t ordinal) {
     return "the pod asks for Dynamic Resource Allocation (spec.resourceClaims or a container's resources.claims), "
            "which Karpenter does not provision for (its --ignore-dra-requests, on by default)";
   if (s->src->node_name || s->src->evicted) return NULL;
+  if (s->src->refused) return s->src->refused;
   const rt_ordvol *o = s->nord ? spec_ord(s, ordinal) : NULL;
   return o ? o->invalid : s->invalid;
 }

@@ -34,8 +34,15 @@ int dt__obj_key(const cJSON *o, char *out, size_t n, const char **why) {
 }
 
 bool dt__obj_left_out(const char *key) {
-  static const char *const kinds[] = {
-      "Pod/", "NodePool/", "EC2NodeClass/", "VirtualMachinePool/", "CapacityBuffer/", "PodTemplate/", "NodeOverlay/"};
+  static const char *const kinds[] = {"Pod/",
+                                      "NodePool/",
+                                      "EC2NodeClass/",
+                                      "VirtualMachinePool/",
+                                      "CapacityBuffer/",
+                                      "PodTemplate/",
+                                      "NodeOverlay/",
+                                      "VirtualMachineClusterInstancetype/",
+                                      "VirtualMachineInstancetype/"};
   for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
     if (!strncmp(key, kinds[i], strlen(kinds[i]))) return true;
   return false;

@@ -278,6 +278,80 @@ describe("VM architecture", function()
   end)
 end)
 
+describe("VM size (the virt-launcher pod KubeVirt renders)", function()
+  local np = h.nodepool("vms", { requirements = { { "karpenter.sh/capacity-type", "In", { "on-demand" } },
+    { "kubernetes.io/arch", "In", { "amd64" } } } })
+  -- the first claim's requests and the plan, for one VM of the pool with domain d (and VM spec extra)
+  local function size(domain, extra, more)
+    local pl = pool({ replicas = 1, vmi = { domain = domain } })
+    for k, v in pairs(extra or {}) do pl.spec.virtualMachineTemplate.spec[k] = v end
+    local docs = { lyaml.load(np), pl }
+    for _, m in ipairs(more or {}) do docs[#docs + 1] = m end
+    local p = h.plan(h.list(docs), { catalog_text = h.small_catalog, now = NOW })
+    return p.nodeClaims[1] and p.nodeClaims[1].requests, p
+  end
+  local function itype(kind, name, spec, ns)
+    return { apiVersion = "instancetype.kubevirt.io/v1beta1", kind = kind,
+      metadata = { name = name, namespace = ns }, spec = spec }
+  end
+
+  it("the guest memory with KubeVirt's launcher overhead, 100m a vCPU", function()
+    -- 2Gi: 4Mi of page tables, 240Mi of processes, 8Mi a vCPU, 8Mi IO thread, 32Mi video
+    local r = size({ cpu = { cores = 1 }, memory = { guest = "2Gi" }, devices = {} })
+    assert.equal("2340Mi", r.memory)
+    assert.equal("100m", r.cpu)
+    r = size({ cpu = { cores = 2, sockets = 2 }, memory = { guest = "2Gi" },
+      devices = { autoattachGraphicsDevice = false } })
+    assert.equal("400m", r.cpu)
+    assert.equal(tostring(2048 + 4 + 240 + 8 * 4 + 8) .. "Mi", r.memory)
+    r = size({ cpu = { cores = 1 }, memory = { guest = "2Gi" }, devices = {},
+      resources = { overcommitGuestOverhead = true } })
+    assert.equal("2Gi", r.memory)
+  end)
+
+  it("limits stand in for missing requests; dedicated CPUs are whole cores", function()
+    local r = size({ resources = { limits = { cpu = "3", memory = "2Gi" } }, devices = {} })
+    assert.equal("3", r.cpu)
+    -- 3 vCPUs from the limit, Guaranteed QoS (+100Mi)
+    assert.equal(tostring(2048 + 4 + 240 + 8 * 3 + 8 + 32 + 100) .. "Mi", r.memory)
+    r = size({ cpu = { cores = 2, dedicatedCpuPlacement = true, isolateEmulatorThread = true },
+      memory = { guest = "1Gi" }, devices = {} })
+    assert.equal("3", r.cpu)
+    assert.equal(tostring(1024 + 2 + 240 + 16 + 8 + 32 + 100) .. "Mi", r.memory)
+  end)
+
+  it("a VM's instancetype sizes it, cluster-wide or of its namespace; one the input lacks is not planned", function()
+    local u1 = itype("VirtualMachineClusterInstancetype", "u1.xlarge", { cpu = { guest = 4 }, memory = { guest = "4Gi" } })
+    local r = size({ devices = {} }, { instancetype = { name = "u1.xlarge" } }, { u1 })
+    assert.equal("400m", r.cpu)
+    -- page tables: a byte per 512 of the memory rounded up to kilobytes (4Gi: 8Mi and a byte)
+    local Mi = 1024 * 1024
+    assert.equal(tostring(4096 * Mi + (4 * 1024 * Mi + 704) // 512 + (240 + 32 + 8 + 32) * Mi), r.memory)
+    local mine = itype("VirtualMachineInstancetype", "big", { cpu = { guest = 2, dedicatedCPUPlacement = true },
+      memory = { guest = "2Gi", overcommitPercent = 50 } }, "prod")
+    r = size({ devices = {} }, { instancetype = { name = "big", kind = "VirtualMachineInstancetype" } }, { mine })
+    assert.equal("2", r.cpu)
+    assert.equal(tostring(1024 + 2 + 240 + 16 + 8 + 32 + 100) .. "Mi", r.memory)
+    local _, p = size({ devices = {} }, { instancetype = { name = "u1.xlarge" } })
+    assert.equal(0, #p.nodeClaims)
+    assert.equal(1, #p.unschedulable)
+    assert.matches("VirtualMachineClusterInstancetype u1.xlarge, which is not in the input", p.unschedulable[1].reason,
+      1, true)
+    -- a namespaced one of another namespace is not the VM's
+    _, p = size({ devices = {} }, { instancetype = { name = "big", kind = "VirtualMachineInstancetype" } },
+      { itype("VirtualMachineInstancetype", "big", { cpu = { guest = 2 }, memory = { guest = "2Gi" } }, "dev") })
+    assert.equal(0, #p.nodeClaims)
+  end)
+
+  it("refuses an instancetype without its guest vCPUs or memory, naming the field", function()
+    local path = h.write(h.list({ itype("VirtualMachineClusterInstancetype", "x", { cpu = { guest = 2 } }) }))
+    local _, err, code = h.cli("plan " .. path)
+    assert.equal(1, code)
+    assert.matches("VirtualMachineClusterInstancetype x: spec.memory.guest", err, 1, true)
+    os.remove(path)
+  end)
+end)
+
 -- A subset of OpenAPI v3 schema validation, enough for a CRD's structural
 -- schema: type (and nullable), required, properties (unknown fields are
 -- refused, as kubectl's strict field validation), additionalProperties,
