@@ -153,7 +153,7 @@ static int nominations_add(state *st, size_t cap, nom *noms, size_t n) {
     c.node_name = (char *)noms[i].node;
     if (noms[i].ordinal >= 0) { /* one replica: its claims are its ordinal's */
       char name[600];
-      snprintf(name, sizeof name, "%s-%lld", p->name, (long long)noms[i].ordinal);
+      snprintf(name, sizeof name, "%s-%lld", dt__replica_base(p), (long long)noms[i].ordinal);
       if (!(c.name = dt__arena_strdup(&st->arena, name))) return DT_ENOMEM;
       c.replica_of = p->name;
       c.replica_ordinal = noms[i].ordinal;
@@ -282,16 +282,19 @@ static int nominated(state *st, size_t cap) {
   }
   if (ids) return nominated_ids(st, cap, top);
   for (size_t i = 0; i < m->pods.n; i++)
-    if (pending_pod(st, i)) total += strlen(m->pods.v[i].ns) + strlen(m->pods.v[i].name) + 2;
+    if (pending_pod(st, i))
+      total += strlen(m->pods.v[i].ns) +
+               strlen(m->pods.v[i].owner ? dt__replica_base(&m->pods.v[i]) : m->pods.v[i].name) + 2;
   char *keys = dt__malloc(total ? total : 1), *w = keys;
   if (!keys) rc = DT_ENOMEM;
   for (size_t i = 0; i < m->pods.n && !rc; i++) {
     const dt_podspec *p = &m->pods.v[i];
     if (!pending_pod(st, i)) continue;
-    size_t a = strlen(p->ns), b = strlen(p->name), n = a + 1 + b;
+    const char *base = p->owner ? dt__replica_base(p) : p->name; /* a workload's: its replicas' base */
+    size_t a = strlen(p->ns), b = strlen(base), n = a + 1 + b;
     memcpy(w, p->ns, a);
     w[a] = '/';
-    memcpy(w + a + 1, p->name, b);
+    memcpy(w + a + 1, base, b);
     if (n > 599) n = 599;
     w[n] = 0;
     bool added;

@@ -99,8 +99,9 @@ int dt__explain_begin(dt_plan *p, dt_error *err) {
   bool spec_known = kind != EX_INFLIGHT;
   for (size_t i = 0; i < m->pods.n && !spec_known && found == 1; i++) {
     const dt_podspec *d = &m->pods.v[i];
-    size_t nl = strlen(d->ns), bl = strlen(d->name);
-    if (d->node_name || strncmp(first, d->ns, nl) || first[nl] != '/' || strncmp(first + nl + 1, d->name, bl)) continue;
+    const char *base = d->owner ? dt__replica_base(d) : d->name;
+    size_t nl = strlen(d->ns), bl = strlen(base);
+    if (d->node_name || strncmp(first, d->ns, nl) || first[nl] != '/' || strncmp(first + nl + 1, base, bl)) continue;
     const char *rest = first + nl + 1 + bl;
     if (d->owner ? rest[0] == '-' && dt__ordinal_text(rest + 1) >= 0 : !*rest) {
       spec = (uint32_t)i;

@@ -23,6 +23,7 @@
 */
 #include "reader.h"
 
+#include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,10 +192,59 @@ static bool names_taken(const dt_manifests *m, const char *ns, const char *base,
   return false;
 }
 
+static int cmp_owned(const void *a, const void *b, const dt_manifests *m) {
+  const dt_podspec *x = &m->pods.v[*(const uint32_t *)a], *y = &m->pods.v[*(const uint32_t *)b];
+  int c = strcmp(x->ns, y->ns);
+  return c ? c : strcmp(x->name, y->name);
+}
+static _Thread_local const dt_manifests *t_owned_m;
+static int cmp_owned_t(const void *a, const void *b) { return cmp_owned(a, b, t_owned_m); }
+
+/* dt_podspec.rname: workloads of one namespace and name (a Deployment and
+** a StatefulSet web) would make replicas of the same names, which the
+** nominations of claims, and the daemon's, take as one pod. A StatefulSet
+** keeps its ordinals' names (its pods' real ones); the others are named
+** after <name>-<kind>. */
+static int replica_names(dt_manifests *m, dt_error *err) {
+  uint32_t *ix = dt__malloc((m->pods.n ? m->pods.n : 1) * sizeof *ix), n = 0;
+  if (!ix) return dt__err(err, DT_ENOMEM, "out of memory");
+  for (size_t i = 0; i < m->pods.n; i++) {
+    m->pods.v[i].rname = NULL; /* a kept copy's is its last set's */
+    if (m->pods.v[i].owner && !m->pods.v[i].buffer) ix[n++] = (uint32_t)i;
+  }
+  t_owned_m = m;
+  qsort(ix, n, sizeof *ix, cmp_owned_t);
+  t_owned_m = NULL;
+  int rc = 0;
+  for (uint32_t a = 0, b; a < n && !rc; a = b) {
+    for (b = a + 1; b < n && !cmp_owned(&ix[a], &ix[b], m);) b++;
+    for (uint32_t k = a; b - a > 1 && k < b && !rc; k++) {
+      dt_podspec *d = &m->pods.v[ix[k]];
+      const char *slash = strchr(d->owner, '/');
+      if (!slash || !strncmp(d->owner, "StatefulSet/", 12)) continue;
+      char nm[700];
+      size_t kl = (size_t)(slash - d->owner);
+      int w = snprintf(nm, sizeof nm, "%s-", d->name);
+      for (size_t c = 0; c < kl && w + 1 < (int)sizeof nm; c++) nm[w++] = (char)tolower((unsigned char)d->owner[c]);
+      nm[w] = 0;
+      char *r = dt__strdup(nm);
+      if (!r || dt__vec_push(&m->files, r)) {
+        dt__free(r);
+        rc = dt__err(err, DT_ENOMEM, "out of memory");
+      } else {
+        d->rname = r;
+      }
+    }
+  }
+  dt__free(ix);
+  return rc;
+}
+
 int dt_manifests_finish(dt_manifests *m, dt_error *err) {
   if (m->finished) return 0;
   m->finished = true;
   int rc = mf_itypes_resolve(m, err); /* VMs sized by their instancetypes, before chunks borrow a template */
+  if (!rc) rc = replica_names(m, err);
   if (rc) return rc;
   for (size_t i = 0; i < m->buffers.n; i++) {
     const dt_buffer *b = &m->buffers.v[i];

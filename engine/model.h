@@ -372,6 +372,12 @@ typedef struct dt_podspec {
   ** whose claims are <template>-<replica_of>-<ordinal>; NULL for others. */
   const char *replica_of;
   int64_t replica_ordinal;
+  /* A workload's replicas are named <rname>-<k>: its name, or, where
+  ** another workload of its namespace has its name and is not a
+  ** StatefulSet (whose replicas are named by their ordinals),
+  ** <name>-<kind> (web-deployment-0), set by dt_manifests_finish; NULL:
+  ** the name (dt__replica_base). */
+  const char *rname;
   /* a virt-launcher pod: the VMI's spec.architecture ("amd64", "arm64",
   ** "s390x"), "" for the cluster's default, NULL for any other pod */
   const char *vm_arch;
@@ -670,6 +676,9 @@ typedef struct dt_buffer {
   dt_rlist limits;
   const char *file;
 } dt_buffer;
+
+/* The name a workload's made replicas are named after (<base>-<k>). */
+static inline const char *dt__replica_base(const dt_podspec *d) { return d->rname ? d->rname : d->name; }
 
 /* A KubeVirt instancetype (instancetype.kubevirt.io): the vCPUs and memory
 ** a VM naming it gets, read by mf_kubevirt.c. */

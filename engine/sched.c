@@ -75,7 +75,7 @@ void dt__pod_name(const dt_plan *p, const rt_pod *pod, char *buf, size_t n) {
   } else if (pod->ordinal < 0) {
     snprintf(buf, n, "%s/%s", s->ns, s->name);
   } else {
-    snprintf(buf, n, "%s/%s-%lld", s->ns, s->name, (long long)pod->ordinal);
+    snprintf(buf, n, "%s/%s-%lld", s->ns, dt__replica_base(s), (long long)pod->ordinal);
   }
 }
 

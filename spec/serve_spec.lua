@@ -664,6 +664,42 @@ return {
     d.stop()
   end)
 
+  it("a Deployment and a StatefulSet of one name: four launches, no deletion, the replicas named apart", function()
+    local st = h.tmpdir() .. "/state.json"
+    local d = start("--disrupt-interval 200ms --registration launch --state " .. st)
+    local function workload(kind, app)
+      return ([[
+apiVersion: apps/v1
+kind: %s
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 2
+  serviceName: web
+  selector: {matchLabels: {app: %s}}
+  template:
+    metadata: {labels: {app: %s}}
+    spec:
+      containers: [{name: c, image: x, resources: {requests: {cpu: "3"}}}]
+]]):format(kind, app, app)
+    end
+    -- one pod a node: the claims' nominations must tell the two web-0s apart, or a pass
+    -- takes two claims for empty and deletes them, and the next round launches them again
+    local body = h.docs(h.nodepool("default", { requirements = { { "karpenter.k8s.aws/instance-cpu", "In", { "4" } },
+      { "karpenter.sh/capacity-type", "In", { "on-demand" } } } }), workload("Deployment", "web"),
+      workload("StatefulSet", "db"))
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", body)))
+    eventually(function() return metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}') == 4 end,
+      "four launches")
+    rounds(d, 12, "twelve rounds and disruption passes")
+    assert.equal(4, metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}'))
+    assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
+    local plan = http(d, "GET", "/v1/plan")
+    assert.matches("default/web%-deployment%-0", plan)
+    local decisions = http(d, "GET", "/v1/decisions")
+    assert.is_nil(decisions:match('"kind":%s*"disrupt"'), decisions)
+    d.stop()
+  end)
+
   it("launches a custom-label split once and stays put; drift replacements keep the values their claims took",
     function()
       -- Karpenter Blueprints' on-demand / spot split (spec/fixtures/parity): capacity-spread 1 on
