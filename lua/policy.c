@@ -303,6 +303,31 @@ static int panic(lua_State *L) {
   return 0; /* no entry to return to: Lua aborts */
 }
 
+/* xpcall(f, msgh, ...): f called as pcall calls it; on an error, msgh
+** called on the error object as an ordinary call, its result returned
+** after false. Lua's own xpcall runs msgh where the error is raised, and
+** the budget's error is raised in the count hook, where no hook runs: a
+** handler that looped there was never stopped, and took the process with
+** it. An error in msgh is returned in place of its result. */
+static int l_xpcall(lua_State *L) {
+  int n = lua_gettop(L);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_checkany(L, 1);
+  lua_pushvalue(L, 1);
+  for (int i = 3; i <= n; i++) lua_pushvalue(L, i);
+  if (lua_pcall(L, n > 2 ? n - 2 : 0, LUA_MULTRET, 0) == LUA_OK) {
+    lua_pushboolean(L, 1);
+    lua_insert(L, n + 1);
+    return lua_gettop(L) - n;
+  }
+  lua_pushvalue(L, 2);
+  lua_insert(L, -2);
+  lua_pcall(L, 1, 1, 0); /* the handler's result, or its own error */
+  lua_pushboolean(L, 0);
+  lua_insert(L, -2);
+  return 2;
+}
+
 static const luaL_Reg k_dovetail[] = {{"now", l_now}, {"log", l_log}, {"milli", l_milli}, {NULL, NULL}};
 
 static int open_sandbox(lua_State *L) {
@@ -320,6 +345,8 @@ static int open_sandbox(lua_State *L) {
   }
   lua_pushcfunction(L, l_load);
   lua_setglobal(L, "load");
+  lua_pushcfunction(L, l_xpcall);
+  lua_setglobal(L, "xpcall");
   lua_getglobal(L, "setmetatable");
   lua_pushcclosure(L, l_setmetatable, 1);
   lua_setglobal(L, "setmetatable");

@@ -172,6 +172,29 @@ describe("a failing hook", function()
     assert.are.equal(1, #p.nodeClaims)
   end)
 
+  it("stops a loop in xpcall's message handler, which Lua runs where the budget's error is raised", function()
+    -- Lua runs the handler inside the count hook, where no hook runs: the process hung for good
+    local p = plan_with(misbehaving_rank("xpcall(error, function() while true do end end)"))
+    assert.matches("budget exceeded", p.policyErrors[1].message, 1, true)
+    assert.are.equal(1, #p.nodeClaims)
+    p = plan_with(misbehaving_rank("xpcall(function() while true do end end, function() while true do end end)"))
+    assert.matches("budget exceeded", p.policyErrors[1].message, 1, true)
+    local _, err, code = h.cli("check " .. h.write("xpcall(error, function() while true do end end) return {}\n"))
+    assert.are.equal(1, code)
+    assert.matches("loading the policy: policy budget exceeded", err, 1, true)
+    -- and xpcall still does what it does
+    p = plan_with([[
+local ok, v = xpcall(function(a, b) return a + b end, error, 1, 2)
+assert(ok == true and v == 3)
+local ok2, e = xpcall(function() error({code = 7}) end, function(x) return x.code * 2 end)
+assert(ok2 == false and e == 14)
+local ok3, e3 = xpcall(error, function() error("again", 0) end, "first")
+assert(ok3 == false and e3 == "again")
+return {}
+]])
+    assert.are.equal(0, #p.policyErrors)
+  end)
+
   it("stops a memory bomb with the memory cap", function()
     local p = plan_with(misbehaving_rank("local s = string.rep('x', 1 << 30)"))
     assert.matches("not enough memory", p.policyErrors[1].message, 1, true)
