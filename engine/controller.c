@@ -994,6 +994,9 @@ void ctl_free(void) {
   dt__free(D.insts.v);
   dt__namemap_free(&D.inst_ids);
   dt__namemap_free(&D.inst_claims);
+  dt__namemap_free(&D.alone);
+  for (size_t i = 0; i < D.alone_keys.n; i++) dt__free(D.alone_keys.v[i]);
+  dt__free(D.alone_keys.v);
   nom_free_all();
   for (size_t i = 0; i < D.replacing.n; i++) {
     dt__free(D.replacing.v[i].claim);

@@ -199,7 +199,10 @@ void dt__ctl_launched(launch_ctx *lc, dt_launch_outcome outcome, const char *id,
     int cti = !strcmp(lc->ct, "reserved") ? 0 : !strcmp(lc->ct, "spot") ? 1 : 2;
     D.launched[cti]++;
     launch_succeeded(lc);
+    bool adopted = id && inst_with_id(id); /* a poll listed it while its reply was on the way */
     add_instance(id, lc->claim, lc->type, lc->zone, lc->ct, lc->pool, 0, wall());
+    instance *fresh = adopted || !id ? NULL : inst_with_id(id);
+    if (fresh) fresh->vouched = false; /* until a listing has it */
     snprintf(reason, sizeof reason, "launched %s as %s in %s (%s) for NodePool %s", id, lc->type, lc->zone, lc->ct,
              lc->pool);
     log_decision("launch", subj, reason);
@@ -357,11 +360,36 @@ typedef struct unaccounted {
   char first[200], why[200];
 } unaccounted;
 
+/* Instance id, left alone as unaccounted for at a poll that did not trust
+** its orphans, left alone for the life of the process, whatever later polls
+** find (a state that lost them launches a second fleet, whose instances
+** would otherwise make the first fleet's orphans trusted). */
+static void keep_alone(const char *id) {
+  char *k = dt__strdup(id);
+  if (!k || dt__vec_push(&D.alone_keys, k)) {
+    dt__free(k);
+    return;
+  }
+  if (!dt__namemap_set(&D.alone, k, strlen(k), 1)) D.alone_keys.n--, dt__free(k);
+}
+
+/* Whether a Node of the cluster (in the store) runs on instance id. */
+static bool node_runs_on(const char *id) {
+  size_t il = strlen(id);
+  for (size_t i = 0; i < D.objs.n; i++) {
+    const obj *ob = &D.objs.v[i];
+    size_t pl = ob->pid ? strlen(ob->pid) : 0;
+    if (ob->kind == OBJ_NODE && pl > il && ob->pid[pl - il - 1] == '/' && !strcmp(ob->pid + pl - il, id)) return true;
+  }
+  return false;
+}
+
 /* An instance the cloud has that this daemon does not hold: adopted when
 ** its claim is in the store, deleted as an orphan when it carries this
-** cluster's name, a state file says what the daemon holds, and the poll's
-** orphans are no more than what it holds (trusted), else left alone (a
-** lost, new or foreign state must never cost a fleet). A claim holds one
+** cluster's name, a state file says what the daemon holds, the poll's
+** orphans are no more than what its books vouch for (trusted), no Node of
+** the cluster runs on it, and no earlier poll left it alone; else left
+** alone (a lost, new or foreign state must never cost a fleet). A claim holds one
 ** instance: listed under a new id while its own is not listed, the claim's
 ** instance is taken to be that one; listed beside its own, the second is
 ** left alone. True when the books changed. */
@@ -394,12 +422,17 @@ static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, con
     delete_orphan(id, reason);
     return false;
   }
-  if (!owner || strcmp(owner, D.cluster) || !D.state_valid || !trusted) {
+  bool ours = owner && !strcmp(owner, D.cluster);
+  bool before = ours && dt__namemap_get(&D.alone, id, strlen(id), 0), node = ours && !before && node_runs_on(id);
+  if (!ours || !D.state_valid || !trusted || before || node) {
+    if (ours && !before && !node) keep_alone(id);
     if (!u->n++) {
       snprintf(u->first, sizeof u->first, "%s", id);
       snprintf(u->why, sizeof u->why, "%s",
                !owner                     ? "no cluster tag"
                : strcmp(owner, D.cluster) ? "another cluster's"
+               : before                   ? "left alone since a poll could not account for it"
+               : node                     ? "a Node of the cluster runs on it"
                : !D.state_valid           ? "no state file"
                                           : "more of this cluster's instances than the state holds: a state that does "
                                             "not match the cloud deletes nothing");
@@ -568,7 +601,8 @@ void dt__ctl_instances(const cJSON *list) {
   ** held: a lost answer or a crash mid-launch leaves a few, while a state
   ** file that is empty, new or another fleet's makes every running instance
   ** look like one, and deleting them would cost the fleet. */
-  size_t orphans = 0, held = D.insts.n;
+  size_t orphans = 0, held = 0;
+  for (size_t i = 0; i < D.insts.n; i++) held += D.insts.v[i].vouched;
   cJSON_ArrayForEach(in, list) {
     const char *id = dt__jstr(in, "id"), *claim = dt__jstr(in, "claim"), *state = dt__jstr(in, "state"),
                *owner = dt__jstr(in, "cluster");
@@ -598,6 +632,8 @@ void dt__ctl_instances(const cJSON *list) {
     logf_("warn", "unaccounted",
           "%zu instances the cloud has that this daemon cannot account for (the first, %s: %s); left alone", u.n,
           u.first, u.why);
+  for (size_t i = 0; i < D.insts.n; i++) /* listed: its launch is the cloud's now */
+    if (!D.insts.v[i].vouched && listed(list, D.insts.v[i].id)) D.insts.v[i].vouched = true;
   changed |= forget_missing(list);
   dt__namemap_free(&listed_ids);
   if (!D.ready) changed |= reconcile_claims();

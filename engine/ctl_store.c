@@ -558,7 +558,8 @@ int add_instance(const char *id, const char *claim, const char *type, const char
                  .pool = dt__strdup(pool ? pool : ""),
                  .price = price,
                  .launched = launched,
-                 .initialized = true};
+                 .initialized = true,
+                 .vouched = true};
   if (!in.id || !in.claim || !in.type || !in.zone || !in.ct || !in.pool || dt__vec_push(&D.insts, in)) {
     inst_free(&in);
     return DT_ENOMEM;

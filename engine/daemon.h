@@ -56,6 +56,10 @@ typedef struct instance {
   int64_t missing_since;  /* the first listing in a row that left it out; 0 when the last one had it */
   unsigned missing_polls; /* listings in a row that left it out */
   bool initialized;   /* its node registered and initialized */
+  /* Its books vouch for it: read from the state, adopted for a claim held,
+  ** or listed by a poll since its launch. A launch not yet listed does not
+  ** count toward trusting a listing's orphans (ctl_launch.c). */
+  bool vouched;
 } instance;
 
 typedef struct replacing {
@@ -170,6 +174,11 @@ typedef struct dtd {
   ** strings (a swap-remove moves the pointers with them). A claim held by
   ** two instances maps to one of them; inst_claim_dups counts such adds. */
   dt_namemap inst_ids, inst_claims;
+  /* This cluster's instances a poll left alone as unaccounted for
+  ** (ctl_launch.c): left alone for the life of the process; the keys are
+  ** alone_keys' */
+  dt_namemap alone;
+  DT_VEC(char *) alone_keys;
   size_t inst_claim_dups;
   /* The NodeClaims each pod is nominated to (their dovetail.dev/pods
   ** annotation): pod name (ns/name) -> its first entry in nom_e, keyed by

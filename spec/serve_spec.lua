@@ -1818,6 +1818,47 @@ spec:
       os.remove(state .. ".journal")
     end)
 
+    it("never deletes the fleet a state lost, once it has launched a second one for the same pods", function()
+      -- a state whose instances and NodeClaims are gone (an old backup, a hand edit) but whose
+      -- pods are kept: the daemon launches for the pods again, and that launch must not make the
+      -- running instance a trusted orphan at the next poll
+      local c = cloud()
+      local state = os.tmpname()
+      os.remove(state)
+      local args = "--provider http --cloud-url http://127.0.0.1:" .. c.port .. " --poll 200ms --disrupt-interval 0 "
+        .. "--state " .. state
+      local d = start(args)
+      ready(d)
+      http(d, "PUT", "/v1/objects", quickstart)
+      eventually(function() return count(c) == 1 end, "the quickstart's instance")
+      local first = instances(c):match('"id":"(i%-%x+)"')
+      d.stop()
+      local json = require "dkjson"
+      local st = json.decode(slurp(state))
+      st.instances = {}
+      local kept = {}
+      for _, o in ipairs(st.objects) do
+        if o.kind ~= "NodeClaim" then kept[#kept + 1] = o end
+      end
+      st.objects = kept
+      local f = assert(io.open(state, "w"))
+      f:write(json.encode(st))
+      f:close()
+      os.remove(state .. ".journal")
+      d = start(args)
+      ready(d, "ready again")
+      eventually(function() return count(c) == 2 end, "a second instance for the quickstart's pods")
+      daemon_time(d, 1200) -- six polls after the launch
+      assert.equal(2, count(c), instances(c))
+      assert.matches(first, instances(c), 1, true)
+      assert.equal(0, metric(d, "dovetail_orphans_deleted_total"))
+      assert.matches("cannot account for", slurp(d.log), 1, true)
+      d.stop()
+      c.stop()
+      os.remove(state)
+      os.remove(state .. ".journal")
+    end)
+
     it("kill -9 after many applies loses no applied object and launches nothing twice", function()
       local c = cloud()
       local state = os.tmpname()
