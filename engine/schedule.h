@@ -524,6 +524,10 @@ struct dt_plan {
   ** (sched_overlay.c); NULL when it holds none. An overlay plan reads its
   ** cluster base's. */
   const struct rt_ovl *ovl;
+  /* Per DaemonSet of the manifests, its required alternatives (node
+  ** selector with each term) compiled once, with the types whose labels
+  ** each admits (daemon_overhead, sched_compile.c); NULL until asked. */
+  struct rt_dsalts *ds_alts;
 };
 
 /* NodeOverlays resolved (sched_overlay.c): per row (a NodePool of the

@@ -515,6 +515,25 @@ spec:
     assert.are.equal("s2", p.nodeClaims[1].instanceType)
   end)
 
+  it("copies of one (a YAML anchor's), each with many required terms, count once each on the types they admit",
+    function()
+      -- 100 terms of which only the last is met: matched against the types once, not per pool and type
+      local terms = {}
+      for i = 1, 99 do terms[i] = "{matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [z" ..
+        i .. "]}]}" end
+      terms[100] = "{matchExpressions: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]}"
+      local agent = ds:gsub("    spec:\n", "    spec:\n      affinity: {nodeAffinity: {requiredDuringSchedulingIgnored" ..
+        "DuringExecution: {nodeSelectorTerms: [" .. table.concat(terms, ", ") .. "]}}}\n", 1)
+      local second = agent:gsub("name: agent", "name: agent-2")
+      local p = plan(h.nodepool("default"), agent, second, deployment("web", 1, "", { cpu = "1500m" }))
+      assert.are.same({ "s4", "3500m" }, { p.nodeClaims[1].instanceType, p.nodeClaims[1].requests.cpu })
+      -- with a term no type meets instead, neither counts
+      local none = agent:gsub("values: %[amd64%]", "values: [s390x]")
+      p = plan(h.nodepool("default"), none, none:gsub("name: agent", "name: agent-2"),
+        deployment("web", 1, "", { cpu = "1500m" }))
+      assert.are.same({ "s2", "1500m" }, { p.nodeClaims[1].instanceType, p.nodeClaims[1].requests.cpu })
+    end)
+
   it("makes a pod with a conflicting host port unschedulable on that pool", function()
     local dsport = ds:gsub("containers: %[{name: a, ", "containers: [{name: a, ports: [{containerPort: 9100, hostPort: 9100}], ")
     local pod = [[
