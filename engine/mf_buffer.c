@@ -270,6 +270,11 @@ int dt_manifests_finish(dt_manifests *m, dt_error *err) {
     }
     int64_t lr = b->has_limits ? limit_replicas(b, t) : -1;
     if (lr >= 0) want = sized && want < lr ? want : lr;
+    if (want <= 0 && b->has_limits && lr < 0 && !sized) /* Karpenter's computeReplicas: 0, and nothing says why */
+      dt__buf_printf(&m->notes,
+                     "%s: CapacityBuffer %s/%s: spec.limits names no resource its pods request (a pod's own count, "
+                     "pods, is none of them), and it sets neither replicas nor percentage: no chunk, as Karpenter\n",
+                     b->file, b->ns, b->name);
     if (want <= 0) continue;
     if (m->npods + want > DT_MAX_PODS)
       return dt__err(err, DT_ELIMIT, "%s: CapacityBuffer %s/%s: %lld chunks take the pods of all inputs past %d",

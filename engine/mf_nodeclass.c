@@ -235,12 +235,15 @@ static int reserved(mctx *x, const cJSON *kubelet, const char *key, dt_rlist *ou
   if (!copy) return mf_oom(x);
   cJSON_DeleteItemFromObjectCaseSensitive(copy, "pid");
   /* a string that is no quantity is a CEL expression (the AWS provider's
-  ** NodeClassCEL): named in cel, and left out */
+  ** NodeClassCEL): named in cel, and left out; one too large to hold is a
+  ** quantity all the same, refused below naming its field */
   for (cJSON *r2 = copy->child, *nx; r2; r2 = nx) {
     nx = r2->next;
     int64_t milli;
     dt_error e = {0};
-    if (!cJSON_IsString(r2) || !dt_quantity_parse(r2->valuestring, &milli, &e)) continue;
+    if (!cJSON_IsString(r2)) continue;
+    int qrc = dt_quantity_parse(r2->valuestring, &milli, &e);
+    if (!qrc || qrc == DT_ERANGE) continue;
     dt__buf_printf(cel, "%s%s.%s", cel->len ? ", " : "", key, r2->string);
     cJSON_Delete(cJSON_DetachItemViaPointer(copy, r2));
   }

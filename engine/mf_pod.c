@@ -358,11 +358,12 @@ int mf_parse_spreads(mctx *x, const cJSON *arr, const char *field, dt_podspec *p
     const cJSON *ms = mf_get(t, "maxSkew"), *md = mf_get(t, "minDomains");
     const char *key = mf_get_str(t, "topologyKey"), *wu = mf_get_str(t, "whenUnsatisfiable");
     snprintf(f, sizeof f, "%s[%zu].maxSkew", field, i);
-    if (!mf_is_int_in(ms, 1, 1e308)) return mf_bad(x, f, "expected an integer >= 1");
+    /* int32 fields: the API server refuses more */
+    if (!mf_is_int_in(ms, 1, INT32_MAX)) return mf_bad(x, f, "expected an integer from 1 to 2147483647");
     d->max_skew = ms->valuedouble > 1e6 ? 1000000 : (int)ms->valuedouble;
     if (md && !cJSON_IsNull(md)) {
       snprintf(f, sizeof f, "%s[%zu].minDomains", field, i);
-      if (!mf_is_int_in(md, 1, 1e308)) return mf_bad(x, f, "expected an integer >= 1");
+      if (!mf_is_int_in(md, 1, INT32_MAX)) return mf_bad(x, f, "expected an integer from 1 to 2147483647");
       d->min_domains = md->valuedouble > 1e6 ? 1000000 : (int)md->valuedouble;
     }
     snprintf(f, sizeof f, "%s[%zu].topologyKey", field, i);

@@ -28,6 +28,16 @@ describe("bad manifests", function()
     end
   end)
 
+  it("refuses a topology spread's maxSkew or minDomains past int32, as the API server does", function()
+    for _, c in ipairs({ { "maxSkew: 2147483648", "maxSkew" }, { "maxSkew: 1, minDomains: 2147483648", "minDomains" },
+      { "maxSkew: 1, minDomains: 1e300", "minDomains" } }) do
+      local err = err_of(("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  topologySpreadConstraints:\n" ..
+        "  - {%s, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}\n  containers: [{name: c}]\n"):format(c[1]))
+      assert.matches("Pod default/p: spec.topologySpreadConstraints[0]." .. c[2] ..
+        ": expected an integer from 1 to 2147483647", err, 1, true)
+    end
+  end)
+
   it("refuses a kind of a group it reads spelt in another case, naming the kind meant", function()
     local err = err_of("apiVersion: karpenter.sh/v1\nkind: Nodepool\nmetadata: {name: default}\n")
     assert.matches("manifests: document 1: kind: Nodepool is no kind of karpenter.sh/v1 (kinds are case-sensitive: " ..

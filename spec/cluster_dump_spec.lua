@@ -683,6 +683,11 @@ describe("CapacityBuffers", function()
       assert.matches("CapacityBuffer shop/spare: its podTemplateRef names no PodTemplate of the input; not " ..
         "provisioned (as Karpenter)", err, 1, true)
       assert.are.equal(0, count("{scalableRef: {apiGroup: batch, kind: Job, name: web}, replicas: 2}"))
+      -- limits naming only pods, which no pod requests: none, as Karpenter's computeReplicas, noted
+      assert.are.equal(0, count("{podTemplateRef: {name: chunk}, limits: {pods: '3'}}"))
+      _, err = h.cli("plan --now " .. T .. " -", h.docs(pool, tmpl, buffer("{podTemplateRef: {name: chunk}, " ..
+        "limits: {pods: '3'}}")))
+      assert.matches("CapacityBuffer shop/spare: spec.limits names no resource its pods request", err, 1, true)
       -- a workload scaled to 0 still gives its template (replicas or limits say how many)
       local zero = deploy:gsub("replicas: 10", "replicas: 0")
       for spec, want in pairs { ["{scalableRef: {kind: Deployment, name: web}, replicas: 3}"] = 3,

@@ -382,6 +382,28 @@ describe("EC2NodeClass drift", function()
   end)
 end)
 
+describe("EC2NodeClass reservations", function()
+  it("a quantity too large to hold is no CEL expression: the node class reserves it, and no type is left", function()
+    for _, q in ipairs({ "8Ei", "1e400" }) do
+      local text = h.docs(h.nodepool("default", { requirements = {} }):gsub("    spec:\n", "    spec:\n      " ..
+        "nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: nc}\n", 1), ([[
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: nc}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  kubelet: {systemReserved: {memory: "%s"}}
+status: {conditions: [{type: Ready, status: "True"}]}
+]]):format(q), h.pod("p"))
+      local p = plan(text)
+      assert.are.equal(0, #p.nodeClaims, q)
+      assert.is_nil(notes(p):find("CEL", 1, true), q)
+      local _, err = h.cli("plan " .. h.write(text))
+      assert.is_nil(err:find("CEL", 1, true), q)
+    end
+  end)
+end)
+
 describe("Karpenter v1beta1 objects as Karpenter v1 takes them", function()
   local function pool(api, kubelet, annotations)
     return ([[

@@ -1266,7 +1266,7 @@ spec:
       local p = io.popen(h.bin .. " serve --listen 127.0.0.1:0 --scheduler-config " .. bad .. " 2>&1; echo rc=$?")
       local out = p:read("a")
       p:close()
-      assert.matches(bad .. ": scheduler config: podTopologySpread.defaultConstraints[0].maxSkew: expected an integer >= 1",
+      assert.matches(bad .. ": scheduler config: podTopologySpread.defaultConstraints[0].maxSkew: expected an integer from 1 to 2147483647",
         out, 1, true)
       assert.matches("rc=1", out, 1, true)
       os.remove(cfg)
