@@ -204,6 +204,18 @@ static bool node_initialized(const cJSON *n, const char *claim) {
 ** records it in status.nodeName, as Karpenter's registration does, so that
 ** plans and disruption passes see one machine, not the claim and a second,
 ** empty node. */
+bool node_up_for(const char *claim, const char *id) {
+  for (size_t i = 0; i < D.objs.n; i++) {
+    const obj *ob = &D.objs.v[i];
+    if (ob->kind != OBJ_NODE || strncmp(ob->key, "Node//", 6) || !node_of(ob->key + 6, ob->pid, claim, id)) continue;
+    cJSON *n = cJSON_Parse(ob->json);
+    bool up = n && !dt__jstr(jget(n, "metadata"), "deletionTimestamp") && node_initialized(n, claim);
+    cJSON_Delete(n);
+    if (up) return true;
+  }
+  return false;
+}
+
 void node_applied(const cJSON *n) {
   int64_t now = wall();
   const char *nname = dt__jstr(jget(n, "metadata"), "name"), *pid = dt__jstr(jget(n, "spec"), "providerID");

@@ -219,7 +219,10 @@ void dt__ctl_launched(launch_ctx *lc, dt_launch_outcome outcome, const char *id,
     }
     if (!D.cloud && awaits_node()) { /* initialized when its Node is (node_applied), or the startup timeout acts */
       instance *in = inst_of(lc->claim);
-      if (in) in->initialized = false;
+      /* adopted while the answer was on the way, its Node may have come
+      ** and initialized it already: reset, it waited for a Node that had
+      ** come, and the startup timeout deleted a node running pods */
+      if (in && !(adopted && in->initialized)) in->initialized = node_up_for(lc->claim, id);
       state_dirty();
     } else {
       node_up(lc->claim);
@@ -411,6 +414,9 @@ static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, con
     }
     add_instance(id, claim, dt__jstr(in, "instanceType"), dt__jstr(in, "zone"), dt__jstr(in, "capacityType"),
                  dt__jstr(in, "nodePool"), 0, wall());
+    instance *got = inst_with_id(id);
+    /* waiting for Nodes: initialized once its Node has (now, or when it comes: node_applied) */
+    if (got && !D.cloud && awaits_node()) got->initialized = node_up_for(claim, id);
     log_decision("adopt", id, reason);
     return true;
   }

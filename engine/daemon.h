@@ -296,6 +296,7 @@ static inline bool cond_true(const cJSON *o, const char *type) {
 #define node_applied     dt__ctl_node_applied
 #define node_up          dt__ctl_node_up
 #define awaits_node      dt__ctl_awaits_node
+#define node_up_for      dt__ctl_node_up_for
 #define node_gone        dt__ctl_node_gone
 #define gone_free        dt__ctl_gone_free
 #define gone_at          dt__ctl_gone_at
@@ -321,6 +322,7 @@ void nom_free_all(void);
 void node_applied(const cJSON *node);            /* a Node stored: its claim's status.nodeName, or deleting */
 void node_up(const char *claim);                 /* a launched claim's node initialized (ctl_launch.c) */
 bool awaits_node(void);                          /* --registration: a launched claim waits for its Node */
+bool node_up_for(const char *claim, const char *id); /* a stored Node of that machine has initialized */
 void node_gone(const char *claim, const char *id); /* the machine let go: its Node deleting */
 void gone_free(void);                              /* the machines let go, forgotten (at a stop) */
 int64_t gone_at(const char *id);                   /* when the instance id was let go (the latest), or -1 */

@@ -247,8 +247,11 @@ int dt__dr_replace_each(state *st, bool expiry) {
       /* the claim's marks: Karpenter's hash of the NodePool it was made from
       ** (compared only at the same hash version, as Karpenter), its Drifted condition */
       const dt_node *c = dt__dr_claim_of(d);
-      if (d->n->pool_hash && strcmp(d->n->pool_hash, hex))
-        snprintf(reason, sizeof d->drift, "NodePool template changed (hash %s, now %s)", d->n->pool_hash, hex);
+      /* dovetail's hash is the claim's: a Node registered for it (as a
+      ** cluster feed sends it) carries none, and drift was lost with it */
+      const char *ph = c && c->pool_hash ? c->pool_hash : d->n->pool_hash;
+      if (ph && strcmp(ph, hex))
+        snprintf(reason, sizeof d->drift, "NodePool template changed (hash %s, now %s)", ph, hex);
       else if (c && c->k_hash && p->k_hash && c->k_hash_version && p->k_hash_version &&
                !strcmp(c->k_hash_version, p->k_hash_version) && strcmp(c->k_hash, p->k_hash))
         snprintf(reason, sizeof d->drift, "NodePool changed (karpenter.sh/nodepool-hash %s, now %s)", c->k_hash,

@@ -208,6 +208,18 @@ describe("disruption budgets", function()
   end
 end)
 
+describe("drift of a registered claim", function()
+  it("takes dovetail's template hash from the claim when its Node carries none", function()
+    local text = h.slurp(h.fixtures .. "drift/registered.yaml")
+    local claim_only = text:sub(1, assert(text:find("\n---\napiVersion: v1\nkind: Node\n", 1, true)))
+    for _, t in ipairs({ claim_only, text }) do
+      local r = assert(dt.disrupt({ manifests = t, now = NOW }))
+      assert.equal(1, #r.commands)
+      assert.equal("Drifted", r.commands[1].reason)
+    end
+  end)
+end)
+
 describe("consolidation", function()
   it("multi-node consolidation replaces 3 nodes by 1 cheaper node", function()
     local items = { pool(), node("a", { type = "large" }), node("b", { type = "large" }), node("c", { type = "large" }),

@@ -2001,6 +2001,36 @@ spec:
       c.stop()
     end)
 
+    it("keeps a node that registered while its launch's answer was lost: adopted, then answered, it stays", function()
+      -- the poll adopts the instance, its Node comes and initializes it, and then the launch's
+      -- retry answers: that answer took the claim for uninitialized again, and the startup
+      -- timeout deleted a node running pods
+      local c, d = on_cloud("--poll 200ms --timeout 2s --startup-timeout 3s --registration node --disrupt-interval 0")
+      http({ port = c.port }, "POST", "/admin/lose", "1")
+      http(d, "PUT", "/v1/objects", quickstart)
+      local id, claim, zone
+      eventually(function()
+        local st = http(d, "GET", "/v1/state")
+        id, claim = st:match('"id":%s*"(i%-%x+)",%s*"nodeClaim":%s*"([^"]+)"')
+        zone = st:match('"zone":%s*"([^"]+)"')
+        return id
+      end, "the instance adopted")
+      local node = ('{"apiVersion":"v1","kind":"Node","metadata":{"name":"ip-10-9-9-9.ec2.internal","labels":' ..
+        '{"karpenter.sh/nodepool":"default","karpenter.sh/initialized":"true","node.kubernetes.io/instance-type":' ..
+        '"m6i.4xlarge","topology.kubernetes.io/zone":"%s","karpenter.sh/capacity-type":"spot"}},"spec":' ..
+        '{"providerID":"aws:///%s/%s"},"status":{"allocatable":{"cpu":"15","memory":"60Gi","pods":"234"},' ..
+        '"conditions":[{"type":"Ready","status":"True"}]}}'):format(zone, zone, id)
+      assert.equal(200, select(2, http(d, "PUT", "/v1/objects", node)))
+      eventually(function() return slurp(d.log):find('"event":"launch","msg":"NodeClaim ' .. claim, 1, true) end,
+        "the launch's retry answered", 20)
+      daemon_time(d, 4500) -- past the startup timeout
+      assert.matches('"initialized":%s*true', (http(d, "GET", "/v1/state")))
+      assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
+      assert.equal(1, count(c), instances(c))
+      d.stop()
+      c.stop()
+    end)
+
     it("sends the cloud at most --cloud-connections requests at once, each timed from when it is sent", function()
       local c = cloud()
       -- every request answered 400 ms late: 30 launches through 4 connections take 3 s, and
