@@ -40,10 +40,12 @@ static void store_one(const cJSON *o, void *ud) {
   }
 }
 
-/* n objects stored: the state is to be written and the batch window opens
-** (a body with no object changes nothing and starts no round). */
-static void objects_applied(size_t n) {
-  if (!n) return;
+/* Objects stored, changes of them since the store had made `before`: the
+** state is to be written and the batch window opens. A body with no object,
+** or with each as it is stored (a watcher's re-list of the whole cluster),
+** changes nothing and starts no round: a re-list of 20,000 pods ran one. */
+static void objects_applied(uint64_t before) {
+  if (D.store_changes == before) return;
   D.requeue_ms = REQUEUE_BASE_MS;
   state_dirty();
   arm_batch();
@@ -52,11 +54,12 @@ static void objects_applied(size_t n) {
 /* Objects read and keyed: store them all (one batch), answer, start the window. */
 static int store_objects(h2o_req_t *req, cJSON *docs) {
   size_t n = 0;
+  uint64_t before = D.store_changes;
   dt__each_object(docs, store_one, &n);
   char msg[100];
   snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", n);
   logf_("debug", "apply", "%zu objects applied", n);
-  objects_applied(n);
+  objects_applied(before);
   return respond(req, 200, "application/json", msg, strlen(msg));
 }
 
@@ -127,6 +130,7 @@ static void put_done(uv_work_t *r, int status) {
   } else if (w->rc) {
     if (w->hreq) respond_error(w->hreq, 400, w->err.msg);
   } else {
+    uint64_t before = D.store_changes;
     for (size_t i = 0; i < w->keys.n; i++) {
       cJSON *node = strncmp(w->keys.v[i], "Node//", 6) ? NULL : cJSON_Parse(w->texts.v[i]);
       obj_put_node(w->keys.v[i], w->texts.v[i], node);
@@ -134,7 +138,7 @@ static void put_done(uv_work_t *r, int status) {
       if (node) node_applied(node);
       cJSON_Delete(node);
     }
-    objects_applied(w->keys.n);
+    objects_applied(before);
     char msg[100];
     snprintf(msg, sizeof msg, "{\"applied\":%zu}\n", w->keys.n);
     if (w->hreq) respond(w->hreq, 200, "application/json", msg, strlen(msg));

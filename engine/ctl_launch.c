@@ -437,11 +437,11 @@ static bool poll_unknown(const cJSON *list, const cJSON *in, const char *id, con
       snprintf(u->why, sizeof u->why, "%s",
                !owner                     ? "no cluster tag"
                : strcmp(owner, D.cluster) ? "another cluster's"
-               : before                   ? "left alone since a poll could not account for it"
-               : node                     ? "a Node of the cluster runs on it"
                : !D.state_valid           ? "no state file"
-                                          : "more of this cluster's instances than the state holds: a state that does "
-                                            "not match the cloud deletes nothing");
+               : !trusted                 ? "more of this cluster's instances than the state holds: a state that does "
+                                            "not match the cloud deletes nothing"
+               : node                     ? "a Node of the cluster runs on it"
+                                          : "left alone since a poll could not account for it");
     }
     return false;
   }

@@ -661,6 +661,11 @@ return {
     assert.matches(id, (http(d, "GET", "/v1/state")), 1, true)
     local decisions = http(d, "GET", "/v1/decisions")
     assert.is_nil(decisions:match('"kind":%s*"disrupt"'), decisions)
+    -- a watcher's re-list, every object as it is stored, changes nothing and starts no round
+    local before = metric(d, "dovetail_plan_duration_seconds_count")
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", quickstart)))
+    daemon_time(d, 2500)
+    assert.equal(before, metric(d, "dovetail_plan_duration_seconds_count"))
     d.stop()
   end)
 
