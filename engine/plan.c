@@ -37,6 +37,9 @@ cJSON *dt__claim_doc(const dt_claim_info *k, bool replacement) {
   /* the last of pods that are CapacityBuffers' chunks, nominated to no claim */
   if (k->nvirtual) dt__json_put_num(c, "virtualPods", (double)k->nvirtual);
   dt__json_put_strs(c, "instanceTypeOptions", k->instance_type_options, k->noptions);
+  /* NodeOverlays changed an option's price or capacity (the NodeClaim's overlay-applied annotations) */
+  if (k->price_overlaid) dt__json_put(c, "priceOverlayApplied", cJSON_CreateTrue());
+  if (k->capacity_overlaid) dt__json_put(c, "capacityOverlayApplied", cJSON_CreateTrue());
   if (replacement && k->nlabels) {
     cJSON *lab = dt__json_put(c, "labels", cJSON_CreateObject());
     for (size_t i = 0; i < k->nlabels; i++) dt__json_put_str(lab, k->labels[i].key, k->labels[i].value);
