@@ -76,6 +76,10 @@ describe("NodeOverlay prices", function()
     local c = plan(items).nodeClaims[1]
     assert.equal("medium", c.instanceType)
     assert.near(0.20, c.price, 1e-12)
+    local js = h.cli("plan --catalog " .. h.write(h.small_catalog) .. " --now " .. NOW .. " -o json " ..
+      h.write((h.list(items))))
+    assert.matches('"priceOverlayApplied":%s*true', js)
+    assert.is_nil(js:find("capacityOverlayApplied", 1, true))
     local out = h.cli("plan --catalog " .. h.write(h.small_catalog) .. " --now " .. NOW .. " -o yaml " ..
       h.write((h.list(items))))
     assert.matches('karpenter.sh/price%-overlay%-applied: "true"', out)
