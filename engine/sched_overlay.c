@@ -367,7 +367,8 @@ int dt__sched_overlays(dt_plan *p) {
       ov->cap = A(p, (cells ? cells : 1) * sizeof *ov->cap);
       ov->ncap = A(p, (cells ? cells : 1) * sizeof *ov->ncap);
       if (!ov->row_pool || !ov->flags || !ov->cap || !ov->ncap) rc = DT_ENOMEM;
-      for (uint32_t r = 0; !rc && r < st.nrows; r++) ov->row_pool[r] = m->pools.v[r].name;
+      for (uint32_t r = 0; !rc && r < st.nrows; r++) /* copies: a cluster's plans read them with other views */
+        if (!(ov->row_pool[r] = dt__arena_strdup(&p->arena, m->pools.v[r].name))) rc = DT_ENOMEM;
     }
     for (uint32_t i = 0; !rc && i < m->nodeoverlays.n; i++) order[i] = i;
     if (!rc) {
@@ -394,6 +395,8 @@ int dt__sched_overlays(dt_plan *p) {
         break;
       }
       memcpy(res, st.cap[c].res.v, st.cap[c].res.n * sizeof *res);
+      for (size_t k = 0; k < st.cap[c].res.n && !rc; k++)
+        if (!(res[k].name = dt__arena_strdup(&p->arena, res[k].name))) rc = DT_ENOMEM;
       ov->cap[c] = res;
       ov->ncap[c] = (uint16_t)(st.cap[c].res.n < UINT16_MAX ? st.cap[c].res.n : UINT16_MAX);
       ov->flags[c] |= OVL_F_CAP;
