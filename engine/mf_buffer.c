@@ -193,18 +193,24 @@ static bool names_taken(const dt_manifests *m, const char *ns, const char *base,
 }
 
 static int cmp_owned(const void *a, const void *b, const dt_manifests *m) {
-  const dt_podspec *x = &m->pods.v[*(const uint32_t *)a], *y = &m->pods.v[*(const uint32_t *)b];
+  uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+  const dt_podspec *x = &m->pods.v[i], *y = &m->pods.v[j];
   int c = strcmp(x->ns, y->ns);
-  return c ? c : strcmp(x->name, y->name);
+  if (!c) c = strcmp(x->name, y->name);
+  return c ? c : (i > j) - (i < j); /* input order: qsort is not stable */
 }
 static _Thread_local const dt_manifests *t_owned_m;
 static int cmp_owned_t(const void *a, const void *b) { return cmp_owned(a, b, t_owned_m); }
+static bool same_name(const dt_manifests *m, uint32_t i, uint32_t j) {
+  return !strcmp(m->pods.v[i].ns, m->pods.v[j].ns) && !strcmp(m->pods.v[i].name, m->pods.v[j].name);
+}
 
 /* dt_podspec.rname: workloads of one namespace and name (a Deployment and
 ** a StatefulSet web) would make replicas of the same names, which the
 ** nominations of claims, and the daemon's, take as one pod. A StatefulSet
 ** keeps its ordinals' names (its pods' real ones); the others are named
-** after <name>-<kind>. */
+** after <name>-<kind>, or <name>-<kind>-<n> where a workload of the
+** namespace has that name already, so every base is its namespace's own. */
 static int replica_names(dt_manifests *m, dt_error *err) {
   uint32_t *ix = dt__malloc((m->pods.n ? m->pods.n : 1) * sizeof *ix), n = 0;
   if (!ix) return dt__err(err, DT_ENOMEM, "out of memory");
@@ -215,27 +221,43 @@ static int replica_names(dt_manifests *m, dt_error *err) {
   t_owned_m = m;
   qsort(ix, n, sizeof *ix, cmp_owned_t);
   t_owned_m = NULL;
+  dt_symtab taken = {0}; /* "ns/base" of every workload's replicas */
   int rc = 0;
-  for (uint32_t a = 0, b; a < n && !rc; a = b) {
-    for (b = a + 1; b < n && !cmp_owned(&ix[a], &ix[b], m);) b++;
+  bool any = false;
+  for (uint32_t k = 0; k < n && !rc; k++) {
+    char key[800];
+    snprintf(key, sizeof key, "%s/%s", m->pods.v[ix[k]].ns, m->pods.v[ix[k]].name);
+    if (!dt__sym(&taken, key)) rc = dt__err(err, DT_ENOMEM, "out of memory");
+    any |= k && same_name(m, ix[k - 1], ix[k]);
+  }
+  for (uint32_t a = 0, b; any && a < n && !rc; a = b) {
+    for (b = a + 1; b < n && same_name(m, ix[a], ix[b]);) b++;
     for (uint32_t k = a; b - a > 1 && k < b && !rc; k++) {
       dt_podspec *d = &m->pods.v[ix[k]];
       const char *slash = strchr(d->owner, '/');
       if (!slash || !strncmp(d->owner, "StatefulSet/", 12)) continue;
-      char nm[700];
-      size_t kl = (size_t)(slash - d->owner);
-      int w = snprintf(nm, sizeof nm, "%s-", d->name);
-      for (size_t c = 0; c < kl && w + 1 < (int)sizeof nm; c++) nm[w++] = (char)tolower((unsigned char)d->owner[c]);
-      nm[w] = 0;
+      char kind[64], nm[700], key[800];
+      size_t kl = (size_t)(slash - d->owner) < sizeof kind - 1 ? (size_t)(slash - d->owner) : sizeof kind - 1;
+      for (size_t c = 0; c < kl; c++) kind[c] = (char)tolower((unsigned char)d->owner[c]);
+      kind[kl] = 0;
+      for (int nth = 1;; nth++) {
+        if (nth == 1)
+          snprintf(nm, sizeof nm, "%s-%s", d->name, kind);
+        else
+          snprintf(nm, sizeof nm, "%s-%s-%d", d->name, kind, nth);
+        snprintf(key, sizeof key, "%s/%s", d->ns, nm);
+        if (!dt__sym_find(&taken, key)) break;
+      }
       char *r = dt__strdup(nm);
-      if (!r || dt__vec_push(&m->files, r)) {
-        dt__free(r);
+      if (!r || dt__vec_push(&m->files, r) || !dt__sym(&taken, key)) {
+        if (r && (!m->files.n || m->files.v[m->files.n - 1] != r)) dt__free(r);
         rc = dt__err(err, DT_ENOMEM, "out of memory");
       } else {
         d->rname = r;
       }
     }
   }
+  dt__symtab_free(&taken);
   dt__free(ix);
   return rc;
 }

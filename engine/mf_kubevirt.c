@@ -279,7 +279,8 @@ static const char *vm_arch(const char *s) {
 
 /* The memory KubeVirt adds to a virt-launcher pod's request beyond its
 ** guest's (the KVM backend's GetMemoryOverhead): page tables (a byte per
-** 512 of guest memory), the launcher's processes (240Mi), 8Mi a vCPU and
+** 512 of the VMI's own memory request, which nothing defaults from the
+** guest's), a downwardMetrics disk (1Mi), the launcher's processes (240Mi), 8Mi a vCPU and
 ** 8Mi for the IO thread, 32Mi of video unless no graphics device is
 ** attached, 128Mi for arm64's UEFI flash, 1Gi for VFIO (GPUs, host
 ** devices), 100Mi and 10Mi a probe for exec probes, 256Mi under SEV, 53Mi
@@ -288,7 +289,12 @@ static const char *vm_arch(const char *s) {
 static int64_t launcher_overhead(const cJSON *spec, const cJSON *domain, int64_t mem, int64_t vcpus, bool arm64,
                                  bool dedicated, bool guaranteed) {
   const int64_t Mi = 1024 * 1024;
-  int64_t o = ((mem + 999) / 1000) * 1000 / 512;
+  int64_t o = ((mem + 999) / 1000) * 1000 / 512; /* of the VMI's own memory request, not the guest's */
+  const cJSON *vol;
+  cJSON_ArrayForEach(vol, mf_get(spec, "volumes")) if (cJSON_IsObject(mf_get(vol, "downwardMetrics"))) {
+    o += Mi; /* a downwardMetrics disk: an emptyDir in memory */
+    break;
+  }
   o += (25 + 100 + 25 + 40 + 50) * Mi;
   o += 8 * Mi * (vcpus < 1 ? 1 : vcpus) + 8 * Mi;
   const cJSON *dev = mf_get(domain, "devices");
@@ -322,11 +328,11 @@ static int launcher_requests(mctx *x, const cJSON *vmspec, const cJSON *spec, co
   if (it && !cJSON_IsNull(it)) { /* sized once the instancetypes are read (mf_itypes_resolve) */
     const char *in = mf_get_str(it, "name"), *kind = mf_get_str(it, "kind");
     if (!cJSON_IsObject(it) || !in || !*in) return mf_bad(x, "spec.instancetype.name", "missing");
-    bool ns_kind = kind && (!strcasecmp(kind, "VirtualMachineInstancetype") ||
-                            !strcasecmp(kind, "virtualmachineinstancetypes") || !strcasecmp(kind, "vminstancetype"));
+    /* the kinds KubeVirt's instancetype finder takes: singular or plural, any case, or none */
+    bool ns_kind =
+        kind && (!strcasecmp(kind, "VirtualMachineInstancetype") || !strcasecmp(kind, "virtualmachineinstancetypes"));
     bool cl_kind = !kind || !*kind || !strcasecmp(kind, "VirtualMachineClusterInstancetype") ||
-                   !strcasecmp(kind, "virtualmachineclusterinstancetypes") ||
-                   !strcasecmp(kind, "vmclusterinstancetype");
+                   !strcasecmp(kind, "virtualmachineclusterinstancetypes");
     if (!ns_kind && !cl_kind)
       return mf_bad(x, "spec.instancetype.kind",
                     "expected VirtualMachineClusterInstancetype or VirtualMachineInstancetype");
@@ -338,6 +344,7 @@ static int launcher_requests(mctx *x, const cJSON *vmspec, const cJSON *spec, co
   if (mf_parse_rlist(x, mf_get(res, "requests"), f, req, true)) return mf_failed(x);
   dt__join(f, sizeof f, path, ".spec.domain.resources.limits");
   if (mf_parse_rlist(x, mf_get(res, "limits"), f, lim, true)) return mf_failed(x);
+  int64_t own_mem = dt__rlist_get(req, "memory") / 1000; /* the VMI's own request: its page tables' measure */
   for (size_t i = 0; i < lim->n; i++)
     if (!dt__rlist_get(req, lim->v[i].name) && dt__rlist_add(req, lim->v[i].name, lim->v[i].milli, DT_RL_SET))
       return mf_oom(x);
@@ -388,7 +395,7 @@ static int launcher_requests(mctx *x, const cJSON *vmspec, const cJSON *spec, co
     p->vm_ovc = ovc;
   }
   if (mem > 0 && !ovc) {
-    int64_t o = launcher_overhead(spec, domain, mem, vcpus, arm64, dedicated, guaranteed) + av / 1000;
+    int64_t o = launcher_overhead(spec, domain, own_mem, vcpus, arm64, dedicated, guaranteed) + av / 1000;
     if (dt__rlist_add(req, "memory", (mem + o) * 1000, DT_RL_SET)) return mf_oom(x);
   }
   return 0;
@@ -1078,9 +1085,13 @@ static int itype_apply(dt_manifests *m, dt_podspec *d) {
     return 0;
   }
   const int64_t Mi = 1024 * 1024;
-  int64_t mem = t->mem / 1000 * (100 - t->overcommit) / 100;
+  /* overcommitted, the VMI's request is set (in float32, as KubeVirt's
+  ** applyMemory computes it), and its page tables count; else the guest's
+  ** memory is the pod's request, and no request of the VMI's has them */
+  int64_t guest = t->mem / 1000, mem = guest, own = 0;
+  if (t->overcommit > 0) mem = own = (int64_t)((float)guest * (1 - (float)t->overcommit / 100));
   int64_t cpu = t->dedicated ? (t->vcpus + (t->isolate ? 1 : 0)) * 1000 : t->vcpus * 100;
-  int64_t o = ((mem + 999) / 1000) * 1000 / 512 + d->vm_ovh + 8 * Mi * t->vcpus + (t->dedicated ? 100 * Mi : 0) +
+  int64_t o = ((own + 999) / 1000) * 1000 / 512 + d->vm_ovh + 8 * Mi * t->vcpus + (t->dedicated ? 100 * Mi : 0) +
               (t->vfio ? 1024 * Mi : 0);
   if (dt__rlist_add(&d->requests, "cpu", cpu, DT_RL_SET) ||
       dt__rlist_add(&d->requests, "memory", (mem + (d->vm_ovc ? 0 : o)) * 1000, DT_RL_SET))

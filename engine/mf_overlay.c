@@ -92,14 +92,25 @@ int mf_nodeoverlay(mctx *x, const cJSON *o) {
     rc = mf_bad(x, "spec.requirements", "missing (the CRD requires it; [] selects every instance type)");
   if (!rc && cJSON_IsArray(reqs) && cJSON_GetArraySize(reqs) > 100)
     rc = mf_bad(x, "spec.requirements", "%d requirements; the CRD allows at most 100", cJSON_GetArraySize(reqs));
-  if (!rc && mf_parse_mreqs(x, reqs, "spec.requirements", &v.reqs, false)) rc = mf_failed(x);
+  /* values on Exists and DoesNotExist are ignored, as the CRD has no rule
+  ** against them and Karpenter reads none (NodePools refuse them) */
+  cJSON *rq = cJSON_IsArray(reqs) ? cJSON_Duplicate(reqs, true) : NULL;
+  if (!rc && cJSON_IsArray(reqs) && !rq) rc = mf_oom(x);
+  cJSON *it;
+  cJSON_ArrayForEach(it, rq) {
+    const char *op = mf_get_str(it, "operator");
+    if (op && (!strcmp(op, "Exists") || !strcmp(op, "DoesNotExist")))
+      cJSON_DeleteItemFromObjectCaseSensitive(it, "values");
+  }
+  if (!rc && mf_parse_mreqs(x, rq ? rq : reqs, "spec.requirements", &v.reqs, false)) rc = mf_failed(x);
+  cJSON_Delete(rq);
   for (size_t i = 0; !rc && i < v.reqs.n; i++) {
     const dt_mreq *q = &v.reqs.v[i];
     char f[100];
     snprintf(f, sizeof f, "spec.requirements[%zu].key", i);
     const char *why = key_restricted(q->key);
     if (why) rc = mf_bad(x, f, "%s (the CRD's rule)", why);
-    if (!rc && q->op >= DT_OP_GT && (q->n != 1 || atoll(q->vals[0]) < 0 || q->vals[0][0] == '-')) {
+    if (!rc && q->op >= DT_OP_GT && (q->n != 1 || atoll(q->vals[0]) < 0)) { /* CEL's int("-0") is 0: taken */
       snprintf(f, sizeof f, "spec.requirements[%zu].values", i);
       rc = mf_bad(x, f,
                   "requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value "
@@ -131,6 +142,7 @@ int mf_nodeoverlay(mctx *x, const cJSON *o) {
   }
   const cJSON *cap = mf_get(spec, "capacity");
   if (!rc && cap && !cJSON_IsNull(cap)) {
+    v.has_capacity = true;
     if (mf_parse_rlist(x, cap, "spec.capacity", &v.capacity, false)) rc = mf_failed(x);
     static const char *const well_known[] = {"cpu", "memory", "ephemeral-storage", "pods", NULL};
     for (size_t i = 0; !rc && i < v.capacity.n; i++)

@@ -702,6 +702,7 @@ typedef struct dt_nodeoverlay {
   double price;      /* the price, the amount added, or the percentage added */
   char *price_text;  /* as written */
   dt_rlist capacity; /* spec.capacity: extended resources only */
+  bool has_capacity; /* spec.capacity given, if empty ({}): it still counts in conflicts */
 } dt_nodeoverlay;
 
 struct dt_manifests {

@@ -75,6 +75,21 @@ static size_t type_domain(const dt_plan *p, const rt_type *t, bool ct, const cha
   return n;
 }
 
+/* The zones and capacity types of a type's offerings, once each. */
+typedef struct tdom {
+  const char *z[64 + 3], *c[3];
+  size_t nz, nc;
+} tdom;
+
+static void tdom_of(const dt_plan *p, const rt_type *t, tdom *d) {
+  d->nz = type_domain(p, t, false, d->z);
+  d->nc = type_domain(p, t, true, d->c);
+}
+
+/* A requirement's key as scheduling reads it (beta.kubernetes.io/... as
+** their stable keys), as Karpenter's NewRequirement normalizes it. */
+static const char *qkey(const dt_mreq *q) { return normalized_key(q->key); }
+
 /* Whether the key of q is one of type t's requirements: its zone or
 ** capacity type, or a label some type of the catalog carries (a type
 ** without it has it as DoesNotExist). */
@@ -84,13 +99,14 @@ static bool type_key(const dt_plan *p, const char *key) {
   return s && s < p->nkeyslot && p->keyslot[s] >= 0;
 }
 
-/* Whether q, on a key of the type's (type_key), holds of type t, as
-** Karpenter's compatibility of the type's requirements with q. */
-static bool type_meets(const dt_plan *p, const rt_type *t, const dt_mreq *q) {
-  const char *dom[64 + 3];
-  if (!strcmp(q->key, DT_L_ZONE)) return meets(dom, type_domain(p, t, false, dom), q);
-  if (!strcmp(q->key, DT_L_CAPACITY_TYPE)) return meets(dom, type_domain(p, t, true, dom), q);
-  const char *v = kvs_get(&t->src->labels, q->key);
+/* Whether q, on a key of the type's (type_key), holds of type t (its
+** offerings' zones and capacity types in d), as Karpenter's compatibility
+** of the type's requirements with q. */
+static bool type_meets(const rt_type *t, const tdom *d, const dt_mreq *q) {
+  const char *key = qkey(q);
+  if (!strcmp(key, DT_L_ZONE)) return meets(d->z, d->nz, q);
+  if (!strcmp(key, DT_L_CAPACITY_TYPE)) return meets(d->c, d->nc, q);
+  const char *v = kvs_get(&t->src->labels, key);
   return v ? meets(&v, 1, q) : meets(NULL, 0, q);
 }
 
@@ -98,17 +114,18 @@ static bool type_meets(const dt_plan *p, const rt_type *t, const dt_mreq *q) {
 ** of its template labels; a label nothing defines meets only NotIn and
 ** DoesNotExist. */
 static bool pool_meets(const dt_nodepool *np, const dt_mreq *q) {
-  if (!strcmp(q->key, DT_L_NODEPOOL)) return meets((const char *const *)&np->name, 1, q);
-  const char *v = kvs_get(&np->labels, q->key);
+  const char *key = qkey(q);
+  if (!strcmp(key, DT_L_NODEPOOL)) return meets((const char *const *)&np->name, 1, q);
+  const char *v = kvs_get(&np->labels, key);
   return v ? meets(&v, 1, q) : meets(NULL, 0, q);
 }
 
 /* Whether offering o of type t passes q's zone and capacity-type terms. */
 static bool off_meets(const dt_plan *p, const rt_type *t, uint32_t o, const dt_mreq *q) {
-  const char *v;
-  if (!strcmp(q->key, DT_L_ZONE))
+  const char *v, *key = qkey(q);
+  if (!strcmp(key, DT_L_ZONE))
     v = dt__sym_str(&p->syms, p->zones[t->off[o].zone]);
-  else if (!strcmp(q->key, DT_L_CAPACITY_TYPE))
+  else if (!strcmp(key, DT_L_CAPACITY_TYPE))
     v = dt__ct_names[t->off[o].ct];
   else
     return true;
@@ -158,13 +175,15 @@ static void match(const state *st, const dt_nodeoverlay *v, uint8_t *tok, uint8_
   for (uint32_t r = 0; r < st->nrows; r++) {
     rok[r] = 1;
     for (size_t i = 0; i < v->reqs.n && rok[r]; i++)
-      if (!type_key(p, v->reqs.v[i].key)) rok[r] = pool_meets(&st->m->pools.v[r], &v->reqs.v[i]);
+      if (!type_key(p, qkey(&v->reqs.v[i]))) rok[r] = pool_meets(&st->m->pools.v[r], &v->reqs.v[i]);
   }
   for (uint32_t t = 0; t < p->ntypes; t++) {
     const rt_type *ty = &p->types[t];
     tok[t] = 1;
+    tdom d;
+    tdom_of(p, ty, &d);
     for (size_t i = 0; i < v->reqs.n && tok[t]; i++)
-      if (type_key(p, v->reqs.v[i].key)) tok[t] = type_meets(p, ty, &v->reqs.v[i]);
+      if (type_key(p, qkey(&v->reqs.v[i]))) tok[t] = type_meets(ty, &d, &v->reqs.v[i]);
     if (!tok[t]) continue;
     bool any = false; /* no offering of its: the overlay does not select it at all */
     uint8_t *mk = mask + st->off_at[t];
@@ -222,7 +241,7 @@ static int apply_one(state *st, uint32_t oi, uint8_t *tok, uint8_t *mask, uint8_
           }
           st->off_low[base + o] = v->weight;
         }
-        if (!v->capacity.n) continue;
+        if (!v->has_capacity) continue; /* an empty map ({}) still marks the type, as Karpenter's store */
         for (size_t i = 0; i < v->capacity.n; i++) {
           bool there = false;
           for (size_t k = 0; k < c->res.n && !there; k++) there = !strcmp(c->res.v[k].name, v->capacity.v[i].name);
@@ -236,14 +255,33 @@ static int apply_one(state *st, uint32_t oi, uint8_t *tok, uint8_t *mask, uint8_
   return 0;
 }
 
-/* Whether NodePool np's requirements admit offering o of type t (labels of
-** its own, which no type carries, admit every type). */
-static bool pool_admits(const dt_plan *p, const dt_nodepool *np, const rt_type *t, uint32_t o) {
-  for (size_t i = 0; i < np->reqs.n; i++) {
-    const dt_mreq *q = &np->reqs.v[i];
-    if (type_key(p, q->key) && (!type_meets(p, t, q) || !off_meets(p, t, o, q))) return false;
-  }
+/* Whether NodePool np's requirements admit type t by its labels (labels
+** of its own, which no type carries, admit every type), and offering o
+** by its zone and capacity type. */
+static bool pool_admits_type(const dt_plan *p, const dt_nodepool *np, const rt_type *t, const tdom *d) {
+  for (size_t i = 0; i < np->reqs.n; i++)
+    if (type_key(p, qkey(&np->reqs.v[i])) && !type_meets(t, d, &np->reqs.v[i])) return false;
   return true;
+}
+
+/* The zones (a bit per plan zone) and capacity types NodePool np's
+** requirements admit, for pool_admits_off: read once, not per offering. */
+static void pool_off_masks(const dt_plan *p, const dt_nodepool *np, uint64_t *zm, uint8_t *cm) {
+  *zm = 0, *cm = 0;
+  for (uint32_t z = 0; z < p->nzones; z++) {
+    const char *v = dt__sym_str(&p->syms, p->zones[z]);
+    bool ok = true;
+    for (size_t i = 0; i < np->reqs.n && ok; i++)
+      if (!strcmp(qkey(&np->reqs.v[i]), DT_L_ZONE)) ok = meets(&v, 1, &np->reqs.v[i]);
+    if (ok) *zm |= 1ull << z;
+  }
+  for (int c = 0; c < 3; c++) {
+    const char *v = dt__ct_names[c];
+    bool ok = true;
+    for (size_t i = 0; i < np->reqs.n && ok; i++)
+      if (!strcmp(qkey(&np->reqs.v[i]), DT_L_CAPACITY_TYPE)) ok = meets(&v, 1, &np->reqs.v[i]);
+    if (ok) *cm |= (uint8_t)(1u << c);
+  }
 }
 
 static int add_note(dt_plan *p, rt_ovl *ov, size_t *cap, const char *fmt, ...) DT_PRINTF(4, 5);
@@ -274,27 +312,43 @@ static int set_prices(state *st, rt_ovl *ov, size_t *ncap_notes) {
   size_t split = 0;
   char first[1200] = "";
   bool changed = false;
+  uint8_t *tadm = dt__malloc(st->nrows ? st->nrows : 1);               /* per pool: it admits the type by label */
+  uint64_t *pz = dt__malloc((st->nrows ? st->nrows : 1) * sizeof *pz); /* per pool: the zones it admits */
+  uint8_t *pc = dt__malloc(st->nrows ? st->nrows : 1);                 /* and capacity types */
+  if (!tadm || !pz || !pc) {
+    dt__free(tadm), dt__free(pz), dt__free(pc);
+    return DT_ENOMEM;
+  }
+  for (uint32_t r = 0; r < st->nrows; r++) pool_off_masks(p, &m->pools.v[r], &pz[r], &pc[r]);
   for (uint32_t t = 0; t < p->ntypes; t++) {
     const rt_type *ty = &p->types[t];
-    bool touched = false;
+    bool touched = false, judged = false;
     for (uint32_t o = 0; o < ty->noff; o++) {
+      int32_t any_has = 0;
+      for (uint32_t r = 0; r < st->nrows && !any_has; r++)
+        any_has = st->off_has[(size_t)r * st->noff + st->off_at[t] + o];
+      if (!any_has) continue; /* no overlay priced it: no pool to ask */
+      if (!judged) {
+        tdom d;
+        tdom_of(p, ty, &d);
+        for (uint32_t r = 0; r < st->nrows; r++) tadm[r] = pool_admits_type(p, &m->pools.v[r], ty, &d);
+        judged = true;
+      }
       double base = ty->off[o].price, got = base;
-      int32_t seen = 0, any_has = 0, agree = 1, admitted = 1, r0 = -1, r1 = -1;
+      int32_t seen = 0, agree = 1, admitted = 1, r0 = -1, r1 = -1;
       double x1 = base;
       for (int all = 0; all < 2 && !seen; all++) /* the NodePools that admit it, else every one */
         for (uint32_t r = 0; r < st->nrows; r++) {
-          if (!all && !pool_admits(p, &m->pools.v[r], ty, o)) continue;
+          if (!all && !(tadm[r] && (pz[r] >> ty->off[o].zone & 1) && (pc[r] >> ty->off[o].ct & 1))) continue;
           admitted = !all;
           size_t at = (size_t)r * st->noff + st->off_at[t] + o;
           double x = st->off_has[at] ? adjusted(base, &m->nodeoverlays.v[st->off_src[at]]) : base;
-          any_has |= st->off_has[at];
           if (!seen++) {
             got = x, r0 = (int32_t)r;
           } else if (agree && memcmp(&x, &got, sizeof x)) {
             agree = 0, r1 = (int32_t)r, x1 = x;
           }
         }
-      if (!any_has) continue;
       if (!agree) { /* said where a NodePool could launch it; else no plan reads it */
         if (admitted && !split++)
           snprintf(first, sizeof first, "%s %s %s: $%.6g/h on NodePool %s, $%.6g/h on %s", ty->src->name,
@@ -323,6 +377,7 @@ static int set_prices(state *st, rt_ovl *ov, size_t *ncap_notes) {
                "an offering alike for every NodePool, so %s the catalog's price",
                split, split == 1 ? "" : "s", split == 1 ? "it" : "them", first, split == 1 ? "it keeps" : "they keep"))
     return DT_ENOMEM;
+  dt__free(tadm), dt__free(pz), dt__free(pc);
   if (changed) { /* no longer the compiled catalog's offerings: nothing keyed by it is shared */
     p->src_id = 0;
     p->snap_home = NULL;

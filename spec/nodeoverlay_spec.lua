@@ -113,6 +113,15 @@ describe("NodeOverlay prices", function()
     assert.near(0.001, p.nodeClaims[1].price, 1e-12)
   end)
 
+  it("reads beta label keys as their stable keys, as Karpenter's requirements normalize them", function()
+    for _, k in ipairs({ { "beta.kubernetes.io/instance-type", "medium" }, { "failure-domain.beta.kubernetes.io/zone",
+      "test-1b" } }) do
+      local o = overlay("o", { requirements = { { k[1], "In", { k[2] } } }, price = "0.001" })
+      local c = plan({ pool("default"), pod("a"), o }).nodeClaims[1]
+      assert.near(0.001, c.price, 1e-12, k[1])
+    end
+  end)
+
   it("the heavier overlay wins; of one weight the name later in the alphabet, the other conflicting", function()
     local sel = { { "node.kubernetes.io/instance-type", "In", { "medium" } } }
     local base = { pool("default"), pod("a", { cpu = "3" }) }
@@ -223,6 +232,13 @@ describe("NodeOverlay capacity", function()
       overlay("y", { requirements = sel, capacity = { ["example.com/a"] = "1" } }) })
     assert.equal(0, #p.nodeClaims) -- y first (the later name); x conflicts on a and applies nowhere: no b
     assert.truthy(note_matching(p, "NodeOverlay x: conflicts"))
+    -- an empty capacity ({}) between them is the last of that weight to touch the type: no conflict
+    -- after it (Karpenter's store keeps the last overlay's resources, none), and a taken resource stays
+    local function cap(name, c) return overlay(name, { requirements = sel, capacity = c, weight = 5 }) end
+    p = plan({ pool("default"), pod("a", { extra = { ["example.com/a"] = "2" } }), cap("c", { ["example.com/a"] = "1" }),
+      cap("b", {}), cap("a", { ["example.com/a"] = "2" }) })
+    assert.is_nil(note_matching(p, "conflicts"))
+    assert.equal(0, #p.nodeClaims) -- a stays 1: c set it first
   end)
 end)
 
@@ -256,6 +272,13 @@ describe("NodeOverlay input", function()
       "spec.requirements[0].key")
     refused({ requirements = h.array({ { key = "x", operator = "Gt", values = h.array({ "-1" }) } }) },
       "spec.requirements[0].values")
+    -- what the CRD takes: values on Exists (ignored), and Gt "-0" (CEL's int("-0") is 0)
+    for _, r in ipairs({ { key = "x", operator = "Exists", values = h.array({ "v" }) },
+      { key = "x", operator = "Gt", values = h.array({ "-0" }) } }) do
+      local o = { apiVersion = "karpenter.sh/v1alpha1", kind = "NodeOverlay", metadata = { name = "ok" },
+        spec = { requirements = h.array({ r }), price = "1" } }
+      assert(dt.plan({ manifests = h.list({ pool("default"), pod("a"), o }), catalog_text = h.small_catalog }))
+    end
     refused({ requirements = h.array({ { key = "x", operator = "In" } }) }, "spec.requirements[0].values")
     refused({ requirements = none, prize = "1" }, "spec.prize: unknown field (did you mean price?)")
     refused({ requirements = none }, "apiVersion: karpenter.sh/v1 is no version of NodeOverlay", "karpenter.sh/v1")

@@ -147,3 +147,43 @@ spec:
     assert.matches("ConfigMap cfg", err, 1, true)
   end)
 end)
+
+describe("replicas of workloads sharing a name", function()
+  local function workload(kind, name, app, n)
+    return ([[
+apiVersion: apps/v1
+kind: %s
+metadata: {name: %s, namespace: shop}
+spec:
+  replicas: %d
+  serviceName: x
+  selector: {matchLabels: {app: %s}}
+  template:
+    metadata: {labels: {app: %s}}
+    spec:
+      containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+]]):format(kind, name, n, app, app)
+  end
+
+  it("are named apart from each other and from every other workload's, and explain reaches each", function()
+    local text = h.docs(h.nodepool("default"), workload("Deployment", "web", "a", 2), workload("StatefulSet", "web", "b", 2),
+      workload("Deployment", "web-deployment", "c", 2))
+    local p = h.plan(text, { catalog_text = h.small_catalog })
+    local seen, n = {}, 0
+    for _, c in ipairs(p.nodeClaims) do
+      for _, pod in ipairs(c.pods) do
+        assert.is_nil(seen[pod], pod .. " twice")
+        seen[pod], n = true, n + 1
+      end
+    end
+    assert.are.equal(6, n)
+    -- the StatefulSet's keep their real names; the Deployment web's are named after its kind, past
+    -- the Deployment web-deployment's own
+    for _, want in ipairs({ "shop/web-0", "shop/web-1", "shop/web-deployment-0", "shop/web-deployment-2-0" }) do
+      assert.is_true(seen[want], want)
+      local out, err, code = h.cli("plan --catalog " .. h.write(h.small_catalog) .. " --explain " .. want .. " -", text)
+      assert.are.equal(0, code, err)
+      assert.matches("pod " .. want, out, 1, true)
+    end
+  end)
+end)
