@@ -285,8 +285,9 @@ static void fmt_duration(int64_t s, char *out, size_t n) {
   if (s % 60 || !at) snprintf(out + at, n - at, "%llds", (long long)(s % 60));
 }
 
-/* metadata of claim i's NodeClaim: name, labels, owner, annotations. */
-static void claim_meta(const dt_plan_result *r, size_t i, cJSON *md) {
+/* metadata of claim i's NodeClaim: name, labels, owner, annotations (the
+** daemon's launched claims, which no API server stores, keep every pod). */
+static void claim_meta(const dt_plan_result *r, size_t i, cJSON *md, bool launched) {
   const dt_claim_info *c = &r->claims[i];
   const dt_claim_rec *k = &r->recs[i];
   const dt_claim_pool *np = &r->pools[k->pool];
@@ -308,13 +309,19 @@ static void claim_meta(const dt_plan_result *r, size_t i, cJSON *md) {
   cJSON *ann = add_obj(md, "annotations");
   for (size_t j = 0; j < np->annotations.n; j++)
     dt__json_put_str(ann, np->annotations.v[j].key, np->annotations.v[j].val);
-  dt_buf pods = {0};
-  for (size_t j = 0; j < c->npods - c->nvirtual; j++) { /* a buffer's chunks are never nominated */
-    if (j) dt__buf_putc(&pods, ',');
-    dt__buf_puts(&pods, c->pods[j]);
+  if (!launched && dt__claim_pods_omitted(r, i)) {
+    char n[32];
+    snprintf(n, sizeof n, "%zu", c->npods - c->nvirtual);
+    dt__json_put_str(ann, "dovetail.dev/pods-omitted", n);
+  } else {
+    dt_buf pods = {0};
+    for (size_t j = 0; j < c->npods - c->nvirtual; j++) { /* a buffer's chunks are never nominated */
+      if (j) dt__buf_putc(&pods, ',');
+      dt__buf_puts(&pods, c->pods[j]);
+    }
+    dt__json_put_str(ann, DT_A_PODS, pods.p ? pods.p : "");
+    dt__free(pods.p);
   }
-  dt__json_put_str(ann, DT_A_PODS, pods.p ? pods.p : "");
-  dt__free(pods.p);
   char tmp[64];
   dt__fmt_price(tmp, sizeof tmp, c->price);
   dt__json_put_str(ann, "dovetail.dev/price", tmp);
@@ -366,7 +373,7 @@ static cJSON *claim_yaml(const dt_plan_result *r, size_t i, bool launched) {
   if (!d) return NULL;
   dt__json_put_str(d, "apiVersion", "karpenter.sh/v1");
   dt__json_put_str(d, "kind", "NodeClaim");
-  claim_meta(r, i, add_obj(d, "metadata"));
+  claim_meta(r, i, add_obj(d, "metadata"), launched);
   cJSON *spec = add_obj(d, "spec");
   if (np->node_class_ref) dt__json_put(spec, "nodeClassRef", cJSON_Duplicate(np->node_class_ref, true));
   char dur[40];

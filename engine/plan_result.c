@@ -650,6 +650,16 @@ static int32_t type_rec(rb *b, uint32_t t, uint32_t pl) {
 
 /* ------------------------------------------------------------ the result */
 
+bool dt__claim_pods_omitted(const dt_plan_result *r, size_t i) {
+  const dt_claim_info *c = &r->claims[i];
+  const dt_claim_pool *np = &r->pools[r->recs[i].pool];
+  size_t bytes = 1024; /* dovetail's own annotations beside them, and Karpenter's hashes */
+  for (size_t j = 0; j < np->annotations.n; j++)
+    bytes += strlen(np->annotations.v[j].key) + strlen(np->annotations.v[j].val);
+  for (size_t j = 0; j + c->nvirtual < c->npods; j++) bytes += strlen(c->pods[j]) + 1;
+  return bytes > 256 * 1024;
+}
+
 static int result_claims(rb *b) {
   dt_plan *p = b->p;
   dt_plan_result *r = &p->res;
@@ -673,6 +683,14 @@ static int result_claims(rb *b) {
     r->pools[k->pool].used = true;
     int rc = claim_reqs(b, k, s, &r->pools[k->pool], rec);
     if (rc || (rc = custom_labels(b, k, rec, &r->claims[r->nclaims - 1]))) return rc;
+    if (dt__claim_pods_omitted(r, r->nclaims - 1)) {
+      const dt_claim_info *c = &r->claims[r->nclaims - 1];
+      note(p,
+           "NodeClaim %s: the names of its %zu pods pass, with its other annotations, the 256 KiB the API server "
+           "allows an object's annotations: -o yaml leaves dovetail.dev/pods out (dovetail.dev/pods-omitted: %zu); "
+           "fed back, its pods are planned again, onto its room first",
+           c->name, c->npods - c->nvirtual, c->npods - c->nvirtual);
+    }
   }
   return 0;
 }

@@ -187,4 +187,10 @@ char *dt__plan_result_render(const dt_plan_result *r, dt_format format, size_t *
 int dt__plan_result_write(const dt_plan_result *r, dt_format format, dt_write_fn write, void *ud);
 char *dt__plan_result_claim_object(const dt_plan_result *r, size_t i, bool launched, size_t *len);
 
+/* Whether claim i's NodeClaim, as -o yaml writes it, leaves its pods out
+** of dovetail.dev/pods (writing dovetail.dev/pods-omitted: their count):
+** their names with its template's annotations would pass the 256 KiB the
+** API server allows all of an object's annotations (plan_result.c). */
+bool dt__claim_pods_omitted(const dt_plan_result *r, size_t i);
+
 #endif

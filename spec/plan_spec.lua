@@ -187,3 +187,37 @@ spec:
     end
   end)
 end)
+
+describe("a NodeClaim of thousands of pods", function()
+  it("leaves dovetail.dev/pods out of -o yaml past the API server's 256 KiB of annotations, and says so", function()
+    local cat = [[
+{ "region": "test-1", "provider": "generic", "zones": ["test-1a"],
+  "instanceTypes": [ { "name": "huge", "family": "h", "arch": "amd64", "cpu": 512, "memoryMiB": 2097152,
+    "maxPods": 4000, "onDemandPrice": 10.0, "overhead": { "cpu": "100m", "memory": "100Mi" } } ] }
+]]
+    local ns, name = ("n"):rep(63), ("w"):rep(60)
+    local text = h.docs(h.nodepool("default"), ([[
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %s, namespace: %s}
+spec:
+  replicas: 2100
+  selector: {matchLabels: {app: w}}
+  template:
+    metadata: {labels: {app: w}}
+    spec:
+      containers: [{name: c, resources: {requests: {cpu: 10m, memory: 16Mi}}}]
+]]):format(name, ns))
+    local catf = h.write(cat)
+    local out, err, code = h.cli("plan --catalog " .. catf .. " -o yaml -", text)
+    assert.are.equal(0, code, err)
+    assert.matches('dovetail.dev/pods%-omitted: "2100"', out)
+    assert.is_nil(out:find("dovetail.dev/pods:", 1, true))
+    local js = h.cli("plan --catalog " .. catf .. " -o json -", text)
+    assert.matches("the names of its 2100 pods pass", js, 1, true)
+    -- fed back, its pods go onto its room: no new node
+    local back = h.cli("plan --catalog " .. catf .. " -o json -", text .. "---\n" .. out)
+    assert.matches('"nodes":%s*0', back)
+    assert.matches('"unschedulable":%s*0', back)
+  end)
+end)
