@@ -379,6 +379,45 @@ static const rt_dsalts *ds_alts(dt_plan *p, size_t d) {
   return p->arena.oom || p->syms.oom ? (da->r = NULL, NULL) : da;
 }
 
+/* Which of pool pl's types (a byte each) DaemonSet d lands on: its
+** alternatives (node selector with each term) compiled once a plan, with
+** the types each admits by label; per pool only which are compatible with
+** it (base: its requirements as a new node meets them) and the offerings
+** their zones and capacity types leave. Compiled per pool and type, 10
+** DaemonSets of 100 terms over 20 pools took 12 s and 6.8 GB. */
+static int ds_lands(dt_plan *p, const rt_pool *pl, size_t d, const dt_reqs *base, uint64_t zm, uint8_t cm,
+                    const uint8_t **out) {
+  uint8_t *land = A(p, pl->ntypes ? pl->ntypes : 1);
+  const rt_dsalts *da = ds_alts(p, d);
+  size_t words = (p->ntypes + 63) / 64, ng = 0;
+  struct grp {
+    uint64_t z;
+    uint8_t c;
+    uint64_t *bits;
+  } *g = da ? A_RAW(p, (da->n ? da->n : 1) * sizeof *g) : NULL;
+  if (!land || !g) return DT_ENOMEM;
+  for (uint32_t a = 0; a < da->n; a++) {
+    const dt_req *bad;
+    uint64_t z = da->z[a] & zm;
+    uint8_t c = (uint8_t)(da->c[a] & cm);
+    if (!z || !c || !compatible(p, base, &da->r[a], &bad)) continue; /* no offering, or not on this pool */
+    size_t k = 0;
+    while (k < ng && (g[k].z != z || g[k].c != c)) k++;
+    if (k == ng) {
+      g[ng].z = z, g[ng].c = c;
+      if (!(g[ng++].bits = A(p, words * sizeof(uint64_t)))) return DT_ENOMEM;
+    }
+    for (size_t w = 0; w < words; w++) g[k].bits[w] |= da->bits[(size_t)a * words + w];
+  }
+  for (uint32_t t = 0; t < pl->ntypes && ng; t++) {
+    uint32_t ti = pl->types[t];
+    for (size_t k = 0; k < ng && !land[t]; k++)
+      land[t] = (g[k].bits[ti / 64] >> (ti % 64) & 1) && type_offered(&p->types[ti], g[k].z, g[k].c, pl->spot_max);
+  }
+  *out = land;
+  return 0;
+}
+
 static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_error *err) {
   const dt_manifests *m = p->manifests;
   pl->eff = A(p, (p->ntypes ? p->ntypes : 1) * sizeof *pl->eff);
@@ -401,16 +440,18 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
   /* the types each DaemonSet lands on, by the hash of its node selector and
   ** required terms: DaemonSets that share them (a chart's agents, an
   ** anchor's copies) are matched against the types once */
-  uint64_t *sig = A_RAW(p, m->daemonsets.n * sizeof *sig);
-  const char **sigtext = A(p, m->daemonsets.n * sizeof *sigtext);
+  dt_namemap seen = {0}; /* by node selector and terms, as text: the first DaemonSet of them */
   uint8_t **lands = A(p, m->daemonsets.n * sizeof *lands);
-  if (!sig || !sigtext || !lands) return DT_ENOMEM;
+  if (!lands) return DT_ENOMEM;
   for (size_t d = 0; d < m->daemonsets.n; d++) {
     const dt_podspec *ds = &m->daemonsets.v[d];
     if (ds->dra || !tolerates(p, ds, pl->taints, pl->ntaints, true, NULL)) continue; /* Karpenter skips DRA's */
     int64_t req[DT_RES_MAX] = {0};
     int rc = rlist_vec(p, &ds->requests, req, err);
-    if (rc) return rc;
+    if (rc) {
+      dt__namemap_free(&seen);
+      return rc;
+    }
     dt_buf sb = {0};
     for (size_t k = 0; k < ds->node_selector.n; k++)
       dt__buf_printf(&sb, "%s=%s\x1f", ds->node_selector.v[k].key, ds->node_selector.v[k].val);
@@ -423,83 +464,47 @@ static int daemon_overhead(dt_plan *p, rt_pool *pl, uint64_t zm, uint8_t cm, dt_
         dt__buf_putc(&sb, '\x1f');
       }
     }
-    if (sb.oom) return DT_ENOMEM;
-    sig[d] = dt__hash64(sb.p ? sb.p : "", sb.len);
-    sigtext[d] = dt__arena_strdup(&p->arena, sb.p ? sb.p : "");
+    if (sb.oom) {
+      dt__free(sb.p);
+      dt__namemap_free(&seen);
+      return DT_ENOMEM;
+    }
+    const char *key = dt__arena_strdup(&p->arena, sb.p ? sb.p : "");
+    size_t kl = sb.len;
     dt__free(sb.p);
-    if (!sigtext[d]) return DT_ENOMEM;
-    const uint8_t *same = NULL;
-    for (size_t e = 0; e < d && !same; e++)
-      if (lands[e] && sig[e] == sig[d] && !strcmp(sigtext[e], sigtext[d])) same = lands[e];
-    if (same) {
-      lands[d] = (uint8_t *)same;
-      bool used = false;
-      for (uint32_t t = 0; t < pl->ntypes; t++) {
-        if (!same[t]) continue;
-        for (uint32_t r = 0; r < DT_RES_MAX; r++) over[pl->types[t]][r] += req[r];
-        used = any = true;
-      }
-      if (used && ds->nports) {
-        rt_port *np = A(p, (pl->nds_ports + ds->nports) * sizeof *np);
-        rt_port *dp = dt__sched_compile_ports(p, ds);
-        if (!np || !dp) return DT_ENOMEM;
-        if (pl->nds_ports) memcpy(np, pl->ds_ports, pl->nds_ports * sizeof *np);
-        memcpy(np + pl->nds_ports, dp, ds->nports * sizeof *np);
-        pl->ds_ports = np;
-        pl->nds_ports += (uint32_t)ds->nports;
-      }
-      continue;
+    bool added;
+    int32_t *at = key ? dt__namemap_put(&seen, key, kl, -1, &added) : NULL;
+    if (!at) {
+      dt__namemap_free(&seen);
+      return DT_ENOMEM;
     }
-    uint8_t *land = lands[d] = A(p, pl->ntypes ? pl->ntypes : 1);
-    if (!land) return DT_ENOMEM;
-    /* its alternatives (node selector with each term) compiled once a
-    ** plan, with the types each admits by label; per pool only which are
-    ** compatible with it and the offerings their zones and capacity
-    ** types leave. Compiled per pool and type, 10 DaemonSets of 100 terms
-    ** over 20 pools took 12 s and 6.8 GB. */
-    const struct rt_dsalts *da = ds_alts(p, d);
-    if (!da) return DT_ENOMEM;
-    size_t words = (p->ntypes + 63) / 64, ng = 0;
-    struct grp {
-      uint64_t z;
-      uint8_t c;
-      uint64_t *bits;
-    } *g = A_RAW(p, (da->n ? da->n : 1) * sizeof *g);
-    if (!g) return DT_ENOMEM;
-    for (uint32_t a = 0; a < da->n; a++) {
-      const dt_req *bad;
-      uint64_t z = da->z[a] & zm;
-      uint8_t c = (uint8_t)(da->c[a] & cm);
-      if (!z || !c || !compatible(p, &base, &da->r[a], &bad)) continue; /* no offering, or not on this pool */
-      size_t k = 0;
-      while (k < ng && (g[k].z != z || g[k].c != c)) k++;
-      if (k == ng) {
-        g[ng].z = z, g[ng].c = c;
-        if (!(g[ng++].bits = A(p, words * sizeof(uint64_t)))) return DT_ENOMEM;
-      }
-      for (size_t w = 0; w < words; w++) g[k].bits[w] |= da->bits[(size_t)a * words + w];
+    const uint8_t *same = *at >= 0 ? lands[*at] : NULL;
+    if (!same && (rc = ds_lands(p, pl, d, &base, zm, cm, &same))) {
+      dt__namemap_free(&seen);
+      return rc;
     }
+    if (*at < 0) *at = (int32_t)d;
+    lands[d] = (uint8_t *)same;
     bool used = false;
-    for (uint32_t t = 0; t < pl->ntypes && ng; t++) {
-      uint32_t ti = pl->types[t];
-      bool ok = false;
-      for (size_t k = 0; k < ng && !ok; k++)
-        ok = (g[k].bits[ti / 64] >> (ti % 64) & 1) && type_offered(&p->types[ti], g[k].z, g[k].c, pl->spot_max);
-      if (!ok) continue;
-      land[t] = 1;
-      for (uint32_t r = 0; r < DT_RES_MAX; r++) over[ti][r] += req[r];
+    for (uint32_t t = 0; t < pl->ntypes; t++) {
+      if (!same[t]) continue;
+      for (uint32_t r = 0; r < DT_RES_MAX; r++) over[pl->types[t]][r] += req[r];
       used = any = true;
     }
     if (used && ds->nports) {
       rt_port *np = A(p, (pl->nds_ports + ds->nports) * sizeof *np);
       rt_port *dp = dt__sched_compile_ports(p, ds);
-      if (!np || !dp) return DT_ENOMEM;
+      if (!np || !dp) {
+        dt__namemap_free(&seen);
+        return DT_ENOMEM;
+      }
       if (pl->nds_ports) memcpy(np, pl->ds_ports, pl->nds_ports * sizeof *np);
       memcpy(np + pl->nds_ports, dp, ds->nports * sizeof *np);
       pl->ds_ports = np;
       pl->nds_ports += (uint32_t)ds->nports;
     }
   }
+  dt__namemap_free(&seen);
   if (!any) return 0;
   for (uint32_t t = 0; t < pl->ntypes; t++) {
     uint32_t ti = pl->types[t];
