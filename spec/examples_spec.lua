@@ -29,6 +29,19 @@ describe("examples", function()
     assert.matches("kind: NodeClaim", out, 1, true)
   end)
 
+  it("prices and sizes with examples/overlay.yaml's NodeOverlays as the README shows", function()
+    local out, err, code = h.cli("plan -o table examples/overlay.yaml")
+    assert.are.equal(0, code, err)
+    assert.matches("m7i.xlarge%s+us%-east%-1a%s+on%-demand%s+0.14112", out)
+    assert.matches("8 of 8 pending pods scheduled", out, 1, true)
+    local plan = assert(require("dovetail").plan { files = { "examples/overlay.yaml" } })
+    for _, c in ipairs(plan.nodeClaims) do
+      for _, pod in ipairs(c.pods) do
+        if pod:find("^shop/db%-") then assert.matches("^r", c.instanceType) end
+      end
+    end
+  end)
+
   it("runs the newcomer policy as docs/policies.md shows", function()
     local out, err, code = h.cli("plan -o table --policy examples/policies/prefer-amd64.lua examples/mixed-arch.yaml")
     assert.are.equal(0, code, err)
