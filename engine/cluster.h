@@ -19,6 +19,14 @@
 ** threads. */
 typedef struct dt_compiled_catalog dt_compiled_catalog;
 int dt__catalog_compile(const dt_catalog *catalog, dt_compiled_catalog **out, dt_error *err);
+
+/* The prices of n running machines (instance type, zone, capacity type:
+** -1 unknown) as the input's NodeOverlays leave their offerings, into
+** price[i] where an overlay changed it (the rest left as they are): a
+** disruption pass weighs a node at the price a plan would give its
+** replacement. Reserved capacity keeps its price. */
+int dt__overlaid_prices(const dt_catalog *catalog, const dt_manifests *m, size_t n, const char *const *type,
+                        const char *const *zone, const int *ct, double *price, dt_error *err);
 void dt__catalog_compiled_free(dt_compiled_catalog *cc);
 /* Whether binding i of a plan places a CapacityBuffer's chunk (held there,
 ** never nominated). */

@@ -427,6 +427,29 @@ int dt__dr_build(state *st) {
       return DT_ENOMEM;
     }
   }
+  /* the machines at the prices NodeOverlays give their offerings, as a
+  ** plan prices their replacements: at the catalog's, a node whose own
+  ** type an overlay made cheaper was replaced by its own type, endlessly */
+  if (m->nodeoverlays.n && st->nodes.n) {
+    size_t nn = st->nodes.n;
+    const char **ty = dt__malloc(nn * sizeof *ty), **zo = dt__malloc(nn * sizeof *zo);
+    int *ct = dt__malloc(nn * sizeof *ct);
+    double *pr = dt__malloc(nn * sizeof *pr);
+    dt_error e = {0};
+    int prc = ty && zo && ct && pr ? 0 : DT_ENOMEM;
+    for (size_t i = 0; !prc && i < nn; i++) {
+      const dnode *d = &st->nodes.v[i];
+      ty[i] = d->type, zo[i] = d->zone, ct[i] = d->ct, pr[i] = d->price;
+    }
+    if (!prc) prc = dt__overlaid_prices(st->cat, m, nn, ty, zo, ct, pr, &e);
+    for (size_t i = 0; !prc && i < nn; i++)
+      if (st->nodes.v[i].price >= 0) st->nodes.v[i].price = pr[i];
+    dt__free(ty), dt__free(zo), dt__free(ct), dt__free(pr);
+    if (prc == DT_ENOMEM) {
+      dt__symtab_free(&names);
+      return DT_ENOMEM;
+    }
+  }
   /* pods nominated to a claim that a Node stands for are on that Node: a
   ** claim launched for pods is not empty once its Node registers and before
   ** they are bound */

@@ -290,6 +290,31 @@ int dt__catalog_compile(const dt_catalog *catalog, dt_compiled_catalog **out, dt
   return 0;
 }
 
+int dt__overlaid_prices(const dt_catalog *catalog, const dt_manifests *m, size_t n, const char *const *type,
+                        const char *const *zone, const int *ct, double *price, dt_error *err) {
+  if (!m || !m->nodeoverlays.n || !n) return 0;
+  dt_plan *p = dt__calloc(1, sizeof *p);
+  if (!p) return dt__err(err, DT_ENOMEM, "out of memory");
+  p->catalog = catalog;
+  p->manifests = m;
+  p->ex_pod = -1;
+  int rc = plan_begin(p);
+  if (!rc) rc = dt__sched_compile_catalog(p, err);
+  if (!rc) rc = dt__sched_overlays(p);
+  for (size_t i = 0; !rc && i < n; i++) {
+    if (!type[i] || !zone[i] || ct[i] < 0 || ct[i] == DT_CT_RESERVED) continue;
+    dt_sym ts = dt__sym_find(&p->syms, type[i]), zs = dt__sym_find(&p->syms, zone[i]);
+    int32_t t = ts && ts < p->ntype_at ? p->type_at[ts] : -1;
+    for (uint32_t o = 0; t >= 0 && zs && o < p->types[t].noff; o++) {
+      const rt_off *of = &p->types[t].off[o];
+      if (of->ct == ct[i] && p->zones[of->zone] == zs) price[i] = of->price;
+    }
+  }
+  if (!rc && (p->arena.oom || p->syms.oom)) rc = DT_ENOMEM;
+  dt_plan_free(p);
+  return rc == DT_ENOMEM ? dt__err(err, rc, "out of memory") : rc;
+}
+
 void dt__catalog_compiled_free(dt_compiled_catalog *cc) {
   if (!cc) return;
   dt_plan_free(cc->base);

@@ -189,6 +189,13 @@ describe("NodeOverlay prices", function()
     assert.equal("replace", r.commands[1].action)
     assert.equal("large", r.commands[1].replacements[1].instanceType)
     assert.near(0.20 - 0.05, r.commands[1].savings, 1e-9)
+    -- the node's own type overlaid: it is weighed at that price too, and not replaced by itself
+    -- (weighed at the catalog's, the daemon replaced it with its own type pass after pass)
+    items[#items] = overlay("medium-deal", { requirements = { { "node.kubernetes.io/instance-type", "In",
+      { "medium" } } }, price = "0.05" })
+    args.manifests = h.list(items)
+    r = assert(dt.disrupt(args))
+    assert.equal(0, #r.commands)
   end)
 end)
 

@@ -669,6 +669,31 @@ return {
     d.stop()
   end)
 
+  it("with a NodeOverlay on its nodes' own type, launches once and stays put", function()
+    -- weighed at the catalog's price, a node whose type an overlay made cheaper was replaced by
+    -- its own type every pass
+    local d = start("--disrupt-interval 200ms --registration launch")
+    local ovl = [[
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: deal}
+spec:
+  requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [c6a.2xlarge]}]
+  priceAdjustment: "-60%"
+]]
+    local np = h.nodepool("od", { requirements = { { "karpenter.sh/capacity-type", "In", { "on-demand" } },
+      { "node.kubernetes.io/instance-type", "In", { "c6a.2xlarge", "c6a.4xlarge" } } } })
+    assert.equal(200, select(2, http(d, "PUT", "/v1/objects", h.docs(np, ovl, h.pod("a", { cpu = "3" }),
+      h.pod("b", { cpu = "3" })))))
+    eventually(function() return http(d, "GET", "/v1/state"):match('"id":%s*"i%-') end, "an instance")
+    rounds(d, 12, "twelve rounds and disruption passes")
+    assert.equal(1, metric(d, 'dovetail_claims_launched_total{capacity_type="on-demand"}'))
+    assert.equal(0, metric(d, "dovetail_nodes_deleted_total"))
+    local decisions = http(d, "GET", "/v1/decisions")
+    assert.is_nil(decisions:match('"kind":%s*"disrupt"'), decisions)
+    d.stop()
+  end)
+
   it("a Deployment and a StatefulSet of one name: four launches, no deletion, the replicas named apart", function()
     local st = h.tmpdir() .. "/state.json"
     local d = start("--disrupt-interval 200ms --registration launch --state " .. st)
