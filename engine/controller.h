@@ -92,7 +92,7 @@ void pod_event(cJSON *o);
 void put_in(cJSON *o, const char *field, const char *key, const char *v);
 void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct,
                   const dt_label_info *labels, size_t nlabels, const char *pods, const char *olds, const char *why,
-                  uint64_t group);
+                  uint64_t group, double price, const dt_resource_info *req, size_t nreq);
 size_t claim_pinned_labels(const cJSON *claim, dt_label_info *out, size_t max);
 void replacement_done(const char *claim, bool ok);
 void set_annotation(cJSON *o, const char *k, const char *v);

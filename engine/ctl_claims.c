@@ -558,7 +558,7 @@ size_t claim_pinned_labels(const cJSON *claim, dt_label_info *out, size_t max) {
 ** the claims in olds (comma-separated) for why. */
 void replace_with(const char *name, const char *pool, const char *type, const char *zone, const char *ct,
                   const dt_label_info *labels, size_t nlabels, const char *pods, const char *olds, const char *why,
-                  uint64_t group) {
+                  uint64_t group, double price, const dt_resource_info *req, size_t nreq) {
   if (!pool || !type || !zone || !ct) return; /* a command without its offering: nothing to launch */
   cJSON *o = cJSON_CreateObject();
   cJSON_AddStringToObject(o, "apiVersion", "karpenter.sh/v1");
@@ -575,7 +575,19 @@ void replace_with(const char *name, const char *pool, const char *type, const ch
   set_annotation(o, DT_A_PODS, pods);
   set_annotation(o, "dovetail.dev/replaces", olds);
   set_annotation(o, DT_A_LAUNCHED, "true");
+  if (price >= 0) { /* what a round's claim carries: its price, what its pods request */
+    char tmp[64];
+    dt__fmt_price(tmp, sizeof tmp, price);
+    set_annotation(o, "dovetail.dev/price", tmp);
+  }
   from_pool(o, pool, type, zone, ct, labels, nlabels);
+  for (size_t i = 0; i < nreq; i++) {
+    cJSON *spec = jget(o, "spec");
+    if (!cJSON_IsObject(spec)) spec = cJSON_AddObjectToObject(o, "spec");
+    cJSON *res = jget(spec, "resources");
+    if (!cJSON_IsObject(res)) res = cJSON_AddObjectToObject(spec, "resources");
+    put_in(res, "requests", req[i].name, req[i].quantity);
+  }
   pod_event(o);
   replacing r = {dt__strdup(name), dt__strdup(olds), dt__strdup(why), group, false};
   if (!r.claim || !r.olds || !r.why || dt__vec_push(&D.replacing, r)) {

@@ -100,7 +100,7 @@ bool carry_out(const dt_command_info *c) {
         }
         if (!mine.oom)
           replace_with(name, r->nodepool, r->instance_type, r->zone, r->capacity_type, r->labels, r->nlabels,
-                       mine.p ? mine.p : "", olds.p, why, group);
+                       mine.p ? mine.p : "", olds.p, why, group, r->price, r->requests, r->nrequests);
         dt__free(mine.p);
       }
       launch_group(group);
@@ -213,7 +213,8 @@ static bool remediate(void) {
     cJSON *old = claim_get(claim); /* its replacement keeps the values its requirements took */
     dt_label_info pinned[32];
     size_t npinned = old ? claim_pinned_labels(old, pinned, 32) : 0;
-    replace_with(name, pool, type, zone, ct, pinned, npinned, pods ? pods : "", claim, whys.v[i], ++D.groups);
+    replace_with(name, pool, type, zone, ct, pinned, npinned, pods ? pods : "", claim, whys.v[i], ++D.groups,
+                 in->price > 0 ? in->price : -1, NULL, 0);
     cJSON_Delete(old);
     launch_group(D.groups); /* may move D.insts */
     dt__free(pods);
