@@ -57,12 +57,6 @@ static bool meets(const char *const *vals, size_t n, const dt_mreq *q) {
   }
 }
 
-static const char *kvs_get(const dt_kvs *kv, const char *key) {
-  for (size_t i = 0; i < kv->n; i++)
-    if (!strcmp(kv->v[i].key, key)) return kv->v[i].val;
-  return NULL;
-}
-
 /* The zones (ct false) or capacity types of type t's offerings, once each. */
 static size_t type_domain(const dt_plan *p, const rt_type *t, bool ct, const char **out) {
   size_t n = 0;
@@ -106,7 +100,7 @@ static bool type_meets(const rt_type *t, const tdom *d, const dt_mreq *q) {
   const char *key = qkey(q);
   if (!strcmp(key, DT_L_ZONE)) return meets(d->z, d->nz, q);
   if (!strcmp(key, DT_L_CAPACITY_TYPE)) return meets(d->c, d->nc, q);
-  const char *v = kvs_get(&t->src->labels, key);
+  const char *v = dt__kv_get(t->src->labels.v, t->src->labels.n, key);
   return v ? meets(&v, 1, q) : meets(NULL, 0, q);
 }
 
@@ -116,7 +110,7 @@ static bool type_meets(const rt_type *t, const tdom *d, const dt_mreq *q) {
 static bool pool_meets(const dt_nodepool *np, const dt_mreq *q) {
   const char *key = qkey(q);
   if (!strcmp(key, DT_L_NODEPOOL)) return meets((const char *const *)&np->name, 1, q);
-  const char *v = kvs_get(&np->labels, key);
+  const char *v = dt__kv_get(np->labels.v, np->labels.n, key);
   return v ? meets(&v, 1, q) : meets(NULL, 0, q);
 }
 
